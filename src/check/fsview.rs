@@ -1,0 +1,110 @@
+//! The file system as the passes see it: the device, the superblock in use,
+//! its validated geometry and the group descriptors.
+
+use crate::error::Result;
+use crate::fs::geometry::Geometry;
+use crate::fs::group_desc::{self, GroupDesc};
+use crate::fs::superblock::Superblock;
+use crate::io::Device;
+
+pub struct Fs {
+    pub dev: Device,
+    pub sb: Superblock,
+    /// Block number (in file system blocks) of the superblock in use: 0/1
+    /// for the primary, a group's first block for a backup.
+    pub sb_block: u64,
+    pub geo: Geometry,
+    pub gds: Vec<GroupDesc>,
+    /// The raw descriptors, `desc_size` bytes each, for checksums.
+    pub gd_raw: Vec<u8>,
+    pub csum_seed: u32,
+}
+
+impl Fs {
+    pub fn block_size(&self) -> usize {
+        self.geo.block_size as usize
+    }
+
+    pub fn metadata_csum(&self) -> bool {
+        self.sb.metadata_csum()
+    }
+
+    /// Reads block `blk` into a new buffer.
+    pub fn read_block(&self, blk: u64) -> Result<Vec<u8>> {
+        let mut b = vec![0u8; self.block_size()];
+        self.read_block_into(blk, &mut b)?;
+        Ok(b)
+    }
+
+    pub fn read_block_into(&self, blk: u64, buf: &mut [u8]) -> Result<()> {
+        let off = blk.saturating_mul(self.geo.block_size as u64);
+        self.dev.read_at(off, buf)
+    }
+
+    /// Reads `buf.len() / block_size` consecutive blocks starting at `blk`.
+    pub fn read_blocks(&self, blk: u64, buf: &mut [u8]) -> Result<()> {
+        self.read_block_into(blk, buf)
+    }
+
+    pub fn gd_raw(&self, g: u32) -> &[u8] {
+        let ds = self.geo.desc_size as usize;
+        let start = g as usize * ds;
+        self.gd_raw.get(start..start + ds).unwrap_or(&[])
+    }
+
+    pub fn gd_checksum_ok(&self, g: u32) -> bool {
+        match group_desc::compute_checksum(&self.sb, g, self.gd_raw(g)) {
+            Some(c) => c == self.gds[g as usize].checksum,
+            None => true,
+        }
+    }
+
+    /// Block and byte offset of inode `ino` in its group's inode table, or
+    /// None if the inode number or the table location is out of range.
+    pub fn inode_location(&self, ino: u32) -> Option<(u64, usize)> {
+        if ino == 0 || ino > self.geo.inodes_count {
+            return None;
+        }
+        let g = self.geo.group_of_inode(ino);
+        let idx = (ino - 1) % self.geo.inodes_per_group;
+        let byte = idx as u64 * self.geo.inode_size as u64;
+        let table = self.gds.get(g as usize)?.inode_table;
+        let blk = table.checked_add(byte / self.geo.block_size as u64)?;
+        if !self.geo.block_in_fs(blk) {
+            return None;
+        }
+        Some((blk, (byte % self.geo.block_size as u64) as usize))
+    }
+
+    /// Reads the raw bytes of inode `ino`.
+    pub fn read_inode_raw(&self, ino: u32) -> Result<Vec<u8>> {
+        let Some((blk, off)) = self.inode_location(ino) else {
+            return Err(crate::error::Error::Corrupt(format!(
+                "inode {ino} has no valid location"
+            )));
+        };
+        let mut b = vec![0u8; self.geo.inode_size as usize];
+        let pos = blk * self.geo.block_size as u64 + off as u64;
+        self.dev.read_at(pos, &mut b)?;
+        Ok(b)
+    }
+
+    /// Do group descriptors carry uninit flags that must be honoured?
+    pub fn uninit_bg(&self) -> bool {
+        self.sb.group_desc_csum()
+    }
+
+    /// Number of inodes of group `g` that pass 1 must read: all of them,
+    /// or up to the itable_unused mark, or none for an INODE_UNINIT group.
+    pub fn inodes_to_scan(&self, g: u32) -> u32 {
+        let ipg = self.geo.inodes_per_group;
+        if !self.uninit_bg() {
+            return ipg;
+        }
+        let gd = &self.gds[g as usize];
+        if gd.has_flag(group_desc::BG_INODE_UNINIT) {
+            return 0;
+        }
+        ipg.saturating_sub(gd.itable_unused.min(ipg))
+    }
+}

@@ -1,0 +1,379 @@
+//! The problem table: every inconsistency pfsck can report, with a stable
+//! code, the pass that finds it, its message and whether preen may fix it.
+//!
+//! Checks never print: they push a `Problem` carrying a code and numbers;
+//! the CLI renders it. Message templates use `{ino}`, `{blk}`, `{group}`,
+//! `{num}`, `{num2}` and `{detail}`.
+
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Pass {
+    /// Superblock, group descriptors, journal: before pass 1.
+    Super,
+    P1,
+    /// Multiply-claimed blocks (e2fsck's passes 1B-1D).
+    P1B,
+    P2,
+    P3,
+    P4,
+    P5,
+}
+
+impl Pass {
+    pub fn number(self) -> u8 {
+        match self {
+            Pass::Super => 0,
+            Pass::P1 | Pass::P1B => 1,
+            Pass::P2 => 2,
+            Pass::P3 => 3,
+            Pass::P4 => 4,
+            Pass::P5 => 5,
+        }
+    }
+}
+
+/// How a problem counts toward the verdict when it is left unfixed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Severity {
+    /// The file system is inconsistent (exit 4 when not fixed).
+    Error,
+    /// Reported, but a file system left this way is still consistent (e.g.
+    /// the superblock's free counts, which the kernel keeps only lazily).
+    Notice,
+    /// The check could not go on (exit 8).
+    Fatal,
+}
+
+pub struct Spec {
+    pub code: &'static str,
+    pub pass: Pass,
+    pub severity: Severity,
+    /// May `-p` fix it without asking (e2fsck's PREEN_OK)?
+    pub preen_ok: bool,
+    pub message: &'static str,
+}
+
+macro_rules! problems {
+    ($( $name:ident = ($code:literal, $pass:ident, $sev:ident, $preen:literal, $msg:literal), )*) => {
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Code { $( $name, )* }
+
+        impl Code {
+            pub fn spec(self) -> &'static Spec {
+                match self {
+                    $( Code::$name => &Spec {
+                        code: $code,
+                        pass: Pass::$pass,
+                        severity: Severity::$sev,
+                        preen_ok: $preen,
+                        message: $msg,
+                    }, )*
+                }
+            }
+            pub const ALL: &'static [Code] = &[ $( Code::$name, )* ];
+        }
+    };
+}
+
+problems! {
+    // ---- Superblock, group descriptors, journal ----
+    SbCorrupt = ("0x0001", Super, Fatal, false, "The superblock could not be read or does not describe a valid ext2/ext3/ext4 file system: {detail}"),
+    SbUsedBackup = ("0x0002", Super, Error, false, "The primary superblock is damaged ({detail}); using the backup superblock at block {blk}"),
+    SbFeatureUnsupported = ("0x0003", Super, Fatal, false, "The file system has unsupported feature(s): {detail}"),
+    SbChecksum = ("0x0004", Super, Error, true, "Superblock checksum does not match superblock"),
+    SbBlocksCountTooBig = ("0x0005", Super, Fatal, false, "The file system size (according to the superblock) is {num} blocks, but the device holds only {num2} blocks"),
+    SbFirstDataBlock = ("0x0006", Super, Fatal, false, "Superblock first_data_block = {num}, should have been {num2}"),
+    SbInodesCount = ("0x0007", Super, Error, false, "Superblock inodes count {num} is wrong, should be {num2}"),
+    SbFreeBlocksInvalid = ("0x0008", Super, Notice, true, "Superblock free blocks count {num} is larger than the block count {num2}"),
+    SbFreeInodesInvalid = ("0x0009", Super, Notice, true, "Superblock free inodes count {num} is larger than the inode count {num2}"),
+    SbFirstIno = ("0x000A", Super, Error, false, "Superblock first_ino = {num} is invalid"),
+    SbRevLevel = ("0x000B", Super, Fatal, false, "Superblock revision level {num} is not supported"),
+    SbLastMountFuture = ("0x000C", Super, Notice, true, "Superblock last mount time is in the future"),
+    SbLastWriteFuture = ("0x000D", Super, Notice, true, "Superblock last write time is in the future"),
+    SbHugeFileNoLargeFile = ("0x000E", Super, Error, true, "Filesystem has huge files but the large_file flag is not set"),
+    SbOrphanList = ("0x000F", Super, Error, true, "The orphan inode list starting at inode {ino} needs processing"),
+    SbExtraIsize = ("0x0010", Super, Error, true, "Superblock {detail}_extra_isize {num} is invalid"),
+    SbNeedsRecovery = ("0x0011", Super, Notice, false, "Warning: skipping journal recovery because doing a read-only filesystem check"),
+    SbMetadataCsumAndGdtCsum = ("0x0012", Super, Error, true, "Superblock has both metadata_csum and uninit_bg (gdt_csum) set"),
+    SbDescSize = ("0x0013", Super, Fatal, false, "Superblock 64bit filesystem has an invalid group descriptor size {num}"),
+    SbResizeInodeNoFeature = ("0x0014", Super, Error, false, "Resize inode not valid: {detail}"),
+    SbBlocksPerGroupInvalid = ("0x0015", Super, Fatal, false, "Superblock blocks per group {num} is invalid"),
+    GdBlockBitmapLocation = ("0x0101", Super, Error, false, "Block bitmap for group {group} is not in group (block {blk})"),
+    GdInodeBitmapLocation = ("0x0102", Super, Error, false, "Inode bitmap for group {group} is not in group (block {blk})"),
+    GdInodeTableLocation = ("0x0103", Super, Error, false, "Inode table for group {group} is not in group (block {blk})"),
+    GdChecksum = ("0x0104", Super, Error, true, "One or more block group descriptor checksums are invalid (group {group})"),
+    GdUninitWithoutCsum = ("0x0105", Super, Error, true, "Group descriptor {group} marked uninitialized without the feature set"),
+    GdItableUnused = ("0x0106", Super, Error, true, "Group descriptor {group} has an invalid unused inodes count {num}"),
+    GdFreeBlocksInvalid = ("0x0107", Super, Error, true, "Group descriptor {group} free blocks count {num} is invalid"),
+    GdFreeInodesInvalid = ("0x0108", Super, Error, true, "Group descriptor {group} free inodes count {num} is invalid"),
+    GdMetadataOverlap = ("0x0109", Super, Error, false, "{detail} for group {group} (block {blk}) overlaps other file system metadata"),
+    GdBlockUninitLastGroup = ("0x010A", Super, Error, true, "Last group block bitmap uninitialized"),
+    GdInodeUninitNotZeroed = ("0x010B", Super, Notice, true, "Group {group} inode table not zeroed"),
+    JournalSuperblockCorrupt = ("0x0201", Super, Error, false, "The journal superblock is corrupt: {detail}"),
+    JournalInodeInvalid = ("0x0202", Super, Error, false, "Journal inode is invalid: {detail}"),
+    JournalFeatureUnsupported = ("0x0203", Super, Fatal, false, "The journal has unsupported feature(s): {detail}"),
+    JournalHasJournalNoInode = ("0x0204", Super, Error, false, "Superblock has_journal flag is set, but no journal is present"),
+    JournalInodeNoFeature = ("0x0205", Super, Error, true, "Superblock has no has_journal flag, but a journal inode {ino} is present"),
+    JournalExternalUnsupported = ("0x0206", Super, Fatal, false, "The file system uses an external journal device, which is not supported"),
+    JournalChecksum = ("0x0207", Super, Error, false, "The journal superblock checksum does not match"),
+    JournalNeedsRecoveryNoFlag = ("0x0208", Super, Error, true, "The journal has data to replay but the needs_recovery flag is not set"),
+    JournalRecoverNoJournal = ("0x0209", Super, Error, true, "The needs_recovery flag is set but the file system has no journal"),
+
+    // ---- Pass 1: inodes, blocks and sizes ----
+    InodeChecksum = ("0x1001", P1, Error, false, "Inode {ino} passes checks, but checksum does not match inode"),
+    InodeBadMode = ("0x1002", P1, Error, false, "Inode {ino} has a bad mode ({num})"),
+    InodeDtimeSet = ("0x1003", P1, Error, true, "Inode {ino} is in use, but has dtime set"),
+    InodeZeroDtimeDeleted = ("0x1004", P1, Error, true, "Deleted inode {ino} has zero dtime"),
+    InodeBadFlags = ("0x1005", P1, Error, false, "Inode {ino} has flags {detail} set that are invalid for its type"),
+    InodeExtentsNoFeature = ("0x1006", P1, Error, false, "Inode {ino} has EXTENTS_FL flag set on a file system without extents support"),
+    InodeInlineNoFeature = ("0x1007", P1, Error, false, "Inode {ino} has INLINE_DATA_FL flag set on a file system without inline data support"),
+    InodeIllegalBlock = ("0x1008", P1, Error, false, "Inode {ino} has an illegal block {blk} ({detail})"),
+    InodeTooManyIllegalBlocks = ("0x1009", P1, Error, false, "Inode {ino} has too many illegal blocks"),
+    InodeBlockOnMetadata = ("0x100A", P1, Error, false, "Inode {ino} block {blk} overlaps file system metadata ({detail})"),
+    InodeISize = ("0x100B", P1, Error, true, "Inode {ino}, i_size is {num}, should be {num2}"),
+    InodeIBlocks = ("0x100C", P1, Error, true, "Inode {ino}, i_blocks is {num}, should be {num2}"),
+    InodeDirHole = ("0x100D", P1, Error, false, "Directory inode {ino} has an unallocated block #{num}"),
+    InodeExtentHeader = ("0x100E", P1, Error, false, "Inode {ino} has an invalid extent tree header ({detail})"),
+    InodeExtentBad = ("0x100F", P1, Error, false, "Inode {ino} has an invalid extent (logical block {num}, physical block {blk}, length {num2}): {detail}"),
+    InodeExtentOrder = ("0x1010", P1, Error, false, "Inode {ino} has out-of-order extents (logical block {num}, physical block {blk})"),
+    InodeExtentNodeChecksum = ("0x1011", P1, Error, false, "Inode {ino} extent block {blk} passes checks, but checksum does not match extent"),
+    InodeExtentTooDeep = ("0x1012", P1, Error, false, "Inode {ino} extent tree (depth {num}) could be more shallow or is too deep"),
+    InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino} extent node at block {blk} is invalid ({detail})"),
+    InodeExtentIndexEnd = ("0x1014", P1, Error, false, "Inode {ino} extent index start {num} does not match its node's first extent {num2}"),
+    InodeExtentPastEof = ("0x1015", P1, Error, false, "Inode {ino}, end of extent exceeds allowed value (logical block {num}, physical block {blk}, len {num2})"),
+    InodeFastSymlink = ("0x1016", P1, Error, false, "Symlink inode {ino} is invalid ({detail})"),
+    InodeDeviceBlocks = ("0x1017", P1, Error, false, "Special (device/socket/fifo) inode {ino} has non-zero block data or flags"),
+    InodeInlineData = ("0x1018", P1, Error, false, "Inode {ino} has corrupt inline data ({detail})"),
+    InodeExtraIsize = ("0x1019", P1, Error, true, "Inode {ino} has an extra size ({num}) which is invalid"),
+    InodeFileAcl = ("0x101A", P1, Error, false, "Inode {ino} has a bad extended attribute block {blk}"),
+    InodeXattrInInode = ("0x101B", P1, Error, false, "Inode {ino} has corrupt extended attributes in the inode ({detail})"),
+    XattrBlockHeader = ("0x101C", P1, Error, false, "Extended attribute block {blk} (inode {ino}) has a bad header ({detail})"),
+    XattrBlockEntries = ("0x101D", P1, Error, false, "Extended attribute block {blk} (inode {ino}) is corrupt ({detail})"),
+    XattrBlockChecksum = ("0x101E", P1, Error, false, "Extended attribute block {blk} passes checks, but checksum does not match block"),
+    XattrBlockRefcount = ("0x101F", P1, Error, true, "Extended attribute block {blk} has reference count {num}, should be {num2}"),
+    XattrHash = ("0x1020", P1, Error, false, "Extended attribute in inode {ino} has a hash ({num}) which is invalid"),
+    InodeReservedBad = ("0x1021", P1, Error, false, "Reserved inode {ino} ({detail}) has an invalid mode or contents"),
+    RootNotDirectory = ("0x1022", P1, Error, false, "Root inode is not a directory"),
+    InodeHugeFileNoFeature = ("0x1023", P1, Error, false, "Inode {ino} has HUGE_FILE flag set on a file system without huge_file support"),
+    InodeLargeFileNoFeature = ("0x1024", P1, Error, true, "Inode {ino} is larger than 2 GiB but the large_file feature is not set"),
+    InodeIndexNoFeature = ("0x1025", P1, Error, true, "Inode {ino} has INDEX_FL flag set on a file system without htree support"),
+    InodeIndexNotDir = ("0x1026", P1, Error, true, "Inode {ino} has INDEX_FL flag set but is not a directory"),
+    InodeImagic = ("0x1027", P1, Error, true, "Inode {ino} has imagic flag set"),
+    InodeInUseBitmapClear = ("0x1028", P1, Error, false, "Inode {ino} is in use but is beyond the group's unused-inode mark (itable_unused)"),
+    InodeCompression = ("0x1029", P1, Error, false, "Inode {ino} has compression flags set on a file system without compression support"),
+    InodeEncrypted = ("0x102A", P1, Fatal, false, "Inode {ino} is encrypted, which is not supported"),
+    InodeBadSize = ("0x102B", P1, Error, false, "Inode {ino} has an invalid size {num}"),
+    InodeBlockBitmapUnreadable = ("0x102C", P1, Error, false, "Error reading block {blk} ({detail}) while checking inode {ino}"),
+    InodeTableUnreadable = ("0x102D", P1, Error, false, "Inode table for group {group} cannot be read (block {blk})"),
+    InodeEaInodeFlag = ("0x102E", P1, Error, false, "Inode {ino} has EA_INODE flag set but ea_inode is not supported"),
+    InodeCasefold = ("0x102F", P1, Error, false, "Inode {ino} has CASEFOLD flag set on a file system without casefold support"),
+    InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
+
+    // ---- Pass 1B-1D: multiply-claimed blocks ----
+    DupBlocks = ("0x1101", P1B, Error, false, "Inode {ino} has {num} multiply-claimed block(s), shared with {num2} file(s): {detail}"),
+
+    // ---- Pass 2: directory structure ----
+    DirEntryBadRecLen = ("0x2001", P2, Error, false, "Entry at offset {num} in directory inode {ino} block {blk} has a bad rec_len ({detail})"),
+    DirEntryBadInode = ("0x2002", P2, Error, false, "Entry '{detail}' in directory inode {ino} has bad inode #: {num}"),
+    DirEntryDeletedInode = ("0x2003", P2, Error, false, "Entry '{detail}' in directory inode {ino} has deleted/unused inode {num}"),
+    DirEntryLinkToDir = ("0x2004", P2, Error, false, "Entry '{detail}' in directory inode {ino} is a link to directory {num}"),
+    DirEntryLinkToRoot = ("0x2005", P2, Error, false, "Entry '{detail}' in directory inode {ino} is a link to the root inode"),
+    DirEntryIllegalChars = ("0x2006", P2, Error, false, "Entry '{detail}' in directory inode {ino} has illegal characters in its name"),
+    DirEntryZeroLenName = ("0x2007", P2, Error, false, "Entry in directory inode {ino} at offset {num} has a zero-length name"),
+    DirEntryFileType = ("0x2008", P2, Error, true, "Entry '{detail}' in directory inode {ino} has an incorrect filetype (was {num}, should be {num2})"),
+    DirEntryFileTypeSet = ("0x2009", P2, Error, true, "Entry '{detail}' in directory inode {ino} has filetype set on a file system without the filetype feature"),
+    DirEntryReservedInode = ("0x200A", P2, Error, false, "Entry '{detail}' in directory inode {ino} points to reserved inode {num}"),
+    DirEntryBadInodeTarget = ("0x200B", P2, Error, false, "Entry '{detail}' in directory inode {ino} points to inode {num} which is bad"),
+    DirEntryDuplicate = ("0x200C", P2, Error, false, "Duplicate entry '{detail}' found in directory inode {ino}"),
+    DirDotMissing = ("0x200D", P2, Error, false, "Missing '.' in directory inode {ino}"),
+    DirDotDotMissing = ("0x200E", P2, Error, false, "Missing '..' in directory inode {ino}"),
+    DirDotBadInode = ("0x200F", P2, Error, false, "'.' in directory inode {ino} has wrong inode number {num}"),
+    DirDotRecLen = ("0x2010", P2, Error, false, "'.' directory entry in directory inode {ino} has a bad rec_len {num}"),
+    DirDotDotBadForm = ("0x2011", P2, Error, false, "'..' in directory inode {ino} is malformed"),
+    DirDotSecondEntry = ("0x2012", P2, Error, false, "Entry '{detail}' in directory inode {ino} is a '.' or '..' entry in the wrong place"),
+    DirBlockChecksum = ("0x2013", P2, Error, false, "Directory inode {ino}, block #{num}, offset 0: directory passes checks but fails checksum"),
+    DirBlockNoTail = ("0x2014", P2, Error, false, "Directory inode {ino}, block #{num}: directory block has no checksum tail"),
+    DirBlockCorrupt = ("0x2015", P2, Error, false, "Directory inode {ino}, block #{num}, offset {num2}: directory corrupted"),
+    DirBlockUnreadable = ("0x2016", P2, Error, false, "Error reading directory block {blk} (inode {ino})"),
+    HtreeRootBad = ("0x2017", P2, Error, false, "Directory inode {ino} has a bad htree root node ({detail})"),
+    HtreeHashVersion = ("0x2018", P2, Error, false, "Directory inode {ino} htree root uses an unsupported hash version ({num})"),
+    HtreeDepth = ("0x2019", P2, Error, false, "Directory inode {ino} htree has too big a depth ({num})"),
+    HtreeLimit = ("0x201A", P2, Error, false, "Directory inode {ino} htree node at block #{num} has a bad limit ({num2})"),
+    HtreeCount = ("0x201B", P2, Error, false, "Directory inode {ino} htree node at block #{num} has a bad count ({num2})"),
+    HtreeHashOrder = ("0x201C", P2, Error, false, "Directory inode {ino} htree is not sorted by hash at block #{num}"),
+    HtreeBadBlock = ("0x201D", P2, Error, false, "Directory inode {ino} htree points to an invalid block #{num}"),
+    HtreeNodeChecksum = ("0x201E", P2, Error, false, "Directory inode {ino} htree node at block #{num} passes checks, but checksum does not match"),
+    HtreeHashRange = ("0x201F", P2, Error, false, "Directory inode {ino} has a bad hash ({detail}) in htree leaf block #{num}"),
+    HtreeBlockReferenced = ("0x2020", P2, Error, false, "Directory inode {ino} htree block #{num} is referenced {num2} times"),
+    HtreeNoIndexFlag = ("0x2021", P2, Error, false, "Directory inode {ino} has an htree root but not the INDEX flag"),
+    HtreeFlagNoRoot = ("0x2022", P2, Error, false, "Directory inode {ino} has the INDEX flag but an invalid htree"),
+    DirInlineBad = ("0x2023", P2, Error, false, "Directory inode {ino} has corrupt inline data ({detail})"),
+    DirEntryEncrypted = ("0x2024", P2, Error, false, "Entry '{detail}' in directory inode {ino} has encryption problems"),
+    DirEntryUnusedArea = ("0x2026", P2, Error, false, "Entry '{detail}' in directory inode {ino} references inode {num} found in group {group}'s unused inodes area"),
+    DirEntryUninitGroup = ("0x2027", P2, Error, false, "Entry '{detail}' in directory inode {ino} references inode {num} in group {group} where _INODE_UNINIT is set"),
+    DirBlockEmpty = ("0x2025", P2, Error, false, "Directory inode {ino} block #{num} should be a directory block but is empty or garbage"),
+
+    // ---- Pass 3: directory connectivity ----
+    RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),
+    DirUnconnected = ("0x3002", P3, Error, false, "Unconnected directory inode {ino} (was in {num})"),
+    DirDotDotWrong = ("0x3003", P3, Error, false, "'..' in directory inode {ino} ({num}) is {num2}, should be {detail}"),
+    LostFoundMissing = ("0x3004", P3, Error, false, "/lost+found not found"),
+    LostFoundNotDir = ("0x3005", P3, Error, false, "/lost+found is not a directory (inode {ino})"),
+    DirLoop = ("0x3006", P3, Error, false, "Directory inode {ino} is part of a directory loop"),
+    DirMultipleParents = ("0x3007", P3, Error, false, "Directory inode {ino} is linked from more than one directory ({num} and {num2})"),
+
+    // ---- Pass 4: reference counts ----
+    InodeUnattached = ("0x4001", P4, Error, false, "Unattached inode {ino}"),
+    InodeUnattachedZero = ("0x4002", P4, Error, true, "Unattached zero-length inode {ino}"),
+    InodeLinkCount = ("0x4003", P4, Error, true, "Inode {ino} ref count is {num}, should be {num2}"),
+    InodeEaInodeRefs = ("0x4004", P4, Error, false, "Extended attribute inode {ino} ref count is {num}, should be {num2}"),
+
+    // ---- Pass 5: bitmaps and summaries ----
+    BlockBitmapDiff = ("0x5001", P5, Error, true, "Block bitmap differences: {detail}"),
+    InodeBitmapDiff = ("0x5002", P5, Error, true, "Inode bitmap differences: {detail}"),
+    GroupFreeBlocks = ("0x5003", P5, Error, true, "Free blocks count wrong for group #{group} ({num}, counted={num2})"),
+    GroupFreeInodes = ("0x5004", P5, Error, true, "Free inodes count wrong for group #{group} ({num}, counted={num2})"),
+    GroupDirsCount = ("0x5005", P5, Error, true, "Directories count wrong for group #{group} ({num}, counted={num2})"),
+    SuperFreeBlocks = ("0x5006", P5, Notice, true, "Free blocks count wrong ({num}, counted={num2})"),
+    SuperFreeInodes = ("0x5007", P5, Notice, true, "Free inodes count wrong ({num}, counted={num2})"),
+    BlockBitmapChecksum = ("0x5008", P5, Error, true, "Group {group} block bitmap does not match checksum"),
+    InodeBitmapChecksum = ("0x5009", P5, Error, true, "Group {group} inode bitmap does not match checksum"),
+    BlockBitmapPadding = ("0x500A", P5, Error, true, "Padding at end of block bitmap of group {group} is not set"),
+    InodeBitmapPadding = ("0x500B", P5, Error, true, "Padding at end of inode bitmap of group {group} is not set"),
+    GroupUninitFlags = ("0x500C", P5, Error, true, "Group {group} {detail}"),
+    BitmapUnreadable = ("0x500D", P5, Error, false, "Cannot read {detail} bitmap of group {group} (block {blk})"),
+}
+
+/// One reported inconsistency. Which fields mean what depends on the code's
+/// message; unused ones stay None.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    pub code: Code,
+    pub ino: Option<u32>,
+    pub blk: Option<u64>,
+    pub group: Option<u32>,
+    pub num: Option<u64>,
+    pub num2: Option<u64>,
+    pub detail: String,
+}
+
+impl Problem {
+    pub fn new(code: Code) -> Problem {
+        Problem {
+            code,
+            ino: None,
+            blk: None,
+            group: None,
+            num: None,
+            num2: None,
+            detail: String::new(),
+        }
+    }
+    pub fn ino(mut self, ino: u32) -> Problem {
+        self.ino = Some(ino);
+        self
+    }
+    pub fn blk(mut self, blk: u64) -> Problem {
+        self.blk = Some(blk);
+        self
+    }
+    pub fn group(mut self, g: u32) -> Problem {
+        self.group = Some(g);
+        self
+    }
+    pub fn num(mut self, n: u64) -> Problem {
+        self.num = Some(n);
+        self
+    }
+    pub fn num2(mut self, n: u64) -> Problem {
+        self.num2 = Some(n);
+        self
+    }
+    pub fn detail(mut self, d: impl Into<String>) -> Problem {
+        self.detail = d.into();
+        self
+    }
+
+    pub fn spec(&self) -> &'static Spec {
+        self.code.spec()
+    }
+
+    /// The message with its placeholders filled in.
+    pub fn message(&self) -> String {
+        let mut out = String::new();
+        let mut rest = self.spec().message;
+        while let Some(start) = rest.find('{') {
+            out.push_str(&rest[..start]);
+            let Some(len) = rest[start..].find('}') else {
+                break;
+            };
+            let key = &rest[start + 1..start + len];
+            let opt = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |n| n.to_string());
+            match key {
+                "ino" => out.push_str(&opt(self.ino.map(u64::from))),
+                "blk" => out.push_str(&opt(self.blk)),
+                "group" => out.push_str(&opt(self.group.map(u64::from))),
+                "num" => out.push_str(&opt(self.num)),
+                "num2" => out.push_str(&opt(self.num2)),
+                "detail" => out.push_str(&self.detail),
+                other => {
+                    out.push('{');
+                    out.push_str(other);
+                    out.push('}');
+                }
+            }
+            rest = &rest[start + len + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+/// A worker's list of problems; merged in a fixed order by the caller.
+#[derive(Default, Debug)]
+pub struct Problems {
+    pub list: Vec<Problem>,
+}
+
+impl Problems {
+    pub fn push(&mut self, p: Problem) {
+        self.list.push(p);
+    }
+    pub fn extend(&mut self, other: Problems) {
+        self.list.extend(other.list);
+    }
+    pub fn has_errors(&self) -> bool {
+        self.list
+            .iter()
+            .any(|p| p.spec().severity == Severity::Error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_are_unique_and_prefixed_by_pass() {
+        let mut seen = HashSet::new();
+        for c in Code::ALL {
+            let s = c.spec();
+            assert!(seen.insert(s.code), "duplicate code {}", s.code);
+            let digit = s.code.as_bytes()[2] - b'0';
+            let expect = match s.pass {
+                Pass::Super => 0,
+                Pass::P1 | Pass::P1B => 1,
+                p => p.number(),
+            };
+            assert_eq!(digit, expect, "code {} in pass {:?}", s.code, s.pass);
+        }
+    }
+
+    #[test]
+    fn message_fills_placeholders() {
+        let p = Problem::new(Code::InodeISize).ino(12).num(0).num2(1024);
+        assert_eq!(p.message(), "Inode 12, i_size is 0, should be 1024");
+    }
+}

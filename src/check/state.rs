@@ -1,0 +1,150 @@
+//! What the passes learn about the file system and hand to the next ones.
+//!
+//! Shared maps are lock-free (atomic bitmaps and counters) so workers of a
+//! pass write to them without merging; everything else is built from
+//! per-worker results merged once, in unit order.
+
+use crate::engine::{AtomicBitmap, LinkCounts};
+
+/// Per-inode flag bits kept by pass 1 (`State::iflags`).
+pub mod iflag {
+    /// i_size is 0 and no blocks are mapped (pass 4: "zero-length").
+    pub const ZERO_LENGTH: u8 = 0x1;
+    /// Directory uses an htree index (INDEX_FL).
+    pub const HTREE: u8 = 0x2;
+    /// Directory or file keeps its data inline in the inode.
+    pub const INLINE: u8 = 0x4;
+    /// Pass 1 found the inode broken beyond repair of single fields: entries
+    /// pointing at it are themselves reported by pass 2.
+    pub const BAD: u8 = 0x8;
+    /// Fragmented (for the summary's non-contiguous percentage).
+    pub const FRAGMENTED: u8 = 0x10;
+}
+
+/// One block of a directory, as found by pass 1 while mapping the directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct DirBlock {
+    /// Physical block (first field: sorting gives disk order).
+    pub pblk: u64,
+    pub ino: u32,
+    /// Logical block number in the directory.
+    pub lblk: u32,
+}
+
+/// Counts for the summary line and `-v`.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub inodes_used: u64,
+    pub regular: u64,
+    pub directories: u64,
+    pub chardev: u64,
+    pub blockdev: u64,
+    pub fifos: u64,
+    pub sockets: u64,
+    pub symlinks: u64,
+    pub fast_symlinks: u64,
+    pub fragmented: u64,
+    pub extent_files: u64,
+    pub inline_files: u64,
+    pub large_files: u64,
+}
+
+impl Stats {
+    pub fn add(&mut self, o: &Stats) {
+        self.inodes_used += o.inodes_used;
+        self.regular += o.regular;
+        self.directories += o.directories;
+        self.chardev += o.chardev;
+        self.blockdev += o.blockdev;
+        self.fifos += o.fifos;
+        self.sockets += o.sockets;
+        self.symlinks += o.symlinks;
+        self.fast_symlinks += o.fast_symlinks;
+        self.fragmented += o.fragmented;
+        self.extent_files += o.extent_files;
+        self.inline_files += o.inline_files;
+        self.large_files += o.large_files;
+    }
+}
+
+/// An xattr block seen by pass 1: its stored refcount and how many inodes
+/// point at it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct XattrBlockRef {
+    pub blk: u64,
+    pub refcount: u32,
+    pub seen: u32,
+}
+
+pub struct State {
+    /// Blocks in use: file system metadata and every block an inode claims.
+    pub block_used: AtomicBitmap,
+    /// Blocks claimed more than once (for pass 1B).
+    pub block_dup: AtomicBitmap,
+    /// Indexed by inode number (bit 0 unused): in use per pass 1.
+    pub inode_used: AtomicBitmap,
+    pub inode_dir: AtomicBitmap,
+    pub inode_reg: AtomicBitmap,
+    /// `FileType as u8` by inode number; 0 for unused inodes.
+    pub ftype: Vec<u8>,
+    /// i_links_count by inode number.
+    pub i_links: Vec<u16>,
+    /// `iflag` bits by inode number.
+    pub iflags: Vec<u8>,
+    /// References found in directories (pass 2), by inode number.
+    pub links_seen: LinkCounts,
+    /// Directory blocks, sorted by physical block.
+    pub dir_blocks: Vec<DirBlock>,
+    /// Directories in use, sorted; `dir_parent`/`dir_dotdot` are parallel.
+    pub dirs: Vec<u32>,
+    /// The directory holding the (first) entry that names this directory; 0 if none.
+    pub dir_parent: Vec<u32>,
+    /// The inode the directory's '..' entry points at; 0 if missing.
+    pub dir_dotdot: Vec<u32>,
+    /// Xattr blocks referenced by inodes, sorted by block.
+    pub xattr_blocks: Vec<XattrBlockRef>,
+    pub stats: Stats,
+}
+
+impl State {
+    pub fn new(blocks_count: u64, inodes_count: u32) -> State {
+        let n = inodes_count as usize + 1;
+        State {
+            block_used: AtomicBitmap::new(blocks_count),
+            block_dup: AtomicBitmap::new(blocks_count),
+            inode_used: AtomicBitmap::new(n as u64),
+            inode_dir: AtomicBitmap::new(n as u64),
+            inode_reg: AtomicBitmap::new(n as u64),
+            ftype: vec![0; n],
+            i_links: vec![0; n],
+            iflags: vec![0; n],
+            links_seen: LinkCounts::new(n),
+            dir_blocks: Vec::new(),
+            dirs: Vec::new(),
+            dir_parent: Vec::new(),
+            dir_dotdot: Vec::new(),
+            xattr_blocks: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// Index of directory `ino` in `dirs`, if it is one.
+    pub fn dir_index(&self, ino: u32) -> Option<usize> {
+        self.dirs.binary_search(&ino).ok()
+    }
+
+    pub fn has_iflag(&self, ino: u32, f: u8) -> bool {
+        self.iflags.get(ino as usize).is_some_and(|v| v & f != 0)
+    }
+
+    /// Claims `blk` for a file; returns false (and marks it as duplicate) if
+    /// it was already claimed.
+    pub fn claim_block(&self, blk: u64) -> bool {
+        if self.block_used.set(blk) {
+            self.block_dup.set(blk);
+            false
+        } else {
+            true
+        }
+    }
+}

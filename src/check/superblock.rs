@@ -1,0 +1,382 @@
+//! Pass 0: find a usable superblock (the primary, or a backup as e2fsck
+//! does), validate it and the group descriptors.
+//!
+//! Relies on nothing; everything later relies on the geometry checked here.
+
+use super::Options;
+use super::fsview::Fs;
+use super::problem::{Code, Problem};
+use crate::engine::AtomicBitmap;
+use crate::error::Result;
+use crate::fs::geometry::Geometry;
+use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT, BG_INODE_ZEROED, GroupDesc};
+use crate::fs::superblock::{
+    self, EXT2_MAGIC, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, Superblock, compat, incompat, ro_compat,
+};
+use crate::io::Device;
+
+pub enum Opened {
+    Fs(Box<Fs>, Vec<Problem>),
+    /// No usable superblock, or features we cannot check: stop.
+    Fatal(Vec<Problem>),
+}
+
+/// A superblock that passed the shape checks, with its descriptors.
+struct Loaded {
+    sb: Superblock,
+    geo: Geometry,
+    sb_block: u64,
+    gds: Vec<GroupDesc>,
+    gd_raw: Vec<u8>,
+}
+
+fn load_at(dev: &Device, offset: u64, want_bs: Option<u32>) -> std::result::Result<Loaded, String> {
+    let mut b = vec![0u8; SUPERBLOCK_SIZE];
+    dev.read_at(offset, &mut b).map_err(|e| e.to_string())?;
+    let sb = Superblock::parse(&b);
+    if sb.magic != EXT2_MAGIC {
+        return Err("bad magic number in superblock".into());
+    }
+    if sb.rev_level > 1 {
+        return Err(format!("revision level {} is not supported", sb.rev_level));
+    }
+    let geo = Geometry::new(&sb)?;
+    if want_bs.is_some_and(|bs| bs != geo.block_size) {
+        return Err("block size does not match".into());
+    }
+    let sb_block = offset / geo.block_size as u64;
+    let (gds, gd_raw) = read_descriptors(dev, &geo, sb_block)?;
+    Ok(Loaded {
+        sb,
+        geo,
+        sb_block,
+        gds,
+        gd_raw,
+    })
+}
+
+fn read_descriptors(
+    dev: &Device,
+    geo: &Geometry,
+    sb_block: u64,
+) -> std::result::Result<(Vec<GroupDesc>, Vec<u8>), String> {
+    let bs = geo.block_size as usize;
+    let total = geo.desc_blocks as usize * bs;
+    // desc_blocks is bounded by the group count, itself bounded by the
+    // device (checked below), so this allocation is justified by the image.
+    if total as u64 > dev.size() {
+        return Err("group descriptor table larger than the device".into());
+    }
+    let mut raw = vec![0u8; total];
+    for i in 0..geo.desc_blocks {
+        let blk = geo.desc_block_location(sb_block, i);
+        let off = blk
+            .checked_mul(bs as u64)
+            .ok_or_else(|| "descriptor block out of range".to_string())?;
+        let chunk = &mut raw[i as usize * bs..(i as usize + 1) * bs];
+        dev.read_at(off, chunk)
+            .map_err(|e| format!("cannot read group descriptors: {e}"))?;
+    }
+    let ds = geo.desc_size as usize;
+    raw.truncate(geo.groups as usize * ds);
+    let gds = raw.chunks(ds).map(GroupDesc::parse).collect();
+    Ok((gds, raw))
+}
+
+/// Where e2fsck looks for a backup superblock: group 1 for each possible
+/// block size.
+fn backup_candidates() -> Vec<(u64, u32)> {
+    (0..=6)
+        .map(|l| {
+            let bs = 1024u32 << l;
+            let blk = bs as u64 * 8 + if bs == 1024 { 1 } else { 0 };
+            (blk * bs as u64, bs)
+        })
+        .collect()
+}
+
+pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
+    let mut probs = Vec::new();
+    let loaded = if let Some(sbn) = opts.superblock {
+        let sizes: Vec<u32> = match opts.blocksize {
+            Some(bs) => vec![bs],
+            None => (0..=6).map(|l| 1024u32 << l).collect(),
+        };
+        let mut found = None;
+        let mut last_err = String::from("no block size matched");
+        for bs in sizes {
+            let Some(off) = sbn.checked_mul(bs as u64) else {
+                continue;
+            };
+            match load_at(&dev, off, Some(bs)) {
+                Ok(l) => {
+                    found = Some(l);
+                    break;
+                }
+                Err(e) => last_err = e,
+            }
+        }
+        match found {
+            Some(l) => l,
+            None => {
+                probs.push(
+                    Problem::new(Code::SbCorrupt).detail(format!("superblock {sbn}: {last_err}")),
+                );
+                return Ok(Opened::Fatal(probs));
+            }
+        }
+    } else {
+        match load_at(&dev, SUPERBLOCK_OFFSET, None) {
+            Ok(l) if desc_problems(&l.sb, &l.geo, &l.gds).is_empty() => l,
+            primary => {
+                let why = match &primary {
+                    Ok(_) => "group descriptors look bad".to_string(),
+                    Err(e) => e.clone(),
+                };
+                let backup = backup_candidates()
+                    .into_iter()
+                    .filter_map(|(off, bs)| load_at(&dev, off, Some(bs)).ok())
+                    .find(|l| desc_problems(&l.sb, &l.geo, &l.gds).is_empty());
+                match (primary, backup) {
+                    (_, Some(b)) => {
+                        probs.push(Problem::new(Code::SbUsedBackup).blk(b.sb_block).detail(why));
+                        b
+                    }
+                    (Ok(p), None) => p,
+                    (Err(e), None) => {
+                        probs.push(Problem::new(Code::SbCorrupt).detail(e));
+                        return Ok(Opened::Fatal(probs));
+                    }
+                }
+            }
+        }
+    };
+    let Loaded {
+        sb,
+        geo,
+        sb_block,
+        gds,
+        gd_raw,
+    } = loaded;
+
+    let bad_incompat = sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT;
+    let bad_ro = sb.feature_ro_compat & !superblock::SUPPORTED_RO_COMPAT;
+    let mut names = Vec::new();
+    for bit in (0..32).map(|i| 1u32 << i) {
+        if bad_incompat & bit != 0 {
+            names.push(format!(
+                "{} (incompat 0x{bit:x})",
+                superblock::incompat_name(bit)
+            ));
+        }
+        if bad_ro & bit != 0 {
+            names.push(format!(
+                "{} (ro_compat 0x{bit:x})",
+                superblock::ro_compat_name(bit)
+            ));
+        }
+    }
+    if sb.has_compat(compat::FAST_COMMIT) && sb.has_incompat(incompat::RECOVER) {
+        names.push("fast_commit journal replay".to_string());
+    }
+    if !names.is_empty() {
+        probs.push(Problem::new(Code::SbFeatureUnsupported).detail(names.join(", ")));
+        return Ok(Opened::Fatal(probs));
+    }
+    let csum_seed = sb.csum_seed();
+    let fs = Fs {
+        dev,
+        sb,
+        sb_block,
+        geo,
+        gds,
+        gd_raw,
+        csum_seed,
+    };
+    Ok(Opened::Fs(Box::new(fs), probs))
+}
+
+/// Why a clean file system need not be checked without `-f`, or None if it
+/// must be checked.
+pub fn clean_skip_reason(fs: &Fs) -> Option<String> {
+    let sb = &fs.sb;
+    if sb.state & superblock::STATE_VALID == 0 || sb.state & superblock::STATE_ERROR != 0 {
+        return None;
+    }
+    if sb.has_incompat(incompat::RECOVER) || sb.last_orphan != 0 {
+        return None;
+    }
+    if sb.max_mnt_count > 0 && sb.mnt_count as i32 >= sb.max_mnt_count as i32 {
+        return None;
+    }
+    if sb.checkinterval != 0 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if now >= sb.lastcheck as u64 + sb.checkinterval as u64 {
+            return None;
+        }
+    }
+    Some("clean".to_string())
+}
+
+/// Why a check is forced (e2fsck's "was not cleanly unmounted" lines).
+pub fn forced_reason(fs: &Fs) -> Option<&'static str> {
+    let sb = &fs.sb;
+    if sb.state & superblock::STATE_ERROR != 0 {
+        Some("contains a file system with errors")
+    } else if sb.state & superblock::STATE_VALID == 0 {
+        Some("was not cleanly unmounted")
+    } else {
+        None
+    }
+}
+
+/// e2fsck's descriptor sanity check: bitmaps and inode table inside their
+/// group (or anywhere with flex_bg) and not overlapping other metadata.
+fn desc_problems(sb: &Superblock, geo: &Geometry, gds: &[GroupDesc]) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let meta = AtomicBitmap::new(geo.blocks_count);
+    for g in 0..geo.groups {
+        for (start, len) in geo.group_super_and_gdt(g) {
+            for b in start..start.saturating_add(len).min(geo.blocks_count) {
+                meta.set(b);
+            }
+        }
+    }
+    let flex = sb.has_incompat(incompat::FLEX_BG);
+    for (g, gd) in gds.iter().enumerate() {
+        let g = g as u32;
+        let (first, last) = if flex {
+            (geo.first_data_block, geo.blocks_count - 1)
+        } else {
+            (geo.group_first_block(g), geo.group_last_block(g))
+        };
+        let inside = |b: u64| b >= first && b <= last;
+        let mut check = |blk: u64, len: u64, loc: Code, what: &str| {
+            let end = blk.checked_add(len - 1);
+            if !inside(blk) || end.is_none_or(|e| !inside(e)) {
+                out.push(Problem::new(loc).group(g).blk(blk));
+                return;
+            }
+            for b in blk..blk + len {
+                if meta.set(b) {
+                    out.push(
+                        Problem::new(Code::GdMetadataOverlap)
+                            .group(g)
+                            .blk(b)
+                            .detail(what.to_string()),
+                    );
+                    return;
+                }
+            }
+        };
+        check(
+            gd.block_bitmap,
+            1,
+            Code::GdBlockBitmapLocation,
+            "Block bitmap",
+        );
+        check(
+            gd.inode_bitmap,
+            1,
+            Code::GdInodeBitmapLocation,
+            "Inode bitmap",
+        );
+        check(
+            gd.inode_table,
+            geo.inode_table_blocks as u64,
+            Code::GdInodeTableLocation,
+            "Inode table",
+        );
+    }
+    out
+}
+
+/// The checks of pass 0 on the superblock in use and its descriptors.
+pub fn check(fs: &Fs) -> Vec<Problem> {
+    let sb = &fs.sb;
+    let geo = &fs.geo;
+    let mut out = Vec::new();
+
+    let dev_blocks = fs.dev.size() / geo.block_size as u64;
+    if dev_blocks < geo.blocks_count {
+        out.push(
+            Problem::new(Code::SbBlocksCountTooBig)
+                .num(geo.blocks_count)
+                .num2(dev_blocks),
+        );
+    }
+    if sb.metadata_csum() && sb.compute_checksum() != sb.checksum {
+        out.push(Problem::new(Code::SbChecksum));
+    }
+    if sb.metadata_csum() && sb.has_ro_compat(ro_compat::GDT_CSUM) {
+        out.push(Problem::new(Code::SbMetadataCsumAndGdtCsum));
+    }
+    if sb.rev_level > 0 && geo.inode_size > 128 {
+        let room = (geo.inode_size - 128) as u16;
+        for (name, v) in [("min", sb.min_extra_isize), ("want", sb.want_extra_isize)] {
+            if v > room || v % 4 != 0 {
+                out.push(Problem::new(Code::SbExtraIsize).num(v as u64).detail(name));
+            }
+        }
+    }
+    if sb.free_blocks_count > geo.blocks_count {
+        out.push(
+            Problem::new(Code::SbFreeBlocksInvalid)
+                .num(sb.free_blocks_count)
+                .num2(geo.blocks_count),
+        );
+    }
+    if sb.free_inodes_count > geo.inodes_count {
+        out.push(
+            Problem::new(Code::SbFreeInodesInvalid)
+                .num(sb.free_inodes_count as u64)
+                .num2(geo.inodes_count as u64),
+        );
+    }
+    if sb.last_orphan != 0 {
+        out.push(Problem::new(Code::SbOrphanList).ino(sb.last_orphan));
+    }
+    if sb.has_incompat(incompat::RECOVER) {
+        out.push(Problem::new(Code::SbNeedsRecovery));
+    }
+
+    out.extend(desc_problems(sb, geo, &fs.gds));
+
+    let csum = sb.group_desc_csum();
+    for g in 0..geo.groups {
+        let gd = &fs.gds[g as usize];
+        if csum && !fs.gd_checksum_ok(g) {
+            out.push(Problem::new(Code::GdChecksum).group(g));
+        }
+        if !csum && gd.flags & (BG_INODE_UNINIT | BG_BLOCK_UNINIT | BG_INODE_ZEROED) != 0 {
+            out.push(Problem::new(Code::GdUninitWithoutCsum).group(g));
+        }
+        let gblocks = geo.group_blocks(g);
+        if gd.free_blocks_count > gblocks {
+            out.push(
+                Problem::new(Code::GdFreeBlocksInvalid)
+                    .group(g)
+                    .num(gd.free_blocks_count as u64),
+            );
+        }
+        if gd.free_inodes_count > geo.inodes_per_group {
+            out.push(
+                Problem::new(Code::GdFreeInodesInvalid)
+                    .group(g)
+                    .num(gd.free_inodes_count as u64),
+            );
+        }
+        if csum
+            && (gd.itable_unused > geo.inodes_per_group || gd.itable_unused > gd.free_inodes_count)
+        {
+            out.push(
+                Problem::new(Code::GdItableUnused)
+                    .group(g)
+                    .num(gd.itable_unused as u64),
+            );
+        }
+    }
+    out
+}

@@ -1,0 +1,147 @@
+//! Command line: e2fsck's options, the report, exit codes (fsck(8)).
+
+pub mod report;
+
+use crate::check::{self, Options};
+use crate::engine::Threads;
+use crate::error::Error;
+use clap::Parser;
+use std::path::PathBuf;
+
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_CORRECTED: i32 = 1;
+pub const EXIT_UNCORRECTED: i32 = 4;
+pub const EXIT_OPERATIONAL: i32 = 8;
+pub const EXIT_USAGE: i32 = 16;
+pub const EXIT_CANCELLED: i32 = 32;
+
+/// Check an ext2/ext3/ext4 file system, in parallel.
+#[derive(Parser, Debug)]
+#[command(
+    name = "pfsck",
+    version,
+    about,
+    after_help = "Exit codes: 0 clean, 4 errors left uncorrected, 8 operational error, \
+                  16 usage error, 32 cancelled."
+)]
+pub struct Args {
+    /// Open the file system read-only and answer "no" to every question.
+    #[arg(short = 'n')]
+    pub no: bool,
+    /// Answer "yes" to every question (repair; not available yet).
+    #[arg(short = 'y')]
+    pub yes: bool,
+    /// Preen: fix what is safe without asking (repair; not available yet).
+    #[arg(short = 'p')]
+    pub preen: bool,
+    /// Same as -p.
+    #[arg(short = 'a')]
+    pub auto: bool,
+    /// Check even if the file system seems clean.
+    #[arg(short = 'f')]
+    pub force: bool,
+    /// Verbose: print statistics at the end.
+    #[arg(short = 'v')]
+    pub verbose: bool,
+    /// Use this superblock (a backup) instead of the primary.
+    #[arg(short = 'b', value_name = "SUPERBLOCK")]
+    pub superblock: Option<u64>,
+    /// Block size to look for the superblock given with -b.
+    #[arg(short = 'B', value_name = "BLOCKSIZE")]
+    pub blocksize: Option<u32>,
+    /// Worker threads: a number, or "auto" for the usable CPUs.
+    #[arg(
+        short = 'm',
+        long = "threads",
+        value_name = "N|auto",
+        default_value = "auto"
+    )]
+    pub threads: String,
+    /// Print the report as JSON on standard output.
+    #[arg(long)]
+    pub json: bool,
+    /// Print time and bytes read per pass.
+    #[arg(short = 't')]
+    pub timing: bool,
+    /// The device or image file to check.
+    pub device: PathBuf,
+}
+
+fn parse_threads(s: &str) -> Result<Threads, String> {
+    if s == "auto" {
+        return Ok(Threads::auto());
+    }
+    match s.parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(Threads(n)),
+        _ => Err(format!(
+            "invalid thread count '{s}' (a number from 1 to 1024, or auto)"
+        )),
+    }
+}
+
+pub fn main() -> i32 {
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            let code = match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => EXIT_OK,
+                _ => EXIT_USAGE,
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    run(&args)
+}
+
+pub fn run(args: &Args) -> i32 {
+    if args.yes || args.preen || args.auto {
+        eprintln!(
+            "pfsck: repair (-p, -a, -y) is not implemented yet; run with -n to check read-only"
+        );
+        return EXIT_USAGE;
+    }
+    if !args.no {
+        eprintln!("pfsck: only read-only checks are implemented yet; pass -n");
+        return EXIT_USAGE;
+    }
+    if args
+        .blocksize
+        .is_some_and(|b| !(b.is_power_of_two() && (1024..=65536).contains(&b)))
+    {
+        eprintln!("pfsck: invalid block size for -B (1024 to 65536, a power of two)");
+        return EXIT_USAGE;
+    }
+    let threads = match parse_threads(&args.threads) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("pfsck: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let _ = ctrlc::set_handler(|| {
+        check::INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let opts = Options {
+        threads,
+        force: args.force,
+        superblock: args.superblock,
+        blocksize: args.blocksize,
+    };
+    let device = args.device.display().to_string();
+    match check::run(&args.device, &opts) {
+        Ok(rep) => report::print(&rep, &device, args),
+        Err(Error::Interrupted) => {
+            eprintln!("{device}: e2fsck-compatible check cancelled by user");
+            EXIT_CANCELLED
+        }
+        Err(e) => {
+            if args.json {
+                report::print_error_json(&device, &e.to_string(), EXIT_OPERATIONAL);
+            }
+            eprintln!("pfsck: {e}");
+            EXIT_OPERATIONAL
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Rendering a check report: e2fsck-style text, or JSON.
+
+use super::{Args, EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
+use crate::check::Report;
+use crate::check::problem::{Pass, Severity};
+use serde_json::json;
+
+const PASS_HEADERS: [(Pass, &str); 5] = [
+    (Pass::P1, "Pass 1: Checking inodes, blocks, and sizes"),
+    (Pass::P2, "Pass 2: Checking directory structure"),
+    (Pass::P3, "Pass 3: Checking directory connectivity"),
+    (Pass::P4, "Pass 4: Checking reference counts"),
+    (Pass::P5, "Pass 5: Checking group summary information"),
+];
+
+pub fn exit_code(rep: &Report) -> i32 {
+    let mut code = EXIT_OK;
+    if rep.has_errors() {
+        code |= EXIT_UNCORRECTED;
+    }
+    if rep.has_fatal() {
+        code |= EXIT_OPERATIONAL;
+    }
+    code
+}
+
+pub fn print(rep: &Report, device: &str, args: &Args) -> i32 {
+    let code = exit_code(rep);
+    let name = if rep.volume_label.is_empty() {
+        device.to_string()
+    } else {
+        rep.volume_label.clone()
+    };
+    if args.json {
+        print_json(rep, device, code);
+        return code;
+    }
+    let s = &rep.summary;
+    let mut out = String::new();
+    if rep.skipped_clean.is_some() {
+        out.push_str(&format!(
+            "{name}: clean, {}/{} files, {}/{} blocks\n",
+            s.inodes_used, s.inodes_count, s.blocks_used, s.blocks_count
+        ));
+        print!("{out}");
+        return code;
+    }
+    for n in &rep.notes {
+        out.push_str(n);
+        out.push('\n');
+    }
+    let render = |out: &mut String, p: &crate::check::problem::Problem| {
+        let msg = p.message();
+        match p.spec().severity {
+            Severity::Error => out.push_str(&format!("{msg}.  Fix? no\n\n")),
+            Severity::Notice | Severity::Fatal => out.push_str(&format!("{msg}\n")),
+        }
+    };
+    for p in rep.problems.iter().filter(|p| p.spec().pass == Pass::Super) {
+        render(&mut out, p);
+    }
+    let ran = rep.passes_run();
+    for (pass, header) in PASS_HEADERS {
+        let n = pass.number();
+        if n > ran {
+            break;
+        }
+        out.push_str(header);
+        out.push('\n');
+        if pass == Pass::P1 {
+            let dups: Vec<_> = rep
+                .problems
+                .iter()
+                .filter(|p| p.spec().pass == Pass::P1B)
+                .collect();
+            for p in rep.problems.iter().filter(|p| p.spec().pass == Pass::P1) {
+                render(&mut out, p);
+            }
+            if !dups.is_empty() {
+                out.push_str("\nRunning additional passes to resolve blocks claimed by more than one inode...\nPass 1B: Rescanning for multiply-claimed blocks\n");
+                for p in dups {
+                    render(&mut out, p);
+                }
+            }
+            continue;
+        }
+        for p in rep.problems.iter().filter(|p| p.spec().pass == pass) {
+            render(&mut out, p);
+        }
+    }
+    if rep.has_fatal() {
+        out.push('\n');
+    } else {
+        if code & EXIT_UNCORRECTED != 0 {
+            out.push_str(&format!(
+                "\n{name}: ********** WARNING: Filesystem still has errors **********\n\n"
+            ));
+        }
+        out.push_str(&format!(
+            "{name}: {}/{} files ({:.1}% non-contiguous), {}/{} blocks\n",
+            s.inodes_used, s.inodes_count, s.noncontiguous_pct, s.blocks_used, s.blocks_count
+        ));
+    }
+    if args.verbose && !rep.has_fatal() {
+        out.push_str(&format!(
+            "\n{:>12} inodes used\n{:>12} regular files\n{:>12} directories\n{:>12} character device files\n{:>12} block device files\n{:>12} fifos\n{:>12} symbolic links ({} fast symbolic links)\n{:>12} sockets\n{:>12} extent-mapped files\n{:>12} large files\n",
+            s.inodes_used, s.regular, s.directories, s.chardev, s.blockdev, s.fifos, s.symlinks,
+            s.fast_symlinks, s.sockets, s.extent_files, s.large_files
+        ));
+    }
+    if args.timing {
+        for t in &rep.timings {
+            out.push_str(&format!(
+                "{:>8}: {:8.3} s, {:>12} bytes read\n",
+                t.pass, t.seconds, t.bytes_read
+            ));
+        }
+    }
+    print!("{out}");
+    code
+}
+
+fn print_json(rep: &Report, device: &str, code: i32) {
+    let problems: Vec<_> = rep
+        .problems
+        .iter()
+        .map(|p| {
+            let s = p.spec();
+            json!({
+                "code": s.code,
+                "pass": s.pass.number(),
+                "severity": s.severity,
+                "ino": p.ino,
+                "block": p.blk,
+                "group": p.group,
+                "num": p.num,
+                "num2": p.num2,
+                "detail": p.detail,
+                "message": p.message(),
+            })
+        })
+        .collect();
+    let v = json!({
+        "device": device,
+        "skipped_clean": rep.skipped_clean.is_some(),
+        "problems": problems,
+        "summary": rep.summary,
+        "timings": rep.timings,
+        "exit_code": code,
+    });
+    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+}
+
+pub fn print_error_json(device: &str, error: &str, code: i32) {
+    let v = json!({
+        "device": device,
+        "error": error,
+        "problems": [],
+        "exit_code": code,
+    });
+    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    let _ = EXIT_OPERATIONAL;
+}

@@ -1,0 +1,10 @@
+//! The parallel engine: shared lock-free maps and a work distributor that
+//! gives results back in a fixed order, whatever the number of threads.
+//!
+//! Knows nothing of ext4.
+
+pub mod bitmap;
+pub mod pool;
+
+pub use bitmap::{AtomicBitmap, LinkCounts};
+pub use pool::{Threads, par_map};

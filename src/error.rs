@@ -1,0 +1,33 @@
+//! One error type for everything below the CLI.
+
+use std::fmt;
+
+#[derive(Debug)]
+pub enum Error {
+    /// The device could not be read (or written).
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    /// On-disk data is malformed beyond what the checker can reason about.
+    Corrupt(String),
+    /// The file system uses something pfsck does not support.
+    Incompatible(String),
+    /// The user interrupted the run.
+    Interrupted,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { what, source } => write!(f, "{what}: {source}"),
+            Error::Corrupt(s) => write!(f, "{s}"),
+            Error::Incompatible(s) => write!(f, "{s}"),
+            Error::Interrupted => write!(f, "interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;

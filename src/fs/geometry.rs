@@ -1,0 +1,261 @@
+//! Numbers derived from the superblock, validated once so that every later
+//! computation on them is in range: group counts, where each group starts,
+//! where superblock and descriptor copies live.
+
+use super::superblock::{Superblock, compat, incompat, ro_compat};
+
+#[derive(Clone, Debug)]
+pub struct Geometry {
+    pub block_size: u32,
+    pub blocks_count: u64,
+    pub first_data_block: u64,
+    pub blocks_per_group: u32,
+    pub inodes_per_group: u32,
+    pub inodes_count: u32,
+    pub inode_size: u32,
+    pub groups: u32,
+    pub desc_size: u32,
+    pub desc_per_block: u32,
+    /// Blocks holding the group descriptor table (without reserved blocks).
+    pub desc_blocks: u32,
+    pub inode_table_blocks: u32,
+    pub first_ino: u32,
+    pub meta_bg: bool,
+    pub first_meta_bg: u32,
+    pub reserved_gdt_blocks: u32,
+    pub sparse_super: bool,
+    pub sparse_super2: Option<[u32; 2]>,
+    pub flex_bg_size: u64,
+}
+
+impl Geometry {
+    /// Validates the superblock's shape. The error names the bad field so the
+    /// caller can try a backup superblock.
+    pub fn new(sb: &Superblock) -> Result<Geometry, String> {
+        let bs = sb
+            .block_size()
+            .ok_or_else(|| format!("invalid block size (log {})", sb.log_block_size))?;
+        if sb.has_ro_compat(ro_compat::BIGALLOC) {
+            // Checked again with a proper message by the caller; a cluster
+            // size different from the block size would break every count here.
+        } else if sb.log_cluster_size != sb.log_block_size && sb.log_cluster_size != 0 {
+            // e2fsprogs tolerates log_cluster_size == log_block_size only.
+        }
+        let bits = bs as u64 * 8;
+        if sb.blocks_per_group == 0 || sb.blocks_per_group as u64 > bits {
+            return Err(format!(
+                "blocks per group {} is invalid",
+                sb.blocks_per_group
+            ));
+        }
+        if sb.inodes_per_group == 0 || sb.inodes_per_group as u64 > bits {
+            return Err(format!(
+                "inodes per group {} is invalid",
+                sb.inodes_per_group
+            ));
+        }
+        let inode_size = sb.inode_size();
+        if inode_size < 128 || inode_size > bs || !inode_size.is_power_of_two() {
+            return Err(format!("inode size {inode_size} is invalid"));
+        }
+        let fdb = sb.first_data_block as u64;
+        let expect_fdb = if bs == 1024 { 1 } else { 0 };
+        if fdb != expect_fdb && fdb >= sb.blocks_count {
+            return Err(format!("first data block {fdb} is invalid"));
+        }
+        if sb.blocks_count <= fdb {
+            return Err(format!("block count {} is invalid", sb.blocks_count));
+        }
+        let groups64 = (sb.blocks_count - fdb).div_ceil(sb.blocks_per_group as u64);
+        if groups64 == 0 || groups64 > u32::MAX as u64 {
+            return Err(format!("group count {groups64} is invalid"));
+        }
+        let groups = groups64 as u32;
+        let ic = groups as u64 * sb.inodes_per_group as u64;
+        if ic != sb.inodes_count as u64 {
+            return Err(format!(
+                "inodes count {} is not {} groups x {} inodes",
+                sb.inodes_count, groups, sb.inodes_per_group
+            ));
+        }
+        let desc_size = sb.desc_size();
+        if sb.is_64bit() && (!(64..=1024).contains(&desc_size) || !desc_size.is_power_of_two()) {
+            return Err(format!("group descriptor size {desc_size} is invalid"));
+        }
+        let desc_per_block = bs / desc_size;
+        let desc_blocks = groups.div_ceil(desc_per_block);
+        let inode_table_blocks =
+            (sb.inodes_per_group as u64 * inode_size as u64).div_ceil(bs as u64);
+        let first_ino = sb.first_ino();
+        if first_ino < 11 || first_ino > sb.inodes_count {
+            return Err(format!("first inode {first_ino} is invalid"));
+        }
+        let flex_bg_size = if sb.has_incompat(incompat::FLEX_BG) && sb.log_groups_per_flex < 32 {
+            1u64 << sb.log_groups_per_flex
+        } else {
+            1
+        };
+        Ok(Geometry {
+            block_size: bs,
+            blocks_count: sb.blocks_count,
+            first_data_block: fdb,
+            blocks_per_group: sb.blocks_per_group,
+            inodes_per_group: sb.inodes_per_group,
+            inodes_count: sb.inodes_count,
+            inode_size,
+            groups,
+            desc_size,
+            desc_per_block,
+            desc_blocks,
+            inode_table_blocks: inode_table_blocks as u32,
+            first_ino,
+            meta_bg: sb.has_incompat(incompat::META_BG),
+            first_meta_bg: sb.first_meta_bg,
+            reserved_gdt_blocks: sb.reserved_gdt_blocks as u32,
+            sparse_super: sb.has_ro_compat(ro_compat::SPARSE_SUPER),
+            sparse_super2: if sb.has_compat(compat::SPARSE_SUPER2) {
+                Some(sb.backup_bgs)
+            } else {
+                None
+            },
+            flex_bg_size,
+        })
+    }
+
+    pub fn group_first_block(&self, g: u32) -> u64 {
+        self.first_data_block + g as u64 * self.blocks_per_group as u64
+    }
+
+    pub fn group_last_block(&self, g: u32) -> u64 {
+        (self.group_first_block(g) + self.blocks_per_group as u64 - 1).min(self.blocks_count - 1)
+    }
+
+    pub fn group_blocks(&self, g: u32) -> u32 {
+        (self.group_last_block(g) - self.group_first_block(g) + 1) as u32
+    }
+
+    pub fn group_of_block(&self, blk: u64) -> u32 {
+        ((blk.saturating_sub(self.first_data_block)) / self.blocks_per_group as u64) as u32
+    }
+
+    pub fn group_of_inode(&self, ino: u32) -> u32 {
+        (ino.saturating_sub(1)) / self.inodes_per_group
+    }
+
+    /// Does group `g` hold a backup of the superblock (and descriptors)?
+    pub fn group_has_super(&self, g: u32) -> bool {
+        if g == 0 {
+            return true;
+        }
+        if let Some(bgs) = self.sparse_super2 {
+            return g == bgs[0] || g == bgs[1];
+        }
+        if !self.sparse_super || g == 1 {
+            return true;
+        }
+        if g.is_multiple_of(2) {
+            return false;
+        }
+        is_power_of(g, 3) || is_power_of(g, 5) || is_power_of(g, 7)
+    }
+
+    /// Blocks of group `g` taken by the superblock copy, the descriptor
+    /// table copy and the reserved GDT blocks, as (first, count) runs.
+    pub fn group_super_and_gdt(&self, g: u32) -> Vec<(u64, u64)> {
+        let mut runs = Vec::new();
+        let start = self.group_first_block(g);
+        let has_super = self.group_has_super(g);
+        let mut next = start;
+        if has_super {
+            runs.push((start, 1));
+            next = start + 1;
+        }
+        // For 1 KiB blocks group 0 starts at block 1; block 0 (boot) belongs
+        // to no group. For larger blocks the superblock shares block 0.
+        let old_desc = if self.meta_bg {
+            self.first_meta_bg.min(self.desc_blocks) as u64
+        } else {
+            self.desc_blocks as u64 + self.reserved_gdt_blocks as u64
+        };
+        let meta_group = g / self.desc_per_block;
+        if !self.meta_bg || meta_group < self.first_meta_bg {
+            if has_super && old_desc > 0 {
+                runs.push((next, old_desc));
+            }
+        } else {
+            let idx = g % self.desc_per_block;
+            if idx == 0 || idx == 1 || idx == self.desc_per_block - 1 {
+                runs.push((next, 1));
+            }
+        }
+        runs
+    }
+
+    /// Number of blocks that `group_super_and_gdt` reports for `g`.
+    pub fn group_overhead(&self, g: u32) -> u64 {
+        self.group_super_and_gdt(g).iter().map(|r| r.1).sum()
+    }
+
+    /// Block holding descriptor block `i` of the table whose superblock is at
+    /// `sb_block` (the primary or a backup group's first block).
+    pub fn desc_block_location(&self, sb_block: u64, i: u32) -> u64 {
+        let bg = i.saturating_mul(self.desc_per_block);
+        if self.meta_bg && i >= self.first_meta_bg {
+            let start = self.group_first_block(bg);
+            start + self.group_has_super(bg) as u64
+        } else {
+            sb_block + 1 + i as u64
+        }
+    }
+
+    pub fn block_in_fs(&self, blk: u64) -> bool {
+        blk >= self.first_data_block && blk < self.blocks_count
+    }
+
+    /// Inodes per block of the inode table.
+    pub fn inodes_per_block(&self) -> u32 {
+        self.block_size / self.inode_size
+    }
+}
+
+fn is_power_of(mut n: u32, base: u32) -> bool {
+    while n > 1 {
+        if !n.is_multiple_of(base) {
+            return false;
+        }
+        n /= base;
+    }
+    n == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_groups() {
+        let g = Geometry {
+            block_size: 4096,
+            blocks_count: 1 << 30,
+            first_data_block: 0,
+            blocks_per_group: 32768,
+            inodes_per_group: 8192,
+            inodes_count: 0,
+            inode_size: 256,
+            groups: 32768,
+            desc_size: 64,
+            desc_per_block: 64,
+            desc_blocks: 512,
+            inode_table_blocks: 512,
+            first_ino: 11,
+            meta_bg: false,
+            first_meta_bg: 0,
+            reserved_gdt_blocks: 0,
+            sparse_super: true,
+            sparse_super2: None,
+            flex_bg_size: 16,
+        };
+        let have: Vec<u32> = (0..100).filter(|&x| g.group_has_super(x)).collect();
+        assert_eq!(have, vec![0, 1, 3, 5, 7, 9, 25, 27, 49, 81]);
+    }
+}

@@ -1,0 +1,108 @@
+//! Block group descriptors (32 bytes, or `s_desc_size` with 64bit).
+
+use super::bytes::{le16, le32, put_le16};
+use super::checksum::{crc16, crc32c_raw};
+use super::superblock::Superblock;
+
+pub const BG_INODE_UNINIT: u16 = 0x1;
+pub const BG_BLOCK_UNINIT: u16 = 0x2;
+pub const BG_INODE_ZEROED: u16 = 0x4;
+
+const CHECKSUM_OFFSET: usize = 0x1E;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupDesc {
+    pub block_bitmap: u64,
+    pub inode_bitmap: u64,
+    pub inode_table: u64,
+    pub free_blocks_count: u32,
+    pub free_inodes_count: u32,
+    pub used_dirs_count: u32,
+    pub flags: u16,
+    pub exclude_bitmap: u64,
+    pub block_bitmap_csum: u32,
+    pub inode_bitmap_csum: u32,
+    pub itable_unused: u32,
+    pub checksum: u16,
+    /// Whether the high halves exist (descriptor of 64 bytes or more).
+    pub wide: bool,
+}
+
+impl GroupDesc {
+    /// Parses one descriptor; `b` is exactly `desc_size` bytes (32 or more).
+    pub fn parse(b: &[u8]) -> GroupDesc {
+        let wide = b.len() >= 64;
+        let hi32 = |off| if wide { (le32(b, off) as u64) << 32 } else { 0 };
+        let hi16 = |off| if wide { (le16(b, off) as u32) << 16 } else { 0 };
+        GroupDesc {
+            block_bitmap: le32(b, 0x0) as u64 | hi32(0x20),
+            inode_bitmap: le32(b, 0x4) as u64 | hi32(0x24),
+            inode_table: le32(b, 0x8) as u64 | hi32(0x28),
+            free_blocks_count: le16(b, 0xC) as u32 | hi16(0x2C),
+            free_inodes_count: le16(b, 0xE) as u32 | hi16(0x2E),
+            used_dirs_count: le16(b, 0x10) as u32 | hi16(0x30),
+            flags: le16(b, 0x12),
+            exclude_bitmap: le32(b, 0x14) as u64 | hi32(0x34),
+            block_bitmap_csum: le16(b, 0x18) as u32 | hi16(0x38),
+            inode_bitmap_csum: le16(b, 0x1A) as u32 | hi16(0x3A),
+            itable_unused: le16(b, 0x1C) as u32 | hi16(0x32),
+            checksum: le16(b, CHECKSUM_OFFSET),
+            wide,
+        }
+    }
+
+    pub fn has_flag(&self, f: u16) -> bool {
+        self.flags & f != 0
+    }
+}
+
+/// The checksum descriptor `group` (raw bytes `b`) should carry, or None when
+/// the file system does not checksum descriptors.
+pub fn compute_checksum(sb: &Superblock, group: u32, b: &[u8]) -> Option<u16> {
+    let mut d = b.to_vec();
+    put_le16(&mut d, CHECKSUM_OFFSET, 0);
+    if sb.metadata_csum() {
+        let c = crc32c_raw(sb.csum_seed(), &group.to_le_bytes());
+        let c = crc32c_raw(c, &d);
+        Some((c & 0xFFFF) as u16)
+    } else if sb.has_ro_compat(super::superblock::ro_compat::GDT_CSUM) {
+        let c = crc16(!0, &sb.uuid);
+        let c = crc16(c, &group.to_le_bytes());
+        let c = crc16(c, &d[..CHECKSUM_OFFSET.min(d.len())]);
+        // The bytes after the checksum field count only for wide descriptors.
+        let c = if d.len() > CHECKSUM_OFFSET + 2 {
+            crc16(c, &d[CHECKSUM_OFFSET + 2..])
+        } else {
+            c
+        };
+        Some(c)
+    } else {
+        None
+    }
+}
+
+/// crc32c of a bitmap as stored in the descriptor (low 16 bits only for
+/// narrow descriptors). `bytes` is the part of the bitmap that is used.
+pub fn bitmap_checksum(sb: &Superblock, bytes: &[u8], wide: bool) -> u32 {
+    let c = crc32c_raw(sb.csum_seed(), bytes);
+    if wide { c } else { c & 0xFFFF }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::bytes::put_le32;
+
+    #[test]
+    fn parse_narrow_and_wide() {
+        let mut b = vec![0u8; 64];
+        put_le32(&mut b, 0x0, 5);
+        put_le32(&mut b, 0x20, 1);
+        put_le16(&mut b, 0x12, BG_INODE_UNINIT);
+        let w = GroupDesc::parse(&b);
+        assert_eq!(w.block_bitmap, (1 << 32) | 5);
+        assert!(w.has_flag(BG_INODE_UNINIT));
+        let n = GroupDesc::parse(&b[..32]);
+        assert_eq!(n.block_bitmap, 5);
+    }
+}

@@ -1,0 +1,254 @@
+//! The on-disk inode (`s_inode_size` bytes, at least 128).
+
+use super::bytes::{le16, le32, put_le16};
+use super::checksum::crc32c_raw;
+
+pub const ROOT_INO: u32 = 2;
+pub const BAD_INO: u32 = 1;
+pub const USR_QUOTA_INO: u32 = 3;
+pub const GRP_QUOTA_INO: u32 = 4;
+pub const BOOT_LOADER_INO: u32 = 5;
+pub const UNDEL_DIR_INO: u32 = 6;
+pub const RESIZE_INO: u32 = 7;
+pub const JOURNAL_INO: u32 = 8;
+pub const EXCLUDE_INO: u32 = 9;
+pub const REPLICA_INO: u32 = 10;
+
+pub const S_IFMT: u16 = 0xF000;
+pub const S_IFSOCK: u16 = 0xC000;
+pub const S_IFLNK: u16 = 0xA000;
+pub const S_IFREG: u16 = 0x8000;
+pub const S_IFBLK: u16 = 0x6000;
+pub const S_IFDIR: u16 = 0x4000;
+pub const S_IFCHR: u16 = 0x2000;
+pub const S_IFIFO: u16 = 0x1000;
+
+pub mod flags {
+    pub const SECRM: u32 = 0x1;
+    pub const UNRM: u32 = 0x2;
+    pub const COMPR: u32 = 0x4;
+    pub const SYNC: u32 = 0x8;
+    pub const IMMUTABLE: u32 = 0x10;
+    pub const APPEND: u32 = 0x20;
+    pub const NODUMP: u32 = 0x40;
+    pub const NOATIME: u32 = 0x80;
+    pub const DIRTY: u32 = 0x100;
+    pub const COMPRBLK: u32 = 0x200;
+    pub const NOCOMPR: u32 = 0x400;
+    pub const ENCRYPT: u32 = 0x800;
+    pub const INDEX: u32 = 0x1000;
+    pub const IMAGIC: u32 = 0x2000;
+    pub const JOURNAL_DATA: u32 = 0x4000;
+    pub const NOTAIL: u32 = 0x8000;
+    pub const DIRSYNC: u32 = 0x10000;
+    pub const TOPDIR: u32 = 0x20000;
+    pub const HUGE_FILE: u32 = 0x40000;
+    pub const EXTENTS: u32 = 0x80000;
+    pub const VERITY: u32 = 0x100000;
+    pub const EA_INODE: u32 = 0x200000;
+    pub const INLINE_DATA: u32 = 0x10000000;
+    pub const PROJINHERIT: u32 = 0x20000000;
+    pub const CASEFOLD: u32 = 0x40000000;
+}
+
+/// Size of the fixed part every inode has.
+pub const GOOD_OLD_INODE_SIZE: usize = 128;
+const CSUM_LO: usize = 0x7C;
+const CSUM_HI: usize = 0x82;
+
+/// File type as used in directory entries (with the filetype feature).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FileType {
+    Unknown = 0,
+    Regular = 1,
+    Directory = 2,
+    CharDev = 3,
+    BlockDev = 4,
+    Fifo = 5,
+    Socket = 6,
+    Symlink = 7,
+}
+
+impl FileType {
+    pub fn from_mode(mode: u16) -> FileType {
+        match mode & S_IFMT {
+            S_IFREG => FileType::Regular,
+            S_IFDIR => FileType::Directory,
+            S_IFCHR => FileType::CharDev,
+            S_IFBLK => FileType::BlockDev,
+            S_IFIFO => FileType::Fifo,
+            S_IFSOCK => FileType::Socket,
+            S_IFLNK => FileType::Symlink,
+            _ => FileType::Unknown,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Inode {
+    pub mode: u16,
+    pub uid: u32,
+    pub size: u64,
+    pub atime: u32,
+    pub ctime: u32,
+    pub mtime: u32,
+    pub dtime: u32,
+    pub gid: u32,
+    pub links_count: u16,
+    /// i_blocks_lo | l_i_blocks_high << 32, in the units the flags say.
+    pub blocks_raw: u64,
+    pub flags: u32,
+    pub version: u32,
+    /// The 60 bytes of i_block: block pointers, extent root, inline data or
+    /// a fast symlink target.
+    pub block: [u8; 60],
+    pub generation: u32,
+    pub file_acl: u64,
+    pub size_high: u32,
+    pub faddr: u32,
+    pub checksum_lo: u16,
+    pub extra_isize: u16,
+    pub checksum_hi: u16,
+    /// How many bytes of the inode were read (the inode size).
+    pub disk_size: usize,
+}
+
+impl Inode {
+    pub fn parse(b: &[u8]) -> Inode {
+        let mut block = [0u8; 60];
+        if let Some(s) = b.get(0x28..0x28 + 60) {
+            block.copy_from_slice(s);
+        }
+        let extra_isize = if b.len() > GOOD_OLD_INODE_SIZE {
+            le16(b, 0x80)
+        } else {
+            0
+        };
+        Inode {
+            mode: le16(b, 0x0),
+            uid: le16(b, 0x2) as u32 | ((le16(b, 0x78) as u32) << 16),
+            size: le32(b, 0x4) as u64 | ((le32(b, 0x6C) as u64) << 32),
+            atime: le32(b, 0x8),
+            ctime: le32(b, 0xC),
+            mtime: le32(b, 0x10),
+            dtime: le32(b, 0x14),
+            gid: le16(b, 0x18) as u32 | ((le16(b, 0x7A) as u32) << 16),
+            links_count: le16(b, 0x1A),
+            blocks_raw: le32(b, 0x1C) as u64 | ((le16(b, 0x74) as u64) << 32),
+            flags: le32(b, 0x20),
+            version: le32(b, 0x24),
+            block,
+            generation: le32(b, 0x64),
+            file_acl: le32(b, 0x68) as u64 | ((le16(b, 0x76) as u64) << 32),
+            size_high: le32(b, 0x6C),
+            faddr: le32(b, 0x70),
+            checksum_lo: le16(b, CSUM_LO),
+            extra_isize,
+            checksum_hi: if b.len() > GOOD_OLD_INODE_SIZE && extra_isize >= 4 {
+                le16(b, CSUM_HI)
+            } else {
+                0
+            },
+            disk_size: b.len(),
+        }
+    }
+
+    pub fn file_type(&self) -> FileType {
+        FileType::from_mode(self.mode)
+    }
+    pub fn is_dir(&self) -> bool {
+        self.mode & S_IFMT == S_IFDIR
+    }
+    pub fn is_reg(&self) -> bool {
+        self.mode & S_IFMT == S_IFREG
+    }
+    pub fn is_symlink(&self) -> bool {
+        self.mode & S_IFMT == S_IFLNK
+    }
+    pub fn has_flag(&self, f: u32) -> bool {
+        self.flags & f != 0
+    }
+
+    /// i_block as 15 little-endian u32 block pointers.
+    pub fn block_ptrs(&self) -> [u32; 15] {
+        let mut p = [0u32; 15];
+        for (i, v) in p.iter_mut().enumerate() {
+            *v = le32(&self.block, i * 4);
+        }
+        p
+    }
+
+    /// Device number for character and block special files.
+    pub fn is_all_zero_block(&self) -> bool {
+        self.block.iter().all(|&b| b == 0)
+    }
+
+    /// Does the checksum cover the hi half (is there room for it)?
+    pub fn has_csum_hi(&self) -> bool {
+        self.disk_size > GOOD_OLD_INODE_SIZE && self.extra_isize >= 4
+    }
+
+    pub fn stored_checksum(&self) -> u32 {
+        if self.has_csum_hi() {
+            self.checksum_lo as u32 | ((self.checksum_hi as u32) << 16)
+        } else {
+            self.checksum_lo as u32
+        }
+    }
+}
+
+/// Seed of every checksum of metadata owned by an inode (extent blocks,
+/// directory blocks, xattr in the inode).
+pub fn inode_csum_seed(fs_seed: u32, ino: u32, generation: u32) -> u32 {
+    let c = crc32c_raw(fs_seed, &ino.to_le_bytes());
+    crc32c_raw(c, &generation.to_le_bytes())
+}
+
+/// The checksum inode `ino` (raw bytes `b`) should carry, truncated like the
+/// stored one.
+pub fn compute_checksum(fs_seed: u32, ino: u32, b: &[u8]) -> u32 {
+    let generation = le32(b, 0x64);
+    let mut d = b.to_vec();
+    put_le16(&mut d, CSUM_LO, 0);
+    let extra = if d.len() > GOOD_OLD_INODE_SIZE {
+        le16(&d, 0x80)
+    } else {
+        0
+    };
+    let hi = d.len() > GOOD_OLD_INODE_SIZE && extra >= 4;
+    if hi {
+        put_le16(&mut d, CSUM_HI, 0);
+    }
+    let c = crc32c_raw(inode_csum_seed(fs_seed, ino, generation), &d);
+    if hi { c } else { c & 0xFFFF }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::bytes::put_le32;
+
+    #[test]
+    fn parse_basic_fields() {
+        let mut b = vec![0u8; 256];
+        put_le16(&mut b, 0, S_IFDIR | 0o755);
+        put_le32(&mut b, 4, 4096);
+        put_le16(&mut b, 0x80, 32);
+        let i = Inode::parse(&b);
+        assert!(i.is_dir());
+        assert_eq!(i.size, 4096);
+        assert!(i.has_csum_hi());
+        let c = compute_checksum(1, 12, &b);
+        put_le16(&mut b, 0x7C, c as u16);
+        put_le16(&mut b, 0x82, (c >> 16) as u16);
+        assert_eq!(compute_checksum(1, 12, &b), c);
+        assert_eq!(Inode::parse(&b).stored_checksum(), c);
+    }
+
+    #[test]
+    fn short_inode_does_not_panic() {
+        let i = Inode::parse(&[1, 2, 3]);
+        assert_eq!(i.mode, 0x0201);
+        let _ = compute_checksum(0, 1, &[]);
+    }
+}

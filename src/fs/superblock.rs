@@ -1,0 +1,397 @@
+//! The ext2/3/4 superblock (1024 bytes at byte offset 1024 of the device).
+
+use super::bytes::{le16, le32, u8_at};
+use super::checksum::crc32c_raw;
+
+pub const SUPERBLOCK_OFFSET: u64 = 1024;
+pub const SUPERBLOCK_SIZE: usize = 1024;
+pub const EXT2_MAGIC: u16 = 0xEF53;
+
+pub mod compat {
+    pub const DIR_PREALLOC: u32 = 0x1;
+    pub const IMAGIC_INODES: u32 = 0x2;
+    pub const HAS_JOURNAL: u32 = 0x4;
+    pub const EXT_ATTR: u32 = 0x8;
+    pub const RESIZE_INODE: u32 = 0x10;
+    pub const DIR_INDEX: u32 = 0x20;
+    pub const LAZY_BG: u32 = 0x40;
+    pub const EXCLUDE_BITMAP: u32 = 0x100;
+    pub const SPARSE_SUPER2: u32 = 0x200;
+    pub const FAST_COMMIT: u32 = 0x400;
+    pub const STABLE_INODES: u32 = 0x800;
+    pub const ORPHAN_FILE: u32 = 0x1000;
+}
+
+pub mod ro_compat {
+    pub const SPARSE_SUPER: u32 = 0x1;
+    pub const LARGE_FILE: u32 = 0x2;
+    pub const BTREE_DIR: u32 = 0x4;
+    pub const HUGE_FILE: u32 = 0x8;
+    pub const GDT_CSUM: u32 = 0x10;
+    pub const DIR_NLINK: u32 = 0x20;
+    pub const EXTRA_ISIZE: u32 = 0x40;
+    pub const HAS_SNAPSHOT: u32 = 0x80;
+    pub const QUOTA: u32 = 0x100;
+    pub const BIGALLOC: u32 = 0x200;
+    pub const METADATA_CSUM: u32 = 0x400;
+    pub const REPLICA: u32 = 0x800;
+    pub const READONLY: u32 = 0x1000;
+    pub const PROJECT: u32 = 0x2000;
+    pub const SHARED_BLOCKS: u32 = 0x4000;
+    pub const VERITY: u32 = 0x8000;
+    pub const ORPHAN_PRESENT: u32 = 0x10000;
+}
+
+pub mod incompat {
+    pub const COMPRESSION: u32 = 0x1;
+    pub const FILETYPE: u32 = 0x2;
+    pub const RECOVER: u32 = 0x4;
+    pub const JOURNAL_DEV: u32 = 0x8;
+    pub const META_BG: u32 = 0x10;
+    pub const EXTENTS: u32 = 0x40;
+    pub const BIT64: u32 = 0x80;
+    pub const MMP: u32 = 0x100;
+    pub const FLEX_BG: u32 = 0x200;
+    pub const EA_INODE: u32 = 0x400;
+    pub const DIRDATA: u32 = 0x1000;
+    pub const CSUM_SEED: u32 = 0x2000;
+    pub const LARGEDIR: u32 = 0x4000;
+    pub const INLINE_DATA: u32 = 0x8000;
+    pub const ENCRYPT: u32 = 0x10000;
+    pub const CASEFOLD: u32 = 0x20000;
+}
+
+/// s_state bits.
+pub const STATE_VALID: u16 = 0x1;
+pub const STATE_ERROR: u16 = 0x2;
+pub const STATE_ORPHANS: u16 = 0x4;
+
+/// s_flags bits for the directory hash signedness.
+pub const FLAGS_SIGNED_HASH: u32 = 0x1;
+pub const FLAGS_UNSIGNED_HASH: u32 = 0x2;
+
+/// Parsed superblock. Field names follow the kernel's `struct ext4_super_block`
+/// without the `s_` prefix; `*_lo`/`*_hi` pairs are combined.
+#[derive(Clone, Debug)]
+pub struct Superblock {
+    pub raw: Vec<u8>,
+    pub inodes_count: u32,
+    pub blocks_count: u64,
+    pub r_blocks_count: u64,
+    pub free_blocks_count: u64,
+    pub free_inodes_count: u32,
+    pub first_data_block: u32,
+    pub log_block_size: u32,
+    pub log_cluster_size: u32,
+    pub blocks_per_group: u32,
+    pub clusters_per_group: u32,
+    pub inodes_per_group: u32,
+    pub mtime: u32,
+    pub wtime: u32,
+    pub mnt_count: u16,
+    pub max_mnt_count: i16,
+    pub magic: u16,
+    pub state: u16,
+    pub errors: u16,
+    pub minor_rev_level: u16,
+    pub lastcheck: u32,
+    pub checkinterval: u32,
+    pub creator_os: u32,
+    pub rev_level: u32,
+    pub first_ino: u32,
+    pub inode_size: u16,
+    pub block_group_nr: u16,
+    pub feature_compat: u32,
+    pub feature_incompat: u32,
+    pub feature_ro_compat: u32,
+    pub uuid: [u8; 16],
+    pub volume_name: [u8; 16],
+    pub reserved_gdt_blocks: u16,
+    pub journal_uuid: [u8; 16],
+    pub journal_inum: u32,
+    pub journal_dev: u32,
+    pub last_orphan: u32,
+    pub hash_seed: [u32; 4],
+    pub def_hash_version: u8,
+    pub jnl_backup_type: u8,
+    pub desc_size: u16,
+    pub first_meta_bg: u32,
+    pub jnl_blocks: [u32; 17],
+    pub min_extra_isize: u16,
+    pub want_extra_isize: u16,
+    pub flags: u32,
+    pub mmp_block: u64,
+    pub log_groups_per_flex: u8,
+    pub checksum_type: u8,
+    pub usr_quota_inum: u32,
+    pub grp_quota_inum: u32,
+    pub prj_quota_inum: u32,
+    pub backup_bgs: [u32; 2],
+    pub lpf_ino: u32,
+    pub checksum_seed: u32,
+    pub encoding: u16,
+    pub orphan_file_inum: u32,
+    pub checksum: u32,
+}
+
+impl Superblock {
+    /// Parses the 1024 superblock bytes. Never fails: validation is the
+    /// checker's job, so even garbage is returned as fields.
+    pub fn parse(b: &[u8]) -> Superblock {
+        let mut raw = b.to_vec();
+        raw.resize(SUPERBLOCK_SIZE, 0);
+        let b = &raw[..];
+        let is64 = le32(b, 0x60) & incompat::BIT64 != 0;
+        let hi = |off: usize| if is64 { (le32(b, off) as u64) << 32 } else { 0 };
+        let mut uuid = [0u8; 16];
+        uuid.copy_from_slice(&b[0x68..0x78]);
+        let mut volume_name = [0u8; 16];
+        volume_name.copy_from_slice(&b[0x78..0x88]);
+        let mut journal_uuid = [0u8; 16];
+        journal_uuid.copy_from_slice(&b[0xD0..0xE0]);
+        let mut jnl_blocks = [0u32; 17];
+        for (i, v) in jnl_blocks.iter_mut().enumerate() {
+            *v = le32(b, 0x10C + 4 * i);
+        }
+        Superblock {
+            inodes_count: le32(b, 0x0),
+            blocks_count: le32(b, 0x4) as u64 | hi(0x150),
+            r_blocks_count: le32(b, 0x8) as u64 | hi(0x154),
+            free_blocks_count: le32(b, 0xC) as u64 | hi(0x158),
+            free_inodes_count: le32(b, 0x10),
+            first_data_block: le32(b, 0x14),
+            log_block_size: le32(b, 0x18),
+            log_cluster_size: le32(b, 0x1C),
+            blocks_per_group: le32(b, 0x20),
+            clusters_per_group: le32(b, 0x24),
+            inodes_per_group: le32(b, 0x28),
+            mtime: le32(b, 0x2C),
+            wtime: le32(b, 0x30),
+            mnt_count: le16(b, 0x34),
+            max_mnt_count: le16(b, 0x36) as i16,
+            magic: le16(b, 0x38),
+            state: le16(b, 0x3A),
+            errors: le16(b, 0x3C),
+            minor_rev_level: le16(b, 0x3E),
+            lastcheck: le32(b, 0x40),
+            checkinterval: le32(b, 0x44),
+            creator_os: le32(b, 0x48),
+            rev_level: le32(b, 0x4C),
+            first_ino: le32(b, 0x54),
+            inode_size: le16(b, 0x58),
+            block_group_nr: le16(b, 0x5A),
+            feature_compat: le32(b, 0x5C),
+            feature_incompat: le32(b, 0x60),
+            feature_ro_compat: le32(b, 0x64),
+            uuid,
+            volume_name,
+            reserved_gdt_blocks: le16(b, 0xCE),
+            journal_uuid,
+            journal_inum: le32(b, 0xE0),
+            journal_dev: le32(b, 0xE4),
+            last_orphan: le32(b, 0xE8),
+            hash_seed: [le32(b, 0xEC), le32(b, 0xF0), le32(b, 0xF4), le32(b, 0xF8)],
+            def_hash_version: u8_at(b, 0xFC),
+            jnl_backup_type: u8_at(b, 0xFD),
+            desc_size: le16(b, 0xFE),
+            first_meta_bg: le32(b, 0x104),
+            jnl_blocks,
+            min_extra_isize: le16(b, 0x15C),
+            want_extra_isize: le16(b, 0x15E),
+            flags: le32(b, 0x160),
+            mmp_block: le32(b, 0x168) as u64 | ((le32(b, 0x16C) as u64) << 32),
+            log_groups_per_flex: u8_at(b, 0x174),
+            checksum_type: u8_at(b, 0x175),
+            usr_quota_inum: le32(b, 0x240),
+            grp_quota_inum: le32(b, 0x244),
+            backup_bgs: [le32(b, 0x24C), le32(b, 0x250)],
+            lpf_ino: le32(b, 0x268),
+            prj_quota_inum: le32(b, 0x26C),
+            checksum_seed: le32(b, 0x270),
+            encoding: le16(b, 0x27C),
+            orphan_file_inum: le32(b, 0x280),
+            checksum: le32(b, 0x3FC),
+            raw,
+        }
+    }
+
+    pub fn has_compat(&self, f: u32) -> bool {
+        self.feature_compat & f != 0
+    }
+    pub fn has_ro_compat(&self, f: u32) -> bool {
+        self.feature_ro_compat & f != 0
+    }
+    pub fn has_incompat(&self, f: u32) -> bool {
+        self.feature_incompat & f != 0
+    }
+    pub fn metadata_csum(&self) -> bool {
+        self.has_ro_compat(ro_compat::METADATA_CSUM)
+    }
+    /// Group descriptors carry a checksum (crc16 or crc32c).
+    pub fn group_desc_csum(&self) -> bool {
+        self.metadata_csum() || self.has_ro_compat(ro_compat::GDT_CSUM)
+    }
+    pub fn is_64bit(&self) -> bool {
+        self.has_incompat(incompat::BIT64)
+    }
+
+    /// Block size in bytes, or None when the exponent is absurd.
+    pub fn block_size(&self) -> Option<u32> {
+        // ext4 allows 1 KiB to 64 KiB blocks.
+        if self.log_block_size > 6 {
+            return None;
+        }
+        Some(1024u32 << self.log_block_size)
+    }
+
+    /// Size of a group descriptor as the file system uses it.
+    pub fn desc_size(&self) -> u32 {
+        if self.is_64bit() {
+            self.desc_size as u32
+        } else {
+            32
+        }
+    }
+
+    pub fn inode_size(&self) -> u32 {
+        if self.rev_level == 0 {
+            128
+        } else {
+            self.inode_size as u32
+        }
+    }
+
+    pub fn first_ino(&self) -> u32 {
+        if self.rev_level == 0 {
+            11
+        } else {
+            self.first_ino
+        }
+    }
+
+    /// Seed of every metadata_csum checksum.
+    pub fn csum_seed(&self) -> u32 {
+        if self.has_incompat(incompat::CSUM_SEED) {
+            self.checksum_seed
+        } else {
+            crc32c_raw(!0, &self.uuid)
+        }
+    }
+
+    /// The checksum the superblock should carry.
+    pub fn compute_checksum(&self) -> u32 {
+        crc32c_raw(!0, &self.raw[..0x3FC])
+    }
+
+    /// Directory hash version used for new directories, with the signedness
+    /// of the superblock flags folded in.
+    pub fn unsigned_hash(&self) -> bool {
+        self.flags & FLAGS_UNSIGNED_HASH != 0
+    }
+
+    pub fn volume_label(&self) -> String {
+        let end = self.volume_name.iter().position(|&c| c == 0).unwrap_or(16);
+        String::from_utf8_lossy(&self.volume_name[..end]).into_owned()
+    }
+}
+
+/// Incompatible and read-only features this checker understands. Anything
+/// else makes the check stop with exit 8 rather than give a wrong verdict.
+pub const SUPPORTED_INCOMPAT: u32 = incompat::FILETYPE
+    | incompat::RECOVER
+    | incompat::META_BG
+    | incompat::EXTENTS
+    | incompat::BIT64
+    | incompat::MMP
+    | incompat::FLEX_BG
+    | incompat::CSUM_SEED
+    | incompat::LARGEDIR
+    | incompat::INLINE_DATA;
+
+pub const SUPPORTED_RO_COMPAT: u32 = ro_compat::SPARSE_SUPER
+    | ro_compat::LARGE_FILE
+    | ro_compat::BTREE_DIR
+    | ro_compat::HUGE_FILE
+    | ro_compat::GDT_CSUM
+    | ro_compat::DIR_NLINK
+    | ro_compat::EXTRA_ISIZE
+    | ro_compat::METADATA_CSUM
+    | ro_compat::READONLY
+    | ro_compat::PROJECT
+    | ro_compat::QUOTA
+    | ro_compat::ORPHAN_PRESENT;
+
+/// Human names of feature bits, for messages.
+pub fn incompat_name(bit: u32) -> &'static str {
+    match bit {
+        incompat::COMPRESSION => "compression",
+        incompat::FILETYPE => "filetype",
+        incompat::RECOVER => "needs_recovery",
+        incompat::JOURNAL_DEV => "journal_dev",
+        incompat::META_BG => "meta_bg",
+        incompat::EXTENTS => "extent",
+        incompat::BIT64 => "64bit",
+        incompat::MMP => "mmp",
+        incompat::FLEX_BG => "flex_bg",
+        incompat::EA_INODE => "ea_inode",
+        incompat::DIRDATA => "dirdata",
+        incompat::CSUM_SEED => "metadata_csum_seed",
+        incompat::LARGEDIR => "large_dir",
+        incompat::INLINE_DATA => "inline_data",
+        incompat::ENCRYPT => "encrypt",
+        incompat::CASEFOLD => "casefold",
+        _ => "unknown",
+    }
+}
+
+pub fn ro_compat_name(bit: u32) -> &'static str {
+    match bit {
+        ro_compat::SPARSE_SUPER => "sparse_super",
+        ro_compat::LARGE_FILE => "large_file",
+        ro_compat::BTREE_DIR => "btree_dir",
+        ro_compat::HUGE_FILE => "huge_file",
+        ro_compat::GDT_CSUM => "uninit_bg",
+        ro_compat::DIR_NLINK => "dir_nlink",
+        ro_compat::EXTRA_ISIZE => "extra_isize",
+        ro_compat::HAS_SNAPSHOT => "snapshot",
+        ro_compat::QUOTA => "quota",
+        ro_compat::BIGALLOC => "bigalloc",
+        ro_compat::METADATA_CSUM => "metadata_csum",
+        ro_compat::REPLICA => "replica",
+        ro_compat::READONLY => "read-only",
+        ro_compat::PROJECT => "project",
+        ro_compat::SHARED_BLOCKS => "shared_blocks",
+        ro_compat::VERITY => "verity",
+        ro_compat::ORPHAN_PRESENT => "orphan_present",
+        _ => "unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::bytes::{put_le16, put_le32};
+
+    #[test]
+    fn parses_fields_and_checksum() {
+        let mut b = vec![0u8; 1024];
+        put_le32(&mut b, 0x4, 8192);
+        put_le32(&mut b, 0x18, 2);
+        put_le16(&mut b, 0x38, EXT2_MAGIC);
+        put_le32(&mut b, 0x64, ro_compat::METADATA_CSUM);
+        let c = crc32c_raw(!0, &b[..0x3FC]);
+        put_le32(&mut b, 0x3FC, c);
+        let sb = Superblock::parse(&b);
+        assert_eq!(sb.blocks_count, 8192);
+        assert_eq!(sb.block_size(), Some(4096));
+        assert_eq!(sb.magic, EXT2_MAGIC);
+        assert_eq!(sb.compute_checksum(), sb.checksum);
+    }
+
+    #[test]
+    fn short_input_does_not_panic() {
+        let sb = Superblock::parse(&[0xFF; 10]);
+        assert_eq!(sb.magic, 0);
+        assert_eq!(sb.block_size(), None.or(sb.block_size()));
+    }
+}

@@ -1,0 +1,159 @@
+//! Extended attributes: the header of an xattr block, the entries (shared by
+//! blocks and the in-inode area) and their hashes.
+
+use super::bytes::{le16, le32, u8_at};
+use super::checksum::crc32c_raw;
+
+pub const XATTR_MAGIC: u32 = 0xEA02_0000;
+pub const BLOCK_HEADER_LEN: usize = 32;
+pub const ENTRY_HEADER_LEN: usize = 16;
+const BLOCK_CSUM_OFFSET: usize = 0x10;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockHeader {
+    pub magic: u32,
+    pub refcount: u32,
+    pub blocks: u32,
+    pub hash: u32,
+    pub checksum: u32,
+}
+
+pub fn parse_block_header(b: &[u8]) -> BlockHeader {
+    BlockHeader {
+        magic: le32(b, 0),
+        refcount: le32(b, 4),
+        blocks: le32(b, 8),
+        hash: le32(b, 0xC),
+        checksum: le32(b, BLOCK_CSUM_OFFSET),
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry<'a> {
+    pub offset: usize,
+    pub name_index: u8,
+    pub value_offs: u16,
+    pub value_inum: u32,
+    pub value_size: u32,
+    pub hash: u32,
+    pub name: &'a [u8],
+}
+
+impl Entry<'_> {
+    /// Bytes the entry takes in the table (header + name, 4-aligned).
+    pub fn len(&self) -> usize {
+        (ENTRY_HEADER_LEN + self.name.len() + 3) & !3
+    }
+    pub fn is_empty(&self) -> bool {
+        self.name.is_empty()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntriesError {
+    /// An entry header or name runs past the end of the area.
+    Overrun,
+}
+
+/// Reads the entry table of `area` from `start` until the 4 zero bytes that
+/// end it. The number of entries is bounded by the area's size.
+pub fn read_entries(area: &[u8], start: usize) -> Result<Vec<Entry<'_>>, EntriesError> {
+    let mut out = Vec::new();
+    let mut off = start;
+    loop {
+        if off + 4 > area.len() {
+            return Err(EntriesError::Overrun);
+        }
+        if le32(area, off) == 0 {
+            return Ok(out);
+        }
+        if off + ENTRY_HEADER_LEN > area.len() {
+            return Err(EntriesError::Overrun);
+        }
+        let name_len = u8_at(area, off) as usize;
+        let name_end = off + ENTRY_HEADER_LEN + name_len;
+        if name_end > area.len() {
+            return Err(EntriesError::Overrun);
+        }
+        let e = Entry {
+            offset: off,
+            name_index: u8_at(area, off + 1),
+            value_offs: le16(area, off + 2),
+            value_inum: le32(area, off + 4),
+            value_size: le32(area, off + 8),
+            hash: le32(area, off + 0xC),
+            name: &area[off + ENTRY_HEADER_LEN..name_end],
+        };
+        off += e.len();
+        out.push(e);
+    }
+}
+
+/// Hash of one entry (name, then value words), in the signed-char variant
+/// old kernels used or the unsigned one; both are accepted on disk.
+pub fn entry_hash(name: &[u8], value: &[u8], signed: bool) -> u32 {
+    let mut h: u32 = 0;
+    for &c in name {
+        let c = if signed {
+            c as i8 as i32 as u32
+        } else {
+            c as u32
+        };
+        h = (h << 5) ^ (h >> 27) ^ c;
+    }
+    let mut i = 0;
+    while i < value.len() {
+        let mut w = [0u8; 4];
+        for (k, slot) in w.iter_mut().enumerate() {
+            *slot = value.get(i + k).copied().unwrap_or(0);
+        }
+        h = (h << 16) ^ (h >> 16) ^ u32::from_le_bytes(w);
+        i += 4;
+    }
+    h
+}
+
+/// Hash of a whole xattr block, from its entries' hashes; 0 if any entry
+/// hash is 0 (the kernel then leaves the block unhashed).
+pub fn block_hash(entries: &[Entry<'_>]) -> u32 {
+    let mut h: u32 = 0;
+    for e in entries {
+        if e.hash == 0 {
+            return 0;
+        }
+        h = (h << 16) ^ (h >> 16) ^ e.hash;
+    }
+    h
+}
+
+pub fn compute_block_checksum(fs_seed: u32, blocknr: u64, b: &[u8]) -> u32 {
+    let mut d = b.to_vec();
+    super::bytes::put_le32(&mut d, BLOCK_CSUM_OFFSET, 0);
+    let c = crc32c_raw(fs_seed, &blocknr.to_le_bytes());
+    crc32c_raw(c, &d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_end_on_zero() {
+        let mut b = vec![0u8; 64];
+        b[0] = 4;
+        b[1] = 1;
+        b[2] = 40;
+        b[8] = 3;
+        b[16..20].copy_from_slice(b"user");
+        let es = read_entries(&b, 0).unwrap();
+        assert_eq!(es.len(), 1);
+        assert_eq!(es[0].name, b"user");
+        assert_eq!(es[0].len(), 20);
+        assert_eq!(read_entries(&b[..18], 0), Err(EntriesError::Overrun));
+        assert_eq!(entry_hash(b"a", &[], false), b'a' as u32);
+        assert_ne!(
+            entry_hash(&[0x80], &[], true),
+            entry_hash(&[0x80], &[], false)
+        );
+    }
+}

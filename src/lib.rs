@@ -1,0 +1,12 @@
+//! pfsck: a parallel checker for ext2/ext3/ext4 file systems.
+//!
+//! Layers, each depending only on those below it:
+//! `cli` → `check` → `engine` → `fs` (pure parsing) and `io` (reads).
+#![deny(unsafe_code)]
+
+pub mod check;
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod fs;
+pub mod io;
