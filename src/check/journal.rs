@@ -1,8 +1,140 @@
-//! (being written)
+//! Pass 0, journal part: is the journal inode usable, is its superblock
+//! well formed, and do the superblock's journal flags agree with it.
+//!
+//! Replay is not done here (`-n` never writes); a journal that needs
+//! recovery is reported and the file system is checked as it is on disk,
+//! like `e2fsck -n` does.
 
 use super::fsview::Fs;
-use super::problem::Problem;
+use super::problem::{Code, Problem};
+use crate::fs::bytes::le32;
+use crate::fs::extent::{self, EXTENT_MAGIC};
+use crate::fs::inode::{Inode, flags};
+use crate::fs::journal::{self, JBD2_MAGIC};
+use crate::fs::superblock::{compat, incompat};
 
-pub fn check(_fs: &Fs) -> Vec<Problem> {
-    Vec::new()
+/// The kernel refuses journals shorter than this many blocks.
+const MIN_JOURNAL_BLOCKS: u64 = 1024;
+
+pub fn check(fs: &Fs) -> Vec<Problem> {
+    let sb = &fs.sb;
+    let mut out = Vec::new();
+    let has_journal = sb.has_compat(compat::HAS_JOURNAL);
+    let recover = sb.has_incompat(incompat::RECOVER);
+    if !has_journal {
+        if recover {
+            out.push(Problem::new(Code::JournalRecoverNoJournal));
+        }
+        return out;
+    }
+    if sb.journal_inum == 0 {
+        // An external journal is named by UUID/device; pfsck cannot open it,
+        // which matters only when it has something to replay.
+        if sb.journal_uuid.iter().any(|&b| b != 0) || sb.journal_dev != 0 {
+            if recover {
+                out.push(Problem::new(Code::JournalExternalUnsupported));
+            }
+        } else {
+            out.push(Problem::new(Code::JournalHasJournalNoInode));
+        }
+        return out;
+    }
+    match journal_superblock(fs, sb.journal_inum) {
+        Err(why) => out.push(
+            Problem::new(Code::JournalInodeInvalid)
+                .ino(sb.journal_inum)
+                .detail(why),
+        ),
+        Ok(jsb_bytes) => {
+            let j = journal::parse_superblock(&jsb_bytes);
+            if let Some(why) = superblock_problem(fs, &j, &jsb_bytes) {
+                out.push(Problem::new(Code::JournalSuperblockCorrupt).detail(why));
+            } else if j.blocktype == journal::BLOCKTYPE_SB_V2
+                && j.feature_incompat & !journal::incompat::KNOWN != 0
+            {
+                out.push(
+                    Problem::new(Code::JournalFeatureUnsupported)
+                        .detail(format!("incompat 0x{:x}", j.feature_incompat)),
+                );
+            } else if !recover && j.start != 0 {
+                out.push(Problem::new(Code::JournalNeedsRecoveryNoFlag));
+            }
+        }
+    }
+    out
+}
+
+/// Reads the first block of the journal inode, after checking the inode is
+/// a plausible journal.
+fn journal_superblock(fs: &Fs, ino: u32) -> Result<Vec<u8>, String> {
+    let raw = fs.read_inode_raw(ino).map_err(|e| e.to_string())?;
+    let inode = Inode::parse(&raw);
+    if inode.links_count == 0 || !inode.is_reg() {
+        return Err("not a regular file in use".into());
+    }
+    let bs = fs.geo.block_size as u64;
+    if inode.size / bs < MIN_JOURNAL_BLOCKS {
+        return Err(format!("too small ({} bytes)", inode.size));
+    }
+    let first = first_block(fs, &inode)?;
+    if !fs.geo.block_in_fs(first) {
+        return Err(format!("illegal block {first}"));
+    }
+    fs.read_block(first).map_err(|e| e.to_string())
+}
+
+/// Physical block of logical block 0, walking extent index nodes or taking
+/// the first direct pointer.
+fn first_block(fs: &Fs, inode: &Inode) -> Result<u64, String> {
+    if !inode.has_flag(flags::EXTENTS) {
+        return match le32(&inode.block, 0) {
+            0 => Err("first block is a hole".into()),
+            b => Ok(b as u64),
+        };
+    }
+    let mut node = inode.block.to_vec();
+    for _ in 0..=extent::MAX_DEPTH {
+        let h = extent::parse_header(&node);
+        if h.magic != EXTENT_MAGIC || h.entries == 0 {
+            return Err("bad extent header".into());
+        }
+        if h.depth == 0 {
+            let e = extent::parse_leaf(&node, 0);
+            if e.lblk != 0 || e.len == 0 {
+                return Err("first block is a hole".into());
+            }
+            return Ok(e.pblk);
+        }
+        let idx = extent::parse_index(&node, 0);
+        if !fs.geo.block_in_fs(idx.leaf) {
+            return Err(format!("illegal extent node block {}", idx.leaf));
+        }
+        node = fs.read_block(idx.leaf).map_err(|e| e.to_string())?;
+    }
+    Err("extent tree too deep".into())
+}
+
+fn superblock_problem(fs: &Fs, j: &journal::JournalSuperblock, raw: &[u8]) -> Option<String> {
+    if j.magic != JBD2_MAGIC {
+        return Some("bad magic".into());
+    }
+    if j.blocktype != journal::BLOCKTYPE_SB_V1 && j.blocktype != journal::BLOCKTYPE_SB_V2 {
+        return Some(format!("unknown block type {}", j.blocktype));
+    }
+    if j.blocksize != fs.geo.block_size {
+        return Some(format!(
+            "block size {} differs from the file system's",
+            j.blocksize
+        ));
+    }
+    if j.first == 0 || j.first >= j.maxlen {
+        return Some(format!("first block {} outside 1..{}", j.first, j.maxlen));
+    }
+    if j.blocktype == journal::BLOCKTYPE_SB_V2 && j.has_csum_v2v3() {
+        // Checksum type 4 is crc32c, the only one jbd2 defines for v2/v3.
+        if j.checksum_type != 4 || journal::compute_sb_checksum(raw) != j.checksum {
+            return Some("checksum does not match".into());
+        }
+    }
+    None
 }

@@ -23,7 +23,6 @@ use problem::{Problem, Severity};
 use serde::Serialize;
 use state::{State, Stats};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 #[derive(Clone, Debug)]
@@ -110,15 +109,14 @@ impl Report {
     }
 }
 
-/// Set by the SIGINT handler; passes poll it between units.
-pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::Relaxed)
+/// Set by the SIGINT handler: the engine stops handing out units, and the
+/// check stops after the current pass.
+pub fn interrupt() {
+    crate::engine::CANCEL.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 fn check_interrupt() -> Result<()> {
-    if interrupted() {
+    if crate::engine::cancelled() {
         Err(Error::Interrupted)
     } else {
         Ok(())
@@ -127,7 +125,11 @@ fn check_interrupt() -> Result<()> {
 
 /// Checks the file system at `path` read-only.
 pub fn run(path: &Path, opts: &Options) -> Result<Report> {
-    let dev = Device::open_read_only(path)?;
+    run_device(Device::open_read_only(path)?, opts)
+}
+
+/// Checks the file system on `dev` read-only.
+pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
     let mut report = Report::default();
     let mut timer = Timer::new();
 

@@ -120,9 +120,7 @@ pub fn run(args: &Args) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let _ = ctrlc::set_handler(|| {
-        check::INTERRUPTED.store(true, std::sync::atomic::Ordering::Relaxed);
-    });
+    let _ = ctrlc::set_handler(check::interrupt);
     let opts = Options {
         threads,
         force: args.force,

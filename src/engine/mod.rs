@@ -7,4 +7,4 @@ pub mod bitmap;
 pub mod pool;
 
 pub use bitmap::{AtomicBitmap, LinkCounts};
-pub use pool::{Threads, par_map};
+pub use pool::{CANCEL, Threads, cancelled, par_map};

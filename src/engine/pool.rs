@@ -2,7 +2,15 @@
 //! unit order, so the caller's merge is deterministic.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Set (by a signal handler) to stop handing out work; the caller sees
+/// missing results and reports the cancellation.
+pub static CANCEL: AtomicBool = AtomicBool::new(false);
+
+pub fn cancelled() -> bool {
+    CANCEL.load(Ordering::Relaxed)
+}
 
 /// How many worker threads a pass may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +26,8 @@ impl Threads {
 /// Calls `work(state, unit)` for every unit in 0..n on up to `threads`
 /// threads, each with its own `state` built by `init`. Units are handed out
 /// dynamically (small atomic counter), results are returned indexed by unit.
+/// After a cancellation, units not yet started are skipped, so the result
+/// may be shorter than `n`: callers check `cancelled()`.
 pub fn par_map<S, R, I, W>(n: usize, threads: Threads, init: I, work: W) -> Vec<R>
 where
     R: Send,
@@ -27,7 +37,10 @@ where
     let t = threads.0.clamp(1, n.max(1));
     if t == 1 {
         let mut s = init();
-        return (0..n).map(|u| work(&mut s, u)).collect();
+        return (0..n)
+            .take_while(|_| !cancelled())
+            .map(|u| work(&mut s, u))
+            .collect();
     }
     let next = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
@@ -37,7 +50,7 @@ where
                 let mut s = init();
                 loop {
                     let u = next.fetch_add(1, Ordering::Relaxed);
-                    if u >= n {
+                    if u >= n || cancelled() {
                         break;
                     }
                     let r = work(&mut s, u);

@@ -9,8 +9,15 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Where the bytes come from: a file or block device, or memory (fuzzing
+/// and tests).
+enum Backend {
+    File(File),
+    Memory(Vec<u8>),
+}
+
 pub struct Device {
-    file: File,
+    backend: Backend,
     path: PathBuf,
     size: u64,
     bytes_read: AtomicU64,
@@ -27,11 +34,21 @@ impl Device {
             source: e,
         })?;
         Ok(Device {
-            file,
+            backend: Backend::File(file),
             path: path.to_path_buf(),
             size,
             bytes_read: AtomicU64::new(0),
         })
+    }
+
+    /// A device whose contents are `bytes` (an image held in memory).
+    pub fn from_bytes(bytes: Vec<u8>) -> Device {
+        Device {
+            size: bytes.len() as u64,
+            backend: Backend::Memory(bytes),
+            path: PathBuf::from("<memory>"),
+            bytes_read: AtomicU64::new(0),
+        }
     }
 
     pub fn size(&self) -> u64 {
@@ -62,12 +79,16 @@ impl Device {
                 source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
             });
         }
-        self.file
-            .read_exact_at(buf, offset)
-            .map_err(|e| Error::Io {
+        match &self.backend {
+            Backend::File(f) => f.read_exact_at(buf, offset).map_err(|e| Error::Io {
                 what: format!("read error at offset {offset} of {}", self.path.display()),
                 source: e,
-            })?;
+            })?,
+            Backend::Memory(m) => {
+                // In range: checked against `size` above.
+                buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
+            }
+        }
         self.bytes_read
             .fetch_add(buf.len() as u64, Ordering::Relaxed);
         Ok(())
