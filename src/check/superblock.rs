@@ -9,7 +9,7 @@ use super::problem::{Code, Problem};
 use crate::engine::AtomicBitmap;
 use crate::error::Result;
 use crate::fs::geometry::Geometry;
-use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT, BG_INODE_ZEROED, GroupDesc};
+use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT, GroupDesc};
 use crate::fs::superblock::{
     self, EXT2_MAGIC, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, Superblock, compat, incompat, ro_compat,
 };
@@ -350,7 +350,8 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
         if csum && !fs.gd_checksum_ok(g) {
             out.push(Problem::new(Code::GdChecksum).group(g));
         }
-        if !csum && gd.flags & (BG_INODE_UNINIT | BG_BLOCK_UNINIT | BG_INODE_ZEROED) != 0 {
+        // ITABLE_ZEROED alone is harmless: mke2fs sets it without uninit_bg.
+        if !csum && (gd.flags & (BG_INODE_UNINIT | BG_BLOCK_UNINIT) != 0 || gd.itable_unused != 0) {
             out.push(Problem::new(Code::GdUninitWithoutCsum).group(g));
         }
         let gblocks = geo.group_blocks(g);

@@ -1,0 +1,356 @@
+//! Conformance against e2fsprogs' own regression images, when they are
+//! present (`../shared/conformance/` next to the crate, or the directory
+//! named by `PFSCK_CONFORMANCE_DIR`); a checkout without them passes with a
+//! notice.
+//!
+//! Every image of `e2fsprogs-baseline.tsv` is decompressed to a temporary
+//! file and checked with `pfsck -fn` under a time limit (60 s, or
+//! `PFSCK_CONFORMANCE_TIMEOUT` seconds). The test records crashes (a signal
+//! or exit 101, a Rust panic), hangs (killed at the limit), writes to the
+//! image, and agreement with the baseline's `e2fsck_fn` column: pfsck
+//! agrees when it exits 0 exactly where e2fsck did, counted over images
+//! whose `e2fsck_fn` is 0, 4 or 12. It prints a table, writes the totals to
+//! `target/conformance-report.json`, and asserts no crash, no hang, no
+//! modified image and an agreement of at least `PFSCK_CONFORMANCE_MIN`
+//! percent (default 95).
+
+mod common;
+
+use common::*;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const BASELINE: &str = "e2fsprogs-baseline.tsv";
+
+/// The conformance directory: `$PFSCK_CONFORMANCE_DIR` (the directory
+/// holding the baseline, or its parent) or `<crate>/../shared/conformance`.
+fn conformance_dir() -> Option<PathBuf> {
+    let candidates: Vec<PathBuf> = match std::env::var_os("PFSCK_CONFORMANCE_DIR") {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            vec![dir.clone(), dir.join("conformance")]
+        }
+        None => vec![
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("shared")
+                .join("conformance"),
+        ],
+    };
+    candidates.into_iter().find(|d| d.join(BASELINE).is_file())
+}
+
+fn env_number(name: &str, default: f64) -> f64 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v} is not a number")),
+        Err(_) => default,
+    }
+}
+
+/// The target directory: `CARGO_TARGET_TMPDIR` is `<target>/tmp`.
+fn target_dir() -> PathBuf {
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target"),
+        Path::to_path_buf,
+    )
+}
+
+struct Row {
+    test: String,
+    e2fsck_fn: i32,
+}
+
+fn read_baseline(path: &Path) -> Vec<Row> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Vec<&str> = lines.next().expect("empty baseline").split('\t').collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h.trim() == name)
+            .unwrap_or_else(|| panic!("baseline has no column {name}: {header:?}"))
+    };
+    let (test_col, fn_col) = (col("test"), col("e2fsck_fn"));
+    lines
+        .map(|l| {
+            let fields: Vec<&str> = l.split('\t').collect();
+            Row {
+                test: fields[test_col].trim().to_string(),
+                e2fsck_fn: fields[fn_col]
+                    .trim()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("bad e2fsck_fn in baseline line: {l}")),
+            }
+        })
+        .collect()
+}
+
+/// Decompresses (or copies) the image of `test_dir` into `dest`.
+fn extract_image(test_dir: &Path, dest: &Path) -> Result<(), String> {
+    let (tool_name, src) = if test_dir.join("image.gz").is_file() {
+        ("gzip", test_dir.join("image.gz"))
+    } else if test_dir.join("image.bz2").is_file() {
+        ("bzip2", test_dir.join("image.bz2"))
+    } else if test_dir.join("image").is_file() {
+        copy_image(&test_dir.join("image"), dest);
+        return Ok(());
+    } else {
+        return Err(format!("no image in {}", test_dir.display()));
+    };
+    let out = File::create(dest).map_err(|e| format!("create {}: {e}", dest.display()))?;
+    let status = Command::new(tool(tool_name))
+        .arg("-dc")
+        .arg(&src)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .status()
+        .map_err(|e| format!("{tool_name}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{tool_name} -dc {}: {status}", src.display()))
+    }
+}
+
+struct Outcome {
+    test: String,
+    e2fsck_fn: i32,
+    /// pfsck's exit code (None: signal or timeout).
+    pfsck: Option<i32>,
+    describe: String,
+    crashed: bool,
+    hung: bool,
+    modified: bool,
+    /// Not run (image missing or not extractable).
+    error: Option<String>,
+    seconds: f64,
+    first_stderr: String,
+}
+
+impl Outcome {
+    fn compared(&self) -> bool {
+        self.error.is_none() && matches!(self.e2fsck_fn, 0 | 4 | 12)
+    }
+    fn agrees(&self) -> bool {
+        !self.crashed
+            && !self.hung
+            && self
+                .pfsck
+                .is_some_and(|c| (c == 0) == (self.e2fsck_fn == 0))
+    }
+}
+
+fn check_image(dir: &Path, row: &Row, timeout: Duration) -> Outcome {
+    let mut outcome = Outcome {
+        test: row.test.clone(),
+        e2fsck_fn: row.e2fsck_fn,
+        pfsck: None,
+        describe: String::new(),
+        crashed: false,
+        hung: false,
+        modified: false,
+        error: None,
+        seconds: 0.0,
+        first_stderr: String::new(),
+    };
+    let tmp = TempDir::new(&format!("conf-{}", row.test));
+    let img = tmp.join("image");
+    if let Err(e) = extract_image(&dir.join("e2fsprogs").join(&row.test), &img) {
+        outcome.describe = "not run".into();
+        outcome.error = Some(e);
+        return outcome;
+    }
+    let before = hash_file(&img);
+    let run = pfsck_timeout(&["-fn".as_ref(), img.as_os_str()], timeout);
+    outcome.modified = hash_file(&img) != before;
+    outcome.pfsck = if run.timed_out { None } else { run.code() };
+    outcome.crashed = run.crashed();
+    outcome.hung = run.timed_out;
+    outcome.describe = run.describe();
+    outcome.seconds = run.elapsed.as_secs_f64();
+    outcome.first_stderr = run
+        .stderr
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .to_string();
+    outcome
+}
+
+fn json_escape(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+#[test]
+fn e2fsprogs_conformance_images() {
+    let Some(dir) = conformance_dir() else {
+        println!("conformance images not found, skipped");
+        eprintln!("conformance images not found, skipped");
+        return;
+    };
+    let rows = read_baseline(&dir.join(BASELINE));
+    let timeout = Duration::from_secs_f64(env_number("PFSCK_CONFORMANCE_TIMEOUT", 60.0));
+    let min_agreement = env_number("PFSCK_CONFORMANCE_MIN", 95.0);
+    let outcomes = parallel_map(&rows, test_threads(), |_, row| {
+        check_image(&dir, row, timeout)
+    });
+
+    let mut table = String::new();
+    let _ = writeln!(
+        table,
+        "{:<32} {:>9} {:<22} {:>7}  result",
+        "image", "e2fsck_fn", "pfsck -fn", "seconds"
+    );
+    for o in &outcomes {
+        let mut result = Vec::new();
+        if let Some(e) = &o.error {
+            result.push(format!("NOT RUN: {e}"));
+        }
+        if o.crashed {
+            result.push("CRASH".to_string());
+        }
+        if o.hung {
+            result.push("HANG".to_string());
+        }
+        if o.modified {
+            result.push("MODIFIED".to_string());
+        }
+        if o.error.is_none() {
+            if !o.compared() {
+                result.push("(not compared)".to_string());
+            } else if o.agrees() {
+                result.push("agree".to_string());
+            } else {
+                result.push("DISAGREE".to_string());
+            }
+        }
+        if (!o.agrees() || o.crashed) && !o.first_stderr.is_empty() {
+            result.push(format!("| {}", truncate(&o.first_stderr, 100)));
+        }
+        let _ = writeln!(
+            table,
+            "{:<32} {:>9} {:<22} {:>7.2}  {}",
+            o.test,
+            o.e2fsck_fn,
+            o.describe,
+            o.seconds,
+            result.join(" ")
+        );
+    }
+
+    let compared: Vec<&Outcome> = outcomes.iter().filter(|o| o.compared()).collect();
+    let agreed = compared.iter().filter(|o| o.agrees()).count();
+    let agreement = if compared.is_empty() {
+        100.0
+    } else {
+        100.0 * agreed as f64 / compared.len() as f64
+    };
+    let crashes: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.crashed)
+        .map(|o| o.test.as_str())
+        .collect();
+    let hangs: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.hung)
+        .map(|o| o.test.as_str())
+        .collect();
+    let modified: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.modified)
+        .map(|o| o.test.as_str())
+        .collect();
+    let not_run: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| o.error.is_some())
+        .map(|o| o.test.as_str())
+        .collect();
+    let disagree: Vec<&str> = compared
+        .iter()
+        .filter(|o| !o.agrees())
+        .map(|o| o.test.as_str())
+        .collect();
+    let totals = format!(
+        "images: {}, compared (e2fsck_fn 0/4/12): {}, agree: {} ({agreement:.1}%, minimum \
+         {min_agreement}%), crashes: {}, hangs: {}, modified: {}, not run: {}",
+        outcomes.len(),
+        compared.len(),
+        agreed,
+        crashes.len(),
+        hangs.len(),
+        modified.len(),
+        not_run.len()
+    );
+    println!("{table}\n{totals}");
+
+    let images: Vec<String> = outcomes
+        .iter()
+        .map(|o| {
+            format!(
+                "{{\"test\":{},\"e2fsck_fn\":{},\"pfsck_fn\":{},\"outcome\":{},\"compared\":{},\
+                 \"agree\":{},\"crash\":{},\"hang\":{},\"modified\":{},\"seconds\":{:.3}}}",
+                json_escape(&o.test),
+                o.e2fsck_fn,
+                o.pfsck.map_or("null".into(), |c| c.to_string()),
+                json_escape(o.error.as_deref().unwrap_or(&o.describe)),
+                o.compared(),
+                o.compared() && o.agrees(),
+                o.crashed,
+                o.hung,
+                o.modified,
+                o.seconds
+            )
+        })
+        .collect();
+    let report = format!(
+        "{{\"images\":{},\"compared\":{},\"agreed\":{},\"agreement_percent\":{agreement:.2},\
+         \"threshold_percent\":{min_agreement},\"crashes\":{},\"hangs\":{},\"modified\":{},\
+         \"not_run\":{},\"results\":[{}]}}",
+        outcomes.len(),
+        compared.len(),
+        agreed,
+        crashes.len(),
+        hangs.len(),
+        modified.len(),
+        not_run.len(),
+        images.join(",")
+    );
+    // Validate our own JSON before writing it.
+    let parsed: serde_json::Value = serde_json::from_str(&report).expect("report JSON");
+    let report_path = target_dir().join("conformance-report.json");
+    let pretty = serde_json::to_string_pretty(&parsed).unwrap();
+    match std::fs::write(&report_path, pretty) {
+        Ok(()) => println!("report written to {}", report_path.display()),
+        Err(e) => eprintln!("cannot write {}: {e}", report_path.display()),
+    }
+
+    let mut failures = Vec::new();
+    if !crashes.is_empty() {
+        failures.push(format!("crashes: {}", crashes.join(", ")));
+    }
+    if !hangs.is_empty() {
+        failures.push(format!("hangs: {}", hangs.join(", ")));
+    }
+    if !modified.is_empty() {
+        failures.push(format!("-n modified: {}", modified.join(", ")));
+    }
+    if agreement < min_agreement {
+        failures.push(format!(
+            "agreement {agreement:.1}% below {min_agreement}%; disagreeing: {}",
+            disagree.join(", ")
+        ));
+    }
+    assert!(
+        failures.is_empty(),
+        "conformance failed:\n  {}\n{totals}\n\n{table}",
+        failures.join("\n  ")
+    );
+}
