@@ -335,6 +335,23 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
                 .num2(geo.inodes_count as u64),
         );
     }
+    if sb.has_ro_compat(ro_compat::QUOTA) || sb.has_ro_compat(ro_compat::PROJECT) {
+        for (kind, ino) in [
+            ("user", sb.usr_quota_inum),
+            ("group", sb.grp_quota_inum),
+            ("project", sb.prj_quota_inum),
+        ] {
+            // Quota files are reserved inodes 3 and 4, or ordinary inodes
+            // (project quota, or quota made by newer tools).
+            let valid = ino == 0
+                || ino == crate::fs::inode::USR_QUOTA_INO
+                || ino == crate::fs::inode::GRP_QUOTA_INO
+                || (ino >= geo.first_ino && ino <= geo.inodes_count);
+            if !valid {
+                out.push(Problem::new(Code::SbQuotaInode).ino(ino).detail(kind));
+            }
+        }
+    }
     if sb.last_orphan != 0 {
         out.push(Problem::new(Code::SbOrphanList).ino(sb.last_orphan));
     }
