@@ -3,7 +3,9 @@
 //! Checks never print. Each pass takes the file system view (`Fs`) and the
 //! shared `State`, and returns problems in a deterministic order.
 
+pub mod dirblock;
 pub mod fsview;
+pub mod htree_check;
 pub mod journal;
 pub mod pass1;
 pub mod pass1b;

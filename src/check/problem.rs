@@ -213,13 +213,19 @@ problems! {
     DirEntryUnusedArea = ("0x2026", P2, Error, false, "Entry '{detail}' in directory inode {ino} references inode {num} found in group {group}'s unused inodes area"),
     DirEntryUninitGroup = ("0x2027", P2, Error, false, "Entry '{detail}' in directory inode {ino} references inode {num} in group {group} where _INODE_UNINIT is set"),
     DirBlockEmpty = ("0x2025", P2, Error, false, "Directory inode {ino} block #{num} should be a directory block but is empty or garbage"),
+    DirHole = ("0x2028", P2, Error, false, "Directory inode {ino} has an unallocated block #{num}"),
+    DirEntryLinkToDot = ("0x2029", P2, Error, false, "Entry '{detail}' in directory inode {ino} is a link to '.'"),
+    DirDotNotTerminated = ("0x202A", P2, Error, false, "'{detail}' directory entry in directory inode {ino} is not NULL terminated"),
+    HtreeLeafDepth = ("0x202B", P2, Error, false, "Directory inode {ino} htree leaf block #{num} is not at depth {num2}"),
 
     // ---- Pass 3: directory connectivity ----
     RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),
     DirUnconnected = ("0x3002", P3, Error, false, "Unconnected directory inode {ino} (was in {num})"),
     DirDotDotWrong = ("0x3003", P3, Error, false, "'..' in directory inode {ino} ({num}) is {num2}, should be {detail}"),
-    LostFoundMissing = ("0x3004", P3, Error, false, "/lost+found not found"),
-    LostFoundNotDir = ("0x3005", P3, Error, false, "/lost+found is not a directory (inode {ino})"),
+    // e2fsck -n only looks for lost+found when it has something to
+    // reconnect, so its absence alone does not make the file system dirty.
+    LostFoundMissing = ("0x3004", P3, Notice, false, "/lost+found not found"),
+    LostFoundNotDir = ("0x3005", P3, Notice, false, "/lost+found is not a directory (inode {ino})"),
     DirLoop = ("0x3006", P3, Error, false, "Directory inode {ino} is part of a directory loop"),
     DirMultipleParents = ("0x3007", P3, Error, false, "Directory inode {ino} is linked from more than one directory ({num} and {num2})"),
 

@@ -101,6 +101,12 @@ pub struct State {
     pub dir_parent: Vec<u32>,
     /// The inode the directory's '..' entry points at; 0 if missing.
     pub dir_dotdot: Vec<u32>,
+    /// i_generation of each directory in `dirs` (parallel), for the seed of
+    /// directory block checksums. Pass 1 may leave it empty; pass 2 then
+    /// reads the directory inodes itself.
+    pub dir_gen: Vec<u32>,
+    /// The inode named "lost+found" in the root directory (pass 2); 0 if none.
+    pub lost_found: u32,
     /// Xattr blocks referenced by inodes, sorted by block.
     pub xattr_blocks: Vec<XattrBlockRef>,
     pub stats: Stats,
@@ -123,6 +129,8 @@ impl State {
             dirs: Vec::new(),
             dir_parent: Vec::new(),
             dir_dotdot: Vec::new(),
+            dir_gen: Vec::new(),
+            lost_found: 0,
             xattr_blocks: Vec::new(),
             stats: Stats::default(),
         }
