@@ -81,6 +81,9 @@ pub struct State {
     pub block_used: AtomicBitmap,
     /// Blocks claimed more than once (for pass 1B).
     pub block_dup: AtomicBitmap,
+    /// File system metadata (superblock and descriptor copies, reserved GDT
+    /// blocks, bitmaps, inode tables): pass 1B names it as an owner.
+    pub block_meta: AtomicBitmap,
     /// Indexed by inode number (bit 0 unused): in use per pass 1.
     pub inode_used: AtomicBitmap,
     pub inode_dir: AtomicBitmap,
@@ -118,6 +121,7 @@ impl State {
         State {
             block_used: AtomicBitmap::new(blocks_count),
             block_dup: AtomicBitmap::new(blocks_count),
+            block_meta: AtomicBitmap::new(blocks_count),
             inode_used: AtomicBitmap::new(n as u64),
             inode_dir: AtomicBitmap::new(n as u64),
             inode_reg: AtomicBitmap::new(n as u64),
