@@ -48,6 +48,7 @@ const INODE_UNIT: usize = 512;
 const XATTR_IN_INODE_MAGIC: u32 = 0xEA02_0000;
 /// Size of i_block, the first part of an inline directory.
 const INLINE_IBLOCK: usize = 60;
+const EXT2_OS_HURD: u32 = 1;
 /// xattr name index of "system." names.
 const XATTR_INDEX_SYSTEM: u8 = 7;
 
@@ -89,7 +90,9 @@ pub fn fs_params(fs: &Fs) -> FsParams {
         inodes_count: fs.geo.inodes_count,
         first_ino: fs.geo.first_ino,
         inodes_per_group: fs.geo.inodes_per_group,
-        filetype: sb.has_incompat(incompat::FILETYPE),
+        // e2fsck treats a Hurd file system as having no file types in its
+        // entries, whatever the feature flag says (the Hurd never sets them).
+        filetype: sb.has_incompat(incompat::FILETYPE) && sb.creator_os != EXT2_OS_HURD,
         metadata_csum: sb.has_ro_compat(ro_compat::METADATA_CSUM),
         largedir: sb.has_incompat(incompat::LARGEDIR),
         hash_seed: sb.hash_seed,
@@ -108,12 +111,23 @@ struct DirInfo {
     nlisted: u32,
 }
 
+/// Logical blocks a directory may have without largedir: e2fsck leaves any
+/// block past 2 GiB out of the directory (pass 1 calls it too big).
+fn lblk_limit(fs: &Fs) -> u32 {
+    if fs.sb.has_incompat(incompat::LARGEDIR) {
+        u32::MAX
+    } else {
+        1u32 << (21 - fs.sb.log_block_size.min(6))
+    }
+}
+
 pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>> {
     let fsp = fs_params(fs);
+    let limit = lblk_limit(fs);
     let st: &State = state;
-    let mut dirs = dir_table(fs, &fsp, st, threads);
+    let mut dirs = dir_table(fs, &fsp, st, limit, threads);
     let mut problems = Vec::new();
-    find_holes(&fsp, st, &dirs, &mut problems);
+    find_holes(&fsp, st, &dirs, limit, &mut problems);
     read_root_hash_versions(fs, &fsp, st, &mut dirs, threads);
 
     let targets = StateTargets(st);
@@ -130,6 +144,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
             st,
             &dirs,
             &blocks[start..end],
+            limit,
             zero_first,
             &targets,
             buf,
@@ -158,7 +173,7 @@ fn dir_index_of(st: &State, ino: u32) -> Option<usize> {
 }
 
 /// Builds the per-directory table: flags, checksum seed, block counts.
-fn dir_table(fs: &Fs, fsp: &FsParams, st: &State, threads: Threads) -> Vec<DirInfo> {
+fn dir_table(fs: &Fs, fsp: &FsParams, st: &State, limit: u32, threads: Threads) -> Vec<DirInfo> {
     let mut dirs: Vec<DirInfo> = st
         .dirs
         .iter()
@@ -180,7 +195,7 @@ fn dir_table(fs: &Fs, fsp: &FsParams, st: &State, threads: Threads) -> Vec<DirIn
             }
         })
         .collect();
-    for b in &st.dir_blocks {
+    for b in st.dir_blocks.iter().filter(|b| b.lblk <= limit) {
         if let Some(i) = dir_index_of(st, b.ino) {
             let d = &mut dirs[i];
             d.numblocks = d.numblocks.max(b.lblk.saturating_add(1));
@@ -237,7 +252,7 @@ fn read_generations(fs: &Fs, inos: &[u32], threads: Threads) -> Vec<u32> {
 }
 
 /// Reports logical blocks missing inside a directory's mapped range.
-fn find_holes(fsp: &FsParams, st: &State, dirs: &[DirInfo], out: &mut Vec<Problem>) {
+fn find_holes(fsp: &FsParams, st: &State, dirs: &[DirInfo], limit: u32, out: &mut Vec<Problem>) {
     // largedir lets the kernel punch out emptied blocks.
     if fsp.largedir {
         return;
@@ -252,7 +267,7 @@ fn find_holes(fsp: &FsParams, st: &State, dirs: &[DirInfo], out: &mut Vec<Proble
         return;
     }
     let mut per: Vec<Vec<u32>> = vec![Vec::new(); holed.len()];
-    for b in &st.dir_blocks {
+    for b in st.dir_blocks.iter().filter(|b| b.lblk <= limit) {
         if let Some(i) = dir_index_of(st, b.ino)
             && let Ok(k) = holed.binary_search(&i)
         {
@@ -330,6 +345,7 @@ fn check_unit<T: Targets>(
     st: &State,
     dirs: &[DirInfo],
     blocks: &[DirBlock],
+    limit: u32,
     zero_first: bool,
     targets: &T,
     buf: &mut Vec<u8>,
@@ -357,7 +373,7 @@ fn check_unit<T: Targets>(
                 continue;
             };
             let d = &dirs[di];
-            if d.inline || !st.inode_used.get(db.ino as u64) {
+            if d.inline || db.lblk > limit || !st.inode_used.get(db.ino as u64) {
                 continue;
             }
             let b = &mut buf[k * bs..(k + 1) * bs];
