@@ -87,14 +87,14 @@ pub fn mark_metadata(fs: &Fs, state: &State) {
 
 /// One slice of an inode table.
 #[derive(Clone, Copy, Debug)]
-struct Unit {
-    group: u32,
+pub(crate) struct Unit {
+    pub group: u32,
     /// Index of the first inode of the slice in its group.
-    first: u32,
-    count: u32,
+    pub first: u32,
+    pub count: u32,
 }
 
-fn make_units(fs: &Fs) -> Vec<Unit> {
+pub(crate) fn make_units(fs: &Fs) -> Vec<Unit> {
     let geo = &fs.geo;
     let per_unit = (UNIT_BLOCKS * geo.inodes_per_block() as u64).max(1) as u32;
     let mut units = Vec::new();
@@ -247,26 +247,13 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
         iflags: vec![0; n],
         ..Default::default()
     };
-    let table = fs.gds[u.group as usize].inode_table;
-    let byte0 = u.first as u64 * isz as u64;
-    let bsz = geo.block_size as u64;
-    let start_blk = table.saturating_add(byte0 / bsz);
-    let nbytes = n * isz;
-    let end_blk = start_blk.saturating_add((nbytes as u64).div_ceil(bsz));
-    if !geo.block_in_fs(table) || end_blk > geo.blocks_count {
-        // Pass 0 reported the bad location; nothing here can be read.
-        return out;
-    }
-    w.table.resize(nbytes, 0);
-    let off = start_blk * bsz + byte0 % bsz;
-    if let Err(e) = fs.dev.read_at(off, &mut w.table[..nbytes]) {
-        out.problems.push(
-            Problem::new(Code::InodeTableUnreadable)
-                .group(u.group)
-                .blk(start_blk)
-                .detail(e.to_string()),
-        );
-        return out;
+    match read_unit(fs, u, &mut w.table) {
+        Ok(true) => {}
+        Ok(false) => return out,
+        Err(p) => {
+            out.problems.push(p);
+            return out;
+        }
     }
     let table_buf = std::mem::take(&mut w.table);
     for i in 0..n {
@@ -276,6 +263,36 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
     }
     w.table = table_buf;
     out
+}
+
+/// Number of the first inode of unit `u`.
+pub(crate) fn unit_first_ino(fs: &Fs, u: Unit) -> u32 {
+    u.group * fs.geo.inodes_per_group + u.first + 1
+}
+
+/// Reads the inode-table slice of `u` into `buf` with one read. Ok(false)
+/// when the table lies outside the file system (pass 0 reported it).
+pub(crate) fn read_unit(fs: &Fs, u: Unit, buf: &mut Vec<u8>) -> std::result::Result<bool, Problem> {
+    let geo = &fs.geo;
+    let isz = geo.inode_size as u64;
+    let table = fs.gds[u.group as usize].inode_table;
+    let byte0 = u.first as u64 * isz;
+    let bsz = geo.block_size as u64;
+    let start_blk = table.saturating_add(byte0 / bsz);
+    let nbytes = u.count as u64 * isz;
+    let end_blk = start_blk.saturating_add(nbytes.div_ceil(bsz));
+    if !geo.block_in_fs(table) || end_blk > geo.blocks_count {
+        return Ok(false);
+    }
+    buf.resize(nbytes as usize, 0);
+    let off = start_blk * bsz + byte0 % bsz;
+    fs.dev.read_at(off, &mut buf[..]).map_err(|e| {
+        Problem::new(Code::InodeTableUnreadable)
+            .group(u.group)
+            .blk(start_blk)
+            .detail(e.to_string())
+    })?;
+    Ok(true)
 }
 
 /// Is the inode's checksum right? An inode whose first 128 bytes are all
@@ -297,7 +314,6 @@ struct InodeCheck<'o> {
     out: &'o mut UnitOut,
     idx: usize,
     ino: u32,
-    nprob: usize,
 }
 
 impl InodeCheck<'_> {
@@ -311,25 +327,17 @@ impl InodeCheck<'_> {
         self.set_flag(iflag::BAD);
         self.report(p);
     }
-    fn had_problems(&self) -> bool {
-        self.out.problems.len() > self.nprob
-    }
 }
 
 fn check_inode(ctx: &Ctx, w: &mut Worker, out: &mut UnitOut, idx: usize, ino: u32, raw: &[u8]) {
     let inode = Inode::parse(raw);
     let csum_ok = inode_csum_ok(ctx, ino, raw, &inode);
-    let nprob = out.problems.len();
-    let mut c = InodeCheck {
-        out,
-        idx,
-        ino,
-        nprob,
-    };
+    let mut c = InodeCheck { out, idx, ino };
     check_inode_body(ctx, w, &mut c, raw, &inode);
-    // e2fsck reports a bad checksum only for an inode that otherwise
-    // passes its checks (any other problem already makes it wrong).
-    if !csum_ok && !c.had_problems() {
+    // e2fsck reports a bad checksum ("passes checks, but checksum does not
+    // match") after its other checks unless one of them rewrote the inode;
+    // read-only, nothing is rewritten, so it is always reported.
+    if !csum_ok {
         c.report(Problem::new(Code::InodeChecksum).ino(ino));
     }
 }
@@ -701,7 +709,10 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
 
 /// Claims blocks and gathers what the size checks need.
 struct Claimer<'a> {
+    fs: &'a Fs,
     state: &'a State,
+    /// Walking the bad blocks inode: its blocks may not be metadata.
+    bad_blocks: bool,
     ino: u32,
     /// Claim nothing: the resize inode's blocks are metadata (reserved GDT
     /// blocks), counted in i_blocks only.
@@ -722,9 +733,26 @@ struct Claimer<'a> {
 
 impl Claimer<'_> {
     fn claim(&mut self, b: u64) {
-        if !self.no_claim {
-            self.state.claim_block(b);
+        if self.no_claim {
+            return;
         }
+        if self.bad_blocks && self.state.block_meta.get(b) {
+            // A bad block inside a backup superblock or descriptor copy is
+            // harmless; inside live metadata the metadata must move.
+            let geo = &self.fs.geo;
+            let g = geo.group_of_block(b);
+            let backup = g > 0
+                && geo
+                    .group_super_and_gdt(g)
+                    .iter()
+                    .any(|&(s, n)| b >= s && b < s + n);
+            if !backup {
+                self.problems
+                    .push(Problem::new(Code::BadBlockInMetadata).ino(self.ino).blk(b));
+            }
+            return;
+        }
+        self.state.claim_block(b);
     }
 }
 
@@ -786,6 +814,46 @@ impl MapVisitor for Claimer<'_> {
     }
 }
 
+/// Walks the block map of `ino` the way pass 1 does (pass 1B repeats it):
+/// nothing for inline data or inodes without a map, the extent tree when
+/// the file system and the inode use extents, block pointers otherwise.
+/// Returns whether a map was walked.
+pub(crate) fn walk_map<V: MapVisitor>(
+    ctx: &Ctx,
+    ino: u32,
+    inode: &Inode,
+    bad_blocks: bool,
+    scratch: &mut Scratch,
+    v: &mut V,
+) -> bool {
+    let fs = ctx.fs;
+    if ctx.inline_data && inode.has_flag(flags::INLINE_DATA) {
+        return false;
+    }
+    if !bad_blocks && !has_valid_blocks(inode) {
+        return false;
+    }
+    if ctx.extents && inode.has_flag(flags::EXTENTS) && !bad_blocks {
+        let bs = fs.geo.block_size as u64;
+        // Unsigned like e2fsck's: an empty file has every block past EOF
+        // wrapped to "no block is past EOF".
+        let eof_block = inode.size.div_ceil(bs).wrapping_sub(1);
+        let info = MapInfo {
+            ino,
+            is_dir: inode.is_dir(),
+            eof_block,
+            csum_seed: ctx
+                .csum
+                .then(|| inode::inode_csum_seed(fs.csum_seed, ino, inode.generation)),
+            large_dir: ctx.large_dir,
+        };
+        blockmap::walk_extents(fs, info, &inode.block, scratch, v);
+    } else {
+        blockmap::walk_indirect(fs, ino, &inode.block_ptrs(), scratch, v);
+    }
+    true
+}
+
 /// e2fsck's limit on i_size for a block-mapped file.
 fn max_indirect_size(bs: u64) -> u64 {
     let apb = bs / 4;
@@ -833,7 +901,9 @@ fn check_blocks(
     }
 
     let mut claimer = Claimer {
+        fs,
         state: ctx.state,
+        bad_blocks,
         ino,
         no_claim: ino == inode::RESIZE_INO,
         is_dir,
@@ -849,34 +919,18 @@ fn check_blocks(
         budget: fs.geo.blocks_count,
     };
     let inline = ctx.inline_data && inode.has_flag(flags::INLINE_DATA);
-    if inline {
-        // No blocks; the data lives in i_block and the system.data xattr.
-    } else if bad_blocks || has_valid_blocks(inode) {
-        if extent_mapped && !bad_blocks {
-            let eof_block = if size == 0 {
-                u64::MAX
-            } else {
-                size.div_ceil(bs) - 1
-            };
-            let info = MapInfo {
-                ino,
-                is_dir,
-                eof_block,
-                csum_seed: ctx
-                    .csum
-                    .then(|| inode::inode_csum_seed(fs.csum_seed, ino, inode.generation)),
-                large_dir: ctx.large_dir,
-            };
-            blockmap::walk_extents(fs, info, &inode.block, &mut w.scratch, &mut claimer);
-        } else {
-            let ptrs = inode.block_ptrs();
-            blockmap::walk_indirect(fs, ino, &ptrs, &mut w.scratch, &mut claimer);
-            if ino == inode::RESIZE_INO && fs.geo.block_in_fs(ptrs[13] as u64) {
-                ctx.state.claim_block(ptrs[13] as u64);
-            }
-            claimer.last_init = claimer.last_block;
+    if walk_map(ctx, ino, inode, bad_blocks, &mut w.scratch, &mut claimer) && !extent_mapped {
+        claimer.last_init = claimer.last_block;
+    }
+    if ino == inode::RESIZE_INO {
+        // Only the double indirect block is the inode's own; what it maps
+        // are reserved GDT blocks, already marked as metadata.
+        let dind = inode.block_ptrs()[13] as u64;
+        if fs.geo.block_in_fs(dind) {
+            ctx.state.claim_block(dind);
         }
     }
+    ctx.state.inode_mapped.set(ino as u64);
     let Claimer {
         blocks: mapped,
         last_block,
