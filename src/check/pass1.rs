@@ -354,6 +354,15 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     let first_ino = fs.geo.first_ino;
     let links = inode.links_count;
 
+    if inode.has_flag(flags::INLINE_DATA) && inode.has_flag(flags::EXTENTS) {
+        // e2fsck keeps one of the two mappings (or clears the inode):
+        // either way the inode is wrong as it stands.
+        c.report(
+            Problem::new(Code::InodeBadFlags)
+                .ino(ino)
+                .detail("both INLINE_DATA_FL and EXTENTS_FL"),
+        );
+    }
     if inode.has_flag(flags::INLINE_DATA) && !ctx.inline_data && ino >= first_ino {
         c.report(Problem::new(Code::InodeInlineNoFeature).ino(ino));
         return;
@@ -549,11 +558,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                     c.report(Problem::new(Code::InodeDeviceBlocks).ino(ino));
                 }
                 if inode.has_flag(flags::IMMUTABLE) || inode.has_flag(flags::APPEND) {
-                    c.report(
-                        Problem::new(Code::InodeBadFlags)
-                            .ino(ino)
-                            .detail("IMMUTABLE/APPEND on a special file"),
-                    );
+                    c.report(Problem::new(Code::SpecialImmutable).ino(ino));
                 }
                 if inode.size != 0 {
                     c.report(
@@ -575,11 +580,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             Some(why) => c.bad(Problem::new(Code::InodeFastSymlink).ino(ino).detail(why)),
             None => {
                 if inode.has_flag(flags::IMMUTABLE) || inode.has_flag(flags::APPEND) {
-                    c.report(
-                        Problem::new(Code::InodeBadFlags)
-                            .ino(ino)
-                            .detail("IMMUTABLE/APPEND on a symlink"),
-                    );
+                    c.report(Problem::new(Code::SpecialImmutable).ino(ino));
                 }
                 c.out.stats.symlinks += 1;
                 if inode.has_flag(flags::INLINE_DATA) {
@@ -854,6 +855,55 @@ pub(crate) fn walk_map<V: MapVisitor>(
     true
 }
 
+/// e2fsck's first look at an htree directory (pass 1): block 0 must be
+/// mapped and hold a dx_root whose info fields are sane.
+fn htree_root_problem(
+    ctx: &Ctx,
+    w: &mut Worker,
+    inode: &Inode,
+    root: Option<u64>,
+) -> Option<String> {
+    let fs = ctx.fs;
+    let Some(blk) = root else {
+        return Some("block 0 is not mapped".into());
+    };
+    if fs.read_block_into(blk, &mut w.block).is_err() {
+        return Some("block 0 cannot be read".into());
+    }
+    let b = &w.block;
+    // dx_root_info follows the '.' and '..' entries (24 bytes).
+    let reserved_zero = u32::from_le_bytes([b[24], b[25], b[26], b[27]]);
+    let hash_version = b[28];
+    let info_length = b[29];
+    let levels = b[30];
+    let flags = b[31];
+    if reserved_zero != 0 || info_length < 8 {
+        return Some("bad dx_root info".into());
+    }
+    // legacy, half_md4, tea, siphash (the unsigned variants are never stored)
+    if !matches!(hash_version, 0 | 1 | 2 | 6) {
+        return Some(format!("unsupported hash version {hash_version}"));
+    }
+    if hash_version == 6 {
+        return Some("siphash on a directory that cannot use it".into());
+    }
+    if flags & 1 != 0 {
+        return Some("incompatible htree root node flag".into());
+    }
+    if levels > 3 {
+        return Some(format!("tree depth {levels} is too big"));
+    }
+    if levels > 2 && !ctx.large_dir {
+        let blockbits = fs.geo.block_size.trailing_zeros() as u64;
+        let idx_pb = 1u64 << (blockbits - 3);
+        let max = (idx_pb - 1) * (idx_pb - 2);
+        if inode.size < max << blockbits && inode.blocks_raw < max << (blockbits - 9) {
+            return Some(format!("tree depth {levels} is too big"));
+        }
+    }
+    None
+}
+
 /// e2fsck's limit on i_size for a block-mapped file.
 fn max_indirect_size(bs: u64) -> u64 {
     let apb = bs / 4;
@@ -919,6 +969,7 @@ fn check_blocks(
         budget: fs.geo.blocks_count,
     };
     let inline = ctx.inline_data && inode.has_flag(flags::INLINE_DATA);
+    let dir_blocks_start = claimer.dir_blocks.len();
     if walk_map(ctx, ino, inode, bad_blocks, &mut w.scratch, &mut claimer) && !extent_mapped {
         claimer.last_init = claimer.last_block;
     }
@@ -939,6 +990,15 @@ fn check_blocks(
         ..
     } = claimer;
     blocks += mapped;
+    if is_dir && !inline && inode.has_flag(flags::INDEX) && ctx.dir_index {
+        let root = c.out.dir_blocks[dir_blocks_start..]
+            .iter()
+            .find(|d| d.ino == ino && d.lblk == 0)
+            .map(|d| d.pblk);
+        if let Some(why) = htree_root_problem(ctx, w, inode, root) {
+            c.report(Problem::new(Code::HtreeRootInvalid).ino(ino).detail(why));
+        }
+    }
     if extent_mapped {
         c.out.stats.extent_files += 1;
     }
