@@ -29,6 +29,7 @@ use super::state::{DirBlock, State, Stats, iflag};
 use super::xattr;
 use crate::engine::{Threads, par_map};
 use crate::error::Result;
+use crate::fs::bytes::le32;
 use crate::fs::inode::{self, FileType, Inode, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 
@@ -152,6 +153,8 @@ pub(crate) struct Ctx<'a> {
     pub casefold: bool,
     pub quota: bool,
     pub prealloc_dir_blocks: u64,
+    /// Superblock times are plausible, so a small dtime means an orphan.
+    pub low_dtime_check: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -171,6 +174,13 @@ impl<'a> Ctx<'a> {
             imagic: sb.has_compat(compat::IMAGIC_INODES),
             casefold: sb.has_incompat(incompat::CASEFOLD),
             quota: sb.has_ro_compat(ro_compat::QUOTA),
+            low_dtime_check: {
+                let ic = sb.inodes_count;
+                let mkfs_time = le32(&sb.raw, 0x108);
+                !((sb.wtime != 0 && sb.wtime < ic)
+                    || (sb.mtime != 0 && sb.mtime < ic)
+                    || (mkfs_time != 0 && mkfs_time < ic))
+            },
             prealloc_dir_blocks: sb.raw.get(S_PREALLOC_DIR_BLOCKS_OFF).copied().unwrap_or(0) as u64,
         }
     }
@@ -230,6 +240,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     state.dir_parent = vec![0; state.dirs.len()];
     state.dir_dotdot = vec![0; state.dirs.len()];
     problems.extend(xattr::check_blocks(fs, state, xrefs, threads));
+    problems.extend(check_resize_inode(fs));
     state.stats.inodes_used = state.inode_used.count_range(0, state.inode_used.len());
     Ok(problems)
 }
@@ -263,6 +274,62 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
     }
     w.table = table_buf;
     out
+}
+
+/// e2fsck's check of the resize inode (done before its pass 1): without
+/// resize_inode it must be empty; with it, only the double indirect block
+/// is set, and it maps every reserved GDT block, each of which maps the
+/// same block's backups in the groups that carry a superblock copy.
+fn check_resize_inode(fs: &Fs) -> Option<Problem> {
+    let bad = |why: &str| Some(Problem::new(Code::SbResizeInodeNoFeature).detail(why.to_string()));
+    let raw = fs.read_inode_raw(inode::RESIZE_INO).ok()?;
+    let ri = Inode::parse(&raw);
+    let ptrs = ri.block_ptrs();
+    if !fs.sb.has_compat(compat::RESIZE_INODE) {
+        if ptrs.iter().any(|&p| p != 0) {
+            return bad("resize_inode is not enabled, but the resize inode is not empty");
+        }
+        return None;
+    }
+    let dind = ptrs[13] as u64;
+    if ptrs.iter().enumerate().any(|(i, &p)| i != 13 && p != 0)
+        || dind == 0
+        || ri.links_count == 0
+        || ri.mode & inode::S_IFREG == 0
+        || !fs.geo.block_in_fs(dind)
+    {
+        return bad("bad block pointers, mode or link count");
+    }
+    let geo = &fs.geo;
+    let apb = (geo.block_size / 4) as u64;
+    let Ok(dbuf) = fs.read_block(dind) else {
+        return bad("double indirect block unreadable");
+    };
+    let mut gdt_off = geo.desc_blocks as u64;
+    let mut pblk = geo.first_data_block + 1 + geo.desc_blocks as u64;
+    for _ in 0..geo.reserved_gdt_blocks {
+        gdt_off %= apb;
+        if le32(&dbuf, (gdt_off * 4) as usize) as u64 != pblk {
+            return bad("reserved GDT block not mapped");
+        }
+        let Ok(ibuf) = fs.read_block(pblk) else {
+            return bad("reserved GDT block unreadable");
+        };
+        let mut k = 0usize;
+        for g in 1..geo.groups {
+            if !geo.group_has_super(g) {
+                continue;
+            }
+            let expect = pblk + g as u64 * geo.blocks_per_group as u64;
+            if le32(&ibuf, k * 4) as u64 != expect {
+                return bad("reserved GDT backup not mapped");
+            }
+            k += 1;
+        }
+        gdt_off += 1;
+        pblk += 1;
+    }
+    None
 }
 
 /// Number of the first inode of unit `u`.
@@ -393,6 +460,16 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.report(Problem::new(Code::InodeInlineData).ino(ino).detail(why));
     }
 
+    // A dtime smaller than the inode count is an orphan list link: the
+    // list was not processed (unless the clock itself is that low).
+    if ctx.low_dtime_check && inode.dtime != 0 && inode.dtime < fs.geo.inodes_count {
+        c.report(
+            Problem::new(Code::InodeOrphanInUse)
+                .ino(ino)
+                .detail("part of a corrupted orphan linked list"),
+        );
+    }
+
     match ino {
         inode::BAD_INO => {
             if inode.mode != 0
@@ -485,6 +562,11 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     }
 
     if links == 0 {
+        // The kernel sets dtime when it frees an inode; a typed inode
+        // without links and without dtime was never properly deleted.
+        if ino >= first_ino && inode.dtime == 0 && inode.mode != 0 {
+            c.report(Problem::new(Code::InodeZeroDtimeDeleted).ino(ino));
+        }
         return;
     }
     if inode.dtime != 0 && ino != inode::ROOT_INO {
