@@ -14,9 +14,11 @@ use super::problem::{Code, Problem};
 use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
 
-/// e2fsck refuses trees whose depth reaches this (it keeps statistics for
-/// five levels, 0 to 4).
+/// e2fsck suggests making trees whose depth reaches this shallower (it
+/// keeps statistics for five levels, 0 to 4), but still walks them.
 pub const MAX_TREE_DEPTH: u16 = 5;
+/// Deepest tree walked at all: bounds recursion and scratch space.
+pub const WALK_DEPTH_LIMIT: u16 = 32;
 
 /// What the walker reports besides problems.
 pub trait MapVisitor {
@@ -59,7 +61,7 @@ pub struct Scratch {
 impl Scratch {
     pub fn new(block_size: usize) -> Scratch {
         Scratch {
-            bufs: (0..(MAX_TREE_DEPTH as usize + 1))
+            bufs: (0..(WALK_DEPTH_LIMIT as usize + 1))
                 .map(|_| vec![0u8; block_size])
                 .collect(),
         }
@@ -122,7 +124,9 @@ pub fn walk_extents<V: MapVisitor>(
                 .ino(info.ino)
                 .num(h.depth as u64),
         );
-        return;
+        if h.depth > WALK_DEPTH_LIMIT {
+            return;
+        }
     }
     let log = fs.geo.block_size.trailing_zeros() as u64;
     let mut w = ExtentWalk {

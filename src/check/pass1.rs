@@ -29,6 +29,7 @@ use super::state::{DirBlock, State, Stats, iflag};
 use super::xattr;
 use crate::engine::{Threads, par_map};
 use crate::error::Result;
+use crate::fs::bytes::le32;
 use crate::fs::inode::{self, FileType, Inode, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 
@@ -87,14 +88,14 @@ pub fn mark_metadata(fs: &Fs, state: &State) {
 
 /// One slice of an inode table.
 #[derive(Clone, Copy, Debug)]
-struct Unit {
-    group: u32,
+pub(crate) struct Unit {
+    pub group: u32,
     /// Index of the first inode of the slice in its group.
-    first: u32,
-    count: u32,
+    pub first: u32,
+    pub count: u32,
 }
 
-fn make_units(fs: &Fs) -> Vec<Unit> {
+pub(crate) fn make_units(fs: &Fs) -> Vec<Unit> {
     let geo = &fs.geo;
     let per_unit = (UNIT_BLOCKS * geo.inodes_per_block() as u64).max(1) as u32;
     let mut units = Vec::new();
@@ -152,6 +153,8 @@ pub(crate) struct Ctx<'a> {
     pub casefold: bool,
     pub quota: bool,
     pub prealloc_dir_blocks: u64,
+    /// Superblock times are plausible, so a small dtime means an orphan.
+    pub low_dtime_check: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -171,6 +174,13 @@ impl<'a> Ctx<'a> {
             imagic: sb.has_compat(compat::IMAGIC_INODES),
             casefold: sb.has_incompat(incompat::CASEFOLD),
             quota: sb.has_ro_compat(ro_compat::QUOTA),
+            low_dtime_check: {
+                let ic = sb.inodes_count;
+                let mkfs_time = le32(&sb.raw, 0x108);
+                !((sb.wtime != 0 && sb.wtime < ic)
+                    || (sb.mtime != 0 && sb.mtime < ic)
+                    || (mkfs_time != 0 && mkfs_time < ic))
+            },
             prealloc_dir_blocks: sb.raw.get(S_PREALLOC_DIR_BLOCKS_OFF).copied().unwrap_or(0) as u64,
         }
     }
@@ -230,6 +240,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     state.dir_parent = vec![0; state.dirs.len()];
     state.dir_dotdot = vec![0; state.dirs.len()];
     problems.extend(xattr::check_blocks(fs, state, xrefs, threads));
+    problems.extend(check_resize_inode(fs));
     state.stats.inodes_used = state.inode_used.count_range(0, state.inode_used.len());
     Ok(problems)
 }
@@ -247,26 +258,13 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
         iflags: vec![0; n],
         ..Default::default()
     };
-    let table = fs.gds[u.group as usize].inode_table;
-    let byte0 = u.first as u64 * isz as u64;
-    let bsz = geo.block_size as u64;
-    let start_blk = table.saturating_add(byte0 / bsz);
-    let nbytes = n * isz;
-    let end_blk = start_blk.saturating_add((nbytes as u64).div_ceil(bsz));
-    if !geo.block_in_fs(table) || end_blk > geo.blocks_count {
-        // Pass 0 reported the bad location; nothing here can be read.
-        return out;
-    }
-    w.table.resize(nbytes, 0);
-    let off = start_blk * bsz + byte0 % bsz;
-    if let Err(e) = fs.dev.read_at(off, &mut w.table[..nbytes]) {
-        out.problems.push(
-            Problem::new(Code::InodeTableUnreadable)
-                .group(u.group)
-                .blk(start_blk)
-                .detail(e.to_string()),
-        );
-        return out;
+    match read_unit(fs, u, &mut w.table) {
+        Ok(true) => {}
+        Ok(false) => return out,
+        Err(p) => {
+            out.problems.push(p);
+            return out;
+        }
     }
     let table_buf = std::mem::take(&mut w.table);
     for i in 0..n {
@@ -276,6 +274,92 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
     }
     w.table = table_buf;
     out
+}
+
+/// e2fsck's check of the resize inode (done before its pass 1): without
+/// resize_inode it must be empty; with it, only the double indirect block
+/// is set, and it maps every reserved GDT block, each of which maps the
+/// same block's backups in the groups that carry a superblock copy.
+fn check_resize_inode(fs: &Fs) -> Option<Problem> {
+    let bad = |why: &str| Some(Problem::new(Code::SbResizeInodeNoFeature).detail(why.to_string()));
+    let raw = fs.read_inode_raw(inode::RESIZE_INO).ok()?;
+    let ri = Inode::parse(&raw);
+    let ptrs = ri.block_ptrs();
+    if !fs.sb.has_compat(compat::RESIZE_INODE) {
+        if ptrs.iter().any(|&p| p != 0) {
+            return bad("resize_inode is not enabled, but the resize inode is not empty");
+        }
+        return None;
+    }
+    let dind = ptrs[13] as u64;
+    if ptrs.iter().enumerate().any(|(i, &p)| i != 13 && p != 0)
+        || dind == 0
+        || ri.links_count == 0
+        || ri.mode & inode::S_IFREG == 0
+        || !fs.geo.block_in_fs(dind)
+    {
+        return bad("bad block pointers, mode or link count");
+    }
+    let geo = &fs.geo;
+    let apb = (geo.block_size / 4) as u64;
+    let Ok(dbuf) = fs.read_block(dind) else {
+        return bad("double indirect block unreadable");
+    };
+    let mut gdt_off = geo.desc_blocks as u64;
+    let mut pblk = geo.first_data_block + 1 + geo.desc_blocks as u64;
+    for _ in 0..geo.reserved_gdt_blocks {
+        gdt_off %= apb;
+        if le32(&dbuf, (gdt_off * 4) as usize) as u64 != pblk {
+            return bad("reserved GDT block not mapped");
+        }
+        let Ok(ibuf) = fs.read_block(pblk) else {
+            return bad("reserved GDT block unreadable");
+        };
+        let mut k = 0usize;
+        for g in 1..geo.groups {
+            if !geo.group_has_super(g) {
+                continue;
+            }
+            let expect = pblk + g as u64 * geo.blocks_per_group as u64;
+            if le32(&ibuf, k * 4) as u64 != expect {
+                return bad("reserved GDT backup not mapped");
+            }
+            k += 1;
+        }
+        gdt_off += 1;
+        pblk += 1;
+    }
+    None
+}
+
+/// Number of the first inode of unit `u`.
+pub(crate) fn unit_first_ino(fs: &Fs, u: Unit) -> u32 {
+    u.group * fs.geo.inodes_per_group + u.first + 1
+}
+
+/// Reads the inode-table slice of `u` into `buf` with one read. Ok(false)
+/// when the table lies outside the file system (pass 0 reported it).
+pub(crate) fn read_unit(fs: &Fs, u: Unit, buf: &mut Vec<u8>) -> std::result::Result<bool, Problem> {
+    let geo = &fs.geo;
+    let isz = geo.inode_size as u64;
+    let table = fs.gds[u.group as usize].inode_table;
+    let byte0 = u.first as u64 * isz;
+    let bsz = geo.block_size as u64;
+    let start_blk = table.saturating_add(byte0 / bsz);
+    let nbytes = u.count as u64 * isz;
+    let end_blk = start_blk.saturating_add(nbytes.div_ceil(bsz));
+    if !geo.block_in_fs(table) || end_blk > geo.blocks_count {
+        return Ok(false);
+    }
+    buf.resize(nbytes as usize, 0);
+    let off = start_blk * bsz + byte0 % bsz;
+    fs.dev.read_at(off, &mut buf[..]).map_err(|e| {
+        Problem::new(Code::InodeTableUnreadable)
+            .group(u.group)
+            .blk(start_blk)
+            .detail(e.to_string())
+    })?;
+    Ok(true)
 }
 
 /// Is the inode's checksum right? An inode whose first 128 bytes are all
@@ -297,7 +381,6 @@ struct InodeCheck<'o> {
     out: &'o mut UnitOut,
     idx: usize,
     ino: u32,
-    nprob: usize,
 }
 
 impl InodeCheck<'_> {
@@ -311,25 +394,17 @@ impl InodeCheck<'_> {
         self.set_flag(iflag::BAD);
         self.report(p);
     }
-    fn had_problems(&self) -> bool {
-        self.out.problems.len() > self.nprob
-    }
 }
 
 fn check_inode(ctx: &Ctx, w: &mut Worker, out: &mut UnitOut, idx: usize, ino: u32, raw: &[u8]) {
     let inode = Inode::parse(raw);
     let csum_ok = inode_csum_ok(ctx, ino, raw, &inode);
-    let nprob = out.problems.len();
-    let mut c = InodeCheck {
-        out,
-        idx,
-        ino,
-        nprob,
-    };
+    let mut c = InodeCheck { out, idx, ino };
     check_inode_body(ctx, w, &mut c, raw, &inode);
-    // e2fsck reports a bad checksum only for an inode that otherwise
-    // passes its checks (any other problem already makes it wrong).
-    if !csum_ok && !c.had_problems() {
+    // e2fsck reports a bad checksum ("passes checks, but checksum does not
+    // match") after its other checks unless one of them rewrote the inode;
+    // read-only, nothing is rewritten, so it is always reported.
+    if !csum_ok {
         c.report(Problem::new(Code::InodeChecksum).ino(ino));
     }
 }
@@ -346,6 +421,15 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     let first_ino = fs.geo.first_ino;
     let links = inode.links_count;
 
+    if inode.has_flag(flags::INLINE_DATA) && inode.has_flag(flags::EXTENTS) {
+        // e2fsck keeps one of the two mappings (or clears the inode):
+        // either way the inode is wrong as it stands.
+        c.report(
+            Problem::new(Code::InodeBadFlags)
+                .ino(ino)
+                .detail("both INLINE_DATA_FL and EXTENTS_FL"),
+        );
+    }
     if inode.has_flag(flags::INLINE_DATA) && !ctx.inline_data && ino >= first_ino {
         c.report(Problem::new(Code::InodeInlineNoFeature).ino(ino));
         return;
@@ -374,6 +458,16 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         && let Err(why) = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block)
     {
         c.report(Problem::new(Code::InodeInlineData).ino(ino).detail(why));
+    }
+
+    // A dtime smaller than the inode count is an orphan list link: the
+    // list was not processed (unless the clock itself is that low).
+    if ctx.low_dtime_check && inode.dtime != 0 && inode.dtime < fs.geo.inodes_count {
+        c.report(
+            Problem::new(Code::InodeOrphanInUse)
+                .ino(ino)
+                .detail("part of a corrupted orphan linked list"),
+        );
     }
 
     match ino {
@@ -468,6 +562,11 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     }
 
     if links == 0 {
+        // The kernel sets dtime when it frees an inode; a typed inode
+        // without links and without dtime was never properly deleted.
+        if ino >= first_ino && inode.dtime == 0 && inode.mode != 0 {
+            c.report(Problem::new(Code::InodeZeroDtimeDeleted).ino(ino));
+        }
         return;
     }
     if inode.dtime != 0 && ino != inode::ROOT_INO {
@@ -541,11 +640,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                     c.report(Problem::new(Code::InodeDeviceBlocks).ino(ino));
                 }
                 if inode.has_flag(flags::IMMUTABLE) || inode.has_flag(flags::APPEND) {
-                    c.report(
-                        Problem::new(Code::InodeBadFlags)
-                            .ino(ino)
-                            .detail("IMMUTABLE/APPEND on a special file"),
-                    );
+                    c.report(Problem::new(Code::SpecialImmutable).ino(ino));
                 }
                 if inode.size != 0 {
                     c.report(
@@ -567,11 +662,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             Some(why) => c.bad(Problem::new(Code::InodeFastSymlink).ino(ino).detail(why)),
             None => {
                 if inode.has_flag(flags::IMMUTABLE) || inode.has_flag(flags::APPEND) {
-                    c.report(
-                        Problem::new(Code::InodeBadFlags)
-                            .ino(ino)
-                            .detail("IMMUTABLE/APPEND on a symlink"),
-                    );
+                    c.report(Problem::new(Code::SpecialImmutable).ino(ino));
                 }
                 c.out.stats.symlinks += 1;
                 if inode.has_flag(flags::INLINE_DATA) {
@@ -701,7 +792,10 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
 
 /// Claims blocks and gathers what the size checks need.
 struct Claimer<'a> {
+    fs: &'a Fs,
     state: &'a State,
+    /// Walking the bad blocks inode: its blocks may not be metadata.
+    bad_blocks: bool,
     ino: u32,
     /// Claim nothing: the resize inode's blocks are metadata (reserved GDT
     /// blocks), counted in i_blocks only.
@@ -722,9 +816,26 @@ struct Claimer<'a> {
 
 impl Claimer<'_> {
     fn claim(&mut self, b: u64) {
-        if !self.no_claim {
-            self.state.claim_block(b);
+        if self.no_claim {
+            return;
         }
+        if self.bad_blocks && self.state.block_meta.get(b) {
+            // A bad block inside a backup superblock or descriptor copy is
+            // harmless; inside live metadata the metadata must move.
+            let geo = &self.fs.geo;
+            let g = geo.group_of_block(b);
+            let backup = g > 0
+                && geo
+                    .group_super_and_gdt(g)
+                    .iter()
+                    .any(|&(s, n)| b >= s && b < s + n);
+            if !backup {
+                self.problems
+                    .push(Problem::new(Code::BadBlockInMetadata).ino(self.ino).blk(b));
+            }
+            return;
+        }
+        self.state.claim_block(b);
     }
 }
 
@@ -786,6 +897,95 @@ impl MapVisitor for Claimer<'_> {
     }
 }
 
+/// Walks the block map of `ino` the way pass 1 does (pass 1B repeats it):
+/// nothing for inline data or inodes without a map, the extent tree when
+/// the file system and the inode use extents, block pointers otherwise.
+/// Returns whether a map was walked.
+pub(crate) fn walk_map<V: MapVisitor>(
+    ctx: &Ctx,
+    ino: u32,
+    inode: &Inode,
+    bad_blocks: bool,
+    scratch: &mut Scratch,
+    v: &mut V,
+) -> bool {
+    let fs = ctx.fs;
+    if ctx.inline_data && inode.has_flag(flags::INLINE_DATA) {
+        return false;
+    }
+    if !bad_blocks && !has_valid_blocks(inode) {
+        return false;
+    }
+    if ctx.extents && inode.has_flag(flags::EXTENTS) && !bad_blocks {
+        let bs = fs.geo.block_size as u64;
+        // Unsigned like e2fsck's: an empty file has every block past EOF
+        // wrapped to "no block is past EOF".
+        let eof_block = inode.size.div_ceil(bs).wrapping_sub(1);
+        let info = MapInfo {
+            ino,
+            is_dir: inode.is_dir(),
+            eof_block,
+            csum_seed: ctx
+                .csum
+                .then(|| inode::inode_csum_seed(fs.csum_seed, ino, inode.generation)),
+            large_dir: ctx.large_dir,
+        };
+        blockmap::walk_extents(fs, info, &inode.block, scratch, v);
+    } else {
+        blockmap::walk_indirect(fs, ino, &inode.block_ptrs(), scratch, v);
+    }
+    true
+}
+
+/// e2fsck's first look at an htree directory (pass 1): block 0 must be
+/// mapped and hold a dx_root whose info fields are sane.
+fn htree_root_problem(
+    ctx: &Ctx,
+    w: &mut Worker,
+    inode: &Inode,
+    root: Option<u64>,
+) -> Option<String> {
+    let fs = ctx.fs;
+    let Some(blk) = root else {
+        return Some("block 0 is not mapped".into());
+    };
+    if fs.read_block_into(blk, &mut w.block).is_err() {
+        return Some("block 0 cannot be read".into());
+    }
+    let b = &w.block;
+    // dx_root_info follows the '.' and '..' entries (24 bytes).
+    let reserved_zero = u32::from_le_bytes([b[24], b[25], b[26], b[27]]);
+    let hash_version = b[28];
+    let info_length = b[29];
+    let levels = b[30];
+    let flags = b[31];
+    if reserved_zero != 0 || info_length < 8 {
+        return Some("bad dx_root info".into());
+    }
+    // legacy, half_md4, tea, siphash (the unsigned variants are never stored)
+    if !matches!(hash_version, 0 | 1 | 2 | 6) {
+        return Some(format!("unsupported hash version {hash_version}"));
+    }
+    if hash_version == 6 {
+        return Some("siphash on a directory that cannot use it".into());
+    }
+    if flags & 1 != 0 {
+        return Some("incompatible htree root node flag".into());
+    }
+    if levels > 3 {
+        return Some(format!("tree depth {levels} is too big"));
+    }
+    if levels > 2 && !ctx.large_dir {
+        let blockbits = fs.geo.block_size.trailing_zeros() as u64;
+        let idx_pb = 1u64 << (blockbits - 3);
+        let max = (idx_pb - 1) * (idx_pb - 2);
+        if inode.size < max << blockbits && inode.blocks_raw < max << (blockbits - 9) {
+            return Some(format!("tree depth {levels} is too big"));
+        }
+    }
+    None
+}
+
 /// e2fsck's limit on i_size for a block-mapped file.
 fn max_indirect_size(bs: u64) -> u64 {
     let apb = bs / 4;
@@ -833,7 +1033,9 @@ fn check_blocks(
     }
 
     let mut claimer = Claimer {
+        fs,
         state: ctx.state,
+        bad_blocks,
         ino,
         no_claim: ino == inode::RESIZE_INO,
         is_dir,
@@ -849,34 +1051,19 @@ fn check_blocks(
         budget: fs.geo.blocks_count,
     };
     let inline = ctx.inline_data && inode.has_flag(flags::INLINE_DATA);
-    if inline {
-        // No blocks; the data lives in i_block and the system.data xattr.
-    } else if bad_blocks || has_valid_blocks(inode) {
-        if extent_mapped && !bad_blocks {
-            let eof_block = if size == 0 {
-                u64::MAX
-            } else {
-                size.div_ceil(bs) - 1
-            };
-            let info = MapInfo {
-                ino,
-                is_dir,
-                eof_block,
-                csum_seed: ctx
-                    .csum
-                    .then(|| inode::inode_csum_seed(fs.csum_seed, ino, inode.generation)),
-                large_dir: ctx.large_dir,
-            };
-            blockmap::walk_extents(fs, info, &inode.block, &mut w.scratch, &mut claimer);
-        } else {
-            let ptrs = inode.block_ptrs();
-            blockmap::walk_indirect(fs, ino, &ptrs, &mut w.scratch, &mut claimer);
-            if ino == inode::RESIZE_INO && fs.geo.block_in_fs(ptrs[13] as u64) {
-                ctx.state.claim_block(ptrs[13] as u64);
-            }
-            claimer.last_init = claimer.last_block;
+    let dir_blocks_start = claimer.dir_blocks.len();
+    if walk_map(ctx, ino, inode, bad_blocks, &mut w.scratch, &mut claimer) && !extent_mapped {
+        claimer.last_init = claimer.last_block;
+    }
+    if ino == inode::RESIZE_INO {
+        // Only the double indirect block is the inode's own; what it maps
+        // are reserved GDT blocks, already marked as metadata.
+        let dind = inode.block_ptrs()[13] as u64;
+        if fs.geo.block_in_fs(dind) {
+            ctx.state.claim_block(dind);
         }
     }
+    ctx.state.inode_mapped.set(ino as u64);
     let Claimer {
         blocks: mapped,
         last_block,
@@ -885,6 +1072,15 @@ fn check_blocks(
         ..
     } = claimer;
     blocks += mapped;
+    if is_dir && !inline && inode.has_flag(flags::INDEX) && ctx.dir_index {
+        let root = c.out.dir_blocks[dir_blocks_start..]
+            .iter()
+            .find(|d| d.ino == ino && d.lblk == 0)
+            .map(|d| d.pblk);
+        if let Some(why) = htree_root_problem(ctx, w, inode, root) {
+            c.report(Problem::new(Code::HtreeRootInvalid).ino(ino).detail(why));
+        }
+    }
     if extent_mapped {
         c.out.stats.extent_files += 1;
     }

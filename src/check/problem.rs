@@ -138,7 +138,7 @@ problems! {
     InodeExtentBad = ("0x100F", P1, Error, false, "Inode {ino} has an invalid extent (logical block {num}, physical block {blk}, length {num2}): {detail}"),
     InodeExtentOrder = ("0x1010", P1, Error, false, "Inode {ino} has out-of-order extents (logical block {num}, physical block {blk})"),
     InodeExtentNodeChecksum = ("0x1011", P1, Error, false, "Inode {ino} extent block {blk} passes checks, but checksum does not match extent"),
-    InodeExtentTooDeep = ("0x1012", P1, Error, false, "Inode {ino} extent tree (depth {num}) could be more shallow or is too deep"),
+    InodeExtentTooDeep = ("0x1012", P1, Notice, false, "Inode {ino} extent tree could be more shallow ({num}; could be <= 4)"),
     InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino} extent node at block {blk} is invalid ({detail})"),
     InodeExtentIndexEnd = ("0x1014", P1, Error, false, "Inode {ino} extent index start {num} does not match its node's first extent {num2}"),
     InodeExtentPastEof = ("0x1015", P1, Error, false, "Inode {ino}, end of extent exceeds allowed value (logical block {num}, physical block {blk}, len {num2})"),
@@ -169,6 +169,9 @@ problems! {
     InodeEaInodeFlag = ("0x102E", P1, Error, false, "Inode {ino} has EA_INODE flag set but ea_inode is not supported"),
     InodeCasefold = ("0x102F", P1, Error, false, "Inode {ino} has CASEFOLD flag set on a file system without casefold support"),
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
+    BadBlockInMetadata = ("0x1031", P1, Error, false, "Bad block {blk} is in use by file system metadata"),
+    HtreeRootInvalid = ("0x1032", P1, Error, false, "HTREE directory inode {ino} has an invalid root node ({detail})"),
+    SpecialImmutable = ("0x1033", P1, Notice, false, "Special (device/socket/fifo/symlink) file (inode {ino}) has immutable or append-only flag set"),
 
     // ---- Pass 1B-1D: multiply-claimed blocks ----
     DupBlocks = ("0x1101", P1B, Error, false, "Inode {ino} has {num} multiply-claimed block(s), shared with {num2} file(s): {detail}"),

@@ -88,6 +88,9 @@ pub struct State {
     pub inode_used: AtomicBitmap,
     pub inode_dir: AtomicBitmap,
     pub inode_reg: AtomicBitmap,
+    /// Inodes whose block map (and xattr block) pass 1 walked: pass 1B
+    /// walks exactly these again.
+    pub inode_mapped: AtomicBitmap,
     /// `FileType as u8` by inode number; 0 for unused inodes.
     pub ftype: Vec<u8>,
     /// i_links_count by inode number.
@@ -125,6 +128,7 @@ impl State {
             inode_used: AtomicBitmap::new(n as u64),
             inode_dir: AtomicBitmap::new(n as u64),
             inode_reg: AtomicBitmap::new(n as u64),
+            inode_mapped: AtomicBitmap::new(n as u64),
             ftype: vec![0; n],
             i_links: vec![0; n],
             iflags: vec![0; n],
