@@ -20,8 +20,6 @@ const MIN_REC_LEN: usize = 12;
 /// e2fsck's EXT4_DX_BLOCK_MASK: the top 4 bits of an index entry's block
 /// number are reserved.
 pub const DX_BLOCK_MASK: u32 = 0x0FFF_FFFF;
-/// dx_root_info.unused_flags bit a reader must understand.
-const DX_FLAG_INCOMPAT: u8 = 0x1;
 
 /// What pass 1 knows about an entry's target inode.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -448,33 +446,17 @@ fn parse_index(
         DxKind::Root => {
             let info = htree::parse_root_info(b);
             levels = info.indirect_levels;
-            if info.reserved_zero != 0 || info.info_length < 8 {
-                out.problems.push(
-                    Problem::new(Code::HtreeRootBad)
-                        .ino(ino)
-                        .detail("reserved field or info length"),
-                );
-            }
-            if info.hash_version > crate::fs::dx_hash::DX_HASH_TEA {
-                out.problems.push(
-                    Problem::new(Code::HtreeHashVersion)
-                        .ino(ino)
-                        .num(info.hash_version as u64),
-                );
-            }
-            if info.unused_flags & DX_FLAG_INCOMPAT != 0 {
-                out.problems.push(
-                    Problem::new(Code::HtreeRootBad)
-                        .ino(ino)
-                        .detail("incompatible flags"),
-                );
-            }
-            if info.indirect_levels >= fsp.max_dx_levels() {
-                out.problems.push(
-                    Problem::new(Code::HtreeDepth)
-                        .ino(ino)
-                        .num(info.indirect_levels as u64),
-                );
+            // Pass 1 reports an unknown hash version or incompatible flags
+            // (as e2fsck does); pass 2 only refuses a root it cannot walk.
+            if info.reserved_zero != 0
+                || info.info_length < 8
+                || info.indirect_levels >= fsp.max_dx_levels()
+            {
+                out.problems
+                    .push(Problem::new(Code::HtreeRootBad).ino(ino).detail(format!(
+                        "reserved {:#x}, info length {}, depth {}",
+                        info.reserved_zero, info.info_length, info.indirect_levels
+                    )));
             }
             htree::root_count_offset(&info)
         }
@@ -1191,12 +1173,7 @@ mod tests {
         put_le16(&mut b2, 0x20, 7);
         put_le32(&mut b2, 0x20 + 8 * 2 + 4, 50);
         let c = codes(&run_dx(&f, 0, &b2, &t));
-        for code in [
-            Code::HtreeHashVersion,
-            Code::HtreeDepth,
-            Code::HtreeLimit,
-            Code::HtreeBadBlock,
-        ] {
+        for code in [Code::HtreeRootBad, Code::HtreeLimit, Code::HtreeBadBlock] {
             assert!(c.contains(&code), "{code:?} in {c:?}");
         }
         let mut b3 = b.clone();
