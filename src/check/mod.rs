@@ -3,7 +3,10 @@
 //! Checks never print. Each pass takes the file system view (`Fs`) and the
 //! shared `State`, and returns problems in a deterministic order.
 
+pub mod blockmap;
+pub mod dirblock;
 pub mod fsview;
+pub mod htree_check;
 pub mod journal;
 pub mod pass1;
 pub mod pass1b;
@@ -14,6 +17,7 @@ pub mod pass5;
 pub mod problem;
 pub mod state;
 pub mod superblock;
+pub mod xattr;
 
 use crate::engine::Threads;
 use crate::error::{Error, Result};

@@ -1,11 +1,1163 @@
-//! (being written)
+//! Pass 1: inodes, blocks and sizes.
+//!
+//! Checks every inode pass 1 can see (`Fs::inodes_to_scan`): mode and
+//! flags against the file type and the features, dtime, extra_isize and the
+//! in-inode xattrs, the inode checksum, the block map (extent tree or
+//! indirect blocks), i_size and i_blocks against what is mapped, symlinks,
+//! device inodes, inline data, the reserved inodes, xattr blocks and their
+//! reference counts.
+//!
+//! Collects into `State`: the block map (file system metadata first, then
+//! every block an inode claims, duplicates in `block_dup`), the metadata map
+//! (`block_meta`), the inode maps, file types, link counts, per-inode flags,
+//! directory blocks (sorted by physical block), the directory list, the
+//! xattr blocks and the summary statistics.
+//!
+//! Relies on pass 0: the geometry and the group descriptors are validated
+//! (descriptor locations outside the file system are skipped here).
+//!
+//! Parallel: the inode tables are cut into units of up to `UNIT_BLOCKS`
+//! blocks, each read with one `read_at`; units run on `par_map` and their
+//! results are merged in unit order, so any thread count gives the same
+//! report. Blocks are claimed in the shared atomic map; which thread claims
+//! a shared block first does not matter, only that it is claimed twice.
 
+use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use super::fsview::Fs;
-use super::problem::Problem;
-use super::state::State;
-use crate::engine::Threads;
+use super::problem::{Code, Problem};
+use super::state::{DirBlock, State, Stats, iflag};
+use super::xattr;
+use crate::engine::{Threads, par_map};
 use crate::error::Result;
+use crate::fs::bytes::le32;
+use crate::fs::inode::{self, FileType, Inode, flags};
+use crate::fs::superblock::{compat, incompat, ro_compat};
 
-pub fn run(_fs: &Fs, _state: &mut State, _threads: Threads) -> Result<Vec<Problem>> {
-    Ok(Vec::new())
+/// Inode-table blocks per unit: big enough for long sequential reads, small
+/// enough that units balance across threads.
+const UNIT_BLOCKS: u64 = 128;
+
+/// Largest directory e2fsck accepts without large_dir, in blocks, is
+/// checked by the block map walker; this is e2fsck's default for
+/// s_prealloc_dir_blocks when the superblock leaves it at 0.
+const S_PREALLOC_DIR_BLOCKS_OFF: usize = 0xCD;
+
+/// Marks every block of file system metadata (superblock and descriptor
+/// copies, reserved GDT blocks, bitmaps, inode tables, the MMP block) in
+/// `state.block_used` and `state.block_meta`.
+pub fn mark_metadata(fs: &Fs, state: &State) {
+    let geo = &fs.geo;
+    let mark = |b: u64| {
+        if geo.block_in_fs(b) || b < geo.blocks_count {
+            state.block_used.set(b);
+            state.block_meta.set(b);
+        }
+    };
+    // With 1 KiB blocks, block 0 (boot block) belongs to no group but is
+    // never free: e2fsck counts it as used in the summary.
+    if geo.first_data_block > 0 {
+        state.block_used.set(0);
+    }
+    for g in 0..geo.groups {
+        for (start, len) in geo.group_super_and_gdt(g) {
+            let end = start.saturating_add(len).min(geo.blocks_count);
+            for b in start..end {
+                mark(b);
+            }
+        }
+        let gd = &fs.gds[g as usize];
+        for b in [gd.block_bitmap, gd.inode_bitmap] {
+            if geo.block_in_fs(b) {
+                mark(b);
+            }
+        }
+        if geo.block_in_fs(gd.inode_table) {
+            let end = gd
+                .inode_table
+                .saturating_add(geo.inode_table_blocks as u64)
+                .min(geo.blocks_count);
+            for b in gd.inode_table..end {
+                mark(b);
+            }
+        }
+    }
+    if fs.sb.has_incompat(incompat::MMP) && geo.block_in_fs(fs.sb.mmp_block) {
+        mark(fs.sb.mmp_block);
+    }
+}
+
+/// One slice of an inode table.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Unit {
+    pub group: u32,
+    /// Index of the first inode of the slice in its group.
+    pub first: u32,
+    pub count: u32,
+}
+
+pub(crate) fn make_units(fs: &Fs) -> Vec<Unit> {
+    let geo = &fs.geo;
+    let per_unit = (UNIT_BLOCKS * geo.inodes_per_block() as u64).max(1) as u32;
+    let mut units = Vec::new();
+    for g in 0..geo.groups {
+        let n = fs.inodes_to_scan(g);
+        let mut first = 0;
+        while first < n {
+            let count = per_unit.min(n - first);
+            units.push(Unit {
+                group: g,
+                first,
+                count,
+            });
+            first += count;
+        }
+    }
+    units
+}
+
+/// What one unit found; merged in unit order.
+#[derive(Default)]
+struct UnitOut {
+    first_ino: u32,
+    ftype: Vec<u8>,
+    links: Vec<u16>,
+    iflags: Vec<u8>,
+    problems: Vec<Problem>,
+    dir_blocks: Vec<DirBlock>,
+    dirs: Vec<u32>,
+    /// (xattr block, referencing inode).
+    xrefs: Vec<(u64, u32)>,
+    stats: Stats,
+}
+
+/// Per-thread buffers, reused for every unit and inode.
+struct Worker {
+    table: Vec<u8>,
+    block: Vec<u8>,
+    scratch: Scratch,
+}
+
+/// What every inode check needs, computed once.
+pub(crate) struct Ctx<'a> {
+    pub fs: &'a Fs,
+    pub state: &'a State,
+    pub extents: bool,
+    pub inline_data: bool,
+    pub huge_file: bool,
+    pub dir_index: bool,
+    pub ext_attr: bool,
+    pub large_dir: bool,
+    pub csum: bool,
+    pub bit64: bool,
+    pub imagic: bool,
+    pub casefold: bool,
+    pub quota: bool,
+    pub prealloc_dir_blocks: u64,
+    /// Superblock times are plausible, so a small dtime means an orphan.
+    pub low_dtime_check: bool,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(fs: &'a Fs, state: &'a State) -> Ctx<'a> {
+        let sb = &fs.sb;
+        Ctx {
+            fs,
+            state,
+            extents: sb.has_incompat(incompat::EXTENTS),
+            inline_data: sb.has_incompat(incompat::INLINE_DATA),
+            huge_file: sb.has_ro_compat(ro_compat::HUGE_FILE),
+            dir_index: sb.has_compat(compat::DIR_INDEX),
+            ext_attr: sb.has_compat(compat::EXT_ATTR),
+            large_dir: sb.has_incompat(incompat::LARGEDIR),
+            csum: sb.metadata_csum(),
+            bit64: sb.is_64bit(),
+            imagic: sb.has_compat(compat::IMAGIC_INODES),
+            casefold: sb.has_incompat(incompat::CASEFOLD),
+            quota: sb.has_ro_compat(ro_compat::QUOTA),
+            low_dtime_check: {
+                let ic = sb.inodes_count;
+                let mkfs_time = le32(&sb.raw, 0x108);
+                !((sb.wtime != 0 && sb.wtime < ic)
+                    || (sb.mtime != 0 && sb.mtime < ic)
+                    || (mkfs_time != 0 && mkfs_time < ic))
+            },
+            prealloc_dir_blocks: sb.raw.get(S_PREALLOC_DIR_BLOCKS_OFF).copied().unwrap_or(0) as u64,
+        }
+    }
+}
+
+pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>> {
+    mark_metadata(fs, state);
+    let units = make_units(fs);
+    let bs = fs.block_size();
+    let outs: Vec<UnitOut> = {
+        let st: &State = state;
+        let ctx = Ctx::new(fs, st);
+        par_map(
+            units.len(),
+            threads,
+            || Worker {
+                table: Vec::new(),
+                block: vec![0u8; bs],
+                scratch: Scratch::new(bs),
+            },
+            |w, u| {
+                if super::interrupted() {
+                    return UnitOut::default();
+                }
+                scan_unit(&ctx, w, units[u])
+            },
+        )
+    };
+    let mut problems = Vec::new();
+    let mut xrefs = Vec::new();
+    for o in outs {
+        let base = o.first_ino as usize;
+        for (i, &t) in o.ftype.iter().enumerate() {
+            if let Some(slot) = state.ftype.get_mut(base + i) {
+                *slot = t;
+            }
+        }
+        for (i, &l) in o.links.iter().enumerate() {
+            if let Some(slot) = state.i_links.get_mut(base + i) {
+                *slot = l;
+            }
+        }
+        for (i, &f) in o.iflags.iter().enumerate() {
+            if let Some(slot) = state.iflags.get_mut(base + i) {
+                *slot = f;
+            }
+        }
+        problems.extend(o.problems);
+        state.dir_blocks.extend(o.dir_blocks);
+        state.dirs.extend(o.dirs);
+        xrefs.extend(o.xrefs);
+        state.stats.add(&o.stats);
+    }
+    state.dir_blocks.sort_unstable();
+    state.dirs.sort_unstable();
+    state.dirs.dedup();
+    state.dir_parent = vec![0; state.dirs.len()];
+    state.dir_dotdot = vec![0; state.dirs.len()];
+    problems.extend(xattr::check_blocks(fs, state, xrefs, threads));
+    problems.extend(check_resize_inode(fs));
+    state.stats.inodes_used = state.inode_used.count_range(0, state.inode_used.len());
+    Ok(problems)
+}
+
+fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
+    let fs = ctx.fs;
+    let geo = &fs.geo;
+    let isz = geo.inode_size as usize;
+    let first_ino = u.group * geo.inodes_per_group + u.first + 1;
+    let n = u.count as usize;
+    let mut out = UnitOut {
+        first_ino,
+        ftype: vec![0; n],
+        links: vec![0; n],
+        iflags: vec![0; n],
+        ..Default::default()
+    };
+    match read_unit(fs, u, &mut w.table) {
+        Ok(true) => {}
+        Ok(false) => return out,
+        Err(p) => {
+            out.problems.push(p);
+            return out;
+        }
+    }
+    let table_buf = std::mem::take(&mut w.table);
+    for i in 0..n {
+        let raw = &table_buf[i * isz..(i + 1) * isz];
+        let ino = first_ino + i as u32;
+        check_inode(ctx, w, &mut out, i, ino, raw);
+    }
+    w.table = table_buf;
+    out
+}
+
+/// e2fsck's check of the resize inode (done before its pass 1): without
+/// resize_inode it must be empty; with it, only the double indirect block
+/// is set, and it maps every reserved GDT block, each of which maps the
+/// same block's backups in the groups that carry a superblock copy.
+fn check_resize_inode(fs: &Fs) -> Option<Problem> {
+    let bad = |why: &str| Some(Problem::new(Code::SbResizeInodeNoFeature).detail(why.to_string()));
+    let raw = fs.read_inode_raw(inode::RESIZE_INO).ok()?;
+    let ri = Inode::parse(&raw);
+    let ptrs = ri.block_ptrs();
+    if !fs.sb.has_compat(compat::RESIZE_INODE) {
+        if ptrs.iter().any(|&p| p != 0) {
+            return bad("resize_inode is not enabled, but the resize inode is not empty");
+        }
+        return None;
+    }
+    let dind = ptrs[13] as u64;
+    if ptrs.iter().enumerate().any(|(i, &p)| i != 13 && p != 0)
+        || dind == 0
+        || ri.links_count == 0
+        || ri.mode & inode::S_IFREG == 0
+        || !fs.geo.block_in_fs(dind)
+    {
+        return bad("bad block pointers, mode or link count");
+    }
+    let geo = &fs.geo;
+    let apb = (geo.block_size / 4) as u64;
+    let Ok(dbuf) = fs.read_block(dind) else {
+        return bad("double indirect block unreadable");
+    };
+    let mut gdt_off = geo.desc_blocks as u64;
+    let mut pblk = geo.first_data_block + 1 + geo.desc_blocks as u64;
+    for _ in 0..geo.reserved_gdt_blocks {
+        gdt_off %= apb;
+        if le32(&dbuf, (gdt_off * 4) as usize) as u64 != pblk {
+            return bad("reserved GDT block not mapped");
+        }
+        let Ok(ibuf) = fs.read_block(pblk) else {
+            return bad("reserved GDT block unreadable");
+        };
+        let mut k = 0usize;
+        for g in 1..geo.groups {
+            if !geo.group_has_super(g) {
+                continue;
+            }
+            let expect = pblk + g as u64 * geo.blocks_per_group as u64;
+            if le32(&ibuf, k * 4) as u64 != expect {
+                return bad("reserved GDT backup not mapped");
+            }
+            k += 1;
+        }
+        gdt_off += 1;
+        pblk += 1;
+    }
+    None
+}
+
+/// Number of the first inode of unit `u`.
+pub(crate) fn unit_first_ino(fs: &Fs, u: Unit) -> u32 {
+    u.group * fs.geo.inodes_per_group + u.first + 1
+}
+
+/// Reads the inode-table slice of `u` into `buf` with one read. Ok(false)
+/// when the table lies outside the file system (pass 0 reported it).
+pub(crate) fn read_unit(fs: &Fs, u: Unit, buf: &mut Vec<u8>) -> std::result::Result<bool, Problem> {
+    let geo = &fs.geo;
+    let isz = geo.inode_size as u64;
+    let table = fs.gds[u.group as usize].inode_table;
+    let byte0 = u.first as u64 * isz;
+    let bsz = geo.block_size as u64;
+    let start_blk = table.saturating_add(byte0 / bsz);
+    let nbytes = u.count as u64 * isz;
+    let end_blk = start_blk.saturating_add(nbytes.div_ceil(bsz));
+    if !geo.block_in_fs(table) || end_blk > geo.blocks_count {
+        return Ok(false);
+    }
+    buf.resize(nbytes as usize, 0);
+    let off = start_blk * bsz + byte0 % bsz;
+    fs.dev.read_at(off, &mut buf[..]).map_err(|e| {
+        Problem::new(Code::InodeTableUnreadable)
+            .group(u.group)
+            .blk(start_blk)
+            .detail(e.to_string())
+    })?;
+    Ok(true)
+}
+
+/// Is the inode's checksum right? An inode whose first 128 bytes are all
+/// zero is accepted whatever its checksum (never written).
+fn inode_csum_ok(ctx: &Ctx, ino: u32, raw: &[u8], inode: &Inode) -> bool {
+    if !ctx.csum {
+        return true;
+    }
+    if inode::compute_checksum(ctx.fs.csum_seed, ino, raw) == inode.stored_checksum() {
+        return true;
+    }
+    raw[..inode::GOOD_OLD_INODE_SIZE.min(raw.len())]
+        .iter()
+        .all(|&b| b == 0)
+}
+
+/// Per-inode findings before they are folded into the unit's output.
+struct InodeCheck<'o> {
+    out: &'o mut UnitOut,
+    idx: usize,
+    ino: u32,
+}
+
+impl InodeCheck<'_> {
+    fn report(&mut self, p: Problem) {
+        self.out.problems.push(p);
+    }
+    fn set_flag(&mut self, f: u8) {
+        self.out.iflags[self.idx] |= f;
+    }
+    fn bad(&mut self, p: Problem) {
+        self.set_flag(iflag::BAD);
+        self.report(p);
+    }
+}
+
+fn check_inode(ctx: &Ctx, w: &mut Worker, out: &mut UnitOut, idx: usize, ino: u32, raw: &[u8]) {
+    let inode = Inode::parse(raw);
+    let csum_ok = inode_csum_ok(ctx, ino, raw, &inode);
+    let mut c = InodeCheck { out, idx, ino };
+    check_inode_body(ctx, w, &mut c, raw, &inode);
+    // e2fsck reports a bad checksum ("passes checks, but checksum does not
+    // match") after its other checks unless one of them rewrote the inode;
+    // read-only, nothing is rewritten, so it is always reported.
+    if !csum_ok {
+        c.report(Problem::new(Code::InodeChecksum).ino(ino));
+    }
+}
+
+fn mark_used(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
+    ctx.state.inode_used.set(c.ino as u64);
+    c.out.links[c.idx] = inode.links_count;
+    c.out.ftype[c.idx] = inode.file_type() as u8;
+}
+
+fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], inode: &Inode) {
+    let fs = ctx.fs;
+    let ino = c.ino;
+    let first_ino = fs.geo.first_ino;
+    let links = inode.links_count;
+
+    if inode.has_flag(flags::INLINE_DATA) && inode.has_flag(flags::EXTENTS) {
+        // e2fsck keeps one of the two mappings (or clears the inode):
+        // either way the inode is wrong as it stands.
+        c.report(
+            Problem::new(Code::InodeBadFlags)
+                .ino(ino)
+                .detail("both INLINE_DATA_FL and EXTENTS_FL"),
+        );
+    }
+    if inode.has_flag(flags::INLINE_DATA) && !ctx.inline_data && ino >= first_ino {
+        c.report(Problem::new(Code::InodeInlineNoFeature).ino(ino));
+        return;
+    }
+    if inode.has_flag(flags::EXTENTS)
+        && !ctx.extents
+        && (links > 0 || matches!(ino, inode::BAD_INO | inode::ROOT_INO | inode::JOURNAL_INO))
+    {
+        c.report(Problem::new(Code::InodeExtentsNoFeature).ino(ino));
+    }
+    if ctx.extents
+        && !inode.has_flag(flags::EXTENTS)
+        && (links > 0 || matches!(ino, inode::BAD_INO | inode::ROOT_INO | inode::JOURNAL_INO))
+        && (inode.is_reg() || inode.is_dir())
+        && blockmap::header_problem(&inode.block, 60).is_none()
+    {
+        c.report(
+            Problem::new(Code::InodeBadFlags)
+                .ino(ino)
+                .detail("missing EXTENTS_FL, but the inode is in extents format"),
+        );
+    }
+    if inode.has_flag(flags::INLINE_DATA)
+        && ctx.inline_data
+        && ino >= first_ino
+        && let Err(why) = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block)
+    {
+        c.report(Problem::new(Code::InodeInlineData).ino(ino).detail(why));
+    }
+
+    // A dtime smaller than the inode count is an orphan list link: the
+    // list was not processed (unless the clock itself is that low).
+    if ctx.low_dtime_check && inode.dtime != 0 && inode.dtime < fs.geo.inodes_count {
+        c.report(
+            Problem::new(Code::InodeOrphanInUse)
+                .ino(ino)
+                .detail("part of a corrupted orphan linked list"),
+        );
+    }
+
+    match ino {
+        inode::BAD_INO => {
+            if inode.mode != 0
+                || inode.uid != 0
+                || inode.gid != 0
+                || links != 0
+                || inode.has_flag(flags::INLINE_DATA)
+                || inode.file_acl != 0
+            {
+                c.report(
+                    Problem::new(Code::InodeReservedBad)
+                        .ino(ino)
+                        .detail("bad blocks inode"),
+                );
+            }
+            ctx.state.inode_used.set(ino as u64);
+            check_blocks(ctx, w, c, raw, inode, true);
+            return;
+        }
+        inode::ROOT_INO => {
+            if !inode.is_dir() {
+                c.report(Problem::new(Code::RootNotDirectory).ino(ino));
+            }
+            if inode.dtime != 0 && links > 0 {
+                c.report(Problem::new(Code::InodeDtimeSet).ino(ino));
+            }
+        }
+        inode::JOURNAL_INO => {
+            ctx.state.inode_used.set(ino as u64);
+            if fs.sb.journal_inum == inode::JOURNAL_INO {
+                if !inode.is_reg() {
+                    c.report(
+                        Problem::new(Code::InodeReservedBad)
+                            .ino(ino)
+                            .detail("journal inode is not a regular file"),
+                    );
+                }
+                mark_used(ctx, c, inode);
+                check_blocks(ctx, w, c, raw, inode, false);
+            } else if links > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0 {
+                c.report(
+                    Problem::new(Code::InodeReservedBad)
+                        .ino(ino)
+                        .detail("journal inode is not in use, but contains data"),
+                );
+            }
+            return;
+        }
+        inode::USR_QUOTA_INO | inode::GRP_QUOTA_INO => {
+            ctx.state.inode_used.set(ino as u64);
+            let sb = &fs.sb;
+            if ctx.quota && (sb.usr_quota_inum == ino || sb.grp_quota_inum == ino) {
+                if !inode.is_reg() {
+                    c.report(
+                        Problem::new(Code::InodeReservedBad)
+                            .ino(ino)
+                            .detail("quota inode is not a regular file"),
+                    );
+                }
+                mark_used(ctx, c, inode);
+                check_blocks(ctx, w, c, raw, inode, false);
+            } else if links > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0 {
+                c.report(
+                    Problem::new(Code::InodeReservedBad)
+                        .ino(ino)
+                        .detail("quota inode is not in use, but contains data"),
+                );
+            }
+            return;
+        }
+        _ if ino < first_ino => {
+            ctx.state.inode_used.set(ino as u64);
+            let bad_mode = match ino {
+                inode::BOOT_LOADER_INO => inode.is_dir(),
+                inode::RESIZE_INO => inode.mode != 0 && !inode.is_reg(),
+                _ => inode.mode != 0,
+            };
+            if bad_mode {
+                c.report(
+                    Problem::new(Code::InodeReservedBad)
+                        .ino(ino)
+                        .detail("reserved inode has bad mode"),
+                );
+            }
+            c.out.links[c.idx] = links;
+            check_blocks(ctx, w, c, raw, inode, false);
+            return;
+        }
+        _ => {}
+    }
+
+    if links == 0 {
+        // The kernel sets dtime when it frees an inode; a typed inode
+        // without links and without dtime was never properly deleted.
+        if ino >= first_ino && inode.dtime == 0 && inode.mode != 0 {
+            c.report(Problem::new(Code::InodeZeroDtimeDeleted).ino(ino));
+        }
+        return;
+    }
+    if inode.dtime != 0 && ino != inode::ROOT_INO {
+        c.report(Problem::new(Code::InodeDtimeSet).ino(ino));
+    }
+    mark_used(ctx, c, inode);
+
+    if inode.faddr != 0 {
+        c.bad(Problem::new(Code::InodeBadFlags).ino(ino).detail("i_faddr"));
+    }
+    if inode.is_dir() && !ctx.large_dir && inode.size_high != 0 {
+        c.bad(
+            Problem::new(Code::InodeBadSize)
+                .ino(ino)
+                .num(inode.size)
+                .detail("directory i_size_high"),
+        );
+    }
+    if !ctx.bit64 && inode.file_acl >> 32 != 0 {
+        c.bad(
+            Problem::new(Code::InodeFileAcl)
+                .ino(ino)
+                .blk(inode.file_acl),
+        );
+    }
+    if !ctx.huge_file && inode.blocks_raw >> 32 != 0 {
+        c.bad(
+            Problem::new(Code::InodeBadFlags)
+                .ino(ino)
+                .detail("i_blocks_hi without huge_file"),
+        );
+    }
+    if inode.has_flag(flags::IMAGIC) && !ctx.imagic {
+        c.report(Problem::new(Code::InodeImagic).ino(ino));
+    }
+    xattr::check_inode_extra(&mut c.out.problems, ino, raw, inode);
+    if ctx.extents
+        && inode.has_flag(flags::EXTENTS)
+        && inode.is_symlink()
+        && !has_valid_blocks(inode)
+    {
+        c.report(
+            Problem::new(Code::InodeFastSymlink)
+                .ino(ino)
+                .detail("fast symlink has EXTENTS_FL set"),
+        );
+    }
+    if inode.has_flag(flags::ENCRYPT) {
+        c.report(Problem::new(Code::InodeEncrypted).ino(ino));
+        return;
+    }
+    if inode.has_flag(flags::CASEFOLD) && !ctx.casefold {
+        c.report(Problem::new(Code::InodeCasefold).ino(ino));
+    }
+
+    match inode.file_type() {
+        FileType::Directory => {
+            ctx.state.inode_dir.set(ino as u64);
+            c.out.dirs.push(ino);
+            c.out.stats.directories += 1;
+        }
+        FileType::Regular => {
+            ctx.state.inode_reg.set(ino as u64);
+            c.out.stats.regular += 1;
+        }
+        t @ (FileType::CharDev | FileType::BlockDev | FileType::Fifo | FileType::Socket) => {
+            if !device_ok(inode) {
+                c.bad(Problem::new(Code::InodeDeviceBlocks).ino(ino));
+            } else {
+                if inode.has_flag(flags::INLINE_DATA) || inode.has_flag(flags::EXTENTS) {
+                    c.report(Problem::new(Code::InodeDeviceBlocks).ino(ino));
+                }
+                if inode.has_flag(flags::IMMUTABLE) || inode.has_flag(flags::APPEND) {
+                    c.report(Problem::new(Code::SpecialImmutable).ino(ino));
+                }
+                if inode.size != 0 {
+                    c.report(
+                        Problem::new(Code::InodeBadSize)
+                            .ino(ino)
+                            .num(inode.size)
+                            .detail("special file"),
+                    );
+                }
+                match t {
+                    FileType::CharDev => c.out.stats.chardev += 1,
+                    FileType::BlockDev => c.out.stats.blockdev += 1,
+                    FileType::Fifo => c.out.stats.fifos += 1,
+                    _ => c.out.stats.sockets += 1,
+                }
+            }
+        }
+        FileType::Symlink => match symlink_problem(ctx, w, raw, inode) {
+            Some(why) => c.bad(Problem::new(Code::InodeFastSymlink).ino(ino).detail(why)),
+            None => {
+                if inode.has_flag(flags::IMMUTABLE) || inode.has_flag(flags::APPEND) {
+                    c.report(Problem::new(Code::SpecialImmutable).ino(ino));
+                }
+                c.out.stats.symlinks += 1;
+                if inode.has_flag(flags::INLINE_DATA) {
+                    c.set_flag(iflag::INLINE);
+                    return;
+                }
+                if is_fast_symlink(inode) {
+                    c.out.stats.fast_symlinks += 1;
+                }
+            }
+        },
+        FileType::Unknown => {
+            c.bad(
+                Problem::new(Code::InodeBadMode)
+                    .ino(ino)
+                    .num(inode.mode as u64),
+            );
+        }
+    }
+    check_blocks(ctx, w, c, raw, inode, false);
+}
+
+/// e2fsck's rule for device, FIFO and socket inodes: no INDEX or EXTENTS
+/// flag, and with IMMUTABLE/APPEND no stray block pointers (the kernel
+/// does not always clear them otherwise).
+fn device_ok(inode: &Inode) -> bool {
+    if inode.has_flag(flags::INDEX) || inode.has_flag(flags::EXTENTS) {
+        return false;
+    }
+    if inode.has_flag(flags::IMMUTABLE) || inode.has_flag(flags::APPEND) {
+        return inode.block_ptrs()[4..].iter().all(|&p| p == 0);
+    }
+    true
+}
+
+fn is_fast_symlink(inode: &Inode) -> bool {
+    inode.is_symlink() && inode.size != 0 && inode.size < 60
+}
+
+/// Does i_block hold a block map (as opposed to a fast symlink target,
+/// inline data or a device number)?
+fn has_valid_blocks(inode: &Inode) -> bool {
+    if !inode.is_dir() && !inode.is_reg() && !inode.is_symlink() {
+        return false;
+    }
+    if inode.is_symlink() {
+        if inode.file_acl == 0 {
+            if inode.blocks_raw & 0xFFFF_FFFF == 0 {
+                return false;
+            }
+        } else {
+            if inode.size >= 60 {
+                return true;
+            }
+            if inode.size > 4 && inode.block_ptrs()[1] == 0 {
+                return true;
+            }
+            return false;
+        }
+    }
+    !inode.has_flag(flags::INLINE_DATA)
+}
+
+/// Why a symlink is invalid, or None. Same rules as e2fsck: a size that
+/// fits, a target whose length (up to the first NUL) is the size, one
+/// block at logical 0 for a slow symlink.
+fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Option<&'static str> {
+    if inode.size_high != 0 || inode.size == 0 {
+        return Some("bad size");
+    }
+    if inode.has_flag(flags::INDEX) {
+        return Some("INDEX_FL set");
+    }
+    if inode.has_flag(flags::INLINE_DATA) {
+        if inode.has_flag(flags::EXTENTS) {
+            return Some("inline data and EXTENTS_FL");
+        }
+        return match xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block) {
+            Ok(sz) if sz == inode.size => None,
+            _ => Some("inline data size does not match i_size"),
+        };
+    }
+    let fs = ctx.fs;
+    let target: &[u8] = if is_fast_symlink(inode) {
+        if inode.has_flag(flags::EXTENTS) {
+            return Some("fast symlink with EXTENTS_FL");
+        }
+        &inode.block
+    } else {
+        let blk = if inode.has_flag(flags::EXTENTS) {
+            let h = crate::fs::extent::parse_header(&inode.block);
+            if blockmap::header_problem(&inode.block, 60).is_some()
+                || h.entries != 1
+                || h.depth != 0
+            {
+                return Some("bad extent tree");
+            }
+            let e = crate::fs::extent::parse_leaf(&inode.block, 0);
+            if e.lblk != 0 || e.len != 1 {
+                return Some("bad extent");
+            }
+            e.pblk
+        } else {
+            let p = inode.block_ptrs();
+            if p[1..].iter().any(|&x| x != 0) {
+                return Some("more than one block");
+            }
+            p[0] as u64
+        };
+        if !fs.geo.block_in_fs(blk) {
+            return Some("block out of range");
+        }
+        if fs.read_block_into(blk, &mut w.block).is_err() {
+            return Some("block unreadable");
+        }
+        &w.block
+    };
+    let len = target.iter().position(|&b| b == 0).unwrap_or(target.len());
+    if len >= target.len() {
+        return Some("target not terminated");
+    }
+    if len as u64 != inode.size {
+        return Some("target length does not match i_size");
+    }
+    None
+}
+
+/// Claims blocks and gathers what the size checks need.
+struct Claimer<'a> {
+    fs: &'a Fs,
+    state: &'a State,
+    /// Walking the bad blocks inode: its blocks may not be metadata.
+    bad_blocks: bool,
+    ino: u32,
+    /// Claim nothing: the resize inode's blocks are metadata (reserved GDT
+    /// blocks), counted in i_blocks only.
+    no_claim: bool,
+    is_dir: bool,
+    blocks: u64,
+    last_block: Option<u64>,
+    last_init: Option<u64>,
+    prev_pblk: u64,
+    fragmented: bool,
+    dir_blocks: &'a mut Vec<DirBlock>,
+    problems: &'a mut Vec<Problem>,
+    /// Next logical block expected in a directory (holes are reported).
+    dir_next: u64,
+    holes: u32,
+    budget: u64,
+}
+
+impl Claimer<'_> {
+    fn claim(&mut self, b: u64) {
+        if self.no_claim {
+            return;
+        }
+        if self.bad_blocks && self.state.block_meta.get(b) {
+            // A bad block inside a backup superblock or descriptor copy is
+            // harmless; inside live metadata the metadata must move.
+            let geo = &self.fs.geo;
+            let g = geo.group_of_block(b);
+            let backup = g > 0
+                && geo
+                    .group_super_and_gdt(g)
+                    .iter()
+                    .any(|&(s, n)| b >= s && b < s + n);
+            if !backup {
+                self.problems
+                    .push(Problem::new(Code::BadBlockInMetadata).ino(self.ino).blk(b));
+            }
+            return;
+        }
+        self.state.claim_block(b);
+    }
+}
+
+impl MapVisitor for Claimer<'_> {
+    fn data(&mut self, lblk: u64, pblk: u64, len: u64, unwritten: bool) {
+        let len = len.min(self.budget);
+        self.budget -= len;
+        if self.prev_pblk != 0 && pblk != self.prev_pblk + 1 {
+            self.fragmented = true;
+        }
+        self.prev_pblk = pblk + len.saturating_sub(1);
+        for k in 0..len {
+            self.claim(pblk + k);
+        }
+        self.blocks += len;
+        let last = lblk + len.saturating_sub(1);
+        self.last_block = Some(self.last_block.map_or(last, |l| l.max(last)));
+        if !unwritten {
+            self.last_init = Some(self.last_init.map_or(last, |l| l.max(last)));
+        }
+        if self.is_dir {
+            if lblk > self.dir_next {
+                for h in self.dir_next..lblk {
+                    if self.holes < 16 {
+                        self.problems
+                            .push(Problem::new(Code::InodeDirHole).ino(self.ino).num(h));
+                    }
+                    self.holes = self.holes.saturating_add(1);
+                }
+            }
+            for k in 0..len {
+                if let Ok(l) = u32::try_from(lblk + k) {
+                    self.dir_blocks.push(DirBlock {
+                        pblk: pblk + k,
+                        ino: self.ino,
+                        lblk: l,
+                    });
+                }
+            }
+            self.dir_next = self.dir_next.max(lblk + len);
+        }
+    }
+
+    fn node(&mut self, pblk: u64) {
+        if self.budget == 0 {
+            return;
+        }
+        self.budget -= 1;
+        self.claim(pblk);
+        self.blocks += 1;
+    }
+
+    fn problem(&mut self, p: Problem) {
+        self.problems.push(p);
+    }
+
+    fn done(&self) -> bool {
+        self.budget == 0
+    }
+}
+
+/// Walks the block map of `ino` the way pass 1 does (pass 1B repeats it):
+/// nothing for inline data or inodes without a map, the extent tree when
+/// the file system and the inode use extents, block pointers otherwise.
+/// Returns whether a map was walked.
+pub(crate) fn walk_map<V: MapVisitor>(
+    ctx: &Ctx,
+    ino: u32,
+    inode: &Inode,
+    bad_blocks: bool,
+    scratch: &mut Scratch,
+    v: &mut V,
+) -> bool {
+    let fs = ctx.fs;
+    if ctx.inline_data && inode.has_flag(flags::INLINE_DATA) {
+        return false;
+    }
+    if !bad_blocks && !has_valid_blocks(inode) {
+        return false;
+    }
+    if ctx.extents && inode.has_flag(flags::EXTENTS) && !bad_blocks {
+        let bs = fs.geo.block_size as u64;
+        // Unsigned like e2fsck's: an empty file has every block past EOF
+        // wrapped to "no block is past EOF".
+        let eof_block = inode.size.div_ceil(bs).wrapping_sub(1);
+        let info = MapInfo {
+            ino,
+            is_dir: inode.is_dir(),
+            eof_block,
+            csum_seed: ctx
+                .csum
+                .then(|| inode::inode_csum_seed(fs.csum_seed, ino, inode.generation)),
+            large_dir: ctx.large_dir,
+        };
+        blockmap::walk_extents(fs, info, &inode.block, scratch, v);
+    } else {
+        blockmap::walk_indirect(fs, ino, &inode.block_ptrs(), scratch, v);
+    }
+    true
+}
+
+/// e2fsck's first look at an htree directory (pass 1): block 0 must be
+/// mapped and hold a dx_root whose info fields are sane.
+fn htree_root_problem(
+    ctx: &Ctx,
+    w: &mut Worker,
+    inode: &Inode,
+    root: Option<u64>,
+) -> Option<String> {
+    let fs = ctx.fs;
+    let Some(blk) = root else {
+        return Some("block 0 is not mapped".into());
+    };
+    if fs.read_block_into(blk, &mut w.block).is_err() {
+        return Some("block 0 cannot be read".into());
+    }
+    let b = &w.block;
+    // dx_root_info follows the '.' and '..' entries (24 bytes).
+    let reserved_zero = u32::from_le_bytes([b[24], b[25], b[26], b[27]]);
+    let hash_version = b[28];
+    let info_length = b[29];
+    let levels = b[30];
+    let flags = b[31];
+    if reserved_zero != 0 || info_length < 8 {
+        return Some("bad dx_root info".into());
+    }
+    // legacy, half_md4, tea, siphash (the unsigned variants are never stored)
+    if !matches!(hash_version, 0 | 1 | 2 | 6) {
+        return Some(format!("unsupported hash version {hash_version}"));
+    }
+    if hash_version == 6 {
+        return Some("siphash on a directory that cannot use it".into());
+    }
+    if flags & 1 != 0 {
+        return Some("incompatible htree root node flag".into());
+    }
+    if levels > 3 {
+        return Some(format!("tree depth {levels} is too big"));
+    }
+    if levels > 2 && !ctx.large_dir {
+        let blockbits = fs.geo.block_size.trailing_zeros() as u64;
+        let idx_pb = 1u64 << (blockbits - 3);
+        let max = (idx_pb - 1) * (idx_pb - 2);
+        if inode.size < max << blockbits && inode.blocks_raw < max << (blockbits - 9) {
+            return Some(format!("tree depth {levels} is too big"));
+        }
+    }
+    None
+}
+
+/// e2fsck's limit on i_size for a block-mapped file.
+fn max_indirect_size(bs: u64) -> u64 {
+    let apb = bs / 4;
+    (12 + apb + apb * apb + apb * apb * apb).saturating_mul(bs)
+}
+
+/// Walks the inode's blocks, claims them, and checks i_size and i_blocks.
+fn check_blocks(
+    ctx: &Ctx,
+    w: &mut Worker,
+    c: &mut InodeCheck,
+    raw: &[u8],
+    inode: &Inode,
+    bad_blocks: bool,
+) {
+    let fs = ctx.fs;
+    let ino = c.ino;
+    let bs = fs.geo.block_size as u64;
+    let mut blocks: u64 = 0;
+
+    if inode.file_acl != 0 {
+        if !ctx.ext_attr || !fs.geo.block_in_fs(inode.file_acl) {
+            c.bad(
+                Problem::new(Code::InodeFileAcl)
+                    .ino(ino)
+                    .blk(inode.file_acl),
+            );
+        } else {
+            c.out.xrefs.push((inode.file_acl, ino));
+            blocks += 1;
+        }
+    }
+
+    let is_dir = inode.is_dir();
+    let size = inode.size;
+    let extent_mapped = ctx.extents && inode.has_flag(flags::EXTENTS);
+    if inode.has_flag(flags::INDEX) {
+        if !is_dir {
+            c.report(Problem::new(Code::InodeIndexNotDir).ino(ino));
+        } else if !ctx.dir_index {
+            c.report(Problem::new(Code::InodeIndexNoFeature).ino(ino));
+        } else {
+            c.set_flag(iflag::HTREE);
+        }
+    }
+
+    let mut claimer = Claimer {
+        fs,
+        state: ctx.state,
+        bad_blocks,
+        ino,
+        no_claim: ino == inode::RESIZE_INO,
+        is_dir,
+        blocks: 0,
+        last_block: None,
+        last_init: None,
+        prev_pblk: 0,
+        fragmented: false,
+        dir_blocks: &mut c.out.dir_blocks,
+        problems: &mut c.out.problems,
+        dir_next: 0,
+        holes: 0,
+        budget: fs.geo.blocks_count,
+    };
+    let inline = ctx.inline_data && inode.has_flag(flags::INLINE_DATA);
+    let dir_blocks_start = claimer.dir_blocks.len();
+    if walk_map(ctx, ino, inode, bad_blocks, &mut w.scratch, &mut claimer) && !extent_mapped {
+        claimer.last_init = claimer.last_block;
+    }
+    if ino == inode::RESIZE_INO {
+        // Only the double indirect block is the inode's own; what it maps
+        // are reserved GDT blocks, already marked as metadata.
+        let dind = inode.block_ptrs()[13] as u64;
+        if fs.geo.block_in_fs(dind) {
+            ctx.state.claim_block(dind);
+        }
+    }
+    ctx.state.inode_mapped.set(ino as u64);
+    let Claimer {
+        blocks: mapped,
+        last_block,
+        last_init,
+        fragmented,
+        ..
+    } = claimer;
+    blocks += mapped;
+    if is_dir && !inline && inode.has_flag(flags::INDEX) && ctx.dir_index {
+        let root = c.out.dir_blocks[dir_blocks_start..]
+            .iter()
+            .find(|d| d.ino == ino && d.lblk == 0)
+            .map(|d| d.pblk);
+        if let Some(why) = htree_root_problem(ctx, w, inode, root) {
+            c.report(Problem::new(Code::HtreeRootInvalid).ino(ino).detail(why));
+        }
+    }
+    if extent_mapped {
+        c.out.stats.extent_files += 1;
+    }
+    if bad_blocks {
+        return;
+    }
+
+    if inline {
+        c.set_flag(iflag::INLINE);
+        c.out.stats.inline_files += 1;
+    }
+
+    if is_dir && !inline && mapped == 0 {
+        c.report(
+            Problem::new(Code::InodeBadSize)
+                .ino(ino)
+                .num(size)
+                .detail("zero-length directory"),
+        );
+    }
+    if mapped == 0 && size == 0 && !inline {
+        c.set_flag(iflag::ZERO_LENGTH);
+    }
+    if fragmented && mapped < fs.geo.blocks_per_group as u64 {
+        c.set_flag(iflag::FRAGMENTED);
+        c.out.stats.fragmented += 1;
+    }
+
+    // i_size against the mapped blocks (symlinks are checked on their own).
+    let nlast = last_block.map_or(0, |l| l + 1);
+    let bad_size = if is_dir {
+        if inline {
+            match xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block) {
+                Ok(sz) => sz != size,
+                Err(_) => true,
+            }
+        } else if size & (bs - 1) != 0 {
+            true
+        } else {
+            let nblock = size / bs;
+            nblock > nlast || (nblock < nlast && nlast - nblock > ctx.prealloc_dir_blocks)
+        }
+    } else if last_init.is_some_and(|l| size < l.saturating_mul(bs))
+        && !inode.has_flag(flags::VERITY)
+    {
+        true
+    } else if !extent_mapped {
+        size > max_indirect_size(bs)
+    } else {
+        size > (1u64 << (32 + bs.trailing_zeros())) - 1
+    };
+    if bad_size && !inode.is_symlink() {
+        c.report(
+            Problem::new(Code::InodeISize)
+                .ino(ino)
+                .num(size)
+                .num2(nlast * bs),
+        );
+    }
+    if inode.is_reg() && size >= 0x8000_0000 {
+        c.out.stats.large_files += 1;
+    }
+
+    // i_blocks: 512-byte units, or file system blocks with HUGE_FILE.
+    let huge = ctx.huge_file && inode.has_flag(flags::HUGE_FILE);
+    let expect = if huge { blocks } else { blocks * (bs / 512) };
+    let stored = if ctx.huge_file {
+        inode.blocks_raw
+    } else {
+        inode.blocks_raw & 0xFFFF_FFFF
+    };
+    if expect != stored || (huge && inode.blocks_raw >> 32 != 0) {
+        c.report(
+            Problem::new(Code::InodeIBlocks)
+                .ino(ino)
+                .num(stored)
+                .num2(expect),
+        );
+    }
 }

@@ -1,11 +1,210 @@
-//! (being written)
+//! Pass 1B: multiply-claimed blocks (e2fsck's passes 1B to 1D, read-only).
+//!
+//! Checks nothing new: for every block pass 1 found claimed twice, it finds
+//! all the owners, and reports once per inode how many of its blocks are
+//! shared and with whom ("file system metadata" counts as an owner).
+//!
+//! Collects nothing. Relies on pass 1: `block_dup` (the blocks), the
+//! metadata map, `inode_mapped` (which inodes' maps pass 1 walked, so the
+//! same ones are walked here with the same walker) and the xattr blocks
+//! pass 1 accepted.
+//!
+//! Cost: nothing when there are no duplicates. Otherwise the inode tables
+//! are read again but only block maps are walked (no checks), each mapped
+//! run looked up in the sorted list of duplicate blocks; parallel over the
+//! same units as pass 1, merged in inode order.
 
+use super::blockmap::{MapVisitor, Scratch};
 use super::fsview::Fs;
-use super::problem::Problem;
+use super::pass1::{self, Ctx};
+use super::problem::{Code, Problem};
 use super::state::State;
-use crate::engine::Threads;
+use crate::engine::{Threads, par_map};
 use crate::error::Result;
+use crate::fs::inode::{self, Inode};
 
-pub fn run(_fs: &Fs, _state: &State, _threads: Threads) -> Result<Vec<Problem>> {
-    Ok(Vec::new())
+/// Longest list of owners kept in a problem's detail.
+const DETAIL_CAP: usize = 2000;
+
+/// Collects the duplicate blocks an inode maps (with repeats: a block an
+/// inode maps twice counts twice, as in e2fsck).
+struct Finder<'a> {
+    dups: &'a [u64],
+    hits: Vec<u64>,
+    /// Skip blocks that are metadata (the bad blocks inode, whose blocks
+    /// inside metadata pass 1 did not claim).
+    skip_meta: Option<&'a State>,
+    /// Claim nothing but the double indirect block (the resize inode).
+    only: Option<u64>,
+    budget: u64,
+}
+
+impl Finder<'_> {
+    fn look(&mut self, pblk: u64, len: u64) {
+        let mut i = self.dups.partition_point(|&d| d < pblk);
+        while let Some(&d) = self.dups.get(i) {
+            if d >= pblk.saturating_add(len) {
+                break;
+            }
+            if self.only.is_none_or(|o| o == d)
+                && self.skip_meta.is_none_or(|s| !s.block_meta.get(d))
+            {
+                self.hits.push(d);
+            }
+            i += 1;
+        }
+    }
+}
+
+impl MapVisitor for Finder<'_> {
+    fn data(&mut self, _lblk: u64, pblk: u64, len: u64, _unwritten: bool) {
+        let len = len.min(self.budget);
+        self.budget -= len;
+        self.look(pblk, len);
+    }
+    fn node(&mut self, pblk: u64) {
+        if self.budget == 0 {
+            return;
+        }
+        self.budget -= 1;
+        self.look(pblk, 1);
+    }
+    fn problem(&mut self, _p: Problem) {}
+    fn done(&self) -> bool {
+        self.budget == 0
+    }
+}
+
+/// The duplicate blocks, in increasing order.
+fn dup_list(state: &State) -> Vec<u64> {
+    let n = state.block_dup.len();
+    let mut out = Vec::new();
+    let mut base = 0u64;
+    while base < n {
+        let mut w = state.block_dup.word_at(base);
+        while w != 0 {
+            let k = w.trailing_zeros() as u64;
+            w &= w - 1;
+            out.push(base + k);
+        }
+        base += 64;
+    }
+    out
+}
+
+pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
+    let dups = dup_list(state);
+    if dups.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ctx = Ctx::new(fs, state);
+    let units = pass1::make_units(fs);
+    let bs = fs.block_size();
+    let isz = fs.geo.inode_size as usize;
+    let per_unit: Vec<Vec<(u32, Vec<u64>)>> = par_map(
+        units.len(),
+        threads,
+        || (Vec::new(), Scratch::new(bs)),
+        |(table, scratch), u| {
+            let unit = units[u];
+            let mut found = Vec::new();
+            if !matches!(pass1::read_unit(fs, unit, table), Ok(true)) {
+                return found;
+            }
+            let first = pass1::unit_first_ino(fs, unit);
+            for i in 0..unit.count as usize {
+                let ino = first + i as u32;
+                if !state.inode_mapped.get(ino as u64) {
+                    continue;
+                }
+                let Some(raw) = table.get(i * isz..(i + 1) * isz) else {
+                    break;
+                };
+                let inode = Inode::parse(raw);
+                let mut f = Finder {
+                    dups: &dups,
+                    hits: Vec::new(),
+                    skip_meta: (ino == inode::BAD_INO).then_some(state),
+                    only: (ino == inode::RESIZE_INO).then(|| inode.block_ptrs()[13] as u64),
+                    budget: fs.geo.blocks_count,
+                };
+                pass1::walk_map(&ctx, ino, &inode, ino == inode::BAD_INO, scratch, &mut f);
+                if inode.file_acl != 0
+                    && state
+                        .xattr_blocks
+                        .binary_search_by_key(&inode.file_acl, |x| x.blk)
+                        .is_ok()
+                    && dups.binary_search(&inode.file_acl).is_ok()
+                {
+                    f.hits.push(inode.file_acl);
+                }
+                if !f.hits.is_empty() {
+                    found.push((ino, f.hits));
+                }
+            }
+            found
+        },
+    );
+    let owners: Vec<(u32, Vec<u64>)> = per_unit.into_iter().flatten().collect();
+    // (block, owner) pairs, to find who else holds each block.
+    let mut by_block: Vec<(u64, u32)> = owners
+        .iter()
+        .flat_map(|(ino, hits)| hits.iter().map(move |&b| (b, *ino)))
+        .collect();
+    by_block.sort_unstable();
+    by_block.dedup();
+
+    let mut problems = Vec::new();
+    for (ino, hits) in &owners {
+        if *ino == inode::BAD_INO {
+            // The bad blocks inode is named as an owner, not reported.
+            continue;
+        }
+        let mut others: Vec<u32> = Vec::new();
+        let mut meta = false;
+        for &b in hits {
+            meta |= state.block_meta.get(b);
+            let lo = by_block.partition_point(|&(x, _)| x < b);
+            for &(x, o) in &by_block[lo..] {
+                if x != b {
+                    break;
+                }
+                if o != *ino {
+                    others.push(o);
+                }
+            }
+        }
+        others.sort_unstable();
+        others.dedup();
+        let mut detail = String::new();
+        for o in &others {
+            if detail.len() > DETAIL_CAP {
+                detail.push_str(", ...");
+                break;
+            }
+            if !detail.is_empty() {
+                detail.push_str(", ");
+            }
+            if *o == inode::BAD_INO {
+                detail.push_str("<the bad blocks inode> (inode #1)");
+            } else {
+                detail.push_str(&format!("inode #{o}"));
+            }
+        }
+        if meta {
+            if !detail.is_empty() {
+                detail.push_str(", ");
+            }
+            detail.push_str("<file system metadata>");
+        }
+        let nshared = others.len() as u64 + meta as u64;
+        problems.push(
+            Problem::new(Code::DupBlocks)
+                .ino(*ino)
+                .num(hits.len() as u64)
+                .num2(nshared)
+                .detail(detail),
+        );
+    }
+    Ok(problems)
 }

@@ -1,10 +1,136 @@
-//! (being written)
+//! Pass 3: directory connectivity.
+//!
+//! Checks that the root directory exists, that every directory can be
+//! reached from it by following the parent each one got in pass 2 (the
+//! first entry naming it), and that each directory's '..' names that
+//! parent. Notes whether /lost+found exists and is a directory.
+//!
+//! Collects nothing for later passes.
+//!
+//! Relies on pass 1 (`inode_used`, `inode_dir`, `dirs`) and pass 2
+//! (`dir_parent`, `dir_dotdot`, `lost_found`).
+//!
+//! The walk up from a directory stops at the first directory already
+//! proven connected (or already visited: a loop of directories whose
+//! parents only name each other is then not reported on its own, as with
+//! e2fsck, but its members still show up in pass 4 or as unconnected when
+//! something in the chain has no parent). Each directory is visited once,
+//! so the pass is linear in the number of directories.
 
 use super::fsview::Fs;
-use super::problem::Problem;
+use super::problem::{Code, Problem};
 use super::state::State;
 use crate::error::Result;
+use crate::fs::inode::ROOT_INO;
 
-pub fn run(_fs: &Fs, _state: &mut State) -> Result<Vec<Problem>> {
-    Ok(Vec::new())
+pub fn run(_fs: &Fs, state: &mut State) -> Result<Vec<Problem>> {
+    Ok(check(state))
+}
+
+pub fn check(st: &State) -> Vec<Problem> {
+    let mut out = Vec::new();
+    if !st.inode_used.get(ROOT_INO as u64) {
+        out.push(Problem::new(Code::RootMissing));
+    }
+    let n = st.dirs.len();
+    let parent = |i: usize| st.dir_parent.get(i).copied().unwrap_or(0);
+    let dotdot = |i: usize| st.dir_dotdot.get(i).copied().unwrap_or(0);
+    let mut done = vec![false; n];
+    if let Some(r) = st.dir_index(ROOT_INO) {
+        done[r] = true;
+    }
+    for i in 0..n {
+        let ino = st.dirs[i];
+        if !st.inode_dir.get(ino as u64) {
+            continue;
+        }
+        let mut cur = i;
+        // Every step marks a new directory, so this ends within n steps.
+        while !done[cur] {
+            done[cur] = true;
+            let p = parent(cur);
+            match st.dir_index(p).filter(|_| p != 0) {
+                Some(pi) => cur = pi,
+                None => {
+                    out.push(
+                        Problem::new(Code::DirUnconnected)
+                            .ino(st.dirs[cur])
+                            .num(dotdot(cur) as u64),
+                    );
+                    break;
+                }
+            }
+        }
+        if dotdot(i) != parent(i) {
+            out.push(
+                Problem::new(Code::DirDotDotWrong)
+                    .ino(ino)
+                    .num(ino as u64)
+                    .num2(dotdot(i) as u64)
+                    .detail(parent(i).to_string()),
+            );
+        }
+    }
+    if st.lost_found == 0 {
+        out.push(Problem::new(Code::LostFoundMissing));
+    } else if !st.inode_dir.get(st.lost_found as u64) {
+        out.push(Problem::new(Code::LostFoundNotDir).ino(st.lost_found));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(dirs: &[(u32, u32, u32)]) -> State {
+        let mut st = State::new(100, 64);
+        for &(d, p, dd) in dirs {
+            st.inode_used.set(d as u64);
+            st.inode_dir.set(d as u64);
+            st.dirs.push(d);
+            st.dir_parent.push(p);
+            st.dir_dotdot.push(dd);
+        }
+        st.lost_found = 11;
+        st
+    }
+
+    fn codes(p: &[Problem]) -> Vec<(Code, Option<u32>)> {
+        p.iter().map(|p| (p.code, p.ino)).collect()
+    }
+
+    #[test]
+    fn healthy_tree() {
+        let st = state(&[(2, 2, 2), (11, 2, 2), (12, 2, 2), (13, 12, 12)]);
+        assert!(check(&st).is_empty());
+    }
+
+    #[test]
+    fn unconnected_and_dotdot() {
+        // 13's parent chain ends at 14, which nothing names.
+        let st = state(&[(2, 2, 2), (11, 2, 2), (13, 14, 14), (14, 0, 2), (15, 2, 12)]);
+        let c = codes(&check(&st));
+        assert!(c.contains(&(Code::DirUnconnected, Some(14))));
+        assert!(!c.contains(&(Code::DirUnconnected, Some(13))));
+        assert!(c.contains(&(Code::DirDotDotWrong, Some(14))));
+        assert!(c.contains(&(Code::DirDotDotWrong, Some(15))));
+    }
+
+    #[test]
+    fn root_and_lost_found() {
+        let mut st = state(&[(12, 0, 0)]);
+        st.lost_found = 0;
+        let c = codes(&check(&st));
+        assert!(c.contains(&(Code::RootMissing, None)));
+        assert!(c.contains(&(Code::LostFoundMissing, None)));
+        st.lost_found = 20;
+        assert!(codes(&check(&st)).contains(&(Code::LostFoundNotDir, Some(20))));
+    }
+
+    #[test]
+    fn parent_loop_terminates() {
+        let st = state(&[(2, 2, 2), (11, 2, 2), (12, 13, 13), (13, 12, 12)]);
+        let _ = check(&st);
+    }
 }

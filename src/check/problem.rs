@@ -139,7 +139,7 @@ problems! {
     InodeExtentBad = ("0x100F", P1, Error, false, "Inode {ino} has an invalid extent (logical block {num}, physical block {blk}, length {num2}): {detail}"),
     InodeExtentOrder = ("0x1010", P1, Error, false, "Inode {ino} has out-of-order extents (logical block {num}, physical block {blk})"),
     InodeExtentNodeChecksum = ("0x1011", P1, Error, false, "Inode {ino} extent block {blk} passes checks, but checksum does not match extent"),
-    InodeExtentTooDeep = ("0x1012", P1, Error, false, "Inode {ino} extent tree (depth {num}) could be more shallow or is too deep"),
+    InodeExtentTooDeep = ("0x1012", P1, Notice, false, "Inode {ino} extent tree could be more shallow ({num}; could be <= 4)"),
     InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino} extent node at block {blk} is invalid ({detail})"),
     InodeExtentIndexEnd = ("0x1014", P1, Error, false, "Inode {ino} extent index start {num} does not match its node's first extent {num2}"),
     InodeExtentPastEof = ("0x1015", P1, Error, false, "Inode {ino}, end of extent exceeds allowed value (logical block {num}, physical block {blk}, len {num2})"),
@@ -170,6 +170,9 @@ problems! {
     InodeEaInodeFlag = ("0x102E", P1, Error, false, "Inode {ino} has EA_INODE flag set but ea_inode is not supported"),
     InodeCasefold = ("0x102F", P1, Error, false, "Inode {ino} has CASEFOLD flag set on a file system without casefold support"),
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
+    BadBlockInMetadata = ("0x1031", P1, Error, false, "Bad block {blk} is in use by file system metadata"),
+    HtreeRootInvalid = ("0x1032", P1, Error, false, "HTREE directory inode {ino} has an invalid root node ({detail})"),
+    SpecialImmutable = ("0x1033", P1, Notice, false, "Special (device/socket/fifo/symlink) file (inode {ino}) has immutable or append-only flag set"),
 
     // ---- Pass 1B-1D: multiply-claimed blocks ----
     DupBlocks = ("0x1101", P1B, Error, false, "Inode {ino} has {num} multiply-claimed block(s), shared with {num2} file(s): {detail}"),
@@ -214,13 +217,19 @@ problems! {
     DirEntryUnusedArea = ("0x2026", P2, Error, false, "Entry '{detail}' in directory inode {ino} references inode {num} found in group {group}'s unused inodes area"),
     DirEntryUninitGroup = ("0x2027", P2, Error, false, "Entry '{detail}' in directory inode {ino} references inode {num} in group {group} where _INODE_UNINIT is set"),
     DirBlockEmpty = ("0x2025", P2, Error, false, "Directory inode {ino} block #{num} should be a directory block but is empty or garbage"),
+    DirHole = ("0x2028", P2, Error, false, "Directory inode {ino} has an unallocated block #{num}"),
+    DirEntryLinkToDot = ("0x2029", P2, Error, false, "Entry '{detail}' in directory inode {ino} is a link to '.'"),
+    DirDotNotTerminated = ("0x202A", P2, Error, false, "'{detail}' directory entry in directory inode {ino} is not NULL terminated"),
+    HtreeLeafDepth = ("0x202B", P2, Error, false, "Directory inode {ino} htree leaf block #{num} is not at depth {num2}"),
 
     // ---- Pass 3: directory connectivity ----
     RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),
     DirUnconnected = ("0x3002", P3, Error, false, "Unconnected directory inode {ino} (was in {num})"),
     DirDotDotWrong = ("0x3003", P3, Error, false, "'..' in directory inode {ino} ({num}) is {num2}, should be {detail}"),
-    LostFoundMissing = ("0x3004", P3, Error, false, "/lost+found not found"),
-    LostFoundNotDir = ("0x3005", P3, Error, false, "/lost+found is not a directory (inode {ino})"),
+    // e2fsck -n only looks for lost+found when it has something to
+    // reconnect, so its absence alone does not make the file system dirty.
+    LostFoundMissing = ("0x3004", P3, Notice, false, "/lost+found not found"),
+    LostFoundNotDir = ("0x3005", P3, Notice, false, "/lost+found is not a directory (inode {ino})"),
     DirLoop = ("0x3006", P3, Error, false, "Directory inode {ino} is part of a directory loop"),
     DirMultipleParents = ("0x3007", P3, Error, false, "Directory inode {ino} is linked from more than one directory ({num} and {num2})"),
 

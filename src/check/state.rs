@@ -81,10 +81,16 @@ pub struct State {
     pub block_used: AtomicBitmap,
     /// Blocks claimed more than once (for pass 1B).
     pub block_dup: AtomicBitmap,
+    /// File system metadata (superblock and descriptor copies, reserved GDT
+    /// blocks, bitmaps, inode tables): pass 1B names it as an owner.
+    pub block_meta: AtomicBitmap,
     /// Indexed by inode number (bit 0 unused): in use per pass 1.
     pub inode_used: AtomicBitmap,
     pub inode_dir: AtomicBitmap,
     pub inode_reg: AtomicBitmap,
+    /// Inodes whose block map (and xattr block) pass 1 walked: pass 1B
+    /// walks exactly these again.
+    pub inode_mapped: AtomicBitmap,
     /// `FileType as u8` by inode number; 0 for unused inodes.
     pub ftype: Vec<u8>,
     /// i_links_count by inode number.
@@ -101,6 +107,12 @@ pub struct State {
     pub dir_parent: Vec<u32>,
     /// The inode the directory's '..' entry points at; 0 if missing.
     pub dir_dotdot: Vec<u32>,
+    /// i_generation of each directory in `dirs` (parallel), for the seed of
+    /// directory block checksums. Pass 1 may leave it empty; pass 2 then
+    /// reads the directory inodes itself.
+    pub dir_gen: Vec<u32>,
+    /// The inode named "lost+found" in the root directory (pass 2); 0 if none.
+    pub lost_found: u32,
     /// Xattr blocks referenced by inodes, sorted by block.
     pub xattr_blocks: Vec<XattrBlockRef>,
     pub stats: Stats,
@@ -112,9 +124,11 @@ impl State {
         State {
             block_used: AtomicBitmap::new(blocks_count),
             block_dup: AtomicBitmap::new(blocks_count),
+            block_meta: AtomicBitmap::new(blocks_count),
             inode_used: AtomicBitmap::new(n as u64),
             inode_dir: AtomicBitmap::new(n as u64),
             inode_reg: AtomicBitmap::new(n as u64),
+            inode_mapped: AtomicBitmap::new(n as u64),
             ftype: vec![0; n],
             i_links: vec![0; n],
             iflags: vec![0; n],
@@ -123,6 +137,8 @@ impl State {
             dirs: Vec::new(),
             dir_parent: Vec::new(),
             dir_dotdot: Vec::new(),
+            dir_gen: Vec::new(),
+            lost_found: 0,
             xattr_blocks: Vec::new(),
             stats: Stats::default(),
         }

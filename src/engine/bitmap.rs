@@ -50,6 +50,31 @@ impl AtomicBitmap {
         self.words[(i / 64) as usize].load(Ordering::Relaxed) & (1u64 << (i % 64)) != 0
     }
 
+    /// Bits [start, start + 64) as one word (bit k is index start + k);
+    /// bits past the end read as 0. For comparing whole runs at a time.
+    pub fn word_at(&self, start: u64) -> u64 {
+        if start >= self.len {
+            return 0;
+        }
+        let w = (start / 64) as usize;
+        let sh = start % 64;
+        let lo = self.words[w].load(Ordering::Relaxed) >> sh;
+        let hi = if sh == 0 {
+            0
+        } else {
+            self.words
+                .get(w + 1)
+                .map_or(0, |x| x.load(Ordering::Relaxed) << (64 - sh))
+        };
+        let v = lo | hi;
+        let left = self.len - start;
+        if left < 64 {
+            v & ((1u64 << left) - 1)
+        } else {
+            v
+        }
+    }
+
     /// Number of set bits in [start, end).
     pub fn count_range(&self, start: u64, end: u64) -> u64 {
         let end = end.min(self.len);
@@ -121,6 +146,11 @@ mod tests {
         assert!(!b.set(129));
         assert_eq!(b.count_range(0, 130), 2);
         assert_eq!(b.iter_set(0, 200).collect::<Vec<_>>(), vec![3, 129]);
+        assert_eq!(b.word_at(0), 1 << 3);
+        assert_eq!(b.word_at(3), 1);
+        assert_eq!(b.word_at(100), 1 << 29);
+        assert_eq!(b.word_at(129), 1);
+        assert_eq!(b.word_at(130), 0);
         b.clear(3);
         assert!(!b.get(3));
     }

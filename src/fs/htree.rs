@@ -66,8 +66,9 @@ pub fn expected_limit(block_size: usize, off: usize, csum: bool) -> usize {
     room / 8
 }
 
-/// The dx tail checksum: over the used entries and the tail's reserved word.
-/// None when the tail lies outside the block.
+/// The dx tail checksum: over the used entries, then the whole 8-byte tail
+/// with its checksum field taken as zero. None when the tail lies outside
+/// the block.
 pub fn compute_tail_checksum(
     inode_seed: u32,
     b: &[u8],
@@ -80,7 +81,8 @@ pub fn compute_tail_checksum(
         return None;
     }
     let c = crc32c_raw(inode_seed, &b[..used]);
-    Some(crc32c_raw(c, &b[tail..tail + 4]))
+    let c = crc32c_raw(c, &b[tail..tail + 4]);
+    Some(crc32c_raw(c, &[0u8; 4]))
 }
 
 pub fn stored_tail_checksum(b: &[u8], count_off: usize, cl: CountLimit) -> u32 {

@@ -1,0 +1,429 @@
+//! Walking an inode's block map: extent trees and ext2/3 indirect blocks.
+//!
+//! Shared by pass 1 (which checks every node and claims every block) and
+//! pass 1B (which only needs the same list of blocks again). Both run the
+//! same walker so that 1B sees exactly the blocks pass 1 claimed: a mapping
+//! entry pass 1 rejects (out of range, out of order, ...) is skipped, as
+//! e2fsck does when a fix is declined, and is then skipped by 1B as well.
+//!
+//! Every loop is bounded: extent depth by `MAX_DEPTH`, nodes by a budget
+//! derived from the file system size, indirect levels are fixed.
+
+use super::fsview::Fs;
+use super::problem::{Code, Problem};
+use crate::fs::bytes::le32;
+use crate::fs::extent::{self, EXTENT_MAGIC};
+
+/// e2fsck suggests making trees whose depth reaches this shallower (it
+/// keeps statistics for five levels, 0 to 4), but still walks them.
+pub const MAX_TREE_DEPTH: u16 = 5;
+/// Deepest tree walked at all: bounds recursion and scratch space.
+pub const WALK_DEPTH_LIMIT: u16 = 32;
+
+/// What the walker reports besides problems.
+pub trait MapVisitor {
+    /// A run of `len` data blocks at logical `lblk`, physical `pblk`, all
+    /// inside the file system.
+    fn data(&mut self, lblk: u64, pblk: u64, len: u64, unwritten: bool);
+    /// A mapping block (extent node below the root, indirect block), inside
+    /// the file system. It is counted in i_blocks and claimed like data.
+    fn node(&mut self, pblk: u64);
+    /// A problem found on the way; pass 1B ignores them.
+    fn problem(&mut self, p: Problem);
+    /// Whether to stop early (a budget ran out, or the caller found what it
+    /// wanted).
+    fn done(&self) -> bool {
+        false
+    }
+}
+
+/// What the caller knows about the inode, for the checks that depend on it.
+#[derive(Clone, Copy, Debug)]
+pub struct MapInfo {
+    pub ino: u32,
+    pub is_dir: bool,
+    /// Last logical block inside i_size (`u64::MAX` for an empty file,
+    /// meaning "everything is past EOF").
+    pub eof_block: u64,
+    /// Checksum seed of the inode, when extent blocks carry checksums.
+    pub csum_seed: Option<u32>,
+    /// large_dir: directories may exceed 2^(21-log) blocks... (e2fsck's
+    /// "directory too big" limit applies only without it).
+    pub large_dir: bool,
+}
+
+/// Scratch space reused across inodes (no per-inode allocation).
+pub struct Scratch {
+    /// One block per tree level (extent) or indirect level.
+    bufs: Vec<Vec<u8>>,
+}
+
+impl Scratch {
+    pub fn new(block_size: usize) -> Scratch {
+        Scratch {
+            bufs: (0..(WALK_DEPTH_LIMIT as usize + 1))
+                .map(|_| vec![0u8; block_size])
+                .collect(),
+        }
+    }
+}
+
+/// Does `b` (`len` bytes of node) carry a header e2fsck's library accepts?
+/// Returns the reason when not.
+pub fn header_problem(b: &[u8], len: usize) -> Option<&'static str> {
+    let h = extent::parse_header(b);
+    if h.magic != EXTENT_MAGIC {
+        return Some("bad magic");
+    }
+    let max = extent::max_entries(len);
+    // Room is left for a checksum tail: the stored max may be up to two
+    // entries smaller than what fits.
+    if h.max > max || h.max < max.saturating_sub(2) {
+        return Some("bad max entries");
+    }
+    if h.entries > h.max {
+        return Some("more entries than max");
+    }
+    None
+}
+
+struct ExtentWalk<'a, V: MapVisitor> {
+    fs: &'a Fs,
+    info: MapInfo,
+    v: &'a mut V,
+    nodes_left: u64,
+    /// Last logical block of the previous leaf extent (or None before the
+    /// first one): extents must be sorted and may not overlap.
+    last_lblk: Option<u64>,
+    dir_limit: u64,
+    /// Problems reported so far (a bad node checksum is reported only
+    /// when nothing below the node is wrong).
+    problems: u32,
+}
+
+/// Walks the extent tree rooted in `root` (the inode's 60-byte i_block).
+pub fn walk_extents<V: MapVisitor>(
+    fs: &Fs,
+    info: MapInfo,
+    root: &[u8],
+    scratch: &mut Scratch,
+    v: &mut V,
+) {
+    if let Some(why) = header_problem(root, 60) {
+        v.problem(
+            Problem::new(Code::InodeExtentHeader)
+                .ino(info.ino)
+                .detail(why),
+        );
+        return;
+    }
+    let h = extent::parse_header(root);
+    if h.depth >= MAX_TREE_DEPTH {
+        v.problem(
+            Problem::new(Code::InodeExtentTooDeep)
+                .ino(info.ino)
+                .num(h.depth as u64),
+        );
+        if h.depth > WALK_DEPTH_LIMIT {
+            return;
+        }
+    }
+    let log = fs.geo.block_size.trailing_zeros() as u64;
+    let mut w = ExtentWalk {
+        fs,
+        info,
+        v,
+        // Each node occupies a distinct claim; more nodes than blocks
+        // means loops or sharing, and walking further proves nothing.
+        nodes_left: fs.geo.blocks_count,
+        last_lblk: None,
+        dir_limit: 1u64 << (21u64.saturating_sub(log.saturating_sub(10))),
+        problems: 0,
+    };
+    w.node(root, h.depth, 0, None, &mut scratch.bufs[..]);
+}
+
+impl<V: MapVisitor> ExtentWalk<'_, V> {
+    fn report(&mut self, p: Problem) {
+        self.problems += 1;
+        self.v.problem(p);
+    }
+
+    /// Scans one node whose entries must lie in [start, end] (end None: no
+    /// limit, the root).
+    fn node(&mut self, b: &[u8], depth: u16, start: u64, end: Option<u64>, bufs: &mut [Vec<u8>]) {
+        let h = extent::parse_header(b);
+        let ino = self.info.ino;
+        let nblocks = self.fs.geo.blocks_count;
+        let fdb = self.fs.geo.first_data_block;
+        let mut start_block = start;
+        for i in 0..h.entries as usize {
+            if self.v.done() {
+                return;
+            }
+            let leaf = depth == 0;
+            let (lblk, pblk, len, unwritten) = if leaf {
+                let e = extent::parse_leaf(b, i);
+                (e.lblk as u64, e.pblk, e.len as u64, e.unwritten)
+            } else {
+                let ix = extent::parse_index(b, i);
+                // An index covers up to the next index (or the node's end).
+                let next = if i + 1 < h.entries as usize {
+                    extent::parse_index(b, i + 1).lblk as u64
+                } else {
+                    end.map_or(1u64 << 32, |e| e + 1)
+                };
+                let len = next.saturating_sub(ix.lblk as u64).max(1);
+                (ix.lblk as u64, ix.leaf, len, false)
+            };
+            let last = lblk + len.max(1) - 1;
+            let bad = |what: &str| {
+                Problem::new(Code::InodeExtentBad)
+                    .ino(ino)
+                    .num(lblk)
+                    .blk(pblk)
+                    .num2(len)
+                    .detail(what.to_string())
+            };
+            let problem = if pblk == 0 || pblk < fdb || pblk >= nblocks {
+                Some(bad("bad start block"))
+            } else if lblk < start_block || (leaf && self.last_lblk.is_some_and(|l| lblk <= l)) {
+                Some(
+                    Problem::new(Code::InodeExtentOrder)
+                        .ino(ino)
+                        .num(lblk)
+                        .blk(pblk),
+                )
+            } else if end.is_some_and(|e| last > e) && !(last > self.info.eof_block && unwritten) {
+                Some(
+                    Problem::new(Code::InodeExtentPastEof)
+                        .ino(ino)
+                        .num(lblk)
+                        .blk(pblk)
+                        .num2(len),
+                )
+            } else if leaf && len == 0 {
+                Some(bad("zero length"))
+            } else if leaf && pblk.saturating_add(len) > nblocks {
+                Some(bad("ends beyond the file system"))
+            } else if leaf
+                && self.info.is_dir
+                && !self.info.large_dir
+                && lblk + len > self.dir_limit
+            {
+                Some(bad("directory too big"))
+            } else {
+                None
+            };
+            if let Some(p) = problem {
+                self.report(p);
+                continue;
+            }
+            if leaf {
+                if unwritten && self.info.is_dir {
+                    self.report(bad("uninitialized extent in a directory"));
+                }
+                self.v.data(lblk, pblk, len, unwritten);
+                self.last_lblk = Some(last);
+                start_block = last;
+                continue;
+            }
+            // Index entry: descend.
+            if self.nodes_left == 0 {
+                return;
+            }
+            self.nodes_left -= 1;
+            let Some((buf, rest)) = bufs.split_first_mut() else {
+                return;
+            };
+            if let Err(e) = self.fs.read_block_into(pblk, buf) {
+                self.report(
+                    Problem::new(Code::InodeBlockBitmapUnreadable)
+                        .ino(ino)
+                        .blk(pblk)
+                        .detail(format!("extent node: {e}")),
+                );
+                continue;
+            }
+            let bs = buf.len();
+            let ch = extent::parse_header(buf);
+            let why = header_problem(buf, bs).or(if ch.depth + 1 != depth {
+                Some("depth does not match its parent")
+            } else {
+                None
+            });
+            if let Some(why) = why {
+                self.report(
+                    Problem::new(Code::InodeExtentNodeBad)
+                        .ino(ino)
+                        .blk(pblk)
+                        .detail(why),
+                );
+                continue;
+            }
+            self.v.node(pblk);
+            if ch.entries == 0 {
+                self.report(
+                    Problem::new(Code::InodeExtentNodeBad)
+                        .ino(ino)
+                        .blk(pblk)
+                        .detail("empty node"),
+                );
+                continue;
+            }
+            let first = le32(buf, 12) as u64;
+            let mut had_problem = false;
+            if first != lblk {
+                had_problem = true;
+                self.report(
+                    Problem::new(Code::InodeExtentIndexEnd)
+                        .ino(ino)
+                        .num(lblk)
+                        .num2(first),
+                );
+            }
+            let csum_bad = self.info.csum_seed.is_some_and(|seed| {
+                extent::compute_block_checksum(seed, buf)
+                    .is_none_or(|c| c != extent::stored_block_checksum(buf))
+            });
+            let node_end = lblk + len - 1;
+            let before = self.problems;
+            self.node(buf, depth - 1, lblk, Some(node_end), rest);
+            had_problem |= self.problems != before;
+            if csum_bad && !had_problem {
+                self.report(
+                    Problem::new(Code::InodeExtentNodeChecksum)
+                        .ino(ino)
+                        .blk(pblk),
+                );
+            }
+            start_block = lblk;
+        }
+    }
+}
+
+/// Walks ext2/3 block pointers: 12 direct, then single, double and triple
+/// indirect. Out-of-range pointers are reported ("illegal block") and
+/// skipped with everything below them. `count_only_dind` is for the resize
+/// inode, whose indirect blocks are reserved GDT blocks (metadata).
+pub fn walk_indirect<V: MapVisitor>(
+    fs: &Fs,
+    ino: u32,
+    ptrs: &[u32; 15],
+    scratch: &mut Scratch,
+    v: &mut V,
+) {
+    let apb = (fs.geo.block_size / 4) as u64;
+    let mut illegal = 0u32;
+    for (i, &p) in ptrs.iter().enumerate().take(12) {
+        if v.done() {
+            return;
+        }
+        if p != 0 {
+            visit_ptr(
+                fs,
+                ino,
+                p as u64,
+                i as u64,
+                0,
+                apb,
+                &mut scratch.bufs[..],
+                &mut illegal,
+                v,
+            );
+        }
+    }
+    let mut base = 12u64;
+    for level in 1..=3u32 {
+        let p = ptrs[11 + level as usize];
+        if p != 0 {
+            visit_ptr(
+                fs,
+                ino,
+                p as u64,
+                base,
+                level,
+                apb,
+                &mut scratch.bufs[..],
+                &mut illegal,
+                v,
+            );
+        }
+        base += apb.pow(level);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn visit_ptr<V: MapVisitor>(
+    fs: &Fs,
+    ino: u32,
+    blk: u64,
+    lblk: u64,
+    level: u32,
+    apb: u64,
+    bufs: &mut [Vec<u8>],
+    illegal: &mut u32,
+    v: &mut V,
+) {
+    if v.done() {
+        return;
+    }
+    if !fs.geo.block_in_fs(blk) {
+        *illegal += 1;
+        let what = match level {
+            0 => "data block",
+            1 => "indirect block",
+            2 => "double indirect block",
+            _ => "triple indirect block",
+        };
+        v.problem(
+            Problem::new(Code::InodeIllegalBlock)
+                .ino(ino)
+                .blk(blk)
+                .detail(format!("{what}, logical {lblk}")),
+        );
+        if *illegal == 12 {
+            v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(ino));
+        }
+        return;
+    }
+    if level == 0 {
+        v.data(lblk, blk, 1, false);
+        return;
+    }
+    v.node(blk);
+    let Some((buf, rest)) = bufs.split_first_mut() else {
+        return;
+    };
+    if let Err(e) = fs.read_block_into(blk, buf) {
+        v.problem(
+            Problem::new(Code::InodeBlockBitmapUnreadable)
+                .ino(ino)
+                .blk(blk)
+                .detail(format!("indirect block: {e}")),
+        );
+        return;
+    }
+    let span = apb.pow(level - 1);
+    // Copy the pointers out: `buf` is reused by nothing below (deeper
+    // levels use `rest`), but the visitor may want the buffer borrowed.
+    for k in 0..apb as usize {
+        let p = le32(buf, k * 4);
+        if p != 0 {
+            visit_ptr(
+                fs,
+                ino,
+                p as u64,
+                lblk + k as u64 * span,
+                level - 1,
+                apb,
+                rest,
+                illegal,
+                v,
+            );
+        }
+        if v.done() {
+            return;
+        }
+    }
+}

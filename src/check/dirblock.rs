@@ -1,0 +1,1289 @@
+//! The checks pass 2 makes on one directory block (or on the inline area of
+//! an inline-data directory), as pure functions over the block's bytes.
+//!
+//! What the rest of the file system says about an entry's target (in use?
+//! a directory? flagged bad by pass 1?) comes through the `Targets` trait,
+//! so these checks run on hand-made buffers in tests exactly as on disk.
+//! Everything a block teaches the later stages (links seen, subdirectory
+//! entries, '..' targets, index nodes, leaf hash ranges) goes into a `Sink`
+//! owned by one worker; the caller merges sinks in unit order.
+
+use super::problem::{Code, Problem};
+use crate::fs::bytes::{le16, le32, u8_at};
+use crate::fs::dir_entry::{self, decode_rec_len};
+use crate::fs::dx_hash::dx_hash;
+use crate::fs::htree;
+use crate::fs::inode::ROOT_INO;
+
+/// Smallest record that can hold an entry with a name (header + 1..4 bytes).
+const MIN_REC_LEN: usize = 12;
+/// e2fsck's EXT4_DX_BLOCK_MASK: the top 4 bits of an index entry's block
+/// number are reserved.
+pub const DX_BLOCK_MASK: u32 = 0x0FFF_FFFF;
+
+/// What pass 1 knows about an entry's target inode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TargetInfo {
+    pub used: bool,
+    pub dir: bool,
+    pub reg: bool,
+    /// Pass 1 found fields it could not accept (e2fsck's inode_bad_map).
+    pub bad: bool,
+    /// `FileType as u8` from the mode.
+    pub ftype: u8,
+}
+
+pub trait Targets {
+    fn info(&self, ino: u32) -> TargetInfo;
+    /// Counts one more directory entry naming `ino`.
+    fn add_link(&self, ino: u32);
+}
+
+/// Per-group facts for "entry points into an area pass 1 did not scan".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupInodes {
+    pub inode_uninit: bool,
+    /// Index in the group of the first inode past the itable_unused mark.
+    pub first_unused: u32,
+}
+
+/// File-system-wide parameters of the checks.
+#[derive(Clone, Debug)]
+pub struct FsParams {
+    pub bs: usize,
+    pub inodes_count: u32,
+    pub first_ino: u32,
+    pub inodes_per_group: u32,
+    pub filetype: bool,
+    pub metadata_csum: bool,
+    pub largedir: bool,
+    pub hash_seed: [u32; 4],
+    pub unsigned_hash: bool,
+    /// Empty when the descriptors carry no uninit flags (no uninit_bg).
+    pub groups: Vec<GroupInodes>,
+}
+
+impl FsParams {
+    /// Highest accepted `indirect_levels` + 1.
+    pub fn max_dx_levels(&self) -> u8 {
+        if self.largedir {
+            htree::MAX_LEVELS_LARGEDIR
+        } else {
+            htree::MAX_LEVELS
+        }
+    }
+
+    /// Hash version to use for names in a directory whose root says `v`.
+    pub fn effective_hash_version(&self, v: u8) -> u8 {
+        if v <= crate::fs::dx_hash::DX_HASH_TEA && self.unsigned_hash {
+            v + 3
+        } else {
+            v
+        }
+    }
+}
+
+/// How a directory's blocks are to be read.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DirParams {
+    pub ino: u32,
+    /// Seed of the directory's block checksums (metadata_csum only).
+    pub csum_seed: u32,
+    /// Some for an indexed directory.
+    pub htree: Option<HtreeParams>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HtreeParams {
+    /// Hash version names are hashed with; None when the root's is unknown.
+    pub hash_version: Option<u8>,
+    /// Logical blocks of the directory (index entries must stay below).
+    pub numblocks: u32,
+}
+
+/// An entry naming a directory (not '.' or '..'): decides the directory's
+/// parent once all blocks are seen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SubdirRef {
+    /// Order in which e2fsck meets the entry: the block sort key, then the
+    /// offset in the block.
+    pub key: (bool, u64, u32, u32, u32),
+    pub parent: u32,
+    pub child: u32,
+    /// The name, in the sink's `names` arena.
+    pub name_start: u32,
+    pub name_len: u8,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DxKind {
+    Root,
+    Node,
+}
+
+/// An htree index block: where it is and what its entries say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DxRec {
+    pub dir: u32,
+    pub lblk: u32,
+    pub pblk: u64,
+    pub kind: DxKind,
+    /// The root's indirect_levels (0 for nodes).
+    pub indirect_levels: u8,
+    /// (hash with bit 0 cleared, 0 for entry 0; block & DX_BLOCK_MASK),
+    /// `count` entries (clamped to the limit the block can hold).
+    pub entries: Vec<(u32, u32)>,
+}
+
+/// The range of name hashes found in an htree leaf block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeafRec {
+    pub dir: u32,
+    pub lblk: u32,
+    pub min_hash: u32,
+    pub max_hash: u32,
+}
+
+/// What one worker collects.
+#[derive(Default, Debug)]
+pub struct Sink {
+    pub problems: Vec<Problem>,
+    pub subdirs: Vec<SubdirRef>,
+    pub names: Vec<u8>,
+    /// (directory, its '..' target).
+    pub dotdots: Vec<(u32, u32)>,
+    /// ((lblk, offset), inode) of entries named lost+found in the root.
+    pub lost_found: Vec<((u32, u32), u32)>,
+    pub dx: Vec<DxRec>,
+    pub leaves: Vec<LeafRec>,
+    /// Names of the block being checked, for duplicate detection:
+    /// (fingerprint, offset, length). Reused from block to block.
+    seen: Vec<(u64, u32, u8)>,
+}
+
+/// Where a block sits, for messages and ordering.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockPos {
+    pub lblk: u32,
+    pub pblk: u64,
+    /// e2fsck's block order puts every directory's block 0 first when the
+    /// file system has dir_index (so roots are read before leaves).
+    pub zero_first: bool,
+}
+
+/// One entry as it sits in the block.
+struct Entry<'a> {
+    off: usize,
+    rec_len: usize,
+    /// False for the '.' and '..' an inline directory only implies.
+    real: bool,
+    inode: u32,
+    name: &'a [u8],
+    file_type: u8,
+    /// The byte after the name (0 for a properly terminated '.'/'..').
+    after_name: u8,
+}
+
+fn is_dot(name: &[u8]) -> bool {
+    name == b"."
+}
+fn is_dotdot(name: &[u8]) -> bool {
+    name == b".."
+}
+
+fn name_str(name: &[u8]) -> String {
+    String::from_utf8_lossy(name).into_owned()
+}
+
+/// FNV-1a: names of one block only need to be told apart cheaply.
+fn fingerprint(name: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &c in name {
+        h ^= c as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h
+}
+
+/// Classifies block `lblk` of an indexed directory.
+pub fn dx_kind(fsp: &FsParams, lblk: u32, b: &[u8]) -> Option<DxKind> {
+    if lblk == 0 {
+        return Some(DxKind::Root);
+    }
+    // A node hides behind one empty entry spanning the block; its limit
+    // must be what a node of this block size holds, otherwise an empty
+    // leaf would be taken for a node.
+    let rec_len = decode_rec_len(le16(b, 4), fsp.bs);
+    let csum = if fsp.metadata_csum { 8 } else { 0 };
+    let expect = (fsp.bs.saturating_sub(htree::NODE_COUNT_OFFSET + csum) / 8) as u16;
+    if le32(b, 0) == 0 && rec_len == fsp.bs && u8_at(b, 6) == 0 && le16(b, 8) == expect {
+        Some(DxKind::Node)
+    } else {
+        None
+    }
+}
+
+/// Checks one directory block `b` (exactly `fsp.bs` bytes) of directory `d`.
+pub fn check_block<T: Targets>(
+    fsp: &FsParams,
+    d: &DirParams,
+    pos: BlockPos,
+    b: &[u8],
+    t: &T,
+    out: &mut Sink,
+) {
+    if b.len() != fsp.bs {
+        return;
+    }
+    let kind = d.htree.and_then(|_| dx_kind(fsp, pos.lblk, b));
+    let mut max = fsp.bs;
+    let mut bad_csum = false;
+    if fsp.metadata_csum {
+        if kind.is_none() {
+            let tail = tail_state(b);
+            if tail != Tail::Missing {
+                max = fsp.bs - dir_entry::TAIL_LEN;
+            }
+            if tail == Tail::Present {
+                bad_csum = dir_entry::compute_tail_checksum(d.csum_seed, b)
+                    != dir_entry::stored_tail_checksum(b);
+            } else if tail == Tail::Missing {
+                out.problems.push(
+                    Problem::new(Code::DirBlockNoTail)
+                        .ino(d.ino)
+                        .blk(pos.pblk)
+                        .num(pos.lblk as u64),
+                );
+            }
+        } else {
+            bad_csum = !dx_csum_ok(fsp, d.csum_seed, b, kind == Some(DxKind::Root));
+        }
+    }
+    let leaf_hashing = if kind.is_none() {
+        d.htree.and_then(|h| h.hash_version)
+    } else {
+        None
+    };
+    let mut hashes = (u32::MAX, 0u32);
+    let first_state = if pos.lblk == 0 { 0 } else { 2 };
+    let mut cx = EntryCx {
+        fsp,
+        d,
+        pos,
+        t,
+        hash_version: leaf_hashing,
+        hashes: &mut hashes,
+    };
+    out.seen.clear();
+    let walked = walk(&mut cx, b, 0, max, first_state, out);
+    if walked && bad_csum && kind.is_none() {
+        out.problems.push(
+            Problem::new(Code::DirBlockChecksum)
+                .ino(d.ino)
+                .blk(pos.pblk)
+                .num(pos.lblk as u64),
+        );
+    }
+    report_duplicate(d.ino, b, out);
+    if let Some(h) = d.htree {
+        match kind {
+            Some(k) => parse_index(fsp, d, &h, pos, b, k, bad_csum, out),
+            None => out.leaves.push(LeafRec {
+                dir: d.ino,
+                lblk: pos.lblk,
+                min_hash: hashes.0,
+                max_hash: hashes.1,
+            }),
+        }
+    }
+}
+
+/// Checks an inline directory: `iblock` is the 60 bytes of i_block (the
+/// parent's inode number, then entries); `ea` the system.data value (more
+/// entries), empty if none.
+pub fn check_inline<T: Targets>(
+    fsp: &FsParams,
+    d: &DirParams,
+    iblock: &[u8],
+    ea: &[u8],
+    t: &T,
+    out: &mut Sink,
+) {
+    let mut hashes = (u32::MAX, 0u32);
+    let pos0 = BlockPos {
+        lblk: 0,
+        pblk: 0,
+        zero_first: true,
+    };
+    let ft_dir = if fsp.filetype { 2 } else { 0 };
+    out.seen.clear();
+    {
+        let mut cx = EntryCx {
+            fsp,
+            d,
+            pos: pos0,
+            t,
+            hash_version: None,
+            hashes: &mut hashes,
+        };
+        // The '.' of an inline directory is implied and '..' is just the
+        // parent's number: both still count as references.
+        let dot = Entry {
+            off: 0,
+            rec_len: MIN_REC_LEN,
+            real: false,
+            inode: d.ino,
+            name: b".",
+            file_type: ft_dir,
+            after_name: 0,
+        };
+        cx.entry(&dot, 0, out);
+        let dotdot = Entry {
+            off: 0,
+            rec_len: MIN_REC_LEN,
+            real: false,
+            inode: le32(iblock, 0),
+            name: b"..",
+            file_type: ft_dir,
+            after_name: 0,
+        };
+        cx.entry(&dotdot, 1, out);
+        if iblock.len() > 4 {
+            walk(&mut cx, iblock, 4, iblock.len(), 2, out);
+        }
+        report_duplicate(d.ino, iblock, out);
+    }
+    if !ea.is_empty() {
+        out.seen.clear();
+        let mut cx = EntryCx {
+            fsp,
+            d,
+            pos: BlockPos {
+                lblk: 1,
+                pblk: 0,
+                zero_first: true,
+            },
+            t,
+            hash_version: None,
+            hashes: &mut hashes,
+        };
+        walk(&mut cx, ea, 0, ea.len(), 2, out);
+        report_duplicate(d.ino, ea, out);
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tail {
+    Present,
+    /// The entries run to the end of the block: no room for a tail.
+    Missing,
+    /// A record length breaks the chain before the tail; e2fsck then
+    /// assumes the tail is there and reports the broken entry instead.
+    Corrupt,
+}
+
+/// Where does the chain of rec_lens end, and is a checksum tail there?
+fn tail_state(b: &[u8]) -> Tail {
+    let top = b.len().saturating_sub(dir_entry::TAIL_LEN);
+    let mut off = 0usize;
+    // Each step advances by at least 8 bytes, so this ends within the block.
+    while off < top {
+        let rl = le16(b, off + 4) as usize;
+        if rl < dir_entry::HEADER_LEN || !rl.is_multiple_of(4) || rl > b.len() - off {
+            return Tail::Corrupt;
+        }
+        off += rl;
+    }
+    if off == top && dir_entry::has_tail(b) {
+        Tail::Present
+    } else {
+        Tail::Missing
+    }
+}
+
+/// Does the dx tail of a root or node block hold the right checksum?
+fn dx_csum_ok(fsp: &FsParams, seed: u32, b: &[u8], root: bool) -> bool {
+    let count_off = if root {
+        // The checksum code only recognises a root with the standard info.
+        if u8_at(b, htree::ROOT_INFO_OFFSET + 5) != 8 {
+            return false;
+        }
+        htree::ROOT_INFO_OFFSET + 8
+    } else {
+        htree::NODE_COUNT_OFFSET
+    };
+    let cl = htree::parse_count_limit(b, count_off);
+    let sane = (fsp.bs - count_off) / 8;
+    if cl.limit as usize > sane || cl.count as usize > sane {
+        return false;
+    }
+    let tail = count_off + cl.limit as usize * 8;
+    if tail + 8 > fsp.bs {
+        return false;
+    }
+    match htree::compute_tail_checksum(seed, b, count_off, cl) {
+        Some(c) => c == htree::stored_tail_checksum(b, count_off, cl),
+        None => false,
+    }
+}
+
+/// Reads the index of a root or node block and reports what is wrong with
+/// its header; records the entries for the whole-tree checks.
+#[allow(clippy::too_many_arguments)]
+fn parse_index(
+    fsp: &FsParams,
+    d: &DirParams,
+    h: &HtreeParams,
+    pos: BlockPos,
+    b: &[u8],
+    kind: DxKind,
+    bad_csum: bool,
+    out: &mut Sink,
+) {
+    let ino = d.ino;
+    let mut levels = 0;
+    let count_off = match kind {
+        DxKind::Root => {
+            let info = htree::parse_root_info(b);
+            levels = info.indirect_levels;
+            // Pass 1 reports an unknown hash version or incompatible flags
+            // (as e2fsck does); pass 2 only refuses a root it cannot walk.
+            if info.reserved_zero != 0
+                || info.info_length < 8
+                || info.indirect_levels >= fsp.max_dx_levels()
+            {
+                out.problems
+                    .push(Problem::new(Code::HtreeRootBad).ino(ino).detail(format!(
+                        "reserved {:#x}, info length {}, depth {}",
+                        info.reserved_zero, info.info_length, info.indirect_levels
+                    )));
+            }
+            htree::root_count_offset(&info)
+        }
+        DxKind::Node => htree::NODE_COUNT_OFFSET,
+    };
+    if bad_csum {
+        out.problems.push(
+            Problem::new(Code::HtreeNodeChecksum)
+                .ino(ino)
+                .num(pos.lblk as u64),
+        );
+    }
+    let csum = if fsp.metadata_csum { 8 } else { 0 };
+    let expect = fsp.bs.saturating_sub(count_off + csum) / 8;
+    let cl = htree::parse_count_limit(b, count_off);
+    if cl.limit as usize != expect {
+        out.problems.push(
+            Problem::new(Code::HtreeLimit)
+                .ino(ino)
+                .num(pos.lblk as u64)
+                .num2(cl.limit as u64),
+        );
+    }
+    let mut count = cl.count as usize;
+    if count > expect {
+        out.problems.push(
+            Problem::new(Code::HtreeCount)
+                .ino(ino)
+                .num(pos.lblk as u64)
+                .num2(count as u64),
+        );
+        count = expect;
+    }
+    let mut entries = Vec::with_capacity(count);
+    let mut prev = 0u32;
+    let mut unordered = false;
+    for i in 0..count {
+        let (raw_hash, raw_blk) = htree::dx_entry(b, count_off, i);
+        let hash = raw_hash & !1;
+        let blk = raw_blk & DX_BLOCK_MASK;
+        if blk >= h.numblocks {
+            out.problems
+                .push(Problem::new(Code::HtreeBadBlock).ino(ino).num(blk as u64));
+        } else if hash < prev {
+            unordered = true;
+        }
+        prev = hash;
+        entries.push((hash, blk));
+    }
+    if unordered {
+        out.problems.push(
+            Problem::new(Code::HtreeHashOrder)
+                .ino(ino)
+                .num(pos.lblk as u64),
+        );
+    }
+    out.dx.push(DxRec {
+        dir: ino,
+        lblk: pos.lblk,
+        pblk: pos.pblk,
+        kind,
+        indirect_levels: levels,
+        entries,
+    });
+}
+
+/// Reports the first repeated name among the block's entries (e2fsck
+/// reports one per block and then schedules the directory for a rebuild).
+/// `b` is the buffer the entries' offsets refer to.
+fn report_duplicate(ino: u32, b: &[u8], out: &mut Sink) {
+    if out.seen.len() < 2 {
+        return;
+    }
+    out.seen
+        .sort_unstable_by_key(|&(fp, off, len)| (fp, len, off));
+    let name = |off: u32, len: u8| {
+        let s = off as usize + dir_entry::HEADER_LEN;
+        b.get(s..s + len as usize).unwrap_or(&[])
+    };
+    // The duplicate is the later of two equal names; e2fsck meets the one
+    // with the lowest offset first.
+    let mut best: Option<(u32, u8)> = None;
+    for w in out.seen.windows(2) {
+        let ((fp, off, len), (fp2, off2, len2)) = (w[0], w[1]);
+        if fp == fp2
+            && len == len2
+            && name(off, len) == name(off2, len2)
+            && best.is_none_or(|(o, _)| off2 < o)
+        {
+            best = Some((off2, len2));
+        }
+    }
+    if let Some((off, len)) = best {
+        out.problems.push(
+            Problem::new(Code::DirEntryDuplicate)
+                .ino(ino)
+                .detail(name_str(name(off, len))),
+        );
+    }
+}
+
+struct EntryCx<'a, T: Targets> {
+    fsp: &'a FsParams,
+    d: &'a DirParams,
+    pos: BlockPos,
+    t: &'a T,
+    hash_version: Option<u8>,
+    hashes: &'a mut (u32, u32),
+}
+
+/// Walks the entries of `b[start..max]`; returns false if it had to stop at
+/// a corrupted entry.
+fn walk<T: Targets>(
+    cx: &mut EntryCx<'_, T>,
+    b: &[u8],
+    start: usize,
+    max: usize,
+    first_state: u32,
+    out: &mut Sink,
+) -> bool {
+    let bs = cx.fsp.bs;
+    let mut off = start;
+    let mut state = first_state;
+    while off < max {
+        let fits = max - off >= dir_entry::HEADER_LEN;
+        let rec_len = if fits {
+            decode_rec_len(le16(b, off + 4), bs)
+        } else {
+            MIN_REC_LEN
+        };
+        let name_len = u8_at(b, off + 6) as usize;
+        if !fits
+            || off + rec_len > max
+            || rec_len < MIN_REC_LEN
+            || !rec_len.is_multiple_of(4)
+            || name_len + dir_entry::HEADER_LEN > rec_len
+        {
+            out.problems.push(
+                Problem::new(Code::DirBlockCorrupt)
+                    .ino(cx.d.ino)
+                    .blk(cx.pos.pblk)
+                    .num(cx.pos.lblk as u64)
+                    .num2(off as u64),
+            );
+            return false;
+        }
+        let name_at = off + dir_entry::HEADER_LEN;
+        let e = Entry {
+            off,
+            rec_len,
+            real: true,
+            inode: le32(b, off),
+            name: &b[name_at..name_at + name_len],
+            file_type: u8_at(b, off + 7),
+            after_name: u8_at(b, name_at + name_len),
+        };
+        cx.entry(&e, state, out);
+        off += rec_len;
+        state = state.saturating_add(1);
+    }
+    true
+}
+
+impl<T: Targets> EntryCx<'_, T> {
+    fn problem(&self, code: Code, e: &Entry<'_>) -> Problem {
+        Problem::new(code)
+            .ino(self.d.ino)
+            .blk(self.pos.pblk)
+            .detail(name_str(e.name))
+    }
+
+    /// `state`: 0 for the first entry of block 0, 1 for the second, 2+ after.
+    fn entry(&mut self, e: &Entry<'_>, state: u32, out: &mut Sink) {
+        let dir = self.d.ino;
+        match state {
+            0 => self.check_dot(e, out),
+            1 => self.check_dotdot(e, out),
+            _ => {
+                if e.inode == dir {
+                    out.problems.push(self.problem(Code::DirEntryLinkToDot, e));
+                }
+            }
+        }
+        if e.inode == 0 {
+            return;
+        }
+        let fsp = self.fsp;
+        if e.inode > fsp.inodes_count {
+            out.problems
+                .push(self.problem(Code::DirEntryBadInode, e).num(e.inode as u64));
+            return;
+        }
+        if e.inode != ROOT_INO && e.inode < fsp.first_ino {
+            out.problems.push(
+                self.problem(Code::DirEntryReservedInode, e)
+                    .num(e.inode as u64),
+            );
+            return;
+        }
+        if state > 1 {
+            if is_dot(e.name) || is_dotdot(e.name) {
+                out.problems.push(self.problem(Code::DirDotSecondEntry, e));
+            } else if e.inode == ROOT_INO {
+                out.problems.push(self.problem(Code::DirEntryLinkToRoot, e));
+            } else if e.name.is_empty() {
+                out.problems.push(
+                    Problem::new(Code::DirEntryZeroLenName)
+                        .ino(dir)
+                        .blk(self.pos.pblk)
+                        .num(e.off as u64),
+                );
+            }
+        }
+        self.check_group_area(e, out);
+        let ti = self.t.info(e.inode);
+        if ti.bad {
+            out.problems.push(
+                self.problem(Code::DirEntryBadInodeTarget, e)
+                    .num(e.inode as u64),
+            );
+        }
+        if !ti.used {
+            out.problems.push(
+                self.problem(Code::DirEntryDeletedInode, e)
+                    .num(e.inode as u64),
+            );
+        }
+        if e.name.iter().any(|&c| c == b'/' || c == 0) {
+            out.problems
+                .push(self.problem(Code::DirEntryIllegalChars, e));
+        }
+        if !fsp.filetype {
+            if e.file_type != 0 {
+                out.problems
+                    .push(self.problem(Code::DirEntryFileTypeSet, e));
+            }
+        } else if ti.used {
+            let should = if ti.dir {
+                2
+            } else if ti.reg {
+                1
+            } else if ti.bad {
+                0
+            } else {
+                ti.ftype
+            };
+            if e.file_type != should {
+                out.problems.push(
+                    self.problem(Code::DirEntryFileType, e)
+                        .num(e.file_type as u64)
+                        .num2(should as u64),
+                );
+            }
+        }
+        if let Some(v) = self.hash_version
+            && let Some((h, _)) = dx_hash(e.name, v, &fsp.hash_seed)
+        {
+            self.hashes.0 = self.hashes.0.min(h);
+            self.hashes.1 = self.hashes.1.max(h);
+        }
+        if state > 1 && ti.dir && e.inode != ROOT_INO {
+            let start = out.names.len() as u32;
+            out.names.extend_from_slice(e.name);
+            out.subdirs.push(SubdirRef {
+                key: (
+                    self.pos.zero_first && self.pos.lblk != 0,
+                    self.pos.pblk,
+                    dir,
+                    self.pos.lblk,
+                    e.off as u32,
+                ),
+                parent: dir,
+                child: e.inode,
+                name_start: start,
+                name_len: e.name.len() as u8,
+            });
+        }
+        if dir == ROOT_INO && e.name == b"lost+found" {
+            out.lost_found
+                .push(((self.pos.lblk, e.off as u32), e.inode));
+        }
+        if e.real {
+            out.seen
+                .push((fingerprint(e.name), e.off as u32, e.name.len() as u8));
+        }
+        self.t.add_link(e.inode);
+    }
+
+    fn check_dot(&mut self, e: &Entry<'_>, out: &mut Sink) {
+        let dir = self.d.ino;
+        if e.inode == 0 || !is_dot(e.name) {
+            out.problems.push(
+                Problem::new(Code::DirDotMissing)
+                    .ino(dir)
+                    .blk(self.pos.pblk),
+            );
+            return;
+        }
+        if e.after_name != 0 {
+            out.problems
+                .push(self.problem(Code::DirDotNotTerminated, e));
+        }
+        if e.inode != dir {
+            out.problems.push(
+                Problem::new(Code::DirDotBadInode)
+                    .ino(dir)
+                    .num(e.inode as u64),
+            );
+        }
+        // Room for at least one more entry after '.' is wasted space the
+        // kernel never leaves (it would have split the record).
+        if e.rec_len > 2 * MIN_REC_LEN {
+            out.problems.push(
+                Problem::new(Code::DirDotRecLen)
+                    .ino(dir)
+                    .num(e.rec_len as u64),
+            );
+        }
+    }
+
+    fn check_dotdot(&mut self, e: &Entry<'_>, out: &mut Sink) {
+        let dir = self.d.ino;
+        if e.inode == 0 || !is_dotdot(e.name) {
+            out.problems.push(
+                Problem::new(Code::DirDotDotMissing)
+                    .ino(dir)
+                    .blk(self.pos.pblk),
+            );
+            return;
+        }
+        if e.after_name != 0 {
+            out.problems
+                .push(self.problem(Code::DirDotNotTerminated, e));
+            return;
+        }
+        out.dotdots.push((dir, e.inode));
+    }
+
+    fn check_group_area(&self, e: &Entry<'_>, out: &mut Sink) {
+        let fsp = self.fsp;
+        if fsp.groups.is_empty() || fsp.inodes_per_group == 0 {
+            return;
+        }
+        let g = (e.inode - 1) / fsp.inodes_per_group;
+        let idx = (e.inode - 1) % fsp.inodes_per_group;
+        let Some(gi) = fsp.groups.get(g as usize) else {
+            return;
+        };
+        if gi.inode_uninit {
+            out.problems.push(
+                self.problem(Code::DirEntryUninitGroup, e)
+                    .num(e.inode as u64)
+                    .group(g),
+            );
+        } else if idx >= gi.first_unused {
+            out.problems.push(
+                self.problem(Code::DirEntryUnusedArea, e)
+                    .num(e.inode as u64)
+                    .group(g),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::bytes::{put_le16, put_le32};
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    const BS: usize = 1024;
+
+    struct Fake {
+        used: Vec<bool>,
+        dir: Vec<bool>,
+        bad: Vec<bool>,
+        ftype: Vec<u8>,
+        links: Vec<AtomicU32>,
+    }
+
+    impl Fake {
+        fn new() -> Fake {
+            let n = 65;
+            let mut f = Fake {
+                used: vec![false; n],
+                dir: vec![false; n],
+                bad: vec![false; n],
+                ftype: vec![0; n],
+                links: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            };
+            for i in [2usize, 11, 12, 13] {
+                f.used[i] = true;
+                f.dir[i] = true;
+                f.ftype[i] = 2;
+            }
+            for i in 14..20 {
+                f.used[i] = true;
+                f.ftype[i] = 1;
+            }
+            f
+        }
+        fn links(&self, i: usize) -> u32 {
+            self.links[i].load(Ordering::Relaxed)
+        }
+    }
+
+    impl Targets for Fake {
+        fn info(&self, ino: u32) -> TargetInfo {
+            let i = ino as usize;
+            TargetInfo {
+                used: self.used.get(i).copied().unwrap_or(false),
+                dir: self.dir.get(i).copied().unwrap_or(false),
+                reg: self.ftype.get(i) == Some(&1),
+                bad: self.bad.get(i).copied().unwrap_or(false),
+                ftype: self.ftype.get(i).copied().unwrap_or(0),
+            }
+        }
+        fn add_link(&self, ino: u32) {
+            if let Some(c) = self.links.get(ino as usize) {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn fsp(csum: bool) -> FsParams {
+        FsParams {
+            bs: BS,
+            inodes_count: 64,
+            first_ino: 11,
+            inodes_per_group: 32,
+            filetype: true,
+            metadata_csum: csum,
+            largedir: false,
+            hash_seed: [1, 2, 3, 4],
+            unsigned_hash: false,
+            groups: Vec::new(),
+        }
+    }
+
+    /// Lays out (inode, name, file_type) entries, the last one spanning to
+    /// `end`; returns the block.
+    fn block(entries: &[(u32, &[u8], u8)], end: usize) -> Vec<u8> {
+        let mut b = vec![0u8; BS];
+        let mut off = 0;
+        for (i, &(ino, name, ft)) in entries.iter().enumerate() {
+            let rl = if i + 1 == entries.len() {
+                end - off
+            } else {
+                dir_entry::rec_len_for(name.len())
+            };
+            put_le32(&mut b, off, ino);
+            put_le16(&mut b, off + 4, rl as u16);
+            b[off + 6] = name.len() as u8;
+            b[off + 7] = ft;
+            b[off + 8..off + 8 + name.len()].copy_from_slice(name);
+            off += rl;
+        }
+        b
+    }
+
+    fn with_tail(mut b: Vec<u8>, seed: u32) -> Vec<u8> {
+        let t = BS - dir_entry::TAIL_LEN;
+        put_le32(&mut b, t, 0);
+        put_le16(&mut b, t + 4, 12);
+        b[t + 6] = 0;
+        b[t + 7] = dir_entry::TAIL_FT;
+        let c = dir_entry::compute_tail_checksum(seed, &b);
+        put_le32(&mut b, BS - 4, c);
+        b
+    }
+
+    fn run(f: &FsParams, dir: u32, lblk: u32, b: &[u8], t: &Fake) -> Sink {
+        let d = DirParams {
+            ino: dir,
+            csum_seed: 77,
+            htree: None,
+        };
+        let mut s = Sink::default();
+        let pos = BlockPos {
+            lblk,
+            pblk: 500,
+            zero_first: true,
+        };
+        check_block(f, &d, pos, b, t, &mut s);
+        s
+    }
+
+    fn codes(s: &Sink) -> Vec<Code> {
+        s.problems.iter().map(|p| p.code).collect()
+    }
+
+    #[test]
+    fn healthy_first_block() {
+        let t = Fake::new();
+        let b = block(
+            &[
+                (12, b".", 2),
+                (2, b"..", 2),
+                (14, b"file", 1),
+                (13, b"sub", 2),
+            ],
+            BS,
+        );
+        let s = run(&fsp(false), 12, 0, &b, &t);
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+        assert_eq!(s.dotdots, vec![(12, 2)]);
+        assert_eq!(s.subdirs.len(), 1);
+        assert_eq!((s.subdirs[0].parent, s.subdirs[0].child), (12, 13));
+        assert_eq!(
+            (t.links(12), t.links(2), t.links(14), t.links(13)),
+            (1, 1, 1, 1)
+        );
+    }
+
+    #[test]
+    fn checksum_tail() {
+        let t = Fake::new();
+        let f = fsp(true);
+        let entries: &[(u32, &[u8], u8)] = &[(12, b".", 2), (2, b"..", 2), (14, b"f", 1)];
+        let good = with_tail(block(entries, BS - 12), 77);
+        assert!(run(&f, 12, 0, &good, &t).problems.is_empty());
+        let mut bad = good.clone();
+        bad[BS - 1] ^= 1;
+        assert_eq!(
+            codes(&run(&f, 12, 0, &bad, &t)),
+            vec![Code::DirBlockChecksum]
+        );
+        let none = block(entries, BS);
+        assert_eq!(
+            codes(&run(&f, 12, 0, &none, &t)),
+            vec![Code::DirBlockNoTail]
+        );
+    }
+
+    #[test]
+    fn corrupt_records_stop_the_block() {
+        let t = Fake::new();
+        let f = fsp(false);
+        let base = block(&[(14, b"a", 1), (15, b"b", 1), (16, b"c", 1)], BS);
+        for (off, val) in [(4usize, 13u16), (4, 4), (4, 2000), (16, 0)] {
+            let mut b = base.clone();
+            put_le16(&mut b, off, val);
+            let s = run(&f, 12, 1, &b, &t);
+            assert_eq!(
+                codes(&s),
+                vec![Code::DirBlockCorrupt],
+                "rec_len {val} at {off}"
+            );
+        }
+        let mut b = base.clone();
+        b[6] = 9; // name longer than the 12-byte record
+        assert_eq!(codes(&run(&f, 12, 1, &b, &t)), vec![Code::DirBlockCorrupt]);
+        // A chain that stops short of the block end runs into garbage.
+        let mut b = block(&[(14, b"a", 1)], 512);
+        put_le16(&mut b, 512 + 4, 0);
+        assert_eq!(codes(&run(&f, 12, 1, &b, &t)), vec![Code::DirBlockCorrupt]);
+    }
+
+    #[test]
+    fn dot_and_dotdot() {
+        let t = Fake::new();
+        let f = fsp(false);
+        let b = block(&[(13, b".", 2), (2, b"..", 2)], BS);
+        assert_eq!(codes(&run(&f, 12, 0, &b, &t)), vec![Code::DirDotBadInode]);
+        let b = block(&[(14, b"x", 1), (2, b"..", 2)], BS);
+        assert!(codes(&run(&f, 12, 0, &b, &t)).contains(&Code::DirDotMissing));
+        let b = block(&[(12, b".", 2), (14, b"x", 1)], BS);
+        let s = run(&f, 12, 0, &b, &t);
+        assert_eq!(codes(&s), vec![Code::DirDotDotMissing]);
+        assert!(s.dotdots.is_empty());
+        // '.' swallowing the whole block.
+        let b = block(&[(12, b".", 2)], BS);
+        let c = codes(&run(&f, 12, 0, &b, &t));
+        assert!(c.contains(&Code::DirDotRecLen));
+        // '.' followed by a stray byte.
+        let mut b = block(&[(12, b".", 2), (2, b"..", 2)], BS);
+        b[9] = b'x';
+        assert_eq!(
+            codes(&run(&f, 12, 0, &b, &t)),
+            vec![Code::DirDotNotTerminated]
+        );
+        // '.' and '..' later in the directory.
+        let b = block(&[(12, b".", 2), (2, b"..", 2)], BS);
+        let c = codes(&run(&f, 12, 1, &b, &t));
+        assert_eq!(
+            c,
+            vec![
+                Code::DirEntryLinkToDot,
+                Code::DirDotSecondEntry,
+                Code::DirDotSecondEntry
+            ]
+        );
+    }
+
+    #[test]
+    fn entry_targets() {
+        let mut t = Fake::new();
+        t.bad[17] = true;
+        let f = fsp(false);
+        let cases: &[(u32, &[u8], u8, Code)] = &[
+            (99, b"big", 1, Code::DirEntryBadInode),
+            (7, b"resv", 1, Code::DirEntryReservedInode),
+            (30, b"gone", 1, Code::DirEntryDeletedInode),
+            (17, b"bad", 1, Code::DirEntryBadInodeTarget),
+            (14, b"a/b", 1, Code::DirEntryIllegalChars),
+            (14, b"ft", 2, Code::DirEntryFileType),
+            (2, b"root", 2, Code::DirEntryLinkToRoot),
+            (12, b"self", 2, Code::DirEntryLinkToDot),
+            (14, b"", 1, Code::DirEntryZeroLenName),
+        ];
+        for &(ino, name, ft, code) in cases {
+            let b = block(&[(ino, name, ft)], BS);
+            let c = codes(&run(&f, 12, 3, &b, &t));
+            assert_eq!(c, vec![code], "entry {:?}", String::from_utf8_lossy(name));
+        }
+        let mut nf = fsp(false);
+        nf.filetype = false;
+        let b = block(&[(14, b"x", 1)], BS);
+        assert_eq!(
+            codes(&run(&nf, 12, 3, &b, &t)),
+            vec![Code::DirEntryFileTypeSet]
+        );
+    }
+
+    #[test]
+    fn uninit_areas() {
+        let t = Fake::new();
+        let mut f = fsp(false);
+        f.groups = vec![
+            GroupInodes {
+                inode_uninit: false,
+                first_unused: 16,
+            },
+            GroupInodes {
+                inode_uninit: true,
+                first_unused: 0,
+            },
+        ];
+        let b = block(&[(19, b"late", 1), (40, b"uninit", 1)], BS);
+        let c = codes(&run(&f, 12, 3, &b, &t));
+        assert_eq!(
+            c,
+            vec![
+                Code::DirEntryUnusedArea,
+                Code::DirEntryUninitGroup,
+                Code::DirEntryDeletedInode
+            ]
+        );
+    }
+
+    #[test]
+    fn duplicates_in_a_block() {
+        let t = Fake::new();
+        let b = block(&[(14, b"same", 1), (15, b"other", 1), (16, b"same", 1)], BS);
+        let s = run(&fsp(false), 12, 2, &b, &t);
+        assert_eq!(codes(&s), vec![Code::DirEntryDuplicate]);
+        assert_eq!(s.problems[0].detail, "same");
+    }
+
+    fn dx_root(levels: u8, entries: &[(u32, u32)], csum: bool) -> Vec<u8> {
+        let mut b = block(&[(12, b".", 2), (2, b"..", 2)], BS);
+        let r = htree::ROOT_INFO_OFFSET;
+        b[r + 4] = 1;
+        b[r + 5] = 8;
+        b[r + 6] = levels;
+        let co = r + 8;
+        let limit = (BS - co - if csum { 8 } else { 0 }) / 8;
+        put_le16(&mut b, co, limit as u16);
+        put_le16(&mut b, co + 2, entries.len() as u16);
+        for (i, &(h, blk)) in entries.iter().enumerate() {
+            if i > 0 {
+                put_le32(&mut b, co + 8 * i, h);
+            }
+            put_le32(&mut b, co + 8 * i + 4, blk);
+        }
+        b
+    }
+
+    fn run_dx(f: &FsParams, lblk: u32, b: &[u8], t: &Fake) -> Sink {
+        let d = DirParams {
+            ino: 12,
+            csum_seed: 77,
+            htree: Some(HtreeParams {
+                hash_version: Some(1),
+                numblocks: 4,
+            }),
+        };
+        let mut s = Sink::default();
+        let pos = BlockPos {
+            lblk,
+            pblk: 900,
+            zero_first: true,
+        };
+        check_block(f, &d, pos, b, t, &mut s);
+        s
+    }
+
+    #[test]
+    fn htree_root_and_node() {
+        let t = Fake::new();
+        let f = fsp(false);
+        let b = dx_root(0, &[(0, 1), (0x8000_0001, 2), (0x9000_0000, 3)], false);
+        let s = run_dx(&f, 0, &b, &t);
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+        assert_eq!(
+            s.dx[0].entries,
+            vec![(0, 1), (0x8000_0000, 2), (0x9000_0000, 3)]
+        );
+        assert_eq!(s.dotdots, vec![(12, 2)]);
+
+        let mut b2 = b.clone();
+        b2[htree::ROOT_INFO_OFFSET + 4] = 9;
+        b2[htree::ROOT_INFO_OFFSET + 6] = 2;
+        put_le16(&mut b2, 0x20, 7);
+        put_le32(&mut b2, 0x20 + 8 * 2 + 4, 50);
+        let c = codes(&run_dx(&f, 0, &b2, &t));
+        for code in [Code::HtreeRootBad, Code::HtreeLimit, Code::HtreeBadBlock] {
+            assert!(c.contains(&code), "{code:?} in {c:?}");
+        }
+        let mut b3 = b.clone();
+        put_le16(&mut b3, 0x22, 500);
+        let c = codes(&run_dx(&f, 0, &b3, &t));
+        assert!(c.contains(&Code::HtreeCount));
+
+        // An interior node: one empty entry over the block, then the index.
+        let mut n = vec![0u8; BS];
+        put_le16(&mut n, 4, BS as u16);
+        put_le16(&mut n, 8, ((BS - 8) / 8) as u16);
+        put_le16(&mut n, 10, 2);
+        put_le32(&mut n, 12, 3);
+        put_le32(&mut n, 16, 0x4000_0000);
+        put_le32(&mut n, 20, 2);
+        let s = run_dx(&f, 1, &n, &t);
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+        assert_eq!(s.dx[0].kind, DxKind::Node);
+        // An empty leaf (wrong limit) stays a leaf.
+        put_le16(&mut n, 8, 3);
+        let s = run_dx(&f, 1, &n, &t);
+        assert!(s.dx.is_empty());
+        assert_eq!(s.leaves.len(), 1);
+    }
+
+    #[test]
+    fn htree_checksums() {
+        let t = Fake::new();
+        let f = fsp(true);
+        let mut b = dx_root(0, &[(0, 1), (0x8000_0000, 2)], true);
+        let co = 0x20;
+        let cl = htree::parse_count_limit(&b, co);
+        let c = htree::compute_tail_checksum(77, &b, co, cl).unwrap();
+        put_le32(&mut b, co + cl.limit as usize * 8 + 4, c);
+        assert!(run_dx(&f, 0, &b, &t).problems.is_empty());
+        b[co + 9] ^= 0x10;
+        let c = codes(&run_dx(&f, 0, &b, &t));
+        assert!(c.contains(&Code::HtreeNodeChecksum));
+    }
+
+    #[test]
+    fn leaf_hash_range_recorded() {
+        let t = Fake::new();
+        let f = fsp(false);
+        let b = block(
+            &[(14, b"alpha", 1), (0, b"deleted", 0), (15, b"beta", 1)],
+            BS,
+        );
+        let s = run_dx(&f, 2, &b, &t);
+        let ha = dx_hash(b"alpha", 1, &f.hash_seed).unwrap().0;
+        let hb = dx_hash(b"beta", 1, &f.hash_seed).unwrap().0;
+        assert_eq!(s.leaves[0].min_hash, ha.min(hb));
+        assert_eq!(s.leaves[0].max_hash, ha.max(hb));
+    }
+
+    #[test]
+    fn inline_directory() {
+        let t = Fake::new();
+        let f = fsp(false);
+        let d = DirParams {
+            ino: 13,
+            csum_seed: 0,
+            htree: None,
+        };
+        let mut ib = vec![0u8; 60];
+        put_le32(&mut ib, 0, 2);
+        let tail = block(&[(14, b"in", 1)], 56);
+        ib[4..60].copy_from_slice(&tail[..56]);
+        let ea = block(&[(15, b"ea", 1)], 40)[..40].to_vec();
+        let mut s = Sink::default();
+        check_inline(&f, &d, &ib, &ea, &t, &mut s);
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+        assert_eq!(s.dotdots, vec![(13, 2)]);
+        assert_eq!((t.links(13), t.links(14), t.links(15)), (1, 1, 1));
+        put_le16(&mut ib, 8, 100);
+        let mut s = Sink::default();
+        check_inline(&f, &d, &ib, &ea, &t, &mut s);
+        assert_eq!(codes(&s), vec![Code::DirBlockCorrupt]);
+    }
+
+    #[test]
+    fn random_blocks_never_panic() {
+        let t = Fake::new();
+        let mut x: u64 = 0x1234_5678;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for round in 0..2000 {
+            let mut b = vec![0u8; BS];
+            for v in b.iter_mut() {
+                *v = next() as u8;
+            }
+            // Give some blocks plausible small rec_lens so the walk goes on.
+            if round % 2 == 0 {
+                for off in (0..BS).step_by(16) {
+                    put_le16(&mut b, off + 4, 16);
+                    b[off + 6] = (next() % 9) as u8;
+                }
+            }
+            let f = fsp(round % 3 == 0);
+            for lblk in [0, 1, 5] {
+                let _ = run(&f, 12, lblk, &b, &t);
+                let _ = run_dx(&f, lblk, &b, &t);
+            }
+            let mut s = Sink::default();
+            let d = DirParams::default();
+            check_inline(&f, &d, &b[..60], &b[60..60 + (round % 200)], &t, &mut s);
+        }
+    }
+}
