@@ -202,7 +202,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
                 scratch: Scratch::new(bs),
             },
             |w, u| {
-                if super::interrupted() {
+                if crate::engine::cancelled() {
                     return UnitOut::default();
                 }
                 scan_unit(&ctx, w, units[u])
