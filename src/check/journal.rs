@@ -39,16 +39,32 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
         }
         return out;
     }
-    match journal_superblock(fs, sb.journal_inum) {
-        Err(why) => out.push(
-            Problem::new(Code::JournalInodeInvalid)
-                .ino(sb.journal_inum)
-                .detail(why),
-        ),
+    // e2fsck stops when the journal is unusable and it may not clear it:
+    // checking on would judge metadata the journal may still overwrite.
+    let found = journal_superblock(fs, sb.journal_inum).or_else(|why| {
+        // mke2fs keeps a copy of the journal inode's block map and size in
+        // the superblock; e2fsck falls back to it, leaving the inode itself
+        // to pass 1.
+        backup_journal_superblock(fs).ok_or(why)
+    });
+    match found {
+        Err(why) => {
+            out.push(
+                Problem::new(Code::JournalInodeInvalid)
+                    .ino(sb.journal_inum)
+                    .detail(why),
+            );
+            out.push(Problem::new(Code::JournalCannotProceed));
+        }
         Ok(jsb_bytes) => {
             let j = journal::parse_superblock(&jsb_bytes);
             if let Some(why) = superblock_problem(fs, &j, &jsb_bytes) {
-                out.push(Problem::new(Code::JournalSuperblockCorrupt).detail(why));
+                out.push(
+                    Problem::new(Code::JournalSuperblockCorrupt)
+                        .ino(sb.journal_inum)
+                        .detail(why),
+                );
+                out.push(Problem::new(Code::JournalCannotProceed));
             } else if j.blocktype == journal::BLOCKTYPE_SB_V2
                 && j.feature_incompat & !journal::incompat::KNOWN != 0
             {
@@ -72,6 +88,34 @@ fn journal_superblock(fs: &Fs, ino: u32) -> Result<Vec<u8>, String> {
     if inode.links_count == 0 || !inode.is_reg() {
         return Err("not a regular file in use".into());
     }
+    journal_first_block(fs, &inode)
+}
+
+/// `s_jnl_backup_type` value meaning s_jnl_blocks holds the inode's i_block
+/// (15 words), then i_size_high and i_size.
+const JNL_BACKUP_BLOCKS: u8 = 1;
+
+fn backup_journal_superblock(fs: &Fs) -> Option<Vec<u8>> {
+    let sb = &fs.sb;
+    if sb.jnl_backup_type != JNL_BACKUP_BLOCKS {
+        return None;
+    }
+    let mut raw = vec![0u8; 128];
+    for (i, w) in sb.jnl_blocks[..15].iter().enumerate() {
+        raw[0x28 + 4 * i..0x2C + 4 * i].copy_from_slice(&w.to_le_bytes());
+    }
+    raw[0x6C..0x70].copy_from_slice(&sb.jnl_blocks[15].to_le_bytes());
+    raw[0x4..0x8].copy_from_slice(&sb.jnl_blocks[16].to_le_bytes());
+    let mut inode = Inode::parse(&raw);
+    // The copy does not say how the blocks are mapped; an extent header
+    // in i_block does.
+    if extent::parse_header(&inode.block).magic == EXTENT_MAGIC {
+        inode.flags |= flags::EXTENTS;
+    }
+    journal_first_block(fs, &inode).ok()
+}
+
+fn journal_first_block(fs: &Fs, inode: &Inode) -> Result<Vec<u8>, String> {
     let bs = fs.geo.block_size as u64;
     if inode.size / bs < MIN_JOURNAL_BLOCKS {
         return Err(format!("too small ({} bytes)", inode.size));

@@ -92,7 +92,7 @@ problems! {
     SbLastMountFuture = ("0x000C", Super, Notice, true, "Superblock last mount time is in the future"),
     SbLastWriteFuture = ("0x000D", Super, Notice, true, "Superblock last write time is in the future"),
     SbHugeFileNoLargeFile = ("0x000E", Super, Error, true, "Filesystem has huge files but the large_file flag is not set"),
-    SbOrphanList = ("0x000F", Super, Error, true, "The orphan inode list starting at inode {ino} needs processing"),
+    SbOrphanList = ("0x000F", Super, Notice, true, "The orphan inode list starting at inode {ino} needs processing"),
     SbExtraIsize = ("0x0010", Super, Notice, true, "Superblock {detail}_extra_isize {num} is invalid"),
     SbNeedsRecovery = ("0x0011", Super, Notice, false, "Warning: skipping journal recovery because doing a read-only filesystem check"),
     SbMetadataCsumAndGdtCsum = ("0x0012", Super, Error, true, "Superblock has both metadata_csum and uninit_bg (gdt_csum) set"),
@@ -119,6 +119,7 @@ problems! {
     JournalExternalUnsupported = ("0x0206", Super, Fatal, false, "The file system uses an external journal device, which is not supported"),
     JournalChecksum = ("0x0207", Super, Error, false, "The journal superblock checksum does not match"),
     JournalNeedsRecoveryNoFlag = ("0x0208", Super, Error, true, "The journal has data to replay but the needs_recovery flag is not set"),
+    JournalCannotProceed = ("0x020A", Super, Fatal, false, "The journal is unusable and -n forbids clearing it: cannot proceed with the file system check"),
     JournalRecoverNoJournal = ("0x0209", Super, Error, true, "The needs_recovery flag is set but the file system has no journal"),
 
     // ---- Pass 1: inodes, blocks and sizes ----
