@@ -120,7 +120,7 @@ fn journal_first_block(fs: &Fs, inode: &Inode) -> Result<Vec<u8>, String> {
     if inode.size / bs < MIN_JOURNAL_BLOCKS {
         return Err(format!("too small ({} bytes)", inode.size));
     }
-    let first = first_block(fs, &inode)?;
+    let first = first_block(fs, inode)?;
     if !fs.geo.block_in_fs(first) {
         return Err(format!("illegal block {first}"));
     }
