@@ -646,8 +646,13 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         );
     }
     if inode.has_flag(flags::ENCRYPT) {
-        c.report(Problem::new(Code::InodeEncrypted).ino(ino));
-        return;
+        // Encrypted file systems stop at pass 0 (unsupported feature);
+        // here the flag is stray and e2fsck offers to clear it.
+        c.report(
+            Problem::new(Code::InodeBadFlags)
+                .ino(ino)
+                .detail("ENCRYPT_FL without an encryption context"),
+        );
     }
     if inode.has_flag(flags::CASEFOLD) && !ctx.casefold {
         c.report(Problem::new(Code::InodeCasefold).ino(ino));
