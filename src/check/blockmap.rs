@@ -459,10 +459,8 @@ mod tests {
             let off = *b as usize * BS;
             img[off..off + data.len()].copy_from_slice(data);
         }
-        let path = std::env::temp_dir().join(format!(
-            "pfsck-blockmap-{name}-{}",
-            std::process::id()
-        ));
+        let path =
+            std::env::temp_dir().join(format!("pfsck-blockmap-{name}-{}", std::process::id()));
         std::fs::write(&path, &img).unwrap();
         let dev = Device::open_read_only(&path).unwrap();
         let fs = Fs {
