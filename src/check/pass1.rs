@@ -832,6 +832,8 @@ struct Claimer<'a> {
     state: &'a State,
     /// Walking the bad blocks inode: its blocks may not be metadata.
     bad_blocks: bool,
+    /// Block pointers (not an extent tree): mapping blocks are in line.
+    indirect: bool,
     ino: u32,
     /// Claim nothing: the resize inode's blocks are metadata (reserved GDT
     /// blocks), counted in i_blocks only.
@@ -851,6 +853,15 @@ struct Claimer<'a> {
 }
 
 impl Claimer<'_> {
+    /// Simplistic contiguity, as e2fsck's: each block must follow the
+    /// previous one (the resize inode's map is scattered by design).
+    fn note_position(&mut self, pblk: u64, len: u64) {
+        if self.ino != inode::RESIZE_INO && self.prev_pblk != 0 && pblk != self.prev_pblk + 1 {
+            self.fragmented = true;
+        }
+        self.prev_pblk = pblk + len.saturating_sub(1);
+    }
+
     fn claim(&mut self, b: u64) {
         if self.no_claim {
             return;
@@ -879,10 +890,7 @@ impl MapVisitor for Claimer<'_> {
     fn data(&mut self, lblk: u64, pblk: u64, len: u64, unwritten: bool) {
         let len = len.min(self.budget);
         self.budget -= len;
-        if self.prev_pblk != 0 && pblk != self.prev_pblk + 1 {
-            self.fragmented = true;
-        }
-        self.prev_pblk = pblk + len.saturating_sub(1);
+        self.note_position(pblk, len);
         for k in 0..len {
             self.claim(pblk + k);
         }
@@ -920,6 +928,11 @@ impl MapVisitor for Claimer<'_> {
             return;
         }
         self.budget -= 1;
+        if self.indirect {
+            // e2fsck sees indirect blocks in file order, before what they
+            // map; extent tree nodes do not count for contiguity.
+            self.note_position(pblk, 1);
+        }
         self.claim(pblk);
         self.blocks += 1;
     }
@@ -1075,6 +1088,7 @@ fn check_blocks(
         fs,
         state: ctx.state,
         bad_blocks,
+        indirect: !extent_mapped || bad_blocks,
         ino,
         no_claim: ino == inode::RESIZE_INO,
         is_dir,
