@@ -427,3 +427,210 @@ fn visit_ptr<V: MapVisitor>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::bytes::{put_le16, put_le32};
+    use crate::fs::geometry::Geometry;
+    use crate::fs::superblock::Superblock;
+    use crate::io::Device;
+
+    const BS: usize = 1024;
+    const NBLOCKS: u64 = 256;
+
+    /// A 256-block, 1 KiB-block file system image in a temporary file,
+    /// with `blocks` written at the given block numbers.
+    fn test_fs(name: &str, blocks: &[(u64, Vec<u8>)]) -> (Fs, std::path::PathBuf) {
+        let mut sbb = vec![0u8; 1024];
+        put_le32(&mut sbb, 0x0, 64); // inodes_count
+        put_le32(&mut sbb, 0x4, NBLOCKS as u32);
+        put_le32(&mut sbb, 0x14, 1); // first_data_block
+        put_le32(&mut sbb, 0x20, 8192); // blocks_per_group
+        put_le32(&mut sbb, 0x28, 64); // inodes_per_group
+        put_le16(&mut sbb, 0x38, 0xEF53);
+        put_le32(&mut sbb, 0x4C, 1); // rev_level
+        put_le32(&mut sbb, 0x54, 11); // first_ino
+        put_le16(&mut sbb, 0x58, 128); // inode_size
+        let sb = Superblock::parse(&sbb);
+        let geo = Geometry::new(&sb).expect("geometry");
+        let mut img = vec![0u8; NBLOCKS as usize * BS];
+        for (b, data) in blocks {
+            let off = *b as usize * BS;
+            img[off..off + data.len()].copy_from_slice(data);
+        }
+        let path =
+            std::env::temp_dir().join(format!("pfsck-blockmap-{name}-{}", std::process::id()));
+        std::fs::write(&path, &img).unwrap();
+        let dev = Device::open_read_only(&path).unwrap();
+        let fs = Fs {
+            dev,
+            sb,
+            sb_block: 1,
+            geo,
+            gds: vec![Default::default()],
+            gd_raw: vec![0u8; 32],
+            csum_seed: 0,
+        };
+        (fs, path)
+    }
+
+    #[derive(Default)]
+    struct Rec {
+        data: Vec<(u64, u64, u64, bool)>,
+        nodes: Vec<u64>,
+        probs: Vec<Code>,
+    }
+
+    impl MapVisitor for Rec {
+        fn data(&mut self, lblk: u64, pblk: u64, len: u64, unwritten: bool) {
+            self.data.push((lblk, pblk, len, unwritten));
+        }
+        fn node(&mut self, pblk: u64) {
+            self.nodes.push(pblk);
+        }
+        fn problem(&mut self, p: Problem) {
+            self.probs.push(p.code);
+        }
+    }
+
+    fn header(b: &mut [u8], entries: u16, max: u16, depth: u16) {
+        put_le16(b, 0, EXTENT_MAGIC);
+        put_le16(b, 2, entries);
+        put_le16(b, 4, max);
+        put_le16(b, 6, depth);
+    }
+
+    fn leaf(b: &mut [u8], i: usize, lblk: u32, len: u16, pblk: u32) {
+        let o = 12 + 12 * i;
+        put_le32(b, o, lblk);
+        put_le16(b, o + 4, len);
+        put_le32(b, o + 8, pblk);
+    }
+
+    fn index(b: &mut [u8], i: usize, lblk: u32, child: u32) {
+        let o = 12 + 12 * i;
+        put_le32(b, o, lblk);
+        put_le32(b, o + 4, child);
+    }
+
+    fn info(ino: u32) -> MapInfo {
+        MapInfo {
+            ino,
+            is_dir: false,
+            eof_block: 100,
+            csum_seed: None,
+            large_dir: false,
+        }
+    }
+
+    #[test]
+    fn extent_root_leaf_and_problems() {
+        let (fs, path) = test_fs("leaf", &[]);
+        let mut root = [0u8; 60];
+        header(&mut root, 4, 4, 0);
+        leaf(&mut root, 0, 0, 3, 50);
+        leaf(&mut root, 1, 10, 32768 + 2, 60); // unwritten
+        leaf(&mut root, 2, 5, 1, 70); // out of order
+        leaf(&mut root, 3, 20, 1, 9999); // outside the fs
+        let mut r = Rec::default();
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        assert_eq!(r.data, vec![(0, 50, 3, false), (10, 60, 2, true)]);
+        assert_eq!(r.probs, vec![Code::InodeExtentOrder, Code::InodeExtentBad]);
+        assert!(r.nodes.is_empty());
+
+        let mut bad = root;
+        put_le16(&mut bad, 0, 0x1234);
+        let mut r = Rec::default();
+        walk_extents(&fs, info(12), &bad, &mut Scratch::new(BS), &mut r);
+        assert_eq!(r.probs, vec![Code::InodeExtentHeader]);
+        assert!(r.data.is_empty());
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn extent_index_to_leaf() {
+        let max = extent::max_entries(BS);
+        let mut child = vec![0u8; BS];
+        header(&mut child, 2, max, 0);
+        leaf(&mut child, 0, 0, 4, 100);
+        leaf(&mut child, 1, 8, 1, 110);
+        let mut child2 = vec![0u8; BS];
+        header(&mut child2, 1, max, 0);
+        leaf(&mut child2, 0, 30, 1, 120); // index says 20: start mismatch
+        let mut badchild = vec![0u8; BS];
+        header(&mut badchild, 1, max, 1); // wrong depth
+        let (fs, path) = test_fs("index", &[(40, child), (41, child2), (42, badchild)]);
+        let mut root = [0u8; 60];
+        header(&mut root, 3, 4, 1);
+        index(&mut root, 0, 0, 40);
+        index(&mut root, 1, 20, 41);
+        index(&mut root, 2, 50, 42);
+        let mut r = Rec::default();
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        assert_eq!(r.nodes, vec![40, 41]);
+        assert_eq!(
+            r.data,
+            vec![(0, 100, 4, false), (8, 110, 1, false), (30, 120, 1, false)]
+        );
+        assert_eq!(
+            r.probs,
+            vec![Code::InodeExtentIndexEnd, Code::InodeExtentNodeBad]
+        );
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn extent_child_past_parent_range() {
+        let max = extent::max_entries(BS);
+        let mut child = vec![0u8; BS];
+        header(&mut child, 2, max, 0);
+        leaf(&mut child, 0, 0, 4, 100);
+        leaf(&mut child, 1, 15, 10, 110); // beyond next index (20)
+        let mut child2 = vec![0u8; BS];
+        header(&mut child2, 1, max, 0);
+        leaf(&mut child2, 0, 20, 1, 130);
+        let (fs, path) = test_fs("range", &[(40, child), (41, child2)]);
+        let mut root = [0u8; 60];
+        header(&mut root, 2, 4, 1);
+        index(&mut root, 0, 0, 40);
+        index(&mut root, 1, 20, 41);
+        let mut r = Rec::default();
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        assert_eq!(r.probs, vec![Code::InodeExtentPastEof]);
+        assert_eq!(r.data, vec![(0, 100, 4, false), (20, 130, 1, false)]);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn indirect_blocks_and_illegal_pointers() {
+        let mut ind = vec![0u8; BS];
+        put_le32(&mut ind, 0, 80);
+        put_le32(&mut ind, 4, 5000); // illegal
+        put_le32(&mut ind, 8, 81);
+        let (fs, path) = test_fs("ind", &[(70, ind)]);
+        let mut ptrs = [0u32; 15];
+        ptrs[0] = 60;
+        ptrs[1] = 0; // hole
+        ptrs[2] = 61;
+        ptrs[12] = 70;
+        ptrs[13] = 9999; // illegal double indirect
+        let mut r = Rec::default();
+        walk_indirect(&fs, 12, &ptrs, &mut Scratch::new(BS), &mut r);
+        assert_eq!(r.nodes, vec![70]);
+        assert_eq!(
+            r.data,
+            vec![
+                (0, 60, 1, false),
+                (2, 61, 1, false),
+                (12, 80, 1, false),
+                (14, 81, 1, false)
+            ]
+        );
+        assert_eq!(
+            r.probs,
+            vec![Code::InodeIllegalBlock, Code::InodeIllegalBlock]
+        );
+        std::fs::remove_file(path).unwrap();
+    }
+}

@@ -115,6 +115,18 @@ pub(crate) fn make_units(fs: &Fs) -> Vec<Unit> {
     units
 }
 
+/// An i_blocks check waiting for its xattr block to be validated.
+struct PendingIBlocks {
+    ino: u32,
+    acl: u64,
+    /// Expected i_blocks without the xattr block.
+    expect: u64,
+    /// What one block adds to i_blocks.
+    unit: u64,
+    stored: u64,
+    hi_bad: bool,
+}
+
 /// What one unit found; merged in unit order.
 #[derive(Default)]
 struct UnitOut {
@@ -127,6 +139,7 @@ struct UnitOut {
     dirs: Vec<u32>,
     /// (xattr block, referencing inode).
     xrefs: Vec<(u64, u32)>,
+    pending_iblocks: Vec<PendingIBlocks>,
     stats: Stats,
 }
 
@@ -211,6 +224,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     };
     let mut problems = Vec::new();
     let mut xrefs = Vec::new();
+    let mut pending = Vec::new();
     for o in outs {
         let base = o.first_ino as usize;
         for (i, &t) in o.ftype.iter().enumerate() {
@@ -232,6 +246,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         state.dir_blocks.extend(o.dir_blocks);
         state.dirs.extend(o.dirs);
         xrefs.extend(o.xrefs);
+        pending.extend(o.pending_iblocks);
         state.stats.add(&o.stats);
     }
     state.dir_blocks.sort_unstable();
@@ -240,6 +255,21 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     state.dir_parent = vec![0; state.dirs.len()];
     state.dir_dotdot = vec![0; state.dirs.len()];
     problems.extend(xattr::check_blocks(fs, state, xrefs, threads));
+    for p in pending {
+        let good = state
+            .xattr_blocks
+            .binary_search_by_key(&p.acl, |x| x.blk)
+            .is_ok();
+        let expect = p.expect + if good { p.unit } else { 0 };
+        if expect != p.stored || p.hi_bad {
+            problems.push(
+                Problem::new(Code::InodeIBlocks)
+                    .ino(p.ino)
+                    .num(p.stored)
+                    .num2(expect),
+            );
+        }
+    }
     problems.extend(check_resize_inode(fs));
     state.stats.inodes_used = state.inode_used.count_range(0, state.inode_used.len());
     Ok(problems)
@@ -431,8 +461,9 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         );
     }
     if inode.has_flag(flags::INLINE_DATA) && !ctx.inline_data && ino >= first_ino {
+        // Declined, the flag stays and the inode is checked on (its
+        // i_block then maps nothing).
         c.report(Problem::new(Code::InodeInlineNoFeature).ino(ino));
-        return;
     }
     if inode.has_flag(flags::EXTENTS)
         && !ctx.extents
@@ -455,7 +486,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     if inode.has_flag(flags::INLINE_DATA)
         && ctx.inline_data
         && ino >= first_ino
-        && let Err(why) = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block)
+        && let Err(why) = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, true)
     {
         c.report(Problem::new(Code::InodeInlineData).ino(ino).detail(why));
     }
@@ -615,8 +646,13 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         );
     }
     if inode.has_flag(flags::ENCRYPT) {
-        c.report(Problem::new(Code::InodeEncrypted).ino(ino));
-        return;
+        // Encrypted file systems stop at pass 0 (unsupported feature);
+        // here the flag is stray and e2fsck offers to clear it.
+        c.report(
+            Problem::new(Code::InodeBadFlags)
+                .ino(ino)
+                .detail("ENCRYPT_FL without an encryption context"),
+        );
     }
     if inode.has_flag(flags::CASEFOLD) && !ctx.casefold {
         c.report(Problem::new(Code::InodeCasefold).ino(ino));
@@ -740,7 +776,7 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
         if inode.has_flag(flags::EXTENTS) {
             return Some("inline data and EXTENTS_FL");
         }
-        return match xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block) {
+        return match xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, false) {
             Ok(sz) if sz == inode.size => None,
             _ => Some("inline data size does not match i_size"),
         };
@@ -796,6 +832,8 @@ struct Claimer<'a> {
     state: &'a State,
     /// Walking the bad blocks inode: its blocks may not be metadata.
     bad_blocks: bool,
+    /// Block pointers (not an extent tree): mapping blocks are in line.
+    indirect: bool,
     ino: u32,
     /// Claim nothing: the resize inode's blocks are metadata (reserved GDT
     /// blocks), counted in i_blocks only.
@@ -815,6 +853,15 @@ struct Claimer<'a> {
 }
 
 impl Claimer<'_> {
+    /// Simplistic contiguity, as e2fsck's: each block must follow the
+    /// previous one (the resize inode's map is scattered by design).
+    fn note_position(&mut self, pblk: u64, len: u64) {
+        if self.ino != inode::RESIZE_INO && self.prev_pblk != 0 && pblk != self.prev_pblk + 1 {
+            self.fragmented = true;
+        }
+        self.prev_pblk = pblk + len.saturating_sub(1);
+    }
+
     fn claim(&mut self, b: u64) {
         if self.no_claim {
             return;
@@ -843,10 +890,7 @@ impl MapVisitor for Claimer<'_> {
     fn data(&mut self, lblk: u64, pblk: u64, len: u64, unwritten: bool) {
         let len = len.min(self.budget);
         self.budget -= len;
-        if self.prev_pblk != 0 && pblk != self.prev_pblk + 1 {
-            self.fragmented = true;
-        }
-        self.prev_pblk = pblk + len.saturating_sub(1);
+        self.note_position(pblk, len);
         for k in 0..len {
             self.claim(pblk + k);
         }
@@ -884,6 +928,11 @@ impl MapVisitor for Claimer<'_> {
             return;
         }
         self.budget -= 1;
+        if self.indirect {
+            // e2fsck sees indirect blocks in file order, before what they
+            // map; extent tree nodes do not count for contiguity.
+            self.note_position(pblk, 1);
+        }
         self.claim(pblk);
         self.blocks += 1;
     }
@@ -1006,6 +1055,9 @@ fn check_blocks(
     let bs = fs.geo.block_size as u64;
     let mut blocks: u64 = 0;
 
+    // The xattr block counts in i_blocks only if it turns out valid, which
+    // is known after the scan (blocks are validated once, in order).
+    let mut acl = None;
     if inode.file_acl != 0 {
         if !ctx.ext_attr || !fs.geo.block_in_fs(inode.file_acl) {
             c.bad(
@@ -1015,7 +1067,7 @@ fn check_blocks(
             );
         } else {
             c.out.xrefs.push((inode.file_acl, ino));
-            blocks += 1;
+            acl = Some(inode.file_acl);
         }
     }
 
@@ -1036,6 +1088,7 @@ fn check_blocks(
         fs,
         state: ctx.state,
         bad_blocks,
+        indirect: !extent_mapped || bad_blocks,
         ino,
         no_claim: ino == inode::RESIZE_INO,
         is_dir,
@@ -1113,7 +1166,7 @@ fn check_blocks(
     let nlast = last_block.map_or(0, |l| l + 1);
     let bad_size = if is_dir {
         if inline {
-            match xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block) {
+            match xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, false) {
                 Ok(sz) => sz != size,
                 Err(_) => true,
             }
@@ -1146,13 +1199,24 @@ fn check_blocks(
 
     // i_blocks: 512-byte units, or file system blocks with HUGE_FILE.
     let huge = ctx.huge_file && inode.has_flag(flags::HUGE_FILE);
-    let expect = if huge { blocks } else { blocks * (bs / 512) };
+    let unit = if huge { 1 } else { bs / 512 };
+    let expect = blocks * unit;
     let stored = if ctx.huge_file {
         inode.blocks_raw
     } else {
         inode.blocks_raw & 0xFFFF_FFFF
     };
-    if expect != stored || (huge && inode.blocks_raw >> 32 != 0) {
+    let hi_bad = huge && inode.blocks_raw >> 32 != 0;
+    if let Some(acl) = acl {
+        c.out.pending_iblocks.push(PendingIBlocks {
+            ino,
+            acl,
+            expect,
+            unit,
+            stored,
+            hi_bad,
+        });
+    } else if expect != stored || hi_bad {
         c.report(
             Problem::new(Code::InodeIBlocks)
                 .ino(ino)

@@ -170,17 +170,28 @@ fn find_system_data(area: &[u8], first: usize) -> Option<u64> {
 }
 
 /// Size of an inode's inline data: 60 bytes in i_block plus the value of
-/// its `system.data` xattr, which must exist.
+/// its `system.data` xattr. Without the xattr the size is 60, unless
+/// `require` (e2fsck's "INLINE_DATA_FL flag but extended attribute not
+/// found"); xattrs that cannot be read are an error either way.
 pub fn inline_data_size(
     fs: &Fs,
     raw: &[u8],
     inode: &Inode,
     buf: &mut [u8],
+    require: bool,
 ) -> Result<u64, &'static str> {
-    if let Some(area) = inode_area(raw, inode)
-        && let Some(sz) = find_system_data(area, 0)
-    {
-        return Ok(MIN_INLINE_DATA_SIZE + sz);
+    if let Some(area) = inode_area(raw, inode) {
+        match xattr::read_entries(area, 0) {
+            Ok(es) => {
+                if let Some(e) = es
+                    .iter()
+                    .find(|e| e.name_index == SYSTEM_INDEX && e.name == b"data")
+                {
+                    return Ok(MIN_INLINE_DATA_SIZE + e.value_size as u64);
+                }
+            }
+            Err(_) => return Err("corrupt in-inode extended attributes"),
+        }
     }
     if inode.file_acl != 0 && fs.geo.block_in_fs(inode.file_acl) {
         if fs.read_block_into(inode.file_acl, buf).is_err() {
@@ -192,7 +203,11 @@ pub fn inline_data_size(
             return Ok(MIN_INLINE_DATA_SIZE + sz);
         }
     }
-    Err("no system.data extended attribute")
+    if require {
+        Err("no system.data extended attribute")
+    } else {
+        Ok(MIN_INLINE_DATA_SIZE)
+    }
 }
 
 /// Validates one xattr block like e2fsck; returns the problems (empty when
