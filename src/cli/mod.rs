@@ -131,7 +131,7 @@ pub fn run(args: &Args) -> i32 {
     match check::run(&args.device, &opts) {
         Ok(rep) => report::print(&rep, &device, args),
         Err(Error::Interrupted) => {
-            eprintln!("{device}: e2fsck-compatible check cancelled by user");
+            eprintln!("{device}: check cancelled by user");
             EXIT_CANCELLED
         }
         Err(e) => {

@@ -1481,3 +1481,55 @@ pub fn test_threads() -> usize {
         .filter(|&n| n > 0)
         .unwrap_or(2)
 }
+
+// ---------------------------------------------------------------------------
+// Conformance images (../shared/conformance)
+// ---------------------------------------------------------------------------
+
+/// File name of the baseline verdicts in the conformance directory.
+pub const BASELINE: &str = "e2fsprogs-baseline.tsv";
+
+/// The conformance directory: `$PFSCK_CONFORMANCE_DIR` (the directory
+/// holding the baseline, or its parent) or `<crate>/../shared/conformance`.
+pub fn conformance_dir() -> Option<PathBuf> {
+    let candidates: Vec<PathBuf> = match std::env::var_os("PFSCK_CONFORMANCE_DIR") {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            vec![dir.clone(), dir.join("conformance")]
+        }
+        None => vec![
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join("shared")
+                .join("conformance"),
+        ],
+    };
+    candidates.into_iter().find(|d| d.join(BASELINE).is_file())
+}
+
+/// Decompresses (or copies) the image of `test_dir` into `dest`.
+pub fn extract_image(test_dir: &Path, dest: &Path) -> Result<(), String> {
+    let (tool_name, src) = if test_dir.join("image.gz").is_file() {
+        ("gzip", test_dir.join("image.gz"))
+    } else if test_dir.join("image.bz2").is_file() {
+        ("bzip2", test_dir.join("image.bz2"))
+    } else if test_dir.join("image").is_file() {
+        copy_image(&test_dir.join("image"), dest);
+        return Ok(());
+    } else {
+        return Err(format!("no image in {}", test_dir.display()));
+    };
+    let out = File::create(dest).map_err(|e| format!("create {}: {e}", dest.display()))?;
+    let status = Command::new(tool(tool_name))
+        .arg("-dc")
+        .arg(&src)
+        .stdin(Stdio::null())
+        .stdout(out)
+        .status()
+        .map_err(|e| format!("{tool_name}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{tool_name} -dc {}: {status}", src.display()))
+    }
+}
