@@ -18,9 +18,7 @@ mod common;
 
 use common::*;
 use std::fmt::Write as _;
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn env_number(name: &str, default: f64) -> f64 {
