@@ -29,6 +29,8 @@ pub struct TargetInfo {
     pub reg: bool,
     /// Pass 1 found fields it could not accept (e2fsck's inode_bad_map).
     pub bad: bool,
+    /// The inode sits in an inode table block listed as bad.
+    pub in_bad_block: bool,
     /// `FileType as u8` from the mode.
     pub ftype: u8,
 }
@@ -670,8 +672,14 @@ impl<T: Targets> EntryCx<'_, T> {
                 );
             }
         }
-        self.check_group_area(e, out);
         let ti = self.t.info(e.inode);
+        if ti.in_bad_block {
+            out.problems.push(
+                self.problem(Code::DirEntryInodeInBadBlock, e)
+                    .num(e.inode as u64),
+            );
+        }
+        self.check_group_area(e, out);
         if ti.bad {
             out.problems.push(
                 self.problem(Code::DirEntryBadInodeTarget, e)
@@ -871,6 +879,7 @@ mod tests {
                 dir: self.dir.get(i).copied().unwrap_or(false),
                 reg: self.ftype.get(i) == Some(&1),
                 bad: self.bad.get(i).copied().unwrap_or(false),
+                in_bad_block: false,
                 ftype: self.ftype.get(i).copied().unwrap_or(0),
             }
         }

@@ -22,6 +22,7 @@
 //! in unit order, so the result does not depend on the thread count. The
 //! only shared writes are the atomic link counters.
 
+use super::blockmap::{self, MapVisitor, Scratch};
 use super::dirblock::{
     self, BlockPos, DirParams, DxKind, DxRec, FsParams, GroupInodes, HtreeParams, LeafRec, Sink,
     TargetInfo, Targets,
@@ -52,23 +53,81 @@ const EXT2_OS_HURD: u32 = 1;
 /// xattr name index of "system." names.
 const XATTR_INDEX_SYSTEM: u8 = 7;
 
-struct StateTargets<'a>(&'a State);
+struct StateTargets<'a> {
+    st: &'a State,
+    fs: &'a Fs,
+    /// Inode table blocks listed as bad (sorted): their inodes cannot be read.
+    bad_itable: Vec<u64>,
+}
 
 impl Targets for StateTargets<'_> {
     fn info(&self, ino: u32) -> TargetInfo {
-        let s = self.0;
+        let s = self.st;
         let i = ino as u64;
+        let in_bad_block = !self.bad_itable.is_empty()
+            && self
+                .fs
+                .inode_location(ino)
+                .is_some_and(|(b, _)| self.bad_itable.binary_search(&b).is_ok());
         TargetInfo {
             used: s.inode_used.get(i),
             dir: s.inode_dir.get(i),
             reg: s.inode_reg.get(i),
             bad: s.has_iflag(ino, iflag::BAD),
+            in_bad_block,
             ftype: s.ftype.get(ino as usize).copied().unwrap_or(0),
         }
     }
     fn add_link(&self, ino: u32) {
-        self.0.links_seen.incr(ino as usize);
+        self.st.links_seen.incr(ino as usize);
     }
+}
+
+/// Collects the data blocks of `blocks` that fall in an inode table.
+struct BadItable<'a> {
+    fs: &'a Fs,
+    out: Vec<u64>,
+}
+
+impl MapVisitor for BadItable<'_> {
+    fn data(&mut self, _lblk: u64, pblk: u64, len: u64, _unwritten: bool) {
+        let per = self.fs.geo.inode_table_blocks as u64;
+        for b in pblk..pblk.saturating_add(len) {
+            let g = self.fs.geo.group_of_block(b) as usize;
+            if let Some(gd) = self.fs.gds.get(g)
+                && b >= gd.inode_table
+                && b < gd.inode_table.saturating_add(per)
+            {
+                self.out.push(b);
+            }
+        }
+    }
+    fn node(&mut self, _pblk: u64) {}
+    fn problem(&mut self, _p: Problem) {}
+    fn done(&self) -> bool {
+        // A bad-block list is short; a garbage one must not run away.
+        self.out.len() >= 1 << 20
+    }
+}
+
+/// Inode table blocks in the bad-block list (inode 1), sorted.
+fn bad_itable_blocks(fs: &Fs) -> Vec<u64> {
+    let Ok(raw) = fs.read_inode_raw(inode::BAD_INO) else {
+        return Vec::new();
+    };
+    let ino = inode::Inode::parse(&raw);
+    if ino.is_all_zero_block() {
+        return Vec::new();
+    }
+    let mut v = BadItable {
+        fs,
+        out: Vec::new(),
+    };
+    let mut scratch = Scratch::new(fs.block_size());
+    blockmap::walk_indirect(fs, inode::BAD_INO, &ino.block_ptrs(), &mut scratch, &mut v);
+    v.out.sort_unstable();
+    v.out.dedup();
+    v.out
 }
 
 pub fn fs_params(fs: &Fs) -> FsParams {
@@ -130,7 +189,11 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     find_holes(&fsp, st, &dirs, limit, &mut problems);
     read_root_hash_versions(fs, &fsp, st, &mut dirs, threads);
 
-    let targets = StateTargets(st);
+    let targets = StateTargets {
+        st,
+        fs,
+        bad_itable: bad_itable_blocks(fs),
+    };
     let blocks = &st.dir_blocks;
     let n_units = blocks.len().div_ceil(UNIT_BLOCKS);
     let zero_first = fs.sb.has_compat(crate::fs::superblock::compat::DIR_INDEX);

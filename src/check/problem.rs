@@ -221,6 +221,7 @@ problems! {
     DirHole = ("0x2028", P2, Error, false, "Directory inode {ino} has an unallocated block #{num}"),
     DirEntryLinkToDot = ("0x2029", P2, Error, false, "Entry '{detail}' in directory inode {ino} is a link to '.'"),
     DirDotNotTerminated = ("0x202A", P2, Error, false, "'{detail}' directory entry in directory inode {ino} is not NULL terminated"),
+    DirEntryInodeInBadBlock = ("0x202C", P2, Error, false, "Entry '{detail}' in directory inode {ino} points to inode {num} located in a bad block"),
     HtreeLeafDepth = ("0x202B", P2, Error, false, "Directory inode {ino} htree leaf block #{num} is not at depth {num2}"),
 
     // ---- Pass 3: directory connectivity ----
