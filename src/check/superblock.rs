@@ -144,6 +144,10 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
                     }
                     (Ok(p), None) => p,
                     (Err(e), None) => {
+                        let e = match other_fs_signature(&dev) {
+                            Some(kind) => format!("{e} (the device holds {kind})"),
+                            None => e,
+                        };
                         probs.push(Problem::new(Code::SbCorrupt).detail(e));
                         return Ok(Opened::Fatal(probs));
                     }
@@ -194,6 +198,27 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         csum_seed,
     };
     Ok(Opened::Fs(Box::new(fs), probs))
+}
+
+/// Names a well-known non-ext file system found on the device, so that
+/// "bad magic" on the wrong device is not mistaken for corruption.
+fn other_fs_signature(dev: &Device) -> Option<&'static str> {
+    let mut head = [0u8; 4];
+    dev.read_at(0, &mut head).ok()?;
+    if &head == b"XFSB" {
+        return Some("an XFS file system");
+    }
+    let mut btrfs = [0u8; 8];
+    if dev.read_at(0x10040, &mut btrfs).is_ok() && &btrfs == b"_BHRfS_M" {
+        return Some("a btrfs file system");
+    }
+    let mut swap = [0u8; 10];
+    if dev.read_at(4096 - 10, &mut swap).is_ok()
+        && (&swap == b"SWAPSPACE2" || &swap == b"SWAP-SPACE")
+    {
+        return Some("swap space");
+    }
+    None
 }
 
 /// Why a clean file system need not be checked without `-f`, or None if it
