@@ -170,40 +170,48 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
     check_interrupt()?;
 
     let mut state = State::new(fs.geo.blocks_count, fs.geo.inodes_count);
-    report
-        .problems
-        .extend(pass1::run(&fs, &mut state, opts.threads)?);
-    timer.lap(&mut report, "pass1", &fs);
-    check_interrupt()?;
-    if report.has_fatal() {
+    let t = opts.threads;
+    let r = &mut report;
+    step(r, &mut timer, &fs, "pass1", 1, || {
+        pass1::run(&fs, &mut state, t)
+    })?;
+    if r.has_fatal() {
         return Ok(report);
     }
-    report
-        .problems
-        .extend(pass1b::run(&fs, &state, opts.threads)?);
-    timer.lap(&mut report, "pass1b", &fs);
-    check_interrupt()?;
-    report
-        .problems
-        .extend(pass2::run(&fs, &mut state, opts.threads)?);
-    timer.lap(&mut report, "pass2", &fs);
-    check_interrupt()?;
-    report.problems.extend(pass3::run(&fs, &mut state)?);
-    timer.lap(&mut report, "pass3", &fs);
-    check_interrupt()?;
-    report.problems.extend(pass4::run(&fs, &state)?);
-    timer.lap(&mut report, "pass4", &fs);
-    check_interrupt()?;
-    report
-        .problems
-        .extend(pass5::run(&fs, &state, opts.threads)?);
-    timer.lap(&mut report, "pass5", &fs);
+    step(r, &mut timer, &fs, "pass1b", 1, || {
+        pass1b::run(&fs, &state, t)
+    })?;
+    step(r, &mut timer, &fs, "pass2", 2, || {
+        pass2::run(&fs, &mut state, t)
+    })?;
+    step(r, &mut timer, &fs, "pass3", 3, || {
+        pass3::run(&fs, &mut state)
+    })?;
+    step(r, &mut timer, &fs, "pass4", 4, || pass4::run(&fs, &state))?;
+    step(r, &mut timer, &fs, "pass5", 5, || {
+        pass5::run(&fs, &state, t)
+    })?;
 
     fill_summary(&mut report.summary, &fs, &state);
     // Problems are produced in a deterministic order within each pass; a
     // stable sort by pass keeps that order and puts passes in sequence.
     report.problems.sort_by_key(|p| p.spec().pass);
     Ok(report)
+}
+
+/// Runs one pass: progress and timing around it, cancellation after it.
+fn step(
+    report: &mut Report,
+    timer: &mut Timer,
+    fs: &Fs,
+    name: &str,
+    number: u8,
+    pass: impl FnOnce() -> Result<Vec<Problem>>,
+) -> Result<()> {
+    crate::engine::progress::begin_pass(number);
+    report.problems.extend(pass()?);
+    timer.lap(report, name, fs);
+    check_interrupt()
 }
 
 fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {

@@ -1,5 +1,6 @@
 //! Command line: e2fsck's options, the report, exit codes (fsck(8)).
 
+pub mod progress;
 pub mod report;
 
 use crate::check::{self, Options};
@@ -63,6 +64,13 @@ pub struct Args {
     /// Print time and bytes read per pass.
     #[arg(short = 't')]
     pub timing: bool,
+    /// Progress: 0 = a bar on stderr; FD > 0 = e2fsck's "PASS CURRENT MAX
+    /// DEVICE" lines on that file descriptor.
+    #[arg(short = 'C', value_name = "FD")]
+    pub progress_fd: Option<i32>,
+    /// Show a progress bar on stderr (same as -C 0).
+    #[arg(long)]
+    pub progress: bool,
     /// The device or image file to check.
     pub device: PathBuf,
 }
@@ -128,7 +136,28 @@ pub fn run(args: &Args) -> i32 {
         blocksize: args.blocksize,
     };
     let device = args.device.display().to_string();
-    match check::run(&args.device, &opts) {
+    let target = match (args.progress, args.progress_fd) {
+        (true, _) | (false, Some(0)) => Some(progress::Target::Bar),
+        (false, Some(fd)) if fd > 0 => Some(progress::Target::Fd(fd)),
+        (false, Some(fd)) => {
+            eprintln!("pfsck: invalid progress file descriptor {fd}");
+            return EXIT_USAGE;
+        }
+        (false, None) => None,
+    };
+    let reporter = match target.map(|t| progress::Reporter::start(t, device.clone())) {
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
+            eprintln!("pfsck: cannot write progress: {e}");
+            return EXIT_USAGE;
+        }
+        None => None,
+    };
+    let result = check::run(&args.device, &opts);
+    if let Some(r) = reporter {
+        r.finish();
+    }
+    match result {
         Ok(rep) => report::print(&rep, &device, args),
         Err(Error::Interrupted) => {
             eprintln!("{device}: check cancelled by user");

@@ -5,6 +5,7 @@
 
 pub mod bitmap;
 pub mod pool;
+pub mod progress;
 
 pub use bitmap::{AtomicBitmap, LinkCounts};
 pub use pool::{CANCEL, Threads, cancelled, par_map};

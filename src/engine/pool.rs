@@ -35,11 +35,16 @@ where
     W: Fn(&mut S, usize) -> R + Sync,
 {
     let t = threads.0.clamp(1, n.max(1));
+    super::progress::add_total(n as u64);
     if t == 1 {
         let mut s = init();
         return (0..n)
             .take_while(|_| !cancelled())
-            .map(|u| work(&mut s, u))
+            .map(|u| {
+                let r = work(&mut s, u);
+                super::progress::unit_done();
+                r
+            })
             .collect();
     }
     let next = AtomicUsize::new(0);
@@ -54,6 +59,7 @@ where
                         break;
                     }
                     let r = work(&mut s, u);
+                    super::progress::unit_done();
                     *slots[u].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                 }
             });
