@@ -136,7 +136,8 @@ struct UnitOut {
     iflags: Vec<u8>,
     problems: Vec<Problem>,
     dir_blocks: Vec<DirBlock>,
-    dirs: Vec<u32>,
+    /// (directory inode, i_generation).
+    dirs: Vec<(u32, u32)>,
     /// (xattr block, referencing inode).
     xrefs: Vec<(u64, u32)>,
     pending_iblocks: Vec<PendingIBlocks>,
@@ -223,6 +224,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         )
     };
     let mut problems = Vec::new();
+    let mut dirs: Vec<(u32, u32)> = Vec::new();
     let mut xrefs = Vec::new();
     let mut pending = Vec::new();
     for o in outs {
@@ -244,14 +246,20 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         }
         problems.extend(o.problems);
         state.dir_blocks.extend(o.dir_blocks);
-        state.dirs.extend(o.dirs);
+        dirs.extend(o.dirs);
         xrefs.extend(o.xrefs);
         pending.extend(o.pending_iblocks);
         state.stats.add(&o.stats);
     }
     state.dir_blocks.sort_unstable();
-    state.dirs.sort_unstable();
-    state.dirs.dedup();
+    // Units arrive in inode order, so this is already sorted; the sort is
+    // cheap insurance for the binary searches of later passes.
+    dirs.sort_unstable();
+    dirs.dedup_by_key(|d| d.0);
+    state.dirs = dirs.iter().map(|d| d.0).collect();
+    // Pass 2 needs each directory's generation for its checksum seed;
+    // keeping it here spares pass 2 a second read of the inode tables.
+    state.dir_gen = dirs.iter().map(|d| d.1).collect();
     state.dir_parent = vec![0; state.dirs.len()];
     state.dir_dotdot = vec![0; state.dirs.len()];
     problems.extend(xattr::check_blocks(fs, state, xrefs, threads));
@@ -661,7 +669,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     match inode.file_type() {
         FileType::Directory => {
             ctx.state.inode_dir.set(ino as u64);
-            c.out.dirs.push(ino);
+            c.out.dirs.push((ino, inode.generation));
             c.out.stats.directories += 1;
         }
         FileType::Regular => {
