@@ -19,7 +19,7 @@ pub mod state;
 pub mod superblock;
 pub mod xattr;
 
-use crate::engine::Threads;
+use crate::engine::{Budget, Threads};
 use crate::error::{Error, Result};
 use crate::io::Device;
 pub use fsview::Fs;
@@ -31,7 +31,10 @@ use std::time::Instant;
 
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// Threads per pass; with `auto_threads` only the first pass's count,
+    /// later ones follow the machine's idle CPUs.
     pub threads: Threads,
+    pub auto_threads: bool,
     pub force: bool,
     /// `-b`: superblock location (in blocks of `blocksize`, or 1 KiB units
     /// when no block size is given, like e2fsck).
@@ -44,6 +47,7 @@ impl Default for Options {
     fn default() -> Options {
         Options {
             threads: Threads(1),
+            auto_threads: false,
             force: true,
             superblock: None,
             blocksize: None,
@@ -77,6 +81,9 @@ pub struct PassTiming {
     pub pass: String,
     pub seconds: f64,
     pub bytes_read: u64,
+    /// Resident memory at the end of the pass, and the peak so far (KiB).
+    pub rss_kib: u64,
+    pub peak_rss_kib: u64,
 }
 
 #[derive(Debug, Default)]
@@ -170,17 +177,21 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
     check_interrupt()?;
 
     let mut state = State::new(fs.geo.blocks_count, fs.geo.inodes_count);
-    let t = opts.threads;
+    // Fixed, or sized again before each pass from the CPUs left idle.
+    let mut budget = Budget::new((!opts.auto_threads).then_some(opts.threads.0));
     let r = &mut report;
+    let t = budget.threads();
     step(r, &mut timer, &fs, "pass1", 1, || {
         pass1::run(&fs, &mut state, t)
     })?;
     if r.has_fatal() {
         return Ok(report);
     }
+    let t = budget.threads();
     step(r, &mut timer, &fs, "pass1b", 1, || {
         pass1b::run(&fs, &state, t)
     })?;
+    let t = budget.threads();
     step(r, &mut timer, &fs, "pass2", 2, || {
         pass2::run(&fs, &mut state, t)
     })?;
@@ -188,6 +199,7 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
         pass3::run(&fs, &mut state)
     })?;
     step(r, &mut timer, &fs, "pass4", 4, || pass4::run(&fs, &state))?;
+    let t = budget.threads();
     step(r, &mut timer, &fs, "pass5", 5, || {
         pass5::run(&fs, &state, t)
     })?;
@@ -251,10 +263,13 @@ impl Timer {
     fn lap(&mut self, report: &mut Report, pass: &str, fs: &Fs) {
         let now = Instant::now();
         let bytes = fs.dev.bytes_read();
+        let mem = crate::engine::budget::memory_kib();
         report.timings.push(PassTiming {
             pass: pass.to_string(),
             seconds: now.duration_since(self.start).as_secs_f64(),
             bytes_read: bytes.saturating_sub(self.bytes),
+            rss_kib: mem.map_or(0, |m| m.0),
+            peak_rss_kib: mem.map_or(0, |m| m.1),
         });
         self.start = now;
         self.bytes = bytes;

@@ -58,6 +58,9 @@ pub struct Args {
         default_value = "auto"
     )]
     pub threads: String,
+    /// Run at SCHED_IDLE: use only CPU time no other process wants.
+    #[arg(long)]
+    pub idle: bool,
     /// Print the report as JSON on standard output.
     #[arg(long)]
     pub json: bool,
@@ -129,7 +132,14 @@ pub fn run(args: &Args) -> i32 {
         }
     };
     let _ = ctrlc::set_handler(check::interrupt);
+    if args.idle
+        && let Err(e) = crate::engine::budget::set_idle_priority()
+    {
+        eprintln!("pfsck: cannot switch to SCHED_IDLE: {e}");
+        return EXIT_OPERATIONAL;
+    }
     let opts = Options {
+        auto_threads: args.threads == "auto",
         threads,
         force: args.force,
         superblock: args.superblock,

@@ -111,8 +111,8 @@ pub fn print(rep: &Report, device: &str, args: &Args) -> i32 {
     if args.timing {
         for t in &rep.timings {
             out.push_str(&format!(
-                "{:>8}: {:8.3} s, {:>12} bytes read\n",
-                t.pass, t.seconds, t.bytes_read
+                "{:>8}: {:8.3} s, {:>12} bytes read, memory {} KiB (peak {} KiB)\n",
+                t.pass, t.seconds, t.bytes_read, t.rss_kib, t.peak_rss_kib
             ));
         }
     }

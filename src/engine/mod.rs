@@ -4,8 +4,10 @@
 //! Knows nothing of ext4.
 
 pub mod bitmap;
+pub mod budget;
 pub mod pool;
 pub mod progress;
 
 pub use bitmap::{AtomicBitmap, LinkCounts};
+pub use budget::Budget;
 pub use pool::{CANCEL, Threads, cancelled, par_map};
