@@ -1,10 +1,28 @@
 #!/usr/bin/env bash
 # The whole test suite: unit tests, the clean matrix and injected corruptions
-# compared with e2fsck, robustness (random byte flips) and, when
-# ../shared/conformance exists, e2fsprogs' own corrupted images.
+# compared with e2fsck, robustness (random byte flips), determinism across
+# thread counts and, when ../shared/conformance exists, e2fsprogs' own
+# corrupted images. Ends with one "tests: N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 export PATH="$PATH:/sbin:/usr/sbin"
 cargo build --release --locked
-cargo test --release --locked -- --test-threads=2
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --release --locked -- --test-threads=2 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+if [ -f target/conformance-report.json ]; then
+    python3 - <<'PY' || true
+import json
+r = json.load(open("target/conformance-report.json"))
+print(f"conformance: {r['agreed']}/{r['compared']} images agree with e2fsck -fn "
+      f"({r['agreement_percent']}%), crashes {r['crashes']}, hangs {r['hangs']}, "
+      f"modified {r['modified']}")
+PY
+fi
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
