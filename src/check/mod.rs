@@ -15,6 +15,7 @@ pub mod pass3;
 pub mod pass4;
 pub mod pass5;
 pub mod problem;
+pub mod quota;
 pub mod state;
 pub mod superblock;
 pub mod xattr;
@@ -198,6 +199,9 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
         .problems
         .extend(pass5::run(&fs, &state, opts.threads)?);
     timer.lap(&mut report, "pass5", &fs);
+    check_interrupt()?;
+    report.problems.extend(quota::run(&fs, &state));
+    timer.lap(&mut report, "quota", &fs);
 
     fill_summary(&mut report.summary, &fs, &state);
     // Problems are produced in a deterministic order within each pass; a
