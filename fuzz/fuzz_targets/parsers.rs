@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pfsck::fs::{dir_entry, dx_hash, extent, geometry, group_desc, htree, inode, journal, superblock, xattr};
+use pfsck::fs::{dir_entry, dx_hash, extent, geometry, group_desc, htree, inode, journal, quota, superblock, xattr};
 
 fuzz_target!(|data: &[u8]| {
     let sb = superblock::Superblock::parse(data);
@@ -31,6 +31,19 @@ fuzz_target!(|data: &[u8]| {
     let _ = htree::compute_tail_checksum(1, data, off, cl);
     if let Ok(es) = xattr::read_entries(data, 0) {
         let _ = xattr::block_hash(&es);
+    }
+    let _ = xattr::ea_inode_refcount(data);
+    // The input as a whole quota file, for each type.
+    for qtype in 0..3 {
+        let _ = quota::read_dquots(qtype, &mut |n, buf| {
+            let off = n as usize * quota::QUOTA_BLOCK;
+            buf.fill(0);
+            if let Some(src) = data.get(off..) {
+                let len = src.len().min(quota::QUOTA_BLOCK);
+                buf[..len].copy_from_slice(&src[..len]);
+            }
+            true
+        });
     }
     let _ = journal::parse_superblock(data);
     let _ = journal::compute_sb_checksum(data);

@@ -15,6 +15,7 @@ pub mod pass3;
 pub mod pass4;
 pub mod pass5;
 pub mod problem;
+pub mod quota;
 pub mod state;
 pub mod superblock;
 pub mod xattr;
@@ -202,6 +203,9 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
     let t = budget.threads();
     step(r, &mut timer, &fs, "pass5", 5, || {
         pass5::run(&fs, &state, t)
+    })?;
+    step(r, &mut timer, &fs, "quota", 5, || {
+        Ok(quota::run(&fs, &state))
     })?;
 
     fill_summary(&mut report.summary, &fs, &state);

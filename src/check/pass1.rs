@@ -11,7 +11,9 @@
 //! every block an inode claims, duplicates in `block_dup`), the metadata map
 //! (`block_meta`), the inode maps, file types, link counts, per-inode flags,
 //! directory blocks (sorted by physical block), the directory list, the
-//! xattr blocks and the summary statistics.
+//! xattr blocks, the references to EA inodes, the summary statistics and,
+//! with the quota feature, the space and inodes charged to each user, group
+//! and project id (per unit, merged in unit order).
 //!
 //! Relies on pass 0: the geometry and the group descriptors are validated
 //! (descriptor locations outside the file system are skipped here).
@@ -25,11 +27,11 @@
 use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use super::fsview::Fs;
 use super::problem::{Code, Problem};
-use super::state::{DirBlock, State, Stats, iflag};
-use super::xattr;
+use super::state::{DirBlock, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
+use super::xattr::{self, EaCharge};
 use crate::engine::{Threads, par_map};
 use crate::error::Result;
-use crate::fs::bytes::le32;
+use crate::fs::bytes::{le16, le32};
 use crate::fs::inode::{self, FileType, Inode, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 
@@ -125,6 +127,8 @@ struct PendingIBlocks {
     unit: u64,
     stored: u64,
     hi_bad: bool,
+    /// Quota ids and the blocks and inodes charged before the xattr block.
+    quota: Option<([u32; QUOTA_TYPES], u64, u64)>,
 }
 
 /// What one unit found; merged in unit order.
@@ -138,8 +142,12 @@ struct UnitOut {
     dir_blocks: Vec<DirBlock>,
     /// (directory inode, i_generation).
     dirs: Vec<(u32, u32)>,
-    /// (xattr block, referencing inode).
-    xrefs: Vec<(u64, u32)>,
+    /// (xattr block, referencing inode, its i_generation).
+    xrefs: Vec<(u64, u32, u32)>,
+    /// EA inodes referred to by in-inode xattrs, once per entry.
+    ea_refs: Vec<u32>,
+    /// Quota usage of the unit's inodes; None without the quota feature.
+    quota: Option<QuotaUsage>,
     pending_iblocks: Vec<PendingIBlocks>,
     stats: Stats,
 }
@@ -226,6 +234,11 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     let mut problems = Vec::new();
     let mut dirs: Vec<(u32, u32)> = Vec::new();
     let mut xrefs = Vec::new();
+    let mut ea_refs = Vec::new();
+    let mut quota = fs
+        .sb
+        .has_ro_compat(ro_compat::QUOTA)
+        .then(QuotaUsage::default);
     let mut pending = Vec::new();
     for o in outs {
         let base = o.first_ino as usize;
@@ -248,6 +261,10 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         state.dir_blocks.extend(o.dir_blocks);
         dirs.extend(o.dirs);
         xrefs.extend(o.xrefs);
+        ea_refs.extend(o.ea_refs);
+        if let (Some(q), Some(uq)) = (quota.as_mut(), o.quota) {
+            q.merge(uq);
+        }
         pending.extend(o.pending_iblocks);
         state.stats.add(&o.stats);
     }
@@ -262,13 +279,20 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     state.dir_gen = dirs.iter().map(|d| d.1).collect();
     state.dir_parent = vec![0; state.dirs.len()];
     state.dir_dotdot = vec![0; state.dirs.len()];
-    problems.extend(xattr::check_blocks(fs, state, xrefs, threads));
+    problems.extend(xattr::check_blocks(fs, state, xrefs, &mut ea_refs, threads));
     for p in pending {
-        let good = state
+        // A valid block counts once, plus the EA-inode values it holds.
+        let charge = state
             .xattr_blocks
             .binary_search_by_key(&p.acl, |x| x.blk)
-            .is_ok();
-        let expect = p.expect + if good { p.unit } else { 0 };
+            .ok()
+            .map(|k| state.xattr_blocks[k].charge);
+        let blocks = charge.map_or(0, |c| 1 + c.blocks);
+        if let (Some(q), Some((ids, base_blocks, base_inodes))) = (quota.as_mut(), p.quota) {
+            let space = (base_blocks + blocks).saturating_mul(fs.geo.block_size as u64);
+            q.charge(ids, space, base_inodes + charge.map_or(0, |c| c.inodes));
+        }
+        let expect = p.expect + blocks * p.unit;
         if expect != p.stored || p.hi_bad {
             problems.push(
                 Problem::new(Code::InodeIBlocks)
@@ -278,6 +302,14 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
             );
         }
     }
+    ea_refs.sort_unstable();
+    for r in ea_refs {
+        match state.ea_inode_refs.last_mut() {
+            Some(last) if last.0 == r => last.1 += 1,
+            _ => state.ea_inode_refs.push((r, 1)),
+        }
+    }
+    state.quota = quota;
     problems.extend(check_resize_inode(fs));
     state.stats.inodes_used = state.inode_used.count_range(0, state.inode_used.len());
     Ok(problems)
@@ -525,7 +557,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                 );
             }
             ctx.state.inode_used.set(ino as u64);
-            check_blocks(ctx, w, c, raw, inode, true);
+            check_blocks(ctx, w, c, raw, inode, true, EaCharge::default());
             return;
         }
         inode::ROOT_INO => {
@@ -547,7 +579,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                     );
                 }
                 mark_used(ctx, c, inode);
-                check_blocks(ctx, w, c, raw, inode, false);
+                check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
             } else if links > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0 {
                 c.report(
                     Problem::new(Code::InodeReservedBad)
@@ -569,7 +601,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                     );
                 }
                 mark_used(ctx, c, inode);
-                check_blocks(ctx, w, c, raw, inode, false);
+                check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
             } else if links > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0 {
                 c.report(
                     Problem::new(Code::InodeReservedBad)
@@ -594,7 +626,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                 );
             }
             c.out.links[c.idx] = links;
-            check_blocks(ctx, w, c, raw, inode, false);
+            check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
             return;
         }
         _ => {}
@@ -641,7 +673,18 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     if inode.has_flag(flags::IMAGIC) && !ctx.imagic {
         c.report(Problem::new(Code::InodeImagic).ino(ino));
     }
-    xattr::check_inode_extra(&mut c.out.problems, ino, raw, inode);
+    let owner = xattr::Owner {
+        ino,
+        generation: inode.generation,
+    };
+    let ibody = xattr::check_inode_extra(
+        fs,
+        &mut c.out.problems,
+        &mut c.out.ea_refs,
+        owner,
+        raw,
+        inode,
+    );
     if ctx.extents
         && inode.has_flag(flags::EXTENTS)
         && inode.is_symlink()
@@ -726,7 +769,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             );
         }
     }
-    check_blocks(ctx, w, c, raw, inode, false);
+    check_blocks(ctx, w, c, raw, inode, false, ibody);
 }
 
 /// e2fsck's rule for device, FIFO and socket inodes: no INDEX or EXTENTS
@@ -1049,7 +1092,18 @@ fn max_indirect_size(bs: u64) -> u64 {
     (12 + apb + apb * apb + apb * apb * apb).saturating_mul(bs)
 }
 
+/// The quota ids of an inode: uid, gid and the project id, which exists
+/// only when i_extra_isize covers it.
+fn quota_ids(raw: &[u8], inode: &Inode) -> [u32; QUOTA_TYPES] {
+    const PROJID: usize = 0x9C;
+    let covered = raw.len() >= PROJID + 4
+        && inode::GOOD_OLD_INODE_SIZE + le16(raw, 0x80) as usize >= PROJID + 4;
+    let projid = if covered { le32(raw, PROJID) } else { 0 };
+    [inode.uid, inode.gid, projid]
+}
+
 /// Walks the inode's blocks, claims them, and checks i_size and i_blocks.
+/// `ibody` is what the inode's in-inode EA-inode entries charge to it.
 fn check_blocks(
     ctx: &Ctx,
     w: &mut Worker,
@@ -1057,11 +1111,13 @@ fn check_blocks(
     raw: &[u8],
     inode: &Inode,
     bad_blocks: bool,
+    ibody: EaCharge,
 ) {
     let fs = ctx.fs;
     let ino = c.ino;
     let bs = fs.geo.block_size as u64;
-    let mut blocks: u64 = 0;
+    // Values kept in EA inodes count in their owner's i_blocks.
+    let mut blocks: u64 = ibody.blocks;
 
     // The xattr block counts in i_blocks only if it turns out valid, which
     // is known after the scan (blocks are validated once, in order).
@@ -1074,7 +1130,7 @@ fn check_blocks(
                     .blk(inode.file_acl),
             );
         } else {
-            c.out.xrefs.push((inode.file_acl, ino));
+            c.out.xrefs.push((inode.file_acl, ino, inode.generation));
             acl = Some(inode.file_acl);
         }
     }
@@ -1215,6 +1271,14 @@ fn check_blocks(
         inode.blocks_raw & 0xFFFF_FFFF
     };
     let hi_bad = huge && inode.blocks_raw >> 32 != 0;
+    // e2fsck charges quota for the blocks it counted (not i_blocks), for
+    // every inode but the reserved ones, the project quota file and EA
+    // inodes (their values are charged to the inodes owning the xattrs).
+    let quota = (ctx.quota
+        && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
+        && ino != fs.sb.prj_quota_inum
+        && !inode.has_flag(flags::EA_INODE))
+    .then(|| (quota_ids(raw, inode), blocks, 1 + ibody.inodes));
     if let Some(acl) = acl {
         c.out.pending_iblocks.push(PendingIBlocks {
             ino,
@@ -1223,6 +1287,7 @@ fn check_blocks(
             unit,
             stored,
             hi_bad,
+            quota,
         });
     } else if expect != stored || hi_bad {
         c.report(
@@ -1230,6 +1295,13 @@ fn check_blocks(
                 .ino(ino)
                 .num(stored)
                 .num2(expect),
+        );
+    }
+    if let (None, Some((ids, blocks, inodes))) = (acl, quota) {
+        c.out.quota.get_or_insert_with(QuotaUsage::default).charge(
+            ids,
+            blocks.saturating_mul(bs),
+            inodes,
         );
     }
 }

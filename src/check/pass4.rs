@@ -7,10 +7,13 @@
 //!
 //! Collects nothing.
 //!
-//! Relies on pass 1 (`inode_used`, `inode_dir`, `i_links`, `iflags`) and
-//! pass 2 (`links_seen`). Reads an inode only when it has no reference at
-//! all, to tell an extended-attribute inode (referenced from xattrs, not
-//! directories) and a zero-length file apart.
+//! Relies on pass 1 (`inode_used`, `inode_dir`, `i_links`, `iflags`,
+//! `ea_inode_refs`) and pass 2 (`links_seen`). Reads an inode only when no
+//! directory entry names it: an EA inode (EA_INODE flag) that xattr
+//! entries refer to counts as linked once, and the count it keeps of those
+//! entries is compared with the entries pass 1 found; any other such inode
+//! is unattached (zero-length ones told apart). Like e2fsck 1.47.0, an EA
+//! inode no entry refers to is simply unattached.
 //!
 //! Rules that make a count acceptable although it differs: a directory
 //! with more than 65000 links counts as 1 (dir_nlink), and an indexed
@@ -23,6 +26,7 @@ use super::state::{State, iflag};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO, flags};
+use crate::fs::xattr;
 
 /// Above this many links a directory's i_links_count is 1 (EXT2_LINK_MAX).
 const LINK_MAX: u16 = 65000;
@@ -42,17 +46,12 @@ pub fn run(fs: &Fs, state: &State) -> Result<Vec<Problem>> {
 /// What pass 4 needs from an unreferenced inode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unreferenced {
-    /// An xattr value inode: referenced from attributes, not entries.
-    EaInode,
     ZeroLength,
     Other,
 }
 
 pub fn classify(raw: &[u8]) -> Unreferenced {
     let i = Inode::parse(raw);
-    if i.has_flag(flags::EA_INODE) {
-        return Unreferenced::EaInode;
-    }
     // An inode whose only content may be extended attributes is kept.
     let extra = if raw.len() > GOOD_OLD_INODE_SIZE {
         le16(raw, 0x80) as usize
@@ -84,18 +83,35 @@ pub fn check(
         let have = st.i_links.get(ino as usize).copied().unwrap_or(0);
         let mut seen = st.links_seen.get(ino as usize);
         if seen == 0 {
-            let kind = read(ino).map_or(Unreferenced::Other, |raw| classify(&raw));
-            match kind {
-                Unreferenced::EaInode => {}
-                Unreferenced::ZeroLength => {
-                    out.push(Problem::new(Code::InodeUnattachedZero).ino(ino));
+            let raw = read(ino);
+            let refs = st.ea_refs(ino);
+            match &raw {
+                Some(raw) if refs > 0 && Inode::parse(raw).has_flag(flags::EA_INODE) => {
+                    let i = Inode::parse(raw);
+                    let stored = xattr::ea_inode_refcount(raw);
+                    // Old Lustre-style EA inodes keep no count; they are
+                    // told by equal ctime and atime.
+                    if stored != refs && i.ctime != i.atime {
+                        out.push(
+                            Problem::new(Code::InodeEaInodeRefs)
+                                .ino(ino)
+                                .num(stored)
+                                .num2(refs),
+                        );
+                    }
+                    seen = 1;
                 }
-                Unreferenced::Other => {
-                    out.push(Problem::new(Code::InodeUnattached).ino(ino));
+                _ => {
+                    let kind = raw.map_or(Unreferenced::Other, |raw| classify(&raw));
+                    let code = match kind {
+                        Unreferenced::ZeroLength => Code::InodeUnattachedZero,
+                        Unreferenced::Other => Code::InodeUnattached,
+                    };
+                    out.push(Problem::new(code).ino(ino));
+                    // Left unattached, the count is not worth comparing.
+                    continue;
                 }
             }
-            // Left unattached, the count is not worth comparing.
-            continue;
         }
         let dir = st.inode_dir.get(ino64);
         if dir && seen > LINK_MAX {
@@ -165,7 +181,40 @@ mod tests {
                 (Code::InodeLinkCount, 12),
                 (Code::InodeUnattachedZero, 13),
                 (Code::InodeUnattached, 14),
+                // An EA inode no xattr refers to is unattached like any.
+                (Code::InodeUnattached, 15),
                 (Code::InodeUnattachedZero, 16),
+            ]
+        );
+    }
+
+    #[test]
+    fn ea_inode_references() {
+        let mut st = State::new(10, 32);
+        for ino in [12u32, 13, 14] {
+            st.inode_used.set(ino as u64);
+            st.i_links[ino as usize] = 1;
+        }
+        st.i_links[14] = 2;
+        st.ea_inode_refs = vec![(12, 2), (13, 1), (14, 1)];
+        let ea = |refcount: u32| {
+            let mut b = raw(0o100600, 8, flags::EA_INODE);
+            put_le32(&mut b, 0x24, refcount);
+            put_le32(&mut b, 0x08, 0x1234);
+            b
+        };
+        let p = check(&st, 32, 11, &[], |ino| {
+            Some(ea(if ino == 12 { 5 } else { 1 }))
+        });
+        let c: Vec<_> = p
+            .iter()
+            .map(|p| (p.code, p.ino.unwrap(), p.num, p.num2))
+            .collect();
+        assert_eq!(
+            c,
+            vec![
+                (Code::InodeEaInodeRefs, 12, Some(5), Some(2)),
+                (Code::InodeLinkCount, 14, Some(2), Some(1)),
             ]
         );
     }

@@ -173,6 +173,8 @@ problems! {
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
     BadBlockInMetadata = ("0x1031", P1, Error, false, "Bad block {blk} is in use by file system metadata"),
     HtreeRootInvalid = ("0x1032", P1, Error, false, "HTREE directory inode {ino} has an invalid root node ({detail})"),
+    XattrEaInodeInvalid = ("0x1034", P1, Error, false, "Inode {ino} has illegal extended attribute value inode {num}"),
+    XattrEaInodeNoFlag = ("0x1035", P1, Error, false, "Inode {ino} has invalid extended attribute. EA inode {num} missing EA_INODE flag"),
     SpecialImmutable = ("0x1033", P1, Notice, false, "Special (device/socket/fifo/symlink) file (inode {ino}) has immutable or append-only flag set"),
 
     // ---- Pass 1B-1D: multiply-claimed blocks ----
@@ -254,6 +256,9 @@ problems! {
     BlockBitmapPadding = ("0x500A", P5, Error, true, "Padding at end of block bitmap of group {group} is not set"),
     InodeBitmapPadding = ("0x500B", P5, Error, true, "Padding at end of inode bitmap of group {group} is not set"),
     GroupUninitFlags = ("0x500C", P5, Error, true, "Group {group} {detail}"),
+    QuotaUsage = ("0x500E", P5, Error, true, "Usage inconsistent for {detail}"),
+    QuotaEntryMissing = ("0x500F", P5, Error, true, "Missing {detail} quota entry for ID {num}"),
+    QuotaFileBad = ("0x5010", P5, Error, true, "Quota file cannot be used: {detail}"),
     BitmapUnreadable = ("0x500D", P5, Error, false, "Cannot read {detail} bitmap of group {group} (block {blk})"),
 }
 

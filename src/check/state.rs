@@ -4,7 +4,9 @@
 //! pass write to them without merging; everything else is built from
 //! per-worker results merged once, in unit order.
 
+use super::xattr::EaCharge;
 use crate::engine::{AtomicBitmap, LinkCounts};
+use std::collections::BTreeMap;
 
 /// Per-inode flag bits kept by pass 1 (`State::iflags`).
 pub mod iflag {
@@ -74,6 +76,46 @@ pub struct XattrBlockRef {
     pub blk: u64,
     pub refcount: u32,
     pub seen: u32,
+    /// What its EA-inode entries charge to every inode referring to it.
+    pub charge: EaCharge,
+}
+
+/// Space (in bytes) and inodes charged to one quota id.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QuotaUse {
+    pub space: u64,
+    pub inodes: u64,
+}
+
+/// Quota types, in the order of the superblock's quota inode fields.
+pub const QUOTA_TYPES: usize = 3;
+
+/// Usage per id, by quota type (user, group, project), as pass 1 counts it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QuotaUsage {
+    pub by_type: [BTreeMap<u32, QuotaUse>; QUOTA_TYPES],
+}
+
+impl QuotaUsage {
+    /// Charges `space` bytes and `inodes` inodes to the ids of one inode
+    /// (uid, gid, project id).
+    pub fn charge(&mut self, ids: [u32; QUOTA_TYPES], space: u64, inodes: u64) {
+        for (map, id) in self.by_type.iter_mut().zip(ids) {
+            let u = map.entry(id).or_default();
+            u.space = u.space.saturating_add(space);
+            u.inodes = u.inodes.saturating_add(inodes);
+        }
+    }
+
+    pub fn merge(&mut self, other: QuotaUsage) {
+        for (map, o) in self.by_type.iter_mut().zip(other.by_type) {
+            for (id, v) in o {
+                let u = map.entry(id).or_default();
+                u.space = u.space.saturating_add(v.space);
+                u.inodes = u.inodes.saturating_add(v.inodes);
+            }
+        }
+    }
 }
 
 pub struct State {
@@ -115,6 +157,10 @@ pub struct State {
     pub lost_found: u32,
     /// Xattr blocks referenced by inodes, sorted by block.
     pub xattr_blocks: Vec<XattrBlockRef>,
+    /// (EA inode, xattr entries referring to it), sorted; ea_inode only.
+    pub ea_inode_refs: Vec<(u32, u64)>,
+    /// Quota usage computed by pass 1; None without the quota feature.
+    pub quota: Option<QuotaUsage>,
     pub stats: Stats,
 }
 
@@ -140,6 +186,8 @@ impl State {
             dir_gen: Vec::new(),
             lost_found: 0,
             xattr_blocks: Vec::new(),
+            ea_inode_refs: Vec::new(),
+            quota: None,
             stats: Stats::default(),
         }
     }
@@ -147,6 +195,13 @@ impl State {
     /// Index of directory `ino` in `dirs`, if it is one.
     pub fn dir_index(&self, ino: u32) -> Option<usize> {
         self.dirs.binary_search(&ino).ok()
+    }
+
+    /// How many xattr entries refer to EA inode `ino`.
+    pub fn ea_refs(&self, ino: u32) -> u64 {
+        self.ea_inode_refs
+            .binary_search_by_key(&ino, |&(i, _)| i)
+            .map_or(0, |k| self.ea_inode_refs[k].1)
     }
 
     pub fn has_iflag(&self, ino: u32, f: u8) -> bool {

@@ -2,13 +2,21 @@
 //! part (with extra_isize), xattr blocks (validated once per block, after
 //! the inode scan, so the inode named in a report does not depend on thread
 //! timing) and their reference counts; and the size of inline data.
+//!
+//! With ea_inode, an entry may keep its value in an EA inode
+//! (`e_value_inum`): the inode must be in range, its stored value hash must
+//! give the entry's hash, and it must carry EA_INODE. Every such entry is
+//! counted as a reference (pass 4 compares the counts) and its value, in
+//! blocks, is charged to the inode owning the xattr (i_blocks and quota),
+//! as the kernel does.
 
 use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::state::{State, XattrBlockRef};
 use crate::engine::{Threads, par_map};
 use crate::fs::bytes::{le16, le32, u8_at};
-use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode};
+use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, flags};
+use crate::fs::superblock::incompat;
 use crate::fs::xattr::{self, ENTRY_HEADER_LEN, XATTR_MAGIC};
 
 /// Index of the "system." namespace, where inline data keeps "data".
@@ -55,6 +63,85 @@ fn hash_ok(stored: u32, name: &[u8], value: &[u8]) -> bool {
         || stored == xattr::entry_hash(name, value, true)
 }
 
+/// What the EA-inode entries of one inode's xattr area (or one xattr block)
+/// charge to the inodes owning them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EaCharge {
+    /// File system blocks of the values held in EA inodes (valid entries).
+    pub blocks: u64,
+    /// Entries whose value is in an EA inode (each counts as an inode for
+    /// quota).
+    pub inodes: u64,
+}
+
+/// The inode owning an xattr, as the EA inode checks need it.
+#[derive(Clone, Copy, Debug)]
+pub struct Owner {
+    pub ino: u32,
+    pub generation: u32,
+}
+
+/// One entry whose value lives in an EA inode.
+struct EaEntry<'a> {
+    name: &'a [u8],
+    value_inum: u32,
+    value_size: u32,
+    hash: u32,
+}
+
+/// e2fsck's check of an EA-inode reference. Ok gives the blocks the value
+/// is charged for (0 for an old Lustre-style reference, whose EA inode
+/// names its owner in i_mtime instead of carrying a value hash).
+fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
+    let illegal = || {
+        Problem::new(Code::XattrEaInodeInvalid)
+            .ino(owner.ino)
+            .num(e.value_inum as u64)
+    };
+    if e.value_inum < fs.geo.first_ino || e.value_inum > fs.geo.inodes_count {
+        return Err(illegal());
+    }
+    let Ok(raw) = fs.read_inode_raw(e.value_inum) else {
+        return Err(illegal());
+    };
+    let ea = Inode::parse(&raw);
+    let value_hash = xattr::ea_inode_value_hash(&raw);
+    let hash_ok = e.hash == xattr::ea_inode_entry_hash(e.name, value_hash, false)
+        || e.hash == xattr::ea_inode_entry_hash(e.name, value_hash, true);
+    let has_flag = ea.has_flag(flags::EA_INODE);
+    let blocks = if hash_ok {
+        (e.value_size as u64).div_ceil(fs.geo.block_size as u64)
+    } else if ea.mtime == owner.ino && ea.generation == owner.generation {
+        0
+    } else if !has_flag {
+        return Err(illegal());
+    } else {
+        return Err(Problem::new(Code::XattrHash)
+            .ino(owner.ino)
+            .num(e.hash as u64));
+    };
+    if !has_flag {
+        return Err(Problem::new(Code::XattrEaInodeNoFlag)
+            .ino(owner.ino)
+            .num(e.value_inum as u64));
+    }
+    Ok(blocks)
+}
+
+/// The EA inodes the entries of `area` (from `start`) refer to, pushed to
+/// `refs`. Like e2fsck, every entry counts, valid or not, as long as the
+/// table can be walked.
+fn collect_ea_refs(area: &[u8], start: usize, refs: &mut Vec<u32>) {
+    let mut off = start;
+    while off + ENTRY_HEADER_LEN <= area.len() && le32(area, off) != 0 {
+        let inum = le32(area, off + 4);
+        if inum != 0 {
+            refs.push(inum);
+        }
+        off += round4(ENTRY_HEADER_LEN + u8_at(area, off) as usize);
+    }
+}
+
 /// The in-inode xattr area (after the magic), or None when there is none.
 fn inode_area<'a>(raw: &'a [u8], inode: &Inode) -> Option<&'a [u8]> {
     if raw.len() <= GOOD_OLD_INODE_SIZE {
@@ -68,10 +155,21 @@ fn inode_area<'a>(raw: &'a [u8], inode: &Inode) -> Option<&'a [u8]> {
 }
 
 /// Checks extra_isize, the in-inode xattrs and the extra time fields.
-pub fn check_inode_extra(probs: &mut Vec<Problem>, ino: u32, raw: &[u8], inode: &Inode) {
+/// Returns what the EA-inode entries of the area charge to the inode, and
+/// pushes the EA inodes they refer to onto `ea_refs` (with ea_inode only).
+pub fn check_inode_extra(
+    fs: &Fs,
+    probs: &mut Vec<Problem>,
+    ea_refs: &mut Vec<u32>,
+    owner: Owner,
+    raw: &[u8],
+    inode: &Inode,
+) -> EaCharge {
+    let ino = owner.ino;
+    let mut charge = EaCharge::default();
     let isz = raw.len();
     if isz <= GOOD_OLD_INODE_SIZE {
-        return;
+        return charge;
     }
     let max = isz - GOOD_OLD_INODE_SIZE;
     let extra = inode.extra_isize as usize;
@@ -81,12 +179,30 @@ pub fn check_inode_extra(probs: &mut Vec<Problem>, ino: u32, raw: &[u8], inode: 
                 .ino(ino)
                 .num(extra as u64),
         );
-        return;
+        return charge;
     }
     if extra + 4 < max && le32(raw, GOOD_OLD_INODE_SIZE + extra) == XATTR_MAGIC {
         let header = GOOD_OLD_INODE_SIZE + extra;
-        if let Some(why) = in_inode_problem(&raw[header..]) {
-            probs.push(Problem::new(Code::InodeXattrInInode).ino(ino).detail(why));
+        let area = &raw[header..];
+        let ea_inode = fs.sb.has_incompat(incompat::EA_INODE);
+        let mut check_ref = |e: &EaEntry| -> Result<u64, Problem> {
+            if ea_inode {
+                check_ea_ref(fs, owner, e)
+            } else {
+                Err(Problem::new(Code::InodeXattrInInode)
+                    .ino(ino)
+                    .detail("value stored in an inode without ea_inode"))
+            }
+        };
+        match in_inode_problem(area, &mut charge, &mut check_ref) {
+            Some(InInodeIssue::Corrupt(why)) => {
+                probs.push(Problem::new(Code::InodeXattrInInode).ino(ino).detail(why));
+            }
+            Some(InInodeIssue::Entry(p)) => probs.push(p),
+            None => {}
+        }
+        if ea_inode {
+            collect_ea_refs(area, 4, ea_refs);
         }
     }
     // Old kernels stored pre-1970 extra times with both epoch bits set;
@@ -111,11 +227,29 @@ pub fn check_inode_extra(probs: &mut Vec<Problem>, ino: u32, raw: &[u8], inode: 
             break;
         }
     }
+    charge
+}
+
+/// The first thing wrong with an in-inode xattr area.
+#[derive(Debug, PartialEq, Eq)]
+enum InInodeIssue {
+    /// The area itself is corrupt.
+    Corrupt(&'static str),
+    /// An entry's EA-inode reference is wrong (its own problem).
+    Entry(Problem),
 }
 
 /// e2fsck's walk of the in-inode entries: names and values must fit the
 /// space left, values may not overlap, hashes must match (0 allowed).
-fn in_inode_problem(area: &[u8]) -> Option<&'static str> {
+/// Entries with a value in an EA inode take no value space; `check_ref`
+/// judges them and what valid ones charge is added to `charge`. Like
+/// e2fsck, the walk stops at the first problem.
+fn in_inode_problem(
+    area: &[u8],
+    charge: &mut EaCharge,
+    check_ref: &mut dyn FnMut(&EaEntry) -> Result<u64, Problem>,
+) -> Option<InInodeIssue> {
+    use InInodeIssue::Corrupt;
     let storage = area.len();
     let mut region = Region::new(storage);
     region.take(0, 4);
@@ -126,35 +260,50 @@ fn in_inode_problem(area: &[u8]) -> Option<&'static str> {
         let name_len = u8_at(area, off) as usize;
         let name_size = round4(name_len);
         if name_size > remain {
-            return Some("attribute name too long");
+            return Some(Corrupt("attribute name too long"));
         }
         remain -= name_size;
         let value_offs = le16(area, off + 2) as usize;
         let value_inum = le32(area, off + 4);
         let value_size = le32(area, off + 8) as usize;
         let hash = le32(area, off + 12);
-        if value_inum != 0 {
-            return Some("value stored in an inode without ea_inode");
-        }
-        if value_size > remain {
-            return Some("attribute value size too big");
-        }
-        if value_size != 0 && !region.take(4 + value_offs, round4(value_size)) {
-            return Some("attribute values overlap");
-        }
-        let name = area.get(off + ENTRY_HEADER_LEN..off + ENTRY_HEADER_LEN + name_len);
-        let vstart = 4 + value_offs;
-        let value = area
-            .get(vstart..(vstart + round4(value_size)).min(storage))
+        let name = area
+            .get(off + ENTRY_HEADER_LEN..off + ENTRY_HEADER_LEN + name_len)
             .unwrap_or(&[]);
-        if hash != 0 && !hash_ok(hash, name.unwrap_or(&[]), value) {
-            return Some("attribute hash is invalid");
+        if value_inum != 0 {
+            let e = EaEntry {
+                name,
+                value_inum,
+                value_size: value_size as u32,
+                hash,
+            };
+            match check_ref(&e) {
+                Ok(blocks) => {
+                    charge.blocks += blocks;
+                    charge.inodes += 1;
+                }
+                Err(p) => return Some(InInodeIssue::Entry(p)),
+            }
+        } else {
+            if value_size > remain {
+                return Some(Corrupt("attribute value size too big"));
+            }
+            if value_size != 0 && !region.take(4 + value_offs, round4(value_size)) {
+                return Some(Corrupt("attribute values overlap"));
+            }
+            let vstart = 4 + value_offs;
+            let value = area
+                .get(vstart..(vstart + round4(value_size)).min(storage))
+                .unwrap_or(&[]);
+            if hash != 0 && !hash_ok(hash, name, value) {
+                return Some(Corrupt("attribute hash is invalid"));
+            }
+            remain -= value_size;
         }
-        remain -= value_size;
         off += ENTRY_HEADER_LEN + name_size;
     }
     if !region.take(off, 4) {
-        return Some("entry table overlaps values");
+        return Some(Corrupt("entry table overlaps values"));
     }
     None
 }
@@ -210,38 +359,53 @@ pub fn inline_data_size(
     }
 }
 
-/// Validates one xattr block like e2fsck; returns the problems (empty when
-/// the block is good) and its stored reference count.
-fn check_block(fs: &Fs, blk: u64, ino: u32, buf: &mut [u8]) -> (Vec<Problem>, u32) {
-    let mut out = Vec::new();
+/// What validating one xattr block found.
+#[derive(Default)]
+struct BlockCheck {
+    /// Problems that make e2fsck clear the block (when allowed to).
+    problems: Vec<Problem>,
+    /// Problems with EA-inode references only: the block itself stays.
+    ea_problems: Vec<Problem>,
+    refcount: u32,
+    charge: EaCharge,
+    ea_refs: Vec<u32>,
+}
+
+/// Validates one xattr block like e2fsck (`owner` is the first inode
+/// referring to it).
+fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
+    let ino = owner.ino;
+    let mut out = BlockCheck::default();
     if let Err(e) = fs.read_block_into(blk, buf) {
-        out.push(
+        out.problems.push(
             Problem::new(Code::XattrBlockHeader)
                 .ino(ino)
                 .blk(blk)
                 .detail(format!("cannot read: {e}")),
         );
-        return (out, 0);
+        return out;
     }
     let h = xattr::parse_block_header(buf);
+    out.refcount = h.refcount;
     if h.magic != XATTR_MAGIC {
-        out.push(
+        out.problems.push(
             Problem::new(Code::XattrBlockHeader)
                 .ino(ino)
                 .blk(blk)
                 .detail("bad magic"),
         );
-        return (out, h.refcount);
+        return out;
     }
     if h.blocks != 1 {
-        out.push(
+        out.problems.push(
             Problem::new(Code::XattrBlockHeader)
                 .ino(ino)
                 .blk(blk)
                 .detail(format!("h_blocks is {}", h.blocks)),
         );
-        return (out, h.refcount);
+        return out;
     }
+    let ea_inode = fs.sb.has_incompat(incompat::EA_INODE);
     let bs = buf.len();
     let mut region = Region::new(bs);
     region.take(0, xattr::BLOCK_HEADER_LEN);
@@ -255,35 +419,49 @@ fn check_block(fs: &Fs, blk: u64, ino: u32, buf: &mut [u8]) -> (Vec<Problem>, u3
     while off + 4 <= bs && le32(buf, off) != 0 {
         let name_len = u8_at(buf, off) as usize;
         if !region.take(off, round4(ENTRY_HEADER_LEN + name_len)) {
-            out.push(entries("entries overlap"));
+            out.problems.push(entries("entries overlap"));
             break;
         }
         if u8_at(buf, off + 1) == 0 {
-            out.push(entries("bad attribute name"));
+            out.problems.push(entries("bad attribute name"));
             break;
         }
         let value_offs = le16(buf, off + 2) as usize;
         let value_inum = le32(buf, off + 4);
         let value_size = le32(buf, off + 8) as usize;
         let hash = le32(buf, off + 12);
-        if value_inum != 0 {
-            out.push(entries("value stored in an inode without ea_inode"));
+        let name = buf
+            .get(off + ENTRY_HEADER_LEN..off + ENTRY_HEADER_LEN + name_len)
+            .unwrap_or(&[]);
+        if value_inum != 0 && !ea_inode {
+            out.problems
+                .push(entries("value stored in an inode without ea_inode"));
+        } else if value_inum != 0 {
+            let e = EaEntry {
+                name,
+                value_inum,
+                value_size: value_size as u32,
+                hash,
+            };
+            // Declined, e2fsck keeps the entry and counts it for quota.
+            match check_ea_ref(fs, owner, &e) {
+                Ok(blocks) => out.charge.blocks += blocks,
+                Err(p) => out.ea_problems.push(p.blk(blk)),
+            }
+            out.charge.inodes += 1;
         } else {
             if value_offs + value_size > bs {
-                out.push(entries("bad attribute value"));
+                out.problems.push(entries("bad attribute value"));
                 break;
             }
             if value_size != 0 && !region.take(value_offs, round4(value_size)) {
-                out.push(entries("attribute values overlap"));
+                out.problems.push(entries("attribute values overlap"));
             }
-            let name = buf
-                .get(off + ENTRY_HEADER_LEN..off + ENTRY_HEADER_LEN + name_len)
-                .unwrap_or(&[]);
             let value = buf
                 .get(value_offs..(value_offs + round4(value_size)).min(bs))
                 .unwrap_or(&[]);
             if !hash_ok(hash, name, value) {
-                out.push(
+                out.problems.push(
                     Problem::new(Code::XattrHash)
                         .ino(ino)
                         .num(hash as u64)
@@ -293,34 +471,41 @@ fn check_block(fs: &Fs, blk: u64, ino: u32, buf: &mut [u8]) -> (Vec<Problem>, u3
         }
         off += round4(ENTRY_HEADER_LEN + name_len);
     }
-    if out.is_empty() && !region.take(off, 4) {
-        out.push(entries("entry table overlaps values"));
+    if out.problems.is_empty() && !region.take(off, 4) {
+        out.problems.push(entries("entry table overlaps values"));
     }
-    if out.is_empty()
+    if out.problems.is_empty()
         && fs.metadata_csum()
         && xattr::compute_block_checksum(fs.csum_seed, blk, buf) != h.checksum
     {
-        out.push(Problem::new(Code::XattrBlockChecksum).ino(ino).blk(blk));
+        out.problems
+            .push(Problem::new(Code::XattrBlockChecksum).ino(ino).blk(blk));
     }
-    (out, h.refcount)
+    if ea_inode {
+        collect_ea_refs(buf, xattr::BLOCK_HEADER_LEN, &mut out.ea_refs);
+    }
+    out
 }
 
 /// Validates every xattr block referenced by an in-use inode (once per
 /// block), claims the good ones, records them in `state.xattr_blocks` and
 /// compares their reference counts with the inodes that point at them.
+/// `xrefs` holds (block, referencing inode, its i_generation). The EA
+/// inodes the blocks refer to are pushed onto `ea_refs`, once per block.
 pub fn check_blocks(
     fs: &Fs,
     state: &mut State,
-    mut xrefs: Vec<(u64, u32)>,
+    mut xrefs: Vec<(u64, u32, u32)>,
+    ea_refs: &mut Vec<u32>,
     threads: Threads,
 ) -> Vec<Problem> {
     xrefs.sort_unstable();
-    // (block, first inode, inodes referencing it)
-    let mut blocks: Vec<(u64, u32, u32)> = Vec::new();
-    for &(blk, ino) in &xrefs {
+    // (block, first inode, its generation, inodes referencing it)
+    let mut blocks: Vec<(u64, Owner, u32)> = Vec::new();
+    for &(blk, ino, generation) in &xrefs {
         match blocks.last_mut() {
             Some(last) if last.0 == blk => last.2 += 1,
-            _ => blocks.push((blk, ino, 1)),
+            _ => blocks.push((blk, Owner { ino, generation }, 1)),
         }
     }
     const CHUNK: usize = 64;
@@ -335,28 +520,34 @@ pub fn check_blocks(
             let hi = (lo + CHUNK).min(blocks.len());
             blocks[lo..hi]
                 .iter()
-                .map(|&(blk, ino, _)| check_block(fs, blk, ino, buf))
+                .map(|&(blk, owner, _)| check_block(fs, blk, owner, buf))
                 .collect::<Vec<_>>()
         },
     );
     let mut probs = Vec::new();
-    for (&(blk, _, seen), (p, refcount)) in blocks.iter().zip(results.into_iter().flatten()) {
-        let good = p.is_empty() || p.iter().all(|x| x.code == Code::XattrBlockChecksum);
-        probs.extend(p);
+    for (&(blk, _, seen), r) in blocks.iter().zip(results.into_iter().flatten()) {
+        let good = r
+            .problems
+            .iter()
+            .all(|x| x.code == Code::XattrBlockChecksum);
+        probs.extend(r.problems);
+        probs.extend(r.ea_problems);
+        ea_refs.extend(r.ea_refs);
         if !good {
             continue;
         }
         state.claim_block(blk);
         state.xattr_blocks.push(XattrBlockRef {
             blk,
-            refcount,
+            refcount: r.refcount,
             seen,
+            charge: r.charge,
         });
-        if refcount != seen {
+        if r.refcount != seen {
             probs.push(
                 Problem::new(Code::XattrBlockRefcount)
                     .blk(blk)
-                    .num(refcount as u64)
+                    .num(r.refcount as u64)
                     .num2(seen as u64),
             );
         }
@@ -388,19 +579,60 @@ mod tests {
         a
     }
 
+    fn walk(a: &[u8]) -> (Option<InInodeIssue>, EaCharge) {
+        let mut charge = EaCharge::default();
+        let mut check = |e: &EaEntry| -> Result<u64, Problem> {
+            if e.value_inum == 99 {
+                Err(Problem::new(Code::XattrEaInodeInvalid).num(99))
+            } else {
+                Ok(2)
+            }
+        };
+        let r = in_inode_problem(a, &mut charge, &mut check);
+        (r, charge)
+    }
+
     #[test]
     fn in_inode_entries() {
-        assert_eq!(in_inode_problem(&area_with_entry(true)), None);
+        assert_eq!(walk(&area_with_entry(true)).0, None);
         assert_eq!(
-            in_inode_problem(&area_with_entry(false)),
-            Some("attribute hash is invalid")
+            walk(&area_with_entry(false)).0,
+            Some(InInodeIssue::Corrupt("attribute hash is invalid"))
         );
         let mut a = area_with_entry(true);
         put_le16(&mut a, 6, 200);
-        assert!(in_inode_problem(&a).is_some());
+        assert!(walk(&a).0.is_some());
         let mut a = area_with_entry(true);
         put_le32(&mut a, 12, 5000);
-        assert_eq!(in_inode_problem(&a), Some("attribute value size too big"));
+        assert_eq!(
+            walk(&a).0,
+            Some(InInodeIssue::Corrupt("attribute value size too big"))
+        );
+    }
+
+    #[test]
+    fn in_inode_ea_inode_entries() {
+        // The value lives in inode 20: no value space, a charge instead.
+        let mut a = area_with_entry(true);
+        put_le32(&mut a, 8, 20);
+        put_le32(&mut a, 12, 5000);
+        let (r, charge) = walk(&a);
+        assert_eq!(r, None);
+        assert_eq!(
+            charge,
+            EaCharge {
+                blocks: 2,
+                inodes: 1
+            }
+        );
+        put_le32(&mut a, 8, 99);
+        assert!(matches!(walk(&a).0, Some(InInodeIssue::Entry(_))));
+        let mut refs = Vec::new();
+        collect_ea_refs(&a, 4, &mut refs);
+        assert_eq!(refs, vec![99]);
+        // A table running off the end stops the walk without a panic.
+        collect_ea_refs(&a[..10], 4, &mut refs);
+        assert_eq!(refs, vec![99]);
     }
 
     #[test]

@@ -14,5 +14,6 @@ pub mod group_desc;
 pub mod htree;
 pub mod inode;
 pub mod journal;
+pub mod quota;
 pub mod superblock;
 pub mod xattr;

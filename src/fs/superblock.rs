@@ -306,7 +306,8 @@ pub const SUPPORTED_INCOMPAT: u32 = incompat::FILETYPE
     | incompat::FLEX_BG
     | incompat::CSUM_SEED
     | incompat::LARGEDIR
-    | incompat::INLINE_DATA;
+    | incompat::INLINE_DATA
+    | incompat::EA_INODE;
 
 pub const SUPPORTED_RO_COMPAT: u32 = ro_compat::SPARSE_SUPER
     | ro_compat::LARGE_FILE

@@ -113,6 +113,24 @@ pub fn entry_hash(name: &[u8], value: &[u8], signed: bool) -> u32 {
     h
 }
 
+/// Hash of an entry whose value lives in an EA inode: the name hash mixed
+/// with the value hash the EA inode keeps (`ea_inode_value_hash`).
+pub fn ea_inode_entry_hash(name: &[u8], value_hash: u32, signed: bool) -> u32 {
+    let h = entry_hash(name, &[], signed);
+    (h << 16) ^ (h >> 16) ^ value_hash
+}
+
+/// The hash of the value an EA inode holds, kept in its i_atime.
+pub fn ea_inode_value_hash(raw_inode: &[u8]) -> u32 {
+    le32(raw_inode, 0x08)
+}
+
+/// How many xattr entries refer to an EA inode, by its own account: i_ctime
+/// holds the high half and i_version (osd1) the low half.
+pub fn ea_inode_refcount(raw_inode: &[u8]) -> u64 {
+    ((le32(raw_inode, 0x0C) as u64) << 32) | le32(raw_inode, 0x24) as u64
+}
+
 /// Hash of a whole xattr block, from its entries' hashes; 0 if any entry
 /// hash is 0 (the kernel then leaves the block unhashed).
 pub fn block_hash(entries: &[Entry<'_>]) -> u32 {
@@ -151,6 +169,16 @@ mod tests {
         assert_eq!(es[0].len(), 20);
         assert_eq!(read_entries(&b[..18], 0), Err(EntriesError::Overrun));
         assert_eq!(entry_hash(b"a", &[], false), b'a' as u32);
+        assert_eq!(
+            ea_inode_entry_hash(b"a", 0x1234_5678, false),
+            (u32::from(b'a') << 16) ^ 0x1234_5678
+        );
+        let mut ino = vec![0u8; 128];
+        ino[0x08] = 7;
+        ino[0x0C] = 1;
+        ino[0x24] = 2;
+        assert_eq!(ea_inode_value_hash(&ino), 7);
+        assert_eq!(ea_inode_refcount(&ino), (1 << 32) | 2);
         assert_ne!(
             entry_hash(&[0x80], &[], true),
             entry_hash(&[0x80], &[], false)
