@@ -1,9 +1,10 @@
 //! Pass 0, journal part: is the journal inode usable, is its superblock
 //! well formed, and do the superblock's journal flags agree with it.
 //!
-//! Replay is not done here (`-n` never writes); a journal that needs
-//! recovery is reported and the file system is checked as it is on disk,
-//! like `e2fsck -n` does.
+//! Replay is planned in `recovery.rs`; with a usable journal, `-n` checks
+//! the file system as it will be after replay, so these checks then see the
+//! reset journal. When the journal is unusable, the disk is checked as it
+//! is, like `e2fsck -n` does.
 
 use super::fsview::Fs;
 use super::problem::{Code, Problem};
@@ -41,12 +42,7 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     }
     // e2fsck stops when the journal is unusable and it may not clear it:
     // checking on would judge metadata the journal may still overwrite.
-    let found = journal_superblock(fs, sb.journal_inum).or_else(|why| {
-        // mke2fs keeps a copy of the journal inode's block map and size in
-        // the superblock; e2fsck falls back to it, leaving the inode itself
-        // to pass 1.
-        backup_journal_superblock(fs).ok_or(why)
-    });
+    let found = journal_inode(fs).and_then(|inode| journal_first_block(fs, &inode));
     match found {
         Err(why) => {
             out.push(
@@ -80,22 +76,33 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     out
 }
 
-/// Reads the first block of the journal inode, after checking the inode is
-/// a plausible journal.
-fn journal_superblock(fs: &Fs, ino: u32) -> Result<Vec<u8>, String> {
-    let raw = fs.read_inode_raw(ino).map_err(|e| e.to_string())?;
-    let inode = Inode::parse(&raw);
-    if inode.links_count == 0 || !inode.is_reg() {
-        return Err("not a regular file in use".into());
-    }
-    journal_first_block(fs, &inode)
+/// The journal inode as e2fsck uses it: the inode itself when it is a
+/// plausible journal whose first block can be read, else (mke2fs keeps a
+/// copy of its block map and size in the superblock) the backup, leaving
+/// the inode itself to pass 1.
+pub fn journal_inode(fs: &Fs) -> Result<Inode, String> {
+    let primary = fs
+        .read_inode_raw(fs.sb.journal_inum)
+        .map_err(|e| e.to_string())
+        .and_then(|raw| {
+            let inode = Inode::parse(&raw);
+            if inode.links_count == 0 || !inode.is_reg() {
+                return Err("not a regular file in use".into());
+            }
+            journal_first_block(fs, &inode).map(|_| inode)
+        });
+    primary.or_else(|why| {
+        backup_journal_inode(fs)
+            .filter(|i| journal_first_block(fs, i).is_ok())
+            .ok_or(why)
+    })
 }
 
 /// `s_jnl_backup_type` value meaning s_jnl_blocks holds the inode's i_block
 /// (15 words), then i_size_high and i_size.
 const JNL_BACKUP_BLOCKS: u8 = 1;
 
-fn backup_journal_superblock(fs: &Fs) -> Option<Vec<u8>> {
+fn backup_journal_inode(fs: &Fs) -> Option<Inode> {
     let sb = &fs.sb;
     if sb.jnl_backup_type != JNL_BACKUP_BLOCKS {
         return None;
@@ -112,10 +119,11 @@ fn backup_journal_superblock(fs: &Fs) -> Option<Vec<u8>> {
     if extent::parse_header(&inode.block).magic == EXTENT_MAGIC {
         inode.flags |= flags::EXTENTS;
     }
-    journal_first_block(fs, &inode).ok()
+    Some(inode)
 }
 
-fn journal_first_block(fs: &Fs, inode: &Inode) -> Result<Vec<u8>, String> {
+/// Reads the journal's superblock block (its logical block 0).
+pub fn journal_first_block(fs: &Fs, inode: &Inode) -> Result<Vec<u8>, String> {
     let bs = fs.geo.block_size as u64;
     if inode.size / bs < MIN_JOURNAL_BLOCKS {
         return Err(format!("too small ({} bytes)", inode.size));

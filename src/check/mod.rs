@@ -16,6 +16,7 @@ pub mod pass4;
 pub mod pass5;
 pub mod problem;
 pub mod quota;
+pub mod recovery;
 pub mod state;
 pub mod superblock;
 pub mod xattr;
@@ -145,7 +146,12 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
     let mut report = Report::default();
     let mut timer = Timer::new();
 
-    let opened = superblock::open(dev, opts)?;
+    let opened = match superblock::open(dev, opts)? {
+        // -n never writes: a journal that needs recovery is replayed into a
+        // read overlay and the file system is checked as it will be after.
+        superblock::Opened::Fs(fs, probs) => recovery::after_replay(fs, probs, opts)?,
+        fatal => fatal,
+    };
     let fs = match opened {
         superblock::Opened::Fs(fs, probs) => {
             report.problems.extend(probs);

@@ -121,6 +121,11 @@ problems! {
     JournalNeedsRecoveryNoFlag = ("0x0208", Super, Error, true, "The journal has data to replay but the needs_recovery flag is not set"),
     JournalCannotProceed = ("0x020A", Super, Fatal, false, "The journal is unusable and -n forbids clearing it: cannot proceed with the file system check"),
     JournalRecoverNoJournal = ("0x0209", Super, Error, true, "The needs_recovery flag is set but the file system has no journal"),
+    JournalAfterReplay = ("0x0210", Super, Notice, false, "Checking the file system as it will be after journal recovery ({detail})"),
+    JournalTransactionCorrupt = ("0x0211", Super, Notice, false, "Journal transaction {num} is corrupt, replay would be aborted there"),
+    JournalBlockChecksum = ("0x0212", Super, Notice, false, "Journalled copy of block {blk} fails its checksum and would not be replayed"),
+    JournalRecoveryFails = ("0x0213", Super, Notice, false, "Journal recovery would report an error ({detail}); the journal would then be reset"),
+    JournalFastCommitReplay = ("0x0214", Super, Fatal, false, "The journal holds fast-commit data to replay after transaction {num}; pfsck cannot replay fast commits yet, run e2fsck"),
 
     // ---- Pass 1: inodes, blocks and sizes ----
     InodeChecksum = ("0x1001", P1, Error, false, "Inode {ino} passes checks, but checksum does not match inode"),

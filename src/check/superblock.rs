@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::fs::geometry::Geometry;
 use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT, GroupDesc};
 use crate::fs::superblock::{
-    self, EXT2_MAGIC, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, Superblock, compat, incompat, ro_compat,
+    self, EXT2_MAGIC, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, Superblock, incompat, ro_compat,
 };
 use crate::io::Device;
 
@@ -179,9 +179,6 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
                 superblock::ro_compat_name(bit)
             ));
         }
-    }
-    if sb.has_compat(compat::FAST_COMMIT) && sb.has_incompat(incompat::RECOVER) {
-        names.push("fast_commit journal replay".to_string());
     }
     if !names.is_empty() {
         probs.push(Problem::new(Code::SbFeatureUnsupported).detail(names.join(", ")));

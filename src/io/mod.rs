@@ -4,6 +4,7 @@
 //! and takes a different type, so `-n` cannot write by construction.
 
 use crate::error::{Error, Result};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -16,8 +17,19 @@ enum Backend {
     Memory(Vec<u8>),
 }
 
+/// Bytes that replace the device's own in every read: the blocks journal
+/// replay would write, so `-n` can check the file system as it will be
+/// after recovery without writing anything.
+struct Overlay {
+    /// Byte offset → contents; ranges do not overlap.
+    ranges: BTreeMap<u64, Vec<u8>>,
+    /// Longest range, to find the ranges that start before a read.
+    max_len: u64,
+}
+
 pub struct Device {
     backend: Backend,
+    overlay: Option<Overlay>,
     path: PathBuf,
     size: u64,
     bytes_read: AtomicU64,
@@ -35,6 +47,7 @@ impl Device {
         })?;
         Ok(Device {
             backend: Backend::File(file),
+            overlay: None,
             path: path.to_path_buf(),
             size,
             bytes_read: AtomicU64::new(0),
@@ -46,9 +59,41 @@ impl Device {
         Device {
             size: bytes.len() as u64,
             backend: Backend::Memory(bytes),
+            overlay: None,
             path: PathBuf::from("<memory>"),
             bytes_read: AtomicU64::new(0),
         }
+    }
+
+    /// The same device read through `ranges` (byte offset → bytes): reads
+    /// see those bytes instead of the device's. Ranges must not overlap;
+    /// a later one that would is dropped. Nothing is ever written.
+    pub fn with_overlay(mut self, ranges: BTreeMap<u64, Vec<u8>>) -> Device {
+        let mut kept: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+        let mut end_of_last = 0u64;
+        for (off, data) in ranges {
+            if data.is_empty() || (off < end_of_last && !kept.is_empty()) {
+                continue;
+            }
+            let Some(end) = off.checked_add(data.len() as u64) else {
+                continue;
+            };
+            end_of_last = end;
+            kept.insert(off, data);
+        }
+        let max_len = kept.values().map(|d| d.len() as u64).max().unwrap_or(0);
+        self.overlay = (!kept.is_empty()).then_some(Overlay {
+            ranges: kept,
+            max_len,
+        });
+        self
+    }
+
+    /// Number of bytes the overlay replaces.
+    pub fn overlay_bytes(&self) -> u64 {
+        self.overlay
+            .as_ref()
+            .map_or(0, |o| o.ranges.values().map(|d| d.len() as u64).sum())
     }
 
     pub fn size(&self) -> u64 {
@@ -89,9 +134,31 @@ impl Device {
                 buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
             }
         }
+        if let Some(o) = &self.overlay {
+            o.apply(offset, buf);
+        }
         self.bytes_read
             .fetch_add(buf.len() as u64, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+impl Overlay {
+    /// Copies the overlaid bytes of [offset, offset + buf.len()) into buf.
+    fn apply(&self, offset: u64, buf: &mut [u8]) {
+        let end = offset.saturating_add(buf.len() as u64);
+        let from = offset.saturating_sub(self.max_len.saturating_sub(1));
+        for (&start, data) in self.ranges.range(from..end) {
+            let stop = start.saturating_add(data.len() as u64);
+            let lo = start.max(offset);
+            let hi = stop.min(end);
+            if lo >= hi {
+                continue;
+            }
+            // lo/hi lie inside both ranges, so these casts fit in usize.
+            let dst = &mut buf[(lo - offset) as usize..(hi - offset) as usize];
+            dst.copy_from_slice(&data[(lo - start) as usize..(hi - start) as usize]);
+        }
     }
 }
 
@@ -121,5 +188,27 @@ mod tests {
         assert!(d.read_at(95, &mut b).is_err());
         assert!(d.read_at(u64::MAX, &mut b).is_err());
         std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn overlay_replaces_overlapping_bytes() {
+        let d = Device::from_bytes((0..=255u8).collect());
+        let mut ov = BTreeMap::new();
+        ov.insert(10, vec![0xAA; 4]);
+        ov.insert(20, vec![0xBB; 4]);
+        ov.insert(22, vec![0xCC; 4]); // overlaps the previous: dropped
+        let d = d.with_overlay(ov);
+        let mut b = [0u8; 16];
+        d.read_at(8, &mut b).unwrap();
+        assert_eq!(&b[..2], &[8, 9]);
+        assert_eq!(&b[2..6], &[0xAA; 4]);
+        assert_eq!(&b[6..12], &[14, 15, 16, 17, 18, 19]);
+        assert_eq!(&b[12..16], &[0xBB; 4]);
+        let mut c = [0u8; 2];
+        d.read_at(11, &mut c).unwrap();
+        assert_eq!(c, [0xAA, 0xAA]);
+        d.read_at(24, &mut c).unwrap();
+        assert_eq!(c, [24, 25]);
+        assert_eq!(d.overlay_bytes(), 8);
     }
 }

@@ -1,0 +1,909 @@
+//! Journal recovery planning: what replaying the jbd2 journal would write
+//! home, computed without writing anything, and the read-only view of the
+//! file system as it will be after that replay.
+//!
+//! The planner walks the circular log the way the kernel and e2fsck do, in
+//! three passes from `s_start` with `s_sequence`:
+//! 1. scan: find the end of the log — the first block that is not a log
+//!    block of the expected transaction, or a commit that fails its
+//!    checksum (v1 running crc32_be, v2/v3 block crc32c). A v2/v3
+//!    descriptor or revoke block that fails its checksum is tolerated while
+//!    scanning (it may be stale, from before a lazy journal init), but then
+//!    the transaction's commit decides: a commit time that does not go
+//!    backwards means real corruption and recovery fails as a whole;
+//! 2. revoke: collect revoke records of the transactions before the end;
+//!    a record written by transaction R revokes the copies of that block
+//!    journalled by transactions T <= R (sequence numbers compared modulo
+//!    2^32);
+//! 3. replay: every journalled copy, in log order, that is not revoked and
+//!    passes its v2/v3 tag checksum (a failing copy is skipped and the
+//!    recovery reported as failed at the end, as e2fsck does), with the
+//!    jbd2 magic restored in escaped blocks. Later copies replace earlier
+//!    ones, so the result is the last good copy of each block.
+//!
+//! Everything is bounded: each pass advances through at most `maxlen` log
+//! positions, descriptor tags are bounded by the block size, and numbers
+//! from the journal are validated before they index anything.
+//!
+//! Relies on pass 0's journal checks having found a usable journal; when the
+//! journal cannot be read this returns `Unusable` and the caller falls back
+//! to checking the on-disk state (as `e2fsck -n` does).
+
+use super::Options;
+use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
+use super::fsview::Fs;
+use super::problem::{Code, Problem};
+use super::superblock;
+use crate::error::Result;
+use crate::fs::bytes::{le32, put_le32};
+use crate::fs::inode::{Inode, flags};
+use crate::fs::journal::{
+    self as jfmt, BLOCKTYPE_COMMIT, BLOCKTYPE_DESCRIPTOR, BLOCKTYPE_REVOKE, JBD2_MAGIC,
+    JournalSuperblock, tag_flags,
+};
+use crate::fs::superblock::{SUPERBLOCK_OFFSET, compat, incompat, ro_compat};
+use std::collections::{BTreeMap, HashMap};
+
+/// Why recovery as a whole fails (the kernel's error codes, which e2fsck
+/// reports in its own words).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// EFSBADCRC: a checksum proves the log corrupt ("Journal checksum
+    /// error found").
+    BadChecksum(String),
+    /// EFSCORRUPTED: the log points outside the journal.
+    Corrupted(String),
+    /// EINVAL: a revoke block's count is impossible.
+    Invalid(String),
+    /// EIO: a log block could not be read, or the passes disagreed.
+    Io(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::BadChecksum(s) => write!(f, "journal checksum error: {s}"),
+            Failure::Corrupted(s) => write!(f, "journal corrupted: {s}"),
+            Failure::Invalid(s) => write!(f, "invalid argument: {s}"),
+            Failure::Io(s) => write!(f, "I/O error: {s}"),
+        }
+    }
+}
+
+/// What replay would do.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// File system block → its contents after replay, for every block the
+    /// replay writes (the last good copy).
+    pub blocks: BTreeMap<u64, Vec<u8>>,
+    /// First transaction in the log (`s_sequence`).
+    pub start_transaction: u32,
+    /// First transaction not replayed: the log ends here.
+    pub end_transaction: u32,
+    /// Copies written (a block journalled twice counts twice).
+    pub replays: u64,
+    /// Revoke records collected, and copies they suppressed.
+    pub revokes: u64,
+    pub revoke_hits: u64,
+    /// A commit failed its checksum and replay stopped before it (e2fsck's
+    /// "Journal transaction N was corrupt, replay was aborted").
+    pub failed_commit: Option<u32>,
+    /// Copies skipped because their tag checksum failed (fs block numbers).
+    pub bad_data_blocks: Vec<u64>,
+    /// Recovery reports an error. Blocks already in `blocks` were replayed
+    /// before it (a failure in the scan or revoke pass replays nothing).
+    pub failure: Option<Failure>,
+    /// Tid of fast-commit data the kernel would replay after the log.
+    pub fast_commit_tid: Option<u32>,
+    /// The sequence the reset journal starts at.
+    pub next_sequence: u32,
+}
+
+impl Plan {
+    pub fn transactions(&self) -> u32 {
+        self.end_transaction.wrapping_sub(self.start_transaction)
+    }
+}
+
+/// `a >= b` for transaction ids, which wrap.
+fn tid_geq(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) >= 0
+}
+
+fn tid_gt(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum PassKind {
+    Revoke,
+    Replay,
+}
+
+/// The log geometry, validated once.
+struct Log<'a> {
+    j: &'a JournalSuperblock,
+    /// Reads journal block `n` (0 ≤ n < maxlen); Err on a hole or I/O error.
+    read: &'a dyn Fn(u32) -> std::result::Result<Vec<u8>, String>,
+    first: u32,
+    /// One past the last log block; fast-commit blocks follow.
+    last: u32,
+    maxlen: u32,
+    block_size: usize,
+}
+
+impl Log<'_> {
+    /// The block after `pos` in the circular log. The writer never puts a
+    /// log block at or past `last`, so positions wrap to `first`.
+    fn advance(&self, pos: u32, by: u32) -> u32 {
+        let ring = self.last - self.first;
+        let off = (pos.saturating_sub(self.first) as u64 + by as u64) % ring as u64;
+        self.first + off as u32
+    }
+
+    fn read(&self, pos: u32) -> std::result::Result<Vec<u8>, Failure> {
+        if pos >= self.maxlen {
+            return Err(Failure::Corrupted(format!(
+                "log block {pos} beyond the journal"
+            )));
+        }
+        let b = (self.read)(pos).map_err(|e| Failure::Io(format!("log block {pos}: {e}")))?;
+        if b.len() != self.block_size {
+            return Err(Failure::Io(format!("log block {pos}: short read")));
+        }
+        Ok(b)
+    }
+}
+
+/// Plans the replay of the journal whose superblock is `j`, reading journal
+/// blocks through `read`. Returns Err when the superblock's numbers do not
+/// describe a usable log (nothing can be replayed).
+pub fn plan(
+    j: &JournalSuperblock,
+    block_size: u32,
+    read: &dyn Fn(u32) -> std::result::Result<Vec<u8>, String>,
+) -> std::result::Result<Plan, String> {
+    if j.blocksize != block_size || !(1024..=65536).contains(&block_size) {
+        return Err(format!("journal block size {} is unusable", j.blocksize));
+    }
+    let fc = j.fc_blocks();
+    let last = j
+        .maxlen
+        .checked_sub(fc)
+        .ok_or_else(|| format!("{fc} fast-commit blocks in a {}-block journal", j.maxlen))?;
+    if j.first == 0 || j.first >= last {
+        return Err(format!("first log block {} outside 1..{last}", j.first));
+    }
+    let mut plan = Plan {
+        start_transaction: j.sequence,
+        end_transaction: j.sequence,
+        next_sequence: j.sequence.wrapping_add(1),
+        ..Plan::default()
+    };
+    if j.start == 0 {
+        // Cleanly unmounted: nothing to replay.
+        return Ok(plan);
+    }
+    if j.start < j.first || j.start >= last {
+        plan.failure = Some(Failure::Corrupted(format!(
+            "log start {} outside {}..{last}",
+            j.start, j.first
+        )));
+        return Ok(plan);
+    }
+    let log = Log {
+        j,
+        read,
+        first: j.first,
+        last,
+        maxlen: j.maxlen,
+        block_size: block_size as usize,
+    };
+    let mut revoked: HashMap<u64, u32> = HashMap::new();
+    let result = scan(&log, &mut plan)
+        .and_then(|()| revoke_pass(&log, &plan, &mut revoked).map(|n| plan.revokes = n))
+        .and_then(|()| replay(&log, &mut plan, &revoked));
+    if let Err(f) = result {
+        plan.failure = Some(f);
+    }
+    if plan.failure.is_none() && fc > 0 {
+        // The fast-commit area follows the log; replay applies it when its
+        // head names the transaction after the last one replayed.
+        let fc_first = last.saturating_add(1);
+        if fc_first < j.maxlen
+            && let Ok(b) = log.read(fc_first)
+            && jfmt::fc_head_tid(&b) == Some(plan.end_transaction)
+        {
+            plan.fast_commit_tid = Some(plan.end_transaction);
+        }
+    }
+    plan.next_sequence = plan.end_transaction.wrapping_add(1);
+    Ok(plan)
+}
+
+/// Pass 1: finds `end_transaction`.
+fn scan(log: &Log, plan: &mut Plan) -> std::result::Result<(), Failure> {
+    let j = log.j;
+    let mut next_id = j.sequence;
+    let mut pos = j.start;
+    let mut end: Option<u32> = None;
+    let mut need_check_commit_time = false;
+    let mut last_commit_time = 0u64;
+    let mut crc_sum = !0u32;
+    let mut budget = log.maxlen as u64;
+    loop {
+        if budget == 0 {
+            break;
+        }
+        budget -= 1;
+        let b = log.read(pos)?;
+        pos = log.advance(pos, 1);
+        let h = jfmt::parse_header(&b);
+        if h.magic != JBD2_MAGIC || h.sequence != next_id {
+            break;
+        }
+        match h.blocktype {
+            BLOCKTYPE_DESCRIPTOR => {
+                if !jfmt::tail_checksum_ok(j, &b) {
+                    need_check_commit_time = true;
+                }
+                let n = jfmt::parse_tags(j, &b).len() as u32;
+                budget = budget.saturating_sub(n as u64);
+                if j.has_v1_checksum() && !need_check_commit_time && end.is_none() {
+                    crc_sum = jfmt::crc32_be(crc_sum, &b);
+                    let mut readable = true;
+                    for _ in 0..n {
+                        match log.read(pos) {
+                            Ok(d) => crc_sum = jfmt::crc32_be(crc_sum, &d),
+                            Err(_) => {
+                                readable = false;
+                                break;
+                            }
+                        }
+                        pos = log.advance(pos, 1);
+                    }
+                    if !readable {
+                        break;
+                    }
+                } else {
+                    pos = log.advance(pos, n);
+                }
+            }
+            BLOCKTYPE_COMMIT => {
+                let c = jfmt::parse_commit(&b);
+                if need_check_commit_time {
+                    if c.commit_sec >= last_commit_time {
+                        return Err(Failure::BadChecksum(format!(
+                            "transaction {next_id} has a block that fails its checksum"
+                        )));
+                    }
+                    // Older commit time: stale blocks from an earlier use
+                    // of the journal; the log ends here.
+                    break;
+                }
+                let mut bad = false;
+                if j.has_v1_checksum() {
+                    if let Some(e) = end {
+                        plan.failed_commit = Some(e);
+                        break;
+                    }
+                    bad = !jfmt::commit_v1_ok(&c, crc_sum);
+                    crc_sum = !0;
+                }
+                if !bad && !jfmt::commit_checksum_ok(j, &b) {
+                    bad = true;
+                }
+                if bad {
+                    if c.commit_sec < last_commit_time {
+                        break;
+                    }
+                    end = Some(next_id);
+                    if !j.async_commit() {
+                        plan.failed_commit = Some(next_id);
+                        break;
+                    }
+                }
+                last_commit_time = c.commit_sec;
+                next_id = next_id.wrapping_add(1);
+            }
+            BLOCKTYPE_REVOKE => {
+                if !jfmt::tail_checksum_ok(j, &b) {
+                    need_check_commit_time = true;
+                }
+            }
+            _ => break,
+        }
+    }
+    plan.end_transaction = end.unwrap_or(next_id);
+    Ok(())
+}
+
+/// Walks the transactions before the end for the revoke and replay
+/// passes, handing each log block to `visit` with the current tid. The
+/// visitor gets the tid, the log position after the block (where a
+/// descriptor's data blocks start), the block and its sequence.
+fn walk(
+    log: &Log,
+    end: u32,
+    pass: PassKind,
+    mut visit: impl FnMut(u32, u32, &[u8], u32) -> std::result::Result<(), Failure>,
+) -> std::result::Result<(), Failure> {
+    let j = log.j;
+    let mut next_id = j.sequence;
+    let mut pos = j.start;
+    let mut budget = log.maxlen as u64;
+    while !tid_geq(next_id, end) && budget > 0 {
+        budget -= 1;
+        let b = log.read(pos)?;
+        pos = log.advance(pos, 1);
+        let h = jfmt::parse_header(&b);
+        if h.magic != JBD2_MAGIC || h.sequence != next_id {
+            break;
+        }
+        match h.blocktype {
+            BLOCKTYPE_DESCRIPTOR => {
+                if !jfmt::tail_checksum_ok(j, &b) {
+                    return Err(Failure::BadChecksum(format!(
+                        "descriptor block {} in log",
+                        pos
+                    )));
+                }
+                let n = jfmt::parse_tags(j, &b).len() as u32;
+                budget = budget.saturating_sub(n as u64);
+                visit(next_id, pos, &b, h.sequence)?;
+                pos = log.advance(pos, n);
+            }
+            BLOCKTYPE_COMMIT => next_id = next_id.wrapping_add(1),
+            BLOCKTYPE_REVOKE => visit(next_id, pos, &b, h.sequence)?,
+            _ => break,
+        }
+    }
+    if next_id != end {
+        return Err(Failure::Io(format!(
+            "{pass:?} pass ended at transaction {next_id}, expected {end}"
+        )));
+    }
+    Ok(())
+}
+
+/// Pass 2: block → the latest transaction that revoked it.
+fn revoke_pass(
+    log: &Log,
+    plan: &Plan,
+    revoked: &mut HashMap<u64, u32>,
+) -> std::result::Result<u64, Failure> {
+    let mut count = 0u64;
+    walk(
+        log,
+        plan.end_transaction,
+        PassKind::Revoke,
+        |tid, _, b, _| {
+            if jfmt::parse_header(b).blocktype != BLOCKTYPE_REVOKE {
+                return Ok(());
+            }
+            let list = jfmt::parse_revoke(log.j, b).map_err(|e| {
+                Failure::Invalid(format!("revoke block in transaction {tid}: {e:?}"))
+            })?;
+            for blk in list {
+                count += 1;
+                let e = revoked.entry(blk).or_insert(tid);
+                if tid_gt(tid, *e) {
+                    *e = tid;
+                }
+            }
+            Ok(())
+        },
+    )?;
+    Ok(count)
+}
+
+/// Pass 3: the copies to write home.
+fn replay(
+    log: &Log,
+    plan: &mut Plan,
+    revoked: &HashMap<u64, u32>,
+) -> std::result::Result<(), Failure> {
+    let j = log.j;
+    let mut blocks = std::mem::take(&mut plan.blocks);
+    let (mut replays, mut hits, mut bad) = (0u64, 0u64, Vec::new());
+    let mut read_error: Option<Failure> = None;
+    let result = walk(
+        log,
+        plan.end_transaction,
+        PassKind::Replay,
+        |tid, data_pos, b, seq| {
+            if jfmt::parse_header(b).blocktype != BLOCKTYPE_DESCRIPTOR {
+                return Ok(());
+            }
+            let mut pos = data_pos;
+            for tag in jfmt::parse_tags(j, b) {
+                let io = pos;
+                pos = log.advance(pos, 1);
+                let mut data = match log.read(io) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        // Recover what can be read, report the failure at the end.
+                        read_error = Some(e);
+                        continue;
+                    }
+                };
+                if revoked.get(&tag.blocknr).is_some_and(|&r| !tid_gt(tid, r)) {
+                    hits += 1;
+                    continue;
+                }
+                if !jfmt::data_checksum_ok(j, &tag, seq, &data) {
+                    bad.push(tag.blocknr);
+                    continue;
+                }
+                if tag.has(tag_flags::ESCAPE)
+                    && let Some(s) = data.get_mut(0..4)
+                {
+                    s.copy_from_slice(&JBD2_MAGIC.to_be_bytes());
+                }
+                replays += 1;
+                blocks.insert(tag.blocknr, data);
+            }
+            Ok(())
+        },
+    );
+    plan.blocks = blocks;
+    plan.replays = replays;
+    plan.revoke_hits = hits;
+    let had_bad = !bad.is_empty();
+    plan.bad_data_blocks = bad;
+    result?;
+    if let Some(e) = read_error {
+        return Err(e);
+    }
+    if had_bad {
+        return Err(Failure::BadChecksum(format!(
+            "{} journalled block(s) fail their checksum",
+            plan.bad_data_blocks.len()
+        )));
+    }
+    Ok(())
+}
+
+// ---- Reading the internal journal ----
+
+/// Logical → physical runs of the journal inode.
+struct JournalMap {
+    /// (logical, physical, length), sorted by logical block.
+    runs: Vec<(u64, u64, u64)>,
+}
+
+impl JournalMap {
+    fn physical(&self, lblk: u64) -> Option<u64> {
+        let i = self.runs.partition_point(|r| r.0 <= lblk).checked_sub(1)?;
+        let (l, p, len) = self.runs[i];
+        (lblk < l.saturating_add(len)).then(|| p + (lblk - l))
+    }
+}
+
+struct Collect {
+    runs: Vec<(u64, u64, u64)>,
+    /// Stops the walk once the log's length is mapped.
+    want: u64,
+    mapped: u64,
+}
+
+impl MapVisitor for Collect {
+    fn data(&mut self, lblk: u64, pblk: u64, len: u64, _unwritten: bool) {
+        self.runs.push((lblk, pblk, len));
+        self.mapped = self.mapped.saturating_add(len);
+    }
+    fn node(&mut self, _pblk: u64) {}
+    fn problem(&mut self, _p: Problem) {}
+    fn done(&self) -> bool {
+        self.mapped >= self.want
+    }
+}
+
+fn map_journal(fs: &Fs, ino: u32, inode: &Inode, maxlen: u32) -> JournalMap {
+    let bs = fs.geo.block_size as u64;
+    let mut c = Collect {
+        runs: Vec::new(),
+        want: maxlen as u64,
+        mapped: 0,
+    };
+    let mut scratch = Scratch::new(fs.block_size());
+    if inode.has_flag(flags::EXTENTS) {
+        let info = MapInfo {
+            ino,
+            is_dir: false,
+            eof_block: (inode.size / bs).saturating_sub(1),
+            csum_seed: None,
+            large_dir: false,
+        };
+        blockmap::walk_extents(fs, info, &inode.block, &mut scratch, &mut c);
+    } else {
+        blockmap::walk_indirect(fs, ino, &inode.block_ptrs(), &mut scratch, &mut c);
+    }
+    c.runs.sort_unstable();
+    JournalMap { runs: c.runs }
+}
+
+/// The internal journal's superblock and a plan for it, or why there is
+/// nothing to plan (no usable internal journal).
+pub fn plan_internal(fs: &Fs) -> std::result::Result<(JournalSuperblock, Plan, u64), String> {
+    let ino = fs.sb.journal_inum;
+    let inode = super::journal::journal_inode(fs)?;
+    let jsb_raw = super::journal::journal_first_block(fs, &inode)?;
+    let j = jfmt::parse_superblock(&jsb_raw);
+    if j.magic != JBD2_MAGIC
+        || (j.blocktype != jfmt::BLOCKTYPE_SB_V1 && j.blocktype != jfmt::BLOCKTYPE_SB_V2)
+    {
+        return Err("bad journal superblock".into());
+    }
+    if j.blocktype == jfmt::BLOCKTYPE_SB_V2 && j.feature_incompat & !jfmt::incompat::KNOWN != 0 {
+        return Err("unknown journal features".into());
+    }
+    let map = map_journal(fs, ino, &inode, j.maxlen);
+    let inode_blocks = inode.size / fs.geo.block_size as u64;
+    if j.maxlen as u64 > inode_blocks {
+        return Err(format!(
+            "journal length {} exceeds its inode ({inode_blocks} blocks)",
+            j.maxlen
+        ));
+    }
+    let Some(jsb_phys) = map.physical(0) else {
+        return Err("journal block 0 is not mapped".into());
+    };
+    let read = |n: u32| -> std::result::Result<Vec<u8>, String> {
+        let p = map
+            .physical(n as u64)
+            .ok_or_else(|| format!("journal block {n} is not mapped"))?;
+        if !fs.geo.block_in_fs(p) {
+            return Err(format!("journal block {n} maps outside the file system"));
+        }
+        fs.read_block(p).map_err(|e| e.to_string())
+    };
+    let plan = plan(&j, fs.geo.block_size, &read)?;
+    Ok((j, plan, jsb_phys))
+}
+
+/// The file system view to check with `-n`: when the superblock says the
+/// journal needs recovery and the internal journal is usable, the device
+/// is overlaid with what replay would write (the journalled blocks, then the
+/// superblock with needs_recovery cleared and the journal reset, as e2fsck
+/// leaves them), and the superblock and descriptors are loaded again through
+/// it. Otherwise `fs` is returned as is.
+///
+/// Returns the view and the problems that replace the first opening's (the
+/// superblock in use may differ after replay).
+pub fn after_replay(
+    fs: Box<Fs>,
+    first_probs: Vec<Problem>,
+    opts: &Options,
+) -> Result<superblock::Opened> {
+    let sb = &fs.sb;
+    if !sb.has_incompat(incompat::RECOVER)
+        || !sb.has_compat(compat::HAS_JOURNAL)
+        || sb.journal_inum == 0
+        || opts.superblock.is_some()
+    {
+        return Ok(superblock::Opened::Fs(fs, first_probs));
+    }
+    let Ok((j, plan, jsb_phys)) = plan_internal(&fs) else {
+        // Pass 0's journal checks say what is wrong; check the disk as is.
+        return Ok(superblock::Opened::Fs(fs, first_probs));
+    };
+    if let Some(tid) = plan.fast_commit_tid {
+        let mut probs = first_probs;
+        probs.push(Problem::new(Code::JournalFastCommitReplay).num(tid as u64));
+        return Ok(superblock::Opened::Fatal(probs));
+    }
+    let mut notes = Vec::new();
+    let replayed = plan.failure.is_none() || !plan.blocks.is_empty();
+    notes.push(Problem::new(Code::JournalAfterReplay).detail(format!(
+        "{} transaction{}, {} block{}",
+        if replayed { plan.transactions() } else { 0 },
+        if plan.transactions() == 1 && replayed {
+            ""
+        } else {
+            "s"
+        },
+        plan.blocks.len(),
+        if plan.blocks.len() == 1 { "" } else { "s" }
+    )));
+    if let Some(t) = plan.failed_commit {
+        notes.push(Problem::new(Code::JournalTransactionCorrupt).num(t as u64));
+    }
+    for &b in &plan.bad_data_blocks {
+        notes.push(Problem::new(Code::JournalBlockChecksum).blk(b));
+    }
+    if let Some(f) = &plan.failure {
+        notes.push(Problem::new(Code::JournalRecoveryFails).detail(f.to_string()));
+    }
+    let overlay = overlay_after(&fs, &j, &plan, jsb_phys);
+    let Fs { dev, .. } = *fs;
+    let dev = dev.with_overlay(overlay);
+    Ok(match superblock::open(dev, opts)? {
+        superblock::Opened::Fs(fs, mut probs) => {
+            probs.extend(notes);
+            superblock::Opened::Fs(fs, probs)
+        }
+        superblock::Opened::Fatal(mut probs) => {
+            probs.extend(notes);
+            superblock::Opened::Fatal(probs)
+        }
+    })
+}
+
+/// Byte ranges of the device after replay: the journalled blocks, the
+/// primary superblock with needs_recovery cleared (checksum redone) and
+/// the journal superblock reset to start empty at the next sequence.
+fn overlay_after(
+    fs: &Fs,
+    j: &JournalSuperblock,
+    plan: &Plan,
+    jsb_phys: u64,
+) -> BTreeMap<u64, Vec<u8>> {
+    let bs = fs.geo.block_size as u64;
+    let dev_size = fs.dev.size();
+    let mut out: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+    for (&blk, data) in &plan.blocks {
+        // Blocks past the device cannot be written home; e2fsck's write
+        // would fail, so they stay out of the view.
+        if let Some(off) = blk.checked_mul(bs)
+            && off.checked_add(bs).is_some_and(|e| e <= dev_size)
+        {
+            out.insert(off, data.clone());
+        }
+    }
+    let current = |out: &BTreeMap<u64, Vec<u8>>, blk: u64| -> Option<Vec<u8>> {
+        match out.get(&(blk * bs)) {
+            Some(d) => Some(d.clone()),
+            None => fs.read_block(blk).ok(),
+        }
+    };
+    let sb_blk = SUPERBLOCK_OFFSET / bs;
+    let sb_off = (SUPERBLOCK_OFFSET % bs) as usize;
+    if let Some(mut b) = current(&out, sb_blk)
+        && let Some(s) = b.get_mut(sb_off..sb_off + 1024)
+    {
+        let inc = le32(s, 0x60) & !incompat::RECOVER;
+        put_le32(s, 0x60, inc);
+        if le32(s, 0x64) & ro_compat::METADATA_CSUM != 0 {
+            let c = crate::fs::checksum::crc32c_raw(!0, &s[..0x3FC]);
+            put_le32(s, 0x3FC, c);
+        }
+        out.insert(sb_blk * bs, b);
+    }
+    if let Some(mut b) = current(&out, jsb_phys) {
+        if let Some(s) = b.get_mut(0x18..0x20) {
+            s[0..4].copy_from_slice(&plan.next_sequence.to_be_bytes());
+            s[4..8].copy_from_slice(&0u32.to_be_bytes());
+        }
+        if j.blocktype == jfmt::BLOCKTYPE_SB_V2 && j.has_csum_v2v3() && b.len() >= 1024 {
+            let c = jfmt::compute_sb_checksum(&b);
+            b[0xFC..0x100].copy_from_slice(&c.to_be_bytes());
+        }
+        out.insert(jsb_phys * bs, b);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::journal::incompat as jinc;
+
+    const BS: usize = 1024;
+    const MAXLEN: u32 = 64;
+
+    fn jsb(seq: u32, start: u32, incompat: u32) -> JournalSuperblock {
+        let mut b = vec![0u8; BS];
+        b[0..4].copy_from_slice(&JBD2_MAGIC.to_be_bytes());
+        b[4..8].copy_from_slice(&jfmt::BLOCKTYPE_SB_V2.to_be_bytes());
+        b[0xC..0x10].copy_from_slice(&(BS as u32).to_be_bytes());
+        b[0x10..0x14].copy_from_slice(&MAXLEN.to_be_bytes());
+        b[0x14..0x18].copy_from_slice(&1u32.to_be_bytes());
+        b[0x18..0x1C].copy_from_slice(&seq.to_be_bytes());
+        b[0x1C..0x20].copy_from_slice(&start.to_be_bytes());
+        b[0x28..0x2C].copy_from_slice(&incompat.to_be_bytes());
+        jfmt::parse_superblock(&b)
+    }
+
+    fn header(kind: u32, seq: u32) -> Vec<u8> {
+        let mut b = vec![0u8; BS];
+        b[0..4].copy_from_slice(&JBD2_MAGIC.to_be_bytes());
+        b[4..8].copy_from_slice(&kind.to_be_bytes());
+        b[8..12].copy_from_slice(&seq.to_be_bytes());
+        b
+    }
+
+    /// A 32-bit, checksum-less descriptor (8-byte tags).
+    fn desc(seq: u32, blocks: &[u64]) -> Vec<u8> {
+        let mut b = header(BLOCKTYPE_DESCRIPTOR, seq);
+        let mut off = 12;
+        for (i, &blk) in blocks.iter().enumerate() {
+            let mut fl = if i == 0 { 0 } else { tag_flags::SAME_UUID };
+            if i + 1 == blocks.len() {
+                fl |= tag_flags::LAST_TAG;
+            }
+            b[off..off + 4].copy_from_slice(&(blk as u32).to_be_bytes());
+            b[off + 6..off + 8].copy_from_slice(&(fl as u16).to_be_bytes());
+            off += 8 + if i == 0 { 16 } else { 0 };
+        }
+        b
+    }
+
+    fn revoke(seq: u32, blocks: &[u64]) -> Vec<u8> {
+        let mut b = header(BLOCKTYPE_REVOKE, seq);
+        let count = 16 + 4 * blocks.len() as u32;
+        b[12..16].copy_from_slice(&count.to_be_bytes());
+        for (i, &blk) in blocks.iter().enumerate() {
+            b[16 + 4 * i..20 + 4 * i].copy_from_slice(&(blk as u32).to_be_bytes());
+        }
+        b
+    }
+
+    fn commit(seq: u32, time: u64) -> Vec<u8> {
+        let mut b = header(BLOCKTYPE_COMMIT, seq);
+        b[0x30..0x38].copy_from_slice(&time.to_be_bytes());
+        b
+    }
+
+    fn data(tag: u8) -> Vec<u8> {
+        vec![tag; BS]
+    }
+
+    /// Lays `blocks` out in the log from `start`, wrapping at MAXLEN.
+    fn journal(start: u32, blocks: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let mut j = vec![vec![0u8; BS]; MAXLEN as usize];
+        let mut pos = start;
+        for b in blocks {
+            j[pos as usize] = b;
+            pos += 1;
+            if pos >= MAXLEN {
+                pos = 1;
+            }
+        }
+        j
+    }
+
+    fn run(j: &JournalSuperblock, log: &[Vec<u8>]) -> Plan {
+        let read = |n: u32| -> std::result::Result<Vec<u8>, String> {
+            log.get(n as usize).cloned().ok_or_else(|| "hole".into())
+        };
+        plan(j, BS as u32, &read).unwrap()
+    }
+
+    #[test]
+    fn revoke_applies_to_earlier_and_same_transactions_only() {
+        let log = journal(
+            1,
+            vec![
+                desc(10, &[100, 101]),
+                data(1),
+                data(2),
+                commit(10, 1),
+                // Transaction 11 revokes 100 and journals 101 again, then
+                // transaction 12 journals 100 again (after its revoke).
+                desc(11, &[101]),
+                data(3),
+                revoke(11, &[100, 101]),
+                commit(11, 2),
+                desc(12, &[100]),
+                data(4),
+                commit(12, 3),
+            ],
+        );
+        let p = run(&jsb(10, 1, jinc::REVOKE), &log);
+        assert_eq!(p.transactions(), 3);
+        assert_eq!(p.blocks.keys().copied().collect::<Vec<_>>(), vec![100]);
+        assert_eq!(p.blocks[&100], data(4));
+        assert_eq!(p.revoke_hits, 3);
+        assert_eq!(p.next_sequence, 14);
+    }
+
+    #[test]
+    fn log_wraps_around() {
+        let log = journal(
+            60,
+            vec![
+                desc(5, &[200, 201, 202]),
+                data(7),
+                data(8),
+                data(9),
+                commit(5, 1),
+            ],
+        );
+        let p = run(&jsb(5, 60, 0), &log);
+        assert_eq!(p.blocks.len(), 3);
+        assert_eq!(p.blocks[&202], data(9));
+    }
+
+    #[test]
+    fn uncommitted_and_out_of_sequence_end_the_log() {
+        let log = journal(
+            1,
+            vec![
+                desc(1, &[300]),
+                data(1),
+                commit(1, 1),
+                desc(2, &[301]),
+                data(2),
+                commit(7, 2),
+            ],
+        );
+        let p = run(&jsb(1, 1, 0), &log);
+        assert_eq!(p.blocks.keys().copied().collect::<Vec<_>>(), vec![300]);
+        assert_eq!(p.end_transaction, 2);
+    }
+
+    #[test]
+    fn sequence_numbers_wrap() {
+        let log = journal(
+            1,
+            vec![
+                desc(u32::MAX, &[400]),
+                data(1),
+                commit(u32::MAX, 1),
+                desc(0, &[401]),
+                data(2),
+                revoke(0, &[400]),
+                commit(0, 2),
+            ],
+        );
+        let p = run(&jsb(u32::MAX, 1, 0), &log);
+        assert_eq!(p.transactions(), 2);
+        assert_eq!(p.blocks.keys().copied().collect::<Vec<_>>(), vec![401]);
+    }
+
+    #[test]
+    fn bad_revoke_count_fails_before_replay() {
+        let mut r = revoke(1, &[500]);
+        r[12..16].copy_from_slice(&2000u32.to_be_bytes());
+        let log = journal(1, vec![desc(1, &[501]), data(1), r, commit(1, 1)]);
+        let p = run(&jsb(1, 1, 0), &log);
+        assert!(matches!(p.failure, Some(Failure::Invalid(_))));
+        assert!(p.blocks.is_empty());
+    }
+
+    #[test]
+    fn clean_journal_and_bad_geometry() {
+        let p = run(&jsb(3, 0, 0), &journal(1, vec![]));
+        assert!(p.blocks.is_empty() && p.failure.is_none());
+        let p = run(&jsb(3, 70, 0), &journal(1, vec![]));
+        assert!(matches!(p.failure, Some(Failure::Corrupted(_))));
+        let mut j = jsb(3, 1, 0);
+        j.first = 0;
+        assert!(plan(&j, BS as u32, &|_| Ok(vec![0u8; BS])).is_err());
+        assert!(plan(&jsb(3, 1, 0), 4096, &|_| Ok(vec![0u8; BS])).is_err());
+    }
+
+    /// Garbage logs (deterministic pseudo-random) never panic and stay
+    /// within the journal's length.
+    #[test]
+    fn garbage_logs_are_bounded() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for round in 0..200u32 {
+            let mut log = vec![vec![0u8; BS]; MAXLEN as usize];
+            for (n, b) in log.iter_mut().enumerate() {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                if x.is_multiple_of(3) {
+                    let kind = (x >> 8) as u32 % 6;
+                    *b = header(kind, 1 + (x >> 16) as u32 % 3);
+                }
+                for (i, byte) in b.iter_mut().enumerate().skip(12) {
+                    *byte = (x >> ((i + n) % 56)) as u8;
+                }
+            }
+            let feats =
+                [0, jinc::BIT64, jinc::CSUM_V3 | jinc::BIT64, jinc::CSUM_V2][round as usize % 4];
+            let reads = std::cell::Cell::new(0u32);
+            let read = |n: u32| -> std::result::Result<Vec<u8>, String> {
+                reads.set(reads.get() + 1);
+                log.get(n as usize).cloned().ok_or_else(|| "hole".into())
+            };
+            let _ = plan(&jsb(1, 1 + round % 60, feats), BS as u32, &read);
+            // Three passes, each reading at most maxlen blocks plus the
+            // data blocks of the descriptors it replays.
+            assert!(reads.get() <= 6 * MAXLEN + 1, "{} reads", reads.get());
+        }
+    }
+}
