@@ -95,7 +95,10 @@ fn dup_list(state: &State) -> Vec<u64> {
 pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
     // With shared_blocks, files may share blocks on purpose (deduplicated
     // images); e2fsck leaves them be unless asked to unshare.
-    if fs.sb.has_ro_compat(crate::fs::superblock::ro_compat::SHARED_BLOCKS) {
+    if fs
+        .sb
+        .has_ro_compat(crate::fs::superblock::ro_compat::SHARED_BLOCKS)
+    {
         return Ok(Vec::new());
     }
     let dups = dup_list(state);
