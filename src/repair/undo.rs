@@ -218,14 +218,14 @@ pub fn encode_trailer(record_count: u64, records_crc: u32) -> [u8; TRAILER_LEN] 
 /// `HEADER_LEN` bytes): enough to tell whether a file is a pfsck log and
 /// what state it is in, without reading the records.
 pub fn parse_header(b: &[u8]) -> Result<(Header, State, bool), LogError> {
+    if b.get(0..8).is_none_or(|m| m != MAGIC) {
+        return bad("not a pfsck undo log (bad magic)");
+    }
     if b.len() < HEADER_LEN {
         return bad(format!(
             "truncated undo log: {} bytes, shorter than its {HEADER_LEN}-byte header",
             b.len()
         ));
-    }
-    if b[0..8] != MAGIC {
-        return bad("not a pfsck undo log (bad magic)");
     }
     let field = |off| u32_at(b, off).unwrap_or(0);
     let field64 = |off| u64_at(b, off).unwrap_or(0);
