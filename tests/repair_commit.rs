@@ -586,3 +586,78 @@ fn mounted_image_is_refused() {
     commit(&img, &o, &log, &mut NoFaults, &dense()).unwrap();
     assert!(commit::read_log(&log).is_ok());
 }
+
+/// Detaches a loop device even when the test fails.
+struct Loop {
+    dev: PathBuf,
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dev).output();
+        let _ = Command::new("losetup").arg("-d").arg(&self.dev).output();
+    }
+}
+
+/// The block device path: a loop device over an image is committed to and
+/// rolled back like the image, and refused while mounted.
+#[test]
+fn block_device_commit_rollback_and_mounted_refusal() {
+    let tmp = TempDir::new("blockdev");
+    let img = tmp.join("disk.img");
+    copy_image(&base_image(4096), &img);
+    let original = fs::read(&img).unwrap();
+    let out = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&img)
+        .output();
+    let dev = match &out {
+        Ok(o) if o.status.success() => {
+            PathBuf::from(String::from_utf8_lossy(&o.stdout).trim().to_string())
+        }
+        _ => {
+            eprintln!("NOTICE: block device test skipped: cannot set up a loop device here");
+            return;
+        }
+    };
+    let lo = Loop { dev: dev.clone() };
+    assert_eq!(
+        pfsck::repair::default_undo_path(&dev),
+        Path::new("/var/lib/pfsck").join(format!(
+            "{}.pfsck-undo",
+            dev.file_name().unwrap().to_string_lossy()
+        ))
+    );
+    let log = tmp.join("loop.undo");
+    let o = stage_random(4096, 20, 21);
+    commit(&dev, &o, &log, &mut NoFaults, &CommitOptions::default()).unwrap();
+    drop(lo); // detaching flushes the loop device's cache to the image
+    assert!(fs::read(&img).unwrap() == expected_after(&original, &o));
+
+    let out = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&img)
+        .output()
+        .unwrap();
+    let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+    let lo = Loop { dev: dev.clone() };
+    rollback(&log, &dev, RollbackScope::IncludingComplete, &mut NoFaults).unwrap();
+    let mnt = tmp.join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-o", "ro"])
+        .arg(&dev)
+        .arg(&mnt)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if mounted {
+        let r = commit(&dev, &o, &log, &mut NoFaults, &dense());
+        assert!(matches!(r, Err(RepairError::Mounted(_))), "{r:?}");
+        let r = rollback(&log, &dev, RollbackScope::IncludingComplete, &mut NoFaults);
+        assert!(matches!(r, Err(RepairError::Mounted(_))), "{r:?}");
+    } else {
+        eprintln!("NOTICE: mounting a loop device is not permitted here; refusal not tested");
+    }
+    drop(lo);
+    assert!(fs::read(&img).unwrap() == original);
+}
