@@ -1,7 +1,8 @@
 //! pfsck: a parallel checker for ext2/ext3/ext4 file systems.
 //!
 //! Layers, each depending only on those below it:
-//! `cli` → `check` → `engine` → `fs` (pure parsing) and `io` (reads).
+//! `cli` → `check` → `engine` → `fs` (pure parsing) and `io` (reads);
+//! `repair` (staged writes, crash-safe commit) sits beside `check`, over `io`.
 #![deny(unsafe_code)]
 
 pub mod check;
@@ -10,3 +11,4 @@ pub mod engine;
 pub mod error;
 pub mod fs;
 pub mod io;
+pub mod repair;

@@ -2,6 +2,7 @@
 
 pub mod progress;
 pub mod report;
+mod rollback;
 
 use crate::check::{self, Options};
 use crate::engine::Threads;
@@ -74,6 +75,18 @@ pub struct Args {
     /// Show a progress bar on stderr (same as -C 0).
     #[arg(long)]
     pub progress: bool,
+    /// Undo log of a repair (e2fsck's -z). Default: IMAGE.pfsck-undo next to
+    /// an image file, /var/lib/pfsck/NAME.pfsck-undo for a block device.
+    #[arg(short = 'z', long = "undo", value_name = "FILE")]
+    pub undo: Option<PathBuf>,
+    /// Restore the device from the undo log FILE: undoes an interrupted or an
+    /// unwanted repair, byte for byte.
+    #[arg(
+        long = "rollback",
+        value_name = "FILE",
+        conflicts_with_all = ["no", "yes", "preen", "auto"]
+    )]
+    pub rollback: Option<PathBuf>,
     /// The device or image file to check.
     pub device: PathBuf,
 }
@@ -107,6 +120,9 @@ pub fn main() -> i32 {
 }
 
 pub fn run(args: &Args) -> i32 {
+    if let Some(log) = &args.rollback {
+        return rollback::run(log, &args.device);
+    }
     if args.yes || args.preen || args.auto {
         eprintln!(
             "pfsck: repair (-p, -a, -y) is not implemented yet; run with -n to check read-only"

@@ -1,0 +1,11 @@
+//! Fuzz target: the repair layer's parsers (undo log, mountinfo) must
+//! return errors, never panic, on any bytes.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = pfsck::repair::undo::parse(data);
+    let _ = pfsck::repair::undo::parse_header(data);
+    let _ = pfsck::repair::mounted::parse_mountinfo(&String::from_utf8_lossy(data));
+});

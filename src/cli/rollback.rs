@@ -1,0 +1,36 @@
+//! `pfsck --rollback LOG DEVICE`: put back the before-images of a repair.
+//!
+//! Asking for a rollback by name is the explicit request that lets a
+//! completed repair be undone too; the checks that matter (the log is
+//! intact, it belongs to this device, the device is not mounted) are the
+//! repair layer's.
+
+use super::{EXIT_OK, EXIT_OPERATIONAL};
+use crate::repair::commit::{RollbackOutcome, RollbackScope, rollback};
+use crate::repair::faults::NoFaults;
+use std::path::Path;
+
+pub fn run(log: &Path, device: &Path) -> i32 {
+    match rollback(log, device, RollbackScope::IncludingComplete, &mut NoFaults) {
+        Ok(RollbackOutcome::DeviceUntouched) => {
+            println!(
+                "{}: the repair logged in {} never wrote to the device; nothing to restore",
+                device.display(),
+                log.display()
+            );
+            EXIT_OK
+        }
+        Ok(RollbackOutcome::Restored { blocks, was }) => {
+            println!(
+                "{}: restored {blocks} blocks from {} (the repair was {was})",
+                device.display(),
+                log.display()
+            );
+            EXIT_OK
+        }
+        Err(e) => {
+            eprintln!("pfsck: rollback of {}: {e}", device.display());
+            EXIT_OPERATIONAL
+        }
+    }
+}

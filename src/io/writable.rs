@@ -1,0 +1,170 @@
+//! The one write path: a device opened for writing.
+//!
+//! Only the repair commit (`repair::commit`) constructs a `WritableDevice`,
+//! after it has checked that the file system is not mounted; the constructor
+//! is `pub(crate)` so nothing outside the crate can open a device for
+//! writing, and `-n` runs never reach it. Block devices are opened with
+//! `O_EXCL`, which the kernel turns into an exclusive claim: the open fails
+//! with `EBUSY` while the device is mounted or held by another exclusive
+//! opener (a second pfsck, mkfs, a device mapper). Image files get an
+//! advisory exclusive lock instead, so two pfsck runs cannot commit to the
+//! same image at once.
+
+use crate::error::{Error, Result};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+pub struct WritableDevice {
+    file: File,
+    path: PathBuf,
+    size: u64,
+}
+
+fn io_err(what: String) -> impl FnOnce(std::io::Error) -> Error {
+    move |source| Error::Io { what, source }
+}
+
+impl WritableDevice {
+    /// Opens `path` for reading and writing. Callers must have checked that
+    /// the file system is not mounted (see `repair::mounted`).
+    pub(crate) fn open(path: &Path) -> Result<WritableDevice> {
+        let meta =
+            std::fs::metadata(path).map_err(io_err(format!("cannot stat {}", path.display())))?;
+        let is_block = meta.file_type().is_block_device();
+        if !is_block && !meta.is_file() {
+            return Err(Error::Incompatible(format!(
+                "{} is neither a block device nor a regular file",
+                path.display()
+            )));
+        }
+        let mut opts = OpenOptions::new();
+        opts.read(true).write(true);
+        if is_block {
+            // Linux gives O_EXCL without O_CREAT on a block device the
+            // meaning "claim exclusively"; on regular files it is undefined,
+            // hence only here.
+            opts.custom_flags(libc::O_EXCL);
+        }
+        let file = opts.open(path).map_err(|e| {
+            let what = if e.raw_os_error() == Some(libc::EBUSY) {
+                format!(
+                    "cannot open {} for writing: it is in use (mounted or held by another program)",
+                    path.display()
+                )
+            } else {
+                format!("cannot open {} for writing", path.display())
+            };
+            Error::Io { what, source: e }
+        })?;
+        if !is_block {
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(Error::Io {
+                        what: format!(
+                            "cannot lock {}: another program (a second pfsck?) holds it",
+                            path.display()
+                        ),
+                        source: std::io::Error::from(std::io::ErrorKind::WouldBlock),
+                    });
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(Error::Io {
+                        what: format!("cannot lock {}", path.display()),
+                        source: e,
+                    });
+                }
+            }
+        }
+        let size = if is_block {
+            use std::io::{Seek, SeekFrom};
+            let mut f = file
+                .try_clone()
+                .map_err(io_err(format!("cannot get size of {}", path.display())))?;
+            f.seek(SeekFrom::End(0))
+                .map_err(io_err(format!("cannot get size of {}", path.display())))?
+        } else {
+            meta.len()
+        };
+        Ok(WritableDevice {
+            file,
+            path: path.to_path_buf(),
+            size,
+        })
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check_range(&self, offset: u64, len: usize, verb: &str) -> Result<()> {
+        let end = offset.checked_add(len as u64);
+        if end.is_none_or(|e| e > self.size) {
+            return Err(Error::Io {
+                what: format!(
+                    "{verb} of {len} bytes at offset {offset} beyond end of {} ({} bytes)",
+                    self.path.display(),
+                    self.size
+                ),
+                source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+            });
+        }
+        Ok(())
+    }
+
+    /// Fills `buf` from byte `offset`; never a short read.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.check_range(offset, buf.len(), "read")?;
+        self.file.read_exact_at(buf, offset).map_err(io_err(format!(
+            "read error at offset {offset} of {}",
+            self.path.display()
+        )))
+    }
+
+    /// Writes all of `data` at byte `offset`. Writing past the end is
+    /// refused: a repair never grows an image.
+    pub fn write_at(&self, offset: u64, data: &[u8]) -> Result<()> {
+        self.check_range(offset, data.len(), "write")?;
+        self.file.write_all_at(data, offset).map_err(io_err(format!(
+            "write error at offset {offset} of {}",
+            self.path.display()
+        )))
+    }
+
+    /// Makes every write so far durable.
+    pub fn sync(&self) -> Result<()> {
+        self.file
+            .sync_all()
+            .map_err(io_err(format!("cannot sync {}", self.path.display())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_stay_inside_the_device() {
+        let path = std::env::temp_dir().join(format!("pfsck-wdev-{}", std::process::id()));
+        std::fs::write(&path, [0u8; 100]).unwrap();
+        let d = WritableDevice::open(&path).unwrap();
+        d.write_at(90, &[1u8; 10]).unwrap();
+        assert!(d.write_at(95, &[1u8; 10]).is_err());
+        assert!(d.write_at(u64::MAX, &[1u8; 1]).is_err());
+        d.sync().unwrap();
+        let mut b = [0u8; 10];
+        d.read_at(90, &mut b).unwrap();
+        assert_eq!(b, [1u8; 10]);
+        // The advisory lock keeps a second writer out.
+        assert!(WritableDevice::open(&path).is_err());
+        drop(d);
+        assert!(WritableDevice::open(&path).is_ok());
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 100);
+        std::fs::remove_file(&path).unwrap();
+    }
+}

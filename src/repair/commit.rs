@@ -1,0 +1,514 @@
+//! The commit protocol and rollback.
+//!
+//! Commit, for the blocks staged in an overlay:
+//!
+//! 1. read the before-image of every changed block from the device (opened
+//!    for writing only after [`mounted::ensure_not_mounted`]), write them
+//!    all to `LOG.tmp` (state `Prepared`), fsync it, rename it to `LOG`,
+//!    fsync the directory. Until the rename is durable the device has not
+//!    been touched, so losing the log loses nothing.
+//! 2. set the log's state to `Applying`, fsync it. From here on the device
+//!    may change, and the log that can undo every change is durable.
+//! 3. write the new blocks, fsync the device.
+//! 4. set the state to `Complete`, fsync the log.
+//!
+//! A crash anywhere leaves either an untouched device (no log, a `.tmp`
+//! log, or a `Prepared` one), or a durable `Applying` log whose rollback
+//! restores the original bytes, or a finished repair. Rollback writes the
+//! before-images, fsyncs the device, then marks the log `RolledBack`; every
+//! step is idempotent, so an interrupted rollback is simply run again.
+//!
+//! Every write, fsync and rename goes through a [`Faults`] hook so tests can
+//! stop the protocol after any one of them.
+
+use super::faults::{Faults, Op};
+use super::overlay::Overlay;
+use super::undo::{self, Header, Identity, State};
+use super::{RepairError, Result, mounted};
+use crate::io::writable::WritableDevice;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Where the superblock lives, whatever the block size; its checksum
+/// identifies the device a log was made for.
+const SB_OFFSET: u64 = 1024;
+const SB_LEN: usize = 1024;
+
+/// Largest log `rollback` reads into memory. Logs are bounded by the
+/// overlay's limit; this only guards against a huge file given by mistake.
+pub const MAX_LOG_BYTES: u64 = 8 * 1024 * 1024 * 1024;
+
+/// Tuning of the commit's writes.
+#[derive(Clone, Debug)]
+pub struct CommitOptions {
+    /// Log bytes gathered before each write (0: one write per record).
+    pub log_write_chunk: usize,
+    /// Longest run of adjacent blocks written to the device at once
+    /// (0: one write per block).
+    pub device_write_run: usize,
+}
+
+impl Default for CommitOptions {
+    fn default() -> CommitOptions {
+        CommitOptions {
+            log_write_chunk: 1 << 20,
+            device_write_run: 1 << 20,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitReport {
+    /// Blocks whose contents changed (staged blocks equal to the device are
+    /// neither logged nor written).
+    pub blocks_written: u64,
+    /// `None` when nothing changed and no log was written.
+    pub log: Option<PathBuf>,
+}
+
+/// Which logs `rollback` acts on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RollbackScope {
+    /// Only an interrupted repair (`Applying`, or already `RolledBack`).
+    Interrupted,
+    /// Also a `Complete` one: undo a finished repair.
+    IncludingComplete,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RollbackOutcome {
+    /// The log is `Prepared`: the repair never wrote to the device.
+    DeviceUntouched,
+    /// The before-images of `blocks` blocks were written back.
+    Restored { blocks: u64, was: State },
+}
+
+/// Runs every durable operation through the fault hook.
+struct Steps<'f> {
+    faults: &'f mut dyn Faults,
+}
+
+impl Steps<'_> {
+    fn write_file(&mut self, file: &File, path: &Path, offset: u64, data: &[u8]) -> Result<()> {
+        let op = Op::Write {
+            file: path,
+            offset,
+            len: data.len(),
+        };
+        self.faults.before(&op);
+        file.write_all_at(data, offset)
+            .map_err(|e| RepairError::Io {
+                what: format!("cannot write undo log {}", path.display()),
+                source: e,
+            })?;
+        Ok(self.faults.after(&op)?)
+    }
+
+    fn sync_file(&mut self, file: &File, path: &Path) -> Result<()> {
+        let op = Op::Sync { file: path };
+        self.faults.before(&op);
+        file.sync_all().map_err(|e| RepairError::Io {
+            what: format!("cannot sync undo log {}", path.display()),
+            source: e,
+        })?;
+        Ok(self.faults.after(&op)?)
+    }
+
+    fn write_dev(&mut self, dev: &WritableDevice, offset: u64, data: &[u8]) -> Result<()> {
+        let op = Op::Write {
+            file: dev.path(),
+            offset,
+            len: data.len(),
+        };
+        self.faults.before(&op);
+        dev.write_at(offset, data)?;
+        Ok(self.faults.after(&op)?)
+    }
+
+    fn sync_dev(&mut self, dev: &WritableDevice) -> Result<()> {
+        let op = Op::Sync { file: dev.path() };
+        self.faults.before(&op);
+        dev.sync()?;
+        Ok(self.faults.after(&op)?)
+    }
+
+    fn rename(&mut self, from: &Path, to: &Path) -> Result<()> {
+        let op = Op::Rename { from, to };
+        self.faults.before(&op);
+        std::fs::rename(from, to).map_err(|e| RepairError::Io {
+            what: format!("cannot rename {} to {}", from.display(), to.display()),
+            source: e,
+        })?;
+        Ok(self.faults.after(&op)?)
+    }
+
+    fn sync_dir(&mut self, dir: &Path) -> Result<()> {
+        let op = Op::SyncDir { dir };
+        self.faults.before(&op);
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| RepairError::Io {
+                what: format!("cannot sync directory {}", dir.display()),
+                source: e,
+            })?;
+        Ok(self.faults.after(&op)?)
+    }
+
+    /// Writes `blocks` (sorted, distinct) to the device, adjacent blocks
+    /// gathered into runs of at most `max_run` bytes, then fsyncs it.
+    fn write_blocks<'a>(
+        &mut self,
+        dev: &WritableDevice,
+        block_size: u32,
+        blocks: impl Iterator<Item = (u64, &'a [u8])>,
+        max_run: usize,
+    ) -> Result<u64> {
+        let bs = u64::from(block_size);
+        let mut run: Vec<u8> = Vec::new();
+        let mut run_start = 0u64;
+        let mut run_next = 0u64;
+        let mut count = 0u64;
+        for (block, data) in blocks {
+            let extends = !run.is_empty()
+                && block == run_next
+                && run.len().saturating_add(data.len()) <= max_run;
+            if !extends && !run.is_empty() {
+                self.write_dev(dev, offset_of(run_start, bs)?, &run)?;
+                run.clear();
+            }
+            if run.is_empty() {
+                run_start = block;
+            }
+            run.extend_from_slice(data);
+            run_next = block.saturating_add(1);
+            count = count.saturating_add(1);
+        }
+        if !run.is_empty() {
+            self.write_dev(dev, offset_of(run_start, bs)?, &run)?;
+        }
+        self.sync_dev(dev)?;
+        Ok(count)
+    }
+}
+
+fn offset_of(block: u64, bs: u64) -> Result<u64> {
+    block
+        .checked_mul(bs)
+        .ok_or_else(|| RepairError::Invalid(format!("block {block} overflows a byte offset")))
+}
+
+/// Opens the device for writing, refusing a mounted file system. The only
+/// place a `WritableDevice` is made.
+fn open_for_write(device: &Path) -> Result<WritableDevice> {
+    mounted::ensure_not_mounted(device)?;
+    WritableDevice::open(device).map_err(|e| match e {
+        crate::error::Error::Io { what, source } if source.raw_os_error() == Some(libc::EBUSY) => {
+            RepairError::Mounted(format!("{what}: {source}"))
+        }
+        other => other.into(),
+    })
+}
+
+/// crc32c of each 512-byte sector of the superblock. Per sector, because a
+/// power loss can tear a block write between sectors: an interrupted repair
+/// may leave one sector old and the other new, and that is still the device
+/// the log was made for.
+fn superblock_crcs(bytes: &[u8]) -> [u32; 2] {
+    let (a, b) = bytes.split_at(bytes.len().min(SB_LEN / 2));
+    [crc32c::crc32c(a), crc32c::crc32c(b)]
+}
+
+/// The superblock bytes as far as the device has them (a device shorter
+/// than 2 KiB has no ext superblock; its identity is then the size alone).
+fn superblock_len(device_size: u64) -> usize {
+    device_size.saturating_sub(SB_OFFSET).min(SB_LEN as u64) as usize
+}
+
+fn tmp_path(log: &Path) -> PathBuf {
+    let mut s = log.as_os_str().to_os_string();
+    s.push(".tmp");
+    PathBuf::from(s)
+}
+
+fn parent_dir(log: &Path) -> PathBuf {
+    match log.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Refuses to replace a log that may still be needed: one of an interrupted
+/// repair, or a file that is not a pfsck log at all.
+fn check_existing_log(log: &Path) -> Result<()> {
+    let file = match File::open(log) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(RepairError::Io {
+                what: format!("cannot read existing undo log {}", log.display()),
+                source: e,
+            });
+        }
+    };
+    let mut head = vec![0u8; undo::HEADER_LEN];
+    let n = read_prefix(&file, &mut head);
+    match undo::parse_header(&head[..n]) {
+        Ok((_, State::Applying, _)) => Err(RepairError::Refused(format!(
+            "{} is the undo log of an interrupted repair; restore the device first with \
+             `pfsck --rollback {} DEVICE`",
+            log.display(),
+            log.display()
+        ))),
+        Ok(_) => Ok(()),
+        Err(e) => Err(RepairError::Refused(format!(
+            "{} exists and is not a usable pfsck undo log ({e}); remove it or choose another \
+             log with --undo",
+            log.display()
+        ))),
+    }
+}
+
+fn read_prefix(file: &File, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], n as u64) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    n
+}
+
+/// Writes the overlay's blocks to `device` under the protection of the undo
+/// log `log`, following the protocol in this module's documentation.
+pub fn commit(
+    device: &Path,
+    overlay: &Overlay,
+    log: &Path,
+    faults: &mut dyn Faults,
+    opts: &CommitOptions,
+) -> Result<CommitReport> {
+    let dev = open_for_write(device)?;
+    if dev.size() != overlay.device_size() {
+        return Err(RepairError::Refused(format!(
+            "{} has {} bytes, the repair was staged for {}",
+            device.display(),
+            dev.size(),
+            overlay.device_size()
+        )));
+    }
+    let bs = overlay.block_size();
+    let bsu = u64::from(bs);
+
+    // Before-images come from the device as it is now, not from what the
+    // checker read earlier: they are what a rollback must put back.
+    let mut changes: Vec<(u64, Vec<u8>, &[u8])> = Vec::new();
+    for (block, new) in overlay.iter() {
+        let mut before = vec![0u8; bs as usize];
+        dev.read_at(offset_of(block, bsu)?, &mut before)?;
+        if before != new {
+            changes.push((block, before, new));
+        }
+    }
+    if changes.is_empty() {
+        return Ok(CommitReport {
+            blocks_written: 0,
+            log: None,
+        });
+    }
+    check_existing_log(log)?;
+
+    let sb_len = superblock_len(dev.size());
+    let mut sb = vec![0u8; sb_len];
+    dev.read_at(SB_OFFSET.min(dev.size()), &mut sb)?;
+    let sb_before = superblock_crcs(&sb);
+    for (block, _, new) in &changes {
+        patch_range(&mut sb, SB_OFFSET, *block, bsu, new);
+    }
+    let sb_after = superblock_crcs(&sb);
+
+    let rlen = undo::record_len(bs);
+    let count = changes.len() as u64;
+    let header = Header {
+        block_size: bs,
+        identity: Identity {
+            device_size: dev.size(),
+            sb_before,
+            sb_after,
+        },
+        record_count: count,
+        records_len: count
+            .checked_mul(rlen)
+            .ok_or_else(|| RepairError::Invalid("undo log too large".to_string()))?,
+    };
+
+    let mut steps = Steps { faults };
+
+    // 1. The log, complete and durable under its final name.
+    let tmp = tmp_path(log);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| RepairError::Io {
+            what: format!("cannot create undo log {}", tmp.display()),
+            source: e,
+        })?;
+    let head = undo::encode_header(&header, State::Prepared);
+    steps.write_file(&file, &tmp, 0, &head)?;
+    let mut pos = undo::HEADER_LEN as u64;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut acc = 0u32;
+    for (block, before, _) in &changes {
+        let c = undo::encode_record(&mut buf, *block, before);
+        acc = undo::fold_record_crc(acc, c);
+        if buf.len() >= opts.log_write_chunk {
+            steps.write_file(&file, &tmp, pos, &buf)?;
+            pos = pos.saturating_add(buf.len() as u64);
+            buf.clear();
+        }
+    }
+    buf.extend_from_slice(&undo::encode_trailer(count, acc));
+    steps.write_file(&file, &tmp, pos, &buf)?;
+    drop(buf);
+    steps.sync_file(&file, &tmp)?;
+    steps.rename(&tmp, log)?;
+    steps.sync_dir(&parent_dir(log))?;
+
+    // 2. From here on the device may change.
+    steps.write_file(
+        &file,
+        log,
+        undo::STATE_OFFSET,
+        &undo::encode_state(State::Applying),
+    )?;
+    steps.sync_file(&file, log)?;
+
+    // 3. The new blocks.
+    let written = steps.write_blocks(
+        &dev,
+        bs,
+        changes.iter().map(|(b, _, new)| (*b, *new)),
+        opts.device_write_run,
+    )?;
+
+    // 4. Done.
+    steps.write_file(
+        &file,
+        log,
+        undo::STATE_OFFSET,
+        &undo::encode_state(State::Complete),
+    )?;
+    steps.sync_file(&file, log)?;
+    Ok(CommitReport {
+        blocks_written: written,
+        log: Some(log.to_path_buf()),
+    })
+}
+
+/// Copies the part of block `block` (contents `data`) that overlaps the
+/// range starting at byte `range_start` into `range`.
+fn patch_range(range: &mut [u8], range_start: u64, block: u64, bs: u64, data: &[u8]) {
+    let Some(bstart) = block.checked_mul(bs) else {
+        return;
+    };
+    let Some(bend) = bstart.checked_add(data.len() as u64) else {
+        return;
+    };
+    let rend = range_start.saturating_add(range.len() as u64);
+    let lo = bstart.max(range_start);
+    let hi = bend.min(rend);
+    if lo < hi {
+        range[(lo - range_start) as usize..(hi - range_start) as usize]
+            .copy_from_slice(&data[(lo - bstart) as usize..(hi - bstart) as usize]);
+    }
+}
+
+/// Reads a whole log file, bounded by [`MAX_LOG_BYTES`].
+pub fn read_log(log: &Path) -> Result<Vec<u8>> {
+    let meta = std::fs::metadata(log)
+        .map_err(|e| RepairError::BadLog(format!("cannot open undo log {}: {e}", log.display())))?;
+    if meta.len() > MAX_LOG_BYTES {
+        return Err(RepairError::BadLog(format!(
+            "{} has {} bytes, more than any pfsck undo log",
+            log.display(),
+            meta.len()
+        )));
+    }
+    std::fs::read(log)
+        .map_err(|e| RepairError::BadLog(format!("cannot read undo log {}: {e}", log.display())))
+}
+
+/// Restores the before-images recorded in `log` onto `device`.
+pub fn rollback(
+    log_path: &Path,
+    device: &Path,
+    scope: RollbackScope,
+    faults: &mut dyn Faults,
+) -> Result<RollbackOutcome> {
+    let bytes = read_log(log_path)?;
+    let log = undo::parse(&bytes)
+        .map_err(|e| RepairError::BadLog(format!("{}: {e}", log_path.display())))?;
+    match (log.state, scope) {
+        (State::Prepared, _) => return Ok(RollbackOutcome::DeviceUntouched),
+        (State::Complete, RollbackScope::Interrupted) => {
+            return Err(RepairError::Refused(format!(
+                "{}: the repair completed; undoing it must be asked for explicitly",
+                log_path.display()
+            )));
+        }
+        _ => {}
+    }
+    let dev = open_for_write(device)?;
+    let id = log.header.identity;
+    if dev.size() != id.device_size {
+        return Err(RepairError::Refused(format!(
+            "{} has {} bytes, the undo log {} was made for a device of {} bytes",
+            device.display(),
+            dev.size(),
+            log_path.display(),
+            id.device_size
+        )));
+    }
+    let mut sb = vec![0u8; superblock_len(dev.size())];
+    dev.read_at(SB_OFFSET.min(dev.size()), &mut sb)?;
+    let now = superblock_crcs(&sb);
+    let known = (0..2).all(|i| now[i] == id.sb_before[i] || now[i] == id.sb_after[i]);
+    if !known {
+        return Err(RepairError::Refused(format!(
+            "the superblock of {} is neither the one before nor the one after the repair \
+             recorded in {}: wrong device, or it changed since (mounted?); refusing to roll back",
+            device.display(),
+            log_path.display()
+        )));
+    }
+    let file = OpenOptions::new()
+        .write(true)
+        .open(log_path)
+        .map_err(|e| RepairError::Io {
+            what: format!("cannot open undo log {} for writing", log_path.display()),
+            source: e,
+        })?;
+    let mut steps = Steps { faults };
+    let blocks = steps.write_blocks(
+        &dev,
+        log.header.block_size,
+        log.records.iter().map(|r| (r.block, r.data)),
+        CommitOptions::default().device_write_run,
+    )?;
+    steps.write_file(
+        &file,
+        log_path,
+        undo::STATE_OFFSET,
+        &undo::encode_state(State::RolledBack),
+    )?;
+    steps.sync_file(&file, log_path)?;
+    Ok(RollbackOutcome::Restored {
+        blocks,
+        was: log.state,
+    })
+}

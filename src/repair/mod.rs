@@ -1,0 +1,121 @@
+//! Repair: staged block writes and their crash-safe commit.
+//!
+//! Checks will record fix intents; turning them into bytes happens against
+//! an [`overlay::Overlay`], which holds every changed block in memory and
+//! lets later passes read the fixed state. Nothing reaches the device until
+//! [`commit::commit`] runs the protocol: before-images to an undo log
+//! (checksummed, fsynced), then the new blocks, then the log marked
+//! complete. [`commit::rollback`] restores the before-images, so an
+//! interrupted repair ends as either the original image or a finished one.
+//!
+//! Files: `overlay.rs` (staged writes), `undo.rs` (the log's format, pure),
+//! `commit.rs` (the protocol and rollback), `faults.rs` (the crash-injection
+//! hook the protocol runs every write and fsync through), `mounted.rs`
+//! (refusing mounted file systems).
+
+pub mod commit;
+pub mod faults;
+pub mod mounted;
+pub mod overlay;
+pub mod undo;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Why a repair step did not happen. Every variant leaves the device either
+/// untouched or recoverable with a rollback; the message says which.
+#[derive(Debug)]
+pub enum RepairError {
+    /// Reading or writing the device or the log failed.
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    /// The file system is mounted (or the device is held by someone else).
+    Mounted(String),
+    /// The undo log is missing, truncated, corrupt or not a pfsck log.
+    BadLog(String),
+    /// The protocol refuses: the device is not the one the log was made for,
+    /// an interrupted repair must be rolled back first, and the like.
+    Refused(String),
+    /// A staged block is malformed (wrong size, beyond the device) or the
+    /// overlay's size bound was reached.
+    Invalid(String),
+    /// Injected by a test's [`faults::Faults`]: the process "died" here.
+    Crash,
+}
+
+impl fmt::Display for RepairError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RepairError::Io { what, source } => write!(f, "{what}: {source}"),
+            RepairError::Mounted(s)
+            | RepairError::BadLog(s)
+            | RepairError::Refused(s)
+            | RepairError::Invalid(s) => write!(f, "{s}"),
+            RepairError::Crash => write!(f, "injected crash"),
+        }
+    }
+}
+
+impl std::error::Error for RepairError {}
+
+impl From<crate::error::Error> for RepairError {
+    fn from(e: crate::error::Error) -> RepairError {
+        match e {
+            crate::error::Error::Io { what, source } => RepairError::Io { what, source },
+            other => RepairError::Invalid(other.to_string()),
+        }
+    }
+}
+
+impl From<faults::Crash> for RepairError {
+    fn from(_: faults::Crash) -> RepairError {
+        RepairError::Crash
+    }
+}
+
+pub type Result<T> = std::result::Result<T, RepairError>;
+
+/// Suffix of the default undo log of an image file.
+pub const UNDO_SUFFIX: &str = ".pfsck-undo";
+
+/// Directory of the default undo logs of block devices. The log must not
+/// live on the device it protects; an image's own directory is on another
+/// file system by construction, a block device's `/dev` directory is not
+/// persistent, hence a fixed place.
+pub const BLOCK_DEVICE_UNDO_DIR: &str = "/var/lib/pfsck";
+
+/// The undo log used when `--undo` is not given: `IMAGE.pfsck-undo` next to
+/// an image file, `/var/lib/pfsck/NAME.pfsck-undo` for a block device
+/// (`NAME` being the device's file name, e.g. `sdb1`).
+pub fn default_undo_path(device: &Path) -> PathBuf {
+    use std::os::unix::fs::FileTypeExt;
+    let is_block = std::fs::metadata(device)
+        .map(|m| m.file_type().is_block_device())
+        .unwrap_or(false);
+    let name = device
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "device".to_string());
+    if is_block {
+        Path::new(BLOCK_DEVICE_UNDO_DIR).join(format!("{name}{UNDO_SUFFIX}"))
+    } else {
+        let mut s = device.as_os_str().to_os_string();
+        s.push(UNDO_SUFFIX);
+        PathBuf::from(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_log_of_an_image_sits_next_to_it() {
+        assert_eq!(
+            default_undo_path(Path::new("/no/such/dir/disk.img")),
+            PathBuf::from("/no/such/dir/disk.img.pfsck-undo")
+        );
+    }
+}

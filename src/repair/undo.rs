@@ -1,0 +1,470 @@
+//! The undo log's on-disk format: encoding and pure, panic-free parsing.
+//!
+//! A log holds the before-image of every block a repair rewrites, so that
+//! the original image can be restored byte for byte. Layout (little-endian):
+//!
+//! ```text
+//! 0      header (128 bytes, crc32c of bytes 0..124 at 124):
+//!          magic "PFSCKUND", version, header length (4096), block size,
+//!          flags (0), device size, crc32c of each 512-byte sector of the
+//!          superblock (bytes 1024..2048) before and after the repair,
+//!          record count, length of the record area, reserved zeros
+//! 512    state slot (16 bytes): "STAT", state, reserved, crc32c of 0..12
+//! 4096   records, in increasing block order, each:
+//!          "UREC", length, block number, crc32c (of the 16 header bytes
+//!          and the data), data (one block)
+//! end    trailer (24 bytes): "UEND", reserved, record count,
+//!          crc32c over the records' crcs, crc32c of trailer bytes 0..20
+//! ```
+//!
+//! The state slot is the only part rewritten in place, and it sits alone in
+//! its own 512-byte sector, so a state change is a single sector write that
+//! cannot tear the header. A slot that fails its checksum is read as
+//! `Applying`: the device may have been written, and restoring the
+//! before-images is always safe. Everything else is written once, into a
+//! temporary file that is renamed into place only after it is complete and
+//! synced, so a log at its final name without a valid trailer is damage,
+//! never an interrupted write, and is refused.
+
+use std::fmt;
+
+pub const MAGIC: [u8; 8] = *b"PFSCKUND";
+pub const VERSION: u32 = 1;
+pub const HEADER_LEN: usize = 4096;
+/// Where the header's checksum sits (it covers the bytes before it).
+const HEADER_CRC_AT: usize = 124;
+pub const STATE_OFFSET: u64 = 512;
+pub const STATE_LEN: usize = 16;
+pub const RECORD_HEADER_LEN: usize = 20;
+pub const TRAILER_LEN: usize = 24;
+const STATE_MAGIC: [u8; 4] = *b"STAT";
+const RECORD_MAGIC: [u8; 4] = *b"UREC";
+const TRAILER_MAGIC: [u8; 4] = *b"UEND";
+
+/// Where a repair stands, as last made durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    /// The log is written; the device has not been touched.
+    Prepared,
+    /// The device is being (or may have been partly) written.
+    Applying,
+    /// Every new block is on the device and synced.
+    Complete,
+    /// The before-images were restored and synced.
+    RolledBack,
+}
+
+impl State {
+    fn code(self) -> u32 {
+        match self {
+            State::Prepared => 1,
+            State::Applying => 2,
+            State::Complete => 3,
+            State::RolledBack => 4,
+        }
+    }
+
+    fn from_code(c: u32) -> Option<State> {
+        Some(match c {
+            1 => State::Prepared,
+            2 => State::Applying,
+            3 => State::Complete,
+            4 => State::RolledBack,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            State::Prepared => "prepared (device untouched)",
+            State::Applying => "applying (repair interrupted)",
+            State::Complete => "complete",
+            State::RolledBack => "rolled back",
+        })
+    }
+}
+
+/// What identifies the device a log belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub device_size: u64,
+    /// crc32c of each sector of the superblock before the repair.
+    pub sb_before: [u32; 2],
+    /// The same after the repair (equal to `sb_before` when the repair
+    /// leaves the superblock alone).
+    pub sb_after: [u32; 2],
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    pub block_size: u32,
+    pub identity: Identity,
+    pub record_count: u64,
+    /// Bytes of the record area (between the header and the trailer).
+    pub records_len: u64,
+}
+
+/// One before-image, borrowed from the log's bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub block: u64,
+    pub data: &'a [u8],
+}
+
+#[derive(Clone, Debug)]
+pub struct UndoLog<'a> {
+    pub header: Header,
+    pub state: State,
+    /// The state slot failed its checksum (read as `Applying`).
+    pub state_damaged: bool,
+    pub records: Vec<Record<'a>>,
+}
+
+/// Why a log cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogError(pub String);
+
+impl fmt::Display for LogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn bad<T>(msg: impl Into<String>) -> Result<T, LogError> {
+    Err(LogError(msg.into()))
+}
+
+fn crc(data: &[u8]) -> u32 {
+    crc32c::crc32c(data)
+}
+
+fn u32_at(b: &[u8], off: usize) -> Option<u32> {
+    let s = b.get(off..off.checked_add(4)?)?;
+    Some(u32::from_le_bytes(s.try_into().ok()?))
+}
+
+fn u64_at(b: &[u8], off: usize) -> Option<u64> {
+    let s = b.get(off..off.checked_add(8)?)?;
+    Some(u64::from_le_bytes(s.try_into().ok()?))
+}
+
+/// Length of one record holding a block of `block_size` bytes.
+pub fn record_len(block_size: u32) -> u64 {
+    RECORD_HEADER_LEN as u64 + u64::from(block_size)
+}
+
+/// The header block (4096 bytes), with the state slot set to `state`.
+pub fn encode_header(h: &Header, state: State) -> Vec<u8> {
+    let mut b = vec![0u8; HEADER_LEN];
+    b[0..8].copy_from_slice(&MAGIC);
+    b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    b[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+    b[16..20].copy_from_slice(&h.block_size.to_le_bytes());
+    b[24..32].copy_from_slice(&h.identity.device_size.to_le_bytes());
+    b[32..36].copy_from_slice(&h.identity.sb_before[0].to_le_bytes());
+    b[36..40].copy_from_slice(&h.identity.sb_before[1].to_le_bytes());
+    b[40..44].copy_from_slice(&h.identity.sb_after[0].to_le_bytes());
+    b[44..48].copy_from_slice(&h.identity.sb_after[1].to_le_bytes());
+    b[48..56].copy_from_slice(&h.record_count.to_le_bytes());
+    b[56..64].copy_from_slice(&h.records_len.to_le_bytes());
+    let c = crc(&b[0..HEADER_CRC_AT]);
+    b[HEADER_CRC_AT..HEADER_CRC_AT + 4].copy_from_slice(&c.to_le_bytes());
+    let s = STATE_OFFSET as usize;
+    b[s..s + STATE_LEN].copy_from_slice(&encode_state(state));
+    b
+}
+
+/// The state slot, written alone at `STATE_OFFSET` to change state.
+pub fn encode_state(state: State) -> [u8; STATE_LEN] {
+    let mut b = [0u8; STATE_LEN];
+    b[0..4].copy_from_slice(&STATE_MAGIC);
+    b[4..8].copy_from_slice(&state.code().to_le_bytes());
+    let c = crc(&b[0..12]);
+    b[12..16].copy_from_slice(&c.to_le_bytes());
+    b
+}
+
+/// Appends one record to `out`; returns its crc (folded into the trailer).
+pub fn encode_record(out: &mut Vec<u8>, block: u64, data: &[u8]) -> u32 {
+    let start = out.len();
+    out.extend_from_slice(&RECORD_MAGIC);
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out.extend_from_slice(&block.to_le_bytes());
+    let mut c = crc32c::crc32c(&out[start..start + 16]);
+    c = crc32c::crc32c_append(c, data);
+    out.extend_from_slice(&c.to_le_bytes());
+    out.extend_from_slice(data);
+    c
+}
+
+/// Running crc over the records' crcs, for the trailer.
+pub fn fold_record_crc(acc: u32, record_crc: u32) -> u32 {
+    crc32c::crc32c_append(acc, &record_crc.to_le_bytes())
+}
+
+pub fn encode_trailer(record_count: u64, records_crc: u32) -> [u8; TRAILER_LEN] {
+    let mut b = [0u8; TRAILER_LEN];
+    b[0..4].copy_from_slice(&TRAILER_MAGIC);
+    b[8..16].copy_from_slice(&record_count.to_le_bytes());
+    b[16..20].copy_from_slice(&records_crc.to_le_bytes());
+    let c = crc(&b[0..20]);
+    b[20..24].copy_from_slice(&c.to_le_bytes());
+    b
+}
+
+/// Parses the header and state slot only (from at least the first
+/// `HEADER_LEN` bytes): enough to tell whether a file is a pfsck log and
+/// what state it is in, without reading the records.
+pub fn parse_header(b: &[u8]) -> Result<(Header, State, bool), LogError> {
+    if b.get(0..8).is_none_or(|m| m != MAGIC) {
+        return bad("not a pfsck undo log (bad magic)");
+    }
+    if b.len() < HEADER_LEN {
+        return bad(format!(
+            "truncated undo log: {} bytes, shorter than its {HEADER_LEN}-byte header",
+            b.len()
+        ));
+    }
+    let field = |off| u32_at(b, off).unwrap_or(0);
+    let field64 = |off| u64_at(b, off).unwrap_or(0);
+    if field(HEADER_CRC_AT) != crc(&b[0..HEADER_CRC_AT]) {
+        return bad("undo log header checksum mismatch");
+    }
+    let version = field(8);
+    if version != VERSION {
+        return bad(format!(
+            "undo log version {version} is not supported (this pfsck reads version {VERSION})"
+        ));
+    }
+    if field(12) as usize != HEADER_LEN {
+        return bad(format!("undo log header length {} is invalid", field(12)));
+    }
+    let block_size = field(16);
+    if !(block_size.is_power_of_two() && (1024..=65536).contains(&block_size)) {
+        return bad(format!("undo log block size {block_size} is invalid"));
+    }
+    if field(20) != 0 {
+        return bad(format!("undo log has unknown flags {:#x}", field(20)));
+    }
+    let header = Header {
+        block_size,
+        identity: Identity {
+            device_size: field64(24),
+            sb_before: [field(32), field(36)],
+            sb_after: [field(40), field(44)],
+        },
+        record_count: field64(48),
+        records_len: field64(56),
+    };
+    let s = STATE_OFFSET as usize;
+    let slot = &b[s..s + STATE_LEN];
+    let slot_ok = slot[0..4] == STATE_MAGIC && u32_at(slot, 12) == Some(crc(&slot[0..12]));
+    let state = if slot_ok {
+        State::from_code(u32_at(slot, 4).unwrap_or(0))
+    } else {
+        None
+    };
+    Ok(match state {
+        Some(st) => (header, st, false),
+        None => (header, State::Applying, true),
+    })
+}
+
+/// Parses and verifies a whole log: header, every record's checksum, block
+/// order and bounds, and the trailer. Any damage is an error.
+pub fn parse(b: &[u8]) -> Result<UndoLog<'_>, LogError> {
+    let (header, state, state_damaged) = parse_header(b)?;
+    let rlen = record_len(header.block_size);
+    let expected_records_len = header.record_count.checked_mul(rlen);
+    if expected_records_len != Some(header.records_len) {
+        return bad("undo log header: record count and record area length disagree");
+    }
+    let total = (HEADER_LEN as u64)
+        .checked_add(header.records_len)
+        .and_then(|t| t.checked_add(TRAILER_LEN as u64));
+    match total {
+        Some(t) if t == b.len() as u64 => {}
+        Some(t) if t > b.len() as u64 => {
+            return bad(format!(
+                "truncated undo log: {} bytes, its header describes {t}",
+                b.len()
+            ));
+        }
+        _ => {
+            return bad(format!(
+                "undo log has {} bytes, its header describes {}",
+                b.len(),
+                total.map_or("more than 2^64".to_string(), |t| t.to_string())
+            ));
+        }
+    }
+    // Fits in memory: checked against the slice's length just above.
+    let count = header.record_count as usize;
+    let bs = header.block_size as usize;
+    let mut records = Vec::with_capacity(count);
+    let mut pos = HEADER_LEN;
+    let mut acc = 0u32;
+    let mut prev: Option<u64> = None;
+    for i in 0..count {
+        let rec = &b[pos..pos + RECORD_HEADER_LEN + bs];
+        if rec[0..4] != RECORD_MAGIC {
+            return bad(format!("undo log record {i} (at byte {pos}): bad magic"));
+        }
+        let len = u32_at(rec, 4).unwrap_or(0) as usize;
+        let block = u64_at(rec, 8).unwrap_or(0);
+        if len != bs {
+            return bad(format!(
+                "undo log record {i}: length {len} differs from the block size {bs}"
+            ));
+        }
+        let stored = u32_at(rec, 16).unwrap_or(0);
+        let c = crc32c::crc32c_append(crc(&rec[0..16]), &rec[RECORD_HEADER_LEN..]);
+        if c != stored {
+            return bad(format!(
+                "undo log record {i} (block {block}): checksum mismatch"
+            ));
+        }
+        if prev.is_some_and(|p| block <= p) {
+            return bad(format!("undo log record {i}: block {block} out of order"));
+        }
+        let end = block
+            .checked_mul(bs as u64)
+            .and_then(|o| o.checked_add(bs as u64));
+        if end.is_none_or(|e| e > header.identity.device_size) {
+            return bad(format!(
+                "undo log record {i}: block {block} lies beyond the device"
+            ));
+        }
+        prev = Some(block);
+        acc = fold_record_crc(acc, c);
+        records.push(Record {
+            block,
+            data: &rec[RECORD_HEADER_LEN..],
+        });
+        pos += RECORD_HEADER_LEN + bs;
+    }
+    let t = &b[pos..pos + TRAILER_LEN];
+    if t[0..4] != TRAILER_MAGIC || u32_at(t, 20) != Some(crc(&t[0..20])) {
+        return bad("undo log trailer missing or damaged (the log was not completely written)");
+    }
+    if u64_at(t, 8) != Some(header.record_count) || u32_at(t, 16) != Some(acc) {
+        return bad("undo log trailer does not match its records");
+    }
+    Ok(UndoLog {
+        header,
+        state,
+        state_damaged,
+        records,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(state: State) -> Vec<u8> {
+        let blocks: [(u64, u8); 3] = [(1, 0x11), (5, 0x55), (6, 0x66)];
+        let mut recs = Vec::new();
+        let mut acc = 0;
+        for &(b, v) in &blocks {
+            acc = fold_record_crc(acc, encode_record(&mut recs, b, &[v; 1024]));
+        }
+        let h = Header {
+            block_size: 1024,
+            identity: Identity {
+                device_size: 8192,
+                sb_before: [7, 8],
+                sb_after: [9, 10],
+            },
+            record_count: 3,
+            records_len: recs.len() as u64,
+        };
+        let mut out = encode_header(&h, state);
+        out.extend_from_slice(&recs);
+        out.extend_from_slice(&encode_trailer(3, acc));
+        out
+    }
+
+    #[test]
+    fn round_trip() {
+        let b = sample(State::Applying);
+        let log = parse(&b).unwrap();
+        assert_eq!(log.state, State::Applying);
+        assert!(!log.state_damaged);
+        assert_eq!(log.header.identity.sb_after, [9, 10]);
+        let got: Vec<(u64, u8)> = log.records.iter().map(|r| (r.block, r.data[0])).collect();
+        assert_eq!(got, vec![(1, 0x11), (5, 0x55), (6, 0x66)]);
+    }
+
+    #[test]
+    fn state_changes_in_its_slot() {
+        let mut b = sample(State::Prepared);
+        let s = STATE_OFFSET as usize;
+        b[s..s + STATE_LEN].copy_from_slice(&encode_state(State::Complete));
+        assert_eq!(parse(&b).unwrap().state, State::Complete);
+        b[s + 5] ^= 1;
+        let log = parse(&b).unwrap();
+        assert_eq!(log.state, State::Applying);
+        assert!(log.state_damaged);
+    }
+
+    #[test]
+    fn every_truncation_is_refused() {
+        let b = sample(State::Applying);
+        for len in 0..b.len() {
+            assert!(parse(&b[..len]).is_err(), "length {len}");
+        }
+        let mut longer = b.clone();
+        longer.push(0);
+        assert!(parse(&longer).is_err());
+    }
+
+    #[test]
+    fn every_flipped_byte_outside_the_state_slot_is_refused() {
+        let b = sample(State::Applying);
+        let s = STATE_OFFSET as usize;
+        for i in 0..b.len() {
+            if (s..s + STATE_LEN).contains(&i) {
+                continue;
+            }
+            // Padding of the header block is not covered by any checksum and
+            // means nothing.
+            if (HEADER_CRC_AT + 4..HEADER_LEN).contains(&i) {
+                continue;
+            }
+            let mut c = b.clone();
+            c[i] ^= 0x40;
+            assert!(parse(&c).is_err(), "flip at byte {i} accepted");
+        }
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let mut x: u64 = 0x1234_5678;
+        for n in 0..2000usize {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let len = (x % 6000) as usize;
+            let mut v: Vec<u8> = (0..len).map(|i| (x >> (i % 56)) as u8).collect();
+            if n % 2 == 0 && v.len() >= 8 {
+                v[0..8].copy_from_slice(&MAGIC);
+            }
+            let _ = parse(&v);
+        }
+        // A valid header claiming an absurd record count.
+        let h = Header {
+            block_size: 4096,
+            identity: Identity {
+                device_size: u64::MAX,
+                sb_before: [0; 2],
+                sb_after: [0; 2],
+            },
+            record_count: u64::MAX / 2,
+            records_len: u64::MAX,
+        };
+        assert!(parse(&encode_header(&h, State::Applying)).is_err());
+    }
+}
