@@ -549,10 +549,18 @@ def write_chart(data, path):
         return False
     threads = data["meta"]["threads"]
     groups = by_image_mode(data)
-    modes = sorted({mode for (_, mode), _ in groups}, key=mode_key)
-    fig, axes = plt.subplots(1, len(modes), figsize=(4.5 * len(modes) + 1, 4.2), squeeze=False)
-    for ax, mode in zip(axes[0], modes):
-        rows = [(img, tools) for (img, m), tools in groups if m == mode]
+    # Panels: warm, cold, then one for every slow-device latency together.
+    panels = {}
+    for (img, mode), tools in groups:
+        title = mode if mode in MODE_ORDER else "slow device (FUSE, per-read latency)"
+        label = img if mode in MODE_ORDER else f"{img}\n{mode.removeprefix('slow-')}"
+        panels.setdefault(title, []).append((label, tools))
+    titles = sorted(panels, key=lambda t: MODE_ORDER.get(t, 2))
+    widths = [max(2, len(panels[t])) for t in titles]
+    fig, axes = plt.subplots(1, len(titles), figsize=(1.1 * sum(widths) + 2, 4.4), squeeze=False,
+                             gridspec_kw=dict(width_ratios=widths))
+    for ax, title in zip(axes[0], titles):
+        rows = panels[title]
         width = 0.8 / max(1, len(threads))
         for i, t in enumerate(threads):
             ys = [tools.get(f"pfsck -j{t}", {}).get("speedup_vs_e2fsck", 0) for _, tools in rows]
@@ -560,9 +568,10 @@ def write_chart(data, path):
             bars = ax.bar(xs, ys, width, label=f"pfsck -j{t}")
             ax.bar_label(bars, fmt="%.1f", fontsize=6)
         ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
-        ax.set_xticks(range(len(rows)), [img for img, _ in rows], rotation=30, ha="right", fontsize=8)
-        ax.set_title(mode)
-        ax.set_ylabel("speed-up vs e2fsck -fn (median)")
+        ax.set_xticks(range(len(rows)), [label for label, _ in rows], rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, max(1.6, len(rows) - 0.4))
+        ax.set_title(title, fontsize=9)
+        ax.set_ylabel("speed-up vs e2fsck -fn (median)", fontsize=8)
     axes[0][0].legend(fontsize=8)
     fig.suptitle(f"pfsck vs e2fsck, scale {data['meta']['scale']:g}, {data['meta']['nproc']} CPUs "
                  f"(1.0 = as fast as e2fsck)", fontsize=10)
