@@ -627,10 +627,18 @@ def write_chart(data, path):
     return True
 
 
-def reports(data):
-    write_results_md(data, os.path.join(BENCH, "RESULTS.md"))
-    write_chart(data, os.path.join(BENCH, "results.png"))
-    update_readme(data, os.path.join(ROOT, "README.md"))
+DEFAULT_OUT = os.path.join(BENCH, "results.json")
+
+
+def reports(data, out):
+    """RESULTS.md and results.png beside the JSON; the README's table only
+    for the repository's own bench/results.json (so a test run with --out
+    elsewhere leaves the repository alone)."""
+    d = os.path.dirname(os.path.abspath(out))
+    write_results_md(data, os.path.join(d, "RESULTS.md"))
+    write_chart(data, os.path.join(d, "results.png"))
+    if os.path.abspath(out) == DEFAULT_OUT:
+        update_readme(data, os.path.join(ROOT, "README.md"))
     print(summary_table(data))
 
 
@@ -649,13 +657,13 @@ def main():
     ap.add_argument("--slow-runs", type=int, default=None, help="runs on the slow device (default --runs)")
     ap.add_argument("--generate-only", action="store_true")
     ap.add_argument("--report-only", action="store_true", help="rewrite the reports from results.json")
-    ap.add_argument("--out", default=os.path.join(BENCH, "results.json"))
+    ap.add_argument("--out", default=DEFAULT_OUT, help="results JSON; RESULTS.md and the PNG go beside it")
     ap.add_argument("--note", action="append", default=[], help="a line for RESULTS.md's notes")
     a = ap.parse_args()
 
     if a.report_only:
         with open(a.out) as fh:
-            reports(json.load(fh))
+            reports(json.load(fh), a.out)
         return
 
     kinds = [k for k in a.images.split(",") if k]
@@ -675,7 +683,12 @@ def main():
         return
     build_binaries(bool(latencies))
 
-    argv = ["bench/run.py"] + [x for x in sys.argv[1:]]
+    argv, skip = ["bench/run.py"], False  # --note text stays out of the command line shown
+    for x in sys.argv[1:]:
+        if skip or x == "--note" or x.startswith("--note="):
+            skip = x == "--note"
+            continue
+        argv.append(x)
     data = dict(meta=dict(
         command=" ".join(argv), scale=a.scale, runs=a.runs, threads=threads, modes=modes,
         slow_latency_ms=latencies, slow_image=slow[1]["name"] if slow else None,
@@ -704,7 +717,7 @@ def main():
             log(f"  {dev.summary}")
     with open(a.out, "w") as fh:
         json.dump(data, fh, indent=2)
-    reports(data)
+    reports(data, a.out)
 
 
 if __name__ == "__main__":
