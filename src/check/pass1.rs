@@ -479,6 +479,39 @@ fn check_inode(ctx: &Ctx, w: &mut Worker, out: &mut UnitOut, idx: usize, ino: u3
     }
 }
 
+/// A reserved inode that holds a file when its feature names it (journal,
+/// quota): checked like a regular file then; otherwise it must be empty.
+#[allow(clippy::too_many_arguments)]
+fn reserved_file(
+    ctx: &Ctx,
+    w: &mut Worker,
+    c: &mut InodeCheck,
+    raw: &[u8],
+    inode: &Inode,
+    ino: u32,
+    wanted: bool,
+    what: &str,
+) {
+    ctx.state.inode_used.set(ino as u64);
+    if wanted {
+        if !inode.is_reg() {
+            c.report(
+                Problem::new(Code::InodeReservedBad)
+                    .ino(ino)
+                    .detail(format!("{what} inode is not a regular file")),
+            );
+        }
+        mark_used(ctx, c, inode);
+        check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
+    } else if inode.links_count > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0 {
+        c.report(
+            Problem::new(Code::InodeReservedBad)
+                .ino(ino)
+                .detail(format!("{what} inode is not in use, but contains data")),
+        );
+    }
+}
+
 fn mark_used(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
     ctx.state.inode_used.set(c.ino as u64);
     c.out.links[c.idx] = inode.links_count;
@@ -569,46 +602,14 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             }
         }
         inode::JOURNAL_INO => {
-            ctx.state.inode_used.set(ino as u64);
-            if fs.sb.journal_inum == inode::JOURNAL_INO {
-                if !inode.is_reg() {
-                    c.report(
-                        Problem::new(Code::InodeReservedBad)
-                            .ino(ino)
-                            .detail("journal inode is not a regular file"),
-                    );
-                }
-                mark_used(ctx, c, inode);
-                check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
-            } else if links > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0 {
-                c.report(
-                    Problem::new(Code::InodeReservedBad)
-                        .ino(ino)
-                        .detail("journal inode is not in use, but contains data"),
-                );
-            }
+            let wanted = fs.sb.journal_inum == inode::JOURNAL_INO;
+            reserved_file(ctx, w, c, raw, inode, ino, wanted, "journal");
             return;
         }
         inode::USR_QUOTA_INO | inode::GRP_QUOTA_INO => {
-            ctx.state.inode_used.set(ino as u64);
             let sb = &fs.sb;
-            if ctx.quota && (sb.usr_quota_inum == ino || sb.grp_quota_inum == ino) {
-                if !inode.is_reg() {
-                    c.report(
-                        Problem::new(Code::InodeReservedBad)
-                            .ino(ino)
-                            .detail("quota inode is not a regular file"),
-                    );
-                }
-                mark_used(ctx, c, inode);
-                check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
-            } else if links > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0 {
-                c.report(
-                    Problem::new(Code::InodeReservedBad)
-                        .ino(ino)
-                        .detail("quota inode is not in use, but contains data"),
-                );
-            }
+            let wanted = ctx.quota && (sb.usr_quota_inum == ino || sb.grp_quota_inum == ino);
+            reserved_file(ctx, w, c, raw, inode, ino, wanted, "quota");
             return;
         }
         _ if ino < first_ino => {
