@@ -401,6 +401,11 @@ fn read_root_hash_versions(
 }
 
 /// Reads and checks one unit of directory blocks.
+/// Largest step between blocks read in one request (1: adjacent only).
+const MAX_GAP: u64 = 1;
+/// Largest single read, in blocks.
+const MAX_SPAN: u64 = 256;
+
 #[allow(clippy::too_many_arguments)]
 fn check_unit<T: Targets>(
     fs: &Fs,
@@ -415,23 +420,53 @@ fn check_unit<T: Targets>(
     sink: &mut Sink,
 ) {
     let bs = fsp.bs;
+    // Ask for the whole unit up front: the kernel reads the scattered
+    // blocks in the background, in disk order, while this loop consumes
+    // them one by one.
+    // Adjacent blocks share one hint. (Hints spanning holes of up to 16
+    // blocks made cold runs 2-3x slower: the kernel then reads the holes.)
+    let bsz = bs as u64;
+    let mut hint: Option<(u64, u64)> = None;
+    for db in blocks.iter().filter(|db| fs.geo.block_in_fs(db.pblk)) {
+        hint = match hint {
+            Some((a, b)) if db.pblk == b => Some((a, b + 1)),
+            other => {
+                if let Some((a, b)) = other {
+                    fs.dev.will_need(a * bsz, (b - a) * bsz);
+                }
+                Some((db.pblk, db.pblk + 1))
+            }
+        };
+    }
+    if let Some((a, b)) = hint {
+        fs.dev.will_need(a * bsz, (b - a) * bsz);
+    }
     let mut i = 0;
     while i < blocks.len() {
-        // Neighbouring blocks on disk are read with one request.
+        // Neighbouring blocks on disk are read with one request. (Reading
+        // through holes was tried: on directory-heavy images it read 4x the
+        // bytes and tripled warm-cache time; the readahead hints above serve
+        // cold caches better.) Equal blocks (shared by two directories) end
+        // a run so that each copy is checked as read.
+        let first = blocks[i].pblk;
         let mut j = i + 1;
-        while j < blocks.len() && blocks[j].pblk == blocks[j - 1].pblk.wrapping_add(1) {
+        while j < blocks.len() {
+            let (prev, cur) = (blocks[j - 1].pblk, blocks[j].pblk);
+            if cur <= prev || cur - prev > MAX_GAP || cur - first >= MAX_SPAN {
+                break;
+            }
             j += 1;
         }
         let run = &blocks[i..j];
-        let first = run[0].pblk;
         let last = run[run.len() - 1].pblk;
-        let need = run.len() * bs;
+        let span = (last - first + 1) as usize;
+        let need = span * bs;
         if buf.len() < need {
             buf.resize(need, 0);
         }
         let in_fs = fs.geo.block_in_fs(first) && fs.geo.block_in_fs(last);
         let whole = in_fs && fs.read_blocks(first, &mut buf[..need]).is_ok();
-        for (k, db) in run.iter().enumerate() {
+        for db in run {
             let Some(di) = dir_index_of(st, db.ino) else {
                 continue;
             };
@@ -439,6 +474,7 @@ fn check_unit<T: Targets>(
             if d.inline || db.lblk > limit || !st.inode_used.get(db.ino as u64) {
                 continue;
             }
+            let k = (db.pblk - first) as usize;
             let b = &mut buf[k * bs..(k + 1) * bs];
             if !whole {
                 // Pass 1 reports blocks outside the file system; a read
