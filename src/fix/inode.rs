@@ -10,9 +10,12 @@ use super::edit_bytes;
 use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
 use crate::fs::bytes::{le16, put_le16, put_le32};
-use crate::fs::inode::{GOOD_OLD_INODE_SIZE, compute_checksum};
+use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, compute_checksum};
 use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::Overlay;
+
+/// Files this large need the large_file feature.
+const LARGE_FILE_SIZE: u64 = 0x8000_0000;
 
 // Field offsets in the on-disk inode (the kernel's struct ext4_inode).
 const I_SIZE_LO: usize = 0x04;
@@ -54,8 +57,15 @@ impl Edit {
 }
 
 /// Stages the fix of `p`, one of `super::INODE`'s codes. Returns false when
-/// the problem lacks what the fix needs (then it is left as it is).
-pub(super) fn fix(fs: &Fs, overlay: &mut Overlay, p: &Problem) -> Result<bool, String> {
+/// the problem lacks what the fix needs (then it is left as it is). Sets
+/// `large_file` when the fix makes a regular file 2 GiB or larger (the
+/// superblock then needs the feature).
+pub(super) fn fix(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    p: &Problem,
+    large_file: &mut bool,
+) -> Result<bool, String> {
     let Some(ino) = p.ino else {
         return Ok(false);
     };
@@ -69,7 +79,19 @@ pub(super) fn fix(fs: &Fs, overlay: &mut Overlay, p: &Problem) -> Result<bool, S
             Err(_) => return Ok(false),
         },
         (Code::InodeDtimeSet, _) => Edit::ClearDtime,
-        (Code::InodeISize, Some(n)) => Edit::Size(n),
+        (Code::InodeISize, Some(n)) => {
+            if n >= LARGE_FILE_SIZE {
+                // Regular files of that size need large_file, which the
+                // caller sets; a directory that large is beyond what the
+                // fixes handle yet.
+                let raw = fs.read_inode_raw(ino).map_err(|e| e.to_string())?;
+                if !Inode::parse(&raw).is_reg() {
+                    return Ok(false);
+                }
+                *large_file = true;
+            }
+            Edit::Size(n)
+        }
         // Without huge_file only the low 32 bits exist; a count that does
         // not fit is not a value we can write.
         (Code::InodeIBlocks, Some(n)) if n >> if huge { 48 } else { 32 } == 0 => {

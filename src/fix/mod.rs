@@ -22,6 +22,7 @@ mod summary;
 use crate::check::problem::{Code, Problem, Severity};
 use crate::check::state::State;
 use crate::check::{Fs, Report};
+use crate::fs::bytes::{le32, put_le16, put_le32};
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
 
@@ -56,6 +57,9 @@ const SUMMARY: &[Code] = &[
     Code::SbFreeInodesInvalid,
 ];
 
+/// Problems fixed by setting a superblock feature.
+const FEATURE: &[Code] = &[Code::FeatureLargeFiles];
+
 /// Problems fixed by rewriting one field of one inode.
 const INODE: &[Code] = &[
     Code::InodeLinkCount,
@@ -66,7 +70,7 @@ const INODE: &[Code] = &[
 
 /// Can pfsck fix problems of this class yet?
 pub fn supported(code: Code) -> bool {
-    SUMMARY.contains(&code) || INODE.contains(&code)
+    SUMMARY.contains(&code) || INODE.contains(&code) || FEATURE.contains(&code)
 }
 
 /// What a repair run decided.
@@ -140,6 +144,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     }
 
     let mut summary = false;
+    let mut large_file = false;
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p) {
             continue;
@@ -147,14 +152,60 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         if SUMMARY.contains(&p.code) {
             summary = true;
             fixed[k] = true;
+        } else if FEATURE.contains(&p.code) {
+            large_file = true;
+            fixed[k] = true;
         } else {
-            fixed[k] = inode::fix(fs, &mut overlay, p).map_err(Refusal::Failed)?;
+            fixed[k] = inode::fix(fs, &mut overlay, p, &mut large_file).map_err(Refusal::Failed)?;
         }
+    }
+    if large_file && !fs.sb.has_ro_compat(ro_compat::LARGE_FILE) {
+        set_large_file(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
     if summary {
         summary::rewrite(fs, state, &mut overlay).map_err(Refusal::Failed)?;
     }
     Ok(Plan { overlay, fixed })
+}
+
+// Superblock fields the feature fix touches.
+const S_REV_LEVEL: usize = 0x4C;
+const S_FIRST_INO: usize = 0x54;
+const S_INODE_SIZE: usize = 0x58;
+const S_FEATURE_RO_COMPAT: usize = 0x64;
+const S_CHECKSUM: usize = 0x3FC;
+
+/// Edits the primary superblock through the overlay, then stores its
+/// checksum (metadata_csum) over the edited bytes.
+fn edit_superblock(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    edit: impl FnOnce(&mut [u8]),
+) -> Result<(), String> {
+    let csum = fs.metadata_csum();
+    edit_bytes(fs, overlay, SUPERBLOCK_OFFSET, 1024, |sb| {
+        edit(sb);
+        if csum {
+            let c = crate::fs::checksum::crc32c_raw(!0, &sb[..S_CHECKSUM]);
+            put_le32(sb, S_CHECKSUM, c);
+        }
+    })
+}
+
+/// Sets the large_file feature, needed once a regular file is 2 GiB or
+/// more. Features need a dynamic-revision superblock: a revision 0 one is
+/// upgraded with the values revision 0 implies (first inode 11, 128-byte
+/// inodes), so nothing else changes meaning.
+fn set_large_file(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+    edit_superblock(fs, overlay, |sb| {
+        if le32(sb, S_REV_LEVEL) == 0 {
+            put_le32(sb, S_REV_LEVEL, 1);
+            put_le32(sb, S_FIRST_INO, 11);
+            put_le16(sb, S_INODE_SIZE, 128);
+        }
+        let ro = le32(sb, S_FEATURE_RO_COMPAT) | ro_compat::LARGE_FILE;
+        put_le32(sb, S_FEATURE_RO_COMPAT, ro);
+    })
 }
 
 /// Reads `len` bytes at `offset` (inside one block) through the overlay,

@@ -19,15 +19,13 @@
 //! Only the primary superblock and descriptor table are written, as e2fsck
 //! does by default; the backups are not compared by either checker.
 
-use super::edit_bytes;
+use super::{edit_bytes, edit_superblock};
 use crate::check::Fs;
 use crate::check::pass5::uninit_view;
 use crate::check::state::State;
 use crate::engine::AtomicBitmap;
 use crate::fs::bytes::{put_le16, put_le32};
-use crate::fs::checksum::crc32c_raw;
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
-use crate::fs::superblock::SUPERBLOCK_OFFSET;
 use crate::repair::overlay::Overlay;
 
 // Descriptor field offsets (low halves; the high halves follow at +0x20 for
@@ -49,7 +47,6 @@ const BG_INODE_BITMAP_CSUM_HI: usize = 0x3A;
 const S_FREE_BLOCKS_LO: usize = 0x0C;
 const S_FREE_INODES: usize = 0x10;
 const S_FREE_BLOCKS_HI: usize = 0x158;
-const S_CHECKSUM: usize = 0x3FC;
 
 /// Writes a 32-bit count split over a low and (wide descriptors) a high half.
 fn put_split(d: &mut [u8], lo: usize, hi: usize, v: u32, wide: bool) {
@@ -241,18 +238,14 @@ pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(
         })?;
     }
 
-    // The superblock: counts, then its checksum over everything else.
+    // The superblock: counts (its checksum is redone by the edit).
     let is_64 = fs.sb.is_64bit();
-    edit_bytes(fs, overlay, SUPERBLOCK_OFFSET, 1024, |sb| {
+    edit_superblock(fs, overlay, |sb| {
         put_le32(sb, S_FREE_BLOCKS_LO, free_blocks as u32);
         if is_64 {
             put_le32(sb, S_FREE_BLOCKS_HI, (free_blocks >> 32) as u32);
         }
         put_le32(sb, S_FREE_INODES, free_inodes as u32);
-        if csum {
-            let c = crc32c_raw(!0, &sb[..S_CHECKSUM]);
-            put_le32(sb, S_CHECKSUM, c);
-        }
     })
 }
 
