@@ -368,3 +368,39 @@ fn modes_conflict_and_no_mode_needs_a_terminal() {
         .unwrap();
     assert_eq!(out.status.code(), Some(8));
 }
+
+#[test]
+fn inode_checksum_of_an_otherwise_valid_inode() {
+    repairs_with("inode-csum", Base::Ext4, |img| {
+        // i_generation is covered only by the checksum.
+        let off = inode_offset(img, inode_of(img, "/small")) + 0x64;
+        let old = read_at(img, off, 1);
+        write_at(img, off, &[old[0] ^ 0x5a]);
+    });
+}
+
+#[test]
+fn json_marks_what_was_fixed() {
+    let tmp = TempDir::new("repair-json");
+    let img = damaged(
+        &tmp,
+        Base::Ext2,
+        &s(&["sif /small links_count 9", "unlink /f70k"]),
+    );
+    let out = pfsck(&[OsStr::new("-fy"), OsStr::new("--json"), img.as_os_str()]);
+    assert_eq!(out.status.code(), Some(5), "fixed one, left one");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["modified"], true);
+    assert_eq!(v["exit_code"], 5);
+    let probs = v["problems"].as_array().unwrap();
+    let fixed = |code: &str| {
+        probs
+            .iter()
+            .find(|p| p["code"] == code)
+            .map(|p| p["fixed"].as_bool().unwrap())
+    };
+    assert_eq!(fixed("0x4003"), Some(true), "link count: {probs:?}");
+    assert_eq!(fixed("0x4001"), Some(false), "unattached inode: {probs:?}");
+    let left = v["problems_after_repair"].as_array().unwrap();
+    assert!(left.iter().any(|p| p["code"] == "0x4001"), "{left:?}");
+}

@@ -1,5 +1,5 @@
-//! Fixes of single inode fields: link count (pass 4), dtime, i_size and
-//! i_blocks (pass 1).
+//! Fixes of single inode fields: link count (pass 4), dtime, i_size,
+//! i_blocks and the checksum of an otherwise valid inode (pass 1).
 //!
 //! Each fix rewrites the field with the value the check computed (carried
 //! in the problem's `num2`), then the inode's checksum with metadata_csum:
@@ -30,6 +30,8 @@ const I_CHECKSUM_HI: usize = 0x82;
 
 /// One field to rewrite.
 enum Edit {
+    /// Nothing but the checksum (the inode passed every other check).
+    Checksum,
     Links(u16),
     ClearDtime,
     Size(u64),
@@ -40,6 +42,7 @@ enum Edit {
 impl Edit {
     fn apply(&self, b: &mut [u8]) {
         match *self {
+            Edit::Checksum => {}
             Edit::Links(n) => put_le16(b, I_LINKS_COUNT, n),
             Edit::ClearDtime => put_le32(b, I_DTIME, 0),
             Edit::Size(n) => {
@@ -79,6 +82,7 @@ pub(super) fn fix(
             Err(_) => return Ok(false),
         },
         (Code::InodeDtimeSet, _) => Edit::ClearDtime,
+        (Code::InodeChecksum, _) if fs.metadata_csum() => Edit::Checksum,
         (Code::InodeISize, Some(n)) => {
             if n >= LARGE_FILE_SIZE {
                 // Regular files of that size need large_file, which the

@@ -62,6 +62,7 @@ const FEATURE: &[Code] = &[Code::FeatureLargeFiles];
 
 /// Problems fixed by rewriting one field of one inode.
 const INODE: &[Code] = &[
+    Code::InodeChecksum,
     Code::InodeLinkCount,
     Code::InodeDtimeSet,
     Code::InodeISize,
@@ -143,10 +144,21 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         ));
     }
 
+    // A bad inode checksum is only recomputed when the checksum is all
+    // that is wrong with the inode: over an inode with other damage it
+    // would bless contents a later, fuller repair must still judge.
+    let damaged: std::collections::BTreeSet<u32> = report
+        .problems
+        .iter()
+        .filter(|p| p.code != Code::InodeChecksum)
+        .filter_map(|p| p.ino)
+        .collect();
     let mut summary = false;
     let mut large_file = false;
     for (k, p) in report.problems.iter().enumerate() {
-        if !wanted(p) {
+        if !wanted(p)
+            || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
+        {
             continue;
         }
         if SUMMARY.contains(&p.code) {
