@@ -404,3 +404,50 @@ fn json_marks_what_was_fixed() {
     let left = v["problems_after_repair"].as_array().unwrap();
     assert!(left.iter().any(|p| p["code"] == "0x4001"), "{left:?}");
 }
+
+#[test]
+fn repair_is_the_same_for_any_thread_count() {
+    let b = Base::Ext4;
+    let tmp = TempDir::new("repair-threads");
+    let ino = inode_of(&b.image(), "/f70k");
+    let img = damaged(
+        &tmp,
+        b,
+        &[
+            format!("freeb {} 3", used_block(b)),
+            format!("freei <{ino}>"),
+            "sif /small links_count 4".into(),
+            "set_bg 2 free_inodes_count 1".into(),
+        ],
+    );
+    let mut results = Vec::new();
+    for threads in ["1", "4"] {
+        let copy = tmp.join(format!("copy-{threads}.img"));
+        copy_image(&img, &copy);
+        let (code, text) = pfsck_run(&[
+            OsStr::new("-fy"),
+            OsStr::new("-m"),
+            OsStr::new(threads),
+            copy.as_os_str(),
+        ]);
+        assert_eq!(code, Some(1), "{text}");
+        results.push((
+            std::fs::read(&copy).unwrap(),
+            text.replace(&*copy.to_string_lossy(), "IMG"),
+        ));
+    }
+    assert!(results[0].0 == results[1].0, "repaired images differ");
+    assert_eq!(results[0].1, results[1].1, "reports differ");
+}
+
+#[test]
+fn preen_without_force_skips_a_clean_file_system() {
+    let tmp = TempDir::new("repair-preen-clean");
+    let img = tmp.join("disk.img");
+    copy_image(&Base::Ext2.image(), &img);
+    let before = std::fs::read(&img).unwrap();
+    let (code, text) = pfsck_run(&[OsStr::new("-p"), img.as_os_str()]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("clean"), "{text}");
+    assert!(std::fs::read(&img).unwrap() == before);
+}
