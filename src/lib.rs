@@ -9,6 +9,7 @@ pub mod check;
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod fix;
 pub mod fs;
 pub mod io;
 pub mod repair;

@@ -897,3 +897,107 @@ fn pfsck_agrees_with_e2fsck() {
             .join("\n\n")
     );
 }
+
+/// `pfsck -fy` on every case: it may leave problems it cannot fix yet
+/// (exit 4), but it must never claim a clean result that is not (exit 0 or
+/// 1 means `e2fsck -fn` and `pfsck -fn` find nothing), and whatever it
+/// wrote must be undone byte for byte by `--rollback`. Prints how many
+/// cases one run repairs completely.
+#[test]
+fn repair_is_honest_and_undoable() {
+    let selected = selected_cases();
+    let tmp = TempDir::new("corruptions-repair");
+    let results = parallel_map(&selected, test_threads(), |_, case| {
+        let p = match prepare(case, &tmp) {
+            Ok(p) => p,
+            Err(e) => return (String::from("(not built)"), false, Some(e)),
+        };
+        let damaged = std::fs::read(&p.img).unwrap();
+        let pf = pfsck_timeout(&["-fy".as_ref(), p.img.as_os_str()], PFSCK_TIMEOUT);
+        let mut why = Vec::new();
+        if pf.timed_out || pf.crashed() {
+            why.push(format!("pfsck -fy {}", pf.describe()));
+        }
+        let code = pf.code().unwrap_or(-1);
+        let modified = std::fs::read(&p.img).unwrap() != damaged;
+        let mut repaired = false;
+        if matches!(code, 0 | 1) {
+            let e2 = e2fsck_fn_run(&p.img);
+            let again = pfsck_timeout(&["-fn".as_ref(), p.img.as_os_str()], PFSCK_TIMEOUT);
+            if e2.code() != Some(0) || again.code() != Some(0) {
+                why.push(format!(
+                    "pfsck -fy exited {code} but e2fsck -fn {} and pfsck -fn {}\n{}",
+                    e2.describe(),
+                    again.describe(),
+                    e2.dump(2000)
+                ));
+            }
+            repaired = p.e2.code() != Some(0) && code == 1;
+        }
+        if (code & 1 != 0) != modified {
+            why.push(format!(
+                "exit {code} but the image was modified: {modified}"
+            ));
+        }
+        if modified {
+            let log = pfsck::repair::default_undo_path(&p.img);
+            let rb = pfsck_timeout(
+                &["--rollback".as_ref(), log.as_os_str(), p.img.as_os_str()],
+                PFSCK_TIMEOUT,
+            );
+            if rb.code() != Some(0) || std::fs::read(&p.img).unwrap() != damaged {
+                why.push(format!(
+                    "rollback did not restore the image: {}",
+                    rb.describe()
+                ));
+            }
+        }
+        let verdict = format!(
+            "e2fsck -fn {:>2}, pfsck -fy {code:>2}",
+            p.e2.code().unwrap_or(-1)
+        );
+        let failure = (!why.is_empty()).then(|| {
+            format!(
+                "{} [{}]: {}\n===== pfsck -fy =====\n{}",
+                case.name,
+                case.base.label(),
+                why.join("; "),
+                pf.dump(3000)
+            )
+        });
+        (verdict, repaired, failure)
+    });
+    let mut table = String::new();
+    for (case, (verdict, repaired, failure)) in selected.iter().zip(&results) {
+        let _ = writeln!(
+            table,
+            "{:<8} {:<40} {:<15} {}",
+            if failure.is_some() {
+                "FAIL"
+            } else if *repaired {
+                "repaired"
+            } else {
+                "left"
+            },
+            case.name,
+            case.base.label(),
+            verdict
+        );
+    }
+    let damaged = selected.iter().filter(|c| c.pass.is_some()).count();
+    let repaired = results.iter().filter(|r| r.1).count();
+    println!("pfsck -fy repaired {repaired} of {damaged} damaged cases in one run\n{table}");
+    let failures: Vec<&String> = results.iter().filter_map(|r| r.2.as_ref()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases:\n{}\n\n{}",
+        failures.len(),
+        selected.len(),
+        table,
+        failures
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    );
+}

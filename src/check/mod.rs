@@ -136,6 +136,15 @@ fn check_interrupt() -> Result<()> {
     }
 }
 
+/// A finished check with what a repair needs to turn its problems into
+/// fixes: the file system view and what the passes learnt. `fs` is None
+/// when no usable superblock was found, `state` when pass 1 did not run.
+pub struct Checked {
+    pub report: Report,
+    pub fs: Option<Fs>,
+    pub state: Option<State>,
+}
+
 /// Checks the file system at `path` read-only.
 pub fn run(path: &Path, opts: &Options) -> Result<Report> {
     run_device(Device::open_read_only(path)?, opts)
@@ -143,6 +152,24 @@ pub fn run(path: &Path, opts: &Options) -> Result<Report> {
 
 /// Checks the file system on `dev` read-only.
 pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
+    Ok(check_device(dev, opts)?.report)
+}
+
+/// Checks the file system at `path` as it will be once `staged` (byte
+/// offset → bytes, e.g. a repair's staged blocks) is written: every read,
+/// the superblock's included, sees those bytes instead of the device's.
+/// Nothing is written. A journal that needs recovery is not replayed over
+/// it: a repair refuses such a file system before staging anything.
+pub fn run_staged(
+    path: &Path,
+    staged: std::collections::BTreeMap<u64, Vec<u8>>,
+    opts: &Options,
+) -> Result<Report> {
+    run_device(Device::open_read_only(path)?.with_overlay(staged), opts)
+}
+
+/// Checks the file system on `dev` read-only and keeps the view and state.
+pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     let mut report = Report::default();
     let mut timer = Timer::new();
 
@@ -159,7 +186,11 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
         }
         superblock::Opened::Fatal(probs) => {
             report.problems.extend(probs);
-            return Ok(report);
+            return Ok(Checked {
+                report,
+                fs: None,
+                state: None,
+            });
         }
     };
     report.volume_label = fs.sb.volume_label();
@@ -172,14 +203,22 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
         report.summary.inodes_used = fs.geo.inodes_count as u64 - fs.sb.free_inodes_count as u64;
         report.summary.blocks_used = fs.geo.blocks_count.saturating_sub(fs.sb.free_blocks_count);
         report.skipped_clean = Some(reason);
-        return Ok(report);
+        return Ok(Checked {
+            report,
+            fs: Some(fs),
+            state: None,
+        });
     }
 
     report.problems.extend(superblock::check(&fs));
     report.problems.extend(journal::check(&fs));
     timer.lap(&mut report, "pass0", &fs);
     if report.has_fatal() {
-        return Ok(report);
+        return Ok(Checked {
+            report,
+            fs: Some(fs),
+            state: None,
+        });
     }
     check_interrupt()?;
 
@@ -192,7 +231,11 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
         pass1::run(&fs, &mut state, t)
     })?;
     if r.has_fatal() {
-        return Ok(report);
+        return Ok(Checked {
+            report,
+            fs: Some(fs),
+            state: Some(state),
+        });
     }
     let t = budget.threads();
     step(r, &mut timer, &fs, "pass1b", 1, || {
@@ -218,7 +261,11 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
     // Problems are produced in a deterministic order within each pass; a
     // stable sort by pass keeps that order and puts passes in sequence.
     report.problems.sort_by_key(|p| p.spec().pass);
-    Ok(report)
+    Ok(Checked {
+        report,
+        fs: Some(fs),
+        state: Some(state),
+    })
 }
 
 /// Runs one pass: progress and timing around it, cancellation after it.

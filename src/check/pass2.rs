@@ -224,6 +224,13 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     let (parent, dotdot, lf, link_probs) = merge_links(st, &all);
     problems.extend(link_probs);
     verify_htrees(st, &dirs, &all, &mut problems);
+    if st.stats.large_files > 0
+        && !fs
+            .sb
+            .has_ro_compat(crate::fs::superblock::ro_compat::LARGE_FILE)
+    {
+        problems.push(Problem::new(Code::FeatureLargeFiles));
+    }
 
     state.dir_parent = parent;
     state.dir_dotdot = dotdot;

@@ -51,8 +51,16 @@ fn inode_uninit(fs: &Fs, g: u32) -> bool {
 /// Blocks the library marks for BLOCK_UNINIT groups (possibly in other
 /// groups, with flex_bg), ORed into the bitmaps as read.
 fn uninit_overlay(fs: &Fs) -> Option<AtomicBitmap> {
+    uninit_view(fs, |g| block_uninit(fs, g))
+}
+
+/// The blocks that read as in use because of the groups `uninit` names
+/// (BLOCK_UNINIT groups): their superblock and descriptor copies, reserved
+/// GDT blocks, bitmaps and inode table. The repair reuses it with its own
+/// notion of which flags will be trusted once the descriptors are fixed.
+pub fn uninit_view(fs: &Fs, uninit: impl Fn(u32) -> bool) -> Option<AtomicBitmap> {
     let geo = &fs.geo;
-    let groups: Vec<u32> = (0..geo.groups).filter(|&g| block_uninit(fs, g)).collect();
+    let groups: Vec<u32> = (0..geo.groups).filter(|&g| uninit(g)).collect();
     if groups.is_empty() {
         return None;
     }

@@ -230,6 +230,9 @@ problems! {
     DirDotNotTerminated = ("0x202A", P2, Error, false, "'{detail}' directory entry in directory inode {ino} is not NULL terminated"),
     DirEntryInodeInBadBlock = ("0x202C", P2, Error, false, "Entry '{detail}' in directory inode {ino} points to inode {num} located in a bad block"),
     HtreeLeafDepth = ("0x202B", P2, Error, false, "Directory inode {ino} htree leaf block #{num} is not at depth {num2}"),
+    // e2fsck counts regular files of 2 GiB or more in pass 1 and asks at
+    // the end of pass 2: kernels without the feature would refuse them.
+    FeatureLargeFiles = ("0x202D", P2, Error, true, "Filesystem contains large files, but lacks LARGE_FILE flag in superblock"),
 
     // ---- Pass 3: directory connectivity ----
     RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),

@@ -1,13 +1,16 @@
 //! Command line: e2fsck's options, the report, exit codes (fsck(8)).
 
 pub mod progress;
+mod repair;
 pub mod report;
 mod rollback;
 
 use crate::check::{self, Options};
 use crate::engine::Threads;
 use crate::error::Error;
+use crate::fix;
 use clap::Parser;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 pub const EXIT_OK: i32 = 0;
@@ -23,17 +26,19 @@ pub const EXIT_CANCELLED: i32 = 32;
     name = "pfsck",
     version,
     about,
-    after_help = "Exit codes: 0 clean, 4 errors left uncorrected, 8 operational error, \
-                  16 usage error, 32 cancelled."
+    after_help = "Exit codes: 0 clean, 1 errors corrected, 4 errors left uncorrected, \
+                  8 operational error, 16 usage error, 32 cancelled."
 )]
 pub struct Args {
     /// Open the file system read-only and answer "no" to every question.
     #[arg(short = 'n')]
     pub no: bool,
-    /// Answer "yes" to every question (repair; not available yet).
+    /// Repair: answer "yes" to every question (fixes what pfsck can fix so
+    /// far; the rest is left and reported, exit 4).
     #[arg(short = 'y')]
     pub yes: bool,
-    /// Preen: fix what is safe without asking (repair; not available yet).
+    /// Preen: fix what is safe without asking; stop on anything else with
+    /// "UNEXPECTED INCONSISTENCY" (exit 4, nothing written).
     #[arg(short = 'p')]
     pub preen: bool,
     /// Same as -p.
@@ -123,14 +128,27 @@ pub fn run(args: &Args) -> i32 {
     if let Some(log) = &args.rollback {
         return rollback::run(log, &args.device);
     }
-    if args.yes || args.preen || args.auto {
-        eprintln!(
-            "pfsck: repair (-p, -a, -y) is not implemented yet; run with -n to check read-only"
-        );
+    let preen = args.preen || args.auto;
+    if [args.no, args.yes, preen].iter().filter(|&&m| m).count() > 1 {
+        eprintln!("pfsck: only one of the options -p/-a, -n or -y may be specified");
         return EXIT_USAGE;
     }
-    if !args.no {
-        eprintln!("pfsck: only read-only checks are implemented yet; pass -n");
+    let mode = if args.yes {
+        Some(fix::Mode::Yes)
+    } else if preen {
+        Some(fix::Mode::Preen)
+    } else {
+        None
+    };
+    if !args.no && mode.is_none() {
+        // Like e2fsck: questions need someone to answer them.
+        if !std::io::stdin().is_terminal() {
+            eprintln!(
+                "pfsck: need a terminal for interactive repairs; use -n to check, -p or -y to repair"
+            );
+            return EXIT_OPERATIONAL;
+        }
+        eprintln!("pfsck: interactive repair is not implemented yet; use -n, -p or -y");
         return EXIT_USAGE;
     }
     if args
@@ -179,6 +197,13 @@ pub fn run(args: &Args) -> i32 {
         }
         None => None,
     };
+    if let Some(mode) = mode {
+        let code = repair::run(args, &opts, mode, &device);
+        if let Some(r) = reporter {
+            r.finish();
+        }
+        return code;
+    }
     let result = check::run(&args.device, &opts);
     if let Some(r) = reporter {
         r.finish();

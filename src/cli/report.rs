@@ -24,18 +24,56 @@ pub fn exit_code(rep: &Report) -> i32 {
     code
 }
 
+/// What a repair run did, for the report of its first check.
+pub struct Repaired<'a> {
+    /// Parallel to the first check's problems: a fix was staged for it.
+    pub fixed: &'a [bool],
+    /// Blocks were written to the device.
+    pub modified: bool,
+    /// The check of the repaired file system (None when nothing was staged:
+    /// the first check stands).
+    pub after: Option<&'a Report>,
+    /// Why nothing was fixed, when the repair refused to start.
+    pub refusal: Option<String>,
+}
+
+/// Prints the report of a read-only check (`-n`) and returns its exit code.
 pub fn print(rep: &Report, device: &str, args: &Args) -> i32 {
     let code = exit_code(rep);
+    print_with(rep, device, args, None, code);
+    code
+}
+
+/// Prints the report of a repair run; `code` is its exit code.
+pub fn print_repair(rep: &Report, device: &str, args: &Args, r: &Repaired<'_>, code: i32) {
+    print_with(rep, device, args, Some(r), code);
+}
+
+fn print_with(rep: &Report, device: &str, args: &Args, repaired: Option<&Repaired<'_>>, code: i32) {
     let name = if rep.volume_label.is_empty() {
         device.to_string()
     } else {
         rep.volume_label.clone()
     };
     if args.json {
-        print_json(rep, device, code);
-        return code;
+        print_json(rep, device, code, repaired);
+        return;
     }
-    let s = &rep.summary;
+    // Fixed problems by address: the renderer walks `rep.problems` in
+    // per-pass filters, so an element's address identifies its index.
+    let fixed_set: std::collections::HashSet<usize> = repaired
+        .map(|r| {
+            rep.problems
+                .iter()
+                .zip(r.fixed)
+                .filter(|&(_, &f)| f)
+                .map(|(p, _)| p as *const _ as usize)
+                .collect()
+        })
+        .unwrap_or_default();
+    let fixed = |p: &crate::check::problem::Problem| fixed_set.contains(&(p as *const _ as usize));
+    // The summary describes the file system as it was left.
+    let s = &repaired.and_then(|r| r.after).unwrap_or(rep).summary;
     let mut out = String::new();
     if rep.skipped_clean.is_some() {
         out.push_str(&format!(
@@ -43,7 +81,7 @@ pub fn print(rep: &Report, device: &str, args: &Args) -> i32 {
             s.inodes_used, s.inodes_count, s.blocks_used, s.blocks_count
         ));
         print!("{out}");
-        return code;
+        return;
     }
     for n in &rep.notes {
         out.push_str(n);
@@ -51,6 +89,10 @@ pub fn print(rep: &Report, device: &str, args: &Args) -> i32 {
     }
     let render = |out: &mut String, p: &crate::check::problem::Problem| {
         let msg = p.message();
+        if fixed(p) {
+            out.push_str(&format!("{msg}.  Fix? yes\n\n"));
+            return;
+        }
         match p.spec().severity {
             Severity::Error => out.push_str(&format!("{msg}.  Fix? no\n\n")),
             Severity::Notice | Severity::Fatal => out.push_str(&format!("{msg}\n")),
@@ -88,6 +130,29 @@ pub fn print(rep: &Report, device: &str, args: &Args) -> i32 {
             render(&mut out, p);
         }
     }
+    if let Some(r) = repaired {
+        if let Some(why) = &r.refusal {
+            out.push_str(&format!("\n{name}: {why}\n"));
+        }
+        // Problems the repair left, or met only after fixing others: listed
+        // so that exit 4 always comes with its reason.
+        if let Some(after) = r.after {
+            let left: Vec<_> = after
+                .problems
+                .iter()
+                .filter(|p| p.spec().severity != Severity::Notice)
+                .collect();
+            if !left.is_empty() {
+                out.push_str("\nProblems left after the repair:\n");
+                for p in left {
+                    out.push_str(&format!("{}\n", p.message()));
+                }
+            }
+        }
+        if r.modified {
+            out.push_str(&format!("\n{name}: ***** FILE SYSTEM WAS MODIFIED *****\n"));
+        }
+    }
     if rep.has_fatal() {
         out.push('\n');
     } else {
@@ -117,14 +182,14 @@ pub fn print(rep: &Report, device: &str, args: &Args) -> i32 {
         }
     }
     print!("{out}");
-    code
 }
 
-fn print_json(rep: &Report, device: &str, code: i32) {
+fn print_json(rep: &Report, device: &str, code: i32, repaired: Option<&Repaired<'_>>) {
     let problems: Vec<_> = rep
         .problems
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(k, p)| {
             let s = p.spec();
             json!({
                 "code": s.code,
@@ -137,14 +202,27 @@ fn print_json(rep: &Report, device: &str, code: i32) {
                 "num2": p.num2,
                 "detail": p.detail,
                 "message": p.message(),
+                "fixed": repaired.is_some_and(|r| r.fixed.get(k).copied().unwrap_or(false)),
             })
         })
         .collect();
+    let left: Vec<_> = repaired
+        .and_then(|r| r.after)
+        .map(|a| {
+            a.problems
+                .iter()
+                .map(|p| json!({"code": p.spec().code, "message": p.message()}))
+                .collect()
+        })
+        .unwrap_or_default();
     let v = json!({
+        "modified": repaired.is_some_and(|r| r.modified),
+        "problems_after_repair": left,
+        "refusal": repaired.and_then(|r| r.refusal.clone()),
         "device": device,
         "skipped_clean": rep.skipped_clean.is_some(),
         "problems": problems,
-        "summary": rep.summary,
+        "summary": repaired.and_then(|r| r.after).unwrap_or(rep).summary,
         "timings": rep.timings,
         "exit_code": code,
     });

@@ -122,6 +122,18 @@ impl Overlay {
         self.blocks.iter().map(|(&b, d)| (b, &d[..]))
     }
 
+    /// The staged blocks as byte ranges (offset → bytes), the form a read
+    /// overlay on a `Device` takes: a check run through them sees the file
+    /// system as the commit will leave it.
+    pub fn byte_ranges(&self) -> BTreeMap<u64, Vec<u8>> {
+        let bs = u64::from(self.block_size);
+        // Staged blocks lie inside the device, so the offsets cannot overflow.
+        self.blocks
+            .iter()
+            .map(|(&b, d)| (b * bs, d.to_vec()))
+            .collect()
+    }
+
     /// Fills `buf` from byte `offset` as the device will read after the
     /// commit: staged blocks over the device's bytes.
     pub fn read_at(&self, dev: &Device, offset: u64, buf: &mut [u8]) -> Result<()> {

@@ -1,0 +1,144 @@
+//! `-y` and `-p`/`-a`: check, stage the fixes, re-check, commit.
+//!
+//! The re-check runs before the commit, read-only, on the device seen
+//! through the staged blocks: exactly the bytes the commit will leave (the
+//! commit writes the overlay and nothing else). So the verdict printed and
+//! the exit code describe the repaired file system, and a fix that does
+//! not achieve what it claims shows up as exit 4 with the problem listed.
+//!
+//! Exit code, like e2fsck: 1 when blocks were written, 4 when the re-check
+//! still finds errors (problems pfsck does not fix yet, or a refusal), 8
+//! when something operational failed (the commit included: then the undo
+//! log, if the device was touched, restores it).
+
+use super::report::{self, Repaired};
+use super::{Args, EXIT_CORRECTED, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
+use crate::check::{self, Options};
+use crate::fix::{self, Mode, Refusal};
+use crate::io::Device;
+use crate::repair::commit::{self, CommitOptions};
+use crate::repair::faults::NoFaults;
+
+pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
+    let fail = |e: String| {
+        if args.json {
+            report::print_error_json(device, &e, EXIT_OPERATIONAL);
+        }
+        eprintln!("pfsck: {e}");
+        EXIT_OPERATIONAL
+    };
+    let dev = match Device::open_read_only(&args.device) {
+        Ok(d) => d,
+        Err(e) => return fail(e.to_string()),
+    };
+    let checked = match check::check_device(dev, opts) {
+        Ok(c) => c,
+        Err(e) => return fail(e.to_string()),
+    };
+    let rep = &checked.report;
+    let (Some(fs), Some(state)) = (&checked.fs, &checked.state) else {
+        // No file system, a fatal problem, or marked clean and not forced:
+        // nothing to fix, the check's own verdict stands.
+        return report::print(rep, device, args);
+    };
+    if rep.has_fatal() {
+        return report::print(rep, device, args);
+    }
+
+    let planned = fix::plan(fs, state, rep, mode);
+    let no_fix = vec![false; rep.problems.len()];
+    let plan = match planned {
+        Ok(p) => p,
+        Err(Refusal::Unexpected) => {
+            if args.json {
+                report::print(rep, device, args);
+            } else {
+                // e2fsck's preen wording, so scripts that look for it work.
+                for p in rep.problems.iter().filter(|p| {
+                    p.spec().severity == check::problem::Severity::Error && !p.spec().preen_ok
+                }) {
+                    println!("{device}: {}.", p.message());
+                }
+                println!(
+                    "\n\n{device}: UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.\n\t(i.e., without -a or -p options)"
+                );
+            }
+            return EXIT_UNCORRECTED;
+        }
+        Err(Refusal::Unsupported(why)) | Err(Refusal::Failed(why)) => {
+            let code = report::exit_code(rep);
+            let r = Repaired {
+                fixed: &no_fix,
+                modified: false,
+                after: None,
+                refusal: Some(format!("not repaired: {why}")),
+            };
+            report::print_repair(rep, device, args, &r, code);
+            return code;
+        }
+    };
+    drop(checked.state);
+
+    if plan.overlay.is_empty() {
+        // Nothing to write: either nothing we may fix, or fixes that change
+        // no byte. The first check is the verdict.
+        let code = report::exit_code(rep);
+        let r = Repaired {
+            fixed: &plan.fixed,
+            modified: false,
+            after: None,
+            refusal: None,
+        };
+        report::print_repair(rep, device, args, &r, code);
+        return code;
+    }
+
+    let after = match check::run_staged(&args.device, plan.overlay.byte_ranges(), opts) {
+        Ok(a) => a,
+        Err(e) => return fail(format!("re-check of the repaired file system: {e}")),
+    };
+    let log = args
+        .undo
+        .clone()
+        .unwrap_or_else(|| crate::repair::default_undo_path(&args.device));
+    let committed = commit::commit(
+        &args.device,
+        &plan.overlay,
+        &log,
+        &mut NoFaults,
+        &CommitOptions::default(),
+    );
+    let written = match committed {
+        Ok(r) => r.blocks_written,
+        Err(e) => {
+            let r = Repaired {
+                fixed: &no_fix,
+                modified: false,
+                after: None,
+                refusal: None,
+            };
+            report::print_repair(rep, device, args, &r, EXIT_OPERATIONAL);
+            return fail(format!(
+                "repair not written: {e} (if the device was touched, `pfsck --rollback {} {}` restores it)",
+                log.display(),
+                args.device.display()
+            ));
+        }
+    };
+    let mut code = 0;
+    if written > 0 {
+        code |= EXIT_CORRECTED;
+    }
+    code |= report::exit_code(&after);
+    let r = Repaired {
+        fixed: &plan.fixed,
+        modified: written > 0,
+        after: Some(&after),
+        refusal: None,
+    };
+    report::print_repair(rep, device, args, &r, code);
+    if written > 0 && !args.json {
+        println!("Undo log: {}", log.display());
+    }
+    code
+}

@@ -1,0 +1,251 @@
+//! Fixes: turning a check's problems into staged block writes.
+//!
+//! Sits between `cli` and `check`/`repair`: it reads the problems, the file
+//! system view and the state of a finished check, decides which problems
+//! the mode lets it fix and which it knows how to fix, and stages the new
+//! contents of the blocks concerned in a [`repair::overlay::Overlay`].
+//! Nothing here writes; `repair::commit` does, afterwards.
+//!
+//! Order is deterministic: per-inode fixes are staged in problem order, each
+//! reading the inode through the overlay so that two fixes of one inode
+//! (size and block count, say) both land; the summary (bitmaps, group
+//! descriptor counts, flags and checksums, superblock counts and checksum)
+//! is recomputed last from what passes 1–4 found, so it covers whatever
+//! the earlier fixes staged.
+//!
+//! Files: `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
+//! `summary.rs` (pass 5 and the descriptor and superblock checksums).
+
+mod inode;
+mod summary;
+
+use crate::check::problem::{Code, Problem, Severity};
+use crate::check::state::State;
+use crate::check::{Fs, Report};
+use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
+use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
+
+/// Which problems the user allowed to be fixed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `-y`: every problem.
+    Yes,
+    /// `-p`/`-a`: only problems whose table entry says `preen_ok`.
+    Preen,
+}
+
+/// Problems fixed by recomputing the summary (pass 5 and the descriptor
+/// and superblock fields and checksums derived from it).
+const SUMMARY: &[Code] = &[
+    Code::BlockBitmapDiff,
+    Code::InodeBitmapDiff,
+    Code::GroupFreeBlocks,
+    Code::GroupFreeInodes,
+    Code::GroupDirsCount,
+    Code::SuperFreeBlocks,
+    Code::SuperFreeInodes,
+    Code::BlockBitmapChecksum,
+    Code::InodeBitmapChecksum,
+    Code::BlockBitmapPadding,
+    Code::InodeBitmapPadding,
+    Code::GdChecksum,
+    Code::GdFreeBlocksInvalid,
+    Code::GdFreeInodesInvalid,
+    Code::SbChecksum,
+    Code::SbFreeBlocksInvalid,
+    Code::SbFreeInodesInvalid,
+];
+
+/// Problems fixed by setting a superblock feature.
+const FEATURE: &[Code] = &[Code::FeatureLargeFiles];
+
+/// Problems fixed by rewriting one field of one inode.
+const INODE: &[Code] = &[
+    Code::InodeChecksum,
+    Code::InodeLinkCount,
+    Code::InodeDtimeSet,
+    Code::InodeISize,
+    Code::InodeIBlocks,
+];
+
+/// Can pfsck fix problems of this class yet?
+pub fn supported(code: Code) -> bool {
+    SUMMARY.contains(&code) || INODE.contains(&code) || FEATURE.contains(&code)
+}
+
+/// What a repair run decided.
+pub struct Plan {
+    pub overlay: Overlay,
+    /// Parallel to the report's problems: staged a fix for it.
+    pub fixed: Vec<bool>,
+}
+
+/// Why the repair cannot even start; the problems stay as they are.
+#[derive(Debug)]
+pub enum Refusal {
+    /// `-p` met a problem preen may not fix: e2fsck's "UNEXPECTED
+    /// INCONSISTENCY". Nothing is staged, so nothing is written (e2fsck
+    /// would keep the preen fixes it made before; writing none is simpler
+    /// and leaves the decision to the manual run).
+    Unexpected,
+    /// The file system is in a state the fixes do not handle yet (the
+    /// message says which); nothing is staged.
+    Unsupported(String),
+    /// Staging failed (a block could not be read, the staging limit).
+    Failed(String),
+}
+
+/// Is the problem one the mode lets us fix (regardless of whether we can)?
+fn allowed(p: &Problem, mode: Mode) -> bool {
+    match mode {
+        Mode::Yes => true,
+        Mode::Preen => p.spec().preen_ok,
+    }
+}
+
+/// Stages fixes for the problems of `report` that `mode` allows and that
+/// pfsck supports.
+pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
+    if mode == Mode::Preen
+        && report
+            .problems
+            .iter()
+            .any(|p| p.spec().severity == Severity::Error && !p.spec().preen_ok)
+    {
+        return Err(Refusal::Unexpected);
+    }
+    let mut fixed = vec![false; report.problems.len()];
+    let bs = fs.geo.block_size;
+    let mut overlay = Overlay::new(bs, fs.dev.size(), DEFAULT_LIMIT)
+        .map_err(|e| Refusal::Failed(e.to_string()))?;
+    let wanted = |p: &Problem| allowed(p, mode) && supported(p.code);
+    if !report.problems.iter().any(wanted) {
+        return Ok(Plan { overlay, fixed });
+    }
+    // The fixes below rewrite the primary superblock and descriptors from
+    // the copies this check loaded; restoring the primary from a backup,
+    // writing a journal replay home and cluster bitmaps are not built yet.
+    if fs.sb_block != SUPERBLOCK_OFFSET / u64::from(bs) {
+        return Err(Refusal::Unsupported(
+            "the primary superblock is unusable; restoring it from a backup is not implemented yet"
+                .into(),
+        ));
+    }
+    if fs.dev.overlay_bytes() > 0 {
+        return Err(Refusal::Unsupported(
+            "the journal needs recovery; writing the replay is not implemented yet (run e2fsck)"
+                .into(),
+        ));
+    }
+    if fs.sb.has_ro_compat(ro_compat::BIGALLOC) {
+        return Err(Refusal::Unsupported(
+            "repairing bigalloc file systems is not implemented yet".into(),
+        ));
+    }
+
+    // A bad inode checksum is only recomputed when the checksum is all
+    // that is wrong with the inode: over an inode with other damage it
+    // would bless contents a later, fuller repair must still judge.
+    let damaged: std::collections::BTreeSet<u32> = report
+        .problems
+        .iter()
+        .filter(|p| p.code != Code::InodeChecksum)
+        .filter_map(|p| p.ino)
+        .collect();
+    let mut summary = false;
+    let mut large_file = false;
+    for (k, p) in report.problems.iter().enumerate() {
+        if !wanted(p)
+            || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
+        {
+            continue;
+        }
+        if SUMMARY.contains(&p.code) {
+            summary = true;
+            fixed[k] = true;
+        } else if FEATURE.contains(&p.code) {
+            large_file = true;
+            fixed[k] = true;
+        } else {
+            fixed[k] = inode::fix(fs, &mut overlay, p, &mut large_file).map_err(Refusal::Failed)?;
+        }
+    }
+    if large_file && !fs.sb.has_ro_compat(ro_compat::LARGE_FILE) {
+        set_large_file(fs, &mut overlay).map_err(Refusal::Failed)?;
+    }
+    if summary {
+        summary::rewrite(fs, state, &mut overlay).map_err(Refusal::Failed)?;
+    }
+    Ok(Plan { overlay, fixed })
+}
+
+// Superblock fields the feature fix touches.
+const S_REV_LEVEL: usize = 0x4C;
+const S_FIRST_INO: usize = 0x54;
+const S_INODE_SIZE: usize = 0x58;
+const S_FEATURE_RO_COMPAT: usize = 0x64;
+const S_CHECKSUM: usize = 0x3FC;
+
+/// Edits the primary superblock through the overlay, then stores its
+/// checksum (metadata_csum) over the edited bytes.
+fn edit_superblock(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    edit: impl FnOnce(&mut [u8]),
+) -> Result<(), String> {
+    let csum = fs.metadata_csum();
+    edit_bytes(fs, overlay, SUPERBLOCK_OFFSET, 1024, |sb| {
+        edit(sb);
+        if csum {
+            let c = crate::fs::checksum::crc32c_raw(!0, &sb[..S_CHECKSUM]);
+            put_le32(sb, S_CHECKSUM, c);
+        }
+    })
+}
+
+/// Sets the large_file feature, needed once a regular file is 2 GiB or
+/// more. Features need a dynamic-revision superblock: a revision 0 one is
+/// upgraded with the values revision 0 implies (first inode 11, 128-byte
+/// inodes), so nothing else changes meaning.
+fn set_large_file(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+    edit_superblock(fs, overlay, |sb| {
+        if le32(sb, S_REV_LEVEL) == 0 {
+            put_le32(sb, S_REV_LEVEL, 1);
+            put_le32(sb, S_FIRST_INO, 11);
+            put_le16(sb, S_INODE_SIZE, 128);
+        }
+        let ro = le32(sb, S_FEATURE_RO_COMPAT) | ro_compat::LARGE_FILE;
+        put_le32(sb, S_FEATURE_RO_COMPAT, ro);
+    })
+}
+
+/// Reads `len` bytes at `offset` (inside one block) through the overlay,
+/// lets `edit` change them, and stages the block if they changed.
+fn edit_bytes(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    offset: u64,
+    len: usize,
+    edit: impl FnOnce(&mut [u8]),
+) -> Result<(), String> {
+    let bs = u64::from(fs.geo.block_size);
+    let block = offset / bs;
+    let end = offset
+        .checked_add(len as u64)
+        .ok_or_else(|| format!("byte range at {offset} overflows"))?;
+    if len == 0 || (end - 1) / bs != block {
+        return Err(format!("byte range at {offset} ({len} bytes) spans blocks"));
+    }
+    let mut buf = vec![0u8; bs as usize];
+    overlay
+        .read_at(&fs.dev, block * bs, &mut buf)
+        .map_err(|e| format!("cannot read block {block}: {e}"))?;
+    let start = (offset - block * bs) as usize;
+    let before = buf.clone();
+    edit(&mut buf[start..start + len]);
+    if buf != before {
+        overlay.stage(block, buf).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,264 @@
+//! The summary, rewritten from what passes 1–4 found: block and inode
+//! bitmaps, per-group free counts, directory counts and uninit flags,
+//! bitmap and descriptor checksums, the superblock's free counts and
+//! checksum.
+//!
+//! Rebuilding from the in-core maps instead of patching single bits means
+//! one rule covers every pass 5 problem: a bitmap is written when the
+//! file system would read it differently from `State`, and every derived
+//! field is set to its computed value. Only blocks whose bytes change are
+//! staged, so a group the check found right is left alone.
+//!
+//! Uninit flags: once this rewrite fixes the descriptor checksums, the
+//! flags will be trusted (pass 5 ignores them only under a bad checksum).
+//! So a group keeps BLOCK_UNINIT when what it would read as (its own
+//! metadata) is exactly what pass 1 found in use; otherwise its bitmap is
+//! written and the flag cleared. INODE_UNINIT stays as long as pass 1 found
+//! no inode in use in the group.
+//!
+//! Only the primary superblock and descriptor table are written, as e2fsck
+//! does by default; the backups are not compared by either checker.
+
+use super::{edit_bytes, edit_superblock};
+use crate::check::Fs;
+use crate::check::pass5::uninit_view;
+use crate::check::state::State;
+use crate::engine::AtomicBitmap;
+use crate::fs::bytes::{put_le16, put_le32};
+use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
+use crate::repair::overlay::Overlay;
+
+// Descriptor field offsets (low halves; the high halves follow at +0x20 for
+// 64-byte descriptors, except itable_unused whose high half is at 0x32).
+const BG_FREE_BLOCKS: usize = 0x0C;
+const BG_FREE_INODES: usize = 0x0E;
+const BG_USED_DIRS: usize = 0x10;
+const BG_FLAGS: usize = 0x12;
+const BG_BLOCK_BITMAP_CSUM: usize = 0x18;
+const BG_INODE_BITMAP_CSUM: usize = 0x1A;
+const BG_CHECKSUM: usize = 0x1E;
+const BG_FREE_BLOCKS_HI: usize = 0x2C;
+const BG_FREE_INODES_HI: usize = 0x2E;
+const BG_USED_DIRS_HI: usize = 0x30;
+const BG_BLOCK_BITMAP_CSUM_HI: usize = 0x38;
+const BG_INODE_BITMAP_CSUM_HI: usize = 0x3A;
+
+// Superblock field offsets.
+const S_FREE_BLOCKS_LO: usize = 0x0C;
+const S_FREE_INODES: usize = 0x10;
+const S_FREE_BLOCKS_HI: usize = 0x158;
+
+/// Writes a 32-bit count split over a low and (wide descriptors) a high half.
+fn put_split(d: &mut [u8], lo: usize, hi: usize, v: u32, wide: bool) {
+    put_le16(d, lo, v as u16);
+    if wide {
+        put_le16(d, hi, (v >> 16) as u16);
+    }
+}
+
+/// Bit `i` of a bitmap block.
+fn bit(bm: &[u8], i: u64) -> bool {
+    bm.get((i / 8) as usize)
+        .is_some_and(|&b| b & (1 << (i % 8)) != 0)
+}
+
+/// A bitmap block as the kernel and mke2fs lay it out: `used(i)` for the
+/// first `n` bits, every other bit of the block set (the padding past the
+/// last group's end, and the bytes past the group's bitmap).
+fn build(bs: usize, n: u64, used: impl Fn(u64) -> bool) -> Vec<u8> {
+    let mut b = vec![0xFFu8; bs];
+    // The geometry keeps a group's bits within one block; the bound only
+    // guards the indexing.
+    for i in 0..n.min(bs as u64 * 8) {
+        if !used(i) {
+            b[(i / 8) as usize] &= !(1 << (i % 8));
+        }
+    }
+    b
+}
+
+pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(), String> {
+    let geo = &fs.geo;
+    let bs = fs.block_size();
+    let ds = geo.desc_size as usize;
+    let csum = fs.metadata_csum();
+    let uninit_bg = fs.uninit_bg();
+    let flagged = |g: u32, f: u16| uninit_bg && fs.gds[g as usize].has_flag(f);
+    let view_bit = |v: &Option<AtomicBitmap>, b: u64| v.as_ref().is_some_and(|m| m.get(b));
+    let found = |b: u64| state.block_used.get(b);
+    // Which groups keep BLOCK_UNINIT: those whose blocks, read through the
+    // metadata of the groups that stay uninit, are what pass 1 found. A
+    // group losing its flag takes its metadata (which with flex_bg may lie
+    // in another group) out of the view, so decide until nothing changes;
+    // the set only shrinks, so this ends.
+    let mut keep: Vec<bool> = (0..geo.groups)
+        .map(|g| flagged(g, BG_BLOCK_UNINIT))
+        .collect();
+    let view = loop {
+        let view = uninit_view(fs, |g| keep[g as usize]);
+        let mut changed = false;
+        for g in 0..geo.groups {
+            if keep[g as usize] {
+                let first = geo.group_first_block(g);
+                let n = geo.group_blocks(g) as u64;
+                if !(first..first + n).all(|b| found(b) == view_bit(&view, b)) {
+                    keep[g as usize] = false;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            break view;
+        }
+    };
+    let bpg = geo.blocks_per_group as u64;
+    let ipg = geo.inodes_per_group as u64;
+    let mut raw = fs.gd_raw.clone();
+    let (mut free_blocks, mut free_inodes) = (0u64, 0u64);
+    let mut disk = vec![0u8; bs];
+
+    for g in 0..geo.groups {
+        let gd = &fs.gds[g as usize];
+        let d = raw
+            .get_mut(g as usize * ds..(g as usize + 1) * ds)
+            .ok_or_else(|| format!("descriptor of group {g} is missing"))?;
+        let mut flags = gd.flags;
+
+        // ---- block bitmap ----
+        let first = geo.group_first_block(g);
+        let n = geo.group_blocks(g) as u64;
+        let found = |i: u64| found(first + i);
+        let used = state.block_used.count_range(first, first + n);
+        let block_bm = if keep[g as usize] {
+            None
+        } else if geo.block_in_fs(gd.block_bitmap) {
+            let want = build(bs, bpg, |i| i >= n || found(i));
+            let differs = if flagged(g, BG_BLOCK_UNINIT) {
+                true
+            } else {
+                overlay
+                    .read_at(&fs.dev, gd.block_bitmap * bs as u64, &mut disk)
+                    .map_err(|e| format!("cannot read block bitmap of group {g}: {e}"))?;
+                (0..bpg).any(|i| {
+                    let on_disk = bit(&disk, i) || (i < n && view_bit(&view, first + i));
+                    on_disk != (i >= n || found(i))
+                })
+            };
+            if differs {
+                overlay
+                    .stage(gd.block_bitmap, want.clone())
+                    .map_err(|e| e.to_string())?;
+            }
+            if uninit_bg {
+                flags &= !BG_BLOCK_UNINIT;
+            }
+            Some(if differs { want } else { disk.clone() })
+        } else {
+            // A bitmap outside the file system (reported by pass 0, not
+            // fixed yet) cannot be written; its checksum stays as it is.
+            None
+        };
+        if csum && let Some(bm) = &block_bm {
+            let c =
+                group_desc::bitmap_checksum(&fs.sb, &bm[..((bpg / 8) as usize).min(bs)], gd.wide);
+            put_split(d, BG_BLOCK_BITMAP_CSUM, BG_BLOCK_BITMAP_CSUM_HI, c, gd.wide);
+        }
+        let group_free = n - used;
+        free_blocks += group_free;
+        put_split(
+            d,
+            BG_FREE_BLOCKS,
+            BG_FREE_BLOCKS_HI,
+            group_free as u32,
+            gd.wide,
+        );
+
+        // ---- inode bitmap ----
+        let ino0 = g as u64 * ipg + 1;
+        let used = state.inode_used.count_range(ino0, ino0 + ipg);
+        let ino_bm = if flagged(g, BG_INODE_UNINIT) && used == 0 {
+            None
+        } else if geo.block_in_fs(gd.inode_bitmap) {
+            let want = build(bs, ipg, |i| state.inode_used.get(ino0 + i));
+            let differs = if flagged(g, BG_INODE_UNINIT) {
+                true
+            } else {
+                overlay
+                    .read_at(&fs.dev, gd.inode_bitmap * bs as u64, &mut disk)
+                    .map_err(|e| format!("cannot read inode bitmap of group {g}: {e}"))?;
+                (0..ipg).any(|i| bit(&disk, i) != state.inode_used.get(ino0 + i))
+            };
+            if differs {
+                overlay
+                    .stage(gd.inode_bitmap, want.clone())
+                    .map_err(|e| e.to_string())?;
+            }
+            if uninit_bg {
+                flags &= !BG_INODE_UNINIT;
+            }
+            Some(if differs { want } else { disk.clone() })
+        } else {
+            None
+        };
+        if csum && let Some(bm) = &ino_bm {
+            let c =
+                group_desc::bitmap_checksum(&fs.sb, &bm[..((ipg / 8) as usize).min(bs)], gd.wide);
+            put_split(d, BG_INODE_BITMAP_CSUM, BG_INODE_BITMAP_CSUM_HI, c, gd.wide);
+        }
+        let group_free = ipg - used;
+        free_inodes += group_free;
+        put_split(
+            d,
+            BG_FREE_INODES,
+            BG_FREE_INODES_HI,
+            group_free as u32,
+            gd.wide,
+        );
+        let dirs = state.inode_dir.count_range(ino0, ino0 + ipg);
+        put_split(d, BG_USED_DIRS, BG_USED_DIRS_HI, dirs as u32, gd.wide);
+        put_le16(d, BG_FLAGS, flags);
+        if let Some(c) = group_desc::compute_checksum(&fs.sb, g, d) {
+            put_le16(d, BG_CHECKSUM, c);
+        }
+    }
+
+    // The primary descriptor table, block by block, where it changed. The
+    // loaded table stops at the last group, so the tail of the last block
+    // keeps the device's bytes.
+    for i in 0..geo.desc_blocks {
+        let start = (i as usize).saturating_mul(bs);
+        let end = start.saturating_add(bs).min(raw.len());
+        if start >= end || raw[start..end] == fs.gd_raw[start..end] {
+            continue;
+        }
+        let blk = geo.desc_block_location(fs.sb_block, i);
+        let new = &raw[start..end];
+        edit_bytes(fs, overlay, blk * bs as u64, bs, |b| {
+            b[..new.len()].copy_from_slice(new)
+        })?;
+    }
+
+    // The superblock: counts (its checksum is redone by the edit).
+    let is_64 = fs.sb.is_64bit();
+    edit_superblock(fs, overlay, |sb| {
+        put_le32(sb, S_FREE_BLOCKS_LO, free_blocks as u32);
+        if is_64 {
+            put_le32(sb, S_FREE_BLOCKS_HI, (free_blocks >> 32) as u32);
+        }
+        put_le32(sb, S_FREE_INODES, free_inodes as u32);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bitmap_blocks_are_padded_with_ones() {
+        let b = build(1024, 12, |i| i % 2 == 0);
+        assert_eq!(b[0], 0b0101_0101);
+        assert_eq!(b[1], 0xF5);
+        assert!(b[2..].iter().all(|&x| x == 0xFF));
+        assert!(bit(&b, 0) && !bit(&b, 1) && bit(&b, 13));
+    }
+}

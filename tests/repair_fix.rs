@@ -1,0 +1,453 @@
+//! End-to-end repairs: damage a real image with `debugfs -w`, run
+//! `pfsck -fy` (or `-fp`), and require what e2fsck's own users rely on:
+//!
+//! - exit 1 and "FILE SYSTEM WAS MODIFIED" for a damage pfsck fixes, then
+//!   `e2fsck -fn` and `pfsck -fn` both exit 0;
+//! - files the damage did not touch keep their exact contents (read back
+//!   with `debugfs cat` and compared with the tree the image was made from);
+//! - the undo log exists and `pfsck --rollback` restores the damaged image
+//!   byte for byte;
+//! - preen fixes preen-safe damage (exit 1) and refuses the rest with
+//!   "UNEXPECTED INCONSISTENCY" (exit 4, image unchanged);
+//! - a damage pfsck does not fix yet gives exit 4 with the problem listed.
+//!
+//! Bases: ext2 (1 KiB), ext4 with metadata_csum, flex_bg and uninit groups
+//! (4 KiB), ext4 without metadata_csum but with uninit_bg (1 KiB, crc16
+//! descriptor checksums).
+
+mod common;
+
+use common::*;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+const MIB: u64 = 1 << 20;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Base {
+    Ext2,
+    Ext4,
+    Ext4NoCsum,
+}
+
+const ALL: [Base; 3] = [Base::Ext2, Base::Ext4, Base::Ext4NoCsum];
+
+impl Base {
+    fn image(self) -> PathBuf {
+        let (key, size, opts) = match self {
+            Base::Ext2 => (
+                "repair-base-ext2",
+                16 * MIB,
+                MkfsOpts::ext2().block_size(1024),
+            ),
+            Base::Ext4 => (
+                "repair-base-ext4",
+                32 * MIB,
+                MkfsOpts::ext4().block_size(4096).blocks_per_group(2048),
+            ),
+            Base::Ext4NoCsum => (
+                "repair-base-ext4-gdtcsum",
+                16 * MIB,
+                MkfsOpts::ext4()
+                    .block_size(1024)
+                    .features("^metadata_csum,uninit_bg"),
+            ),
+        };
+        cached_image(key, |img| {
+            mkfs(img, size, &opts, Some(&standard_tree_dir()));
+            assert_eq!(e2fsck_fn(img), 0, "base {self:?} is not clean");
+        })
+    }
+}
+
+/// Files whose contents must survive every repair below (none of the
+/// damages touches them).
+const KEPT: [&str; 5] = ["f300k", "f70k", "dir1/sub/c", "dir1/b.bin", "f4096"];
+
+fn assert_files_kept(ctx: &str, img: &Path) {
+    let tree = standard_tree_dir();
+    for f in KEPT {
+        let want = std::fs::read(tree.join(f)).unwrap();
+        let out = std::process::Command::new(tool("debugfs"))
+            .arg("-R")
+            .arg(format!("cat /{f}"))
+            .arg(img)
+            .output()
+            .unwrap();
+        assert!(out.stdout == want, "[{ctx}] /{f} changed by the repair");
+    }
+}
+
+fn pfsck_run(args: &[&OsStr]) -> (Option<i32>, String) {
+    let out = pfsck(args);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), text)
+}
+
+/// Damages a copy of `base` with `cmds` (computed from the clean image)
+/// and returns the image path; the damage must be visible to both checkers.
+fn damaged(tmp: &TempDir, base: Base, cmds: &[String]) -> PathBuf {
+    damaged_with(tmp, base, |img| {
+        debugfs_w_unchecked(img, cmds);
+    })
+}
+
+fn damaged_with(tmp: &TempDir, base: Base, damage: impl FnOnce(&Path)) -> PathBuf {
+    let img = tmp.join("disk.img");
+    copy_image(&base.image(), &img);
+    damage(&img);
+    assert_ne!(e2fsck_fn(&img), 0, "{base:?}: e2fsck -fn sees no damage");
+    img
+}
+
+/// The whole -fy round trip for one damage made with debugfs.
+fn repairs(name: &str, base: Base, cmds: &[String]) {
+    repairs_with(name, base, |img| {
+        debugfs_w_unchecked(img, cmds);
+    })
+}
+
+/// The whole -fy round trip for one damage.
+fn repairs_with(name: &str, base: Base, damage: impl FnOnce(&Path)) {
+    let ctx = format!("{name} on {base:?}");
+    let tmp = TempDir::new(&format!("repair-{name}"));
+    let img = damaged_with(&tmp, base, damage);
+    let before = std::fs::read(&img).unwrap();
+    let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
+    assert_eq!(code, Some(1), "[{ctx}] pfsck -fy:\n{text}");
+    assert!(
+        text.contains("***** FILE SYSTEM WAS MODIFIED *****"),
+        "[{ctx}]\n{text}"
+    );
+    assert!(text.contains("Fix? yes"), "[{ctx}]\n{text}");
+    assert_both_clean(&ctx, &img);
+    assert_files_kept(&ctx, &img);
+
+    let log = pfsck::repair::default_undo_path(&img);
+    assert!(log.exists(), "[{ctx}] no undo log at {}", log.display());
+    let (code, text) = pfsck_run(&[OsStr::new("--rollback"), log.as_os_str(), img.as_os_str()]);
+    assert_eq!(code, Some(0), "[{ctx}] rollback:\n{text}");
+    assert!(
+        std::fs::read(&img).unwrap() == before,
+        "[{ctx}] rollback is not byte-exact"
+    );
+}
+
+fn used_block(base: Base) -> u64 {
+    blocks_of(&base.image(), "/f300k")[3]
+}
+
+/// The first block no file uses: in the first group, which is never
+/// BLOCK_UNINIT (debugfs would not write the bitmap of an uninit group).
+fn free_block(base: Base) -> u64 {
+    let out = debugfs_r(&base.image(), "ffb 1 1");
+    out.split_whitespace()
+        .filter_map(|w| w.parse::<u64>().ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("no free block found: {out}"))
+}
+
+fn free_inode(base: Base) -> u64 {
+    let out = debugfs_r(&base.image(), "ffi");
+    out.split_whitespace()
+        .filter_map(|w| w.parse::<u64>().ok())
+        .next_back()
+        .unwrap_or_else(|| panic!("no free inode found: {out}"))
+}
+
+fn s(v: &[&str]) -> Vec<String> {
+    v.iter().map(|x| x.to_string()).collect()
+}
+
+#[test]
+fn block_bitmap_bits_cleared() {
+    for b in ALL {
+        repairs("freeb", b, &[format!("freeb {} 4", used_block(b))]);
+    }
+}
+
+#[test]
+fn block_bitmap_bits_set() {
+    for b in ALL {
+        repairs("setb", b, &[format!("setb {} 3", free_block(b))]);
+    }
+}
+
+#[test]
+fn inode_bitmap_bits() {
+    for b in ALL {
+        let ino = inode_of(&b.image(), "/f70k");
+        repairs("freei", b, &[format!("freei <{ino}>")]);
+        repairs("seti", b, &[format!("seti <{}>", free_inode(b))]);
+    }
+}
+
+#[test]
+fn group_and_superblock_counts() {
+    for b in ALL {
+        repairs(
+            "counts",
+            b,
+            &s(&[
+                "set_bg 1 free_blocks_count 7",
+                "set_bg 0 free_inodes_count 3",
+                "set_bg 0 used_dirs_count 99",
+                "ssv free_blocks_count 17",
+                "ssv free_inodes_count 5",
+            ]),
+        );
+    }
+}
+
+#[test]
+fn descriptor_and_bitmap_checksums() {
+    repairs(
+        "gd-csum",
+        Base::Ext4,
+        &s(&["set_bg 0 checksum 0", "set_bg 1 checksum 7"]),
+    );
+    // debugfs recomputes gdt_csum checksums when it writes; damage the
+    // crc16 of group 1 in place (1 KiB blocks: the table is block 2;
+    // 64-byte descriptors).
+    repairs_with("gd-crc16", Base::Ext4NoCsum, |img| {
+        let off = 2 * 1024 + 64 + 0x1E;
+        let old = read_at(img, off, 2);
+        write_at(img, off, &[!old[0], old[1]]);
+    });
+    repairs(
+        "bitmap-csum",
+        Base::Ext4,
+        &s(&[
+            "set_bg 0 block_bitmap_csum 0",
+            "set_bg 0 inode_bitmap_csum 1",
+        ]),
+    );
+}
+
+#[test]
+fn link_counts() {
+    for b in ALL {
+        repairs(
+            "links",
+            b,
+            &s(&["sif /small links_count 7", "sif /f4095 links_count 2"]),
+        );
+    }
+}
+
+#[test]
+fn inode_fields_of_pass1() {
+    for b in ALL {
+        repairs(
+            "dtime-size-blocks",
+            b,
+            &s(&[
+                "sif /f4097 dtime 12345",
+                "sif /f12k blocks 2",
+                "sif /dir1/a.txt size 0",
+            ]),
+        );
+    }
+}
+
+#[test]
+fn many_damages_at_once() {
+    for b in ALL {
+        let ino = inode_of(&b.image(), "/f70k");
+        repairs(
+            "mixed",
+            b,
+            &[
+                format!("freeb {} 2", used_block(b)),
+                format!("freei <{ino}>"),
+                "set_bg 1 free_blocks_count 1".into(),
+                "sif /small links_count 1".into(),
+                "sif /tiny dtime 1".into(),
+                "ssv free_inodes_count 1".into(),
+            ],
+        );
+    }
+}
+
+#[test]
+fn preen_fixes_safe_damage() {
+    let b = Base::Ext4;
+    let tmp = TempDir::new("repair-preen-ok");
+    let img = damaged(
+        &tmp,
+        b,
+        &s(&["set_bg 1 free_blocks_count 7", "sif /small links_count 9"]),
+    );
+    let (code, text) = pfsck_run(&[OsStr::new("-fp"), img.as_os_str()]);
+    assert_eq!(code, Some(1), "{text}");
+    assert_both_clean("preen", &img);
+    assert_files_kept("preen", &img);
+}
+
+#[test]
+fn preen_refuses_unsafe_damage() {
+    let b = Base::Ext4;
+    let tmp = TempDir::new("repair-preen-unsafe");
+    // An unattached non-empty inode is not preen-safe (e2fsck asks before
+    // reconnecting it); the count damage alongside must not be written
+    // either.
+    let img = damaged(
+        &tmp,
+        b,
+        &s(&["unlink /f70k", "set_bg 1 free_blocks_count 7"]),
+    );
+    let before = std::fs::read(&img).unwrap();
+    for flag in ["-fp", "-fa"] {
+        let (code, text) = pfsck_run(&[OsStr::new(flag), img.as_os_str()]);
+        assert_eq!(code, Some(4), "{flag}: {text}");
+        assert!(
+            text.contains("UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY."),
+            "{text}"
+        );
+        assert!(
+            std::fs::read(&img).unwrap() == before,
+            "{flag} wrote to the image"
+        );
+    }
+}
+
+#[test]
+fn unsupported_damage_is_left_and_listed() {
+    let b = Base::Ext2;
+    let tmp = TempDir::new("repair-unsupported");
+    let img = damaged(&tmp, b, &s(&["unlink /f70k"]));
+    let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
+    assert_eq!(code, Some(4), "{text}");
+    let ino = inode_of(&b.image(), "/f70k");
+    assert!(
+        text.contains(&format!("Unattached inode {ino}.  Fix? no")),
+        "{text}"
+    );
+    assert!(
+        text.contains("WARNING: Filesystem still has errors"),
+        "{text}"
+    );
+    // The image still shows the damage to both checkers.
+    assert_eq!(e2fsck_fn(&img), 4);
+    let (code, _) = pfsck_run(&[OsStr::new("-fn"), img.as_os_str()]);
+    assert_eq!(code, Some(4));
+}
+
+#[test]
+fn clean_image_is_left_alone() {
+    let tmp = TempDir::new("repair-clean");
+    let img = tmp.join("disk.img");
+    copy_image(&Base::Ext4.image(), &img);
+    let before = std::fs::read(&img).unwrap();
+    for flag in ["-fy", "-fp"] {
+        let (code, text) = pfsck_run(&[OsStr::new(flag), img.as_os_str()]);
+        assert_eq!(code, Some(0), "{flag}: {text}");
+        assert!(!text.contains("MODIFIED"), "{text}");
+    }
+    assert!(std::fs::read(&img).unwrap() == before);
+    assert!(!pfsck::repair::default_undo_path(&img).exists());
+}
+
+#[test]
+fn modes_conflict_and_no_mode_needs_a_terminal() {
+    let img = Base::Ext2.image();
+    let (code, _) = pfsck_run(&[OsStr::new("-ny"), img.as_os_str()]);
+    assert_eq!(code, Some(16));
+    let (code, _) = pfsck_run(&[OsStr::new("-py"), img.as_os_str()]);
+    assert_eq!(code, Some(16));
+    // The test harness's stdin is not a terminal: e2fsck exits 8 here.
+    let out = std::process::Command::new(pfsck_bin())
+        .arg("-f")
+        .arg(&img)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(8));
+}
+
+#[test]
+fn inode_checksum_of_an_otherwise_valid_inode() {
+    repairs_with("inode-csum", Base::Ext4, |img| {
+        // i_generation is covered only by the checksum.
+        let off = inode_offset(img, inode_of(img, "/small")) + 0x64;
+        let old = read_at(img, off, 1);
+        write_at(img, off, &[old[0] ^ 0x5a]);
+    });
+}
+
+#[test]
+fn json_marks_what_was_fixed() {
+    let tmp = TempDir::new("repair-json");
+    let img = damaged(
+        &tmp,
+        Base::Ext2,
+        &s(&["sif /small links_count 9", "unlink /f70k"]),
+    );
+    let out = pfsck(&[OsStr::new("-fy"), OsStr::new("--json"), img.as_os_str()]);
+    assert_eq!(out.status.code(), Some(5), "fixed one, left one");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["modified"], true);
+    assert_eq!(v["exit_code"], 5);
+    let probs = v["problems"].as_array().unwrap();
+    let fixed = |code: &str| {
+        probs
+            .iter()
+            .find(|p| p["code"] == code)
+            .map(|p| p["fixed"].as_bool().unwrap())
+    };
+    assert_eq!(fixed("0x4003"), Some(true), "link count: {probs:?}");
+    assert_eq!(fixed("0x4001"), Some(false), "unattached inode: {probs:?}");
+    let left = v["problems_after_repair"].as_array().unwrap();
+    assert!(left.iter().any(|p| p["code"] == "0x4001"), "{left:?}");
+}
+
+#[test]
+fn repair_is_the_same_for_any_thread_count() {
+    let b = Base::Ext4;
+    let tmp = TempDir::new("repair-threads");
+    let ino = inode_of(&b.image(), "/f70k");
+    let img = damaged(
+        &tmp,
+        b,
+        &[
+            format!("freeb {} 3", used_block(b)),
+            format!("freei <{ino}>"),
+            "sif /small links_count 4".into(),
+            "set_bg 2 free_inodes_count 1".into(),
+        ],
+    );
+    let mut results = Vec::new();
+    for threads in ["1", "4"] {
+        let copy = tmp.join(format!("copy-{threads}.img"));
+        copy_image(&img, &copy);
+        let (code, text) = pfsck_run(&[
+            OsStr::new("-fy"),
+            OsStr::new("-m"),
+            OsStr::new(threads),
+            copy.as_os_str(),
+        ]);
+        assert_eq!(code, Some(1), "{text}");
+        results.push((
+            std::fs::read(&copy).unwrap(),
+            text.replace(&*copy.to_string_lossy(), "IMG"),
+        ));
+    }
+    assert!(results[0].0 == results[1].0, "repaired images differ");
+    assert_eq!(results[0].1, results[1].1, "reports differ");
+}
+
+#[test]
+fn preen_without_force_skips_a_clean_file_system() {
+    let tmp = TempDir::new("repair-preen-clean");
+    let img = tmp.join("disk.img");
+    copy_image(&Base::Ext2.image(), &img);
+    let before = std::fs::read(&img).unwrap();
+    let (code, text) = pfsck_run(&[OsStr::new("-p"), img.as_os_str()]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("clean"), "{text}");
+    assert!(std::fs::read(&img).unwrap() == before);
+}
