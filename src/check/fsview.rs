@@ -89,6 +89,33 @@ impl Fs {
         Ok(b)
     }
 
+    /// Every block of group `g`'s own metadata that lies inside the file
+    /// system: superblock and descriptor copies, reserved GDT blocks, the
+    /// two bitmaps and the inode table (which, with flex_bg, may sit in
+    /// another group).
+    pub fn group_metadata_blocks(&self, g: u32) -> impl Iterator<Item = u64> + '_ {
+        let geo = &self.geo;
+        let count = geo.blocks_count;
+        let sb_gdt = geo
+            .group_super_and_gdt(g)
+            .into_iter()
+            .flat_map(move |(start, len)| start..start.saturating_add(len).min(count));
+        let gd = self.gds.get(g as usize);
+        let bitmaps = gd
+            .into_iter()
+            .flat_map(|gd| [gd.block_bitmap, gd.inode_bitmap])
+            .filter(|&b| geo.block_in_fs(b));
+        let table = gd
+            .filter(|gd| geo.block_in_fs(gd.inode_table))
+            .map_or(0..0, |gd| {
+                gd.inode_table
+                    ..gd.inode_table
+                        .saturating_add(geo.inode_table_blocks as u64)
+                        .min(count)
+            });
+        sb_gdt.chain(bitmaps).chain(table)
+    }
+
     /// Do group descriptors carry uninit flags that must be honoured?
     pub fn uninit_bg(&self) -> bool {
         self.sb.group_desc_csum()

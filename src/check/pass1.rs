@@ -61,27 +61,7 @@ pub fn mark_metadata(fs: &Fs, state: &State) {
         state.block_used.set(0);
     }
     for g in 0..geo.groups {
-        for (start, len) in geo.group_super_and_gdt(g) {
-            let end = start.saturating_add(len).min(geo.blocks_count);
-            for b in start..end {
-                mark(b);
-            }
-        }
-        let gd = &fs.gds[g as usize];
-        for b in [gd.block_bitmap, gd.inode_bitmap] {
-            if geo.block_in_fs(b) {
-                mark(b);
-            }
-        }
-        if geo.block_in_fs(gd.inode_table) {
-            let end = gd
-                .inode_table
-                .saturating_add(geo.inode_table_blocks as u64)
-                .min(geo.blocks_count);
-            for b in gd.inode_table..end {
-                mark(b);
-            }
-        }
+        fs.group_metadata_blocks(g).for_each(&mark);
     }
     if fs.sb.has_incompat(incompat::MMP) && geo.block_in_fs(fs.sb.mmp_block) {
         mark(fs.sb.mmp_block);

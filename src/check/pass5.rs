@@ -66,22 +66,8 @@ pub fn uninit_view(fs: &Fs, uninit: impl Fn(u32) -> bool) -> Option<AtomicBitmap
     }
     let map = AtomicBitmap::new(geo.blocks_count);
     for g in groups {
-        for (start, len) in geo.group_super_and_gdt(g) {
-            for b in start..start.saturating_add(len).min(geo.blocks_count) {
-                map.set(b);
-            }
-        }
-        let gd = &fs.gds[g as usize];
-        map.set(gd.block_bitmap);
-        map.set(gd.inode_bitmap);
-        if geo.block_in_fs(gd.inode_table) {
-            let end = gd
-                .inode_table
-                .saturating_add(geo.inode_table_blocks as u64)
-                .min(geo.blocks_count);
-            for b in gd.inode_table..end {
-                map.set(b);
-            }
+        for b in fs.group_metadata_blocks(g) {
+            map.set(b);
         }
     }
     Some(map)
