@@ -201,8 +201,12 @@ pub fn plan(
     };
     let mut revoked: HashMap<u64, u32> = HashMap::new();
     let result = scan(&log, &mut plan)
-        .and_then(|()| revoke_pass(&log, &plan, &mut revoked).map(|n| plan.revokes = n))
-        .and_then(|()| replay(&log, &mut plan, &revoked));
+        .and_then(|()| revoke_pass(&log, &plan, &mut revoked).map(|n| plan.revokes = n));
+    // Recovery that fails before replaying anything leaves the journal's
+    // sequence where it was (e2fsck 1.47.0 on j_corrupt_descr_csum and
+    // j_corrupt_revoke_rcount): the reset journal starts at s_sequence.
+    let failed_early = result.is_err();
+    let result = result.and_then(|()| replay(&log, &mut plan, &revoked));
     if let Err(f) = result {
         plan.failure = Some(f);
     }
@@ -217,7 +221,11 @@ pub fn plan(
             plan.fast_commit_tid = Some(plan.end_transaction);
         }
     }
-    plan.next_sequence = plan.end_transaction.wrapping_add(1);
+    plan.next_sequence = if failed_early {
+        j.sequence
+    } else {
+        plan.end_transaction.wrapping_add(1)
+    };
     Ok(plan)
 }
 
