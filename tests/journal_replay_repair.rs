@@ -10,7 +10,7 @@
 //! sequence). `e2fsck -fn` and `pfsck -fn` must find B clean, the exit
 //! code must be e2fsck's, and `--rollback` must restore B's original bytes.
 //!
-//! The e2fsprogs `j_*` images, when present, go through the same
+//! The e2fsprogs `j_*` and `f_jnl*` images, when present, go through the same
 //! comparison; the fast-commit one must stop with exit 8, untouched.
 
 mod common;
@@ -212,7 +212,8 @@ fn replay_then_fix_in_one_commit() {
     assert!(out.contains("WAS MODIFIED"), "{out}");
 }
 
-/// The e2fsprogs `j_*` images: each one e2fsck replays must come out of
+/// The e2fsprogs `j_*` and `f_jnl*` images: each one e2fsck replays (and
+/// then repairs, f_jnl_32bit) must come out of
 /// `pfsck -fy` as out of `e2fsck -fy`; the fast-commit one stops (exit 8)
 /// with nothing written. Prints how many become clean.
 #[test]
@@ -224,7 +225,10 @@ fn conformance_j_images() {
     let dirs: Vec<_> = std::fs::read_dir(root.join("e2fsprogs"))
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with("j_"))
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("j_") || n.starts_with("f_jnl")
+        })
         .map(|e| e.path())
         .collect();
     let mut clean = Vec::new();
@@ -254,7 +258,7 @@ fn conformance_j_images() {
         clean.push(name);
     }
     println!(
-        "j_* images clean after one pfsck -fy, as e2fsck leaves them: {} of {}: {}",
+        "j_*/f_jnl* images clean after one pfsck -fy, as e2fsck leaves them: {} of {}: {}",
         clean.len(),
         dirs.len(),
         clean.join(", ")
