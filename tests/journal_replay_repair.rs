@@ -255,6 +255,17 @@ fn conformance_j_images() {
             continue;
         }
         assert_replay_matches_e2fsck(&dir, &img, "-fy");
+        // Preen without -f after a recovery that reports an error: e2fsck
+        // forces the full check (the state is marked not clean). On the
+        // others e2fsck -p skips a clean file system but first copies the
+        // descriptors' free counts into the superblock, which pfsck's
+        // clean skip does not do yet (f_jnl_32bit shows it).
+        if matches!(
+            name.as_str(),
+            "j_corrupt_descr_csum" | "j_corrupt_revoke_rcount"
+        ) {
+            assert_replay_matches_e2fsck(&dir, &img, "-p");
+        }
         clean.push(name);
     }
     println!(

@@ -41,7 +41,7 @@ use crate::fs::journal::{
     self as jfmt, BLOCKTYPE_COMMIT, BLOCKTYPE_DESCRIPTOR, BLOCKTYPE_REVOKE, JBD2_MAGIC,
     JournalSuperblock, tag_flags,
 };
-use crate::fs::superblock::{SUPERBLOCK_OFFSET, compat, incompat, ro_compat};
+use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, compat, incompat, ro_compat};
 use std::collections::{BTreeMap, HashMap};
 
 /// Why recovery as a whole fails (the kernel's error codes, which e2fsck
@@ -672,6 +672,14 @@ fn overlay_after(
     {
         let inc = le32(s, 0x60) & !incompat::RECOVER;
         put_le32(s, 0x60, inc);
+        // A recovery that reports an error leaves the file system marked
+        // not cleanly unmounted (e2fsck 1.47.0: "check forced" on the next
+        // preen run), so the replayed view is not skipped as clean; a
+        // repair marks it valid again once checked (`fix::journal`).
+        if plan.failure.is_some() {
+            let state = crate::fs::bytes::le16(s, 0x3A) & !STATE_VALID;
+            crate::fs::bytes::put_le16(s, 0x3A, state);
+        }
         if le32(s, 0x64) & ro_compat::METADATA_CSUM != 0 {
             let c = crate::fs::checksum::crc32c_raw(!0, &s[..0x3FC]);
             put_le32(s, 0x3FC, c);

@@ -16,7 +16,8 @@
 
 use crate::check::problem::Code;
 use crate::check::{Fs, Report};
-use crate::fs::superblock::{SUPERBLOCK_OFFSET, incompat};
+use crate::fs::bytes::{le16, put_le16};
+use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, incompat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
 
 /// The replay the check read through, staged as whole blocks; an empty
@@ -78,3 +79,17 @@ pub fn replay_is_correction(report: &Report) -> bool {
         .iter()
         .any(|p| p.code == Code::JournalRecoveryFails)
 }
+
+/// After a recovery that reported an error, the replayed superblock is
+/// marked not cleanly unmounted (see `check::recovery`); e2fsck marks it
+/// valid again at the end of the full check it then runs, which this
+/// stages over the replay (the state field, checksum redone).
+pub fn mark_valid(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+    super::edit_superblock(fs, overlay, |sb| {
+        let state = le16(sb, S_STATE) | STATE_VALID;
+        put_le16(sb, S_STATE, state);
+    })
+}
+
+/// `s_state` in the superblock.
+const S_STATE: usize = 0x3A;

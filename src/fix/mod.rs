@@ -142,6 +142,9 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     let replayed = !replay.is_empty();
     let replay_fix = replayed && journal::replay_is_correction(report);
     let wanted = |p: &Problem| allowed(p, mode) && supported(p.code);
+    if replay_fix {
+        journal::mark_valid(fs, &mut overlay).map_err(Refusal::Failed)?;
+    }
     if !report.problems.iter().any(wanted) {
         return Ok(Plan {
             overlay,
