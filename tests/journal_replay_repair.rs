@@ -332,3 +332,29 @@ fn preen_unexpected_inconsistency_still_replays() {
     assert_eq!(run_code(&rb), 0);
     assert_eq!(std::fs::read(&b).unwrap(), std::fs::read(&img).unwrap());
 }
+
+/// An external journal that needs recovery is not replayed: `-fy` and `-p`
+/// stop with exit 8 and the reason, and write nothing.
+#[test]
+fn external_journal_needing_recovery_is_refused() {
+    let dir = TempDir::new("jrr-external");
+    let img = dir.join("image");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(
+        &img,
+        &[
+            "ssv journal_inum 0",
+            "ssv journal_dev 0x0801",
+            "feature needs_recovery",
+        ],
+    );
+    let before = std::fs::read(&img).unwrap();
+    for mode in ["-fy", "-p"] {
+        let out = pfsck(&[mode.as_ref(), img.as_os_str()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(run_code(&out), 8, "pfsck {mode}: {text}");
+        assert!(text.contains("external journal"), "pfsck {mode}: {text}");
+        assert!(!text.contains("recovering journal"), "pfsck {mode}: {text}");
+        assert_eq!(std::fs::read(&img).unwrap(), before, "pfsck {mode} wrote");
+    }
+}
