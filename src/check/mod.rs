@@ -158,8 +158,9 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
 /// Checks the file system at `path` as it will be once `staged` (byte
 /// offset → bytes, e.g. a repair's staged blocks) is written: every read,
 /// the superblock's included, sees those bytes instead of the device's.
-/// Nothing is written. A journal that needs recovery is not replayed over
-/// it: a repair refuses such a file system before staging anything.
+/// Nothing is written. A repair's staged blocks include the journal
+/// replay (needs_recovery cleared), so the journal is not replayed again
+/// over them.
 pub fn run_staged(
     path: &Path,
     staged: std::collections::BTreeMap<u64, Vec<u8>>,

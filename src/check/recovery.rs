@@ -41,7 +41,7 @@ use crate::fs::journal::{
     self as jfmt, BLOCKTYPE_COMMIT, BLOCKTYPE_DESCRIPTOR, BLOCKTYPE_REVOKE, JBD2_MAGIC,
     JournalSuperblock, tag_flags,
 };
-use crate::fs::superblock::{SUPERBLOCK_OFFSET, compat, incompat, ro_compat};
+use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, compat, incompat, ro_compat};
 use std::collections::{BTreeMap, HashMap};
 
 /// Why recovery as a whole fails (the kernel's error codes, which e2fsck
@@ -201,8 +201,12 @@ pub fn plan(
     };
     let mut revoked: HashMap<u64, u32> = HashMap::new();
     let result = scan(&log, &mut plan)
-        .and_then(|()| revoke_pass(&log, &plan, &mut revoked).map(|n| plan.revokes = n))
-        .and_then(|()| replay(&log, &mut plan, &revoked));
+        .and_then(|()| revoke_pass(&log, &plan, &mut revoked).map(|n| plan.revokes = n));
+    // Recovery that fails before replaying anything leaves the journal's
+    // sequence where it was (e2fsck 1.47.0 on j_corrupt_descr_csum and
+    // j_corrupt_revoke_rcount): the reset journal starts at s_sequence.
+    let failed_early = result.is_err();
+    let result = result.and_then(|()| replay(&log, &mut plan, &revoked));
     if let Err(f) = result {
         plan.failure = Some(f);
     }
@@ -217,7 +221,11 @@ pub fn plan(
             plan.fast_commit_tid = Some(plan.end_transaction);
         }
     }
-    plan.next_sequence = plan.end_transaction.wrapping_add(1);
+    plan.next_sequence = if failed_early {
+        j.sequence
+    } else {
+        plan.end_transaction.wrapping_add(1)
+    };
     Ok(plan)
 }
 
@@ -664,6 +672,14 @@ fn overlay_after(
     {
         let inc = le32(s, 0x60) & !incompat::RECOVER;
         put_le32(s, 0x60, inc);
+        // A recovery that reports an error leaves the file system marked
+        // not cleanly unmounted (e2fsck 1.47.0: "check forced" on the next
+        // preen run), so the replayed view is not skipped as clean; a
+        // repair marks it valid again once checked (`fix::journal`).
+        if plan.failure.is_some() {
+            let state = crate::fs::bytes::le16(s, 0x3A) & !STATE_VALID;
+            crate::fs::bytes::put_le16(s, 0x3A, state);
+        }
         if le32(s, 0x64) & ro_compat::METADATA_CSUM != 0 {
             let c = crate::fs::checksum::crc32c_raw(!0, &s[..0x3FC]);
             put_le32(s, 0x3FC, c);

@@ -36,20 +36,33 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         Err(e) => return fail(e.to_string()),
     };
     let rep = &checked.report;
-    let (Some(fs), Some(state)) = (&checked.fs, &checked.state) else {
-        // No file system, a fatal problem, or marked clean and not forced:
-        // nothing to fix, the check's own verdict stands.
+    let Some(fs) = &checked.fs else {
+        // No file system or a fatal problem: the check's verdict stands.
         return report::print(rep, device, args);
     };
     if rep.has_fatal() {
         return report::print(rep, device, args);
     }
+    let Some(state) = &checked.state else {
+        // Marked clean and not forced: nothing to fix, but e2fsck still
+        // replays a journal that needs it (the check ran on the replayed
+        // view, which is what was found clean).
+        if let Err(e) = replay_only(args, fs, device) {
+            return fail(e);
+        }
+        return report::print(rep, device, args);
+    };
 
     let planned = fix::plan(fs, state, rep, mode);
     let no_fix = vec![false; rep.problems.len()];
     let plan = match planned {
         Ok(p) => p,
         Err(Refusal::Unexpected) => {
+            // e2fsck -p replays the journal before it meets the problem it
+            // may not fix, so the replay is written all the same.
+            if let Err(e) = replay_only(args, fs, device) {
+                return fail(e);
+            }
             if args.json {
                 report::print(rep, device, args);
             } else {
@@ -126,13 +139,17 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         }
     };
     let mut code = 0;
-    if written > 0 {
+    // A journal replay alone is not a correction: e2fsck exits 0 after it.
+    if written > 0 && (plan.fixes_staged || !plan.replayed) {
         code |= EXIT_CORRECTED;
+    }
+    if plan.replayed && !args.json {
+        println!("{device}: recovering journal");
     }
     code |= report::exit_code(&after);
     let r = Repaired {
         fixed: &plan.fixed,
-        modified: written > 0,
+        modified: code & EXIT_CORRECTED != 0,
         after: Some(&after),
         refusal: None,
     };
@@ -141,4 +158,37 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         println!("Undo log: {}", log.display());
     }
     code
+}
+
+/// Writes the journal replay the check read through, and nothing else, for
+/// the runs that stage no fix (clean and not forced, preen stopped). Prints
+/// e2fsck's line when it wrote something.
+fn replay_only(args: &Args, fs: &check::Fs, device: &str) -> Result<(), String> {
+    let overlay = fix::journal::staged(fs)?;
+    if overlay.is_empty() {
+        return Ok(());
+    }
+    let log = args
+        .undo
+        .clone()
+        .unwrap_or_else(|| crate::repair::default_undo_path(&args.device));
+    commit::commit(
+        &args.device,
+        &overlay,
+        &log,
+        &mut NoFaults,
+        &CommitOptions::default(),
+    )
+    .map_err(|e| {
+        format!(
+            "journal replay not written: {e} (if the device was touched, `pfsck --rollback {} {}` \
+             restores it)",
+            log.display(),
+            args.device.display()
+        )
+    })?;
+    if !args.json {
+        println!("{device}: recovering journal");
+    }
+    Ok(())
 }

@@ -14,9 +14,12 @@
 //! the earlier fixes staged.
 //!
 //! Files: `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
-//! `summary.rs` (pass 5 and the descriptor and superblock checksums).
+//! `summary.rs` (pass 5 and the descriptor and superblock checksums),
+//! `journal.rs` (the journal replay the check read through, staged first
+//! so the fixes land on top of it).
 
 mod inode;
+pub mod journal;
 mod summary;
 
 use crate::check::problem::{Code, Problem, Severity};
@@ -79,6 +82,12 @@ pub struct Plan {
     pub overlay: Overlay,
     /// Parallel to the report's problems: staged a fix for it.
     pub fixed: Vec<bool>,
+    /// The overlay starts with a journal replay (see `journal.rs`).
+    pub replayed: bool,
+    /// Some fix changed a block beyond what the replay writes, or the
+    /// replay reports a failed recovery (e2fsck exits 0 after a replay
+    /// alone, 1 once it fixed something; see `journal.rs`).
+    pub fixes_staged: bool,
 }
 
 /// Why the repair cannot even start; the problems stay as they are.
@@ -117,24 +126,39 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     }
     let mut fixed = vec![false; report.problems.len()];
     let bs = fs.geo.block_size;
+    if let Some(why) = journal::unrecovered(fs) {
+        return Err(Refusal::Unsupported(why));
+    }
+    // The replay goes first: the check judged the replayed file system,
+    // so the fixes must be staged over those bytes.
+    let replay = journal::staged(fs).map_err(Refusal::Unsupported)?;
     let mut overlay = Overlay::new(bs, fs.dev.size(), DEFAULT_LIMIT)
         .map_err(|e| Refusal::Failed(e.to_string()))?;
+    for (b, data) in replay.iter() {
+        overlay
+            .stage(b, data.to_vec())
+            .map_err(|e| Refusal::Failed(e.to_string()))?;
+    }
+    let replayed = !replay.is_empty();
+    let replay_fix = replayed && journal::replay_is_correction(report);
     let wanted = |p: &Problem| allowed(p, mode) && supported(p.code);
+    if replay_fix {
+        journal::mark_valid(fs, &mut overlay).map_err(Refusal::Failed)?;
+    }
     if !report.problems.iter().any(wanted) {
-        return Ok(Plan { overlay, fixed });
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: replay_fix,
+        });
     }
     // The fixes below rewrite the primary superblock and descriptors from
-    // the copies this check loaded; restoring the primary from a backup,
-    // writing a journal replay home and cluster bitmaps are not built yet.
+    // the copies this check loaded; restoring the primary from a backup
+    // and cluster bitmaps are not built yet.
     if fs.sb_block != SUPERBLOCK_OFFSET / u64::from(bs) {
         return Err(Refusal::Unsupported(
             "the primary superblock is unusable; restoring it from a backup is not implemented yet"
-                .into(),
-        ));
-    }
-    if fs.dev.overlay_bytes() > 0 {
-        return Err(Refusal::Unsupported(
-            "the journal needs recovery; writing the replay is not implemented yet (run e2fsck)"
                 .into(),
         ));
     }
@@ -177,7 +201,13 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     if summary {
         summary::rewrite(fs, state, &mut overlay).map_err(Refusal::Failed)?;
     }
-    Ok(Plan { overlay, fixed })
+    let fixes_staged = replay_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
+    Ok(Plan {
+        overlay,
+        fixed,
+        replayed,
+        fixes_staged,
+    })
 }
 
 // Superblock fields the feature fix touches.

@@ -91,6 +91,14 @@ impl Device {
         self
     }
 
+    /// The overlay's byte ranges (offset, bytes) in offset order: what a
+    /// repair must write for the device to read as this view does.
+    pub fn overlay_ranges(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        self.overlay
+            .iter()
+            .flat_map(|o| o.ranges.iter().map(|(&k, v)| (k, &v[..])))
+    }
+
     /// Number of bytes the overlay replaces.
     pub fn overlay_bytes(&self) -> u64 {
         self.overlay

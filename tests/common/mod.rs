@@ -19,6 +19,8 @@
 //! different subset of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod journal;
+
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fmt::Write as _;

@@ -1,0 +1,95 @@
+//! Journal replay as a repair: the blocks recovery writes home, staged.
+//!
+//! The check already ran on the file system as it will be after replay
+//! (`check::recovery::after_replay` overlays the device with the replayed
+//! blocks, the superblock with needs_recovery cleared and the journal
+//! superblock reset). A repair writes exactly those bytes: they are taken
+//! from the checked view's read overlay, so what is committed is what was
+//! checked, and the fixes staged on top of them read the same bytes the
+//! passes read. Everything then goes through the one crash-safe commit, so
+//! the undo log covers the replay and `--rollback` restores the
+//! pre-replay image.
+//!
+//! Left as e2fsck does it but not done here: fast-commit replay (the check
+//! stops with exit 8 before this), external journals (not replayed; a
+//! repair refuses while needs_recovery stays set), orphan processing.
+
+use crate::check::problem::Code;
+use crate::check::{Fs, Report};
+use crate::fs::bytes::{le16, put_le16};
+use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, incompat};
+use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
+
+/// The replay the check read through, staged as whole blocks; an empty
+/// overlay when the check ran on the disk as it is.
+///
+/// `fs` must come from a check of the plain device (`check::check_device`
+/// on a device without an overlay): then the only read overlay it can
+/// carry is the journal replay.
+pub fn staged(fs: &Fs) -> Result<Overlay, String> {
+    let bs = fs.geo.block_size;
+    let mut overlay = Overlay::new(bs, fs.dev.size(), DEFAULT_LIMIT).map_err(|e| e.to_string())?;
+    if fs.dev.overlay_bytes() == 0 {
+        return Ok(overlay);
+    }
+    // The replay view rewrites the primary superblock; a check that fell
+    // back to a backup superblock has no trustworthy primary to rewrite.
+    if fs.sb_block != SUPERBLOCK_OFFSET / u64::from(bs) {
+        return Err(
+            "the journal needs recovery but the primary superblock is unusable; \
+             restoring it from a backup is not implemented yet"
+                .into(),
+        );
+    }
+    for (off, data) in fs.dev.overlay_ranges() {
+        // The recovery view is built from whole blocks; anything else would
+        // mean the view did not come from the replay planner.
+        if off % u64::from(bs) != 0 || data.len() != bs as usize {
+            return Err(format!(
+                "journal replay view has a partial block at byte {off}; not writing it"
+            ));
+        }
+        overlay
+            .stage(off / u64::from(bs), data.to_vec())
+            .map_err(|e| format!("staging the journal replay: {e}"))?;
+    }
+    Ok(overlay)
+}
+
+/// Why a repair must not run: the journal needs recovery and is external,
+/// so the check ran on the disk as it is, and fixes over it could destroy
+/// what the journal would restore. (A damaged internal journal is judged by
+/// the journal checks and repaired or reported like any other problem.)
+pub fn unrecovered(fs: &Fs) -> Option<String> {
+    (fs.sb.has_incompat(incompat::RECOVER) && fs.sb.journal_inum == 0).then(|| {
+        "the journal needs recovery and is external; replaying an external journal is not \
+         implemented yet (run e2fsck)"
+            .into()
+    })
+}
+
+/// Does the replay count as a correction for the exit code? e2fsck exits 0
+/// after a replay alone, but when recovery reports an error it marks the
+/// file system as having errors and then clears that mark after the full
+/// check, which it reports as a change (exit 1: e2fsck 1.47.0 -fy on
+/// j_corrupt_descr_csum and j_corrupt_revoke_rcount).
+pub fn replay_is_correction(report: &Report) -> bool {
+    report
+        .problems
+        .iter()
+        .any(|p| p.code == Code::JournalRecoveryFails)
+}
+
+/// After a recovery that reported an error, the replayed superblock is
+/// marked not cleanly unmounted (see `check::recovery`); e2fsck marks it
+/// valid again at the end of the full check it then runs, which this
+/// stages over the replay (the state field, checksum redone).
+pub fn mark_valid(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+    super::edit_superblock(fs, overlay, |sb| {
+        let state = le16(sb, S_STATE) | STATE_VALID;
+        put_le16(sb, S_STATE, state);
+    })
+}
+
+/// `s_state` in the superblock.
+const S_STATE: usize = 0x3A;
