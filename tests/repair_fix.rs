@@ -319,7 +319,9 @@ fn preen_refuses_unsafe_damage() {
 fn unsupported_damage_is_left_and_listed() {
     let b = Base::Ext2;
     let tmp = TempDir::new("repair-unsupported");
-    let img = damaged(&tmp, b, &s(&["unlink /f70k"]));
+    // Without /lost+found an unattached inode has nowhere to go (creating
+    // lost+found is not built yet).
+    let img = damaged(&tmp, b, &s(&["unlink /f70k", "rmdir /lost+found"]));
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
     assert_eq!(code, Some(4), "{text}");
     let ino = inode_of(&b.image(), "/f70k");
@@ -385,7 +387,11 @@ fn json_marks_what_was_fixed() {
     let img = damaged(
         &tmp,
         Base::Ext2,
-        &s(&["sif /small links_count 9", "unlink /f70k"]),
+        &s(&[
+            "sif /small links_count 9",
+            "unlink /f70k",
+            "rmdir /lost+found",
+        ]),
     );
     let out = pfsck(&[OsStr::new("-fy"), OsStr::new("--json"), img.as_os_str()]);
     assert_eq!(out.status.code(), Some(5), "fixed one, left one");
@@ -450,4 +456,71 @@ fn preen_without_force_skips_a_clean_file_system() {
     assert_eq!(code, Some(0), "{text}");
     assert!(text.contains("clean"), "{text}");
     assert!(std::fs::read(&img).unwrap() == before);
+}
+
+/// `debugfs cat` of `path` in `img`.
+fn cat(img: &Path, path: &str) -> Vec<u8> {
+    std::process::Command::new(tool("debugfs"))
+        .arg("-R")
+        .arg(format!("cat {path}"))
+        .arg(img)
+        .output()
+        .unwrap()
+        .stdout
+}
+
+#[test]
+fn unattached_inodes_and_unconnected_dirs_go_to_lost_found() {
+    for b in ALL {
+        let f4097 = inode_of(&b.image(), "/f4097");
+        let many = inode_of(&b.image(), "/many");
+        let emptydir = inode_of(&b.image(), "/emptydir");
+        let empty = inode_of(&b.image(), "/empty");
+        repairs(
+            "lost+found",
+            b,
+            &s(&[
+                "unlink /f4097",
+                "unlink /many",
+                "unlink /emptydir",
+                "unlink /empty",
+                "unlink /hardlink1",
+            ]),
+        );
+        // `repairs` rolled its image back; repair a fresh copy and look at
+        // what lost+found holds.
+        let tmp = TempDir::new("repair-lf-contents");
+        let img = damaged(
+            &tmp,
+            b,
+            &s(&[
+                "unlink /f4097",
+                "unlink /many",
+                "unlink /emptydir",
+                "unlink /empty",
+            ]),
+        );
+        let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
+        assert_eq!(code, Some(1), "{b:?}: {text}");
+        let tree = standard_tree_dir();
+        assert!(
+            cat(&img, &format!("/lost+found/#{f4097}"))
+                == std::fs::read(tree.join("f4097")).unwrap(),
+            "{b:?}: reconnected file lost its contents"
+        );
+        assert!(
+            cat(
+                &img,
+                &format!("/lost+found/#{many}/entry-with-a-long-name-0010")
+            ) == std::fs::read(tree.join("many/entry-with-a-long-name-0010")).unwrap(),
+            "{b:?}: reconnected directory lost its entries"
+        );
+        assert_eq!(
+            inode_of(&img, &format!("/lost+found/#{emptydir}")),
+            emptydir
+        );
+        // The zero-length file is cleared, not reconnected.
+        let ls = debugfs_r(&img, "ls /lost+found");
+        assert!(!ls.contains(&format!("#{empty}")), "{b:?}: {ls}");
+    }
 }

@@ -14,9 +14,11 @@
 //! the earlier fixes staged.
 //!
 //! Files: `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
+//! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums).
 
 mod inode;
+mod lostfound;
 mod summary;
 
 use crate::check::problem::{Code, Problem, Severity};
@@ -69,9 +71,21 @@ const INODE: &[Code] = &[
     Code::InodeIBlocks,
 ];
 
+/// Problems fixed by changing the directory tree (`lostfound.rs`); staged
+/// before the others, since they change link counts and bitmaps.
+const TREE: &[Code] = &[
+    Code::InodeUnattached,
+    Code::InodeUnattachedZero,
+    Code::DirUnconnected,
+];
+
 /// Can pfsck fix problems of this class yet?
 pub fn supported(code: Code) -> bool {
-    SUMMARY.contains(&code) || INODE.contains(&code) || FEATURE.contains(&code)
+    SUMMARY.contains(&code)
+        || INODE.contains(&code)
+        || FEATURE.contains(&code)
+        || TREE.contains(&code)
+        || code == Code::DirDotDotWrong
 }
 
 /// What a repair run decided.
@@ -155,13 +169,43 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         .collect();
     let mut summary = false;
     let mut large_file = false;
+    // Tree fixes first: what they change in link counts (`links`) and in
+    // the in-use maps is then part of the link count fixes and the summary.
+    let mut links = lostfound::Links::new();
+    let mut reconnected = std::collections::BTreeSet::new();
+    for (k, p) in report.problems.iter().enumerate() {
+        if wanted(p) && TREE.contains(&p.code) {
+            fixed[k] =
+                lostfound::fix(fs, state, &mut overlay, p, &mut links).map_err(Refusal::Failed)?;
+            if fixed[k] {
+                summary = true;
+                reconnected.extend(p.ino);
+            }
+        }
+    }
+    let mut link_fixed = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p)
+            || TREE.contains(&p.code)
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
         }
-        if SUMMARY.contains(&p.code) {
+        if p.code == Code::DirDotDotWrong {
+            // Reconnecting a directory pointed its '..' at lost+found,
+            // which is where the re-check will find its parent; other
+            // wrong '..' entries are not fixed yet.
+            fixed[k] = p.ino.is_some_and(|i| reconnected.contains(&i));
+        } else if p.code == Code::InodeLinkCount {
+            // The count pass 2 found, plus what the tree fixes changed.
+            let ino = p.ino.unwrap_or(0);
+            let d = links.get(&ino).copied().unwrap_or(0);
+            let mut q = p.clone();
+            q.num2 = p.num2.map(|n| link_target(state, ino, n as i64 + d));
+            fixed[k] =
+                inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
+            link_fixed.insert(ino);
+        } else if SUMMARY.contains(&p.code) {
             summary = true;
             fixed[k] = true;
         } else if FEATURE.contains(&p.code) {
@@ -171,6 +215,24 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             fixed[k] = inode::fix(fs, &mut overlay, p, &mut large_file).map_err(Refusal::Failed)?;
         }
     }
+    // Inodes whose count the check found right but the tree fixes changed
+    // (lost+found gaining a subdirectory, a reconnected directory's old
+    // '..' target, the reconnected inodes themselves).
+    for (&ino, &d) in &links {
+        if link_fixed.contains(&ino) || !state.inode_used.get(ino as u64) {
+            continue;
+        }
+        let have = state.i_links.get(ino as usize).copied().unwrap_or(0);
+        let seen = i64::from(state.links_seen.get(ino as usize));
+        let want = link_target(state, ino, seen + d);
+        if want != u64::from(have) {
+            let q = Problem::new(Code::InodeLinkCount)
+                .ino(ino)
+                .num(u64::from(have))
+                .num2(want);
+            inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
+        }
+    }
     if large_file && !fs.sb.has_ro_compat(ro_compat::LARGE_FILE) {
         set_large_file(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
@@ -178,6 +240,19 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         summary::rewrite(fs, state, &mut overlay).map_err(Refusal::Failed)?;
     }
     Ok(Plan { overlay, fixed })
+}
+
+/// Above this many links a directory's count is 1 (dir_nlink), as pass 4
+/// judges it.
+const LINK_MAX: i64 = 65000;
+
+/// The link count inode `ino` should carry when `n` entries name it.
+fn link_target(state: &State, ino: u32, n: i64) -> u64 {
+    if state.inode_dir.get(ino as u64) && n > LINK_MAX {
+        1
+    } else {
+        n.max(0) as u64
+    }
 }
 
 // Superblock fields the feature fix touches.
