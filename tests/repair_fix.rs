@@ -524,3 +524,44 @@ fn unattached_inodes_and_unconnected_dirs_go_to_lost_found() {
         assert!(!ls.contains(&format!("#{empty}")), "{b:?}: {ls}");
     }
 }
+
+#[test]
+fn bad_directory_entries_are_removed_or_retyped() {
+    for b in ALL {
+        repairs(
+            "entries",
+            b,
+            &s(&[
+                // An entry naming a cleared inode (its blocks become free).
+                "clri /f4097",
+                // A second name for the root.
+                "link <2> /dir1/rootlink",
+                // The fifo's inode is now a regular file: the entry's type
+                // is wrong.
+                "sif /fifo mode 0100644",
+            ]),
+        );
+    }
+}
+
+impl Base {
+    fn block_size(self) -> u64 {
+        match self {
+            Base::Ext4 => 4096,
+            Base::Ext2 | Base::Ext4NoCsum => 1024,
+        }
+    }
+}
+
+#[test]
+fn wrong_dotdot_is_pointed_at_the_parent() {
+    for b in ALL {
+        let blk = blocks_of(&b.image(), "/dir1/sub/deeper")[0];
+        // '..' is the second record of block 0, at byte 12: make it name
+        // the root instead of /dir1/sub (with metadata_csum the block's
+        // checksum breaks too; the fix rewrites it).
+        repairs_with("dotdot", b, |img| {
+            write_at(img, blk * b.block_size() + 12, &2u32.to_le_bytes());
+        });
+    }
+}

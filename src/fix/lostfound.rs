@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 /// Changes to the number of entries naming each inode, made by the fixes.
 pub(super) type Links = BTreeMap<u32, i64>;
 
-fn add(links: &mut Links, ino: u32, d: i64) {
+pub(super) fn add(links: &mut Links, ino: u32, d: i64) {
     *links.entry(ino).or_default() += d;
 }
 
@@ -62,7 +62,7 @@ pub(super) fn fix(
 }
 
 /// The block (physical) holding logical block `lblk` of directory `ino`.
-fn dir_block(state: &State, ino: u32, lblk: u32) -> Option<u64> {
+pub(super) fn dir_block(state: &State, ino: u32, lblk: u32) -> Option<u64> {
     state
         .dir_blocks
         .iter()
@@ -85,7 +85,7 @@ fn dir_seed(fs: &Fs, state: &State, ino: u32) -> Result<u32, String> {
 /// Reads block `pblk` of directory `dir` through the overlay, lets `edit`
 /// change its entries (the part before a checksum tail), recomputes the
 /// tail and stages it. `edit` returns false when it found nothing to do.
-fn edit_dir_block(
+pub(super) fn edit_dir_block(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
@@ -226,21 +226,7 @@ fn reconnect(
     }
     add(links, ino, 1);
     if let Some(pblk) = dotdot_blk {
-        let mut old = 0;
-        edit_dir_block(fs, state, overlay, ino, pblk, |b| {
-            // '..' is the second record of block 0 (after '.').
-            let first = decode_rec_len(le16(b, 4), b.len());
-            if first < HEADER_LEN || first + HEADER_LEN > b.len() {
-                return false;
-            }
-            old = le32(b, first);
-            put_le32(b, first, lf);
-            true
-        })?;
-        if old != 0 {
-            add(links, old, -1);
-        }
-        add(links, lf, 1);
+        super::dir::set_dotdot(fs, state, overlay, ino, pblk, lf, links)?;
     }
     Ok(true)
 }

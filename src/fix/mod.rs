@@ -15,8 +15,10 @@
 //!
 //! Files: `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
+//! `dir.rs` (single directory entries and '..'),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums).
 
+mod dir;
 mod inode;
 mod lostfound;
 mod summary;
@@ -85,8 +87,19 @@ pub fn supported(code: Code) -> bool {
         || INODE.contains(&code)
         || FEATURE.contains(&code)
         || TREE.contains(&code)
-        || code == Code::DirDotDotWrong
+        || DIR.contains(&code)
 }
+
+/// Problems fixed by editing one directory entry (`dir.rs`); staged with
+/// the tree fixes, since they change link counts too.
+const DIR: &[Code] = &[
+    Code::DirEntryDeletedInode,
+    Code::DirEntryBadInode,
+    Code::DirEntryReservedInode,
+    Code::DirEntryLinkToRoot,
+    Code::DirEntryFileType,
+    Code::DirDotDotWrong,
+];
 
 /// What a repair run decided.
 pub struct Plan {
@@ -169,34 +182,41 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         .collect();
     let mut summary = false;
     let mut large_file = false;
-    // Tree fixes first: what they change in link counts (`links`) and in
-    // the in-use maps is then part of the link count fixes and the summary.
+    // Tree and entry fixes first, in problem order: what they change in
+    // link counts (`links`) and in the in-use maps is then part of the link
+    // count fixes and the summary.
     let mut links = lostfound::Links::new();
     let mut reconnected = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
-        if wanted(p) && TREE.contains(&p.code) {
+        if !wanted(p) {
+            continue;
+        }
+        if TREE.contains(&p.code) {
             fixed[k] =
                 lostfound::fix(fs, state, &mut overlay, p, &mut links).map_err(Refusal::Failed)?;
             if fixed[k] {
                 summary = true;
                 reconnected.extend(p.ino);
             }
+        } else if p.code == Code::DirDotDotWrong && p.ino.is_some_and(|i| reconnected.contains(&i))
+        {
+            // Reconnecting the directory (its problem comes first) pointed
+            // its '..' at lost+found, where the re-check finds its parent.
+            fixed[k] = true;
+        } else if DIR.contains(&p.code) {
+            fixed[k] = dir::fix(fs, state, &mut overlay, p, &mut links).map_err(Refusal::Failed)?;
         }
     }
     let mut link_fixed = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p)
             || TREE.contains(&p.code)
+            || DIR.contains(&p.code)
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
         }
-        if p.code == Code::DirDotDotWrong {
-            // Reconnecting a directory pointed its '..' at lost+found,
-            // which is where the re-check will find its parent; other
-            // wrong '..' entries are not fixed yet.
-            fixed[k] = p.ino.is_some_and(|i| reconnected.contains(&i));
-        } else if p.code == Code::InodeLinkCount {
+        if p.code == Code::InodeLinkCount {
             // The count pass 2 found, plus what the tree fixes changed.
             let ino = p.ino.unwrap_or(0);
             let d = links.get(&ino).copied().unwrap_or(0);
