@@ -319,14 +319,16 @@ fn preen_refuses_unsafe_damage() {
 fn unsupported_damage_is_left_and_listed() {
     let b = Base::Ext2;
     let tmp = TempDir::new("repair-unsupported");
-    // Without /lost+found an unattached inode has nowhere to go (creating
-    // lost+found is not built yet).
-    let img = damaged(&tmp, b, &s(&["unlink /f70k", "rmdir /lost+found"]));
+    // A block pointer out of range: removing it is not built yet (the
+    // i_blocks and bitmap fixes it also causes are made; the pointer stays).
+    let img = damaged(&tmp, b, &s(&["sif /f70k block[2] 99999999"]));
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
-    assert_eq!(code, Some(4), "{text}");
+    assert_eq!(code, Some(5), "{text}");
     let ino = inode_of(&b.image(), "/f70k");
     assert!(
-        text.contains(&format!("Unattached inode {ino}.  Fix? no")),
+        text.contains(&format!(
+            "Inode {ino} has an illegal block 99999999 (data block, logical 2).  Fix? no"
+        )),
         "{text}"
     );
     assert!(
@@ -387,11 +389,7 @@ fn json_marks_what_was_fixed() {
     let img = damaged(
         &tmp,
         Base::Ext2,
-        &s(&[
-            "sif /small links_count 9",
-            "unlink /f70k",
-            "rmdir /lost+found",
-        ]),
+        &s(&["sif /small links_count 9", "sif /f70k block[2] 99999999"]),
     );
     let out = pfsck(&[OsStr::new("-fy"), OsStr::new("--json"), img.as_os_str()]);
     assert_eq!(out.status.code(), Some(5), "fixed one, left one");
@@ -406,9 +404,9 @@ fn json_marks_what_was_fixed() {
             .map(|p| p["fixed"].as_bool().unwrap())
     };
     assert_eq!(fixed("0x4003"), Some(true), "link count: {probs:?}");
-    assert_eq!(fixed("0x4001"), Some(false), "unattached inode: {probs:?}");
+    assert_eq!(fixed("0x1008"), Some(false), "illegal block: {probs:?}");
     let left = v["problems_after_repair"].as_array().unwrap();
-    assert!(left.iter().any(|p| p["code"] == "0x4001"), "{left:?}");
+    assert!(left.iter().any(|p| p["code"] == "0x1008"), "{left:?}");
 }
 
 #[test]
@@ -563,5 +561,26 @@ fn wrong_dotdot_is_pointed_at_the_parent() {
         repairs_with("dotdot", b, |img| {
             write_at(img, blk * b.block_size() + 12, &2u32.to_le_bytes());
         });
+    }
+}
+
+#[test]
+fn missing_lost_found_is_created_for_what_it_must_hold() {
+    for b in ALL {
+        let f4097 = inode_of(&b.image(), "/f4097");
+        repairs(
+            "mklf",
+            b,
+            &s(&["rmdir /lost+found", "unlink /f4097", "unlink /emptydir"]),
+        );
+        let tmp = TempDir::new("repair-mklf-contents");
+        let img = damaged(&tmp, b, &s(&["rmdir /lost+found", "unlink /f4097"]));
+        let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
+        assert_eq!(code, Some(1), "{b:?}: {text}");
+        assert!(
+            cat(&img, &format!("/lost+found/#{f4097}"))
+                == std::fs::read(standard_tree_dir().join("f4097")).unwrap(),
+            "{b:?}: reconnected file lost its contents"
+        );
     }
 }

@@ -43,11 +43,36 @@ const FT_DIR: u8 = 2;
 /// i_generation, for the checksum seed of a directory's blocks.
 const I_GENERATION: usize = 0x64;
 
+/// Where reconnected inodes go: /lost+found as the check found it, or as
+/// `create` made it.
+pub(super) struct LostFound {
+    pub ino: u32,
+    /// Its blocks in logical order.
+    blocks: Vec<u64>,
+}
+
+impl LostFound {
+    pub(super) fn new(state: &State) -> LostFound {
+        let mut blocks: Vec<(u32, u64)> = state
+            .dir_blocks
+            .iter()
+            .filter(|d| d.ino == state.lost_found && state.lost_found != 0)
+            .map(|d| (d.lblk, d.pblk))
+            .collect();
+        blocks.sort_unstable();
+        LostFound {
+            ino: state.lost_found,
+            blocks: blocks.into_iter().map(|(_, b)| b).collect(),
+        }
+    }
+}
+
 /// Stages the fix of one pass 3/4 problem; returns whether it was fixed.
 pub(super) fn fix(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
+    lf: &LostFound,
     p: &Problem,
     links: &mut Links,
 ) -> Result<bool, String> {
@@ -55,7 +80,9 @@ pub(super) fn fix(
         return Ok(false);
     };
     match p.code {
-        Code::InodeUnattached | Code::DirUnconnected => reconnect(fs, state, overlay, ino, links),
+        Code::InodeUnattached | Code::DirUnconnected => {
+            reconnect(fs, state, overlay, lf, ino, links)
+        }
         Code::InodeUnattachedZero => clear(fs, state, overlay, ino),
         _ => Ok(false),
     }
@@ -70,16 +97,32 @@ pub(super) fn dir_block(state: &State, ino: u32, lblk: u32) -> Option<u64> {
         .map(|d| d.pblk)
 }
 
-/// The checksum seed of directory `ino`'s blocks.
-fn dir_seed(fs: &Fs, state: &State, ino: u32) -> Result<u32, String> {
+/// The checksum seed of directory `ino`'s blocks. The inode is read
+/// through the overlay: a lost+found created by this repair exists only
+/// there.
+fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> Result<u32, String> {
     let generation = match (state.dir_index(ino), state.dir_gen.is_empty()) {
         (Some(k), false) => state.dir_gen.get(k).copied().unwrap_or(0),
         _ => {
-            let raw = fs.read_inode_raw(ino).map_err(|e| e.to_string())?;
-            le32(&raw, I_GENERATION)
+            let pos = inode_pos(fs, ino)?;
+            let mut g = [0u8; 4];
+            overlay
+                .read_at(&fs.dev, pos + I_GENERATION as u64, &mut g)
+                .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
+            u32::from_le_bytes(g)
         }
     };
     Ok(inode_csum_seed(fs.csum_seed, ino, generation))
+}
+
+/// Byte position of inode `ino` on the device.
+fn inode_pos(fs: &Fs, ino: u32) -> Result<u64, String> {
+    fs.inode_location(ino)
+        .and_then(|(blk, off)| {
+            blk.checked_mul(fs.block_size() as u64)?
+                .checked_add(off as u64)
+        })
+        .ok_or_else(|| format!("inode {ino} lies beyond the addressable range"))
 }
 
 /// Reads block `pblk` of directory `dir` through the overlay, lets `edit`
@@ -95,7 +138,7 @@ pub(super) fn edit_dir_block(
 ) -> Result<bool, String> {
     let bs = fs.block_size();
     let seed = if fs.metadata_csum() {
-        Some(dir_seed(fs, state, dir)?)
+        Some(dir_seed(fs, state, overlay, dir)?)
     } else {
         None
     };
@@ -184,10 +227,11 @@ fn reconnect(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
+    lost_found: &LostFound,
     ino: u32,
     links: &mut Links,
 ) -> Result<bool, String> {
-    let lf = state.lost_found;
+    let lf = lost_found.ino;
     if lf == 0 || lf == ino || !plain_dir(state, lf) {
         return Ok(false);
     }
@@ -205,15 +249,8 @@ fn reconnect(
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let ft = if filetype { file_type(state, ino) } else { 0 };
     let name = format!("#{ino}");
-    let mut blocks: Vec<(u32, u64)> = state
-        .dir_blocks
-        .iter()
-        .filter(|d| d.ino == lf)
-        .map(|d| (d.lblk, d.pblk))
-        .collect();
-    blocks.sort_unstable();
     let mut added = false;
-    for (_, pblk) in blocks {
+    for &pblk in &lost_found.blocks {
         if edit_dir_block(fs, state, overlay, lf, pblk, |b| {
             insert_entry(b, ino, name.as_bytes(), ft, filetype)
         })? {
@@ -231,7 +268,180 @@ fn reconnect(
     Ok(true)
 }
 
+/// The time stamps written (dtime, a new directory's times).
+fn now() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_secs() as u32)
+        .max(1)
+}
+
+// Inode fields a new lost+found gets (besides those a clear touches).
+const I_MODE: usize = 0x00;
+const I_ATIME: usize = 0x08;
+const I_CTIME: usize = 0x0C;
+const I_MTIME: usize = 0x10;
+const I_BLOCKS_LO: usize = 0x1C;
+const I_FLAGS: usize = 0x20;
+const I_BLOCK: usize = 0x28;
+const I_EXTRA_ISIZE: usize = 0x80;
+const EXTENTS_FL: u32 = 0x80000;
+const EXTENT_MAGIC: u16 = 0xF30A;
+
+/// Creates /lost+found when the check found none, as e2fsck does: a
+/// directory of one block, its inode and block the first free ones pass 1
+/// left (marked in use in `State`, so the summary allocates them), named
+/// in the root, whose link count grows by its '..'. Only the simple case:
+/// the root a plain directory with room for the entry, no quota, the
+/// inode outside a group's never-used area. Returns None otherwise.
+pub(super) fn create(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    links: &mut Links,
+) -> Result<Option<LostFound>, String> {
+    if fs.sb.has_ro_compat(ro_compat::QUOTA) || !plain_dir(state, ROOT_INO) {
+        return Ok(None);
+    }
+    let geo = &fs.geo;
+    let ipg = geo.inodes_per_group;
+    // The first free inode a group's descriptor counts as initialised.
+    let ino = (geo.first_ino.max(ROOT_INO + 1)..=geo.inodes_count).find(|&i| {
+        if state.inode_used.get(i as u64) {
+            return false;
+        }
+        let g = geo.group_of_inode(i);
+        let Some(gd) = fs.gds.get(g as usize) else {
+            return false;
+        };
+        let idx = (i - 1) % ipg;
+        !fs.uninit_bg()
+            || (!gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
+                && idx < ipg.saturating_sub(gd.itable_unused))
+    });
+    let blk = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
+    let (Some(ino), Some(blk)) = (ino, blk) else {
+        return Ok(None);
+    };
+    if fs.inode_location(ino).is_none() {
+        return Ok(None);
+    }
+    let bs = fs.block_size();
+    // The entry in the root first: without room there, nothing is made.
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
+    let ft = if filetype { FT_DIR } else { 0 };
+    let mut root: Vec<(u32, u64)> = state
+        .dir_blocks
+        .iter()
+        .filter(|d| d.ino == ROOT_INO)
+        .map(|d| (d.lblk, d.pblk))
+        .collect();
+    root.sort_unstable();
+    let mut named = false;
+    for (_, pblk) in root {
+        if edit_dir_block(fs, state, overlay, ROOT_INO, pblk, |b| {
+            insert_entry(b, ino, b"lost+found", ft, filetype)
+        })? {
+            named = true;
+            break;
+        }
+    }
+    if !named {
+        return Ok(None);
+    }
+
+    // The inode: a directory of one block, generation 0.
+    let pos = inode_pos(fs, ino)?;
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    let extents = fs.sb.has_incompat(incompat::EXTENTS);
+    let isize = fs.geo.inode_size as usize;
+    let extra = if isize > 128 {
+        let want = match fs.sb.want_extra_isize {
+            0 => 32,
+            w => w as usize,
+        };
+        want.min(isize - 128) as u16
+    } else {
+        0
+    };
+    let t = now();
+    edit_bytes(fs, overlay, pos, isize, |b| {
+        b.fill(0);
+        put_le16(b, I_MODE, 0o040700);
+        put_le32(b, I_SIZE_LO, bs as u32);
+        for f in [I_ATIME, I_CTIME, I_MTIME] {
+            put_le32(b, f, t);
+        }
+        put_le16(b, I_LINKS_COUNT, 2);
+        put_le32(b, I_BLOCKS_LO, (bs / 512) as u32);
+        if extents {
+            put_le32(b, I_FLAGS, EXTENTS_FL);
+            // Extent header (magic, 1 entry, room for 4, depth 0) and one
+            // extent: logical 0, length 1, the block.
+            put_le16(b, I_BLOCK, EXTENT_MAGIC);
+            put_le16(b, I_BLOCK + 2, 1);
+            put_le16(b, I_BLOCK + 4, 4);
+            put_le32(b, I_BLOCK + 12, 0);
+            put_le16(b, I_BLOCK + 16, 1);
+            put_le16(b, I_BLOCK + 18, (blk >> 32) as u16);
+            put_le32(b, I_BLOCK + 20, blk as u32);
+        } else {
+            put_le32(b, I_BLOCK, blk as u32);
+        }
+        if extra > 0 {
+            put_le16(b, I_EXTRA_ISIZE, extra);
+        }
+        if csum {
+            super::inode::set_checksum(seed, ino, b);
+        }
+    })?;
+
+    // Its block: '.', '..' (the rest of the block), the checksum tail.
+    let mut b = vec![0u8; bs];
+    let end = if csum { bs - TAIL_LEN } else { bs };
+    put_le32(&mut b, 0, ino);
+    put_le16(&mut b, 4, 12);
+    put_le32(&mut b, 12, ROOT_INO);
+    put_le16(&mut b, 16, (end - 12) as u16);
+    if filetype {
+        b[6] = 1;
+        b[7] = FT_DIR;
+        b[18] = 2;
+        b[19] = FT_DIR;
+    } else {
+        put_le16(&mut b, 6, 1);
+        put_le16(&mut b, 18, 2);
+    }
+    b[8] = b'.';
+    b[20] = b'.';
+    b[21] = b'.';
+    if csum {
+        put_le16(&mut b, end + 4, TAIL_LEN as u16);
+        b[end + 7] = crate::fs::dir_entry::TAIL_FT;
+        let c = compute_tail_checksum(inode_csum_seed(seed, ino, 0), &b);
+        put_le32(&mut b, bs - 4, c);
+    }
+    overlay.stage(blk, b).map_err(|e| e.to_string())?;
+
+    // The summary allocates what is marked here; the root gains a link
+    // from the new '..'.
+    state.inode_used.set(ino as u64);
+    state.inode_dir.set(ino as u64);
+    state.block_used.set(blk);
+    add(links, ROOT_INO, 1);
+    // Its own count is the one written ('.' and the root's entry) plus
+    // the subdirectories reconnected into it: recorded like any change,
+    // so the link count fixes in `super::plan` land on the right total.
+    add(links, ino, 2);
+    Ok(Some(LostFound {
+        ino,
+        blocks: vec![blk],
+    }))
+}
+
 // Inode fields a clear touches.
+const I_SIZE_LO: usize = 0x04;
 const I_DTIME: usize = 0x14;
 const I_LINKS_COUNT: usize = 0x1A;
 
@@ -242,17 +452,11 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool
     if fs.sb.has_ro_compat(ro_compat::QUOTA) || ino == ROOT_INO {
         return Ok(false);
     }
-    let Some((blk, off)) = fs.inode_location(ino) else {
+    if fs.inode_location(ino).is_none() {
         return Ok(false);
-    };
-    let pos = blk
-        .checked_mul(fs.block_size() as u64)
-        .and_then(|o| o.checked_add(off as u64))
-        .ok_or_else(|| format!("inode {ino} lies beyond the addressable range"))?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_secs() as u32)
-        .max(1);
+    }
+    let pos = inode_pos(fs, ino)?;
+    let now = now();
     let csum = fs.metadata_csum();
     let seed = fs.csum_seed;
     edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {

@@ -88,6 +88,7 @@ pub fn supported(code: Code) -> bool {
         || FEATURE.contains(&code)
         || TREE.contains(&code)
         || DIR.contains(&code)
+        || code == Code::LostFoundMissing
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -187,13 +188,27 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // count fixes and the summary.
     let mut links = lostfound::Links::new();
     let mut reconnected = std::collections::BTreeSet::new();
+    // A missing /lost+found is created before anything needs it.
+    let mut lf = lostfound::LostFound::new(state);
+    for (k, p) in report.problems.iter().enumerate() {
+        if wanted(p) && p.code == Code::LostFoundMissing {
+            if let Some(made) =
+                lostfound::create(fs, state, &mut overlay, &mut links).map_err(Refusal::Failed)?
+            {
+                lf = made;
+                fixed[k] = true;
+                summary = true;
+            }
+            break;
+        }
+    }
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p) {
             continue;
         }
         if TREE.contains(&p.code) {
-            fixed[k] =
-                lostfound::fix(fs, state, &mut overlay, p, &mut links).map_err(Refusal::Failed)?;
+            fixed[k] = lostfound::fix(fs, state, &mut overlay, &lf, p, &mut links)
+                .map_err(Refusal::Failed)?;
             if fixed[k] {
                 summary = true;
                 reconnected.extend(p.ino);
@@ -212,6 +227,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         if !wanted(p)
             || TREE.contains(&p.code)
             || DIR.contains(&p.code)
+            || p.code == Code::LostFoundMissing
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
