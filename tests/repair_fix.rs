@@ -584,3 +584,31 @@ fn missing_lost_found_is_created_for_what_it_must_hold() {
         );
     }
 }
+
+/// Replaces the first `from` in block 0 of directory `dir` with `to`.
+fn edit_dir_name(img: &Path, base: Base, dir: &str, from: &[u8], to: &[u8]) {
+    let blk = blocks_of(img, dir)[0];
+    let bs = base.block_size();
+    let b = read_at(img, blk * bs, bs as usize);
+    let i = b
+        .windows(from.len())
+        .position(|w| w == from)
+        .unwrap_or_else(|| panic!("{dir} has no {from:?}"));
+    write_at(img, blk * bs + i as u64, to);
+}
+
+#[test]
+fn illegal_characters_become_dots() {
+    for b in ALL {
+        repairs_with("illegal-chars", b, |img| {
+            edit_dir_name(img, b, "/dir1", b"a.txt", b"a/tx\0");
+        });
+    }
+}
+
+#[test]
+fn directory_block_failing_only_its_checksum() {
+    repairs_with("dir-csum", Base::Ext4, |img| {
+        edit_dir_name(img, Base::Ext4, "/dir1", b"a.txt", b"a.txu");
+    });
+}

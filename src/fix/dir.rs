@@ -1,6 +1,8 @@
 //! Pass 2 and 3 fixes of single directory entries: entries that name no
-//! usable inode are removed, a wrong file type is rewritten, a wrong '..'
-//! is pointed at the directory's real parent.
+//! usable inode are removed, a wrong file type is rewritten, '/' and NUL
+//! in a name become '.', a wrong '..' is pointed at the directory's real
+//! parent, the checksum tail of a block that fails only its checksum is
+//! recomputed.
 //!
 //! An entry is found again from what the problem carries (directory,
 //! physical block, name, target inode), by walking the block read through
@@ -10,11 +12,11 @@
 //! recomputed by `lostfound::edit_dir_block`. Changes in how many entries
 //! name an inode go to [`Links`], like the reconnections.
 
-use super::lostfound::{Links, add, dir_block, edit_dir_block};
+use super::lostfound::{Links, add, dir_block, edit_dir_block, put_rec_len};
 use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
-use crate::fs::bytes::{le16, le32, put_le16, put_le32};
+use crate::fs::bytes::{le16, le32, put_le32};
 use crate::fs::dir_entry::{HEADER_LEN, decode_rec_len};
 use crate::fs::inode::ROOT_INO;
 use crate::fs::superblock::incompat;
@@ -47,11 +49,23 @@ pub(super) fn fix(
     if p.code == Code::DirDotDotWrong {
         return dotdot(fs, state, overlay, dir, links);
     }
+    if p.code == Code::DirBlockChecksum {
+        // The entries passed every check: only the tail is rewritten
+        // (`edit_dir_block` recomputes it over whatever the other fixes of
+        // this block staged).
+        let Some(pblk) = p.blk else {
+            return Ok(false);
+        };
+        return edit_dir_block(fs, state, overlay, dir, pblk, |_| true);
+    }
     // What tells the entry apart besides its name: the inode it names (a
     // link to the root carries none: it is the root), or for a wrong file
     // type the type it has now.
     let key = match p.code {
         Code::DirEntryLinkToRoot => Some(Key::Inode(ROOT_INO)),
+        // In an indexed directory the new name would hash elsewhere.
+        Code::DirEntryIllegalChars if state.has_iflag(dir, iflag::HTREE) => None,
+        Code::DirEntryIllegalChars => Some(Key::Any),
         Code::DirEntryFileType => p.num.and_then(|n| u8::try_from(n).ok()).map(Key::FileType),
         _ => p.num.and_then(|n| u32::try_from(n).ok()).map(Key::Inode),
     };
@@ -78,6 +92,16 @@ pub(super) fn fix(
                 }
                 None => false,
             },
+            Code::DirEntryIllegalChars => {
+                // e2fsck's repair: each '/' or NUL becomes '.'.
+                let len = name.len();
+                for c in &mut b[off + HEADER_LEN..off + HEADER_LEN + len] {
+                    if *c == b'/' || *c == 0 {
+                        *c = b'.';
+                    }
+                }
+                true
+            }
             _ if REMOVE.contains(&code) => {
                 remove(b, prev, off);
                 true
@@ -98,6 +122,8 @@ pub(super) fn fix(
 enum Key {
     Inode(u32),
     FileType(u8),
+    /// Any used entry (the name alone tells it).
+    Any,
 }
 
 /// The entry called `name` matching `key` in `b`: (offset of the entry
@@ -119,6 +145,7 @@ fn find(b: &[u8], key: Key, name: &str, filetype: bool) -> Option<(Option<usize>
         let hit = match key {
             Key::Inode(i) => le32(b, off) == i,
             Key::FileType(t) => filetype && le32(b, off) != 0 && b[off + 7] == t,
+            Key::Any => le32(b, off) != 0,
         };
         if hit && String::from_utf8_lossy(n) == name {
             return Some((prev, off));
@@ -135,7 +162,7 @@ fn remove(b: &mut [u8], prev: Option<usize>, off: usize) {
         Some(p) => {
             let merged =
                 decode_rec_len(le16(b, p + 4), b.len()) + decode_rec_len(le16(b, off + 4), b.len());
-            put_le16(b, p + 4, merged as u16);
+            put_rec_len(b, p, merged);
         }
         None => put_le32(b, off, 0),
     }
@@ -197,6 +224,7 @@ pub(super) fn set_dotdot(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::bytes::put_le16;
 
     fn block() -> Vec<u8> {
         let mut b = vec![0u8; 64];

@@ -156,6 +156,20 @@ pub(super) fn edit_dir_block(
     Ok(done)
 }
 
+/// Stores the rec_len of the entry at `off` in `b` (a block, or its part
+/// before a checksum tail): 64 KiB blocks encode lengths that do not fit
+/// 16 bits, the inverse of `decode_rec_len`.
+pub(super) fn put_rec_len(b: &mut [u8], off: usize, len: usize) {
+    let raw = if b.len() < 65536 {
+        len as u16
+    } else if len == b.len() {
+        65535
+    } else {
+        ((len & 65532) | ((len >> 16) & 3)) as u16
+    };
+    put_le16(b, off + 4, raw);
+}
+
 /// Adds entry `name` → `ino` (type `ft`) in the first record of `b` with
 /// room for it after its own name; false when there is none.
 fn insert_entry(b: &mut [u8], ino: u32, name: &[u8], ft: u8, filetype: bool) -> bool {
@@ -184,8 +198,8 @@ fn insert_entry(b: &mut [u8], ino: u32, name: &[u8], ft: u8, filetype: bool) -> 
         if len >= need {
             if at != off {
                 // Split: the existing entry keeps just what its name needs.
-                put_le16(b, off + 4, (at - off) as u16);
-                put_le16(b, at + 4, len as u16);
+                put_rec_len(b, off, at - off);
+                put_rec_len(b, at, len);
             }
             put_le32(b, at, ino);
             if filetype {
@@ -403,7 +417,7 @@ pub(super) fn create(
     put_le32(&mut b, 0, ino);
     put_le16(&mut b, 4, 12);
     put_le32(&mut b, 12, ROOT_INO);
-    put_le16(&mut b, 16, (end - 12) as u16);
+    put_rec_len(&mut b[..end], 12, end - 12);
     if filetype {
         b[6] = 1;
         b[7] = FT_DIR;
@@ -501,6 +515,15 @@ mod tests {
         assert_eq!(le16(&b, 28), 1000);
         assert_eq!((b[30], b[31]), (3, 1));
         assert_eq!(&b[32..35], b"#99");
+    }
+
+    #[test]
+    fn rec_len_round_trips_for_64k_blocks() {
+        let mut b = vec![0u8; 65536];
+        for len in [12, 65524, 65536] {
+            put_rec_len(&mut b, 0, len);
+            assert_eq!(decode_rec_len(le16(&b, 4), b.len()), len);
+        }
     }
 
     #[test]

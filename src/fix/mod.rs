@@ -99,7 +99,9 @@ const DIR: &[Code] = &[
     Code::DirEntryReservedInode,
     Code::DirEntryLinkToRoot,
     Code::DirEntryFileType,
+    Code::DirEntryIllegalChars,
     Code::DirDotDotWrong,
+    Code::DirBlockChecksum,
 ];
 
 /// What a repair run decided.
