@@ -612,3 +612,10 @@ fn directory_block_failing_only_its_checksum() {
         edit_dir_name(img, Base::Ext4, "/dir1", b"a.txt", b"a.txu");
     });
 }
+
+#[test]
+fn impossible_itable_unused_becomes_zero() {
+    for b in [Base::Ext4, Base::Ext4NoCsum] {
+        repairs("itable-unused", b, &s(&["set_bg 1 itable_unused 65000"]));
+    }
+}

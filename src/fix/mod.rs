@@ -59,6 +59,7 @@ const SUMMARY: &[Code] = &[
     Code::SbChecksum,
     Code::SbFreeBlocksInvalid,
     Code::SbFreeInodesInvalid,
+    Code::GdItableUnused,
 ];
 
 /// Problems fixed by setting a superblock feature.
@@ -275,7 +276,14 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         set_large_file(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
     if summary {
-        summary::rewrite(fs, state, &mut overlay).map_err(Refusal::Failed)?;
+        let zero_unused: Vec<u32> = report
+            .problems
+            .iter()
+            .zip(&fixed)
+            .filter(|(p, f)| **f && p.code == Code::GdItableUnused)
+            .filter_map(|(p, _)| p.group)
+            .collect();
+        summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
     }
     Ok(Plan { overlay, fixed })
 }
