@@ -120,7 +120,7 @@ pub(super) fn fix(
 
 /// Stores the checksum inode `ino` should carry (the high half only where
 /// the inode has room for it).
-fn set_checksum(seed: u32, ino: u32, b: &mut [u8]) {
+pub(super) fn set_checksum(seed: u32, ino: u32, b: &mut [u8]) {
     let c = compute_checksum(seed, ino, b);
     put_le16(b, I_CHECKSUM_LO, c as u16);
     if b.len() > GOOD_OLD_INODE_SIZE && le16(b, I_EXTRA_ISIZE) >= 4 {

@@ -14,12 +14,16 @@
 //! the earlier fixes staged.
 //!
 //! Files: `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
+//! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
+//! `dir.rs` (single directory entries and '..'),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay the check read through, staged first
 //! so the fixes land on top of it).
 
+mod dir;
 mod inode;
 pub mod journal;
+mod lostfound;
 mod summary;
 
 use crate::check::problem::{Code, Problem, Severity};
@@ -58,6 +62,7 @@ const SUMMARY: &[Code] = &[
     Code::SbChecksum,
     Code::SbFreeBlocksInvalid,
     Code::SbFreeInodesInvalid,
+    Code::GdItableUnused,
 ];
 
 /// Problems fixed by setting a superblock feature.
@@ -72,10 +77,36 @@ const INODE: &[Code] = &[
     Code::InodeIBlocks,
 ];
 
+/// Problems fixed by changing the directory tree (`lostfound.rs`); staged
+/// before the others, since they change link counts and bitmaps.
+const TREE: &[Code] = &[
+    Code::InodeUnattached,
+    Code::InodeUnattachedZero,
+    Code::DirUnconnected,
+];
+
 /// Can pfsck fix problems of this class yet?
 pub fn supported(code: Code) -> bool {
-    SUMMARY.contains(&code) || INODE.contains(&code) || FEATURE.contains(&code)
+    SUMMARY.contains(&code)
+        || INODE.contains(&code)
+        || FEATURE.contains(&code)
+        || TREE.contains(&code)
+        || DIR.contains(&code)
+        || code == Code::LostFoundMissing
 }
+
+/// Problems fixed by editing one directory entry (`dir.rs`); staged with
+/// the tree fixes, since they change link counts too.
+const DIR: &[Code] = &[
+    Code::DirEntryDeletedInode,
+    Code::DirEntryBadInode,
+    Code::DirEntryReservedInode,
+    Code::DirEntryLinkToRoot,
+    Code::DirEntryFileType,
+    Code::DirEntryIllegalChars,
+    Code::DirDotDotWrong,
+    Code::DirBlockChecksum,
+];
 
 /// What a repair run decided.
 pub struct Plan {
@@ -179,13 +210,65 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         .collect();
     let mut summary = false;
     let mut large_file = false;
+    // Tree and entry fixes first, in problem order: what they change in
+    // link counts (`links`) and in the in-use maps is then part of the link
+    // count fixes and the summary.
+    let mut links = lostfound::Links::new();
+    let mut reconnected = std::collections::BTreeSet::new();
+    // A missing /lost+found is created before anything needs it.
+    let mut lf = lostfound::LostFound::new(state);
+    for (k, p) in report.problems.iter().enumerate() {
+        if wanted(p) && p.code == Code::LostFoundMissing {
+            if let Some(made) =
+                lostfound::create(fs, state, &mut overlay, &mut links).map_err(Refusal::Failed)?
+            {
+                lf = made;
+                fixed[k] = true;
+                summary = true;
+            }
+            break;
+        }
+    }
+    for (k, p) in report.problems.iter().enumerate() {
+        if !wanted(p) {
+            continue;
+        }
+        if TREE.contains(&p.code) {
+            fixed[k] = lostfound::fix(fs, state, &mut overlay, &lf, p, &mut links)
+                .map_err(Refusal::Failed)?;
+            if fixed[k] {
+                summary = true;
+                reconnected.extend(p.ino);
+            }
+        } else if p.code == Code::DirDotDotWrong && p.ino.is_some_and(|i| reconnected.contains(&i))
+        {
+            // Reconnecting the directory (its problem comes first) pointed
+            // its '..' at lost+found, where the re-check finds its parent.
+            fixed[k] = true;
+        } else if DIR.contains(&p.code) {
+            fixed[k] = dir::fix(fs, state, &mut overlay, p, &mut links).map_err(Refusal::Failed)?;
+        }
+    }
+    let mut link_fixed = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p)
+            || TREE.contains(&p.code)
+            || DIR.contains(&p.code)
+            || p.code == Code::LostFoundMissing
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
         }
-        if SUMMARY.contains(&p.code) {
+        if p.code == Code::InodeLinkCount {
+            // The count pass 2 found, plus what the tree fixes changed.
+            let ino = p.ino.unwrap_or(0);
+            let d = links.get(&ino).copied().unwrap_or(0);
+            let mut q = p.clone();
+            q.num2 = p.num2.map(|n| link_target(state, ino, n as i64 + d));
+            fixed[k] =
+                inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
+            link_fixed.insert(ino);
+        } else if SUMMARY.contains(&p.code) {
             summary = true;
             fixed[k] = true;
         } else if FEATURE.contains(&p.code) {
@@ -195,11 +278,36 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             fixed[k] = inode::fix(fs, &mut overlay, p, &mut large_file).map_err(Refusal::Failed)?;
         }
     }
+    // Inodes whose count the check found right but the tree fixes changed
+    // (lost+found gaining a subdirectory, a reconnected directory's old
+    // '..' target, the reconnected inodes themselves).
+    for (&ino, &d) in &links {
+        if link_fixed.contains(&ino) || !state.inode_used.get(ino as u64) {
+            continue;
+        }
+        let have = state.i_links.get(ino as usize).copied().unwrap_or(0);
+        let seen = i64::from(state.links_seen.get(ino as usize));
+        let want = link_target(state, ino, seen + d);
+        if want != u64::from(have) {
+            let q = Problem::new(Code::InodeLinkCount)
+                .ino(ino)
+                .num(u64::from(have))
+                .num2(want);
+            inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
+        }
+    }
     if large_file && !fs.sb.has_ro_compat(ro_compat::LARGE_FILE) {
         set_large_file(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
     if summary {
-        summary::rewrite(fs, state, &mut overlay).map_err(Refusal::Failed)?;
+        let zero_unused: Vec<u32> = report
+            .problems
+            .iter()
+            .zip(&fixed)
+            .filter(|(p, f)| **f && p.code == Code::GdItableUnused)
+            .filter_map(|(p, _)| p.group)
+            .collect();
+        summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
     }
     let fixes_staged = replay_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
     Ok(Plan {
@@ -208,6 +316,19 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         replayed,
         fixes_staged,
     })
+}
+
+/// Above this many links a directory's count is 1 (dir_nlink), as pass 4
+/// judges it.
+const LINK_MAX: i64 = 65000;
+
+/// The link count inode `ino` should carry when `n` entries name it.
+fn link_target(state: &State, ino: u32, n: i64) -> u64 {
+    if state.inode_dir.get(ino as u64) && n > LINK_MAX {
+        1
+    } else {
+        n.max(0) as u64
+    }
 }
 
 // Superblock fields the feature fix touches.

@@ -36,10 +36,12 @@ const BG_USED_DIRS: usize = 0x10;
 const BG_FLAGS: usize = 0x12;
 const BG_BLOCK_BITMAP_CSUM: usize = 0x18;
 const BG_INODE_BITMAP_CSUM: usize = 0x1A;
+const BG_ITABLE_UNUSED: usize = 0x1C;
 const BG_CHECKSUM: usize = 0x1E;
 const BG_FREE_BLOCKS_HI: usize = 0x2C;
 const BG_FREE_INODES_HI: usize = 0x2E;
 const BG_USED_DIRS_HI: usize = 0x30;
+const BG_ITABLE_UNUSED_HI: usize = 0x32;
 const BG_BLOCK_BITMAP_CSUM_HI: usize = 0x38;
 const BG_INODE_BITMAP_CSUM_HI: usize = 0x3A;
 
@@ -77,7 +79,15 @@ fn build(bs: usize, n: u64, used: impl Fn(u64) -> bool) -> Vec<u8> {
     b
 }
 
-pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(), String> {
+/// `zero_unused`: groups whose itable_unused the check found impossible
+/// (more than the free inodes or the group's inodes); it becomes 0, as
+/// e2fsck sets it, so the whole inode table counts as initialised.
+pub(super) fn rewrite(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    zero_unused: &[u32],
+) -> Result<(), String> {
     let geo = &fs.geo;
     let bs = fs.block_size();
     let ds = geo.desc_size as usize;
@@ -216,6 +226,12 @@ pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(
         );
         let dirs = state.inode_dir.count_range(ino0, ino0 + ipg);
         put_split(d, BG_USED_DIRS, BG_USED_DIRS_HI, dirs as u32, gd.wide);
+        if zero_unused.contains(&g) {
+            put_le16(d, BG_ITABLE_UNUSED, 0);
+            if gd.wide {
+                put_le16(d, BG_ITABLE_UNUSED_HI, 0);
+            }
+        }
         put_le16(d, BG_FLAGS, flags);
         if let Some(c) = group_desc::compute_checksum(&fs.sb, g, d) {
             put_le16(d, BG_CHECKSUM, c);

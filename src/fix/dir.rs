@@ -1,0 +1,263 @@
+//! Pass 2 and 3 fixes of single directory entries: entries that name no
+//! usable inode are removed, a wrong file type is rewritten, '/' and NUL
+//! in a name become '.', a wrong '..' is pointed at the directory's real
+//! parent, the checksum tail of a block that fails only its checksum is
+//! recomputed.
+//!
+//! An entry is found again from what the problem carries (directory,
+//! physical block, name, target inode), by walking the block read through
+//! the overlay. Removing an entry gives its space to the entry before it
+//! (rec_len), or, first in its block, leaves it as an empty record (inode
+//! 0), which is how the kernel deletes too. The checksum tail is
+//! recomputed by `lostfound::edit_dir_block`. Changes in how many entries
+//! name an inode go to [`Links`], like the reconnections.
+
+use super::lostfound::{Links, add, dir_block, edit_dir_block, put_rec_len};
+use crate::check::Fs;
+use crate::check::problem::{Code, Problem};
+use crate::check::state::{State, iflag};
+use crate::fs::bytes::{le16, le32, put_le32};
+use crate::fs::dir_entry::{HEADER_LEN, decode_rec_len};
+use crate::fs::inode::ROOT_INO;
+use crate::fs::superblock::incompat;
+use crate::repair::overlay::Overlay;
+
+/// Problems fixed by removing the entry.
+pub(super) const REMOVE: &[Code] = &[
+    Code::DirEntryDeletedInode,
+    Code::DirEntryBadInode,
+    Code::DirEntryReservedInode,
+    Code::DirEntryLinkToRoot,
+];
+
+/// Stages the fix of one entry problem (`REMOVE`, `DirEntryFileType`,
+/// `DirDotDotWrong`); returns whether it was fixed.
+pub(super) fn fix(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    p: &Problem,
+    links: &mut Links,
+) -> Result<bool, String> {
+    let Some(dir) = p.ino else {
+        return Ok(false);
+    };
+    // Inline directories keep their entries in the inode: not handled yet.
+    if state.has_iflag(dir, iflag::INLINE) {
+        return Ok(false);
+    }
+    if p.code == Code::DirDotDotWrong {
+        return dotdot(fs, state, overlay, dir, links);
+    }
+    if p.code == Code::DirBlockChecksum {
+        // The entries passed every check: only the tail is rewritten
+        // (`edit_dir_block` recomputes it over whatever the other fixes of
+        // this block staged).
+        let Some(pblk) = p.blk else {
+            return Ok(false);
+        };
+        return edit_dir_block(fs, state, overlay, dir, pblk, |_| true);
+    }
+    // What tells the entry apart besides its name: the inode it names (a
+    // link to the root carries none: it is the root), or for a wrong file
+    // type the type it has now.
+    let key = match p.code {
+        Code::DirEntryLinkToRoot => Some(Key::Inode(ROOT_INO)),
+        // In an indexed directory the new name would hash elsewhere.
+        Code::DirEntryIllegalChars if state.has_iflag(dir, iflag::HTREE) => None,
+        Code::DirEntryIllegalChars => Some(Key::Any),
+        Code::DirEntryFileType => p.num.and_then(|n| u8::try_from(n).ok()).map(Key::FileType),
+        _ => p.num.and_then(|n| u32::try_from(n).ok()).map(Key::Inode),
+    };
+    let (Some(pblk), Some(key)) = (p.blk, key) else {
+        return Ok(false);
+    };
+    // '.' and '..' are pass 3's (and a later fix's) to rewrite, not remove.
+    if p.detail == "." || p.detail == ".." {
+        return Ok(false);
+    }
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
+    let name = p.detail.as_str();
+    let code = p.code;
+    let want_ft = p.num2.and_then(|n| u8::try_from(n).ok());
+    let done = edit_dir_block(fs, state, overlay, dir, pblk, |b| {
+        let Some((prev, off)) = find(b, key, name, filetype) else {
+            return false;
+        };
+        match code {
+            Code::DirEntryFileType if filetype => match want_ft {
+                Some(ft) => {
+                    b[off + 7] = ft;
+                    true
+                }
+                None => false,
+            },
+            Code::DirEntryIllegalChars => {
+                // e2fsck's repair: each '/' or NUL becomes '.'.
+                let len = name.len();
+                for c in &mut b[off + HEADER_LEN..off + HEADER_LEN + len] {
+                    if *c == b'/' || *c == 0 {
+                        *c = b'.';
+                    }
+                }
+                true
+            }
+            _ if REMOVE.contains(&code) => {
+                remove(b, prev, off);
+                true
+            }
+            _ => false,
+        }
+    })?;
+    // Pass 2 counted the root entry among root's links; the others named
+    // inodes whose count is not compared (unused or out of range).
+    if done && code == Code::DirEntryLinkToRoot {
+        add(links, ROOT_INO, -1);
+    }
+    Ok(done)
+}
+
+/// Besides its name, what an entry to fix must have.
+#[derive(Clone, Copy, Debug)]
+enum Key {
+    Inode(u32),
+    FileType(u8),
+    /// Any used entry (the name alone tells it).
+    Any,
+}
+
+/// The entry called `name` matching `key` in `b`: (offset of the entry
+/// before it, if any; its offset).
+fn find(b: &[u8], key: Key, name: &str, filetype: bool) -> Option<(Option<usize>, usize)> {
+    let mut off = 0;
+    let mut prev = None;
+    while off + HEADER_LEN <= b.len() {
+        let rec = decode_rec_len(le16(b, off + 4), b.len());
+        if rec < HEADER_LEN || !rec.is_multiple_of(4) || off + rec > b.len() {
+            return None;
+        }
+        let name_len = if filetype {
+            b[off + 6] as usize
+        } else {
+            le16(b, off + 6) as usize
+        };
+        let n = b.get(off + HEADER_LEN..off + HEADER_LEN + name_len)?;
+        let hit = match key {
+            Key::Inode(i) => le32(b, off) == i,
+            Key::FileType(t) => filetype && le32(b, off) != 0 && b[off + 7] == t,
+            Key::Any => le32(b, off) != 0,
+        };
+        if hit && String::from_utf8_lossy(n) == name {
+            return Some((prev, off));
+        }
+        prev = Some(off);
+        off += rec;
+    }
+    None
+}
+
+/// Removes the entry at `off`: merged into the one before, or emptied.
+fn remove(b: &mut [u8], prev: Option<usize>, off: usize) {
+    match prev {
+        Some(p) => {
+            let merged =
+                decode_rec_len(le16(b, p + 4), b.len()) + decode_rec_len(le16(b, off + 4), b.len());
+            put_rec_len(b, p, merged);
+        }
+        None => put_le32(b, off, 0),
+    }
+}
+
+/// Points directory `dir`'s '..' at the parent pass 2 found for it.
+fn dotdot(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    dir: u32,
+    links: &mut Links,
+) -> Result<bool, String> {
+    let Some(k) = state.dir_index(dir) else {
+        return Ok(false);
+    };
+    let parent = state.dir_parent.get(k).copied().unwrap_or(0);
+    // No parent: the directory is unconnected, and reconnecting it (or
+    // not) decides its '..'. An htree root keeps '..' under a dx tail.
+    if parent == 0 || state.has_iflag(dir, iflag::HTREE) {
+        return Ok(false);
+    }
+    let Some(pblk) = dir_block(state, dir, 0) else {
+        return Ok(false);
+    };
+    set_dotdot(fs, state, overlay, dir, pblk, parent, links)
+}
+
+/// Rewrites the '..' entry (the second record of block 0, `pblk`) of
+/// `dir` to `to`, recording the change of links.
+pub(super) fn set_dotdot(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    dir: u32,
+    pblk: u64,
+    to: u32,
+    links: &mut Links,
+) -> Result<bool, String> {
+    let mut old = 0;
+    let done = edit_dir_block(fs, state, overlay, dir, pblk, |b| {
+        let first = decode_rec_len(le16(b, 4), b.len());
+        if first < HEADER_LEN || first + HEADER_LEN > b.len() || b.get(first + 8) != Some(&b'.') {
+            return false;
+        }
+        old = le32(b, first);
+        put_le32(b, first, to);
+        true
+    })?;
+    if done {
+        if old != 0 {
+            add(links, old, -1);
+        }
+        add(links, to, 1);
+    }
+    Ok(done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::bytes::put_le16;
+
+    fn block() -> Vec<u8> {
+        let mut b = vec![0u8; 64];
+        for (off, ino, rec, name) in [
+            (0usize, 2u32, 12u16, &b"."[..]),
+            (12, 2, 12, b".."),
+            (24, 40, 16, b"gone"),
+            (40, 12, 24, b"kept"),
+        ] {
+            put_le32(&mut b, off, ino);
+            put_le16(&mut b, off + 4, rec);
+            b[off + 6] = name.len() as u8;
+            b[off + 8..off + 8 + name.len()].copy_from_slice(name);
+        }
+        b
+    }
+
+    #[test]
+    fn removal_merges_into_the_previous_entry() {
+        let mut b = block();
+        let (prev, off) = find(&b, Key::Inode(40), "gone", true).unwrap();
+        assert_eq!((prev, off), (Some(12), 24));
+        remove(&mut b, prev, off);
+        assert_eq!(le16(&b, 16), 28);
+        assert!(find(&b, Key::Inode(40), "gone", true).is_none());
+        assert_eq!(find(&b, Key::Inode(12), "kept", true), Some((Some(12), 40)));
+    }
+
+    #[test]
+    fn removal_of_a_first_entry_empties_it() {
+        let mut b = block();
+        remove(&mut b, None, 0);
+        assert_eq!(le32(&b, 0), 0);
+        assert_eq!(le16(&b, 4), 12);
+    }
+}

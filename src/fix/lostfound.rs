@@ -1,0 +1,536 @@
+//! Pass 3 and 4 fixes that change the directory tree: unattached inodes
+//! and unconnected directories get an entry `#INO` in /lost+found;
+//! unattached zero-length inodes are cleared.
+//!
+//! Every edit changes how many entries name some inode, so each one
+//! records its effect in [`Links`]: the link count fixes staged afterwards
+//! (`super::plan`) add it to what pass 2 counted, and inodes whose count
+//! only changes because of these edits (lost+found gaining a subdirectory,
+//! the old parent of a reconnected directory losing its '..') are fixed
+//! too. Clearing an inode also clears it in `State::inode_used`, so the
+//! summary rebuilt last frees it in the bitmap and the counts.
+//!
+//! Directory blocks are read through the overlay, so several entries added
+//! to one block accumulate. What is not built yet is left unfixed (and so
+//! listed by the re-check): a missing or indexed (htree) or inline
+//! lost+found, a lost+found with no room in its blocks (expanding it
+//! needs a block allocation), indexed or inline directories to reconnect.
+
+use super::edit_bytes;
+use crate::check::Fs;
+use crate::check::problem::{Code, Problem};
+use crate::check::state::{State, iflag};
+use crate::fs::bytes::{le16, le32, put_le16, put_le32};
+use crate::fs::dir_entry::{
+    HEADER_LEN, TAIL_LEN, compute_tail_checksum, decode_rec_len, has_tail, rec_len_for,
+};
+use crate::fs::inode::{ROOT_INO, inode_csum_seed};
+use crate::fs::superblock::{incompat, ro_compat};
+use crate::repair::overlay::Overlay;
+use std::collections::BTreeMap;
+
+/// Changes to the number of entries naming each inode, made by the fixes.
+pub(super) type Links = BTreeMap<u32, i64>;
+
+pub(super) fn add(links: &mut Links, ino: u32, d: i64) {
+    *links.entry(ino).or_default() += d;
+}
+
+/// Directory file type codes (the entry's file_type byte).
+const FT_REG: u8 = 1;
+const FT_DIR: u8 = 2;
+
+/// i_generation, for the checksum seed of a directory's blocks.
+const I_GENERATION: usize = 0x64;
+
+/// Where reconnected inodes go: /lost+found as the check found it, or as
+/// `create` made it.
+pub(super) struct LostFound {
+    pub ino: u32,
+    /// Its blocks in logical order.
+    blocks: Vec<u64>,
+}
+
+impl LostFound {
+    pub(super) fn new(state: &State) -> LostFound {
+        let mut blocks: Vec<(u32, u64)> = state
+            .dir_blocks
+            .iter()
+            .filter(|d| d.ino == state.lost_found && state.lost_found != 0)
+            .map(|d| (d.lblk, d.pblk))
+            .collect();
+        blocks.sort_unstable();
+        LostFound {
+            ino: state.lost_found,
+            blocks: blocks.into_iter().map(|(_, b)| b).collect(),
+        }
+    }
+}
+
+/// Stages the fix of one pass 3/4 problem; returns whether it was fixed.
+pub(super) fn fix(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    lf: &LostFound,
+    p: &Problem,
+    links: &mut Links,
+) -> Result<bool, String> {
+    let Some(ino) = p.ino else {
+        return Ok(false);
+    };
+    match p.code {
+        Code::InodeUnattached | Code::DirUnconnected => {
+            reconnect(fs, state, overlay, lf, ino, links)
+        }
+        Code::InodeUnattachedZero => clear(fs, state, overlay, ino),
+        _ => Ok(false),
+    }
+}
+
+/// The block (physical) holding logical block `lblk` of directory `ino`.
+pub(super) fn dir_block(state: &State, ino: u32, lblk: u32) -> Option<u64> {
+    state
+        .dir_blocks
+        .iter()
+        .find(|d| d.ino == ino && d.lblk == lblk)
+        .map(|d| d.pblk)
+}
+
+/// The checksum seed of directory `ino`'s blocks. The inode is read
+/// through the overlay: a lost+found created by this repair exists only
+/// there.
+fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> Result<u32, String> {
+    let generation = match (state.dir_index(ino), state.dir_gen.is_empty()) {
+        (Some(k), false) => state.dir_gen.get(k).copied().unwrap_or(0),
+        _ => {
+            let pos = inode_pos(fs, ino)?;
+            let mut g = [0u8; 4];
+            overlay
+                .read_at(&fs.dev, pos + I_GENERATION as u64, &mut g)
+                .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
+            u32::from_le_bytes(g)
+        }
+    };
+    Ok(inode_csum_seed(fs.csum_seed, ino, generation))
+}
+
+/// Byte position of inode `ino` on the device.
+fn inode_pos(fs: &Fs, ino: u32) -> Result<u64, String> {
+    fs.inode_location(ino)
+        .and_then(|(blk, off)| {
+            blk.checked_mul(fs.block_size() as u64)?
+                .checked_add(off as u64)
+        })
+        .ok_or_else(|| format!("inode {ino} lies beyond the addressable range"))
+}
+
+/// Reads block `pblk` of directory `dir` through the overlay, lets `edit`
+/// change its entries (the part before a checksum tail), recomputes the
+/// tail and stages it. `edit` returns false when it found nothing to do.
+pub(super) fn edit_dir_block(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    dir: u32,
+    pblk: u64,
+    edit: impl FnOnce(&mut [u8]) -> bool,
+) -> Result<bool, String> {
+    let bs = fs.block_size();
+    let seed = if fs.metadata_csum() {
+        Some(dir_seed(fs, state, overlay, dir)?)
+    } else {
+        None
+    };
+    let mut done = false;
+    edit_bytes(fs, overlay, pblk * bs as u64, bs, |b| {
+        let tail = seed.is_some() && has_tail(b);
+        let end = if tail { b.len() - TAIL_LEN } else { b.len() };
+        done = edit(&mut b[..end]);
+        if done && let Some(seed) = seed.filter(|_| tail) {
+            let c = compute_tail_checksum(seed, b);
+            let n = b.len();
+            put_le32(b, n - 4, c);
+        }
+    })?;
+    Ok(done)
+}
+
+/// Stores the rec_len of the entry at `off` in `b` (a block, or its part
+/// before a checksum tail): 64 KiB blocks encode lengths that do not fit
+/// 16 bits, the inverse of `decode_rec_len`.
+pub(super) fn put_rec_len(b: &mut [u8], off: usize, len: usize) {
+    let raw = if b.len() < 65536 {
+        len as u16
+    } else if len == b.len() {
+        65535
+    } else {
+        ((len & 65532) | ((len >> 16) & 3)) as u16
+    };
+    put_le16(b, off + 4, raw);
+}
+
+/// Adds entry `name` → `ino` (type `ft`) in the first record of `b` with
+/// room for it after its own name; false when there is none.
+fn insert_entry(b: &mut [u8], ino: u32, name: &[u8], ft: u8, filetype: bool) -> bool {
+    let need = rec_len_for(name.len());
+    let mut off = 0;
+    while off + HEADER_LEN <= b.len() {
+        let rec = decode_rec_len(le16(b, off + 4), b.len());
+        if rec < HEADER_LEN || !rec.is_multiple_of(4) || off + rec > b.len() {
+            // A broken block is pass 2's to report; nothing is added to it.
+            return false;
+        }
+        let used = le32(b, off);
+        let name_len = if filetype {
+            b[off + 6] as usize
+        } else {
+            le16(b, off + 6) as usize
+        };
+        // An empty record (inode 0) is reused whole, except the first of
+        // the block, which is kept as it is so '.' is never overwritten.
+        let (at, len) = if used == 0 && off != 0 {
+            (off, rec)
+        } else {
+            let mine = rec_len_for(name_len);
+            (off + mine, rec.saturating_sub(mine))
+        };
+        if len >= need {
+            if at != off {
+                // Split: the existing entry keeps just what its name needs.
+                put_rec_len(b, off, at - off);
+                put_rec_len(b, at, len);
+            }
+            put_le32(b, at, ino);
+            if filetype {
+                b[at + 6] = name.len() as u8;
+                b[at + 7] = ft;
+            } else {
+                put_le16(b, at + 6, name.len() as u16);
+            }
+            b[at + HEADER_LEN..at + HEADER_LEN + name.len()].copy_from_slice(name);
+            // Bytes after the name are zeroed so no old name shows through.
+            b[at + HEADER_LEN + name.len()..at + len].fill(0);
+            return true;
+        }
+        off += rec;
+    }
+    false
+}
+
+/// The entry type `ino` should have, as pass 2 computes it.
+fn file_type(state: &State, ino: u32) -> u8 {
+    if state.inode_dir.get(ino as u64) {
+        FT_DIR
+    } else if state.inode_reg.get(ino as u64) {
+        FT_REG
+    } else {
+        state.ftype.get(ino as usize).copied().unwrap_or(0)
+    }
+}
+
+/// Can entries be added to / rewritten in directory `dir` by these fixes?
+fn plain_dir(state: &State, dir: u32) -> bool {
+    state.inode_dir.get(dir as u64)
+        && !state.has_iflag(dir, iflag::HTREE | iflag::INLINE | iflag::BAD)
+}
+
+/// Names `ino` as `#ino` in /lost+found; a directory also gets its '..'
+/// pointed there.
+fn reconnect(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    lost_found: &LostFound,
+    ino: u32,
+    links: &mut Links,
+) -> Result<bool, String> {
+    let lf = lost_found.ino;
+    if lf == 0 || lf == ino || !plain_dir(state, lf) {
+        return Ok(false);
+    }
+    let is_dir = state.inode_dir.get(ino as u64);
+    // A directory's '..' must be rewritten too; find where it is before
+    // adding the entry, so a directory that cannot be fixed is left whole.
+    let dotdot_blk = if is_dir {
+        match dir_block(state, ino, 0).filter(|_| plain_dir(state, ino)) {
+            Some(b) => Some(b),
+            None => return Ok(false),
+        }
+    } else {
+        None
+    };
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
+    let ft = if filetype { file_type(state, ino) } else { 0 };
+    let name = format!("#{ino}");
+    let mut added = false;
+    for &pblk in &lost_found.blocks {
+        if edit_dir_block(fs, state, overlay, lf, pblk, |b| {
+            insert_entry(b, ino, name.as_bytes(), ft, filetype)
+        })? {
+            added = true;
+            break;
+        }
+    }
+    if !added {
+        return Ok(false);
+    }
+    add(links, ino, 1);
+    if let Some(pblk) = dotdot_blk {
+        super::dir::set_dotdot(fs, state, overlay, ino, pblk, lf, links)?;
+    }
+    Ok(true)
+}
+
+/// The time stamps written (dtime, a new directory's times).
+fn now() -> u32 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_secs() as u32)
+        .max(1)
+}
+
+// Inode fields a new lost+found gets (besides those a clear touches).
+const I_MODE: usize = 0x00;
+const I_ATIME: usize = 0x08;
+const I_CTIME: usize = 0x0C;
+const I_MTIME: usize = 0x10;
+const I_BLOCKS_LO: usize = 0x1C;
+const I_FLAGS: usize = 0x20;
+const I_BLOCK: usize = 0x28;
+const I_EXTRA_ISIZE: usize = 0x80;
+const EXTENTS_FL: u32 = 0x80000;
+const EXTENT_MAGIC: u16 = 0xF30A;
+
+/// Creates /lost+found when the check found none, as e2fsck does: a
+/// directory of one block, its inode and block the first free ones pass 1
+/// left (marked in use in `State`, so the summary allocates them), named
+/// in the root, whose link count grows by its '..'. Only the simple case:
+/// the root a plain directory with room for the entry, no quota, the
+/// inode outside a group's never-used area. Returns None otherwise.
+pub(super) fn create(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    links: &mut Links,
+) -> Result<Option<LostFound>, String> {
+    if fs.sb.has_ro_compat(ro_compat::QUOTA) || !plain_dir(state, ROOT_INO) {
+        return Ok(None);
+    }
+    let geo = &fs.geo;
+    let ipg = geo.inodes_per_group;
+    // The first free inode a group's descriptor counts as initialised.
+    let ino = (geo.first_ino.max(ROOT_INO + 1)..=geo.inodes_count).find(|&i| {
+        if state.inode_used.get(i as u64) {
+            return false;
+        }
+        let g = geo.group_of_inode(i);
+        let Some(gd) = fs.gds.get(g as usize) else {
+            return false;
+        };
+        let idx = (i - 1) % ipg;
+        !fs.uninit_bg()
+            || (!gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
+                && idx < ipg.saturating_sub(gd.itable_unused))
+    });
+    let blk = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
+    let (Some(ino), Some(blk)) = (ino, blk) else {
+        return Ok(None);
+    };
+    if fs.inode_location(ino).is_none() {
+        return Ok(None);
+    }
+    let bs = fs.block_size();
+    // The entry in the root first: without room there, nothing is made.
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
+    let ft = if filetype { FT_DIR } else { 0 };
+    let mut root: Vec<(u32, u64)> = state
+        .dir_blocks
+        .iter()
+        .filter(|d| d.ino == ROOT_INO)
+        .map(|d| (d.lblk, d.pblk))
+        .collect();
+    root.sort_unstable();
+    let mut named = false;
+    for (_, pblk) in root {
+        if edit_dir_block(fs, state, overlay, ROOT_INO, pblk, |b| {
+            insert_entry(b, ino, b"lost+found", ft, filetype)
+        })? {
+            named = true;
+            break;
+        }
+    }
+    if !named {
+        return Ok(None);
+    }
+
+    // The inode: a directory of one block, generation 0.
+    let pos = inode_pos(fs, ino)?;
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    let extents = fs.sb.has_incompat(incompat::EXTENTS);
+    let isize = fs.geo.inode_size as usize;
+    let extra = if isize > 128 {
+        let want = match fs.sb.want_extra_isize {
+            0 => 32,
+            w => w as usize,
+        };
+        want.min(isize - 128) as u16
+    } else {
+        0
+    };
+    let t = now();
+    edit_bytes(fs, overlay, pos, isize, |b| {
+        b.fill(0);
+        put_le16(b, I_MODE, 0o040700);
+        put_le32(b, I_SIZE_LO, bs as u32);
+        for f in [I_ATIME, I_CTIME, I_MTIME] {
+            put_le32(b, f, t);
+        }
+        put_le16(b, I_LINKS_COUNT, 2);
+        put_le32(b, I_BLOCKS_LO, (bs / 512) as u32);
+        if extents {
+            put_le32(b, I_FLAGS, EXTENTS_FL);
+            // Extent header (magic, 1 entry, room for 4, depth 0) and one
+            // extent: logical 0, length 1, the block.
+            put_le16(b, I_BLOCK, EXTENT_MAGIC);
+            put_le16(b, I_BLOCK + 2, 1);
+            put_le16(b, I_BLOCK + 4, 4);
+            put_le32(b, I_BLOCK + 12, 0);
+            put_le16(b, I_BLOCK + 16, 1);
+            put_le16(b, I_BLOCK + 18, (blk >> 32) as u16);
+            put_le32(b, I_BLOCK + 20, blk as u32);
+        } else {
+            put_le32(b, I_BLOCK, blk as u32);
+        }
+        if extra > 0 {
+            put_le16(b, I_EXTRA_ISIZE, extra);
+        }
+        if csum {
+            super::inode::set_checksum(seed, ino, b);
+        }
+    })?;
+
+    // Its block: '.', '..' (the rest of the block), the checksum tail.
+    let mut b = vec![0u8; bs];
+    let end = if csum { bs - TAIL_LEN } else { bs };
+    put_le32(&mut b, 0, ino);
+    put_le16(&mut b, 4, 12);
+    put_le32(&mut b, 12, ROOT_INO);
+    put_rec_len(&mut b[..end], 12, end - 12);
+    if filetype {
+        b[6] = 1;
+        b[7] = FT_DIR;
+        b[18] = 2;
+        b[19] = FT_DIR;
+    } else {
+        put_le16(&mut b, 6, 1);
+        put_le16(&mut b, 18, 2);
+    }
+    b[8] = b'.';
+    b[20] = b'.';
+    b[21] = b'.';
+    if csum {
+        put_le16(&mut b, end + 4, TAIL_LEN as u16);
+        b[end + 7] = crate::fs::dir_entry::TAIL_FT;
+        let c = compute_tail_checksum(inode_csum_seed(seed, ino, 0), &b);
+        put_le32(&mut b, bs - 4, c);
+    }
+    overlay.stage(blk, b).map_err(|e| e.to_string())?;
+
+    // The summary allocates what is marked here; the root gains a link
+    // from the new '..'.
+    state.inode_used.set(ino as u64);
+    state.inode_dir.set(ino as u64);
+    state.block_used.set(blk);
+    add(links, ROOT_INO, 1);
+    // Its own count is the one written ('.' and the root's entry) plus
+    // the subdirectories reconnected into it: recorded like any change,
+    // so the link count fixes in `super::plan` land on the right total.
+    add(links, ino, 2);
+    Ok(Some(LostFound {
+        ino,
+        blocks: vec![blk],
+    }))
+}
+
+// Inode fields a clear touches.
+const I_SIZE_LO: usize = 0x04;
+const I_DTIME: usize = 0x14;
+const I_LINKS_COUNT: usize = 0x1A;
+
+/// Clears an unattached zero-length inode, as e2fsck does: no links, a
+/// deletion time, and free in the bitmaps the summary rebuilds. With quota
+/// the usage files would have to lose the inode too; not built yet.
+fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool, String> {
+    if fs.sb.has_ro_compat(ro_compat::QUOTA) || ino == ROOT_INO {
+        return Ok(false);
+    }
+    if fs.inode_location(ino).is_none() {
+        return Ok(false);
+    }
+    let pos = inode_pos(fs, ino)?;
+    let now = now();
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
+        put_le16(b, I_LINKS_COUNT, 0);
+        put_le32(b, I_DTIME, now);
+        if csum {
+            super::inode::set_checksum(seed, ino, b);
+        }
+    })?;
+    // The summary (rebuilt last) reads these maps: the inode becomes free
+    // and, if it was a directory, no longer counts as one.
+    state.inode_used.clear(ino as u64);
+    state.inode_dir.clear(ino as u64);
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block() -> Vec<u8> {
+        let mut b = vec![0u8; 1024];
+        put_le32(&mut b, 0, 11);
+        put_le16(&mut b, 4, 12);
+        b[6] = 1;
+        b[7] = 2;
+        b[8] = b'.';
+        put_le32(&mut b, 12, 2);
+        put_le16(&mut b, 16, 1012);
+        b[18] = 2;
+        b[19] = 2;
+        b[20..22].copy_from_slice(b"..");
+        b
+    }
+
+    #[test]
+    fn splits_the_slack_of_the_last_entry() {
+        let mut b = block();
+        assert!(insert_entry(&mut b, 99, b"#99", 1, true));
+        assert_eq!(le16(&b, 16), 12);
+        assert_eq!(le32(&b, 24), 99);
+        assert_eq!(le16(&b, 28), 1000);
+        assert_eq!((b[30], b[31]), (3, 1));
+        assert_eq!(&b[32..35], b"#99");
+    }
+
+    #[test]
+    fn rec_len_round_trips_for_64k_blocks() {
+        let mut b = vec![0u8; 65536];
+        for len in [12, 65524, 65536] {
+            put_rec_len(&mut b, 0, len);
+            assert_eq!(decode_rec_len(le16(&b, 4), b.len()), len);
+        }
+    }
+
+    #[test]
+    fn full_block_takes_nothing() {
+        let mut b = block();
+        b.truncate(24);
+        put_le16(&mut b, 16, 12);
+        assert!(!insert_entry(&mut b, 99, b"#99", 1, true));
+    }
+}
