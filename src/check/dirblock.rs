@@ -753,19 +753,32 @@ impl<T: Targets> EntryCx<'_, T> {
         self.t.add_link(e.inode);
     }
 
-    fn check_dot(&mut self, e: &Entry<'_>, out: &mut Sink) {
-        let dir = self.d.ino;
-        if e.inode == 0 || !is_dot(e.name) {
-            out.problems.push(
-                Problem::new(Code::DirDotMissing)
-                    .ino(dir)
-                    .blk(self.pos.pblk),
-            );
-            return;
+    /// The form shared by '.' and '..': present with the right name, and
+    /// NUL after the name. Returns (present, terminated).
+    fn dot_form(
+        &mut self,
+        e: &Entry<'_>,
+        is_name: fn(&[u8]) -> bool,
+        missing: Code,
+        out: &mut Sink,
+    ) -> (bool, bool) {
+        if e.inode == 0 || !is_name(e.name) {
+            out.problems
+                .push(Problem::new(missing).ino(self.d.ino).blk(self.pos.pblk));
+            return (false, false);
         }
         if e.after_name != 0 {
             out.problems
                 .push(self.problem(Code::DirDotNotTerminated, e));
+            return (true, false);
+        }
+        (true, true)
+    }
+
+    fn check_dot(&mut self, e: &Entry<'_>, out: &mut Sink) {
+        let dir = self.d.ino;
+        if !self.dot_form(e, is_dot, Code::DirDotMissing, out).0 {
+            return;
         }
         if e.inode != dir {
             out.problems.push(
@@ -786,21 +799,9 @@ impl<T: Targets> EntryCx<'_, T> {
     }
 
     fn check_dotdot(&mut self, e: &Entry<'_>, out: &mut Sink) {
-        let dir = self.d.ino;
-        if e.inode == 0 || !is_dotdot(e.name) {
-            out.problems.push(
-                Problem::new(Code::DirDotDotMissing)
-                    .ino(dir)
-                    .blk(self.pos.pblk),
-            );
-            return;
+        if self.dot_form(e, is_dotdot, Code::DirDotDotMissing, out).1 {
+            out.dotdots.push((self.d.ino, e.inode));
         }
-        if e.after_name != 0 {
-            out.problems
-                .push(self.problem(Code::DirDotNotTerminated, e));
-            return;
-        }
-        out.dotdots.push((dir, e.inode));
     }
 
     fn check_group_area(&self, e: &Entry<'_>, out: &mut Sink) {
