@@ -22,7 +22,8 @@ use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::dir_entry::{
-    HEADER_LEN, TAIL_LEN, compute_tail_checksum, decode_rec_len, has_tail, rec_len_for,
+    HEADER_LEN, TAIL_LEN, compute_tail_checksum, decode_rec_len, encode_rec_len, has_tail,
+    rec_len_for,
 };
 use crate::fs::inode::{ROOT_INO, inode_csum_seed};
 use crate::fs::superblock::{incompat, ro_compat};
@@ -160,14 +161,7 @@ pub(super) fn edit_dir_block(
 /// before a checksum tail): 64 KiB blocks encode lengths that do not fit
 /// 16 bits, the inverse of `decode_rec_len`.
 pub(super) fn put_rec_len(b: &mut [u8], off: usize, len: usize) {
-    let raw = if b.len() < 65536 {
-        len as u16
-    } else if len == b.len() {
-        65535
-    } else {
-        ((len & 65532) | ((len >> 16) & 3)) as u16
-    };
-    put_le16(b, off + 4, raw);
+    put_le16(b, off + 4, encode_rec_len(len, b.len()));
 }
 
 /// Adds entry `name` → `ino` (type `ft`) in the first record of `b` with

@@ -30,6 +30,19 @@ pub fn decode_rec_len(raw: u16, block_size: usize) -> usize {
     }
 }
 
+/// rec_len as stored for a record of `len` bytes: the inverse of
+/// `decode_rec_len` (64 KiB blocks keep bits 16-17 in the low two bits,
+/// and a whole-block record is 65535).
+pub fn encode_rec_len(len: usize, block_size: usize) -> u16 {
+    if block_size < 65536 {
+        len as u16
+    } else if len == block_size {
+        65535
+    } else {
+        ((len & 65532) | ((len >> 16) & 3)) as u16
+    }
+}
+
 /// Minimal record length holding a name of `name_len` bytes.
 pub fn rec_len_for(name_len: usize) -> usize {
     (HEADER_LEN + name_len + 3) & !3
@@ -130,5 +143,14 @@ mod tests {
     fn big_block_rec_len() {
         assert_eq!(decode_rec_len(65535, 65536), 65536);
         assert_eq!(decode_rec_len(12, 4096), 12);
+        for (len, bs) in [
+            (12, 4096),
+            (4096, 4096),
+            (65536, 65536),
+            (65532, 65536),
+            (12, 65536),
+        ] {
+            assert_eq!(decode_rec_len(encode_rec_len(len, bs), bs), len);
+        }
     }
 }
