@@ -14,7 +14,7 @@ use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::state::{State, XattrBlockRef};
 use crate::engine::{Threads, par_map};
-use crate::fs::bytes::{le16, le32, u8_at};
+use crate::fs::bytes::{le32, u8_at};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, flags};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr::{self, ENTRY_HEADER_LEN, XATTR_MAGIC};
@@ -263,13 +263,9 @@ fn in_inode_problem(
             return Some(Corrupt("attribute name too long"));
         }
         remain -= name_size;
-        let value_offs = le16(area, off + 2) as usize;
-        let value_inum = le32(area, off + 4);
-        let value_size = le32(area, off + 8) as usize;
-        let hash = le32(area, off + 12);
-        let name = area
-            .get(off + ENTRY_HEADER_LEN..off + ENTRY_HEADER_LEN + name_len)
-            .unwrap_or(&[]);
+        let entry = xattr::entry_at(area, off);
+        let (value_offs, value_inum) = (entry.value_offs as usize, entry.value_inum);
+        let (value_size, hash, name) = (entry.value_size as usize, entry.hash, entry.name);
         if value_inum != 0 {
             let e = EaEntry {
                 name,
@@ -426,13 +422,9 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
             out.problems.push(entries("bad attribute name"));
             break;
         }
-        let value_offs = le16(buf, off + 2) as usize;
-        let value_inum = le32(buf, off + 4);
-        let value_size = le32(buf, off + 8) as usize;
-        let hash = le32(buf, off + 12);
-        let name = buf
-            .get(off + ENTRY_HEADER_LEN..off + ENTRY_HEADER_LEN + name_len)
-            .unwrap_or(&[]);
+        let entry = xattr::entry_at(buf, off);
+        let (value_offs, value_inum) = (entry.value_offs as usize, entry.value_inum);
+        let (value_size, hash, name) = (entry.value_size as usize, entry.hash, entry.name);
         if value_inum != 0 && !ea_inode {
             out.problems
                 .push(entries("value stored in an inode without ea_inode"));

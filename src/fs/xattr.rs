@@ -55,6 +55,24 @@ pub enum EntriesError {
     Overrun,
 }
 
+/// The entry header at `off` in `area`, whatever its validity; a name that
+/// runs past the area reads as empty (callers that care check the bounds).
+pub fn entry_at(area: &[u8], off: usize) -> Entry<'_> {
+    let name_len = u8_at(area, off) as usize;
+    let name_start = off.saturating_add(ENTRY_HEADER_LEN);
+    Entry {
+        offset: off,
+        name_index: u8_at(area, off + 1),
+        value_offs: le16(area, off + 2),
+        value_inum: le32(area, off + 4),
+        value_size: le32(area, off + 8),
+        hash: le32(area, off + 0xC),
+        name: area
+            .get(name_start..name_start.saturating_add(name_len))
+            .unwrap_or(&[]),
+    }
+}
+
 /// Reads the entry table of `area` from `start` until the 4 zero bytes that
 /// end it. The number of entries is bounded by the area's size.
 pub fn read_entries(area: &[u8], start: usize) -> Result<Vec<Entry<'_>>, EntriesError> {
@@ -75,15 +93,7 @@ pub fn read_entries(area: &[u8], start: usize) -> Result<Vec<Entry<'_>>, Entries
         if name_end > area.len() {
             return Err(EntriesError::Overrun);
         }
-        let e = Entry {
-            offset: off,
-            name_index: u8_at(area, off + 1),
-            value_offs: le16(area, off + 2),
-            value_inum: le32(area, off + 4),
-            value_size: le32(area, off + 8),
-            hash: le32(area, off + 0xC),
-            name: &area[off + ENTRY_HEADER_LEN..name_end],
-        };
+        let e = entry_at(area, off);
         off += e.len();
         out.push(e);
     }
