@@ -19,6 +19,10 @@ use crate::io::Device;
 use crate::repair::commit::{self, CommitOptions};
 use crate::repair::faults::NoFaults;
 
+/// Check-and-fix rounds at most: each round's fixes come from a check of
+/// the previous rounds' staged result.
+const MAX_ROUNDS: u32 = 8;
+
 pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
     let fail = |e: String| {
         if args.json {
@@ -106,17 +110,67 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         return code;
     }
 
-    let after = match check::run_staged(&args.device, plan.overlay.byte_ranges(), opts) {
-        Ok(a) => a,
-        Err(e) => return fail(format!("re-check of the repaired file system: {e}")),
+    // Later rounds: a fix often uncovers the next problem (a cleared inode
+    // leaves entries naming it, a removed entry changes a link count), so
+    // the staged result is checked again and fixed again until nothing
+    // more can be fixed. The last check is the verdict.
+    let mut shown = rep.problems.clone();
+    let mut shown_fixed = plan.fixed.clone();
+    let mut fixes_staged = plan.fixes_staged;
+    let mut overlay = plan.overlay;
+    let mut round = 1;
+    let after = loop {
+        let dev = match Device::open_read_only(&args.device) {
+            Ok(d) => d.with_overlay(overlay.byte_ranges()),
+            Err(e) => return fail(e.to_string()),
+        };
+        let again = match check::check_device(dev, opts) {
+            Ok(c) => c,
+            Err(e) => return fail(format!("re-check of the repaired file system: {e}")),
+        };
+        round += 1;
+        let (Some(fs2), Some(state2)) = (&again.fs, &again.state) else {
+            break again.report;
+        };
+        if round > MAX_ROUNDS || !again.report.has_errors() || again.report.has_fatal() {
+            break again.report;
+        }
+        let Ok(next) = fix::plan(fs2, state2, &again.report, mode) else {
+            break again.report;
+        };
+        if !next.fixes_staged {
+            break again.report;
+        }
+        for (p, f) in again.report.problems.iter().zip(&next.fixed) {
+            if *f {
+                shown.push(p.clone());
+                shown_fixed.push(true);
+            }
+        }
+        fixes_staged = true;
+        overlay = next.overlay;
     };
+    // What is shown: the first check's problems, then those later rounds
+    // found and fixed, each in its pass.
+    let mut order: Vec<usize> = (0..shown.len()).collect();
+    order.sort_by_key(|&k| shown[k].spec().pass);
+    let shown_rep = check::Report {
+        problems: order.iter().map(|&k| shown[k].clone()).collect(),
+        summary: rep.summary.clone(),
+        skipped_clean: rep.skipped_clean.clone(),
+        notes: rep.notes.clone(),
+        timings: rep.timings.clone(),
+        volume_label: rep.volume_label.clone(),
+    };
+    let shown_fixed: Vec<bool> = order.iter().map(|&k| shown_fixed[k]).collect();
+    let rep = &shown_rep;
     let log = args
         .undo
         .clone()
         .unwrap_or_else(|| crate::repair::default_undo_path(&args.device));
     let committed = commit::commit(
         &args.device,
-        &plan.overlay,
+        &overlay,
         &log,
         &mut NoFaults,
         &CommitOptions::default(),
@@ -140,7 +194,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
     };
     let mut code = 0;
     // A journal replay alone is not a correction: e2fsck exits 0 after it.
-    if written > 0 && (plan.fixes_staged || !plan.replayed) {
+    if written > 0 && (fixes_staged || !plan.replayed) {
         code |= EXIT_CORRECTED;
     }
     if plan.replayed && !args.json {
@@ -148,7 +202,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
     }
     code |= report::exit_code(&after);
     let r = Repaired {
-        fixed: &plan.fixed,
+        fixed: &shown_fixed,
         modified: code & EXIT_CORRECTED != 0,
         after: Some(&after),
         refusal: None,

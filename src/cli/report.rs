@@ -26,7 +26,7 @@ pub fn exit_code(rep: &Report) -> i32 {
 
 /// What a repair run did, for the report of its first check.
 pub struct Repaired<'a> {
-    /// Parallel to the first check's problems: a fix was staged for it.
+    /// Parallel to the shown problems: a fix was staged for it.
     pub fixed: &'a [bool],
     /// Blocks were written to the device.
     pub modified: bool,
