@@ -278,10 +278,7 @@ fn reconnect(
 
 /// The time stamps written (dtime, a new directory's times).
 fn now() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_secs() as u32)
-        .max(1)
+    crate::check::now().min(u64::from(u32::MAX)) as u32
 }
 
 // Inode fields a new lost+found gets (besides those a clear touches).
