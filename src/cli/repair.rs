@@ -213,7 +213,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         refusal: None,
     };
     report::print_repair(rep, device, args, &r, code);
-    if written > 0 && !args.json {
+    if written > 0 && !args.json && mode != Mode::Preen {
         println!("Undo log: {}", log.display());
     }
     code
