@@ -317,11 +317,12 @@ impl ExtentRewrite<'_> {
         }
         let first = le32(&buf, ENTRY);
         if changed || csum_bad {
-            if let Some(seed) = self.seed {
-                if let Some(c) = extent::compute_block_checksum(seed, &buf) {
-                    let off = extent::tail_offset(extent::parse_header(&buf).max);
-                    put_le32(&mut buf, off, c);
-                }
+            if let Some(c) = self
+                .seed
+                .and_then(|seed| extent::compute_block_checksum(seed, &buf))
+            {
+                let off = extent::tail_offset(extent::parse_header(&buf).max);
+                put_le32(&mut buf, off, c);
             }
             self.overlay.stage(pblk, buf).map_err(|e| e.to_string())?;
         }
