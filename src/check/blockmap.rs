@@ -361,7 +361,9 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
             });
             let node_end = lblk + len - 1;
             let before = self.problems;
-            self.node(buf, depth - 1, lblk, Some(node_end), rest);
+            // e2fsck scans the child from its own first block (after
+            // moving the index there when it may).
+            self.node(buf, depth - 1, first, Some(node_end), rest);
             had_problem |= self.problems != before;
             if csum_bad && !had_problem {
                 self.report(

@@ -83,6 +83,8 @@ pub(super) fn fix(
     let extents = fs.sb.has_incompat(incompat::EXTENTS)
         && ind.has_flag(flags::EXTENTS)
         && ino != inode::BAD_INO;
+    // Blocks below i_block that were rewritten.
+    let staged_below;
     let changed = if extents {
         if header_problem(&root, I_BLOCK_LEN).is_some() {
             return Ok(false);
@@ -105,18 +107,24 @@ pub(super) fn fix(
             dir_limit: (is_dir && !large_dir).then(|| dir_block_limit(fs)),
             last_lblk: None,
             nodes_left: fs.geo.blocks_count,
+            staged: false,
         };
-        rw.node(&mut root, depth, 0, None)?
+        let changed = rw.node(&mut root, depth, 0, None)?;
+        staged_below = rw.staged;
+        changed
     } else {
         let mut ir = IndirectRewrite {
             fs,
             overlay,
             apb: u64::from(fs.geo.block_size / 4),
+            staged: false,
         };
-        ir.root(&mut root)?
+        let changed = ir.root(&mut root)?;
+        staged_below = ir.staged;
+        changed
     };
     if !changed {
-        return Ok(false);
+        return Ok(staged_below);
     }
     let csum = fs.metadata_csum();
     let seed = fs.csum_seed;
@@ -195,6 +203,8 @@ struct ExtentRewrite<'a> {
     last_lblk: Option<u64>,
     /// Same bound on nodes as the check's walk.
     nodes_left: u64,
+    /// Some node below the root was staged.
+    staged: bool,
 }
 
 const ENTRY: usize = 12;
@@ -266,7 +276,7 @@ impl ExtentRewrite<'_> {
                 continue;
             }
             self.nodes_left -= 1;
-            match self.child(pblk, depth, lblk, lblk + len - 1)? {
+            match self.child(pblk, depth, lblk + len - 1)? {
                 Child::Drop => changed = true,
                 Child::Keep(first) => {
                     if first != lblk as u32 {
@@ -301,7 +311,7 @@ impl ExtentRewrite<'_> {
 
     /// Repairs the node at `pblk` below an index of a depth-`depth` node
     /// that maps [lblk, end].
-    fn child(&mut self, pblk: u64, depth: u16, lblk: u64, end: u64) -> Result<Child, String> {
+    fn child(&mut self, pblk: u64, depth: u16, end: u64) -> Result<Child, String> {
         let mut buf = read_block(self.fs, self.overlay, pblk)?;
         let ch = extent::parse_header(&buf);
         if header_problem(&buf, buf.len()).is_some() || ch.depth + 1 != depth || ch.entries == 0 {
@@ -311,7 +321,9 @@ impl ExtentRewrite<'_> {
             extent::compute_block_checksum(seed, &buf)
                 .is_some_and(|c| c != extent::stored_block_checksum(&buf))
         });
-        let changed = self.node(&mut buf, depth - 1, lblk, Some(end))?;
+        // Scanned from its own first block, as the check does.
+        let first = u64::from(le32(&buf, ENTRY));
+        let changed = self.node(&mut buf, depth - 1, first, Some(end))?;
         if extent::parse_header(&buf).entries == 0 {
             return Ok(Child::Drop);
         }
@@ -325,6 +337,7 @@ impl ExtentRewrite<'_> {
                 put_le32(&mut buf, off, c);
             }
             self.overlay.stage(pblk, buf).map_err(|e| e.to_string())?;
+            self.staged = true;
         }
         Ok(Child::Keep(first))
     }
@@ -343,6 +356,8 @@ struct IndirectRewrite<'a> {
     overlay: &'a mut Overlay,
     /// Block pointers per indirect block.
     apb: u64,
+    /// Some indirect block was staged.
+    staged: bool,
 }
 
 impl IndirectRewrite<'_> {
@@ -384,6 +399,7 @@ impl IndirectRewrite<'_> {
         }
         if changed {
             self.overlay.stage(blk, buf).map_err(|e| e.to_string())?;
+            self.staged = true;
         }
         Ok(())
     }
