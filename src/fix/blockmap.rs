@@ -27,6 +27,7 @@ use crate::check::blockmap::{
 use crate::check::problem::Code;
 use crate::check::state::State;
 use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::dir_entry::{TAIL_FT, TAIL_LEN, compute_tail_checksum, encode_rec_len};
 use crate::fs::extent;
 use crate::fs::inode::{self, Inode, flags};
 use crate::fs::superblock::incompat;
@@ -43,6 +44,8 @@ pub(super) const CODES: &[Code] = &[
     Code::InodeExtentNodeBad,
     Code::InodeExtentIndexEnd,
     Code::InodeExtentPastEof,
+    Code::InodeDirHole,
+    Code::DirHole,
 ];
 
 // Inode fields touched here.
@@ -119,7 +122,14 @@ pub(super) fn fix(
             apb: u64::from(fs.geo.block_size / 4),
             staged: false,
         };
-        let changed = ir.root(&mut root)?;
+        let mut changed = ir.root(&mut root)?;
+        if ind.is_dir()
+            && codes
+                .iter()
+                .any(|c| matches!(c, Code::InodeDirHole | Code::DirHole))
+        {
+            changed |= fill_dir_holes(fs, state, ir.overlay, ino, &ind, &mut root)?;
+        }
         staged_below = ir.staged;
         changed
     };
@@ -136,6 +146,83 @@ pub(super) fn fix(
     })?;
     Ok(true)
 }
+
+/// Gives a block-mapped directory a new, empty block in each hole among
+/// its direct pointers before its last one, as e2fsck's pass 2 does ("has
+/// an unallocated block. Allocate?"); block 0 gets '.' and '..' (pointing
+/// at the root, which pass 3 corrects). Blocks are taken from those pass 1
+/// left free and marked in use, so later fixes of this round skip them.
+/// Holes deeper in the map are left as they are.
+fn fill_dir_holes(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    ino: u32,
+    ind: &Inode,
+    root: &mut [u8; I_BLOCK_LEN],
+) -> Result<bool, String> {
+    let ptrs: Vec<u32> = (0..15).map(|i| le32(root, 4 * i)).collect();
+    let mapped_after = |i: usize| ptrs[i + 1..].iter().any(|&p| p != 0);
+    let geo = &fs.geo;
+    let mut changed = false;
+    let mut from = geo.first_data_block;
+    for (i, &p) in ptrs.iter().enumerate().take(12) {
+        if p != 0 || !mapped_after(i) {
+            continue;
+        }
+        let Some(blk) = (from..geo.blocks_count).find(|&b| !state.block_used.get(b)) else {
+            break;
+        };
+        let Ok(blk32) = u32::try_from(blk) else {
+            break;
+        };
+        from = blk + 1;
+        overlay
+            .stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))
+            .map_err(|e| e.to_string())?;
+        state.block_used.set(blk);
+        put_le32(root, 4 * i, blk32);
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// A directory block holding no entry (or only '.' and '..'), with its
+/// checksum tail under metadata_csum.
+fn empty_dir_block(fs: &Fs, ino: u32, generation: u32, dots: bool) -> Vec<u8> {
+    let bs = fs.block_size();
+    let csum = fs.metadata_csum();
+    let end = if csum { bs - TAIL_LEN } else { bs };
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
+    let mut b = vec![0u8; bs];
+    if dots {
+        put_le32(&mut b, 0, ino);
+        put_le16(&mut b, 4, encode_rec_len(12, bs));
+        b[6] = 1;
+        b[8] = b'.';
+        put_le32(&mut b, 12, inode::ROOT_INO);
+        put_le16(&mut b, 16, encode_rec_len(end - 12, bs));
+        b[18] = 2;
+        b[20] = b'.';
+        b[21] = b'.';
+        if filetype {
+            b[7] = FT_DIR;
+            b[19] = FT_DIR;
+        }
+    } else {
+        put_le16(&mut b, 4, encode_rec_len(end, bs));
+    }
+    if csum {
+        put_le16(&mut b, end + 4, TAIL_LEN as u16);
+        b[end + 7] = TAIL_FT;
+        let c = compute_tail_checksum(inode::inode_csum_seed(fs.csum_seed, ino, generation), &b);
+        put_le32(&mut b, bs - 4, c);
+    }
+    b
+}
+
+/// File type of a directory in an entry (filetype feature).
+const FT_DIR: u8 = 2;
 
 /// Byte position of inode `ino` on the device.
 fn inode_pos(fs: &Fs, ino: u32) -> Option<u64> {
@@ -257,11 +344,20 @@ impl ExtentRewrite<'_> {
                 changed = true;
                 continue;
             }
-            let last = lblk + len.max(1) - 1;
+            let mut last = lblk + len.max(1) - 1;
             if leaf {
                 if unwritten && self.is_dir {
                     // The blocks are read as directory blocks from now on.
                     put_le16(&mut raw, 4, len as u16);
+                    changed = true;
+                }
+                // A directory's extents follow each other without holes:
+                // e2fsck moves an extent after a gap down to close it
+                // (pass 3 would otherwise fill the gap block by block).
+                let next = self.last_lblk.map_or(0, |l| l + 1);
+                if self.is_dir && lblk > next {
+                    put_le32(&mut raw, 0, next as u32);
+                    last = next + len - 1;
                     changed = true;
                 }
                 self.last_lblk = Some(last);
