@@ -20,6 +20,7 @@
 //! `journal.rs` (the journal replay the check read through, staged first
 //! so the fixes land on top of it).
 
+mod blockmap;
 mod dir;
 mod inode;
 pub mod journal;
@@ -92,6 +93,7 @@ pub fn supported(code: Code) -> bool {
         || FEATURE.contains(&code)
         || TREE.contains(&code)
         || DIR.contains(&code)
+        || blockmap::CODES.contains(&code)
         || code == Code::LostFoundMissing
 }
 
@@ -249,9 +251,31 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             fixed[k] = dir::fix(fs, state, &mut overlay, p, &mut links).map_err(Refusal::Failed)?;
         }
     }
+    // Block maps next, one inode at a time with all its map problems, and
+    // before the field fixes: those read the inode through the overlay and
+    // keep the map rewritten here.
+    let mut maps: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for (k, p) in report.problems.iter().enumerate() {
+        if let Some(ino) = p
+            .ino
+            .filter(|_| wanted(p) && blockmap::CODES.contains(&p.code))
+        {
+            maps.entry(ino).or_default().push(k);
+        }
+    }
+    for (&ino, ks) in &maps {
+        let codes: Vec<Code> = ks.iter().map(|&k| report.problems[k].code).collect();
+        if blockmap::fix(fs, state, &mut overlay, ino, &codes).map_err(Refusal::Failed)? {
+            summary = true;
+            for &k in ks {
+                fixed[k] = true;
+            }
+        }
+    }
     let mut link_fixed = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p)
+            || blockmap::CODES.contains(&p.code)
             || TREE.contains(&p.code)
             || DIR.contains(&p.code)
             || p.code == Code::LostFoundMissing
