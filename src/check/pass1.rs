@@ -317,10 +317,13 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
         }
     }
     let table_buf = std::mem::take(&mut w.table);
+    let insane = insane_blocks(ctx, &table_buf[..n * isz], first_ino);
+    let ipb = geo.inodes_per_block().max(1) as usize;
     for i in 0..n {
         let raw = &table_buf[i * isz..(i + 1) * isz];
         let ino = first_ino + i as u32;
-        check_inode(ctx, w, &mut out, i, ino, raw);
+        let garbage = insane.get(i / ipb).copied().unwrap_or(false);
+        check_inode(ctx, w, &mut out, i, ino, raw, garbage);
     }
     w.table = table_buf;
     out
@@ -446,10 +449,74 @@ impl InodeCheck<'_> {
     }
 }
 
-fn check_inode(ctx: &Ctx, w: &mut Worker, out: &mut UnitOut, idx: usize, ino: u32, raw: &[u8]) {
+/// e2fsck's inode-table sanity test (done by libext2fs' inode scan): an
+/// inode-table block in which more than half the inodes fail their
+/// checksum or have an impossible extent header or block map holds
+/// garbage as a whole. `table` starts at a block boundary (units are
+/// whole blocks); one flag per block.
+fn insane_blocks(ctx: &Ctx, table: &[u8], first_ino: u32) -> Vec<bool> {
+    let geo = &ctx.fs.geo;
+    let isz = geo.inode_size as usize;
+    let ipb = geo.inodes_per_block() as usize;
+    if ipb < 2 || isz == 0 {
+        return Vec::new();
+    }
+    table
+        .chunks(ipb * isz)
+        .enumerate()
+        .map(|(b, chunk)| {
+            let bad = chunk
+                .chunks_exact(isz)
+                .enumerate()
+                .filter(|&(i, raw)| {
+                    let ino = first_ino + (b * ipb + i) as u32;
+                    let inode = Inode::parse(raw);
+                    !inode_csum_ok(ctx, ino, raw, &inode)
+                        || (inode.has_flag(flags::EXTENTS)
+                            && blockmap::header_problem(&inode.block, 60).is_some())
+                        || block_map_insane(ctx.fs, &inode)
+                })
+                .count();
+            bad > ipb / 2
+        })
+        .collect()
+}
+
+/// More than half of i_block's pointers outside the file system, for a
+/// block-mapped file, directory or slow symlink in use.
+fn block_map_insane(fs: &Fs, inode: &Inode) -> bool {
+    if inode.has_flag(flags::INLINE_DATA) || inode.has_flag(flags::EXTENTS) {
+        return false;
+    }
+    if !inode.is_reg() && !inode.is_symlink() && !inode.is_dir() {
+        return false;
+    }
+    if (inode.is_symlink() && inode.size <= 60) || inode.links_count == 0 {
+        return false;
+    }
+    let bad = inode
+        .block_ptrs()
+        .iter()
+        .filter(|&&p| p != 0 && !fs.geo.block_in_fs(p as u64))
+        .count();
+    bad > 15 / 2
+}
+
+fn check_inode(
+    ctx: &Ctx,
+    w: &mut Worker,
+    out: &mut UnitOut,
+    idx: usize,
+    ino: u32,
+    raw: &[u8],
+    garbage: bool,
+) {
     let inode = Inode::parse(raw);
     let csum_ok = inode_csum_ok(ctx, ino, raw, &inode);
     let mut c = InodeCheck { out, idx, ino };
+    if garbage && inode.links_count > 0 {
+        c.report(Problem::new(Code::InodeGarbage).ino(ino));
+    }
     check_inode_body(ctx, w, &mut c, raw, &inode);
     // e2fsck reports a bad checksum ("passes checks, but checksum does not
     // match") after its other checks unless one of them rewrote the inode;
@@ -756,7 +823,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
 /// e2fsck's rule for device, FIFO and socket inodes: no INDEX or EXTENTS
 /// flag, and with IMMUTABLE/APPEND no stray block pointers (the kernel
 /// does not always clear them otherwise).
-fn device_ok(inode: &Inode) -> bool {
+pub(crate) fn device_ok(inode: &Inode) -> bool {
     if inode.has_flag(flags::INDEX) || inode.has_flag(flags::EXTENTS) {
         return false;
     }
@@ -772,7 +839,7 @@ fn is_fast_symlink(inode: &Inode) -> bool {
 
 /// Does i_block hold a block map (as opposed to a fast symlink target,
 /// inline data or a device number)?
-fn has_valid_blocks(inode: &Inode) -> bool {
+pub(crate) fn has_valid_blocks(inode: &Inode) -> bool {
     if !inode.is_dir() && !inode.is_reg() && !inode.is_symlink() {
         return false;
     }

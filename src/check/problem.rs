@@ -180,6 +180,10 @@ problems! {
     HtreeRootInvalid = ("0x1032", P1, Error, false, "HTREE directory inode {ino} has an invalid root node ({detail})"),
     XattrEaInodeInvalid = ("0x1034", P1, Error, false, "Inode {ino} has illegal extended attribute value inode {num}"),
     XattrEaInodeNoFlag = ("0x1035", P1, Error, false, "Inode {ino} has invalid extended attribute. EA inode {num} missing EA_INODE flag"),
+    // e2fsck's inode scan: more than half the inodes of an inode-table
+    // block fail their checksum or have an impossible block map, so every
+    // in-use inode of that block is taken for garbage.
+    InodeGarbage = ("0x1040", P1, Error, false, "Inode {ino} seems to contain garbage"),
     SpecialImmutable = ("0x1033", P1, Notice, false, "Special (device/socket/fifo/symlink) file (inode {ino}) has immutable or append-only flag set"),
 
     // ---- Pass 1B-1D: multiply-claimed blocks ----

@@ -277,7 +277,7 @@ fn reconnect(
 }
 
 /// The time stamps written (dtime, a new directory's times).
-fn now() -> u32 {
+pub(super) fn now() -> u32 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(1, |d| d.as_secs() as u32)
