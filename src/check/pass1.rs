@@ -757,6 +757,11 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.report(Problem::new(Code::InodeCasefold).ino(ino));
     }
 
+    if let Some(what) = really_dir(ctx, w, ino, raw, inode) {
+        // Read-only, the mode stays what it is and the inode is checked
+        // as such; the fix makes it a directory for the next round.
+        c.report(Problem::new(Code::InodeReallyDir).ino(ino).detail(what));
+    }
     match inode.file_type() {
         FileType::Directory => {
             ctx.state.inode_dir.set(ino as u64);
@@ -818,6 +823,87 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         }
     }
     check_blocks(ctx, w, c, raw, inode, false, ibody);
+}
+
+/// e2fsck's guess that an inode whose mode is neither a directory, a
+/// regular file nor a symlink is really a directory: its first block (or
+/// its inline data) starts with '.' naming itself and '..'. Returns what
+/// the mode says it is. One departure: a block counts as taken only when
+/// it is file system metadata (e2fsck also looks at the blocks inodes
+/// scanned before it claimed, which depends on scan order here).
+fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) -> Option<String> {
+    let fs = ctx.fs;
+    let geo = &fs.geo;
+    if inode.is_dir() || inode.is_reg() || inode.is_symlink() || le32(&inode.block, 0) == 0 {
+        return None;
+    }
+    let what = match inode.file_type() {
+        FileType::CharDev => "character device".to_string(),
+        FileType::BlockDev => "block device".to_string(),
+        FileType::Fifo => "FIFO".to_string(),
+        FileType::Socket => "socket".to_string(),
+        _ => format!("unknown file type with mode 0{:o}", inode.mode),
+    };
+    let good_ino = |i: u32, zero_ok: bool| {
+        i < geo.inodes_count && (i >= geo.first_ino || i == inode::ROOT_INO || (zero_ok && i == 0))
+    };
+    let mut not_device = false;
+    let blk = if ctx.inline_data && inode.has_flag(flags::INLINE_DATA) {
+        let size = xattr::inline_data_size(fs, raw, inode, &mut w.block, true).ok()?;
+        let b = &inode.block;
+        let rec_len = crate::fs::dir_entry::decode_rec_len(le16(b, 8), fs.block_size());
+        if size & 3 != 0
+            || !good_ino(le32(b, 0), false)
+            || !good_ino(le32(b, 4), true)
+            || rec_len > 56
+        {
+            return None;
+        }
+        return Some(what);
+    } else if ctx.extents && inode.has_flag(flags::EXTENTS) {
+        // Only a tree whose root holds the leaves is followed.
+        let h = crate::fs::extent::parse_header(&inode.block);
+        if blockmap::header_problem(&inode.block, 60).is_some() || h.depth != 0 {
+            return None;
+        }
+        not_device = true;
+        (0..h.entries as usize)
+            .map(|i| crate::fs::extent::parse_leaf(&inode.block, i))
+            .find(|e| e.lblk == 0 && e.len > 0)
+            .map_or(0, |e| e.pblk)
+    } else {
+        for (i, &p) in inode.block_ptrs().iter().enumerate() {
+            if p == 0 {
+                continue;
+            }
+            not_device |= i >= 4;
+            if !geo.block_in_fs(p as u64) || ctx.state.block_meta.get(p as u64) {
+                return None;
+            }
+        }
+        inode.block_ptrs()[0] as u64
+    };
+    if matches!(inode.file_type(), FileType::CharDev | FileType::BlockDev)
+        && inode.links_count == 1
+        && !not_device
+    {
+        return None;
+    }
+    if !geo.block_in_fs(blk) || fs.read_block_into(blk, &mut w.block).is_err() {
+        return None;
+    }
+    let b = &w.block;
+    let bs = b.len();
+    let rec = |off: usize| crate::fs::dir_entry::decode_rec_len(le16(b, off + 4), bs);
+    let r1 = rec(0);
+    if b[6] != 1 || b[8] != b'.' || le32(b, 0) != ino || r1 < 12 || r1 % 4 != 0 || r1 >= bs - 12 {
+        return None;
+    }
+    let r2 = rec(r1);
+    if b[r1 + 6] != 2 || b[r1 + 8] != b'.' || b[r1 + 9] != b'.' || r2 < 12 || r2 % 4 != 0 {
+        return None;
+    }
+    Some(what)
 }
 
 /// e2fsck's rule for device, FIFO and socket inodes: no INDEX or EXTENTS

@@ -12,11 +12,11 @@
 //! fixed there, as e2fsck finds it in its later passes.
 //!
 //! Each fix reads the inode through the overlay, so it sees what earlier
-//! fixes of this round changed. Where e2fsck fixes a flag and then judges
-//! the inode on with the flag fixed (a fast symlink with EXTENTS_FL, an
-//! inode with both INLINE_DATA_FL and EXTENTS_FL), a clear asked for later
-//! in the same round is left to the next round's check of the changed
-//! inode (`Round::modified`).
+//! fixes of this round changed. Where e2fsck changes the mode, a flag or
+//! the mapping and then judges the inode on with the change (a fast
+//! symlink with EXTENTS_FL, both INLINE_DATA_FL and EXTENTS_FL, a socket
+//! that is really a directory), the inode's other problems, found on the
+//! old contents, are left to the next round's check (`Round::modified`).
 
 use super::inode;
 use crate::check::Fs;
@@ -24,8 +24,8 @@ use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::check::{blockmap, pass1, xattr as xcheck};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
-use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO, flags};
-use crate::fs::superblock::{compat, incompat};
+use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO, S_IFDIR, flags};
+use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::fs::xattr;
 use crate::repair::overlay::Overlay;
 use std::collections::BTreeSet;
@@ -54,6 +54,8 @@ pub(super) const CODES: &[Code] = &[
     Code::InodeInlineNoFeature,
     Code::InodeInlineData,
     Code::InodeExtentsNoFeature,
+    Code::DirNlinkFeature,
+    Code::InodeReallyDir,
 ];
 
 /// What this round's fixes did so far.
@@ -61,14 +63,18 @@ pub(super) const CODES: &[Code] = &[
 pub(super) struct Round {
     /// Inodes cleared: their other problems need no fix.
     pub cleared: BTreeSet<u32>,
-    /// Inodes whose flags or mapping a fix changed: e2fsck judges them on
-    /// with the change, so clearing them waits for the next round's check.
-    modified: BTreeSet<u32>,
+    /// Inodes whose mode, flags or mapping a fix changed: e2fsck judges
+    /// them on with the change, so their other problems (found on the old
+    /// contents) wait for the next round's check.
+    pub modified: BTreeSet<u32>,
     /// Incompat features the inodes showed the file system uses.
     incompat: u32,
+    /// Read-only compatible features likewise.
+    ro_compat: u32,
 }
 
 // Inode fields (the kernel's struct ext4_inode).
+const I_MODE: usize = 0x00;
 const I_SIZE_LO: usize = 0x04;
 const I_CTIME: usize = 0x0C;
 const I_DTIME: usize = 0x14;
@@ -100,8 +106,12 @@ pub(super) fn fix(
     p: &Problem,
     round: &mut Round,
 ) -> Result<bool, String> {
-    // Problems of blocks, not of one inode.
+    // Problems of blocks or of the file system, not of one inode.
     match p.code {
+        Code::DirNlinkFeature => {
+            round.ro_compat |= ro_compat::DIR_NLINK;
+            return Ok(true);
+        }
         Code::XattrBlockChecksum => return xattr_block(fs, overlay, p.blk, None),
         Code::XattrBlockRefcount => {
             let Some(n) = p.num2.and_then(|n| u32::try_from(n).ok()) else {
@@ -138,6 +148,11 @@ pub(super) fn fix(
     if round.cleared.contains(&ino) {
         return Ok(true);
     }
+    // Judged on what the inode was before a change of this round; the
+    // next round judges it again.
+    if round.modified.contains(&ino) {
+        return Ok(false);
+    }
     let Some(raw) = inode::read(fs, overlay, ino)? else {
         return Ok(false);
     };
@@ -172,6 +187,13 @@ pub(super) fn fix(
             } else {
                 clear(fs, state, overlay, ino, round)
             }
+        }
+        Code::InodeReallyDir => {
+            round.modified.insert(ino);
+            inode::edit(fs, overlay, ino, |b| {
+                let mode = (le16(b, I_MODE) & 0o7777) | S_IFDIR;
+                put_le16(b, I_MODE, mode);
+            })
         }
         Code::SpecialImmutable => {
             // Not a change the validity of the inode depends on.
@@ -288,13 +310,15 @@ pub(super) fn fix(
 
 /// Sets the superblock features the round found in use.
 pub(super) fn finish(fs: &Fs, overlay: &mut Overlay, round: &Round) -> Result<(), String> {
-    if round.incompat == 0 {
+    if round.incompat == 0 && round.ro_compat == 0 {
         return Ok(());
     }
     const S_FEATURE_INCOMPAT: usize = 0x60;
-    let add = round.incompat;
+    const S_FEATURE_RO_COMPAT: usize = 0x64;
+    let (inc, ro) = (round.incompat, round.ro_compat);
     super::edit_superblock(fs, overlay, |sb| {
-        put_le32(sb, S_FEATURE_INCOMPAT, le32(sb, S_FEATURE_INCOMPAT) | add);
+        put_le32(sb, S_FEATURE_INCOMPAT, le32(sb, S_FEATURE_INCOMPAT) | inc);
+        put_le32(sb, S_FEATURE_RO_COMPAT, le32(sb, S_FEATURE_RO_COMPAT) | ro);
     })
 }
 
@@ -307,7 +331,7 @@ fn clear(
     ino: u32,
     round: &mut Round,
 ) -> Result<bool, String> {
-    if ino == ROOT_INO || round.modified.contains(&ino) {
+    if ino == ROOT_INO {
         return Ok(false);
     }
     let reserved = ino < fs.geo.first_ino;

@@ -29,7 +29,7 @@ pub mod journal;
 mod lostfound;
 mod summary;
 
-use crate::check::problem::{Code, Problem, Severity};
+use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
 use crate::check::{Fs, Report};
 use crate::fs::bytes::{le32, put_le16, put_le32};
@@ -229,8 +229,14 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         }
     }
     clear::finish(fs, &mut overlay, &round).map_err(Refusal::Failed)?;
-    summary |= !round.cleared.is_empty();
-    let mut gone = round.cleared.clone();
+    // Cleared inodes need nothing more; changed ones are judged again by
+    // the next round. Once pass 1 cleared or changed an inode, what passes
+    // 2-5 found was found on the old inode: those fixes wait for the next
+    // round's check, as e2fsck's later passes run on the fixed inodes.
+    let mut gone: std::collections::BTreeSet<u32> =
+        round.cleared.union(&round.modified).copied().collect();
+    let later = |p: &Problem| changed_inodes(&round) && p.spec().pass > Pass::P1B;
+    let wanted = |p: &Problem| wanted(p) && !later(p);
     // Tree and entry fixes first, in problem order: what they change in
     // link counts (`links`) and in the in-use maps is then part of the link
     // count fixes and the summary.
@@ -353,6 +359,11 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         replayed,
         fixes_staged,
     })
+}
+
+/// Did the whole-inode fixes clear or change any inode?
+fn changed_inodes(round: &clear::Round) -> bool {
+    !round.cleared.is_empty() || !round.modified.is_empty()
 }
 
 /// Above this many links a directory's count is 1 (dir_nlink), as pass 4
