@@ -277,7 +277,7 @@ fn reconnect(
 }
 
 /// The time stamps written (dtime, a new directory's times).
-fn now() -> u32 {
+pub(super) fn now() -> u32 {
     crate::check::now().min(u64::from(u32::MAX)) as u32
 }
 

@@ -13,7 +13,9 @@
 //! is recomputed last from what passes 1–4 found, so it covers whatever
 //! the earlier fixes staged.
 //!
-//! Files: `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
+//! Files: `clear.rs` (pass 1 fixes of whole inodes: clearing, bad flags
+//! and fields, features an inode shows in use; staged first),
+//! `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
 //! `dir.rs` (single directory entries and '..'),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
@@ -21,13 +23,14 @@
 //! so the fixes land on top of it).
 
 mod blockmap;
+mod clear;
 mod dir;
 mod inode;
 pub mod journal;
 mod lostfound;
 mod summary;
 
-use crate::check::problem::{Code, Problem, Severity};
+use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
 use crate::check::{Fs, Report};
 use crate::fs::bytes::{le32, put_le16, put_le32};
@@ -74,6 +77,7 @@ const INODE: &[Code] = &[
     Code::InodeChecksum,
     Code::InodeLinkCount,
     Code::InodeDtimeSet,
+    Code::InodeZeroDtimeDeleted,
     Code::InodeISize,
     Code::InodeIBlocks,
 ];
@@ -94,6 +98,7 @@ pub fn supported(code: Code) -> bool {
         || TREE.contains(&code)
         || DIR.contains(&code)
         || blockmap::CODES.contains(&code)
+        || clear::CODES.contains(&code)
         || code == Code::LostFoundMissing
 }
 
@@ -201,17 +206,39 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         ));
     }
 
-    // A bad inode checksum is only recomputed when the checksum is all
-    // that is wrong with the inode: over an inode with other damage it
-    // would bless contents a later, fuller repair must still judge.
+    // A bad inode checksum is only recomputed when pass 1 found nothing
+    // else wrong with the inode: over other damage it would bless contents
+    // a later, fuller repair must still judge. (A fix of that damage
+    // rewrites the checksum itself; the next round judges what is left.)
     let damaged: std::collections::BTreeSet<u32> = report
         .problems
         .iter()
-        .filter(|p| p.code != Code::InodeChecksum)
+        .filter(|p| {
+            p.code != Code::InodeChecksum && p.spec().pass == crate::check::problem::Pass::P1
+        })
         .filter_map(|p| p.ino)
         .collect();
     let mut summary = false;
     let mut large_file = false;
+    // Whole-inode fixes first, as e2fsck's pass 1 makes them before it
+    // looks at directories: what they clear is no longer reconnected,
+    // counted or rewritten below.
+    let mut round = clear::Round::default();
+    for (k, p) in report.problems.iter().enumerate() {
+        if wanted(p) && clear::CODES.contains(&p.code) {
+            fixed[k] =
+                clear::fix(fs, state, &mut overlay, p, &mut round).map_err(Refusal::Failed)?;
+        }
+    }
+    clear::finish(fs, &mut overlay, &round).map_err(Refusal::Failed)?;
+    // Cleared inodes need nothing more; changed ones are judged again by
+    // the next round. Once pass 1 cleared or changed an inode, what passes
+    // 2-5 found was found on the old inode: those fixes wait for the next
+    // round's check, as e2fsck's later passes run on the fixed inodes.
+    let mut gone: std::collections::BTreeSet<u32> =
+        round.cleared.union(&round.modified).copied().collect();
+    let later = |p: &Problem| changed_inodes(&round) && p.spec().pass > Pass::P1B;
+    let wanted = |p: &Problem| wanted(p) && !later(p);
     // Tree and entry fixes first, in problem order: what they change in
     // link counts (`links`) and in the in-use maps is then part of the link
     // count fixes and the summary.
@@ -232,7 +259,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         }
     }
     for (k, p) in report.problems.iter().enumerate() {
-        if !wanted(p) {
+        if !wanted(p) || p.ino.is_some_and(|i| gone.contains(&i)) {
             continue;
         }
         if TREE.contains(&p.code) {
@@ -240,7 +267,11 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
                 .map_err(Refusal::Failed)?;
             if fixed[k] {
                 summary = true;
-                reconnected.extend(p.ino);
+                if p.code == Code::InodeUnattachedZero {
+                    gone.extend(p.ino);
+                } else {
+                    reconnected.extend(p.ino);
+                }
             }
         } else if p.code == Code::DirDotDotWrong && p.ino.is_some_and(|i| reconnected.contains(&i))
         {
@@ -258,7 +289,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     for (k, p) in report.problems.iter().enumerate() {
         if let Some(ino) = p
             .ino
-            .filter(|_| wanted(p) && blockmap::CODES.contains(&p.code))
+            .filter(|i| wanted(p) && blockmap::CODES.contains(&p.code) && !gone.contains(i))
         {
             maps.entry(ino).or_default().push(k);
         }
@@ -278,7 +309,9 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             || blockmap::CODES.contains(&p.code)
             || TREE.contains(&p.code)
             || DIR.contains(&p.code)
+            || clear::CODES.contains(&p.code)
             || p.code == Code::LostFoundMissing
+            || p.ino.is_some_and(|i| gone.contains(&i))
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
@@ -350,6 +383,11 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         replayed,
         fixes_staged,
     })
+}
+
+/// Did the whole-inode fixes clear or change any inode?
+fn changed_inodes(round: &clear::Round) -> bool {
+    !round.cleared.is_empty() || !round.modified.is_empty()
 }
 
 /// Above this many links a directory's count is 1 (dir_nlink), as pass 4
