@@ -772,7 +772,7 @@ fn is_fast_symlink(inode: &Inode) -> bool {
 
 /// Does i_block hold a block map (as opposed to a fast symlink target,
 /// inline data or a device number)?
-fn has_valid_blocks(inode: &Inode) -> bool {
+pub(crate) fn has_valid_blocks(inode: &Inode) -> bool {
     if !inode.is_dir() && !inode.is_reg() && !inode.is_symlink() {
         return false;
     }
