@@ -256,7 +256,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     }
     let t = budget.threads();
     step(r, &mut timer, &fs, "pass1b", 1, || {
-        pass1b::run(&fs, &state, t)
+        pass1b::run(&fs, &mut state, t)
     })?;
     let t = budget.threads();
     step(r, &mut timer, &fs, "pass2", 2, || {

@@ -18,6 +18,7 @@
 //! `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
 //! `dir.rs` (single directory entries and '..'),
+//! `dup.rs` (multiply-claimed blocks: copies, or deletion),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay the check read through, staged first
 //! so the fixes land on top of it).
@@ -25,6 +26,7 @@
 mod blockmap;
 mod clear;
 mod dir;
+mod dup;
 mod inode;
 pub mod journal;
 mod lostfound;
@@ -100,6 +102,7 @@ pub fn supported(code: Code) -> bool {
         || blockmap::CODES.contains(&code)
         || clear::CODES.contains(&code)
         || code == Code::LostFoundMissing
+        || code == Code::DupBlocks
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -204,6 +207,25 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         return Err(Refusal::Unsupported(
             "repairing bigalloc file systems is not implemented yet".into(),
         ));
+    }
+
+    // Pass 1D runs alone, after the pass 0 and pass 1 fixes (as in e2fsck,
+    // which resolves sharing on maps pass 1 already repaired): its copies
+    // change the blocks other fixes would edit (a directory's block, an
+    // inode's map), so those wait for the next round's check.
+    let dups = report
+        .problems
+        .iter()
+        .any(|p| wanted(p) && p.code == Code::DupBlocks);
+    let early = |p: &Problem| wanted(p) && p.code != Code::DupBlocks && p.spec().pass <= Pass::P1;
+    let dups_first = dups && !report.problems.iter().any(early);
+    if dups_first && let Some(fixed) = dup_round(fs, state, report, &mut overlay)? {
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: true,
+        });
     }
 
     // A bad inode checksum is only recomputed when pass 1 found nothing
@@ -312,6 +334,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             || clear::CODES.contains(&p.code)
             || p.code == Code::LostFoundMissing
             || p.ino.is_some_and(|i| gone.contains(&i))
+            || p.code == Code::DupBlocks
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
@@ -377,6 +400,19 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
     }
     let fixes_staged = replay_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
+    if dups
+        && !dups_first
+        && !fixes_staged
+        && let Some(fixed) = dup_round(fs, state, report, &mut overlay)?
+    {
+        // The earlier fixes staged nothing after all.
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: true,
+        });
+    }
     Ok(Plan {
         overlay,
         fixed,
@@ -388,6 +424,26 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
 /// Did the whole-inode fixes clear or change any inode?
 fn changed_inodes(round: &clear::Round) -> bool {
     !round.cleared.is_empty() || !round.modified.is_empty()
+}
+
+/// Pass 1D; returns which problems it fixed, None when it staged nothing.
+fn dup_round(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    overlay: &mut Overlay,
+) -> Result<Option<Vec<bool>>, Refusal> {
+    let out = dup::fix(fs, state, overlay).map_err(Refusal::Failed)?;
+    if !out.staged {
+        return Ok(None);
+    }
+    Ok(Some(
+        report
+            .problems
+            .iter()
+            .map(|p| p.code == Code::DupBlocks && p.ino.is_some_and(|i| out.resolved.contains(&i)))
+            .collect(),
+    ))
 }
 
 /// Above this many links a directory's count is 1 (dir_nlink), as pass 4
