@@ -21,9 +21,11 @@
 //! so the fixes land on top of it).
 
 mod dir;
+mod dirblock;
 mod inode;
 pub mod journal;
 mod lostfound;
+mod rehash;
 mod summary;
 
 use crate::check::problem::{Code, Problem, Severity};
@@ -92,6 +94,8 @@ pub fn supported(code: Code) -> bool {
         || FEATURE.contains(&code)
         || TREE.contains(&code)
         || DIR.contains(&code)
+        || dirblock::CODES.contains(&code)
+        || rehash::CODES.contains(&code)
         || code == Code::LostFoundMissing
 }
 
@@ -197,6 +201,18 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         return Err(Refusal::Unsupported(
             "repairing bigalloc file systems is not implemented yet".into(),
         ));
+    }
+
+    // Directory structure first (salvaged blocks, rebuilt directories):
+    // once a block's records change, what pass 2 counted and pass 3 found
+    // no longer holds, so everything else waits for the next round's check.
+    if structure(fs, state, report, &wanted, &mut overlay, &mut fixed)? {
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: true,
+        });
     }
 
     // A bad inode checksum is only recomputed when the checksum is all
@@ -326,6 +342,50 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         replayed,
         fixes_staged,
     })
+}
+
+/// Stages the fixes of whole directory blocks and whole directories (the
+/// salvage and tail fixes of `dirblock.rs`, then the rebuilds of
+/// `rehash.rs`, each directory once); returns whether any was staged.
+fn structure(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    wanted: &dyn Fn(&Problem) -> bool,
+    overlay: &mut Overlay,
+    fixed: &mut [bool],
+) -> Result<bool, Refusal> {
+    let mut staged = false;
+    let mut rebuild: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for (k, p) in report.problems.iter().enumerate() {
+        if !wanted(p) {
+            continue;
+        }
+        let Some(dir) = p.ino else {
+            continue;
+        };
+        if dirblock::CODES.contains(&p.code) {
+            fixed[k] = dirblock::fix(fs, state, overlay, p).map_err(Refusal::Failed)?;
+            staged |= fixed[k];
+            if !fixed[k] && p.code == Code::DirBlockNoTail {
+                rebuild.entry(dir).or_default().push(k);
+            }
+        } else if rehash::CODES.contains(&p.code) {
+            rebuild.entry(dir).or_default().push(k);
+        }
+    }
+    // Link changes from dropped duplicates are not needed: nothing else is
+    // staged in this round, and the next check counts afresh.
+    let mut links = lostfound::Links::new();
+    for (dir, ks) in rebuild {
+        if rehash::rebuild(fs, state, overlay, dir, &mut links).map_err(Refusal::Failed)? {
+            staged = true;
+            for k in ks {
+                fixed[k] = true;
+            }
+        }
+    }
+    Ok(staged)
 }
 
 /// Above this many links a directory's count is 1 (dir_nlink), as pass 4
