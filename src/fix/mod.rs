@@ -22,6 +22,7 @@
 
 mod dir;
 mod dirblock;
+mod dirhole;
 mod inode;
 pub mod journal;
 mod lostfound;
@@ -96,6 +97,7 @@ pub fn supported(code: Code) -> bool {
         || DIR.contains(&code)
         || dirblock::CODES.contains(&code)
         || rehash::CODES.contains(&code)
+        || HOLES.contains(&code)
         || code == Code::LostFoundMissing
 }
 
@@ -111,6 +113,9 @@ const DIR: &[Code] = &[
     Code::DirDotDotWrong,
     Code::DirBlockChecksum,
 ];
+
+/// Problems fixed by closing the holes of a directory (`dirhole.rs`).
+const HOLES: &[Code] = &[Code::InodeDirHole, Code::DirHole];
 
 /// What a repair run decided.
 pub struct Plan {
@@ -357,6 +362,7 @@ fn structure(
 ) -> Result<bool, Refusal> {
     let mut staged = false;
     let mut rebuild: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    let mut holes: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p) {
             continue;
@@ -372,6 +378,18 @@ fn structure(
             }
         } else if rehash::CODES.contains(&p.code) {
             rebuild.entry(dir).or_default().push(k);
+        } else if HOLES.contains(&p.code) {
+            holes.entry(dir).or_default().push(k);
+        }
+    }
+    // Holes first: a rebuild writes into the blocks the directory has.
+    for (dir, ks) in holes {
+        if dirhole::fix(fs, state, overlay, dir).map_err(Refusal::Failed)? {
+            staged = true;
+            for k in ks {
+                fixed[k] = true;
+            }
+            rebuild.remove(&dir);
         }
     }
     // Link changes from dropped duplicates are not needed: nothing else is
