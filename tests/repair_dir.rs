@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 const MIB: u64 = 1 << 20;
 /// Entries of the indexed directory.
 const BIG: usize = 1500;
+/// Entries of a directory of a few blocks (1 KiB blocks) or one (4 KiB).
+const MID: usize = 150;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Base {
@@ -37,6 +39,10 @@ fn tree() -> Vec<Node> {
     ];
     for i in 1..=6 {
         v.push(Node::file(&format!("small/f{i}"), 100 + i));
+    }
+    // A few blocks of entries, without an index.
+    for i in 0..MID {
+        v.push(Node::file(&format!("mid/m{i:03}"), 10));
     }
     for i in 0..BIG {
         v.push(Node::file(
@@ -325,4 +331,40 @@ fn corrupt_htree_leaf_is_salvaged_and_the_directory_rebuilt() {
             write_at(img, pos + r[1].0 as u64 + 6, &[250]);
         });
     }
+}
+
+#[test]
+fn hole_in_a_block_mapped_directory_gets_a_new_block() {
+    let b = Base::Ext2;
+    let (lost, blk): (Vec<String>, u64) = {
+        let img = b.image();
+        let (_, blk) = dir_block(&img, "/mid", 1);
+        let names = records(&blk)
+            .into_iter()
+            .filter(|r| r.1 != 0)
+            .map(|r| format!("mid/{}", String::from_utf8_lossy(&r.3)))
+            .collect();
+        (names, debugfs_number(&img, "bmap /mid 1"))
+    };
+    assert!(!lost.is_empty());
+    let lost: Vec<&str> = lost.iter().map(|s| s.as_str()).collect();
+    repairs("hole-ext2", b, &lost, |img| {
+        debugfs_w(
+            img,
+            &["sif /mid block[1] 0".to_string(), format!("freeb {blk}")],
+        );
+    });
+}
+
+#[test]
+fn hole_in_an_extent_mapped_directory_is_closed() {
+    let b = Base::Ext4;
+    let img = b.image();
+    // One extent, in the inode, for the whole directory.
+    let h = debugfs_r(&img, "ex /mid");
+    assert_eq!(h.lines().filter(|l| l.contains(" - ")).count(), 1, "{h}");
+    repairs("hole-ext4", b, &[], |img| {
+        // The extent's first logical block (i_block word 3) moves up by 3.
+        debugfs_w(img, &["sif /mid block[3] 3"]);
+    });
 }
