@@ -26,10 +26,13 @@
 mod blockmap;
 mod clear;
 mod dir;
+mod dirblock;
+mod dirhole;
 mod dup;
 mod inode;
 pub mod journal;
 mod lostfound;
+mod rehash;
 mod summary;
 
 use crate::check::problem::{Code, Pass, Problem, Severity};
@@ -101,6 +104,9 @@ pub fn supported(code: Code) -> bool {
         || DIR.contains(&code)
         || blockmap::CODES.contains(&code)
         || clear::CODES.contains(&code)
+        || dirblock::CODES.contains(&code)
+        || rehash::CODES.contains(&code)
+        || HOLES.contains(&code)
         || code == Code::LostFoundMissing
         || code == Code::DupBlocks
 }
@@ -117,6 +123,9 @@ const DIR: &[Code] = &[
     Code::DirDotDotWrong,
     Code::DirBlockChecksum,
 ];
+
+/// Problems fixed by closing the holes of a directory (`dirhole.rs`).
+const HOLES: &[Code] = &[Code::InodeDirHole, Code::DirHole];
 
 /// What a repair run decided.
 pub struct Plan {
@@ -209,17 +218,18 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         ));
     }
 
-    // Pass 1D runs alone, after the pass 0 and pass 1 fixes (as in e2fsck,
-    // which resolves sharing on maps pass 1 already repaired): its copies
+    // Pass 1D, then the directory structure (salvaged blocks, rebuilt
+    // directories), each alone in its round and only once pass 0 and 1
+    // have nothing left to fix (as e2fsck resolves sharing and checks
+    // directories on inodes pass 1 already repaired): pass 1D's copies
     // change the blocks other fixes would edit (a directory's block, an
-    // inode's map), so those wait for the next round's check.
-    let dups = report
-        .problems
-        .iter()
-        .any(|p| wanted(p) && p.code == Code::DupBlocks);
+    // inode's map), and once a directory block's records change, what
+    // pass 2 counted and pass 3 found no longer holds. Everything else
+    // waits for the next round's check.
     let early = |p: &Problem| wanted(p) && p.code != Code::DupBlocks && p.spec().pass <= Pass::P1;
-    let dups_first = dups && !report.problems.iter().any(early);
-    if dups_first && let Some(fixed) = dup_round(fs, state, report, &mut overlay)? {
+    if !report.problems.iter().any(early)
+        && late_round(fs, state, report, &wanted, &mut overlay, &mut fixed)?
+    {
         return Ok(Plan {
             overlay,
             fixed,
@@ -400,18 +410,18 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
     }
     let fixes_staged = replay_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
-    if dups
-        && !dups_first
-        && !fixes_staged
-        && let Some(fixed) = dup_round(fs, state, report, &mut overlay)?
-    {
-        // The earlier fixes staged nothing after all.
-        return Ok(Plan {
-            overlay,
-            fixed,
-            replayed,
-            fixes_staged: true,
-        });
+    if !fixes_staged {
+        // The earlier fixes staged nothing after all (a pass 1 problem no
+        // fix could act on): pass 1D and the directory structure go on.
+        let mut late = vec![false; report.problems.len()];
+        if late_round(fs, state, report, &wanted, &mut overlay, &mut late)? {
+            return Ok(Plan {
+                overlay,
+                fixed: late,
+                replayed,
+                fixes_staged: true,
+            });
+        }
     }
     Ok(Plan {
         overlay,
@@ -419,6 +429,28 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         replayed,
         fixes_staged,
     })
+}
+
+/// Pass 1D, or when it has nothing to do, the directory structure;
+/// whether either staged something (then `fixed` says what).
+fn late_round(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    wanted: &dyn Fn(&Problem) -> bool,
+    overlay: &mut Overlay,
+    fixed: &mut Vec<bool>,
+) -> Result<bool, Refusal> {
+    if report
+        .problems
+        .iter()
+        .any(|p| wanted(p) && p.code == Code::DupBlocks)
+        && let Some(f) = dup_round(fs, state, report, overlay)?
+    {
+        *fixed = f;
+        return Ok(true);
+    }
+    structure(fs, state, report, wanted, overlay, fixed)
 }
 
 /// Did the whole-inode fixes clear or change any inode?
@@ -444,6 +476,63 @@ fn dup_round(
             .map(|p| p.code == Code::DupBlocks && p.ino.is_some_and(|i| out.resolved.contains(&i)))
             .collect(),
     ))
+}
+
+/// Stages the fixes of whole directory blocks and whole directories (the
+/// salvage and tail fixes of `dirblock.rs`, then the rebuilds of
+/// `rehash.rs`, each directory once); returns whether any was staged.
+fn structure(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    wanted: &dyn Fn(&Problem) -> bool,
+    overlay: &mut Overlay,
+    fixed: &mut [bool],
+) -> Result<bool, Refusal> {
+    let mut staged = false;
+    let mut rebuild: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    let mut holes: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for (k, p) in report.problems.iter().enumerate() {
+        if !wanted(p) {
+            continue;
+        }
+        let Some(dir) = p.ino else {
+            continue;
+        };
+        if dirblock::CODES.contains(&p.code) {
+            fixed[k] = dirblock::fix(fs, state, overlay, p).map_err(Refusal::Failed)?;
+            staged |= fixed[k];
+            if !fixed[k] && p.code == Code::DirBlockNoTail {
+                rebuild.entry(dir).or_default().push(k);
+            }
+        } else if rehash::CODES.contains(&p.code) {
+            rebuild.entry(dir).or_default().push(k);
+        } else if HOLES.contains(&p.code) {
+            holes.entry(dir).or_default().push(k);
+        }
+    }
+    // Holes first: a rebuild writes into the blocks the directory has.
+    for (dir, ks) in holes {
+        if dirhole::fix(fs, state, overlay, dir).map_err(Refusal::Failed)? {
+            staged = true;
+            for k in ks {
+                fixed[k] = true;
+            }
+            rebuild.remove(&dir);
+        }
+    }
+    // Link changes from dropped duplicates are not needed: nothing else is
+    // staged in this round, and the next check counts afresh.
+    let mut links = lostfound::Links::new();
+    for (dir, ks) in rebuild {
+        if rehash::rebuild(fs, state, overlay, dir, &mut links).map_err(Refusal::Failed)? {
+            staged = true;
+            for k in ks {
+                fixed[k] = true;
+            }
+        }
+    }
+    Ok(staged)
 }
 
 /// Above this many links a directory's count is 1 (dir_nlink), as pass 4
