@@ -30,6 +30,7 @@ use crate::check::problem::{Code, Problem, Severity};
 use crate::check::state::State;
 use crate::check::{Fs, Report};
 use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::inode::ROOT_INO;
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
 
@@ -75,6 +76,9 @@ const INODE: &[Code] = &[
     Code::InodeDtimeSet,
     Code::InodeISize,
     Code::InodeIBlocks,
+    Code::InodeEncryptNoXattr,
+    Code::InodeCasefold,
+    Code::InodeCasefoldNonDir,
 ];
 
 /// Problems fixed by changing the directory tree (`lostfound.rs`); staged
@@ -93,6 +97,7 @@ pub fn supported(code: Code) -> bool {
         || TREE.contains(&code)
         || DIR.contains(&code)
         || code == Code::LostFoundMissing
+        || code == Code::LostFoundEncrypted
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -104,6 +109,10 @@ const DIR: &[Code] = &[
     Code::DirEntryLinkToRoot,
     Code::DirEntryFileType,
     Code::DirEntryIllegalChars,
+    Code::DirEntryBadUtf8,
+    Code::DirEntryEncryptedShort,
+    Code::DirEntryUnencrypted,
+    Code::DirEntryPolicyMismatch,
     Code::DirDotDotWrong,
     Code::DirBlockChecksum,
 ];
@@ -218,7 +227,23 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // A missing /lost+found is created before anything needs it.
     let mut lf = lostfound::LostFound::new(state);
     for (k, p) in report.problems.iter().enumerate() {
-        if wanted(p) && p.code == Code::LostFoundMissing {
+        if wanted(p) && matches!(p.code, Code::LostFoundMissing | Code::LostFoundEncrypted) {
+            // An encrypted one is unlinked (it becomes an unconnected
+            // directory the next round reconnects) and replaced, as e2fsck.
+            if p.code == Code::LostFoundEncrypted
+                && !dir::unlink(
+                    fs,
+                    state,
+                    &mut overlay,
+                    ROOT_INO,
+                    state.lost_found,
+                    "lost+found",
+                    &mut links,
+                )
+                .map_err(Refusal::Failed)?
+            {
+                break;
+            }
             if let Some(made) =
                 lostfound::create(fs, state, &mut overlay, &mut links).map_err(Refusal::Failed)?
             {
@@ -255,6 +280,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             || TREE.contains(&p.code)
             || DIR.contains(&p.code)
             || p.code == Code::LostFoundMissing
+            || p.code == Code::LostFoundEncrypted
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
