@@ -1088,7 +1088,10 @@ mod tests {
         let s = run_with(&strict, d, &b, &t);
         assert_eq!(codes(&s), vec![Code::DirEntryDuplicate]);
         assert_eq!(s.problems[0].detail, "README");
-        let b = block(&[(14, "stra\u{df}e".as_bytes(), 1), (15, b"STRASSE", 1)], BS);
+        let b = block(
+            &[(14, "stra\u{df}e".as_bytes(), 1), (15, b"STRASSE", 1)],
+            BS,
+        );
         assert_eq!(
             codes(&run_with(&strict, d, &b, &t)),
             vec![Code::DirEntryDuplicate]
@@ -1096,7 +1099,10 @@ mod tests {
         // Without strict mode names are bytes, as e2fsck compares them.
         let mut lax = fsp(false);
         lax.strict_names = false;
-        let b = block(&[(14, b"A\xff", 1), (15, b"README", 1), (16, b"readme", 1)], BS);
+        let b = block(
+            &[(14, b"A\xff", 1), (15, b"README", 1), (16, b"readme", 1)],
+            BS,
+        );
         assert!(run_with(&lax, d, &b, &t).problems.is_empty());
     }
 
