@@ -298,7 +298,7 @@ const EXTENT_MAGIC: u16 = 0xF30A;
 /// left (marked in use in `State`, so the summary allocates them), named
 /// in the root, whose link count grows by its '..'. Only the simple case:
 /// the root a plain directory with room for the entry, no quota, the
-/// inode outside a group's never-used area. Returns None otherwise.
+/// inode in a group whose table is initialised. Returns None otherwise.
 pub(super) fn create(
     fs: &Fs,
     state: &State,
@@ -309,8 +309,8 @@ pub(super) fn create(
         return Ok(None);
     }
     let geo = &fs.geo;
-    let ipg = geo.inodes_per_group;
-    // The first free inode a group's descriptor counts as initialised.
+    // The first free inode of a group whose inode table is initialised
+    // (past the group's itable_unused mark, the summary lowers the mark).
     let ino = (geo.first_ino.max(ROOT_INO + 1)..=geo.inodes_count).find(|&i| {
         if state.inode_used.get(i as u64) {
             return false;
@@ -319,10 +319,7 @@ pub(super) fn create(
         let Some(gd) = fs.gds.get(g as usize) else {
             return false;
         };
-        let idx = (i - 1) % ipg;
-        !fs.uninit_bg()
-            || (!gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
-                && idx < ipg.saturating_sub(gd.itable_unused))
+        !fs.uninit_bg() || !gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
     });
     let blk = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
     let (Some(ino), Some(blk)) = (ino, blk) else {

@@ -39,6 +39,7 @@ use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
 use crate::check::{Fs, Report};
 use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::inode::ROOT_INO;
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
 
@@ -85,6 +86,9 @@ const INODE: &[Code] = &[
     Code::InodeZeroDtimeDeleted,
     Code::InodeISize,
     Code::InodeIBlocks,
+    Code::InodeEncryptNoXattr,
+    Code::InodeCasefold,
+    Code::InodeCasefoldNonDir,
 ];
 
 /// Problems fixed by changing the directory tree (`lostfound.rs`); staged
@@ -109,6 +113,7 @@ pub fn supported(code: Code) -> bool {
         || HOLES.contains(&code)
         || code == Code::LostFoundMissing
         || code == Code::DupBlocks
+        || code == Code::LostFoundEncrypted
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -120,6 +125,10 @@ const DIR: &[Code] = &[
     Code::DirEntryLinkToRoot,
     Code::DirEntryFileType,
     Code::DirEntryIllegalChars,
+    Code::DirEntryBadUtf8,
+    Code::DirEntryEncryptedShort,
+    Code::DirEntryUnencrypted,
+    Code::DirEntryPolicyMismatch,
     Code::DirDotDotWrong,
     Code::DirBlockChecksum,
 ];
@@ -279,7 +288,23 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // A missing /lost+found is created before anything needs it.
     let mut lf = lostfound::LostFound::new(state);
     for (k, p) in report.problems.iter().enumerate() {
-        if wanted(p) && p.code == Code::LostFoundMissing {
+        if wanted(p) && matches!(p.code, Code::LostFoundMissing | Code::LostFoundEncrypted) {
+            // An encrypted one is unlinked (it becomes an unconnected
+            // directory the next round reconnects) and replaced, as e2fsck.
+            if p.code == Code::LostFoundEncrypted
+                && !dir::unlink(
+                    fs,
+                    state,
+                    &mut overlay,
+                    ROOT_INO,
+                    state.lost_found,
+                    "lost+found",
+                    &mut links,
+                )
+                .map_err(Refusal::Failed)?
+            {
+                break;
+            }
             if let Some(made) =
                 lostfound::create(fs, state, &mut overlay, &mut links).map_err(Refusal::Failed)?
             {
@@ -345,6 +370,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             || p.code == Code::LostFoundMissing
             || p.ino.is_some_and(|i| gone.contains(&i))
             || p.code == Code::DupBlocks
+            || p.code == Code::LostFoundEncrypted
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
