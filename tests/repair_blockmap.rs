@@ -287,3 +287,38 @@ fn invalid_root_header_clears_the_inode() {
     });
     assert!(text.contains("deleted/unused inode"), "{text}");
 }
+
+#[test]
+fn directory_block_past_the_size_limit_is_cleared() {
+    let base = Base::Ext2;
+    let free: Vec<u64> = debugfs_r(&base.image(), "ffb 4 4000")
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(free.len() >= 4, "no free blocks: {free:?}");
+    let (tind, dind, ind, data) = (free[0], free[1], free[2], free[3]);
+    let text = repairs("toobig", base, &[], |img| {
+        for b in [tind, dind, ind, data] {
+            write_at(img, b * BS, &[0u8; BS as usize]);
+        }
+        // Slot 40 of the triple indirect block starts past logical
+        // 2^21, the limit of a directory without large_dir.
+        write_u32(img, tind * BS + 4 * 40, dind as u32);
+        write_u32(img, dind * BS, ind as u32);
+        write_u32(img, ind * BS, data as u32);
+        debugfs_w(
+            img,
+            &[
+                sif("/wide", "block[TIND]", tind),
+                format!("setb {tind}"),
+                format!("setb {dind}"),
+                format!("setb {ind}"),
+                format!("setb {data}"),
+            ],
+        );
+    });
+    assert!(
+        text.contains("past the file's largest logical block"),
+        "{text}"
+    );
+}

@@ -22,7 +22,8 @@
 use super::edit_bytes;
 use crate::check::Fs;
 use crate::check::blockmap::{
-    Bounds, Entry, WALK_DEPTH_LIMIT, dir_block_limit, entry_fault, header_problem, node_entry,
+    Bounds, Entry, WALK_DEPTH_LIMIT, dir_block_limit, entry_fault, header_problem, indirect_limit,
+    node_entry,
 };
 use crate::check::problem::Code;
 use crate::check::state::State;
@@ -121,6 +122,16 @@ pub(super) fn fix(
             overlay,
             apb: u64::from(fs.geo.block_size / 4),
             staged: false,
+            limit: (ino != inode::BAD_INO)
+                .then(|| {
+                    indirect_limit(
+                        fs,
+                        ind.is_dir(),
+                        ind.is_symlink(),
+                        fs.sb.has_incompat(incompat::LARGEDIR),
+                    )
+                })
+                .flatten(),
         };
         let mut changed = ir.root(&mut root)?;
         if ind.is_dir()
@@ -454,43 +465,60 @@ struct IndirectRewrite<'a> {
     apb: u64,
     /// Some indirect block was staged.
     staged: bool,
+    /// Last logical block data may have (see `indirect_limit`).
+    limit: Option<u64>,
 }
 
 impl IndirectRewrite<'_> {
+    /// Is the pointer to `blk` (a data block at `lblk` when `data`) one the
+    /// check rejects?
+    fn illegal(&self, blk: u64, lblk: u64, data: bool) -> bool {
+        !self.fs.geo.block_in_fs(blk) || (data && self.limit.is_some_and(|l| lblk > l))
+    }
+
     /// Zeroes the illegal pointers of i_block and below. Returns whether
     /// i_block changed.
     fn root(&mut self, root: &mut [u8; I_BLOCK_LEN]) -> Result<bool, String> {
         let mut changed = false;
+        let mut base = 12u64;
         for i in 0..15 {
             let p = u64::from(le32(root, 4 * i));
+            let level = i.saturating_sub(11) as u32;
+            let lblk = if i < 12 { i as u64 } else { base };
+            if i >= 12 {
+                base = base.saturating_add(self.apb.saturating_pow(level));
+            }
             if p == 0 {
                 continue;
             }
-            if !self.fs.geo.block_in_fs(p) {
+            if self.illegal(p, lblk, level == 0) {
                 put_le32(root, 4 * i, 0);
                 changed = true;
-            } else if i >= 12 {
-                self.indirect(p, (i - 11) as u32)?;
+            } else if level > 0 {
+                self.indirect(p, level, lblk)?;
             }
         }
         Ok(changed)
     }
 
     /// Zeroes the illegal pointers of indirect block `blk` (`level` 1 to
-    /// 3) and below, staging every block that changes.
-    fn indirect(&mut self, blk: u64, level: u32) -> Result<(), String> {
+    /// 3, mapping from logical block `lblk`) and below, staging every
+    /// block that changes.
+    fn indirect(&mut self, blk: u64, level: u32, lblk: u64) -> Result<(), String> {
         let mut buf = read_block(self.fs, self.overlay, blk)?;
+        let span = self.apb.saturating_pow(level - 1);
         let mut changed = false;
         for k in 0..self.apb as usize {
             let p = u64::from(le32(&buf, 4 * k));
             if p == 0 {
                 continue;
             }
-            if !self.fs.geo.block_in_fs(p) {
+            let l = lblk.saturating_add((k as u64).saturating_mul(span));
+            if self.illegal(p, l, level == 1) {
                 put_le32(&mut buf, 4 * k, 0);
                 changed = true;
             } else if level > 1 {
-                self.indirect(p, level - 1)?;
+                self.indirect(p, level - 1, l)?;
             }
         }
         if changed {
