@@ -25,7 +25,7 @@ use crate::check::blockmap::{
     Bounds, Entry, WALK_DEPTH_LIMIT, dir_block_limit, entry_fault, header_problem, indirect_limit,
     node_entry,
 };
-use crate::check::problem::Code;
+use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::bytes::{le32, put_le16, put_le32};
 use crate::fs::dir_entry::{TAIL_FT, TAIL_LEN, compute_tail_checksum, encode_rec_len};
@@ -55,15 +55,32 @@ const I_LINKS_COUNT: usize = 0x1A;
 const I_BLOCK: usize = 0x28;
 const I_BLOCK_LEN: usize = 60;
 
+/// Problems that put the kind of an inode's map in doubt (extent tree,
+/// block pointers or inline data): e2fsck first settles the kind (sets the
+/// feature, the flag, or clears the inode), so a map read as the wrong
+/// kind must not be "repaired" into garbage.
+fn kind_in_doubt(p: &Problem) -> bool {
+    match p.code {
+        Code::InodeExtentsNoFeature | Code::InodeInlineNoFeature => true,
+        Code::InodeBadFlags => p.detail.contains("EXTENTS_FL"),
+        _ => false,
+    }
+}
+
 /// Stages the repair of inode `ino`'s block map, given the codes of the
-/// problems the check found in it. Returns whether anything was staged.
+/// map problems the check found in it (`codes`) and of all its problems
+/// (`all`). Returns whether anything was staged.
 pub(super) fn fix(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
     ino: u32,
     codes: &[Code],
+    all: &[&Problem],
 ) -> Result<bool, String> {
+    if all.iter().any(|p| kind_in_doubt(p)) {
+        return Ok(false);
+    }
     let Some(pos) = inode_pos(fs, ino) else {
         return Ok(false);
     };
@@ -102,6 +119,7 @@ pub(super) fn fix(
         let large_dir = fs.sb.has_incompat(incompat::LARGEDIR);
         let mut rw = ExtentRewrite {
             fs,
+            state,
             overlay,
             seed: fs
                 .metadata_csum()
@@ -119,6 +137,7 @@ pub(super) fn fix(
     } else {
         let mut ir = IndirectRewrite {
             fs,
+            state,
             overlay,
             apb: u64::from(fs.geo.block_size / 4),
             staged: false,
@@ -291,6 +310,7 @@ fn read_block(fs: &Fs, overlay: &Overlay, blk: u64) -> Result<Vec<u8>, String> {
 
 struct ExtentRewrite<'a> {
     fs: &'a Fs,
+    state: &'a State,
     overlay: &'a mut Overlay,
     /// The inode's checksum seed, with metadata_csum.
     seed: Option<u32>,
@@ -420,6 +440,13 @@ impl ExtentRewrite<'_> {
     /// that maps [lblk, end].
     fn child(&mut self, pblk: u64, depth: u16, end: u64) -> Result<Child, String> {
         let mut buf = read_block(self.fs, self.overlay, pblk)?;
+        if self.state.block_meta.get(pblk) {
+            // A node on critical metadata is not repaired, nor anything
+            // below it (e2fsck: "conflicts with critical metadata,
+            // skipping block checks"); the duplicate block repair moves
+            // it first.
+            return Ok(Child::Keep(le32(&buf, ENTRY)));
+        }
         let ch = extent::parse_header(&buf);
         if header_problem(&buf, buf.len()).is_some() || ch.depth + 1 != depth || ch.entries == 0 {
             return Ok(Child::Drop);
@@ -460,6 +487,7 @@ enum Child {
 
 struct IndirectRewrite<'a> {
     fs: &'a Fs,
+    state: &'a State,
     overlay: &'a mut Overlay,
     /// Block pointers per indirect block.
     apb: u64,
@@ -521,7 +549,9 @@ impl IndirectRewrite<'_> {
                 self.indirect(p, level - 1, l)?;
             }
         }
-        if changed {
+        // An indirect block on critical metadata is never written (it is
+        // the metadata's block); e2fsck only forgets the pointers in core.
+        if changed && !self.state.block_meta.get(blk) {
             self.overlay.stage(blk, buf).map_err(|e| e.to_string())?;
             self.staged = true;
         }
