@@ -1362,12 +1362,14 @@ fn check_blocks(
 
     // i_size against the mapped blocks (symlinks are checked on their own).
     let nlast = last_block.map_or(0, |l| l + 1);
+    // What i_size should be: the mapped blocks, or for an inline
+    // directory the inline data (0 when it cannot be sized, as e2fsck).
+    let mut want_size = nlast * bs;
     let bad_size = if is_dir {
         if inline {
-            match xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, false) {
-                Ok(sz) => sz != size,
-                Err(_) => true,
-            }
+            let sz = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, false);
+            want_size = *sz.as_ref().unwrap_or(&0);
+            sz.map_or(true, |sz| sz != size)
         } else if size & (bs - 1) != 0 {
             true
         } else {
@@ -1388,7 +1390,7 @@ fn check_blocks(
             Problem::new(Code::InodeISize)
                 .ino(ino)
                 .num(size)
-                .num2(nlast * bs),
+                .num2(want_size),
         );
     }
     if inode.is_reg() && size >= 0x8000_0000 {
