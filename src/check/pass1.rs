@@ -1369,7 +1369,7 @@ fn check_blocks(
         if inline {
             let sz = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, false);
             want_size = *sz.as_ref().unwrap_or(&0);
-            sz.map_or(true, |sz| sz != size)
+            sz.is_err() || want_size != size
         } else if size & (bs - 1) != 0 {
             true
         } else {
