@@ -56,6 +56,7 @@ pub(super) const CODES: &[Code] = &[
     Code::InodeExtentsNoFeature,
     Code::DirNlinkFeature,
     Code::InodeReallyDir,
+    Code::RootMissing,
 ];
 
 /// What this round's fixes did so far.
@@ -112,6 +113,7 @@ pub(super) fn fix(
             round.ro_compat |= ro_compat::DIR_NLINK;
             return Ok(true);
         }
+        Code::RootMissing => return make_root(fs, state, overlay, round),
         Code::XattrBlockChecksum => return xattr_block(fs, overlay, p.blk, None),
         Code::XattrBlockRefcount => {
             let Some(n) = p.num2.and_then(|n| u32::try_from(n).ok()) else {
@@ -352,6 +354,32 @@ fn clear(
         map.clear(ino as u64);
     }
     round.cleared.insert(ino);
+    Ok(true)
+}
+
+/// e2fsck's pass 3 answer to a missing root: a new, empty root directory
+/// of one block (the first free one), '..' naming itself. The passes that
+/// found the old tree's problems judged it without a root: their fixes
+/// wait for the next round (the root counts as changed).
+fn make_root(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    round: &mut Round,
+) -> Result<bool, String> {
+    let geo = &fs.geo;
+    let Some(blk) = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b))
+    else {
+        return Ok(false);
+    };
+    if fs.inode_location(ROOT_INO).is_none() {
+        return Ok(false);
+    }
+    super::lostfound::write_dir(fs, overlay, ROOT_INO, ROOT_INO, blk, S_IFDIR | 0o755)?;
+    state.inode_used.set(ROOT_INO as u64);
+    state.inode_dir.set(ROOT_INO as u64);
+    state.block_used.set(blk);
+    round.modified.insert(ROOT_INO);
     Ok(true)
 }
 
