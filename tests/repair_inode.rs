@@ -360,19 +360,24 @@ fn missing_root_is_recreated() {
     // Without its root every top-level name is lost: e2fsck makes a new,
     // empty root and a new /lost+found, and reconnects what the old root
     // held there as #INO. The files keep their contents.
-    for b in ALL {
-        let ctx = format!("no-root on {b:?}");
+    for (b, damage) in [
+        (Base::Ext2, "clri <2>"),
+        (Base::Ext4, "clri <2>"),
+        (Base::Ext2, "sif <2> mode 0100644"),
+    ] {
+        let ctx = format!("{damage} on {b:?}");
         let tmp = TempDir::new("inode-no-root");
         let img = tmp.join("disk.img");
         copy_image(&b.image(), &img);
         let f300k = inode_of(&img, "/f300k");
         let dir1 = inode_of(&img, "/dir1");
-        debugfs_w_unchecked(&img, &["clri <2>"]);
+        debugfs_w_unchecked(&img, &[damage]);
         assert_ne!(e2fsck_fn(&img), 0, "[{ctx}] e2fsck -fn sees no damage");
         let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
         assert_eq!(code, Some(1), "[{ctx}] pfsck -fy:\n{text}");
         assert!(
-            text.contains("Root inode not allocated.  Fix? yes"),
+            text.contains("Root inode not allocated.  Fix? yes")
+                || text.contains("Root inode is not a directory.  Fix? yes"),
             "[{ctx}]\n{text}"
         );
         assert_both_clean(&ctx, &img);

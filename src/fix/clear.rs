@@ -57,6 +57,7 @@ pub(super) const CODES: &[Code] = &[
     Code::DirNlinkFeature,
     Code::InodeReallyDir,
     Code::RootMissing,
+    Code::RootNotDirectory,
 ];
 
 /// What this round's fixes did so far.
@@ -113,7 +114,11 @@ pub(super) fn fix(
             round.ro_compat |= ro_compat::DIR_NLINK;
             return Ok(true);
         }
-        Code::RootMissing => return make_root(fs, state, overlay, round),
+        // e2fsck clears a root that is no directory in pass 1 and makes a
+        // new one in pass 3: the new one directly.
+        Code::RootMissing | Code::RootNotDirectory => {
+            return make_root(fs, state, overlay, round);
+        }
         Code::XattrBlockChecksum => return xattr_block(fs, overlay, p.blk, None),
         Code::XattrBlockRefcount => {
             let Some(n) = p.num2.and_then(|n| u32::try_from(n).ok()) else {
@@ -357,7 +362,8 @@ fn clear(
     Ok(true)
 }
 
-/// e2fsck's pass 3 answer to a missing root: a new, empty root directory
+/// e2fsck's pass 3 answer to a missing root (or one pass 1 cleared for
+/// not being a directory): a new, empty root directory
 /// of one block (the first free one), '..' naming itself. The passes that
 /// found the old tree's problems judged it without a root: their fixes
 /// wait for the next round (the root counts as changed).
