@@ -391,3 +391,64 @@ fn missing_root_is_recreated() {
         }
     }
 }
+
+/// The xattr block of `path` after giving it an xattr too big for the
+/// inode.
+fn with_xattr_block(img: &Path, path: &str) -> u64 {
+    let value = "v".repeat(700);
+    let file = img.with_extension("value");
+    std::fs::write(&file, &value).unwrap();
+    debugfs_w(
+        img,
+        &[format!("ea_set -f {} {path} user.big", file.display())],
+    );
+    let out = stat(img, path.trim_start_matches('/'));
+    let at = out.find("File ACL: ").expect("no File ACL in stat");
+    out[at + 10..]
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .filter(|&n: &u64| n != 0)
+        .unwrap_or_else(|| panic!("no xattr block:\n{out}"))
+}
+
+#[test]
+fn bad_xattr_block_is_dropped() {
+    for b in ALL {
+        repairs(
+            "xattr-block-magic",
+            b,
+            |img| {
+                let blk = with_xattr_block(img, "/f4097");
+                let bs = if b == Base::Ext2 { 1024 } else { 4096 };
+                write_at(img, blk * bs, &[0xde, 0xad, 0xbe, 0xef]);
+            },
+            |ctx, img| {
+                assert!(stat(img, "f4097").contains("File ACL: 0"), "[{ctx}]");
+                let want = std::fs::read(standard_tree_dir().join("f4097")).unwrap();
+                assert!(debugfs_cat(img, "f4097") == want, "[{ctx}]");
+            },
+        );
+    }
+}
+
+#[test]
+fn shared_xattr_block_gets_its_reference_count() {
+    for b in ALL {
+        repairs(
+            "xattr-block-refcount",
+            b,
+            |img| {
+                let blk = with_xattr_block(img, "/f4097");
+                // A second inode names the block: refcount 1, 2 users.
+                debugfs_w_unchecked(img, &[format!("sif /f12k file_acl {blk}")]);
+            },
+            |ctx, img| {
+                for f in ["f4097", "f12k"] {
+                    let out = debugfs_r(img, &format!("ea_list /{f}"));
+                    assert!(out.contains("user.big"), "[{ctx}] /{f}: {out}");
+                }
+            },
+        );
+    }
+}
