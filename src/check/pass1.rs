@@ -27,11 +27,12 @@
 use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use super::fsview::Fs;
 use super::problem::{Code, Problem};
-use super::state::{DirBlock, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
+use super::state::{DirBlock, POLICY_UNRECOGNIZED, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
 use crate::engine::{Threads, par_map};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
+use crate::fs::crypt::{self, Policy};
 use crate::fs::inode::{self, FileType, Inode, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 
@@ -129,6 +130,8 @@ struct UnitOut {
     /// Quota usage of the unit's inodes; None without the quota feature.
     quota: Option<QuotaUsage>,
     pending_iblocks: Vec<PendingIBlocks>,
+    /// Encrypted inodes with a readable policy, in inode order.
+    policies: Vec<(u32, Policy)>,
     stats: Stats,
 }
 
@@ -220,7 +223,19 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         .has_ro_compat(ro_compat::QUOTA)
         .then(QuotaUsage::default);
     let mut pending = Vec::new();
+    // Policy ids in order of first appearance: the same for any thread count.
+    let mut policy_ids: std::collections::BTreeMap<Vec<u8>, u32> = Default::default();
     for o in outs {
+        for (ino, p) in o.policies {
+            let id = match p {
+                Policy::Known(k) => {
+                    let next = policy_ids.len() as u32;
+                    *policy_ids.entry(k).or_insert(next)
+                }
+                _ => POLICY_UNRECOGNIZED,
+            };
+            state.enc_policy.push((ino, id));
+        }
         let base = o.first_ino as usize;
         for (i, &t) in o.ftype.iter().enumerate() {
             if let Some(slot) = state.ftype.get_mut(base + i) {
@@ -745,16 +760,17 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         );
     }
     if inode.has_flag(flags::ENCRYPT) {
-        // Encrypted file systems stop at pass 0 (unsupported feature);
-        // here the flag is stray and e2fsck offers to clear it.
-        c.report(
-            Problem::new(Code::InodeBadFlags)
-                .ino(ino)
-                .detail("ENCRYPT_FL without an encryption context"),
-        );
+        check_encryption(ctx, w, c, raw, inode);
     }
-    if inode.has_flag(flags::CASEFOLD) && !ctx.casefold {
-        c.report(Problem::new(Code::InodeCasefold).ino(ino));
+    if inode.has_flag(flags::CASEFOLD) {
+        if !inode.is_dir() {
+            c.report(Problem::new(Code::InodeCasefoldNonDir).ino(ino));
+        }
+        if !ctx.casefold {
+            c.report(Problem::new(Code::InodeCasefold).ino(ino));
+        } else {
+            c.set_flag(iflag::CASEFOLD);
+        }
     }
 
     if let Some(what) = really_dir(ctx, w, ino, raw, inode) {
@@ -906,6 +922,29 @@ fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) ->
     Some(what)
 }
 
+/// An inode flagged ENCRYPT needs a readable encryption context (with or
+/// without the feature, as e2fsck); its policy is kept for pass 2, which
+/// compares it with the directory's.
+fn check_encryption(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], inode: &Inode) {
+    let ino = c.ino;
+    let value = xattr::find_value(
+        ctx.fs,
+        raw,
+        inode,
+        &mut w.block,
+        crypt::XATTR_INDEX,
+        crypt::XATTR_NAME,
+    );
+    match value.map(|v| crypt::parse_context(&v)) {
+        None => c.report(Problem::new(Code::InodeEncryptNoXattr).ino(ino)),
+        Some(Policy::Corrupt) => c.report(Problem::new(Code::InodeEncryptCorrupt).ino(ino)),
+        Some(p) => {
+            c.set_flag(iflag::ENCRYPTED);
+            c.out.policies.push((ino, p));
+        }
+    }
+}
+
 /// e2fsck's rule for device, FIFO and socket inodes: no INDEX or EXTENTS
 /// flag, and with IMMUTABLE/APPEND no stray block pointers (the kernel
 /// does not always clear them otherwise).
@@ -1001,7 +1040,12 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
         }
         &w.block
     };
-    let len = target.iter().position(|&b| b == 0).unwrap_or(target.len());
+    // An encrypted target is a 16-bit length and ciphertext (NULs allowed).
+    let len = if inode.has_flag(flags::ENCRYPT) {
+        crypt::symlink_len(target)
+    } else {
+        target.iter().position(|&b| b == 0).unwrap_or(target.len())
+    };
     if len >= target.len() {
         return Some("target not terminated");
     }
@@ -1087,13 +1131,17 @@ impl MapVisitor for Claimer<'_> {
         }
         if self.is_dir {
             if lblk > self.dir_next {
-                for h in self.dir_next..lblk {
-                    if self.holes < 16 {
-                        self.problems
-                            .push(Problem::new(Code::InodeDirHole).ino(self.ino).num(h));
-                    }
-                    self.holes = self.holes.saturating_add(1);
+                // A gap can span billions of blocks: report the first few,
+                // count the rest without walking them.
+                let gap = lblk - self.dir_next;
+                let shown = gap.min(16u64.saturating_sub(self.holes as u64));
+                for h in self.dir_next..self.dir_next + shown {
+                    self.problems
+                        .push(Problem::new(Code::InodeDirHole).ino(self.ino).num(h));
                 }
+                self.holes = self
+                    .holes
+                    .saturating_add(gap.try_into().unwrap_or(u32::MAX));
             }
             for k in 0..len {
                 if let Ok(l) = u32::try_from(lblk + k) {
@@ -1200,7 +1248,13 @@ fn htree_root_problem(
     if !matches!(hash_version, 0 | 1 | 2 | 6) {
         return Some(format!("unsupported hash version {hash_version}"));
     }
-    if hash_version == 6 {
+    // Entries of an encrypted casefolded directory carry their hash (a
+    // keyed siphash); no other directory may use it.
+    let hash_in_dirent = inode.has_flag(flags::ENCRYPT) && inode.has_flag(flags::CASEFOLD);
+    if hash_in_dirent && hash_version != 6 {
+        return Some("an encrypted casefolded directory needs siphash".into());
+    }
+    if !hash_in_dirent && hash_version == 6 {
         return Some("siphash on a directory that cannot use it".into());
     }
     if flags & 1 != 0 {

@@ -175,6 +175,9 @@ problems! {
     InodeTableUnreadable = ("0x102D", P1, Error, false, "Inode table for group {group} cannot be read (block {blk})"),
     InodeEaInodeFlag = ("0x102E", P1, Error, false, "Inode {ino} has EA_INODE flag set but ea_inode is not supported"),
     InodeCasefold = ("0x102F", P1, Error, false, "Inode {ino} has CASEFOLD flag set on a file system without casefold support"),
+    InodeCasefoldNonDir = ("0x10E1", P1, Error, false, "Inode {ino} has the casefold flag set but is not a directory"),
+    InodeEncryptNoXattr = ("0x10E2", P1, Error, false, "Inode {ino} has encrypt flag but no encryption extended attribute"),
+    InodeEncryptCorrupt = ("0x10E3", P1, Error, false, "Encrypted inode {ino} has corrupt encryption extended attribute"),
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
     BadBlockInMetadata = ("0x1031", P1, Error, false, "Bad block {blk} is in use by file system metadata"),
     HtreeRootInvalid = ("0x1032", P1, Error, false, "HTREE directory inode {ino} has an invalid root node ({detail})"),
@@ -226,7 +229,10 @@ problems! {
     HtreeNoIndexFlag = ("0x2021", P2, Error, false, "Directory inode {ino} has an htree root but not the INDEX flag"),
     HtreeFlagNoRoot = ("0x2022", P2, Error, false, "Directory inode {ino} has the INDEX flag but an invalid htree"),
     DirInlineBad = ("0x2023", P2, Error, false, "Directory inode {ino} has corrupt inline data ({detail})"),
-    DirEntryEncrypted = ("0x2024", P2, Error, false, "Entry '{detail}' in directory inode {ino} has encryption problems"),
+    DirEntryEncryptedShort = ("0x2024", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} is too short"),
+    DirEntryUnencrypted = ("0x20E1", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} references unencrypted inode {num}"),
+    DirEntryPolicyMismatch = ("0x20E2", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} references inode {num}, which has a different encryption policy"),
+    DirEntryBadUtf8 = ("0x20E3", P2, Error, false, "Entry '{detail}' in directory inode {ino} has illegal UTF-8 characters in its name"),
     DirEntryUnusedArea = ("0x2026", P2, Error, false, "Entry '{detail}' in directory inode {ino} references inode {num} found in group {group}'s unused inodes area"),
     DirEntryUninitGroup = ("0x2027", P2, Error, false, "Entry '{detail}' in directory inode {ino} references inode {num} in group {group} where _INODE_UNINIT is set"),
     DirBlockEmpty = ("0x2025", P2, Error, false, "Directory inode {ino} block #{num} should be a directory block but is empty or garbage"),
@@ -247,6 +253,8 @@ problems! {
     // reconnect, so its absence alone does not make the file system dirty.
     LostFoundMissing = ("0x3004", P3, Notice, false, "/lost+found not found"),
     LostFoundNotDir = ("0x3005", P3, Notice, false, "/lost+found is not a directory (inode {ino})"),
+    // Like a missing one: e2fsck -n does not look, -y replaces it.
+    LostFoundEncrypted = ("0x30E1", P3, Notice, false, "/lost+found is encrypted (inode {ino})"),
     DirLoop = ("0x3006", P3, Error, false, "Directory inode {ino} is part of a directory loop"),
     DirMultipleParents = ("0x3007", P3, Error, false, "Directory inode {ino} is linked from more than one directory ({num} and {num2})"),
 

@@ -1,6 +1,7 @@
 //! Fixes of single inode fields: link count (pass 4), dtime (cleared on
-//! inodes in use, set on deleted ones), i_size,
-//! i_blocks and the checksum of an otherwise valid inode (pass 1).
+//! inodes in use, set on deleted ones), i_size, i_blocks, flags the inode
+//! may not carry (encrypt without a context, casefold) and the checksum of
+//! an otherwise valid inode (pass 1).
 //!
 //! Each fix rewrites the field with the value the check computed (carried
 //! in the problem's `num2`), then the inode's checksum with metadata_csum:
@@ -22,8 +23,8 @@ const LARGE_FILE_SIZE: u64 = 0x8000_0000;
 const I_SIZE_LO: usize = 0x04;
 const I_DTIME: usize = 0x14;
 const I_LINKS_COUNT: usize = 0x1A;
-const I_BLOCKS_LO: usize = 0x1C;
 const I_FLAGS: usize = 0x20;
+const I_BLOCKS_LO: usize = 0x1C;
 const I_BLOCK: usize = 0x28;
 const I_SIZE_HIGH: usize = 0x6C;
 const I_BLOCKS_HIGH: usize = 0x74;
@@ -42,6 +43,8 @@ enum Edit {
     Size(u64),
     /// i_blocks, and whether the high 16 bits exist (huge_file).
     Blocks(u64, bool),
+    /// Flags to clear in i_flags.
+    ClearFlags(u32),
 }
 
 impl Edit {
@@ -51,6 +54,10 @@ impl Edit {
             Edit::Links(n) => put_le16(b, I_LINKS_COUNT, n),
             Edit::ClearDtime => put_le32(b, I_DTIME, 0),
             Edit::SetDtime(t) => put_le32(b, I_DTIME, t),
+            Edit::ClearFlags(f) => {
+                let v = crate::fs::bytes::le32(b, I_FLAGS) & !f;
+                put_le32(b, I_FLAGS, v);
+            }
             Edit::Size(n) => {
                 put_le32(b, I_SIZE_LO, n as u32);
                 put_le32(b, I_SIZE_HIGH, (n >> 32) as u32);
@@ -94,6 +101,9 @@ pub(super) fn fix(
         },
         (Code::InodeDtimeSet, _) => Edit::ClearDtime,
         (Code::InodeZeroDtimeDeleted, _) => Edit::SetDtime(super::lostfound::now()),
+        // e2fsck clears the flag the inode may not carry.
+        (Code::InodeEncryptNoXattr, _) => Edit::ClearFlags(flags::ENCRYPT),
+        (Code::InodeCasefold | Code::InodeCasefoldNonDir, _) => Edit::ClearFlags(flags::CASEFOLD),
         (Code::InodeChecksum, _) if fs.metadata_csum() => Edit::Checksum,
         (Code::InodeISize, Some(n)) => {
             if n >= LARGE_FILE_SIZE {

@@ -18,21 +18,28 @@
 //! `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
 //! `dir.rs` (single directory entries and '..'),
+//! `dup.rs` (multiply-claimed blocks: copies, or deletion),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay the check read through, staged first
 //! so the fixes land on top of it).
 
+mod blockmap;
 mod clear;
 mod dir;
+mod dirblock;
+mod dirhole;
+mod dup;
 mod inode;
 pub mod journal;
 mod lostfound;
+mod rehash;
 mod summary;
 
 use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
 use crate::check::{Fs, Report};
 use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::inode::ROOT_INO;
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
 
@@ -79,6 +86,9 @@ const INODE: &[Code] = &[
     Code::InodeZeroDtimeDeleted,
     Code::InodeISize,
     Code::InodeIBlocks,
+    Code::InodeEncryptNoXattr,
+    Code::InodeCasefold,
+    Code::InodeCasefoldNonDir,
 ];
 
 /// Problems fixed by changing the directory tree (`lostfound.rs`); staged
@@ -96,8 +106,14 @@ pub fn supported(code: Code) -> bool {
         || FEATURE.contains(&code)
         || TREE.contains(&code)
         || DIR.contains(&code)
+        || blockmap::CODES.contains(&code)
         || clear::CODES.contains(&code)
+        || dirblock::CODES.contains(&code)
+        || rehash::CODES.contains(&code)
+        || HOLES.contains(&code)
         || code == Code::LostFoundMissing
+        || code == Code::DupBlocks
+        || code == Code::LostFoundEncrypted
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -109,9 +125,16 @@ const DIR: &[Code] = &[
     Code::DirEntryLinkToRoot,
     Code::DirEntryFileType,
     Code::DirEntryIllegalChars,
+    Code::DirEntryBadUtf8,
+    Code::DirEntryEncryptedShort,
+    Code::DirEntryUnencrypted,
+    Code::DirEntryPolicyMismatch,
     Code::DirDotDotWrong,
     Code::DirBlockChecksum,
 ];
+
+/// Problems fixed by closing the holes of a directory (`dirhole.rs`).
+const HOLES: &[Code] = &[Code::InodeDirHole, Code::DirHole];
 
 /// What a repair run decided.
 pub struct Plan {
@@ -204,6 +227,26 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         ));
     }
 
+    // Pass 1D, then the directory structure (salvaged blocks, rebuilt
+    // directories), each alone in its round and only once pass 0 and 1
+    // have nothing left to fix (as e2fsck resolves sharing and checks
+    // directories on inodes pass 1 already repaired): pass 1D's copies
+    // change the blocks other fixes would edit (a directory's block, an
+    // inode's map), and once a directory block's records change, what
+    // pass 2 counted and pass 3 found no longer holds. Everything else
+    // waits for the next round's check.
+    let early = |p: &Problem| wanted(p) && p.code != Code::DupBlocks && p.spec().pass <= Pass::P1;
+    if !report.problems.iter().any(early)
+        && late_round(fs, state, report, &wanted, &mut overlay, &mut fixed)?
+    {
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: true,
+        });
+    }
+
     // A bad inode checksum is only recomputed when pass 1 found nothing
     // else wrong with the inode: over other damage it would bless contents
     // a later, fuller repair must still judge. (A fix of that damage
@@ -245,7 +288,23 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // A missing /lost+found is created before anything needs it.
     let mut lf = lostfound::LostFound::new(state);
     for (k, p) in report.problems.iter().enumerate() {
-        if wanted(p) && p.code == Code::LostFoundMissing {
+        if wanted(p) && matches!(p.code, Code::LostFoundMissing | Code::LostFoundEncrypted) {
+            // An encrypted one is unlinked (it becomes an unconnected
+            // directory the next round reconnects) and replaced, as e2fsck.
+            if p.code == Code::LostFoundEncrypted
+                && !dir::unlink(
+                    fs,
+                    state,
+                    &mut overlay,
+                    ROOT_INO,
+                    state.lost_found,
+                    "lost+found",
+                    &mut links,
+                )
+                .map_err(Refusal::Failed)?
+            {
+                break;
+            }
             if let Some(made) =
                 lostfound::create(fs, state, &mut overlay, &mut links).map_err(Refusal::Failed)?
             {
@@ -280,14 +339,38 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             fixed[k] = dir::fix(fs, state, &mut overlay, p, &mut links).map_err(Refusal::Failed)?;
         }
     }
+    // Block maps next, one inode at a time with all its map problems, and
+    // before the field fixes: those read the inode through the overlay and
+    // keep the map rewritten here.
+    let mut maps: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for (k, p) in report.problems.iter().enumerate() {
+        if let Some(ino) = p
+            .ino
+            .filter(|i| wanted(p) && blockmap::CODES.contains(&p.code) && !gone.contains(i))
+        {
+            maps.entry(ino).or_default().push(k);
+        }
+    }
+    for (&ino, ks) in &maps {
+        let codes: Vec<Code> = ks.iter().map(|&k| report.problems[k].code).collect();
+        if blockmap::fix(fs, state, &mut overlay, ino, &codes).map_err(Refusal::Failed)? {
+            summary = true;
+            for &k in ks {
+                fixed[k] = true;
+            }
+        }
+    }
     let mut link_fixed = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p)
+            || blockmap::CODES.contains(&p.code)
             || TREE.contains(&p.code)
             || DIR.contains(&p.code)
             || clear::CODES.contains(&p.code)
             || p.code == Code::LostFoundMissing
             || p.ino.is_some_and(|i| gone.contains(&i))
+            || p.code == Code::DupBlocks
+            || p.code == Code::LostFoundEncrypted
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
@@ -353,6 +436,19 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
     }
     let fixes_staged = replay_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
+    if !fixes_staged {
+        // The earlier fixes staged nothing after all (a pass 1 problem no
+        // fix could act on): pass 1D and the directory structure go on.
+        let mut late = vec![false; report.problems.len()];
+        if late_round(fs, state, report, &wanted, &mut overlay, &mut late)? {
+            return Ok(Plan {
+                overlay,
+                fixed: late,
+                replayed,
+                fixes_staged: true,
+            });
+        }
+    }
     Ok(Plan {
         overlay,
         fixed,
@@ -361,9 +457,108 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     })
 }
 
+/// Pass 1D, or when it has nothing to do, the directory structure;
+/// whether either staged something (then `fixed` says what).
+fn late_round(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    wanted: &dyn Fn(&Problem) -> bool,
+    overlay: &mut Overlay,
+    fixed: &mut Vec<bool>,
+) -> Result<bool, Refusal> {
+    if report
+        .problems
+        .iter()
+        .any(|p| wanted(p) && p.code == Code::DupBlocks)
+        && let Some(f) = dup_round(fs, state, report, overlay)?
+    {
+        *fixed = f;
+        return Ok(true);
+    }
+    structure(fs, state, report, wanted, overlay, fixed)
+}
+
 /// Did the whole-inode fixes clear or change any inode?
 fn changed_inodes(round: &clear::Round) -> bool {
     !round.cleared.is_empty() || !round.modified.is_empty()
+}
+
+/// Pass 1D; returns which problems it fixed, None when it staged nothing.
+fn dup_round(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    overlay: &mut Overlay,
+) -> Result<Option<Vec<bool>>, Refusal> {
+    let out = dup::fix(fs, state, overlay).map_err(Refusal::Failed)?;
+    if !out.staged {
+        return Ok(None);
+    }
+    Ok(Some(
+        report
+            .problems
+            .iter()
+            .map(|p| p.code == Code::DupBlocks && p.ino.is_some_and(|i| out.resolved.contains(&i)))
+            .collect(),
+    ))
+}
+
+/// Stages the fixes of whole directory blocks and whole directories (the
+/// salvage and tail fixes of `dirblock.rs`, then the rebuilds of
+/// `rehash.rs`, each directory once); returns whether any was staged.
+fn structure(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    wanted: &dyn Fn(&Problem) -> bool,
+    overlay: &mut Overlay,
+    fixed: &mut [bool],
+) -> Result<bool, Refusal> {
+    let mut staged = false;
+    let mut rebuild: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    let mut holes: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for (k, p) in report.problems.iter().enumerate() {
+        if !wanted(p) {
+            continue;
+        }
+        let Some(dir) = p.ino else {
+            continue;
+        };
+        if dirblock::CODES.contains(&p.code) {
+            fixed[k] = dirblock::fix(fs, state, overlay, p).map_err(Refusal::Failed)?;
+            staged |= fixed[k];
+            if !fixed[k] && p.code == Code::DirBlockNoTail {
+                rebuild.entry(dir).or_default().push(k);
+            }
+        } else if rehash::CODES.contains(&p.code) {
+            rebuild.entry(dir).or_default().push(k);
+        } else if HOLES.contains(&p.code) {
+            holes.entry(dir).or_default().push(k);
+        }
+    }
+    // Holes first: a rebuild writes into the blocks the directory has.
+    for (dir, ks) in holes {
+        if dirhole::fix(fs, state, overlay, dir).map_err(Refusal::Failed)? {
+            staged = true;
+            for k in ks {
+                fixed[k] = true;
+            }
+            rebuild.remove(&dir);
+        }
+    }
+    // Link changes from dropped duplicates are not needed: nothing else is
+    // staged in this round, and the next check counts afresh.
+    let mut links = lostfound::Links::new();
+    for (dir, ks) in rebuild {
+        if rehash::rebuild(fs, state, overlay, dir, &mut links).map_err(Refusal::Failed)? {
+            staged = true;
+            for k in ks {
+                fixed[k] = true;
+            }
+        }
+    }
+    Ok(staged)
 }
 
 /// Above this many links a directory's count is 1 (dir_nlink), as pass 4
