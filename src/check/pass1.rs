@@ -36,6 +36,19 @@ use crate::fs::crypt::{self, Policy};
 use crate::fs::inode::{self, FileType, Inode, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 
+/// The details that tell apart the kinds of problem sharing a code
+/// (`InodeBadFlags`, `InodeBadSize`); the fixes dispatch on them.
+pub mod detail {
+    pub const INLINE_AND_EXTENTS: &str = "both INLINE_DATA_FL and EXTENTS_FL";
+    pub const EXTENTS_FL_MISSING: &str = "missing EXTENTS_FL, but the inode is in extents format";
+    pub const FADDR: &str = "i_faddr";
+    pub const DIR_SIZE_HIGH: &str = "directory i_size_high";
+    pub const BLOCKS_HI: &str = "i_blocks_hi without huge_file";
+    pub const SPECIAL_SIZE: &str = "special file";
+    pub const ZERO_LENGTH_DIR: &str = "zero-length directory";
+    pub const OLD_EXTRA_TIMES: &str = "extra time fields in the old, invalid format";
+}
+
 /// Inode-table blocks per unit: big enough for long sequential reads, small
 /// enough that units balance across threads.
 const UNIT_BLOCKS: u64 = 128;
@@ -592,7 +605,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.report(
             Problem::new(Code::InodeBadFlags)
                 .ino(ino)
-                .detail("both INLINE_DATA_FL and EXTENTS_FL"),
+                .detail(detail::INLINE_AND_EXTENTS),
         );
     }
     if inode.has_flag(flags::INLINE_DATA) && !ctx.inline_data && ino >= first_ino {
@@ -615,7 +628,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.report(
             Problem::new(Code::InodeBadFlags)
                 .ino(ino)
-                .detail("missing EXTENTS_FL, but the inode is in extents format"),
+                .detail(detail::EXTENTS_FL_MISSING),
         );
     }
     if inode.has_flag(flags::INLINE_DATA)
@@ -709,14 +722,18 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     mark_used(ctx, c, inode);
 
     if inode.faddr != 0 {
-        c.bad(Problem::new(Code::InodeBadFlags).ino(ino).detail("i_faddr"));
+        c.bad(
+            Problem::new(Code::InodeBadFlags)
+                .ino(ino)
+                .detail(detail::FADDR),
+        );
     }
     if inode.is_dir() && !ctx.large_dir && inode.size_high != 0 {
         c.bad(
             Problem::new(Code::InodeBadSize)
                 .ino(ino)
                 .num(inode.size)
-                .detail("directory i_size_high"),
+                .detail(detail::DIR_SIZE_HIGH),
         );
     }
     if !ctx.bit64 && inode.file_acl >> 32 != 0 {
@@ -730,7 +747,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.bad(
             Problem::new(Code::InodeBadFlags)
                 .ino(ino)
-                .detail("i_blocks_hi without huge_file"),
+                .detail(detail::BLOCKS_HI),
         );
     }
     if inode.has_flag(flags::IMAGIC) && !ctx.imagic {
@@ -803,7 +820,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                         Problem::new(Code::InodeBadSize)
                             .ino(ino)
                             .num(inode.size)
-                            .detail("special file"),
+                            .detail(detail::SPECIAL_SIZE),
                     );
                 }
                 match t {
@@ -1403,7 +1420,7 @@ fn check_blocks(
             Problem::new(Code::InodeBadSize)
                 .ino(ino)
                 .num(size)
-                .detail("zero-length directory"),
+                .detail(detail::ZERO_LENGTH_DIR),
         );
     }
     if mapped == 0 && size == 0 && !inline {

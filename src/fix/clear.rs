@@ -20,6 +20,7 @@
 
 use super::inode;
 use crate::check::Fs;
+use crate::check::pass1::detail as d;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::check::{blockmap, pass1, xattr as xcheck};
@@ -210,30 +211,24 @@ pub(super) fn fix(
             })
         }
         Code::InodeBadSize => match p.detail.as_str() {
-            "special file" => inode::edit(fs, overlay, ino, |b| {
+            d::SPECIAL_SIZE => inode::edit(fs, overlay, ino, |b| {
                 put_le32(b, I_SIZE_LO, 0);
                 put_le32(b, I_SIZE_HIGH, 0);
             }),
-            "directory i_size_high" => inode::edit(fs, overlay, ino, |b| {
+            d::DIR_SIZE_HIGH => inode::edit(fs, overlay, ino, |b| {
                 put_le32(b, I_SIZE_HIGH, 0);
             }),
-            "zero-length directory" => clear(fs, state, overlay, ino, round),
+            d::ZERO_LENGTH_DIR => clear(fs, state, overlay, ino, round),
             _ => Ok(false),
         },
         Code::InodeBadFlags => match p.detail.as_str() {
-            "both INLINE_DATA_FL and EXTENTS_FL" => {
+            d::INLINE_AND_EXTENTS => {
                 inline_and_extents(fs, state, overlay, ino, &raw, round, extents_fs, inline_fs)
             }
-            "missing EXTENTS_FL, but the inode is in extents format" => {
-                set_flags(fs, overlay, ino, round, flags::EXTENTS, 0)
-            }
-            "i_faddr" => inode::edit(fs, overlay, ino, |b| put_le32(b, I_FADDR, 0)),
-            "i_blocks_hi without huge_file" => {
-                inode::edit(fs, overlay, ino, |b| put_le16(b, I_BLOCKS_HIGH, 0))
-            }
-            "extra time fields in the old, invalid format" => {
-                inode::edit(fs, overlay, ino, fix_extra_times)
-            }
+            d::EXTENTS_FL_MISSING => set_flags(fs, overlay, ino, round, flags::EXTENTS, 0),
+            d::FADDR => inode::edit(fs, overlay, ino, |b| put_le32(b, I_FADDR, 0)),
+            d::BLOCKS_HI => inode::edit(fs, overlay, ino, |b| put_le16(b, I_BLOCKS_HIGH, 0)),
+            d::OLD_EXTRA_TIMES => inode::edit(fs, overlay, ino, fix_extra_times),
             _ => Ok(false),
         },
         Code::InodeFileAcl => {
