@@ -345,13 +345,19 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
         }
     }
     let table_buf = std::mem::take(&mut w.table);
-    let insane = insane_blocks(ctx, &table_buf[..n * isz], first_ino);
+    // Checksums once: the garbage test and the inode check both need them.
+    let csum_ok: Vec<bool> = table_buf[..n * isz]
+        .chunks_exact(isz)
+        .enumerate()
+        .map(|(i, raw)| inode_csum_ok(ctx, first_ino + i as u32, raw, &Inode::parse(raw)))
+        .collect();
+    let insane = insane_blocks(ctx, &table_buf[..n * isz], &csum_ok);
     let ipb = geo.inodes_per_block().max(1) as usize;
     for i in 0..n {
         let raw = &table_buf[i * isz..(i + 1) * isz];
         let ino = first_ino + i as u32;
         let garbage = insane.get(i / ipb).copied().unwrap_or(false);
-        check_inode(ctx, w, &mut out, i, ino, raw, garbage);
+        check_inode(ctx, w, &mut out, i, ino, raw, (csum_ok[i], garbage));
     }
     w.table = table_buf;
     out
@@ -481,8 +487,9 @@ impl InodeCheck<'_> {
 /// inode-table block in which more than half the inodes fail their
 /// checksum or have an impossible extent header or block map holds
 /// garbage as a whole. `table` starts at a block boundary (units are
-/// whole blocks); one flag per block.
-fn insane_blocks(ctx: &Ctx, table: &[u8], first_ino: u32) -> Vec<bool> {
+/// whole blocks), `csum_ok` says which of its inodes pass their checksum;
+/// one flag per block.
+fn insane_blocks(ctx: &Ctx, table: &[u8], csum_ok: &[bool]) -> Vec<bool> {
     let geo = &ctx.fs.geo;
     let isz = geo.inode_size as usize;
     let ipb = geo.inodes_per_block() as usize;
@@ -497,9 +504,8 @@ fn insane_blocks(ctx: &Ctx, table: &[u8], first_ino: u32) -> Vec<bool> {
                 .chunks_exact(isz)
                 .enumerate()
                 .filter(|&(i, raw)| {
-                    let ino = first_ino + (b * ipb + i) as u32;
                     let inode = Inode::parse(raw);
-                    !inode_csum_ok(ctx, ino, raw, &inode)
+                    !csum_ok.get(b * ipb + i).copied().unwrap_or(true)
                         || (inode.has_flag(flags::EXTENTS)
                             && blockmap::header_problem(&inode.block, 60).is_some())
                         || block_map_insane(ctx.fs, &inode)
@@ -537,10 +543,9 @@ fn check_inode(
     idx: usize,
     ino: u32,
     raw: &[u8],
-    garbage: bool,
+    (csum_ok, garbage): (bool, bool),
 ) {
     let inode = Inode::parse(raw);
-    let csum_ok = inode_csum_ok(ctx, ino, raw, &inode);
     let mut c = InodeCheck { out, idx, ino };
     if garbage && inode.links_count > 0 {
         c.report(Problem::new(Code::InodeGarbage).ino(ino));
