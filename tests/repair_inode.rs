@@ -452,3 +452,27 @@ fn shared_xattr_block_gets_its_reference_count() {
         );
     }
 }
+
+#[test]
+fn reserved_inodes_and_index_flags() {
+    for b in ALL {
+        let extents = if b == Base::Ext4 { 0x80000 } else { 0 };
+        repairs(
+            "reserved-and-index",
+            b,
+            sif(&[
+                // The bad blocks inode must have no mode; a reserved inode
+                // without a use none either.
+                "sif <1> mode 0100644".into(),
+                "sif <6> mode 0100644".into(),
+                // INDEX_FL on a regular file.
+                format!("sif /f4097 flags {:#x}", extents | 0x1000),
+            ]),
+            |ctx, img| {
+                assert_eq!(flags_of(img, "f4097") & 0x1000, 0, "[{ctx}]");
+                let want = std::fs::read(standard_tree_dir().join("f4097")).unwrap();
+                assert!(debugfs_cat(img, "f4097") == want, "[{ctx}]");
+            },
+        );
+    }
+}

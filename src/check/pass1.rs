@@ -47,6 +47,8 @@ pub mod detail {
     pub const SPECIAL_SIZE: &str = "special file";
     pub const ZERO_LENGTH_DIR: &str = "zero-length directory";
     pub const OLD_EXTRA_TIMES: &str = "extra time fields in the old, invalid format";
+    pub const BAD_BLOCKS_INODE: &str = "bad blocks inode";
+    pub const RESERVED_BAD_MODE: &str = "reserved inode has bad mode";
 }
 
 /// Inode-table blocks per unit: big enough for long sequential reads, small
@@ -666,7 +668,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                 c.report(
                     Problem::new(Code::InodeReservedBad)
                         .ino(ino)
-                        .detail("bad blocks inode"),
+                        .detail(detail::BAD_BLOCKS_INODE),
                 );
             }
             ctx.state.inode_used.set(ino as u64);
@@ -703,7 +705,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                 c.report(
                     Problem::new(Code::InodeReservedBad)
                         .ino(ino)
-                        .detail("reserved inode has bad mode"),
+                        .detail(detail::RESERVED_BAD_MODE),
                 );
             }
             c.out.links[c.idx] = links;

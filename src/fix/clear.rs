@@ -59,6 +59,9 @@ pub(super) const CODES: &[Code] = &[
     Code::InodeReallyDir,
     Code::RootMissing,
     Code::RootNotDirectory,
+    Code::InodeReservedBad,
+    Code::InodeIndexNotDir,
+    Code::InodeIndexNoFeature,
 ];
 
 /// What this round's fixes did so far.
@@ -238,6 +241,21 @@ pub(super) fn fix(
             inode::edit(fs, overlay, ino, |b| {
                 file_acl(b, xattr_fs, bit64, first, count)
             })
+        }
+        Code::InodeReservedBad => match p.detail.as_str() {
+            // e2fsck zeroes the bad blocks inode's first 128 bytes: its
+            // list goes, and the blocks it held are freed.
+            d::BAD_BLOCKS_INODE => {
+                round.modified.insert(ino);
+                inode::edit(fs, overlay, ino, |b| b[..GOOD_OLD_INODE_SIZE].fill(0))
+            }
+            d::RESERVED_BAD_MODE => inode::edit(fs, overlay, ino, |b| put_le16(b, I_MODE, 0)),
+            _ => Ok(false),
+        },
+        // An index flag where it cannot be (not a directory, or no
+        // dir_index): the flag goes; the directory is then read plain.
+        Code::InodeIndexNotDir | Code::InodeIndexNoFeature => {
+            set_flags(fs, overlay, ino, round, 0, flags::INDEX)
         }
         Code::InodeImagic => inode::edit(fs, overlay, ino, |b| {
             put_le32(b, I_FLAGS, le32(b, I_FLAGS) & !flags::IMAGIC);
