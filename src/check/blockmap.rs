@@ -388,8 +388,22 @@ pub fn walk_indirect<V: MapVisitor>(
     scratch: &mut Scratch,
     v: &mut V,
 ) {
+    walk_indirect_limited(fs, ino, ptrs, None, scratch, v);
+}
+
+/// Like [`walk_indirect`], with data blocks past logical block `limit`
+/// reported like illegal ones (e2fsck's "causes directory to be too big",
+/// see [`indirect_limit`]).
+pub fn walk_indirect_limited<V: MapVisitor>(
+    fs: &Fs,
+    ino: u32,
+    ptrs: &[u32; 15],
+    limit: Option<u64>,
+    scratch: &mut Scratch,
+    v: &mut V,
+) {
     let apb = (fs.geo.block_size / 4) as u64;
-    let mut illegal = 0u32;
+    let mut illegal = PtrCount { illegal: 0, limit };
     for (i, &p) in ptrs.iter().enumerate().take(12) {
         if v.done() {
             return;
@@ -428,6 +442,26 @@ pub fn walk_indirect<V: MapVisitor>(
     }
 }
 
+/// Illegal pointers met so far in one inode, and the data block limit.
+struct PtrCount {
+    illegal: u32,
+    limit: Option<u64>,
+}
+
+/// The last logical block a block-mapped inode may map (None: no limit
+/// but the map's own): e2fsck clears blocks past 2^21 bytes' worth of
+/// 1 KiB blocks in a directory without large_dir, and past block 0 in a
+/// slow symlink.
+pub fn indirect_limit(fs: &Fs, is_dir: bool, is_symlink: bool, large_dir: bool) -> Option<u64> {
+    if is_dir && !large_dir {
+        Some(dir_block_limit(fs))
+    } else if is_symlink {
+        Some(0)
+    } else {
+        None
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn visit_ptr<V: MapVisitor>(
     fs: &Fs,
@@ -437,27 +471,33 @@ fn visit_ptr<V: MapVisitor>(
     level: u32,
     apb: u64,
     bufs: &mut [Vec<u8>],
-    illegal: &mut u32,
+    illegal: &mut PtrCount,
     v: &mut V,
 ) {
     if v.done() {
         return;
     }
-    if !fs.geo.block_in_fs(blk) {
-        *illegal += 1;
+    let too_big = level == 0 && illegal.limit.is_some_and(|l| lblk > l);
+    if !fs.geo.block_in_fs(blk) || too_big {
+        illegal.illegal += 1;
         let what = match level {
             0 => "data block",
             1 => "indirect block",
             2 => "double indirect block",
             _ => "triple indirect block",
         };
+        let why = if fs.geo.block_in_fs(blk) {
+            ", past the file's largest logical block"
+        } else {
+            ""
+        };
         v.problem(
             Problem::new(Code::InodeIllegalBlock)
                 .ino(ino)
                 .blk(blk)
-                .detail(format!("{what}, logical {lblk}")),
+                .detail(format!("{what}, logical {lblk}{why}")),
         );
-        if *illegal == 12 {
+        if illegal.illegal == 12 {
             v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(ino));
         }
         return;

@@ -1238,7 +1238,12 @@ pub(crate) fn walk_map<V: MapVisitor>(
         };
         blockmap::walk_extents(fs, info, &inode.block, scratch, v);
     } else {
-        blockmap::walk_indirect(fs, ino, &inode.block_ptrs(), scratch, v);
+        let limit = if bad_blocks {
+            None
+        } else {
+            blockmap::indirect_limit(fs, inode.is_dir(), inode.is_symlink(), ctx.large_dir)
+        };
+        blockmap::walk_indirect_limited(fs, ino, &inode.block_ptrs(), limit, scratch, v);
     }
     true
 }

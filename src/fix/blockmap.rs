@@ -22,9 +22,10 @@
 use super::edit_bytes;
 use crate::check::Fs;
 use crate::check::blockmap::{
-    Bounds, Entry, WALK_DEPTH_LIMIT, dir_block_limit, entry_fault, header_problem, node_entry,
+    Bounds, Entry, WALK_DEPTH_LIMIT, dir_block_limit, entry_fault, header_problem, indirect_limit,
+    node_entry,
 };
-use crate::check::problem::Code;
+use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::bytes::{le32, put_le16, put_le32};
 use crate::fs::dir_entry::{TAIL_FT, TAIL_LEN, compute_tail_checksum, encode_rec_len};
@@ -54,15 +55,32 @@ const I_LINKS_COUNT: usize = 0x1A;
 const I_BLOCK: usize = 0x28;
 const I_BLOCK_LEN: usize = 60;
 
+/// Problems that put the kind of an inode's map in doubt (extent tree,
+/// block pointers or inline data): e2fsck first settles the kind (sets the
+/// feature, the flag, or clears the inode), so a map read as the wrong
+/// kind must not be "repaired" into garbage.
+fn kind_in_doubt(p: &Problem) -> bool {
+    match p.code {
+        Code::InodeExtentsNoFeature | Code::InodeInlineNoFeature => true,
+        Code::InodeBadFlags => p.detail.contains("EXTENTS_FL"),
+        _ => false,
+    }
+}
+
 /// Stages the repair of inode `ino`'s block map, given the codes of the
-/// problems the check found in it. Returns whether anything was staged.
+/// map problems the check found in it (`codes`) and of all its problems
+/// (`all`). Returns whether anything was staged.
 pub(super) fn fix(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
     ino: u32,
     codes: &[Code],
+    all: &[&Problem],
 ) -> Result<bool, String> {
+    if all.iter().any(|p| kind_in_doubt(p)) {
+        return Ok(false);
+    }
     let Some(pos) = inode_pos(fs, ino) else {
         return Ok(false);
     };
@@ -101,6 +119,7 @@ pub(super) fn fix(
         let large_dir = fs.sb.has_incompat(incompat::LARGEDIR);
         let mut rw = ExtentRewrite {
             fs,
+            state,
             overlay,
             seed: fs
                 .metadata_csum()
@@ -118,9 +137,20 @@ pub(super) fn fix(
     } else {
         let mut ir = IndirectRewrite {
             fs,
+            state,
             overlay,
             apb: u64::from(fs.geo.block_size / 4),
             staged: false,
+            limit: (ino != inode::BAD_INO)
+                .then(|| {
+                    indirect_limit(
+                        fs,
+                        ind.is_dir(),
+                        ind.is_symlink(),
+                        fs.sb.has_incompat(incompat::LARGEDIR),
+                    )
+                })
+                .flatten(),
         };
         let mut changed = ir.root(&mut root)?;
         if ind.is_dir()
@@ -277,6 +307,7 @@ fn read_block(fs: &Fs, overlay: &Overlay, blk: u64) -> Result<Vec<u8>, String> {
 
 struct ExtentRewrite<'a> {
     fs: &'a Fs,
+    state: &'a State,
     overlay: &'a mut Overlay,
     /// The inode's checksum seed, with metadata_csum.
     seed: Option<u32>,
@@ -406,6 +437,13 @@ impl ExtentRewrite<'_> {
     /// that maps [lblk, end].
     fn child(&mut self, pblk: u64, depth: u16, end: u64) -> Result<Child, String> {
         let mut buf = read_block(self.fs, self.overlay, pblk)?;
+        if self.state.block_meta.get(pblk) {
+            // A node on critical metadata is not repaired, nor anything
+            // below it (e2fsck: "conflicts with critical metadata,
+            // skipping block checks"); the duplicate block repair moves
+            // it first.
+            return Ok(Child::Keep(le32(&buf, ENTRY)));
+        }
         let ch = extent::parse_header(&buf);
         if header_problem(&buf, buf.len()).is_some() || ch.depth + 1 != depth || ch.entries == 0 {
             return Ok(Child::Drop);
@@ -446,51 +484,71 @@ enum Child {
 
 struct IndirectRewrite<'a> {
     fs: &'a Fs,
+    state: &'a State,
     overlay: &'a mut Overlay,
     /// Block pointers per indirect block.
     apb: u64,
     /// Some indirect block was staged.
     staged: bool,
+    /// Last logical block data may have (see `indirect_limit`).
+    limit: Option<u64>,
 }
 
 impl IndirectRewrite<'_> {
+    /// Is the pointer to `blk` (a data block at `lblk` when `data`) one the
+    /// check rejects?
+    fn illegal(&self, blk: u64, lblk: u64, data: bool) -> bool {
+        !self.fs.geo.block_in_fs(blk) || (data && self.limit.is_some_and(|l| lblk > l))
+    }
+
     /// Zeroes the illegal pointers of i_block and below. Returns whether
     /// i_block changed.
     fn root(&mut self, root: &mut [u8; I_BLOCK_LEN]) -> Result<bool, String> {
         let mut changed = false;
+        let mut base = 12u64;
         for i in 0..15 {
             let p = u64::from(le32(root, 4 * i));
+            let level = i.saturating_sub(11) as u32;
+            let lblk = if i < 12 { i as u64 } else { base };
+            if i >= 12 {
+                base = base.saturating_add(self.apb.saturating_pow(level));
+            }
             if p == 0 {
                 continue;
             }
-            if !self.fs.geo.block_in_fs(p) {
+            if self.illegal(p, lblk, level == 0) {
                 put_le32(root, 4 * i, 0);
                 changed = true;
-            } else if i >= 12 {
-                self.indirect(p, (i - 11) as u32)?;
+            } else if level > 0 {
+                self.indirect(p, level, lblk)?;
             }
         }
         Ok(changed)
     }
 
     /// Zeroes the illegal pointers of indirect block `blk` (`level` 1 to
-    /// 3) and below, staging every block that changes.
-    fn indirect(&mut self, blk: u64, level: u32) -> Result<(), String> {
+    /// 3, mapping from logical block `lblk`) and below, staging every
+    /// block that changes.
+    fn indirect(&mut self, blk: u64, level: u32, lblk: u64) -> Result<(), String> {
         let mut buf = read_block(self.fs, self.overlay, blk)?;
+        let span = self.apb.saturating_pow(level - 1);
         let mut changed = false;
         for k in 0..self.apb as usize {
             let p = u64::from(le32(&buf, 4 * k));
             if p == 0 {
                 continue;
             }
-            if !self.fs.geo.block_in_fs(p) {
+            let l = lblk.saturating_add((k as u64).saturating_mul(span));
+            if self.illegal(p, l, level == 1) {
                 put_le32(&mut buf, 4 * k, 0);
                 changed = true;
             } else if level > 1 {
-                self.indirect(p, level - 1)?;
+                self.indirect(p, level - 1, l)?;
             }
         }
-        if changed {
+        // An indirect block on critical metadata is never written (it is
+        // the metadata's block); e2fsck only forgets the pointers in core.
+        if changed && !self.state.block_meta.get(blk) {
             self.overlay.stage(blk, buf).map_err(|e| e.to_string())?;
             self.staged = true;
         }

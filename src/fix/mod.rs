@@ -342,18 +342,21 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // Block maps next, one inode at a time with all its map problems, and
     // before the field fixes: those read the inode through the overlay and
     // keep the map rewritten here.
-    let mut maps: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    // Per inode: its map problems to fix, and every code found in it (a
+    // map whose kind is in doubt is left alone, see `blockmap::fix`).
+    let mut maps: std::collections::BTreeMap<u32, (Vec<usize>, Vec<&Problem>)> = Default::default();
     for (k, p) in report.problems.iter().enumerate() {
-        if let Some(ino) = p
-            .ino
-            .filter(|i| wanted(p) && blockmap::CODES.contains(&p.code) && !gone.contains(i))
-        {
-            maps.entry(ino).or_default().push(k);
+        if let Some(ino) = p.ino {
+            let e = maps.entry(ino).or_default();
+            e.1.push(p);
+            if wanted(p) && blockmap::CODES.contains(&p.code) && !gone.contains(&ino) {
+                e.0.push(k);
+            }
         }
     }
-    for (&ino, ks) in &maps {
+    for (&ino, (ks, all)) in maps.iter().filter(|(_, (ks, _))| !ks.is_empty()) {
         let codes: Vec<Code> = ks.iter().map(|&k| report.problems[k].code).collect();
-        if blockmap::fix(fs, state, &mut overlay, ino, &codes).map_err(Refusal::Failed)? {
+        if blockmap::fix(fs, state, &mut overlay, ino, &codes, all).map_err(Refusal::Failed)? {
             summary = true;
             for &k in ks {
                 fixed[k] = true;
