@@ -12,7 +12,7 @@ use super::edit_bytes;
 use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
-use crate::fs::bytes::{le16, put_le16, put_le32};
+use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, compute_checksum, flags};
 use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::Overlay;
@@ -26,9 +26,9 @@ const I_DTIME: usize = 0x14;
 const I_LINKS_COUNT: usize = 0x1A;
 const I_FLAGS: usize = 0x20;
 const I_BLOCKS_LO: usize = 0x1C;
+const I_BLOCK: usize = 0x28;
 const I_SIZE_HIGH: usize = 0x6C;
 const I_BLOCKS_HIGH: usize = 0x74;
-const I_BLOCK: usize = 0x28;
 const I_BLOCK_LEN: usize = 60;
 const I_CHECKSUM_LO: usize = 0x7C;
 const I_EXTRA_ISIZE: usize = 0x80;
@@ -63,6 +63,11 @@ impl Edit {
             Edit::Size(n) => {
                 put_le32(b, I_SIZE_LO, n as u32);
                 put_le32(b, I_SIZE_HIGH, (n >> 32) as u32);
+                // An inline inode left with no data is no longer inline.
+                if n == 0 && le32(b, I_FLAGS) & flags::INLINE_DATA != 0 {
+                    put_le32(b, I_FLAGS, le32(b, I_FLAGS) & !flags::INLINE_DATA);
+                    b[I_BLOCK..I_BLOCK + 60].fill(0);
+                }
             }
             Edit::Blocks(n, huge) => {
                 put_le32(b, I_BLOCKS_LO, n as u32);
