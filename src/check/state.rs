@@ -21,6 +21,9 @@ pub mod iflag {
     pub const BAD: u8 = 0x8;
     /// Fragmented (for the summary's non-contiguous percentage).
     pub const FRAGMENTED: u8 = 0x10;
+    /// Lies in an inode table block the bad-block list names: in use, never
+    /// read (pass 4 leaves its count alone, as e2fsck does).
+    pub const IN_BAD_BLOCK: u8 = 0x20;
 }
 
 /// One block of a directory, as found by pass 1 while mapping the directory.

@@ -47,6 +47,8 @@ pub(super) const CODES: &[Code] = &[
     Code::InodeExtentPastEof,
     Code::InodeDirHole,
     Code::DirHole,
+    Code::BadBlocksInodeInBadBlock,
+    Code::BadBlockInMetadata,
 ];
 
 // Inode fields touched here.
@@ -293,6 +295,83 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool
     state.inode_used.clear(ino as u64);
     state.inode_dir.clear(ino as u64);
     Ok(true)
+}
+
+/// Clears the bad blocks inode entirely (e2fsck zeroes its whole base
+/// inode), which empties the bad-block list.
+pub(super) fn clear_bad_blocks_inode(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
+    let Some(pos) = inode_pos(fs, inode::BAD_INO) else {
+        return Ok(false);
+    };
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
+        b[..inode::GOOD_OLD_INODE_SIZE].fill(0);
+        if csum {
+            super::inode::set_checksum(seed, inode::BAD_INO, b);
+        }
+    })?;
+    Ok(true)
+}
+
+/// Moves every block or inode bitmap that lies on a bad block (`bad`, the
+/// blocks of `BadBlockInMetadata` problems) to a free block, as e2fsck does
+/// at the end of its pass 1: the first block pass 1 left free in the
+/// group (with flex_bg, in its flex group), else anywhere; the old
+/// contents are copied (pass 5 of the next round corrects them) and the
+/// primary descriptor points at the new block. Returns, per entry of
+/// `bad`, whether it was a bitmap that moved. The caller fixes nothing
+/// else in this round: the summary rewrite would put the descriptors back.
+pub(super) fn relocate_bitmaps(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    bad: &[u64],
+) -> Result<Vec<bool>, String> {
+    let geo = &fs.geo;
+    let ds = geo.desc_size as usize;
+    let bs = u64::from(geo.block_size);
+    let mut moved = vec![false; bad.len()];
+    for (k, &blk) in bad.iter().enumerate() {
+        for (g, gd) in fs.gds.iter().enumerate() {
+            // (field offset lo, hi) of the bitmap on the bad block.
+            let field = if gd.block_bitmap == blk {
+                (0x00, 0x20)
+            } else if gd.inode_bitmap == blk {
+                (0x04, 0x24)
+            } else {
+                continue;
+            };
+            let g = g as u32;
+            let flex = geo.flex_bg_size.max(1);
+            let first_g = (u64::from(g) / flex * flex) as u32;
+            let last_g = (u64::from(first_g) + flex - 1).min(u64::from(geo.groups) - 1) as u32;
+            let free = |from: u64, to: u64| (from..=to).find(|&b| !state.block_used.get(b));
+            let Some(new) = free(geo.group_first_block(first_g), geo.group_last_block(last_g))
+                .or_else(|| free(geo.first_data_block, geo.blocks_count - 1))
+            else {
+                continue;
+            };
+            let old = read_block(fs, overlay, blk)?;
+            overlay.stage(new, old).map_err(|e| e.to_string())?;
+            state.block_used.set(new);
+            let byte = u64::from(g) * ds as u64;
+            let dblk = geo.desc_block_location(fs.sb_block, (byte / bs) as u32);
+            let pos = dblk * bs + byte % bs;
+            let (lo, hi) = field;
+            edit_bytes(fs, overlay, pos, ds, |d| {
+                put_le32(d, lo, new as u32);
+                if gd.wide {
+                    put_le32(d, hi, (new >> 32) as u32);
+                }
+                if let Some(c) = crate::fs::group_desc::compute_checksum(&fs.sb, g, d) {
+                    put_le16(d, 0x1E, c);
+                }
+            })?;
+            moved[k] = true;
+        }
+    }
+    Ok(moved)
 }
 
 /// Reads block `blk` through the overlay.

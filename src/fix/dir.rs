@@ -28,6 +28,7 @@ pub(super) const REMOVE: &[Code] = &[
     Code::DirEntryBadInode,
     Code::DirEntryReservedInode,
     Code::DirEntryLinkToRoot,
+    Code::DirEntryInodeInBadBlock,
 ];
 
 /// Stages the fix of one entry problem (`REMOVE`, `DirEntryFileType`,

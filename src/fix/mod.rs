@@ -103,6 +103,7 @@ const DIR: &[Code] = &[
     Code::DirEntryDeletedInode,
     Code::DirEntryBadInode,
     Code::DirEntryReservedInode,
+    Code::DirEntryInodeInBadBlock,
     Code::DirEntryLinkToRoot,
     Code::DirEntryFileType,
     Code::DirEntryIllegalChars,
@@ -201,6 +202,50 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         ));
     }
 
+    // A bad-block list naming the block of its own inode is not believed:
+    // the inode is cleared and, as e2fsck restarts there, nothing else is
+    // fixed this round (the check read that block's inodes as unreadable).
+    if let Some(k) = report
+        .problems
+        .iter()
+        .position(|p| wanted(p) && p.code == Code::BadBlocksInodeInBadBlock)
+    {
+        fixed[k] = blockmap::clear_bad_blocks_inode(fs, &mut overlay).map_err(Refusal::Failed)?;
+        let fixes_staged = fixed[k] || replay_fix;
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged,
+        });
+    }
+    // Bitmaps on bad blocks move first, alone in their round (the summary
+    // rewrite works from the descriptors this check loaded).
+    let bad_meta: Vec<usize> = (0..report.problems.len())
+        .filter(|&k| {
+            let p = &report.problems[k];
+            allowed(p, mode) && p.code == Code::BadBlockInMetadata && p.blk.is_some()
+        })
+        .collect();
+    if !bad_meta.is_empty() {
+        let blks: Vec<u64> = bad_meta
+            .iter()
+            .filter_map(|&k| report.problems[k].blk)
+            .collect();
+        let moved =
+            blockmap::relocate_bitmaps(fs, state, &mut overlay, &blks).map_err(Refusal::Failed)?;
+        if moved.iter().any(|&m| m) {
+            for (&k, m) in bad_meta.iter().zip(moved) {
+                fixed[k] = m;
+            }
+            return Ok(Plan {
+                overlay,
+                fixed,
+                replayed,
+                fixes_staged: true,
+            });
+        }
+    }
     // A bad inode checksum is only recomputed when the checksum is all
     // that is wrong with the inode: over an inode with other damage it
     // would bless contents a later, fuller repair must still judge.
