@@ -153,6 +153,7 @@ pub(super) fn fix(
                     )
                 })
                 .flatten(),
+            budget: fs.geo.blocks_count,
         };
         let mut changed = ir.root(&mut root)?;
         if ind.is_dir()
@@ -314,6 +315,9 @@ pub(super) fn clear_bad_blocks_inode(fs: &Fs, overlay: &mut Overlay) -> Result<b
     Ok(true)
 }
 
+/// Offsets of the low and high halves of a descriptor field.
+type Field = (usize, usize);
+
 /// Moves every block or inode bitmap that lies on a bad block (`bad`, the
 /// blocks of `BadBlockInMetadata` problems) to a free block, as e2fsck does
 /// at the end of its pass 1: the first block pass 1 left free in the
@@ -332,17 +336,22 @@ pub(super) fn relocate_bitmaps(
     let ds = geo.desc_size as usize;
     let bs = u64::from(geo.block_size);
     let mut moved = vec![false; bad.len()];
+    // Bitmap block → (group, offsets lo/hi of its descriptor field).
+    let mut bitmaps: std::collections::BTreeMap<u64, Vec<(u32, Field)>> = Default::default();
+    for (g, gd) in fs.gds.iter().enumerate() {
+        let g = g as u32;
+        bitmaps
+            .entry(gd.block_bitmap)
+            .or_default()
+            .push((g, (0x00, 0x20)));
+        bitmaps
+            .entry(gd.inode_bitmap)
+            .or_default()
+            .push((g, (0x04, 0x24)));
+    }
     for (k, &blk) in bad.iter().enumerate() {
-        for (g, gd) in fs.gds.iter().enumerate() {
-            // (field offset lo, hi) of the bitmap on the bad block.
-            let field = if gd.block_bitmap == blk {
-                (0x00, 0x20)
-            } else if gd.inode_bitmap == blk {
-                (0x04, 0x24)
-            } else {
-                continue;
-            };
-            let g = g as u32;
+        for &(g, field) in bitmaps.get(&blk).map_or(&[][..], |v| &v[..]) {
+            let gd = &fs.gds[g as usize];
             let flex = geo.flex_bg_size.max(1);
             let first_g = (u64::from(g) / flex * flex) as u32;
             let last_g = (u64::from(first_g) + flex - 1).min(u64::from(geo.groups) - 1) as u32;
@@ -484,6 +493,10 @@ impl ExtentRewrite<'_> {
             self.nodes_left -= 1;
             match self.child(pblk, depth, lblk + len - 1)? {
                 Child::Drop => changed = true,
+                Child::Same => {
+                    start_block = lblk;
+                    keep.push(raw);
+                }
                 Child::Keep(first) => {
                     if first != lblk as u32 {
                         put_le32(&mut raw, 0, first);
@@ -518,14 +531,16 @@ impl ExtentRewrite<'_> {
     /// Repairs the node at `pblk` below an index of a depth-`depth` node
     /// that maps [lblk, end].
     fn child(&mut self, pblk: u64, depth: u16, end: u64) -> Result<Child, String> {
-        let mut buf = read_block(self.fs, self.overlay, pblk)?;
+        // A node on critical metadata is not repaired, nor anything below
+        // it (e2fsck: "conflicts with critical metadata, skipping block
+        // checks"); the duplicate block repair moves it first. A node that
+        // cannot be read is left as it is too.
         if self.state.block_meta.get(pblk) {
-            // A node on critical metadata is not repaired, nor anything
-            // below it (e2fsck: "conflicts with critical metadata,
-            // skipping block checks"); the duplicate block repair moves
-            // it first.
-            return Ok(Child::Keep(le32(&buf, ENTRY)));
+            return Ok(Child::Same);
         }
+        let Ok(mut buf) = read_block(self.fs, self.overlay, pblk) else {
+            return Ok(Child::Same);
+        };
         let ch = extent::parse_header(&buf);
         if header_problem(&buf, buf.len()).is_some() || ch.depth + 1 != depth || ch.entries == 0 {
             return Ok(Child::Drop);
@@ -562,6 +577,8 @@ enum Child {
     Drop,
     /// The entry stays; the child's first logical block.
     Keep(u32),
+    /// The entry stays as it is (the child was not looked at).
+    Same,
 }
 
 struct IndirectRewrite<'a> {
@@ -574,6 +591,9 @@ struct IndirectRewrite<'a> {
     staged: bool,
     /// Last logical block data may have (see `indirect_limit`).
     limit: Option<u64>,
+    /// Indirect blocks left to read: as many as the file system has
+    /// blocks (a garbage map must not fan out forever).
+    budget: u64,
 }
 
 impl IndirectRewrite<'_> {
@@ -612,7 +632,13 @@ impl IndirectRewrite<'_> {
     /// 3, mapping from logical block `lblk`) and below, staging every
     /// block that changes.
     fn indirect(&mut self, blk: u64, level: u32, lblk: u64) -> Result<(), String> {
-        let mut buf = read_block(self.fs, self.overlay, blk)?;
+        if self.budget == 0 {
+            return Ok(());
+        }
+        self.budget -= 1;
+        let Ok(mut buf) = read_block(self.fs, self.overlay, blk) else {
+            return Ok(());
+        };
         let span = self.apb.saturating_pow(level - 1);
         let mut changed = false;
         for k in 0..self.apb as usize {
