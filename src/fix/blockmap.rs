@@ -276,10 +276,7 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool
     let Some(pos) = inode_pos(fs, ino) else {
         return Ok(false);
     };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_secs() as u32)
-        .max(1);
+    let now = super::lostfound::now();
     let reserved = ino < fs.geo.first_ino;
     let csum = fs.metadata_csum();
     let seed = fs.csum_seed;
