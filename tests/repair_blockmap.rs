@@ -371,3 +371,19 @@ fn bitmap_on_a_bad_block_moves() {
         debugfs_w(img, &bad_block_list(ibitmap));
     });
 }
+
+#[test]
+fn bitmaps_outside_their_group_move() {
+    for (field, code) in [
+        ("block_bitmap", "Block bitmap"),
+        ("inode_bitmap", "Inode bitmap"),
+    ] {
+        let text = repairs(&format!("moved-{field}"), Base::Ext2, &[], |img| {
+            debugfs_w(img, &[format!("set_bg 0 {field} 9000")]);
+        });
+        assert!(
+            text.contains(&format!("{code} for group 0 is not in group")),
+            "{text}"
+        );
+    }
+}

@@ -49,6 +49,9 @@ pub(super) const CODES: &[Code] = &[
     Code::DirHole,
     Code::BadBlocksInodeInBadBlock,
     Code::BadBlockInMetadata,
+    Code::GdBlockBitmapLocation,
+    Code::GdInodeBitmapLocation,
+    Code::GdMetadataOverlap,
 ];
 
 // Inode fields touched here.
@@ -314,68 +317,105 @@ pub(super) fn clear_bad_blocks_inode(fs: &Fs, overlay: &mut Overlay) -> Result<b
 
 /// Offsets of the low and high halves of a descriptor field.
 type Field = (usize, usize);
+const BLOCK_BITMAP: Field = (0x00, 0x20);
+const INODE_BITMAP: Field = (0x04, 0x24);
 
-/// Moves every block or inode bitmap that lies on a bad block (`bad`, the
-/// blocks of `BadBlockInMetadata` problems) to a free block, as e2fsck does
-/// at the end of its pass 1: the first block pass 1 left free in the
-/// group (with flex_bg, in its flex group), else anywhere; the old
-/// contents are copied (pass 5 of the next round corrects them) and the
-/// primary descriptor points at the new block. Returns, per entry of
-/// `bad`, whether it was a bitmap that moved. The caller fixes nothing
-/// else in this round: the summary rewrite would put the descriptors back.
+/// A bitmap to move: its group and descriptor field.
+pub(super) type Move = (u32, Field);
+
+/// The bitmaps a problem asks to move: those on a bad block
+/// (`BadBlockInMetadata`), outside their group, or overlapping other
+/// metadata (as e2fsck's "Relocate?").
+pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
+    let which = |detail: &str| match detail {
+        "Block bitmap" => Some(BLOCK_BITMAP),
+        "Inode bitmap" => Some(INODE_BITMAP),
+        _ => None,
+    };
+    match p.code {
+        Code::BadBlockInMetadata => {
+            let Some(blk) = p.blk else {
+                return Vec::new();
+            };
+            let mut v = Vec::new();
+            for (g, gd) in fs.gds.iter().enumerate() {
+                if gd.block_bitmap == blk {
+                    v.push((g as u32, BLOCK_BITMAP));
+                }
+                if gd.inode_bitmap == blk {
+                    v.push((g as u32, INODE_BITMAP));
+                }
+            }
+            v
+        }
+        Code::GdBlockBitmapLocation => p.group.map(|g| (g, BLOCK_BITMAP)).into_iter().collect(),
+        Code::GdInodeBitmapLocation => p.group.map(|g| (g, INODE_BITMAP)).into_iter().collect(),
+        Code::GdMetadataOverlap => p.group.zip(which(&p.detail)).into_iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Moves bitmaps to free blocks, as e2fsck does at the end of its pass 1:
+/// the first block pass 1 left free in the group (with flex_bg, in its
+/// flex group), else anywhere; the old contents are copied when the old
+/// block lies in the file system (pass 5 of the next round corrects them
+/// either way) and the primary descriptor points at the new block.
+/// Returns, per move, whether it was made. The caller fixes nothing else
+/// in this round: the summary rewrite would put the descriptors back.
 pub(super) fn relocate_bitmaps(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    bad: &[u64],
+    moves: &[Move],
 ) -> Result<Vec<bool>, String> {
     let geo = &fs.geo;
     let ds = geo.desc_size as usize;
     let bs = u64::from(geo.block_size);
-    let mut moved = vec![false; bad.len()];
-    // Bitmap block → (group, offsets lo/hi of its descriptor field).
-    let mut bitmaps: std::collections::BTreeMap<u64, Vec<(u32, Field)>> = Default::default();
-    for (g, gd) in fs.gds.iter().enumerate() {
-        let g = g as u32;
-        bitmaps
-            .entry(gd.block_bitmap)
-            .or_default()
-            .push((g, (0x00, 0x20)));
-        bitmaps
-            .entry(gd.inode_bitmap)
-            .or_default()
-            .push((g, (0x04, 0x24)));
-    }
-    for (k, &blk) in bad.iter().enumerate() {
-        for &(g, field) in bitmaps.get(&blk).map_or(&[][..], |v| &v[..]) {
-            let gd = &fs.gds[g as usize];
-            let flex = geo.flex_bg_size.max(1);
-            let first_g = (u64::from(g) / flex * flex) as u32;
-            let last_g = (u64::from(first_g) + flex - 1).min(u64::from(geo.groups) - 1) as u32;
-            let free = |from: u64, to: u64| (from..=to).find(|&b| !state.block_used.get(b));
-            let Some(new) = free(geo.group_first_block(first_g), geo.group_last_block(last_g))
-                .or_else(|| free(geo.first_data_block, geo.blocks_count - 1))
-            else {
-                continue;
-            };
-            let old = read_block(fs, overlay, blk)?;
-            overlay.stage(new, old).map_err(|e| e.to_string())?;
-            state.block_used.set(new);
-            let byte = u64::from(g) * ds as u64;
-            let dblk = geo.desc_block_location(fs.sb_block, (byte / bs) as u32);
-            let pos = dblk * bs + byte % bs;
-            let (lo, hi) = field;
-            edit_bytes(fs, overlay, pos, ds, |d| {
-                put_le32(d, lo, new as u32);
-                if gd.wide {
-                    put_le32(d, hi, (new >> 32) as u32);
-                }
-                if let Some(c) = crate::fs::group_desc::compute_checksum(&fs.sb, g, d) {
-                    put_le16(d, 0x1E, c);
-                }
-            })?;
+    let mut moved = vec![false; moves.len()];
+    let mut done = std::collections::BTreeSet::new();
+    for (k, &(g, field)) in moves.iter().enumerate() {
+        let Some(gd) = fs.gds.get(g as usize) else {
+            continue;
+        };
+        if !done.insert((g, field.0)) {
             moved[k] = true;
+            continue;
         }
+        let old = if field == BLOCK_BITMAP {
+            gd.block_bitmap
+        } else {
+            gd.inode_bitmap
+        };
+        let flex = geo.flex_bg_size.max(1);
+        let first_g = (u64::from(g) / flex * flex) as u32;
+        let last_g = (u64::from(first_g) + flex - 1).min(u64::from(geo.groups) - 1) as u32;
+        let free = |from: u64, to: u64| (from..=to).find(|&b| !state.block_used.get(b));
+        let Some(new) = free(geo.group_first_block(first_g), geo.group_last_block(last_g))
+            .or_else(|| free(geo.first_data_block, geo.blocks_count - 1))
+        else {
+            continue;
+        };
+        let data = if geo.block_in_fs(old) {
+            read_block(fs, overlay, old).unwrap_or_else(|_| vec![0u8; bs as usize])
+        } else {
+            vec![0u8; bs as usize]
+        };
+        overlay.stage(new, data).map_err(|e| e.to_string())?;
+        state.block_used.set(new);
+        let byte = u64::from(g) * ds as u64;
+        let dblk = geo.desc_block_location(fs.sb_block, (byte / bs) as u32);
+        let pos = dblk * bs + byte % bs;
+        let (lo, hi) = field;
+        edit_bytes(fs, overlay, pos, ds, |d| {
+            put_le32(d, lo, new as u32);
+            if gd.wide {
+                put_le32(d, hi, (new >> 32) as u32);
+            }
+            if let Some(c) = crate::fs::group_desc::compute_checksum(&fs.sb, g, d) {
+                put_le16(d, 0x1E, c);
+            }
+        })?;
+        moved[k] = true;
     }
     Ok(moved)
 }

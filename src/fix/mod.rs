@@ -245,24 +245,27 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             fixes_staged,
         });
     }
-    // Bitmaps on bad blocks move first, alone in their round (the summary
-    // rewrite works from the descriptors this check loaded).
-    let bad_meta: Vec<usize> = (0..report.problems.len())
-        .filter(|&k| {
-            let p = &report.problems[k];
-            allowed(p, mode) && p.code == Code::BadBlockInMetadata && p.blk.is_some()
-        })
-        .collect();
-    if !bad_meta.is_empty() {
-        let blks: Vec<u64> = bad_meta
-            .iter()
-            .filter_map(|&k| report.problems[k].blk)
-            .collect();
+    // Bitmaps on bad blocks, outside their group or on other metadata
+    // move first, alone in their round (the summary rewrite works from the
+    // descriptors this check loaded).
+    let mut moves = Vec::new();
+    let mut movers = Vec::new();
+    for (k, p) in report.problems.iter().enumerate() {
+        if !wanted(p) {
+            continue;
+        }
+        let m = blockmap::bitmaps_to_move(fs, p);
+        if !m.is_empty() {
+            movers.push((k, moves.len(), m.len()));
+            moves.extend(m);
+        }
+    }
+    if !moves.is_empty() {
         let moved =
-            blockmap::relocate_bitmaps(fs, state, &mut overlay, &blks).map_err(Refusal::Failed)?;
+            blockmap::relocate_bitmaps(fs, state, &mut overlay, &moves).map_err(Refusal::Failed)?;
         if moved.iter().any(|&m| m) {
-            for (&k, m) in bad_meta.iter().zip(moved) {
-                fixed[k] = m;
+            for &(k, at, n) in &movers {
+                fixed[k] = moved[at..at + n].iter().all(|&m| m);
             }
             return Ok(Plan {
                 overlay,
