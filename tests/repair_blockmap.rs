@@ -387,3 +387,29 @@ fn bitmaps_outside_their_group_move() {
         );
     }
 }
+
+#[test]
+fn inode_table_outside_its_group_moves_and_starts_empty() {
+    // Two groups; the second's inode table pointed out of the file system.
+    let tmp = TempDir::new("blockmap-itable");
+    let img = tmp.join("disk.img");
+    mkfs(
+        &img,
+        4 * MIB,
+        &MkfsOpts::ext2().block_size(1024).blocks_per_group(2048),
+        None,
+    );
+    debugfs_w(
+        &img,
+        &["mkdir /a", "mkdir /b", "set_bg 1 inode_table 99999"],
+    );
+    assert_ne!(e2fsck_fn(&img), 0);
+    let out = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("Inode table for group 1 is not in group"),
+        "{text}"
+    );
+    assert_both_clean("itable", &img);
+}

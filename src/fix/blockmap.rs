@@ -51,6 +51,7 @@ pub(super) const CODES: &[Code] = &[
     Code::BadBlockInMetadata,
     Code::GdBlockBitmapLocation,
     Code::GdInodeBitmapLocation,
+    Code::GdInodeTableLocation,
     Code::GdMetadataOverlap,
 ];
 
@@ -319,6 +320,7 @@ pub(super) fn clear_bad_blocks_inode(fs: &Fs, overlay: &mut Overlay) -> Result<b
 type Field = (usize, usize);
 const BLOCK_BITMAP: Field = (0x00, 0x20);
 const INODE_BITMAP: Field = (0x04, 0x24);
+const INODE_TABLE: Field = (0x08, 0x28);
 
 /// A bitmap to move: its group and descriptor field.
 pub(super) type Move = (u32, Field);
@@ -330,6 +332,7 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
     let which = |detail: &str| match detail {
         "Block bitmap" => Some(BLOCK_BITMAP),
         "Inode bitmap" => Some(INODE_BITMAP),
+        "Inode table" => Some(INODE_TABLE),
         _ => None,
     };
     match p.code {
@@ -350,12 +353,28 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
         }
         Code::GdBlockBitmapLocation => p.group.map(|g| (g, BLOCK_BITMAP)).into_iter().collect(),
         Code::GdInodeBitmapLocation => p.group.map(|g| (g, INODE_BITMAP)).into_iter().collect(),
+        Code::GdInodeTableLocation => p.group.map(|g| (g, INODE_TABLE)).into_iter().collect(),
         Code::GdMetadataOverlap => p.group.zip(which(&p.detail)).into_iter().collect(),
         _ => Vec::new(),
     }
 }
 
-/// Moves bitmaps to free blocks, as e2fsck does at the end of its pass 1:
+/// The first run of `n` blocks in [from, to] that pass 1 left free.
+fn free_run(state: &State, from: u64, to: u64, n: u64) -> Option<u64> {
+    let mut start = from;
+    let mut b = from;
+    while b <= to {
+        if state.block_used.get(b) {
+            start = b + 1;
+        } else if b + 1 - start >= n {
+            return Some(start);
+        }
+        b += 1;
+    }
+    None
+}
+
+/// Moves bitmaps (and inode tables) to free blocks, as e2fsck does at the end of its pass 1:
 /// the first block pass 1 left free in the group (with flex_bg, in its
 /// flex group), else anywhere; the old contents are copied when the old
 /// block lies in the file system (pass 5 of the next round corrects them
@@ -381,27 +400,36 @@ pub(super) fn relocate_bitmaps(
             moved[k] = true;
             continue;
         }
-        let old = if field == BLOCK_BITMAP {
-            gd.block_bitmap
+        let old = match field {
+            BLOCK_BITMAP => gd.block_bitmap,
+            INODE_BITMAP => gd.inode_bitmap,
+            _ => gd.inode_table,
+        };
+        // An inode table needs its blocks in one run; its inodes are lost
+        // (e2fsck: "SEVERE DATA LOSS POSSIBLE") and it starts zeroed.
+        let n = if field == INODE_TABLE {
+            u64::from(geo.inode_table_blocks)
         } else {
-            gd.inode_bitmap
+            1
         };
         let flex = geo.flex_bg_size.max(1);
         let first_g = (u64::from(g) / flex * flex) as u32;
         let last_g = (u64::from(first_g) + flex - 1).min(u64::from(geo.groups) - 1) as u32;
-        let free = |from: u64, to: u64| (from..=to).find(|&b| !state.block_used.get(b));
+        let free = |from: u64, to: u64| free_run(state, from, to, n);
         let Some(new) = free(geo.group_first_block(first_g), geo.group_last_block(last_g))
             .or_else(|| free(geo.first_data_block, geo.blocks_count - 1))
         else {
             continue;
         };
-        let data = if geo.block_in_fs(old) {
-            read_block(fs, overlay, old).unwrap_or_else(|_| vec![0u8; bs as usize])
-        } else {
-            vec![0u8; bs as usize]
-        };
-        overlay.stage(new, data).map_err(|e| e.to_string())?;
-        state.block_used.set(new);
+        for b in new..new + n {
+            let data = if field != INODE_TABLE && geo.block_in_fs(old) {
+                read_block(fs, overlay, old).unwrap_or_else(|_| vec![0u8; bs as usize])
+            } else {
+                vec![0u8; bs as usize]
+            };
+            overlay.stage(b, data).map_err(|e| e.to_string())?;
+            state.block_used.set(b);
+        }
         let byte = u64::from(g) * ds as u64;
         let dblk = geo.desc_block_location(fs.sb_block, (byte / bs) as u32);
         let pos = dblk * bs + byte % bs;
