@@ -175,6 +175,9 @@ pub(crate) struct Ctx<'a> {
     pub prealloc_dir_blocks: u64,
     /// Superblock times are plausible, so a small dtime means an orphan.
     pub low_dtime_check: bool,
+    /// Inode table blocks the bad-block list names (sorted): their inodes
+    /// cannot be read, so they count as in use and are not checked.
+    pub bad_itable: Vec<u64>,
 }
 
 impl<'a> Ctx<'a> {
@@ -202,6 +205,7 @@ impl<'a> Ctx<'a> {
                     || (mkfs_time != 0 && mkfs_time < ic))
             },
             prealloc_dir_blocks: sb.raw.get(S_PREALLOC_DIR_BLOCKS_OFF).copied().unwrap_or(0) as u64,
+            bad_itable: Vec::new(),
         }
     }
 }
@@ -212,7 +216,8 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     let bs = fs.block_size();
     let outs: Vec<UnitOut> = {
         let st: &State = state;
-        let ctx = Ctx::new(fs, st);
+        let mut ctx = Ctx::new(fs, st);
+        ctx.bad_itable = super::pass2::bad_itable_blocks(fs);
         par_map(
             units.len(),
             threads,
@@ -547,6 +552,22 @@ fn check_inode(
     raw: &[u8],
     (csum_ok, garbage): (bool, bool),
 ) {
+    if let Some(blk) = in_bad_itable_block(ctx, ino) {
+        // e2fsck cannot read such an inode: it counts as in use, unchecked
+        // (pass 2 then drops the entries naming it). When it is the bad
+        // block inode itself, the list is not believed: e2fsck offers to
+        // clear it.
+        ctx.state.inode_used.set(ino as u64);
+        out.iflags[idx] |= iflag::IN_BAD_BLOCK;
+        if ino == inode::BAD_INO {
+            out.problems.push(
+                Problem::new(Code::BadBlocksInodeInBadBlock)
+                    .ino(ino)
+                    .blk(blk),
+            );
+        }
+        return;
+    }
     let inode = Inode::parse(raw);
     let mut c = InodeCheck { out, idx, ino };
     if garbage && inode.links_count > 0 {
@@ -559,6 +580,15 @@ fn check_inode(
     if !csum_ok {
         c.report(Problem::new(Code::InodeChecksum).ino(ino));
     }
+}
+
+/// The inode table block holding `ino`, when the bad-block list names it.
+fn in_bad_itable_block(ctx: &Ctx, ino: u32) -> Option<u64> {
+    if ctx.bad_itable.is_empty() {
+        return None;
+    }
+    let (blk, _) = ctx.fs.inode_location(ino)?;
+    ctx.bad_itable.binary_search(&blk).is_ok().then_some(blk)
 }
 
 /// A reserved inode that holds a file when its feature names it (journal,
@@ -1085,6 +1115,8 @@ struct Claimer<'a> {
     state: &'a State,
     /// Walking the bad blocks inode: its blocks may not be metadata.
     bad_blocks: bool,
+    /// Inode table blocks in the bad-block list (see `Ctx::bad_itable`).
+    bad_itable: &'a [u64],
     /// Block pointers (not an extent tree): mapping blocks are in line.
     indirect: bool,
     ino: u32,
@@ -1117,6 +1149,10 @@ impl Claimer<'_> {
 
     fn claim(&mut self, b: u64) {
         if self.no_claim {
+            return;
+        }
+        if self.bad_blocks && self.bad_itable.binary_search(&b).is_ok() {
+            // A bad inode table block only costs the inodes in it.
             return;
         }
         if self.bad_blocks && self.state.block_meta.get(b) {
@@ -1369,6 +1405,7 @@ fn check_blocks(
         fs,
         state: ctx.state,
         bad_blocks,
+        bad_itable: &ctx.bad_itable,
         indirect: !extent_mapped || bad_blocks,
         ino,
         no_claim: ino == inode::RESIZE_INO,

@@ -26,6 +26,9 @@ pub mod iflag {
     /// CASEFOLD_FL on a casefold file system: names hash (and compare)
     /// case-insensitively.
     pub const CASEFOLD: u8 = 0x40;
+    /// Lies in an inode table block the bad-block list names: in use, never
+    /// read (pass 4 leaves its count alone, as e2fsck does).
+    pub const IN_BAD_BLOCK: u8 = 0x80;
 }
 
 /// Policy id of every encrypted inode whose version this checker does not

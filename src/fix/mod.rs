@@ -122,6 +122,7 @@ const DIR: &[Code] = &[
     Code::DirEntryDeletedInode,
     Code::DirEntryBadInode,
     Code::DirEntryReservedInode,
+    Code::DirEntryInodeInBadBlock,
     Code::DirEntryLinkToRoot,
     Code::DirEntryFileType,
     Code::DirEntryIllegalChars,
@@ -255,6 +256,53 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         });
     }
 
+    // A bad-block list naming the block of its own inode is not believed:
+    // the inode is cleared and, as e2fsck restarts there, nothing else is
+    // fixed this round (the check read that block's inodes as unreadable).
+    if let Some(k) = report
+        .problems
+        .iter()
+        .position(|p| wanted(p) && p.code == Code::BadBlocksInodeInBadBlock)
+    {
+        fixed[k] = blockmap::clear_bad_blocks_inode(fs, &mut overlay).map_err(Refusal::Failed)?;
+        let fixes_staged = fixed[k] || replay_fix;
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged,
+        });
+    }
+    // Bitmaps on bad blocks, outside their group or on other metadata
+    // move first, alone in their round (the summary rewrite works from the
+    // descriptors this check loaded).
+    let mut moves = Vec::new();
+    let mut movers = Vec::new();
+    for (k, p) in report.problems.iter().enumerate() {
+        if !wanted(p) {
+            continue;
+        }
+        let m = blockmap::bitmaps_to_move(fs, p);
+        if !m.is_empty() {
+            movers.push((k, moves.len(), m.len()));
+            moves.extend(m);
+        }
+    }
+    if !moves.is_empty() {
+        let moved =
+            blockmap::relocate_bitmaps(fs, state, &mut overlay, &moves).map_err(Refusal::Failed)?;
+        if moved.iter().any(|&m| m) {
+            for &(k, at, n) in &movers {
+                fixed[k] = moved[at..at + n].iter().all(|&m| m);
+            }
+            return Ok(Plan {
+                overlay,
+                fixed,
+                replayed,
+                fixes_staged: true,
+            });
+        }
+    }
     // Pass 1D, then the directory structure (salvaged blocks, rebuilt
     // directories), each alone in its round and only once pass 0 and 1
     // have nothing left to fix (as e2fsck resolves sharing and checks
