@@ -358,3 +358,68 @@ fn casefold_conformance_image() {
     };
     agree(&img, false, "f_bad_fname");
 }
+
+// ---------------------------------------------------------------------------
+// bigalloc
+// ---------------------------------------------------------------------------
+
+#[test]
+fn bigalloc_mkfs_is_clean() {
+    let tmp = TempDir::new("ba-mkfs");
+    let tree = standard_tree_dir();
+    for (i, (bs, cluster, extra)) in [
+        (1024u32, 16384u32, ""),
+        (4096, 65536, ""),
+        (1024, 2048, "^flex_bg"),
+        (4096, 16384, "metadata_csum,^resize_inode"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let img = tmp.join(format!("b{i}.img"));
+        let mut opts = MkfsOpts::ext4()
+            .block_size(bs)
+            .features(&format!("bigalloc,{extra}"));
+        opts.extra_args = vec!["-C".into(), cluster.to_string()];
+        mkfs(&img, 64 << 20, &opts, Some(&tree));
+        agree(&img, true, &format!("bigalloc {bs}/{cluster} {extra}"));
+    }
+}
+
+#[test]
+fn bigalloc_damage_is_found() {
+    let tmp = TempDir::new("ba-damage");
+    let base = tmp.join("b.img");
+    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    opts.extra_args = vec!["-C".into(), "16384".into()];
+    mkfs(&base, 32 << 20, &opts, Some(&standard_tree_dir()));
+    agree(&base, true, "bigalloc base");
+    let file = "/f12k";
+    let first = blocks_of(&base, file)[0];
+
+    // A cluster in use marked free: the bitmap is per cluster.
+    let img = copy_of(&base, &tmp, "freed.img");
+    debugfs_w(&img, &[format!("freeb {first}")]);
+    agree(&img, false, "used cluster marked free");
+
+    // i_blocks counts clusters (16 KiB = 32 sectors per cluster).
+    let img = copy_of(&base, &tmp, "iblocks.img");
+    debugfs_w(&img, &[format!("sif {file} blocks 2")]);
+    agree(&img, false, "i_blocks in blocks rather than clusters");
+
+    // A free cluster marked in use.
+    let img = copy_of(&base, &tmp, "marked.img");
+    debugfs_w(&img, &["setb 30000"]);
+    agree(&img, false, "free cluster marked in use");
+}
+
+#[test]
+fn bigalloc_conformance_images() {
+    let tmp = TempDir::new("ba-conf");
+    for t in ["f_badcluster", "f_dup_ba"] {
+        let Some(img) = conformance_image(t, &tmp) else {
+            return;
+        };
+        agree(&img, false, t);
+    }
+}

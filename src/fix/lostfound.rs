@@ -324,7 +324,8 @@ pub(super) fn create(
         };
         !fs.uninit_bg() || !gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
     });
-    let blk = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
+    let blk =
+        (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(state.cluster(b)));
     let (Some(ino), Some(blk)) = (ino, blk) else {
         return Ok(None);
     };
@@ -433,7 +434,7 @@ pub(super) fn create(
     // from the new '..'.
     state.inode_used.set(ino as u64);
     state.inode_dir.set(ino as u64);
-    state.block_used.set(blk);
+    state.block_used.set(state.cluster(blk));
     add(links, ROOT_INO, 1);
     // Its own count is the one written ('.' and the root's entry) plus
     // the subdirectories reconnected into it: recorded like any change,
