@@ -401,16 +401,19 @@ fn bigalloc_damage_is_found() {
     let img = copy_of(&base, &tmp, "freed.img");
     debugfs_w(&img, &[format!("freeb {first}")]);
     agree(&img, false, "used cluster marked free");
+    repaired(&img, "used cluster marked free");
 
     // i_blocks counts clusters (16 KiB = 32 sectors per cluster).
     let img = copy_of(&base, &tmp, "iblocks.img");
     debugfs_w(&img, &[format!("sif {file} blocks 2")]);
     agree(&img, false, "i_blocks in blocks rather than clusters");
+    repaired(&img, "i_blocks in blocks rather than clusters");
 
     // A free cluster marked in use.
     let img = copy_of(&base, &tmp, "marked.img");
     debugfs_w(&img, &["setb 30000"]);
     agree(&img, false, "free cluster marked in use");
+    repaired(&img, "free cluster marked in use");
 }
 
 #[test]

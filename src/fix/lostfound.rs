@@ -333,6 +333,7 @@ pub(super) fn create(
         return Ok(None);
     }
     let bs = fs.block_size();
+    let bits = fs.geo.cluster_bits;
     // The entry in the root first: without room there, nothing is made.
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let ft = if filetype { FT_DIR } else { 0 };
@@ -380,7 +381,8 @@ pub(super) fn create(
             put_le32(b, f, t);
         }
         put_le16(b, I_LINKS_COUNT, 2);
-        put_le32(b, I_BLOCKS_LO, (bs / 512) as u32);
+        // One block, charged as its whole cluster (bigalloc).
+        put_le32(b, I_BLOCKS_LO, ((bs << bits) / 512) as u32);
         if extents {
             put_le32(b, I_FLAGS, EXTENTS_FL);
             // Extent header (magic, 1 entry, room for 4, depth 0) and one

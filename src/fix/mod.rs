@@ -195,16 +195,11 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     }
     // The fixes below rewrite the primary superblock and descriptors from
     // the copies this check loaded; restoring the primary from a backup
-    // and cluster bitmaps are not built yet.
+    // is not built yet.
     if fs.sb_block != SUPERBLOCK_OFFSET / u64::from(bs) {
         return Err(Refusal::Unsupported(
             "the primary superblock is unusable; restoring it from a backup is not implemented yet"
                 .into(),
-        ));
-    }
-    if fs.sb.has_ro_compat(ro_compat::BIGALLOC) {
-        return Err(Refusal::Unsupported(
-            "repairing bigalloc file systems is not implemented yet".into(),
         ));
     }
 
