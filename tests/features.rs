@@ -48,6 +48,18 @@ fn agree(img: &Path, clean: bool, what: &str) {
     assert!(pf == 0 || pf == 4, "{what}: pfsck -fn exit {pf}:\n{report}");
 }
 
+/// The report does not depend on the thread count (policy ids, cluster
+/// claims and folded names are merged in a fixed order).
+#[track_caller]
+fn same_for_any_threads(img: &Path, what: &str) {
+    let run = |t: &str| {
+        let out = pfsck(&["-fn", "--threads", t, img.to_str().unwrap()]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let one = run("1");
+    assert_eq!(one, run("4"), "{what}: --threads 1 and 4 differ");
+}
+
 /// One `pfsck -fy` leaves `img` clean for e2fsck (and for pfsck).
 #[track_caller]
 fn repaired(img: &Path, what: &str) {
@@ -199,6 +211,7 @@ fn encrypted_directories() {
     );
     debugfs_w(&img, &["unlink plainfile"]);
     agree(&img, false, "unencrypted file in an encrypted directory");
+    same_for_any_threads(&img, "unencrypted file in an encrypted directory");
     repaired(&img, "unencrypted file in an encrypted directory");
 
     // An encrypted file whose context is gone.
@@ -333,6 +346,19 @@ fn casefolded_directories() {
         ],
     );
     agree(&img, false, "names equal but for case");
+    same_for_any_threads(&img, "names equal but for case");
+
+    // The casefold flag on a regular file is cleared.
+    let img = copy_of(&base, &tmp, "flag.img");
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} plain", src.display()),
+            "set_inode_field plain flags 0x40080000".to_string(),
+        ],
+    );
+    agree(&img, false, "casefold flag on a regular file");
+    repaired(&img, "casefold flag on a regular file");
 
     // A name that is not UTF-8, in a small (linear) directory.
     let img = copy_of(&base, &tmp, "utf8.img");
@@ -401,6 +427,7 @@ fn bigalloc_damage_is_found() {
     let img = copy_of(&base, &tmp, "freed.img");
     debugfs_w(&img, &[format!("freeb {first}")]);
     agree(&img, false, "used cluster marked free");
+    same_for_any_threads(&img, "used cluster marked free");
     repaired(&img, "used cluster marked free");
 
     // i_blocks counts clusters (16 KiB = 32 sectors per cluster).
