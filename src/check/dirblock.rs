@@ -406,7 +406,7 @@ pub fn check_inline<T: Targets>(
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tail {
+pub enum Tail {
     Present,
     /// The entries run to the end of the block: no room for a tail.
     Missing,
@@ -416,7 +416,7 @@ enum Tail {
 }
 
 /// Where does the chain of rec_lens end, and is a checksum tail there?
-fn tail_state(b: &[u8]) -> Tail {
+pub fn tail_state(b: &[u8]) -> Tail {
     let top = b.len().saturating_sub(dir_entry::TAIL_LEN);
     let mut off = 0usize;
     // Each step advances by at least 8 bytes, so this ends within the block.
@@ -688,7 +688,8 @@ impl<T: Targets> EntryCx<'_, T> {
             1 => self.check_dotdot(e, out),
             _ => {
                 if e.inode == dir {
-                    out.problems.push(self.problem(Code::DirEntryLinkToDot, e));
+                    out.problems
+                        .push(self.problem(Code::DirEntryLinkToDot, e).num(e.off as u64));
                 }
             }
         }
@@ -710,7 +711,8 @@ impl<T: Targets> EntryCx<'_, T> {
         }
         if state > 1 {
             if is_dot(e.name) || is_dotdot(e.name) {
-                out.problems.push(self.problem(Code::DirDotSecondEntry, e));
+                out.problems
+                    .push(self.problem(Code::DirDotSecondEntry, e).num(e.off as u64));
             } else if e.inode == ROOT_INO {
                 out.problems.push(self.problem(Code::DirEntryLinkToRoot, e));
             } else if e.name.is_empty() {

@@ -4,7 +4,7 @@
 //! all the owners, and reports once per inode how many of its blocks are
 //! shared and with whom ("file system metadata" counts as an owner).
 //!
-//! Collects nothing. Relies on pass 1: `block_dup` (the blocks), the
+//! Keeps the owners in `State::dup_owners` for the repair. Relies on pass 1: `block_dup` (the blocks), the
 //! metadata map, `inode_mapped` (which inodes' maps pass 1 walked, so the
 //! same ones are walked here with the same walker) and the xattr blocks
 //! pass 1 accepted.
@@ -109,7 +109,7 @@ fn count_clusters(state: &State, hits: &[u64]) -> u64 {
     c.len() as u64
 }
 
-pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
+pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>> {
     // With shared_blocks, files may share blocks on purpose (deduplicated
     // images); e2fsck leaves them be unless asked to unshare.
     if fs
@@ -173,9 +173,10 @@ pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
     let owners: Vec<(u32, Vec<u64>)> = per_unit.into_iter().flatten().collect();
     // (cluster, owner) pairs, to find who else holds each cluster (the
     // block itself without bigalloc).
+    let bits = state.cluster_bits;
     let mut by_block: Vec<(u64, u32)> = owners
         .iter()
-        .flat_map(|(ino, hits)| hits.iter().map(move |&b| (state.cluster(b), *ino)))
+        .flat_map(|(ino, hits)| hits.iter().map(move |&b| (b >> bits, *ino)))
         .collect();
     by_block.sort_unstable();
     by_block.dedup();
@@ -233,5 +234,7 @@ pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
                 .detail(detail),
         );
     }
+    // The repair (pass 1D) resolves the sharing from this list alone.
+    state.dup_owners = owners;
     Ok(problems)
 }

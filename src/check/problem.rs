@@ -185,6 +185,11 @@ problems! {
     HtreeRootInvalid = ("0x1032", P1, Error, false, "HTREE directory inode {ino} has an invalid root node ({detail})"),
     XattrEaInodeInvalid = ("0x1034", P1, Error, false, "Inode {ino} has illegal extended attribute value inode {num}"),
     XattrEaInodeNoFlag = ("0x1035", P1, Error, false, "Inode {ino} has invalid extended attribute. EA inode {num} missing EA_INODE flag"),
+    // e2fsck's inode scan: more than half the inodes of an inode-table
+    // block fail their checksum or have an impossible block map, so every
+    // in-use inode of that block is taken for garbage.
+    InodeReallyDir = ("0x1041", P1, Error, false, "Inode {ino} is a {detail} but it looks like it is really a directory"),
+    InodeGarbage = ("0x1040", P1, Error, false, "Inode {ino} seems to contain garbage"),
     SpecialImmutable = ("0x1033", P1, Notice, false, "Special (device/socket/fifo/symlink) file (inode {ino}) has immutable or append-only flag set"),
 
     // ---- Pass 1B-1D: multiply-claimed blocks ----
@@ -259,6 +264,7 @@ problems! {
     InodeUnattached = ("0x4001", P4, Error, false, "Unattached inode {ino}"),
     InodeUnattachedZero = ("0x4002", P4, Error, true, "Unattached zero-length inode {ino}"),
     InodeLinkCount = ("0x4003", P4, Error, true, "Inode {ino} ref count is {num}, should be {num2}"),
+    DirNlinkFeature = ("0x4005", P4, Error, false, "Directory exceeds max links, but no DIR_NLINK feature in superblock"),
     InodeEaInodeRefs = ("0x4004", P4, Error, false, "Extended attribute inode {ino} ref count is {num}, should be {num2}"),
 
     // ---- Pass 5: bitmaps and summaries ----

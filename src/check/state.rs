@@ -173,6 +173,10 @@ pub struct State {
     pub ea_inode_refs: Vec<(u32, u64)>,
     /// Quota usage computed by pass 1; None without the quota feature.
     pub quota: Option<QuotaUsage>,
+    /// Pass 1B: every inode mapping a multiply-claimed block, in inode
+    /// order, with those blocks in map order (repeats kept). Empty when no
+    /// block is shared.
+    pub dup_owners: Vec<(u32, Vec<u64>)>,
     /// (inode, encryption policy id) of the inodes flagged `ENCRYPTED`,
     /// sorted; equal ids mean equal policies.
     pub enc_policy: Vec<(u32, u32)>,
@@ -210,6 +214,7 @@ impl State {
             xattr_blocks: Vec::new(),
             ea_inode_refs: Vec::new(),
             quota: None,
+            dup_owners: Vec::new(),
             enc_policy: Vec::new(),
             stats: Stats::default(),
         }

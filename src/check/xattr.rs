@@ -256,8 +256,11 @@ fn in_inode_problem(
     let mut remain = storage.saturating_sub(4);
     let mut off = 4usize;
     while remain >= ENTRY_HEADER_LEN && le32(area, off) != 0 {
-        remain -= ENTRY_HEADER_LEN;
         let name_len = u8_at(area, off) as usize;
+        if !region.take(off, round4(ENTRY_HEADER_LEN + name_len)) {
+            return Some(Corrupt("entry overlaps another entry or a value"));
+        }
+        remain -= ENTRY_HEADER_LEN;
         let name_size = round4(name_len);
         if name_size > remain {
             return Some(Corrupt("attribute name too long"));

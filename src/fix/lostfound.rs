@@ -101,7 +101,7 @@ pub(super) fn dir_block(state: &State, ino: u32, lblk: u32) -> Option<u64> {
 /// The checksum seed of directory `ino`'s blocks. The inode is read
 /// through the overlay: a lost+found created by this repair exists only
 /// there.
-fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> Result<u32, String> {
+pub(super) fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> Result<u32, String> {
     let generation = match (state.dir_index(ino), state.dir_gen.is_empty()) {
         (Some(k), false) => state.dir_gen.get(k).copied().unwrap_or(0),
         _ => {
@@ -117,7 +117,7 @@ fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> Result<u32, 
 }
 
 /// Byte position of inode `ino` on the device.
-fn inode_pos(fs: &Fs, ino: u32) -> Result<u64, String> {
+pub(super) fn inode_pos(fs: &Fs, ino: u32) -> Result<u64, String> {
     fs.inode_location(ino)
         .and_then(|(blk, off)| {
             blk.checked_mul(fs.block_size() as u64)?
@@ -277,11 +277,8 @@ fn reconnect(
 }
 
 /// The time stamps written (dtime, a new directory's times).
-fn now() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_secs() as u32)
-        .max(1)
+pub(super) fn now() -> u32 {
+    crate::check::now().min(u64::from(u32::MAX)) as u32
 }
 
 // Inode fields a new lost+found gets (besides those a clear touches).

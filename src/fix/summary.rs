@@ -64,6 +64,12 @@ fn bit(bm: &[u8], i: u64) -> bool {
         .is_some_and(|&b| b & (1 << (i % 8)) != 0)
 }
 
+/// Are the bytes past a group's `bits` all ones (as `build` writes them)?
+fn padded(bm: &[u8], bits: u64) -> bool {
+    let from = usize::try_from(bits / 8).unwrap_or(usize::MAX);
+    bm.get(from..).is_none_or(|t| t.iter().all(|&b| b == 0xFF))
+}
+
 /// A bitmap block as the kernel and mke2fs lay it out: `used(i)` for the
 /// first `n` bits, every other bit of the block set (the padding past the
 /// last group's end, and the bytes past the group's bitmap).
@@ -160,7 +166,7 @@ pub(super) fn rewrite(
                 (0..bpg).any(|i| {
                     let on_disk = bit(&disk, i) || (i < n && view_bit(&view, first + i));
                     on_disk != (i >= n || found(i))
-                })
+                }) || !padded(&disk, bpg)
             };
             if differs {
                 overlay
@@ -205,6 +211,7 @@ pub(super) fn rewrite(
                     .read_at(&fs.dev, gd.inode_bitmap * bs as u64, &mut disk)
                     .map_err(|e| format!("cannot read inode bitmap of group {g}: {e}"))?;
                 (0..ipg).any(|i| bit(&disk, i) != state.inode_used.get(ino0 + i))
+                    || !padded(&disk, ipg)
             };
             if differs {
                 overlay
