@@ -77,8 +77,6 @@ pub(super) struct Round {
 const I_MODE: usize = 0x00;
 const I_SIZE_LO: usize = 0x04;
 const I_CTIME: usize = 0x0C;
-const I_DTIME: usize = 0x14;
-const I_LINKS_COUNT: usize = 0x1A;
 const I_FLAGS: usize = 0x20;
 const I_VERSION: usize = 0x24;
 const I_BLOCK: usize = 0x28;
@@ -334,22 +332,12 @@ fn clear(
     if ino == ROOT_INO {
         return Ok(false);
     }
-    let reserved = ino < fs.geo.first_ino;
-    let t = super::lostfound::now();
-    if !inode::edit(fs, overlay, ino, |b| {
-        put_le32(b, I_FLAGS, 0);
-        put_le16(b, I_LINKS_COUNT, 0);
-        put_le32(b, I_DTIME, t);
-        // Reserved inodes are judged whatever their link count: their
-        // map must go too, or the next check finds it again.
-        if reserved {
-            b[I_BLOCK..I_BLOCK_END].fill(0);
-        }
-    })? {
+    let how = super::inode::Release {
+        flags: true,
+        reserved_map: true,
+    };
+    if !super::inode::release(fs, state, overlay, ino, how)? {
         return Ok(false);
-    }
-    for map in [&state.inode_used, &state.inode_dir, &state.inode_reg] {
-        map.clear(ino as u64);
     }
     round.cleared.insert(ino);
     Ok(true)

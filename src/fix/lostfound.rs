@@ -447,35 +447,15 @@ pub(super) fn create(
 
 // Inode fields a clear touches.
 const I_SIZE_LO: usize = 0x04;
-const I_DTIME: usize = 0x14;
 const I_LINKS_COUNT: usize = 0x1A;
 
-/// Clears an unattached zero-length inode, as e2fsck does: no links, a
-/// deletion time, and free in the bitmaps the summary rebuilds. With quota
+/// Clears an unattached zero-length inode, as e2fsck does. With quota
 /// the usage files would have to lose the inode too; not built yet.
 fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool, String> {
     if fs.sb.has_ro_compat(ro_compat::QUOTA) || ino == ROOT_INO {
         return Ok(false);
     }
-    if fs.inode_location(ino).is_none() {
-        return Ok(false);
-    }
-    let pos = inode_pos(fs, ino)?;
-    let now = now();
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
-    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
-        put_le16(b, I_LINKS_COUNT, 0);
-        put_le32(b, I_DTIME, now);
-        if csum {
-            super::inode::set_checksum(seed, ino, b);
-        }
-    })?;
-    // The summary (rebuilt last) reads these maps: the inode becomes free
-    // and, if it was a directory, no longer counts as one.
-    state.inode_used.clear(ino as u64);
-    state.inode_dir.clear(ino as u64);
-    Ok(true)
+    super::inode::release(fs, state, overlay, ino, Default::default())
 }
 
 #[cfg(test)]
