@@ -239,7 +239,11 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     }
     check_interrupt()?;
 
-    let mut state = State::new(fs.geo.blocks_count, fs.geo.inodes_count);
+    let mut state = State::with_clusters(
+        fs.geo.blocks_count,
+        fs.geo.inodes_count,
+        fs.geo.cluster_bits,
+    );
     // Fixed, or sized again before each pass from the CPUs left idle.
     let mut budget = Budget::new((!opts.auto_threads).then_some(opts.threads.0));
     let r = &mut report;
@@ -303,7 +307,9 @@ fn step(
 fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
     let st: &Stats = &state.stats;
     s.inodes_used = st.inodes_used;
-    s.blocks_used = state.block_used.count_range(0, fs.geo.blocks_count);
+    s.blocks_used = (state.block_used.count_range(0, fs.geo.clusters_count())
+        << fs.geo.cluster_bits)
+        .min(fs.geo.blocks_count);
     s.noncontiguous_pct = if st.inodes_used > 0 {
         st.fragmented as f64 * 100.0 / st.inodes_used as f64
     } else {

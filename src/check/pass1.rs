@@ -67,8 +67,8 @@ pub fn mark_metadata(fs: &Fs, state: &State) {
     let geo = &fs.geo;
     let mark = |b: u64| {
         if geo.block_in_fs(b) || b < geo.blocks_count {
-            state.block_used.set(b);
-            state.block_meta.set(b);
+            state.block_used.set(state.cluster(b));
+            state.block_meta.set(state.cluster(b));
         }
     };
     // With 1 KiB blocks, block 0 (boot block) belongs to no group but is
@@ -401,6 +401,10 @@ fn check_resize_inode(fs: &Fs) -> Option<Problem> {
     };
     let mut gdt_off = geo.desc_blocks as u64;
     let mut pblk = geo.first_data_block + 1 + geo.desc_blocks as u64;
+    if geo.block_size == 1024 && geo.first_data_block == 0 {
+        // 1 KiB bigalloc: the superblock is block 1 of group 0's cluster.
+        pblk += 1;
+    }
     for _ in 0..geo.reserved_gdt_blocks {
         gdt_off %= apb;
         if le32(&dbuf, (gdt_off * 4) as usize) as u64 != pblk {
@@ -947,7 +951,7 @@ fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) ->
                 continue;
             }
             not_device |= i >= 4;
-            if !geo.block_in_fs(p as u64) || ctx.state.block_meta.get(p as u64) {
+            if !geo.block_in_fs(p as u64) || ctx.state.block_meta.get(ctx.state.cluster(p as u64)) {
                 return None;
             }
         }
@@ -1109,6 +1113,10 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
     None
 }
 
+/// Problems one walk reports about cluster rules at most (a run is
+/// reported block by block).
+const MAX_CLUSTER_REPORTS: usize = 1 << 16;
+
 /// Claims blocks and gathers what the size checks need.
 struct Claimer<'a> {
     fs: &'a Fs,
@@ -1135,9 +1143,56 @@ struct Claimer<'a> {
     dir_next: u64,
     holes: u32,
     budget: u64,
+    /// log2 of blocks per cluster (bigalloc), and the last data block
+    /// claimed as (physical, logical).
+    cluster_bits: u32,
+    prev: Option<(u64, u64)>,
 }
 
 impl Claimer<'_> {
+    /// One run of data blocks of a bigalloc file, as e2fsck counts it. A
+    /// run whose first block sits at another offset in its cluster than
+    /// its logical block, or that leaves the previous run's physical
+    /// cluster in the middle of a logical cluster, breaks the cluster
+    /// rules: each of its blocks is reported and claimed twice (pass 1B
+    /// then looks at it). Then every cluster the run covers is claimed
+    /// and counted once, but the first when the previous run already
+    /// ended in it.
+    fn cluster_run(&mut self, lblk: u64, pblk: u64, len: u64) {
+        let bits = self.cluster_bits;
+        let mask = (1u64 << bits) - 1;
+        let same = |x: u64, y: u64| x >> bits == y >> bits;
+        let unaligned = lblk & mask != pblk & mask
+            || self
+                .prev
+                .is_some_and(|(pb, pl)| lblk & mask != 0 && same(lblk, pl) && !same(pblk, pb));
+        if unaligned {
+            for k in 0..len {
+                if self.problems.len() < MAX_CLUSTER_REPORTS {
+                    self.problems.push(
+                        Problem::new(Code::ClusterMisaligned)
+                            .ino(self.ino)
+                            .num(lblk + k)
+                            .blk(pblk + k),
+                    );
+                }
+                self.claim(pblk + k);
+                self.claim(pblk + k);
+            }
+        }
+        let last = pblk + len - 1;
+        let mut c = pblk >> bits;
+        if self.prev.is_some_and(|(pb, _)| same(pb, pblk)) {
+            c += 1;
+        }
+        while c <= last >> bits {
+            self.claim(c << bits);
+            self.blocks += 1;
+            c += 1;
+        }
+        self.prev = Some((last, lblk + len - 1));
+    }
+
     /// Simplistic contiguity, as e2fsck's: each block must follow the
     /// previous one (the resize inode's map is scattered by design).
     fn note_position(&mut self, pblk: u64, len: u64) {
@@ -1155,7 +1210,7 @@ impl Claimer<'_> {
             // A bad inode table block only costs the inodes in it.
             return;
         }
-        if self.bad_blocks && self.state.block_meta.get(b) {
+        if self.bad_blocks && self.state.block_meta.get(self.state.cluster(b)) {
             // A bad block inside a backup superblock or descriptor copy is
             // harmless; inside live metadata the metadata must move.
             let geo = &self.fs.geo;
@@ -1180,10 +1235,16 @@ impl MapVisitor for Claimer<'_> {
         let len = len.min(self.budget);
         self.budget -= len;
         self.note_position(pblk, len);
-        for k in 0..len {
-            self.claim(pblk + k);
+        if self.cluster_bits > 0 && !self.no_claim && !self.bad_blocks {
+            if len > 0 {
+                self.cluster_run(lblk, pblk, len);
+            }
+        } else {
+            for k in 0..len {
+                self.claim(pblk + k);
+            }
+            self.blocks += len;
         }
-        self.blocks += len;
         let last = lblk + len.saturating_sub(1);
         self.last_block = Some(self.last_block.map_or(last, |l| l.max(last)));
         if !unwritten {
@@ -1420,6 +1481,8 @@ fn check_blocks(
         dir_next: 0,
         holes: 0,
         budget: fs.geo.blocks_count,
+        cluster_bits: fs.geo.cluster_bits,
+        prev: None,
     };
     let inline = ctx.inline_data && inode.has_flag(flags::INLINE_DATA);
     let dir_blocks_start = claimer.dir_blocks.len();
@@ -1457,6 +1520,15 @@ fn check_blocks(
     }
     if bad_blocks {
         return;
+    }
+    // Block maps cannot express clusters.
+    if fs.geo.cluster_bits > 0
+        && !extent_mapped
+        && !inline
+        && mapped > 0
+        && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
+    {
+        c.report(Problem::new(Code::InodeBigallocBlockMap).ino(ino));
     }
 
     if inline {
@@ -1517,9 +1589,10 @@ fn check_blocks(
         c.out.stats.large_files += 1;
     }
 
-    // i_blocks: 512-byte units, or file system blocks with HUGE_FILE.
+    // i_blocks: 512-byte units, or file system blocks with HUGE_FILE;
+    // with bigalloc what was counted are clusters.
     let huge = ctx.huge_file && inode.has_flag(flags::HUGE_FILE);
-    let unit = if huge { 1 } else { bs / 512 };
+    let unit = if huge { 1 } else { bs / 512 } << fs.geo.cluster_bits;
     let expect = blocks * unit;
     let stored = if ctx.huge_file {
         inode.blocks_raw

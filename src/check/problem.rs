@@ -140,6 +140,8 @@ problems! {
     InodeBlockOnMetadata = ("0x100A", P1, Error, false, "Inode {ino} block {blk} overlaps file system metadata ({detail})"),
     InodeISize = ("0x100B", P1, Error, true, "Inode {ino}, i_size is {num}, should be {num2}"),
     InodeIBlocks = ("0x100C", P1, Error, true, "Inode {ino}, i_blocks is {num}, should be {num2}"),
+    ClusterMisaligned = ("0x10E4", P1, Error, false, "Inode {ino} logical block {num} (physical block {blk}) violates cluster allocation rules"),
+    InodeBigallocBlockMap = ("0x10E5", P1, Error, false, "Inode {ino} on bigalloc filesystem cannot be block mapped"),
     InodeDirHole = ("0x100D", P1, Error, false, "Directory inode {ino} has an unallocated block #{num}"),
     InodeExtentHeader = ("0x100E", P1, Error, false, "Inode {ino} has an invalid extent tree header ({detail})"),
     InodeExtentBad = ("0x100F", P1, Error, false, "Inode {ino} has an invalid extent (logical block {num}, physical block {blk}, length {num2}): {detail}"),
