@@ -126,6 +126,13 @@ problems! {
     JournalBlockChecksum = ("0x0212", Super, Notice, false, "Journalled copy of block {blk} fails its checksum and would not be replayed"),
     JournalRecoveryFails = ("0x0213", Super, Notice, false, "Journal recovery would report an error ({detail}); the journal would then be reset"),
     JournalFastCommitReplay = ("0x0214", Super, Fatal, false, "The journal holds fast-commit data to replay after transaction {num}; pfsck cannot replay fast commits yet, run e2fsck"),
+    // Processing the orphans is not a correction (e2fsck exits 0 after
+    // it), but -n leaves it undone, which e2fsck -n reports as errors.
+    OrphansPending = ("0x0220", Super, Error, true, "The orphan inode list or orphan file needs processing ({detail}); checking the file system as it will be after"),
+    OrphanReleased = ("0x0221", Super, Notice, true, "{detail}"),
+    OrphanFileBlockDirty = ("0x0223", Super, Error, true, "Orphan file (inode {ino}) block {num} is not clean"),
+    OrphanPresentClean = ("0x0224", Super, Error, true, "Flag orphan_present is set but orphan file is clean"),
+    OrphanNotProcessed = ("0x0222", Super, Notice, true, "Orphan processing stopped: {detail}; the full check follows"),
 
     // ---- Pass 1: inodes, blocks and sizes ----
     InodeChecksum = ("0x1001", P1, Error, false, "Inode {ino} passes checks, but checksum does not match inode"),

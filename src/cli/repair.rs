@@ -51,7 +51,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         // Marked clean and not forced: nothing to fix, but e2fsck still
         // replays a journal that needs it (the check ran on the replayed
         // view, which is what was found clean).
-        if let Err(e) = replay_only(args, fs, device) {
+        if let Err(e) = replay_only(args, fs, rep, device) {
             return fail(e);
         }
         return report::print(rep, device, args);
@@ -64,7 +64,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         Err(Refusal::Unexpected) => {
             // e2fsck -p replays the journal before it meets the problem it
             // may not fix, so the replay is written all the same.
-            if let Err(e) = replay_only(args, fs, device) {
+            if let Err(e) = replay_only(args, fs, rep, device) {
                 return fail(e);
             }
             if args.json {
@@ -197,7 +197,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
     if written > 0 && (fixes_staged || !plan.replayed) {
         code |= EXIT_CORRECTED;
     }
-    if plan.replayed && !args.json {
+    if plan.replayed && !args.json && fix::journal::journal_replayed(rep) {
         println!("{device}: recovering journal");
     }
     code |= report::exit_code(&after);
@@ -214,10 +214,15 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
     code
 }
 
-/// Writes the journal replay the check read through, and nothing else, for
-/// the runs that stage no fix (clean and not forced, preen stopped). Prints
-/// e2fsck's line when it wrote something.
-fn replay_only(args: &Args, fs: &check::Fs, device: &str) -> Result<(), String> {
+/// Writes the journal replay and orphan processing the check read through,
+/// and nothing else, for the runs that stage no fix (clean and not forced,
+/// preen stopped). Prints e2fsck's line when it replayed a journal.
+fn replay_only(
+    args: &Args,
+    fs: &check::Fs,
+    rep: &check::Report,
+    device: &str,
+) -> Result<(), String> {
     let overlay = fix::journal::staged(fs)?;
     if overlay.is_empty() {
         return Ok(());
@@ -241,7 +246,7 @@ fn replay_only(args: &Args, fs: &check::Fs, device: &str) -> Result<(), String> 
             args.device.display()
         )
     })?;
-    if !args.json {
+    if !args.json && fix::journal::journal_replayed(rep) {
         println!("{device}: recovering journal");
     }
     Ok(())

@@ -17,8 +17,8 @@
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
 //! `dir.rs` (single directory entries and '..'),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
-//! `journal.rs` (the journal replay the check read through, staged first
-//! so the fixes land on top of it).
+//! `journal.rs` (the journal replay and orphan processing the check read
+//! through, staged first so the fixes land on top of them).
 
 mod dir;
 mod inode;
@@ -63,6 +63,13 @@ const SUMMARY: &[Code] = &[
     Code::SbFreeBlocksInvalid,
     Code::SbFreeInodesInvalid,
     Code::GdItableUnused,
+];
+
+/// Orphan processing, done by staging the view the check read through.
+const ORPHAN: &[Code] = &[
+    Code::OrphansPending,
+    Code::OrphanFileBlockDirty,
+    Code::OrphanPresentClean,
 ];
 
 /// Problems fixed by setting a superblock feature.
@@ -171,6 +178,16 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             .map_err(|e| Refusal::Failed(e.to_string()))?;
     }
     let replayed = !replay.is_empty();
+    // Orphan processing is part of that view (`check::orphan`): staging
+    // the view does it.
+    // The orphan file cleanup in it is a correction (e2fsck exits 1).
+    let mut orphan_fix = false;
+    for (k, p) in report.problems.iter().enumerate() {
+        if ORPHAN.contains(&p.code) && replayed && allowed(p, mode) {
+            fixed[k] = true;
+            orphan_fix |= p.code != Code::OrphansPending;
+        }
+    }
     let replay_fix = replayed && journal::replay_is_correction(report);
     let wanted = |p: &Problem| allowed(p, mode) && supported(p.code);
     if replay_fix {
@@ -181,7 +198,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             overlay,
             fixed,
             replayed,
-            fixes_staged: replay_fix,
+            fixes_staged: replay_fix || orphan_fix,
         });
     }
     // The fixes below rewrite the primary superblock and descriptors from
@@ -319,7 +336,8 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             .collect();
         summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
     }
-    let fixes_staged = replay_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
+    let fixes_staged =
+        replay_fix || orphan_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
     Ok(Plan {
         overlay,
         fixed,
