@@ -44,6 +44,9 @@ pub struct Options {
     pub superblock: Option<u64>,
     /// `-B`: block size to interpret `superblock` with.
     pub blocksize: Option<u32>,
+    /// The repair will replace an unusable journal (`fix::journal_inode`),
+    /// so pass 0 goes on instead of stopping as `-n` must.
+    pub clear_bad_journal: bool,
 }
 
 impl Default for Options {
@@ -54,6 +57,7 @@ impl Default for Options {
             force: true,
             superblock: None,
             blocksize: None,
+            clear_bad_journal: false,
         }
     }
 }
@@ -223,7 +227,9 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     }
 
     report.problems.extend(superblock::check(&fs));
-    report.problems.extend(journal::check(&fs));
+    report
+        .problems
+        .extend(journal::check(&fs, opts.clear_bad_journal));
     timer.lap(&mut report, "pass0", &fs);
     if report.has_fatal() {
         return Ok(Checked {

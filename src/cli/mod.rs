@@ -178,6 +178,7 @@ pub fn run(args: &Args) -> i32 {
         force: args.force,
         superblock: args.superblock,
         blocksize: args.blocksize,
+        clear_bad_journal: false,
     };
     let device = args.device.display().to_string();
     let target = match (args.progress, args.progress_fd) {

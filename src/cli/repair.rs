@@ -24,6 +24,12 @@ use crate::repair::faults::NoFaults;
 const MAX_ROUNDS: u32 = 8;
 
 pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
+    // -y replaces an unusable journal (e2fsck asks "Clear?" and recreates
+    // it), so the check goes on past it.
+    let opts = &Options {
+        clear_bad_journal: mode == Mode::Yes,
+        ..opts.clone()
+    };
     let fail = |e: String| {
         if args.json {
             report::print_error_json(device, &e, EXIT_OPERATIONAL);

@@ -23,6 +23,7 @@
 mod dir;
 mod inode;
 pub mod journal;
+mod journal_inode;
 mod lostfound;
 mod summary;
 
@@ -100,6 +101,8 @@ pub fn supported(code: Code) -> bool {
         || TREE.contains(&code)
         || DIR.contains(&code)
         || code == Code::LostFoundMissing
+        || code == Code::JournalInodeInvalid
+        || code == Code::JournalSuperblockCorrupt
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -266,8 +269,20 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             fixed[k] = dir::fix(fs, state, &mut overlay, p, &mut links).map_err(Refusal::Failed)?;
         }
     }
+    // An unusable journal is replaced (`journal_inode.rs`); what pass 1
+    // said about the old journal inode goes with it.
+    let new_journal = report.problems.iter().any(|p| {
+        wanted(p)
+            && matches!(
+                p.code,
+                Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+            )
+    });
     let mut link_fixed = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
+        if new_journal && journal_inode::resolves(p) {
+            continue;
+        }
         if !wanted(p)
             || TREE.contains(&p.code)
             || DIR.contains(&p.code)
@@ -311,6 +326,19 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
                 .num(u64::from(have))
                 .num2(want);
             inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
+        }
+    }
+    if new_journal {
+        match journal_inode::recreate(fs, state, &mut overlay).map_err(Refusal::Failed)? {
+            None => {
+                summary = true;
+                for (k, p) in report.problems.iter().enumerate() {
+                    if journal_inode::resolves(p) {
+                        fixed[k] = true;
+                    }
+                }
+            }
+            Some(why) => return Err(Refusal::Unsupported(why)),
         }
     }
     if large_file && !fs.sb.has_ro_compat(ro_compat::LARGE_FILE) {
