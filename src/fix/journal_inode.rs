@@ -34,7 +34,7 @@ use crate::check::state::State;
 use crate::fs::bytes::{le32, put_le16, put_le32};
 use crate::fs::inode::{self as finode, flags};
 use crate::fs::journal::{BLOCKTYPE_SB_V2, JBD2_MAGIC};
-use crate::fs::superblock::{compat, incompat};
+use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, compat, incompat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
 use std::collections::BTreeSet;
 
@@ -53,6 +53,8 @@ const S_JOURNAL_INUM: usize = 0xE0;
 const S_JOURNAL_DEV: usize = 0xE4;
 const S_JNL_BACKUP_TYPE: usize = 0xFD;
 const S_JNL_BLOCKS: usize = 0x10C;
+const S_BLOCK_GROUP_NR: usize = 0x5A;
+const S_STATE: usize = 0x3A;
 
 /// e2fsck's default journal size in blocks for a file system of `blocks`
 /// blocks; None when it is too small for a journal.
@@ -274,6 +276,59 @@ pub(super) fn recreate(
     Ok(None)
 }
 
+/// Writes the superblock and descriptor table backups from the primary
+/// (read through the staged blocks): e2fsck writes them whenever it has
+/// cleared a journal, so the backups name the new journal too. Descriptor
+/// backups of meta_bg groups are left alone.
+pub(super) fn write_backups(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+    let geo = &fs.geo;
+    let bs = fs.block_size() as u64;
+    let mut sb = vec![0u8; 1024];
+    overlay
+        .read_at(&fs.dev, SUPERBLOCK_OFFSET, &mut sb)
+        .map_err(|e| format!("cannot read the superblock: {e}"))?;
+    let ndesc = if geo.meta_bg {
+        geo.first_meta_bg.min(geo.desc_blocks)
+    } else {
+        geo.desc_blocks
+    };
+    let mut descs = Vec::new();
+    for i in 0..ndesc {
+        let mut d = vec![0u8; bs as usize];
+        let blk = geo.desc_block_location(fs.sb_block, i);
+        overlay
+            .read_at(&fs.dev, blk * bs, &mut d)
+            .map_err(|e| format!("cannot read descriptor block {blk}: {e}"))?;
+        descs.push(d);
+    }
+    for g in 1..geo.groups {
+        if !geo.group_has_super(g) {
+            continue;
+        }
+        let start = geo.group_first_block(g);
+        let mut copy = sb.clone();
+        put_le16(&mut copy, S_BLOCK_GROUP_NR, g as u16);
+        // e2fsck's library writes backups marked not clean and without
+        // needs_recovery (the state is kept only in the primary).
+        let st = crate::fs::bytes::le16(&copy, S_STATE) & !STATE_VALID;
+        put_le16(&mut copy, S_STATE, st);
+        let inc = le32(&copy, S_FEATURE_INCOMPAT) & !incompat::RECOVER;
+        put_le32(&mut copy, S_FEATURE_INCOMPAT, inc);
+        if fs.metadata_csum() {
+            let c = crate::fs::checksum::crc32c_raw(!0, &copy[..0x3FC]);
+            put_le32(&mut copy, 0x3FC, c);
+        }
+        super::edit_bytes(fs, overlay, start * bs, 1024, |b| b.copy_from_slice(&copy))?;
+        for (i, d) in descs.iter().enumerate() {
+            let blk = start + 1 + i as u64;
+            if geo.block_in_fs(blk) {
+                super::edit_bytes(fs, overlay, blk * bs, bs as usize, |b| b.copy_from_slice(d))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn clear_journal_fields(s: &mut [u8]) {
     s[S_JOURNAL_UUID..S_JOURNAL_UUID + 16].fill(0);
     put_le32(s, S_JOURNAL_INUM, 0);
@@ -450,7 +505,14 @@ mod tests {
 
     #[test]
     fn indirect_layout_matches_count() {
-        for (n, apb) in [(1024u64, 256u64), (12, 256), (13, 256), (96, 4), (50, 4), (33, 4)] {
+        for (n, apb) in [
+            (1024u64, 256u64),
+            (12, 256),
+            (13, 256),
+            (96, 4),
+            (50, 4),
+            (33, 4),
+        ] {
             let need = n + indirect_blocks(n, apb);
             let picked: Vec<u64> = (100..100 + need).collect();
             let mut block = [0u8; 60];

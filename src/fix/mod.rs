@@ -328,7 +328,9 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
         }
     }
+    let mut journal_made = false;
     if new_journal {
+        journal_made = true;
         match journal_inode::recreate(fs, state, &mut overlay).map_err(Refusal::Failed)? {
             None => {
                 summary = true;
@@ -363,6 +365,9 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             })
             .collect();
         summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
+    }
+    if journal_made {
+        journal_inode::write_backups(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
     let fixes_staged =
         replay_fix || orphan_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
