@@ -5,6 +5,7 @@
 
 pub mod blockmap;
 pub mod dirblock;
+pub mod external_journal;
 pub mod fsview;
 pub mod htree_check;
 pub mod journal;
@@ -47,6 +48,8 @@ pub struct Options {
     /// The repair will replace an unusable journal (`fix::journal_inode`),
     /// so pass 0 goes on instead of stopping as `-n` must.
     pub clear_bad_journal: bool,
+    /// `-j`: the external journal device.
+    pub journal_device: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -58,6 +61,7 @@ impl Default for Options {
             superblock: None,
             blocksize: None,
             clear_bad_journal: false,
+            journal_device: None,
         }
     }
 }

@@ -57,7 +57,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         // Marked clean and not forced: nothing to fix, but e2fsck still
         // replays a journal that needs it (the check ran on the replayed
         // view, which is what was found clean).
-        if let Err(e) = replay_only(args, fs, rep, device) {
+        if let Err(e) = replay_only(args, opts, fs, rep, device) {
             return fail(e);
         }
         return report::print(rep, device, args);
@@ -70,7 +70,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         Err(Refusal::Unexpected) => {
             // e2fsck -p replays the journal before it meets the problem it
             // may not fix, so the replay is written all the same.
-            if let Err(e) = replay_only(args, fs, rep, device) {
+            if let Err(e) = replay_only(args, opts, fs, rep, device) {
                 return fail(e);
             }
             if args.json {
@@ -198,6 +198,9 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
             ));
         }
     };
+    if let Err(e) = reset_external(opts, fs, rep) {
+        return fail(e);
+    }
     let mut code = 0;
     // A journal replay alone is not a correction: e2fsck exits 0 after it.
     if written > 0 && (fixes_staged || !plan.replayed) {
@@ -225,6 +228,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
 /// preen stopped). Prints e2fsck's line when it replayed a journal.
 fn replay_only(
     args: &Args,
+    opts: &Options,
     fs: &check::Fs,
     rep: &check::Report,
     device: &str,
@@ -252,8 +256,41 @@ fn replay_only(
             args.device.display()
         )
     })?;
+    reset_external(opts, fs, rep)?;
     if !args.json && fix::journal::journal_replayed(rep) {
         println!("{device}: recovering journal");
     }
+    Ok(())
+}
+
+/// After the file system's commit (its superblock no longer asks for
+/// recovery), an external journal that was replayed is reset on its own
+/// device, in a commit of its own: a crash between the two leaves a
+/// journal the kernel wipes, since the file system says nothing is due.
+fn reset_external(opts: &Options, fs: &check::Fs, rep: &check::Report) -> Result<(), String> {
+    let Some(path) = &opts.journal_device else {
+        return Ok(());
+    };
+    if fs.sb.journal_inum != 0 || !fix::journal::journal_replayed(rep) {
+        return Ok(());
+    }
+    let ext = check::external_journal::open(fs, path)?;
+    let bs = fs.geo.block_size;
+    let dev = Device::open_read_only(path).map_err(|e| e.to_string())?;
+    let mut overlay =
+        crate::repair::overlay::Overlay::new(bs, dev.size(), crate::repair::overlay::DEFAULT_LIMIT)
+            .map_err(|e| e.to_string())?;
+    overlay
+        .stage(ext.jsb_block, check::external_journal::reset_block(&ext))
+        .map_err(|e| e.to_string())?;
+    let log = crate::repair::default_undo_path(path);
+    commit::commit(path, &overlay, &log, &mut NoFaults, &CommitOptions::default())
+        .map_err(|e| {
+            format!(
+                "external journal reset not written: {e} (the file system is repaired;                  `pfsck --rollback {} {}` restores the journal device)",
+                log.display(),
+                path.display()
+            )
+        })?;
     Ok(())
 }
