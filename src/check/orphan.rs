@@ -91,6 +91,9 @@ pub struct Outcome {
     /// There was a list or orphan file entries to process (not only an
     /// orphan file to clean).
     pub list: bool,
+    /// Processing only clears the list head of a single orphan that keeps
+    /// its links and frees nothing: the disk is consistent as it is.
+    pub trivial: bool,
 }
 
 /// Reopens the file system seen through the orphan processing, when there
@@ -119,7 +122,14 @@ pub fn after_orphans(
     }
     let mut notes = Vec::new();
     if out.list {
-        notes.push(Problem::new(Code::OrphansPending).detail(format!(
+        // A list e2fsck -n would not notice (one truncation that frees
+        // nothing) is not an error left by -n.
+        let code = if out.trivial {
+            Code::OrphansPendingHarmless
+        } else {
+            Code::OrphansPending
+        };
+        notes.push(Problem::new(code).detail(format!(
             "{} inode{} to clear, {} to truncate",
             out.cleared,
             if out.cleared == 1 { "" } else { "s" },
@@ -217,6 +227,13 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
         cleared: w.cleared,
         truncated: w.truncated,
         list: sb.last_orphan != 0 || w.cleared + w.truncated > 0 || failed,
+        trivial: !failed
+            && w.cleared == 0
+            && w.truncated <= 1
+            && w.freed_blocks == 0
+            && w.freed_inodes == 0
+            && w.chained <= 1
+            && sb.state & STATE_ERROR == 0,
     })
 }
 
@@ -235,6 +252,8 @@ struct Work<'a> {
     notes: Vec<Problem>,
     cleared: u32,
     truncated: u32,
+    /// Inodes released from the s_last_orphan chain.
+    chained: u32,
     now: u32,
     /// Block map nodes left to visit (all inodes together).
     budget: u64,
@@ -258,6 +277,7 @@ impl<'a> Work<'a> {
             notes: Vec::new(),
             cleared: 0,
             truncated: 0,
+            chained: 0,
             now,
             budget: fs.geo.blocks_count.saturating_add(64),
         }
@@ -461,6 +481,7 @@ impl<'a> Work<'a> {
                 return Err("the orphan list is longer than the inode table".into());
             }
             left -= 1;
+            self.chained += 1;
             ino = self.release_inode(ino)?;
         }
         if present && !orphan_file {

@@ -129,6 +129,7 @@ problems! {
     // Processing the orphans is not a correction (e2fsck exits 0 after
     // it), but -n leaves it undone, which e2fsck -n reports as errors.
     OrphansPending = ("0x0220", Super, Error, true, "The orphan inode list or orphan file needs processing ({detail}); checking the file system as it will be after"),
+    OrphansPendingHarmless = ("0x0225", Super, Notice, true, "The orphan inode list needs processing ({detail}); checking the file system as it will be after"),
     OrphanReleased = ("0x0221", Super, Notice, true, "{detail}"),
     OrphanFileBlockDirty = ("0x0223", Super, Error, true, "Orphan file (inode {ino}) block {num} is not clean"),
     OrphanPresentClean = ("0x0224", Super, Error, true, "Flag orphan_present is set but orphan file is clean"),

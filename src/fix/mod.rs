@@ -69,6 +69,7 @@ const SUMMARY: &[Code] = &[
 /// Orphan processing, done by staging the view the check read through.
 const ORPHAN: &[Code] = &[
     Code::OrphansPending,
+    Code::OrphansPendingHarmless,
     Code::OrphanFileBlockDirty,
     Code::OrphanPresentClean,
 ];
@@ -188,7 +189,10 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     for (k, p) in report.problems.iter().enumerate() {
         if ORPHAN.contains(&p.code) && replayed && allowed(p, mode) {
             fixed[k] = true;
-            orphan_fix |= p.code != Code::OrphansPending;
+            orphan_fix |= matches!(
+                p.code,
+                Code::OrphanFileBlockDirty | Code::OrphanPresentClean
+            );
         }
     }
     let replay_fix = replayed && journal::replay_is_correction(report);
