@@ -177,6 +177,21 @@ fn bad_journal_superblock_ext4() {
     data[(j0 * 1024) as usize..(j0 * 1024) as usize + 4].fill(0);
     std::fs::write(&img, data).unwrap();
     compare(&dir, &img, 1024);
+    // Preen recreates it too, as e2fsck -p does.
+    let (a, b) = (dir.join("PA"), dir.join("PB"));
+    copy_image(&img, &a);
+    copy_image(&img, &b);
+    let e2 = e2fsck(&a, &["-p"]);
+    let out = pfsck(&["-p".as_ref(), b.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        e2.code(),
+        "{text}\ne2fsck -p:\n{}",
+        e2.stdout
+    );
+    assert_eq!(e2fsck_fn(&b), 0, "{text}");
+    assert_eq!(groups(&a), groups(&b));
 }
 
 /// ext4 with several groups and flex_bg: e2fsck's choice of the group the

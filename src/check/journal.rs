@@ -82,6 +82,16 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
     out
 }
 
+/// Is the internal journal unusable (invalid inode or superblock)?
+pub fn unusable(fs: &Fs) -> bool {
+    check(fs, true).iter().any(|p| {
+        matches!(
+            p.code,
+            Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+        )
+    })
+}
+
 /// The journal inode as e2fsck uses it: the inode itself when it is a
 /// plausible journal whose first block can be read, else (mke2fs keeps a
 /// copy of its block map and size in the superblock) the backup, leaving

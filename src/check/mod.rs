@@ -212,8 +212,11 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     report.summary.inodes_count = fs.geo.inodes_count as u64;
     report.summary.blocks_count = fs.geo.blocks_count;
 
+    // e2fsck looks at the journal before it decides to skip a clean file
+    // system: an unusable one is cleared (or stops -n) even then.
     if !opts.force
         && let Some(reason) = superblock::clean_skip_reason(&fs)
+        && !journal::unusable(&fs)
     {
         report.summary.inodes_used = fs.geo.inodes_count as u64 - fs.sb.free_inodes_count as u64;
         report.summary.blocks_used = fs.geo.blocks_count.saturating_sub(fs.sb.free_blocks_count);

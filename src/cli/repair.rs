@@ -24,10 +24,10 @@ use crate::repair::faults::NoFaults;
 const MAX_ROUNDS: u32 = 8;
 
 pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
-    // -y replaces an unusable journal (e2fsck asks "Clear?" and recreates
-    // it), so the check goes on past it.
+    // -y and -p replace an unusable journal (e2fsck clears and recreates
+    // it, preen included), so the check goes on past it.
     let opts = &Options {
-        clear_bad_journal: mode == Mode::Yes,
+        clear_bad_journal: true,
         ..opts.clone()
     };
     let fail = |e: String| {

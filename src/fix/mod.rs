@@ -158,11 +158,20 @@ fn allowed(p: &Problem, mode: Mode) -> bool {
 /// Stages fixes for the problems of `report` that `mode` allows and that
 /// pfsck supports.
 pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
+    // What pass 1 says about an unusable journal's inode goes with the
+    // journal, which preen replaces (e2fsck -p: "Recreate journal").
+    let bad_journal = report.problems.iter().any(|p| {
+        matches!(
+            p.code,
+            Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+        )
+    });
     if mode == Mode::Preen
-        && report
-            .problems
-            .iter()
-            .any(|p| p.spec().severity == Severity::Error && !p.spec().preen_ok)
+        && report.problems.iter().any(|p| {
+            p.spec().severity == Severity::Error
+                && !p.spec().preen_ok
+                && !(bad_journal && journal_inode::resolves(p))
+        })
     {
         return Err(Refusal::Unexpected);
     }
