@@ -45,6 +45,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// Tail magic of an orphan file block.
 pub const ORPHAN_BLOCK_MAGIC: u32 = 0x0B10_CA04;
+/// Largest orphan file mapped (mke2fs makes at most 512 blocks).
+const MAX_ORPHAN_FILE_BLOCKS: u64 = 1 << 16;
 /// xattr block magic (the only one e2fsck's refcount update accepts).
 const XATTR_MAGIC: u32 = 0xEA02_0000;
 
@@ -802,7 +804,9 @@ impl<'a> Work<'a> {
             return Err(format!("the orphan file (inode {ino}) has a wrong size"));
         }
         let n = inode.size / bs;
-        if n > geo.blocks_count {
+        // The kernel and mke2fs make it 512 blocks at most; anything far
+        // larger is not an orphan file worth a map in memory.
+        if n > geo.blocks_count || n > MAX_ORPHAN_FILE_BLOCKS {
             return Err(format!(
                 "the orphan file (inode {ino}) is larger than the file system"
             ));
