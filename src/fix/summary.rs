@@ -64,6 +64,12 @@ fn bit(bm: &[u8], i: u64) -> bool {
         .is_some_and(|&b| b & (1 << (i % 8)) != 0)
 }
 
+/// Are the bytes past a group's `bits` all ones (as `build` writes them)?
+fn padded(bm: &[u8], bits: u64) -> bool {
+    let from = usize::try_from(bits / 8).unwrap_or(usize::MAX);
+    bm.get(from..).is_none_or(|t| t.iter().all(|&b| b == 0xFF))
+}
+
 /// A bitmap block as the kernel and mke2fs lay it out: `used(i)` for the
 /// first `n` bits, every other bit of the block set (the padding past the
 /// last group's end, and the bytes past the group's bitmap).
@@ -152,7 +158,7 @@ pub(super) fn rewrite(
                 (0..bpg).any(|i| {
                     let on_disk = bit(&disk, i) || (i < n && view_bit(&view, first + i));
                     on_disk != (i >= n || found(i))
-                })
+                }) || !padded(&disk, bpg)
             };
             if differs {
                 overlay
@@ -197,6 +203,7 @@ pub(super) fn rewrite(
                     .read_at(&fs.dev, gd.inode_bitmap * bs as u64, &mut disk)
                     .map_err(|e| format!("cannot read inode bitmap of group {g}: {e}"))?;
                 (0..ipg).any(|i| bit(&disk, i) != state.inode_used.get(ino0 + i))
+                    || !padded(&disk, ipg)
             };
             if differs {
                 overlay
@@ -230,6 +237,25 @@ pub(super) fn rewrite(
             put_le16(d, BG_ITABLE_UNUSED, 0);
             if gd.wide {
                 put_le16(d, BG_ITABLE_UNUSED_HI, 0);
+            }
+        } else if uninit_bg
+            && u64::from(gd.itable_unused) <= ipg
+            && state
+                .inode_used
+                .count_range(ino0 + ipg - u64::from(gd.itable_unused), ino0 + ipg)
+                > 0
+        {
+            // An inode a fix allocated past the never-used mark moves the
+            // mark behind it (as the library's allocation does).
+            let last = (0..ipg).rev().find(|&i| state.inode_used.get(ino0 + i));
+            if let Some(last) = last
+                && u64::from(gd.itable_unused) > ipg - (last + 1)
+            {
+                let unused = ipg - (last + 1);
+                put_le16(d, BG_ITABLE_UNUSED, unused as u16);
+                if gd.wide {
+                    put_le16(d, BG_ITABLE_UNUSED_HI, (unused >> 16) as u16);
+                }
             }
         }
         put_le16(d, BG_FLAGS, flags);
