@@ -263,9 +263,7 @@ struct Work<'a> {
 
 impl<'a> Work<'a> {
     fn new(fs: &'a Fs) -> Work<'a> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs().min(u32::MAX as u64) as u32);
+        let now = super::now().min(u32::MAX as u64) as u32;
         Work {
             fs,
             bs: fs.block_size(),

@@ -212,9 +212,7 @@ pub(super) fn recreate(
     overlay.stage(data[0], jsb).map_err(|e| e.to_string())?;
 
     // The inode.
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as u32);
+    let now = crate::check::now().min(u32::MAX as u64) as u32;
     let isz = geo.inode_size as usize;
     let mut raw = vec![0u8; isz];
     put_le16(&mut raw, 0x0, 0o100600);
