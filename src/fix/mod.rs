@@ -20,8 +20,8 @@
 //! `dir.rs` (single directory entries and '..'),
 //! `dup.rs` (multiply-claimed blocks: copies, or deletion),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
-//! `journal.rs` (the journal replay the check read through, staged first
-//! so the fixes land on top of it).
+//! `journal.rs` (the journal replay and orphan processing the check read
+//! through, staged first so the fixes land on top of them).
 
 mod blockmap;
 mod clear;
@@ -31,6 +31,7 @@ mod dirhole;
 mod dup;
 mod inode;
 pub mod journal;
+mod journal_inode;
 mod lostfound;
 mod rehash;
 mod summary;
@@ -75,6 +76,14 @@ const SUMMARY: &[Code] = &[
     Code::GdItableUnused,
 ];
 
+/// Orphan processing, done by staging the view the check read through.
+const ORPHAN: &[Code] = &[
+    Code::OrphansPending,
+    Code::OrphansPendingHarmless,
+    Code::OrphanFileBlockDirty,
+    Code::OrphanPresentClean,
+];
+
 /// Problems fixed by setting a superblock feature.
 const FEATURE: &[Code] = &[Code::FeatureLargeFiles];
 
@@ -112,6 +121,8 @@ pub fn supported(code: Code) -> bool {
         || rehash::CODES.contains(&code)
         || HOLES.contains(&code)
         || code == Code::LostFoundMissing
+        || code == Code::JournalInodeInvalid
+        || code == Code::JournalSuperblockCorrupt
         || code == Code::DupBlocks
         || code == Code::LostFoundEncrypted
 }
@@ -190,11 +201,20 @@ fn allowed(p: &Problem, mode: Mode) -> bool {
 /// Stages fixes for the problems of `report` that `mode` allows and that
 /// pfsck supports.
 pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
+    // What pass 1 says about an unusable journal's inode goes with the
+    // journal, which preen replaces (e2fsck -p: "Recreate journal").
+    let bad_journal = report.problems.iter().any(|p| {
+        matches!(
+            p.code,
+            Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+        )
+    });
     if mode == Mode::Preen
-        && report
-            .problems
-            .iter()
-            .any(|p| p.spec().severity == Severity::Error && !p.spec().preen_ok)
+        && report.problems.iter().any(|p| {
+            p.spec().severity == Severity::Error
+                && !p.spec().preen_ok
+                && !(bad_journal && journal_inode::resolves(p))
+        })
     {
         return Err(Refusal::Unexpected);
     }
@@ -214,6 +234,19 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             .map_err(|e| Refusal::Failed(e.to_string()))?;
     }
     let replayed = !replay.is_empty();
+    // Orphan processing is part of that view (`check::orphan`): staging
+    // the view does it.
+    // The orphan file cleanup in it is a correction (e2fsck exits 1).
+    let mut orphan_fix = false;
+    for (k, p) in report.problems.iter().enumerate() {
+        if ORPHAN.contains(&p.code) && replayed && allowed(p, mode) {
+            fixed[k] = true;
+            orphan_fix |= matches!(
+                p.code,
+                Code::OrphanFileBlockDirty | Code::OrphanPresentClean
+            );
+        }
+    }
     let replay_fix = replayed && journal::replay_is_correction(report);
     let bigalloc = fs.geo.cluster_bits > 0;
     let wanted =
@@ -226,7 +259,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             overlay,
             fixed,
             replayed,
-            fixes_staged: replay_fix,
+            fixes_staged: replay_fix || orphan_fix,
         });
     }
     // The fixes below rewrite the primary superblock and descriptors from
@@ -426,6 +459,15 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             fixed[k] = dir::fix(fs, state, &mut overlay, p, &mut links).map_err(Refusal::Failed)?;
         }
     }
+    // An unusable journal is replaced (`journal_inode.rs`); what pass 1
+    // said about the old journal inode goes with it.
+    let new_journal = report.problems.iter().any(|p| {
+        wanted(p)
+            && matches!(
+                p.code,
+                Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+            )
+    });
     // Block maps next, one inode at a time with all its map problems, and
     // before the field fixes: those read the inode through the overlay and
     // keep the map rewritten here.
@@ -436,7 +478,11 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         if let Some(ino) = p.ino {
             let e = maps.entry(ino).or_default();
             e.1.push(p);
-            if wanted(p) && blockmap::CODES.contains(&p.code) && !gone.contains(&ino) {
+            if wanted(p)
+                && blockmap::CODES.contains(&p.code)
+                && !gone.contains(&ino)
+                && !(new_journal && journal_inode::resolves(p))
+            {
                 e.0.push(k);
             }
         }
@@ -452,6 +498,9 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     }
     let mut link_fixed = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
+        if new_journal && journal_inode::resolves(p) {
+            continue;
+        }
         if !wanted(p)
             || blockmap::CODES.contains(&p.code)
             || TREE.contains(&p.code)
@@ -502,6 +551,21 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
         }
     }
+    let mut journal_made = false;
+    if new_journal {
+        journal_made = true;
+        match journal_inode::recreate(fs, state, &mut overlay).map_err(Refusal::Failed)? {
+            None => {
+                summary = true;
+                for (k, p) in report.problems.iter().enumerate() {
+                    if journal_inode::resolves(p) {
+                        fixed[k] = true;
+                    }
+                }
+            }
+            Some(why) => return Err(Refusal::Unsupported(why)),
+        }
+    }
     if large_file && !fs.sb.has_ro_compat(ro_compat::LARGE_FILE) {
         set_large_file(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
@@ -525,7 +589,11 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             .collect();
         summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
     }
-    let fixes_staged = replay_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
+    if journal_made {
+        journal_inode::write_backups(fs, &mut overlay).map_err(Refusal::Failed)?;
+    }
+    let fixes_staged =
+        replay_fix || orphan_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
     if !fixes_staged {
         // The earlier fixes staged nothing after all (a pass 1 problem no
         // fix could act on): pass 1D and the directory structure go on.
