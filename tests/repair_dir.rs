@@ -144,7 +144,7 @@ fn put16(img: &Path, pos: u64, v: u16) {
 
 /// Runs the repair and all the checks of the module comment. `damaged`:
 /// paths whose entries the damage touched.
-fn repairs(name: &str, base: Base, damaged: &[&str], damage: impl FnOnce(&Path)) {
+fn repairs(name: &str, base: Base, damaged: &[&str], damage: impl FnOnce(&Path)) -> TempDir {
     let ctx = format!("{name} on {base:?}");
     let tmp = TempDir::new(&format!("repair-dir-{name}"));
     let img = tmp.join("disk.img");
@@ -160,6 +160,13 @@ fn repairs(name: &str, base: Base, damaged: &[&str], damage: impl FnOnce(&Path))
     assert_eq!(out.status.code(), Some(1), "[{ctx}] pfsck -fy:\n{text}");
     assert_both_clean(&ctx, &img);
     files_kept(&ctx, &img, &tmp, damaged);
+    tmp
+}
+
+/// The big directory still has an index after its rebuild.
+fn indexed(tmp: &TempDir) {
+    let h = debugfs_r(&tmp.join("disk.img"), "htree /big");
+    assert!(h.contains("Root node dump"), "/big lost its index:\n{h}");
 }
 
 /// Every file of the tree at its path with its contents, except the
@@ -291,21 +298,21 @@ fn missing_checksum_tail_is_inserted() {
 #[test]
 fn bad_htree_root_clears_the_index() {
     for b in ALL {
-        repairs("htree-hash-version", b, &[], |img| {
+        indexed(&repairs("htree-hash-version", b, &[], |img| {
             let (pos, _) = dir_block(img, "/big", 0);
             write_at(img, pos + 0x1C, &[0xF0]);
-        });
-        repairs("htree-depth", b, &[], |img| {
+        }));
+        indexed(&repairs("htree-depth", b, &[], |img| {
             let (pos, _) = dir_block(img, "/big", 0);
             write_at(img, pos + 0x1E, &[7]);
-        });
+        }));
     }
 }
 
 #[test]
 fn unordered_htree_index_is_rebuilt() {
     for b in ALL {
-        repairs("htree-order", b, &[], |img| {
+        let t = repairs("htree-order", b, &[], |img| {
             // Entries 1 and 2 of the root swap their hashes.
             let (pos, _) = dir_block(img, "/big", 0);
             let e1 = pos + 0x20 + 8;
@@ -314,6 +321,7 @@ fn unordered_htree_index_is_rebuilt() {
             write_at(img, e1, &h2);
             write_at(img, e1 + 8, &h1);
         });
+        indexed(&t);
     }
 }
 
@@ -325,11 +333,12 @@ fn corrupt_htree_leaf_is_salvaged_and_the_directory_rebuilt() {
             let r = records(&blk);
             format!("big/{}", String::from_utf8_lossy(&r[1].3))
         };
-        repairs("htree-leaf", b, &[victim.as_str()], |img| {
+        let t = repairs("htree-leaf", b, &[victim.as_str()], |img| {
             let (pos, blk) = dir_block(img, "/big", 2);
             let r = records(&blk);
             write_at(img, pos + r[1].0 as u64 + 6, &[250]);
         });
+        indexed(&t);
     }
 }
 
