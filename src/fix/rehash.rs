@@ -674,7 +674,6 @@ mod tests {
     /// Walks an index built by `htree`: every leaf referenced once, in
     /// order, each leaf's hashes inside its index range.
     fn check_tree(blocks: &[Vec<u8>], eff: u8, seed: &[u32; 4]) -> (u8, usize) {
-        let bs = blocks[0].len();
         let levels = blocks[0][ROOT_INFO + 6];
         let index = |b: &[u8], off: usize| -> Vec<(u32, u32)> {
             let cl = htree::parse_count_limit(b, off);
