@@ -377,3 +377,21 @@ fn hole_in_an_extent_mapped_directory_is_closed() {
         debugfs_w(img, &["sif /mid block[3] 3"]);
     });
 }
+
+#[test]
+fn preen_rebuilds_an_index_failing_its_checksum() {
+    let b = Base::Ext4;
+    let tmp = TempDir::new("repair-dir-preen-htree");
+    let img = tmp.join("disk.img");
+    copy_image(&b.image(), &img);
+    // The root's dx tail checksum: the last 4 bytes of the 4 KiB block.
+    let (pos, blk) = dir_block(&img, "/big", 0);
+    write_at(&img, pos + 4092, &[!blk[4092]]);
+    assert_ne!(e2fsck_fn(&img), 0);
+    let out = pfsck(&[OsStr::new("-fp"), img.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "pfsck -fp:\n{text}");
+    assert_both_clean("preen-htree", &img);
+    files_kept("preen-htree", &img, &tmp, &[]);
+    indexed(&tmp);
+}
