@@ -395,3 +395,28 @@ fn preen_rebuilds_an_index_failing_its_checksum() {
     files_kept("preen-htree", &img, &tmp, &[]);
     indexed(&tmp);
 }
+
+#[test]
+fn full_lost_found_is_expanded() {
+    for b in ALL {
+        let mid: Vec<String> = (0..MID).map(|i| format!("mid/m{i:03}")).collect();
+        let damaged: Vec<&str> = mid.iter().map(|s| s.as_str()).collect();
+        let t = repairs("expand-lf", b, &damaged, |img| {
+            // A one-block lost+found, and more unattached files than fit.
+            let mut cmds = vec![
+                "rmdir lost+found".to_string(),
+                "mkdir lost+found".to_string(),
+            ];
+            cmds.extend(mid.iter().map(|m| format!("unlink /{m}")));
+            debugfs_w(img, &cmds);
+        });
+        let img = t.join("disk.img");
+        let ls = debugfs_r(&img, "ls /lost+found");
+        let n = ls.split_whitespace().filter(|w| w.starts_with('#')).count();
+        assert_eq!(n, MID, "{ls}");
+        if b == Base::Ext2 {
+            // 150 entries of 16 bytes need 3 KiB blocks.
+            assert!(blocks_of(&img, "/lost+found").len() >= 3);
+        }
+    }
+}

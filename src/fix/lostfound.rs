@@ -73,7 +73,7 @@ pub(super) fn fix(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    lf: &LostFound,
+    lf: &mut LostFound,
     p: &Problem,
     links: &mut Links,
 ) -> Result<bool, String> {
@@ -235,7 +235,7 @@ fn reconnect(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    lost_found: &LostFound,
+    lost_found: &mut LostFound,
     ino: u32,
     links: &mut Links,
 ) -> Result<bool, String> {
@@ -267,13 +267,132 @@ fn reconnect(
         }
     }
     if !added {
-        return Ok(false);
+        // No room: lost+found grows by a block, as e2fsck's "Expand".
+        let Some(pblk) = expand(fs, state, overlay, lost_found)? else {
+            return Ok(false);
+        };
+        // The new block's one empty record becomes the entry.
+        let n = name.as_bytes();
+        edit_dir_block(fs, state, overlay, lf, pblk, |b| {
+            put_le32(b, 0, ino);
+            if filetype {
+                b[6] = n.len() as u8;
+                b[7] = ft;
+            } else {
+                put_le16(b, 6, n.len() as u16);
+            }
+            b[HEADER_LEN..HEADER_LEN + n.len()].copy_from_slice(n);
+            true
+        })?;
     }
     add(links, ino, 1);
     if let Some(pblk) = dotdot_blk {
         super::dir::set_dotdot(fs, state, overlay, ino, pblk, lf, links)?;
     }
     Ok(true)
+}
+
+/// Adds one empty block at the end of /lost+found: the extent in the
+/// inode grows when the next block is free, or a new extent (or direct
+/// pointer) takes the lowest free block. Deeper extent trees and indirect
+/// blocks are not handled (None). The block is marked in use in `State`
+/// for the summary; i_size and i_blocks grow with it.
+fn expand(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    lf: &mut LostFound,
+) -> Result<Option<u64>, String> {
+    let ino = lf.ino;
+    let pos = inode_pos(fs, ino)?;
+    let isize = fs.geo.inode_size as usize;
+    let mut raw = vec![0u8; isize];
+    overlay
+        .read_at(&fs.dev, pos, &mut raw)
+        .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
+    let bs = fs.block_size();
+    let lblk = lf.blocks.len();
+    let geo = &fs.geo;
+    let free = |b: u64| geo.block_in_fs(b) && b >= geo.first_data_block && !state.block_used.get(b);
+    let lowest = || (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
+    let extents = le32(&raw, I_FLAGS) & EXTENTS_FL != 0;
+    let root = I_BLOCK;
+    // (new block, how the inode's map changes)
+    let (blk, edit): (u64, Box<dyn Fn(&mut [u8])>) = if extents {
+        let n = le16(&raw, root + 2) as usize;
+        if le16(&raw, root) != EXTENT_MAGIC || le16(&raw, root + 6) != 0 || n == 0 || n > 4 {
+            return Ok(None);
+        }
+        let e = root + 12 * n;
+        let (elblk, elen) = (le32(&raw, e) as usize, le16(&raw, e + 4));
+        let epblk = (u64::from(le16(&raw, e + 6)) << 32) | u64::from(le32(&raw, e + 8));
+        // An unwritten last extent, or one not ending where the directory
+        // does, is pass 1's business.
+        if elen == 0 || elen >= 32768 || elblk + elen as usize != lblk {
+            return Ok(None);
+        }
+        let next = epblk + u64::from(elen);
+        if free(next) && elen < 32767 {
+            (
+                next,
+                Box::new(move |b: &mut [u8]| put_le16(b, e + 4, elen + 1)),
+            )
+        } else if n < 4 {
+            let Some(blk) = lowest() else {
+                return Ok(None);
+            };
+            let ne = e + 12;
+            (
+                blk,
+                Box::new(move |b: &mut [u8]| {
+                    put_le32(b, ne, lblk as u32);
+                    put_le16(b, ne + 4, 1);
+                    put_le16(b, ne + 6, (blk >> 32) as u16);
+                    put_le32(b, ne + 8, blk as u32);
+                    put_le16(b, root + 2, (n + 1) as u16);
+                }),
+            )
+        } else {
+            return Ok(None);
+        }
+    } else {
+        if lblk >= 12 || le32(&raw, I_BLOCK + 4 * lblk) != 0 {
+            return Ok(None);
+        }
+        let Some(blk) = lowest().filter(|&b| u32::try_from(b).is_ok()) else {
+            return Ok(None);
+        };
+        (
+            blk,
+            Box::new(move |b: &mut [u8]| put_le32(b, I_BLOCK + 4 * lblk, blk as u32)),
+        )
+    };
+    state.block_used.set(blk);
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    let size = ((lblk + 1) * bs) as u32;
+    let sectors = (bs / 512) as u32;
+    edit_bytes(fs, overlay, pos, isize, |b| {
+        edit(b);
+        put_le32(b, I_SIZE_LO, size);
+        let blocks = le32(b, I_BLOCKS_LO).saturating_add(sectors);
+        put_le32(b, I_BLOCKS_LO, blocks);
+        if csum {
+            super::inode::set_checksum(seed, ino, b);
+        }
+    })?;
+    let mut b = vec![0u8; bs];
+    let end = if csum { bs - TAIL_LEN } else { bs };
+    put_rec_len(&mut b[..end], 0, end);
+    if csum {
+        put_le16(&mut b, end + 4, TAIL_LEN as u16);
+        b[end + 7] = crate::fs::dir_entry::TAIL_FT;
+        let c = compute_tail_checksum(dir_seed(fs, state, overlay, ino)?, &b);
+        put_le32(&mut b, bs - 4, c);
+    }
+    overlay.stage(blk, b).map_err(|e| e.to_string())?;
+    lf.blocks.push(blk);
+    Ok(Some(blk))
 }
 
 /// The time stamps written (dtime, a new directory's times).

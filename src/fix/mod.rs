@@ -255,7 +255,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             continue;
         }
         if TREE.contains(&p.code) {
-            fixed[k] = lostfound::fix(fs, state, &mut overlay, &lf, p, &mut links)
+            fixed[k] = lostfound::fix(fs, state, &mut overlay, &mut lf, p, &mut links)
                 .map_err(Refusal::Failed)?;
             if fixed[k] {
                 summary = true;
