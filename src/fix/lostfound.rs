@@ -292,6 +292,33 @@ fn reconnect(
     Ok(true)
 }
 
+/// How `expand` changes the block map in the inode.
+enum MapEdit {
+    /// The extent entry at `at` gets length `len`.
+    Grow { at: usize, len: u16 },
+    /// A new extent after the `n` there are: logical `lblk`, block `blk`.
+    Add { n: usize, lblk: usize, blk: u64 },
+    /// Direct pointer `lblk` becomes `blk`.
+    Direct { lblk: usize, blk: u64 },
+}
+
+impl MapEdit {
+    fn apply(&self, b: &mut [u8]) {
+        match *self {
+            MapEdit::Grow { at, len } => put_le16(b, at + 4, len),
+            MapEdit::Add { n, lblk, blk } => {
+                let e = I_BLOCK + 12 * (n + 1);
+                put_le32(b, e, lblk as u32);
+                put_le16(b, e + 4, 1);
+                put_le16(b, e + 6, (blk >> 32) as u16);
+                put_le32(b, e + 8, blk as u32);
+                put_le16(b, I_BLOCK + 2, (n + 1) as u16);
+            }
+            MapEdit::Direct { lblk, blk } => put_le32(b, I_BLOCK + 4 * lblk, blk as u32),
+        }
+    }
+}
+
 /// Adds one empty block at the end of /lost+found: the extent in the
 /// inode grows when the next block is free, or a new extent (or direct
 /// pointer) takes the lowest free block. Deeper extent trees and indirect
@@ -317,8 +344,7 @@ fn expand(
     let lowest = || (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
     let extents = le32(&raw, I_FLAGS) & EXTENTS_FL != 0;
     let root = I_BLOCK;
-    // (new block, how the inode's map changes)
-    let (blk, edit): (u64, Box<dyn Fn(&mut [u8])>) = if extents {
+    let (blk, edit) = if extents {
         let n = le16(&raw, root + 2) as usize;
         if le16(&raw, root) != EXTENT_MAGIC || le16(&raw, root + 6) != 0 || n == 0 || n > 4 {
             return Ok(None);
@@ -335,23 +361,16 @@ fn expand(
         if free(next) && elen < 32767 {
             (
                 next,
-                Box::new(move |b: &mut [u8]| put_le16(b, e + 4, elen + 1)),
+                MapEdit::Grow {
+                    at: e,
+                    len: elen + 1,
+                },
             )
         } else if n < 4 {
             let Some(blk) = lowest() else {
                 return Ok(None);
             };
-            let ne = e + 12;
-            (
-                blk,
-                Box::new(move |b: &mut [u8]| {
-                    put_le32(b, ne, lblk as u32);
-                    put_le16(b, ne + 4, 1);
-                    put_le16(b, ne + 6, (blk >> 32) as u16);
-                    put_le32(b, ne + 8, blk as u32);
-                    put_le16(b, root + 2, (n + 1) as u16);
-                }),
-            )
+            (blk, MapEdit::Add { n, lblk, blk })
         } else {
             return Ok(None);
         }
@@ -362,10 +381,7 @@ fn expand(
         let Some(blk) = lowest().filter(|&b| u32::try_from(b).is_ok()) else {
             return Ok(None);
         };
-        (
-            blk,
-            Box::new(move |b: &mut [u8]| put_le32(b, I_BLOCK + 4 * lblk, blk as u32)),
-        )
+        (blk, MapEdit::Direct { lblk, blk })
     };
     state.block_used.set(blk);
     let csum = fs.metadata_csum();
@@ -373,7 +389,7 @@ fn expand(
     let size = ((lblk + 1) * bs) as u32;
     let sectors = (bs / 512) as u32;
     edit_bytes(fs, overlay, pos, isize, |b| {
-        edit(b);
+        edit.apply(b);
         put_le32(b, I_SIZE_LO, size);
         let blocks = le32(b, I_BLOCKS_LO).saturating_add(sectors);
         put_le32(b, I_BLOCKS_LO, blocks);
