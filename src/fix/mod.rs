@@ -15,7 +15,9 @@
 //!
 //! Files: `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
-//! `dir.rs` (single directory entries and '..'),
+//! `dir.rs` (single directory entries and '..'), `dirblock.rs` (salvaging
+//! whole directory blocks, checksum tails), `dirhole.rs` (directory holes),
+//! `rehash.rs` (rebuilding directories and their htree index),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay the check read through, staged first
 //! so the fixes land on top of it).
