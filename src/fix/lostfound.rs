@@ -144,6 +144,7 @@ pub(super) fn edit_dir_block(
         None
     };
     let mut done = false;
+    let htree = state.has_iflag(dir, iflag::HTREE);
     edit_bytes(fs, overlay, pblk * bs as u64, bs, |b| {
         let tail = seed.is_some() && has_tail(b);
         let end = if tail { b.len() - TAIL_LEN } else { b.len() };
@@ -152,9 +153,27 @@ pub(super) fn edit_dir_block(
             let c = compute_tail_checksum(seed, b);
             let n = b.len();
             put_le32(b, n - 4, c);
+        } else if done && let Some(seed) = seed.filter(|_| htree) {
+            // An htree root ('..' rewritten) keeps its checksum in the
+            // dx tail after the index.
+            dx_root_reseal(b, dir, seed);
         }
     })?;
     Ok(done)
+}
+
+/// Recomputes the dx tail checksum of block `b` if it is the htree root
+/// of `dir` ('.' naming it, the standard 8-byte root info).
+fn dx_root_reseal(b: &mut [u8], dir: u32, seed: u32) {
+    use crate::fs::htree;
+    if le32(b, 0) != dir || b.get(htree::ROOT_INFO_OFFSET + 5) != Some(&8) {
+        return;
+    }
+    let count_off = htree::ROOT_INFO_OFFSET + 8;
+    let cl = htree::parse_count_limit(b, count_off);
+    if let Some(c) = htree::compute_tail_checksum(seed, b, count_off, cl) {
+        put_le32(b, count_off + cl.limit as usize * 8 + 4, c);
+    }
 }
 
 /// Stores the rec_len of the entry at `off` in `b` (a block, or its part
@@ -247,7 +266,11 @@ fn reconnect(
     // A directory's '..' must be rewritten too; find where it is before
     // adding the entry, so a directory that cannot be fixed is left whole.
     let dotdot_blk = if is_dir {
-        match dir_block(state, ino, 0).filter(|_| plain_dir(state, ino)) {
+        // An indexed directory's '..' can be rewritten too (its root's
+        // checksum is recomputed); only entries cannot be added to one.
+        let ok =
+            state.inode_dir.get(ino as u64) && !state.has_iflag(ino, iflag::INLINE | iflag::BAD);
+        match dir_block(state, ino, 0).filter(|_| ok) {
             Some(b) => Some(b),
             None => return Ok(false),
         }
@@ -431,6 +454,119 @@ const I_EXTRA_ISIZE: usize = 0x80;
 const EXTENTS_FL: u32 = 0x80000;
 const EXTENT_MAGIC: u16 = 0xF30A;
 
+/// Writes a new directory `ino` of one block `blk` (inode and block: '.',
+/// '..' naming `parent`, the checksum tail), with permissions `mode`,
+/// two links, generation 0. The caller marks them in use.
+fn new_dir(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    ino: u32,
+    parent: u32,
+    blk: u64,
+    mode: u16,
+) -> Result<(), String> {
+    let bs = fs.block_size();
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
+    // The inode: a directory of one block, generation 0.
+    let pos = inode_pos(fs, ino)?;
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    let extents = fs.sb.has_incompat(incompat::EXTENTS);
+    let isize = fs.geo.inode_size as usize;
+    let extra = if isize > 128 {
+        let want = match fs.sb.want_extra_isize {
+            0 => 32,
+            w => w as usize,
+        };
+        want.min(isize - 128) as u16
+    } else {
+        0
+    };
+    let t = now();
+    edit_bytes(fs, overlay, pos, isize, |b| {
+        b.fill(0);
+        put_le16(b, I_MODE, mode);
+        put_le32(b, I_SIZE_LO, bs as u32);
+        for f in [I_ATIME, I_CTIME, I_MTIME] {
+            put_le32(b, f, t);
+        }
+        put_le16(b, I_LINKS_COUNT, 2);
+        put_le32(b, I_BLOCKS_LO, (bs / 512) as u32);
+        if extents {
+            put_le32(b, I_FLAGS, EXTENTS_FL);
+            // Extent header (magic, 1 entry, room for 4, depth 0) and one
+            // extent: logical 0, length 1, the block.
+            put_le16(b, I_BLOCK, EXTENT_MAGIC);
+            put_le16(b, I_BLOCK + 2, 1);
+            put_le16(b, I_BLOCK + 4, 4);
+            put_le32(b, I_BLOCK + 12, 0);
+            put_le16(b, I_BLOCK + 16, 1);
+            put_le16(b, I_BLOCK + 18, (blk >> 32) as u16);
+            put_le32(b, I_BLOCK + 20, blk as u32);
+        } else {
+            put_le32(b, I_BLOCK, blk as u32);
+        }
+        if extra > 0 {
+            put_le16(b, I_EXTRA_ISIZE, extra);
+        }
+        if csum {
+            super::inode::set_checksum(seed, ino, b);
+        }
+    })?;
+
+    // Its block: '.', '..' (the rest of the block), the checksum tail.
+    let mut b = vec![0u8; bs];
+    let end = if csum { bs - TAIL_LEN } else { bs };
+    put_le32(&mut b, 0, ino);
+    put_le16(&mut b, 4, 12);
+    put_le32(&mut b, 12, parent);
+    put_rec_len(&mut b[..end], 12, end - 12);
+    if filetype {
+        b[6] = 1;
+        b[7] = FT_DIR;
+        b[18] = 2;
+        b[19] = FT_DIR;
+    } else {
+        put_le16(&mut b, 6, 1);
+        put_le16(&mut b, 18, 2);
+    }
+    b[8] = b'.';
+    b[20] = b'.';
+    b[21] = b'.';
+    if csum {
+        put_le16(&mut b, end + 4, TAIL_LEN as u16);
+        b[end + 7] = crate::fs::dir_entry::TAIL_FT;
+        let c = compute_tail_checksum(inode_csum_seed(seed, ino, 0), &b);
+        put_le32(&mut b, bs - 4, c);
+    }
+    overlay.stage(blk, b).map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+/// Recreates a missing root directory, as e2fsck's "Root inode not
+/// allocated. Allocate?": inode 2, a directory of one block (the lowest
+/// free one) whose '..' is itself. Its link count and the entries of the
+/// directories that name it as their parent are left to the next round's
+/// check. Not with the quota feature (the usage would change).
+pub(super) fn create_root(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<bool, String> {
+    if state.inode_used.get(ROOT_INO as u64) || fs.sb.has_ro_compat(ro_compat::QUOTA) {
+        return Ok(false);
+    }
+    let geo = &fs.geo;
+    let Some(blk) = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b))
+    else {
+        return Ok(false);
+    };
+    if fs.inode_location(ROOT_INO).is_none() {
+        return Ok(false);
+    }
+    new_dir(fs, overlay, ROOT_INO, ROOT_INO, blk, 0o040755)?;
+    state.inode_used.set(ROOT_INO as u64);
+    state.inode_dir.set(ROOT_INO as u64);
+    state.block_used.set(blk);
+    Ok(true)
+}
+
 /// Creates /lost+found when the check found none, as e2fsck does: a
 /// directory of one block, its inode and block the first free ones pass 1
 /// left (marked in use in `State`, so the summary allocates them), named
@@ -469,7 +605,6 @@ pub(super) fn create(
     if fs.inode_location(ino).is_none() {
         return Ok(None);
     }
-    let bs = fs.block_size();
     // The entry in the root first: without room there, nothing is made.
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let ft = if filetype { FT_DIR } else { 0 };
@@ -493,79 +628,7 @@ pub(super) fn create(
         return Ok(None);
     }
 
-    // The inode: a directory of one block, generation 0.
-    let pos = inode_pos(fs, ino)?;
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
-    let extents = fs.sb.has_incompat(incompat::EXTENTS);
-    let isize = fs.geo.inode_size as usize;
-    let extra = if isize > 128 {
-        let want = match fs.sb.want_extra_isize {
-            0 => 32,
-            w => w as usize,
-        };
-        want.min(isize - 128) as u16
-    } else {
-        0
-    };
-    let t = now();
-    edit_bytes(fs, overlay, pos, isize, |b| {
-        b.fill(0);
-        put_le16(b, I_MODE, 0o040700);
-        put_le32(b, I_SIZE_LO, bs as u32);
-        for f in [I_ATIME, I_CTIME, I_MTIME] {
-            put_le32(b, f, t);
-        }
-        put_le16(b, I_LINKS_COUNT, 2);
-        put_le32(b, I_BLOCKS_LO, (bs / 512) as u32);
-        if extents {
-            put_le32(b, I_FLAGS, EXTENTS_FL);
-            // Extent header (magic, 1 entry, room for 4, depth 0) and one
-            // extent: logical 0, length 1, the block.
-            put_le16(b, I_BLOCK, EXTENT_MAGIC);
-            put_le16(b, I_BLOCK + 2, 1);
-            put_le16(b, I_BLOCK + 4, 4);
-            put_le32(b, I_BLOCK + 12, 0);
-            put_le16(b, I_BLOCK + 16, 1);
-            put_le16(b, I_BLOCK + 18, (blk >> 32) as u16);
-            put_le32(b, I_BLOCK + 20, blk as u32);
-        } else {
-            put_le32(b, I_BLOCK, blk as u32);
-        }
-        if extra > 0 {
-            put_le16(b, I_EXTRA_ISIZE, extra);
-        }
-        if csum {
-            super::inode::set_checksum(seed, ino, b);
-        }
-    })?;
-
-    // Its block: '.', '..' (the rest of the block), the checksum tail.
-    let mut b = vec![0u8; bs];
-    let end = if csum { bs - TAIL_LEN } else { bs };
-    put_le32(&mut b, 0, ino);
-    put_le16(&mut b, 4, 12);
-    put_le32(&mut b, 12, ROOT_INO);
-    put_rec_len(&mut b[..end], 12, end - 12);
-    if filetype {
-        b[6] = 1;
-        b[7] = FT_DIR;
-        b[18] = 2;
-        b[19] = FT_DIR;
-    } else {
-        put_le16(&mut b, 6, 1);
-        put_le16(&mut b, 18, 2);
-    }
-    b[8] = b'.';
-    b[20] = b'.';
-    b[21] = b'.';
-    if csum {
-        put_le16(&mut b, end + 4, TAIL_LEN as u16);
-        b[end + 7] = crate::fs::dir_entry::TAIL_FT;
-        let c = compute_tail_checksum(inode_csum_seed(seed, ino, 0), &b);
-        put_le32(&mut b, bs - 4, c);
-    }
-    overlay.stage(blk, b).map_err(|e| e.to_string())?;
+    new_dir(fs, overlay, ino, ROOT_INO, blk, 0o040700)?;
 
     // The summary allocates what is marked here; the root gains a link
     // from the new '..'.

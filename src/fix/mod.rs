@@ -100,6 +100,7 @@ pub fn supported(code: Code) -> bool {
         || dirblock::CODES.contains(&code)
         || rehash::CODES.contains(&code)
         || HOLES.contains(&code)
+        || code == Code::RootMissing
         || code == Code::LostFoundMissing
 }
 
@@ -238,6 +239,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // count fixes and the summary.
     let mut links = lostfound::Links::new();
     let mut reconnected = std::collections::BTreeSet::new();
+    let mut cleared = std::collections::BTreeSet::new();
     // A missing /lost+found is created before anything needs it.
     let mut lf = lostfound::LostFound::new(state);
     for (k, p) in report.problems.iter().enumerate() {
@@ -262,6 +264,9 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             if fixed[k] {
                 summary = true;
                 reconnected.extend(p.ino);
+                if p.code == Code::InodeUnattachedZero {
+                    cleared.extend(p.ino);
+                }
             }
         } else if p.code == Code::DirDotDotWrong && p.ino.is_some_and(|i| reconnected.contains(&i))
         {
@@ -279,6 +284,8 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             || DIR.contains(&p.code)
             || p.code == Code::LostFoundMissing
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
+            // A cleared inode keeps the dtime the clear gave it.
+            || (p.code == Code::InodeDtimeSet && p.ino.is_some_and(|i| cleared.contains(&i)))
         {
             continue;
         }
@@ -367,6 +374,14 @@ fn structure(
     let mut holes: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p) {
+            continue;
+        }
+        if p.code == Code::RootMissing {
+            // Everything below the root hangs on it: made first, alone.
+            fixed[k] = lostfound::create_root(fs, state, overlay).map_err(Refusal::Failed)?;
+            if fixed[k] {
+                return Ok(true);
+            }
             continue;
         }
         let Some(dir) = p.ino else {
