@@ -423,23 +423,22 @@ fn full_lost_found_is_expanded() {
 
 #[test]
 fn missing_root_is_recreated() {
-    // Ext2 only: on the ext4 base every free inode lies past its group's
-    // itable_unused mark, where the /lost+found creation does not take
-    // one yet.
-    let b = Base::Ext2;
-    // Every entry of the root goes with it: the files survive in
-    // /lost+found.
-    let all: Vec<String> = tree()
-        .into_iter()
-        .filter_map(|n| match n {
-            Node::File { path, .. } => Some(path),
-            _ => None,
-        })
-        .collect();
-    let damaged: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
-    let t = repairs("no-root", b, &damaged, |img| {
-        debugfs_w(img, &["clri <2>", "freei <2>"]);
-    });
-    let ls = debugfs_r(&t.join("disk.img"), "ls /lost+found");
-    assert!(ls.contains("#"), "nothing reconnected:\n{ls}");
+    for b in ALL {
+        // Every entry of the root goes with it: the files survive in
+        // /lost+found (on the ext4 base, a new one whose inode lies past
+        // its group's itable_unused mark).
+        let all: Vec<String> = tree()
+            .into_iter()
+            .filter_map(|n| match n {
+                Node::File { path, .. } => Some(path),
+                _ => None,
+            })
+            .collect();
+        let damaged: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
+        let t = repairs("no-root", b, &damaged, |img| {
+            debugfs_w(img, &["clri <2>", "freei <2>"]);
+        });
+        let ls = debugfs_r(&t.join("disk.img"), "ls /lost+found");
+        assert!(ls.contains("#"), "nothing reconnected:\n{ls}");
+    }
 }

@@ -50,6 +50,9 @@ pub(super) struct LostFound {
     pub ino: u32,
     /// Its blocks in logical order.
     blocks: Vec<u64>,
+    /// A group whose itable_unused must drop (to 0): `create` took an
+    /// inode past its mark.
+    pub unused_group: Option<u32>,
 }
 
 impl LostFound {
@@ -64,6 +67,7 @@ impl LostFound {
         LostFound {
             ino: state.lost_found,
             blocks: blocks.into_iter().map(|(_, b)| b).collect(),
+            unused_group: None,
         }
     }
 }
@@ -572,7 +576,7 @@ pub(super) fn create_root(fs: &Fs, state: &State, overlay: &mut Overlay) -> Resu
 /// left (marked in use in `State`, so the summary allocates them), named
 /// in the root, whose link count grows by its '..'. Only the simple case:
 /// the root a plain directory with room for the entry, no quota, the
-/// inode outside a group's never-used area. Returns None otherwise.
+/// inode outside an INODE_UNINIT group. Returns None otherwise.
 pub(super) fn create(
     fs: &Fs,
     state: &State,
@@ -593,10 +597,10 @@ pub(super) fn create(
         let Some(gd) = fs.gds.get(g as usize) else {
             return false;
         };
-        let idx = (i - 1) % ipg;
-        !fs.uninit_bg()
-            || (!gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
-                && idx < ipg.saturating_sub(gd.itable_unused))
+        // Past the group's itable_unused mark is fine (the mark then
+        // drops, as e2fsck's allocation lowers it); an INODE_UNINIT group
+        // would need its table initialised.
+        !fs.uninit_bg() || !gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
     });
     let blk = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
     let (Some(ino), Some(blk)) = (ino, blk) else {
@@ -640,9 +644,16 @@ pub(super) fn create(
     // the subdirectories reconnected into it: recorded like any change,
     // so the link count fixes in `super::plan` land on the right total.
     add(links, ino, 2);
+    let g = geo.group_of_inode(ino);
+    let past_mark = fs.uninit_bg()
+        && fs
+            .gds
+            .get(g as usize)
+            .is_some_and(|gd| (ino - 1) % ipg >= ipg.saturating_sub(gd.itable_unused));
     Ok(Some(LostFound {
         ino,
         blocks: vec![blk],
+        unused_group: past_mark.then_some(g),
     }))
 }
 

@@ -330,7 +330,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         set_large_file(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
     if summary {
-        let zero_unused: Vec<u32> = report
+        let mut zero_unused: Vec<u32> = report
             .problems
             .iter()
             .zip(&fixed)
@@ -347,6 +347,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
                 unused > ipg as u64 || unused > free
             })
             .collect();
+        zero_unused.extend(lf.unused_group.filter(|g| !zero_unused.contains(g)));
         summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
     }
     let fixes_staged = replay_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
