@@ -4,7 +4,7 @@
 //! all the owners, and reports once per inode how many of its blocks are
 //! shared and with whom ("file system metadata" counts as an owner).
 //!
-//! Collects nothing. Relies on pass 1: `block_dup` (the blocks), the
+//! Keeps the owners in `State::dup_owners` for the repair. Relies on pass 1: `block_dup` (the blocks), the
 //! metadata map, `inode_mapped` (which inodes' maps pass 1 walked, so the
 //! same ones are walked here with the same walker) and the xattr blocks
 //! pass 1 accepted.
@@ -92,7 +92,7 @@ fn dup_list(state: &State) -> Vec<u64> {
     out
 }
 
-pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
+pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>> {
     // With shared_blocks, files may share blocks on purpose (deduplicated
     // images); e2fsck leaves them be unless asked to unshare.
     if fs
@@ -214,5 +214,7 @@ pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
                 .detail(detail),
         );
     }
+    // The repair (pass 1D) resolves the sharing from this list alone.
+    state.dup_owners = owners;
     Ok(problems)
 }

@@ -2,7 +2,7 @@
 //!
 //! Checks the on-disk block and inode bitmaps against what pass 1 found
 //! (`State::block_used`, `State::inode_used`), the padding at the end of the
-//! last group's block bitmap, the bitmap checksums (metadata_csum), and the
+//! last group's block bitmap and past every group's bits in a bitmap block, the bitmap checksums (metadata_csum), and the
 //! free block / free inode / directory counts of every group and of the
 //! superblock.
 //!
@@ -169,7 +169,10 @@ fn check_group(
             push_diffs(&mut out.block_diffs, first + i, found, disk, take);
             i += 64;
         }
-        if g + 1 == geo.groups && !uninit && n < bpg && (n..bpg).any(|i| !disk_bit(buf, i)) {
+        if !uninit
+            && ((g + 1 == geo.groups && n < bpg && (n..bpg).any(|i| !disk_bit(buf, i)))
+                || !tail_set(buf, bpg))
+        {
             out.problems
                 .push(Problem::new(Code::BlockBitmapPadding).group(g));
         }
@@ -203,6 +206,10 @@ fn check_group(
         );
     } else {
         have_disk = true;
+        if !tail_set(buf, ipg) {
+            out.problems
+                .push(Problem::new(Code::InodeBitmapPadding).group(g));
+        }
         if csum {
             let bytes = &buf[..(ipg / 8) as usize];
             let c = group_desc::bitmap_checksum(&fs.sb, bytes, gd.wide);
@@ -247,6 +254,13 @@ fn check_group(
         );
     }
     out
+}
+
+/// Are the bytes of a bitmap block past its group's `bits` all ones? The
+/// library writes them so and e2fsck reports them otherwise.
+fn tail_set(buf: &[u8], bits: u64) -> bool {
+    let from = usize::try_from(bits / 8).unwrap_or(usize::MAX);
+    buf.get(from..).is_none_or(|t| t.iter().all(|&b| b == 0xFF))
 }
 
 /// e2fsck's rendering: " -(a--b) +c", in increasing order.

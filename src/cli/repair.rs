@@ -23,7 +23,12 @@ use crate::repair::faults::NoFaults;
 /// the previous rounds' staged result.
 const MAX_ROUNDS: u32 = 8;
 
-pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
+/// Answers, per problem of a check, whether to fix it (interactive mode).
+pub type Ask<'a> = &'a mut dyn FnMut(&check::Report) -> Vec<bool>;
+
+/// With `ask`, the problems answered yes are fixed as `-y` would (`mode`
+/// is then Yes); without, `mode` decides.
+pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Option<Ask>) -> i32 {
     let fail = |e: String| {
         if args.json {
             report::print_error_json(device, &e, EXIT_OPERATIONAL);
@@ -57,7 +62,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         return report::print(rep, device, args);
     };
 
-    let planned = fix::plan(fs, state, rep, mode);
+    let planned = plan_round(fs, state, rep, mode, &mut ask);
     let no_fix = vec![false; rep.problems.len()];
     let plan = match planned {
         Ok(p) => p,
@@ -135,7 +140,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         if round > MAX_ROUNDS || !again.report.has_errors() || again.report.has_fatal() {
             break again.report;
         }
-        let Ok(next) = fix::plan(fs2, state2, &again.report, mode) else {
+        let Ok(next) = plan_round(fs2, state2, &again.report, mode, &mut ask) else {
             break again.report;
         };
         if !next.fixes_staged {
@@ -159,8 +164,17 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         overlay = next.overlay;
     };
     // What is shown: the first check's problems, then those later rounds
-    // found and fixed, each in its pass.
-    let mut order: Vec<usize> = (0..shown.len()).collect();
+    // found and fixed, each in its pass. A first-check problem of passes
+    // 1-5 neither fixed nor found by the last check was a consequence of
+    // another problem (inodes an impossible itable_unused hid, say) and is
+    // not shown; pass 0's notes (the journal replay) stay.
+    let mut order: Vec<usize> = (0..shown.len())
+        .filter(|&k| {
+            shown_fixed[k]
+                || shown[k].spec().pass == check::problem::Pass::Super
+                || after.problems.contains(&shown[k])
+        })
+        .collect();
     order.sort_by_key(|&k| shown[k].spec().pass);
     let shown_rep = check::Report {
         problems: order.iter().map(|&k| shown[k].clone()).collect(),
@@ -216,10 +230,33 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         refusal: None,
     };
     report::print_repair(rep, device, args, &r, code);
-    if written > 0 && !args.json {
+    if written > 0 && !args.json && mode != Mode::Preen {
         println!("Undo log: {}", log.display());
     }
     code
+}
+
+/// Plans one round's fixes; in interactive mode, only for the problems
+/// answered yes, with `fixed` mapped back onto all of `rep`'s problems.
+fn plan_round(
+    fs: &check::Fs,
+    state: &check::state::State,
+    rep: &check::Report,
+    mode: Mode,
+    ask: &mut Option<Ask>,
+) -> Result<fix::Plan, Refusal> {
+    let Some(ask) = ask else {
+        return fix::plan(fs, state, rep, mode);
+    };
+    let yes = ask(rep);
+    let (kept, idx) = super::ask::keep(rep, &yes);
+    let mut plan = fix::plan(fs, state, &kept, Mode::Yes)?;
+    let mut fixed = vec![false; rep.problems.len()];
+    for (j, &k) in idx.iter().enumerate() {
+        fixed[k] = plan.fixed[j];
+    }
+    plan.fixed = fixed;
+    Ok(plan)
 }
 
 /// Writes the journal replay the check read through, and nothing else, for

@@ -50,9 +50,6 @@ pub(super) struct LostFound {
     pub ino: u32,
     /// Its blocks in logical order.
     blocks: Vec<u64>,
-    /// A group whose itable_unused must drop (to 0): `create` took an
-    /// inode past its mark.
-    pub unused_group: Option<u32>,
 }
 
 impl LostFound {
@@ -67,7 +64,6 @@ impl LostFound {
         LostFound {
             ino: state.lost_found,
             blocks: blocks.into_iter().map(|(_, b)| b).collect(),
-            unused_group: None,
         }
     }
 }
@@ -439,11 +435,8 @@ fn expand(
 }
 
 /// The time stamps written (dtime, a new directory's times).
-fn now() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_secs() as u32)
-        .max(1)
+pub(super) fn now() -> u32 {
+    crate::check::now().min(u64::from(u32::MAX)) as u32
 }
 
 // Inode fields a new lost+found gets (besides those a clear touches).
@@ -587,7 +580,6 @@ pub(super) fn create(
         return Ok(None);
     }
     let geo = &fs.geo;
-    let ipg = geo.inodes_per_group;
     // The first free inode a group's descriptor counts as initialised.
     let ino = (geo.first_ino.max(ROOT_INO + 1)..=geo.inodes_count).find(|&i| {
         if state.inode_used.get(i as u64) {
@@ -597,9 +589,8 @@ pub(super) fn create(
         let Some(gd) = fs.gds.get(g as usize) else {
             return false;
         };
-        // Past the group's itable_unused mark is fine (the mark then
-        // drops, as e2fsck's allocation lowers it); an INODE_UNINIT group
-        // would need its table initialised.
+        // Past the group's itable_unused mark is fine: the summary lowers
+        // the mark; an INODE_UNINIT group would need its table initialised.
         !fs.uninit_bg() || !gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
     });
     let blk = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
@@ -644,50 +635,23 @@ pub(super) fn create(
     // the subdirectories reconnected into it: recorded like any change,
     // so the link count fixes in `super::plan` land on the right total.
     add(links, ino, 2);
-    let g = geo.group_of_inode(ino);
-    let past_mark = fs.uninit_bg()
-        && fs
-            .gds
-            .get(g as usize)
-            .is_some_and(|gd| (ino - 1) % ipg >= ipg.saturating_sub(gd.itable_unused));
     Ok(Some(LostFound {
         ino,
         blocks: vec![blk],
-        unused_group: past_mark.then_some(g),
     }))
 }
 
 // Inode fields a clear touches.
 const I_SIZE_LO: usize = 0x04;
-const I_DTIME: usize = 0x14;
 const I_LINKS_COUNT: usize = 0x1A;
 
-/// Clears an unattached zero-length inode, as e2fsck does: no links, a
-/// deletion time, and free in the bitmaps the summary rebuilds. With quota
+/// Clears an unattached zero-length inode, as e2fsck does. With quota
 /// the usage files would have to lose the inode too; not built yet.
 fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool, String> {
     if fs.sb.has_ro_compat(ro_compat::QUOTA) || ino == ROOT_INO {
         return Ok(false);
     }
-    if fs.inode_location(ino).is_none() {
-        return Ok(false);
-    }
-    let pos = inode_pos(fs, ino)?;
-    let now = now();
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
-    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
-        put_le16(b, I_LINKS_COUNT, 0);
-        put_le32(b, I_DTIME, now);
-        if csum {
-            super::inode::set_checksum(seed, ino, b);
-        }
-    })?;
-    // The summary (rebuilt last) reads these maps: the inode becomes free
-    // and, if it was a directory, no longer counts as one.
-    state.inode_used.clear(ino as u64);
-    state.inode_dir.clear(ino as u64);
-    Ok(true)
+    super::inode::release(fs, state, overlay, ino, Default::default())
 }
 
 #[cfg(test)]

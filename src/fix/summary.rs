@@ -64,6 +64,12 @@ fn bit(bm: &[u8], i: u64) -> bool {
         .is_some_and(|&b| b & (1 << (i % 8)) != 0)
 }
 
+/// Are the bytes past a group's `bits` all ones (as `build` writes them)?
+fn padded(bm: &[u8], bits: u64) -> bool {
+    let from = usize::try_from(bits / 8).unwrap_or(usize::MAX);
+    bm.get(from..).is_none_or(|t| t.iter().all(|&b| b == 0xFF))
+}
+
 /// A bitmap block as the kernel and mke2fs lay it out: `used(i)` for the
 /// first `n` bits, every other bit of the block set (the padding past the
 /// last group's end, and the bytes past the group's bitmap).
@@ -77,6 +83,49 @@ fn build(bs: usize, n: u64, used: impl Fn(u64) -> bool) -> Vec<u8> {
         }
     }
     b
+}
+
+/// Sets itable_unused to 0 in `groups`' descriptors (and their checksums),
+/// nothing else: a round of its own, since pass 1 trusted the impossible
+/// mark and skipped the inodes behind it, so nothing else the check found
+/// can be relied on until a check reads every inode of those groups (as
+/// e2fsck fixes the count before its pass 1).
+pub(super) fn reset_itable_unused(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    groups: &[u32],
+) -> Result<(), String> {
+    let ds = fs.geo.desc_size as usize;
+    let bs = fs.block_size();
+    let mut raw = fs.gd_raw.clone();
+    for &g in groups {
+        let Some(gd) = fs.gds.get(g as usize) else {
+            continue;
+        };
+        let d = raw
+            .get_mut(g as usize * ds..(g as usize + 1) * ds)
+            .ok_or_else(|| format!("descriptor of group {g} is missing"))?;
+        put_le16(d, BG_ITABLE_UNUSED, 0);
+        if gd.wide {
+            put_le16(d, BG_ITABLE_UNUSED_HI, 0);
+        }
+        if let Some(c) = group_desc::compute_checksum(&fs.sb, g, d) {
+            put_le16(d, BG_CHECKSUM, c);
+        }
+    }
+    for i in 0..fs.geo.desc_blocks {
+        let start = (i as usize).saturating_mul(bs);
+        let end = start.saturating_add(bs).min(raw.len());
+        if start >= end || raw[start..end] == fs.gd_raw[start..end] {
+            continue;
+        }
+        let blk = fs.geo.desc_block_location(fs.sb_block, i);
+        let new = &raw[start..end];
+        edit_bytes(fs, overlay, blk * bs as u64, bs, |b| {
+            b[..new.len()].copy_from_slice(new)
+        })?;
+    }
+    Ok(())
 }
 
 /// `zero_unused`: groups whose itable_unused the check found impossible
@@ -152,7 +201,7 @@ pub(super) fn rewrite(
                 (0..bpg).any(|i| {
                     let on_disk = bit(&disk, i) || (i < n && view_bit(&view, first + i));
                     on_disk != (i >= n || found(i))
-                })
+                }) || !padded(&disk, bpg)
             };
             if differs {
                 overlay
@@ -197,6 +246,7 @@ pub(super) fn rewrite(
                     .read_at(&fs.dev, gd.inode_bitmap * bs as u64, &mut disk)
                     .map_err(|e| format!("cannot read inode bitmap of group {g}: {e}"))?;
                 (0..ipg).any(|i| bit(&disk, i) != state.inode_used.get(ino0 + i))
+                    || !padded(&disk, ipg)
             };
             if differs {
                 overlay
@@ -230,6 +280,25 @@ pub(super) fn rewrite(
             put_le16(d, BG_ITABLE_UNUSED, 0);
             if gd.wide {
                 put_le16(d, BG_ITABLE_UNUSED_HI, 0);
+            }
+        } else if uninit_bg
+            && u64::from(gd.itable_unused) <= ipg
+            && state
+                .inode_used
+                .count_range(ino0 + ipg - u64::from(gd.itable_unused), ino0 + ipg)
+                > 0
+        {
+            // An inode a fix allocated past the never-used mark moves the
+            // mark behind it (as the library's allocation does).
+            let last = (0..ipg).rev().find(|&i| state.inode_used.get(ino0 + i));
+            if let Some(last) = last
+                && u64::from(gd.itable_unused) > ipg - (last + 1)
+            {
+                let unused = ipg - (last + 1);
+                put_le16(d, BG_ITABLE_UNUSED, unused as u16);
+                if gd.wide {
+                    put_le16(d, BG_ITABLE_UNUSED_HI, (unused >> 16) as u16);
+                }
             }
         }
         put_le16(d, BG_FLAGS, flags);

@@ -1,0 +1,613 @@
+//! Multiply-claimed blocks (e2fsck's pass 1D, as `-y` answers it).
+//!
+//! Nothing is rescanned: pass 1B left every owner and its shared blocks in
+//! `State::dup_owners`; only the maps of those inodes are walked again, to
+//! repoint them.
+//!
+//! In inode order, an inode that still shares a block — with an inode that
+//! has not given the block up yet, or with file system metadata, which
+//! never does — gets its own copy of every such block: the lowest block
+//! that is neither in use nor staged, the data copied, the pointer, index
+//! entry or extent repointed (an extent is split around the copies, the
+//! inode's root pushed down into a new leaf when it overflows), extent
+//! block checksums recomputed. Each copy gives one claim up, so the last
+//! inode holding a block keeps it, and an inode mapping a block twice
+//! copies it once. When free space runs out the inode is deleted instead
+//! (no links, a deletion time): the next round's check removes the entries
+//! naming it and frees its blocks. The bad blocks inode and the resize
+//! inode keep theirs.
+//!
+//! Each inode is one transaction: its copies and edited blocks are kept
+//! aside and staged only once its whole map is done, so an inode that
+//! cannot be resolved (no space, a full extent leaf) leaves nothing behind.
+//! The walk skips the map entries pass 1's walker skips (out of range, out
+//! of order, bad node headers): those blocks were never claimed.
+
+use super::edit_bytes;
+use crate::check::Fs;
+use crate::check::pass1;
+use crate::check::state::State;
+use crate::fs::bytes::{le16, le32, put_le16, put_le32};
+use crate::fs::extent::{self, EXTENT_MAGIC, INIT_MAX_LEN};
+use crate::fs::inode::{self, Inode, flags, inode_csum_seed};
+use crate::fs::superblock::incompat;
+use crate::fs::xattr;
+use crate::repair::overlay::Overlay;
+use std::collections::{BTreeMap, BTreeSet};
+
+// Inode fields edited here.
+const I_BLOCKS_LO: usize = 0x1C;
+const I_BLOCKS_HIGH: usize = 0x74;
+const I_BLOCK: usize = 0x28;
+const I_FILE_ACL_LO: usize = 0x68;
+const I_FILE_ACL_HIGH: usize = 0x76;
+const XATTR_REFCOUNT: usize = 4;
+/// i_blocks counts file system blocks instead of sectors.
+const HUGE_FILE_FL: u32 = 0x4_0000;
+/// Longest unwritten extent (one less than a written one).
+const UNWRITTEN_MAX_LEN: u64 = INIT_MAX_LEN as u64 - 1;
+
+/// What became of the inodes pass 1B named.
+pub(super) struct Outcome {
+    /// Inodes that no longer share a block: given copies, deleted, or left
+    /// sole owner by the others' copies.
+    pub resolved: BTreeSet<u32>,
+    /// Some block was staged.
+    pub staged: bool,
+}
+
+/// Why one inode's transaction was abandoned.
+enum Stop {
+    /// No free block left: the inode is deleted instead.
+    NoSpace,
+    /// The map could not take the new layout (a full extent leaf below
+    /// the root), or could not be read: the inode is left as it is.
+    Unsupported,
+}
+
+/// Resolves every multiply-claimed block pass 1B found.
+pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outcome, String> {
+    let mut claims: BTreeMap<u64, u32> = BTreeMap::new();
+    for (_, hits) in &state.dup_owners {
+        for &b in hits {
+            *claims.entry(b).or_default() += 1;
+        }
+    }
+    let mut out = Outcome {
+        resolved: BTreeSet::new(),
+        staged: false,
+    };
+    let mut alloc = Alloc::new(fs);
+    for (ino, hits) in &state.dup_owners {
+        let ino = *ino;
+        if ino == inode::BAD_INO || ino == inode::RESIZE_INO {
+            continue;
+        }
+        let shared = |claims: &BTreeMap<u64, u32>, b: u64| {
+            state.block_meta.get(b) || claims.get(&b).is_some_and(|&n| n > 1)
+        };
+        if !hits.iter().any(|&b| shared(&claims, b)) {
+            out.resolved.insert(ino);
+            continue;
+        }
+        let Some(pos) = inode_pos(fs, ino) else {
+            continue;
+        };
+        let mut raw = vec![0u8; fs.geo.inode_size as usize];
+        overlay
+            .read_at(&fs.dev, pos, &mut raw)
+            .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
+        let mut tx = Tx {
+            fs,
+            state,
+            overlay,
+            claims: claims.clone(),
+            alloc: alloc.clone(),
+            writes: BTreeMap::new(),
+            budget: fs.geo.blocks_count.saturating_mul(4).saturating_add(64),
+            seed: fs
+                .metadata_csum()
+                .then(|| inode_csum_seed(fs.csum_seed, ino, le32(&raw, 0x64))),
+        };
+        let res = tx.clone_inode(&mut raw);
+        let Tx {
+            writes,
+            claims: tx_claims,
+            alloc: tx_alloc,
+            ..
+        } = tx;
+        match res {
+            Ok(()) => {
+                for (b, data) in writes {
+                    overlay.stage(b, data).map_err(|e| e.to_string())?;
+                }
+                for &b in &tx_alloc.taken {
+                    state.block_used.set(b);
+                }
+                claims = tx_claims;
+                alloc = tx_alloc;
+                alloc.taken.clear();
+                write_inode(fs, overlay, ino, pos, &raw)?;
+                out.resolved.insert(ino);
+                out.staged = true;
+            }
+            Err(Stop::NoSpace) => {
+                // e2fsck deletes the file; its claims are given up, so the
+                // other owners may keep the blocks.
+                for &b in hits {
+                    if let Some(n) = claims.get_mut(&b) {
+                        *n = n.saturating_sub(1);
+                    }
+                }
+                // e2fsck's pass 1D deletes it: no links and a deletion
+                // time; the next round's pass 1 sees it unused.
+                super::inode::release(fs, state, overlay, ino, Default::default())?;
+                out.resolved.insert(ino);
+                out.staged = true;
+            }
+            Err(Stop::Unsupported) => {}
+        }
+    }
+    Ok(out)
+}
+
+fn inode_pos(fs: &Fs, ino: u32) -> Option<u64> {
+    let (blk, off) = fs.inode_location(ino)?;
+    blk.checked_mul(fs.block_size() as u64)?
+        .checked_add(off as u64)
+}
+
+/// Stages the inode's new bytes with their checksum.
+fn write_inode(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    ino: u32,
+    pos: u64,
+    raw: &[u8],
+) -> Result<(), String> {
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    edit_bytes(fs, overlay, pos, raw.len(), |b| {
+        b.copy_from_slice(raw);
+        if csum {
+            super::inode::set_checksum(seed, ino, b);
+        }
+    })
+}
+
+/// Hands out free blocks, lowest first: not in use per pass 1 (nor taken
+/// by an earlier fix of this repair, which marks `block_used`) and not
+/// staged. Blocks only ever get taken, so a cursor suffices.
+#[derive(Clone)]
+struct Alloc {
+    cursor: u64,
+    end: u64,
+    /// Taken by the current transaction (marked in use once it commits).
+    taken: Vec<u64>,
+}
+
+impl Alloc {
+    fn new(fs: &Fs) -> Alloc {
+        Alloc {
+            cursor: fs.geo.first_data_block,
+            end: fs.geo.blocks_count,
+            taken: Vec::new(),
+        }
+    }
+
+    /// The next free block below `limit`, if any.
+    fn take(&mut self, state: &State, overlay: &Overlay, limit: u64) -> Option<u64> {
+        let end = self.end.min(limit);
+        while self.cursor < end {
+            let b = self.cursor;
+            self.cursor += 1;
+            if !state.block_used.get(b) && overlay.get(b).is_none() {
+                self.taken.push(b);
+                return Some(b);
+            }
+        }
+        None
+    }
+}
+
+/// One inode's copies, kept aside until its whole map is done.
+struct Tx<'a> {
+    fs: &'a Fs,
+    state: &'a State,
+    overlay: &'a Overlay,
+    claims: BTreeMap<u64, u32>,
+    alloc: Alloc,
+    /// New contents of blocks: copies and edited map blocks.
+    writes: BTreeMap<u64, Vec<u8>>,
+    /// Map entries left to visit (a looping or absurd map stops the walk).
+    budget: u64,
+    /// Extent block checksum seed (metadata_csum).
+    seed: Option<u32>,
+}
+
+impl Tx<'_> {
+    fn read(&self, b: u64) -> Result<Vec<u8>, Stop> {
+        if let Some(d) = self.writes.get(&b) {
+            return Ok(d.clone());
+        }
+        let bs = self.fs.block_size();
+        let mut buf = vec![0u8; bs];
+        let off = b.checked_mul(bs as u64).ok_or(Stop::Unsupported)?;
+        self.overlay
+            .read_at(&self.fs.dev, off, &mut buf)
+            .map_err(|_| Stop::Unsupported)?;
+        Ok(buf)
+    }
+
+    fn tick(&mut self) -> Result<(), Stop> {
+        if self.budget == 0 {
+            return Err(Stop::Unsupported);
+        }
+        self.budget -= 1;
+        Ok(())
+    }
+
+    fn shared(&self, b: u64) -> bool {
+        self.state.block_meta.get(b) || self.claims.get(&b).is_some_and(|&n| n > 1)
+    }
+
+    /// If `b` is still shared, copies it to a new block and gives this
+    /// claim up; returns the copy.
+    fn copy(&mut self, b: u64, limit: u64) -> Result<Option<u64>, Stop> {
+        if !self.shared(b) {
+            return Ok(None);
+        }
+        let data = self.read(b)?;
+        let new = self
+            .alloc
+            .take(self.state, self.overlay, limit)
+            .ok_or(Stop::NoSpace)?;
+        self.writes.insert(new, data);
+        if !self.state.block_meta.get(b)
+            && let Some(n) = self.claims.get_mut(&b)
+        {
+            *n -= 1;
+        }
+        Ok(Some(new))
+    }
+
+    fn clone_inode(&mut self, raw: &mut [u8]) -> Result<(), Stop> {
+        let fs = self.fs;
+        let inode = Inode::parse(raw);
+        let inline =
+            fs.sb.has_incompat(incompat::INLINE_DATA) && inode.has_flag(flags::INLINE_DATA);
+        if !inline && pass1::has_valid_blocks(&inode) {
+            let mut root = [0u8; 60];
+            root.copy_from_slice(&raw[I_BLOCK..I_BLOCK + 60]);
+            if fs.sb.has_incompat(incompat::EXTENTS) && inode.has_flag(flags::EXTENTS) {
+                let grew = self.extent_root(&mut root, &inode)?;
+                if grew {
+                    add_one_block(fs, raw, &inode);
+                }
+            } else {
+                self.indirect_root(&mut root)?;
+            }
+            raw[I_BLOCK..I_BLOCK + 60].copy_from_slice(&root);
+        }
+        let acl = inode.file_acl;
+        if acl != 0
+            && self
+                .state
+                .xattr_blocks
+                .binary_search_by_key(&acl, |x| x.blk)
+                .is_ok()
+            && self.claims.contains_key(&acl)
+            && let Some(new) = self.copy(acl, u64::MAX)?
+        {
+            // The copy belongs to this inode alone.
+            let mut b = self.writes.remove(&new).unwrap_or_default();
+            put_le32(&mut b, XATTR_REFCOUNT, 1);
+            if fs.metadata_csum() {
+                let c = xattr::compute_block_checksum(fs.csum_seed, new, &b);
+                put_le32(&mut b, 0x10, c);
+            }
+            self.writes.insert(new, b);
+            put_le32(raw, I_FILE_ACL_LO, new as u32);
+            put_le16(raw, I_FILE_ACL_HIGH, (new >> 32) as u16);
+        }
+        Ok(())
+    }
+
+    // ---- ext2/3 block pointers ----
+
+    fn indirect_root(&mut self, root: &mut [u8; 60]) -> Result<(), Stop> {
+        for i in 0..15usize {
+            let level = i.saturating_sub(11) as u32;
+            let p = le32(root, i * 4);
+            let np = self.indirect(p, level)?;
+            put_le32(root, i * 4, np);
+        }
+        Ok(())
+    }
+
+    /// Visits pointer `p` of a block at `level` (0: data); returns the
+    /// pointer to store (the copy's number when `p` was copied).
+    fn indirect(&mut self, p: u32, level: u32) -> Result<u32, Stop> {
+        if p == 0 || !self.fs.geo.block_in_fs(p as u64) {
+            return Ok(p);
+        }
+        self.tick()?;
+        // Block pointers are 32 bits: copies must stay below 2^32.
+        let target = self.copy(p as u64, 1 << 32)?.unwrap_or(p as u64);
+        if level > 0 {
+            let mut buf = self.read(target)?;
+            let mut changed = false;
+            for k in 0..buf.len() / 4 {
+                let c = le32(&buf, k * 4);
+                let n = self.indirect(c, level - 1)?;
+                if n != c {
+                    put_le32(&mut buf, k * 4, n);
+                    changed = true;
+                }
+            }
+            if changed {
+                self.writes.insert(target, buf);
+            }
+        }
+        Ok(target as u32)
+    }
+
+    // ---- extent trees ----
+
+    /// Returns whether a new leaf block was added (the root overflowed).
+    fn extent_root(&mut self, root: &mut [u8; 60], inode: &Inode) -> Result<bool, Stop> {
+        if crate::check::blockmap::header_problem(root, 60).is_some() {
+            return Ok(false);
+        }
+        let h = extent::parse_header(root);
+        if h.depth > crate::check::blockmap::WALK_DEPTH_LIMIT {
+            return Ok(false);
+        }
+        let bs = self.fs.geo.block_size as u64;
+        let mut walk = ExtWalk {
+            last: None,
+            eof_block: inode.size.div_ceil(bs).wrapping_sub(1),
+        };
+        let Some(entries) = self.extent_node(root, h.depth, 0, None, &mut walk)? else {
+            return Ok(false);
+        };
+        if entries.len() <= h.max as usize {
+            put_entries(root, &entries);
+            return Ok(false);
+        }
+        // Only a leaf root grows: push its entries down into a new leaf.
+        let leaf_blk = self
+            .alloc
+            .take(self.state, self.overlay, u64::MAX)
+            .ok_or(Stop::NoSpace)?;
+        let bsz = self.fs.block_size();
+        let max = extent::max_entries(bsz);
+        if entries.len() > max as usize {
+            return Err(Stop::Unsupported);
+        }
+        let mut leaf = vec![0u8; bsz];
+        put_le16(&mut leaf, 0, EXTENT_MAGIC);
+        put_le16(&mut leaf, 4, max);
+        put_le16(&mut leaf, 6, 0);
+        put_entries(&mut leaf, &entries);
+        self.finish_node(&mut leaf);
+        self.writes.insert(leaf_blk, leaf);
+        let first = le32(&entries[0], 0);
+        root[12..].fill(0);
+        put_le16(root, 2, 1);
+        put_le16(root, 6, 1);
+        put_le32(root, 12, first);
+        put_le32(root, 16, leaf_blk as u32);
+        put_le16(root, 20, (leaf_blk >> 32) as u16);
+        Ok(true)
+    }
+
+    /// Stores the checksum tail of an extent block.
+    fn finish_node(&self, b: &mut [u8]) {
+        if let Some(seed) = self.seed
+            && let Some(c) = extent::compute_block_checksum(seed, b)
+        {
+            let off = extent::tail_offset(extent::parse_header(b).max);
+            put_le32(b, off, c);
+        }
+    }
+
+    /// Walks one node whose entries lie in [start, end]. Returns the node's
+    /// new entries when any changed (the caller stores them: they may no
+    /// longer fit).
+    fn extent_node(
+        &mut self,
+        b: &[u8],
+        depth: u16,
+        start: u64,
+        end: Option<u64>,
+        walk: &mut ExtWalk,
+    ) -> Result<Option<Vec<[u8; 12]>>, Stop> {
+        let geo = &self.fs.geo;
+        let h = extent::parse_header(b);
+        let mut out: Vec<[u8; 12]> = Vec::with_capacity(h.entries as usize);
+        let mut changed = false;
+        let mut start_block = start;
+        for i in 0..h.entries as usize {
+            self.tick()?;
+            let off = 12 + 12 * i;
+            let mut raw = [0u8; 12];
+            raw.copy_from_slice(b.get(off..off + 12).ok_or(Stop::Unsupported)?);
+            let leaf = depth == 0;
+            let (lblk, pblk, len, unwritten) = if leaf {
+                let e = extent::parse_leaf(b, i);
+                (e.lblk as u64, e.pblk, e.len as u64, e.unwritten)
+            } else {
+                let ix = extent::parse_index(b, i);
+                let next = if i + 1 < h.entries as usize {
+                    extent::parse_index(b, i + 1).lblk as u64
+                } else {
+                    end.map_or(1u64 << 32, |e| e + 1)
+                };
+                (
+                    ix.lblk as u64,
+                    ix.leaf,
+                    next.saturating_sub(ix.lblk as u64).max(1),
+                    false,
+                )
+            };
+            let last = lblk + len.max(1) - 1;
+            // The entries pass 1's walker skips (never claimed).
+            let skipped = pblk == 0
+                || !geo.block_in_fs(pblk)
+                || lblk < start_block
+                || (leaf && walk.last.is_some_and(|l| lblk <= l))
+                || (end.is_some_and(|e| last > e) && !(last > walk.eof_block && unwritten))
+                || (leaf && (len == 0 || pblk.saturating_add(len) > geo.blocks_count));
+            if skipped {
+                out.push(raw);
+                continue;
+            }
+            if leaf {
+                walk.last = Some(last);
+                start_block = last;
+                let pieces = self.split(lblk, pblk, len, unwritten)?;
+                if pieces.len() != 1 || pieces[0] != raw {
+                    changed = true;
+                }
+                out.extend(pieces);
+                continue;
+            }
+            let child = self.read(pblk)?;
+            let ch = extent::parse_header(&child);
+            if crate::check::blockmap::header_problem(&child, child.len()).is_some()
+                || ch.depth + 1 != depth
+            {
+                out.push(raw);
+                continue;
+            }
+            let target = self.copy(pblk, u64::MAX)?;
+            let at = target.unwrap_or(pblk);
+            if ch.entries > 0 {
+                let mut node = self.read(at)?;
+                if let Some(entries) =
+                    self.extent_node(&child, depth - 1, lblk, Some(lblk + len - 1), walk)?
+                {
+                    if entries.len() > ch.max as usize {
+                        return Err(Stop::Unsupported);
+                    }
+                    put_entries(&mut node, &entries);
+                    self.finish_node(&mut node);
+                    self.writes.insert(at, node);
+                }
+            }
+            if let Some(new) = target {
+                put_le32(&mut raw, 4, new as u32);
+                put_le16(&mut raw, 8, (new >> 32) as u16);
+                changed = true;
+            }
+            out.push(raw);
+            start_block = lblk;
+        }
+        Ok(changed.then_some(out))
+    }
+
+    /// The extents replacing one leaf extent once its shared blocks are
+    /// copied: runs of kept blocks and runs of contiguous copies.
+    fn split(
+        &mut self,
+        lblk: u64,
+        pblk: u64,
+        len: u64,
+        unwritten: bool,
+    ) -> Result<Vec<[u8; 12]>, Stop> {
+        let max_len = if unwritten {
+            UNWRITTEN_MAX_LEN
+        } else {
+            INIT_MAX_LEN as u64
+        };
+        let candidates: Vec<u64> = self
+            .claims
+            .range(pblk..pblk.saturating_add(len))
+            .map(|(&b, _)| b)
+            .collect();
+        let mut runs: Vec<(u64, u64, u64)> = Vec::new();
+        let mut push = |l: u64, p: u64, n: u64| {
+            if n == 0 {
+                return;
+            }
+            if let Some(r) = runs.last_mut()
+                && r.0 + r.2 == l
+                && r.1 + r.2 == p
+                && r.2 + n <= max_len
+            {
+                r.2 += n;
+                return;
+            }
+            runs.push((l, p, n));
+        };
+        let mut cur = pblk;
+        for b in candidates {
+            self.tick()?;
+            if let Some(new) = self.copy(b, u64::MAX)? {
+                push(lblk + (cur - pblk), cur, b - cur);
+                push(lblk + (b - pblk), new, 1);
+                cur = b + 1;
+            }
+        }
+        push(lblk + (cur - pblk), cur, pblk + len - cur);
+        Ok(runs
+            .into_iter()
+            .map(|(l, p, n)| {
+                let mut e = [0u8; 12];
+                put_le32(&mut e, 0, l as u32);
+                let raw_len = if unwritten {
+                    n + INIT_MAX_LEN as u64
+                } else {
+                    n
+                };
+                put_le16(&mut e, 4, raw_len as u16);
+                put_le16(&mut e, 6, (p >> 32) as u16);
+                put_le32(&mut e, 8, p as u32);
+                e
+            })
+            .collect())
+    }
+}
+
+/// Where the extent walk stands (the order checks pass 1's walker makes).
+struct ExtWalk {
+    last: Option<u64>,
+    eof_block: u64,
+}
+
+/// Writes `entries` after the node header and sets its entry count.
+fn put_entries(node: &mut [u8], entries: &[[u8; 12]]) {
+    put_le16(node, 2, entries.len() as u16);
+    for (i, e) in entries.iter().enumerate() {
+        let off = 12 + 12 * i;
+        node[off..off + 12].copy_from_slice(e);
+    }
+    // Stale entries past the count would only confuse a reader.
+    let max = extent::parse_header(node).max as usize;
+    let end = (12 + 12 * max).min(node.len());
+    let from = (12 + 12 * entries.len()).min(end);
+    node[from..end].fill(0);
+}
+
+/// Counts one more map block in i_blocks.
+fn add_one_block(fs: &Fs, raw: &mut [u8], inode: &Inode) {
+    let huge = fs
+        .sb
+        .has_ro_compat(crate::fs::superblock::ro_compat::HUGE_FILE);
+    let units = if huge && inode.has_flag(HUGE_FILE_FL) {
+        1
+    } else {
+        u64::from(fs.geo.block_size / 512)
+    };
+    let hi = if huge {
+        u64::from(le16(raw, I_BLOCKS_HIGH))
+    } else {
+        0
+    };
+    let n = (u64::from(le32(raw, I_BLOCKS_LO)) | (hi << 32)).saturating_add(units);
+    put_le32(raw, I_BLOCKS_LO, n as u32);
+    if huge {
+        put_le16(raw, I_BLOCKS_HIGH, (n >> 32) as u16);
+    }
+}
