@@ -144,7 +144,7 @@ fn put16(img: &Path, pos: u64, v: u16) {
 
 /// Runs the repair and all the checks of the module comment. `damaged`:
 /// paths whose entries the damage touched.
-fn repairs(name: &str, base: Base, damaged: &[&str], damage: impl FnOnce(&Path)) {
+fn repairs(name: &str, base: Base, damaged: &[&str], damage: impl FnOnce(&Path)) -> TempDir {
     let ctx = format!("{name} on {base:?}");
     let tmp = TempDir::new(&format!("repair-dir-{name}"));
     let img = tmp.join("disk.img");
@@ -160,6 +160,13 @@ fn repairs(name: &str, base: Base, damaged: &[&str], damage: impl FnOnce(&Path))
     assert_eq!(out.status.code(), Some(1), "[{ctx}] pfsck -fy:\n{text}");
     assert_both_clean(&ctx, &img);
     files_kept(&ctx, &img, &tmp, damaged);
+    tmp
+}
+
+/// The big directory still has an index after its rebuild.
+fn indexed(tmp: &TempDir) {
+    let h = debugfs_r(&tmp.join("disk.img"), "htree /big");
+    assert!(h.contains("Root node dump"), "/big lost its index:\n{h}");
 }
 
 /// Every file of the tree at its path with its contents, except the
@@ -291,21 +298,21 @@ fn missing_checksum_tail_is_inserted() {
 #[test]
 fn bad_htree_root_clears_the_index() {
     for b in ALL {
-        repairs("htree-hash-version", b, &[], |img| {
+        indexed(&repairs("htree-hash-version", b, &[], |img| {
             let (pos, _) = dir_block(img, "/big", 0);
             write_at(img, pos + 0x1C, &[0xF0]);
-        });
-        repairs("htree-depth", b, &[], |img| {
+        }));
+        indexed(&repairs("htree-depth", b, &[], |img| {
             let (pos, _) = dir_block(img, "/big", 0);
             write_at(img, pos + 0x1E, &[7]);
-        });
+        }));
     }
 }
 
 #[test]
 fn unordered_htree_index_is_rebuilt() {
     for b in ALL {
-        repairs("htree-order", b, &[], |img| {
+        let t = repairs("htree-order", b, &[], |img| {
             // Entries 1 and 2 of the root swap their hashes.
             let (pos, _) = dir_block(img, "/big", 0);
             let e1 = pos + 0x20 + 8;
@@ -314,6 +321,7 @@ fn unordered_htree_index_is_rebuilt() {
             write_at(img, e1, &h2);
             write_at(img, e1 + 8, &h1);
         });
+        indexed(&t);
     }
 }
 
@@ -325,11 +333,12 @@ fn corrupt_htree_leaf_is_salvaged_and_the_directory_rebuilt() {
             let r = records(&blk);
             format!("big/{}", String::from_utf8_lossy(&r[1].3))
         };
-        repairs("htree-leaf", b, &[victim.as_str()], |img| {
+        let t = repairs("htree-leaf", b, &[victim.as_str()], |img| {
             let (pos, blk) = dir_block(img, "/big", 2);
             let r = records(&blk);
             write_at(img, pos + r[1].0 as u64 + 6, &[250]);
         });
+        indexed(&t);
     }
 }
 
@@ -367,4 +376,69 @@ fn hole_in_an_extent_mapped_directory_is_closed() {
         // The extent's first logical block (i_block word 3) moves up by 3.
         debugfs_w(img, &["sif /mid block[3] 3"]);
     });
+}
+
+#[test]
+fn preen_rebuilds_an_index_failing_its_checksum() {
+    let b = Base::Ext4;
+    let tmp = TempDir::new("repair-dir-preen-htree");
+    let img = tmp.join("disk.img");
+    copy_image(&b.image(), &img);
+    // The root's dx tail checksum: the last 4 bytes of the 4 KiB block.
+    let (pos, blk) = dir_block(&img, "/big", 0);
+    write_at(&img, pos + 4092, &[!blk[4092]]);
+    assert_ne!(e2fsck_fn(&img), 0);
+    let out = pfsck(&[OsStr::new("-fp"), img.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "pfsck -fp:\n{text}");
+    assert_both_clean("preen-htree", &img);
+    files_kept("preen-htree", &img, &tmp, &[]);
+    indexed(&tmp);
+}
+
+#[test]
+fn full_lost_found_is_expanded() {
+    for b in ALL {
+        let mid: Vec<String> = (0..MID).map(|i| format!("mid/m{i:03}")).collect();
+        let damaged: Vec<&str> = mid.iter().map(|s| s.as_str()).collect();
+        let t = repairs("expand-lf", b, &damaged, |img| {
+            // A one-block lost+found, and more unattached files than fit.
+            let mut cmds = vec![
+                "rmdir lost+found".to_string(),
+                "mkdir lost+found".to_string(),
+            ];
+            cmds.extend(mid.iter().map(|m| format!("unlink /{m}")));
+            debugfs_w(img, &cmds);
+        });
+        let img = t.join("disk.img");
+        let ls = debugfs_r(&img, "ls /lost+found");
+        let n = ls.split_whitespace().filter(|w| w.starts_with('#')).count();
+        assert_eq!(n, MID, "{ls}");
+        if b == Base::Ext2 {
+            // 150 entries of 16 bytes need 3 KiB blocks.
+            assert!(blocks_of(&img, "/lost+found").len() >= 3);
+        }
+    }
+}
+
+#[test]
+fn missing_root_is_recreated() {
+    for b in ALL {
+        // Every entry of the root goes with it: the files survive in
+        // /lost+found (on the ext4 base, a new one whose inode lies past
+        // its group's itable_unused mark).
+        let all: Vec<String> = tree()
+            .into_iter()
+            .filter_map(|n| match n {
+                Node::File { path, .. } => Some(path),
+                _ => None,
+            })
+            .collect();
+        let damaged: Vec<&str> = all.iter().map(|s| s.as_str()).collect();
+        let t = repairs("no-root", b, &damaged, |img| {
+            debugfs_w(img, &["clri <2>", "freei <2>"]);
+        });
+        let ls = debugfs_r(&t.join("disk.img"), "ls /lost+found");
+        assert!(ls.contains("#"), "nothing reconnected:\n{ls}");
+    }
 }

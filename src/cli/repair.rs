@@ -153,9 +153,17 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
             break again.report;
         }
         for (p, f) in again.report.problems.iter().zip(&next.fixed) {
-            if *f {
-                shown.push(p.clone());
-                shown_fixed.push(true);
+            if !*f {
+                continue;
+            }
+            // A problem an earlier round left for later (directory
+            // structure goes first) is shown once, as fixed.
+            match (0..shown.len()).find(|&k| !shown_fixed[k] && shown[k] == *p) {
+                Some(k) => shown_fixed[k] = true,
+                None => {
+                    shown.push(p.clone());
+                    shown_fixed.push(true);
+                }
             }
         }
         fixes_staged = true;

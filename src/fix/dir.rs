@@ -242,8 +242,9 @@ fn dotdot(
     };
     let parent = state.dir_parent.get(k).copied().unwrap_or(0);
     // No parent: the directory is unconnected, and reconnecting it (or
-    // not) decides its '..'. An htree root keeps '..' under a dx tail.
-    if parent == 0 || state.has_iflag(dir, iflag::HTREE) {
+    // not) decides its '..'. (An htree root's dx tail is recomputed by
+    // `edit_dir_block`.)
+    if parent == 0 {
         return Ok(false);
     }
     let Some(pblk) = dir_block(state, dir, 0) else {

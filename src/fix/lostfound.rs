@@ -73,7 +73,7 @@ pub(super) fn fix(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    lf: &LostFound,
+    lf: &mut LostFound,
     p: &Problem,
     links: &mut Links,
 ) -> Result<bool, String> {
@@ -144,6 +144,7 @@ pub(super) fn edit_dir_block(
         None
     };
     let mut done = false;
+    let htree = state.has_iflag(dir, iflag::HTREE);
     edit_bytes(fs, overlay, pblk * bs as u64, bs, |b| {
         let tail = seed.is_some() && has_tail(b);
         let end = if tail { b.len() - TAIL_LEN } else { b.len() };
@@ -152,9 +153,27 @@ pub(super) fn edit_dir_block(
             let c = compute_tail_checksum(seed, b);
             let n = b.len();
             put_le32(b, n - 4, c);
+        } else if done && let Some(seed) = seed.filter(|_| htree) {
+            // An htree root ('..' rewritten) keeps its checksum in the
+            // dx tail after the index.
+            dx_root_reseal(b, dir, seed);
         }
     })?;
     Ok(done)
+}
+
+/// Recomputes the dx tail checksum of block `b` if it is the htree root
+/// of `dir` ('.' naming it, the standard 8-byte root info).
+fn dx_root_reseal(b: &mut [u8], dir: u32, seed: u32) {
+    use crate::fs::htree;
+    if le32(b, 0) != dir || b.get(htree::ROOT_INFO_OFFSET + 5) != Some(&8) {
+        return;
+    }
+    let count_off = htree::ROOT_INFO_OFFSET + 8;
+    let cl = htree::parse_count_limit(b, count_off);
+    if let Some(c) = htree::compute_tail_checksum(seed, b, count_off, cl) {
+        put_le32(b, count_off + cl.limit as usize * 8 + 4, c);
+    }
 }
 
 /// Stores the rec_len of the entry at `off` in `b` (a block, or its part
@@ -235,7 +254,7 @@ fn reconnect(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    lost_found: &LostFound,
+    lost_found: &mut LostFound,
     ino: u32,
     links: &mut Links,
 ) -> Result<bool, String> {
@@ -247,7 +266,11 @@ fn reconnect(
     // A directory's '..' must be rewritten too; find where it is before
     // adding the entry, so a directory that cannot be fixed is left whole.
     let dotdot_blk = if is_dir {
-        match dir_block(state, ino, 0).filter(|_| plain_dir(state, ino)) {
+        // An indexed directory's '..' can be rewritten too (its root's
+        // checksum is recomputed); only entries cannot be added to one.
+        let ok =
+            state.inode_dir.get(ino as u64) && !state.has_iflag(ino, iflag::INLINE | iflag::BAD);
+        match dir_block(state, ino, 0).filter(|_| ok) {
             Some(b) => Some(b),
             None => return Ok(false),
         }
@@ -267,13 +290,148 @@ fn reconnect(
         }
     }
     if !added {
-        return Ok(false);
+        // No room: lost+found grows by a block, as e2fsck's "Expand".
+        let Some(pblk) = expand(fs, state, overlay, lost_found)? else {
+            return Ok(false);
+        };
+        // The new block's one empty record becomes the entry.
+        let n = name.as_bytes();
+        edit_dir_block(fs, state, overlay, lf, pblk, |b| {
+            put_le32(b, 0, ino);
+            if filetype {
+                b[6] = n.len() as u8;
+                b[7] = ft;
+            } else {
+                put_le16(b, 6, n.len() as u16);
+            }
+            b[HEADER_LEN..HEADER_LEN + n.len()].copy_from_slice(n);
+            true
+        })?;
     }
     add(links, ino, 1);
     if let Some(pblk) = dotdot_blk {
         super::dir::set_dotdot(fs, state, overlay, ino, pblk, lf, links)?;
     }
     Ok(true)
+}
+
+/// How `expand` changes the block map in the inode.
+enum MapEdit {
+    /// The extent entry at `at` gets length `len`.
+    Grow { at: usize, len: u16 },
+    /// A new extent after the `n` there are: logical `lblk`, block `blk`.
+    Add { n: usize, lblk: usize, blk: u64 },
+    /// Direct pointer `lblk` becomes `blk`.
+    Direct { lblk: usize, blk: u64 },
+}
+
+impl MapEdit {
+    fn apply(&self, b: &mut [u8]) {
+        match *self {
+            MapEdit::Grow { at, len } => put_le16(b, at + 4, len),
+            MapEdit::Add { n, lblk, blk } => {
+                let e = I_BLOCK + 12 * (n + 1);
+                put_le32(b, e, lblk as u32);
+                put_le16(b, e + 4, 1);
+                put_le16(b, e + 6, (blk >> 32) as u16);
+                put_le32(b, e + 8, blk as u32);
+                put_le16(b, I_BLOCK + 2, (n + 1) as u16);
+            }
+            MapEdit::Direct { lblk, blk } => put_le32(b, I_BLOCK + 4 * lblk, blk as u32),
+        }
+    }
+}
+
+/// Adds one empty block at the end of /lost+found: the extent in the
+/// inode grows when the next block is free, or a new extent (or direct
+/// pointer) takes the lowest free block. Deeper extent trees and indirect
+/// blocks are not handled (None). The block is marked in use in `State`
+/// for the summary; i_size and i_blocks grow with it.
+fn expand(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    lf: &mut LostFound,
+) -> Result<Option<u64>, String> {
+    let ino = lf.ino;
+    let pos = inode_pos(fs, ino)?;
+    let isize = fs.geo.inode_size as usize;
+    let mut raw = vec![0u8; isize];
+    overlay
+        .read_at(&fs.dev, pos, &mut raw)
+        .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
+    let bs = fs.block_size();
+    let lblk = lf.blocks.len();
+    let geo = &fs.geo;
+    let free = |b: u64| geo.block_in_fs(b) && b >= geo.first_data_block && !state.block_used.get(b);
+    let lowest = || (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
+    let extents = le32(&raw, I_FLAGS) & EXTENTS_FL != 0;
+    let root = I_BLOCK;
+    let (blk, edit) = if extents {
+        let n = le16(&raw, root + 2) as usize;
+        if le16(&raw, root) != EXTENT_MAGIC || le16(&raw, root + 6) != 0 || n == 0 || n > 4 {
+            return Ok(None);
+        }
+        let e = root + 12 * n;
+        let (elblk, elen) = (le32(&raw, e) as usize, le16(&raw, e + 4));
+        let epblk = (u64::from(le16(&raw, e + 6)) << 32) | u64::from(le32(&raw, e + 8));
+        // An unwritten last extent, or one not ending where the directory
+        // does, is pass 1's business.
+        if elen == 0 || elen >= 32768 || elblk + elen as usize != lblk {
+            return Ok(None);
+        }
+        let next = epblk + u64::from(elen);
+        if free(next) && elen < 32767 {
+            (
+                next,
+                MapEdit::Grow {
+                    at: e,
+                    len: elen + 1,
+                },
+            )
+        } else if n < 4 {
+            let Some(blk) = lowest() else {
+                return Ok(None);
+            };
+            (blk, MapEdit::Add { n, lblk, blk })
+        } else {
+            return Ok(None);
+        }
+    } else {
+        if lblk >= 12 || le32(&raw, I_BLOCK + 4 * lblk) != 0 {
+            return Ok(None);
+        }
+        let Some(blk) = lowest().filter(|&b| u32::try_from(b).is_ok()) else {
+            return Ok(None);
+        };
+        (blk, MapEdit::Direct { lblk, blk })
+    };
+    state.block_used.set(blk);
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    let size = ((lblk + 1) * bs) as u32;
+    let sectors = (bs / 512) as u32;
+    edit_bytes(fs, overlay, pos, isize, |b| {
+        edit.apply(b);
+        put_le32(b, I_SIZE_LO, size);
+        let blocks = le32(b, I_BLOCKS_LO).saturating_add(sectors);
+        put_le32(b, I_BLOCKS_LO, blocks);
+        if csum {
+            super::inode::set_checksum(seed, ino, b);
+        }
+    })?;
+    let mut b = vec![0u8; bs];
+    let end = if csum { bs - TAIL_LEN } else { bs };
+    put_rec_len(&mut b[..end], 0, end);
+    if csum {
+        put_le16(&mut b, end + 4, TAIL_LEN as u16);
+        b[end + 7] = crate::fs::dir_entry::TAIL_FT;
+        let c = compute_tail_checksum(dir_seed(fs, state, overlay, ino)?, &b);
+        put_le32(&mut b, bs - 4, c);
+    }
+    overlay.stage(blk, b).map_err(|e| e.to_string())?;
+    lf.blocks.push(blk);
+    Ok(Some(blk))
 }
 
 /// The time stamps written (dtime, a new directory's times).
@@ -283,6 +441,8 @@ pub(super) fn now() -> u32 {
 
 // Inode fields a new lost+found gets (besides those a clear touches).
 const I_MODE: usize = 0x00;
+const I_SIZE_LO: usize = 0x04;
+const I_LINKS_COUNT: usize = 0x1A;
 const I_ATIME: usize = 0x08;
 const I_CTIME: usize = 0x0C;
 const I_MTIME: usize = 0x10;
@@ -460,10 +620,6 @@ pub(super) fn write_dir(
     overlay.stage(blk, b).map_err(|e| e.to_string())?;
     Ok(())
 }
-
-// Inode fields a clear touches.
-const I_SIZE_LO: usize = 0x04;
-const I_LINKS_COUNT: usize = 0x1A;
 
 /// Clears an unattached zero-length inode, as e2fsck does. With quota
 /// the usage files would have to lose the inode too; not built yet.

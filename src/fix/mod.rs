@@ -17,7 +17,9 @@
 //! and fields, features an inode shows in use; staged first),
 //! `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
-//! `dir.rs` (single directory entries and '..'),
+//! `dir.rs` (single directory entries and '..'), `dirblock.rs` (salvaging
+//! whole directory blocks, checksum tails), `dirhole.rs` (directory holes),
+//! `rehash.rs` (rebuilding directories and their htree index),
 //! `dup.rs` (multiply-claimed blocks: copies, or deletion),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay and orphan processing the check read
@@ -440,7 +442,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             continue;
         }
         if TREE.contains(&p.code) {
-            fixed[k] = lostfound::fix(fs, state, &mut overlay, &lf, p, &mut links)
+            fixed[k] = lostfound::fix(fs, state, &mut overlay, &mut lf, p, &mut links)
                 .map_err(Refusal::Failed)?;
             if fixed[k] {
                 summary = true;

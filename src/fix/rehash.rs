@@ -30,8 +30,10 @@ use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::dir_entry::{
     HEADER_LEN, TAIL_LEN, compute_tail_checksum, decode_rec_len, encode_rec_len, rec_len_for,
 };
+use crate::fs::dx_hash::{DX_HASH_HALF_MD4, DX_HASH_LEGACY, DX_HASH_TEA, dx_hash};
+use crate::fs::htree;
 use crate::fs::inode::{ROOT_INO, flags};
-use crate::fs::superblock::incompat;
+use crate::fs::superblock::{compat, incompat};
 use crate::repair::overlay::Overlay;
 use std::collections::BTreeMap;
 
@@ -62,6 +64,13 @@ pub(super) const CODES: &[Code] = &[
 ];
 
 const I_FLAGS: u64 = 0x20;
+/// dx_root_info and the index after it in block 0; a node's index.
+const ROOT_INFO: usize = htree::ROOT_INFO_OFFSET;
+const ROOT_INFO_LEN: u8 = 8;
+const ROOT_COUNT_OFF: usize = ROOT_INFO + ROOT_INFO_LEN as usize;
+const NODE_COUNT_OFF: usize = htree::NODE_COUNT_OFFSET;
+/// The checksum tail of an index block.
+const DX_TAIL_LEN: usize = 8;
 const FT_DIR: u8 = 2;
 const MIN_REC: usize = 12;
 /// Renaming a duplicate gives up after this many candidate names.
@@ -145,18 +154,47 @@ pub(super) fn rebuild(
         }
     };
     let csum = fs.metadata_csum();
-    let Some(images) = layout(bs, csum, filetype, dir, parent, &ents, blocks.len()) else {
-        return Ok(false);
-    };
     let seed = if csum {
         Some(dir_seed(fs, state, overlay, dir)?)
     } else {
         None
     };
+    let g = Geom {
+        bs,
+        csum,
+        filetype,
+        dir,
+        parent,
+    };
+    // An index when the file system has them, the entries need more than
+    // one block and the directory's blocks follow each other; names of
+    // casefolded or encrypted directories hash differently, so those stay
+    // linear. Whatever cannot be indexed is written linear.
+    let contiguous = blocks
+        .iter()
+        .enumerate()
+        .all(|(i, &(l, _))| l as usize == i);
+    let indexed = fs.sb.has_compat(compat::DIR_INDEX)
+        && contiguous
+        && iflags & (flags::CASEFOLD | flags::ENCRYPT) == 0
+        && linear(&g, &ents, 1).is_none();
+    let hv = match fs.sb.def_hash_version {
+        v @ (DX_HASH_LEGACY | DX_HASH_HALF_MD4 | DX_HASH_TEA) => v,
+        _ => DX_HASH_HALF_MD4,
+    };
+    let eff = if fs.sb.unsigned_hash() { hv + 3 } else { hv };
+    let tree = if indexed {
+        htree(&g, &ents, blocks.len(), hv, eff, &fs.sb.hash_seed)
+    } else {
+        None
+    };
+    let is_tree = tree.is_some();
+    let Some(images) = tree.or_else(|| linear(&g, &ents, blocks.len())) else {
+        return Ok(false);
+    };
     for ((_, pblk), mut b) in blocks.iter().copied().zip(images) {
         if let Some(seed) = seed {
-            let c = compute_tail_checksum(seed, &b);
-            put_le32(&mut b, bs - 4, c);
+            seal(&mut b, seed);
         }
         overlay
             .read_at(&fs.dev, pblk * bs as u64, &mut buf)
@@ -165,11 +203,15 @@ pub(super) fn rebuild(
             overlay.stage(pblk, b).map_err(|e| e.to_string())?;
         }
     }
-    if iflags & flags::INDEX != 0 {
+    let want = if is_tree {
+        iflags | flags::INDEX
+    } else {
+        iflags & !flags::INDEX
+    };
+    if want != iflags {
         let seed = fs.csum_seed;
         edit_bytes(fs, overlay, ipos, fs.geo.inode_size as usize, |b| {
-            let f = le32(b, I_FLAGS as usize) & !flags::INDEX;
-            put_le32(b, I_FLAGS as usize, f);
+            put_le32(b, I_FLAGS as usize, want);
             if csum {
                 super::inode::set_checksum(seed, dir, b);
             }
@@ -294,31 +336,49 @@ fn mutate(name: &mut Vec<u8>) -> bool {
     true
 }
 
-/// The new contents of the directory's `nblocks` blocks: '.' and '..'
-/// first, then the entries packed in order; each block's last record runs
-/// to its end (before the tail, whose header is written; the caller adds
-/// the checksum). None if the entries do not fit.
-fn layout(
+/// What every block layout needs to know.
+struct Geom {
     bs: usize,
     csum: bool,
     filetype: bool,
     dir: u32,
     parent: u32,
-    ents: &[Ent],
-    nblocks: usize,
-) -> Option<Vec<Vec<u8>>> {
-    let cap = if csum { bs - TAIL_LEN } else { bs };
-    let dir_ft = if filetype { FT_DIR } else { 0 };
+}
+
+impl Geom {
+    /// Bytes for entries in a leaf block (before the checksum tail).
+    fn cap(&self) -> usize {
+        if self.csum {
+            self.bs - TAIL_LEN
+        } else {
+            self.bs
+        }
+    }
+    fn dir_ft(&self) -> u8 {
+        if self.filetype { FT_DIR } else { 0 }
+    }
+    /// Bytes an index block leaves for its entries after `count_off`.
+    fn limit(&self, count_off: usize) -> usize {
+        (self.bs - count_off - if self.csum { DX_TAIL_LEN } else { 0 }) / 8
+    }
+}
+
+/// The new contents of a linear directory of `nblocks` blocks: '.' and
+/// '..' first, then the entries packed in order; each block's last record
+/// runs to its end (before the tail, whose header is written; `seal` adds
+/// the checksum). None if the entries do not fit.
+fn linear(g: &Geom, ents: &[Ent], nblocks: usize) -> Option<Vec<Vec<u8>>> {
+    let (bs, cap) = (g.bs, g.cap());
     let mut out = Vec::with_capacity(nblocks);
     let mut cur = vec![0u8; bs];
-    put(&mut cur, bs, 0, dir, b".", dir_ft, MIN_REC);
-    put(&mut cur, bs, MIN_REC, parent, b"..", dir_ft, MIN_REC);
+    put(&mut cur, bs, 0, g.dir, b".", g.dir_ft(), MIN_REC);
+    put(&mut cur, bs, MIN_REC, g.parent, b"..", g.dir_ft(), MIN_REC);
     let mut used = 2 * MIN_REC;
     let mut last = MIN_REC;
     for e in ents {
         let need = rec_len_for(e.name.len());
         if used + need > cap {
-            finish(&mut cur, bs, last, cap, csum);
+            finish(&mut cur, bs, last, cap, g.csum);
             out.push(std::mem::replace(&mut cur, vec![0u8; bs]));
             if out.len() >= nblocks {
                 return None;
@@ -329,15 +389,188 @@ fn layout(
         last = used;
         used += need;
     }
-    finish(&mut cur, bs, last, cap, csum);
+    finish(&mut cur, bs, last, cap, g.csum);
     out.push(cur);
     while out.len() < nblocks {
-        let mut b = vec![0u8; bs];
-        put(&mut b, bs, 0, 0, b"", 0, cap);
-        finish(&mut b, bs, 0, cap, csum);
-        out.push(b);
+        out.push(leaf(g, &[]));
     }
     Some(out)
+}
+
+/// One leaf block holding `ents` (an empty record if none).
+fn leaf(g: &Geom, ents: &[&Ent]) -> Vec<u8> {
+    let (bs, cap) = (g.bs, g.cap());
+    let mut b = vec![0u8; bs];
+    let mut used = 0;
+    let mut last = 0;
+    if ents.is_empty() {
+        put(&mut b, bs, 0, 0, b"", 0, cap);
+    }
+    for e in ents {
+        let need = rec_len_for(e.name.len());
+        put(&mut b, bs, used, e.ino, &e.name, e.ft, need);
+        last = used;
+        used += need;
+    }
+    finish(&mut b, bs, last, cap, g.csum);
+    b
+}
+
+/// The new contents of an indexed directory using all of its `nblocks`
+/// blocks (every block of an indexed directory must be referenced by the
+/// index): block 0 the root, then the interior nodes if one level is not
+/// enough, then the leaves, with the entries sorted by hash and spread
+/// evenly over the leaves, a run of equal hashes never split. `hv` is the
+/// version the root records, `eff` the one names are hashed with. None
+/// when that is not possible (too few entries for the blocks, too many
+/// for two levels, a hash the version cannot compute).
+fn htree(
+    g: &Geom,
+    ents: &[Ent],
+    nblocks: usize,
+    hv: u8,
+    eff: u8,
+    seed: &[u32; 4],
+) -> Option<Vec<Vec<u8>>> {
+    let mut sorted: Vec<(u32, u32, &Ent)> = Vec::with_capacity(ents.len());
+    for e in ents {
+        let (h, minor) = dx_hash(&e.name, eff, seed)?;
+        sorted.push((h, minor, e));
+    }
+    sorted.sort_by(|a, b| (a.0, a.1, &a.2.name).cmp(&(b.0, b.1, &b.2.name)));
+    let root_limit = g.limit(ROOT_COUNT_OFF);
+    let node_limit = g.limit(NODE_COUNT_OFF);
+    let avail = nblocks.checked_sub(1)?;
+    let nodes = if avail <= root_limit {
+        0
+    } else {
+        (1..=root_limit).find(|&k| avail > k && avail - k <= k * node_limit)?
+    };
+    let nleaves = avail - nodes;
+    let spans = spread(g, &sorted, nleaves)?;
+    let first_hash = |j: usize| sorted[spans[j].0].0;
+    let mut out = Vec::with_capacity(nblocks);
+    // Root: '.', then '..' over the rest of the block, hiding the index.
+    let mut root = vec![0u8; g.bs];
+    put(&mut root, g.bs, 0, g.dir, b".", g.dir_ft(), MIN_REC);
+    put(
+        &mut root,
+        g.bs,
+        MIN_REC,
+        g.parent,
+        b"..",
+        g.dir_ft(),
+        g.bs - MIN_REC,
+    );
+    root[ROOT_INFO + 4] = hv;
+    root[ROOT_INFO + 5] = ROOT_INFO_LEN;
+    root[ROOT_INFO + 6] = u8::from(nodes > 0);
+    let leaf_base = 1 + nodes;
+    if nodes == 0 {
+        let entries: Vec<(u32, u32)> = (0..nleaves)
+            .map(|j| (first_hash(j), (leaf_base + j) as u32))
+            .collect();
+        put_index(&mut root, ROOT_COUNT_OFF, root_limit, &entries);
+        out.push(root);
+    } else {
+        // Leaves shared out evenly over the nodes.
+        let per = nleaves.div_ceil(nodes);
+        let groups: Vec<(usize, usize)> = (0..nodes)
+            .map(|k| (k * per, ((k + 1) * per).min(nleaves)))
+            .collect();
+        if groups.iter().any(|&(a, z)| a >= z || z - a > node_limit) {
+            return None;
+        }
+        let top: Vec<(u32, u32)> = groups
+            .iter()
+            .enumerate()
+            .map(|(k, &(a, _))| (first_hash(a), (1 + k) as u32))
+            .collect();
+        put_index(&mut root, ROOT_COUNT_OFF, root_limit, &top);
+        out.push(root);
+        for &(a, z) in &groups {
+            let mut n = vec![0u8; g.bs];
+            put_le16(&mut n, 4, encode_rec_len(g.bs, g.bs));
+            let entries: Vec<(u32, u32)> = (a..z)
+                .map(|j| (first_hash(j), (leaf_base + j) as u32))
+                .collect();
+            put_index(&mut n, NODE_COUNT_OFF, node_limit, &entries);
+            out.push(n);
+        }
+    }
+    for &(a, z) in &spans {
+        let es: Vec<&Ent> = sorted[a..z].iter().map(|s| s.2).collect();
+        out.push(leaf(g, &es));
+    }
+    Some(out)
+}
+
+/// Splits the hash-sorted entries into `n` non-empty runs that each fit a
+/// leaf, about equal in bytes, never between two equal hashes.
+fn spread(g: &Geom, sorted: &[(u32, u32, &Ent)], n: usize) -> Option<Vec<(usize, usize)>> {
+    if n == 0 || sorted.len() < n {
+        return None;
+    }
+    let cap = g.cap();
+    let need = |i: usize| rec_len_for(sorted[i].2.name.len());
+    let total: usize = (0..sorted.len()).map(need).sum();
+    let target = total.div_ceil(n);
+    let mut spans = Vec::with_capacity(n);
+    let (mut start, mut used) = (0, 0);
+    for i in 0..sorted.len() {
+        let after = n - spans.len() - 1;
+        if i > start && after > 0 {
+            let full = used + need(i) > cap;
+            let force = sorted.len() - i <= after;
+            let split_ok = sorted[i].0 != sorted[i - 1].0;
+            if (full || force || used >= target) && split_ok {
+                spans.push((start, i));
+                start = i;
+                used = 0;
+            } else if full || force {
+                return None;
+            }
+        }
+        used += need(i);
+        if used > cap {
+            return None;
+        }
+    }
+    spans.push((start, sorted.len()));
+    (spans.len() == n).then_some(spans)
+}
+
+/// Writes an index (count, limit, entries) at `count_off`; the first
+/// entry's hash slot holds the count and limit.
+fn put_index(b: &mut [u8], count_off: usize, limit: usize, entries: &[(u32, u32)]) {
+    put_le16(b, count_off, limit as u16);
+    put_le16(b, count_off + 2, entries.len() as u16);
+    for (i, &(h, blk)) in entries.iter().enumerate() {
+        if i > 0 {
+            put_le32(b, count_off + 8 * i, h);
+        }
+        put_le32(b, count_off + 8 * i + 4, blk);
+    }
+}
+
+/// Stores the checksum of a block made by the layouts: a leaf's in its
+/// dirent tail, a root's or node's in the dx tail after its index.
+fn seal(b: &mut [u8], seed: u32) {
+    let bs = b.len();
+    if crate::fs::dir_entry::has_tail(b) {
+        let c = compute_tail_checksum(seed, b);
+        put_le32(b, bs - 4, c);
+        return;
+    }
+    let count_off = if le32(b, 0) == 0 {
+        NODE_COUNT_OFF
+    } else {
+        ROOT_COUNT_OFF
+    };
+    let cl = htree::parse_count_limit(b, count_off);
+    if let Some(c) = htree::compute_tail_checksum(seed, b, count_off, cl) {
+        put_le32(b, count_off + cl.limit as usize * 8 + 4, c);
+    }
 }
 
 /// Writes one record at `off`.
@@ -360,6 +593,16 @@ fn finish(b: &mut [u8], bs: usize, last: usize, cap: usize, csum: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn geom(bs: usize, csum: bool) -> Geom {
+        Geom {
+            bs,
+            csum,
+            filetype: true,
+            dir: 12,
+            parent: 2,
+        }
+    }
 
     fn ent(ino: u32, name: &str) -> Ent {
         Ent {
@@ -408,10 +651,12 @@ mod tests {
         let ents: Vec<Ent> = (0..100)
             .map(|i| ent(20 + i, &format!("file{i:04}")))
             .collect();
-        let blocks = layout(1024, true, true, 12, 2, &ents, 3).unwrap();
+        let g = geom(1024, true);
+        let mut blocks = linear(&g, &ents, 3).unwrap();
         assert_eq!(blocks.len(), 3);
         let mut seen = 0;
-        for (i, b) in blocks.iter().enumerate() {
+        for (i, b) in blocks.iter_mut().enumerate() {
+            seal(b, 5);
             assert!(crate::fs::dir_entry::has_tail(b));
             let mut v = Vec::new();
             let mut dd = 0;
@@ -423,6 +668,72 @@ mod tests {
             seen += v.len();
         }
         assert_eq!(seen, 100);
-        assert!(layout(1024, true, true, 12, 2, &ents, 1).is_none());
+        assert!(linear(&g, &ents, 1).is_none());
+    }
+
+    /// Walks an index built by `htree`: every leaf referenced once, in
+    /// order, each leaf's hashes inside its index range.
+    fn check_tree(blocks: &[Vec<u8>], eff: u8, seed: &[u32; 4]) -> (u8, usize) {
+        let levels = blocks[0][ROOT_INFO + 6];
+        let index = |b: &[u8], off: usize| -> Vec<(u32, u32)> {
+            let cl = htree::parse_count_limit(b, off);
+            (0..cl.count as usize)
+                .map(|i| htree::dx_entry(b, off, i))
+                .collect()
+        };
+        let mut leaves = Vec::new();
+        let top = index(&blocks[0], ROOT_COUNT_OFF);
+        for (i, &(h, blk)) in top.iter().enumerate() {
+            let hi = top.get(i + 1).map_or(u32::MAX, |e| e.0);
+            if levels == 0 {
+                leaves.push((h, hi, blk));
+            } else {
+                let sub = index(&blocks[blk as usize], NODE_COUNT_OFF);
+                for (j, &(h2, b2)) in sub.iter().enumerate() {
+                    let lo = if j == 0 { h } else { h2 };
+                    let hi2 = sub.get(j + 1).map_or(hi, |e| e.0);
+                    leaves.push((lo, hi2, b2));
+                }
+            }
+        }
+        let mut n = 0;
+        for (k, &(lo, hi, blk)) in leaves.iter().enumerate() {
+            assert_eq!(blk as usize, blocks.len() - leaves.len() + k);
+            let mut v = Vec::new();
+            let mut dd = 0;
+            collect(&blocks[blk as usize], false, true, &mut v, &mut dd);
+            assert!(!v.is_empty());
+            for e in &v {
+                let h = dx_hash(&e.name, eff, seed).unwrap().0;
+                assert!(
+                    h >= lo && h < hi,
+                    "leaf {blk}: {h:#x} not in {lo:#x}..{hi:#x}"
+                );
+            }
+            n += v.len();
+        }
+        assert_eq!(
+            blocks.len(),
+            1 + leaves.len() + if levels > 0 { top.len() } else { 0 }
+        );
+        (levels, n)
+    }
+
+    #[test]
+    fn htree_one_and_two_levels() {
+        let seed = [1, 2, 3, 4];
+        let ents: Vec<Ent> = (0..3000)
+            .map(|i| ent(20 + i, &format!("a_rather_long_file_name_{i:06}")))
+            .collect();
+        let g = geom(1024, true);
+        // One level: the blocks the entries need, plus room.
+        let t = htree(&g, &ents[..500], 30, 1, 1, &seed).unwrap();
+        assert_eq!(check_tree(&t, 1, &seed), (0, 500));
+        // More leaves than the root holds: interior nodes.
+        let t = htree(&g, &ents, 200, 1, 1, &seed).unwrap();
+        assert_eq!(check_tree(&t, 1, &seed), (1, 3000));
+        // Fewer entries than blocks, or more than fit: no index.
+        assert!(htree(&g, &ents[..10], 30, 1, 1, &seed).is_none());
+        assert!(htree(&g, &ents, 20, 1, 1, &seed).is_none());
     }
 }
