@@ -29,15 +29,17 @@ use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::state::{DirBlock, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
-use crate::engine::{Threads, par_map};
+use crate::engine::{Threads, par_fold};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
 use crate::fs::inode::{self, FileType, Inode, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 
-/// Inode-table blocks per unit: big enough for long sequential reads, small
-/// enough that units balance across threads.
-const UNIT_BLOCKS: u64 = 128;
+/// Inode-table blocks per unit: one read of 128 KiB with 4 KiB blocks (the
+/// largest request FUSE and many block layers pass whole; larger units
+/// measured no faster), small enough that units balance across threads and
+/// that each worker's buffer stays small beside e2fsck's whole footprint.
+const UNIT_BLOCKS: u64 = 32;
 
 /// Largest directory e2fsck accepts without large_dir, in blocks, is
 /// checked by the block map walker; this is e2fsck's default for
@@ -114,10 +116,10 @@ struct PendingIBlocks {
 /// What one unit found; merged in unit order.
 #[derive(Default)]
 struct UnitOut {
-    first_ino: u32,
-    ftype: Vec<u8>,
-    links: Vec<u16>,
-    iflags: Vec<u8>,
+    /// Link counts other than 1 of used inodes, in inode order.
+    links_other: Vec<(u32, u16)>,
+    /// Used inodes whose block map was not walked, in inode order.
+    unmapped: Vec<u32>,
     problems: Vec<Problem>,
     dir_blocks: Vec<DirBlock>,
     /// (directory inode, i_generation).
@@ -130,6 +132,24 @@ struct UnitOut {
     quota: Option<QuotaUsage>,
     pending_iblocks: Vec<PendingIBlocks>,
     stats: Stats,
+}
+
+impl UnitOut {
+    /// Appends the next unit's output (units are absorbed in order).
+    fn absorb(&mut self, o: UnitOut) {
+        self.links_other.extend(o.links_other);
+        self.unmapped.extend(o.unmapped);
+        self.problems.extend(o.problems);
+        self.dir_blocks.extend(o.dir_blocks);
+        self.dirs.extend(o.dirs);
+        self.xrefs.extend(o.xrefs);
+        self.ea_refs.extend(o.ea_refs);
+        if let (Some(q), Some(uq)) = (self.quota.as_mut(), o.quota) {
+            q.merge(uq);
+        }
+        self.pending_iblocks.extend(o.pending_iblocks);
+        self.stats.add(&o.stats);
+    }
 }
 
 /// Per-thread buffers, reused for every unit and inode.
@@ -192,10 +212,19 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     mark_metadata(fs, state);
     let units = make_units(fs);
     let bs = fs.block_size();
-    let outs: Vec<UnitOut> = {
+    // Units are folded into one output in unit order as they finish, so
+    // only the few finished out of order are held at any time.
+    let mut all = UnitOut {
+        quota: fs
+            .sb
+            .has_ro_compat(ro_compat::QUOTA)
+            .then(QuotaUsage::default),
+        ..UnitOut::default()
+    };
+    {
         let st: &State = state;
         let ctx = Ctx::new(fs, st);
-        par_map(
+        par_fold(
             units.len(),
             threads,
             || Worker {
@@ -209,46 +238,29 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
                 }
                 scan_unit(&ctx, w, units[u])
             },
-        )
-    };
-    let mut problems = Vec::new();
-    let mut dirs: Vec<(u32, u32)> = Vec::new();
-    let mut xrefs = Vec::new();
-    let mut ea_refs = Vec::new();
-    let mut quota = fs
-        .sb
-        .has_ro_compat(ro_compat::QUOTA)
-        .then(QuotaUsage::default);
-    let mut pending = Vec::new();
-    for o in outs {
-        let base = o.first_ino as usize;
-        for (i, &t) in o.ftype.iter().enumerate() {
-            if let Some(slot) = state.ftype.get_mut(base + i) {
-                *slot = t;
-            }
-        }
-        for (i, &l) in o.links.iter().enumerate() {
-            if let Some(slot) = state.i_links.get_mut(base + i) {
-                *slot = l;
-            }
-        }
-        for (i, &f) in o.iflags.iter().enumerate() {
-            if let Some(slot) = state.iflags.get_mut(base + i) {
-                *slot = f;
-            }
-        }
-        problems.extend(o.problems);
-        state.dir_blocks.extend(o.dir_blocks);
-        dirs.extend(o.dirs);
-        xrefs.extend(o.xrefs);
-        ea_refs.extend(o.ea_refs);
-        if let (Some(q), Some(uq)) = (quota.as_mut(), o.quota) {
-            q.merge(uq);
-        }
-        pending.extend(o.pending_iblocks);
-        state.stats.add(&o.stats);
+            |_, o| all.absorb(o),
+        );
     }
+    let UnitOut {
+        links_other,
+        unmapped,
+        mut problems,
+        dir_blocks,
+        mut dirs,
+        xrefs,
+        mut ea_refs,
+        mut quota,
+        pending_iblocks: pending,
+        stats,
+    } = all;
+    state.add_links_other(links_other);
+    state.add_unmapped(unmapped);
+    state.stats.add(&stats);
+    state.dir_blocks = dir_blocks;
     state.dir_blocks.sort_unstable();
+    // Grown by doubling while merging: the spare half is dead weight for
+    // the rest of the check.
+    state.dir_blocks.shrink_to_fit();
     // Units arrive in inode order, so this is already sorted; the sort is
     // cheap insurance for the binary searches of later passes.
     dirs.sort_unstable();
@@ -257,8 +269,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     // Pass 2 needs each directory's generation for its checksum seed;
     // keeping it here spares pass 2 a second read of the inode tables.
     state.dir_gen = dirs.iter().map(|d| d.1).collect();
-    state.dir_parent = vec![0; state.dirs.len()];
-    state.dir_dotdot = vec![0; state.dirs.len()];
+    // dir_parent and dir_dotdot are pass 2's to fill.
     problems.extend(xattr::check_blocks(fs, state, xrefs, &mut ea_refs, threads));
     for p in pending {
         // A valid block counts once, plus the EA-inode values it holds.
@@ -301,13 +312,7 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
     let isz = geo.inode_size as usize;
     let first_ino = u.group * geo.inodes_per_group + u.first + 1;
     let n = u.count as usize;
-    let mut out = UnitOut {
-        first_ino,
-        ftype: vec![0; n],
-        links: vec![0; n],
-        iflags: vec![0; n],
-        ..Default::default()
-    };
+    let mut out = UnitOut::default();
     match read_unit(fs, u, &mut w.table) {
         Ok(true) => {}
         Ok(false) => return out,
@@ -320,7 +325,7 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
     for i in 0..n {
         let raw = &table_buf[i * isz..(i + 1) * isz];
         let ino = first_ino + i as u32;
-        check_inode(ctx, w, &mut out, i, ino, raw);
+        check_inode(ctx, w, &mut out, ino, raw);
     }
     w.table = table_buf;
     out
@@ -429,8 +434,10 @@ fn inode_csum_ok(ctx: &Ctx, ino: u32, raw: &[u8], inode: &Inode) -> bool {
 /// Per-inode findings before they are folded into the unit's output.
 struct InodeCheck<'o> {
     out: &'o mut UnitOut,
-    idx: usize,
+    state: &'o State,
     ino: u32,
+    /// The block map was walked (`check_blocks` ran).
+    mapped: bool,
 }
 
 impl InodeCheck<'_> {
@@ -438,7 +445,12 @@ impl InodeCheck<'_> {
         self.out.problems.push(p);
     }
     fn set_flag(&mut self, f: u8) {
-        self.out.iflags[self.idx] |= f;
+        self.state.set_iflag(self.ino, f);
+    }
+    fn set_links(&mut self, links: u16) {
+        if links != 1 {
+            self.out.links_other.push((self.ino, links));
+        }
     }
     fn bad(&mut self, p: Problem) {
         self.set_flag(iflag::BAD);
@@ -446,11 +458,19 @@ impl InodeCheck<'_> {
     }
 }
 
-fn check_inode(ctx: &Ctx, w: &mut Worker, out: &mut UnitOut, idx: usize, ino: u32, raw: &[u8]) {
+fn check_inode(ctx: &Ctx, w: &mut Worker, out: &mut UnitOut, ino: u32, raw: &[u8]) {
     let inode = Inode::parse(raw);
     let csum_ok = inode_csum_ok(ctx, ino, raw, &inode);
-    let mut c = InodeCheck { out, idx, ino };
+    let mut c = InodeCheck {
+        out,
+        state: ctx.state,
+        ino,
+        mapped: false,
+    };
     check_inode_body(ctx, w, &mut c, raw, &inode);
+    if !c.mapped && ctx.state.inode_used.get(ino as u64) {
+        c.out.unmapped.push(ino);
+    }
     // e2fsck reports a bad checksum ("passes checks, but checksum does not
     // match") after its other checks unless one of them rewrote the inode;
     // read-only, nothing is rewritten, so it is always reported.
@@ -494,8 +514,8 @@ fn reserved_file(
 
 fn mark_used(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
     ctx.state.inode_used.set(c.ino as u64);
-    c.out.links[c.idx] = inode.links_count;
-    c.out.ftype[c.idx] = inode.file_type() as u8;
+    c.set_links(inode.links_count);
+    ctx.state.set_ftype(c.ino, inode.file_type() as u8);
 }
 
 fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], inode: &Inode) {
@@ -606,7 +626,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                         .detail("reserved inode has bad mode"),
                 );
             }
-            c.out.links[c.idx] = links;
+            c.set_links(links);
             check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
             return;
         }
@@ -697,7 +717,6 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             c.out.stats.directories += 1;
         }
         FileType::Regular => {
-            ctx.state.inode_reg.set(ino as u64);
             c.out.stats.regular += 1;
         }
         t @ (FileType::CharDev | FileType::BlockDev | FileType::Fifo | FileType::Socket) => {
@@ -1161,7 +1180,7 @@ fn check_blocks(
             ctx.state.claim_block(dind);
         }
     }
-    ctx.state.inode_mapped.set(ino as u64);
+    c.mapped = true;
     let Claimer {
         blocks: mapped,
         last_block,
@@ -1199,11 +1218,7 @@ fn check_blocks(
                 .detail("zero-length directory"),
         );
     }
-    if mapped == 0 && size == 0 && !inline {
-        c.set_flag(iflag::ZERO_LENGTH);
-    }
     if fragmented && mapped < fs.geo.blocks_per_group as u64 {
-        c.set_flag(iflag::FRAGMENTED);
         c.out.stats.fragmented += 1;
     }
 

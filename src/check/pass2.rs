@@ -14,7 +14,7 @@
 //! order), `dir_dotdot`, and `lost_found`.
 //!
 //! Relies on pass 1 for `dir_blocks` (sorted by physical block), `dirs`,
-//! `inode_used`, `inode_dir`, `inode_reg`, `ftype`, `iflags` (HTREE,
+//! `inode_used`, `inode_dir`, `ftype`, `iflags` (HTREE,
 //! INLINE, BAD) and optionally `dir_gen`.
 //!
 //! Blocks are split into units of neighbouring blocks, read in coalesced
@@ -72,10 +72,10 @@ impl Targets for StateTargets<'_> {
         TargetInfo {
             used: s.inode_used.get(i),
             dir: s.inode_dir.get(i),
-            reg: s.inode_reg.get(i),
+            reg: s.is_reg(ino),
             bad: s.has_iflag(ino, iflag::BAD),
             in_bad_block,
-            ftype: s.ftype.get(ino as usize).copied().unwrap_or(0),
+            ftype: s.ftype(ino),
         }
     }
     fn add_link(&self, ino: u32) {
@@ -410,8 +410,9 @@ fn read_root_hash_versions(
 /// Reads and checks one unit of directory blocks.
 /// Largest step between blocks read in one request (1: adjacent only).
 const MAX_GAP: u64 = 1;
-/// Largest single read, in blocks.
-const MAX_SPAN: u64 = 256;
+/// Largest single read, in blocks: runs are cut at 128 KiB with 4 KiB
+/// blocks (a FUSE request's limit; each worker's buffer is this big).
+const MAX_SPAN: u64 = 32;
 
 #[allow(clippy::too_many_arguments)]
 fn check_unit<T: Targets>(
@@ -603,14 +604,14 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> (Vec<u32>, Vec<u32>, u32, Vec<Pro
         .enumerate()
         .flat_map(|(k, s)| (0..s.subdirs.len()).map(move |j| (k, j)))
         .collect();
-    refs.sort_by_key(|&(k, j)| sinks[k].subdirs[j].key);
+    refs.sort_by_key(|&(k, j)| sinks[k].subdirs[j].key());
     for (k, j) in refs {
         let r = sinks[k].subdirs[j];
         let Some(i) = dir_index_of(st, r.child) else {
             continue;
         };
         if parent[i] == 0 {
-            parent[i] = r.parent;
+            parent[i] = r.parent();
         } else {
             let s = r.name_start as usize;
             let name = sinks[k]
@@ -619,7 +620,7 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> (Vec<u32>, Vec<u32>, u32, Vec<Pro
                 .unwrap_or(&[]);
             probs.push(
                 Problem::new(Code::DirEntryLinkToDir)
-                    .ino(r.parent)
+                    .ino(r.parent())
                     .num(r.child as u64)
                     .num2(parent[i] as u64)
                     .detail(String::from_utf8_lossy(name).into_owned()),

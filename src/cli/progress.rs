@@ -8,7 +8,10 @@ use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Width of the bar between the brackets.
+const BAR: u64 = 30;
 
 pub enum Target {
     Bar,
@@ -29,6 +32,29 @@ const PASS_NAMES: [&str; 6] = [
     "Pass 4: reference counts",
     "Pass 5: group summaries",
 ];
+
+/// One line of the bar: the pass, how far it is, and the time left at the
+/// rate so far (integers only: no floating point library for a bar).
+fn bar_line(name: &str, done: u64, total: u64, elapsed: Duration) -> String {
+    let total = total.max(1);
+    let done = done.min(total);
+    let fill = (done * BAR / total) as usize;
+    let mut bar = "=".repeat(fill);
+    if fill < BAR as usize {
+        bar.push('>');
+        bar.push_str(&" ".repeat(BAR as usize - fill - 1));
+    }
+    let pct = done * 100 / total;
+    let ms = elapsed.as_millis() as u64;
+    let eta = match ms.saturating_mul(total - done).checked_div(done) {
+        None => "?".to_string(),
+        Some(left_ms) => {
+            let left = left_ms / 1000;
+            format!("{}:{:02}", left / 60, left % 60)
+        }
+    };
+    format!("{name:32} [{bar}] {pct:>3}% eta {eta}")
+}
 
 impl Reporter {
     pub fn start(target: Target, device: String) -> std::io::Result<Reporter> {
@@ -56,29 +82,29 @@ impl Reporter {
                 })
             }
             Target::Bar => std::thread::spawn(move || {
-                let style = indicatif::ProgressStyle::with_template(
-                    "{msg:32} [{bar:30}] {percent:>3}% eta {eta}",
-                )
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
-                .progress_chars("=> ");
-                let bar = indicatif::ProgressBar::with_draw_target(
-                    None,
-                    indicatif::ProgressDrawTarget::stderr(),
-                );
-                bar.set_style(style);
+                let mut err = std::io::stderr();
                 let mut pass = 0;
-                while !flag.load(Ordering::Relaxed) {
+                let mut since = Instant::now();
+                loop {
+                    let stop = flag.load(Ordering::Relaxed);
                     let (p, done, total) = progress::snapshot();
                     if p != pass {
                         pass = p;
-                        bar.reset();
-                        bar.set_message(PASS_NAMES.get(p as usize).copied().unwrap_or(""));
+                        since = Instant::now();
                     }
-                    bar.set_length(total.max(1));
-                    bar.set_position(done);
+                    if p > 0 && !stop {
+                        let name = PASS_NAMES.get(p as usize).copied().unwrap_or("");
+                        let line = bar_line(name, done, total, since.elapsed());
+                        let _ = write!(err, "\r{line}\x1b[K");
+                        let _ = err.flush();
+                    }
+                    if stop {
+                        let _ = write!(err, "\r\x1b[K");
+                        let _ = err.flush();
+                        break;
+                    }
                     std::thread::sleep(Duration::from_millis(100));
                 }
-                bar.finish_and_clear();
             }),
         };
         Ok(Reporter {
@@ -92,5 +118,24 @@ impl Reporter {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bar_and_eta() {
+        let l = bar_line("Pass 1", 50, 100, Duration::from_secs(30));
+        assert!(l.ends_with("]  50% eta 0:30"), "{l}");
+        assert_eq!(l.matches('=').count(), 15);
+        let l = bar_line("Pass 1", 0, 0, Duration::ZERO);
+        assert!(l.ends_with("]   0% eta ?"), "{l}");
+        let l = bar_line("Pass 2", 7, 7, Duration::from_secs(3));
+        assert!(
+            l.contains(&"=".repeat(30)) && l.ends_with("100% eta 0:00"),
+            "{l}"
+        );
     }
 }
