@@ -29,7 +29,7 @@ use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::state::{DirBlock, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
-use crate::engine::{Threads, par_fold};
+use crate::engine::{Threads, par_fold_io};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
 use crate::fs::inode::{self, FileType, Inode, flags};
@@ -224,9 +224,13 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     {
         let st: &State = state;
         let ctx = Ctx::new(fs, st);
-        par_fold(
+        // A slow or cold device: more workers than CPUs, so more inode
+        // table reads are in flight.
+        par_fold_io(
             units.len(),
             threads,
+            (crate::io::IO_DEPTH / 2).saturating_sub(threads.0),
+            &|| fs.dev.is_slow(),
             || Worker {
                 table: Vec::new(),
                 block: vec![0u8; bs],
@@ -360,29 +364,51 @@ fn check_resize_inode(fs: &Fs) -> Option<Problem> {
     let Ok(dbuf) = fs.read_block(dind) else {
         return bad("double indirect block unreadable");
     };
-    let mut gdt_off = geo.desc_blocks as u64;
-    let mut pblk = geo.first_data_block + 1 + geo.desc_blocks as u64;
-    for _ in 0..geo.reserved_gdt_blocks {
-        gdt_off %= apb;
-        if le32(&dbuf, (gdt_off * 4) as usize) as u64 != pblk {
-            return bad("reserved GDT block not mapped");
-        }
-        let Ok(ibuf) = fs.read_block(pblk) else {
-            return bad("reserved GDT block unreadable");
-        };
-        let mut k = 0usize;
-        for g in 1..geo.groups {
-            if !geo.group_has_super(g) {
-                continue;
+    let first = geo.first_data_block + 1 + geo.desc_blocks as u64;
+    let n = geo.reserved_gdt_blocks as u64;
+    // The double indirect block must map every reserved GDT block; the
+    // first one it does not decides, unless a block before it is wrong.
+    let mapped = (0..n)
+        .take_while(|&k| {
+            let gdt_off = (geo.desc_blocks as u64 + k) % apb;
+            le32(&dbuf, (gdt_off * 4) as usize) as u64 == first + k
+        })
+        .count() as u64;
+    // Each mapped block lists the block's backups; read 16 at a time, all
+    // in flight at once on a slow device.
+    let bsz = geo.block_size as usize;
+    let mut bufs = vec![0u8; 16.min(mapped as usize) * bsz];
+    let mut k = 0;
+    while k < mapped {
+        let m = (mapped - k).min(16) as usize;
+        let mut reqs: Vec<(u64, &mut [u8])> = bufs[..m * bsz]
+            .chunks_mut(bsz)
+            .enumerate()
+            .map(|(i, c)| ((first + k + i as u64) * geo.block_size as u64, c))
+            .collect();
+        let results = fs.dev.read_many(&mut reqs);
+        for (i, r) in results.iter().enumerate() {
+            if r.is_err() {
+                return bad("reserved GDT block unreadable");
             }
-            let expect = pblk + g as u64 * geo.blocks_per_group as u64;
-            if le32(&ibuf, k * 4) as u64 != expect {
-                return bad("reserved GDT backup not mapped");
+            let ibuf = &bufs[i * bsz..(i + 1) * bsz];
+            let pblk = first + k + i as u64;
+            let mut j = 0usize;
+            for g in 1..geo.groups {
+                if !geo.group_has_super(g) {
+                    continue;
+                }
+                let expect = pblk + g as u64 * geo.blocks_per_group as u64;
+                if le32(ibuf, j * 4) as u64 != expect {
+                    return bad("reserved GDT backup not mapped");
+                }
+                j += 1;
             }
-            k += 1;
         }
-        gdt_off += 1;
-        pblk += 1;
+        k += m as u64;
+    }
+    if mapped < n {
+        return bad("reserved GDT block not mapped");
     }
     None
 }

@@ -11,4 +11,4 @@ pub mod progress;
 
 pub use bitmap::{AtomicBitmap, LinkCounts};
 pub use budget::Budget;
-pub use pool::{CANCEL, Threads, cancelled, par_fold, par_map};
+pub use pool::{CANCEL, Threads, cancelled, par_fold, par_fold_io, par_map};
