@@ -342,7 +342,7 @@ mod tests {
                 d.note_latency(if slow { 10_000 } else { 0 });
             }
             assert_eq!(d.is_slow(), slow);
-            let mut bufs = vec![[0u8; 4]; 40];
+            let mut bufs = [[0u8; 4]; 40];
             let mut reqs: Vec<(u64, &mut [u8])> = bufs
                 .iter_mut()
                 .enumerate()
