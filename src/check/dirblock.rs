@@ -131,14 +131,27 @@ pub struct HtreeParams {
 /// parent once all blocks are seen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SubdirRef {
-    /// Order in which e2fsck meets the entry: the block sort key, then the
-    /// offset in the block.
-    pub key: (bool, u64, u32, u32, u32),
-    pub parent: u32,
+    /// Order in which e2fsck meets the entry, packed (one per entry naming
+    /// a directory, all held to the end of pass 2): the block sort key
+    /// (dir_index's "block 0 first" in the top bit, then the physical
+    /// block; the directory, then the logical block), then the offset.
+    key_blk: u64,
+    key_dir: u64,
+    off: u16,
+    pub name_len: u8,
     pub child: u32,
     /// The name, in the sink's `names` arena.
     pub name_start: u32,
-    pub name_len: u8,
+}
+
+impl SubdirRef {
+    pub fn key(&self) -> (u64, u64, u16) {
+        (self.key_blk, self.key_dir, self.off)
+    }
+    /// The directory holding the entry.
+    pub fn parent(&self) -> u32 {
+        (self.key_dir >> 32) as u32
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -791,15 +804,13 @@ impl<T: Targets> EntryCx<'_, T> {
         if state > 1 && ti.dir && e.inode != ROOT_INO {
             let start = out.names.len() as u32;
             out.names.extend_from_slice(e.name);
+            let later = self.pos.zero_first && self.pos.lblk != 0;
             out.subdirs.push(SubdirRef {
-                key: (
-                    self.pos.zero_first && self.pos.lblk != 0,
-                    self.pos.pblk,
-                    dir,
-                    self.pos.lblk,
-                    e.off as u32,
-                ),
-                parent: dir,
+                // Block numbers stay below 2^48 (64-bit ext4's limit) and
+                // offsets below 64 KiB, the largest block.
+                key_blk: (u64::from(later) << 63) | (self.pos.pblk & !(1 << 63)),
+                key_dir: (u64::from(dir) << 32) | u64::from(self.pos.lblk),
+                off: e.off as u16,
                 child: e.inode,
                 name_start: start,
                 name_len: e.name.len() as u8,
@@ -1193,7 +1204,7 @@ mod tests {
         assert!(s.problems.is_empty(), "{:?}", s.problems);
         assert_eq!(s.dotdots, vec![(12, 2)]);
         assert_eq!(s.subdirs.len(), 1);
-        assert_eq!((s.subdirs[0].parent, s.subdirs[0].child), (12, 13));
+        assert_eq!((s.subdirs[0].parent(), s.subdirs[0].child), (12, 13));
         assert_eq!(
             (t.links(12), t.links(2), t.links(14), t.links(13)),
             (1, 1, 1, 1)

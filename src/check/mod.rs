@@ -196,6 +196,7 @@ pub fn run_staged(
 
 /// Checks the file system on `dev` read-only and keeps the view and state.
 pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
+    crate::engine::memory::tune_allocator();
     let mut report = Report::default();
     let mut timer = Timer::new();
 
@@ -324,6 +325,7 @@ fn step(
 ) -> Result<()> {
     crate::engine::progress::begin_pass(number);
     report.problems.extend(pass()?);
+    crate::engine::memory::release_free();
     timer.lap(report, name, fs);
     check_interrupt()
 }

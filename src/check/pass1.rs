@@ -19,7 +19,7 @@
 //! (descriptor locations outside the file system are skipped here).
 //!
 //! Parallel: the inode tables are cut into units of up to `UNIT_BLOCKS`
-//! blocks, each read with one `read_at`; units run on `par_map` and their
+//! blocks, each read with one `read_at`; units run on `par_fold_io` and their
 //! results are merged in unit order, so any thread count gives the same
 //! report. Blocks are claimed in the shared atomic map; which thread claims
 //! a shared block first does not matter, only that it is claimed twice.
@@ -29,7 +29,7 @@ use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::state::{DirBlock, POLICY_UNRECOGNIZED, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
-use crate::engine::{Threads, par_map};
+use crate::engine::{Threads, par_fold_io};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
 use crate::fs::crypt::{self, Policy};
@@ -51,9 +51,11 @@ pub mod detail {
     pub const RESERVED_BAD_MODE: &str = "reserved inode has bad mode";
 }
 
-/// Inode-table blocks per unit: big enough for long sequential reads, small
-/// enough that units balance across threads.
-const UNIT_BLOCKS: u64 = 128;
+/// Inode-table blocks per unit: one read of 128 KiB with 4 KiB blocks (the
+/// largest request FUSE and many block layers pass whole; larger units
+/// measured no faster), small enough that units balance across threads and
+/// that each worker's buffer stays small beside e2fsck's whole footprint.
+const UNIT_BLOCKS: u64 = 32;
 
 /// Largest directory e2fsck accepts without large_dir, in blocks, is
 /// checked by the block map walker; this is e2fsck's default for
@@ -130,10 +132,10 @@ struct PendingIBlocks {
 /// What one unit found; merged in unit order.
 #[derive(Default)]
 struct UnitOut {
-    first_ino: u32,
-    ftype: Vec<u8>,
-    links: Vec<u16>,
-    iflags: Vec<u8>,
+    /// Link counts other than 1 of used inodes, in inode order.
+    links_other: Vec<(u32, u16)>,
+    /// Used inodes whose block map was not walked, in inode order.
+    unmapped: Vec<u32>,
     problems: Vec<Problem>,
     dir_blocks: Vec<DirBlock>,
     /// (directory inode, i_generation).
@@ -148,6 +150,25 @@ struct UnitOut {
     /// Encrypted inodes with a readable policy, in inode order.
     policies: Vec<(u32, Policy)>,
     stats: Stats,
+}
+
+impl UnitOut {
+    /// Appends the next unit's output (units are absorbed in order).
+    fn absorb(&mut self, o: UnitOut) {
+        self.links_other.extend(o.links_other);
+        self.unmapped.extend(o.unmapped);
+        self.problems.extend(o.problems);
+        self.dir_blocks.extend(o.dir_blocks);
+        self.dirs.extend(o.dirs);
+        self.xrefs.extend(o.xrefs);
+        self.ea_refs.extend(o.ea_refs);
+        if let (Some(q), Some(uq)) = (self.quota.as_mut(), o.quota) {
+            q.merge(uq);
+        }
+        self.pending_iblocks.extend(o.pending_iblocks);
+        self.policies.extend(o.policies);
+        self.stats.add(&o.stats);
+    }
 }
 
 /// Per-thread buffers, reused for every unit and inode.
@@ -214,13 +235,26 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     mark_metadata(fs, state);
     let units = make_units(fs);
     let bs = fs.block_size();
-    let outs: Vec<UnitOut> = {
+    // Units are folded into one output in unit order as they finish, so
+    // only the few finished out of order are held at any time.
+    let mut all = UnitOut {
+        quota: fs
+            .sb
+            .has_ro_compat(ro_compat::QUOTA)
+            .then(QuotaUsage::default),
+        ..UnitOut::default()
+    };
+    {
         let st: &State = state;
         let mut ctx = Ctx::new(fs, st);
         ctx.bad_itable = super::pass2::bad_itable_blocks(fs);
-        par_map(
+        // A slow or cold device: more workers than CPUs, so more inode
+        // table reads are in flight.
+        par_fold_io(
             units.len(),
             threads,
+            (crate::io::IO_DEPTH / 2).saturating_sub(threads.0),
+            &|| fs.dev.is_slow(),
             || Worker {
                 table: Vec::new(),
                 block: vec![0u8; bs],
@@ -232,58 +266,42 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
                 }
                 scan_unit(&ctx, w, units[u])
             },
-        )
-    };
-    let mut problems = Vec::new();
-    let mut dirs: Vec<(u32, u32)> = Vec::new();
-    let mut xrefs = Vec::new();
-    let mut ea_refs = Vec::new();
-    let mut quota = fs
-        .sb
-        .has_ro_compat(ro_compat::QUOTA)
-        .then(QuotaUsage::default);
-    let mut pending = Vec::new();
+            |_, o| all.absorb(o),
+        );
+    }
+    let UnitOut {
+        links_other,
+        unmapped,
+        mut problems,
+        dir_blocks,
+        mut dirs,
+        xrefs,
+        mut ea_refs,
+        mut quota,
+        pending_iblocks: pending,
+        policies,
+        stats,
+    } = all;
     // Policy ids in order of first appearance: the same for any thread count.
     let mut policy_ids: std::collections::BTreeMap<Vec<u8>, u32> = Default::default();
-    for o in outs {
-        for (ino, p) in o.policies {
-            let id = match p {
-                Policy::Known(k) => {
-                    let next = policy_ids.len() as u32;
-                    *policy_ids.entry(k).or_insert(next)
-                }
-                _ => POLICY_UNRECOGNIZED,
-            };
-            state.enc_policy.push((ino, id));
-        }
-        let base = o.first_ino as usize;
-        for (i, &t) in o.ftype.iter().enumerate() {
-            if let Some(slot) = state.ftype.get_mut(base + i) {
-                *slot = t;
+    for (ino, p) in policies {
+        let id = match p {
+            Policy::Known(k) => {
+                let next = policy_ids.len() as u32;
+                *policy_ids.entry(k).or_insert(next)
             }
-        }
-        for (i, &l) in o.links.iter().enumerate() {
-            if let Some(slot) = state.i_links.get_mut(base + i) {
-                *slot = l;
-            }
-        }
-        for (i, &f) in o.iflags.iter().enumerate() {
-            if let Some(slot) = state.iflags.get_mut(base + i) {
-                *slot = f;
-            }
-        }
-        problems.extend(o.problems);
-        state.dir_blocks.extend(o.dir_blocks);
-        dirs.extend(o.dirs);
-        xrefs.extend(o.xrefs);
-        ea_refs.extend(o.ea_refs);
-        if let (Some(q), Some(uq)) = (quota.as_mut(), o.quota) {
-            q.merge(uq);
-        }
-        pending.extend(o.pending_iblocks);
-        state.stats.add(&o.stats);
+            _ => POLICY_UNRECOGNIZED,
+        };
+        state.enc_policy.push((ino, id));
     }
+    state.add_links_other(links_other);
+    state.add_unmapped(unmapped);
+    state.stats.add(&stats);
+    state.dir_blocks = dir_blocks;
     state.dir_blocks.sort_unstable();
+    // Grown by doubling while merging: the spare half is dead weight for
+    // the rest of the check.
+    state.dir_blocks.shrink_to_fit();
     // Units arrive in inode order, so this is already sorted; the sort is
     // cheap insurance for the binary searches of later passes.
     dirs.sort_unstable();
@@ -292,8 +310,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     // Pass 2 needs each directory's generation for its checksum seed;
     // keeping it here spares pass 2 a second read of the inode tables.
     state.dir_gen = dirs.iter().map(|d| d.1).collect();
-    state.dir_parent = vec![0; state.dirs.len()];
-    state.dir_dotdot = vec![0; state.dirs.len()];
+    // dir_parent and dir_dotdot are pass 2's to fill.
     problems.extend(xattr::check_blocks(fs, state, xrefs, &mut ea_refs, threads));
     for p in pending {
         // A valid block counts once, plus the EA-inode values it holds.
@@ -336,13 +353,7 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
     let isz = geo.inode_size as usize;
     let first_ino = u.group * geo.inodes_per_group + u.first + 1;
     let n = u.count as usize;
-    let mut out = UnitOut {
-        first_ino,
-        ftype: vec![0; n],
-        links: vec![0; n],
-        iflags: vec![0; n],
-        ..Default::default()
-    };
+    let mut out = UnitOut::default();
     match read_unit(fs, u, &mut w.table) {
         Ok(true) => {}
         Ok(false) => return out,
@@ -364,7 +375,7 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
         let raw = &table_buf[i * isz..(i + 1) * isz];
         let ino = first_ino + i as u32;
         let garbage = insane.get(i / ipb).copied().unwrap_or(false);
-        check_inode(ctx, w, &mut out, i, ino, raw, (csum_ok[i], garbage));
+        check_inode(ctx, w, &mut out, ino, raw, (csum_ok[i], garbage));
     }
     w.table = table_buf;
     out
@@ -399,33 +410,55 @@ fn check_resize_inode(fs: &Fs) -> Option<Problem> {
     let Ok(dbuf) = fs.read_block(dind) else {
         return bad("double indirect block unreadable");
     };
-    let mut gdt_off = geo.desc_blocks as u64;
-    let mut pblk = geo.first_data_block + 1 + geo.desc_blocks as u64;
+    let mut first = geo.first_data_block + 1 + geo.desc_blocks as u64;
     if geo.block_size == 1024 && geo.first_data_block == 0 {
         // 1 KiB bigalloc: the superblock is block 1 of group 0's cluster.
-        pblk += 1;
+        first += 1;
     }
-    for _ in 0..geo.reserved_gdt_blocks {
-        gdt_off %= apb;
-        if le32(&dbuf, (gdt_off * 4) as usize) as u64 != pblk {
-            return bad("reserved GDT block not mapped");
-        }
-        let Ok(ibuf) = fs.read_block(pblk) else {
-            return bad("reserved GDT block unreadable");
-        };
-        let mut k = 0usize;
-        for g in 1..geo.groups {
-            if !geo.group_has_super(g) {
-                continue;
+    let n = geo.reserved_gdt_blocks as u64;
+    // The double indirect block must map every reserved GDT block; the
+    // first one it does not decides, unless a block before it is wrong.
+    let mapped = (0..n)
+        .take_while(|&k| {
+            let gdt_off = (geo.desc_blocks as u64 + k) % apb;
+            le32(&dbuf, (gdt_off * 4) as usize) as u64 == first + k
+        })
+        .count() as u64;
+    // Each mapped block lists the block's backups; read 16 at a time, all
+    // in flight at once on a slow device.
+    let bsz = geo.block_size as usize;
+    let mut bufs = vec![0u8; 16.min(mapped as usize) * bsz];
+    let mut k = 0;
+    while k < mapped {
+        let m = (mapped - k).min(16) as usize;
+        let mut reqs: Vec<(u64, &mut [u8])> = bufs[..m * bsz]
+            .chunks_mut(bsz)
+            .enumerate()
+            .map(|(i, c)| ((first + k + i as u64) * geo.block_size as u64, c))
+            .collect();
+        let results = fs.dev.read_many(&mut reqs);
+        for (i, r) in results.iter().enumerate() {
+            if r.is_err() {
+                return bad("reserved GDT block unreadable");
             }
-            let expect = pblk + g as u64 * geo.blocks_per_group as u64;
-            if le32(&ibuf, k * 4) as u64 != expect {
-                return bad("reserved GDT backup not mapped");
+            let ibuf = &bufs[i * bsz..(i + 1) * bsz];
+            let pblk = first + k + i as u64;
+            let mut j = 0usize;
+            for g in 1..geo.groups {
+                if !geo.group_has_super(g) {
+                    continue;
+                }
+                let expect = pblk + g as u64 * geo.blocks_per_group as u64;
+                if le32(ibuf, j * 4) as u64 != expect {
+                    return bad("reserved GDT backup not mapped");
+                }
+                j += 1;
             }
-            k += 1;
         }
-        gdt_off += 1;
-        pblk += 1;
+        k += m as u64;
+    }
+    if mapped < n {
+        return bad("reserved GDT block not mapped");
     }
     None
 }
@@ -477,8 +510,14 @@ fn inode_csum_ok(ctx: &Ctx, ino: u32, raw: &[u8], inode: &Inode) -> bool {
 /// Per-inode findings before they are folded into the unit's output.
 struct InodeCheck<'o> {
     out: &'o mut UnitOut,
-    idx: usize,
+    state: &'o State,
     ino: u32,
+    /// The block map was walked (`check_blocks` ran).
+    mapped: bool,
+    /// The link count was recorded (`set_links`).
+    linked: bool,
+    /// The file type was recorded (`mark_used`).
+    typed: bool,
 }
 
 impl InodeCheck<'_> {
@@ -486,7 +525,32 @@ impl InodeCheck<'_> {
         self.out.problems.push(p);
     }
     fn set_flag(&mut self, f: u8) {
-        self.out.iflags[self.idx] |= f;
+        self.state.set_iflag(self.ino, f);
+    }
+    fn set_links(&mut self, links: u16) {
+        if self.linked && self.out.links_other.last().is_some_and(|l| l.0 == self.ino) {
+            self.out.links_other.pop();
+        }
+        self.linked = true;
+        if links != 1 {
+            self.out.links_other.push((self.ino, links));
+        }
+    }
+    /// A used inode whose count and type pass 1 never read (in a bad
+    /// block, or an unused reserved inode) has count 0 and no type.
+    fn finish(&mut self) {
+        if !self.state.inode_used.get(self.ino as u64) {
+            return;
+        }
+        if !self.linked {
+            self.out.links_other.push((self.ino, 0));
+        }
+        if !self.typed {
+            self.state.set_ftype(self.ino, 0);
+        }
+        if !self.mapped {
+            self.out.unmapped.push(self.ino);
+        }
     }
     fn bad(&mut self, p: Problem) {
         self.set_flag(iflag::BAD);
@@ -551,33 +615,41 @@ fn check_inode(
     ctx: &Ctx,
     w: &mut Worker,
     out: &mut UnitOut,
-    idx: usize,
     ino: u32,
     raw: &[u8],
     (csum_ok, garbage): (bool, bool),
 ) {
+    let mut c = InodeCheck {
+        out,
+        state: ctx.state,
+        ino,
+        mapped: false,
+        linked: false,
+        typed: false,
+    };
     if let Some(blk) = in_bad_itable_block(ctx, ino) {
         // e2fsck cannot read such an inode: it counts as in use, unchecked
         // (pass 2 then drops the entries naming it). When it is the bad
         // block inode itself, the list is not believed: e2fsck offers to
         // clear it.
         ctx.state.inode_used.set(ino as u64);
-        out.iflags[idx] |= iflag::IN_BAD_BLOCK;
+        c.set_flag(iflag::IN_BAD_BLOCK);
         if ino == inode::BAD_INO {
-            out.problems.push(
+            c.report(
                 Problem::new(Code::BadBlocksInodeInBadBlock)
                     .ino(ino)
                     .blk(blk),
             );
         }
+        c.finish();
         return;
     }
     let inode = Inode::parse(raw);
-    let mut c = InodeCheck { out, idx, ino };
     if garbage && inode.links_count > 0 {
         c.report(Problem::new(Code::InodeGarbage).ino(ino));
     }
     check_inode_body(ctx, w, &mut c, raw, &inode);
+    c.finish();
     // e2fsck reports a bad checksum ("passes checks, but checksum does not
     // match") after its other checks unless one of them rewrote the inode;
     // read-only, nothing is rewritten, so it is always reported.
@@ -630,8 +702,9 @@ fn reserved_file(
 
 fn mark_used(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
     ctx.state.inode_used.set(c.ino as u64);
-    c.out.links[c.idx] = inode.links_count;
-    c.out.ftype[c.idx] = inode.file_type() as u8;
+    c.set_links(inode.links_count);
+    ctx.state.set_ftype(c.ino, inode.file_type() as u8);
+    c.typed = true;
 }
 
 fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], inode: &Inode) {
@@ -742,7 +815,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                         .detail(detail::RESERVED_BAD_MODE),
                 );
             }
-            c.out.links[c.idx] = links;
+            c.set_links(links);
             check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
             return;
         }
@@ -843,7 +916,6 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             c.out.stats.directories += 1;
         }
         FileType::Regular => {
-            ctx.state.inode_reg.set(ino as u64);
             c.out.stats.regular += 1;
         }
         t @ (FileType::CharDev | FileType::BlockDev | FileType::Fifo | FileType::Socket) => {
@@ -1497,7 +1569,7 @@ fn check_blocks(
             ctx.state.claim_block(dind);
         }
     }
-    ctx.state.inode_mapped.set(ino as u64);
+    c.mapped = true;
     let Claimer {
         blocks: mapped,
         last_block,
@@ -1544,11 +1616,7 @@ fn check_blocks(
                 .detail(detail::ZERO_LENGTH_DIR),
         );
     }
-    if mapped == 0 && size == 0 && !inline {
-        c.set_flag(iflag::ZERO_LENGTH);
-    }
     if fragmented && mapped < fs.geo.blocks_per_group as u64 {
-        c.set_flag(iflag::FRAGMENTED);
         c.out.stats.fragmented += 1;
     }
 

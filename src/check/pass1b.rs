@@ -5,7 +5,7 @@
 //! shared and with whom ("file system metadata" counts as an owner).
 //!
 //! Keeps the owners in `State::dup_owners` for the repair. Relies on pass 1: `block_dup` (the blocks), the
-//! metadata map, `inode_mapped` (which inodes' maps pass 1 walked, so the
+//! metadata map, `map_walked` (which inodes' maps pass 1 walked, so the
 //! same ones are walked here with the same walker) and the xattr blocks
 //! pass 1 accepted.
 //!
@@ -139,7 +139,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
             let first = pass1::unit_first_ino(fs, unit);
             for i in 0..unit.count as usize {
                 let ino = first + i as u32;
-                if !state.inode_mapped.get(ino as u64) {
+                if !state.map_walked(ino) {
                     continue;
                 }
                 let Some(raw) = table.get(i * isz..(i + 1) * isz) else {

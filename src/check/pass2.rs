@@ -14,7 +14,7 @@
 //! order), `dir_dotdot`, and `lost_found`.
 //!
 //! Relies on pass 1 for `dir_blocks` (sorted by physical block), `dirs`,
-//! `inode_used`, `inode_dir`, `inode_reg`, `ftype`, `iflags` (HTREE,
+//! `inode_used`, `inode_dir`, `ftype`, `iflags` (HTREE,
 //! INLINE, BAD) and optionally `dir_gen`.
 //!
 //! Blocks are split into units of neighbouring blocks, read in coalesced
@@ -73,10 +73,10 @@ impl Targets for StateTargets<'_> {
         TargetInfo {
             used: s.inode_used.get(i),
             dir: s.inode_dir.get(i),
-            reg: s.inode_reg.get(i),
+            reg: s.is_reg(ino),
             bad: s.has_iflag(ino, iflag::BAD),
             in_bad_block,
-            ftype: s.ftype.get(ino as usize).copied().unwrap_or(0),
+            ftype: s.ftype(ino),
         }
     }
     fn add_link(&self, ino: u32) {
@@ -418,8 +418,9 @@ fn read_root_hash_versions(
 /// Reads and checks one unit of directory blocks.
 /// Largest step between blocks read in one request (1: adjacent only).
 const MAX_GAP: u64 = 1;
-/// Largest single read, in blocks.
-const MAX_SPAN: u64 = 256;
+/// Largest single read, in blocks: runs are cut at 128 KiB with 4 KiB
+/// blocks (a FUSE request's limit; each worker's buffer is this big).
+const MAX_SPAN: u64 = 32;
 
 #[allow(clippy::too_many_arguments)]
 fn check_unit<T: Targets>(
@@ -456,13 +457,14 @@ fn check_unit<T: Targets>(
     if let Some((a, b)) = hint {
         fs.dev.will_need(a * bsz, (b - a) * bsz);
     }
+    // Neighbouring blocks on disk are read with one request. (Reading
+    // through holes was tried: on directory-heavy images it read 4x the
+    // bytes and tripled warm-cache time; the readahead hints above serve
+    // cold caches better.) Equal blocks (shared by two directories) end a
+    // run so that each copy is checked as read.
+    let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     while i < blocks.len() {
-        // Neighbouring blocks on disk are read with one request. (Reading
-        // through holes was tried: on directory-heavy images it read 4x the
-        // bytes and tripled warm-cache time; the readahead hints above serve
-        // cold caches better.) Equal blocks (shared by two directories) end
-        // a run so that each copy is checked as read.
         let first = blocks[i].pblk;
         let mut j = i + 1;
         while j < blocks.len() {
@@ -472,16 +474,53 @@ fn check_unit<T: Targets>(
             }
             j += 1;
         }
-        let run = &blocks[i..j];
-        let last = run[run.len() - 1].pblk;
-        let span = (last - first + 1) as usize;
-        let need = span * bs;
-        if buf.len() < need {
-            buf.resize(need, 0);
+        runs.push((i, j));
+        i = j;
+    }
+    let span_of = |&(i, j): &(usize, usize)| (blocks[j - 1].pblk - blocks[i].pblk + 1) as usize;
+    let in_fs = |&(i, j): &(usize, usize)| {
+        fs.geo.block_in_fs(blocks[i].pblk) && fs.geo.block_in_fs(blocks[j - 1].pblk)
+    };
+    // On a slow (or cold) device the unit's runs are all requested at
+    // once, into one buffer, instead of one after the other.
+    let batched = runs.len() > 1 && fs.dev.is_slow();
+    let mut base = vec![0usize; runs.len()];
+    let mut whole = vec![false; runs.len()];
+    if batched {
+        let mut at = 0;
+        for (r, run) in runs.iter().enumerate() {
+            base[r] = at;
+            at += span_of(run) * bs;
         }
-        let in_fs = fs.geo.block_in_fs(first) && fs.geo.block_in_fs(last);
-        let whole = in_fs && fs.read_blocks(first, &mut buf[..need]).is_ok();
-        for db in run {
+        if buf.len() < at {
+            buf.resize(at, 0);
+        }
+        let mut reqs: Vec<(u64, &mut [u8])> = Vec::new();
+        let mut which = Vec::new();
+        let mut rest = &mut buf[..at];
+        for (r, run) in runs.iter().enumerate() {
+            let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(span_of(run) * bs);
+            rest = tail;
+            if in_fs(run) {
+                reqs.push((blocks[run.0].pblk.saturating_mul(bsz), chunk));
+                which.push(r);
+            }
+        }
+        for (r, res) in which.into_iter().zip(fs.dev.read_many(&mut reqs)) {
+            whole[r] = res.is_ok();
+        }
+    }
+    for (r, run) in runs.iter().enumerate() {
+        let first = blocks[run.0].pblk;
+        let need = span_of(run) * bs;
+        if !batched {
+            if buf.len() < need {
+                buf.resize(need, 0);
+            }
+            whole[r] = in_fs(run) && fs.read_blocks(first, &mut buf[..need]).is_ok();
+        }
+        let buf = &mut buf[base[r]..base[r] + need];
+        for db in &blocks[run.0..run.1] {
             let Some(di) = dir_index_of(st, db.ino) else {
                 continue;
             };
@@ -491,7 +530,7 @@ fn check_unit<T: Targets>(
             }
             let k = (db.pblk - first) as usize;
             let b = &mut buf[k * bs..(k + 1) * bs];
-            if !whole {
+            if !whole[r] {
                 // Pass 1 reports blocks outside the file system; a read
                 // error inside it is ours to report.
                 if !fs.geo.block_in_fs(db.pblk) {
@@ -513,7 +552,6 @@ fn check_unit<T: Targets>(
             };
             dirblock::check_block(fsp, &d.params, pos, b, targets, sink);
         }
-        i = j;
     }
 }
 
@@ -611,14 +649,14 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> (Vec<u32>, Vec<u32>, u32, Vec<Pro
         .enumerate()
         .flat_map(|(k, s)| (0..s.subdirs.len()).map(move |j| (k, j)))
         .collect();
-    refs.sort_by_key(|&(k, j)| sinks[k].subdirs[j].key);
+    refs.sort_by_key(|&(k, j)| sinks[k].subdirs[j].key());
     for (k, j) in refs {
         let r = sinks[k].subdirs[j];
         let Some(i) = dir_index_of(st, r.child) else {
             continue;
         };
         if parent[i] == 0 {
-            parent[i] = r.parent;
+            parent[i] = r.parent();
         } else {
             let s = r.name_start as usize;
             let name = sinks[k]
@@ -627,7 +665,7 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> (Vec<u32>, Vec<u32>, u32, Vec<Pro
                 .unwrap_or(&[]);
             probs.push(
                 Problem::new(Code::DirEntryLinkToDir)
-                    .ino(r.parent)
+                    .ino(r.parent())
                     .num(r.child as u64)
                     .num2(parent[i] as u64)
                     .detail(String::from_utf8_lossy(name).into_owned()),

@@ -97,7 +97,7 @@ pub fn check(
         {
             continue;
         }
-        let have = st.i_links.get(ino as usize).copied().unwrap_or(0);
+        let have = st.i_links(ino);
         let mut seen = st.links_seen.get(ino as usize);
         if seen == 0 {
             let raw = read(ino);
@@ -172,12 +172,12 @@ mod tests {
         }
         let mut st = st;
         st.inode_dir.set(2);
-        st.i_links[2] = 3;
-        st.i_links[11] = 1;
-        st.i_links[12] = 2;
-        st.i_links[13] = 1;
-        st.i_links[14] = 1;
-        st.i_links[15] = 1;
+        st.set_i_links(2, 3);
+        st.set_i_links(11, 1);
+        st.set_i_links(12, 2);
+        st.set_i_links(13, 1);
+        st.set_i_links(14, 1);
+        st.set_i_links(15, 1);
         for _ in 0..3 {
             st.links_seen.incr(2);
         }
@@ -210,9 +210,9 @@ mod tests {
         let mut st = State::new(10, 32);
         for ino in [12u32, 13, 14] {
             st.inode_used.set(ino as u64);
-            st.i_links[ino as usize] = 1;
+            st.set_i_links(ino, 1);
         }
-        st.i_links[14] = 2;
+        st.set_i_links(14, 2);
         st.ea_inode_refs = vec![(12, 2), (13, 1), (14, 1)];
         let ea = |refcount: u32| {
             let mut b = raw(0o100600, 8, flags::EA_INODE);
@@ -242,9 +242,9 @@ mod tests {
         for ino in [12u32, 13] {
             st.inode_used.set(ino as u64);
             st.inode_dir.set(ino as u64);
-            st.i_links[ino as usize] = 1;
+            st.set_i_links(ino, 1);
         }
-        st.iflags[13] = iflag::HTREE;
+        st.set_iflag(13, iflag::HTREE);
         for _ in 0..65010 {
             st.links_seen.incr(12);
         }

@@ -8,28 +8,32 @@ use super::xattr::EaCharge;
 use crate::engine::{AtomicBitmap, LinkCounts};
 use std::collections::BTreeMap;
 
-/// Per-inode flag bits kept by pass 1 (`State::iflags`).
+/// Per-inode flag bits kept by pass 1 (`State::has_iflag`), one bitmap
+/// each.
 pub mod iflag {
-    /// i_size is 0 and no blocks are mapped (pass 4: "zero-length").
-    pub const ZERO_LENGTH: u8 = 0x1;
     /// Directory uses an htree index (INDEX_FL).
-    pub const HTREE: u8 = 0x2;
+    pub const HTREE: u8 = 0x1;
     /// Directory or file keeps its data inline in the inode.
-    pub const INLINE: u8 = 0x4;
+    pub const INLINE: u8 = 0x2;
     /// Pass 1 found the inode broken beyond repair of single fields: entries
     /// pointing at it are themselves reported by pass 2.
-    pub const BAD: u8 = 0x8;
-    /// Fragmented (for the summary's non-contiguous percentage).
-    pub const FRAGMENTED: u8 = 0x10;
+    pub const BAD: u8 = 0x4;
     /// Encrypted with a readable policy (its id is in `State::enc_policy`).
-    pub const ENCRYPTED: u8 = 0x20;
+    pub const ENCRYPTED: u8 = 0x8;
     /// CASEFOLD_FL on a casefold file system: names hash (and compare)
     /// case-insensitively.
-    pub const CASEFOLD: u8 = 0x40;
+    pub const CASEFOLD: u8 = 0x10;
     /// Lies in an inode table block the bad-block list names: in use, never
     /// read (pass 4 leaves its count alone, as e2fsck does).
-    pub const IN_BAD_BLOCK: u8 = 0x80;
+    pub const IN_BAD_BLOCK: u8 = 0x20;
+    /// How many flags there are (bits 0..COUNT).
+    pub const COUNT: usize = 6;
 }
+
+/// Bits of a file type (`FileType as u8`, 0..=7).
+const FTYPE_BITS: usize = 3;
+const FT_REG: u8 = 1;
+const FT_DIR: u8 = 2;
 
 /// Policy id of every encrypted inode whose version this checker does not
 /// know (e2fsck takes them as sharing one policy).
@@ -144,16 +148,21 @@ pub struct State {
     /// Indexed by inode number (bit 0 unused): in use per pass 1.
     pub inode_used: AtomicBitmap,
     pub inode_dir: AtomicBitmap,
-    pub inode_reg: AtomicBitmap,
-    /// Inodes whose block map (and xattr block) pass 1 walked: pass 1B
-    /// walks exactly these again.
-    pub inode_mapped: AtomicBitmap,
-    /// `FileType as u8` by inode number; 0 for unused inodes.
-    pub ftype: Vec<u8>,
-    /// i_links_count by inode number.
-    pub i_links: Vec<u16>,
-    /// `iflag` bits by inode number.
-    pub iflags: Vec<u8>,
+    /// Used inodes whose block map pass 1 did not walk (inline symlinks,
+    /// unused reserved inodes), sorted: pass 1B walks every other used
+    /// inode again. Read with `map_walked`.
+    unmapped: Vec<u32>,
+    /// The file type of used inodes that are not directories (those are
+    /// `inode_dir`), as `FileType as u8` XOR 1, bit k in map k: regular
+    /// files are all zeros, so these maps cost memory only where special
+    /// files are. Read with `ftype` and `is_reg`.
+    ftype_bits: [AtomicBitmap; FTYPE_BITS],
+    /// i_links_count of used inodes whose count is not 1, sorted by inode;
+    /// every other used inode has 1 (nearly all files). Read with
+    /// `i_links`.
+    links_other: Vec<(u32, u16)>,
+    /// One map per `iflag` bit. Read with `has_iflag`.
+    iflags: [AtomicBitmap; iflag::COUNT],
     /// References found in directories (pass 2), by inode number.
     pub links_seen: LinkCounts,
     /// Directory blocks, sorted by physical block.
@@ -202,11 +211,10 @@ impl State {
             block_meta: AtomicBitmap::new(clusters),
             inode_used: AtomicBitmap::new(n as u64),
             inode_dir: AtomicBitmap::new(n as u64),
-            inode_reg: AtomicBitmap::new(n as u64),
-            inode_mapped: AtomicBitmap::new(n as u64),
-            ftype: vec![0; n],
-            i_links: vec![0; n],
-            iflags: vec![0; n],
+            unmapped: Vec::new(),
+            ftype_bits: std::array::from_fn(|_| AtomicBitmap::new(n as u64)),
+            links_other: Vec::new(),
+            iflags: std::array::from_fn(|_| AtomicBitmap::new(n as u64)),
             links_seen: LinkCounts::new(n),
             dir_blocks: Vec::new(),
             dirs: Vec::new(),
@@ -247,8 +255,116 @@ impl State {
             .map(|k| self.enc_policy[k].1)
     }
 
+    /// Does `ino` have any of the `iflag` bits in `f`?
     pub fn has_iflag(&self, ino: u32, f: u8) -> bool {
-        self.iflags.get(ino as usize).is_some_and(|v| v & f != 0)
+        self.iflags
+            .iter()
+            .enumerate()
+            .any(|(k, m)| f & (1 << k) != 0 && m.get(ino as u64))
+    }
+
+    /// Sets the `iflag` bits `f` of `ino` (any thread).
+    pub fn set_iflag(&self, ino: u32, f: u8) {
+        for (k, m) in self.iflags.iter().enumerate() {
+            if f & (1 << k) != 0 {
+                m.set(ino as u64);
+            }
+        }
+    }
+
+    /// The file type pass 1 found (`FileType as u8`); 0 for unused inodes.
+    pub fn ftype(&self, ino: u32) -> u8 {
+        let i = ino as u64;
+        if !self.inode_used.get(i) {
+            return 0;
+        }
+        if self.inode_dir.get(i) {
+            return FT_DIR;
+        }
+        self.ftype_bits
+            .iter()
+            .enumerate()
+            .fold(FT_REG, |t, (k, m)| t ^ (u8::from(m.get(i)) << k))
+    }
+
+    /// Is `ino` a regular file in use? The journal and quota inodes are
+    /// not: pass 1 checks them as reserved files, never as user files.
+    pub fn is_reg(&self, ino: u32) -> bool {
+        use crate::fs::inode::{GRP_QUOTA_INO, JOURNAL_INO, USR_QUOTA_INO};
+        !matches!(ino, USR_QUOTA_INO | GRP_QUOTA_INO | JOURNAL_INO) && self.ftype(ino) == FT_REG
+    }
+
+    /// Records the file type of used inode `ino` (any thread). Directories
+    /// are `inode_dir`; a used inode recorded with no type at all reads as
+    /// a regular file (reserved inodes other than the root: nothing asks).
+    pub fn set_ftype(&self, ino: u32, t: u8) {
+        if t == FT_DIR {
+            return;
+        }
+        let i = ino as u64;
+        for (k, m) in self.ftype_bits.iter().enumerate() {
+            if (t ^ FT_REG) & (1 << k) != 0 {
+                m.set(i);
+            } else {
+                m.clear(i);
+            }
+        }
+    }
+
+    /// i_links_count of `ino` as pass 1 read it (0 for unused inodes).
+    pub fn i_links(&self, ino: u32) -> u16 {
+        if !self.inode_used.get(ino as u64) {
+            return 0;
+        }
+        self.links_other
+            .binary_search_by_key(&ino, |&(i, _)| i)
+            .map_or(1, |k| self.links_other[k].1)
+    }
+
+    /// Appends the link counts other than 1 of used inodes, in increasing
+    /// inode order (pass 1 merges its units in order; out of order, the
+    /// list is sorted again).
+    pub fn add_links_other(&mut self, counts: impl IntoIterator<Item = (u32, u16)>) {
+        let before = self.links_other.len();
+        self.links_other.extend(counts);
+        self.links_other.shrink_to_fit();
+        let sorted = self.links_other[before.saturating_sub(1)..]
+            .windows(2)
+            .all(|w| w[0].0 < w[1].0);
+        if !sorted {
+            self.links_other.sort_by_key(|&(i, _)| i);
+            self.links_other.dedup_by_key(|&mut (i, _)| i);
+        }
+    }
+
+    /// Did pass 1 walk the block map of `ino`? (Every used inode but the
+    /// few in `unmapped`.)
+    pub fn map_walked(&self, ino: u32) -> bool {
+        self.inode_used.get(ino as u64) && self.unmapped.binary_search(&ino).is_err()
+    }
+
+    /// Appends used inodes whose map pass 1 did not walk, in increasing
+    /// order (as `add_links_other`).
+    pub fn add_unmapped(&mut self, inos: impl IntoIterator<Item = u32>) {
+        let before = self.unmapped.len();
+        self.unmapped.extend(inos);
+        if !self.unmapped[before.saturating_sub(1)..].is_sorted() {
+            self.unmapped.sort_unstable();
+            self.unmapped.dedup();
+        }
+    }
+
+    /// Sets i_links_count of used inode `ino` (repairs and tests).
+    pub fn set_i_links(&mut self, ino: u32, v: u16) {
+        let k = self.links_other.binary_search_by_key(&ino, |&(i, _)| i);
+        match (k, v) {
+            (Ok(k), 1) => {
+                self.links_other.remove(k);
+            }
+            (Ok(k), _) => self.links_other[k].1 = v,
+            (Err(_), 1) => {}
+            (Err(k), _) => self.links_other.insert(k, (ino, v)),
+        }
     }
 
     /// The index of block `blk` in the block maps.

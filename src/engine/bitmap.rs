@@ -2,20 +2,124 @@
 //!
 //! Claims are `fetch_or` on 64-bit words, so there is nothing to merge after
 //! a parallel pass and the cost does not depend on fragmentation.
+//!
+//! Memory: large maps are fresh anonymous mappings, so a page of a map
+//! costs resident memory only once a bit in it is set. A map that stays empty over most of its
+//! range (duplicate blocks, special file types, flags) costs next to
+//! nothing; sizes are still those of the file system.
 
-use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Zeroed words whose pages cost memory only once written: large arrays
+/// are their own anonymous mapping (the kernel's zero pages until a bit is
+/// set); small ones come from the allocator. The C allocator cannot be
+/// trusted with the large ones: it clears reused heap memory itself, which
+/// makes every page of a mostly empty map resident.
+pub(crate) struct ZeroedWords {
+    ptr: std::ptr::NonNull<AtomicU64>,
+    len: usize,
+    mapped: bool,
+}
+
+// SAFETY: the words are atomics, shared as `&[AtomicU64]` only.
+#[allow(unsafe_code)]
+unsafe impl Send for ZeroedWords {}
+#[allow(unsafe_code)]
+unsafe impl Sync for ZeroedWords {}
+
+/// Arrays of at least this many bytes get their own mapping.
+const MAP_MIN_BYTES: usize = 16 * 1024;
+
+impl ZeroedWords {
+    #[allow(unsafe_code)]
+    pub(crate) fn new(len: usize) -> ZeroedWords {
+        let bytes = len
+            .checked_mul(std::mem::size_of::<AtomicU64>())
+            .expect("map size fits in memory");
+        if bytes >= MAP_MIN_BYTES {
+            // SAFETY: a fresh private anonymous mapping; the result is
+            // checked before use and unmapped once, in Drop, with the
+            // same length.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    bytes,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED
+                && let Some(ptr) = std::ptr::NonNull::new(p as *mut AtomicU64)
+            {
+                return ZeroedWords {
+                    ptr,
+                    len,
+                    mapped: true,
+                };
+            }
+        }
+        let b: Box<[AtomicU64]> = (0..len).map(|_| AtomicU64::new(0)).collect();
+        let ptr = std::ptr::NonNull::new(Box::into_raw(b) as *mut AtomicU64)
+            .unwrap_or(std::ptr::NonNull::dangling());
+        ZeroedWords {
+            ptr,
+            len,
+            mapped: false,
+        }
+    }
+}
+
+impl std::ops::Deref for ZeroedWords {
+    type Target = [AtomicU64];
+    #[allow(unsafe_code)]
+    fn deref(&self) -> &[AtomicU64] {
+        // SAFETY: ptr points at `len` initialised words (zero pages or a
+        // boxed slice) owned by self for its whole life.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for ZeroedWords {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        // SAFETY: exactly what `new` made: the mapping of len words, or
+        // the boxed slice of len words.
+        unsafe {
+            if self.mapped {
+                libc::munmap(
+                    self.ptr.as_ptr() as *mut libc::c_void,
+                    self.len * std::mem::size_of::<AtomicU64>(),
+                );
+            } else {
+                drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    self.ptr.as_ptr(),
+                    self.len,
+                )));
+            }
+        }
+    }
+}
+
+fn zeroed_words(n: usize) -> ZeroedWords {
+    ZeroedWords::new(n)
+}
 
 pub struct AtomicBitmap {
-    words: Vec<AtomicU64>,
+    words: ZeroedWords,
     len: u64,
 }
 
 impl AtomicBitmap {
     pub fn new(len: u64) -> AtomicBitmap {
-        let n = len.div_ceil(64) as usize;
-        let mut words = Vec::with_capacity(n);
-        words.resize_with(n, || AtomicU64::new(0));
-        AtomicBitmap { words, len }
+        let n = usize::try_from(len.div_ceil(64)).expect("bitmap size fits in memory");
+        AtomicBitmap {
+            words: zeroed_words(n),
+            len,
+        }
     }
 
     pub fn len(&self) -> u64 {
@@ -36,8 +140,10 @@ impl AtomicBitmap {
         self.words[(i / 64) as usize].fetch_or(bit, Ordering::Relaxed) & bit != 0
     }
 
+    /// Clears bit `i` (a bit already clear is not written: its page may
+    /// never have been touched).
     pub fn clear(&self, i: u64) {
-        if i < self.len {
+        if self.get(i) {
             let bit = 1u64 << (i % 64);
             self.words[(i / 64) as usize].fetch_and(!bit, Ordering::Relaxed);
         }
@@ -101,35 +207,94 @@ impl AtomicBitmap {
     }
 }
 
-/// Per-inode counter of directory entries seen. 16 bits saturate at
-/// u16::MAX; the rare inode with more references is counted in a side
-/// table by the caller (directories with dir_nlink need only "> 65000").
+/// Shards of the exact counts of inodes seen three times or more.
+const SHARDS: usize = 16;
+
+/// Per-inode counter of directory entries seen, 2 bits per inode: 0, 1, 2,
+/// or 3 = "more, see the exact table". Nearly every inode is named once or
+/// twice (files, leaf directories), so the dense part is all most inodes
+/// cost; the few counted higher (directories with subdirectories, hard
+/// links) keep their excess over 2 in small locked hash maps, sharded by
+/// inode so workers rarely meet on a lock. Counts read back saturated at
+/// u16::MAX (directories with dir_nlink need only "> 65000").
 pub struct LinkCounts {
-    counts: Vec<AtomicU16>,
+    bits: ZeroedWords,
+    len: usize,
+    excess: Vec<Mutex<HashMap<u32, u32>>>,
 }
 
 impl LinkCounts {
     pub fn new(n: usize) -> LinkCounts {
-        let mut counts = Vec::with_capacity(n);
-        counts.resize_with(n, || AtomicU16::new(0));
-        LinkCounts { counts }
+        LinkCounts {
+            bits: zeroed_words(n.div_ceil(32)),
+            len: n,
+            excess: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        }
     }
 
-    /// Adds one reference to `i`, saturating.
+    fn shard(&self, i: usize) -> std::sync::MutexGuard<'_, HashMap<u32, u32>> {
+        self.excess[i % SHARDS]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds one reference to `i`.
     pub fn incr(&self, i: usize) {
-        if let Some(c) = self.counts.get(i) {
-            let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_add(1));
+        if i >= self.len {
+            return;
+        }
+        let w = &self.bits[i / 32];
+        let sh = (i % 32) * 2;
+        // 0 -> 1 -> 2 -> 3 in the dense part; from 3 on, the excess table.
+        // Which thread moves 2 -> 3 does not matter: every increment past
+        // 2 adds exactly one to the excess, so the sum is the same.
+        let prev = w
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                let c = (v >> sh) & 3;
+                (c < 3).then(|| v + (1u64 << sh))
+            })
+            .unwrap_or_else(|v| v);
+        if (prev >> sh) & 3 >= 2 {
+            let mut m = self.shard(i);
+            let e = m.entry(i as u32).or_insert(0);
+            *e = e.saturating_add(1);
         }
     }
 
+    /// Removes one reference from `i` (not concurrently with `incr` of the
+    /// same inode: repairs adjust counts after the passes).
     pub fn decr(&self, i: usize) {
-        if let Some(c) = self.counts.get(i) {
-            let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+        if i >= self.len {
+            return;
         }
+        let w = &self.bits[i / 32];
+        let sh = (i % 32) * 2;
+        if (w.load(Ordering::Relaxed) >> sh) & 3 == 3 {
+            let mut m = self.shard(i);
+            if let Some(e) = m.get_mut(&(i as u32)) {
+                *e -= 1;
+                if *e > 0 {
+                    return;
+                }
+                m.remove(&(i as u32));
+            }
+        }
+        let _ = w.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+            let c = (v >> sh) & 3;
+            (c > 0).then(|| v - (1u64 << sh))
+        });
     }
 
     pub fn get(&self, i: usize) -> u16 {
-        self.counts.get(i).map_or(0, |c| c.load(Ordering::Relaxed))
+        if i >= self.len {
+            return 0;
+        }
+        let c = (self.bits[i / 32].load(Ordering::Relaxed) >> ((i % 32) * 2)) & 3;
+        if c < 3 {
+            return c as u16;
+        }
+        let e = self.shard(i).get(&(i as u32)).copied().unwrap_or(1);
+        u16::try_from(2 + e as u64).unwrap_or(u16::MAX)
     }
 }
 
@@ -164,5 +329,37 @@ mod tests {
         assert_eq!(l.get(1), u16::MAX);
         l.incr(99);
         assert_eq!(l.get(99), 0);
+        assert_eq!(l.get(0), 0);
+    }
+
+    #[test]
+    fn link_counts_exact_from_threads() {
+        let l = LinkCounts::new(100);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for i in 0..100 {
+                        for _ in 0..(i % 7) {
+                            l.incr(i);
+                        }
+                    }
+                });
+            }
+        });
+        for i in 0..100 {
+            assert_eq!(l.get(i), (4 * (i % 7)) as u16, "inode {i}");
+        }
+        for _ in 0..5 {
+            l.decr(13);
+        }
+        assert_eq!(l.get(13), 19);
+        for _ in 0..30 {
+            l.decr(13);
+        }
+        assert_eq!(l.get(13), 0);
+        l.incr(13);
+        l.incr(13);
+        l.incr(13);
+        assert_eq!(l.get(13), 3);
     }
 }

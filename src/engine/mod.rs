@@ -5,9 +5,10 @@
 
 pub mod bitmap;
 pub mod budget;
+pub mod memory;
 pub mod pool;
 pub mod progress;
 
 pub use bitmap::{AtomicBitmap, LinkCounts};
 pub use budget::Budget;
-pub use pool::{CANCEL, Threads, cancelled, par_map};
+pub use pool::{CANCEL, Threads, cancelled, par_fold, par_fold_io, par_map};

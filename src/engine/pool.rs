@@ -71,6 +71,107 @@ where
         .collect()
 }
 
+/// Like `par_map`, but each result goes to `merge` in unit order as soon
+/// as it and every unit before it are done, instead of all being kept to
+/// the end: the memory held is that of the units finished out of order
+/// (about one per thread, since units are handed out in order), not of the
+/// whole pass. `merge` runs on whichever thread completes the next unit in
+/// order, one call at a time. After a cancellation the merge stops at the
+/// first unit not done.
+pub fn par_fold<S, R, I, W, M>(n: usize, threads: Threads, init: I, work: W, merge: M)
+where
+    R: Send,
+    I: Fn() -> S + Sync,
+    W: Fn(&mut S, usize) -> R + Sync,
+    M: FnMut(usize, R) + Send,
+{
+    par_fold_io(n, threads, 0, &|| false, init, work, merge)
+}
+
+/// `par_fold` with up to `extra` more workers for while `io_bound()` says
+/// the units wait on the device more than they compute (a slow or cold
+/// device): each extra worker takes units only while it holds, and stops
+/// at the first unit it finds it does not, so a fast device costs them
+/// nothing but a thread start (their `init` runs on their first unit).
+/// More threads than CPUs then keep more reads in flight; the results
+/// are the same, merged in unit order.
+pub fn par_fold_io<S, R, I, W, M>(
+    n: usize,
+    threads: Threads,
+    extra: usize,
+    io_bound: &(dyn Fn() -> bool + Sync),
+    init: I,
+    work: W,
+    merge: M,
+) where
+    R: Send,
+    I: Fn() -> S + Sync,
+    W: Fn(&mut S, usize) -> R + Sync,
+    M: FnMut(usize, R) + Send,
+{
+    let t = threads.0.clamp(1, n.max(1));
+    let extra = if extra > 0 && io_bound() {
+        extra.min(n.saturating_sub(t))
+    } else {
+        0
+    };
+    super::progress::add_total(n as u64);
+    if t == 1 && extra == 0 {
+        let mut s = init();
+        let mut merge = merge;
+        for u in (0..n).take_while(|_| !cancelled()) {
+            let r = work(&mut s, u);
+            super::progress::unit_done();
+            merge(u, r);
+        }
+        return;
+    }
+    struct Order<R, M> {
+        /// First unit not merged yet.
+        next: usize,
+        /// Finished units waiting for an earlier one.
+        waiting: std::collections::BTreeMap<usize, R>,
+        merge: M,
+    }
+    let order = Mutex::new(Order {
+        next: 0,
+        waiting: std::collections::BTreeMap::new(),
+        merge,
+    });
+    let next_unit = AtomicUsize::new(0);
+    std::thread::scope(|sc| {
+        for k in 0..t + extra {
+            let (init, work, order, next_unit) = (&init, &work, &order, &next_unit);
+            sc.spawn(move || {
+                let mut s = None;
+                loop {
+                    if k >= t && !io_bound() {
+                        break;
+                    }
+                    let u = next_unit.fetch_add(1, Ordering::Relaxed);
+                    if u >= n || cancelled() {
+                        break;
+                    }
+                    let r = work(s.get_or_insert_with(init), u);
+                    super::progress::unit_done();
+                    let mut o = order.lock().unwrap_or_else(|e| e.into_inner());
+                    let o = &mut *o;
+                    if u != o.next {
+                        o.waiting.insert(u, r);
+                        continue;
+                    }
+                    (o.merge)(u, r);
+                    o.next += 1;
+                    while let Some(r) = o.waiting.remove(&o.next) {
+                        (o.merge)(o.next, r);
+                        o.next += 1;
+                    }
+                }
+            });
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,5 +190,41 @@ mod tests {
             );
             assert_eq!(r, (0..100).map(|u| u * 2).collect::<Vec<_>>());
         }
+    }
+
+    #[test]
+    fn fold_merges_in_unit_order() {
+        for t in [1, 2, 4, 8] {
+            let mut got = Vec::new();
+            par_fold(
+                1000,
+                Threads(t),
+                || (),
+                |_, u| {
+                    if u % 7 == 0 {
+                        std::thread::yield_now();
+                    }
+                    u * 3
+                },
+                |u, r| got.push((u, r)),
+            );
+            assert_eq!(got, (0..1000).map(|u| (u, u * 3)).collect::<Vec<_>>());
+        }
+        // Extra I/O workers, on for the first half only: same result.
+        let busy = AtomicUsize::new(0);
+        let mut got = Vec::new();
+        par_fold_io(
+            500,
+            Threads(2),
+            6,
+            &|| busy.load(Ordering::Relaxed) < 250,
+            || (),
+            |_, u| {
+                busy.fetch_add(1, Ordering::Relaxed);
+                u + 1
+            },
+            |u, r| got.push((u, r)),
+        );
+        assert_eq!(got, (0..500).map(|u| (u, u + 1)).collect::<Vec<_>>());
     }
 }

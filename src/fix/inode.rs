@@ -208,7 +208,7 @@ pub(super) fn release(
     })? {
         return Ok(false);
     }
-    for map in [&state.inode_used, &state.inode_dir, &state.inode_reg] {
+    for map in [&state.inode_used, &state.inode_dir] {
         map.clear(ino as u64);
     }
     Ok(true)

@@ -38,7 +38,6 @@ pub(super) fn add(links: &mut Links, ino: u32, d: i64) {
 }
 
 /// Directory file type codes (the entry's file_type byte).
-const FT_REG: u8 = 1;
 const FT_DIR: u8 = 2;
 
 /// i_generation, for the checksum seed of a directory's blocks.
@@ -233,13 +232,7 @@ fn insert_entry(b: &mut [u8], ino: u32, name: &[u8], ft: u8, filetype: bool) -> 
 
 /// The entry type `ino` should have, as pass 2 computes it.
 fn file_type(state: &State, ino: u32) -> u8 {
-    if state.inode_dir.get(ino as u64) {
-        FT_DIR
-    } else if state.inode_reg.get(ino as u64) {
-        FT_REG
-    } else {
-        state.ftype.get(ino as usize).copied().unwrap_or(0)
-    }
+    state.ftype(ino)
 }
 
 /// Can entries be added to / rewritten in directory `dir` by these fixes?

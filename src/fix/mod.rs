@@ -542,7 +542,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         if link_fixed.contains(&ino) || !state.inode_used.get(ino as u64) {
             continue;
         }
-        let have = state.i_links.get(ino as usize).copied().unwrap_or(0);
+        let have = state.i_links(ino);
         let seen = i64::from(state.links_seen.get(ino as usize));
         let want = link_target(state, ino, seen + d);
         if want != u64::from(have) {

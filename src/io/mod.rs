@@ -11,6 +11,17 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+/// Reads in flight at most when the device is slow (`read_many`, and the
+/// extra I/O workers passes add): enough to cover a device's latency with
+/// requests, as a queue of 16 does for a disk array or FUSE's default.
+pub const IO_DEPTH: usize = 16;
+
+/// A device whose requests take longer than this on average (µs) is
+/// "slow": worth keeping many requests in flight. Page-cache hits take
+/// 1–40 µs, a disk or a delayed device hundreds to thousands.
+const SLOW_US: u64 = 150;
 
 /// Where the bytes come from: a file or block device, or memory (fuzzing
 /// and tests).
@@ -35,7 +46,13 @@ pub struct Device {
     path: PathBuf,
     size: u64,
     bytes_read: AtomicU64,
+    /// Times of the last `LAT_SAMPLES` read requests (µs), a ring.
+    latency: [AtomicU64; LAT_SAMPLES],
+    reads: AtomicU64,
 }
+
+/// Requests whose times decide `is_slow`.
+const LAT_SAMPLES: usize = 4;
 
 impl Device {
     pub fn open_read_only(path: &Path) -> Result<Device> {
@@ -53,6 +70,8 @@ impl Device {
             path: path.to_path_buf(),
             size,
             bytes_read: AtomicU64::new(0),
+            latency: Default::default(),
+            reads: AtomicU64::new(0),
         })
     }
 
@@ -64,6 +83,8 @@ impl Device {
             overlay: None,
             path: PathBuf::from("<memory>"),
             bytes_read: AtomicU64::new(0),
+            latency: Default::default(),
+            reads: AtomicU64::new(0),
         }
     }
 
@@ -145,10 +166,15 @@ impl Device {
             });
         }
         match &self.backend {
-            Backend::File(f) => f.read_exact_at(buf, offset).map_err(|e| Error::Io {
-                what: format!("read error at offset {offset} of {}", self.path.display()),
-                source: e,
-            })?,
+            Backend::File(f) => {
+                let t = Instant::now();
+                let r = f.read_exact_at(buf, offset);
+                self.note_latency(t.elapsed().as_micros() as u64);
+                r.map_err(|e| Error::Io {
+                    what: format!("read error at offset {offset} of {}", self.path.display()),
+                    source: e,
+                })?
+            }
             Backend::Memory(m) => {
                 // In range: checked against `size` above.
                 buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
@@ -160,6 +186,68 @@ impl Device {
         self.bytes_read
             .fetch_add(buf.len() as u64, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+impl Device {
+    /// Records one request's time.
+    fn note_latency(&self, us: u64) {
+        let k = self.reads.fetch_add(1, Ordering::Relaxed) as usize % LAT_SAMPLES;
+        self.latency[k].store(us, Ordering::Relaxed);
+    }
+
+    /// The shortest of the last few requests' times, in µs (0 until there
+    /// were that many): a device's latency shows in every request, a
+    /// thread preempted on a busy machine only in some.
+    pub fn latency_us(&self) -> u64 {
+        if self.reads.load(Ordering::Relaxed) < LAT_SAMPLES as u64 {
+            return 0;
+        }
+        self.latency
+            .iter()
+            .map(|l| l.load(Ordering::Relaxed))
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Do requests take long enough that several should be in flight?
+    pub fn is_slow(&self) -> bool {
+        self.latency_us() >= SLOW_US
+    }
+
+    /// Fills every buffer from its offset. On a slow device up to
+    /// `IO_DEPTH` requests are in flight at once (threads issuing them),
+    /// otherwise they are read one after the other. One result per request.
+    pub fn read_many(&self, reqs: &mut [(u64, &mut [u8])]) -> Vec<Result<()>> {
+        if reqs.len() < 2 || !self.is_slow() {
+            return reqs.iter_mut().map(|(o, b)| self.read_at(*o, b)).collect();
+        }
+        let n = reqs.len();
+        let next = std::sync::Mutex::new(reqs.iter_mut().enumerate());
+        let results: Vec<std::sync::Mutex<Option<Result<()>>>> =
+            (0..n).map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|s| {
+            for _ in 0..IO_DEPTH.min(n) {
+                s.spawn(|| {
+                    loop {
+                        let item = next.lock().unwrap_or_else(|e| e.into_inner()).next();
+                        let Some((i, (off, buf))) = item else {
+                            break;
+                        };
+                        let r = self.read_at(*off, buf);
+                        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                    }
+                });
+            }
+        });
+        results
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or(Ok(()))
+            })
+            .collect()
     }
 }
 
@@ -243,5 +331,32 @@ mod tests {
         d.read_at(24, &mut c).unwrap();
         assert_eq!(c, [24, 25]);
         assert_eq!(d.overlay_bytes(), 8);
+    }
+
+    #[test]
+    fn read_many_fills_every_buffer() {
+        let d = Device::from_bytes((0..=255u8).collect());
+        // Slow or not, the same bytes land in the same buffers.
+        for slow in [false, true] {
+            for _ in 0..LAT_SAMPLES {
+                d.note_latency(if slow { 10_000 } else { 0 });
+            }
+            assert_eq!(d.is_slow(), slow);
+            let mut bufs = [[0u8; 4]; 40];
+            let mut reqs: Vec<(u64, &mut [u8])> = bufs
+                .iter_mut()
+                .enumerate()
+                .map(|(i, b)| ((i * 6) as u64, &mut b[..]))
+                .collect();
+            let r = d.read_many(&mut reqs);
+            assert!(r[..40].iter().take(40).all(|r| r.is_ok()));
+            for (i, b) in bufs.iter().enumerate() {
+                let o = (i * 6) as u8;
+                assert_eq!(b, &[o, o + 1, o + 2, o + 3]);
+            }
+        }
+        let mut b = [0u8; 4];
+        let mut reqs: Vec<(u64, &mut [u8])> = vec![(254, &mut b[..])];
+        assert!(d.read_many(&mut reqs)[0].is_err());
     }
 }
