@@ -17,16 +17,21 @@
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
 //! `dir.rs` (single directory entries and '..'),
 //! `dup.rs` (multiply-claimed blocks: copies, or deletion),
+//! `groups.rs` (bitmaps and inode tables relocated),
+//! `superblock.rs` (the primary superblock and descriptors restored from
+//! the backup the check used),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay the check read through, staged first
 //! so the fixes land on top of it).
 
 mod dir;
 mod dup;
+mod groups;
 mod inode;
 pub mod journal;
 mod lostfound;
 mod summary;
+mod superblock;
 
 use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
@@ -96,6 +101,8 @@ pub fn supported(code: Code) -> bool {
         || DIR.contains(&code)
         || code == Code::LostFoundMissing
         || code == Code::DupBlocks
+        || code == Code::SbUsedBackup
+        || groups::CODES.contains(&code)
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -187,19 +194,39 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             fixes_staged: replay_fix,
         });
     }
-    // The fixes below rewrite the primary superblock and descriptors from
-    // the copies this check loaded; restoring the primary from a backup
-    // and cluster bitmaps are not built yet.
-    if fs.sb_block != SUPERBLOCK_OFFSET / u64::from(bs) {
-        return Err(Refusal::Unsupported(
-            "the primary superblock is unusable; restoring it from a backup is not implemented yet"
-                .into(),
-        ));
+    // The fixes below edit the primary superblock and descriptors; when
+    // the check read a backup, the first round only puts it back as the
+    // primary (`superblock.rs`) and the next round's check goes on from
+    // there.
+    if superblock::used_backup(fs) {
+        superblock::restore_primary(fs, &mut overlay).map_err(Refusal::Failed)?;
+        for (k, p) in report.problems.iter().enumerate() {
+            fixed[k] = p.code == Code::SbUsedBackup;
+        }
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: true,
+        });
     }
     if fs.sb.has_ro_compat(ro_compat::BIGALLOC) {
         return Err(Refusal::Unsupported(
             "repairing bigalloc file systems is not implemented yet".into(),
         ));
+    }
+
+    // Bitmaps and inode tables move before anything reads them again
+    // (`groups.rs`), in a round of their own.
+    if let Some(fixed) = groups::relocate(fs, state, &mut overlay, &report.problems, wanted)
+        .map_err(Refusal::Failed)?
+    {
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: true,
+        });
     }
 
     // Pass 1D runs alone, after the pass 0 and pass 1 fixes (as in e2fsck,
