@@ -158,3 +158,23 @@ fn bitmaps_on_bad_blocks_relocated() {
         );
     }
 }
+
+/// Quota inode numbers that name no possible inode are cleared (the
+/// quota type then has no file, as e2fsck leaves it).
+#[test]
+fn invalid_quota_inode_numbers_cleared() {
+    let tmp = TempDir::new("super-quota");
+    let img = tmp.join("disk.img");
+    // No tree: mke2fs -d leaves the quota files without the tree's usage.
+    mkfs(&img, 32 * MIB, &MkfsOpts::ext4().features("quota"), None);
+    assert_eq!(e2fsck_fn(&img), 0, "base is not clean");
+    // The project type has no file: clearing the field leaves nothing
+    // behind (an orphaned user or group quota inode would need clearing).
+    debugfs_w(&img, &["ssv prj_quota_inum 808464432"]);
+    assert_ne!(e2fsck_fn(&img), 0, "e2fsck -fn sees no damage");
+    let out = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "pfsck -fy:\n{text}");
+    assert!(text.contains("Invalid project quota inode"), "{text}");
+    assert_both_clean("quota-inum", &img);
+}

@@ -20,6 +20,7 @@
 //! `groups.rs` (bitmaps and inode tables relocated),
 //! `superblock.rs` (the primary superblock and descriptors restored from
 //! the backup the check used),
+//! `quota.rs` (quota inode numbers in the superblock),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay the check read through, staged first
 //! so the fixes land on top of it).
@@ -30,6 +31,7 @@ mod groups;
 mod inode;
 pub mod journal;
 mod lostfound;
+mod quota;
 mod summary;
 mod superblock;
 
@@ -103,6 +105,7 @@ pub fn supported(code: Code) -> bool {
         || code == Code::DupBlocks
         || code == Code::SbUsedBackup
         || groups::CODES.contains(&code)
+        || code == Code::SbQuotaInode
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -299,7 +302,16 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         }
     }
     let mut link_fixed = std::collections::BTreeSet::new();
+    let mut cleared_quota = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
+        if p.code == Code::QuotaFileBad
+            && allowed(p, mode)
+            && p.ino.is_some_and(|i| cleared_quota.contains(&i))
+        {
+            // The superblock no longer names that file.
+            fixed[k] = true;
+            continue;
+        }
         if !wanted(p)
             || TREE.contains(&p.code)
             || DIR.contains(&p.code)
@@ -321,6 +333,11 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         } else if SUMMARY.contains(&p.code) {
             summary = true;
             fixed[k] = true;
+        } else if p.code == Code::SbQuotaInode {
+            fixed[k] = quota::clear_inum(fs, &mut overlay, p).map_err(Refusal::Failed)?;
+            if fixed[k] {
+                cleared_quota.extend(p.ino);
+            }
         } else if FEATURE.contains(&p.code) {
             large_file = true;
             fixed[k] = true;
