@@ -178,3 +178,30 @@ fn invalid_quota_inode_numbers_cleared() {
     assert!(text.contains("Invalid project quota inode"), "{text}");
     assert_both_clean("quota-inum", &img);
 }
+
+/// Usage recorded in a quota file entry is rewritten with what the check
+/// counted (debugfs writes files without updating quota usage).
+#[test]
+fn quota_usage_rewritten() {
+    for (name, size, opts) in [
+        (
+            "quota-1k",
+            8 * MIB,
+            MkfsOpts::ext4().block_size(1024).features("quota"),
+        ),
+        ("quota-4k", 32 * MIB, MkfsOpts::ext4().features("quota")),
+    ] {
+        let tmp = TempDir::new(&format!("super-{name}"));
+        let img = tmp.join("disk.img");
+        mkfs(&img, size, &opts, None);
+        let data = tmp.join("data");
+        std::fs::write(&data, file_content("data", 50_000)).unwrap();
+        debugfs_w(&img, &[format!("write {} data", data.display())]);
+        assert_ne!(e2fsck_fn(&img), 0, "[{name}] e2fsck -fn sees no damage");
+        let out = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert_eq!(out.status.code(), Some(1), "[{name}] pfsck -fy:\n{text}");
+        assert!(text.contains("Usage inconsistent"), "[{name}] {text}");
+        assert_both_clean(name, &img);
+    }
+}

@@ -106,6 +106,7 @@ pub fn supported(code: Code) -> bool {
         || code == Code::SbUsedBackup
         || groups::CODES.contains(&code)
         || code == Code::SbQuotaInode
+        || code == Code::QuotaUsage
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -333,6 +334,8 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         } else if SUMMARY.contains(&p.code) {
             summary = true;
             fixed[k] = true;
+        } else if p.code == Code::QuotaUsage {
+            fixed[k] = quota::fix_usage(fs, state, &mut overlay, p).map_err(Refusal::Failed)?;
         } else if p.code == Code::SbQuotaInode {
             fixed[k] = quota::clear_inum(fs, &mut overlay, p).map_err(Refusal::Failed)?;
             if fixed[k] {
