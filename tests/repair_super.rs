@@ -205,3 +205,39 @@ fn quota_usage_rewritten() {
         assert_both_clean(name, &img);
     }
 }
+
+/// resize_inode turned off with the resize inode still in place: the
+/// inode is cleared and the reserved GDT blocks given back, as e2fsck does.
+#[test]
+fn resize_inode_without_the_feature() {
+    for bs in [1024, 4096] {
+        let name = format!("resize-off-{bs}");
+        let tmp = TempDir::new(&name);
+        let img = tmp.join("disk.img");
+        let opts = MkfsOpts::ext4().block_size(bs).features("resize_inode");
+        mkfs(&img, 32 * MIB, &opts, None);
+        assert_eq!(e2fsck_fn(&img), 0, "[{name}] base is not clean");
+        debugfs_w(&img, &["feature -resize_inode"]);
+        // e2fsck -n reports it but exits 0 (it does not count it an error).
+        let seen = pfsck(&[OsStr::new("-fn"), img.as_os_str()]);
+        assert_eq!(
+            seen.status.code(),
+            Some(4),
+            "[{name}] pfsck -fn sees no damage"
+        );
+        let out = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert_eq!(out.status.code(), Some(1), "[{name}] pfsck -fy:\n{text}");
+        assert!(
+            text.contains("resize inode is not empty"),
+            "[{name}] {text}"
+        );
+        let sb = dumpe2fs(&img);
+        assert_eq!(
+            sb.header.get("Reserved GDT blocks").map(String::as_str),
+            None,
+            "[{name}] reserved GDT blocks left"
+        );
+        assert_both_clean(&name, &img);
+    }
+}

@@ -107,6 +107,7 @@ pub fn supported(code: Code) -> bool {
         || groups::CODES.contains(&code)
         || code == Code::SbQuotaInode
         || code == Code::QuotaUsage
+        || code == Code::SbResizeInodeNoFeature
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -334,6 +335,9 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         } else if SUMMARY.contains(&p.code) {
             summary = true;
             fixed[k] = true;
+        } else if p.code == Code::SbResizeInodeNoFeature {
+            fixed[k] =
+                superblock::fix_resize_inode(fs, &mut overlay, p).map_err(Refusal::Failed)?;
         } else if p.code == Code::QuotaUsage {
             fixed[k] = quota::fix_usage(fs, state, &mut overlay, p).map_err(Refusal::Failed)?;
         } else if p.code == Code::SbQuotaInode {

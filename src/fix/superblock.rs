@@ -59,3 +59,51 @@ pub(super) fn restore_primary(fs: &Fs, overlay: &mut Overlay) -> Result<(), Stri
     }
     Ok(())
 }
+
+const S_FEATURE_COMPAT: usize = 0x5C;
+const S_RESERVED_GDT_BLOCKS: usize = 0xCE;
+/// The part of an inode e2fsck clears (its `struct ext2_inode`).
+const GOOD_OLD_INODE_SIZE: usize = 128;
+
+/// The resize inode, as e2fsck's pass 0 settles it: with meta_bg the
+/// feature cannot work and is turned off; without the feature the inode
+/// must be empty, so it is cleared, and there are no reserved GDT blocks.
+/// Recreating an invalid resize inode while the feature stays is not built
+/// yet. Returns whether something was staged.
+pub(super) fn fix_resize_inode(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    p: &crate::check::problem::Problem,
+) -> Result<bool, String> {
+    use crate::fs::superblock::{compat, incompat};
+    if p.code != crate::check::problem::Code::SbResizeInodeNoFeature {
+        return Ok(false);
+    }
+    let has = fs.sb.has_compat(compat::RESIZE_INODE);
+    if has && !fs.sb.has_incompat(incompat::META_BG) {
+        return Ok(false);
+    }
+    // Without the feature there are no reserved GDT blocks either.
+    super::edit_superblock(fs, overlay, |sb| {
+        let c = crate::fs::bytes::le32(sb, S_FEATURE_COMPAT) & !compat::RESIZE_INODE;
+        put_le32(sb, S_FEATURE_COMPAT, c);
+        put_le16(sb, S_RESERVED_GDT_BLOCKS, 0);
+    })?;
+    let ino = crate::fs::inode::RESIZE_INO;
+    let Some(pos) = fs.inode_location(ino).and_then(|(blk, off)| {
+        blk.checked_mul(fs.block_size() as u64)?
+            .checked_add(off as u64)
+    }) else {
+        return Ok(has);
+    };
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
+        let n = GOOD_OLD_INODE_SIZE.min(b.len());
+        b[..n].fill(0);
+        if csum {
+            super::inode::set_checksum(seed, ino, b);
+        }
+    })?;
+    Ok(true)
+}
