@@ -204,6 +204,13 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // primary (`superblock.rs`) and the next round's check goes on from
     // there.
     if superblock::used_backup(fs) {
+        if mode == Mode::Preen {
+            // e2fsck -p does not go looking for backups of bad descriptors;
+            // a manual run decides.
+            return Err(Refusal::Unsupported(
+                "the primary superblock or descriptors are unusable; run with -y to restore them from the backup".into(),
+            ));
+        }
         superblock::restore_primary(fs, &mut overlay).map_err(Refusal::Failed)?;
         for (k, p) in report.problems.iter().enumerate() {
             fixed[k] = p.code == Code::SbUsedBackup;
