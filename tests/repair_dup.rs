@@ -192,3 +192,57 @@ fn no_space_deletes_the_file() {
     let ls = debugfs_r(&img, "ls -l /");
     assert!(!ls.contains(" a "), "/a still listed:\n{ls}");
 }
+
+/// A file whose extent tree has a leaf block below the root (made by
+/// writing it into a fragmented file system): a later file sharing one of
+/// its data blocks makes it split a leaf extent around the copy; sharing
+/// the leaf block itself makes it copy the node and repoint the index.
+#[test]
+fn ext4_tree_below_the_root() {
+    let tmp = TempDir::new("dup-tree");
+    let src = tmp.join("tree");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..60 {
+        std::fs::write(
+            src.join(format!("s{i}")),
+            file_content(&format!("s{i}"), 4096),
+        )
+        .unwrap();
+    }
+    let base = tmp.join("base.img");
+    mkfs(
+        &base,
+        16 * MIB,
+        &MkfsOpts::ext4().block_size(4096),
+        Some(&src),
+    );
+    let big = tmp.join("big");
+    let late = tmp.join("late");
+    std::fs::write(&big, file_content("big", 200_000)).unwrap();
+    std::fs::write(&late, file_content("late", 8192)).unwrap();
+    let mut cmds: Vec<String> = (0..60).step_by(2).map(|i| format!("rm /s{i}")).collect();
+    cmds.push(format!("write {} big", big.display()));
+    cmds.push(format!("write {} late", late.display()));
+    debugfs_w(&base, &cmds);
+    assert_eq!(e2fsck_fn(&base), 0, "fragmented base is not clean");
+    let stat = debugfs_r(&base, "stat /big");
+    assert!(stat.contains("(ETB0)"), "/big has no tree block:\n{stat}");
+    let blocks = blocks_of(&base, "/big");
+    // `blocks` lists the leaf block first, then the data blocks.
+    let leaf = blocks[0];
+    let data = blocks[blocks.len() - 5];
+    for (name, target) in [("leaf-extent", data), ("leaf-node", leaf)] {
+        let img = tmp.join(format!("{name}.img"));
+        copy_image(&base, &img);
+        debugfs_w(&img, &[format!("sif /late block[5] {target}")]);
+        assert_ne!(e2fsck_fn(&img), 0, "[{name}] e2fsck -fn sees no damage");
+        let before: Vec<Vec<u8>> = ["big", "late"].iter().map(|f| cat(&img, f)).collect();
+        let out = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert_eq!(out.status.code(), Some(1), "[{name}] pfsck -fy:\n{text}");
+        assert_both_clean(name, &img);
+        for (f, want) in ["big", "late"].iter().zip(&before) {
+            assert!(&cat(&img, f) == want, "[{name}] /{f} changed");
+        }
+    }
+}
