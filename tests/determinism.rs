@@ -1,6 +1,7 @@
 //! The report must not depend on the number of threads: the same image
 //! checked with `--threads 1, 2, 4, 8` gives the same problems, in the same
-//! order, the same summary and the same exit code.
+//! order, the same summary and the same exit code; and a repair (`-fy`)
+//! leaves the same bytes and prints the same report.
 //!
 //! Runs on damaged images made here (damage in every pass) and, when
 //! `../shared/conformance` exists, on every conformance image.
@@ -136,6 +137,102 @@ fn same_report_for_any_thread_count_on_conformance_images() {
     );
     eprintln!(
         "{} conformance images: identical reports for --threads 1, 2, 4, 8",
+        tests.len()
+    );
+}
+
+/// `pfsck -fy --threads T` on a copy of `img` for each thread count: the
+/// repaired images must be byte for byte the same, and so must the text
+/// reports. The clock is fixed (`PFSCK_TIME`), as the time stamps a repair
+/// writes (dtime, a new lost+found's times) would otherwise differ between
+/// runs a second apart.
+fn repair_differences(img: &Path, dir: &Path) -> Option<String> {
+    let mut first: Option<(String, Vec<u8>)> = None;
+    for t in THREADS {
+        let copy = dir.join(format!("repair-{t}.img"));
+        std::fs::copy(img, &copy).unwrap();
+        let mut cmd = std::process::Command::new(pfsck_bin());
+        cmd.env("PFSCK_TIME", "1700000000")
+            .args(["-fy", "--threads", t])
+            .arg(&copy);
+        let r = run_timeout(cmd, Duration::from_secs(120));
+        assert!(
+            !r.timed_out && !r.crashed(),
+            "{}: {}",
+            img.display(),
+            r.describe()
+        );
+        // The report names the copy and its undo log; those differ by name.
+        let text = format!("exit {:?}\n{}", r.code(), r.stdout)
+            .replace(&copy.display().to_string(), "IMAGE");
+        let bytes = std::fs::read(&copy).unwrap();
+        let _ = std::fs::remove_file(&copy);
+        let _ = std::fs::remove_file(pfsck::repair::default_undo_path(&copy));
+        match &first {
+            None => first = Some((text, bytes)),
+            Some((t1, b1)) => {
+                if *b1 != bytes {
+                    let at = b1.iter().zip(&bytes).position(|(a, b)| a != b);
+                    return Some(format!(
+                        "{}: repaired images differ between --threads 1 and {t} (first byte {at:?})",
+                        img.display()
+                    ));
+                }
+                if *t1 != text {
+                    return Some(format!(
+                        "{}: repair reports differ between --threads 1 and {t}:\n--- 1\n{}\n--- {t}\n{}",
+                        img.display(),
+                        truncate(t1, 2000),
+                        truncate(&text, 2000)
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn same_repair_for_any_thread_count_on_damaged_images() {
+    let dir = TempDir::new("determinism-repair");
+    let img = damaged_image(&dir);
+    if let Some(d) = repair_differences(&img, &dir.join("")) {
+        panic!("{d}");
+    }
+}
+
+#[test]
+fn same_repair_for_any_thread_count_on_conformance_images() {
+    let Some(conf) = conformance_dir() else {
+        eprintln!("conformance images not found, skipped");
+        return;
+    };
+    let root = conf.join("e2fsprogs");
+    let mut tests: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    tests.sort();
+    let dir = TempDir::new("determinism-conf-repair");
+    let failures: Vec<String> = parallel_map(&tests, test_threads(), |i, t| {
+        let sub = dir.join(format!("r{i}"));
+        std::fs::create_dir_all(&sub).ok()?;
+        let img = sub.join("img");
+        extract_image(t, &img).ok()?;
+        let d = repair_differences(&img, &sub);
+        let _ = std::fs::remove_dir_all(&sub);
+        d
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(
+        failures.is_empty(),
+        "{} images repair differently with different thread counts:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    eprintln!(
+        "{} conformance images: identical repairs for --threads 1, 2, 4, 8",
         tests.len()
     );
 }

@@ -319,15 +319,19 @@ fn preen_refuses_unsafe_damage() {
 fn unsupported_damage_is_left_and_listed() {
     let b = Base::Ext2;
     let tmp = TempDir::new("repair-unsupported");
-    // A block pointer out of range: removing it is not built yet (the
-    // i_blocks and bitmap fixes it also causes are made; the pointer stays).
-    let img = damaged(&tmp, b, &s(&["sif /f70k block[2] 99999999"]));
+    // INDEX_FL on a regular file: clearing it is not built yet; the link
+    // count fixed beside it is.
+    let img = damaged(
+        &tmp,
+        b,
+        &s(&["sif /f70k flags 0x1000", "sif /small links_count 9"]),
+    );
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
     assert_eq!(code, Some(5), "{text}");
     let ino = inode_of(&b.image(), "/f70k");
     assert!(
         text.contains(&format!(
-            "Inode {ino} has an illegal block 99999999 (data block, logical 2).  Fix? no"
+            "Inode {ino} has INDEX_FL flag set but is not a directory.  Fix? no"
         )),
         "{text}"
     );
@@ -389,7 +393,7 @@ fn json_marks_what_was_fixed() {
     let img = damaged(
         &tmp,
         Base::Ext2,
-        &s(&["sif /small links_count 9", "sif /f70k block[2] 99999999"]),
+        &s(&["sif /small links_count 9", "sif /f70k flags 0x1000"]),
     );
     let out = pfsck(&[OsStr::new("-fy"), OsStr::new("--json"), img.as_os_str()]);
     assert_eq!(out.status.code(), Some(5), "fixed one, left one");
@@ -404,9 +408,9 @@ fn json_marks_what_was_fixed() {
             .map(|p| p["fixed"].as_bool().unwrap())
     };
     assert_eq!(fixed("0x4003"), Some(true), "link count: {probs:?}");
-    assert_eq!(fixed("0x1008"), Some(false), "illegal block: {probs:?}");
+    assert_eq!(fixed("0x1026"), Some(false), "INDEX_FL: {probs:?}");
     let left = v["problems_after_repair"].as_array().unwrap();
-    assert!(left.iter().any(|p| p["code"] == "0x1008"), "{left:?}");
+    assert!(left.iter().any(|p| p["code"] == "0x1026"), "{left:?}");
 }
 
 #[test]

@@ -87,6 +87,83 @@ pub fn header_problem(b: &[u8], len: usize) -> Option<&'static str> {
     None
 }
 
+/// Why pass 1 rejects an extent tree entry; e2fsck removes such an entry
+/// (with the subtree below an index). Shared by the check and the repair
+/// (`fix/blockmap.rs`) so both judge entries alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryFault {
+    BadStart,
+    Order,
+    PastEnd,
+    ZeroLength,
+    EndsBeyond,
+    DirTooBig,
+}
+
+/// One entry of a node: a leaf extent or an index (whose length runs to
+/// the next index or the node's end).
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    pub leaf: bool,
+    pub lblk: u64,
+    pub pblk: u64,
+    pub len: u64,
+    pub unwritten: bool,
+}
+
+/// What an entry is judged against at its place in the walk.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// Entries may not start before this logical block.
+    pub start: u64,
+    /// Last logical block of the previous leaf extent of the file.
+    pub last_lblk: Option<u64>,
+    /// Last logical block the node may map (None: the root).
+    pub end: Option<u64>,
+    pub nblocks: u64,
+    pub first_data_block: u64,
+    pub eof_block: u64,
+    /// A directory without large_dir: blocks it may not reach.
+    pub dir_limit: Option<u64>,
+}
+
+/// Entry `i` of node `b` as (lblk, pblk, len, unwritten).
+pub fn node_entry(b: &[u8], i: usize, leaf: bool, end: Option<u64>) -> (u64, u64, u64, bool) {
+    if leaf {
+        let e = extent::parse_leaf(b, i);
+        return (e.lblk as u64, e.pblk, e.len as u64, e.unwritten);
+    }
+    let ix = extent::parse_index(b, i);
+    let entries = extent::parse_header(b).entries as usize;
+    let next = if i + 1 < entries {
+        extent::parse_index(b, i + 1).lblk as u64
+    } else {
+        end.map_or(1u64 << 32, |e| e + 1)
+    };
+    let len = next.saturating_sub(ix.lblk as u64).max(1);
+    (ix.lblk as u64, ix.leaf, len, false)
+}
+
+/// e2fsck's tests of one entry, in its order.
+pub fn entry_fault(e: &Entry, b: &Bounds) -> Option<EntryFault> {
+    let last = e.lblk + e.len.max(1) - 1;
+    if e.pblk == 0 || e.pblk < b.first_data_block || e.pblk >= b.nblocks {
+        Some(EntryFault::BadStart)
+    } else if e.lblk < b.start || (e.leaf && b.last_lblk.is_some_and(|l| e.lblk <= l)) {
+        Some(EntryFault::Order)
+    } else if b.end.is_some_and(|end| last > end) && !(last > b.eof_block && e.unwritten) {
+        Some(EntryFault::PastEnd)
+    } else if e.leaf && e.len == 0 {
+        Some(EntryFault::ZeroLength)
+    } else if e.leaf && e.pblk.saturating_add(e.len) > b.nblocks {
+        Some(EntryFault::EndsBeyond)
+    } else if e.leaf && b.dir_limit.is_some_and(|l| e.lblk + e.len > l) {
+        Some(EntryFault::DirTooBig)
+    } else {
+        None
+    }
+}
+
 struct ExtentWalk<'a, V: MapVisitor> {
     fs: &'a Fs,
     info: MapInfo,
@@ -99,6 +176,13 @@ struct ExtentWalk<'a, V: MapVisitor> {
     /// Problems reported so far (a bad node checksum is reported only
     /// when nothing below the node is wrong).
     problems: u32,
+}
+
+/// Blocks a directory may have without large_dir (2^21 bytes' worth of
+/// 1 KiB blocks, scaled to the block size, as e2fsck counts).
+pub fn dir_block_limit(fs: &Fs) -> u64 {
+    let log = fs.geo.block_size.trailing_zeros() as u64;
+    1u64 << (21u64.saturating_sub(log.saturating_sub(10)))
 }
 
 /// Walks the extent tree rooted in `root` (the inode's 60-byte i_block).
@@ -128,7 +212,6 @@ pub fn walk_extents<V: MapVisitor>(
             return;
         }
     }
-    let log = fs.geo.block_size.trailing_zeros() as u64;
     let mut w = ExtentWalk {
         fs,
         info,
@@ -137,7 +220,7 @@ pub fn walk_extents<V: MapVisitor>(
         // means loops or sharing, and walking further proves nothing.
         nodes_left: fs.geo.blocks_count,
         last_lblk: None,
-        dir_limit: 1u64 << (21u64.saturating_sub(log.saturating_sub(10))),
+        dir_limit: dir_block_limit(fs),
         problems: 0,
     };
     w.node(root, h.depth, 0, None, &mut scratch.bufs[..]);
@@ -162,20 +245,25 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 return;
             }
             let leaf = depth == 0;
-            let (lblk, pblk, len, unwritten) = if leaf {
-                let e = extent::parse_leaf(b, i);
-                (e.lblk as u64, e.pblk, e.len as u64, e.unwritten)
-            } else {
-                let ix = extent::parse_index(b, i);
-                // An index covers up to the next index (or the node's end).
-                let next = if i + 1 < h.entries as usize {
-                    extent::parse_index(b, i + 1).lblk as u64
-                } else {
-                    end.map_or(1u64 << 32, |e| e + 1)
-                };
-                let len = next.saturating_sub(ix.lblk as u64).max(1);
-                (ix.lblk as u64, ix.leaf, len, false)
-            };
+            let (lblk, pblk, len, unwritten) = node_entry(b, i, leaf, end);
+            let fault = entry_fault(
+                &Entry {
+                    leaf,
+                    lblk,
+                    pblk,
+                    len,
+                    unwritten,
+                },
+                &Bounds {
+                    start: start_block,
+                    last_lblk: self.last_lblk,
+                    end,
+                    nblocks,
+                    first_data_block: fdb,
+                    eof_block: self.info.eof_block,
+                    dir_limit: (self.info.is_dir && !self.info.large_dir).then_some(self.dir_limit),
+                },
+            );
             let last = lblk + len.max(1) - 1;
             let bad = |what: &str| {
                 Problem::new(Code::InodeExtentBad)
@@ -185,36 +273,21 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                     .num2(len)
                     .detail(what.to_string())
             };
-            let problem = if pblk == 0 || pblk < fdb || pblk >= nblocks {
-                Some(bad("bad start block"))
-            } else if lblk < start_block || (leaf && self.last_lblk.is_some_and(|l| lblk <= l)) {
-                Some(
-                    Problem::new(Code::InodeExtentOrder)
-                        .ino(ino)
-                        .num(lblk)
-                        .blk(pblk),
-                )
-            } else if end.is_some_and(|e| last > e) && !(last > self.info.eof_block && unwritten) {
-                Some(
-                    Problem::new(Code::InodeExtentPastEof)
-                        .ino(ino)
-                        .num(lblk)
-                        .blk(pblk)
-                        .num2(len),
-                )
-            } else if leaf && len == 0 {
-                Some(bad("zero length"))
-            } else if leaf && pblk.saturating_add(len) > nblocks {
-                Some(bad("ends beyond the file system"))
-            } else if leaf
-                && self.info.is_dir
-                && !self.info.large_dir
-                && lblk + len > self.dir_limit
-            {
-                Some(bad("directory too big"))
-            } else {
-                None
-            };
+            let problem = fault.map(|f| match f {
+                EntryFault::BadStart => bad("bad start block"),
+                EntryFault::Order => Problem::new(Code::InodeExtentOrder)
+                    .ino(ino)
+                    .num(lblk)
+                    .blk(pblk),
+                EntryFault::PastEnd => Problem::new(Code::InodeExtentPastEof)
+                    .ino(ino)
+                    .num(lblk)
+                    .blk(pblk)
+                    .num2(len),
+                EntryFault::ZeroLength => bad("zero length"),
+                EntryFault::EndsBeyond => bad("ends beyond the file system"),
+                EntryFault::DirTooBig => bad("directory too big"),
+            });
             if let Some(p) = problem {
                 self.report(p);
                 continue;
@@ -288,7 +361,9 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
             });
             let node_end = lblk + len - 1;
             let before = self.problems;
-            self.node(buf, depth - 1, lblk, Some(node_end), rest);
+            // e2fsck scans the child from its own first block (after
+            // moving the index there when it may).
+            self.node(buf, depth - 1, first, Some(node_end), rest);
             had_problem |= self.problems != before;
             if csum_bad && !had_problem {
                 self.report(
@@ -313,8 +388,22 @@ pub fn walk_indirect<V: MapVisitor>(
     scratch: &mut Scratch,
     v: &mut V,
 ) {
+    walk_indirect_limited(fs, ino, ptrs, None, scratch, v);
+}
+
+/// Like [`walk_indirect`], with data blocks past logical block `limit`
+/// reported like illegal ones (e2fsck's "causes directory to be too big",
+/// see [`indirect_limit`]).
+pub fn walk_indirect_limited<V: MapVisitor>(
+    fs: &Fs,
+    ino: u32,
+    ptrs: &[u32; 15],
+    limit: Option<u64>,
+    scratch: &mut Scratch,
+    v: &mut V,
+) {
     let apb = (fs.geo.block_size / 4) as u64;
-    let mut illegal = 0u32;
+    let mut illegal = PtrCount { illegal: 0, limit };
     for (i, &p) in ptrs.iter().enumerate().take(12) {
         if v.done() {
             return;
@@ -353,6 +442,26 @@ pub fn walk_indirect<V: MapVisitor>(
     }
 }
 
+/// Illegal pointers met so far in one inode, and the data block limit.
+struct PtrCount {
+    illegal: u32,
+    limit: Option<u64>,
+}
+
+/// The last logical block a block-mapped inode may map (None: no limit
+/// but the map's own): e2fsck clears blocks past 2^21 bytes' worth of
+/// 1 KiB blocks in a directory without large_dir, and past block 0 in a
+/// slow symlink.
+pub fn indirect_limit(fs: &Fs, is_dir: bool, is_symlink: bool, large_dir: bool) -> Option<u64> {
+    if is_dir && !large_dir {
+        Some(dir_block_limit(fs))
+    } else if is_symlink {
+        Some(0)
+    } else {
+        None
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn visit_ptr<V: MapVisitor>(
     fs: &Fs,
@@ -362,27 +471,33 @@ fn visit_ptr<V: MapVisitor>(
     level: u32,
     apb: u64,
     bufs: &mut [Vec<u8>],
-    illegal: &mut u32,
+    illegal: &mut PtrCount,
     v: &mut V,
 ) {
     if v.done() {
         return;
     }
-    if !fs.geo.block_in_fs(blk) {
-        *illegal += 1;
+    let too_big = level == 0 && illegal.limit.is_some_and(|l| lblk > l);
+    if !fs.geo.block_in_fs(blk) || too_big {
+        illegal.illegal += 1;
         let what = match level {
             0 => "data block",
             1 => "indirect block",
             2 => "double indirect block",
             _ => "triple indirect block",
         };
+        let why = if fs.geo.block_in_fs(blk) {
+            ", past the file's largest logical block"
+        } else {
+            ""
+        };
         v.problem(
             Problem::new(Code::InodeIllegalBlock)
                 .ino(ino)
                 .blk(blk)
-                .detail(format!("{what}, logical {lblk}")),
+                .detail(format!("{what}, logical {lblk}{why}")),
         );
-        if *illegal == 12 {
+        if illegal.illegal == 12 {
             v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(ino));
         }
         return;

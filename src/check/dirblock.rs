@@ -10,13 +10,17 @@
 
 use super::problem::{Code, Problem};
 use crate::fs::bytes::{le16, le32, u8_at};
+use crate::fs::casefold;
+use crate::fs::crypt;
 use crate::fs::dir_entry::{self, decode_rec_len};
-use crate::fs::dx_hash::dx_hash;
+use crate::fs::dx_hash::{DX_HASH_SIPHASH, dx_hash};
 use crate::fs::htree;
 use crate::fs::inode::ROOT_INO;
 
 /// Smallest record that can hold an entry with a name (header + 1..4 bytes).
 const MIN_REC_LEN: usize = 12;
+/// The (hash, minor hash) pair an encrypted casefolded entry carries.
+const DIRENT_HASH_LEN: usize = 8;
 /// e2fsck's EXT4_DX_BLOCK_MASK: the top 4 bits of an index entry's block
 /// number are reserved.
 pub const DX_BLOCK_MASK: u32 = 0x0FFF_FFFF;
@@ -39,6 +43,10 @@ pub trait Targets {
     fn info(&self, ino: u32) -> TargetInfo;
     /// Counts one more directory entry naming `ino`.
     fn add_link(&self, ino: u32);
+    /// The encryption policy id of `ino` (None: not encrypted).
+    fn policy(&self, _ino: u32) -> Option<u32> {
+        None
+    }
 }
 
 /// Per-group facts for "entry points into an area pass 1 did not scan".
@@ -61,6 +69,9 @@ pub struct FsParams {
     pub largedir: bool,
     pub hash_seed: [u32; 4],
     pub unsigned_hash: bool,
+    /// casefold with the strict encoding flag: names of casefolded
+    /// directories must be valid UTF-8, and compare case-insensitively.
+    pub strict_names: bool,
     /// Empty when the descriptors carry no uninit flags (no uninit_bg).
     pub groups: Vec<GroupInodes>,
 }
@@ -93,6 +104,19 @@ pub struct DirParams {
     pub csum_seed: u32,
     /// Some for an indexed directory.
     pub htree: Option<HtreeParams>,
+    /// The directory's encryption policy id: its names are ciphertext.
+    pub policy: Option<u32>,
+    /// Casefolded (on a casefold file system): names hash folded.
+    pub casefold: bool,
+}
+
+impl DirParams {
+    /// Encrypted and casefolded: each entry after '..' carries its name's
+    /// hash (8 bytes after the name), which cannot be computed without the
+    /// key.
+    fn hash_in_dirent(&self) -> bool {
+        self.casefold && self.policy.is_some()
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -184,7 +208,12 @@ struct Entry<'a> {
     file_type: u8,
     /// The byte after the name (0 for a properly terminated '.'/'..').
     after_name: u8,
+    /// The hash stored after the name (encrypted casefolded entries only).
+    stored_hash: u32,
 }
+
+/// File type code of a symlink in an entry.
+const FT_SYMLINK: u8 = 7;
 
 fn is_dot(name: &[u8]) -> bool {
     name == b"."
@@ -286,7 +315,7 @@ pub fn check_block<T: Targets>(
                 .num(pos.lblk as u64),
         );
     }
-    report_duplicate(d.ino, b, out);
+    report_duplicate(d.ino, b, cf_names(fsp, d), out);
     if let Some(h) = d.htree {
         match kind {
             Some(k) => parse_index(fsp, d, &h, pos, b, k, bad_csum, out),
@@ -338,6 +367,7 @@ pub fn check_inline<T: Targets>(
             name: b".",
             file_type: ft_dir,
             after_name: 0,
+            stored_hash: 0,
         };
         cx.entry(&dot, 0, out);
         let dotdot = Entry {
@@ -348,12 +378,13 @@ pub fn check_inline<T: Targets>(
             name: b"..",
             file_type: ft_dir,
             after_name: 0,
+            stored_hash: 0,
         };
         cx.entry(&dotdot, 1, out);
         if iblock.len() > 4 {
             walk(&mut cx, iblock, 4, iblock.len(), 2, out);
         }
-        report_duplicate(d.ino, iblock, out);
+        report_duplicate(d.ino, iblock, cf_names(fsp, d), out);
     }
     if !ea.is_empty() {
         out.seen.clear();
@@ -370,12 +401,12 @@ pub fn check_inline<T: Targets>(
             hashes: &mut hashes,
         };
         walk(&mut cx, ea, 0, ea.len(), 2, out);
-        report_duplicate(d.ino, ea, out);
+        report_duplicate(d.ino, ea, cf_names(fsp, d), out);
     }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tail {
+pub enum Tail {
     Present,
     /// The entries run to the end of the block: no room for a tail.
     Missing,
@@ -385,7 +416,7 @@ enum Tail {
 }
 
 /// Where does the chain of rec_lens end, and is a checksum tail there?
-fn tail_state(b: &[u8]) -> Tail {
+pub fn tail_state(b: &[u8]) -> Tail {
     let top = b.len().saturating_sub(dir_entry::TAIL_LEN);
     let mut off = 0usize;
     // Each step advances by at least 8 bytes, so this ends within the block.
@@ -525,15 +556,22 @@ fn parse_index(
     });
 }
 
+/// Names compare case-insensitively (e2fsck only does so in strict
+/// mode, and never on ciphertext).
+fn cf_names(fsp: &FsParams, d: &DirParams) -> bool {
+    d.casefold && fsp.strict_names && d.policy.is_none()
+}
+
 /// Reports the first repeated name among the block's entries (e2fsck
 /// reports one per block and then schedules the directory for a rebuild).
 /// `b` is the buffer the entries' offsets refer to.
-fn report_duplicate(ino: u32, b: &[u8], out: &mut Sink) {
+fn report_duplicate(ino: u32, b: &[u8], cf: bool, out: &mut Sink) {
     if out.seen.len() < 2 {
         return;
     }
+    // Folded names of different lengths may be equal.
     out.seen
-        .sort_unstable_by_key(|&(fp, off, len)| (fp, len, off));
+        .sort_unstable_by_key(|&(fp, off, len)| (fp, if cf { 0 } else { len }, off));
     let name = |off: u32, len: u8| {
         let s = off as usize + dir_entry::HEADER_LEN;
         b.get(s..s + len as usize).unwrap_or(&[])
@@ -543,11 +581,12 @@ fn report_duplicate(ino: u32, b: &[u8], out: &mut Sink) {
     let mut best: Option<(u32, u8)> = None;
     for w in out.seen.windows(2) {
         let ((fp, off, len), (fp2, off2, len2)) = (w[0], w[1]);
-        if fp == fp2
-            && len == len2
-            && name(off, len) == name(off2, len2)
-            && best.is_none_or(|(o, _)| off2 < o)
-        {
+        let equal = if cf {
+            casefold::same(name(off, len), name(off2, len2))
+        } else {
+            len == len2 && name(off, len) == name(off2, len2)
+        };
+        if fp == fp2 && equal && best.is_none_or(|(o, _)| off2 < o) {
             best = Some((off2, len2));
         }
     }
@@ -590,11 +629,18 @@ fn walk<T: Targets>(
             MIN_REC_LEN
         };
         let name_len = u8_at(b, off + 6) as usize;
+        // Entries after '..' that carry a hash need room for it.
+        let extra = if state > 1 && cx.d.hash_in_dirent() {
+            DIRENT_HASH_LEN
+        } else {
+            0
+        };
         if !fits
             || off + rec_len > max
-            || rec_len < MIN_REC_LEN
+            || rec_len < MIN_REC_LEN + extra
             || !rec_len.is_multiple_of(4)
             || name_len + dir_entry::HEADER_LEN > rec_len
+            || (extra > 0 && dir_entry::rec_len_for(name_len) + extra > rec_len)
         {
             out.problems.push(
                 Problem::new(Code::DirBlockCorrupt)
@@ -614,6 +660,10 @@ fn walk<T: Targets>(
             name: &b[name_at..name_at + name_len],
             file_type: u8_at(b, off + 7),
             after_name: u8_at(b, name_at + name_len),
+            stored_hash: le32(
+                b,
+                name_at + dir_entry::rec_len_for(name_len) - dir_entry::HEADER_LEN,
+            ),
         };
         cx.entry(&e, state, out);
         off += rec_len;
@@ -638,7 +688,8 @@ impl<T: Targets> EntryCx<'_, T> {
             1 => self.check_dotdot(e, out),
             _ => {
                 if e.inode == dir {
-                    out.problems.push(self.problem(Code::DirEntryLinkToDot, e));
+                    out.problems
+                        .push(self.problem(Code::DirEntryLinkToDot, e).num(e.off as u64));
                 }
             }
         }
@@ -660,7 +711,8 @@ impl<T: Targets> EntryCx<'_, T> {
         }
         if state > 1 {
             if is_dot(e.name) || is_dotdot(e.name) {
-                out.problems.push(self.problem(Code::DirDotSecondEntry, e));
+                out.problems
+                    .push(self.problem(Code::DirDotSecondEntry, e).num(e.off as u64));
             } else if e.inode == ROOT_INO {
                 out.problems.push(self.problem(Code::DirEntryLinkToRoot, e));
             } else if e.name.is_empty() {
@@ -692,9 +744,20 @@ impl<T: Targets> EntryCx<'_, T> {
                     .num(e.inode as u64),
             );
         }
-        if e.name.iter().any(|&c| c == b'/' || c == 0) {
-            out.problems
-                .push(self.problem(Code::DirEntryIllegalChars, e));
+        if let Some(dp) = self.d.policy {
+            // Names are ciphertext: any byte may appear, but the cipher
+            // pads them to at least one block.
+            if state > 1 {
+                self.check_encrypted(e, dp, &ti, out);
+            }
+        } else {
+            if self.d.casefold && fsp.strict_names && casefold::invalid_at(e.name).is_some() {
+                out.problems.push(self.problem(Code::DirEntryBadUtf8, e));
+            }
+            if e.name.iter().any(|&c| c == b'/' || c == 0) {
+                out.problems
+                    .push(self.problem(Code::DirEntryIllegalChars, e));
+            }
         }
         if !fsp.filetype {
             if e.file_type != 0 {
@@ -720,7 +783,7 @@ impl<T: Targets> EntryCx<'_, T> {
             }
         }
         if let Some(v) = self.hash_version
-            && let Some((h, _)) = dx_hash(e.name, v, &fsp.hash_seed)
+            && let Some(h) = self.name_hash(e, v, state)
         {
             self.hashes.0 = self.hashes.0.min(h);
             self.hashes.1 = self.hashes.1.max(h);
@@ -747,10 +810,68 @@ impl<T: Targets> EntryCx<'_, T> {
                 .push(((self.pos.lblk, e.off as u32), e.inode));
         }
         if e.real {
-            out.seen
-                .push((fingerprint(e.name), e.off as u32, e.name.len() as u8));
+            if cf_names(self.fsp, self.d) {
+                // Names that do not fold equal no other name.
+                if let Some(f) = casefold::fold(e.name) {
+                    out.seen
+                        .push((fingerprint(&f), e.off as u32, e.name.len() as u8));
+                }
+            } else {
+                out.seen
+                    .push((fingerprint(e.name), e.off as u32, e.name.len() as u8));
+            }
         }
         self.t.add_link(e.inode);
+    }
+
+    /// The hash an htree leaf entry is sorted by.
+    fn name_hash(&self, e: &Entry<'_>, version: u8, state: u32) -> Option<u32> {
+        if version == DX_HASH_SIPHASH {
+            // Only the kernel, with the key, can compute it: the entry
+            // carries it after the name.
+            if state < 2 || !self.d.hash_in_dirent() {
+                return None;
+            }
+            return Some(e.stored_hash);
+        }
+        if self.d.casefold
+            && self.d.policy.is_none()
+            && let Some(f) = casefold::fold(e.name)
+        {
+            return dx_hash(&f, version, &self.fsp.hash_seed).map(|h| h.0);
+        }
+        dx_hash(e.name, version, &self.fsp.hash_seed).map(|h| h.0)
+    }
+
+    /// e2fsck's rules for an entry of an encrypted directory: a name of at
+    /// least one cipher block, and a regular file, directory or symlink
+    /// encrypted with the directory's policy.
+    fn check_encrypted(&self, e: &Entry<'_>, dir_policy: u32, ti: &TargetInfo, out: &mut Sink) {
+        if e.name.len() < crypt::NAME_MIN {
+            out.problems.push(
+                self.problem(Code::DirEntryEncryptedShort, e)
+                    .num(e.inode as u64),
+            );
+        }
+        match self.t.policy(e.inode) {
+            Some(p) if p == dir_policy => {}
+            Some(_) => out.problems.push(
+                self.problem(Code::DirEntryPolicyMismatch, e)
+                    .num(e.inode as u64),
+            ),
+            None => {
+                let needs = match e.file_type {
+                    0 => ti.reg || ti.dir || ti.ftype == FT_SYMLINK,
+                    ft => ft == 1 || ft == 2 || ft == FT_SYMLINK,
+                };
+                if needs {
+                    out.problems.push(
+                        self.problem(Code::DirEntryUnencrypted, e)
+                            .num(e.inode as u64),
+                    );
+                }
+            }
+        }
     }
 
     /// The form shared by '.' and '..': present with the right name, and
@@ -844,6 +965,7 @@ mod tests {
         bad: Vec<bool>,
         ftype: Vec<u8>,
         links: Vec<AtomicU32>,
+        policies: Vec<Option<u32>>,
     }
 
     impl Fake {
@@ -855,6 +977,7 @@ mod tests {
                 bad: vec![false; n],
                 ftype: vec![0; n],
                 links: (0..n).map(|_| AtomicU32::new(0)).collect(),
+                policies: vec![None; n],
             };
             for i in [2usize, 11, 12, 13] {
                 f.used[i] = true;
@@ -889,6 +1012,100 @@ mod tests {
                 c.fetch_add(1, Ordering::Relaxed);
             }
         }
+        fn policy(&self, ino: u32) -> Option<u32> {
+            self.policies.get(ino as usize).copied().flatten()
+        }
+    }
+
+    fn run_with(f: &FsParams, d: DirParams, b: &[u8], t: &Fake) -> Sink {
+        let mut s = Sink::default();
+        let pos = BlockPos {
+            lblk: 1,
+            pblk: 500,
+            zero_first: true,
+        };
+        check_block(f, &d, pos, b, t, &mut s);
+        s
+    }
+
+    #[test]
+    fn encrypted_directory_entries() {
+        let mut t = Fake::new();
+        for i in [12usize, 14, 15] {
+            t.policies[i] = Some(3);
+        }
+        t.policies[16] = Some(4);
+        let d = DirParams {
+            ino: 12,
+            policy: Some(3),
+            ..Default::default()
+        };
+        let f = fsp(false);
+        // Ciphertext may hold '/' and NUL; 16 bytes is the shortest name.
+        let good: &[u8] = b"ab/\0cdefghijklmn";
+        let b = block(&[(14, good, 1)], BS);
+        assert!(run_with(&f, d, &b, &t).problems.is_empty());
+        let b = block(&[(15, b"short", 1)], BS);
+        assert_eq!(
+            codes(&run_with(&f, d, &b, &t)),
+            vec![Code::DirEntryEncryptedShort]
+        );
+        let b = block(&[(17, b"0123456789abcdefXY", 1)], BS);
+        assert_eq!(
+            codes(&run_with(&f, d, &b, &t)),
+            vec![Code::DirEntryUnencrypted]
+        );
+        let b = block(&[(16, b"0123456789abcdefXY", 1)], BS);
+        assert_eq!(
+            codes(&run_with(&f, d, &b, &t)),
+            vec![Code::DirEntryPolicyMismatch]
+        );
+        // Devices, FIFOs and sockets need no encryption.
+        t.ftype[18] = 3;
+        let b = block(&[(18, b"0123456789abcdefXY", 3)], BS);
+        assert!(run_with(&f, d, &b, &t).problems.is_empty());
+        // Both rules at once, as e2fsck -n reports them.
+        let b = block(&[(17, b"x", 1)], BS);
+        assert_eq!(
+            codes(&run_with(&f, d, &b, &t)),
+            vec![Code::DirEntryEncryptedShort, Code::DirEntryUnencrypted]
+        );
+    }
+
+    #[test]
+    fn casefolded_directory_entries() {
+        let t = Fake::new();
+        let d = DirParams {
+            ino: 12,
+            casefold: true,
+            ..Default::default()
+        };
+        let strict = fsp(false);
+        let b = block(&[(14, b"A\xff", 1), (15, b"ok", 1)], BS);
+        assert_eq!(
+            codes(&run_with(&strict, d, &b, &t)),
+            vec![Code::DirEntryBadUtf8]
+        );
+        let b = block(&[(14, b"Readme", 1), (15, "README".as_bytes(), 1)], BS);
+        let s = run_with(&strict, d, &b, &t);
+        assert_eq!(codes(&s), vec![Code::DirEntryDuplicate]);
+        assert_eq!(s.problems[0].detail, "README");
+        let b = block(
+            &[(14, "stra\u{df}e".as_bytes(), 1), (15, b"STRASSE", 1)],
+            BS,
+        );
+        assert_eq!(
+            codes(&run_with(&strict, d, &b, &t)),
+            vec![Code::DirEntryDuplicate]
+        );
+        // Without strict mode names are bytes, as e2fsck compares them.
+        let mut lax = fsp(false);
+        lax.strict_names = false;
+        let b = block(
+            &[(14, b"A\xff", 1), (15, b"README", 1), (16, b"readme", 1)],
+            BS,
+        );
+        assert!(run_with(&lax, d, &b, &t).problems.is_empty());
     }
 
     fn fsp(csum: bool) -> FsParams {
@@ -902,6 +1119,7 @@ mod tests {
             largedir: false,
             hash_seed: [1, 2, 3, 4],
             unsigned_hash: false,
+            strict_names: true,
             groups: Vec::new(),
         }
     }
@@ -943,6 +1161,7 @@ mod tests {
             ino: dir,
             csum_seed: 77,
             htree: None,
+            ..Default::default()
         };
         let mut s = Sink::default();
         let pos = BlockPos {
@@ -1153,6 +1372,7 @@ mod tests {
                 hash_version: Some(1),
                 numblocks: 4,
             }),
+            ..Default::default()
         };
         let mut s = Sink::default();
         let pos = BlockPos {
@@ -1247,6 +1467,7 @@ mod tests {
             ino: 13,
             csum_seed: 0,
             htree: None,
+            ..Default::default()
         };
         let mut ib = vec![0u8; 60];
         put_le32(&mut ib, 0, 2);

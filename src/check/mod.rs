@@ -128,6 +128,22 @@ pub fn interrupt() {
     crate::engine::CANCEL.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// The time a run works with, in seconds since the epoch: `PFSCK_TIME`
+/// when set (like e2fsck's `E2FSCK_TIME`: tests and reproducible repairs —
+/// the time stamps a repair writes are then the same in every run), else
+/// the clock. At least 1, since a zero dtime means "not deleted".
+pub fn now() -> u64 {
+    std::env::var("PFSCK_TIME")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_secs())
+        })
+        .max(1)
+}
+
 fn check_interrupt() -> Result<()> {
     if crate::engine::cancelled() {
         Err(Error::Interrupted)

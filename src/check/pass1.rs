@@ -27,11 +27,12 @@
 use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use super::fsview::Fs;
 use super::problem::{Code, Problem};
-use super::state::{DirBlock, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
+use super::state::{DirBlock, POLICY_UNRECOGNIZED, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
 use crate::engine::{Threads, par_map};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
+use crate::fs::crypt::{self, Policy};
 use crate::fs::inode::{self, FileType, Inode, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 
@@ -129,6 +130,8 @@ struct UnitOut {
     /// Quota usage of the unit's inodes; None without the quota feature.
     quota: Option<QuotaUsage>,
     pending_iblocks: Vec<PendingIBlocks>,
+    /// Encrypted inodes with a readable policy, in inode order.
+    policies: Vec<(u32, Policy)>,
     stats: Stats,
 }
 
@@ -220,7 +223,19 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         .has_ro_compat(ro_compat::QUOTA)
         .then(QuotaUsage::default);
     let mut pending = Vec::new();
+    // Policy ids in order of first appearance: the same for any thread count.
+    let mut policy_ids: std::collections::BTreeMap<Vec<u8>, u32> = Default::default();
     for o in outs {
+        for (ino, p) in o.policies {
+            let id = match p {
+                Policy::Known(k) => {
+                    let next = policy_ids.len() as u32;
+                    *policy_ids.entry(k).or_insert(next)
+                }
+                _ => POLICY_UNRECOGNIZED,
+            };
+            state.enc_policy.push((ino, id));
+        }
         let base = o.first_ino as usize;
         for (i, &t) in o.ftype.iter().enumerate() {
             if let Some(slot) = state.ftype.get_mut(base + i) {
@@ -317,10 +332,13 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
         }
     }
     let table_buf = std::mem::take(&mut w.table);
+    let insane = insane_blocks(ctx, &table_buf[..n * isz], first_ino);
+    let ipb = geo.inodes_per_block().max(1) as usize;
     for i in 0..n {
         let raw = &table_buf[i * isz..(i + 1) * isz];
         let ino = first_ino + i as u32;
-        check_inode(ctx, w, &mut out, i, ino, raw);
+        let garbage = insane.get(i / ipb).copied().unwrap_or(false);
+        check_inode(ctx, w, &mut out, i, ino, raw, garbage);
     }
     w.table = table_buf;
     out
@@ -446,10 +464,74 @@ impl InodeCheck<'_> {
     }
 }
 
-fn check_inode(ctx: &Ctx, w: &mut Worker, out: &mut UnitOut, idx: usize, ino: u32, raw: &[u8]) {
+/// e2fsck's inode-table sanity test (done by libext2fs' inode scan): an
+/// inode-table block in which more than half the inodes fail their
+/// checksum or have an impossible extent header or block map holds
+/// garbage as a whole. `table` starts at a block boundary (units are
+/// whole blocks); one flag per block.
+fn insane_blocks(ctx: &Ctx, table: &[u8], first_ino: u32) -> Vec<bool> {
+    let geo = &ctx.fs.geo;
+    let isz = geo.inode_size as usize;
+    let ipb = geo.inodes_per_block() as usize;
+    if ipb < 2 || isz == 0 {
+        return Vec::new();
+    }
+    table
+        .chunks(ipb * isz)
+        .enumerate()
+        .map(|(b, chunk)| {
+            let bad = chunk
+                .chunks_exact(isz)
+                .enumerate()
+                .filter(|&(i, raw)| {
+                    let ino = first_ino + (b * ipb + i) as u32;
+                    let inode = Inode::parse(raw);
+                    !inode_csum_ok(ctx, ino, raw, &inode)
+                        || (inode.has_flag(flags::EXTENTS)
+                            && blockmap::header_problem(&inode.block, 60).is_some())
+                        || block_map_insane(ctx.fs, &inode)
+                })
+                .count();
+            bad > ipb / 2
+        })
+        .collect()
+}
+
+/// More than half of i_block's pointers outside the file system, for a
+/// block-mapped file, directory or slow symlink in use.
+fn block_map_insane(fs: &Fs, inode: &Inode) -> bool {
+    if inode.has_flag(flags::INLINE_DATA) || inode.has_flag(flags::EXTENTS) {
+        return false;
+    }
+    if !inode.is_reg() && !inode.is_symlink() && !inode.is_dir() {
+        return false;
+    }
+    if (inode.is_symlink() && inode.size <= 60) || inode.links_count == 0 {
+        return false;
+    }
+    let bad = inode
+        .block_ptrs()
+        .iter()
+        .filter(|&&p| p != 0 && !fs.geo.block_in_fs(p as u64))
+        .count();
+    bad > 15 / 2
+}
+
+fn check_inode(
+    ctx: &Ctx,
+    w: &mut Worker,
+    out: &mut UnitOut,
+    idx: usize,
+    ino: u32,
+    raw: &[u8],
+    garbage: bool,
+) {
     let inode = Inode::parse(raw);
     let csum_ok = inode_csum_ok(ctx, ino, raw, &inode);
     let mut c = InodeCheck { out, idx, ino };
+    if garbage && inode.links_count > 0 {
+        c.report(Problem::new(Code::InodeGarbage).ino(ino));
+    }
     check_inode_body(ctx, w, &mut c, raw, &inode);
     // e2fsck reports a bad checksum ("passes checks, but checksum does not
     // match") after its other checks unless one of them rewrote the inode;
@@ -678,18 +760,24 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         );
     }
     if inode.has_flag(flags::ENCRYPT) {
-        // Encrypted file systems stop at pass 0 (unsupported feature);
-        // here the flag is stray and e2fsck offers to clear it.
-        c.report(
-            Problem::new(Code::InodeBadFlags)
-                .ino(ino)
-                .detail("ENCRYPT_FL without an encryption context"),
-        );
+        check_encryption(ctx, w, c, raw, inode);
     }
-    if inode.has_flag(flags::CASEFOLD) && !ctx.casefold {
-        c.report(Problem::new(Code::InodeCasefold).ino(ino));
+    if inode.has_flag(flags::CASEFOLD) {
+        if !inode.is_dir() {
+            c.report(Problem::new(Code::InodeCasefoldNonDir).ino(ino));
+        }
+        if !ctx.casefold {
+            c.report(Problem::new(Code::InodeCasefold).ino(ino));
+        } else {
+            c.set_flag(iflag::CASEFOLD);
+        }
     }
 
+    if let Some(what) = really_dir(ctx, w, ino, raw, inode) {
+        // Read-only, the mode stays what it is and the inode is checked
+        // as such; the fix makes it a directory for the next round.
+        c.report(Problem::new(Code::InodeReallyDir).ino(ino).detail(what));
+    }
     match inode.file_type() {
         FileType::Directory => {
             ctx.state.inode_dir.set(ino as u64);
@@ -753,10 +841,114 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     check_blocks(ctx, w, c, raw, inode, false, ibody);
 }
 
+/// e2fsck's guess that an inode whose mode is neither a directory, a
+/// regular file nor a symlink is really a directory: its first block (or
+/// its inline data) starts with '.' naming itself and '..'. Returns what
+/// the mode says it is. One departure: a block counts as taken only when
+/// it is file system metadata (e2fsck also looks at the blocks inodes
+/// scanned before it claimed, which depends on scan order here).
+fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) -> Option<String> {
+    let fs = ctx.fs;
+    let geo = &fs.geo;
+    if inode.is_dir() || inode.is_reg() || inode.is_symlink() || le32(&inode.block, 0) == 0 {
+        return None;
+    }
+    let what = match inode.file_type() {
+        FileType::CharDev => "character device".to_string(),
+        FileType::BlockDev => "block device".to_string(),
+        FileType::Fifo => "FIFO".to_string(),
+        FileType::Socket => "socket".to_string(),
+        _ => format!("unknown file type with mode 0{:o}", inode.mode),
+    };
+    let good_ino = |i: u32, zero_ok: bool| {
+        i < geo.inodes_count && (i >= geo.first_ino || i == inode::ROOT_INO || (zero_ok && i == 0))
+    };
+    let mut not_device = false;
+    let blk = if ctx.inline_data && inode.has_flag(flags::INLINE_DATA) {
+        let size = xattr::inline_data_size(fs, raw, inode, &mut w.block, true).ok()?;
+        let b = &inode.block;
+        let rec_len = crate::fs::dir_entry::decode_rec_len(le16(b, 8), fs.block_size());
+        if size & 3 != 0
+            || !good_ino(le32(b, 0), false)
+            || !good_ino(le32(b, 4), true)
+            || rec_len > 56
+        {
+            return None;
+        }
+        return Some(what);
+    } else if ctx.extents && inode.has_flag(flags::EXTENTS) {
+        // Only a tree whose root holds the leaves is followed.
+        let h = crate::fs::extent::parse_header(&inode.block);
+        if blockmap::header_problem(&inode.block, 60).is_some() || h.depth != 0 {
+            return None;
+        }
+        not_device = true;
+        (0..h.entries as usize)
+            .map(|i| crate::fs::extent::parse_leaf(&inode.block, i))
+            .find(|e| e.lblk == 0 && e.len > 0)
+            .map_or(0, |e| e.pblk)
+    } else {
+        for (i, &p) in inode.block_ptrs().iter().enumerate() {
+            if p == 0 {
+                continue;
+            }
+            not_device |= i >= 4;
+            if !geo.block_in_fs(p as u64) || ctx.state.block_meta.get(p as u64) {
+                return None;
+            }
+        }
+        inode.block_ptrs()[0] as u64
+    };
+    if matches!(inode.file_type(), FileType::CharDev | FileType::BlockDev)
+        && inode.links_count == 1
+        && !not_device
+    {
+        return None;
+    }
+    if !geo.block_in_fs(blk) || fs.read_block_into(blk, &mut w.block).is_err() {
+        return None;
+    }
+    let b = &w.block;
+    let bs = b.len();
+    let rec = |off: usize| crate::fs::dir_entry::decode_rec_len(le16(b, off + 4), bs);
+    let r1 = rec(0);
+    if b[6] != 1 || b[8] != b'.' || le32(b, 0) != ino || r1 < 12 || r1 % 4 != 0 || r1 >= bs - 12 {
+        return None;
+    }
+    let r2 = rec(r1);
+    if b[r1 + 6] != 2 || b[r1 + 8] != b'.' || b[r1 + 9] != b'.' || r2 < 12 || r2 % 4 != 0 {
+        return None;
+    }
+    Some(what)
+}
+
+/// An inode flagged ENCRYPT needs a readable encryption context (with or
+/// without the feature, as e2fsck); its policy is kept for pass 2, which
+/// compares it with the directory's.
+fn check_encryption(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], inode: &Inode) {
+    let ino = c.ino;
+    let value = xattr::find_value(
+        ctx.fs,
+        raw,
+        inode,
+        &mut w.block,
+        crypt::XATTR_INDEX,
+        crypt::XATTR_NAME,
+    );
+    match value.map(|v| crypt::parse_context(&v)) {
+        None => c.report(Problem::new(Code::InodeEncryptNoXattr).ino(ino)),
+        Some(Policy::Corrupt) => c.report(Problem::new(Code::InodeEncryptCorrupt).ino(ino)),
+        Some(p) => {
+            c.set_flag(iflag::ENCRYPTED);
+            c.out.policies.push((ino, p));
+        }
+    }
+}
+
 /// e2fsck's rule for device, FIFO and socket inodes: no INDEX or EXTENTS
 /// flag, and with IMMUTABLE/APPEND no stray block pointers (the kernel
 /// does not always clear them otherwise).
-fn device_ok(inode: &Inode) -> bool {
+pub(crate) fn device_ok(inode: &Inode) -> bool {
     if inode.has_flag(flags::INDEX) || inode.has_flag(flags::EXTENTS) {
         return false;
     }
@@ -848,7 +1040,12 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
         }
         &w.block
     };
-    let len = target.iter().position(|&b| b == 0).unwrap_or(target.len());
+    // An encrypted target is a 16-bit length and ciphertext (NULs allowed).
+    let len = if inode.has_flag(flags::ENCRYPT) {
+        crypt::symlink_len(target)
+    } else {
+        target.iter().position(|&b| b == 0).unwrap_or(target.len())
+    };
     if len >= target.len() {
         return Some("target not terminated");
     }
@@ -934,13 +1131,17 @@ impl MapVisitor for Claimer<'_> {
         }
         if self.is_dir {
             if lblk > self.dir_next {
-                for h in self.dir_next..lblk {
-                    if self.holes < 16 {
-                        self.problems
-                            .push(Problem::new(Code::InodeDirHole).ino(self.ino).num(h));
-                    }
-                    self.holes = self.holes.saturating_add(1);
+                // A gap can span billions of blocks: report the first few,
+                // count the rest without walking them.
+                let gap = lblk - self.dir_next;
+                let shown = gap.min(16u64.saturating_sub(self.holes as u64));
+                for h in self.dir_next..self.dir_next + shown {
+                    self.problems
+                        .push(Problem::new(Code::InodeDirHole).ino(self.ino).num(h));
                 }
+                self.holes = self
+                    .holes
+                    .saturating_add(gap.try_into().unwrap_or(u32::MAX));
             }
             for k in 0..len {
                 if let Ok(l) = u32::try_from(lblk + k) {
@@ -1013,7 +1214,12 @@ pub(crate) fn walk_map<V: MapVisitor>(
         };
         blockmap::walk_extents(fs, info, &inode.block, scratch, v);
     } else {
-        blockmap::walk_indirect(fs, ino, &inode.block_ptrs(), scratch, v);
+        let limit = if bad_blocks {
+            None
+        } else {
+            blockmap::indirect_limit(fs, inode.is_dir(), inode.is_symlink(), ctx.large_dir)
+        };
+        blockmap::walk_indirect_limited(fs, ino, &inode.block_ptrs(), limit, scratch, v);
     }
     true
 }
@@ -1047,7 +1253,13 @@ fn htree_root_problem(
     if !matches!(hash_version, 0 | 1 | 2 | 6) {
         return Some(format!("unsupported hash version {hash_version}"));
     }
-    if hash_version == 6 {
+    // Entries of an encrypted casefolded directory carry their hash (a
+    // keyed siphash); no other directory may use it.
+    let hash_in_dirent = inode.has_flag(flags::ENCRYPT) && inode.has_flag(flags::CASEFOLD);
+    if hash_in_dirent && hash_version != 6 {
+        return Some("an encrypted casefolded directory needs siphash".into());
+    }
+    if !hash_in_dirent && hash_version == 6 {
         return Some("siphash on a directory that cannot use it".into());
     }
     if flags & 1 != 0 {

@@ -34,6 +34,7 @@ use super::state::{DirBlock, State, iflag};
 use crate::engine::{Threads, par_map};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
+use crate::fs::casefold;
 use crate::fs::group_desc::BG_INODE_UNINIT;
 use crate::fs::htree;
 use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, ROOT_INO};
@@ -80,6 +81,9 @@ impl Targets for StateTargets<'_> {
     }
     fn add_link(&self, ino: u32) {
         self.st.links_seen.incr(ino as usize);
+    }
+    fn policy(&self, ino: u32) -> Option<u32> {
+        self.st.policy(ino)
     }
 }
 
@@ -156,6 +160,8 @@ pub fn fs_params(fs: &Fs) -> FsParams {
         largedir: sb.has_incompat(incompat::LARGEDIR),
         hash_seed: sb.hash_seed,
         unsigned_hash: sb.unsigned_hash(),
+        strict_names: sb.has_incompat(incompat::CASEFOLD)
+            && sb.encoding_flags & casefold::ENCODING_STRICT != 0,
         groups,
     }
 }
@@ -258,6 +264,8 @@ fn dir_table(fs: &Fs, fsp: &FsParams, st: &State, limit: u32, threads: Threads) 
                     } else {
                         None
                     },
+                    policy: st.policy(ino),
+                    casefold: st.has_iflag(ino, iflag::CASEFOLD),
                 },
                 inline,
                 numblocks: 0,

@@ -19,7 +19,7 @@
 
 use super::fsview::Fs;
 use super::problem::{Code, Problem};
-use super::state::State;
+use super::state::{State, iflag};
 use crate::error::Result;
 use crate::fs::inode::ROOT_INO;
 
@@ -75,6 +75,9 @@ pub fn check(st: &State) -> Vec<Problem> {
         out.push(Problem::new(Code::LostFoundMissing));
     } else if !st.inode_dir.get(st.lost_found as u64) {
         out.push(Problem::new(Code::LostFoundNotDir).ino(st.lost_found));
+    } else if st.has_iflag(st.lost_found, iflag::ENCRYPTED) {
+        // Names put there by the repair would have to be encrypted.
+        out.push(Problem::new(Code::LostFoundEncrypted).ino(st.lost_found));
     }
     out
 }

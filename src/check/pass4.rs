@@ -26,6 +26,7 @@ use super::state::{State, iflag};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO, flags};
+use crate::fs::superblock::ro_compat;
 use crate::fs::xattr;
 
 /// Above this many links a directory's i_links_count is 1 (EXT2_LINK_MAX).
@@ -34,13 +35,25 @@ const XATTR_IN_INODE_MAGIC: u32 = 0xEA02_0000;
 
 pub fn run(fs: &Fs, state: &State) -> Result<Vec<Problem>> {
     let skip = [fs.sb.prj_quota_inum, fs.sb.orphan_file_inum];
-    Ok(check(
+    let mut out = Vec::new();
+    // A directory with more subdirectories than a link count can say
+    // needs dir_nlink (its count is then 1).
+    if !fs.sb.has_ro_compat(ro_compat::DIR_NLINK)
+        && state
+            .dirs
+            .iter()
+            .any(|&d| state.links_seen.get(d as usize) > LINK_MAX)
+    {
+        out.push(Problem::new(Code::DirNlinkFeature));
+    }
+    out.extend(check(
         state,
         fs.geo.inodes_count,
         fs.geo.first_ino,
         &skip,
         |ino| fs.read_inode_raw(ino).ok(),
-    ))
+    ));
+    Ok(out)
 }
 
 /// What pass 4 needs from an unreferenced inode.

@@ -175,11 +175,19 @@ problems! {
     InodeTableUnreadable = ("0x102D", P1, Error, false, "Inode table for group {group} cannot be read (block {blk})"),
     InodeEaInodeFlag = ("0x102E", P1, Error, false, "Inode {ino} has EA_INODE flag set but ea_inode is not supported"),
     InodeCasefold = ("0x102F", P1, Error, false, "Inode {ino} has CASEFOLD flag set on a file system without casefold support"),
+    InodeCasefoldNonDir = ("0x10E1", P1, Error, false, "Inode {ino} has the casefold flag set but is not a directory"),
+    InodeEncryptNoXattr = ("0x10E2", P1, Error, false, "Inode {ino} has encrypt flag but no encryption extended attribute"),
+    InodeEncryptCorrupt = ("0x10E3", P1, Error, false, "Encrypted inode {ino} has corrupt encryption extended attribute"),
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
     BadBlockInMetadata = ("0x1031", P1, Error, false, "Bad block {blk} is in use by file system metadata"),
     HtreeRootInvalid = ("0x1032", P1, Error, false, "HTREE directory inode {ino} has an invalid root node ({detail})"),
     XattrEaInodeInvalid = ("0x1034", P1, Error, false, "Inode {ino} has illegal extended attribute value inode {num}"),
     XattrEaInodeNoFlag = ("0x1035", P1, Error, false, "Inode {ino} has invalid extended attribute. EA inode {num} missing EA_INODE flag"),
+    // e2fsck's inode scan: more than half the inodes of an inode-table
+    // block fail their checksum or have an impossible block map, so every
+    // in-use inode of that block is taken for garbage.
+    InodeReallyDir = ("0x1041", P1, Error, false, "Inode {ino} is a {detail} but it looks like it is really a directory"),
+    InodeGarbage = ("0x1040", P1, Error, false, "Inode {ino} seems to contain garbage"),
     SpecialImmutable = ("0x1033", P1, Notice, false, "Special (device/socket/fifo/symlink) file (inode {ino}) has immutable or append-only flag set"),
 
     // ---- Pass 1B-1D: multiply-claimed blocks ----
@@ -221,7 +229,10 @@ problems! {
     HtreeNoIndexFlag = ("0x2021", P2, Error, false, "Directory inode {ino} has an htree root but not the INDEX flag"),
     HtreeFlagNoRoot = ("0x2022", P2, Error, false, "Directory inode {ino} has the INDEX flag but an invalid htree"),
     DirInlineBad = ("0x2023", P2, Error, false, "Directory inode {ino} has corrupt inline data ({detail})"),
-    DirEntryEncrypted = ("0x2024", P2, Error, false, "Entry '{detail}' in directory inode {ino} has encryption problems"),
+    DirEntryEncryptedShort = ("0x2024", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} is too short"),
+    DirEntryUnencrypted = ("0x20E1", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} references unencrypted inode {num}"),
+    DirEntryPolicyMismatch = ("0x20E2", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} references inode {num}, which has a different encryption policy"),
+    DirEntryBadUtf8 = ("0x20E3", P2, Error, false, "Entry '{detail}' in directory inode {ino} has illegal UTF-8 characters in its name"),
     DirEntryUnusedArea = ("0x2026", P2, Error, false, "Entry '{detail}' in directory inode {ino} references inode {num} found in group {group}'s unused inodes area"),
     DirEntryUninitGroup = ("0x2027", P2, Error, false, "Entry '{detail}' in directory inode {ino} references inode {num} in group {group} where _INODE_UNINIT is set"),
     DirBlockEmpty = ("0x2025", P2, Error, false, "Directory inode {ino} block #{num} should be a directory block but is empty or garbage"),
@@ -242,6 +253,8 @@ problems! {
     // reconnect, so its absence alone does not make the file system dirty.
     LostFoundMissing = ("0x3004", P3, Notice, false, "/lost+found not found"),
     LostFoundNotDir = ("0x3005", P3, Notice, false, "/lost+found is not a directory (inode {ino})"),
+    // Like a missing one: e2fsck -n does not look, -y replaces it.
+    LostFoundEncrypted = ("0x30E1", P3, Notice, false, "/lost+found is encrypted (inode {ino})"),
     DirLoop = ("0x3006", P3, Error, false, "Directory inode {ino} is part of a directory loop"),
     DirMultipleParents = ("0x3007", P3, Error, false, "Directory inode {ino} is linked from more than one directory ({num} and {num2})"),
 
@@ -249,6 +262,7 @@ problems! {
     InodeUnattached = ("0x4001", P4, Error, false, "Unattached inode {ino}"),
     InodeUnattachedZero = ("0x4002", P4, Error, true, "Unattached zero-length inode {ino}"),
     InodeLinkCount = ("0x4003", P4, Error, true, "Inode {ino} ref count is {num}, should be {num2}"),
+    DirNlinkFeature = ("0x4005", P4, Error, false, "Directory exceeds max links, but no DIR_NLINK feature in superblock"),
     InodeEaInodeRefs = ("0x4004", P4, Error, false, "Extended attribute inode {ino} ref count is {num}, should be {num2}"),
 
     // ---- Pass 5: bitmaps and summaries ----

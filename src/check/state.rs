@@ -21,7 +21,16 @@ pub mod iflag {
     pub const BAD: u8 = 0x8;
     /// Fragmented (for the summary's non-contiguous percentage).
     pub const FRAGMENTED: u8 = 0x10;
+    /// Encrypted with a readable policy (its id is in `State::enc_policy`).
+    pub const ENCRYPTED: u8 = 0x20;
+    /// CASEFOLD_FL on a casefold file system: names hash (and compare)
+    /// case-insensitively.
+    pub const CASEFOLD: u8 = 0x40;
 }
+
+/// Policy id of every encrypted inode whose version this checker does not
+/// know (e2fsck takes them as sharing one policy).
+pub const POLICY_UNRECOGNIZED: u32 = u32::MAX;
 
 /// One block of a directory, as found by pass 1 while mapping the directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -165,6 +174,9 @@ pub struct State {
     /// order, with those blocks in map order (repeats kept). Empty when no
     /// block is shared.
     pub dup_owners: Vec<(u32, Vec<u64>)>,
+    /// (inode, encryption policy id) of the inodes flagged `ENCRYPTED`,
+    /// sorted; equal ids mean equal policies.
+    pub enc_policy: Vec<(u32, u32)>,
     pub stats: Stats,
 }
 
@@ -193,6 +205,7 @@ impl State {
             ea_inode_refs: Vec::new(),
             quota: None,
             dup_owners: Vec::new(),
+            enc_policy: Vec::new(),
             stats: Stats::default(),
         }
     }
@@ -207,6 +220,18 @@ impl State {
         self.ea_inode_refs
             .binary_search_by_key(&ino, |&(i, _)| i)
             .map_or(0, |k| self.ea_inode_refs[k].1)
+    }
+
+    /// The encryption policy id of inode `ino`; None when it is not
+    /// encrypted (or its policy could not be read).
+    pub fn policy(&self, ino: u32) -> Option<u32> {
+        if !self.has_iflag(ino, iflag::ENCRYPTED) {
+            return None;
+        }
+        self.enc_policy
+            .binary_search_by_key(&ino, |&(i, _)| i)
+            .ok()
+            .map(|k| self.enc_policy[k].1)
     }
 
     pub fn has_iflag(&self, ino: u32, f: u8) -> bool {

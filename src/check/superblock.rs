@@ -241,9 +241,7 @@ pub fn clean_skip_reason(fs: &Fs) -> Option<String> {
         return None;
     }
     if sb.checkinterval != 0 {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+        let now = super::now();
         if now >= sb.lastcheck as u64 + sb.checkinterval as u64 {
             return None;
         }

@@ -256,8 +256,11 @@ fn in_inode_problem(
     let mut remain = storage.saturating_sub(4);
     let mut off = 4usize;
     while remain >= ENTRY_HEADER_LEN && le32(area, off) != 0 {
-        remain -= ENTRY_HEADER_LEN;
         let name_len = u8_at(area, off) as usize;
+        if !region.take(off, round4(ENTRY_HEADER_LEN + name_len)) {
+            return Some(Corrupt("entry overlaps another entry or a value"));
+        }
+        remain -= ENTRY_HEADER_LEN;
         let name_size = round4(name_len);
         if name_size > remain {
             return Some(Corrupt("attribute name too long"));
@@ -353,6 +356,44 @@ pub fn inline_data_size(
     } else {
         Ok(MIN_INLINE_DATA_SIZE)
     }
+}
+
+/// The value of xattr (`index`, `name`) of an inode: the in-inode area
+/// first, then the xattr block. None when it is absent, kept in an EA
+/// inode, or the areas cannot be read (e2fsck then finds no value either).
+pub fn find_value(
+    fs: &Fs,
+    raw: &[u8],
+    inode: &Inode,
+    buf: &mut [u8],
+    index: u8,
+    name: &[u8],
+) -> Option<Vec<u8>> {
+    let pick = |area: &[u8], first: usize| -> Option<Option<Vec<u8>>> {
+        let es = xattr::read_entries(area, first).ok()?;
+        Some(
+            es.iter()
+                .find(|e| e.name_index == index && e.name == name && e.value_inum == 0)
+                .and_then(|e| {
+                    let s = e.value_offs as usize;
+                    area.get(s..s.checked_add(e.value_size as usize)?)
+                        .map(<[u8]>::to_vec)
+                }),
+        )
+    };
+    if let Some(area) = inode_area(raw, inode)
+        && let Some(v) = pick(area, 0)?
+    {
+        return Some(v);
+    }
+    if inode.file_acl != 0
+        && fs.geo.block_in_fs(inode.file_acl)
+        && fs.read_block_into(inode.file_acl, buf).is_ok()
+        && le32(buf, 0) == XATTR_MAGIC
+    {
+        return pick(buf, xattr::BLOCK_HEADER_LEN)?;
+    }
+    None
 }
 
 /// What validating one xattr block found.

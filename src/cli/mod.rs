@@ -1,5 +1,6 @@
 //! Command line: e2fsck's options, the report, exit codes (fsck(8)).
 
+mod ask;
 pub mod progress;
 mod repair;
 pub mod report;
@@ -148,8 +149,10 @@ pub fn run(args: &Args) -> i32 {
             );
             return EXIT_OPERATIONAL;
         }
-        eprintln!("pfsck: interactive repair is not implemented yet; use -n, -p or -y");
-        return EXIT_USAGE;
+        if args.json {
+            eprintln!("pfsck: --json needs -n, -p or -y (questions would mix with the JSON)");
+            return EXIT_USAGE;
+        }
     }
     if args
         .blocksize
@@ -197,8 +200,16 @@ pub fn run(args: &Args) -> i32 {
         }
         None => None,
     };
-    if let Some(mode) = mode {
-        let code = repair::run(args, &opts, mode, &device);
+    if !args.no {
+        let code = match mode {
+            Some(mode) => repair::run(args, &opts, mode, &device, None),
+            None => {
+                let stdin = std::io::stdin();
+                let mut asker = ask::Asker::new(stdin.lock(), std::io::stdout());
+                let mut answer = |r: &check::Report| asker.ask(r);
+                repair::run(args, &opts, fix::Mode::Yes, &device, Some(&mut answer))
+            }
+        };
         if let Some(r) = reporter {
             r.finish();
         }

@@ -23,7 +23,12 @@ use crate::repair::faults::NoFaults;
 /// the previous rounds' staged result.
 const MAX_ROUNDS: u32 = 8;
 
-pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
+/// Answers, per problem of a check, whether to fix it (interactive mode).
+pub type Ask<'a> = &'a mut dyn FnMut(&check::Report) -> Vec<bool>;
+
+/// With `ask`, the problems answered yes are fixed as `-y` would (`mode`
+/// is then Yes); without, `mode` decides.
+pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Option<Ask>) -> i32 {
     let fail = |e: String| {
         if args.json {
             report::print_error_json(device, &e, EXIT_OPERATIONAL);
@@ -57,7 +62,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         return report::print(rep, device, args);
     };
 
-    let planned = fix::plan(fs, state, rep, mode);
+    let planned = plan_round(fs, state, rep, mode, &mut ask);
     let no_fix = vec![false; rep.problems.len()];
     let plan = match planned {
         Ok(p) => p,
@@ -135,7 +140,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         if round > MAX_ROUNDS || !again.report.has_errors() || again.report.has_fatal() {
             break again.report;
         }
-        let Ok(next) = fix::plan(fs2, state2, &again.report, mode) else {
+        let Ok(next) = plan_round(fs2, state2, &again.report, mode, &mut ask) else {
             break again.report;
         };
         if !next.fixes_staged {
@@ -208,10 +213,33 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str) -> i32 {
         refusal: None,
     };
     report::print_repair(rep, device, args, &r, code);
-    if written > 0 && !args.json {
+    if written > 0 && !args.json && mode != Mode::Preen {
         println!("Undo log: {}", log.display());
     }
     code
+}
+
+/// Plans one round's fixes; in interactive mode, only for the problems
+/// answered yes, with `fixed` mapped back onto all of `rep`'s problems.
+fn plan_round(
+    fs: &check::Fs,
+    state: &check::state::State,
+    rep: &check::Report,
+    mode: Mode,
+    ask: &mut Option<Ask>,
+) -> Result<fix::Plan, Refusal> {
+    let Some(ask) = ask else {
+        return fix::plan(fs, state, rep, mode);
+    };
+    let yes = ask(rep);
+    let (kept, idx) = super::ask::keep(rep, &yes);
+    let mut plan = fix::plan(fs, state, &kept, Mode::Yes)?;
+    let mut fixed = vec![false; rep.problems.len()];
+    for (j, &k) in idx.iter().enumerate() {
+        fixed[k] = plan.fixed[j];
+    }
+    plan.fixed = fixed;
+    Ok(plan)
 }
 
 /// Writes the journal replay the check read through, and nothing else, for

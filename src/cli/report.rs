@@ -83,6 +83,17 @@ fn print_with(rep: &Report, device: &str, args: &Args, repaired: Option<&Repaire
         print!("{out}");
         return;
     }
+    if (args.preen || args.auto) && repaired.is_some() && !rep.has_fatal() {
+        // e2fsck's preen output: one line per fix, no pass headers, then
+        // the summary line; boot scripts and people reading boot logs
+        // expect exactly this.
+        for p in rep.problems.iter().filter(|p| fixed(p)) {
+            out.push_str(&format!("{name}: {}.  FIXED.\n", p.message()));
+        }
+        preen_tail(&mut out, &name, repaired, code, s);
+        print!("{out}");
+        return;
+    }
     for n in &rep.notes {
         out.push_str(n);
         out.push('\n');
@@ -161,10 +172,7 @@ fn print_with(rep: &Report, device: &str, args: &Args, repaired: Option<&Repaire
                 "\n{name}: ********** WARNING: Filesystem still has errors **********\n\n"
             ));
         }
-        out.push_str(&format!(
-            "{name}: {}/{} files ({:.1}% non-contiguous), {}/{} blocks\n",
-            s.inodes_used, s.inodes_count, s.noncontiguous_pct, s.blocks_used, s.blocks_count
-        ));
+        out.push_str(&summary_line(&name, s));
     }
     if args.verbose && !rep.has_fatal() {
         out.push_str(&format!(
@@ -182,6 +190,44 @@ fn print_with(rep: &Report, device: &str, args: &Args, repaired: Option<&Repaire
         }
     }
     print!("{out}");
+}
+
+/// What follows the fixes in preen output: problems left (with the reason
+/// the repair stopped, if it refused), the warning, the summary line.
+fn preen_tail(
+    out: &mut String,
+    name: &str,
+    repaired: Option<&Repaired<'_>>,
+    code: i32,
+    s: &crate::check::Summary,
+) {
+    if let Some(r) = repaired {
+        if let Some(why) = &r.refusal {
+            out.push_str(&format!("{name}: {why}\n"));
+        }
+        for p in r
+            .after
+            .iter()
+            .flat_map(|a| a.problems.iter())
+            .filter(|p| p.spec().severity != Severity::Notice)
+        {
+            out.push_str(&format!("{name}: {}.\n", p.message()));
+        }
+    }
+    if code & EXIT_UNCORRECTED != 0 {
+        out.push_str(&format!(
+            "\n{name}: ********** WARNING: Filesystem still has errors **********\n\n"
+        ));
+    }
+    out.push_str(&summary_line(name, s));
+}
+
+/// e2fsck's closing line.
+fn summary_line(name: &str, s: &crate::check::Summary) -> String {
+    format!(
+        "{name}: {}/{} files ({:.1}% non-contiguous), {}/{} blocks\n",
+        s.inodes_used, s.inodes_count, s.noncontiguous_pct, s.blocks_used, s.blocks_count
+    )
 }
 
 fn print_json(rep: &Report, device: &str, code: i32, repaired: Option<&Repaired<'_>>) {

@@ -28,6 +28,10 @@ pub(super) const REMOVE: &[Code] = &[
     Code::DirEntryBadInode,
     Code::DirEntryReservedInode,
     Code::DirEntryLinkToRoot,
+    // Entries of an encrypted directory that the kernel cannot use.
+    Code::DirEntryEncryptedShort,
+    Code::DirEntryUnencrypted,
+    Code::DirEntryPolicyMismatch,
 ];
 
 /// Stages the fix of one entry problem (`REMOVE`, `DirEntryFileType`,
@@ -66,6 +70,8 @@ pub(super) fn fix(
         // In an indexed directory the new name would hash elsewhere.
         Code::DirEntryIllegalChars if state.has_iflag(dir, iflag::HTREE) => None,
         Code::DirEntryIllegalChars => Some(Key::Any),
+        Code::DirEntryBadUtf8 if state.has_iflag(dir, iflag::HTREE) => None,
+        Code::DirEntryBadUtf8 => Some(Key::Any),
         Code::DirEntryFileType => p.num.and_then(|n| u8::try_from(n).ok()).map(Key::FileType),
         _ => p.num.and_then(|n| u32::try_from(n).ok()).map(Key::Inode),
     };
@@ -102,6 +108,20 @@ pub(super) fn fix(
                 }
                 true
             }
+            Code::DirEntryBadUtf8 => {
+                // e2fsck's repair: from the first byte that does not start
+                // a valid character up to a NUL or the end, bytes become '.'.
+                // The detail is a lossy rendering: the length is the entry's.
+                let len = b[off + 6] as usize;
+                let n = &mut b[off + HEADER_LEN..off + HEADER_LEN + len];
+                let Some(at) = crate::fs::casefold::invalid_at(n) else {
+                    return false;
+                };
+                for c in n[at..].iter_mut().take_while(|c| **c != 0) {
+                    *c = b'.';
+                }
+                true
+            }
             _ if REMOVE.contains(&code) => {
                 remove(b, prev, off);
                 true
@@ -115,6 +135,46 @@ pub(super) fn fix(
         add(links, ROOT_INO, -1);
     }
     Ok(done)
+}
+
+/// Removes the entry `name` naming `ino` from directory `dir` (whichever
+/// of its blocks holds it); returns whether one was found.
+pub(super) fn unlink(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    dir: u32,
+    ino: u32,
+    name: &str,
+    links: &mut Links,
+) -> Result<bool, String> {
+    if state.has_iflag(dir, iflag::INLINE) {
+        return Ok(false);
+    }
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
+    let mut blocks: Vec<(u32, u64)> = state
+        .dir_blocks
+        .iter()
+        .filter(|d| d.ino == dir)
+        .map(|d| (d.lblk, d.pblk))
+        .collect();
+    blocks.sort_unstable();
+    for (_, pblk) in blocks {
+        let done = edit_dir_block(fs, state, overlay, dir, pblk, |b| {
+            match find(b, Key::Inode(ino), name, filetype) {
+                Some((prev, off)) => {
+                    remove(b, prev, off);
+                    true
+                }
+                None => false,
+            }
+        })?;
+        if done {
+            add(links, ino, -1);
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// Besides its name, what an entry to fix must have.

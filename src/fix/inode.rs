@@ -1,5 +1,7 @@
-//! Fixes of single inode fields: link count (pass 4), dtime, i_size,
-//! i_blocks and the checksum of an otherwise valid inode (pass 1).
+//! Fixes of single inode fields: link count (pass 4), dtime (cleared on
+//! inodes in use, set on deleted ones), i_size, i_blocks, flags the inode
+//! may not carry (encrypt without a context, casefold) and the checksum of
+//! an otherwise valid inode (pass 1).
 //!
 //! Each fix rewrites the field with the value the check computed (carried
 //! in the problem's `num2`), then the inode's checksum with metadata_csum:
@@ -10,7 +12,7 @@ use super::edit_bytes;
 use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
 use crate::fs::bytes::{le16, put_le16, put_le32};
-use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, compute_checksum};
+use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, compute_checksum, flags};
 use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::Overlay;
 
@@ -21,6 +23,7 @@ const LARGE_FILE_SIZE: u64 = 0x8000_0000;
 const I_SIZE_LO: usize = 0x04;
 const I_DTIME: usize = 0x14;
 const I_LINKS_COUNT: usize = 0x1A;
+const I_FLAGS: usize = 0x20;
 const I_BLOCKS_LO: usize = 0x1C;
 const I_SIZE_HIGH: usize = 0x6C;
 const I_BLOCKS_HIGH: usize = 0x74;
@@ -34,9 +37,13 @@ enum Edit {
     Checksum,
     Links(u16),
     ClearDtime,
+    /// A deleted inode gets the deletion time it lacks.
+    SetDtime(u32),
     Size(u64),
     /// i_blocks, and whether the high 16 bits exist (huge_file).
     Blocks(u64, bool),
+    /// Flags to clear in i_flags.
+    ClearFlags(u32),
 }
 
 impl Edit {
@@ -45,6 +52,11 @@ impl Edit {
             Edit::Checksum => {}
             Edit::Links(n) => put_le16(b, I_LINKS_COUNT, n),
             Edit::ClearDtime => put_le32(b, I_DTIME, 0),
+            Edit::SetDtime(t) => put_le32(b, I_DTIME, t),
+            Edit::ClearFlags(f) => {
+                let v = crate::fs::bytes::le32(b, I_FLAGS) & !f;
+                put_le32(b, I_FLAGS, v);
+            }
             Edit::Size(n) => {
                 put_le32(b, I_SIZE_LO, n as u32);
                 put_le32(b, I_SIZE_HIGH, (n >> 32) as u32);
@@ -72,16 +84,20 @@ pub(super) fn fix(
     let Some(ino) = p.ino else {
         return Ok(false);
     };
-    let Some((blk, off)) = fs.inode_location(ino) else {
+    if fs.inode_location(ino).is_none() {
         return Ok(false);
-    };
+    }
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
-    let edit = match (p.code, p.num2) {
+    let change = match (p.code, p.num2) {
         (Code::InodeLinkCount, Some(n)) => match u16::try_from(n) {
             Ok(n) => Edit::Links(n),
             Err(_) => return Ok(false),
         },
         (Code::InodeDtimeSet, _) => Edit::ClearDtime,
+        (Code::InodeZeroDtimeDeleted, _) => Edit::SetDtime(super::lostfound::now()),
+        // e2fsck clears the flag the inode may not carry.
+        (Code::InodeEncryptNoXattr, _) => Edit::ClearFlags(flags::ENCRYPT),
+        (Code::InodeCasefold | Code::InodeCasefoldNonDir, _) => Edit::ClearFlags(flags::CASEFOLD),
         (Code::InodeChecksum, _) if fs.metadata_csum() => Edit::Checksum,
         (Code::InodeISize, Some(n)) => {
             if n >= LARGE_FILE_SIZE {
@@ -103,14 +119,45 @@ pub(super) fn fix(
         }
         _ => return Ok(false),
     };
-    let pos = blk
-        .checked_mul(u64::from(fs.geo.block_size))
-        .and_then(|o| o.checked_add(off as u64))
-        .ok_or_else(|| format!("inode {ino} lies beyond the addressable range"))?;
+    edit(fs, overlay, ino, |b| change.apply(b))
+}
+
+/// Byte position of inode `ino` on the device.
+fn position(fs: &Fs, ino: u32) -> Option<u64> {
+    let (blk, off) = fs.inode_location(ino)?;
+    blk.checked_mul(u64::from(fs.geo.block_size))?
+        .checked_add(off as u64)
+}
+
+/// Inode `ino` as the fixes staged so far leave it; None when it lies
+/// outside the inode tables.
+pub(super) fn read(fs: &Fs, overlay: &Overlay, ino: u32) -> Result<Option<Vec<u8>>, String> {
+    let Some(pos) = position(fs, ino) else {
+        return Ok(None);
+    };
+    let mut b = vec![0u8; fs.geo.inode_size as usize];
+    overlay
+        .read_at(&fs.dev, pos, &mut b)
+        .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
+    Ok(Some(b))
+}
+
+/// Lets `change` rewrite inode `ino` (read through the overlay), then
+/// stores its checksum with metadata_csum and stages the block. False when
+/// the inode lies outside the inode tables.
+pub(super) fn edit(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    ino: u32,
+    change: impl FnOnce(&mut [u8]),
+) -> Result<bool, String> {
+    let Some(pos) = position(fs, ino) else {
+        return Ok(false);
+    };
     let csum = fs.metadata_csum();
     let seed = fs.csum_seed;
     edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
-        edit.apply(b);
+        change(b);
         if csum {
             set_checksum(seed, ino, b);
         }

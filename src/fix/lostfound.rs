@@ -101,7 +101,7 @@ pub(super) fn dir_block(state: &State, ino: u32, lblk: u32) -> Option<u64> {
 /// The checksum seed of directory `ino`'s blocks. The inode is read
 /// through the overlay: a lost+found created by this repair exists only
 /// there.
-fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> Result<u32, String> {
+pub(super) fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> Result<u32, String> {
     let generation = match (state.dir_index(ino), state.dir_gen.is_empty()) {
         (Some(k), false) => state.dir_gen.get(k).copied().unwrap_or(0),
         _ => {
@@ -117,7 +117,7 @@ fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> Result<u32, 
 }
 
 /// Byte position of inode `ino` on the device.
-fn inode_pos(fs: &Fs, ino: u32) -> Result<u64, String> {
+pub(super) fn inode_pos(fs: &Fs, ino: u32) -> Result<u64, String> {
     fs.inode_location(ino)
         .and_then(|(blk, off)| {
             blk.checked_mul(fs.block_size() as u64)?
@@ -277,11 +277,8 @@ fn reconnect(
 }
 
 /// The time stamps written (dtime, a new directory's times).
-fn now() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_secs() as u32)
-        .max(1)
+pub(super) fn now() -> u32 {
+    crate::check::now().min(u64::from(u32::MAX)) as u32
 }
 
 // Inode fields a new lost+found gets (besides those a clear touches).
@@ -301,7 +298,7 @@ const EXTENT_MAGIC: u16 = 0xF30A;
 /// left (marked in use in `State`, so the summary allocates them), named
 /// in the root, whose link count grows by its '..'. Only the simple case:
 /// the root a plain directory with room for the entry, no quota, the
-/// inode outside a group's never-used area. Returns None otherwise.
+/// inode in a group whose table is initialised. Returns None otherwise.
 pub(super) fn create(
     fs: &Fs,
     state: &State,
@@ -312,8 +309,8 @@ pub(super) fn create(
         return Ok(None);
     }
     let geo = &fs.geo;
-    let ipg = geo.inodes_per_group;
-    // The first free inode a group's descriptor counts as initialised.
+    // The first free inode of a group whose inode table is initialised
+    // (past the group's itable_unused mark, the summary lowers the mark).
     let ino = (geo.first_ino.max(ROOT_INO + 1)..=geo.inodes_count).find(|&i| {
         if state.inode_used.get(i as u64) {
             return false;
@@ -322,10 +319,7 @@ pub(super) fn create(
         let Some(gd) = fs.gds.get(g as usize) else {
             return false;
         };
-        let idx = (i - 1) % ipg;
-        !fs.uninit_bg()
-            || (!gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
-                && idx < ipg.saturating_sub(gd.itable_unused))
+        !fs.uninit_bg() || !gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
     });
     let blk = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
     let (Some(ino), Some(blk)) = (ino, blk) else {

@@ -13,7 +13,9 @@
 //! is recomputed last from what passes 1–4 found, so it covers whatever
 //! the earlier fixes staged.
 //!
-//! Files: `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
+//! Files: `clear.rs` (pass 1 fixes of whole inodes: clearing, bad flags
+//! and fields, features an inode shows in use; staged first),
+//! `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
 //! `dir.rs` (single directory entries and '..'),
 //! `dup.rs` (multiply-claimed blocks: copies, or deletion),
@@ -25,13 +27,18 @@
 //! `journal.rs` (the journal replay the check read through, staged first
 //! so the fixes land on top of it).
 
+mod blockmap;
+mod clear;
 mod dir;
+mod dirblock;
+mod dirhole;
 mod dup;
 mod groups;
 mod inode;
 pub mod journal;
 mod lostfound;
 mod quota;
+mod rehash;
 mod summary;
 mod superblock;
 
@@ -39,6 +46,7 @@ use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
 use crate::check::{Fs, Report};
 use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::inode::ROOT_INO;
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
 
@@ -82,8 +90,12 @@ const INODE: &[Code] = &[
     Code::InodeChecksum,
     Code::InodeLinkCount,
     Code::InodeDtimeSet,
+    Code::InodeZeroDtimeDeleted,
     Code::InodeISize,
     Code::InodeIBlocks,
+    Code::InodeEncryptNoXattr,
+    Code::InodeCasefold,
+    Code::InodeCasefoldNonDir,
 ];
 
 /// Problems fixed by changing the directory tree (`lostfound.rs`); staged
@@ -101,6 +113,11 @@ pub fn supported(code: Code) -> bool {
         || FEATURE.contains(&code)
         || TREE.contains(&code)
         || DIR.contains(&code)
+        || blockmap::CODES.contains(&code)
+        || clear::CODES.contains(&code)
+        || dirblock::CODES.contains(&code)
+        || rehash::CODES.contains(&code)
+        || HOLES.contains(&code)
         || code == Code::LostFoundMissing
         || code == Code::DupBlocks
         || code == Code::SbUsedBackup
@@ -108,6 +125,7 @@ pub fn supported(code: Code) -> bool {
         || code == Code::SbQuotaInode
         || code == Code::QuotaUsage
         || code == Code::SbResizeInodeNoFeature
+        || code == Code::LostFoundEncrypted
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -119,9 +137,16 @@ const DIR: &[Code] = &[
     Code::DirEntryLinkToRoot,
     Code::DirEntryFileType,
     Code::DirEntryIllegalChars,
+    Code::DirEntryBadUtf8,
+    Code::DirEntryEncryptedShort,
+    Code::DirEntryUnencrypted,
+    Code::DirEntryPolicyMismatch,
     Code::DirDotDotWrong,
     Code::DirBlockChecksum,
 ];
+
+/// Problems fixed by closing the holes of a directory (`dirhole.rs`).
+const HOLES: &[Code] = &[Code::InodeDirHole, Code::DirHole];
 
 /// What a repair run decided.
 pub struct Plan {
@@ -241,17 +266,18 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         });
     }
 
-    // Pass 1D runs alone, after the pass 0 and pass 1 fixes (as in e2fsck,
-    // which resolves sharing on maps pass 1 already repaired): its copies
+    // Pass 1D, then the directory structure (salvaged blocks, rebuilt
+    // directories), each alone in its round and only once pass 0 and 1
+    // have nothing left to fix (as e2fsck resolves sharing and checks
+    // directories on inodes pass 1 already repaired): pass 1D's copies
     // change the blocks other fixes would edit (a directory's block, an
-    // inode's map), so those wait for the next round's check.
-    let dups = report
-        .problems
-        .iter()
-        .any(|p| wanted(p) && p.code == Code::DupBlocks);
+    // inode's map), and once a directory block's records change, what
+    // pass 2 counted and pass 3 found no longer holds. Everything else
+    // waits for the next round's check.
     let early = |p: &Problem| wanted(p) && p.code != Code::DupBlocks && p.spec().pass <= Pass::P1;
-    let dups_first = dups && !report.problems.iter().any(early);
-    if dups_first && let Some(fixed) = dup_round(fs, state, report, &mut overlay)? {
+    if !report.problems.iter().any(early)
+        && late_round(fs, state, report, &wanted, &mut overlay, &mut fixed)?
+    {
         return Ok(Plan {
             overlay,
             fixed,
@@ -260,17 +286,39 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         });
     }
 
-    // A bad inode checksum is only recomputed when the checksum is all
-    // that is wrong with the inode: over an inode with other damage it
-    // would bless contents a later, fuller repair must still judge.
+    // A bad inode checksum is only recomputed when pass 1 found nothing
+    // else wrong with the inode: over other damage it would bless contents
+    // a later, fuller repair must still judge. (A fix of that damage
+    // rewrites the checksum itself; the next round judges what is left.)
     let damaged: std::collections::BTreeSet<u32> = report
         .problems
         .iter()
-        .filter(|p| p.code != Code::InodeChecksum)
+        .filter(|p| {
+            p.code != Code::InodeChecksum && p.spec().pass == crate::check::problem::Pass::P1
+        })
         .filter_map(|p| p.ino)
         .collect();
     let mut summary = false;
     let mut large_file = false;
+    // Whole-inode fixes first, as e2fsck's pass 1 makes them before it
+    // looks at directories: what they clear is no longer reconnected,
+    // counted or rewritten below.
+    let mut round = clear::Round::default();
+    for (k, p) in report.problems.iter().enumerate() {
+        if wanted(p) && clear::CODES.contains(&p.code) {
+            fixed[k] =
+                clear::fix(fs, state, &mut overlay, p, &mut round).map_err(Refusal::Failed)?;
+        }
+    }
+    clear::finish(fs, &mut overlay, &round).map_err(Refusal::Failed)?;
+    // Cleared inodes need nothing more; changed ones are judged again by
+    // the next round. Once pass 1 cleared or changed an inode, what passes
+    // 2-5 found was found on the old inode: those fixes wait for the next
+    // round's check, as e2fsck's later passes run on the fixed inodes.
+    let mut gone: std::collections::BTreeSet<u32> =
+        round.cleared.union(&round.modified).copied().collect();
+    let later = |p: &Problem| changed_inodes(&round) && p.spec().pass > Pass::P1B;
+    let wanted = |p: &Problem| wanted(p) && !later(p);
     // Tree and entry fixes first, in problem order: what they change in
     // link counts (`links`) and in the in-use maps is then part of the link
     // count fixes and the summary.
@@ -279,7 +327,23 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // A missing /lost+found is created before anything needs it.
     let mut lf = lostfound::LostFound::new(state);
     for (k, p) in report.problems.iter().enumerate() {
-        if wanted(p) && p.code == Code::LostFoundMissing {
+        if wanted(p) && matches!(p.code, Code::LostFoundMissing | Code::LostFoundEncrypted) {
+            // An encrypted one is unlinked (it becomes an unconnected
+            // directory the next round reconnects) and replaced, as e2fsck.
+            if p.code == Code::LostFoundEncrypted
+                && !dir::unlink(
+                    fs,
+                    state,
+                    &mut overlay,
+                    ROOT_INO,
+                    state.lost_found,
+                    "lost+found",
+                    &mut links,
+                )
+                .map_err(Refusal::Failed)?
+            {
+                break;
+            }
             if let Some(made) =
                 lostfound::create(fs, state, &mut overlay, &mut links).map_err(Refusal::Failed)?
             {
@@ -291,7 +355,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         }
     }
     for (k, p) in report.problems.iter().enumerate() {
-        if !wanted(p) {
+        if !wanted(p) || p.ino.is_some_and(|i| gone.contains(&i)) {
             continue;
         }
         if TREE.contains(&p.code) {
@@ -299,7 +363,11 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
                 .map_err(Refusal::Failed)?;
             if fixed[k] {
                 summary = true;
-                reconnected.extend(p.ino);
+                if p.code == Code::InodeUnattachedZero {
+                    gone.extend(p.ino);
+                } else {
+                    reconnected.extend(p.ino);
+                }
             }
         } else if p.code == Code::DirDotDotWrong && p.ino.is_some_and(|i| reconnected.contains(&i))
         {
@@ -308,6 +376,30 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             fixed[k] = true;
         } else if DIR.contains(&p.code) {
             fixed[k] = dir::fix(fs, state, &mut overlay, p, &mut links).map_err(Refusal::Failed)?;
+        }
+    }
+    // Block maps next, one inode at a time with all its map problems, and
+    // before the field fixes: those read the inode through the overlay and
+    // keep the map rewritten here.
+    // Per inode: its map problems to fix, and every code found in it (a
+    // map whose kind is in doubt is left alone, see `blockmap::fix`).
+    let mut maps: std::collections::BTreeMap<u32, (Vec<usize>, Vec<&Problem>)> = Default::default();
+    for (k, p) in report.problems.iter().enumerate() {
+        if let Some(ino) = p.ino {
+            let e = maps.entry(ino).or_default();
+            e.1.push(p);
+            if wanted(p) && blockmap::CODES.contains(&p.code) && !gone.contains(&ino) {
+                e.0.push(k);
+            }
+        }
+    }
+    for (&ino, (ks, all)) in maps.iter().filter(|(_, (ks, _))| !ks.is_empty()) {
+        let codes: Vec<Code> = ks.iter().map(|&k| report.problems[k].code).collect();
+        if blockmap::fix(fs, state, &mut overlay, ino, &codes, all).map_err(Refusal::Failed)? {
+            summary = true;
+            for &k in ks {
+                fixed[k] = true;
+            }
         }
     }
     let mut link_fixed = std::collections::BTreeSet::new();
@@ -322,10 +414,14 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             continue;
         }
         if !wanted(p)
+            || blockmap::CODES.contains(&p.code)
             || TREE.contains(&p.code)
             || DIR.contains(&p.code)
+            || clear::CODES.contains(&p.code)
             || p.code == Code::LostFoundMissing
+            || p.ino.is_some_and(|i| gone.contains(&i))
             || p.code == Code::DupBlocks
+            || p.code == Code::LostFoundEncrypted
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
@@ -401,18 +497,18 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
     }
     let fixes_staged = replay_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
-    if dups
-        && !dups_first
-        && !fixes_staged
-        && let Some(fixed) = dup_round(fs, state, report, &mut overlay)?
-    {
-        // The earlier fixes staged nothing after all.
-        return Ok(Plan {
-            overlay,
-            fixed,
-            replayed,
-            fixes_staged: true,
-        });
+    if !fixes_staged {
+        // The earlier fixes staged nothing after all (a pass 1 problem no
+        // fix could act on): pass 1D and the directory structure go on.
+        let mut late = vec![false; report.problems.len()];
+        if late_round(fs, state, report, &wanted, &mut overlay, &mut late)? {
+            return Ok(Plan {
+                overlay,
+                fixed: late,
+                replayed,
+                fixes_staged: true,
+            });
+        }
     }
     Ok(Plan {
         overlay,
@@ -420,6 +516,33 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         replayed,
         fixes_staged,
     })
+}
+
+/// Pass 1D, or when it has nothing to do, the directory structure;
+/// whether either staged something (then `fixed` says what).
+fn late_round(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    wanted: &dyn Fn(&Problem) -> bool,
+    overlay: &mut Overlay,
+    fixed: &mut Vec<bool>,
+) -> Result<bool, Refusal> {
+    if report
+        .problems
+        .iter()
+        .any(|p| wanted(p) && p.code == Code::DupBlocks)
+        && let Some(f) = dup_round(fs, state, report, overlay)?
+    {
+        *fixed = f;
+        return Ok(true);
+    }
+    structure(fs, state, report, wanted, overlay, fixed)
+}
+
+/// Did the whole-inode fixes clear or change any inode?
+fn changed_inodes(round: &clear::Round) -> bool {
+    !round.cleared.is_empty() || !round.modified.is_empty()
 }
 
 /// Pass 1D; returns which problems it fixed, None when it staged nothing.
@@ -440,6 +563,63 @@ fn dup_round(
             .map(|p| p.code == Code::DupBlocks && p.ino.is_some_and(|i| out.resolved.contains(&i)))
             .collect(),
     ))
+}
+
+/// Stages the fixes of whole directory blocks and whole directories (the
+/// salvage and tail fixes of `dirblock.rs`, then the rebuilds of
+/// `rehash.rs`, each directory once); returns whether any was staged.
+fn structure(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    wanted: &dyn Fn(&Problem) -> bool,
+    overlay: &mut Overlay,
+    fixed: &mut [bool],
+) -> Result<bool, Refusal> {
+    let mut staged = false;
+    let mut rebuild: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    let mut holes: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    for (k, p) in report.problems.iter().enumerate() {
+        if !wanted(p) {
+            continue;
+        }
+        let Some(dir) = p.ino else {
+            continue;
+        };
+        if dirblock::CODES.contains(&p.code) {
+            fixed[k] = dirblock::fix(fs, state, overlay, p).map_err(Refusal::Failed)?;
+            staged |= fixed[k];
+            if !fixed[k] && p.code == Code::DirBlockNoTail {
+                rebuild.entry(dir).or_default().push(k);
+            }
+        } else if rehash::CODES.contains(&p.code) {
+            rebuild.entry(dir).or_default().push(k);
+        } else if HOLES.contains(&p.code) {
+            holes.entry(dir).or_default().push(k);
+        }
+    }
+    // Holes first: a rebuild writes into the blocks the directory has.
+    for (dir, ks) in holes {
+        if dirhole::fix(fs, state, overlay, dir).map_err(Refusal::Failed)? {
+            staged = true;
+            for k in ks {
+                fixed[k] = true;
+            }
+            rebuild.remove(&dir);
+        }
+    }
+    // Link changes from dropped duplicates are not needed: nothing else is
+    // staged in this round, and the next check counts afresh.
+    let mut links = lostfound::Links::new();
+    for (dir, ks) in rebuild {
+        if rehash::rebuild(fs, state, overlay, dir, &mut links).map_err(Refusal::Failed)? {
+            staged = true;
+            for k in ks {
+                fixed[k] = true;
+            }
+        }
+    }
+    Ok(staged)
 }
 
 /// Above this many links a directory's count is 1 (dir_nlink), as pass 4

@@ -246,6 +246,25 @@ pub(super) fn rewrite(
             if gd.wide {
                 put_le16(d, BG_ITABLE_UNUSED_HI, 0);
             }
+        } else if uninit_bg
+            && u64::from(gd.itable_unused) <= ipg
+            && state
+                .inode_used
+                .count_range(ino0 + ipg - u64::from(gd.itable_unused), ino0 + ipg)
+                > 0
+        {
+            // An inode a fix allocated past the never-used mark moves the
+            // mark behind it (as the library's allocation does).
+            let last = (0..ipg).rev().find(|&i| state.inode_used.get(ino0 + i));
+            if let Some(last) = last
+                && u64::from(gd.itable_unused) > ipg - (last + 1)
+            {
+                let unused = ipg - (last + 1);
+                put_le16(d, BG_ITABLE_UNUSED, unused as u16);
+                if gd.wide {
+                    put_le16(d, BG_ITABLE_UNUSED_HI, (unused >> 16) as u16);
+                }
+            }
         }
         put_le16(d, BG_FLAGS, flags);
         if let Some(c) = group_desc::compute_checksum(&fs.sb, g, d) {

@@ -5,7 +5,9 @@
 //! than crashing the parser.
 
 pub mod bytes;
+pub mod casefold;
 pub mod checksum;
+pub mod crypt;
 pub mod dir_entry;
 pub mod dx_hash;
 pub mod extent;

@@ -130,6 +130,7 @@ pub struct Superblock {
     pub lpf_ino: u32,
     pub checksum_seed: u32,
     pub encoding: u16,
+    pub encoding_flags: u16,
     pub orphan_file_inum: u32,
     pub checksum: u32,
 }
@@ -209,6 +210,7 @@ impl Superblock {
             prj_quota_inum: le32(b, 0x26C),
             checksum_seed: le32(b, 0x270),
             encoding: le16(b, 0x27C),
+            encoding_flags: le16(b, 0x27E),
             orphan_file_inum: le32(b, 0x280),
             checksum: le32(b, 0x3FC),
             raw,
@@ -307,7 +309,9 @@ pub const SUPPORTED_INCOMPAT: u32 = incompat::FILETYPE
     | incompat::CSUM_SEED
     | incompat::LARGEDIR
     | incompat::INLINE_DATA
-    | incompat::EA_INODE;
+    | incompat::EA_INODE
+    | incompat::ENCRYPT
+    | incompat::CASEFOLD;
 
 pub const SUPPORTED_RO_COMPAT: u32 = ro_compat::SPARSE_SUPER
     | ro_compat::LARGE_FILE

@@ -1,0 +1,153 @@
+//! Interactive repair: no -n, -p or -y and standard input a terminal.
+//!
+//! Like e2fsck, every problem pfsck can fix is put as a question before
+//! anything is staged: `Fix<y>?` — `y` (or Enter) fixes it, `n` leaves it,
+//! `a` fixes it and every later one without asking again. End of input
+//! (Ctrl-D) answers no to the rest. The repair then runs as `-y` would on
+//! the problems answered yes, in rounds; each later round asks about the
+//! new problems it finds.
+
+use crate::check::Report;
+use std::io::{BufRead, Write};
+
+pub struct Asker<R: BufRead, W: Write> {
+    input: R,
+    output: W,
+    /// `a` was answered: yes to everything from now on.
+    all: bool,
+    /// Input ended: no to everything from now on.
+    eof: bool,
+    /// Problems answered no: a later round that finds them again does not
+    /// ask again.
+    declined: std::collections::HashSet<String>,
+}
+
+impl<R: BufRead, W: Write> Asker<R, W> {
+    pub fn new(input: R, output: W) -> Self {
+        Asker {
+            input,
+            output,
+            all: false,
+            eof: false,
+            declined: Default::default(),
+        }
+    }
+
+    /// Asks about each problem of `rep` that pfsck can fix; the answers,
+    /// parallel to `rep.problems` (false for those not asked).
+    pub fn ask(&mut self, rep: &Report) -> Vec<bool> {
+        rep.problems
+            .iter()
+            .map(|p| crate::fix::supported(p.code) && self.question(&p.message()))
+            .collect()
+    }
+
+    fn question(&mut self, msg: &str) -> bool {
+        if self.eof || self.declined.contains(msg) {
+            return false;
+        }
+        let yes = self.answer(msg);
+        if !yes {
+            self.declined.insert(msg.to_string());
+        }
+        yes
+    }
+
+    fn answer(&mut self, msg: &str) -> bool {
+        if self.all {
+            let _ = writeln!(self.output, "{msg}.  Fix? yes\n");
+            return true;
+        }
+        loop {
+            let _ = write!(self.output, "{msg}.  Fix<y>? ");
+            let _ = self.output.flush();
+            let mut line = String::new();
+            match self.input.read_line(&mut line) {
+                Ok(0) | Err(_) => {
+                    self.eof = true;
+                    let _ = writeln!(self.output, "no\n");
+                    return false;
+                }
+                Ok(_) => {}
+            }
+            match line.trim().to_ascii_lowercase().as_str() {
+                "" | "y" | "yes" => {
+                    let _ = writeln!(self.output, "yes\n");
+                    return true;
+                }
+                "n" | "no" => {
+                    let _ = writeln!(self.output, "no\n");
+                    return false;
+                }
+                "a" | "all" => {
+                    self.all = true;
+                    let _ = writeln!(self.output, "yes to all\n");
+                    return true;
+                }
+                _ => {
+                    let _ = writeln!(self.output, "Please answer y, n or a.");
+                }
+            }
+        }
+    }
+}
+
+/// The problems of `rep` answered yes, with those not asked about (no fix
+/// exists, but the planner reads some of them: a failed journal recovery,
+/// other damage of an inode whose checksum it would otherwise recompute),
+/// and for each kept problem its index in `rep`.
+pub fn keep(rep: &Report, yes: &[bool]) -> (Report, Vec<usize>) {
+    let idx: Vec<usize> = (0..rep.problems.len())
+        .filter(|&k| yes[k] || !crate::fix::supported(rep.problems[k].code))
+        .collect();
+    let kept = Report {
+        problems: idx.iter().map(|&k| rep.problems[k].clone()).collect(),
+        summary: rep.summary.clone(),
+        skipped_clean: rep.skipped_clean.clone(),
+        notes: rep.notes.clone(),
+        timings: rep.timings.clone(),
+        volume_label: rep.volume_label.clone(),
+    };
+    (kept, idx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::problem::{Code, Problem};
+
+    fn report() -> Report {
+        let mut r = Report::default();
+        for ino in [12, 13, 14] {
+            r.problems
+                .push(Problem::new(Code::InodeDtimeSet).ino(ino).num(1));
+        }
+        r
+    }
+
+    #[test]
+    fn answers_yes_no_all_and_eof() {
+        let mut out = Vec::new();
+        let mut a = Asker::new(&b"n\nmaybe\n\n"[..], &mut out);
+        assert_eq!(a.ask(&report()), vec![false, true, false]);
+        // Declined once, not asked again in a later round.
+        assert_eq!(a.ask(&report()), vec![false, false, false]);
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("Please answer"));
+        assert_eq!(text.matches("Fix<y>? ").count(), 4);
+        let mut out = Vec::new();
+        let mut a = Asker::new(&b"y\na\n"[..], &mut out);
+        assert_eq!(a.ask(&report()), vec![true, true, true]);
+        assert_eq!(a.ask(&report()), vec![true, true, true]);
+    }
+
+    #[test]
+    fn keeps_the_chosen_problems_in_order() {
+        let r = report();
+        let mut r = r;
+        r.problems.push(Problem::new(Code::JournalRecoveryFails));
+        let (k, idx) = keep(&r, &[true, false, true, false]);
+        assert_eq!(idx, vec![0, 2, 3]);
+        assert_eq!(k.problems[1].ino, Some(14));
+    }
+}

@@ -1,0 +1,557 @@
+//! Repairs of a file's block map (pass 1): what e2fsck -y does to extent
+//! trees and block pointers it cannot trust.
+//!
+//! One inode at a time, its map is walked again through the overlay with
+//! the check's own tests (`check::blockmap::entry_fault`), so the repair
+//! removes exactly the entries the check skipped:
+//! - extent entries the check rejects are deleted (an index entry with
+//!   the subtree below it); a node left empty is dropped from its parent,
+//!   an empty root becomes a depth-0 root; an index whose child now starts
+//!   elsewhere is moved to the child's first block (e2fsck's "fix
+//!   parents"); uninitialized extents of a directory become initialized;
+//!   every node rewritten, or whose checksum alone was wrong, gets its
+//!   checksum recomputed;
+//! - illegal block pointers (direct or inside indirect blocks) are zeroed,
+//!   with whatever an illegal indirect pointer would have mapped;
+//! - an inode whose root header is invalid, or with too many illegal
+//!   blocks, is cleared, as e2fsck clears it (`clear`).
+//!
+//! The blocks the map no longer names, i_blocks and i_size, and the entries
+//! naming a cleared inode are left to the next round's check and fixes.
+
+use super::edit_bytes;
+use crate::check::Fs;
+use crate::check::blockmap::{
+    Bounds, Entry, WALK_DEPTH_LIMIT, dir_block_limit, entry_fault, header_problem, indirect_limit,
+    node_entry,
+};
+use crate::check::problem::{Code, Problem};
+use crate::check::state::State;
+use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::dir_entry::{TAIL_FT, TAIL_LEN, compute_tail_checksum, encode_rec_len};
+use crate::fs::extent;
+use crate::fs::inode::{self, Inode, flags};
+use crate::fs::superblock::incompat;
+use crate::repair::overlay::Overlay;
+
+/// Problems fixed by rewriting (or clearing) an inode's block map.
+pub(super) const CODES: &[Code] = &[
+    Code::InodeIllegalBlock,
+    Code::InodeTooManyIllegalBlocks,
+    Code::InodeExtentHeader,
+    Code::InodeExtentBad,
+    Code::InodeExtentOrder,
+    Code::InodeExtentNodeChecksum,
+    Code::InodeExtentNodeBad,
+    Code::InodeExtentIndexEnd,
+    Code::InodeExtentPastEof,
+    Code::InodeDirHole,
+    Code::DirHole,
+];
+
+// Inode fields touched here.
+const I_DTIME: usize = 0x14;
+const I_LINKS_COUNT: usize = 0x1A;
+const I_BLOCK: usize = 0x28;
+const I_BLOCK_LEN: usize = 60;
+
+/// Problems that put the kind of an inode's map in doubt (extent tree,
+/// block pointers or inline data): e2fsck first settles the kind (sets the
+/// feature, the flag, or clears the inode), so a map read as the wrong
+/// kind must not be "repaired" into garbage.
+fn kind_in_doubt(p: &Problem) -> bool {
+    match p.code {
+        Code::InodeExtentsNoFeature | Code::InodeInlineNoFeature => true,
+        Code::InodeBadFlags => p.detail.contains("EXTENTS_FL"),
+        _ => false,
+    }
+}
+
+/// Stages the repair of inode `ino`'s block map, given the codes of the
+/// map problems the check found in it (`codes`) and of all its problems
+/// (`all`). Returns whether anything was staged.
+pub(super) fn fix(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    ino: u32,
+    codes: &[Code],
+    all: &[&Problem],
+) -> Result<bool, String> {
+    if all.iter().any(|p| kind_in_doubt(p)) {
+        return Ok(false);
+    }
+    let Some(pos) = inode_pos(fs, ino) else {
+        return Ok(false);
+    };
+    let isz = fs.geo.inode_size as usize;
+    let mut raw = vec![0u8; isz];
+    overlay
+        .read_at(&fs.dev, pos, &mut raw)
+        .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
+    let ind = Inode::parse(&raw);
+    // The bad blocks inode only loses its illegal pointers (e2fsck never
+    // clears it for having many).
+    let clear_it = ino != inode::BAD_INO
+        && codes
+            .iter()
+            .any(|c| matches!(c, Code::InodeExtentHeader | Code::InodeTooManyIllegalBlocks));
+    if clear_it {
+        return clear(fs, state, overlay, ino);
+    }
+    let mut root = [0u8; I_BLOCK_LEN];
+    root.copy_from_slice(&raw[I_BLOCK..I_BLOCK + I_BLOCK_LEN]);
+    let extents = fs.sb.has_incompat(incompat::EXTENTS)
+        && ind.has_flag(flags::EXTENTS)
+        && ino != inode::BAD_INO;
+    // Blocks below i_block that were rewritten.
+    let staged_below;
+    let changed = if extents {
+        if header_problem(&root, I_BLOCK_LEN).is_some() {
+            return Ok(false);
+        }
+        let depth = extent::parse_header(&root).depth;
+        if depth > WALK_DEPTH_LIMIT {
+            return Ok(false);
+        }
+        let bs = u64::from(fs.geo.block_size);
+        let is_dir = ind.is_dir();
+        let large_dir = fs.sb.has_incompat(incompat::LARGEDIR);
+        let mut rw = ExtentRewrite {
+            fs,
+            state,
+            overlay,
+            seed: fs
+                .metadata_csum()
+                .then(|| inode::inode_csum_seed(fs.csum_seed, ino, ind.generation)),
+            is_dir,
+            eof_block: ind.size.div_ceil(bs).wrapping_sub(1),
+            dir_limit: (is_dir && !large_dir).then(|| dir_block_limit(fs)),
+            last_lblk: None,
+            nodes_left: fs.geo.blocks_count,
+            staged: false,
+        };
+        let changed = rw.node(&mut root, depth, 0, None)?;
+        staged_below = rw.staged;
+        changed
+    } else {
+        let mut ir = IndirectRewrite {
+            fs,
+            state,
+            overlay,
+            apb: u64::from(fs.geo.block_size / 4),
+            staged: false,
+            limit: (ino != inode::BAD_INO)
+                .then(|| {
+                    indirect_limit(
+                        fs,
+                        ind.is_dir(),
+                        ind.is_symlink(),
+                        fs.sb.has_incompat(incompat::LARGEDIR),
+                    )
+                })
+                .flatten(),
+        };
+        let mut changed = ir.root(&mut root)?;
+        if ind.is_dir()
+            && codes
+                .iter()
+                .any(|c| matches!(c, Code::InodeDirHole | Code::DirHole))
+        {
+            changed |= fill_dir_holes(fs, state, ir.overlay, ino, &ind, &mut root)?;
+        }
+        staged_below = ir.staged;
+        changed
+    };
+    if !changed {
+        return Ok(staged_below);
+    }
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    edit_bytes(fs, overlay, pos, isz, |b| {
+        b[I_BLOCK..I_BLOCK + I_BLOCK_LEN].copy_from_slice(&root);
+        if csum {
+            super::inode::set_checksum(seed, ino, b);
+        }
+    })?;
+    Ok(true)
+}
+
+/// Gives a block-mapped directory a new, empty block in each hole among
+/// its direct pointers before its last one, as e2fsck's pass 2 does ("has
+/// an unallocated block. Allocate?"); block 0 gets '.' and '..' (pointing
+/// at the root, which pass 3 corrects). Blocks are taken from those pass 1
+/// left free and marked in use, so later fixes of this round skip them.
+/// Holes deeper in the map are left as they are.
+fn fill_dir_holes(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    ino: u32,
+    ind: &Inode,
+    root: &mut [u8; I_BLOCK_LEN],
+) -> Result<bool, String> {
+    let ptrs: Vec<u32> = (0..15).map(|i| le32(root, 4 * i)).collect();
+    let mapped_after = |i: usize| ptrs[i + 1..].iter().any(|&p| p != 0);
+    let geo = &fs.geo;
+    let mut changed = false;
+    let mut from = geo.first_data_block;
+    for (i, &p) in ptrs.iter().enumerate().take(12) {
+        if p != 0 || !mapped_after(i) {
+            continue;
+        }
+        let Some(blk) = (from..geo.blocks_count).find(|&b| !state.block_used.get(b)) else {
+            break;
+        };
+        let Ok(blk32) = u32::try_from(blk) else {
+            break;
+        };
+        from = blk + 1;
+        overlay
+            .stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))
+            .map_err(|e| e.to_string())?;
+        state.block_used.set(blk);
+        put_le32(root, 4 * i, blk32);
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// A directory block holding no entry (or only '.' and '..'), with its
+/// checksum tail under metadata_csum.
+fn empty_dir_block(fs: &Fs, ino: u32, generation: u32, dots: bool) -> Vec<u8> {
+    let bs = fs.block_size();
+    let csum = fs.metadata_csum();
+    let end = if csum { bs - TAIL_LEN } else { bs };
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
+    let mut b = vec![0u8; bs];
+    if dots {
+        put_le32(&mut b, 0, ino);
+        put_le16(&mut b, 4, encode_rec_len(12, bs));
+        b[6] = 1;
+        b[8] = b'.';
+        put_le32(&mut b, 12, inode::ROOT_INO);
+        put_le16(&mut b, 16, encode_rec_len(end - 12, bs));
+        b[18] = 2;
+        b[20] = b'.';
+        b[21] = b'.';
+        if filetype {
+            b[7] = FT_DIR;
+            b[19] = FT_DIR;
+        }
+    } else {
+        put_le16(&mut b, 4, encode_rec_len(end, bs));
+    }
+    if csum {
+        put_le16(&mut b, end + 4, TAIL_LEN as u16);
+        b[end + 7] = TAIL_FT;
+        let c = compute_tail_checksum(inode::inode_csum_seed(fs.csum_seed, ino, generation), &b);
+        put_le32(&mut b, bs - 4, c);
+    }
+    b
+}
+
+/// File type of a directory in an entry (filetype feature).
+const FT_DIR: u8 = 2;
+
+/// Byte position of inode `ino` on the device.
+fn inode_pos(fs: &Fs, ino: u32) -> Option<u64> {
+    let (blk, off) = fs.inode_location(ino)?;
+    blk.checked_mul(u64::from(fs.geo.block_size))?
+        .checked_add(off as u64)
+}
+
+/// Clears inode `ino` as e2fsck does when its map is beyond repair: no
+/// links and a deletion time, so the next check finds it free (and the
+/// entries naming it deleted); a reserved inode also loses its map, since
+/// reserved inodes are checked whatever their link count. Also marks it
+/// free in the in-use maps this round's summary reads.
+fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool, String> {
+    if ino == inode::ROOT_INO {
+        return Ok(false);
+    }
+    let Some(pos) = inode_pos(fs, ino) else {
+        return Ok(false);
+    };
+    let now = super::lostfound::now();
+    let reserved = ino < fs.geo.first_ino;
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
+        put_le16(b, I_LINKS_COUNT, 0);
+        put_le32(b, I_DTIME, now);
+        if reserved {
+            b[I_BLOCK..I_BLOCK + I_BLOCK_LEN].fill(0);
+        }
+        if csum {
+            super::inode::set_checksum(seed, ino, b);
+        }
+    })?;
+    state.inode_used.clear(ino as u64);
+    state.inode_dir.clear(ino as u64);
+    Ok(true)
+}
+
+/// Reads block `blk` through the overlay.
+fn read_block(fs: &Fs, overlay: &Overlay, blk: u64) -> Result<Vec<u8>, String> {
+    let bs = u64::from(fs.geo.block_size);
+    let mut buf = vec![0u8; bs as usize];
+    let off = blk
+        .checked_mul(bs)
+        .ok_or_else(|| format!("block {blk} is beyond the addressable range"))?;
+    overlay
+        .read_at(&fs.dev, off, &mut buf)
+        .map_err(|e| format!("cannot read block {blk}: {e}"))?;
+    Ok(buf)
+}
+
+struct ExtentRewrite<'a> {
+    fs: &'a Fs,
+    state: &'a State,
+    overlay: &'a mut Overlay,
+    /// The inode's checksum seed, with metadata_csum.
+    seed: Option<u32>,
+    is_dir: bool,
+    eof_block: u64,
+    dir_limit: Option<u64>,
+    /// As the check's walk: last logical block of the previous kept leaf.
+    last_lblk: Option<u64>,
+    /// Same bound on nodes as the check's walk.
+    nodes_left: u64,
+    /// Some node below the root was staged.
+    staged: bool,
+}
+
+const ENTRY: usize = 12;
+
+impl ExtentRewrite<'_> {
+    /// Rewrites node `b` (depth `depth`, mapping [start, end]) in place,
+    /// staging the children it changes. Returns whether `b` changed.
+    fn node(
+        &mut self,
+        b: &mut [u8],
+        depth: u16,
+        start: u64,
+        end: Option<u64>,
+    ) -> Result<bool, String> {
+        let h = extent::parse_header(b);
+        let leaf = depth == 0;
+        let mut keep: Vec<[u8; ENTRY]> = Vec::with_capacity(h.entries as usize);
+        let mut changed = false;
+        let mut start_block = start;
+        let mut stopped = false;
+        for i in 0..h.entries as usize {
+            let off = ENTRY + ENTRY * i;
+            let Some(slot) = b.get(off..off + ENTRY) else {
+                break;
+            };
+            let mut raw = [0u8; ENTRY];
+            raw.copy_from_slice(slot);
+            if stopped {
+                keep.push(raw);
+                continue;
+            }
+            let (lblk, pblk, len, unwritten) = node_entry(b, i, leaf, end);
+            let e = Entry {
+                leaf,
+                lblk,
+                pblk,
+                len,
+                unwritten,
+            };
+            let bounds = Bounds {
+                start: start_block,
+                last_lblk: self.last_lblk,
+                end,
+                nblocks: self.fs.geo.blocks_count,
+                first_data_block: self.fs.geo.first_data_block,
+                eof_block: self.eof_block,
+                dir_limit: self.dir_limit,
+            };
+            if entry_fault(&e, &bounds).is_some() {
+                changed = true;
+                continue;
+            }
+            let mut last = lblk + len.max(1) - 1;
+            if leaf {
+                if unwritten && self.is_dir {
+                    // The blocks are read as directory blocks from now on.
+                    put_le16(&mut raw, 4, len as u16);
+                    changed = true;
+                }
+                // A directory's extents follow each other without holes:
+                // e2fsck moves an extent after a gap down to close it
+                // (pass 3 would otherwise fill the gap block by block).
+                let next = self.last_lblk.map_or(0, |l| l + 1);
+                if self.is_dir && lblk > next {
+                    put_le32(&mut raw, 0, next as u32);
+                    last = next + len - 1;
+                    changed = true;
+                }
+                self.last_lblk = Some(last);
+                start_block = last;
+                keep.push(raw);
+                continue;
+            }
+            if self.nodes_left == 0 {
+                // The check stopped here too: keep the rest as it is.
+                stopped = true;
+                keep.push(raw);
+                continue;
+            }
+            self.nodes_left -= 1;
+            match self.child(pblk, depth, lblk + len - 1)? {
+                Child::Drop => changed = true,
+                Child::Keep(first) => {
+                    if first != lblk as u32 {
+                        put_le32(&mut raw, 0, first);
+                        changed = true;
+                    }
+                    start_block = lblk;
+                    keep.push(raw);
+                }
+            }
+        }
+        if changed {
+            put_le16(b, 2, keep.len() as u16);
+            if keep.is_empty() {
+                // An empty root maps nothing at depth 0 (as e2fsck leaves
+                // it); an empty lower node is dropped by its parent.
+                put_le16(b, 6, 0);
+            }
+            let max = h.max as usize;
+            for k in 0..max {
+                let off = ENTRY + ENTRY * k;
+                if let Some(slot) = b.get_mut(off..off + ENTRY) {
+                    match keep.get(k) {
+                        Some(raw) => slot.copy_from_slice(raw),
+                        None => slot.fill(0),
+                    }
+                }
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Repairs the node at `pblk` below an index of a depth-`depth` node
+    /// that maps [lblk, end].
+    fn child(&mut self, pblk: u64, depth: u16, end: u64) -> Result<Child, String> {
+        let mut buf = read_block(self.fs, self.overlay, pblk)?;
+        if self.state.block_meta.get(pblk) {
+            // A node on critical metadata is not repaired, nor anything
+            // below it (e2fsck: "conflicts with critical metadata,
+            // skipping block checks"); the duplicate block repair moves
+            // it first.
+            return Ok(Child::Keep(le32(&buf, ENTRY)));
+        }
+        let ch = extent::parse_header(&buf);
+        if header_problem(&buf, buf.len()).is_some() || ch.depth + 1 != depth || ch.entries == 0 {
+            return Ok(Child::Drop);
+        }
+        let csum_bad = self.seed.is_some_and(|seed| {
+            extent::compute_block_checksum(seed, &buf)
+                .is_some_and(|c| c != extent::stored_block_checksum(&buf))
+        });
+        // Scanned from its own first block, as the check does.
+        let first = u64::from(le32(&buf, ENTRY));
+        let changed = self.node(&mut buf, depth - 1, first, Some(end))?;
+        if extent::parse_header(&buf).entries == 0 {
+            return Ok(Child::Drop);
+        }
+        let first = le32(&buf, ENTRY);
+        if changed || csum_bad {
+            if let Some(c) = self
+                .seed
+                .and_then(|seed| extent::compute_block_checksum(seed, &buf))
+            {
+                let off = extent::tail_offset(extent::parse_header(&buf).max);
+                put_le32(&mut buf, off, c);
+            }
+            self.overlay.stage(pblk, buf).map_err(|e| e.to_string())?;
+            self.staged = true;
+        }
+        Ok(Child::Keep(first))
+    }
+}
+
+/// What becomes of an index entry once its child was repaired.
+enum Child {
+    /// The child is invalid or empty: the entry goes.
+    Drop,
+    /// The entry stays; the child's first logical block.
+    Keep(u32),
+}
+
+struct IndirectRewrite<'a> {
+    fs: &'a Fs,
+    state: &'a State,
+    overlay: &'a mut Overlay,
+    /// Block pointers per indirect block.
+    apb: u64,
+    /// Some indirect block was staged.
+    staged: bool,
+    /// Last logical block data may have (see `indirect_limit`).
+    limit: Option<u64>,
+}
+
+impl IndirectRewrite<'_> {
+    /// Is the pointer to `blk` (a data block at `lblk` when `data`) one the
+    /// check rejects?
+    fn illegal(&self, blk: u64, lblk: u64, data: bool) -> bool {
+        !self.fs.geo.block_in_fs(blk) || (data && self.limit.is_some_and(|l| lblk > l))
+    }
+
+    /// Zeroes the illegal pointers of i_block and below. Returns whether
+    /// i_block changed.
+    fn root(&mut self, root: &mut [u8; I_BLOCK_LEN]) -> Result<bool, String> {
+        let mut changed = false;
+        let mut base = 12u64;
+        for i in 0..15 {
+            let p = u64::from(le32(root, 4 * i));
+            let level = i.saturating_sub(11) as u32;
+            let lblk = if i < 12 { i as u64 } else { base };
+            if i >= 12 {
+                base = base.saturating_add(self.apb.saturating_pow(level));
+            }
+            if p == 0 {
+                continue;
+            }
+            if self.illegal(p, lblk, level == 0) {
+                put_le32(root, 4 * i, 0);
+                changed = true;
+            } else if level > 0 {
+                self.indirect(p, level, lblk)?;
+            }
+        }
+        Ok(changed)
+    }
+
+    /// Zeroes the illegal pointers of indirect block `blk` (`level` 1 to
+    /// 3, mapping from logical block `lblk`) and below, staging every
+    /// block that changes.
+    fn indirect(&mut self, blk: u64, level: u32, lblk: u64) -> Result<(), String> {
+        let mut buf = read_block(self.fs, self.overlay, blk)?;
+        let span = self.apb.saturating_pow(level - 1);
+        let mut changed = false;
+        for k in 0..self.apb as usize {
+            let p = u64::from(le32(&buf, 4 * k));
+            if p == 0 {
+                continue;
+            }
+            let l = lblk.saturating_add((k as u64).saturating_mul(span));
+            if self.illegal(p, l, level == 1) {
+                put_le32(&mut buf, 4 * k, 0);
+                changed = true;
+            } else if level > 1 {
+                self.indirect(p, level - 1, l)?;
+            }
+        }
+        // An indirect block on critical metadata is never written (it is
+        // the metadata's block); e2fsck only forgets the pointers in core.
+        if changed && !self.state.block_meta.get(blk) {
+            self.overlay.stage(blk, buf).map_err(|e| e.to_string())?;
+            self.staged = true;
+        }
+        Ok(())
+    }
+}

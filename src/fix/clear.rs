@@ -1,0 +1,573 @@
+//! Pass 1 fixes of one inode as a whole: what e2fsck -y does to an inode
+//! it finds broken while scanning the inode table (or, for the inodes it
+//! marks bad there, when pass 2 or 4 meets them): clear it, or rewrite the
+//! fields and flags that make it invalid, or set the superblock feature it
+//! shows the file system uses.
+//!
+//! Clearing is e2fsck's: no links, a deletion time, no flags (a reserved
+//! inode also loses its block map), and the inode leaves `State`'s in-use
+//! maps so the summary rebuilt last frees it. What follows from it (the
+//! entries naming it, its blocks in the bitmaps, an xattr block's
+//! reference count, quota usage) is found by the next round's check and
+//! fixed there, as e2fsck finds it in its later passes.
+//!
+//! Each fix reads the inode through the overlay, so it sees what earlier
+//! fixes of this round changed. Where e2fsck changes the mode, a flag or
+//! the mapping and then judges the inode on with the change (a fast
+//! symlink with EXTENTS_FL, both INLINE_DATA_FL and EXTENTS_FL, a socket
+//! that is really a directory), the inode's other problems, found on the
+//! old contents, are left to the next round's check (`Round::modified`).
+
+use super::inode;
+use crate::check::Fs;
+use crate::check::problem::{Code, Problem};
+use crate::check::state::State;
+use crate::check::{blockmap, pass1, xattr as xcheck};
+use crate::fs::bytes::{le16, le32, put_le16, put_le32};
+use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO, S_IFDIR, flags};
+use crate::fs::superblock::{compat, incompat, ro_compat};
+use crate::fs::xattr;
+use crate::repair::overlay::Overlay;
+use std::collections::BTreeSet;
+
+/// The problems fixed here.
+pub(super) const CODES: &[Code] = &[
+    Code::InodeGarbage,
+    Code::InodeBadMode,
+    Code::InodeDeviceBlocks,
+    Code::InodeFastSymlink,
+    Code::SpecialImmutable,
+    Code::InodeBadSize,
+    Code::InodeBadFlags,
+    Code::InodeFileAcl,
+    Code::InodeImagic,
+    Code::InodeExtraIsize,
+    Code::InodeXattrInInode,
+    Code::XattrHash,
+    Code::XattrEaInodeInvalid,
+    Code::XattrEaInodeNoFlag,
+    Code::XattrBlockHeader,
+    Code::XattrBlockEntries,
+    Code::XattrBlockChecksum,
+    Code::XattrBlockRefcount,
+    Code::InodeEaInodeRefs,
+    Code::InodeInlineNoFeature,
+    Code::InodeInlineData,
+    Code::InodeExtentsNoFeature,
+    Code::DirNlinkFeature,
+    Code::InodeReallyDir,
+];
+
+/// What this round's fixes did so far.
+#[derive(Default)]
+pub(super) struct Round {
+    /// Inodes cleared: their other problems need no fix.
+    pub cleared: BTreeSet<u32>,
+    /// Inodes whose mode, flags or mapping a fix changed: e2fsck judges
+    /// them on with the change, so their other problems (found on the old
+    /// contents) wait for the next round's check.
+    pub modified: BTreeSet<u32>,
+    /// Incompat features the inodes showed the file system uses.
+    incompat: u32,
+    /// Read-only compatible features likewise.
+    ro_compat: u32,
+}
+
+// Inode fields (the kernel's struct ext4_inode).
+const I_MODE: usize = 0x00;
+const I_SIZE_LO: usize = 0x04;
+const I_CTIME: usize = 0x0C;
+const I_DTIME: usize = 0x14;
+const I_LINKS_COUNT: usize = 0x1A;
+const I_FLAGS: usize = 0x20;
+const I_VERSION: usize = 0x24;
+const I_BLOCK: usize = 0x28;
+const I_BLOCK_END: usize = 0x64;
+const I_FILE_ACL_LO: usize = 0x68;
+const I_SIZE_HIGH: usize = 0x6C;
+const I_FADDR: usize = 0x70;
+const I_BLOCKS_HIGH: usize = 0x74;
+const I_FILE_ACL_HIGH: usize = 0x76;
+const I_EXTRA_ISIZE: usize = 0x80;
+
+// Xattr block header fields.
+const H_REFCOUNT: usize = 0x04;
+const H_CHECKSUM: usize = 0x10;
+
+/// Inline data lives in i_block (60 bytes) and the system.data value.
+const MIN_INLINE_DATA_SIZE: u64 = 60;
+
+/// Stages the fix of `p` (one of `CODES`). Returns whether the problem is
+/// taken care of.
+pub(super) fn fix(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    p: &Problem,
+    round: &mut Round,
+) -> Result<bool, String> {
+    // Problems of blocks or of the file system, not of one inode.
+    match p.code {
+        Code::DirNlinkFeature => {
+            round.ro_compat |= ro_compat::DIR_NLINK;
+            return Ok(true);
+        }
+        Code::XattrBlockChecksum => return xattr_block(fs, overlay, p.blk, None),
+        Code::XattrBlockRefcount => {
+            let Some(n) = p.num2.and_then(|n| u32::try_from(n).ok()) else {
+                return Ok(false);
+            };
+            return xattr_block(fs, overlay, p.blk, Some(n));
+        }
+        Code::InodeEaInodeRefs => {
+            let (Some(ino), Some(n)) = (p.ino, p.num2) else {
+                return Ok(false);
+            };
+            // The count is kept in i_ctime (high half) and i_version (low).
+            return inode::edit(fs, overlay, ino, |b| {
+                put_le32(b, I_CTIME, (n >> 32) as u32);
+                put_le32(b, I_VERSION, n as u32);
+            });
+        }
+        Code::XattrEaInodeNoFlag => {
+            let Some(ea) = p.num.and_then(|n| u32::try_from(n).ok()) else {
+                return Ok(false);
+            };
+            if ea == 0 || ea > fs.geo.inodes_count || round.cleared.contains(&ea) {
+                return Ok(false);
+            }
+            return inode::edit(fs, overlay, ea, |b| {
+                put_le32(b, I_FLAGS, le32(b, I_FLAGS) | flags::EA_INODE);
+            });
+        }
+        _ => {}
+    }
+    let Some(ino) = p.ino else {
+        return Ok(false);
+    };
+    if round.cleared.contains(&ino) {
+        return Ok(true);
+    }
+    // Judged on what the inode was before a change of this round; the
+    // next round judges it again.
+    if round.modified.contains(&ino) {
+        return Ok(false);
+    }
+    let Some(raw) = inode::read(fs, overlay, ino)? else {
+        return Ok(false);
+    };
+    let node = Inode::parse(&raw);
+    let extents_fs =
+        fs.sb.has_incompat(incompat::EXTENTS) || round.incompat & incompat::EXTENTS != 0;
+    let inline_fs =
+        fs.sb.has_incompat(incompat::INLINE_DATA) || round.incompat & incompat::INLINE_DATA != 0;
+    match p.code {
+        Code::InodeGarbage | Code::InodeBadMode => clear(fs, state, overlay, ino, round),
+        Code::InodeDeviceBlocks => {
+            if pass1::device_ok(&node) {
+                set_flags(
+                    fs,
+                    overlay,
+                    ino,
+                    round,
+                    0,
+                    flags::INLINE_DATA | flags::EXTENTS,
+                )
+            } else {
+                clear(fs, state, overlay, ino, round)
+            }
+        }
+        Code::InodeFastSymlink => {
+            if extents_fs
+                && node.is_symlink()
+                && node.has_flag(flags::EXTENTS)
+                && !pass1::has_valid_blocks(&node)
+            {
+                set_flags(fs, overlay, ino, round, 0, flags::EXTENTS)
+            } else {
+                clear(fs, state, overlay, ino, round)
+            }
+        }
+        Code::InodeReallyDir => {
+            round.modified.insert(ino);
+            inode::edit(fs, overlay, ino, |b| {
+                let mode = (le16(b, I_MODE) & 0o7777) | S_IFDIR;
+                put_le16(b, I_MODE, mode);
+            })
+        }
+        Code::SpecialImmutable => {
+            // Not a change the validity of the inode depends on.
+            inode::edit(fs, overlay, ino, |b| {
+                let f = le32(b, I_FLAGS) & !(flags::IMMUTABLE | flags::APPEND);
+                put_le32(b, I_FLAGS, f);
+            })
+        }
+        Code::InodeBadSize => match p.detail.as_str() {
+            "special file" => inode::edit(fs, overlay, ino, |b| {
+                put_le32(b, I_SIZE_LO, 0);
+                put_le32(b, I_SIZE_HIGH, 0);
+            }),
+            "directory i_size_high" => inode::edit(fs, overlay, ino, |b| {
+                put_le32(b, I_SIZE_HIGH, 0);
+            }),
+            "zero-length directory" => clear(fs, state, overlay, ino, round),
+            _ => Ok(false),
+        },
+        Code::InodeBadFlags => match p.detail.as_str() {
+            "both INLINE_DATA_FL and EXTENTS_FL" => {
+                inline_and_extents(fs, state, overlay, ino, &raw, round, extents_fs, inline_fs)
+            }
+            "missing EXTENTS_FL, but the inode is in extents format" => {
+                set_flags(fs, overlay, ino, round, flags::EXTENTS, 0)
+            }
+            "i_faddr" => inode::edit(fs, overlay, ino, |b| put_le32(b, I_FADDR, 0)),
+            "i_blocks_hi without huge_file" => {
+                inode::edit(fs, overlay, ino, |b| put_le16(b, I_BLOCKS_HIGH, 0))
+            }
+            "extra time fields in the old, invalid format" => {
+                inode::edit(fs, overlay, ino, fix_extra_times)
+            }
+            _ => Ok(false),
+        },
+        Code::InodeFileAcl => {
+            let xattr_fs = fs.sb.has_compat(compat::EXT_ATTR);
+            let bit64 = fs.sb.is_64bit();
+            let (first, count) = (fs.geo.first_data_block, fs.geo.blocks_count);
+            inode::edit(fs, overlay, ino, |b| {
+                file_acl(b, xattr_fs, bit64, first, count)
+            })
+        }
+        Code::InodeImagic => inode::edit(fs, overlay, ino, |b| {
+            put_le32(b, I_FLAGS, le32(b, I_FLAGS) & !flags::IMAGIC);
+        }),
+        Code::InodeExtraIsize => {
+            let want = fs.sb.want_extra_isize;
+            inode::edit(fs, overlay, ino, |b| fix_extra_isize(b, want))
+        }
+        Code::InodeXattrInInode | Code::XattrHash | Code::XattrEaInodeInvalid
+            if p.blk.is_none() =>
+        {
+            // e2fsck drops every in-inode xattr: the area's magic goes.
+            inode::edit(fs, overlay, ino, |b| {
+                let at = GOOD_OLD_INODE_SIZE + le16(b, I_EXTRA_ISIZE) as usize;
+                if b.len() > GOOD_OLD_INODE_SIZE && at + 4 <= b.len() {
+                    put_le32(b, at, 0);
+                }
+            })
+        }
+        Code::XattrHash
+        | Code::XattrEaInodeInvalid
+        | Code::XattrBlockHeader
+        | Code::XattrBlockEntries => {
+            // A bad xattr block: the inode loses its reference to it.
+            if p.blk.is_none_or(|blk| blk != node.file_acl) {
+                return Ok(false);
+            }
+            let bit64 = fs.sb.is_64bit();
+            inode::edit(fs, overlay, ino, |b| {
+                put_le32(b, I_FILE_ACL_LO, 0);
+                if bit64 {
+                    put_le16(b, I_FILE_ACL_HIGH, 0);
+                }
+            })
+        }
+        Code::InodeInlineNoFeature => {
+            if inline_fs {
+                return Ok(true);
+            }
+            let mut buf = vec![0u8; fs.block_size()];
+            if xcheck::inline_data_size(fs, &raw, &node, &mut buf, true).is_ok() {
+                round.incompat |= incompat::INLINE_DATA;
+                Ok(true)
+            } else {
+                clear(fs, state, overlay, ino, round)
+            }
+        }
+        Code::InodeInlineData => {
+            // The data is lost with its xattr: the inode is truncated.
+            round.modified.insert(ino);
+            inode::edit(fs, overlay, ino, |b| {
+                put_le32(b, I_SIZE_LO, 0);
+                put_le32(b, I_SIZE_HIGH, 0);
+                put_le32(b, I_FLAGS, le32(b, I_FLAGS) & !flags::INLINE_DATA);
+                b[I_BLOCK..I_BLOCK_END].fill(0);
+            })
+        }
+        Code::InodeExtentsNoFeature => {
+            if extents_fs {
+                return Ok(true);
+            }
+            if blockmap::header_problem(&node.block, 60).is_none() {
+                round.incompat |= incompat::EXTENTS;
+                Ok(true)
+            } else {
+                clear(fs, state, overlay, ino, round)
+            }
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Sets the superblock features the round found in use.
+pub(super) fn finish(fs: &Fs, overlay: &mut Overlay, round: &Round) -> Result<(), String> {
+    if round.incompat == 0 && round.ro_compat == 0 {
+        return Ok(());
+    }
+    const S_FEATURE_INCOMPAT: usize = 0x60;
+    const S_FEATURE_RO_COMPAT: usize = 0x64;
+    let (inc, ro) = (round.incompat, round.ro_compat);
+    super::edit_superblock(fs, overlay, |sb| {
+        put_le32(sb, S_FEATURE_INCOMPAT, le32(sb, S_FEATURE_INCOMPAT) | inc);
+        put_le32(sb, S_FEATURE_RO_COMPAT, le32(sb, S_FEATURE_RO_COMPAT) | ro);
+    })
+}
+
+/// e2fsck's clear of an inode. The root is not cleared: recreating it
+/// (e2fsck's pass 3) is not built.
+fn clear(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    ino: u32,
+    round: &mut Round,
+) -> Result<bool, String> {
+    if ino == ROOT_INO {
+        return Ok(false);
+    }
+    let reserved = ino < fs.geo.first_ino;
+    let t = super::lostfound::now();
+    if !inode::edit(fs, overlay, ino, |b| {
+        put_le32(b, I_FLAGS, 0);
+        put_le16(b, I_LINKS_COUNT, 0);
+        put_le32(b, I_DTIME, t);
+        // Reserved inodes are judged whatever their link count: their
+        // map must go too, or the next check finds it again.
+        if reserved {
+            b[I_BLOCK..I_BLOCK_END].fill(0);
+        }
+    })? {
+        return Ok(false);
+    }
+    for map in [&state.inode_used, &state.inode_dir, &state.inode_reg] {
+        map.clear(ino as u64);
+    }
+    round.cleared.insert(ino);
+    Ok(true)
+}
+
+/// Sets `add` and clears `remove` in the inode's flags.
+fn set_flags(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    ino: u32,
+    round: &mut Round,
+    add: u32,
+    remove: u32,
+) -> Result<bool, String> {
+    round.modified.insert(ino);
+    inode::edit(fs, overlay, ino, |b| {
+        put_le32(b, I_FLAGS, (le32(b, I_FLAGS) | add) & !remove);
+    })
+}
+
+/// e2fsck's choice for an inode with both INLINE_DATA_FL and EXTENTS_FL:
+/// special files lose both; an inode whose i_block holds an extent header
+/// keeps extents, one small enough for inline data keeps that, one whose
+/// i_block could be a block map keeps neither flag; anything else is
+/// cleared. Without either feature the flags are left to the other checks.
+#[allow(clippy::too_many_arguments)]
+fn inline_and_extents(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    ino: u32,
+    raw: &[u8],
+    round: &mut Round,
+    extents_fs: bool,
+    inline_fs: bool,
+) -> Result<bool, String> {
+    let node = Inode::parse(raw);
+    if !node.has_flag(flags::INLINE_DATA) || !node.has_flag(flags::EXTENTS) {
+        return Ok(true);
+    }
+    if !extents_fs && !inline_fs {
+        return Ok(false);
+    }
+    let both = flags::INLINE_DATA | flags::EXTENTS;
+    let special = !node.is_dir() && !node.is_reg() && !node.is_symlink() && node.mode & 0xF000 != 0;
+    if special {
+        return set_flags(fs, overlay, ino, round, 0, both);
+    }
+    if blockmap::header_problem(&node.block, 60).is_none() {
+        return set_flags(fs, overlay, ino, round, 0, flags::INLINE_DATA);
+    }
+    let isz = raw.len();
+    let max_inline_ea = if isz > GOOD_OLD_INODE_SIZE {
+        isz.saturating_sub(GOOD_OLD_INODE_SIZE + le16(raw, I_EXTRA_ISIZE) as usize)
+    } else {
+        0
+    };
+    if node.size < MIN_INLINE_DATA_SIZE + max_inline_ea as u64 {
+        return set_flags(fs, overlay, ino, round, 0, flags::EXTENTS);
+    }
+    if node
+        .block_ptrs()
+        .iter()
+        .all(|&b| u64::from(b) < fs.geo.blocks_count)
+    {
+        return set_flags(fs, overlay, ino, round, 0, both);
+    }
+    clear(fs, state, overlay, ino, round)
+}
+
+/// e2fsck's pass 2 repair of i_file_acl: zero without the ext_attr
+/// feature, the high half zeroed without 64bit (where it means nothing),
+/// zero when outside the file system.
+fn file_acl(b: &mut [u8], xattr_fs: bool, bit64: bool, first: u64, count: u64) {
+    let block = |b: &[u8]| {
+        let lo = u64::from(le32(b, I_FILE_ACL_LO));
+        if bit64 {
+            lo | u64::from(le16(b, I_FILE_ACL_HIGH)) << 32
+        } else {
+            lo
+        }
+    };
+    let zero = |b: &mut [u8]| {
+        put_le32(b, I_FILE_ACL_LO, 0);
+        if bit64 {
+            put_le16(b, I_FILE_ACL_HIGH, 0);
+        }
+    };
+    if block(b) != 0 && !xattr_fs {
+        zero(b);
+    }
+    if !bit64 {
+        put_le16(b, I_FILE_ACL_HIGH, 0);
+    }
+    let acl = block(b);
+    if acl != 0 && (acl < first || acl >= count) {
+        zero(b);
+    }
+}
+
+/// e2fsck's fix of i_extra_isize: out of range becomes the superblock's
+/// wanted size, a misaligned one is rounded up.
+fn fix_extra_isize(b: &mut [u8], want: u16) {
+    if b.len() <= GOOD_OLD_INODE_SIZE {
+        return;
+    }
+    let max = (b.len() - GOOD_OLD_INODE_SIZE) as u16;
+    let e = le16(b, I_EXTRA_ISIZE);
+    let fixed = if !(4..=max).contains(&e) {
+        want
+    } else {
+        (e + 3) & !3
+    };
+    put_le16(b, I_EXTRA_ISIZE, fixed);
+}
+
+/// Pre-1970 extra times stored with both epoch bits set lose them.
+fn fix_extra_times(b: &mut [u8]) {
+    if b.len() <= GOOD_OLD_INODE_SIZE {
+        return;
+    }
+    let end = GOOD_OLD_INODE_SIZE + le16(b, I_EXTRA_ISIZE) as usize;
+    let len = b.len();
+    let fits = |off: usize| off + 4 <= end && off + 4 <= len;
+    for (base, xoff) in [
+        (0x0Cusize, 0x84usize),
+        (0x10, 0x88),
+        (0x08, 0x8C),
+        (0x90, 0x94),
+    ] {
+        if fits(xoff)
+            && (base < GOOD_OLD_INODE_SIZE || fits(base))
+            && le32(b, base) & 0x8000_0000 != 0
+            && le32(b, xoff) & 3 == 3
+        {
+            put_le32(b, xoff, le32(b, xoff) & !3);
+        }
+    }
+}
+
+/// Rewrites an xattr block's reference count (when given) and its
+/// checksum (with metadata_csum).
+fn xattr_block(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    blk: Option<u64>,
+    refcount: Option<u32>,
+) -> Result<bool, String> {
+    let Some(blk) = blk.filter(|&b| fs.geo.block_in_fs(b)) else {
+        return Ok(false);
+    };
+    let bs = fs.block_size();
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    let pos = blk
+        .checked_mul(bs as u64)
+        .ok_or_else(|| format!("block {blk} lies beyond the addressable range"))?;
+    super::edit_bytes(fs, overlay, pos, bs, |b| {
+        if le32(b, 0) != xattr::XATTR_MAGIC {
+            return;
+        }
+        if let Some(n) = refcount {
+            put_le32(b, H_REFCOUNT, n);
+        }
+        if csum {
+            let c = xattr::compute_block_checksum(seed, blk, b);
+            put_le32(b, H_CHECKSUM, c);
+        }
+    })?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_acl_follows_e2fsck() {
+        let mut b = vec![0u8; 256];
+        // High half set without 64bit: only it goes.
+        put_le32(&mut b, I_FILE_ACL_LO, 50);
+        put_le16(&mut b, I_FILE_ACL_HIGH, 2);
+        file_acl(&mut b, true, false, 1, 100);
+        assert_eq!(
+            (le32(&b, I_FILE_ACL_LO), le16(&b, I_FILE_ACL_HIGH)),
+            (50, 0)
+        );
+        // Out of range: zero.
+        put_le32(&mut b, I_FILE_ACL_LO, 500);
+        file_acl(&mut b, true, false, 1, 100);
+        assert_eq!(le32(&b, I_FILE_ACL_LO), 0);
+        // No ext_attr feature: zero whatever the block.
+        put_le32(&mut b, I_FILE_ACL_LO, 50);
+        file_acl(&mut b, false, false, 1, 100);
+        assert_eq!(le32(&b, I_FILE_ACL_LO), 0);
+    }
+
+    #[test]
+    fn extra_isize_is_wanted_or_rounded() {
+        let mut b = vec![0u8; 256];
+        put_le16(&mut b, I_EXTRA_ISIZE, 0xFFFF);
+        fix_extra_isize(&mut b, 32);
+        assert_eq!(le16(&b, I_EXTRA_ISIZE), 32);
+        put_le16(&mut b, I_EXTRA_ISIZE, 30);
+        fix_extra_isize(&mut b, 32);
+        assert_eq!(le16(&b, I_EXTRA_ISIZE), 32);
+        put_le16(&mut b, I_EXTRA_ISIZE, 2);
+        fix_extra_isize(&mut b, 28);
+        assert_eq!(le16(&b, I_EXTRA_ISIZE), 28);
+    }
+
+    #[test]
+    fn old_extra_times_lose_their_epoch_bits() {
+        let mut b = vec![0u8; 256];
+        put_le16(&mut b, I_EXTRA_ISIZE, 32);
+        put_le32(&mut b, 0x0C, 0x8000_0001);
+        put_le32(&mut b, 0x84, 0x0000_0107);
+        fix_extra_times(&mut b);
+        assert_eq!(le32(&b, 0x84), 0x0000_0104);
+    }
+}

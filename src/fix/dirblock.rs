@@ -1,0 +1,468 @@
+//! Pass 2 fixes of one directory block as a whole: salvaging a block whose
+//! chain of records breaks (a bad rec_len or name_len, a record running
+//! past the end, no room for a header at the end), adding a missing
+//! checksum tail where the last record has room for it, and removing an
+//! entry known by its offset (zero-length names, links to '.').
+//!
+//! Salvage follows e2fsck's rules, so both tools keep the same entries:
+//! walking the records, at the first one that cannot be read
+//! - a record of exactly 8 bytes (a header and nothing else) is cut out,
+//!   the rest of the block moving up over it;
+//! - a record running past the end but whose name fits in what is left
+//!   is shortened to end at the end;
+//! - a record of plausible length (a multiple of 4, inside the block) is
+//!   given to the entry before it, and the walk goes on after it;
+//! - otherwise the rest of the block goes to the entry before, or, first in
+//!   the block, becomes one empty record.
+//!
+//! The entries the salvage drops were never counted by pass 2 (its walk
+//! stops at the broken record), and the ones it recovers were not counted
+//! either: `super::plan` leaves the link counts and reconnections to the
+//! next round's check once a block changed this way.
+
+use super::lostfound::dir_seed;
+use crate::check::Fs;
+use crate::check::dirblock::{Tail, tail_state};
+use crate::check::problem::{Code, Problem};
+use crate::check::state::{State, iflag};
+use crate::fs::bytes::{le16, le32, put_le16, put_le32};
+use crate::fs::dir_entry::{
+    HEADER_LEN, TAIL_FT, TAIL_LEN, compute_tail_checksum, decode_rec_len, encode_rec_len,
+    rec_len_for,
+};
+use crate::repair::overlay::Overlay;
+
+/// Problems fixed here.
+pub(super) const CODES: &[Code] = &[
+    Code::DirBlockCorrupt,
+    Code::DirBlockNoTail,
+    Code::DirEntryZeroLenName,
+    Code::DirEntryLinkToDot,
+];
+
+/// Smallest record holding a name.
+const MIN_REC: usize = 12;
+
+/// Stages the fix of one block problem; false when it could not be fixed
+/// in place (a missing tail without room: the caller rebuilds the
+/// directory instead).
+pub(super) fn fix(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    p: &Problem,
+) -> Result<bool, String> {
+    let (Some(dir), Some(pblk)) = (p.ino, p.blk) else {
+        return Ok(false);
+    };
+    if state.has_iflag(dir, iflag::INLINE) {
+        return match (p.code, p.num) {
+            (Code::DirBlockCorrupt, Some(part)) => salvage_inline(fs, overlay, dir, part),
+            _ => Ok(false),
+        };
+    }
+    if !writable(fs, state, pblk) {
+        return Ok(false);
+    }
+    let csum = fs.metadata_csum();
+    let bs = fs.block_size();
+    let inodes = fs.geo.inodes_count;
+    match p.code {
+        Code::DirBlockCorrupt => edit(fs, state, overlay, dir, pblk, |b| {
+            // The same end the check walked to: before the tail unless
+            // the records run cleanly into the tail's place.
+            let end = if csum && tail_state(b) != Tail::Missing {
+                bs - TAIL_LEN
+            } else {
+                bs
+            };
+            let changed = salvage(&mut b[..end], bs, inodes);
+            if changed && end < bs {
+                write_tail_header(b);
+            }
+            changed
+        }),
+        Code::DirBlockNoTail if csum => edit(fs, state, overlay, dir, pblk, insert_tail),
+        Code::DirEntryZeroLenName | Code::DirEntryLinkToDot => {
+            let Some(off) = p.num.and_then(|n| usize::try_from(n).ok()) else {
+                return Ok(false);
+            };
+            edit(fs, state, overlay, dir, pblk, |b| {
+                let end = if csum && tail_state(b) != Tail::Missing {
+                    bs - TAIL_LEN
+                } else {
+                    bs
+                };
+                remove_at(&mut b[..end], bs, off)
+            })
+        }
+        _ => Ok(false),
+    }
+}
+
+/// May a fix rewrite directory block `pblk`? Not outside the file system,
+/// and not while another file or the file system's metadata claims it too
+/// (pass 1B's fixes decide whose it is first).
+pub(super) fn writable(fs: &Fs, state: &State, pblk: u64) -> bool {
+    fs.geo.block_in_fs(pblk) && !state.block_dup.get(pblk) && !state.block_meta.get(pblk)
+}
+
+// Where an inline directory keeps its entries in the inode.
+const I_BLOCK: usize = 0x28;
+const I_BLOCK_LEN: usize = 60;
+const I_EXTRA_ISIZE: usize = 0x80;
+const XATTR_MAGIC: u32 = 0xEA02_0000;
+const XATTR_INDEX_SYSTEM: u8 = 7;
+
+/// Salvages part `part` of an inline directory: 0 the entries in i_block
+/// (after the parent's number), 1 those in the system.data attribute.
+fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: u32, part: u64) -> Result<bool, String> {
+    let pos = super::lostfound::inode_pos(fs, dir)?;
+    let isize = fs.geo.inode_size as usize;
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    let inodes = fs.geo.inodes_count;
+    let mut done = false;
+    super::edit_bytes(fs, overlay, pos, isize, |raw| {
+        let (range, hash_at) = match part {
+            0 => (Some((I_BLOCK + 4, I_BLOCK + I_BLOCK_LEN)), None),
+            1 => match inline_value(raw) {
+                Some((a, z, h)) => (Some((a, z)), Some(h)),
+                None => (None, None),
+            },
+            _ => (None, None),
+        };
+        if let Some((a, z)) = range.filter(|&(a, z)| a < z && z <= raw.len()) {
+            let region = &mut raw[a..z];
+            done = salvage(region, region.len(), inodes);
+            // The attribute's hash covers its value (0: not hashed).
+            if let Some(h) = hash_at.filter(|&h| done && le32(raw, h) != 0) {
+                let v = crate::fs::xattr::entry_hash(b"data", &raw[a..z], false);
+                put_le32(raw, h, v);
+            }
+        }
+        if done && csum {
+            super::inode::set_checksum(seed, dir, raw);
+        }
+    })?;
+    Ok(done)
+}
+
+/// The byte range of the system.data value in a raw inode, and where its
+/// entry keeps the hash.
+fn inline_value(raw: &[u8]) -> Option<(usize, usize, usize)> {
+    if raw.len() <= 128 {
+        return None;
+    }
+    let start = 128 + le16(raw, I_EXTRA_ISIZE) as usize;
+    if le32(raw, start) != XATTR_MAGIC {
+        return None;
+    }
+    let area = raw.get(start + 4..)?;
+    let entries = crate::fs::xattr::read_entries(area, 0).ok()?;
+    let e = entries
+        .iter()
+        .find(|e| e.name_index == XATTR_INDEX_SYSTEM && e.name == b"data" && e.value_inum == 0)?;
+    let a = start + 4 + e.value_offs as usize;
+    Some((a, a + e.value_size as usize, start + 4 + e.offset + 0xC))
+}
+
+/// Reads directory block `pblk` through the overlay, lets `f` change it
+/// (the whole block), recomputes the checksum of a block with a tail and
+/// stages it.
+fn edit(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    dir: u32,
+    pblk: u64,
+    f: impl FnOnce(&mut [u8]) -> bool,
+) -> Result<bool, String> {
+    let bs = fs.block_size();
+    let seed = if fs.metadata_csum() {
+        Some(dir_seed(fs, state, overlay, dir)?)
+    } else {
+        None
+    };
+    let mut b = vec![0u8; bs];
+    let pos = pblk
+        .checked_mul(bs as u64)
+        .ok_or_else(|| format!("block {pblk} lies beyond the addressable range"))?;
+    overlay
+        .read_at(&fs.dev, pos, &mut b)
+        .map_err(|e| format!("cannot read block {pblk}: {e}"))?;
+    let before = b.clone();
+    if !f(&mut b) {
+        return Ok(false);
+    }
+    if let Some(seed) = seed
+        && crate::fs::dir_entry::has_tail(&b)
+    {
+        let c = compute_tail_checksum(seed, &b);
+        put_le32(&mut b, bs - 4, c);
+    }
+    if b != before {
+        overlay.stage(pblk, b).map_err(|e| e.to_string())?;
+    }
+    Ok(true)
+}
+
+/// Writes the fields of a checksum tail (not the checksum) at the end of `b`.
+pub(super) fn write_tail_header(b: &mut [u8]) {
+    let t = b.len() - TAIL_LEN;
+    put_le32(b, t, 0);
+    put_le16(b, t + 4, TAIL_LEN as u16);
+    b[t + 6] = 0;
+    b[t + 7] = TAIL_FT;
+}
+
+/// Is the record at `off` of `b` (`room` bytes left) readable, as the
+/// check's walk requires?
+fn readable(b: &[u8], bs: usize, off: usize) -> Option<usize> {
+    let room = b.len() - off;
+    if room < HEADER_LEN {
+        return None;
+    }
+    let rec = decode_rec_len(le16(b, off + 4), bs);
+    let name_len = b[off + 6] as usize;
+    (rec >= MIN_REC && rec.is_multiple_of(4) && rec <= room && name_len + HEADER_LEN <= rec)
+        .then_some(rec)
+}
+
+/// Makes every record of `b` (a block's entry area) readable, with
+/// e2fsck's salvage rules (see the module comment). `bs` decodes rec_len;
+/// `inodes` is the file system's inode count. Returns whether it changed
+/// anything.
+pub(super) fn salvage(b: &mut [u8], bs: usize, inodes: u32) -> bool {
+    let max = b.len();
+    let mut off = 0usize;
+    let mut prev: Option<usize> = None;
+    let mut changed = false;
+    // Each step advances or shifts the block by 8 bytes (at most max/8
+    // times before only zeros are left), so this bounds the loop.
+    for _ in 0..2 * (max / 4 + 2) {
+        if off >= max {
+            break;
+        }
+        if let Some(rec) = readable(b, bs, off) {
+            prev = Some(off);
+            off += rec;
+            continue;
+        }
+        changed = true;
+        let room = max - off;
+        let (rec, name_len) = if room < HEADER_LEN {
+            (room, 0)
+        } else {
+            (decode_rec_len(le16(b, off + 4), bs), b[off + 6] as usize)
+        };
+        if rec == HEADER_LEN && room >= HEADER_LEN + MIN_REC {
+            b.copy_within(off + HEADER_LEN..max, off);
+            b[max - HEADER_LEN..].fill(0);
+            continue;
+        }
+        if rec > room
+            && room > HEADER_LEN
+            && rec_len_for(name_len) <= room
+            && le32(b, off) <= inodes
+            && !b[off + HEADER_LEN..off + HEADER_LEN + name_len].contains(&0)
+        {
+            put_le16(b, off + 4, encode_rec_len(room, bs));
+            continue;
+        }
+        match prev {
+            Some(p) if rec != 0 && rec.is_multiple_of(4) && rec <= room => {
+                grow(b, bs, p, rec);
+                off += rec;
+            }
+            Some(p) => {
+                grow(b, bs, p, room);
+                break;
+            }
+            None => {
+                put_le32(b, off, 0);
+                put_le16(b, off + 4, encode_rec_len(room, bs));
+                b[off + 6] = 0;
+                b[off + 7] = 0;
+                break;
+            }
+        }
+    }
+    changed
+}
+
+/// Adds `by` bytes to the record at `p`.
+fn grow(b: &mut [u8], bs: usize, p: usize, by: usize) {
+    let rec = decode_rec_len(le16(b, p + 4), bs) + by;
+    put_le16(b, p + 4, encode_rec_len(rec, bs));
+}
+
+/// Adds a checksum tail to a block whose records run to its end: the last
+/// record gives up the 12 bytes if it has them to spare. False when it
+/// does not (the directory must be rebuilt).
+fn insert_tail(b: &mut [u8]) -> bool {
+    let bs = b.len();
+    let top = bs - TAIL_LEN;
+    let mut off = 0;
+    let mut last = None;
+    while off < top {
+        let Some(rec) = readable(b, bs, off) else {
+            return false;
+        };
+        last = Some((off, rec));
+        off += rec;
+    }
+    let Some((lo, rec)) = last else {
+        return false;
+    };
+    if off == top {
+        // The records already stop where the tail goes.
+        write_tail_header(b);
+        return true;
+    }
+    // An empty record keeps the smallest valid length; a used one what
+    // its name needs.
+    let need = if le32(b, lo) == 0 {
+        MIN_REC
+    } else {
+        rec_len_for(b[lo + 6] as usize).max(MIN_REC)
+    };
+    if off != bs || rec < need + TAIL_LEN {
+        return false;
+    }
+    put_le16(b, lo + 4, encode_rec_len(rec - TAIL_LEN, bs));
+    b[top..].fill(0);
+    write_tail_header(b);
+    true
+}
+
+/// Removes the used entry at exactly `off`: merged into the record before
+/// it, or emptied when first in the block.
+fn remove_at(b: &mut [u8], bs: usize, off: usize) -> bool {
+    let mut cur = 0;
+    let mut prev = None;
+    while cur < b.len() {
+        let Some(rec) = readable(b, bs, cur) else {
+            return false;
+        };
+        if cur == off {
+            if le32(b, cur) == 0 {
+                return false;
+            }
+            match prev {
+                Some(p) => grow(b, bs, p, rec),
+                None => put_le32(b, cur, 0),
+            }
+            return true;
+        }
+        if cur > off {
+            return false;
+        }
+        prev = Some(cur);
+        cur += rec;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BS: usize = 1024;
+
+    /// (inode, name, rec_len) records from offset 0.
+    fn block(recs: &[(u32, &[u8], usize)]) -> Vec<u8> {
+        let mut b = vec![0u8; BS];
+        let mut off = 0;
+        for &(ino, name, rec) in recs {
+            put_le32(&mut b, off, ino);
+            put_le16(&mut b, off + 4, rec as u16);
+            b[off + 6] = name.len() as u8;
+            b[off + 7] = 1;
+            b[off + 8..off + 8 + name.len()].copy_from_slice(name);
+            off += rec;
+        }
+        b
+    }
+
+    fn chain(b: &[u8]) -> Vec<(usize, u32, usize)> {
+        let mut v = Vec::new();
+        let mut off = 0;
+        while off < b.len() {
+            let rec = readable(b, BS, off).expect("readable chain");
+            v.push((off, le32(b, off), rec));
+            off += rec;
+        }
+        v
+    }
+
+    #[test]
+    fn bad_rec_len_goes_to_the_previous_entry() {
+        let mut b = block(&[(12, b"a", 12), (13, b"b", 12), (14, b"c", 1000)]);
+        put_le16(&mut b, 16, 14); // not a multiple of 4
+        assert!(salvage(&mut b, BS, 100));
+        // Impossible record: the rest of the block goes to "a".
+        assert_eq!(chain(&b), vec![(0, 12, BS)]);
+
+        let mut b = block(&[(12, b"a", 12), (13, b"b", 16), (14, b"c", 996)]);
+        b[18] = 20; // name longer than its record
+        assert!(salvage(&mut b, BS, 100));
+        assert_eq!(chain(&b), vec![(0, 12, 28), (28, 14, 996)]);
+    }
+
+    #[test]
+    fn overrunning_record_is_cut_at_the_end() {
+        let mut b = block(&[(12, b"a", 12), (13, b"bb", 2000)]);
+        assert!(salvage(&mut b, BS, 100));
+        assert_eq!(chain(&b), vec![(0, 12, 12), (12, 13, 1012)]);
+    }
+
+    #[test]
+    fn no_room_for_a_header_at_the_end() {
+        let mut b = block(&[(12, b"a", 12), (13, b"b", 1008)]);
+        // 4 bytes left after "b": no header fits.
+        assert!(salvage(&mut b, BS, 100));
+        assert_eq!(chain(&b), vec![(0, 12, 12), (12, 13, 1012)]);
+    }
+
+    #[test]
+    fn header_only_record_is_cut_out() {
+        let mut b = block(&[(12, b"a", 12), (13, b"b", 8)]);
+        let mut rest = block(&[(14, b"c", 1000)]);
+        rest.truncate(1004);
+        b[20..1024].copy_from_slice(&rest[..1004]);
+        assert!(salvage(&mut b, BS, 100));
+        let c = chain(&b);
+        assert_eq!(c[0], (0, 12, 12));
+        assert_eq!(c[1].1, 14);
+        assert_eq!(c.iter().map(|r| r.2).sum::<usize>(), BS);
+    }
+
+    #[test]
+    fn broken_first_record_empties_the_block() {
+        let mut b = block(&[(12, b"a", 12)]);
+        put_le16(&mut b, 4, 0);
+        assert!(salvage(&mut b, BS, 100));
+        assert_eq!(chain(&b), vec![(0, 0, BS)]);
+        let mut ok = block(&[(12, b"a", BS)]);
+        assert!(!salvage(&mut ok, BS, 100));
+    }
+
+    #[test]
+    fn tail_inserted_from_slack() {
+        let mut b = block(&[(12, b"a", 12), (13, b"b", 1012)]);
+        assert!(insert_tail(&mut b));
+        assert!(crate::fs::dir_entry::has_tail(&b));
+        assert_eq!(le16(&b, 16), 1000);
+        let mut full = block(&[(12, b"a", 12), (13, b"b", 992), (14, b"c", 20)]);
+        assert!(!insert_tail(&mut full));
+    }
+
+    #[test]
+    fn removal_by_offset() {
+        let mut b = block(&[(12, b"a", 12), (13, b"", 12), (14, b"c", 1000)]);
+        assert!(remove_at(&mut b, BS, 12));
+        assert_eq!(chain(&b), vec![(0, 12, 24), (24, 14, 1000)]);
+        assert!(!remove_at(&mut b, BS, 12));
+    }
+}

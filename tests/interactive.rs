@@ -1,0 +1,112 @@
+//! Interactive repair (no -n, -p or -y): questions on a terminal, like
+//! e2fsck. The terminal comes from util-linux's `script`, which runs pfsck
+//! on a pseudo-terminal fed from this test's stdin; where `script` is
+//! missing the terminal cases are skipped with a notice. Without a
+//! terminal pfsck refuses (exit 8) and writes nothing.
+
+mod common;
+
+use common::*;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const MIB: u64 = 1 << 20;
+
+/// An ext4 image with two independent problems: inode 12's link count
+/// (pass 4) and inode 13's dtime (pass 1).
+fn damaged(dir: &TempDir) -> std::path::PathBuf {
+    let base = cached_image("interactive-base", |img| {
+        mkfs(img, 16 * MIB, &MkfsOpts::ext4(), Some(&standard_tree_dir()));
+    });
+    let img = dir.join("img");
+    copy_image(&base, &img);
+    debugfs_w(&img, &["sif <12> links_count 5", "sif <13> dtime 12345"]);
+    img
+}
+
+/// Runs `pfsck -f IMG` on a pseudo-terminal with `answers` typed in;
+/// None when `script` is not available.
+fn on_terminal(img: &Path, answers: &str) -> Option<(i32, String)> {
+    let script = try_tool("script")?;
+    let cmd = format!("{} -f {}", pfsck_bin().display(), img.display());
+    let mut child = Command::new(script)
+        .args(["-qec", &cmd, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(answers.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Some((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
+#[test]
+fn answers_choose_the_fixes() {
+    let dir = TempDir::new("interactive-choose");
+    let img = damaged(&dir);
+    // No to the dtime, yes to the link count.
+    let Some((code, out)) = on_terminal(&img, "n\ny\n") else {
+        println!("`script` not found: interactive cases skipped");
+        return;
+    };
+    assert!(out.contains("has dtime set.  Fix<y>? no"), "{out}");
+    assert!(out.contains("should be 1.  Fix<y>? yes"), "{out}");
+    // The declined problem is asked once, not again by a later round.
+    assert_eq!(out.matches("dtime set.  Fix<y>?").count(), 1, "{out}");
+    assert_eq!(code, 5, "fixed one, one left: {out}");
+    let e2 = e2fsck_fn_run(&img);
+    assert_eq!(e2.code(), Some(4), "{}", e2.stdout);
+    assert!(e2.stdout.contains("dtime"), "{}", e2.stdout);
+    assert!(!e2.stdout.contains("ref count"), "{}", e2.stdout);
+}
+
+#[test]
+fn all_answers_yes_to_the_rest() {
+    let dir = TempDir::new("interactive-all");
+    let img = damaged(&dir);
+    let Some((code, out)) = on_terminal(&img, "a\n") else {
+        println!("`script` not found: interactive cases skipped");
+        return;
+    };
+    assert_eq!(out.matches("Fix<y>?").count(), 1, "{out}");
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(e2fsck_fn(&img), 0);
+}
+
+#[test]
+fn end_of_input_answers_no_and_writes_nothing() {
+    let dir = TempDir::new("interactive-eof");
+    let img = damaged(&dir);
+    let before = std::fs::read(&img).unwrap();
+    let Some((code, out)) = on_terminal(&img, "") else {
+        println!("`script` not found: interactive cases skipped");
+        return;
+    };
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(std::fs::read(&img).unwrap(), before);
+}
+
+#[test]
+fn no_terminal_is_refused() {
+    let dir = TempDir::new("interactive-none");
+    let img = damaged(&dir);
+    let before = std::fs::read(&img).unwrap();
+    let out = Command::new(pfsck_bin())
+        .args(["-f".as_ref(), img.as_os_str()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(8));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("terminal"));
+    assert_eq!(std::fs::read(&img).unwrap(), before);
+}
