@@ -319,19 +319,22 @@ fn preen_refuses_unsafe_damage() {
 fn unsupported_damage_is_left_and_listed() {
     let b = Base::Ext2;
     let tmp = TempDir::new("repair-unsupported");
-    // INDEX_FL on a regular file: clearing it is not built yet; the link
-    // count fixed beside it is.
+    // A free inode whose dtime looks like an orphan list link: fixing it
+    // is not built yet; the link count fixed beside it is.
+    let ino = free_inode(b);
     let img = damaged(
         &tmp,
         b,
-        &s(&["sif /f70k flags 0x1000", "sif /small links_count 9"]),
+        &[
+            format!("sif <{ino}> dtime 5"),
+            "sif /small links_count 9".into(),
+        ],
     );
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
     assert_eq!(code, Some(5), "{text}");
-    let ino = inode_of(&b.image(), "/f70k");
     assert!(
         text.contains(&format!(
-            "Inode {ino} has INDEX_FL flag set but is not a directory.  Fix? no"
+            "Inode {ino} is on the orphan list (part of a corrupted orphan linked list).  Fix? no"
         )),
         "{text}"
     );
@@ -390,10 +393,14 @@ fn inode_checksum_of_an_otherwise_valid_inode() {
 #[test]
 fn json_marks_what_was_fixed() {
     let tmp = TempDir::new("repair-json");
+    let ino = free_inode(Base::Ext2);
     let img = damaged(
         &tmp,
         Base::Ext2,
-        &s(&["sif /small links_count 9", "sif /f70k flags 0x1000"]),
+        &[
+            "sif /small links_count 9".into(),
+            format!("sif <{ino}> dtime 5"),
+        ],
     );
     let out = pfsck(&[OsStr::new("-fy"), OsStr::new("--json"), img.as_os_str()]);
     assert_eq!(out.status.code(), Some(5), "fixed one, left one");
@@ -408,9 +415,9 @@ fn json_marks_what_was_fixed() {
             .map(|p| p["fixed"].as_bool().unwrap())
     };
     assert_eq!(fixed("0x4003"), Some(true), "link count: {probs:?}");
-    assert_eq!(fixed("0x1026"), Some(false), "INDEX_FL: {probs:?}");
+    assert_eq!(fixed("0x1030"), Some(false), "orphan dtime: {probs:?}");
     let left = v["problems_after_repair"].as_array().unwrap();
-    assert!(left.iter().any(|p| p["code"] == "0x1026"), "{left:?}");
+    assert!(left.iter().any(|p| p["code"] == "0x1030"), "{left:?}");
 }
 
 #[test]

@@ -36,6 +36,21 @@ use crate::fs::crypt::{self, Policy};
 use crate::fs::inode::{self, FileType, Inode, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 
+/// The details that tell apart the kinds of problem sharing a code
+/// (`InodeBadFlags`, `InodeBadSize`); the fixes dispatch on them.
+pub mod detail {
+    pub const INLINE_AND_EXTENTS: &str = "both INLINE_DATA_FL and EXTENTS_FL";
+    pub const EXTENTS_FL_MISSING: &str = "missing EXTENTS_FL, but the inode is in extents format";
+    pub const FADDR: &str = "i_faddr";
+    pub const DIR_SIZE_HIGH: &str = "directory i_size_high";
+    pub const BLOCKS_HI: &str = "i_blocks_hi without huge_file";
+    pub const SPECIAL_SIZE: &str = "special file";
+    pub const ZERO_LENGTH_DIR: &str = "zero-length directory";
+    pub const OLD_EXTRA_TIMES: &str = "extra time fields in the old, invalid format";
+    pub const BAD_BLOCKS_INODE: &str = "bad blocks inode";
+    pub const RESERVED_BAD_MODE: &str = "reserved inode has bad mode";
+}
+
 /// Inode-table blocks per unit: big enough for long sequential reads, small
 /// enough that units balance across threads.
 const UNIT_BLOCKS: u64 = 128;
@@ -332,13 +347,19 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
         }
     }
     let table_buf = std::mem::take(&mut w.table);
-    let insane = insane_blocks(ctx, &table_buf[..n * isz], first_ino);
+    // Checksums once: the garbage test and the inode check both need them.
+    let csum_ok: Vec<bool> = table_buf[..n * isz]
+        .chunks_exact(isz)
+        .enumerate()
+        .map(|(i, raw)| inode_csum_ok(ctx, first_ino + i as u32, raw, &Inode::parse(raw)))
+        .collect();
+    let insane = insane_blocks(ctx, &table_buf[..n * isz], &csum_ok);
     let ipb = geo.inodes_per_block().max(1) as usize;
     for i in 0..n {
         let raw = &table_buf[i * isz..(i + 1) * isz];
         let ino = first_ino + i as u32;
         let garbage = insane.get(i / ipb).copied().unwrap_or(false);
-        check_inode(ctx, w, &mut out, i, ino, raw, garbage);
+        check_inode(ctx, w, &mut out, i, ino, raw, (csum_ok[i], garbage));
     }
     w.table = table_buf;
     out
@@ -468,8 +489,9 @@ impl InodeCheck<'_> {
 /// inode-table block in which more than half the inodes fail their
 /// checksum or have an impossible extent header or block map holds
 /// garbage as a whole. `table` starts at a block boundary (units are
-/// whole blocks); one flag per block.
-fn insane_blocks(ctx: &Ctx, table: &[u8], first_ino: u32) -> Vec<bool> {
+/// whole blocks), `csum_ok` says which of its inodes pass their checksum;
+/// one flag per block.
+fn insane_blocks(ctx: &Ctx, table: &[u8], csum_ok: &[bool]) -> Vec<bool> {
     let geo = &ctx.fs.geo;
     let isz = geo.inode_size as usize;
     let ipb = geo.inodes_per_block() as usize;
@@ -484,9 +506,8 @@ fn insane_blocks(ctx: &Ctx, table: &[u8], first_ino: u32) -> Vec<bool> {
                 .chunks_exact(isz)
                 .enumerate()
                 .filter(|&(i, raw)| {
-                    let ino = first_ino + (b * ipb + i) as u32;
                     let inode = Inode::parse(raw);
-                    !inode_csum_ok(ctx, ino, raw, &inode)
+                    !csum_ok.get(b * ipb + i).copied().unwrap_or(true)
                         || (inode.has_flag(flags::EXTENTS)
                             && blockmap::header_problem(&inode.block, 60).is_some())
                         || block_map_insane(ctx.fs, &inode)
@@ -524,10 +545,9 @@ fn check_inode(
     idx: usize,
     ino: u32,
     raw: &[u8],
-    garbage: bool,
+    (csum_ok, garbage): (bool, bool),
 ) {
     let inode = Inode::parse(raw);
-    let csum_ok = inode_csum_ok(ctx, ino, raw, &inode);
     let mut c = InodeCheck { out, idx, ino };
     if garbage && inode.links_count > 0 {
         c.report(Problem::new(Code::InodeGarbage).ino(ino));
@@ -592,7 +612,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.report(
             Problem::new(Code::InodeBadFlags)
                 .ino(ino)
-                .detail("both INLINE_DATA_FL and EXTENTS_FL"),
+                .detail(detail::INLINE_AND_EXTENTS),
         );
     }
     if inode.has_flag(flags::INLINE_DATA) && !ctx.inline_data && ino >= first_ino {
@@ -615,7 +635,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.report(
             Problem::new(Code::InodeBadFlags)
                 .ino(ino)
-                .detail("missing EXTENTS_FL, but the inode is in extents format"),
+                .detail(detail::EXTENTS_FL_MISSING),
         );
     }
     if inode.has_flag(flags::INLINE_DATA)
@@ -648,7 +668,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                 c.report(
                     Problem::new(Code::InodeReservedBad)
                         .ino(ino)
-                        .detail("bad blocks inode"),
+                        .detail(detail::BAD_BLOCKS_INODE),
                 );
             }
             ctx.state.inode_used.set(ino as u64);
@@ -685,7 +705,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                 c.report(
                     Problem::new(Code::InodeReservedBad)
                         .ino(ino)
-                        .detail("reserved inode has bad mode"),
+                        .detail(detail::RESERVED_BAD_MODE),
                 );
             }
             c.out.links[c.idx] = links;
@@ -709,14 +729,18 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     mark_used(ctx, c, inode);
 
     if inode.faddr != 0 {
-        c.bad(Problem::new(Code::InodeBadFlags).ino(ino).detail("i_faddr"));
+        c.bad(
+            Problem::new(Code::InodeBadFlags)
+                .ino(ino)
+                .detail(detail::FADDR),
+        );
     }
     if inode.is_dir() && !ctx.large_dir && inode.size_high != 0 {
         c.bad(
             Problem::new(Code::InodeBadSize)
                 .ino(ino)
                 .num(inode.size)
-                .detail("directory i_size_high"),
+                .detail(detail::DIR_SIZE_HIGH),
         );
     }
     if !ctx.bit64 && inode.file_acl >> 32 != 0 {
@@ -730,7 +754,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.bad(
             Problem::new(Code::InodeBadFlags)
                 .ino(ino)
-                .detail("i_blocks_hi without huge_file"),
+                .detail(detail::BLOCKS_HI),
         );
     }
     if inode.has_flag(flags::IMAGIC) && !ctx.imagic {
@@ -803,7 +827,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                         Problem::new(Code::InodeBadSize)
                             .ino(ino)
                             .num(inode.size)
-                            .detail("special file"),
+                            .detail(detail::SPECIAL_SIZE),
                     );
                 }
                 match t {
@@ -1408,7 +1432,7 @@ fn check_blocks(
             Problem::new(Code::InodeBadSize)
                 .ino(ino)
                 .num(size)
-                .detail("zero-length directory"),
+                .detail(detail::ZERO_LENGTH_DIR),
         );
     }
     if mapped == 0 && size == 0 && !inline {
@@ -1421,12 +1445,14 @@ fn check_blocks(
 
     // i_size against the mapped blocks (symlinks are checked on their own).
     let nlast = last_block.map_or(0, |l| l + 1);
+    // What i_size should be: the mapped blocks, or for an inline
+    // directory the inline data (0 when it cannot be sized, as e2fsck).
+    let mut want_size = nlast * bs;
     let bad_size = if is_dir {
         if inline {
-            match xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, false) {
-                Ok(sz) => sz != size,
-                Err(_) => true,
-            }
+            let sz = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, false);
+            want_size = *sz.as_ref().unwrap_or(&0);
+            sz.is_err() || want_size != size
         } else if size & (bs - 1) != 0 {
             true
         } else {
@@ -1447,7 +1473,7 @@ fn check_blocks(
             Problem::new(Code::InodeISize)
                 .ino(ino)
                 .num(size)
-                .num2(nlast * bs),
+                .num2(want_size),
         );
     }
     if inode.is_reg() && size >= 0x8000_0000 {

@@ -222,7 +222,7 @@ pub fn check_inode_extra(
             probs.push(
                 Problem::new(Code::InodeBadFlags)
                     .ino(ino)
-                    .detail("extra time fields in the old, invalid format"),
+                    .detail(super::pass1::detail::OLD_EXTRA_TIMES),
             );
             break;
         }

@@ -156,8 +156,17 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         overlay = next.overlay;
     };
     // What is shown: the first check's problems, then those later rounds
-    // found and fixed, each in its pass.
-    let mut order: Vec<usize> = (0..shown.len()).collect();
+    // found and fixed, each in its pass. A first-check problem of passes
+    // 1-5 neither fixed nor found by the last check was a consequence of
+    // another problem (inodes an impossible itable_unused hid, say) and is
+    // not shown; pass 0's notes (the journal replay) stay.
+    let mut order: Vec<usize> = (0..shown.len())
+        .filter(|&k| {
+            shown_fixed[k]
+                || shown[k].spec().pass == check::problem::Pass::Super
+                || after.problems.contains(&shown[k])
+        })
+        .collect();
     order.sort_by_key(|&k| shown[k].spec().pass);
     let shown_rep = check::Report {
         problems: order.iter().map(|&k| shown[k].clone()).collect(),

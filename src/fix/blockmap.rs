@@ -50,8 +50,6 @@ pub(super) const CODES: &[Code] = &[
 ];
 
 // Inode fields touched here.
-const I_DTIME: usize = 0x14;
-const I_LINKS_COUNT: usize = 0x1A;
 const I_BLOCK: usize = 0x28;
 const I_BLOCK_LEN: usize = 60;
 
@@ -261,35 +259,18 @@ fn inode_pos(fs: &Fs, ino: u32) -> Option<u64> {
         .checked_add(off as u64)
 }
 
-/// Clears inode `ino` as e2fsck does when its map is beyond repair: no
-/// links and a deletion time, so the next check finds it free (and the
-/// entries naming it deleted); a reserved inode also loses its map, since
-/// reserved inodes are checked whatever their link count. Also marks it
-/// free in the in-use maps this round's summary reads.
+/// Clears inode `ino` as e2fsck does when its map is beyond repair: the
+/// next check finds it free (and the entries naming it deleted); a
+/// reserved inode also loses its map. The root is never cleared here.
 fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool, String> {
     if ino == inode::ROOT_INO {
         return Ok(false);
     }
-    let Some(pos) = inode_pos(fs, ino) else {
-        return Ok(false);
+    let how = super::inode::Release {
+        reserved_map: true,
+        ..Default::default()
     };
-    let now = super::lostfound::now();
-    let reserved = ino < fs.geo.first_ino;
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
-    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
-        put_le16(b, I_LINKS_COUNT, 0);
-        put_le32(b, I_DTIME, now);
-        if reserved {
-            b[I_BLOCK..I_BLOCK + I_BLOCK_LEN].fill(0);
-        }
-        if csum {
-            super::inode::set_checksum(seed, ino, b);
-        }
-    })?;
-    state.inode_used.clear(ino as u64);
-    state.inode_dir.clear(ino as u64);
-    Ok(true)
+    super::inode::release(fs, state, overlay, ino, how)
 }
 
 /// Reads block `blk` through the overlay.

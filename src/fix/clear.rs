@@ -20,6 +20,7 @@
 
 use super::inode;
 use crate::check::Fs;
+use crate::check::pass1::detail as d;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::check::{blockmap, pass1, xattr as xcheck};
@@ -56,6 +57,11 @@ pub(super) const CODES: &[Code] = &[
     Code::InodeExtentsNoFeature,
     Code::DirNlinkFeature,
     Code::InodeReallyDir,
+    Code::RootMissing,
+    Code::RootNotDirectory,
+    Code::InodeReservedBad,
+    Code::InodeIndexNotDir,
+    Code::InodeIndexNoFeature,
 ];
 
 /// What this round's fixes did so far.
@@ -77,8 +83,6 @@ pub(super) struct Round {
 const I_MODE: usize = 0x00;
 const I_SIZE_LO: usize = 0x04;
 const I_CTIME: usize = 0x0C;
-const I_DTIME: usize = 0x14;
-const I_LINKS_COUNT: usize = 0x1A;
 const I_FLAGS: usize = 0x20;
 const I_VERSION: usize = 0x24;
 const I_BLOCK: usize = 0x28;
@@ -111,6 +115,11 @@ pub(super) fn fix(
         Code::DirNlinkFeature => {
             round.ro_compat |= ro_compat::DIR_NLINK;
             return Ok(true);
+        }
+        // e2fsck clears a root that is no directory in pass 1 and makes a
+        // new one in pass 3: the new one directly.
+        Code::RootMissing | Code::RootNotDirectory => {
+            return make_root(fs, state, overlay, round);
         }
         Code::XattrBlockChecksum => return xattr_block(fs, overlay, p.blk, None),
         Code::XattrBlockRefcount => {
@@ -203,30 +212,24 @@ pub(super) fn fix(
             })
         }
         Code::InodeBadSize => match p.detail.as_str() {
-            "special file" => inode::edit(fs, overlay, ino, |b| {
+            d::SPECIAL_SIZE => inode::edit(fs, overlay, ino, |b| {
                 put_le32(b, I_SIZE_LO, 0);
                 put_le32(b, I_SIZE_HIGH, 0);
             }),
-            "directory i_size_high" => inode::edit(fs, overlay, ino, |b| {
+            d::DIR_SIZE_HIGH => inode::edit(fs, overlay, ino, |b| {
                 put_le32(b, I_SIZE_HIGH, 0);
             }),
-            "zero-length directory" => clear(fs, state, overlay, ino, round),
+            d::ZERO_LENGTH_DIR => clear(fs, state, overlay, ino, round),
             _ => Ok(false),
         },
         Code::InodeBadFlags => match p.detail.as_str() {
-            "both INLINE_DATA_FL and EXTENTS_FL" => {
+            d::INLINE_AND_EXTENTS => {
                 inline_and_extents(fs, state, overlay, ino, &raw, round, extents_fs, inline_fs)
             }
-            "missing EXTENTS_FL, but the inode is in extents format" => {
-                set_flags(fs, overlay, ino, round, flags::EXTENTS, 0)
-            }
-            "i_faddr" => inode::edit(fs, overlay, ino, |b| put_le32(b, I_FADDR, 0)),
-            "i_blocks_hi without huge_file" => {
-                inode::edit(fs, overlay, ino, |b| put_le16(b, I_BLOCKS_HIGH, 0))
-            }
-            "extra time fields in the old, invalid format" => {
-                inode::edit(fs, overlay, ino, fix_extra_times)
-            }
+            d::EXTENTS_FL_MISSING => set_flags(fs, overlay, ino, round, flags::EXTENTS, 0),
+            d::FADDR => inode::edit(fs, overlay, ino, |b| put_le32(b, I_FADDR, 0)),
+            d::BLOCKS_HI => inode::edit(fs, overlay, ino, |b| put_le16(b, I_BLOCKS_HIGH, 0)),
+            d::OLD_EXTRA_TIMES => inode::edit(fs, overlay, ino, fix_extra_times),
             _ => Ok(false),
         },
         Code::InodeFileAcl => {
@@ -236,6 +239,21 @@ pub(super) fn fix(
             inode::edit(fs, overlay, ino, |b| {
                 file_acl(b, xattr_fs, bit64, first, count)
             })
+        }
+        Code::InodeReservedBad => match p.detail.as_str() {
+            // e2fsck zeroes the bad blocks inode's first 128 bytes: its
+            // list goes, and the blocks it held are freed.
+            d::BAD_BLOCKS_INODE => {
+                round.modified.insert(ino);
+                inode::edit(fs, overlay, ino, |b| b[..GOOD_OLD_INODE_SIZE].fill(0))
+            }
+            d::RESERVED_BAD_MODE => inode::edit(fs, overlay, ino, |b| put_le16(b, I_MODE, 0)),
+            _ => Ok(false),
+        },
+        // An index flag where it cannot be (not a directory, or no
+        // dir_index): the flag goes; the directory is then read plain.
+        Code::InodeIndexNotDir | Code::InodeIndexNoFeature => {
+            set_flags(fs, overlay, ino, round, 0, flags::INDEX)
         }
         Code::InodeImagic => inode::edit(fs, overlay, ino, |b| {
             put_le32(b, I_FLAGS, le32(b, I_FLAGS) & !flags::IMAGIC);
@@ -334,24 +352,41 @@ fn clear(
     if ino == ROOT_INO {
         return Ok(false);
     }
-    let reserved = ino < fs.geo.first_ino;
-    let t = super::lostfound::now();
-    if !inode::edit(fs, overlay, ino, |b| {
-        put_le32(b, I_FLAGS, 0);
-        put_le16(b, I_LINKS_COUNT, 0);
-        put_le32(b, I_DTIME, t);
-        // Reserved inodes are judged whatever their link count: their
-        // map must go too, or the next check finds it again.
-        if reserved {
-            b[I_BLOCK..I_BLOCK_END].fill(0);
-        }
-    })? {
+    let how = super::inode::Release {
+        flags: true,
+        reserved_map: true,
+    };
+    if !super::inode::release(fs, state, overlay, ino, how)? {
         return Ok(false);
     }
-    for map in [&state.inode_used, &state.inode_dir, &state.inode_reg] {
-        map.clear(ino as u64);
-    }
     round.cleared.insert(ino);
+    Ok(true)
+}
+
+/// e2fsck's pass 3 answer to a missing root (or one pass 1 cleared for
+/// not being a directory): a new, empty root directory
+/// of one block (the first free one), '..' naming itself. The passes that
+/// found the old tree's problems judged it without a root: their fixes
+/// wait for the next round (the root counts as changed).
+fn make_root(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    round: &mut Round,
+) -> Result<bool, String> {
+    let geo = &fs.geo;
+    let Some(blk) = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b))
+    else {
+        return Ok(false);
+    };
+    if fs.inode_location(ROOT_INO).is_none() {
+        return Ok(false);
+    }
+    super::lostfound::write_dir(fs, overlay, ROOT_INO, ROOT_INO, blk, S_IFDIR | 0o755)?;
+    state.inode_used.set(ROOT_INO as u64);
+    state.inode_dir.set(ROOT_INO as u64);
+    state.block_used.set(blk);
+    round.modified.insert(ROOT_INO);
     Ok(true)
 }
 

@@ -36,8 +36,6 @@ use crate::repair::overlay::Overlay;
 use std::collections::{BTreeMap, BTreeSet};
 
 // Inode fields edited here.
-const I_DTIME: usize = 0x14;
-const I_LINKS_COUNT: usize = 0x1A;
 const I_BLOCKS_LO: usize = 0x1C;
 const I_BLOCKS_HIGH: usize = 0x74;
 const I_BLOCK: usize = 0x28;
@@ -142,7 +140,9 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outco
                         *n = n.saturating_sub(1);
                     }
                 }
-                delete(fs, state, overlay, ino, pos)?;
+                // e2fsck's pass 1D deletes it: no links and a deletion
+                // time; the next round's pass 1 sees it unused.
+                super::inode::release(fs, state, overlay, ino, Default::default())?;
                 out.resolved.insert(ino);
                 out.staged = true;
             }
@@ -174,27 +174,6 @@ fn write_inode(
             super::inode::set_checksum(seed, ino, b);
         }
     })
-}
-
-/// Deletes an inode as e2fsck's pass 1D does: no links and a deletion
-/// time; pass 1 of the next round then sees it unused.
-fn delete(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32, pos: u64) -> Result<(), String> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_secs() as u32)
-        .max(1);
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
-    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
-        put_le16(b, I_LINKS_COUNT, 0);
-        put_le32(b, I_DTIME, now);
-        if csum {
-            super::inode::set_checksum(seed, ino, b);
-        }
-    })?;
-    state.inode_used.clear(ino as u64);
-    state.inode_dir.clear(ino as u64);
-    Ok(())
 }
 
 /// Hands out free blocks, lowest first: not in use per pass 1 (nor taken

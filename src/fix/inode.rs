@@ -11,7 +11,8 @@
 use super::edit_bytes;
 use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
-use crate::fs::bytes::{le16, put_le16, put_le32};
+use crate::check::state::State;
+use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, compute_checksum, flags};
 use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::Overlay;
@@ -25,8 +26,10 @@ const I_DTIME: usize = 0x14;
 const I_LINKS_COUNT: usize = 0x1A;
 const I_FLAGS: usize = 0x20;
 const I_BLOCKS_LO: usize = 0x1C;
+const I_BLOCK: usize = 0x28;
 const I_SIZE_HIGH: usize = 0x6C;
 const I_BLOCKS_HIGH: usize = 0x74;
+const I_BLOCK_LEN: usize = 60;
 const I_CHECKSUM_LO: usize = 0x7C;
 const I_EXTRA_ISIZE: usize = 0x80;
 const I_CHECKSUM_HI: usize = 0x82;
@@ -60,6 +63,11 @@ impl Edit {
             Edit::Size(n) => {
                 put_le32(b, I_SIZE_LO, n as u32);
                 put_le32(b, I_SIZE_HIGH, (n >> 32) as u32);
+                // An inline inode left with no data is no longer inline.
+                if n == 0 && le32(b, I_FLAGS) & flags::INLINE_DATA != 0 {
+                    put_le32(b, I_FLAGS, le32(b, I_FLAGS) & !flags::INLINE_DATA);
+                    b[I_BLOCK..I_BLOCK + 60].fill(0);
+                }
             }
             Edit::Blocks(n, huge) => {
                 put_le32(b, I_BLOCKS_LO, n as u32);
@@ -162,6 +170,47 @@ pub(super) fn edit(
             set_checksum(seed, ino, b);
         }
     })?;
+    Ok(true)
+}
+
+/// What releasing an inode also wipes.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Release {
+    /// i_flags to 0 (e2fsck's clear_inode).
+    pub flags: bool,
+    /// The block map of a reserved inode: those are judged whatever their
+    /// link count, so the map must go or the next check finds it again.
+    pub reserved_map: bool,
+}
+
+/// Frees inode `ino` as e2fsck does (no links, a deletion time, the
+/// checksum redone) and takes it out of `state`'s in-use maps, which the
+/// summary rebuilt last reads; the next round's check sees it unused and
+/// its blocks free. False when the inode has no place on disk.
+pub(super) fn release(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    ino: u32,
+    how: Release,
+) -> Result<bool, String> {
+    let t = super::lostfound::now();
+    let wipe_map = how.reserved_map && ino < fs.geo.first_ino;
+    if !edit(fs, overlay, ino, |b| {
+        if how.flags {
+            put_le32(b, I_FLAGS, 0);
+        }
+        put_le16(b, I_LINKS_COUNT, 0);
+        put_le32(b, I_DTIME, t);
+        if wipe_map {
+            b[I_BLOCK..I_BLOCK + I_BLOCK_LEN].fill(0);
+        }
+    })? {
+        return Ok(false);
+    }
+    for map in [&state.inode_used, &state.inode_dir, &state.inode_reg] {
+        map.clear(ino as u64);
+    }
     Ok(true)
 }
 

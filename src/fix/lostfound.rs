@@ -328,7 +328,6 @@ pub(super) fn create(
     if fs.inode_location(ino).is_none() {
         return Ok(None);
     }
-    let bs = fs.block_size();
     // The entry in the root first: without room there, nothing is made.
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let ft = if filetype { FT_DIR } else { 0 };
@@ -352,6 +351,37 @@ pub(super) fn create(
         return Ok(None);
     }
 
+    write_dir(fs, overlay, ino, ROOT_INO, blk, 0o040700)?;
+
+    // The summary allocates what is marked here; the root gains a link
+    // from the new '..'.
+    state.inode_used.set(ino as u64);
+    state.inode_dir.set(ino as u64);
+    state.block_used.set(blk);
+    add(links, ROOT_INO, 1);
+    // Its own count is the one written ('.' and the root's entry) plus
+    // the subdirectories reconnected into it: recorded like any change,
+    // so the link count fixes in `super::plan` land on the right total.
+    add(links, ino, 2);
+    Ok(Some(LostFound {
+        ino,
+        blocks: vec![blk],
+    }))
+}
+
+/// Writes a new directory of one block: inode `ino` (mode `mode`,
+/// generation 0, two links) mapping block `blk`, which holds '.' and
+/// '..' (naming `parent`) and, with metadata_csum, the checksum tail.
+pub(super) fn write_dir(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    ino: u32,
+    parent: u32,
+    blk: u64,
+    mode: u16,
+) -> Result<(), String> {
+    let bs = fs.block_size();
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     // The inode: a directory of one block, generation 0.
     let pos = inode_pos(fs, ino)?;
     let csum = fs.metadata_csum();
@@ -370,7 +400,7 @@ pub(super) fn create(
     let t = now();
     edit_bytes(fs, overlay, pos, isize, |b| {
         b.fill(0);
-        put_le16(b, I_MODE, 0o040700);
+        put_le16(b, I_MODE, mode);
         put_le32(b, I_SIZE_LO, bs as u32);
         for f in [I_ATIME, I_CTIME, I_MTIME] {
             put_le32(b, f, t);
@@ -404,7 +434,7 @@ pub(super) fn create(
     let end = if csum { bs - TAIL_LEN } else { bs };
     put_le32(&mut b, 0, ino);
     put_le16(&mut b, 4, 12);
-    put_le32(&mut b, 12, ROOT_INO);
+    put_le32(&mut b, 12, parent);
     put_rec_len(&mut b[..end], 12, end - 12);
     if filetype {
         b[6] = 1;
@@ -425,54 +455,20 @@ pub(super) fn create(
         put_le32(&mut b, bs - 4, c);
     }
     overlay.stage(blk, b).map_err(|e| e.to_string())?;
-
-    // The summary allocates what is marked here; the root gains a link
-    // from the new '..'.
-    state.inode_used.set(ino as u64);
-    state.inode_dir.set(ino as u64);
-    state.block_used.set(blk);
-    add(links, ROOT_INO, 1);
-    // Its own count is the one written ('.' and the root's entry) plus
-    // the subdirectories reconnected into it: recorded like any change,
-    // so the link count fixes in `super::plan` land on the right total.
-    add(links, ino, 2);
-    Ok(Some(LostFound {
-        ino,
-        blocks: vec![blk],
-    }))
+    Ok(())
 }
 
 // Inode fields a clear touches.
 const I_SIZE_LO: usize = 0x04;
-const I_DTIME: usize = 0x14;
 const I_LINKS_COUNT: usize = 0x1A;
 
-/// Clears an unattached zero-length inode, as e2fsck does: no links, a
-/// deletion time, and free in the bitmaps the summary rebuilds. With quota
+/// Clears an unattached zero-length inode, as e2fsck does. With quota
 /// the usage files would have to lose the inode too; not built yet.
 fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool, String> {
     if fs.sb.has_ro_compat(ro_compat::QUOTA) || ino == ROOT_INO {
         return Ok(false);
     }
-    if fs.inode_location(ino).is_none() {
-        return Ok(false);
-    }
-    let pos = inode_pos(fs, ino)?;
-    let now = now();
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
-    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
-        put_le16(b, I_LINKS_COUNT, 0);
-        put_le32(b, I_DTIME, now);
-        if csum {
-            super::inode::set_checksum(seed, ino, b);
-        }
-    })?;
-    // The summary (rebuilt last) reads these maps: the inode becomes free
-    // and, if it was a directory, no longer counts as one.
-    state.inode_used.clear(ino as u64);
-    state.inode_dir.clear(ino as u64);
-    Ok(true)
+    super::inode::release(fs, state, overlay, ino, Default::default())
 }
 
 #[cfg(test)]

@@ -266,6 +266,34 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         });
     }
 
+    // An impossible itable_unused made pass 1 skip inodes: fixed alone,
+    // and the next round checks every inode.
+    let unused: Vec<(usize, u32)> = report
+        .problems
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| wanted(p) && p.code == Code::GdItableUnused)
+        .filter_map(|(k, p)| p.group.map(|g| (k, g)))
+        .filter(|&(_, g)| {
+            fs.gds.get(g as usize).is_some_and(|d| {
+                d.itable_unused > fs.geo.inodes_per_group || d.itable_unused > d.free_inodes_count
+            })
+        })
+        .collect();
+    if !unused.is_empty() {
+        let groups: Vec<u32> = unused.iter().map(|&(_, g)| g).collect();
+        summary::reset_itable_unused(fs, &mut overlay, &groups).map_err(Refusal::Failed)?;
+        for &(k, _) in &unused {
+            fixed[k] = true;
+        }
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: true,
+        });
+    }
+
     // Pass 1D, then the directory structure (salvaged blocks, rebuilt
     // directories), each alone in its round and only once pass 0 and 1
     // have nothing left to fix (as e2fsck resolves sharing and checks

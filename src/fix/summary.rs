@@ -93,6 +93,49 @@ fn build(bs: usize, n: u64, used: impl Fn(u64) -> bool) -> Vec<u8> {
     b
 }
 
+/// Sets itable_unused to 0 in `groups`' descriptors (and their checksums),
+/// nothing else: a round of its own, since pass 1 trusted the impossible
+/// mark and skipped the inodes behind it, so nothing else the check found
+/// can be relied on until a check reads every inode of those groups (as
+/// e2fsck fixes the count before its pass 1).
+pub(super) fn reset_itable_unused(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    groups: &[u32],
+) -> Result<(), String> {
+    let ds = fs.geo.desc_size as usize;
+    let bs = fs.block_size();
+    let mut raw = fs.gd_raw.clone();
+    for &g in groups {
+        let Some(gd) = fs.gds.get(g as usize) else {
+            continue;
+        };
+        let d = raw
+            .get_mut(g as usize * ds..(g as usize + 1) * ds)
+            .ok_or_else(|| format!("descriptor of group {g} is missing"))?;
+        put_le16(d, BG_ITABLE_UNUSED, 0);
+        if gd.wide {
+            put_le16(d, BG_ITABLE_UNUSED_HI, 0);
+        }
+        if let Some(c) = group_desc::compute_checksum(&fs.sb, g, d) {
+            put_le16(d, BG_CHECKSUM, c);
+        }
+    }
+    for i in 0..fs.geo.desc_blocks {
+        let start = (i as usize).saturating_mul(bs);
+        let end = start.saturating_add(bs).min(raw.len());
+        if start >= end || raw[start..end] == fs.gd_raw[start..end] {
+            continue;
+        }
+        let blk = fs.geo.desc_block_location(fs.sb_block, i);
+        let new = &raw[start..end];
+        edit_bytes(fs, overlay, blk * bs as u64, bs, |b| {
+            b[..new.len()].copy_from_slice(new)
+        })?;
+    }
+    Ok(())
+}
+
 /// `zero_unused`: groups whose itable_unused the check found impossible
 /// (more than the free inodes or the group's inodes); it becomes 0, as
 /// e2fsck sets it, so the whole inode table counts as initialised.
