@@ -322,3 +322,98 @@ fn directory_block_past_the_size_limit_is_cleared() {
         "{text}"
     );
 }
+
+/// The inode table block holding inode `ino`.
+fn itable_block(img: &Path, ino: u64) -> u64 {
+    imap(img, ino).0
+}
+
+/// Makes inode 1 list one bad block.
+fn bad_block_list(blk: u64) -> Vec<String> {
+    vec![
+        sif("<1>", "block[0]", blk),
+        sif("<1>", "size", BS),
+        sif("<1>", "blocks", BS / 512),
+    ]
+}
+
+#[test]
+fn bad_block_list_naming_its_own_inode_is_cleared() {
+    let base = Base::Ext2;
+    let blk = itable_block(&base.image(), 1);
+    let text = repairs("bbinbb", base, &[], |img| {
+        debugfs_w(img, &bad_block_list(blk));
+    });
+    assert!(text.contains("bad block list inode is bad"), "{text}");
+}
+
+#[test]
+fn inodes_in_a_bad_inode_table_block_lose_their_entries() {
+    let base = Base::Ext2;
+    let ino = inode_of(&base.image(), "/d/f3");
+    let blk = itable_block(&base.image(), ino);
+    let text = repairs("bbitable", base, &["d/f3"], |img| {
+        debugfs_w(img, &bad_block_list(blk));
+    });
+    assert!(text.contains("located in a bad block"), "{text}");
+}
+
+#[test]
+fn bitmap_on_a_bad_block_moves() {
+    let base = Base::Ext2;
+    let info = debugfs_r(&base.image(), "stats");
+    let ibitmap: u64 = info
+        .split_once("inode bitmap at ")
+        .and_then(|(_, r)| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no inode bitmap in:\n{info}"));
+    repairs("bbbitmap", base, &[], |img| {
+        debugfs_w(img, &bad_block_list(ibitmap));
+    });
+}
+
+#[test]
+fn bitmaps_outside_their_group_move() {
+    for (field, code) in [
+        ("block_bitmap", "Block bitmap"),
+        ("inode_bitmap", "Inode bitmap"),
+    ] {
+        let text = repairs(&format!("moved-{field}"), Base::Ext2, &[], |img| {
+            debugfs_w(img, &[format!("set_bg 0 {field} 9000")]);
+        });
+        assert!(
+            text.contains(&format!("{code} for group 0 is not in group")),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn inode_table_outside_its_group_moves_and_starts_empty() {
+    // Two groups; the second's inode table pointed out of the file system.
+    let tmp = TempDir::new("blockmap-itable");
+    let img = tmp.join("disk.img");
+    mkfs(
+        &img,
+        4 * MIB,
+        &MkfsOpts::ext2().block_size(1024).blocks_per_group(2048),
+        None,
+    );
+    debugfs_w(
+        &img,
+        &["mkdir /a", "mkdir /b", "set_bg 1 inode_table 99999"],
+    );
+    assert_ne!(e2fsck_fn(&img), 0);
+    let out = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    // Like e2fsck, pfsck first looks for the backup descriptors where the
+    // primary superblock says group 1 starts; they are intact here, so the
+    // primary table is restored from them instead of the table moved.
+    assert!(
+        text.contains("Inode table for group 1 is not in group")
+            || text.contains("using the backup superblock"),
+        "{text}"
+    );
+    assert_both_clean("itable", &img);
+}

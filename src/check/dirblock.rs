@@ -1445,6 +1445,57 @@ mod tests {
     }
 
     #[test]
+    fn encrypted_casefolded_entries_carry_their_hash() {
+        let mut t = Fake::new();
+        for i in [12usize, 14, 15] {
+            t.policies[i] = Some(1);
+        }
+        let d = DirParams {
+            ino: 12,
+            policy: Some(1),
+            casefold: true,
+            htree: Some(HtreeParams {
+                hash_version: Some(DX_HASH_SIPHASH),
+                numblocks: 4,
+            }),
+            ..Default::default()
+        };
+        let f = fsp(false);
+        // Two 16-byte names, each followed by (hash, minor hash).
+        let mut b = vec![0u8; BS];
+        let rec = dir_entry::rec_len_for(16) + DIRENT_HASH_LEN;
+        for (k, (ino, h)) in [(14u32, 0x5000_0000u32), (15, 0x2000_0000)]
+            .iter()
+            .enumerate()
+        {
+            let off = k * rec;
+            put_le32(&mut b, off, *ino);
+            let rl = if k == 1 { BS - off } else { rec };
+            put_le16(&mut b, off + 4, rl as u16);
+            b[off + 6] = 16;
+            b[off + 7] = 1;
+            b[off + 8..off + 24].copy_from_slice(&[0xA5 + k as u8; 16]);
+            put_le32(&mut b, off + 24, *h);
+        }
+        let s = run_with(&f, d, &b, &t);
+        assert!(s.problems.is_empty(), "{:?}", s.problems);
+        assert_eq!(
+            (s.leaves[0].min_hash, s.leaves[0].max_hash),
+            (0x2000_0000, 0x5000_0000)
+        );
+        // A record with no room for the hash is corrupt.
+        put_le16(&mut b, 4, dir_entry::rec_len_for(16) as u16);
+        put_le32(&mut b, dir_entry::rec_len_for(16), 0);
+        put_le16(&mut b, dir_entry::rec_len_for(16) + 4, 8);
+        let s = run_with(&f, d, &b, &t);
+        assert!(
+            codes(&s).contains(&Code::DirBlockCorrupt),
+            "{:?}",
+            s.problems
+        );
+    }
+
+    #[test]
     fn leaf_hash_range_recorded() {
         let t = Fake::new();
         let f = fsp(false);

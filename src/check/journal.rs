@@ -17,7 +17,9 @@ use crate::fs::superblock::{compat, incompat};
 /// The kernel refuses journals shorter than this many blocks.
 const MIN_JOURNAL_BLOCKS: u64 = 1024;
 
-pub fn check(fs: &Fs) -> Vec<Problem> {
+/// `clear_bad`: a repair will replace an unusable journal, so the check
+/// goes on past it.
+pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
     let sb = &fs.sb;
     let mut out = Vec::new();
     let has_journal = sb.has_compat(compat::HAS_JOURNAL);
@@ -50,7 +52,9 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
                     .ino(sb.journal_inum)
                     .detail(why),
             );
-            out.push(Problem::new(Code::JournalCannotProceed));
+            if !clear_bad {
+                out.push(Problem::new(Code::JournalCannotProceed));
+            }
         }
         Ok(jsb_bytes) => {
             let j = journal::parse_superblock(&jsb_bytes);
@@ -60,7 +64,9 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
                         .ino(sb.journal_inum)
                         .detail(why),
                 );
-                out.push(Problem::new(Code::JournalCannotProceed));
+                if !clear_bad {
+                    out.push(Problem::new(Code::JournalCannotProceed));
+                }
             } else if j.blocktype == journal::BLOCKTYPE_SB_V2
                 && j.feature_incompat & !journal::incompat::KNOWN != 0
             {
@@ -74,6 +80,16 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
         }
     }
     out
+}
+
+/// Is the internal journal unusable (invalid inode or superblock)?
+pub fn unusable(fs: &Fs) -> bool {
+    check(fs, true).iter().any(|p| {
+        matches!(
+            p.code,
+            Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+        )
+    })
 }
 
 /// The journal inode as e2fsck uses it: the inode itself when it is a

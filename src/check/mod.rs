@@ -5,9 +5,11 @@
 
 pub mod blockmap;
 pub mod dirblock;
+pub mod external_journal;
 pub mod fsview;
 pub mod htree_check;
 pub mod journal;
+pub mod orphan;
 pub mod pass1;
 pub mod pass1b;
 pub mod pass2;
@@ -43,6 +45,11 @@ pub struct Options {
     pub superblock: Option<u64>,
     /// `-B`: block size to interpret `superblock` with.
     pub blocksize: Option<u32>,
+    /// The repair will replace an unusable journal (`fix::journal_inode`),
+    /// so pass 0 goes on instead of stopping as `-n` must.
+    pub clear_bad_journal: bool,
+    /// `-j`: the external journal device.
+    pub journal_device: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -53,6 +60,8 @@ impl Default for Options {
             force: true,
             superblock: None,
             blocksize: None,
+            clear_bad_journal: false,
+            journal_device: None,
         }
     }
 }
@@ -196,6 +205,11 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
         superblock::Opened::Fs(fs, probs) => recovery::after_replay(fs, probs, opts)?,
         fatal => fatal,
     };
+    // Then the orphans, on the replayed bytes, the same way.
+    let opened = match opened {
+        superblock::Opened::Fs(fs, probs) => orphan::after_orphans(fs, probs, opts)?,
+        fatal => fatal,
+    };
     let fs = match opened {
         superblock::Opened::Fs(fs, probs) => {
             report.problems.extend(probs);
@@ -214,12 +228,20 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     report.summary.inodes_count = fs.geo.inodes_count as u64;
     report.summary.blocks_count = fs.geo.blocks_count;
 
+    // e2fsck looks at the journal before it decides to skip a clean file
+    // system: an unusable one is cleared (or stops -n) even then.
     if !opts.force
         && let Some(reason) = superblock::clean_skip_reason(&fs)
+        && !journal::unusable(&fs)
     {
         report.summary.inodes_used = fs.geo.inodes_count as u64 - fs.sb.free_inodes_count as u64;
         report.summary.blocks_used = fs.geo.blocks_count.saturating_sub(fs.sb.free_blocks_count);
         report.skipped_clean = Some(reason);
+        // e2fsck processes the orphans and then finds the file system
+        // clean; pending orphans alone do not fail a skipped check.
+        report
+            .problems
+            .retain(|p| p.code != problem::Code::OrphansPending);
         return Ok(Checked {
             report,
             fs: Some(fs),
@@ -228,7 +250,9 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     }
 
     report.problems.extend(superblock::check(&fs));
-    report.problems.extend(journal::check(&fs));
+    report
+        .problems
+        .extend(journal::check(&fs, opts.clear_bad_journal));
     timer.lap(&mut report, "pass0", &fs);
     if report.has_fatal() {
         return Ok(Checked {
@@ -239,7 +263,11 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     }
     check_interrupt()?;
 
-    let mut state = State::new(fs.geo.blocks_count, fs.geo.inodes_count);
+    let mut state = State::with_clusters(
+        fs.geo.blocks_count,
+        fs.geo.inodes_count,
+        fs.geo.cluster_bits,
+    );
     // Fixed, or sized again before each pass from the CPUs left idle.
     let mut budget = Budget::new((!opts.auto_threads).then_some(opts.threads.0));
     let r = &mut report;
@@ -303,7 +331,9 @@ fn step(
 fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
     let st: &Stats = &state.stats;
     s.inodes_used = st.inodes_used;
-    s.blocks_used = state.block_used.count_range(0, fs.geo.blocks_count);
+    s.blocks_used = (state.block_used.count_range(0, fs.geo.clusters_count())
+        << fs.geo.cluster_bits)
+        .min(fs.geo.blocks_count);
     s.noncontiguous_pct = if st.inodes_used > 0 {
         st.fragmented as f64 * 100.0 / st.inodes_used as f64
     } else {

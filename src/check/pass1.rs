@@ -67,8 +67,8 @@ pub fn mark_metadata(fs: &Fs, state: &State) {
     let geo = &fs.geo;
     let mark = |b: u64| {
         if geo.block_in_fs(b) || b < geo.blocks_count {
-            state.block_used.set(b);
-            state.block_meta.set(b);
+            state.block_used.set(state.cluster(b));
+            state.block_meta.set(state.cluster(b));
         }
     };
     // With 1 KiB blocks, block 0 (boot block) belongs to no group but is
@@ -175,6 +175,9 @@ pub(crate) struct Ctx<'a> {
     pub prealloc_dir_blocks: u64,
     /// Superblock times are plausible, so a small dtime means an orphan.
     pub low_dtime_check: bool,
+    /// Inode table blocks the bad-block list names (sorted): their inodes
+    /// cannot be read, so they count as in use and are not checked.
+    pub bad_itable: Vec<u64>,
 }
 
 impl<'a> Ctx<'a> {
@@ -202,6 +205,7 @@ impl<'a> Ctx<'a> {
                     || (mkfs_time != 0 && mkfs_time < ic))
             },
             prealloc_dir_blocks: sb.raw.get(S_PREALLOC_DIR_BLOCKS_OFF).copied().unwrap_or(0) as u64,
+            bad_itable: Vec::new(),
         }
     }
 }
@@ -212,7 +216,8 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     let bs = fs.block_size();
     let outs: Vec<UnitOut> = {
         let st: &State = state;
-        let ctx = Ctx::new(fs, st);
+        let mut ctx = Ctx::new(fs, st);
+        ctx.bad_itable = super::pass2::bad_itable_blocks(fs);
         par_map(
             units.len(),
             threads,
@@ -396,6 +401,10 @@ fn check_resize_inode(fs: &Fs) -> Option<Problem> {
     };
     let mut gdt_off = geo.desc_blocks as u64;
     let mut pblk = geo.first_data_block + 1 + geo.desc_blocks as u64;
+    if geo.block_size == 1024 && geo.first_data_block == 0 {
+        // 1 KiB bigalloc: the superblock is block 1 of group 0's cluster.
+        pblk += 1;
+    }
     for _ in 0..geo.reserved_gdt_blocks {
         gdt_off %= apb;
         if le32(&dbuf, (gdt_off * 4) as usize) as u64 != pblk {
@@ -547,6 +556,22 @@ fn check_inode(
     raw: &[u8],
     (csum_ok, garbage): (bool, bool),
 ) {
+    if let Some(blk) = in_bad_itable_block(ctx, ino) {
+        // e2fsck cannot read such an inode: it counts as in use, unchecked
+        // (pass 2 then drops the entries naming it). When it is the bad
+        // block inode itself, the list is not believed: e2fsck offers to
+        // clear it.
+        ctx.state.inode_used.set(ino as u64);
+        out.iflags[idx] |= iflag::IN_BAD_BLOCK;
+        if ino == inode::BAD_INO {
+            out.problems.push(
+                Problem::new(Code::BadBlocksInodeInBadBlock)
+                    .ino(ino)
+                    .blk(blk),
+            );
+        }
+        return;
+    }
     let inode = Inode::parse(raw);
     let mut c = InodeCheck { out, idx, ino };
     if garbage && inode.links_count > 0 {
@@ -559,6 +584,15 @@ fn check_inode(
     if !csum_ok {
         c.report(Problem::new(Code::InodeChecksum).ino(ino));
     }
+}
+
+/// The inode table block holding `ino`, when the bad-block list names it.
+fn in_bad_itable_block(ctx: &Ctx, ino: u32) -> Option<u64> {
+    if ctx.bad_itable.is_empty() {
+        return None;
+    }
+    let (blk, _) = ctx.fs.inode_location(ino)?;
+    ctx.bad_itable.binary_search(&blk).is_ok().then_some(blk)
 }
 
 /// A reserved inode that holds a file when its feature names it (journal,
@@ -917,7 +951,7 @@ fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) ->
                 continue;
             }
             not_device |= i >= 4;
-            if !geo.block_in_fs(p as u64) || ctx.state.block_meta.get(p as u64) {
+            if !geo.block_in_fs(p as u64) || ctx.state.block_meta.get(ctx.state.cluster(p as u64)) {
                 return None;
             }
         }
@@ -1079,12 +1113,18 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
     None
 }
 
+/// Problems one walk reports about cluster rules at most (a run is
+/// reported block by block).
+const MAX_CLUSTER_REPORTS: usize = 1 << 16;
+
 /// Claims blocks and gathers what the size checks need.
 struct Claimer<'a> {
     fs: &'a Fs,
     state: &'a State,
     /// Walking the bad blocks inode: its blocks may not be metadata.
     bad_blocks: bool,
+    /// Inode table blocks in the bad-block list (see `Ctx::bad_itable`).
+    bad_itable: &'a [u64],
     /// Block pointers (not an extent tree): mapping blocks are in line.
     indirect: bool,
     ino: u32,
@@ -1103,9 +1143,56 @@ struct Claimer<'a> {
     dir_next: u64,
     holes: u32,
     budget: u64,
+    /// log2 of blocks per cluster (bigalloc), and the last data block
+    /// claimed as (physical, logical).
+    cluster_bits: u32,
+    prev: Option<(u64, u64)>,
 }
 
 impl Claimer<'_> {
+    /// One run of data blocks of a bigalloc file, as e2fsck counts it. A
+    /// run whose first block sits at another offset in its cluster than
+    /// its logical block, or that leaves the previous run's physical
+    /// cluster in the middle of a logical cluster, breaks the cluster
+    /// rules: each of its blocks is reported and claimed twice (pass 1B
+    /// then looks at it). Then every cluster the run covers is claimed
+    /// and counted once, but the first when the previous run already
+    /// ended in it.
+    fn cluster_run(&mut self, lblk: u64, pblk: u64, len: u64) {
+        let bits = self.cluster_bits;
+        let mask = (1u64 << bits) - 1;
+        let same = |x: u64, y: u64| x >> bits == y >> bits;
+        let unaligned = lblk & mask != pblk & mask
+            || self
+                .prev
+                .is_some_and(|(pb, pl)| lblk & mask != 0 && same(lblk, pl) && !same(pblk, pb));
+        if unaligned {
+            for k in 0..len {
+                if self.problems.len() < MAX_CLUSTER_REPORTS {
+                    self.problems.push(
+                        Problem::new(Code::ClusterMisaligned)
+                            .ino(self.ino)
+                            .num(lblk + k)
+                            .blk(pblk + k),
+                    );
+                }
+                self.claim(pblk + k);
+                self.claim(pblk + k);
+            }
+        }
+        let last = pblk + len - 1;
+        let mut c = pblk >> bits;
+        if self.prev.is_some_and(|(pb, _)| same(pb, pblk)) {
+            c += 1;
+        }
+        while c <= last >> bits {
+            self.claim(c << bits);
+            self.blocks += 1;
+            c += 1;
+        }
+        self.prev = Some((last, lblk + len - 1));
+    }
+
     /// Simplistic contiguity, as e2fsck's: each block must follow the
     /// previous one (the resize inode's map is scattered by design).
     fn note_position(&mut self, pblk: u64, len: u64) {
@@ -1119,7 +1206,11 @@ impl Claimer<'_> {
         if self.no_claim {
             return;
         }
-        if self.bad_blocks && self.state.block_meta.get(b) {
+        if self.bad_blocks && self.bad_itable.binary_search(&b).is_ok() {
+            // A bad inode table block only costs the inodes in it.
+            return;
+        }
+        if self.bad_blocks && self.state.block_meta.get(self.state.cluster(b)) {
             // A bad block inside a backup superblock or descriptor copy is
             // harmless; inside live metadata the metadata must move.
             let geo = &self.fs.geo;
@@ -1144,10 +1235,16 @@ impl MapVisitor for Claimer<'_> {
         let len = len.min(self.budget);
         self.budget -= len;
         self.note_position(pblk, len);
-        for k in 0..len {
-            self.claim(pblk + k);
+        if self.cluster_bits > 0 && !self.no_claim && !self.bad_blocks {
+            if len > 0 {
+                self.cluster_run(lblk, pblk, len);
+            }
+        } else {
+            for k in 0..len {
+                self.claim(pblk + k);
+            }
+            self.blocks += len;
         }
-        self.blocks += len;
         let last = lblk + len.saturating_sub(1);
         self.last_block = Some(self.last_block.map_or(last, |l| l.max(last)));
         if !unwritten {
@@ -1369,6 +1466,7 @@ fn check_blocks(
         fs,
         state: ctx.state,
         bad_blocks,
+        bad_itable: &ctx.bad_itable,
         indirect: !extent_mapped || bad_blocks,
         ino,
         no_claim: ino == inode::RESIZE_INO,
@@ -1383,6 +1481,8 @@ fn check_blocks(
         dir_next: 0,
         holes: 0,
         budget: fs.geo.blocks_count,
+        cluster_bits: fs.geo.cluster_bits,
+        prev: None,
     };
     let inline = ctx.inline_data && inode.has_flag(flags::INLINE_DATA);
     let dir_blocks_start = claimer.dir_blocks.len();
@@ -1420,6 +1520,15 @@ fn check_blocks(
     }
     if bad_blocks {
         return;
+    }
+    // Block maps cannot express clusters.
+    if fs.geo.cluster_bits > 0
+        && !extent_mapped
+        && !inline
+        && mapped > 0
+        && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
+    {
+        c.report(Problem::new(Code::InodeBigallocBlockMap).ino(ino));
     }
 
     if inline {
@@ -1480,9 +1589,10 @@ fn check_blocks(
         c.out.stats.large_files += 1;
     }
 
-    // i_blocks: 512-byte units, or file system blocks with HUGE_FILE.
+    // i_blocks: 512-byte units, or file system blocks with HUGE_FILE;
+    // with bigalloc what was counted are clusters.
     let huge = ctx.huge_file && inode.has_flag(flags::HUGE_FILE);
-    let unit = if huge { 1 } else { bs / 512 };
+    let unit = if huge { 1 } else { bs / 512 } << fs.geo.cluster_bits;
     let expect = blocks * unit;
     let stored = if ctx.huge_file {
         inode.blocks_raw

@@ -47,7 +47,9 @@ impl Finder<'_> {
                 break;
             }
             if self.only.is_none_or(|o| o == d)
-                && self.skip_meta.is_none_or(|s| !s.block_meta.get(d))
+                && self
+                    .skip_meta
+                    .is_none_or(|s| !s.block_meta.get(s.cluster(d)))
             {
                 self.hits.push(d);
             }
@@ -75,9 +77,11 @@ impl MapVisitor for Finder<'_> {
     }
 }
 
-/// The duplicate blocks, in increasing order.
-fn dup_list(state: &State) -> Vec<u64> {
+/// The duplicate blocks, in increasing order (with bigalloc, every block
+/// of a cluster claimed twice).
+fn dup_list(state: &State, blocks_count: u64) -> Vec<u64> {
     let n = state.block_dup.len();
+    let bits = state.cluster_bits;
     let mut out = Vec::new();
     let mut base = 0u64;
     while base < n {
@@ -85,11 +89,24 @@ fn dup_list(state: &State) -> Vec<u64> {
         while w != 0 {
             let k = w.trailing_zeros() as u64;
             w &= w - 1;
-            out.push(base + k);
+            let c = base + k;
+            out.extend((c << bits..(c + 1) << bits).take_while(|&b| b < blocks_count));
         }
         base += 64;
     }
     out
+}
+
+/// How many multiply-claimed blocks `hits` are: with bigalloc e2fsck
+/// counts each cluster once.
+fn count_clusters(state: &State, hits: &[u64]) -> u64 {
+    if state.cluster_bits == 0 {
+        return hits.len() as u64;
+    }
+    let mut c: Vec<u64> = hits.iter().map(|&b| state.cluster(b)).collect();
+    c.sort_unstable();
+    c.dedup();
+    c.len() as u64
 }
 
 pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>> {
@@ -101,7 +118,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     {
         return Ok(Vec::new());
     }
-    let dups = dup_list(state);
+    let dups = dup_list(state, fs.geo.blocks_count);
     if dups.is_empty() {
         return Ok(Vec::new());
     }
@@ -154,10 +171,12 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         },
     );
     let owners: Vec<(u32, Vec<u64>)> = per_unit.into_iter().flatten().collect();
-    // (block, owner) pairs, to find who else holds each block.
+    // (cluster, owner) pairs, to find who else holds each cluster (the
+    // block itself without bigalloc).
+    let bits = state.cluster_bits;
     let mut by_block: Vec<(u64, u32)> = owners
         .iter()
-        .flat_map(|(ino, hits)| hits.iter().map(move |&b| (b, *ino)))
+        .flat_map(|(ino, hits)| hits.iter().map(move |&b| (b >> bits, *ino)))
         .collect();
     by_block.sort_unstable();
     by_block.dedup();
@@ -171,6 +190,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         let mut others: Vec<u32> = Vec::new();
         let mut meta = false;
         for &b in hits {
+            let b = state.cluster(b);
             meta |= state.block_meta.get(b);
             let lo = by_block.partition_point(|&(x, _)| x < b);
             for &(x, o) in &by_block[lo..] {
@@ -209,7 +229,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         problems.push(
             Problem::new(Code::DupBlocks)
                 .ino(*ino)
-                .num(hits.len() as u64)
+                .num(count_clusters(state, hits))
                 .num2(nshared)
                 .detail(detail),
         );

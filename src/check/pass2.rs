@@ -115,7 +115,7 @@ impl MapVisitor for BadItable<'_> {
 }
 
 /// Inode table blocks in the bad-block list (inode 1), sorted.
-fn bad_itable_blocks(fs: &Fs) -> Vec<u64> {
+pub(crate) fn bad_itable_blocks(fs: &Fs) -> Vec<u64> {
     let Ok(raw) = fs.read_inode_raw(inode::BAD_INO) else {
         return Vec::new();
     };

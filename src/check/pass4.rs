@@ -90,7 +90,11 @@ pub fn check(
     let mut out = Vec::new();
     for ino64 in st.inode_used.iter_set(1, inodes_count as u64 + 1) {
         let ino = ino64 as u32;
-        if ino == 1 || (ino > ROOT_INO && ino < first_ino) || skip.contains(&ino) {
+        if ino == 1
+            || (ino > ROOT_INO && ino < first_ino)
+            || skip.contains(&ino)
+            || st.has_iflag(ino, iflag::IN_BAD_BLOCK)
+        {
             continue;
         }
         let have = st.i_links.get(ino as usize).copied().unwrap_or(0);

@@ -64,10 +64,11 @@ pub fn uninit_view(fs: &Fs, uninit: impl Fn(u32) -> bool) -> Option<AtomicBitmap
     if groups.is_empty() {
         return None;
     }
-    let map = AtomicBitmap::new(geo.blocks_count);
+    // Indexed like the block bitmaps: by cluster.
+    let map = AtomicBitmap::new(geo.clusters_count());
     for g in groups {
         for b in fs.group_metadata_blocks(g) {
-            map.set(b);
+            map.set(geo.cluster_of(b));
         }
     }
     Some(map)
@@ -120,9 +121,11 @@ fn check_group(
     let csum = fs.metadata_csum();
 
     // ---- blocks ----
-    let first = geo.group_first_block(g);
-    let n = geo.group_blocks(g) as u64;
-    let bpg = geo.blocks_per_group as u64;
+    // Bits of the block bitmap are clusters (blocks without bigalloc).
+    let bits = geo.cluster_bits;
+    let first = geo.cluster_of(geo.group_first_block(g));
+    let n = (geo.group_blocks(g) as u64).div_ceil(1 << bits);
+    let bpg = (geo.blocks_per_group as u64) >> bits;
     let uninit = block_uninit(fs, g);
     let mut have_disk = false;
     if !uninit {
@@ -321,6 +324,12 @@ pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
         }
     }
     if !block_diffs.is_empty() {
+        // Found per cluster, named by the cluster's first block.
+        let bits = fs.geo.cluster_bits;
+        for r in &mut block_diffs {
+            r.0 <<= bits;
+            r.1 <<= bits;
+        }
         problems.push(Problem::new(Code::BlockBitmapDiff).detail(render(&block_diffs)));
     }
     // A bitmap that differs gets rewritten with a fresh checksum, so e2fsck
@@ -339,6 +348,8 @@ pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
         }
     }
     problems.extend(group_probs);
+    // The superblock counts free blocks, the descriptors free clusters.
+    let free_blocks = free_blocks << fs.geo.cluster_bits;
     if fs.sb.free_blocks_count != free_blocks {
         problems.push(
             Problem::new(Code::SuperFreeBlocks)

@@ -111,8 +111,8 @@ problems! {
     GdMetadataOverlap = ("0x0109", Super, Error, false, "{detail} for group {group} (block {blk}) overlaps other file system metadata"),
     GdBlockUninitLastGroup = ("0x010A", Super, Error, true, "Last group block bitmap uninitialized"),
     GdInodeUninitNotZeroed = ("0x010B", Super, Notice, true, "Group {group} inode table not zeroed"),
-    JournalSuperblockCorrupt = ("0x0201", Super, Error, false, "The journal superblock is corrupt: {detail}"),
-    JournalInodeInvalid = ("0x0202", Super, Error, false, "Journal inode is invalid: {detail}"),
+    JournalSuperblockCorrupt = ("0x0201", Super, Error, true, "The journal superblock is corrupt: {detail}"),
+    JournalInodeInvalid = ("0x0202", Super, Error, true, "Journal inode is invalid: {detail}"),
     JournalFeatureUnsupported = ("0x0203", Super, Fatal, false, "The journal has unsupported feature(s): {detail}"),
     JournalHasJournalNoInode = ("0x0204", Super, Error, false, "Superblock has_journal flag is set, but no journal is present"),
     JournalInodeNoFeature = ("0x0205", Super, Error, true, "Superblock has no has_journal flag, but a journal inode {ino} is present"),
@@ -126,6 +126,14 @@ problems! {
     JournalBlockChecksum = ("0x0212", Super, Notice, false, "Journalled copy of block {blk} fails its checksum and would not be replayed"),
     JournalRecoveryFails = ("0x0213", Super, Notice, false, "Journal recovery would report an error ({detail}); the journal would then be reset"),
     JournalFastCommitReplay = ("0x0214", Super, Fatal, false, "The journal holds fast-commit data to replay after transaction {num}; pfsck cannot replay fast commits yet, run e2fsck"),
+    // Processing the orphans is not a correction (e2fsck exits 0 after
+    // it), but -n leaves it undone, which e2fsck -n reports as errors.
+    OrphansPending = ("0x0220", Super, Error, true, "The orphan inode list or orphan file needs processing ({detail}); checking the file system as it will be after"),
+    OrphansPendingHarmless = ("0x0225", Super, Notice, true, "The orphan inode list needs processing ({detail}); checking the file system as it will be after"),
+    OrphanReleased = ("0x0221", Super, Notice, true, "{detail}"),
+    OrphanFileBlockDirty = ("0x0223", Super, Error, true, "Orphan file (inode {ino}) block {num} is not clean"),
+    OrphanPresentClean = ("0x0224", Super, Error, true, "Flag orphan_present is set but orphan file is clean"),
+    OrphanNotProcessed = ("0x0222", Super, Notice, true, "Orphan processing stopped: {detail}; the full check follows"),
 
     // ---- Pass 1: inodes, blocks and sizes ----
     InodeChecksum = ("0x1001", P1, Error, false, "Inode {ino} passes checks, but checksum does not match inode"),
@@ -140,6 +148,8 @@ problems! {
     InodeBlockOnMetadata = ("0x100A", P1, Error, false, "Inode {ino} block {blk} overlaps file system metadata ({detail})"),
     InodeISize = ("0x100B", P1, Error, true, "Inode {ino}, i_size is {num}, should be {num2}"),
     InodeIBlocks = ("0x100C", P1, Error, true, "Inode {ino}, i_blocks is {num}, should be {num2}"),
+    ClusterMisaligned = ("0x10E4", P1, Error, false, "Inode {ino} logical block {num} (physical block {blk}) violates cluster allocation rules"),
+    InodeBigallocBlockMap = ("0x10E5", P1, Error, false, "Inode {ino} on bigalloc filesystem cannot be block mapped"),
     InodeDirHole = ("0x100D", P1, Error, false, "Directory inode {ino} has an unallocated block #{num}"),
     InodeExtentHeader = ("0x100E", P1, Error, false, "Inode {ino} has an invalid extent tree header ({detail})"),
     InodeExtentBad = ("0x100F", P1, Error, false, "Inode {ino} has an invalid extent (logical block {num}, physical block {blk}, length {num2}): {detail}"),
@@ -180,6 +190,7 @@ problems! {
     InodeEncryptCorrupt = ("0x10E3", P1, Error, false, "Encrypted inode {ino} has corrupt encryption extended attribute"),
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
     BadBlockInMetadata = ("0x1031", P1, Error, false, "Bad block {blk} is in use by file system metadata"),
+    BadBlocksInodeInBadBlock = ("0x1036", P1, Error, false, "Bad block list says the bad block list inode is bad (block {blk})"),
     HtreeRootInvalid = ("0x1032", P1, Error, false, "HTREE directory inode {ino} has an invalid root node ({detail})"),
     XattrEaInodeInvalid = ("0x1034", P1, Error, false, "Inode {ino} has illegal extended attribute value inode {num}"),
     XattrEaInodeNoFlag = ("0x1035", P1, Error, false, "Inode {ino} has invalid extended attribute. EA inode {num} missing EA_INODE flag"),

@@ -587,12 +587,20 @@ pub fn after_replay(
     let sb = &fs.sb;
     if !sb.has_incompat(incompat::RECOVER)
         || !sb.has_compat(compat::HAS_JOURNAL)
-        || sb.journal_inum == 0
         || opts.superblock.is_some()
     {
         return Ok(superblock::Opened::Fs(fs, first_probs));
     }
-    let Ok((j, plan, jsb_phys)) = plan_internal(&fs) else {
+    let planned = if sb.journal_inum != 0 {
+        plan_internal(&fs).map(|(j, p, phys)| (j, p, Some(phys)))
+    } else if let Some(path) = &opts.journal_device {
+        // An external journal given with -j: its superblock reset is
+        // written to that device by the repair, not through this view.
+        super::external_journal::open(&fs, path).map(|e| (e.j, e.plan, None))
+    } else {
+        return Ok(superblock::Opened::Fs(fs, first_probs));
+    };
+    let Ok((j, plan, jsb_phys)) = planned else {
         // Pass 0's journal checks say what is wrong; check the disk as is.
         return Ok(superblock::Opened::Fs(fs, first_probs));
     };
@@ -645,7 +653,7 @@ fn overlay_after(
     fs: &Fs,
     j: &JournalSuperblock,
     plan: &Plan,
-    jsb_phys: u64,
+    jsb_phys: Option<u64>,
 ) -> BTreeMap<u64, Vec<u8>> {
     let bs = fs.geo.block_size as u64;
     let dev_size = fs.dev.size();
@@ -686,7 +694,9 @@ fn overlay_after(
         }
         out.insert(sb_blk * bs, b);
     }
-    if let Some(mut b) = current(&out, jsb_phys) {
+    if let Some(jsb_phys) = jsb_phys
+        && let Some(mut b) = current(&out, jsb_phys)
+    {
         if let Some(s) = b.get_mut(0x18..0x20) {
             s[0..4].copy_from_slice(&plan.next_sequence.to_be_bytes());
             s[4..8].copy_from_slice(&0u32.to_be_bytes());

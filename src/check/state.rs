@@ -26,6 +26,9 @@ pub mod iflag {
     /// CASEFOLD_FL on a casefold file system: names hash (and compare)
     /// case-insensitively.
     pub const CASEFOLD: u8 = 0x40;
+    /// Lies in an inode table block the bad-block list names: in use, never
+    /// read (pass 4 leaves its count alone, as e2fsck does).
+    pub const IN_BAD_BLOCK: u8 = 0x80;
 }
 
 /// Policy id of every encrypted inode whose version this checker does not
@@ -128,6 +131,9 @@ impl QuotaUsage {
 }
 
 pub struct State {
+    /// log2 of blocks per cluster: the three block maps below are indexed
+    /// by cluster (`cluster`), which is the block itself without bigalloc.
+    pub cluster_bits: u32,
     /// Blocks in use: file system metadata and every block an inode claims.
     pub block_used: AtomicBitmap,
     /// Blocks claimed more than once (for pass 1B).
@@ -182,11 +188,18 @@ pub struct State {
 
 impl State {
     pub fn new(blocks_count: u64, inodes_count: u32) -> State {
+        State::with_clusters(blocks_count, inodes_count, 0)
+    }
+
+    /// A state whose block maps have one bit per cluster of 2^`bits` blocks.
+    pub fn with_clusters(blocks_count: u64, inodes_count: u32, bits: u32) -> State {
         let n = inodes_count as usize + 1;
+        let clusters = blocks_count.div_ceil(1 << bits);
         State {
-            block_used: AtomicBitmap::new(blocks_count),
-            block_dup: AtomicBitmap::new(blocks_count),
-            block_meta: AtomicBitmap::new(blocks_count),
+            cluster_bits: bits,
+            block_used: AtomicBitmap::new(clusters),
+            block_dup: AtomicBitmap::new(clusters),
+            block_meta: AtomicBitmap::new(clusters),
             inode_used: AtomicBitmap::new(n as u64),
             inode_dir: AtomicBitmap::new(n as u64),
             inode_reg: AtomicBitmap::new(n as u64),
@@ -238,11 +251,17 @@ impl State {
         self.iflags.get(ino as usize).is_some_and(|v| v & f != 0)
     }
 
-    /// Claims `blk` for a file; returns false (and marks it as duplicate) if
-    /// it was already claimed.
+    /// The index of block `blk` in the block maps.
+    pub fn cluster(&self, blk: u64) -> u64 {
+        blk >> self.cluster_bits
+    }
+
+    /// Claims `blk` (its cluster) for a file; returns false (and marks it
+    /// as duplicate) if it was already claimed.
     pub fn claim_block(&self, blk: u64) -> bool {
-        if self.block_used.set(blk) {
-            self.block_dup.set(blk);
+        let c = self.cluster(blk);
+        if self.block_used.set(c) {
+            self.block_dup.set(c);
             false
         } else {
             true

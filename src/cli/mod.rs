@@ -51,6 +51,9 @@ pub struct Args {
     /// Verbose: print statistics at the end.
     #[arg(short = 'v')]
     pub verbose: bool,
+    /// The external journal device (made with mke2fs -O journal_dev).
+    #[arg(short = 'j', value_name = "JOURNAL")]
+    pub journal: Option<PathBuf>,
     /// Use this superblock (a backup) instead of the primary.
     #[arg(short = 'b', value_name = "SUPERBLOCK")]
     pub superblock: Option<u64>,
@@ -181,6 +184,8 @@ pub fn run(args: &Args) -> i32 {
         force: args.force,
         superblock: args.superblock,
         blocksize: args.blocksize,
+        clear_bad_journal: false,
+        journal_device: args.journal.clone(),
     };
     let device = args.device.display().to_string();
     let target = match (args.progress, args.progress_fd) {

@@ -29,6 +29,12 @@ pub type Ask<'a> = &'a mut dyn FnMut(&check::Report) -> Vec<bool>;
 /// With `ask`, the problems answered yes are fixed as `-y` would (`mode`
 /// is then Yes); without, `mode` decides.
 pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Option<Ask>) -> i32 {
+    // -y and -p replace an unusable journal (e2fsck clears and recreates
+    // it, preen included), so the check goes on past it.
+    let opts = &Options {
+        clear_bad_journal: true,
+        ..opts.clone()
+    };
     let fail = |e: String| {
         if args.json {
             report::print_error_json(device, &e, EXIT_OPERATIONAL);
@@ -56,7 +62,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         // Marked clean and not forced: nothing to fix, but e2fsck still
         // replays a journal that needs it (the check ran on the replayed
         // view, which is what was found clean).
-        if let Err(e) = replay_only(args, fs, device) {
+        if let Err(e) = replay_only(args, opts, fs, rep, device) {
             return fail(e);
         }
         return report::print(rep, device, args);
@@ -69,7 +75,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         Err(Refusal::Unexpected) => {
             // e2fsck -p replays the journal before it meets the problem it
             // may not fix, so the replay is written all the same.
-            if let Err(e) = replay_only(args, fs, device) {
+            if let Err(e) = replay_only(args, opts, fs, rep, device) {
                 return fail(e);
             }
             if args.json {
@@ -206,12 +212,15 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
             ));
         }
     };
+    if let Err(e) = reset_external(opts, fs, rep) {
+        return fail(e);
+    }
     let mut code = 0;
     // A journal replay alone is not a correction: e2fsck exits 0 after it.
     if written > 0 && (fixes_staged || !plan.replayed) {
         code |= EXIT_CORRECTED;
     }
-    if plan.replayed && !args.json {
+    if plan.replayed && !args.json && fix::journal::journal_replayed(rep) {
         println!("{device}: recovering journal");
     }
     code |= report::exit_code(&after);
@@ -251,10 +260,16 @@ fn plan_round(
     Ok(plan)
 }
 
-/// Writes the journal replay the check read through, and nothing else, for
-/// the runs that stage no fix (clean and not forced, preen stopped). Prints
-/// e2fsck's line when it wrote something.
-fn replay_only(args: &Args, fs: &check::Fs, device: &str) -> Result<(), String> {
+/// Writes the journal replay and orphan processing the check read through,
+/// and nothing else, for the runs that stage no fix (clean and not forced,
+/// preen stopped). Prints e2fsck's line when it replayed a journal.
+fn replay_only(
+    args: &Args,
+    opts: &Options,
+    fs: &check::Fs,
+    rep: &check::Report,
+    device: &str,
+) -> Result<(), String> {
     let overlay = fix::journal::staged(fs)?;
     if overlay.is_empty() {
         return Ok(());
@@ -278,8 +293,41 @@ fn replay_only(args: &Args, fs: &check::Fs, device: &str) -> Result<(), String> 
             args.device.display()
         )
     })?;
-    if !args.json {
+    reset_external(opts, fs, rep)?;
+    if !args.json && fix::journal::journal_replayed(rep) {
         println!("{device}: recovering journal");
     }
+    Ok(())
+}
+
+/// After the file system's commit (its superblock no longer asks for
+/// recovery), an external journal that was replayed is reset on its own
+/// device, in a commit of its own: a crash between the two leaves a
+/// journal the kernel wipes, since the file system says nothing is due.
+fn reset_external(opts: &Options, fs: &check::Fs, rep: &check::Report) -> Result<(), String> {
+    let Some(path) = &opts.journal_device else {
+        return Ok(());
+    };
+    if fs.sb.journal_inum != 0 || !fix::journal::journal_replayed(rep) {
+        return Ok(());
+    }
+    let ext = check::external_journal::open(fs, path)?;
+    let bs = fs.geo.block_size;
+    let dev = Device::open_read_only(path).map_err(|e| e.to_string())?;
+    let mut overlay =
+        crate::repair::overlay::Overlay::new(bs, dev.size(), crate::repair::overlay::DEFAULT_LIMIT)
+            .map_err(|e| e.to_string())?;
+    overlay
+        .stage(ext.jsb_block, check::external_journal::reset_block(&ext))
+        .map_err(|e| e.to_string())?;
+    let log = crate::repair::default_undo_path(path);
+    commit::commit(path, &overlay, &log, &mut NoFaults, &CommitOptions::default())
+        .map_err(|e| {
+            format!(
+                "external journal reset not written: {e} (the file system is repaired;                  `pfsck --rollback {} {}` restores the journal device)",
+                log.display(),
+                path.display()
+            )
+        })?;
     Ok(())
 }

@@ -47,6 +47,12 @@ pub(super) const CODES: &[Code] = &[
     Code::InodeExtentPastEof,
     Code::InodeDirHole,
     Code::DirHole,
+    Code::BadBlocksInodeInBadBlock,
+    Code::BadBlockInMetadata,
+    Code::GdBlockBitmapLocation,
+    Code::GdInodeBitmapLocation,
+    Code::GdInodeTableLocation,
+    Code::GdMetadataOverlap,
 ];
 
 // Inode fields touched here.
@@ -149,6 +155,7 @@ pub(super) fn fix(
                     )
                 })
                 .flatten(),
+            budget: fs.geo.blocks_count,
         };
         let mut changed = ir.root(&mut root)?;
         if ind.is_dir()
@@ -273,6 +280,208 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool
     super::inode::release(fs, state, overlay, ino, how)
 }
 
+/// Clears the bad blocks inode entirely (e2fsck zeroes its whole base
+/// inode), which empties the bad-block list.
+pub(super) fn clear_bad_blocks_inode(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
+    let Some(pos) = inode_pos(fs, inode::BAD_INO) else {
+        return Ok(false);
+    };
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
+        b[..inode::GOOD_OLD_INODE_SIZE].fill(0);
+        if csum {
+            super::inode::set_checksum(seed, inode::BAD_INO, b);
+        }
+    })?;
+    Ok(true)
+}
+
+/// Offsets of the low and high halves of a descriptor field.
+type Field = (usize, usize);
+const BLOCK_BITMAP: Field = (0x00, 0x20);
+const INODE_BITMAP: Field = (0x04, 0x24);
+const INODE_TABLE: Field = (0x08, 0x28);
+
+/// A bitmap to move: its group and descriptor field.
+pub(super) type Move = (u32, Field);
+
+/// The bitmaps a problem asks to move: those on a bad block
+/// (`BadBlockInMetadata`), outside their group, or overlapping other
+/// metadata (as e2fsck's "Relocate?").
+pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
+    let which = |detail: &str| match detail {
+        "Block bitmap" => Some(BLOCK_BITMAP),
+        "Inode bitmap" => Some(INODE_BITMAP),
+        "Inode table" => Some(INODE_TABLE),
+        _ => None,
+    };
+    match p.code {
+        Code::BadBlockInMetadata => {
+            let Some(blk) = p.blk else {
+                return Vec::new();
+            };
+            let mut v = Vec::new();
+            for (g, gd) in fs.gds.iter().enumerate() {
+                if gd.block_bitmap == blk {
+                    v.push((g as u32, BLOCK_BITMAP));
+                }
+                if gd.inode_bitmap == blk {
+                    v.push((g as u32, INODE_BITMAP));
+                }
+            }
+            v
+        }
+        Code::GdBlockBitmapLocation => p.group.map(|g| (g, BLOCK_BITMAP)).into_iter().collect(),
+        Code::GdInodeBitmapLocation => p.group.map(|g| (g, INODE_BITMAP)).into_iter().collect(),
+        Code::GdInodeTableLocation => p.group.map(|g| (g, INODE_TABLE)).into_iter().collect(),
+        Code::GdMetadataOverlap => p.group.zip(which(&p.detail)).into_iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The first run of `n` blocks in [from, to] that pass 1 left free.
+fn free_run(state: &State, from: u64, to: u64, n: u64) -> Option<u64> {
+    let mut start = from;
+    let mut b = from;
+    while b <= to {
+        if state.block_used.get(b) {
+            start = b + 1;
+        } else if b + 1 - start >= n {
+            return Some(start);
+        }
+        b += 1;
+    }
+    None
+}
+
+/// Moves bitmaps (and inode tables) to free blocks, as e2fsck does at the end of its pass 1:
+/// the first block pass 1 left free in the group (with flex_bg, in its
+/// flex group), else anywhere; the old contents are copied when the old
+/// block lies in the file system (pass 5 of the next round corrects them
+/// either way) and the primary descriptor points at the new block.
+/// Returns, per move, whether it was made. The caller fixes nothing else
+/// in this round: the summary rewrite would put the descriptors back.
+pub(super) fn relocate_bitmaps(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    moves: &[Move],
+) -> Result<Vec<bool>, String> {
+    let geo = &fs.geo;
+    let ds = geo.desc_size as usize;
+    let bs = u64::from(geo.block_size);
+    let mut moved = vec![false; moves.len()];
+    let mut done = std::collections::BTreeSet::new();
+    for (k, &(g, field)) in moves.iter().enumerate() {
+        let Some(gd) = fs.gds.get(g as usize) else {
+            continue;
+        };
+        if !done.insert((g, field.0)) {
+            moved[k] = true;
+            continue;
+        }
+        let old = match field {
+            BLOCK_BITMAP => gd.block_bitmap,
+            INODE_BITMAP => gd.inode_bitmap,
+            _ => gd.inode_table,
+        };
+        // An inode table needs its blocks in one run; its inodes are lost
+        // (e2fsck: "SEVERE DATA LOSS POSSIBLE") and it starts zeroed.
+        let n = if field == INODE_TABLE {
+            u64::from(geo.inode_table_blocks)
+        } else {
+            1
+        };
+        let flex = geo.flex_bg_size.max(1);
+        let first_g = (u64::from(g) / flex * flex) as u32;
+        let last_g = (u64::from(first_g) + flex - 1).min(u64::from(geo.groups) - 1) as u32;
+        let free = |from: u64, to: u64| free_run(state, from, to, n);
+        let Some(new) = free(geo.group_first_block(first_g), geo.group_last_block(last_g))
+            .or_else(|| free(geo.first_data_block, geo.blocks_count - 1))
+        else {
+            continue;
+        };
+        for b in new..new + n {
+            let data = if field != INODE_TABLE && geo.block_in_fs(old) {
+                read_block(fs, overlay, old).unwrap_or_else(|_| vec![0u8; bs as usize])
+            } else {
+                vec![0u8; bs as usize]
+            };
+            overlay.stage(b, data).map_err(|e| e.to_string())?;
+            state.block_used.set(b);
+            // Not into a block bitmap that is itself moving (a bad block,
+            // or outside its group): the next round writes the new one.
+            let h = geo.group_of_block(b);
+            if !moves.iter().any(|&(mg, f)| mg == h && f == BLOCK_BITMAP) {
+                mark_in_bitmap(fs, overlay, b)?;
+            }
+        }
+        let byte = u64::from(g) * ds as u64;
+        let dblk = geo.desc_block_location(fs.sb_block, (byte / bs) as u32);
+        let pos = dblk * bs + byte % bs;
+        let (lo, hi) = field;
+        edit_bytes(fs, overlay, pos, ds, |d| {
+            put_le32(d, lo, new as u32);
+            if gd.wide {
+                put_le32(d, hi, (new >> 32) as u32);
+            }
+            if let Some(c) = crate::fs::group_desc::compute_checksum(&fs.sb, g, d) {
+                put_le16(d, 0x1E, c);
+            }
+        })?;
+        moved[k] = true;
+    }
+    Ok(moved)
+}
+
+/// Sets `blk`'s bit in the on-disk block bitmap of its group, with that
+/// bitmap's checksum, as e2fsck's allocation does. The next round's pass 5
+/// does not miss the bit when the moved metadata belongs to an uninit
+/// group (it reads as used through that group), but the checksum e2fsck
+/// computes over the bitmap it reads would then be wrong.
+fn mark_in_bitmap(fs: &Fs, overlay: &mut Overlay, blk: u64) -> Result<(), String> {
+    use crate::fs::group_desc;
+    let geo = &fs.geo;
+    let h = geo.group_of_block(blk);
+    let Some(gd) = fs.gds.get(h as usize) else {
+        return Ok(());
+    };
+    if fs.uninit_bg() && gd.has_flag(group_desc::BG_BLOCK_UNINIT) {
+        return Ok(());
+    }
+    let bs = fs.block_size() as u64;
+    let bm = gd.block_bitmap;
+    if !geo.block_in_fs(bm) || bm == crate::fs::superblock::SUPERBLOCK_OFFSET / bs {
+        return Ok(());
+    }
+    let bit = blk - geo.group_first_block(h);
+    let mut bytes = Vec::new();
+    edit_bytes(fs, overlay, bm * bs, bs as usize, |b| {
+        if let Some(x) = b.get_mut((bit / 8) as usize) {
+            *x |= 1 << (bit % 8);
+        }
+        bytes = b.to_vec();
+    })?;
+    if !fs.metadata_csum() {
+        return Ok(());
+    }
+    let n = ((geo.blocks_per_group / 8) as usize).min(bytes.len());
+    let c = group_desc::bitmap_checksum(&fs.sb, &bytes[..n], gd.wide);
+    let ds = geo.desc_size as usize;
+    let byte = u64::from(h) * ds as u64;
+    let dblk = geo.desc_block_location(fs.sb_block, (byte / bs) as u32);
+    edit_bytes(fs, overlay, dblk * bs + byte % bs, ds, |d| {
+        put_le16(d, 0x18, c as u16);
+        if gd.wide {
+            put_le16(d, 0x38, (c >> 16) as u16);
+        }
+        if let Some(c) = group_desc::compute_checksum(&fs.sb, h, d) {
+            put_le16(d, 0x1E, c);
+        }
+    })
+}
+
 /// Reads block `blk` through the overlay.
 fn read_block(fs: &Fs, overlay: &Overlay, blk: u64) -> Result<Vec<u8>, String> {
     let bs = u64::from(fs.geo.block_size);
@@ -383,6 +592,10 @@ impl ExtentRewrite<'_> {
             self.nodes_left -= 1;
             match self.child(pblk, depth, lblk + len - 1)? {
                 Child::Drop => changed = true,
+                Child::Same => {
+                    start_block = lblk;
+                    keep.push(raw);
+                }
                 Child::Keep(first) => {
                     if first != lblk as u32 {
                         put_le32(&mut raw, 0, first);
@@ -417,16 +630,21 @@ impl ExtentRewrite<'_> {
     /// Repairs the node at `pblk` below an index of a depth-`depth` node
     /// that maps [lblk, end].
     fn child(&mut self, pblk: u64, depth: u16, end: u64) -> Result<Child, String> {
-        let mut buf = read_block(self.fs, self.overlay, pblk)?;
+        // A node on critical metadata is not repaired, nor anything below
+        // it (e2fsck: "conflicts with critical metadata, skipping block
+        // checks"); the duplicate block repair moves it first. A node that
+        // cannot be read is left as it is too.
         if self.state.block_meta.get(pblk) {
-            // A node on critical metadata is not repaired, nor anything
-            // below it (e2fsck: "conflicts with critical metadata,
-            // skipping block checks"); the duplicate block repair moves
-            // it first.
-            return Ok(Child::Keep(le32(&buf, ENTRY)));
+            return Ok(Child::Same);
         }
+        let Ok(mut buf) = read_block(self.fs, self.overlay, pblk) else {
+            return Ok(Child::Same);
+        };
         let ch = extent::parse_header(&buf);
-        if header_problem(&buf, buf.len()).is_some() || ch.depth + 1 != depth || ch.entries == 0 {
+        if header_problem(&buf, buf.len()).is_some()
+            || ch.depth.checked_add(1) != Some(depth)
+            || ch.entries == 0
+        {
             return Ok(Child::Drop);
         }
         let csum_bad = self.seed.is_some_and(|seed| {
@@ -461,6 +679,8 @@ enum Child {
     Drop,
     /// The entry stays; the child's first logical block.
     Keep(u32),
+    /// The entry stays as it is (the child was not looked at).
+    Same,
 }
 
 struct IndirectRewrite<'a> {
@@ -473,6 +693,9 @@ struct IndirectRewrite<'a> {
     staged: bool,
     /// Last logical block data may have (see `indirect_limit`).
     limit: Option<u64>,
+    /// Indirect blocks left to read: as many as the file system has
+    /// blocks (a garbage map must not fan out forever).
+    budget: u64,
 }
 
 impl IndirectRewrite<'_> {
@@ -511,7 +734,13 @@ impl IndirectRewrite<'_> {
     /// 3, mapping from logical block `lblk`) and below, staging every
     /// block that changes.
     fn indirect(&mut self, blk: u64, level: u32, lblk: u64) -> Result<(), String> {
-        let mut buf = read_block(self.fs, self.overlay, blk)?;
+        if self.budget == 0 {
+            return Ok(());
+        }
+        self.budget -= 1;
+        let Ok(mut buf) = read_block(self.fs, self.overlay, blk) else {
+            return Ok(());
+        };
         let span = self.apb.saturating_pow(level - 1);
         let mut changed = false;
         for k in 0..self.apb as usize {

@@ -28,6 +28,7 @@ pub(super) const REMOVE: &[Code] = &[
     Code::DirEntryBadInode,
     Code::DirEntryReservedInode,
     Code::DirEntryLinkToRoot,
+    Code::DirEntryInodeInBadBlock,
     // Entries of an encrypted directory that the kernel cannot use.
     Code::DirEntryEncryptedShort,
     Code::DirEntryUnencrypted,

@@ -104,7 +104,9 @@ pub(super) fn fix(
 /// and not while another file or the file system's metadata claims it too
 /// (pass 1B's fixes decide whose it is first).
 pub(super) fn writable(fs: &Fs, state: &State, pblk: u64) -> bool {
-    fs.geo.block_in_fs(pblk) && !state.block_dup.get(pblk) && !state.block_meta.get(pblk)
+    fs.geo.block_in_fs(pblk)
+        && !state.block_dup.get(state.cluster(pblk))
+        && !state.block_meta.get(state.cluster(pblk))
 }
 
 // Where an inline directory keeps its entries in the inode.

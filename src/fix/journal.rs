@@ -12,7 +12,8 @@
 //!
 //! Left as e2fsck does it but not done here: fast-commit replay (the check
 //! stops with exit 8 before this), external journals (not replayed; a
-//! repair refuses while needs_recovery stays set), orphan processing.
+//! repair refuses while needs_recovery stays set). The orphan processing
+//! (`check::orphan`) is part of the same view and is staged with it.
 
 use crate::check::problem::Code;
 use crate::check::{Fs, Report};
@@ -66,6 +67,15 @@ pub fn unrecovered(fs: &Fs) -> Option<String> {
          implemented yet (run e2fsck)"
             .into()
     })
+}
+
+/// Did the check read through a journal replay (rather than only through
+/// orphan processing, which shares the staged view)?
+pub fn journal_replayed(report: &Report) -> bool {
+    report
+        .problems
+        .iter()
+        .any(|p| p.code == Code::JournalAfterReplay)
 }
 
 /// Does the replay count as a correction for the exit code? e2fsck exits 0

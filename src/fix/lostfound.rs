@@ -321,7 +321,8 @@ pub(super) fn create(
         };
         !fs.uninit_bg() || !gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
     });
-    let blk = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
+    let blk =
+        (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(state.cluster(b)));
     let (Some(ino), Some(blk)) = (ino, blk) else {
         return Ok(None);
     };
@@ -357,7 +358,7 @@ pub(super) fn create(
     // from the new '..'.
     state.inode_used.set(ino as u64);
     state.inode_dir.set(ino as u64);
-    state.block_used.set(blk);
+    state.block_used.set(state.cluster(blk));
     add(links, ROOT_INO, 1);
     // Its own count is the one written ('.' and the root's entry) plus
     // the subdirectories reconnected into it: recorded like any change,
@@ -381,6 +382,7 @@ pub(super) fn write_dir(
     mode: u16,
 ) -> Result<(), String> {
     let bs = fs.block_size();
+    let bits = fs.geo.cluster_bits;
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     // The inode: a directory of one block, generation 0.
     let pos = inode_pos(fs, ino)?;
@@ -406,7 +408,8 @@ pub(super) fn write_dir(
             put_le32(b, f, t);
         }
         put_le16(b, I_LINKS_COUNT, 2);
-        put_le32(b, I_BLOCKS_LO, (bs / 512) as u32);
+        // One block, charged as its whole cluster (bigalloc).
+        put_le32(b, I_BLOCKS_LO, ((bs << bits) / 512) as u32);
         if extents {
             put_le32(b, I_FLAGS, EXTENTS_FL);
             // Extent header (magic, 1 entry, room for 4, depth 0) and one

@@ -19,13 +19,12 @@
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
 //! `dir.rs` (single directory entries and '..'),
 //! `dup.rs` (multiply-claimed blocks: copies, or deletion),
-//! `groups.rs` (bitmaps and inode tables relocated),
 //! `superblock.rs` (the primary superblock and descriptors restored from
 //! the backup the check used),
 //! `quota.rs` (quota inode numbers in the superblock),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
-//! `journal.rs` (the journal replay the check read through, staged first
-//! so the fixes land on top of it).
+//! `journal.rs` (the journal replay and orphan processing the check read
+//! through, staged first so the fixes land on top of them).
 
 mod blockmap;
 mod clear;
@@ -33,9 +32,9 @@ mod dir;
 mod dirblock;
 mod dirhole;
 mod dup;
-mod groups;
 mod inode;
 pub mod journal;
+mod journal_inode;
 mod lostfound;
 mod quota;
 mod rehash;
@@ -82,6 +81,14 @@ const SUMMARY: &[Code] = &[
     Code::GdItableUnused,
 ];
 
+/// Orphan processing, done by staging the view the check read through.
+const ORPHAN: &[Code] = &[
+    Code::OrphansPending,
+    Code::OrphansPendingHarmless,
+    Code::OrphanFileBlockDirty,
+    Code::OrphanPresentClean,
+];
+
 /// Problems fixed by setting a superblock feature.
 const FEATURE: &[Code] = &[Code::FeatureLargeFiles];
 
@@ -119,12 +126,27 @@ pub fn supported(code: Code) -> bool {
         || rehash::CODES.contains(&code)
         || HOLES.contains(&code)
         || code == Code::LostFoundMissing
+        || code == Code::JournalInodeInvalid
+        || code == Code::JournalSuperblockCorrupt
         || code == Code::DupBlocks
         || code == Code::SbUsedBackup
-        || groups::CODES.contains(&code)
         || code == Code::SbQuotaInode
         || code == Code::QuotaUsage
         || code == Code::SbResizeInodeNoFeature
+        || code == Code::LostFoundEncrypted
+}
+
+/// The fixes that are right on bigalloc too: they allocate nothing, or
+/// charge a whole cluster for what they allocate. The others (block maps,
+/// cleared inodes, directory rebuilds and holes, pass 1D's copies) still
+/// think in blocks and are left for a later run.
+fn cluster_safe(code: Code) -> bool {
+    SUMMARY.contains(&code)
+        || INODE.contains(&code)
+        || FEATURE.contains(&code)
+        || TREE.contains(&code)
+        || DIR.contains(&code)
+        || code == Code::LostFoundMissing
         || code == Code::LostFoundEncrypted
 }
 
@@ -134,6 +156,7 @@ const DIR: &[Code] = &[
     Code::DirEntryDeletedInode,
     Code::DirEntryBadInode,
     Code::DirEntryReservedInode,
+    Code::DirEntryInodeInBadBlock,
     Code::DirEntryLinkToRoot,
     Code::DirEntryFileType,
     Code::DirEntryIllegalChars,
@@ -187,11 +210,20 @@ fn allowed(p: &Problem, mode: Mode) -> bool {
 /// Stages fixes for the problems of `report` that `mode` allows and that
 /// pfsck supports.
 pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
+    // What pass 1 says about an unusable journal's inode goes with the
+    // journal, which preen replaces (e2fsck -p: "Recreate journal").
+    let bad_journal = report.problems.iter().any(|p| {
+        matches!(
+            p.code,
+            Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+        )
+    });
     if mode == Mode::Preen
-        && report
-            .problems
-            .iter()
-            .any(|p| p.spec().severity == Severity::Error && !p.spec().preen_ok)
+        && report.problems.iter().any(|p| {
+            p.spec().severity == Severity::Error
+                && !p.spec().preen_ok
+                && !(bad_journal && journal_inode::resolves(p))
+        })
     {
         return Err(Refusal::Unexpected);
     }
@@ -211,8 +243,23 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             .map_err(|e| Refusal::Failed(e.to_string()))?;
     }
     let replayed = !replay.is_empty();
+    // Orphan processing is part of that view (`check::orphan`): staging
+    // the view does it.
+    // The orphan file cleanup in it is a correction (e2fsck exits 1).
+    let mut orphan_fix = false;
+    for (k, p) in report.problems.iter().enumerate() {
+        if ORPHAN.contains(&p.code) && replayed && allowed(p, mode) {
+            fixed[k] = true;
+            orphan_fix |= matches!(
+                p.code,
+                Code::OrphanFileBlockDirty | Code::OrphanPresentClean
+            );
+        }
+    }
     let replay_fix = replayed && journal::replay_is_correction(report);
-    let wanted = |p: &Problem| allowed(p, mode) && supported(p.code);
+    let bigalloc = fs.geo.cluster_bits > 0;
+    let wanted =
+        |p: &Problem| allowed(p, mode) && supported(p.code) && (!bigalloc || cluster_safe(p.code));
     if replay_fix {
         journal::mark_valid(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
@@ -221,7 +268,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             overlay,
             fixed,
             replayed,
-            fixes_staged: replay_fix,
+            fixes_staged: replay_fix || orphan_fix,
         });
     }
     // The fixes below edit the primary superblock and descriptors; when
@@ -240,24 +287,6 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         for (k, p) in report.problems.iter().enumerate() {
             fixed[k] = p.code == Code::SbUsedBackup;
         }
-        return Ok(Plan {
-            overlay,
-            fixed,
-            replayed,
-            fixes_staged: true,
-        });
-    }
-    if fs.sb.has_ro_compat(ro_compat::BIGALLOC) {
-        return Err(Refusal::Unsupported(
-            "repairing bigalloc file systems is not implemented yet".into(),
-        ));
-    }
-
-    // Bitmaps and inode tables move before anything reads them again
-    // (`groups.rs`), in a round of their own.
-    if let Some(fixed) = groups::relocate(fs, state, &mut overlay, &report.problems, wanted)
-        .map_err(Refusal::Failed)?
-    {
         return Ok(Plan {
             overlay,
             fixed,
@@ -294,6 +323,53 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         });
     }
 
+    // A bad-block list naming the block of its own inode is not believed:
+    // the inode is cleared and, as e2fsck restarts there, nothing else is
+    // fixed this round (the check read that block's inodes as unreadable).
+    if let Some(k) = report
+        .problems
+        .iter()
+        .position(|p| wanted(p) && p.code == Code::BadBlocksInodeInBadBlock)
+    {
+        fixed[k] = blockmap::clear_bad_blocks_inode(fs, &mut overlay).map_err(Refusal::Failed)?;
+        let fixes_staged = fixed[k] || replay_fix;
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged,
+        });
+    }
+    // Bitmaps on bad blocks, outside their group or on other metadata
+    // move first, alone in their round (the summary rewrite works from the
+    // descriptors this check loaded).
+    let mut moves = Vec::new();
+    let mut movers = Vec::new();
+    for (k, p) in report.problems.iter().enumerate() {
+        if !wanted(p) {
+            continue;
+        }
+        let m = blockmap::bitmaps_to_move(fs, p);
+        if !m.is_empty() {
+            movers.push((k, moves.len(), m.len()));
+            moves.extend(m);
+        }
+    }
+    if !moves.is_empty() {
+        let moved =
+            blockmap::relocate_bitmaps(fs, state, &mut overlay, &moves).map_err(Refusal::Failed)?;
+        if moved.iter().any(|&m| m) {
+            for &(k, at, n) in &movers {
+                fixed[k] = moved[at..at + n].iter().all(|&m| m);
+            }
+            return Ok(Plan {
+                overlay,
+                fixed,
+                replayed,
+                fixes_staged: true,
+            });
+        }
+    }
     // Pass 1D, then the directory structure (salvaged blocks, rebuilt
     // directories), each alone in its round and only once pass 0 and 1
     // have nothing left to fix (as e2fsck resolves sharing and checks
@@ -406,6 +482,15 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             fixed[k] = dir::fix(fs, state, &mut overlay, p, &mut links).map_err(Refusal::Failed)?;
         }
     }
+    // An unusable journal is replaced (`journal_inode.rs`); what pass 1
+    // said about the old journal inode goes with it.
+    let new_journal = report.problems.iter().any(|p| {
+        wanted(p)
+            && matches!(
+                p.code,
+                Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+            )
+    });
     // Block maps next, one inode at a time with all its map problems, and
     // before the field fixes: those read the inode through the overlay and
     // keep the map rewritten here.
@@ -416,7 +501,11 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         if let Some(ino) = p.ino {
             let e = maps.entry(ino).or_default();
             e.1.push(p);
-            if wanted(p) && blockmap::CODES.contains(&p.code) && !gone.contains(&ino) {
+            if wanted(p)
+                && blockmap::CODES.contains(&p.code)
+                && !gone.contains(&ino)
+                && !(new_journal && journal_inode::resolves(p))
+            {
                 e.0.push(k);
             }
         }
@@ -439,6 +528,9 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         {
             // The superblock no longer names that file.
             fixed[k] = true;
+            continue;
+        }
+        if new_journal && journal_inode::resolves(p) {
             continue;
         }
         if !wanted(p)
@@ -501,6 +593,21 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
         }
     }
+    let mut journal_made = false;
+    if new_journal {
+        journal_made = true;
+        match journal_inode::recreate(fs, state, &mut overlay).map_err(Refusal::Failed)? {
+            None => {
+                summary = true;
+                for (k, p) in report.problems.iter().enumerate() {
+                    if journal_inode::resolves(p) {
+                        fixed[k] = true;
+                    }
+                }
+            }
+            Some(why) => return Err(Refusal::Unsupported(why)),
+        }
+    }
     if large_file && !fs.sb.has_ro_compat(ro_compat::LARGE_FILE) {
         set_large_file(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
@@ -524,7 +631,11 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             .collect();
         summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
     }
-    let fixes_staged = replay_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
+    if journal_made {
+        journal_inode::write_backups(fs, &mut overlay).map_err(Refusal::Failed)?;
+    }
+    let fixes_staged =
+        replay_fix || orphan_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
     if !fixes_staged {
         // The earlier fixes staged nothing after all (a pass 1 problem no
         // fix could act on): pass 1D and the directory structure go on.

@@ -93,6 +93,14 @@ fn build(bs: usize, n: u64, used: impl Fn(u64) -> bool) -> Vec<u8> {
     b
 }
 
+/// The first cluster of group `g` and how many it has.
+fn group_clusters(geo: &crate::fs::geometry::Geometry, g: u32) -> (u64, u64) {
+    (
+        geo.cluster_of(geo.group_first_block(g)),
+        (geo.group_blocks(g) as u64).div_ceil(1 << geo.cluster_bits),
+    )
+}
+
 /// Sets itable_unused to 0 in `groups`' descriptors (and their checksums),
 /// nothing else: a round of its own, since pass 1 trusted the impossible
 /// mark and skipped the inodes behind it, so nothing else the check found
@@ -166,8 +174,7 @@ pub(super) fn rewrite(
         let mut changed = false;
         for g in 0..geo.groups {
             if keep[g as usize] {
-                let first = geo.group_first_block(g);
-                let n = geo.group_blocks(g) as u64;
+                let (first, n) = group_clusters(geo, g);
                 if !(first..first + n).all(|b| found(b) == view_bit(&view, b)) {
                     keep[g as usize] = false;
                     changed = true;
@@ -178,7 +185,9 @@ pub(super) fn rewrite(
             break view;
         }
     };
-    let bpg = geo.blocks_per_group as u64;
+    // Block bitmaps, their bits and the descriptors' counts are clusters
+    // (blocks without bigalloc).
+    let bpg = (geo.blocks_per_group as u64) >> geo.cluster_bits;
     let ipg = geo.inodes_per_group as u64;
     let mut raw = fs.gd_raw.clone();
     let (mut free_blocks, mut free_inodes) = (0u64, 0u64);
@@ -192,8 +201,7 @@ pub(super) fn rewrite(
         let mut flags = gd.flags;
 
         // ---- block bitmap ----
-        let first = geo.group_first_block(g);
-        let n = geo.group_blocks(g) as u64;
+        let (first, n) = group_clusters(geo, g);
         let found = |i: u64| found(first + i);
         let used = state.block_used.count_range(first, first + n);
         let block_bm = if keep[g as usize] {
@@ -331,7 +339,8 @@ pub(super) fn rewrite(
         })?;
     }
 
-    // The superblock: counts (its checksum is redone by the edit).
+    // The superblock: counts, of blocks (its checksum is redone by the edit).
+    let free_blocks = free_blocks << geo.cluster_bits;
     let is_64 = fs.sb.is_64bit();
     edit_superblock(fs, overlay, |sb| {
         put_le32(sb, S_FREE_BLOCKS_LO, free_blocks as u32);

@@ -26,6 +26,9 @@ pub struct Geometry {
     pub sparse_super: bool,
     pub sparse_super2: Option<[u32; 2]>,
     pub flex_bg_size: u64,
+    /// log2 of blocks per cluster (bigalloc); 0 otherwise. Block bitmaps,
+    /// the descriptors' free counts and allocation work in clusters.
+    pub cluster_bits: u32,
 }
 
 impl Geometry {
@@ -35,14 +38,38 @@ impl Geometry {
         let bs = sb
             .block_size()
             .ok_or_else(|| format!("invalid block size (log {})", sb.log_block_size))?;
-        if sb.has_ro_compat(ro_compat::BIGALLOC) {
-            // Checked again with a proper message by the caller; a cluster
-            // size different from the block size would break every count here.
-        } else if sb.log_cluster_size != sb.log_block_size && sb.log_cluster_size != 0 {
-            // e2fsprogs tolerates log_cluster_size == log_block_size only.
-        }
+        let cluster_bits = if sb.has_ro_compat(ro_compat::BIGALLOC) {
+            // A cluster of 2^n blocks, up to 2^16 (e2fsprogs' limit), with
+            // groups of whole clusters.
+            let n = sb.log_cluster_size.checked_sub(sb.log_block_size);
+            match n {
+                Some(n) if n <= 16 => n,
+                _ => {
+                    return Err(format!(
+                        "cluster size (log {}) is invalid",
+                        sb.log_cluster_size
+                    ));
+                }
+            }
+        } else {
+            0
+        };
         let bits = bs as u64 * 8;
-        if sb.blocks_per_group == 0 || sb.blocks_per_group as u64 > bits {
+        let per_bitmap = if cluster_bits > 0 {
+            if sb.clusters_per_group == 0
+                || sb.clusters_per_group as u64 > bits
+                || (sb.clusters_per_group as u64) << cluster_bits != sb.blocks_per_group as u64
+            {
+                return Err(format!(
+                    "clusters per group {} is invalid",
+                    sb.clusters_per_group
+                ));
+            }
+            sb.blocks_per_group as u64
+        } else {
+            bits
+        };
+        if sb.blocks_per_group == 0 || sb.blocks_per_group as u64 > per_bitmap {
             return Err(format!(
                 "blocks per group {} is invalid",
                 sb.blocks_per_group
@@ -119,7 +146,18 @@ impl Geometry {
                 None
             },
             flex_bg_size,
+            cluster_bits,
         })
+    }
+
+    /// The cluster holding block `blk`.
+    pub fn cluster_of(&self, blk: u64) -> u64 {
+        blk >> self.cluster_bits
+    }
+
+    /// Clusters in the file system (the last one may be partial).
+    pub fn clusters_count(&self) -> u64 {
+        self.blocks_count.div_ceil(1 << self.cluster_bits)
     }
 
     pub fn group_first_block(&self, g: u32) -> u64 {
@@ -254,6 +292,7 @@ mod tests {
             sparse_super: true,
             sparse_super2: None,
             flex_bg_size: 16,
+            cluster_bits: 0,
         };
         let have: Vec<u32> = (0..100).filter(|&x| g.group_has_super(x)).collect();
         assert_eq!(have, vec![0, 1, 3, 5, 7, 9, 25, 27, 49, 81]);

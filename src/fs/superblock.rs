@@ -325,6 +325,7 @@ pub const SUPPORTED_RO_COMPAT: u32 = ro_compat::SPARSE_SUPER
     | ro_compat::PROJECT
     | ro_compat::QUOTA
     | ro_compat::SHARED_BLOCKS
+    | ro_compat::BIGALLOC
     | ro_compat::ORPHAN_PRESENT;
 
 /// Human names of feature bits, for messages.

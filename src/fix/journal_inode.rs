@@ -1,0 +1,538 @@
+//! An internal journal that cannot be used (its inode or its superblock is
+//! invalid) is replaced by a fresh one, as e2fsck does: it clears the
+//! journal ("*** journal has been deleted ***"), lets pass 1 clear the
+//! inode and pass 5 free its blocks, and after the check recreates it
+//! ("Recreate journal? yes ... *** journal has been regenerated ***").
+//! Here both happen in one fix, on the maps of the finished check: the old
+//! inode's blocks that no one else claims count as free, and the new
+//! journal takes free blocks the way e2fsck's library allocates them.
+//!
+//! What e2fsck decides, followed here:
+//! - size: the old journal's size from the superblock backup (s_jnl_blocks,
+//!   read as megabytes) when that is at least 1024, else the default for
+//!   the file system size (1024 blocks under 32768 blocks, ... 262144);
+//!   under 2048 blocks no journal is made and has_journal is cleared;
+//! - place: from the first block of the group with the most free blocks
+//!   among the middle group and its neighbours (with flex_bg, the first
+//!   group of the middle flex group that has free blocks), free blocks in
+//!   ascending order, wrapping at the end; for block-mapped files each
+//!   indirect block is taken just before the first block it maps;
+//! - contents: every journal block zeroed, block 0 a v2 journal superblock
+//!   (first 1, sequence 1, empty, one user, the file system's UUID); the
+//!   inode a regular file 0600 with one link, EXTENTS_FL with extents;
+//!   the superblock's backup of the inode's block map, has_journal set,
+//!   needs_recovery cleared.
+//!
+//! Not done (the repair leaves the problem): fast_commit journals, and an
+//! extent-mapped journal needing more than the four extents the inode
+//! holds (e2fsck would add an extent tree block).
+
+use crate::check::Fs;
+use crate::check::blockmap::{self, MapInfo, MapVisitor, Scratch};
+use crate::check::problem::{Code, Problem};
+use crate::check::state::State;
+use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::inode::{self as finode, flags};
+use crate::fs::journal::{BLOCKTYPE_SB_V2, JBD2_MAGIC};
+use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, compat, incompat};
+use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
+use std::collections::BTreeSet;
+
+const JOURNAL_INO: u32 = 8;
+/// e2fsck's size rule reads the backup size in MiB; below this the
+/// default size is used.
+const MIN_BACKUP_SIZE: i64 = 1024;
+/// Longest initialised extent.
+const MAX_EXTENT: u64 = 32768;
+
+// Superblock fields.
+const S_FEATURE_COMPAT: usize = 0x5C;
+const S_FEATURE_INCOMPAT: usize = 0x60;
+const S_JOURNAL_UUID: usize = 0xD0;
+const S_JOURNAL_INUM: usize = 0xE0;
+const S_JOURNAL_DEV: usize = 0xE4;
+const S_JNL_BACKUP_TYPE: usize = 0xFD;
+const S_JNL_BLOCKS: usize = 0x10C;
+const S_BLOCK_GROUP_NR: usize = 0x5A;
+const S_STATE: usize = 0x3A;
+
+/// e2fsck's default journal size in blocks for a file system of `blocks`
+/// blocks; None when it is too small for a journal.
+pub fn default_journal_blocks(blocks: u64) -> Option<u64> {
+    let k = 1024u64;
+    Some(match blocks {
+        b if b < 2048 => return None,
+        b if b < 32 * k => 1024,
+        b if b < 256 * k => 4096,
+        b if b < 512 * k => 8192,
+        b if b < 4096 * k => 16384,
+        b if b < 8192 * k => 32768,
+        b if b < 16384 * k => 65536,
+        b if b < 32768 * k => 131072,
+        _ => 262144,
+    })
+}
+
+/// Replaces the journal. Ok(None) when done (or when the file system is
+/// too small for one, then has_journal is cleared instead); Ok(Some(why))
+/// when this case is not handled, nothing staged.
+pub(super) fn recreate(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+) -> Result<Option<String>, String> {
+    let sb = &fs.sb;
+    let geo = &fs.geo;
+    if sb.has_compat(compat::FAST_COMMIT) {
+        return Ok(Some(
+            "recreating a journal with fast-commit blocks is not implemented yet".into(),
+        ));
+    }
+    let backup = if sb.jnl_backup_type == 1 {
+        (i64::from(sb.jnl_blocks[15]) << 12) | (i64::from(sb.jnl_blocks[16]) >> 20)
+    } else {
+        -1
+    };
+    let blocks = if backup < MIN_BACKUP_SIZE {
+        default_journal_blocks(geo.blocks_count)
+    } else {
+        Some(backup as u64)
+    };
+    let Some(n) = blocks else {
+        super::edit_superblock(fs, overlay, |s| {
+            let c = le32(s, S_FEATURE_COMPAT) & !compat::HAS_JOURNAL;
+            put_le32(s, S_FEATURE_COMPAT, c);
+            clear_journal_fields(s);
+        })?;
+        return Ok(None);
+    };
+
+    // The old journal's blocks that only it claimed become free.
+    let old = old_blocks(fs);
+    let only_old = |b: u64| old.contains(&b) && !state.block_dup.get(b) && !state.block_meta.get(b);
+    let free = |b: u64| geo.block_in_fs(b) && (!state.block_used.get(b) || only_old(b));
+    let group_free = |g: u32| {
+        let first = geo.group_first_block(g);
+        let end = first + geo.group_blocks(g) as u64;
+        let used = state.block_used.count_range(first, end);
+        let back = old.range(first..end).filter(|&&b| only_old(b)).count() as u64;
+        (end - first).saturating_sub(used) + back
+    };
+    let goal = midpoint_goal(fs, &group_free);
+
+    let extents = sb.has_incompat(incompat::EXTENTS);
+    let apb = (geo.block_size / 4) as u64;
+    let ind_count = if extents { 0 } else { indirect_blocks(n, apb) };
+    let need = n + ind_count;
+    let mut picked: Vec<u64> = Vec::new();
+    let first = geo.first_data_block;
+    let mut b = goal.max(first);
+    let span = geo.blocks_count - first;
+    for _ in 0..span {
+        if picked.len() as u64 == need {
+            break;
+        }
+        if free(b) {
+            picked.push(b);
+        }
+        b += 1;
+        if b >= geo.blocks_count {
+            b = first;
+        }
+    }
+    if (picked.len() as u64) < need {
+        return Ok(Some(format!(
+            "not enough free blocks for a {n}-block journal"
+        )));
+    }
+
+    let bs = fs.block_size();
+    let mut block = [0u8; 60];
+    let mut data: Vec<u64> = Vec::with_capacity(n as usize);
+    let mut ind_blocks: Vec<(u64, Vec<u8>)> = Vec::new();
+    if extents {
+        data.extend_from_slice(&picked);
+        let mut runs: Vec<(u64, u64, u64)> = Vec::new();
+        for (l, &p) in picked.iter().enumerate() {
+            match runs.last_mut() {
+                Some((_, start, len)) if *start + *len == p && *len < MAX_EXTENT => *len += 1,
+                _ => runs.push((l as u64, p, 1)),
+            }
+        }
+        if runs.len() > 4 {
+            return Ok(Some(format!(
+                "the free space would give the journal {} extents; more than the inode \
+                 holds is not implemented yet",
+                runs.len()
+            )));
+        }
+        put_le16(&mut block, 0, crate::fs::extent::EXTENT_MAGIC);
+        put_le16(&mut block, 2, runs.len() as u16);
+        put_le16(&mut block, 4, 4);
+        for (i, &(l, p, len)) in runs.iter().enumerate() {
+            let o = 12 + 12 * i;
+            put_le32(&mut block, o, l as u32);
+            put_le16(&mut block, o + 4, len as u16);
+            put_le16(&mut block, o + 6, (p >> 32) as u16);
+            put_le32(&mut block, o + 8, p as u32);
+        }
+    } else {
+        map_indirect(&picked, n, apb, bs, &mut block, &mut data, &mut ind_blocks);
+    }
+
+    // Contents: zeroed blocks (only where not zero already, and within the
+    // staging budget: a journal with s_start 0 is never read past its
+    // superblock, so leftovers there are harmless), the superblock.
+    let zero = vec![0u8; bs];
+    let mut cur = vec![0u8; bs];
+    for &p in data.iter().skip(1) {
+        if overlay.staged_bytes() + (bs as u64) * 64 > DEFAULT_LIMIT / 2 {
+            break;
+        }
+        overlay
+            .read_at(&fs.dev, p * bs as u64, &mut cur)
+            .map_err(|e| format!("cannot read block {p}: {e}"))?;
+        if cur != zero {
+            overlay.stage(p, zero.clone()).map_err(|e| e.to_string())?;
+        }
+    }
+    for (p, bytes) in ind_blocks {
+        overlay.stage(p, bytes).map_err(|e| e.to_string())?;
+    }
+    let mut jsb = vec![0u8; bs];
+    let be = |b: &mut [u8], o: usize, v: u32| b[o..o + 4].copy_from_slice(&v.to_be_bytes());
+    be(&mut jsb, 0x0, JBD2_MAGIC);
+    be(&mut jsb, 0x4, BLOCKTYPE_SB_V2);
+    be(&mut jsb, 0xC, geo.block_size);
+    be(&mut jsb, 0x10, n as u32);
+    be(&mut jsb, 0x14, 1);
+    be(&mut jsb, 0x18, 1);
+    be(&mut jsb, 0x40, 1);
+    jsb[0x30..0x40].copy_from_slice(&sb.uuid);
+    overlay.stage(data[0], jsb).map_err(|e| e.to_string())?;
+
+    // The inode.
+    let now = crate::check::now().min(u32::MAX as u64) as u32;
+    let isz = geo.inode_size as usize;
+    let mut raw = vec![0u8; isz];
+    put_le16(&mut raw, 0x0, 0o100600);
+    let size = n * geo.block_size as u64;
+    put_le32(&mut raw, 0x4, size as u32);
+    put_le32(&mut raw, 0x6C, (size >> 32) as u32);
+    for o in [0x8, 0xC, 0x10] {
+        put_le32(&mut raw, o, now);
+    }
+    put_le16(&mut raw, 0x1A, 1);
+    let sectors = (n + ind_count) * (geo.block_size as u64 / 512);
+    put_le32(&mut raw, 0x1C, sectors as u32);
+    put_le16(&mut raw, 0x74, (sectors >> 32) as u16);
+    if extents {
+        put_le32(&mut raw, 0x20, flags::EXTENTS);
+    }
+    raw[0x28..0x28 + 60].copy_from_slice(&block);
+    if isz > finode::GOOD_OLD_INODE_SIZE {
+        put_le16(&mut raw, 0x80, 32.min(isz as u16 - 128));
+        if isz >= 0x94 {
+            put_le32(&mut raw, 0x90, now);
+        }
+    }
+    if fs.metadata_csum() {
+        super::inode::set_checksum(fs.csum_seed, JOURNAL_INO, &mut raw);
+    }
+    let (iblk, ioff) = fs
+        .inode_location(JOURNAL_INO)
+        .ok_or("the journal inode has no valid location")?;
+    super::edit_bytes(fs, overlay, iblk * bs as u64 + ioff as u64, isz, |b| {
+        b.copy_from_slice(&raw)
+    })?;
+
+    // The superblock.
+    super::edit_superblock(fs, overlay, |s| {
+        let c = le32(s, S_FEATURE_COMPAT) | compat::HAS_JOURNAL;
+        put_le32(s, S_FEATURE_COMPAT, c);
+        let i = le32(s, S_FEATURE_INCOMPAT) & !incompat::RECOVER;
+        put_le32(s, S_FEATURE_INCOMPAT, i);
+        clear_journal_fields(s);
+        put_le32(s, S_JOURNAL_INUM, JOURNAL_INO);
+        for w in 0..15 {
+            put_le32(s, S_JNL_BLOCKS + 4 * w, le32(&block, 4 * w));
+        }
+        put_le32(s, S_JNL_BLOCKS + 60, (size >> 32) as u32);
+        put_le32(s, S_JNL_BLOCKS + 64, size as u32);
+        s[S_JNL_BACKUP_TYPE] = 1;
+    })?;
+
+    // The maps the summary is rebuilt from.
+    for &b in &old {
+        if only_old(b) {
+            state.block_used.clear(b);
+        }
+    }
+    for &b in &picked {
+        state.block_used.set(b);
+    }
+    Ok(None)
+}
+
+/// Writes the superblock and descriptor table backups from the primary
+/// (read through the staged blocks): e2fsck writes them whenever it has
+/// cleared a journal, so the backups name the new journal too. Descriptor
+/// backups of meta_bg groups are left alone.
+pub(super) fn write_backups(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+    let geo = &fs.geo;
+    let bs = fs.block_size() as u64;
+    let mut sb = vec![0u8; 1024];
+    overlay
+        .read_at(&fs.dev, SUPERBLOCK_OFFSET, &mut sb)
+        .map_err(|e| format!("cannot read the superblock: {e}"))?;
+    let ndesc = if geo.meta_bg {
+        geo.first_meta_bg.min(geo.desc_blocks)
+    } else {
+        geo.desc_blocks
+    };
+    let mut descs = Vec::new();
+    for i in 0..ndesc {
+        let mut d = vec![0u8; bs as usize];
+        let blk = geo.desc_block_location(fs.sb_block, i);
+        overlay
+            .read_at(&fs.dev, blk * bs, &mut d)
+            .map_err(|e| format!("cannot read descriptor block {blk}: {e}"))?;
+        descs.push(d);
+    }
+    for g in 1..geo.groups {
+        if !geo.group_has_super(g) {
+            continue;
+        }
+        let start = geo.group_first_block(g);
+        let mut copy = sb.clone();
+        put_le16(&mut copy, S_BLOCK_GROUP_NR, g as u16);
+        // e2fsck's library writes backups marked not clean and without
+        // needs_recovery (the state is kept only in the primary).
+        let st = crate::fs::bytes::le16(&copy, S_STATE) & !STATE_VALID;
+        put_le16(&mut copy, S_STATE, st);
+        let inc = le32(&copy, S_FEATURE_INCOMPAT) & !incompat::RECOVER;
+        put_le32(&mut copy, S_FEATURE_INCOMPAT, inc);
+        if fs.metadata_csum() {
+            let c = crate::fs::checksum::crc32c_raw(!0, &copy[..0x3FC]);
+            put_le32(&mut copy, 0x3FC, c);
+        }
+        super::edit_bytes(fs, overlay, start * bs, 1024, |b| b.copy_from_slice(&copy))?;
+        for (i, d) in descs.iter().enumerate() {
+            let blk = start + 1 + i as u64;
+            if geo.block_in_fs(blk) {
+                super::edit_bytes(fs, overlay, blk * bs, bs as usize, |b| b.copy_from_slice(d))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn clear_journal_fields(s: &mut [u8]) {
+    s[S_JOURNAL_UUID..S_JOURNAL_UUID + 16].fill(0);
+    put_le32(s, S_JOURNAL_INUM, 0);
+    put_le32(s, S_JOURNAL_DEV, 0);
+    s[S_JNL_BLOCKS..S_JNL_BLOCKS + 68].fill(0);
+}
+
+/// Blocks the old journal inode maps (as pass 1 walked it).
+fn old_blocks(fs: &Fs) -> BTreeSet<u64> {
+    #[derive(Default)]
+    struct V(BTreeSet<u64>);
+    impl MapVisitor for V {
+        fn data(&mut self, _l: u64, p: u64, len: u64, _u: bool) {
+            for b in p..p.saturating_add(len) {
+                self.0.insert(b);
+            }
+        }
+        fn node(&mut self, p: u64) {
+            self.0.insert(p);
+        }
+        fn problem(&mut self, _p: Problem) {}
+    }
+    let mut v = V::default();
+    let Ok(raw) = fs.read_inode_raw(JOURNAL_INO) else {
+        return v.0;
+    };
+    let inode = finode::Inode::parse(&raw);
+    let mut scratch = Scratch::new(fs.block_size());
+    if inode.has_flag(flags::EXTENTS) {
+        let info = MapInfo {
+            ino: JOURNAL_INO,
+            is_dir: false,
+            eof_block: u64::MAX - 1,
+            csum_seed: None,
+            large_dir: true,
+        };
+        blockmap::walk_extents(fs, info, &inode.block, &mut scratch, &mut v);
+    } else {
+        blockmap::walk_indirect(fs, JOURNAL_INO, &inode.block_ptrs(), &mut scratch, &mut v);
+    }
+    v.0
+}
+
+/// e2fsck's goal for a new journal: the first block of the group with
+/// the most free blocks around the middle of the file system.
+fn midpoint_goal(fs: &Fs, group_free: &dyn Fn(u32) -> u64) -> u64 {
+    let geo = &fs.geo;
+    let mid = (geo.blocks_count - geo.first_data_block) / 2;
+    let mut group = geo.group_of_block(mid.max(geo.first_data_block));
+    let log_flex = fs.sb.log_groups_per_flex;
+    let flex = if log_flex < 32 { 1u32 << log_flex } else { 1 };
+    let start;
+    if log_flex != 0 && group > flex {
+        group &= !(flex - 1);
+        while group < geo.groups && group_free(group) == 0 {
+            group += 1;
+        }
+        if group == geo.groups {
+            group = 0;
+        }
+        start = group;
+    } else {
+        start = group.saturating_sub(1);
+    }
+    let end = if group + 1 < geo.groups {
+        group + 1
+    } else {
+        group
+    };
+    let mut best = start;
+    for g in start + 1..=end {
+        if group_free(g) > group_free(best) {
+            best = g;
+        }
+    }
+    geo.group_first_block(best)
+}
+
+/// Indirect blocks a block-mapped file of `n` blocks needs.
+fn indirect_blocks(n: u64, apb: u64) -> u64 {
+    let mut count = 0;
+    let mut left = n.saturating_sub(12);
+    if left > 0 {
+        count += 1;
+        left = left.saturating_sub(apb);
+    }
+    if left > 0 {
+        let d = left.min(apb * apb);
+        count += 1 + d.div_ceil(apb);
+        left -= d;
+    }
+    if left > 0 {
+        count += 1 + left.div_ceil(apb * apb) + left.div_ceil(apb);
+    }
+    count
+}
+
+/// Lays out a block-mapped file over `picked` (in allocation order): each
+/// indirect block before the first block it maps. Fills i_block, the data
+/// blocks in logical order and the indirect blocks' contents.
+fn map_indirect(
+    picked: &[u64],
+    n: u64,
+    apb: u64,
+    bs: usize,
+    block: &mut [u8; 60],
+    data: &mut Vec<u64>,
+    ind: &mut Vec<(u64, Vec<u8>)>,
+) {
+    let mut it = picked.iter().copied();
+    let mut take = || it.next().unwrap_or(0);
+    // Open indirect blocks by level (1 single, 2 double, 3 triple): index
+    // into `ind`.
+    let mut open: [Option<usize>; 4] = [None; 4];
+    let set = |ind: &mut Vec<(u64, Vec<u8>)>, k: usize, slot: u64, v: u64| {
+        put_le32(&mut ind[k].1, (slot * 4) as usize, v as u32);
+    };
+    for l in 0..n {
+        if l < 12 {
+            let p = take();
+            put_le32(block, (l * 4) as usize, p as u32);
+            data.push(p);
+            continue;
+        }
+        let r1 = l - 12;
+        let (top, r) = if r1 < apb {
+            (1usize, r1)
+        } else if r1 - apb < apb * apb {
+            (2, r1 - apb)
+        } else {
+            (3, r1 - apb - apb * apb)
+        };
+        // New blocks at each level whose span starts here, top down.
+        for level in (1..=top).rev() {
+            let span = apb.pow(level as u32 - 1);
+            if r % (span * apb) == 0 || (level == top && r == 0) {
+                let p = take();
+                ind.push((p, vec![0u8; bs]));
+                let k = ind.len() - 1;
+                if level == top {
+                    put_le32(block, (11 + top) * 4, p as u32);
+                } else if let Some(parent) = open[level + 1] {
+                    set(ind, parent, (r / (span * apb)) % apb, p);
+                }
+                open[level] = Some(k);
+            }
+        }
+        let p = take();
+        if let Some(k) = open[1] {
+            set(ind, k, r % apb, p);
+        }
+        data.push(p);
+    }
+}
+
+/// Problems that a recreated journal resolves.
+pub(super) fn resolves(p: &Problem) -> bool {
+    matches!(
+        p.code,
+        Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+    ) || p.ino == Some(JOURNAL_INO)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_sizes() {
+        assert_eq!(default_journal_blocks(2047), None);
+        assert_eq!(default_journal_blocks(8192), Some(1024));
+        assert_eq!(default_journal_blocks(1 << 20), Some(16384));
+    }
+
+    #[test]
+    fn indirect_layout_matches_count() {
+        for (n, apb) in [
+            (1024u64, 256u64),
+            (12, 256),
+            (13, 256),
+            (96, 4),
+            (50, 4),
+            (33, 4),
+        ] {
+            let need = n + indirect_blocks(n, apb);
+            let picked: Vec<u64> = (100..100 + need).collect();
+            let mut block = [0u8; 60];
+            let (mut data, mut ind) = (Vec::new(), Vec::new());
+            map_indirect(
+                &picked,
+                n,
+                apb,
+                (apb * 4) as usize,
+                &mut block,
+                &mut data,
+                &mut ind,
+            );
+            assert_eq!(data.len() as u64, n);
+            assert_eq!(ind.len() as u64, indirect_blocks(n, apb), "n {n} apb {apb}");
+            let mut all: Vec<u64> = data
+                .iter()
+                .copied()
+                .chain(ind.iter().map(|x| x.0))
+                .collect();
+            all.sort();
+            assert_eq!(all, picked);
+        }
+    }
+}
