@@ -612,24 +612,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         set_large_file(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
     if summary {
-        let zero_unused: Vec<u32> = report
-            .problems
-            .iter()
-            .zip(&fixed)
-            .filter(|(p, f)| **f && p.code == Code::GdItableUnused)
-            .filter_map(|(p, _)| p.group)
-            // A count that was only wrong against a wrong free count (which
-            // the summary rewrite corrects) stays, as e2fsck -y leaves it.
-            .filter(|&g| {
-                let ipg = fs.geo.inodes_per_group;
-                let first = g as u64 * ipg as u64 + 1;
-                let used = state.inode_used.count_range(first, first + ipg as u64);
-                let free = (ipg as u64).saturating_sub(used);
-                let unused = fs.gds.get(g as usize).map_or(0, |d| d.itable_unused as u64);
-                unused > ipg as u64 || unused > free
-            })
-            .collect();
-        summary::rewrite(fs, state, &mut overlay, &zero_unused).map_err(Refusal::Failed)?;
+        summary::rewrite(fs, state, &mut overlay).map_err(Refusal::Failed)?;
     }
     if journal_made {
         journal_inode::write_backups(fs, &mut overlay).map_err(Refusal::Failed)?;

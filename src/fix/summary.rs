@@ -144,15 +144,9 @@ pub(super) fn reset_itable_unused(
     Ok(())
 }
 
-/// `zero_unused`: groups whose itable_unused the check found impossible
-/// (more than the free inodes or the group's inodes); it becomes 0, as
-/// e2fsck sets it, so the whole inode table counts as initialised.
-pub(super) fn rewrite(
-    fs: &Fs,
-    state: &State,
-    overlay: &mut Overlay,
-    zero_unused: &[u32],
-) -> Result<(), String> {
+/// Rebuilds the summary from what the passes found: bitmaps, descriptor
+/// counts, flags, never-used marks and checksums, the superblock's counts.
+pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(), String> {
     let geo = &fs.geo;
     let bs = fs.block_size();
     let ds = geo.desc_size as usize;
@@ -292,29 +286,16 @@ pub(super) fn rewrite(
         );
         let dirs = state.inode_dir.count_range(ino0, ino0 + ipg);
         put_split(d, BG_USED_DIRS, BG_USED_DIRS_HI, dirs as u32, gd.wide);
-        if zero_unused.contains(&g) {
-            put_le16(d, BG_ITABLE_UNUSED, 0);
-            if gd.wide {
-                put_le16(d, BG_ITABLE_UNUSED_HI, 0);
-            }
-        } else if uninit_bg
-            && u64::from(gd.itable_unused) <= ipg
-            && state
-                .inode_used
-                .count_range(ino0 + ipg - u64::from(gd.itable_unused), ino0 + ipg)
-                > 0
-        {
-            // An inode a fix allocated past the never-used mark moves the
-            // mark behind it (as the library's allocation does).
+        if uninit_bg {
+            // e2fsck ends every repair with the library's descriptor pass,
+            // which puts the never-used mark right behind the group's last
+            // inode in use (an impossible mark, or one a fix allocated
+            // past, included); the same rule leaves e2fsck's bytes.
             let last = (0..ipg).rev().find(|&i| state.inode_used.get(ino0 + i));
-            if let Some(last) = last
-                && u64::from(gd.itable_unused) > ipg - (last + 1)
-            {
-                let unused = ipg - (last + 1);
-                put_le16(d, BG_ITABLE_UNUSED, unused as u16);
-                if gd.wide {
-                    put_le16(d, BG_ITABLE_UNUSED_HI, (unused >> 16) as u16);
-                }
+            let unused = last.map_or(ipg, |l| ipg - (l + 1));
+            put_le16(d, BG_ITABLE_UNUSED, unused as u16);
+            if gd.wide {
+                put_le16(d, BG_ITABLE_UNUSED_HI, (unused >> 16) as u16);
             }
         }
         put_le16(d, BG_FLAGS, flags);
