@@ -11,7 +11,7 @@ cargo build --release --locked
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --release --locked -- --test-threads=2 2>&1 | tee "$log"
+cargo test --release --locked --no-fail-fast -- --test-threads=2 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 if [ -f target/conformance-report.json ]; then

@@ -934,7 +934,10 @@ fn repair_is_honest_and_undoable() {
             }
             repaired = p.e2.code() != Some(0) && code == 1;
         }
-        if (code & 1 != 0) != modified {
+        // Orphan processing and journal replay write without counting as
+        // a correction: e2fsck exits 0 after them too.
+        let silent = pf.stdout.contains("orphan") || pf.stdout.contains("recovering journal");
+        if (code & 1 != 0) != modified && !(code == 0 && modified && silent) {
             why.push(format!(
                 "exit {code} but the image was modified: {modified}"
             ));

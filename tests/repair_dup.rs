@@ -192,3 +192,131 @@ fn no_space_deletes_the_file() {
     let ls = debugfs_r(&img, "ls -l /");
     assert!(!ls.contains(" a "), "/a still listed:\n{ls}");
 }
+
+/// A file whose extent tree has a leaf block below the root (made by
+/// writing it into a fragmented file system): a later file sharing one of
+/// its data blocks makes it split a leaf extent around the copy; sharing
+/// the leaf block itself makes it copy the node and repoint the index.
+#[test]
+fn ext4_tree_below_the_root() {
+    let tmp = TempDir::new("dup-tree");
+    let src = tmp.join("tree");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..60 {
+        std::fs::write(
+            src.join(format!("s{i}")),
+            file_content(&format!("s{i}"), 4096),
+        )
+        .unwrap();
+    }
+    let base = tmp.join("base.img");
+    mkfs(
+        &base,
+        16 * MIB,
+        &MkfsOpts::ext4().block_size(4096),
+        Some(&src),
+    );
+    let big = tmp.join("big");
+    let late = tmp.join("late");
+    std::fs::write(&big, file_content("big", 200_000)).unwrap();
+    std::fs::write(&late, file_content("late", 8192)).unwrap();
+    let mut cmds: Vec<String> = (0..60).step_by(2).map(|i| format!("rm /s{i}")).collect();
+    cmds.push(format!("write {} big", big.display()));
+    cmds.push(format!("write {} late", late.display()));
+    debugfs_w(&base, &cmds);
+    assert_eq!(e2fsck_fn(&base), 0, "fragmented base is not clean");
+    let stat = debugfs_r(&base, "stat /big");
+    assert!(stat.contains("(ETB0)"), "/big has no tree block:\n{stat}");
+    let blocks = blocks_of(&base, "/big");
+    // `blocks` lists the leaf block first, then the data blocks.
+    let leaf = blocks[0];
+    let data = blocks[blocks.len() - 5];
+    for (name, target) in [("leaf-extent", data), ("leaf-node", leaf)] {
+        let img = tmp.join(format!("{name}.img"));
+        copy_image(&base, &img);
+        debugfs_w(&img, &[format!("sif /late block[5] {target}")]);
+        assert_ne!(e2fsck_fn(&img), 0, "[{name}] e2fsck -fn sees no damage");
+        let before: Vec<Vec<u8>> = ["big", "late"].iter().map(|f| cat(&img, f)).collect();
+        let out = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert_eq!(out.status.code(), Some(1), "[{name}] pfsck -fy:\n{text}");
+        assert_both_clean(name, &img);
+        for (f, want) in ["big", "late"].iter().zip(&before) {
+            assert!(&cat(&img, f) == want, "[{name}] /{f} changed");
+        }
+    }
+}
+
+/// Root index entries and the middle of a long extent in a leaf `ex`
+/// lists: (root entries, physical block in the middle of the first leaf's
+/// first extent of 3 blocks or more).
+fn tree_shape(img: &Path, path: &str) -> (usize, Option<u64>) {
+    let ex = debugfs_r(img, &format!("ex {path}"));
+    let mut root = 0;
+    let mut mid = None;
+    for line in ex.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        // "0/ 1   1/  3     0 -   180  1381            181"
+        if w.len() < 8 {
+            continue;
+        }
+        if w[0] == "0/" {
+            root += 1;
+        } else if w[0] == "1/" && mid.is_none() && w.len() >= 11 {
+            // "1/ 1   6/ 83     9 -    12  1384 -  1387      4"
+            let (Ok(start), Ok(len)) = (w[7].parse::<u64>(), w[10].parse::<u64>()) else {
+                continue;
+            };
+            if len >= 3 {
+                mid = Some(start + 1);
+            }
+        }
+    }
+    (root, mid)
+}
+
+/// A nearly full leaf (1 KiB blocks: 84 entries) whose extent is split in
+/// three by the copies: the leaf itself splits and the root gains an
+/// index entry.
+#[test]
+fn ext4_full_leaf_splits() {
+    let tmp = TempDir::new("dup-full-leaf");
+    let src = tmp.join("tree");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..400 {
+        std::fs::write(
+            src.join(format!("s{i}")),
+            file_content(&format!("s{i}"), 2048),
+        )
+        .unwrap();
+    }
+    let img = tmp.join("disk.img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(1024).inodes(1024),
+        Some(&src),
+    );
+    let big = tmp.join("big");
+    let late = tmp.join("late");
+    std::fs::write(&big, file_content("big", 380_000)).unwrap();
+    std::fs::write(&late, file_content("late", 2048)).unwrap();
+    let mut cmds: Vec<String> = (0..400).step_by(2).map(|i| format!("rm /s{i}")).collect();
+    cmds.push(format!("write {} big", big.display()));
+    cmds.push(format!("write {} late", late.display()));
+    debugfs_w(&img, &cmds);
+    assert_eq!(e2fsck_fn(&img), 0, "fragmented base is not clean");
+    let (root_before, mid) = tree_shape(&img, "/big");
+    let mid = mid.expect("no extent of 3 blocks in /big's first leaf");
+    debugfs_w(&img, &[format!("sif /late block[5] {mid}")]);
+    let before: Vec<Vec<u8>> = ["big", "late"].iter().map(|f| cat(&img, f)).collect();
+    let out = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(1), "pfsck -fy:\n{text}");
+    assert_both_clean("full-leaf", &img);
+    for (f, want) in ["big", "late"].iter().zip(&before) {
+        assert!(&cat(&img, f) == want, "/{f} changed");
+    }
+    let (root_after, _) = tree_shape(&img, "/big");
+    assert_eq!(root_after, root_before + 1, "the leaf did not split");
+}

@@ -133,8 +133,17 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
                     Ok(_) => "group descriptors look bad".to_string(),
                     Err(e) => e.clone(),
                 };
-                let backup = backup_candidates()
+                // A readable primary says where group 1 starts (e2fsck
+                // looks there first); otherwise mke2fs's default geometry.
+                let from_primary = primary.as_ref().ok().and_then(|p| {
+                    let blk = p.geo.group_first_block(1);
+                    let bs = p.geo.block_size;
+                    (p.geo.groups > 1).then(|| (blk.checked_mul(u64::from(bs)), bs))
+                });
+                let backup = from_primary
+                    .and_then(|(off, bs)| off.map(|o| (o, bs)))
                     .into_iter()
+                    .chain(backup_candidates())
                     .filter_map(|(off, bs)| load_at(&dev, off, Some(bs)).ok())
                     .find(|l| desc_problems(&l.sb, &l.geo, &l.gds).is_empty());
                 match (primary, backup) {

@@ -410,6 +410,12 @@ pub(super) fn relocate_bitmaps(
             };
             overlay.stage(b, data).map_err(|e| e.to_string())?;
             state.block_used.set(b);
+            // Not into a block bitmap that is itself moving (a bad block,
+            // or outside its group): the next round writes the new one.
+            let h = geo.group_of_block(b);
+            if !moves.iter().any(|&(mg, f)| mg == h && f == BLOCK_BITMAP) {
+                mark_in_bitmap(fs, overlay, b)?;
+            }
         }
         let byte = u64::from(g) * ds as u64;
         let dblk = geo.desc_block_location(fs.sb_block, (byte / bs) as u32);
@@ -427,6 +433,53 @@ pub(super) fn relocate_bitmaps(
         moved[k] = true;
     }
     Ok(moved)
+}
+
+/// Sets `blk`'s bit in the on-disk block bitmap of its group, with that
+/// bitmap's checksum, as e2fsck's allocation does. The next round's pass 5
+/// does not miss the bit when the moved metadata belongs to an uninit
+/// group (it reads as used through that group), but the checksum e2fsck
+/// computes over the bitmap it reads would then be wrong.
+fn mark_in_bitmap(fs: &Fs, overlay: &mut Overlay, blk: u64) -> Result<(), String> {
+    use crate::fs::group_desc;
+    let geo = &fs.geo;
+    let h = geo.group_of_block(blk);
+    let Some(gd) = fs.gds.get(h as usize) else {
+        return Ok(());
+    };
+    if fs.uninit_bg() && gd.has_flag(group_desc::BG_BLOCK_UNINIT) {
+        return Ok(());
+    }
+    let bs = fs.block_size() as u64;
+    let bm = gd.block_bitmap;
+    if !geo.block_in_fs(bm) || bm == crate::fs::superblock::SUPERBLOCK_OFFSET / bs {
+        return Ok(());
+    }
+    let bit = blk - geo.group_first_block(h);
+    let mut bytes = Vec::new();
+    edit_bytes(fs, overlay, bm * bs, bs as usize, |b| {
+        if let Some(x) = b.get_mut((bit / 8) as usize) {
+            *x |= 1 << (bit % 8);
+        }
+        bytes = b.to_vec();
+    })?;
+    if !fs.metadata_csum() {
+        return Ok(());
+    }
+    let n = ((geo.blocks_per_group / 8) as usize).min(bytes.len());
+    let c = group_desc::bitmap_checksum(&fs.sb, &bytes[..n], gd.wide);
+    let ds = geo.desc_size as usize;
+    let byte = u64::from(h) * ds as u64;
+    let dblk = geo.desc_block_location(fs.sb_block, (byte / bs) as u32);
+    edit_bytes(fs, overlay, dblk * bs + byte % bs, ds, |d| {
+        put_le16(d, 0x18, c as u16);
+        if gd.wide {
+            put_le16(d, 0x38, (c >> 16) as u16);
+        }
+        if let Some(c) = group_desc::compute_checksum(&fs.sb, h, d) {
+            put_le16(d, 0x1E, c);
+        }
+    })
 }
 
 /// Reads block `blk` through the overlay.

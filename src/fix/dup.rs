@@ -8,9 +8,9 @@
 //! has not given the block up yet, or with file system metadata, which
 //! never does — gets its own copy of every such block: the lowest block
 //! that is neither in use nor staged, the data copied, the pointer, index
-//! entry or extent repointed (an extent is split around the copies, the
-//! inode's root pushed down into a new leaf when it overflows), extent
-//! block checksums recomputed. Each copy gives one claim up, so the last
+//! entry or extent repointed (an extent is split around the copies; a
+//! tree block that overflows is split in two, the root pushed down a
+//! level), extent block checksums recomputed. Each copy gives one claim up, so the last
 //! inode holding a block keeps it, and an inode mapping a block twice
 //! copies it once. When free space runs out the inode is deleted instead
 //! (no links, a deletion time): the next round's check removes the entries
@@ -19,7 +19,7 @@
 //!
 //! Each inode is one transaction: its copies and edited blocks are kept
 //! aside and staged only once its whole map is done, so an inode that
-//! cannot be resolved (no space, a full extent leaf) leaves nothing behind.
+//! cannot be resolved (no space, a tree at its deepest) leaves nothing behind.
 //! The walk skips the map entries pass 1's walker skips (out of range, out
 //! of order, bad node headers): those blocks were never claimed.
 
@@ -60,8 +60,8 @@ pub(super) struct Outcome {
 enum Stop {
     /// No free block left: the inode is deleted instead.
     NoSpace,
-    /// The map could not take the new layout (a full extent leaf below
-    /// the root), or could not be read: the inode is left as it is.
+    /// The map could not take the new layout (a tree already at the
+    /// deepest level), or could not be read: the inode is left as it is.
     Unsupported,
 }
 
@@ -108,6 +108,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outco
             seed: fs
                 .metadata_csum()
                 .then(|| inode_csum_seed(fs.csum_seed, ino, le32(&raw, 0x64))),
+            new_nodes: 0,
         };
         let res = tx.clone_inode(&mut raw);
         let Tx {
@@ -223,6 +224,8 @@ struct Tx<'a> {
     budget: u64,
     /// Extent block checksum seed (metadata_csum).
     seed: Option<u32>,
+    /// Tree blocks added (a split node, a pushed-down root).
+    new_nodes: u64,
 }
 
 impl Tx<'_> {
@@ -280,8 +283,8 @@ impl Tx<'_> {
             let mut root = [0u8; 60];
             root.copy_from_slice(&raw[I_BLOCK..I_BLOCK + 60]);
             if fs.sb.has_incompat(incompat::EXTENTS) && inode.has_flag(flags::EXTENTS) {
-                let grew = self.extent_root(&mut root, &inode)?;
-                if grew {
+                self.extent_root(&mut root, &inode)?;
+                for _ in 0..self.new_nodes {
                     add_one_block(fs, raw, &inode);
                 }
             } else {
@@ -354,14 +357,13 @@ impl Tx<'_> {
 
     // ---- extent trees ----
 
-    /// Returns whether a new leaf block was added (the root overflowed).
-    fn extent_root(&mut self, root: &mut [u8; 60], inode: &Inode) -> Result<bool, Stop> {
+    fn extent_root(&mut self, root: &mut [u8; 60], inode: &Inode) -> Result<(), Stop> {
         if crate::check::blockmap::header_problem(root, 60).is_some() {
-            return Ok(false);
+            return Ok(());
         }
         let h = extent::parse_header(root);
         if h.depth > crate::check::blockmap::WALK_DEPTH_LIMIT {
-            return Ok(false);
+            return Ok(());
         }
         let bs = self.fs.geo.block_size as u64;
         let mut walk = ExtWalk {
@@ -369,37 +371,45 @@ impl Tx<'_> {
             eof_block: inode.size.div_ceil(bs).wrapping_sub(1),
         };
         let Some(entries) = self.extent_node(root, h.depth, 0, None, &mut walk)? else {
-            return Ok(false);
+            return Ok(());
         };
         if entries.len() <= h.max as usize {
             put_entries(root, &entries);
-            return Ok(false);
+            return Ok(());
         }
-        // Only a leaf root grows: push its entries down into a new leaf.
-        let leaf_blk = self
-            .alloc
-            .take(self.state, self.overlay, u64::MAX)
-            .ok_or(Stop::NoSpace)?;
+        // The root overflowed: its entries move down into a new node and
+        // the root, one level deeper, points at it.
         let bsz = self.fs.block_size();
         let max = extent::max_entries(bsz);
-        if entries.len() > max as usize {
+        if entries.len() > max as usize || h.depth >= crate::check::blockmap::MAX_TREE_DEPTH {
             return Err(Stop::Unsupported);
         }
-        let mut leaf = vec![0u8; bsz];
-        put_le16(&mut leaf, 0, EXTENT_MAGIC);
-        put_le16(&mut leaf, 4, max);
-        put_le16(&mut leaf, 6, 0);
-        put_entries(&mut leaf, &entries);
-        self.finish_node(&mut leaf);
-        self.writes.insert(leaf_blk, leaf);
+        let nb = self.new_node()?;
+        let mut node = vec![0u8; bsz];
+        put_le16(&mut node, 0, EXTENT_MAGIC);
+        put_le16(&mut node, 4, max);
+        put_le16(&mut node, 6, h.depth);
+        put_entries(&mut node, &entries);
+        self.finish_node(&mut node);
+        self.writes.insert(nb, node);
         let first = le32(&entries[0], 0);
         root[12..].fill(0);
         put_le16(root, 2, 1);
-        put_le16(root, 6, 1);
+        put_le16(root, 6, h.depth + 1);
         put_le32(root, 12, first);
-        put_le32(root, 16, leaf_blk as u32);
-        put_le16(root, 20, (leaf_blk >> 32) as u16);
-        Ok(true)
+        put_le32(root, 16, nb as u32);
+        put_le16(root, 20, (nb >> 32) as u16);
+        Ok(())
+    }
+
+    /// A new tree block (not a copy): counted in the inode's i_blocks.
+    fn new_node(&mut self) -> Result<u64, Stop> {
+        let b = self
+            .alloc
+            .take(self.state, self.overlay, u64::MAX)
+            .ok_or(Stop::NoSpace)?;
+        self.new_nodes += 1;
+        Ok(b)
     }
 
     /// Stores the checksum tail of an extent block.
@@ -483,17 +493,39 @@ impl Tx<'_> {
             }
             let target = self.copy(pblk, u64::MAX)?;
             let at = target.unwrap_or(pblk);
+            let mut split = None;
             if ch.entries > 0 {
                 let mut node = self.read(at)?;
                 if let Some(entries) =
                     self.extent_node(&child, depth - 1, lblk, Some(lblk + len - 1), walk)?
                 {
-                    if entries.len() > ch.max as usize {
-                        return Err(Stop::Unsupported);
+                    let max = ch.max as usize;
+                    if entries.len() <= max {
+                        put_entries(&mut node, &entries);
+                        self.finish_node(&mut node);
+                        self.writes.insert(at, node);
+                    } else {
+                        // Split in two nodes; the parent gains an index
+                        // entry for the second (and may overflow in turn).
+                        let (a, rest) = entries.split_at(entries.len() / 2);
+                        if a.len() > max || rest.len() > max || max == 0 {
+                            return Err(Stop::Unsupported);
+                        }
+                        let nb = self.new_node()?;
+                        let mut second = vec![0u8; node.len()];
+                        second[..12].copy_from_slice(&node[..12]);
+                        put_entries(&mut node, a);
+                        self.finish_node(&mut node);
+                        self.writes.insert(at, node);
+                        put_entries(&mut second, rest);
+                        self.finish_node(&mut second);
+                        self.writes.insert(nb, second);
+                        let mut ix = [0u8; 12];
+                        put_le32(&mut ix, 0, le32(&rest[0], 0));
+                        put_le32(&mut ix, 4, nb as u32);
+                        put_le16(&mut ix, 8, (nb >> 32) as u16);
+                        split = Some(ix);
                     }
-                    put_entries(&mut node, &entries);
-                    self.finish_node(&mut node);
-                    self.writes.insert(at, node);
                 }
             }
             if let Some(new) = target {
@@ -502,6 +534,10 @@ impl Tx<'_> {
                 changed = true;
             }
             out.push(raw);
+            if let Some(ix) = split {
+                out.push(ix);
+                changed = true;
+            }
             start_block = lblk;
         }
         Ok(changed.then_some(out))

@@ -21,6 +21,9 @@
 //! whole directory blocks, checksum tails), `dirhole.rs` (directory holes),
 //! `rehash.rs` (rebuilding directories and their htree index),
 //! `dup.rs` (multiply-claimed blocks: copies, or deletion),
+//! `superblock.rs` (the primary superblock and descriptors restored from
+//! the backup the check used),
+//! `quota.rs` (quota inode numbers in the superblock),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay and orphan processing the check read
 //! through, staged first so the fixes land on top of them).
@@ -35,8 +38,10 @@ mod inode;
 pub mod journal;
 mod journal_inode;
 mod lostfound;
+mod quota;
 mod rehash;
 mod summary;
+mod superblock;
 
 use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
@@ -126,6 +131,10 @@ pub fn supported(code: Code) -> bool {
         || code == Code::JournalInodeInvalid
         || code == Code::JournalSuperblockCorrupt
         || code == Code::DupBlocks
+        || code == Code::SbUsedBackup
+        || code == Code::SbQuotaInode
+        || code == Code::QuotaUsage
+        || code == Code::SbResizeInodeNoFeature
         || code == Code::LostFoundEncrypted
 }
 
@@ -264,14 +273,28 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             fixes_staged: replay_fix || orphan_fix,
         });
     }
-    // The fixes below rewrite the primary superblock and descriptors from
-    // the copies this check loaded; restoring the primary from a backup
-    // is not built yet.
-    if fs.sb_block != SUPERBLOCK_OFFSET / u64::from(bs) {
-        return Err(Refusal::Unsupported(
-            "the primary superblock is unusable; restoring it from a backup is not implemented yet"
-                .into(),
-        ));
+    // The fixes below edit the primary superblock and descriptors; when
+    // the check read a backup, the first round only puts it back as the
+    // primary (`superblock.rs`) and the next round's check goes on from
+    // there.
+    if superblock::used_backup(fs) {
+        if mode == Mode::Preen {
+            // e2fsck -p does not go looking for backups of bad descriptors;
+            // a manual run decides.
+            return Err(Refusal::Unsupported(
+                "the primary superblock or descriptors are unusable; run with -y to restore them from the backup".into(),
+            ));
+        }
+        superblock::restore_primary(fs, &mut overlay).map_err(Refusal::Failed)?;
+        for (k, p) in report.problems.iter().enumerate() {
+            fixed[k] = p.code == Code::SbUsedBackup;
+        }
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: true,
+        });
     }
 
     // An impossible itable_unused made pass 1 skip inodes: fixed alone,
@@ -499,7 +522,16 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         }
     }
     let mut link_fixed = std::collections::BTreeSet::new();
+    let mut cleared_quota = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
+        if p.code == Code::QuotaFileBad
+            && allowed(p, mode)
+            && p.ino.is_some_and(|i| cleared_quota.contains(&i))
+        {
+            // The superblock no longer names that file.
+            fixed[k] = true;
+            continue;
+        }
         if new_journal && journal_inode::resolves(p) {
             continue;
         }
@@ -528,6 +560,16 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         } else if SUMMARY.contains(&p.code) {
             summary = true;
             fixed[k] = true;
+        } else if p.code == Code::SbResizeInodeNoFeature {
+            fixed[k] =
+                superblock::fix_resize_inode(fs, &mut overlay, p).map_err(Refusal::Failed)?;
+        } else if p.code == Code::QuotaUsage {
+            fixed[k] = quota::fix_usage(fs, state, &mut overlay, p).map_err(Refusal::Failed)?;
+        } else if p.code == Code::SbQuotaInode {
+            fixed[k] = quota::clear_inum(fs, &mut overlay, p).map_err(Refusal::Failed)?;
+            if fixed[k] {
+                cleared_quota.extend(p.ino);
+            }
         } else if FEATURE.contains(&p.code) {
             large_file = true;
             fixed[k] = true;

@@ -64,6 +64,14 @@ fn bit(bm: &[u8], i: u64) -> bool {
         .is_some_and(|&b| b & (1 << (i % 8)) != 0)
 }
 
+/// May a bitmap be written at `blk`? Not outside the file system, and
+/// never over the primary superblock (block 0 with blocks of 2 KiB or
+/// more, where a zeroed descriptor field points).
+fn writable(fs: &Fs, blk: u64) -> bool {
+    let sb = crate::fs::superblock::SUPERBLOCK_OFFSET / fs.block_size() as u64;
+    fs.geo.block_in_fs(blk) && blk != sb
+}
+
 /// Are the bytes past a group's `bits` all ones (as `build` writes them)?
 fn padded(bm: &[u8], bits: u64) -> bool {
     let from = usize::try_from(bits / 8).unwrap_or(usize::MAX);
@@ -192,7 +200,7 @@ pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(
         let used = state.block_used.count_range(first, first + n);
         let block_bm = if keep[g as usize] {
             None
-        } else if geo.block_in_fs(gd.block_bitmap) {
+        } else if writable(fs, gd.block_bitmap) {
             let want = build(bs, bpg, |i| i >= n || found(i));
             let differs = if flagged(g, BG_BLOCK_UNINIT) {
                 true
@@ -239,7 +247,7 @@ pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(
         let used = state.inode_used.count_range(ino0, ino0 + ipg);
         let ino_bm = if flagged(g, BG_INODE_UNINIT) && used == 0 {
             None
-        } else if geo.block_in_fs(gd.inode_bitmap) {
+        } else if writable(fs, gd.inode_bitmap) {
             let want = build(bs, ipg, |i| state.inode_used.get(ino0 + i));
             let differs = if flagged(g, BG_INODE_UNINIT) {
                 true
