@@ -21,7 +21,7 @@ use crate::repair::faults::NoFaults;
 
 /// Check-and-fix rounds at most: each round's fixes come from a check of
 /// the previous rounds' staged result.
-const MAX_ROUNDS: u32 = 8;
+const MAX_ROUNDS: u32 = 16;
 
 /// Answers, per problem of a check, whether to fix it (interactive mode).
 pub type Ask<'a> = &'a mut dyn FnMut(&check::Report) -> Vec<bool>;

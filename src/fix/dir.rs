@@ -28,6 +28,9 @@ pub(super) const REMOVE: &[Code] = &[
     Code::DirEntryBadInode,
     Code::DirEntryReservedInode,
     Code::DirEntryLinkToRoot,
+    // A second name of a directory (e2fsck clears it; the count follows
+    // in the next round's check).
+    Code::DirEntryLinkToDir,
     Code::DirEntryInodeInBadBlock,
     // Entries of an encrypted directory that the kernel cannot use.
     Code::DirEntryEncryptedShort,
@@ -47,12 +50,22 @@ pub(super) fn fix(
     let Some(dir) = p.ino else {
         return Ok(false);
     };
-    // Inline directories keep their entries in the inode: not handled yet.
-    if state.has_iflag(dir, iflag::INLINE) {
+    let inline = state.has_iflag(dir, iflag::INLINE);
+    // An inline directory's '..' is a bare inode number and it has no
+    // checksum tail: neither fix applies there yet.
+    if inline && matches!(p.code, Code::DirDotDotWrong | Code::DirBlockChecksum) {
         return Ok(false);
     }
     if p.code == Code::DirDotDotWrong {
         return dotdot(fs, state, overlay, dir, links);
+    }
+    if p.code == Code::DirEntryLinkToDir {
+        // Found after pass 2 from the subdirectory references, which carry
+        // no block: looked for in every block of the directory.
+        let Some(child) = p.num.and_then(|n| u32::try_from(n).ok()) else {
+            return Ok(false);
+        };
+        return unlink(fs, state, overlay, dir, child, &p.detail, links);
     }
     if p.code == Code::DirBlockChecksum {
         // The entries passed every check: only the tail is rewritten
@@ -76,9 +89,13 @@ pub(super) fn fix(
         Code::DirEntryFileType => p.num.and_then(|n| u8::try_from(n).ok()).map(Key::FileType),
         _ => p.num.and_then(|n| u32::try_from(n).ok()).map(Key::Inode),
     };
-    let (Some(pblk), Some(key)) = (p.blk, key) else {
+    let Some(key) = key else {
         return Ok(false);
     };
+    let pblk = p.blk;
+    if pblk.is_none() && !inline {
+        return Ok(false);
+    }
     // '.' and '..' are pass 3's (and a later fix's) to rewrite, not remove.
     if p.detail == "." || p.detail == ".." {
         return Ok(false);
@@ -87,7 +104,7 @@ pub(super) fn fix(
     let name = p.detail.as_str();
     let code = p.code;
     let want_ft = p.num2.and_then(|n| u8::try_from(n).ok());
-    let done = edit_dir_block(fs, state, overlay, dir, pblk, |b| {
+    let apply = |b: &mut [u8]| {
         let Some((prev, off)) = find(b, key, name, filetype) else {
             return false;
         };
@@ -129,7 +146,11 @@ pub(super) fn fix(
             }
             _ => false,
         }
-    })?;
+    };
+    let done = match pblk {
+        Some(pblk) if !inline => edit_dir_block(fs, state, overlay, dir, pblk, apply)?,
+        _ => edit_inline(fs, overlay, dir, apply)?,
+    };
     // Pass 2 counted the root entry among root's links; the others named
     // inodes whose count is not compared (unused or out of range).
     if done && code == Code::DirEntryLinkToRoot {
@@ -149,10 +170,22 @@ pub(super) fn unlink(
     name: &str,
     links: &mut Links,
 ) -> Result<bool, String> {
-    if state.has_iflag(dir, iflag::INLINE) {
-        return Ok(false);
-    }
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
+    if state.has_iflag(dir, iflag::INLINE) {
+        let done = edit_inline(fs, overlay, dir, |b| {
+            match find(b, Key::Inode(ino), name, filetype) {
+                Some((prev, off)) => {
+                    remove(b, prev, off);
+                    true
+                }
+                None => false,
+            }
+        })?;
+        if done {
+            add(links, ino, -1);
+        }
+        return Ok(done);
+    }
     let mut blocks: Vec<(u32, u64)> = state
         .dir_blocks
         .iter()
@@ -177,6 +210,27 @@ pub(super) fn unlink(
     }
     Ok(false)
 }
+
+/// Lets `edit` change the entries an inline directory keeps in its inode
+/// (after the 4-byte parent number in i_block; entries in the
+/// system.data attribute are not reached yet), through the overlay, with
+/// the inode checksum redone; whether `edit` changed something.
+fn edit_inline(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    dir: u32,
+    edit: impl FnOnce(&mut [u8]) -> bool,
+) -> Result<bool, String> {
+    let mut changed = false;
+    super::inode::edit(fs, overlay, dir, |b| {
+        changed = edit(&mut b[I_BLOCK + 4..I_BLOCK + I_BLOCK_LEN]);
+    })?;
+    Ok(changed)
+}
+
+/// i_block: an inline directory's parent and first entries.
+const I_BLOCK: usize = 0x28;
+const I_BLOCK_LEN: usize = 60;
 
 /// Besides its name, what an entry to fix must have.
 #[derive(Clone, Copy, Debug)]

@@ -160,6 +160,7 @@ const DIR: &[Code] = &[
     Code::DirEntryReservedInode,
     Code::DirEntryInodeInBadBlock,
     Code::DirEntryLinkToRoot,
+    Code::DirEntryLinkToDir,
     Code::DirEntryFileType,
     Code::DirEntryIllegalChars,
     Code::DirEntryBadUtf8,
