@@ -162,6 +162,7 @@ const DIR: &[Code] = &[
     Code::DirEntryLinkToRoot,
     Code::DirEntryLinkToDir,
     Code::DirEntryFileType,
+    Code::DirEntryFileTypeUnset,
     Code::DirEntryIllegalChars,
     Code::DirEntryBadUtf8,
     Code::DirEntryEncryptedShort,
