@@ -100,6 +100,7 @@ const INODE: &[Code] = &[
     Code::InodeLinkCount,
     Code::InodeDtimeSet,
     Code::InodeZeroDtimeDeleted,
+    Code::InodeOrphanInUse,
     Code::InodeISize,
     Code::InodeIBlocks,
     Code::InodeEncryptNoXattr,
