@@ -22,6 +22,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
+/// The problem code of a missing quota entry (not fixed yet).
+const QUOTA_ENTRY_MISSING: &str = "0x500F";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Base {
@@ -315,27 +317,41 @@ fn preen_refuses_unsafe_damage() {
     }
 }
 
-#[test]
-fn unsupported_damage_is_left_and_listed() {
-    let b = Base::Ext2;
-    let tmp = TempDir::new("repair-unsupported");
-    // A free inode whose dtime looks like an orphan list link: fixing it
-    // is not built yet; the link count fixed beside it is.
-    let ino = free_inode(b);
-    let img = damaged(
-        &tmp,
-        b,
+/// An ext4 image with quota whose usage matches (mke2fs -d leaves it
+/// stale, e2fsck -fy settles it), then damaged with a file owned by an id
+/// the user quota file has no entry for — adding an entry is not built
+/// yet — and a wrong link count, which is fixed beside it.
+fn quota_damaged(tmp: &TempDir) -> PathBuf {
+    let base = cached_image("repair-quota-base", |img| {
+        mkfs(
+            img,
+            16 * MIB,
+            &MkfsOpts::ext4().features("quota"),
+            Some(&standard_tree_dir()),
+        );
+        let _ = e2fsck(img, &["-fy"]);
+        assert_eq!(e2fsck_fn(img), 0, "quota base is not clean");
+    });
+    let img = tmp.join("disk.img");
+    copy_image(&base, &img);
+    debugfs_w_unchecked(
+        &img,
         &[
-            format!("sif <{ino}> dtime 5"),
-            "sif /small links_count 9".into(),
+            "sif /small uid 4321".to_string(),
+            "sif /f70k links_count 9".into(),
         ],
     );
+    img
+}
+
+#[test]
+fn unsupported_damage_is_left_and_listed() {
+    let tmp = TempDir::new("repair-unsupported");
+    let img = quota_damaged(&tmp);
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
     assert_eq!(code, Some(5), "{text}");
     assert!(
-        text.contains(&format!(
-            "Inode {ino} is on the orphan list (part of a corrupted orphan linked list).  Fix? no"
-        )),
+        text.contains("Missing user quota entry for ID 4321.  Fix? no"),
         "{text}"
     );
     assert!(
@@ -393,15 +409,7 @@ fn inode_checksum_of_an_otherwise_valid_inode() {
 #[test]
 fn json_marks_what_was_fixed() {
     let tmp = TempDir::new("repair-json");
-    let ino = free_inode(Base::Ext2);
-    let img = damaged(
-        &tmp,
-        Base::Ext2,
-        &[
-            "sif /small links_count 9".into(),
-            format!("sif <{ino}> dtime 5"),
-        ],
-    );
+    let img = quota_damaged(&tmp);
     let out = pfsck(&[OsStr::new("-fy"), OsStr::new("--json"), img.as_os_str()]);
     assert_eq!(out.status.code(), Some(5), "fixed one, left one");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -415,9 +423,16 @@ fn json_marks_what_was_fixed() {
             .map(|p| p["fixed"].as_bool().unwrap())
     };
     assert_eq!(fixed("0x4003"), Some(true), "link count: {probs:?}");
-    assert_eq!(fixed("0x1030"), Some(false), "orphan dtime: {probs:?}");
+    assert_eq!(
+        fixed(QUOTA_ENTRY_MISSING),
+        Some(false),
+        "quota entry: {probs:?}"
+    );
     let left = v["problems_after_repair"].as_array().unwrap();
-    assert!(left.iter().any(|p| p["code"] == "0x1030"), "{left:?}");
+    assert!(
+        left.iter().any(|p| p["code"] == QUOTA_ENTRY_MISSING),
+        "{left:?}"
+    );
 }
 
 #[test]

@@ -788,8 +788,13 @@ impl<T: Targets> EntryCx<'_, T> {
                 ti.ftype
             };
             if e.file_type != should {
+                let code = if e.file_type == 0 {
+                    Code::DirEntryFileTypeUnset
+                } else {
+                    Code::DirEntryFileType
+                };
                 out.problems.push(
-                    self.problem(Code::DirEntryFileType, e)
+                    self.problem(code, e)
                         .num(e.file_type as u64)
                         .num2(should as u64),
                 );

@@ -213,6 +213,9 @@ problems! {
     DirEntryIllegalChars = ("0x2006", P2, Error, false, "Entry '{detail}' in directory inode {ino} has illegal characters in its name"),
     DirEntryZeroLenName = ("0x2007", P2, Error, false, "Entry in directory inode {ino} at offset {num} has a zero-length name"),
     DirEntryFileType = ("0x2008", P2, Error, true, "Entry '{detail}' in directory inode {ino} has an incorrect filetype (was {num}, should be {num2})"),
+    // e2fsck's PR_2_SET_FILETYPE: a type of 0 where the feature wants one
+    // is filled in by a repair and not an error for a read-only check.
+    DirEntryFileTypeUnset = ("0x2050", P2, Notice, true, "Setting filetype for entry '{detail}' in directory inode {ino} to {num2}"),
     DirEntryFileTypeSet = ("0x2009", P2, Error, true, "Entry '{detail}' in directory inode {ino} has filetype set on a file system without the filetype feature"),
     DirEntryReservedInode = ("0x200A", P2, Error, false, "Entry '{detail}' in directory inode {ino} points to reserved inode {num}"),
     DirEntryBadInodeTarget = ("0x200B", P2, Error, false, "Entry '{detail}' in directory inode {ino} points to inode {num} which is bad"),

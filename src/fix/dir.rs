@@ -86,7 +86,9 @@ pub(super) fn fix(
         Code::DirEntryIllegalChars => Some(Key::Any),
         Code::DirEntryBadUtf8 if state.has_iflag(dir, iflag::HTREE) => None,
         Code::DirEntryBadUtf8 => Some(Key::Any),
-        Code::DirEntryFileType => p.num.and_then(|n| u8::try_from(n).ok()).map(Key::FileType),
+        Code::DirEntryFileType | Code::DirEntryFileTypeUnset => {
+            p.num.and_then(|n| u8::try_from(n).ok()).map(Key::FileType)
+        }
         _ => p.num.and_then(|n| u32::try_from(n).ok()).map(Key::Inode),
     };
     let Some(key) = key else {
@@ -96,8 +98,10 @@ pub(super) fn fix(
     if pblk.is_none() && !inline {
         return Ok(false);
     }
-    // '.' and '..' are pass 3's (and a later fix's) to rewrite, not remove.
-    if p.detail == "." || p.detail == ".." {
+    // '.' and '..' are pass 3's (and a later fix's) to rewrite, not remove;
+    // only their file type is set here.
+    let typed = matches!(p.code, Code::DirEntryFileType | Code::DirEntryFileTypeUnset);
+    if (p.detail == "." || p.detail == "..") && !typed {
         return Ok(false);
     }
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
@@ -109,7 +113,7 @@ pub(super) fn fix(
             return false;
         };
         match code {
-            Code::DirEntryFileType if filetype => match want_ft {
+            Code::DirEntryFileType | Code::DirEntryFileTypeUnset if filetype => match want_ft {
                 Some(ft) => {
                     b[off + 7] = ft;
                     true

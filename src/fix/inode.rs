@@ -103,6 +103,16 @@ pub(super) fn fix(
         },
         (Code::InodeDtimeSet, _) => Edit::ClearDtime,
         (Code::InodeZeroDtimeDeleted, _) => Edit::SetDtime(super::lostfound::now()),
+        // A dtime that is an orphan-list link of a list no longer there:
+        // e2fsck deletes the inode when it has no links, else keeps it.
+        (Code::InodeOrphanInUse, _) => {
+            let raw = read(fs, overlay, ino)?.ok_or("inode has no place on disk")?;
+            if le16(&raw, I_LINKS_COUNT) == 0 {
+                Edit::SetDtime(super::lostfound::now())
+            } else {
+                Edit::ClearDtime
+            }
+        }
         // e2fsck clears the flag the inode may not carry.
         (Code::InodeEncryptNoXattr, _) => Edit::ClearFlags(flags::ENCRYPT),
         (Code::InodeCasefold | Code::InodeCasefoldNonDir, _) => Edit::ClearFlags(flags::CASEFOLD),
