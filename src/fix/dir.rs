@@ -175,16 +175,15 @@ pub(super) fn unlink(
     links: &mut Links,
 ) -> Result<bool, String> {
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
+    let drop_entry = |b: &mut [u8]| match find(b, Key::Inode(ino), name, filetype) {
+        Some((prev, off)) => {
+            remove(b, prev, off);
+            true
+        }
+        None => false,
+    };
     if state.has_iflag(dir, iflag::INLINE) {
-        let done = edit_inline(fs, overlay, dir, |b| {
-            match find(b, Key::Inode(ino), name, filetype) {
-                Some((prev, off)) => {
-                    remove(b, prev, off);
-                    true
-                }
-                None => false,
-            }
-        })?;
+        let done = edit_inline(fs, overlay, dir, drop_entry)?;
         if done {
             add(links, ino, -1);
         }
@@ -198,15 +197,7 @@ pub(super) fn unlink(
         .collect();
     blocks.sort_unstable();
     for (_, pblk) in blocks {
-        let done = edit_dir_block(fs, state, overlay, dir, pblk, |b| {
-            match find(b, Key::Inode(ino), name, filetype) {
-                Some((prev, off)) => {
-                    remove(b, prev, off);
-                    true
-                }
-                None => false,
-            }
-        })?;
+        let done = edit_dir_block(fs, state, overlay, dir, pblk, drop_entry)?;
         if done {
             add(links, ino, -1);
             return Ok(true);
