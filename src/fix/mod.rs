@@ -6,6 +6,15 @@
 //! contents of the blocks concerned in a [`repair::overlay::Overlay`].
 //! Nothing here writes; `repair::commit` does, afterwards.
 //!
+//! A repair runs in rounds (`cli/repair.rs`): each round's plan comes from
+//! a check of what the earlier rounds staged. Fixes that change what the
+//! passes could read run alone in their round, in this order, and the next
+//! round's check judges the result: the replay and orphans, a reset of an
+//! impossible itable_unused, the bad-blocks inode, bitmaps and inode tables
+//! that move, the primary superblock from a backup; then, once pass 0 and 1
+//! have nothing left to fix, pass 1D's copies, then the directory
+//! structure (salvage, rebuilds, holes). Everything else is staged together.
+//!
 //! Order is deterministic: per-inode fixes are staged in problem order, each
 //! reading the inode through the overlay so that two fixes of one inode
 //! (size and block count, say) both land; the summary (bitmaps, group
@@ -15,6 +24,8 @@
 //!
 //! Files: `clear.rs` (pass 1 fixes of whole inodes: clearing, bad flags
 //! and fields, features an inode shows in use; staged first),
+//! `blockmap.rs` (block maps and extent trees, bad blocks, relocated
+//! bitmaps and inode tables), `journal_inode.rs` (a bad journal replaced),
 //! `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
 //! `dir.rs` (single directory entries and '..'), `dirblock.rs` (salvaging
@@ -23,7 +34,8 @@
 //! `dup.rs` (multiply-claimed blocks: copies, or deletion),
 //! `superblock.rs` (the primary superblock and descriptors restored from
 //! the backup the check used),
-//! `quota.rs` (quota inode numbers in the superblock),
+//! `quota.rs` (quota inode numbers in the superblock, usage in the quota
+//! files),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay and orphan processing the check read
 //! through, staged first so the fixes land on top of them).
