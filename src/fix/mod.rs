@@ -9,9 +9,9 @@
 //! A repair runs in rounds (`cli/repair.rs`): each round's plan comes from
 //! a check of what the earlier rounds staged. Fixes that change what the
 //! passes could read run alone in their round, in this order, and the next
-//! round's check judges the result: the replay and orphans, a reset of an
-//! impossible itable_unused, the bad-blocks inode, bitmaps and inode tables
-//! that move, the primary superblock from a backup; then, once pass 0 and 1
+//! round's check judges the result: the replay and orphans, the primary
+//! superblock from a backup, a reset of an impossible itable_unused, the
+//! bad-blocks inode, bitmaps and inode tables that move; then, once pass 0 and 1
 //! have nothing left to fix, pass 1D's copies, then the directory
 //! structure (salvage, rebuilds, holes). Everything else is staged together.
 //!
