@@ -10,22 +10,9 @@
 
 mod common;
 
+use common::journal::masked_sb;
 use common::*;
 use std::path::Path;
-
-fn masked_sb(img: &[u8]) -> Vec<u8> {
-    let mut s = img[1024..2048].to_vec();
-    for (a, b) in [
-        (0x2C, 0x36),
-        (0x40, 0x44),
-        (0x178, 0x180),
-        (0x274, 0x27C),
-        (0x3FC, 0x400),
-    ] {
-        s[a..b].fill(0);
-    }
-    s
-}
 
 /// File system `fs` with the journal device `jdev`, and one committed
 /// transaction that writes `blocks` with a pattern.

@@ -8,21 +8,10 @@
 
 mod common;
 
+use common::journal::{groups, masked_sb};
 use common::*;
 use std::path::Path;
 use std::process::Command;
-
-fn groups(img: &Path) -> Vec<String> {
-    let out = Command::new(tool("dumpe2fs")).arg(img).output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .skip_while(|l| !l.starts_with("Group 0:"))
-        .map(|l| match l.find(" csum ") {
-            Some(k) if l.starts_with("Group ") => l[..k].to_string(),
-            _ => l.to_string(),
-        })
-        .collect()
-}
 
 fn header(img: &Path) -> Vec<String> {
     let out = Command::new(tool("dumpe2fs"))
@@ -57,20 +46,6 @@ fn stat8(img: &Path) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn masked_sb(img: &[u8]) -> Vec<u8> {
-    let mut s = img[1024..2048].to_vec();
-    for (a, b) in [
-        (0x2C, 0x36),
-        (0x40, 0x44),
-        (0x178, 0x180),
-        (0x274, 0x27C),
-        (0x3FC, 0x400),
-    ] {
-        s[a..b].fill(0);
-    }
-    s
 }
 
 fn journal_block0(img: &Path) -> u64 {

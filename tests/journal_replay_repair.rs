@@ -19,25 +19,6 @@ use common::journal::*;
 use common::*;
 use std::path::Path;
 
-/// Superblock byte ranges (offsets in the 1024-byte superblock) that each
-/// tool sets itself: s_mtime/s_wtime/s_mnt_count, s_lastcheck,
-/// s_kbytes_written, the high bytes of the times, the checksum.
-const SB_OWN_FIELDS: &[(usize, usize)] = &[
-    (0x2C, 0x36),
-    (0x40, 0x44),
-    (0x178, 0x180),
-    (0x274, 0x27C),
-    (0x3FC, 0x400),
-];
-
-fn masked_sb(img: &[u8]) -> Vec<u8> {
-    let mut s = img[1024..2048].to_vec();
-    for &(a, b) in SB_OWN_FIELDS {
-        s[a..b].fill(0);
-    }
-    s
-}
-
 fn run_code(out: &std::process::Output) -> i32 {
     out.status.code().unwrap_or(-1)
 }

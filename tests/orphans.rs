@@ -16,6 +16,7 @@
 
 mod common;
 
+use common::journal::{groups, masked_sb};
 use common::*;
 use std::path::Path;
 use std::process::Command;
@@ -91,21 +92,6 @@ fn dumpe2fs_field(img: &Path, name: &str) -> String {
         .unwrap_or_else(|| panic!("dumpe2fs has no {name}"))
 }
 
-/// Group lines of dumpe2fs without the descriptor checksum (the only
-/// descriptor byte that may differ: e2fsck also rewrites backup-free
-/// fields the same way, and the checksum covers the same fields).
-fn groups(img: &Path) -> Vec<String> {
-    let out = Command::new(tool("dumpe2fs")).arg(img).output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .skip_while(|l| !l.starts_with("Group 0:"))
-        .map(|l| match l.find(" csum ") {
-            Some(k) if l.starts_with("Group ") => l[..k].to_string(),
-            _ => l.to_string(),
-        })
-        .collect()
-}
-
 fn stat_masked(img: &Path, ino: u32) -> String {
     debugfs_r(img, &format!("stat <{ino}>"))
         .lines()
@@ -131,22 +117,6 @@ fn etb_blocks(img: &Path, ino: u32) -> Vec<u64> {
         .filter_map(|w| w.strip_prefix("(ETB"))
         .filter_map(|w| w.split_once("):").and_then(|(_, b)| b.trim().parse().ok()))
         .collect()
-}
-
-/// Superblock bytes each tool sets itself (times, mount count, kbytes
-/// written, checksum) are masked before comparing.
-fn masked_sb(img: &[u8]) -> Vec<u8> {
-    let mut s = img[1024..2048].to_vec();
-    for (a, b) in [
-        (0x2C, 0x36),
-        (0x40, 0x44),
-        (0x178, 0x180),
-        (0x274, 0x27C),
-        (0x3FC, 0x400),
-    ] {
-        s[a..b].fill(0);
-    }
-    s
 }
 
 /// Runs both checkers on copies of `img` and compares as the module

@@ -108,3 +108,42 @@ pub fn build(
     debugfs_w(&img, &cmds);
     img
 }
+
+/// Superblock byte ranges (offsets in the 1024-byte superblock) that each
+/// tool sets itself: s_mtime/s_wtime/s_mnt_count, s_lastcheck,
+/// s_kbytes_written, the high bytes of the times, the checksum.
+pub const SB_OWN_FIELDS: &[(usize, usize)] = &[
+    (0x2C, 0x36),
+    (0x40, 0x44),
+    (0x178, 0x180),
+    (0x274, 0x27C),
+    (0x3FC, 0x400),
+];
+
+/// The primary superblock of image bytes `img` with `SB_OWN_FIELDS`
+/// zeroed: what two tools' recoveries of one image must agree on.
+pub fn masked_sb(img: &[u8]) -> Vec<u8> {
+    let mut s = img[1024..2048].to_vec();
+    for &(a, b) in SB_OWN_FIELDS {
+        s[a..b].fill(0);
+    }
+    s
+}
+
+/// dumpe2fs's group lines without the descriptor checksum (which covers
+/// fields each tool may set differently): the bitmaps and summaries two
+/// repairs must agree on.
+pub fn groups(img: &Path) -> Vec<String> {
+    let out = std::process::Command::new(tool("dumpe2fs"))
+        .arg(img)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .skip_while(|l| !l.starts_with("Group 0:"))
+        .map(|l| match l.find(" csum ") {
+            Some(k) if l.starts_with("Group ") => l[..k].to_string(),
+            _ => l.to_string(),
+        })
+        .collect()
+}
