@@ -107,17 +107,22 @@ fn same_report_for_any_thread_count_on_damaged_images() {
     }
 }
 
-#[test]
-fn same_report_for_any_thread_count_on_conformance_images() {
-    let Some(conf) = conformance_dir() else {
-        eprintln!("conformance images not found, skipped");
-        return;
-    };
-    let root = conf.join("e2fsprogs");
+/// The conformance test folders, sorted; None without `../shared`.
+fn conformance_tests() -> Option<Vec<PathBuf>> {
+    let root = conformance_dir()?.join("e2fsprogs");
     let mut tests: Vec<PathBuf> = std::fs::read_dir(&root)
         .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
     tests.sort();
+    Some(tests)
+}
+
+#[test]
+fn same_report_for_any_thread_count_on_conformance_images() {
+    let Some(tests) = conformance_tests() else {
+        eprintln!("conformance images not found, skipped");
+        return;
+    };
     let dir = TempDir::new("determinism-conf");
     let failures: Vec<String> = parallel_map(&tests, test_threads(), |i, t| {
         let img = dir.join(format!("img{i}"));
@@ -203,15 +208,10 @@ fn same_repair_for_any_thread_count_on_damaged_images() {
 
 #[test]
 fn same_repair_for_any_thread_count_on_conformance_images() {
-    let Some(conf) = conformance_dir() else {
+    let Some(tests) = conformance_tests() else {
         eprintln!("conformance images not found, skipped");
         return;
     };
-    let root = conf.join("e2fsprogs");
-    let mut tests: Vec<PathBuf> = std::fs::read_dir(&root)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    tests.sort();
     let dir = TempDir::new("determinism-conf-repair");
     let failures: Vec<String> = parallel_map(&tests, test_threads(), |i, t| {
         let sub = dir.join(format!("r{i}"));
