@@ -110,6 +110,19 @@ pub struct Report {
 }
 
 impl Report {
+    /// The same report with another list of problems (a repair shows the
+    /// problems of several rounds; interactive mode plans the chosen ones).
+    pub fn with_problems(&self, problems: Vec<Problem>) -> Report {
+        Report {
+            problems,
+            summary: self.summary.clone(),
+            skipped_clean: self.skipped_clean.clone(),
+            notes: self.notes.clone(),
+            timings: self.timings.clone(),
+            volume_label: self.volume_label.clone(),
+        }
+    }
+
     pub fn has_errors(&self) -> bool {
         self.problems
             .iter()

@@ -100,14 +100,7 @@ pub fn keep(rep: &Report, yes: &[bool]) -> (Report, Vec<usize>) {
     let idx: Vec<usize> = (0..rep.problems.len())
         .filter(|&k| yes[k] || !crate::fix::supported(rep.problems[k].code))
         .collect();
-    let kept = Report {
-        problems: idx.iter().map(|&k| rep.problems[k].clone()).collect(),
-        summary: rep.summary.clone(),
-        skipped_clean: rep.skipped_clean.clone(),
-        notes: rep.notes.clone(),
-        timings: rep.timings.clone(),
-        volume_label: rep.volume_label.clone(),
-    };
+    let kept = rep.with_problems(idx.iter().map(|&k| rep.problems[k].clone()).collect());
     (kept, idx)
 }
 

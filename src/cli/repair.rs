@@ -182,14 +182,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         })
         .collect();
     order.sort_by_key(|&k| shown[k].spec().pass);
-    let shown_rep = check::Report {
-        problems: order.iter().map(|&k| shown[k].clone()).collect(),
-        summary: rep.summary.clone(),
-        skipped_clean: rep.skipped_clean.clone(),
-        notes: rep.notes.clone(),
-        timings: rep.timings.clone(),
-        volume_label: rep.volume_label.clone(),
-    };
+    let shown_rep = rep.with_problems(order.iter().map(|&k| shown[k].clone()).collect());
     let shown_fixed: Vec<bool> = order.iter().map(|&k| shown_fixed[k]).collect();
     let rep = &shown_rep;
     let log = args
