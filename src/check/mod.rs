@@ -193,20 +193,6 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
     Ok(check_device(dev, opts)?.report)
 }
 
-/// Checks the file system at `path` as it will be once `staged` (byte
-/// offset → bytes, e.g. a repair's staged blocks) is written: every read,
-/// the superblock's included, sees those bytes instead of the device's.
-/// Nothing is written. A repair's staged blocks include the journal
-/// replay (needs_recovery cleared), so the journal is not replayed again
-/// over them.
-pub fn run_staged(
-    path: &Path,
-    staged: std::collections::BTreeMap<u64, Vec<u8>>,
-    opts: &Options,
-) -> Result<Report> {
-    run_device(Device::open_read_only(path)?.with_overlay(staged), opts)
-}
-
 /// Checks the file system on `dev` read-only and keeps the view and state.
 pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     crate::engine::memory::tune_allocator();
