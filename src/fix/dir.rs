@@ -12,6 +12,7 @@
 //! recomputed by `lostfound::edit_dir_block`. Changes in how many entries
 //! name an inode go to [`Links`], like the reconnections.
 
+use super::inode::{I_BLOCK, I_BLOCK_LEN};
 use super::lostfound::{Links, add, dir_block, edit_dir_block, put_rec_len};
 use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
@@ -222,10 +223,6 @@ fn edit_inline(
     })?;
     Ok(changed)
 }
-
-/// i_block: an inline directory's parent and first entries.
-const I_BLOCK: usize = 0x28;
-const I_BLOCK_LEN: usize = 60;
 
 /// Besides its name, what an entry to fix must have.
 #[derive(Clone, Copy, Debug)]

@@ -26,10 +26,11 @@ const I_DTIME: usize = 0x14;
 const I_LINKS_COUNT: usize = 0x1A;
 const I_FLAGS: usize = 0x20;
 const I_BLOCKS_LO: usize = 0x1C;
-const I_BLOCK: usize = 0x28;
+/// i_block: the block map, an extent root or inline data.
+pub(super) const I_BLOCK: usize = 0x28;
 const I_SIZE_HIGH: usize = 0x6C;
 const I_BLOCKS_HIGH: usize = 0x74;
-const I_BLOCK_LEN: usize = 60;
+pub(super) const I_BLOCK_LEN: usize = 60;
 const I_CHECKSUM_LO: usize = 0x7C;
 const I_EXTRA_ISIZE: usize = 0x80;
 const I_CHECKSUM_HI: usize = 0x82;
