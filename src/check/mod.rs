@@ -16,6 +16,7 @@ pub mod pass2;
 pub mod pass3;
 pub mod pass4;
 pub mod pass5;
+pub(crate) mod pipeline;
 pub mod problem;
 pub mod quota;
 pub mod recovery;
@@ -90,11 +91,20 @@ pub struct Summary {
 #[derive(Clone, Debug, Serialize)]
 pub struct PassTiming {
     pub pass: String,
+    /// Wall time the pass ran. Passes 1 and 2 overlap: theirs are each
+    /// pass's own span, and the row `pass1-2` is the wall time of both
+    /// (with pass 1B) together.
     pub seconds: f64,
+    /// Passes 1 and 2: seconds their units ran, summed over the workers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub work_seconds: Option<f64>,
     pub bytes_read: u64,
     /// Resident memory at the end of the pass, and the peak so far (KiB).
     pub rss_kib: u64,
     pub peak_rss_kib: u64,
+    /// On the `pass1-2` row: what the pipeline's scheduler did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<crate::engine::pipeline::Stats>,
 }
 
 #[derive(Debug, Default)]
@@ -135,10 +145,15 @@ impl Report {
     }
     /// The highest numbered pass that ran (for printing their headers).
     pub fn passes_run(&self) -> u8 {
-        // pass0 and pass1b have no header of their own.
+        // pass0, pass1b and the pass1-2 total have no header of their own.
         self.timings
             .iter()
-            .filter(|t| t.pass.starts_with("pass") && t.pass != "pass0" && t.pass != "pass1b")
+            .filter(|t| {
+                matches!(
+                    t.pass.as_str(),
+                    "pass1" | "pass2" | "pass3" | "pass4" | "pass5"
+                )
+            })
             .count()
             .min(5) as u8
     }
@@ -270,26 +285,49 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     );
     // Fixed, or sized again before each pass from the CPUs left idle.
     let mut budget = Budget::new((!opts.auto_threads).then_some(opts.threads.0));
+    // Passes 1 and 2 overlap: pass 2 checks directory blocks while pass
+    // 1 scans (`pipeline.rs`); pass 1's end, pass 1B and the rest of pass
+    // 2 follow once pass 1 is whole.
+    crate::engine::progress::begin_overlap(1, 2);
+    let piped = pipeline::run(&fs, &mut state, &mut budget, opts.auto_threads)?;
+    crate::engine::memory::release_free();
     let r = &mut report;
-    let t = budget.threads();
-    step(r, &mut timer, &fs, "pass1", 1, || {
-        pass1::run(&fs, &mut state, t)
-    })?;
+    r.problems.extend(piped.pass1);
+    let (s1, w1, b1) = piped.pass1_time;
+    timer.push(r, "pass1", s1, Some(w1), b1);
     if r.has_fatal() {
+        // As if pass 2 had not run: what it counted is dropped.
+        state.links_seen = crate::engine::LinkCounts::new(fs.geo.inodes_count as usize + 1);
         return Ok(Checked {
             report,
             fs: Some(fs),
             state: Some(state),
         });
     }
+    check_interrupt()?;
     let t = budget.threads();
-    step(r, &mut timer, &fs, "pass1b", 1, || {
+    timer.restart(&fs);
+    // Shown under pass 2, which the pipeline has reached: pass numbers
+    // in progress output only grow.
+    step(r, &mut timer, &fs, "pass1b", 2, || {
         pass1b::run(&fs, &mut state, t)
     })?;
     let t = budget.threads();
-    step(r, &mut timer, &fs, "pass2", 2, || {
-        pass2::run(&fs, &mut state, t)
-    })?;
+    let start2 = Instant::now();
+    let bytes2 = fs.dev.bytes_read();
+    r.problems
+        .extend(pass2::finish(&fs, &mut state, piped.outs2, t));
+    crate::engine::memory::release_free();
+    let end2 = start2.elapsed().as_secs_f64();
+    let (s2, w2, b2) = piped.pass2_time;
+    let b2 = b2 + fs.dev.bytes_read() - bytes2;
+    timer.push(r, "pass2", s2 + end2, Some(w2 + end2), b2);
+    timer.push_total(r, "pass1-2", &fs);
+    if let Some(row) = r.timings.last_mut() {
+        row.scheduler = Some(piped.stats);
+    }
+    check_interrupt()?;
+    timer.restart(&fs);
     step(r, &mut timer, &fs, "pass3", 3, || {
         pass3::run(&fs, &mut state)
     })?;
@@ -355,6 +393,8 @@ fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
 struct Timer {
     start: Instant,
     bytes: u64,
+    /// Start of the overlapping passes (`push_total`).
+    section: Option<(Instant, u64)>,
 }
 
 impl Timer {
@@ -362,7 +402,48 @@ impl Timer {
         Timer {
             start: Instant::now(),
             bytes: 0,
+            section: None,
         }
+    }
+
+    /// A row measured elsewhere (overlapping passes); the first one
+    /// starts the section `push_total` closes.
+    fn push(
+        &mut self,
+        report: &mut Report,
+        pass: &str,
+        seconds: f64,
+        work: Option<f64>,
+        bytes: u64,
+    ) {
+        self.section.get_or_insert((self.start, self.bytes));
+        let mem = crate::engine::budget::memory_kib();
+        report.timings.push(PassTiming {
+            pass: pass.to_string(),
+            seconds,
+            work_seconds: work,
+            bytes_read: bytes,
+            rss_kib: mem.map_or(0, |m| m.0),
+            peak_rss_kib: mem.map_or(0, |m| m.1),
+            scheduler: None,
+        });
+    }
+
+    /// The wall time and bytes since the first `push`.
+    fn push_total(&mut self, report: &mut Report, pass: &str, fs: &Fs) {
+        let Some((start, bytes)) = self.section.take() else {
+            return;
+        };
+        let seconds = start.elapsed().as_secs_f64();
+        let read = fs.dev.bytes_read().saturating_sub(bytes);
+        self.push(report, pass, seconds, None, read);
+        self.section = None;
+    }
+
+    /// Laps count from now.
+    fn restart(&mut self, fs: &Fs) {
+        self.start = Instant::now();
+        self.bytes = fs.dev.bytes_read();
     }
 
     fn lap(&mut self, report: &mut Report, pass: &str, fs: &Fs) {
@@ -372,9 +453,11 @@ impl Timer {
         report.timings.push(PassTiming {
             pass: pass.to_string(),
             seconds: now.duration_since(self.start).as_secs_f64(),
+            work_seconds: None,
             bytes_read: bytes.saturating_sub(self.bytes),
             rss_kib: mem.map_or(0, |m| m.0),
             peak_rss_kib: mem.map_or(0, |m| m.1),
+            scheduler: None,
         });
         self.start = now;
         self.bytes = bytes;

@@ -29,8 +29,7 @@ use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::state::{DirBlock, POLICY_UNRECOGNIZED, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
-use crate::engine::{Threads, par_fold_io};
-use crate::error::Result;
+use crate::engine::Threads;
 use crate::fs::bytes::{le16, le32};
 use crate::fs::crypt::{self, Policy};
 use crate::fs::inode::{self, FileType, Inode, flags};
@@ -131,7 +130,7 @@ struct PendingIBlocks {
 
 /// What one unit found; merged in unit order.
 #[derive(Default)]
-struct UnitOut {
+pub(crate) struct UnitOut {
     /// Link counts other than 1 of used inodes, in inode order.
     links_other: Vec<(u32, u16)>,
     /// Used inodes whose block map was not walked, in inode order.
@@ -172,7 +171,7 @@ impl UnitOut {
 }
 
 /// Per-thread buffers, reused for every unit and inode.
-struct Worker {
+pub(crate) struct Worker {
     table: Vec<u8>,
     block: Vec<u8>,
     scratch: Scratch,
@@ -231,44 +230,122 @@ impl<'a> Ctx<'a> {
     }
 }
 
-pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>> {
-    mark_metadata(fs, state);
-    let units = make_units(fs);
-    let bs = fs.block_size();
-    // Units are folded into one output in unit order as they finish, so
-    // only the few finished out of order are held at any time.
-    let mut all = UnitOut {
-        quota: fs
-            .sb
-            .has_ro_compat(ro_compat::QUOTA)
-            .then(QuotaUsage::default),
-        ..UnitOut::default()
-    };
-    {
-        let st: &State = state;
-        let mut ctx = Ctx::new(fs, st);
+/// Pass 1's scan as the pipeline (`check::pipeline`) runs it: units
+/// scanned on any worker in any order, merged in unit order by `Merged`,
+/// then `finish` once all are merged.
+pub(crate) struct Scan<'a> {
+    ctx: Ctx<'a>,
+    units: Vec<Unit>,
+}
+
+impl<'a> Scan<'a> {
+    /// Marks the metadata blocks and cuts the inode tables into units.
+    pub fn new(fs: &'a Fs, state: &'a State) -> Scan<'a> {
+        mark_metadata(fs, state);
+        let mut ctx = Ctx::new(fs, state);
         ctx.bad_itable = super::pass2::bad_itable_blocks(fs);
-        // A slow or cold device: more workers than CPUs, so more inode
-        // table reads are in flight.
-        par_fold_io(
-            units.len(),
-            threads,
-            (crate::io::IO_DEPTH / 2).saturating_sub(threads.0),
-            &|| fs.dev.is_slow(),
-            || Worker {
-                table: Vec::new(),
-                block: vec![0u8; bs],
-                scratch: Scratch::new(bs),
-            },
-            |w, u| {
-                if crate::engine::cancelled() {
-                    return UnitOut::default();
-                }
-                scan_unit(&ctx, w, units[u])
-            },
-            |_, o| all.absorb(o),
-        );
+        Scan {
+            ctx,
+            units: make_units(fs),
+        }
     }
+
+    pub fn len(&self) -> usize {
+        self.units.len()
+    }
+
+    /// Inodes in unit `u` (its cost, for the scheduler).
+    pub fn items(&self, u: usize) -> u64 {
+        self.units.get(u).map_or(0, |x| x.count as u64)
+    }
+
+    /// Every inode below this number is final once units 0..=u are
+    /// merged: units cover the inode tables in increasing order, and an
+    /// inode's state is written only while its own unit is scanned
+    /// (inodes past a group's scanned part are never written).
+    pub fn final_below(&self, u: usize) -> u32 {
+        self.units
+            .get(u + 1)
+            .map_or(u32::MAX, |&n| unit_first_ino(self.ctx.fs, n))
+    }
+
+    pub fn worker(&self) -> Worker {
+        let bs = self.ctx.fs.block_size();
+        Worker {
+            table: Vec::new(),
+            block: vec![0u8; bs],
+            scratch: Scratch::new(bs),
+        }
+    }
+
+    pub fn scan(&self, w: &mut Worker, u: usize) -> UnitOut {
+        if crate::engine::cancelled() {
+            return UnitOut::default();
+        }
+        scan_unit(&self.ctx, w, self.units[u])
+    }
+}
+
+/// Pass 1's unit outputs folded in unit order.
+pub(crate) struct Merged {
+    all: UnitOut,
+    /// Encryption policies by first appearance (inode order).
+    policy_ids: std::collections::BTreeMap<Vec<u8>, u32>,
+}
+
+impl Merged {
+    pub fn new(fs: &Fs) -> Merged {
+        Merged {
+            all: UnitOut {
+                quota: fs
+                    .sb
+                    .has_ro_compat(ro_compat::QUOTA)
+                    .then(QuotaUsage::default),
+                ..UnitOut::default()
+            },
+            policy_ids: Default::default(),
+        }
+    }
+
+    /// Appends the next unit's output. The encrypted inodes' policy ids
+    /// go to `policies` at once (ids in order of first appearance: the
+    /// same for any thread count), for pass 2 to read while pass 1 runs.
+    /// Returns the unit's directories (inode, i_generation) and directory
+    /// blocks.
+    pub fn absorb(
+        &mut self,
+        mut o: UnitOut,
+        policies: &std::sync::RwLock<Vec<(u32, u32)>>,
+    ) -> (&[(u32, u32)], &[DirBlock]) {
+        if !o.policies.is_empty() {
+            let mut p = policies.write().unwrap_or_else(|e| e.into_inner());
+            for (ino, pol) in std::mem::take(&mut o.policies) {
+                let id = match pol {
+                    Policy::Known(k) => {
+                        let next = self.policy_ids.len() as u32;
+                        *self.policy_ids.entry(k).or_insert(next)
+                    }
+                    _ => POLICY_UNRECOGNIZED,
+                };
+                p.push((ino, id));
+            }
+        }
+        let (d0, b0) = (self.all.dirs.len(), self.all.dir_blocks.len());
+        self.all.absorb(o);
+        (&self.all.dirs[d0..], &self.all.dir_blocks[b0..])
+    }
+}
+
+/// What pass 1 does once every unit is merged: the state's lists, the
+/// xattr blocks (each validated once), the i_blocks checks that waited
+/// for them, quota, the resize inode. `enc_policy`: what `absorb` filled.
+pub(crate) fn finish(
+    fs: &Fs,
+    state: &mut State,
+    merged: Merged,
+    enc_policy: Vec<(u32, u32)>,
+    threads: Threads,
+) -> Vec<Problem> {
     let UnitOut {
         links_other,
         unmapped,
@@ -279,21 +356,10 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         mut ea_refs,
         mut quota,
         pending_iblocks: pending,
-        policies,
+        policies: _,
         stats,
-    } = all;
-    // Policy ids in order of first appearance: the same for any thread count.
-    let mut policy_ids: std::collections::BTreeMap<Vec<u8>, u32> = Default::default();
-    for (ino, p) in policies {
-        let id = match p {
-            Policy::Known(k) => {
-                let next = policy_ids.len() as u32;
-                *policy_ids.entry(k).or_insert(next)
-            }
-            _ => POLICY_UNRECOGNIZED,
-        };
-        state.enc_policy.push((ino, id));
-    }
+    } = merged.all;
+    state.enc_policy = enc_policy;
     state.add_links_other(links_other);
     state.add_unmapped(unmapped);
     state.stats.add(&stats);
@@ -344,7 +410,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     state.quota = quota;
     problems.extend(check_resize_inode(fs));
     state.stats.inodes_used = state.inode_used.count_range(0, state.inode_used.len());
-    Ok(problems)
+    problems
 }
 
 fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {

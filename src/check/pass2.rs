@@ -32,7 +32,6 @@ use super::htree_check;
 use super::problem::{Code, Problem};
 use super::state::{DirBlock, State, iflag};
 use crate::engine::{Threads, par_map};
-use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
 use crate::fs::casefold;
 use crate::fs::group_desc::BG_INODE_UNINIT;
@@ -40,6 +39,7 @@ use crate::fs::htree;
 use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, ROOT_INO};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::fs::xattr;
+use std::sync::RwLock;
 
 /// Directory blocks per work unit: big enough for long sequential reads,
 /// small enough to spread a few large directories over all threads.
@@ -54,11 +54,55 @@ const EXT2_OS_HURD: u32 = 1;
 /// xattr name index of "system." names.
 const XATTR_INDEX_SYSTEM: u8 = 7;
 
-struct StateTargets<'a> {
+pub(crate) struct StateTargets<'a> {
     st: &'a State,
     fs: &'a Fs,
     /// Inode table blocks listed as bad (sorted): their inodes cannot be read.
     bad_itable: Vec<u64>,
+    /// While pass 1 runs: the encryption policy ids merged so far (sorted
+    /// by inode), instead of `State::enc_policy`.
+    policies: Option<&'a RwLock<Vec<(u32, u32)>>>,
+}
+
+impl<'a> StateTargets<'a> {
+    /// Targets for units checked while pass 1 runs (`policies`: see the
+    /// field).
+    pub fn new(fs: &'a Fs, st: &'a State, policies: Option<&'a RwLock<Vec<(u32, u32)>>>) -> Self {
+        StateTargets {
+            st,
+            fs,
+            bad_itable: bad_itable_blocks(fs),
+            policies,
+        }
+    }
+
+    /// The encryption policy id of `ino` (merged already).
+    pub fn policy_of(&self, ino: u32) -> Option<u32> {
+        Targets::policy(self, ino)
+    }
+}
+
+/// `StateTargets` for a unit checked while pass 1 still runs: before
+/// anything about an inode is read, `gate(ino)` returns only once pass 1
+/// has merged the unit holding it, so every verdict is the one a check
+/// after pass 1 would reach.
+pub(crate) struct Gated<'a, G: Fn(u32)> {
+    pub base: &'a StateTargets<'a>,
+    pub gate: G,
+}
+
+impl<G: Fn(u32)> Targets for Gated<'_, G> {
+    fn info(&self, ino: u32) -> TargetInfo {
+        (self.gate)(ino);
+        self.base.info(ino)
+    }
+    fn add_link(&self, ino: u32) {
+        self.base.add_link(ino);
+    }
+    fn policy(&self, ino: u32) -> Option<u32> {
+        (self.gate)(ino);
+        self.base.policy(ino)
+    }
 }
 
 impl Targets for StateTargets<'_> {
@@ -83,7 +127,16 @@ impl Targets for StateTargets<'_> {
         self.st.links_seen.incr(ino as usize);
     }
     fn policy(&self, ino: u32) -> Option<u32> {
-        self.st.policy(ino)
+        let Some(p) = self.policies else {
+            return self.st.policy(ino);
+        };
+        if !self.st.has_iflag(ino, iflag::ENCRYPTED) {
+            return None;
+        }
+        let p = p.read().unwrap_or_else(|e| e.into_inner());
+        p.binary_search_by_key(&ino, |&(i, _)| i)
+            .ok()
+            .map(|k| p[k].1)
     }
 }
 
@@ -186,47 +239,53 @@ fn lblk_limit(fs: &Fs) -> u32 {
     }
 }
 
-pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>> {
+/// Pass 2 after pass 1 (and 1B): what needs every directory block
+/// checked. `outs`: the units checked while pass 1 ran, in the order they
+/// were formed. Their problems are put back in e2fsck's block order (the
+/// blocks sorted by physical block, as if checked in that order); holes,
+/// inline directories, parents and second links, htree structure and
+/// large_file follow as before.
+pub(crate) fn finish(
+    fs: &Fs,
+    state: &mut State,
+    outs: Vec<UnitOut2>,
+    threads: Threads,
+) -> Vec<Problem> {
     let fsp = fs_params(fs);
     let limit = lblk_limit(fs);
     let st: &State = state;
-    let mut dirs = dir_table(fs, &fsp, st, limit, threads);
+    let dirs = dir_table(fs, &fsp, st, limit, threads);
     let mut problems = Vec::new();
     find_holes(&fsp, st, &dirs, limit, &mut problems);
-    read_root_hash_versions(fs, &fsp, st, &mut dirs, threads);
 
-    let targets = StateTargets {
-        st,
-        fs,
-        bad_itable: bad_itable_blocks(fs),
-    };
-    let blocks = &st.dir_blocks;
-    let n_units = blocks.len().div_ceil(UNIT_BLOCKS);
-    let zero_first = fs.sb.has_compat(crate::fs::superblock::compat::DIR_INDEX);
-    let sinks: Vec<Sink> = par_map(n_units, threads, Vec::<u8>::new, |buf, u| {
-        let start = u * UNIT_BLOCKS;
-        let end = (start + UNIT_BLOCKS).min(blocks.len());
-        let mut sink = Sink::default();
-        check_unit(
-            fs,
-            &fsp,
-            st,
-            &dirs,
-            &blocks[start..end],
-            limit,
-            zero_first,
-            &targets,
-            buf,
-            &mut sink,
+    // Each block's problems, in block order (a directory's logical blocks
+    // are distinct, so no two blocks share a key).
+    let mut marks: Vec<(DirBlock, usize, u32, u32)> = outs
+        .iter()
+        .enumerate()
+        .flat_map(|(k, o)| o.marks.iter().map(move |&(b, s, e)| (b, k, s, e)))
+        .collect();
+    marks.sort_by_key(|m| m.0);
+    for (_, k, s, e) in marks {
+        problems.extend(
+            outs[k].sink.problems[s as usize..e as usize]
+                .iter()
+                .cloned(),
         );
-        sink
-    });
+    }
+    let targets = StateTargets::new(fs, st, None);
     let inline_sinks = check_inline_dirs(fs, &fsp, st, &dirs, &targets, threads);
-
-    let all: Vec<&Sink> = sinks.iter().chain(inline_sinks.iter()).collect();
-    for s in &all {
+    for s in &inline_sinks {
         problems.extend(s.problems.iter().cloned());
     }
+
+    // What follows depends on no order: parents are decided by sorted
+    // keys, '..' comes from block 0 only, htree records are sorted.
+    let all: Vec<&Sink> = outs
+        .iter()
+        .map(|o| &o.sink)
+        .chain(inline_sinks.iter())
+        .collect();
     let (parent, dotdot, lf, link_probs) = merge_links(st, &all);
     problems.extend(link_probs);
     verify_htrees(st, &dirs, &all, &mut problems);
@@ -241,7 +300,255 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     state.dir_parent = parent;
     state.dir_dotdot = dotdot;
     state.lost_found = lf;
-    Ok(problems)
+    problems
+}
+
+/// A directory as a pass-2 unit carries it.
+#[derive(Clone, Copy)]
+struct UnitDir {
+    info: DirInfo,
+    /// Block 0 of an indexed directory (its hash version is read there).
+    root: Option<u64>,
+}
+
+/// Directory blocks checked together, sorted by physical block, with
+/// what pass 1 found about their directories.
+pub(crate) struct Unit2 {
+    blocks: Vec<DirBlock>,
+    /// Sorted by inode.
+    dirs: Vec<UnitDir>,
+}
+
+impl Unit2 {
+    pub fn len(&self) -> usize {
+        self.blocks.len()
+    }
+}
+
+/// Forms pass-2 units while pass 1 merges its units: a directory's
+/// blocks are all found with its inode, so once that unit is merged its
+/// parameters are final. Blocks gather until a unit is full, are sorted
+/// by physical block and cut into units of `UNIT_BLOCKS`. Depends only on
+/// the merge order, so the units are the same for any thread count.
+pub(crate) struct Units2 {
+    limit: u32,
+    csum: Option<u32>,
+    blocks: Vec<DirBlock>,
+    dirs: std::collections::BTreeMap<u32, UnitDir>,
+}
+
+impl Units2 {
+    pub fn new(fs: &Fs) -> Units2 {
+        Units2 {
+            limit: lblk_limit(fs),
+            csum: fs
+                .sb
+                .has_ro_compat(ro_compat::METADATA_CSUM)
+                .then_some(fs.csum_seed),
+            blocks: Vec::new(),
+            dirs: Default::default(),
+        }
+    }
+
+    /// Takes one merged pass-1 unit's directories (inode, generation; in
+    /// inode order) and their blocks; `policy`: a directory's policy id.
+    pub fn add(
+        &mut self,
+        st: &State,
+        dirs: &[(u32, u32)],
+        blocks: &[DirBlock],
+        policy: &dyn Fn(u32) -> Option<u32>,
+        out: &mut dyn FnMut(Unit2),
+    ) {
+        let mut infos: Vec<UnitDir> = dirs
+            .iter()
+            .map(|&(ino, generation)| {
+                let inline = st.has_iflag(ino, iflag::INLINE);
+                UnitDir {
+                    info: DirInfo {
+                        params: DirParams {
+                            ino,
+                            csum_seed: self
+                                .csum
+                                .map_or(0, |seed| inode::inode_csum_seed(seed, ino, generation)),
+                            htree: (st.has_iflag(ino, iflag::HTREE) && !inline)
+                                .then(HtreeParams::default),
+                            policy: policy(ino),
+                            casefold: st.has_iflag(ino, iflag::CASEFOLD),
+                        },
+                        inline,
+                        numblocks: 0,
+                        nlisted: 0,
+                    },
+                    root: None,
+                }
+            })
+            .collect();
+        let find = |infos: &[UnitDir], ino: u32| {
+            infos.binary_search_by_key(&ino, |d| d.info.params.ino).ok()
+        };
+        for b in blocks.iter().filter(|b| b.lblk <= self.limit) {
+            if let Some(i) = find(&infos, b.ino) {
+                let d = &mut infos[i];
+                d.info.numblocks = d.info.numblocks.max(b.lblk.saturating_add(1));
+                d.info.nlisted = d.info.nlisted.saturating_add(1);
+                if b.lblk == 0 && d.info.params.htree.is_some() {
+                    d.root = Some(b.pblk);
+                }
+            }
+        }
+        for d in &mut infos {
+            if let Some(h) = d.info.params.htree.as_mut() {
+                h.numblocks = d.info.numblocks;
+            }
+        }
+        // Only the blocks pass 2 checks (as `check_unit` would skip them).
+        for b in blocks {
+            if let Some(i) = find(&infos, b.ino)
+                && !infos[i].info.inline
+                && b.lblk <= self.limit
+                && st.inode_used.get(b.ino as u64)
+            {
+                self.blocks.push(*b);
+                self.dirs.insert(b.ino, infos[i]);
+            }
+        }
+        if self.blocks.len() >= UNIT_BLOCKS {
+            self.emit(false, out);
+        }
+    }
+
+    /// Emits what is left (pass 1 is merged).
+    pub fn flush(&mut self, out: &mut dyn FnMut(Unit2)) {
+        self.emit(true, out);
+    }
+
+    fn emit(&mut self, all: bool, out: &mut dyn FnMut(Unit2)) {
+        self.blocks.sort_unstable();
+        let full = if all {
+            self.blocks.len()
+        } else {
+            self.blocks.len() / UNIT_BLOCKS * UNIT_BLOCKS
+        };
+        let rest = self.blocks.split_off(full);
+        for chunk in self.blocks.chunks(UNIT_BLOCKS) {
+            let mut inos: Vec<u32> = chunk.iter().map(|b| b.ino).collect();
+            inos.sort_unstable();
+            inos.dedup();
+            out(Unit2 {
+                blocks: chunk.to_vec(),
+                dirs: inos
+                    .iter()
+                    .filter_map(|i| self.dirs.get(i).copied())
+                    .collect(),
+            });
+        }
+        self.blocks = rest;
+        let keep: std::collections::BTreeSet<u32> = self.blocks.iter().map(|b| b.ino).collect();
+        self.dirs.retain(|i, _| keep.contains(i));
+    }
+}
+
+/// What one pass-2 unit found.
+#[derive(Default)]
+pub(crate) struct UnitOut2 {
+    sink: Sink,
+    /// (block, start, end) of each block's problems in `sink.problems`.
+    marks: Vec<(DirBlock, u32, u32)>,
+}
+
+/// Asks the kernel for a unit's blocks (readahead), adjacent blocks in
+/// one hint. (Hints spanning holes of up to 16 blocks made cold runs
+/// 2-3x slower: the kernel then reads the holes.)
+pub(crate) fn prefetch(fs: &Fs, unit: &Unit2) {
+    let bsz = fs.block_size() as u64;
+    let mut hint: Option<(u64, u64)> = None;
+    for db in unit.blocks.iter().filter(|db| fs.geo.block_in_fs(db.pblk)) {
+        hint = match hint {
+            Some((a, b)) if db.pblk == b => Some((a, b + 1)),
+            other => {
+                if let Some((a, b)) = other {
+                    fs.dev.will_need(a * bsz, (b - a) * bsz);
+                }
+                Some((db.pblk, db.pblk + 1))
+            }
+        };
+    }
+    if let Some((a, b)) = hint {
+        fs.dev.will_need(a * bsz, (b - a) * bsz);
+    }
+}
+
+/// Checks one unit. `own_hint`: ask for the unit's blocks up front
+/// (readahead is on). Returns the findings and whether the reads found
+/// their data ready (None: nothing read).
+pub(crate) fn check_unit2<T: Targets>(
+    fs: &Fs,
+    fsp: &FsParams,
+    unit: &Unit2,
+    targets: &T,
+    buf: &mut Vec<u8>,
+    own_hint: bool,
+) -> (UnitOut2, Option<bool>) {
+    let zero_first = fs.sb.has_compat(crate::fs::superblock::compat::DIR_INDEX);
+    let mut dirs: Vec<DirInfo> = unit.dirs.iter().map(|d| d.info).collect();
+    let mut io = ReadClock::default();
+    // The leaves need their root's hash version, read from block 0.
+    for (d, ud) in dirs.iter_mut().zip(&unit.dirs) {
+        if let (Some(h), Some(pblk)) = (d.params.htree.as_mut(), ud.root) {
+            if buf.len() < fsp.bs {
+                buf.resize(fsp.bs, 0);
+            }
+            let b = &mut buf[..fsp.bs];
+            let ok = fs.geo.block_in_fs(pblk) && io.time(|| fs.read_block_into(pblk, b)).is_ok();
+            h.hash_version =
+                ok.then(|| fsp.effective_hash_version(htree::parse_root_info(b).hash_version));
+        }
+    }
+    if own_hint {
+        prefetch(fs, unit);
+    }
+    let mut out = UnitOut2::default();
+    let lookup = |ino: u32| {
+        unit.dirs
+            .binary_search_by_key(&ino, |d| d.info.params.ino)
+            .ok()
+            .map(|i| &dirs[i])
+    };
+    check_unit(
+        fs,
+        fsp,
+        &lookup,
+        &unit.blocks,
+        zero_first,
+        targets,
+        buf,
+        &mut io,
+        &mut out,
+    );
+    (out, io.ready())
+}
+
+/// Times a unit's reads: were they served at cache speed?
+#[derive(Default)]
+struct ReadClock {
+    requests: u64,
+    time: std::time::Duration,
+}
+
+impl ReadClock {
+    fn time<R>(&mut self, f: impl FnOnce() -> R) -> R {
+        let t = std::time::Instant::now();
+        let r = f();
+        self.time += t.elapsed();
+        self.requests += 1;
+        r
+    }
+
+    fn ready(&self) -> Option<bool> {
+        (self.requests > 0)
+            .then(|| (self.time.as_micros() as u64) < crate::io::SLOW_US * self.requests)
+    }
 }
 
 fn dir_index_of(st: &State, ino: u32) -> Option<usize> {
@@ -372,50 +679,6 @@ fn find_holes(fsp: &FsParams, st: &State, dirs: &[DirInfo], limit: u32, out: &mu
     }
 }
 
-/// Reads block 0 of every indexed directory for its hash version, which
-/// the leaves (possibly checked before their root) need.
-fn read_root_hash_versions(
-    fs: &Fs,
-    fsp: &FsParams,
-    st: &State,
-    dirs: &mut [DirInfo],
-    threads: Threads,
-) {
-    let roots: Vec<(usize, u64)> = st
-        .dir_blocks
-        .iter()
-        .filter(|b| b.lblk == 0)
-        .filter_map(|b| {
-            let i = dir_index_of(st, b.ino)?;
-            dirs[i].params.htree.map(|_| (i, b.pblk))
-        })
-        .collect();
-    let units = roots.len().div_ceil(INODE_UNIT);
-    let versions: Vec<Vec<Option<u8>>> = par_map(
-        units,
-        threads,
-        || vec![0u8; fs.block_size()],
-        |buf, u| {
-            roots[u * INODE_UNIT..((u + 1) * INODE_UNIT).min(roots.len())]
-                .iter()
-                .map(|&(_, pblk)| {
-                    if !fs.geo.block_in_fs(pblk) || fs.read_block_into(pblk, buf).is_err() {
-                        return None;
-                    }
-                    let info = htree::parse_root_info(buf);
-                    Some(fsp.effective_hash_version(info.hash_version))
-                })
-                .collect()
-        },
-    );
-    for (&(i, _), v) in roots.iter().zip(versions.into_iter().flatten()) {
-        if let Some(h) = dirs[i].params.htree.as_mut() {
-            h.hash_version = v;
-        }
-    }
-}
-
-/// Reads and checks one unit of directory blocks.
 /// Largest step between blocks read in one request (1: adjacent only).
 const MAX_GAP: u64 = 1;
 /// Largest single read, in blocks: runs are cut at 128 KiB with 4 KiB
@@ -423,45 +686,24 @@ const MAX_GAP: u64 = 1;
 const MAX_SPAN: u64 = 32;
 
 #[allow(clippy::too_many_arguments)]
-fn check_unit<T: Targets>(
+fn check_unit<'d, T: Targets>(
     fs: &Fs,
     fsp: &FsParams,
-    st: &State,
-    dirs: &[DirInfo],
+    dir_of: &dyn Fn(u32) -> Option<&'d DirInfo>,
     blocks: &[DirBlock],
-    limit: u32,
     zero_first: bool,
     targets: &T,
     buf: &mut Vec<u8>,
-    sink: &mut Sink,
+    io: &mut ReadClock,
+    out: &mut UnitOut2,
 ) {
     let bs = fsp.bs;
-    // Ask for the whole unit up front: the kernel reads the scattered
-    // blocks in the background, in disk order, while this loop consumes
-    // them one by one.
-    // Adjacent blocks share one hint. (Hints spanning holes of up to 16
-    // blocks made cold runs 2-3x slower: the kernel then reads the holes.)
     let bsz = bs as u64;
-    let mut hint: Option<(u64, u64)> = None;
-    for db in blocks.iter().filter(|db| fs.geo.block_in_fs(db.pblk)) {
-        hint = match hint {
-            Some((a, b)) if db.pblk == b => Some((a, b + 1)),
-            other => {
-                if let Some((a, b)) = other {
-                    fs.dev.will_need(a * bsz, (b - a) * bsz);
-                }
-                Some((db.pblk, db.pblk + 1))
-            }
-        };
-    }
-    if let Some((a, b)) = hint {
-        fs.dev.will_need(a * bsz, (b - a) * bsz);
-    }
     // Neighbouring blocks on disk are read with one request. (Reading
     // through holes was tried: on directory-heavy images it read 4x the
-    // bytes and tripled warm-cache time; the readahead hints above serve
-    // cold caches better.) Equal blocks (shared by two directories) end a
-    // run so that each copy is checked as read.
+    // bytes and tripled warm-cache time; readahead hints serve cold
+    // caches better.) Equal blocks (shared by two directories) end a run
+    // so that each copy is checked as read.
     let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     while i < blocks.len() {
@@ -506,10 +748,16 @@ fn check_unit<T: Targets>(
                 which.push(r);
             }
         }
-        for (r, res) in which.into_iter().zip(fs.dev.read_many(&mut reqs)) {
+        let n = reqs.len() as u64;
+        let t = std::time::Instant::now();
+        let results = fs.dev.read_many(&mut reqs);
+        io.time += t.elapsed();
+        io.requests += n;
+        for (r, res) in which.into_iter().zip(results) {
             whole[r] = res.is_ok();
         }
     }
+    let sink = &mut out.sink;
     for (r, run) in runs.iter().enumerate() {
         let first = blocks[run.0].pblk;
         let need = span_of(run) * bs;
@@ -517,17 +765,14 @@ fn check_unit<T: Targets>(
             if buf.len() < need {
                 buf.resize(need, 0);
             }
-            whole[r] = in_fs(run) && fs.read_blocks(first, &mut buf[..need]).is_ok();
+            whole[r] = in_fs(run) && io.time(|| fs.read_blocks(first, &mut buf[..need])).is_ok();
         }
         let buf = &mut buf[base[r]..base[r] + need];
         for db in &blocks[run.0..run.1] {
-            let Some(di) = dir_index_of(st, db.ino) else {
+            let Some(d) = dir_of(db.ino) else {
                 continue;
             };
-            let d = &dirs[di];
-            if d.inline || db.lblk > limit || !st.inode_used.get(db.ino as u64) {
-                continue;
-            }
+            let start = sink.problems.len() as u32;
             let k = (db.pblk - first) as usize;
             let b = &mut buf[k * bs..(k + 1) * bs];
             if !whole[r] {
@@ -536,12 +781,13 @@ fn check_unit<T: Targets>(
                 if !fs.geo.block_in_fs(db.pblk) {
                     continue;
                 }
-                if fs.read_block_into(db.pblk, b).is_err() {
+                if io.time(|| fs.read_block_into(db.pblk, b)).is_err() {
                     sink.problems.push(
                         Problem::new(Code::DirBlockUnreadable)
                             .ino(db.ino)
                             .blk(db.pblk),
                     );
+                    out.marks.push((*db, start, sink.problems.len() as u32));
                     continue;
                 }
             }
@@ -551,6 +797,10 @@ fn check_unit<T: Targets>(
                 zero_first,
             };
             dirblock::check_block(fsp, &d.params, pos, b, targets, sink);
+            let end = sink.problems.len() as u32;
+            if end > start {
+                out.marks.push((*db, start, end));
+            }
         }
     }
 }

@@ -183,13 +183,59 @@ fn print_with(rep: &Report, device: &str, args: &Args, repaired: Option<&Repaire
     }
     if args.timing {
         for t in &rep.timings {
+            let work = t
+                .work_seconds
+                .map_or(String::new(), |w| format!(", work {w:.3} s"));
             out.push_str(&format!(
-                "{:>8}: {:8.3} s, {:>12} bytes read, memory {} KiB (peak {} KiB)\n",
+                "{:>8}: {:8.3} s, {:>12} bytes read, memory {} KiB (peak {} KiB){work}\n",
                 t.pass, t.seconds, t.bytes_read, t.rss_kib, t.peak_rss_kib
             ));
         }
+        if let Some(s) = rep.timings.iter().find_map(|t| t.scheduler.as_ref()) {
+            out.push_str(&scheduler_lines(s));
+        }
     }
     print!("{out}");
+}
+
+/// `-t`: what the pass 1/2 pipeline's scheduler did.
+fn scheduler_lines(s: &crate::engine::pipeline::Stats) -> String {
+    let overlap =
+        (s.last_end[0].min(s.last_end[1]) - s.first_start[0].max(s.first_start[1])).max(0.0);
+    let workers: Vec<String> = s
+        .per_worker
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| w[0] + w[1] > 0)
+        .map(|(k, w)| format!("#{k} {}/{}", w[0], w[1]))
+        .collect();
+    format!(
+        "pipeline: {} workers; passes 1 and 2 ran together {:.3} s of {:.3} s (pass 1 merged at {:.3} s)\n\
+         \x20 units run, pass 1/pass 2: {}; taken by the scheduler {}/{} ({} forced by the queue bound)\n\
+         \x20 pass-2 units that waited for pass 1: {} (they ran {} pass-1 units; idle {:.3} s)\n\
+         \x20 learnt cost: {:.2} us per inode, {:.2} us per directory block\n\
+         \x20 pass-2 queue: bound {} blocks (highest {}), most queued {}; readahead window {} blocks (largest {}, {} grows, {} shrinks)\n",
+        s.workers,
+        overlap,
+        s.wall_seconds,
+        s.stage0_merged,
+        workers.join(", "),
+        s.picks[0],
+        s.picks[1],
+        s.forced,
+        s.waited_units,
+        s.helped,
+        s.idle_seconds,
+        s.weights[0] * 1e6,
+        s.weights[1] * 1e6,
+        s.bound,
+        s.bound_max,
+        s.queue_max,
+        s.readahead,
+        s.readahead_max,
+        s.readahead_grows,
+        s.readahead_shrinks,
+    )
 }
 
 /// What follows the fixes in preen output: problems left (with the reason

@@ -6,8 +6,10 @@
 pub mod bitmap;
 pub mod budget;
 pub mod memory;
+pub mod pipeline;
 pub mod pool;
 pub mod progress;
+pub mod readahead;
 
 pub use bitmap::{AtomicBitmap, LinkCounts};
 pub use budget::Budget;

@@ -1,33 +1,128 @@
 //! Progress counters: which pass runs, how many work units it has and how
-//! many are done. `par_map` counts units itself, so passes need no code for
-//! it; a reporter thread (the CLI's) samples the counters.
+//! many are done. `par_map` and the pipeline count units themselves, so
+//! passes need no code for it; a reporter thread (the CLI's) samples the
+//! counters.
+//!
+//! Two passes may overlap (the pipeline): each has its own counters, and
+//! the one shown is the earlier pass until it is finished, then the later
+//! one, so a reader sees pass numbers that only grow, as from e2fsck.
 
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
-static PASS: AtomicU8 = AtomicU8::new(0);
-static DONE: AtomicU64 = AtomicU64::new(0);
-static TOTAL: AtomicU64 = AtomicU64::new(0);
+struct Counters {
+    /// Pass number of each stage (0: none).
+    pass: [AtomicU8; 2],
+    done: [AtomicU64; 2],
+    total: [AtomicU64; 2],
+    /// The stage shown (and counted by `add_total`/`unit_done`).
+    shown: AtomicUsize,
+}
+
+static COUNTERS: Counters = Counters::new();
+
+impl Counters {
+    const fn new() -> Counters {
+        Counters {
+            pass: [AtomicU8::new(0), AtomicU8::new(0)],
+            done: [AtomicU64::new(0), AtomicU64::new(0)],
+            total: [AtomicU64::new(0), AtomicU64::new(0)],
+            shown: AtomicUsize::new(0),
+        }
+    }
+
+    fn reset(&self, first: u8, second: u8) {
+        for i in 0..2 {
+            self.done[i].store(0, Ordering::Relaxed);
+            self.total[i].store(0, Ordering::Relaxed);
+        }
+        self.pass[1].store(second, Ordering::Relaxed);
+        self.shown.store(0, Ordering::Relaxed);
+        self.pass[0].store(first, Ordering::Relaxed);
+    }
+
+    fn shown(&self) -> usize {
+        self.shown.load(Ordering::Relaxed).min(1)
+    }
+
+    fn add_total_at(&self, stage: usize, n: u64) {
+        self.total[stage.min(1)].fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn unit_done_at(&self, stage: usize) {
+        self.done[stage.min(1)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn stage_finished(&self, stage: usize) {
+        if stage == 0 && self.pass[1].load(Ordering::Relaxed) != 0 {
+            self.shown.store(1, Ordering::Relaxed);
+        }
+    }
+
+    fn snapshot(&self) -> (u8, u64, u64) {
+        let i = self.shown();
+        (
+            self.pass[i].load(Ordering::Relaxed),
+            self.done[i].load(Ordering::Relaxed),
+            self.total[i].load(Ordering::Relaxed),
+        )
+    }
+}
 
 /// Starts counting pass `pass` (1–5) from zero.
 pub fn begin_pass(pass: u8) {
-    DONE.store(0, Ordering::Relaxed);
-    TOTAL.store(0, Ordering::Relaxed);
-    PASS.store(pass, Ordering::Relaxed);
+    COUNTERS.reset(pass, 0);
+}
+
+/// Starts counting two overlapping passes: `first` is shown until
+/// `stage_finished(0)`, then `second`.
+pub fn begin_overlap(first: u8, second: u8) {
+    COUNTERS.reset(first, second);
 }
 
 pub(crate) fn add_total(n: u64) {
-    TOTAL.fetch_add(n, Ordering::Relaxed);
+    COUNTERS.add_total_at(COUNTERS.shown(), n);
 }
 
 pub(crate) fn unit_done() {
-    DONE.fetch_add(1, Ordering::Relaxed);
+    COUNTERS.unit_done_at(COUNTERS.shown());
+}
+
+pub(crate) fn add_total_at(stage: usize, n: u64) {
+    COUNTERS.add_total_at(stage, n);
+}
+
+pub(crate) fn unit_done_at(stage: usize) {
+    COUNTERS.unit_done_at(stage);
+}
+
+/// Stage `stage` has no more units: show the next one (if it is a pass).
+pub(crate) fn stage_finished(stage: usize) {
+    COUNTERS.stage_finished(stage);
 }
 
 /// (pass, units done, units known) at this instant.
 pub fn snapshot() -> (u8, u64, u64) {
-    (
-        PASS.load(Ordering::Relaxed),
-        DONE.load(Ordering::Relaxed),
-        TOTAL.load(Ordering::Relaxed),
-    )
+    COUNTERS.snapshot()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlapping_passes_show_in_order() {
+        let c = Counters::new();
+        c.reset(1, 2);
+        c.add_total_at(0, 10);
+        c.add_total_at(1, 4);
+        c.unit_done_at(1);
+        c.unit_done_at(0);
+        assert_eq!(c.snapshot(), (1, 1, 10));
+        c.stage_finished(0);
+        assert_eq!(c.snapshot(), (2, 1, 4));
+        c.reset(3, 0);
+        assert_eq!(c.snapshot(), (3, 0, 0));
+        c.stage_finished(0);
+        assert_eq!(c.snapshot(), (3, 0, 0));
+    }
 }

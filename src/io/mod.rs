@@ -21,7 +21,7 @@ pub const IO_DEPTH: usize = 16;
 /// A device whose requests take longer than this on average (µs) is
 /// "slow": worth keeping many requests in flight. Page-cache hits take
 /// 1–40 µs, a disk or a delayed device hundreds to thousands.
-const SLOW_US: u64 = 150;
+pub const SLOW_US: u64 = 150;
 
 /// Where the bytes come from: a file or block device, or memory (fuzzing
 /// and tests).
@@ -53,6 +53,22 @@ pub struct Device {
 
 /// Requests whose times decide `is_slow`.
 const LAT_SAMPLES: usize = 4;
+
+thread_local! {
+    /// Bytes this thread read (with `read_many`'s helper threads), so
+    /// overlapping passes can each count their own.
+    static THREAD_BYTES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Bytes the calling thread has read so far (any device).
+pub fn thread_bytes() -> u64 {
+    THREAD_BYTES.with(|b| b.get())
+}
+
+/// Sets the calling thread's count (to take nested work out of it).
+pub fn set_thread_bytes(v: u64) {
+    THREAD_BYTES.with(|b| b.set(v));
+}
 
 impl Device {
     pub fn open_read_only(path: &Path) -> Result<Device> {
@@ -185,6 +201,7 @@ impl Device {
         }
         self.bytes_read
             .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        THREAD_BYTES.with(|b| b.set(b.get() + buf.len() as u64));
         Ok(())
     }
 }
@@ -240,14 +257,23 @@ impl Device {
                 });
             }
         });
-        results
+        let results: Vec<Result<()>> = results
             .into_iter()
             .map(|m| {
                 m.into_inner()
                     .unwrap_or_else(|e| e.into_inner())
                     .unwrap_or(Ok(()))
             })
-            .collect()
+            .collect();
+        // The helper threads' bytes are the caller's.
+        let got: u64 = reqs
+            .iter()
+            .zip(&results)
+            .filter(|(_, r)| r.is_ok())
+            .map(|((_, b), _)| b.len() as u64)
+            .sum();
+        THREAD_BYTES.with(|b| b.set(b.get() + got));
+        results
     }
 }
 

@@ -1,0 +1,167 @@
+//! Passes 1 and 2 pipelined (issue 4): pass 2 checks directory blocks
+//! while pass 1 still scans inodes, on one pool of workers
+//! (`engine::pipeline`).
+//!
+//! Stage 0 is pass 1's scan, its units merged in inode order; merging a
+//! unit forms pass-2 units from the directories it found (`Units2`: a
+//! directory's blocks, flags, checksum seed and policy are all known once
+//! its own inode is merged). Stage 1 checks them. An entry's verdict needs
+//! its target inode's pass-1 state, written only while the target's unit
+//! is scanned: an inode is final once its unit is merged, the watermark
+//! `final_below`. An entry naming an inode above it waits (`Gated`), the
+//! worker scanning pass-1 units meanwhile, then is checked exactly — no
+//! verdict is taken early and nothing is checked twice.
+//!
+//! What needs all of pass 1 stays after it, the certification step: pass
+//! 1's own end (xattr blocks, i_blocks that wait for them, quota, the
+//! resize inode), pass 1B, and pass 2's holes, inline directories,
+//! parents and second links, htree structure and large_file
+//! (`pass2::finish`), which also puts the block problems back in e2fsck's
+//! block order.
+
+use super::fsview::Fs;
+use super::pass1;
+use super::pass2::{self, Gated, StateTargets, Unit2, UnitOut2, Units2};
+use super::problem::Problem;
+use super::state::State;
+use crate::engine::pipeline::{self as pipe, Emit, Help};
+use crate::engine::{Budget, CANCEL};
+use crate::error::{Error, Result};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
+use std::time::Instant;
+
+/// pFSCK's prior: a directory block costs about twice an inode.
+const PRIOR: [f64; 2] = [1.0, 2.0];
+/// Pass-2 queue bound (directory blocks): the least per worker, the most.
+const BOUND_PER_WORKER: u64 = 64;
+const BOUND_MAX: u64 = 32_768;
+/// Readahead window (directory blocks): closed until a cold cache shows.
+const READAHEAD_MAX: u64 = 2048;
+
+/// Passes 1 and 2 as far as the pipeline takes them.
+pub(crate) struct Piped {
+    /// Pass 1's problems, its end included.
+    pub pass1: Vec<Problem>,
+    /// Pass 2's units, in the order they were formed.
+    pub outs2: Vec<UnitOut2>,
+    pub stats: pipe::Stats,
+    /// Per pass: wall seconds it ran, seconds of work, bytes it read.
+    pub pass1_time: (f64, f64, u64),
+    pub pass2_time: (f64, f64, u64),
+}
+
+/// Runs pass 1 with pass 2's directory blocks behind it, then pass 1's
+/// end. `auto`: the pool is re-sized from the idle CPUs while it runs.
+pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -> Result<Piped> {
+    let threads = budget.threads();
+    let most = if auto {
+        budget.allowed().max(threads.0)
+    } else {
+        threads.0
+    };
+    let policies = RwLock::new(Vec::new());
+    let bytes = [AtomicU64::new(0), AtomicU64::new(0)];
+    let mut merged = pass1::Merged::new(fs);
+    let (outs2, stats) = {
+        let shared = Mutex::new(&mut *budget);
+        let resize = || shared.lock().unwrap_or_else(|e| e.into_inner()).threads().0;
+        let st: &State = state;
+        let scan = pass1::Scan::new(fs, st);
+        let n0 = scan.len();
+        let final_below = AtomicU32::new(0);
+        let mut units2 = Units2::new(fs);
+        let fsp = pass2::fs_params(fs);
+        let targets = StateTargets::new(fs, st, Some(&policies));
+        let cfg = pipe::Config {
+            threads: most,
+            // A slow device: more workers than CPUs keep more reads in
+            // flight (as pass 1 alone did).
+            extra: (crate::io::IO_DEPTH / 2).saturating_sub(threads.0),
+            io_bound: &|| fs.dev.is_slow(),
+            resize: if auto { Some(&resize) } else { None },
+            prior: PRIOR,
+            bound: (BOUND_PER_WORKER * threads.0 as u64, BOUND_MAX),
+            readahead: (0, 0, READAHEAD_MAX),
+            cancel: &CANCEL,
+        };
+        let mut merge = |u: usize, o: pass1::UnitOut, emit: &mut Emit<Unit2>| {
+            let (dirs, blocks) = merged.absorb(o, &policies);
+            let mut out = |unit: Unit2| {
+                let n = unit.len() as u64;
+                emit.push(unit, n);
+            };
+            units2.add(st, dirs, blocks, &|ino| targets.policy_of(ino), &mut out);
+            if u + 1 == n0 {
+                units2.flush(&mut out);
+            }
+            final_below.store(scan.final_below(u), Ordering::Release);
+        };
+        pipe::run(
+            &cfg,
+            n0,
+            &|u| scan.items(u),
+            &|| scan.worker(),
+            &|w, u| {
+                // Reads of a pass-1 unit run while a pass-2 unit waits
+                // count for pass 1 only.
+                let before = crate::io::thread_bytes();
+                let r = scan.scan(w, u);
+                let read = crate::io::thread_bytes() - before;
+                crate::io::set_thread_bytes(before);
+                bytes[0].fetch_add(read, Ordering::Relaxed);
+                r
+            },
+            &mut merge,
+            &|unit| pass2::prefetch(fs, unit),
+            &Vec::new,
+            &|buf: &mut Vec<u8>, unit: &Unit2, help: &mut Help| {
+                let before = crate::io::thread_bytes();
+                let own_hint = help.readahead();
+                let help = RefCell::new(help);
+                let gate = |ino: u32| {
+                    if ino >= final_below.load(Ordering::Acquire) {
+                        help.borrow_mut()
+                            .until(&|| ino < final_below.load(Ordering::Acquire));
+                    }
+                };
+                let gated = Gated {
+                    base: &targets,
+                    gate,
+                };
+                let (out, ready) = pass2::check_unit2(fs, &fsp, unit, &gated, buf, own_hint);
+                if let Some(r) = ready {
+                    help.borrow_mut().reads_ready(r);
+                }
+                let read = crate::io::thread_bytes() - before;
+                bytes[1].fetch_add(read, Ordering::Relaxed);
+                out
+            },
+        )
+    };
+    if crate::engine::cancelled() {
+        return Err(Error::Interrupted);
+    }
+    let t = Instant::now();
+    let b = fs.dev.bytes_read();
+    let enc = policies.into_inner().unwrap_or_else(|e| e.into_inner());
+    let pass1 = pass1::finish(fs, state, merged, enc, budget.threads());
+    let end = t.elapsed().as_secs_f64();
+    let end_bytes = fs.dev.bytes_read() - b;
+    Ok(Piped {
+        pass1,
+        outs2,
+        pass1_time: (
+            stats.stage0_merged + end,
+            stats.work_seconds[0] + end,
+            bytes[0].load(Ordering::Relaxed) + end_bytes,
+        ),
+        pass2_time: (
+            (stats.last_end[1] - stats.first_start[1]).max(0.0),
+            stats.work_seconds[1],
+            bytes[1].load(Ordering::Relaxed),
+        ),
+        stats,
+    })
+}
