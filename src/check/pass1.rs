@@ -236,6 +236,8 @@ impl<'a> Ctx<'a> {
 pub(crate) struct Scan<'a> {
     ctx: Ctx<'a>,
     units: Vec<Unit>,
+    /// First inode of each unit.
+    firsts: Vec<u32>,
 }
 
 impl<'a> Scan<'a> {
@@ -244,10 +246,9 @@ impl<'a> Scan<'a> {
         mark_metadata(fs, state);
         let mut ctx = Ctx::new(fs, state);
         ctx.bad_itable = super::pass2::bad_itable_blocks(fs);
-        Scan {
-            ctx,
-            units: make_units(fs),
-        }
+        let units = make_units(fs);
+        let firsts = units.iter().map(|&u| unit_first_ino(fs, u)).collect();
+        Scan { ctx, units, firsts }
     }
 
     pub fn len(&self) -> usize {
@@ -264,9 +265,13 @@ impl<'a> Scan<'a> {
     /// inode's state is written only while its own unit is scanned
     /// (inodes past a group's scanned part are never written).
     pub fn final_below(&self, u: usize) -> u32 {
-        self.units
-            .get(u + 1)
-            .map_or(u32::MAX, |&n| unit_first_ino(self.ctx.fs, n))
+        self.firsts.get(u + 1).copied().unwrap_or(u32::MAX)
+    }
+
+    /// How many units must be merged for inode `ino` to be final (the
+    /// inverse of `final_below`).
+    pub fn units_needed(&self, ino: u32) -> usize {
+        self.firsts.partition_point(|&f| f <= ino)
     }
 
     pub fn worker(&self) -> Worker {

@@ -323,6 +323,42 @@ impl Unit2 {
     pub fn len(&self) -> usize {
         self.blocks.len()
     }
+
+    /// A unit of some of this unit's blocks (sorted), with their
+    /// directories.
+    pub fn subset(&self, blocks: Vec<DirBlock>) -> Unit2 {
+        let dirs = self
+            .dirs
+            .iter()
+            .filter(|d| blocks.iter().any(|b| b.ino == d.info.params.ino))
+            .copied()
+            .collect();
+        Unit2 { blocks, dirs }
+    }
+}
+
+/// The highest inode number a directory block's entries name (within the
+/// file system): what must be final before the block is checked. u32::MAX
+/// when the records do not chain cleanly (the check may then read the
+/// block otherwise; let it wait for all of pass 1).
+pub(crate) fn max_target(fsp: &FsParams, b: &[u8]) -> u32 {
+    let mut off = 0usize;
+    let mut max = 0u32;
+    while off < b.len() {
+        if off + 8 > b.len() {
+            return u32::MAX;
+        }
+        let ino = le32(b, off);
+        let rec_len = crate::fs::dir_entry::decode_rec_len(le16(b, off + 4), b.len());
+        if rec_len < 8 || off + rec_len > b.len() {
+            return u32::MAX;
+        }
+        if ino <= fsp.inodes_count {
+            max = max.max(ino);
+        }
+        off += rec_len;
+    }
+    max
 }
 
 /// Forms pass-2 units while pass 1 merges its units: a directory's
@@ -479,14 +515,16 @@ pub(crate) fn prefetch(fs: &Fs, unit: &Unit2) {
     }
 }
 
-/// Checks one unit. `own_hint`: ask for the unit's blocks up front
-/// (readahead is on). Returns the findings and whether the reads found
+/// Checks one unit. `plan(block, bytes)` is asked before each block is
+/// checked: false leaves it out (the caller parks it). `own_hint`: ask
+/// for the unit's blocks up front (readahead is on). Returns the findings and whether the reads found
 /// their data ready (None: nothing read).
 pub(crate) fn check_unit2<T: Targets>(
     fs: &Fs,
     fsp: &FsParams,
     unit: &Unit2,
     targets: &T,
+    plan: &mut dyn FnMut(&DirBlock, &[u8]) -> bool,
     buf: &mut Vec<u8>,
     own_hint: bool,
 ) -> (UnitOut2, Option<bool>) {
@@ -522,6 +560,7 @@ pub(crate) fn check_unit2<T: Targets>(
         &unit.blocks,
         zero_first,
         targets,
+        plan,
         buf,
         &mut io,
         &mut out,
@@ -693,6 +732,7 @@ fn check_unit<'d, T: Targets>(
     blocks: &[DirBlock],
     zero_first: bool,
     targets: &T,
+    plan: &mut dyn FnMut(&DirBlock, &[u8]) -> bool,
     buf: &mut Vec<u8>,
     io: &mut ReadClock,
     out: &mut UnitOut2,
@@ -790,6 +830,10 @@ fn check_unit<'d, T: Targets>(
                     out.marks.push((*db, start, sink.problems.len() as u32));
                     continue;
                 }
+            }
+            if !plan(db, b) {
+                // Parked: checked later, as a unit of its own.
+                continue;
             }
             let pos = BlockPos {
                 lblk: db.lblk,

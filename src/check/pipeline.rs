@@ -23,7 +23,7 @@ use super::fsview::Fs;
 use super::pass1;
 use super::pass2::{self, Gated, StateTargets, Unit2, UnitOut2, Units2};
 use super::problem::Problem;
-use super::state::State;
+use super::state::{DirBlock, State};
 use crate::engine::pipeline::{self as pipe, Emit, Help};
 use crate::engine::{Budget, CANCEL};
 use crate::error::{Error, Result};
@@ -85,6 +85,9 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
             bound: (BOUND_PER_WORKER * threads.0 as u64, BOUND_MAX),
             readahead: (0, 0, READAHEAD_MAX),
             cancel: &CANCEL,
+            // PFSCK_NO_OVERLAP=1: pass 2 after pass 1, as before the
+            // pipeline (tests compare the two; benchmarks measure it).
+            overlap: std::env::var_os("PFSCK_NO_OVERLAP").is_none_or(|v| v != "1"),
         };
         let mut merge = |u: usize, o: pass1::UnitOut, emit: &mut Emit<Unit2>| {
             let (dirs, blocks) = merged.absorb(o, &policies);
@@ -116,10 +119,27 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
             &mut merge,
             &|unit| pass2::prefetch(fs, unit),
             &Vec::new,
-            &|buf: &mut Vec<u8>, unit: &Unit2, help: &mut Help| {
+            &|buf: &mut Vec<u8>, unit: &Unit2, help: &mut Help<Unit2>| {
                 let before = crate::io::thread_bytes();
                 let own_hint = help.readahead();
                 let help = RefCell::new(help);
+                // A block whose entries name inodes pass 1 will reach soon
+                // is checked now (entries wait, the worker scanning
+                // meanwhile); one that needs much more of pass 1 is parked
+                // until then, rather than holding the worker.
+                let mut parked: Vec<(usize, DirBlock)> = Vec::new();
+                let mut plan = |db: &DirBlock, b: &[u8]| {
+                    let top = pass2::max_target(&fsp, b);
+                    if top < final_below.load(Ordering::Acquire) {
+                        return true;
+                    }
+                    let need = scan.units_needed(top);
+                    if help.borrow().near(need) {
+                        return true;
+                    }
+                    parked.push((need, *db));
+                    false
+                };
                 let gate = |ino: u32| {
                     if ino >= final_below.load(Ordering::Acquire) {
                         help.borrow_mut()
@@ -130,9 +150,18 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
                     base: &targets,
                     gate,
                 };
-                let (out, ready) = pass2::check_unit2(fs, &fsp, unit, &gated, buf, own_hint);
+                let (out, ready) =
+                    pass2::check_unit2(fs, &fsp, unit, &gated, &mut plan, buf, own_hint);
+                let help = help.into_inner();
                 if let Some(r) = ready {
-                    help.borrow_mut().reads_ready(r);
+                    help.reads_ready(r);
+                }
+                // One parked unit per point of pass 1 its blocks need.
+                parked.sort_unstable();
+                for group in parked.chunk_by(|a, b| a.0 == b.0) {
+                    let blocks: Vec<DirBlock> = group.iter().map(|&(_, b)| b).collect();
+                    let n = blocks.len() as u64;
+                    help.defer(unit.subset(blocks), n, group[0].0);
                 }
                 let read = crate::io::thread_bytes() - before;
                 bytes[1].fetch_add(read, Ordering::Relaxed);

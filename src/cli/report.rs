@@ -212,7 +212,7 @@ fn scheduler_lines(s: &crate::engine::pipeline::Stats) -> String {
     format!(
         "pipeline: {} workers; passes 1 and 2 ran together {:.3} s of {:.3} s (pass 1 merged at {:.3} s)\n\
          \x20 units run, pass 1/pass 2: {}; taken by the scheduler {}/{} ({} forced by the queue bound)\n\
-         \x20 pass-2 units that waited for pass 1: {} (they ran {} pass-1 units; idle {:.3} s)\n\
+         \x20 pass-2 blocks parked until pass 1 reached their entries: {} in {} units; units that waited: {} (they ran {} pass-1 units; idle {:.3} s)\n\
          \x20 learnt cost: {:.2} us per inode, {:.2} us per directory block\n\
          \x20 pass-2 queue: bound {} blocks (highest {}), most queued {}; readahead window {} blocks (largest {}, {} grows, {} shrinks)\n",
         s.workers,
@@ -223,6 +223,8 @@ fn scheduler_lines(s: &crate::engine::pipeline::Stats) -> String {
         s.picks[0],
         s.picks[1],
         s.forced,
+        s.deferred_items,
+        s.deferred_units,
         s.waited_units,
         s.helped,
         s.idle_seconds,

@@ -67,6 +67,9 @@ pub struct Config<'a> {
     pub readahead: (u64, u64, u64),
     /// Set to stop handing out units (`pool::CANCEL` in a check).
     pub cancel: &'a AtomicBool,
+    /// False: stage 1 starts only once stage 0 is wholly merged (the
+    /// passes one after the other, for comparison).
+    pub overlap: bool,
 }
 
 /// What the run did, for `-t`.
@@ -84,6 +87,9 @@ pub struct Stats {
     pub forced: u64,
     /// Stage-0 units run by workers whose stage-1 unit waited for them.
     pub helped: u64,
+    /// Units parked until stage 0 got far enough, and their items.
+    pub deferred_units: u64,
+    pub deferred_items: u64,
     /// Stage-1 units that had to wait for stage 0, and the time workers
     /// sat idle waiting for a merge.
     pub waited_units: u64,
@@ -123,17 +129,37 @@ impl<U> Emit<U> {
     }
 }
 
-/// Given to a stage-1 unit: waits for stage 0 while helping it.
-pub struct Help<'a> {
-    inner: &'a mut dyn HelpInner,
+/// Given to a stage-1 unit: waits for stage 0 while helping it, or parks
+/// work until stage 0 has got far enough.
+pub struct Help<'a, U> {
+    inner: &'a mut dyn HelpInner<U>,
 }
 
-impl Help<'_> {
+impl<U> Help<'_, U> {
     /// Returns once `cond()` holds (or the run is cancelled), running
     /// stage-0 units meanwhile. `cond` must become true once enough of
     /// stage 0 is merged, and must be cheap: it is asked after every merge.
     pub fn until(&mut self, cond: &dyn Fn() -> bool) {
         self.inner.until(cond)
+    }
+
+    /// Stage-0 units merged so far (units 0..merged()).
+    pub fn merged(&self) -> usize {
+        self.inner.merged()
+    }
+
+    /// Would waiting for `need` stage-0 units to be merged be short: are
+    /// they all handed out already, or next in line for the workers?
+    pub fn near(&self, need: usize) -> bool {
+        self.inner.near(need)
+    }
+
+    /// Queues `unit` (of `items` items) to run once `need` stage-0 units
+    /// are merged (at the front of the queue then): for work that would
+    /// otherwise hold a worker waiting for much of stage 0. Its result
+    /// comes after those of the units emitted before this call.
+    pub fn defer(&mut self, unit: U, items: u64, need: usize) {
+        self.inner.defer(unit, items, need)
     }
 
     /// Whether the unit's reads found their data ready (cache speed); the
@@ -150,10 +176,13 @@ impl Help<'_> {
     }
 }
 
-trait HelpInner {
+trait HelpInner<U> {
     fn until(&mut self, cond: &dyn Fn() -> bool);
     fn ready(&mut self, ready: bool);
     fn readahead(&self) -> bool;
+    fn merged(&self) -> usize;
+    fn near(&self, need: usize) -> bool;
+    fn defer(&mut self, unit: U, items: u64, need: usize);
 }
 
 struct Queued<U> {
@@ -182,6 +211,8 @@ struct Sched<U> {
     pending0: u64,
     queue: VecDeque<Queued<U>>,
     pending1: u64,
+    /// Parked units by (stage-0 units they need merged, id).
+    deferred: BTreeMap<(usize, usize), Queued<U>>,
     emitted: usize,
     running: [usize; 2],
     /// Extra workers currently taking units.
@@ -268,6 +299,23 @@ impl<U> Sched<U> {
         }
     }
 
+    /// Parked units whose stage-0 units are all merged go to the front
+    /// of the queue (they are the oldest work), in the order parked.
+    fn release_deferred(&mut self, merged: usize) {
+        let mut ready = Vec::new();
+        while let Some(e) = self.deferred.first_entry() {
+            if e.key().0 > merged {
+                break;
+            }
+            ready.push(e.remove());
+        }
+        ready.sort_by_key(|q| q.id);
+        for q in ready.into_iter().rev() {
+            self.pending1 += q.items;
+            self.queue.push_front(q);
+        }
+    }
+
     fn learn(&mut self, i: usize, seconds: f64, items: u64) {
         if items == 0 {
             return;
@@ -296,7 +344,7 @@ pub fn run<S0, R0, U1, S1, R1>(
     merge0: &mut (dyn FnMut(usize, R0, &mut Emit<U1>) + Send),
     prefetch: &(dyn Fn(&U1) + Sync),
     init1: &(dyn Fn() -> S1 + Sync),
-    work1: &(dyn Fn(&mut S1, &U1, &mut Help) -> R1 + Sync),
+    work1: &(dyn Fn(&mut S1, &U1, &mut Help<U1>) -> R1 + Sync),
 ) -> (Vec<R1>, Stats)
 where
     R0: Send,
@@ -326,6 +374,7 @@ where
             pending0,
             queue: VecDeque::new(),
             pending1: 0,
+            deferred: BTreeMap::new(),
             emitted: 0,
             running: [0; 2],
             extra_alive: 0,
@@ -404,7 +453,7 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
         k: usize,
         prefetch: &(dyn Fn(&U1) + Sync),
         init1: &(dyn Fn() -> S1 + Sync),
-        work1: &(dyn Fn(&mut S1, &U1, &mut Help) -> R1 + Sync),
+        work1: &(dyn Fn(&mut S1, &U1, &mut Help<U1>) -> R1 + Sync),
         results: &Mutex<Vec<Option<R1>>>,
     ) {
         let mut s0: Option<S0> = None;
@@ -493,7 +542,8 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
                 s.limit_at = Instant::now();
                 s.limit = resize().clamp(1, threads);
             }
-            let done = s.merged_all && s.queue.is_empty() && s.next0 >= self.n0;
+            let done =
+                s.merged_all && s.queue.is_empty() && s.deferred.is_empty() && s.next0 >= self.n0;
             if done || (k >= threads && !(cfg.io_bound)()) {
                 // Finished, or an extra I/O worker on a device no longer
                 // slow.
@@ -518,7 +568,10 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
                     .0;
                 continue;
             }
-            let avail = [s.next0 < self.n0, !s.queue.is_empty()];
+            let avail = [
+                s.next0 < self.n0,
+                !s.queue.is_empty() && (cfg.overlap || s.merged_all),
+            ];
             let cost = [
                 s.pending0 as f64 * s.weight(0, cfg.prior),
                 s.pending1 as f64 * s.weight(1, cfg.prior),
@@ -617,6 +670,7 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
             s.stats.last_end[0] = self.since_start();
             if o.next > self.merged0.load(Ordering::Relaxed) {
                 self.merged0.store(o.next, Ordering::Release);
+                s.release_deferred(o.next);
                 if o.next >= self.n0 && !s.merged_all {
                     s.merged_all = true;
                     s.stats.stage0_merged = self.since_start();
@@ -640,7 +694,7 @@ struct Helper<'p, 'a, 'm, S0, R0, U1> {
     readahead: bool,
 }
 
-impl<S0, R0: Send, U1: Send + Sync> HelpInner for Helper<'_, '_, '_, S0, R0, U1> {
+impl<S0, R0: Send, U1: Send + Sync> HelpInner<U1> for Helper<'_, '_, '_, S0, R0, U1> {
     fn until(&mut self, cond: &dyn Fn() -> bool) {
         let p = self.pipe;
         loop {
@@ -691,18 +745,55 @@ impl<S0, R0: Send, U1: Send + Sync> HelpInner for Helper<'_, '_, '_, S0, R0, U1>
     fn readahead(&self) -> bool {
         self.readahead
     }
+
+    fn merged(&self) -> usize {
+        self.pipe.merged0.load(Ordering::Acquire)
+    }
+
+    fn near(&self, need: usize) -> bool {
+        let p = self.pipe;
+        let s = lock(&p.sched);
+        need <= s.next0.saturating_add(s.limit.max(1))
+    }
+
+    fn defer(&mut self, unit: U1, items: u64, need: usize) {
+        let p = self.pipe;
+        let need = need.min(p.n0);
+        {
+            let mut s = lock(&p.sched);
+            let id = s.emitted;
+            s.emitted += 1;
+            s.stats.deferred_units += 1;
+            s.stats.deferred_items += items;
+            let q = Queued {
+                id,
+                unit: Arc::new(unit),
+                items,
+                hinted: false,
+            };
+            // `merged0` moves under this lock: no merge slips between.
+            if need <= p.merged0.load(Ordering::Acquire) {
+                s.pending1 += items;
+                s.queue.push_back(q);
+            } else {
+                s.deferred.insert((need, id), q);
+            }
+        }
+        progress::add_total_at(1, 1);
+        p.wake.notify_all();
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicU64;
 
     static NEVER: AtomicBool = AtomicBool::new(false);
 
     fn cfg(threads: usize) -> Config<'static> {
         Config {
             cancel: &NEVER,
+            overlap: true,
             threads,
             extra: 0,
             io_bound: &|| false,
@@ -794,6 +885,68 @@ mod tests {
     }
 
     #[test]
+    fn without_overlap_stage_1_waits_for_all_of_stage_0() {
+        let merged = AtomicUsize::new(0);
+        let (r, st) = run(
+            &Config {
+                overlap: false,
+                ..cfg(2)
+            },
+            30,
+            &|_| 1,
+            &|| (),
+            &|_, u| u,
+            &mut |u, _, e: &mut Emit<usize>| {
+                merged.store(u + 1, Ordering::Release);
+                e.push(u, 1);
+            },
+            &|_| {},
+            &|| (),
+            &|_, &u, _| (u, merged.load(Ordering::Acquire)),
+        );
+        assert_eq!(r, (0..30).map(|u| (u, 30)).collect::<Vec<_>>());
+        assert!(st.first_start[1] >= st.stage0_merged);
+    }
+
+    #[test]
+    fn deferred_units_run_once_stage_0_is_far_enough() {
+        // Each stage-1 unit needs stage-0 unit `need`; units needing far
+        // ahead are parked instead of waiting, and run exactly once, after
+        // what they need is merged.
+        for t in [1, 2, 4] {
+            let certified = AtomicUsize::new(0);
+            let (r, st) = run(
+                &cfg(t),
+                60,
+                &|_| 1,
+                &|| (),
+                &|_, u| u,
+                &mut |u, _, e: &mut Emit<(usize, bool)>| {
+                    certified.store(u + 1, Ordering::Release);
+                    e.push((if u % 10 == 0 { 59 } else { u }, false), 1);
+                },
+                &|_| {},
+                &|| (),
+                &|_, &(need, parked), h| {
+                    if !parked && certified.load(Ordering::Acquire) <= need && !h.near(need + 1) {
+                        h.defer((need, true), 1, need + 1);
+                        return None;
+                    }
+                    h.until(&|| certified.load(Ordering::Acquire) > need);
+                    assert!(h.merged() > need);
+                    Some(need)
+                },
+            );
+            let mut done: Vec<usize> = r.into_iter().flatten().collect();
+            done.sort_unstable();
+            let mut want: Vec<usize> = (0..60).map(|u| if u % 10 == 0 { 59 } else { u }).collect();
+            want.sort_unstable();
+            assert_eq!(done, want, "threads {t}");
+            assert_eq!(st.units[1], 60 + st.deferred_units);
+        }
+    }
+
+    #[test]
     fn shares_follow_pending_work() {
         // Equal costs: the stage with more pending work gets the worker.
         assert_eq!(choose([true, true], [10.0, 1.0], [0, 0], 2, false), Some(0));
@@ -871,17 +1024,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn readahead_prefetches_queued_units_once() {
+    /// 200 stage-1 units behind a fast stage 0, on one worker; `cold`:
+    /// a unit's data is ready only if it was prefetched, else always.
+    /// Returns the units prefetched (in order) and the stats.
+    fn readahead_run(cold: bool) -> (Vec<usize>, Stats) {
         let hinted = Mutex::new(Vec::new());
-        let runs = AtomicU64::new(0);
         let (r, st) = run(
             &Config {
-                readahead: (8, 0, 64),
-                bound: (1000, 1000),
+                readahead: (0, 0, 64),
+                bound: (1 << 20, 1 << 20),
+                overlap: false,
                 ..cfg(1)
             },
-            10,
+            200,
             &|_| 1,
             &|| (),
             &|_, u| u,
@@ -889,19 +1044,29 @@ mod tests {
             &|&u| lock(&hinted).push(u),
             &|| (),
             &|_, &u, h| {
-                runs.fetch_add(1, Ordering::Relaxed);
-                // Every unit finds its data ready.
-                h.reads_ready(true);
+                let ready = !cold || lock(&hinted).contains(&u);
+                h.reads_ready(ready);
                 u
             },
         );
-        assert_eq!(r, (0..10).collect::<Vec<_>>());
-        let mut got = hinted.into_inner().unwrap();
-        let n = got.len();
-        got.sort_unstable();
-        got.dedup();
-        assert_eq!(got.len(), n, "a unit was prefetched twice");
-        assert!(st.readahead_grows > 0 || n == 0);
+        assert_eq!(r, (0..200).collect::<Vec<_>>());
+        (hinted.into_inner().unwrap(), st)
+    }
+
+    #[test]
+    fn readahead_opens_on_a_cold_cache_and_closes_on_a_warm_one() {
+        let (cold, st) = readahead_run(true);
+        let mut once = cold.clone();
+        once.sort_unstable();
+        once.dedup();
+        assert_eq!(once.len(), cold.len(), "a unit was prefetched twice");
+        // Probes stay unhinted; nearly every other unit is fetched ahead.
+        assert!(cold.len() > 150, "{} prefetched", cold.len());
+        assert!(cold.iter().all(|&u| !Readahead::is_probe(u)));
+        assert!(st.readahead_max > 2 && st.readahead_grows > 0);
+        let (warm, st) = readahead_run(false);
+        assert!(warm.len() < 10, "{} prefetched on a warm cache", warm.len());
+        assert_eq!(st.readahead, 0);
     }
 
     #[test]
