@@ -200,6 +200,14 @@ pub struct Sink {
     seen: Vec<(u64, u32, u8)>,
 }
 
+impl Sink {
+    /// Frees the per-block scratch space (a sink kept to the end of pass
+    /// 2 needs none).
+    pub fn release_scratch(&mut self) {
+        self.seen = Vec::new();
+    }
+}
+
 /// Where a block sits, for messages and ordering.
 #[derive(Clone, Copy, Debug)]
 pub struct BlockPos {

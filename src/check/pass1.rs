@@ -283,11 +283,16 @@ impl<'a> Scan<'a> {
         }
     }
 
-    pub fn scan(&self, w: &mut Worker, u: usize) -> UnitOut {
+    /// Scans unit `u`, reading the inode table into `table` (any
+    /// buffer: it is resized).
+    pub fn scan(&self, w: &mut Worker, table: &mut Vec<u8>, u: usize) -> UnitOut {
         if crate::engine::cancelled() {
             return UnitOut::default();
         }
-        scan_unit(&self.ctx, w, self.units[u])
+        std::mem::swap(&mut w.table, table);
+        let out = scan_unit(&self.ctx, w, self.units[u]);
+        std::mem::swap(&mut w.table, table);
+        out
     }
 }
 

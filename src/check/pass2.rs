@@ -304,11 +304,13 @@ pub(crate) fn finish(
 }
 
 /// A directory as a pass-2 unit carries it.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct UnitDir {
     info: DirInfo,
-    /// Block 0 of an indexed directory (its hash version is read there).
-    root: Option<u64>,
+    /// Block 0 of an indexed directory, and its hash version once one of
+    /// the directory's units has read it (a large directory spans many
+    /// units: the root is read once).
+    root: Option<(u64, std::sync::Arc<std::sync::OnceLock<Option<u8>>>)>,
 }
 
 /// Directory blocks checked together, sorted by physical block, with
@@ -331,7 +333,7 @@ impl Unit2 {
             .dirs
             .iter()
             .filter(|d| blocks.iter().any(|b| b.ino == d.info.params.ino))
-            .copied()
+            .cloned()
             .collect();
         Unit2 { blocks, dirs }
     }
@@ -429,7 +431,7 @@ impl Units2 {
                 d.info.numblocks = d.info.numblocks.max(b.lblk.saturating_add(1));
                 d.info.nlisted = d.info.nlisted.saturating_add(1);
                 if b.lblk == 0 && d.info.params.htree.is_some() {
-                    d.root = Some(b.pblk);
+                    d.root = Some((b.pblk, Default::default()));
                 }
             }
         }
@@ -446,7 +448,7 @@ impl Units2 {
                 && st.inode_used.get(b.ino as u64)
             {
                 self.blocks.push(*b);
-                self.dirs.insert(b.ino, infos[i]);
+                self.dirs.entry(b.ino).or_insert_with(|| infos[i].clone());
             }
         }
         if self.blocks.len() >= UNIT_BLOCKS {
@@ -475,7 +477,7 @@ impl Units2 {
                 blocks: chunk.to_vec(),
                 dirs: inos
                     .iter()
-                    .filter_map(|i| self.dirs.get(i).copied())
+                    .filter_map(|i| self.dirs.get(i).cloned())
                     .collect(),
             });
         }
@@ -533,14 +535,16 @@ pub(crate) fn check_unit2<T: Targets>(
     let mut io = ReadClock::default();
     // The leaves need their root's hash version, read from block 0.
     for (d, ud) in dirs.iter_mut().zip(&unit.dirs) {
-        if let (Some(h), Some(pblk)) = (d.params.htree.as_mut(), ud.root) {
-            if buf.len() < fsp.bs {
-                buf.resize(fsp.bs, 0);
-            }
-            let b = &mut buf[..fsp.bs];
-            let ok = fs.geo.block_in_fs(pblk) && io.time(|| fs.read_block_into(pblk, b)).is_ok();
-            h.hash_version =
-                ok.then(|| fsp.effective_hash_version(htree::parse_root_info(b).hash_version));
+        if let (Some(h), Some((pblk, version))) = (d.params.htree.as_mut(), &ud.root) {
+            h.hash_version = *version.get_or_init(|| {
+                if buf.len() < fsp.bs {
+                    buf.resize(fsp.bs, 0);
+                }
+                let b = &mut buf[..fsp.bs];
+                let ok =
+                    fs.geo.block_in_fs(*pblk) && io.time(|| fs.read_block_into(*pblk, b)).is_ok();
+                ok.then(|| fsp.effective_hash_version(htree::parse_root_info(b).hash_version))
+            });
         }
     }
     if own_hint {
@@ -565,6 +569,7 @@ pub(crate) fn check_unit2<T: Targets>(
         &mut io,
         &mut out,
     );
+    out.sink.release_scratch();
     (out, io.ready())
 }
 

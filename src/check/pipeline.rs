@@ -40,6 +40,28 @@ const BOUND_MAX: u64 = 32_768;
 /// Readahead window (directory blocks): closed until a cold cache shows.
 const READAHEAD_MAX: u64 = 2048;
 
+thread_local! {
+    /// The worker's read buffer (an inode-table slice, or directory
+    /// blocks), shared by its pass-1 and pass-2 units: apart, each pass's
+    /// buffer would stay resident beside the other's (128 KiB each, per
+    /// worker). A pass-1 unit run inside a waiting pass-2 unit finds it
+    /// taken and uses one of its own.
+    static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+fn take_buffer() -> Vec<u8> {
+    BUFFER.with(|b| std::mem::take(&mut *b.borrow_mut()))
+}
+
+fn put_buffer(buf: Vec<u8>) {
+    BUFFER.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.capacity() < buf.capacity() {
+            *b = buf;
+        }
+    });
+}
+
 /// Passes 1 and 2 as far as the pipeline takes them.
 pub(crate) struct Piped {
     /// Pass 1's problems, its end included.
@@ -110,7 +132,9 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
                 // Reads of a pass-1 unit run while a pass-2 unit waits
                 // count for pass 1 only.
                 let before = crate::io::thread_bytes();
-                let r = scan.scan(w, u);
+                let mut table = take_buffer();
+                let r = scan.scan(w, &mut table, u);
+                put_buffer(table);
                 let read = crate::io::thread_bytes() - before;
                 crate::io::set_thread_bytes(before);
                 bytes[0].fetch_add(read, Ordering::Relaxed);
@@ -118,15 +142,18 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
             },
             &mut merge,
             &|unit| pass2::prefetch(fs, unit),
-            &Vec::new,
-            &|buf: &mut Vec<u8>, unit: &Unit2, help: &mut Help<Unit2>| {
+            &|| (),
+            &|_, unit: &Unit2, help: &mut Help<Unit2>| {
                 let before = crate::io::thread_bytes();
+                let mut buf = take_buffer();
                 let own_hint = help.readahead();
                 let help = RefCell::new(help);
                 // A block whose entries name inodes pass 1 will reach soon
                 // is checked now (entries wait, the worker scanning
                 // meanwhile); one that needs much more of pass 1 is parked
-                // until then, rather than holding the worker.
+                // until then, rather than holding the worker — as long as
+                // what is parked stays within the queue's bound (it is read
+                // again when it runs).
                 let mut parked: Vec<(usize, DirBlock)> = Vec::new();
                 let mut plan = |db: &DirBlock, b: &[u8]| {
                     let top = pass2::max_target(&fsp, b);
@@ -134,7 +161,8 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
                         return true;
                     }
                     let need = scan.units_needed(top);
-                    if help.borrow().near(need) {
+                    let h = help.borrow();
+                    if h.near(need) || !h.may_park(parked.len() as u64 + 1) {
                         return true;
                     }
                     parked.push((need, *db));
@@ -151,7 +179,8 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
                     gate,
                 };
                 let (out, ready) =
-                    pass2::check_unit2(fs, &fsp, unit, &gated, &mut plan, buf, own_hint);
+                    pass2::check_unit2(fs, &fsp, unit, &gated, &mut plan, &mut buf, own_hint);
+                put_buffer(buf);
                 let help = help.into_inner();
                 if let Some(r) = ready {
                     help.reads_ready(r);

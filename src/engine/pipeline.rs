@@ -154,6 +154,13 @@ impl<U> Help<'_, U> {
         self.inner.near(need)
     }
 
+    /// May `items` more items be parked? Parked work waits in memory and
+    /// is read again when it runs: it is held within the queue's bound,
+    /// beyond which a unit waits (helping stage 0) instead.
+    pub fn may_park(&self, items: u64) -> bool {
+        self.inner.may_park(items)
+    }
+
     /// Queues `unit` (of `items` items) to run once `need` stage-0 units
     /// are merged (at the front of the queue then): for work that would
     /// otherwise hold a worker waiting for much of stage 0. Its result
@@ -182,6 +189,7 @@ trait HelpInner<U> {
     fn readahead(&self) -> bool;
     fn merged(&self) -> usize;
     fn near(&self, need: usize) -> bool;
+    fn may_park(&self, items: u64) -> bool;
     fn defer(&mut self, unit: U, items: u64, need: usize);
 }
 
@@ -211,8 +219,10 @@ struct Sched<U> {
     pending0: u64,
     queue: VecDeque<Queued<U>>,
     pending1: u64,
-    /// Parked units by (stage-0 units they need merged, id).
+    /// Parked units by (stage-0 units they need merged, id), and their
+    /// items.
     deferred: BTreeMap<(usize, usize), Queued<U>>,
+    deferred_items: u64,
     emitted: usize,
     running: [usize; 2],
     /// Extra workers currently taking units.
@@ -311,6 +321,7 @@ impl<U> Sched<U> {
         }
         ready.sort_by_key(|q| q.id);
         for q in ready.into_iter().rev() {
+            self.deferred_items -= q.items;
             self.pending1 += q.items;
             self.queue.push_front(q);
         }
@@ -375,6 +386,7 @@ where
             queue: VecDeque::new(),
             pending1: 0,
             deferred: BTreeMap::new(),
+            deferred_items: 0,
             emitted: 0,
             running: [0; 2],
             extra_alive: 0,
@@ -404,12 +416,18 @@ where
     } else {
         0
     };
-    std::thread::scope(|sc| {
-        for k in 0..threads + extra {
-            let (pipe, results) = (&pipe, &results);
-            sc.spawn(move || pipe.worker(k, prefetch, init1, work1, results));
-        }
-    });
+    if threads + extra == 1 {
+        // One worker: this thread (a new one's stack and thread-local
+        // state would only add to the peak memory).
+        pipe.worker(0, prefetch, init1, work1, &results);
+    } else {
+        std::thread::scope(|sc| {
+            for k in 0..threads + extra {
+                let (pipe, results) = (&pipe, &results);
+                sc.spawn(move || pipe.worker(k, prefetch, init1, work1, results));
+            }
+        });
+    }
     let mut s = pipe.sched.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut stats = std::mem::take(&mut s.stats);
     stats.wall_seconds = start.elapsed().as_secs_f64();
@@ -466,6 +484,11 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
                     self.run0(k, &mut s0, u);
                 }
                 Job::One(q, ahead, readahead) => {
+                    // Stage 0 wholly handed out: its buffers go (the peak
+                    // memory is the two stages' together otherwise).
+                    if s0.is_some() && self.merged0.load(Ordering::Acquire) >= self.n0 {
+                        s0 = None;
+                    }
                     for a in &ahead {
                         prefetch(a);
                     }
@@ -756,6 +779,11 @@ impl<S0, R0: Send, U1: Send + Sync> HelpInner<U1> for Helper<'_, '_, '_, S0, R0,
         need <= s.next0.saturating_add(s.limit.max(1))
     }
 
+    fn may_park(&self, items: u64) -> bool {
+        let s = lock(&self.pipe.sched);
+        s.deferred_items + items <= s.bound
+    }
+
     fn defer(&mut self, unit: U1, items: u64, need: usize) {
         let p = self.pipe;
         let need = need.min(p.n0);
@@ -776,6 +804,7 @@ impl<S0, R0: Send, U1: Send + Sync> HelpInner<U1> for Helper<'_, '_, '_, S0, R0,
                 s.pending1 += items;
                 s.queue.push_back(q);
             } else {
+                s.deferred_items += items;
                 s.deferred.insert((need, id), q);
             }
         }
