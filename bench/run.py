@@ -334,9 +334,14 @@ def evict(path):
         os.close(fd)
 
 
-def commands(img, threads):
+def commands(img, threads, baseline=None):
+    """e2fsck and pfsck at each thread count; with `baseline` (another
+    pfsck binary, e.g. a copy built before a change), that one too, as
+    "before -jN", in the same interleaved rounds."""
     cmds = {"e2fsck": [tool("e2fsck"), "-fn", img]}
     for t in threads:
+        if baseline:
+            cmds[f"before -j{t}"] = [baseline, "-fn", "--threads", str(t), img]
         cmds[f"pfsck -j{t}"] = [PFSCK, "-fn", "--threads", str(t), img]
     return cmds
 
@@ -659,6 +664,8 @@ def main():
     ap.add_argument("--report-only", action="store_true", help="rewrite the reports from results.json")
     ap.add_argument("--out", default=DEFAULT_OUT, help="results JSON; RESULTS.md and the PNG go beside it")
     ap.add_argument("--note", action="append", default=[], help="a line for RESULTS.md's notes")
+    ap.add_argument("--baseline", default=None,
+                    help="another pfsck binary run in the same rounds (\"before -jN\"), to compare a change")
     a = ap.parse_args()
 
     if a.report_only:
@@ -699,7 +706,7 @@ def main():
         notes=a.note), images=[], results=[])
     for _, img, params in imgs:
         data["images"].append(params)
-        cmds = commands(img, threads)
+        cmds = commands(img, threads, a.baseline)
         for mode in modes:
             data["results"] += measure(params["name"], mode, cmds, a.runs,
                                        cold_path=img if mode == "cold" else None,
@@ -712,7 +719,7 @@ def main():
             dev = SlowDevice(img, lat)
             with dev as path:
                 # Direct I/O: nothing is cached between runs, no warm-up needed.
-                data["results"] += measure(params["name"], f"slow-{lat:g}ms", commands(path, threads),
+                data["results"] += measure(params["name"], f"slow-{lat:g}ms", commands(path, threads, a.baseline),
                                            a.slow_runs or a.runs, warmup=False)
             log(f"  {dev.summary}")
     with open(a.out, "w") as fh:

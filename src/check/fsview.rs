@@ -46,6 +46,13 @@ impl Fs {
         self.read_block_into(blk, buf)
     }
 
+    /// `read_blocks` if the blocks are in the page cache already; None
+    /// otherwise (`Device::read_cached`).
+    pub fn read_blocks_cached(&self, blk: u64, buf: &mut [u8]) -> Option<Result<()>> {
+        let off = blk.saturating_mul(self.geo.block_size as u64);
+        self.dev.read_cached(off, buf)
+    }
+
     pub fn gd_raw(&self, g: u32) -> &[u8] {
         let ds = self.geo.desc_size as usize;
         let start = g as usize * ds;

@@ -28,12 +28,14 @@
 //!
 //! Readahead: when a worker takes a stage-1 unit, the caller's `prefetch`
 //! is called for the queued units within the adaptive window
-//! (`readahead.rs`), so their data is on its way before they run.
+//! (`readahead.rs`), so their data is on its way before they run; it says
+//! whether the data was cached already (None: it cannot tell), which with
+//! each unit's report of its reads (`Help::reads_ready`) sizes the window.
 //!
 //! Knows nothing of ext4.
 
 use super::progress;
-use super::readahead::{Kind, Readahead};
+use super::readahead::Readahead;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -169,7 +171,7 @@ impl<U> Help<'_, U> {
         self.inner.defer(unit, items, need)
     }
 
-    /// Whether the unit's reads found their data ready (cache speed); the
+    /// Whether the unit's reads found their data ready (in the cache); the
     /// readahead window learns from it. Not called: the unit read nothing.
     pub fn reads_ready(&mut self, ready: bool) {
         self.inner.ready(ready)
@@ -199,18 +201,6 @@ struct Queued<U> {
     items: u64,
     /// Prefetched before a worker took it.
     hinted: bool,
-}
-
-impl<U> Queued<U> {
-    fn kind(&self) -> Kind {
-        if self.hinted {
-            Kind::Hinted
-        } else if Readahead::is_probe(self.id) {
-            Kind::Probe
-        } else {
-            Kind::Unhinted
-        }
-    }
 }
 
 struct Sched<U> {
@@ -353,7 +343,7 @@ pub fn run<S0, R0, U1, S1, R1>(
     init0: &(dyn Fn() -> S0 + Sync),
     work0: &(dyn Fn(&mut S0, usize) -> R0 + Sync),
     merge0: &mut (dyn FnMut(usize, R0, &mut Emit<U1>) + Send),
-    prefetch: &(dyn Fn(&U1) + Sync),
+    prefetch: &(dyn Fn(&U1) -> Option<bool> + Sync),
     init1: &(dyn Fn() -> S1 + Sync),
     work1: &(dyn Fn(&mut S1, &U1, &mut Help<U1>) -> R1 + Sync),
 ) -> (Vec<R1>, Stats)
@@ -469,7 +459,7 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
     fn worker<S1, R1>(
         &self,
         k: usize,
-        prefetch: &(dyn Fn(&U1) + Sync),
+        prefetch: &(dyn Fn(&U1) -> Option<bool> + Sync),
         init1: &(dyn Fn() -> S1 + Sync),
         work1: &(dyn Fn(&mut S1, &U1, &mut Help<U1>) -> R1 + Sync),
         results: &Mutex<Vec<Option<R1>>>,
@@ -489,8 +479,12 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
                     if s0.is_some() && self.merged0.load(Ordering::Acquire) >= self.n0 {
                         s0 = None;
                     }
-                    for a in &ahead {
-                        prefetch(a);
+                    if !ahead.is_empty() {
+                        let cached: Vec<Option<bool>> = ahead.iter().map(|a| prefetch(a)).collect();
+                        let mut s = lock(&self.sched);
+                        for c in cached.into_iter().flatten() {
+                            s.ra.looked_ahead(c);
+                        }
                     }
                     let t = Instant::now();
                     let mut h = Helper {
@@ -521,7 +515,7 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
                     let mut s = lock(&self.sched);
                     s.running[1] -= 1;
                     s.learn(1, own, q.items);
-                    s.ra.feedback(q.kind(), ready);
+                    s.ra.feedback(q.hinted, ready);
                     let (lo, hi) = self.cfg.bound;
                     if waited {
                         s.bound = s.bound.saturating_mul(2).clamp(lo, hi.max(lo));
@@ -638,12 +632,12 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
                     break;
                 }
                 covered += e.items;
-                if !e.hinted && !Readahead::is_probe(e.id) {
+                if !e.hinted {
                     e.hinted = true;
                     ahead.push(e.unit.clone());
                 }
             }
-            let own = window > 0 && !Readahead::is_probe(q.id);
+            let own = window > 0;
             return Job::One(q, ahead, own);
         }
     }
@@ -856,7 +850,7 @@ mod tests {
                 e.push(u, 5);
                 e.push((u + 5).min(n0 - 1), 5);
             },
-            &|_| {},
+            &|_| None,
             &|| (),
             &|_, &need, h| {
                 h.until(&|| certified.load(Ordering::Acquire) > need);
@@ -901,7 +895,7 @@ mod tests {
                     e.push(49, 1);
                 }
             },
-            &|_| {},
+            &|_| None,
             &|| (),
             &|_, &need, h| {
                 h.until(&|| certified.load(Ordering::Acquire) > need);
@@ -929,7 +923,7 @@ mod tests {
                 merged.store(u + 1, Ordering::Release);
                 e.push(u, 1);
             },
-            &|_| {},
+            &|_| None,
             &|| (),
             &|_, &u, _| (u, merged.load(Ordering::Acquire)),
         );
@@ -954,7 +948,7 @@ mod tests {
                     certified.store(u + 1, Ordering::Release);
                     e.push((if u % 10 == 0 { 59 } else { u }, false), 1);
                 },
-                &|_| {},
+                &|_| None,
                 &|| (),
                 &|_, &(need, parked), h| {
                     if !parked && certified.load(Ordering::Acquire) <= need && !h.near(need + 1) {
@@ -1030,7 +1024,7 @@ mod tests {
             &|| (),
             &|_, u| timed(0, 4, 4) as usize + u,
             &mut |_, _, e: &mut Emit<()>| e.push((), 2),
-            &|_| {},
+            &|_| None,
             &|| (),
             &|_, _, _| {
                 timed(1, 2, 10);
@@ -1054,7 +1048,8 @@ mod tests {
     }
 
     /// 200 stage-1 units behind a fast stage 0, on one worker; `cold`:
-    /// a unit's data is ready only if it was prefetched, else always.
+    /// a unit's data is ready only if it was prefetched (and prefetching
+    /// finds it not cached), else always.
     /// Returns the units prefetched (in order) and the stats.
     fn readahead_run(cold: bool) -> (Vec<usize>, Stats) {
         let hinted = Mutex::new(Vec::new());
@@ -1070,7 +1065,10 @@ mod tests {
             &|| (),
             &|_, u| u,
             &mut |u, _, e: &mut Emit<usize>| e.push(u, 2),
-            &|&u| lock(&hinted).push(u),
+            &|&u| {
+                lock(&hinted).push(u);
+                Some(!cold)
+            },
             &|| (),
             &|_, &u, h| {
                 let ready = !cold || lock(&hinted).contains(&u);
@@ -1089,9 +1087,8 @@ mod tests {
         once.sort_unstable();
         once.dedup();
         assert_eq!(once.len(), cold.len(), "a unit was prefetched twice");
-        // Probes stay unhinted; nearly every other unit is fetched ahead.
-        assert!(cold.len() > 150, "{} prefetched", cold.len());
-        assert!(cold.iter().all(|&u| !Readahead::is_probe(u)));
+        // Nearly every unit is fetched ahead.
+        assert!(cold.len() > 180, "{} prefetched", cold.len());
         assert!(st.readahead_max > 2 && st.readahead_grows > 0);
         let (warm, st) = readahead_run(false);
         assert!(warm.len() < 10, "{} prefetched on a warm cache", warm.len());
@@ -1116,7 +1113,7 @@ mod tests {
                 u
             },
             &mut |u, _, e: &mut Emit<usize>| e.push(u, 1),
-            &|_| {},
+            &|_| None,
             &|| (),
             &|_, &u, h| {
                 // Would wait for the end of stage 0, which never comes.

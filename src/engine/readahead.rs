@@ -1,30 +1,16 @@
 //! An adaptive readahead window over a queue of units: how many items
 //! (blocks) ahead of the unit being taken should already have been asked
 //! for. Like the kernel's on-demand readahead, the window grows while what
-//! was fetched ahead is used — found ready when its unit runs, on a device
+//! was fetched ahead is used — found ready when its unit runs, on a cache
 //! that needs it — and shrinks when it is not: data ready without a hint
 //! (a warm cache, where hints only cost system calls), or hinted data
-//! still not ready, again and again (a device that ignores hints, or
-//! data evicted before use).
+//! still not ready, again and again (a device that ignores hints, or data
+//! evicted before use).
 //!
-//! Whether the cache is cold is learnt from probes: every `PROBE_EVERY`th
-//! unit is left unhinted, and its reads say whether unhinted data is
-//! ready anyway. Knows nothing of what the items are; the caller says, per
-//! unit run, whether its reads found their data ready.
-
-/// One unit in this many is a probe (never hinted).
-pub const PROBE_EVERY: usize = 8;
-
-/// How a unit was treated before it ran.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// Asked for ahead of time (it was in the window).
-    Hinted,
-    /// Left unhinted on purpose, to see whether hints are needed.
-    Probe,
-    /// Not hinted (outside the window, or the window closed).
-    Unhinted,
-}
+//! Whether the cache is cold is learnt from what the caller sees: a unit
+//! run without a hint whose data was (not) ready, and a unit about to be
+//! hinted whose data turns out to be cached already. Knows nothing of
+//! what the items are.
 
 /// The window, in items.
 #[derive(Clone, Copy, Debug)]
@@ -32,7 +18,7 @@ pub struct Readahead {
     window: u64,
     min: u64,
     max: u64,
-    /// The last probe (or unhinted unit) found its data not ready.
+    /// The last sign said the data is not cached.
     cold: bool,
     /// Hinted units whose reads missed in a row.
     misses: u32,
@@ -65,45 +51,51 @@ impl Readahead {
         self.window
     }
 
-    /// Is unit number `id` (in queue order) a probe?
-    pub fn is_probe(id: usize) -> bool {
-        id % PROBE_EVERY == PROBE_EVERY - 1
-    }
-
-    /// A unit ran: how it was treated, and whether its reads found their
-    /// data ready (served at cache speed). None: it read nothing.
-    pub fn feedback(&mut self, kind: Kind, ready: Option<bool>) {
+    /// A unit ran: was it hinted ahead of time, and were its reads found
+    /// ready? None: it read nothing.
+    pub fn feedback(&mut self, hinted: bool, ready: Option<bool>) {
         let Some(ready) = ready else {
             return;
         };
-        match (kind, ready) {
+        match (hinted, ready) {
             // Fetched ahead and used, on a cache that needs it: further.
-            (Kind::Hinted, true) => {
+            (true, true) => {
                 self.misses = 0;
                 if self.cold {
                     self.grow();
                 }
             }
-            // Hinted, still slow: too late once is normal; again and
+            // Hinted, still not ready: too late once is normal; again and
             // again means the hints are not used.
-            (Kind::Hinted, false) => {
+            (true, false) => {
                 self.misses += 1;
                 if self.misses >= MISSES_BEFORE_SHRINK {
                     self.misses = 0;
                     self.shrink();
                 }
             }
-            // Unhinted and slow: the cache is cold, open the window.
-            (Kind::Probe | Kind::Unhinted, false) => {
+            // Not hinted and not ready: the cache is cold, open the window.
+            (false, false) => {
                 self.cold = true;
                 self.grow();
             }
             // Ready without a hint: the data is cached anyway.
-            (Kind::Probe | Kind::Unhinted, true) => {
-                self.cold = false;
-                self.shrink();
-            }
+            (false, true) => self.warm(),
         }
+    }
+
+    /// A unit about to be hinted: was its data cached already?
+    pub fn looked_ahead(&mut self, cached: bool) {
+        if cached {
+            self.warm();
+        } else {
+            self.cold = true;
+        }
+    }
+
+    fn warm(&mut self) {
+        self.cold = false;
+        self.shrink();
     }
 
     fn grow(&mut self) {
@@ -131,41 +123,44 @@ mod tests {
     #[test]
     fn grows_while_hints_are_used_and_shrinks_when_not() {
         let mut ra = Readahead::new(0, 0, 1024);
-        // Cold: unhinted slow reads open the window.
-        ra.feedback(Kind::Unhinted, Some(false));
+        // Cold: unhinted data not ready opens the window.
+        ra.feedback(false, Some(false));
         assert_eq!(ra.window(), 2);
         // Hinted units found ready on a cold cache: it doubles up to the
         // maximum.
         for _ in 0..20 {
-            ra.feedback(Kind::Hinted, Some(true));
+            ra.feedback(true, Some(true));
         }
         assert_eq!(ra.window(), 1024);
         // A few misses after a hint are tolerated, more shrink it.
         for _ in 0..MISSES_BEFORE_SHRINK - 1 {
-            ra.feedback(Kind::Hinted, Some(false));
+            ra.feedback(true, Some(false));
         }
         assert_eq!(ra.window(), 1024);
-        ra.feedback(Kind::Hinted, Some(false));
+        ra.feedback(true, Some(false));
         assert_eq!(ra.window(), 512);
-        // A probe finds its data ready without a hint: warm, so hinted
-        // units being ready proves nothing and the window closes.
-        ra.feedback(Kind::Probe, Some(true));
+        // A unit about to be hinted is cached already: warm, so hinted
+        // units being ready proves nothing, and the window closes.
+        ra.looked_ahead(true);
         assert_eq!(ra.window(), 256);
         for _ in 0..20 {
-            ra.feedback(Kind::Hinted, Some(true));
+            ra.feedback(true, Some(true));
         }
         assert_eq!(ra.window(), 256);
         for _ in 0..20 {
-            ra.feedback(Kind::Unhinted, Some(true));
+            ra.feedback(false, Some(true));
         }
         assert_eq!(ra.window(), 0);
         // Units that read nothing say nothing.
-        ra.feedback(Kind::Unhinted, None);
+        ra.feedback(false, None);
         assert_eq!(ra.window(), 0);
-        // The cache turns cold again: a slow probe reopens it.
-        ra.feedback(Kind::Probe, Some(false));
+        // The cache turns cold again: an unhinted miss reopens it, and
+        // uncached data ahead keeps hinted hits growing it.
+        ra.feedback(false, Some(false));
         assert_eq!(ra.window(), 2);
+        ra.looked_ahead(false);
+        ra.feedback(true, Some(true));
+        assert_eq!(ra.window(), 4);
         assert!(ra.grows > 0 && ra.shrinks > 0);
-        assert!(Readahead::is_probe(PROBE_EVERY - 1) && !Readahead::is_probe(0));
     }
 }

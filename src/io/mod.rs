@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
 /// Reads in flight at most when the device is slow (`read_many`, and the
@@ -49,6 +49,10 @@ pub struct Device {
     /// Times of the last `LAT_SAMPLES` read requests (µs), a ring.
     latency: [AtomicU64; LAT_SAMPLES],
     reads: AtomicU64,
+    /// The file refused `RWF_NOWAIT` once (a file system or driver that
+    /// cannot read without blocking, e.g. FUSE): whether data is cached
+    /// cannot be asked of it.
+    no_nowait: AtomicBool,
 }
 
 /// Requests whose times decide `is_slow`.
@@ -88,6 +92,7 @@ impl Device {
             bytes_read: AtomicU64::new(0),
             latency: Default::default(),
             reads: AtomicU64::new(0),
+            no_nowait: AtomicBool::new(false),
         })
     }
 
@@ -101,6 +106,7 @@ impl Device {
             bytes_read: AtomicU64::new(0),
             latency: Default::default(),
             reads: AtomicU64::new(0),
+            no_nowait: AtomicBool::new(false),
         }
     }
 
@@ -207,6 +213,76 @@ impl Device {
 }
 
 impl Device {
+    /// Can this device say whether data is in the page cache
+    /// (`read_cached`, `is_cached`)? Memory always can; a file until it
+    /// refuses `RWF_NOWAIT`.
+    pub fn tells_cached(&self) -> bool {
+        !self.no_nowait.load(Ordering::Relaxed)
+    }
+
+    /// Fills `buf` from byte `offset` only if the data is in the page
+    /// cache already (`preadv2` with `RWF_NOWAIT`): Some(Ok) then; None
+    /// when it is not, or the device cannot say (`tells_cached`): the
+    /// caller reads it normally. Whether data is cached when it is asked
+    /// for tells a warm cache from a cold one, which read times cannot on
+    /// a virtual disk whose host caches the image.
+    pub fn read_cached(&self, offset: u64, buf: &mut [u8]) -> Option<Result<()>> {
+        let end = offset.checked_add(buf.len() as u64)?;
+        if end > self.size {
+            return None;
+        }
+        match &self.backend {
+            Backend::File(f) => {
+                if !self.tells_cached() {
+                    return None;
+                }
+                let t = Instant::now();
+                if !self.nowait(f, offset, buf) {
+                    return None;
+                }
+                // A request served, at cache speed: `is_slow` sees it.
+                self.note_latency(t.elapsed().as_micros() as u64);
+            }
+            Backend::Memory(m) => {
+                buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
+            }
+        }
+        if let Some(o) = &self.overlay {
+            o.apply(offset, buf);
+        }
+        self.bytes_read
+            .fetch_add(buf.len() as u64, Ordering::Relaxed);
+        THREAD_BYTES.with(|b| b.set(b.get() + buf.len() as u64));
+        Some(Ok(()))
+    }
+
+    /// Is the data at `offset` (as much as `scratch` holds) in the page
+    /// cache? Reads it into `scratch` with `RWF_NOWAIT` to find out, and
+    /// counts nothing as read. None: the device cannot say. Memory-backed
+    /// devices hold everything.
+    pub fn is_cached(&self, offset: u64, scratch: &mut [u8]) -> Option<bool> {
+        let in_range = offset
+            .checked_add(scratch.len() as u64)
+            .is_some_and(|e| e <= self.size);
+        match &self.backend {
+            Backend::File(_) if !self.tells_cached() => None,
+            Backend::File(f) => Some(in_range && self.nowait(f, offset, scratch)),
+            Backend::Memory(_) => Some(in_range),
+        }
+    }
+
+    /// `pread_nowait`, remembering a refusal.
+    fn nowait(&self, f: &File, offset: u64, buf: &mut [u8]) -> bool {
+        match pread_nowait(f, offset, buf) {
+            Nowait::Filled => true,
+            Nowait::Missed => false,
+            Nowait::Unsupported => {
+                self.no_nowait.store(true, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
     /// Records one request's time.
     fn note_latency(&self, us: u64) {
         let k = self.reads.fetch_add(1, Ordering::Relaxed) as usize % LAT_SAMPLES;
@@ -307,6 +383,43 @@ fn device_size(file: &File) -> std::io::Result<u64> {
     f.seek(SeekFrom::End(0))
 }
 
+/// What a read that must not block did.
+enum Nowait {
+    /// All of the buffer came from the page cache.
+    Filled,
+    /// Some of it is not cached (or the read failed): read it normally.
+    Missed,
+    /// The file cannot be read without blocking at all.
+    Unsupported,
+}
+
+/// One `preadv2(RWF_NOWAIT)` of all of `buf`.
+#[allow(unsafe_code)]
+fn pread_nowait(f: &File, offset: u64, buf: &mut [u8]) -> Nowait {
+    use std::os::fd::AsRawFd;
+    let Ok(off) = i64::try_from(offset) else {
+        return Nowait::Missed;
+    };
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: one iovec describing `buf`, which is valid and writable for
+    // its length while the call runs; the fd is valid for `f`'s lifetime.
+    let n = unsafe { libc::preadv2(f.as_raw_fd(), &iov, 1, off, libc::RWF_NOWAIT) };
+    match usize::try_from(n) {
+        // A short read means part of it was not cached: read it all again.
+        Ok(n) if n == buf.len() => Nowait::Filled,
+        Ok(_) => Nowait::Missed,
+        Err(_) => match std::io::Error::last_os_error().raw_os_error() {
+            // Kernels before 4.14 (EINVAL) and files without non-blocking
+            // reads (EOPNOTSUPP).
+            Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS) => Nowait::Unsupported,
+            _ => Nowait::Missed,
+        },
+    }
+}
+
 #[allow(unsafe_code)]
 fn advise_willneed(f: &File, offset: u64, len: u64) {
     use std::os::fd::AsRawFd;
@@ -335,6 +448,35 @@ mod tests {
         assert!(d.read_at(95, &mut b).is_err());
         assert!(d.read_at(u64::MAX, &mut b).is_err());
         std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn cached_reads_come_from_the_page_cache_only() {
+        let path = std::env::temp_dir().join(format!("pfsck-io-cached-{}", std::process::id()));
+        let data: Vec<u8> = (0..8192u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let d = Device::open_read_only(&path).unwrap();
+        // Just written: in the page cache.
+        let mut b = [0u8; 4096];
+        assert!(d.tells_cached());
+        assert_eq!(d.is_cached(4096, &mut b), Some(true));
+        assert_eq!(d.bytes_read(), 0, "asking reads nothing");
+        b.fill(0);
+        assert!(matches!(d.read_cached(4096, &mut b), Some(Ok(()))));
+        assert_eq!(&b[..], &data[4096..]);
+        assert_eq!(d.bytes_read(), 4096);
+        // Past the end: never served, never cached.
+        assert!(d.read_cached(8000, &mut b).is_none());
+        assert_eq!(d.is_cached(8000, &mut b), Some(false));
+        std::fs::remove_file(&path).unwrap();
+        // Memory holds everything; the overlay applies.
+        let mut ov = BTreeMap::new();
+        ov.insert(1, vec![0xAA]);
+        let m = Device::from_bytes(vec![1, 2, 3]).with_overlay(ov);
+        let mut c = [0u8; 3];
+        assert!(matches!(m.read_cached(0, &mut c), Some(Ok(()))));
+        assert_eq!(c, [1, 0xAA, 3]);
+        assert_eq!(m.is_cached(0, &mut c), Some(true));
     }
 
     #[test]
