@@ -13,6 +13,7 @@ use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
+use crate::io::readahead::Prefetch;
 
 /// e2fsck suggests making trees whose depth reaches this shallower (it
 /// keeps statistics for five levels, 0 to 4), but still walks them.
@@ -54,17 +55,35 @@ pub struct MapInfo {
 
 /// Scratch space reused across inodes (no per-inode allocation).
 pub struct Scratch {
-    /// One block per tree level (extent) or indirect level.
-    bufs: Vec<Vec<u8>>,
+    /// One per tree level (extent) or indirect level.
+    levels: Vec<Level>,
+}
+
+/// A level of a walk: the node being scanned, and the nodes its parent
+/// lists next, read ahead.
+struct Level {
+    buf: Vec<u8>,
+    ahead: Prefetch,
 }
 
 impl Scratch {
     pub fn new(block_size: usize) -> Scratch {
         Scratch {
-            bufs: (0..(WALK_DEPTH_LIMIT as usize + 1))
-                .map(|_| vec![0u8; block_size])
+            levels: (0..(WALK_DEPTH_LIMIT as usize + 1))
+                .map(|_| Level {
+                    buf: vec![0u8; block_size],
+                    ahead: Prefetch::new(block_size),
+                })
                 .collect(),
         }
+    }
+
+    /// Starts a walk. Blocks read ahead for an earlier walk stay usable:
+    /// a `Device` never changes under its reader (read-only, overlay fixed
+    /// when it is built), and a repair checks its staged blocks through a
+    /// new one, with new scratch space.
+    fn begin(&mut self) -> &mut [Level] {
+        &mut self.levels[..]
     }
 }
 
@@ -223,7 +242,7 @@ pub fn walk_extents<V: MapVisitor>(
         dir_limit: dir_block_limit(fs),
         problems: 0,
     };
-    w.node(root, h.depth, 0, None, &mut scratch.bufs[..]);
+    w.node(root, h.depth, 0, None, scratch.begin());
 }
 
 impl<V: MapVisitor> ExtentWalk<'_, V> {
@@ -234,7 +253,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
 
     /// Scans one node whose entries must lie in [start, end] (end None: no
     /// limit, the root).
-    fn node(&mut self, b: &[u8], depth: u16, start: u64, end: Option<u64>, bufs: &mut [Vec<u8>]) {
+    fn node(&mut self, b: &[u8], depth: u16, start: u64, end: Option<u64>, levels: &mut [Level]) {
         let h = extent::parse_header(b);
         let ino = self.info.ino;
         let nblocks = self.fs.geo.blocks_count;
@@ -306,10 +325,15 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 return;
             }
             self.nodes_left -= 1;
-            let Some((buf, rest)) = bufs.split_first_mut() else {
+            let Some((Level { buf, ahead }, rest)) = levels.split_first_mut() else {
                 return;
             };
-            if let Err(e) = self.fs.read_block_into(pblk, buf) {
+            // The children this node lists next are read ahead with it.
+            let geo = &self.fs.geo;
+            let next = (i + 1..h.entries as usize)
+                .map(|j| extent::parse_index(b, j).leaf)
+                .filter(|&p| geo.block_in_fs(p));
+            if let Err(e) = ahead.read(&self.fs.dev, pblk, next, buf) {
                 self.report(
                     Problem::new(Code::InodeBlockBitmapUnreadable)
                         .ino(ino)
@@ -404,6 +428,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
 ) {
     let apb = (fs.geo.block_size / 4) as u64;
     let mut illegal = PtrCount { illegal: 0, limit };
+    let levels = scratch.begin();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
         if v.done() {
             return;
@@ -416,7 +441,8 @@ pub fn walk_indirect_limited<V: MapVisitor>(
                 i as u64,
                 0,
                 apb,
-                &mut scratch.bufs[..],
+                &mut *levels,
+                &[],
                 &mut illegal,
                 v,
             );
@@ -433,7 +459,8 @@ pub fn walk_indirect_limited<V: MapVisitor>(
                 base,
                 level,
                 apb,
-                &mut scratch.bufs[..],
+                &mut *levels,
+                &[],
                 &mut illegal,
                 v,
             );
@@ -470,7 +497,8 @@ fn visit_ptr<V: MapVisitor>(
     lblk: u64,
     level: u32,
     apb: u64,
-    bufs: &mut [Vec<u8>],
+    levels: &mut [Level],
+    siblings: &[u8],
     illegal: &mut PtrCount,
     v: &mut V,
 ) {
@@ -507,10 +535,16 @@ fn visit_ptr<V: MapVisitor>(
         return;
     }
     v.node(blk);
-    let Some((buf, rest)) = bufs.split_first_mut() else {
+    let Some((Level { buf, ahead }, rest)) = levels.split_first_mut() else {
         return;
     };
-    if let Err(e) = fs.read_block_into(blk, buf) {
+    // The indirect blocks the parent lists after this one are read ahead
+    // with it (for level 1 these are the file's next indirect blocks).
+    let next = siblings
+        .chunks_exact(4)
+        .map(|p| le32(p, 0) as u64)
+        .filter(|&p| p != 0 && fs.geo.block_in_fs(p));
+    if let Err(e) = ahead.read(&fs.dev, blk, next, buf) {
         v.problem(
             Problem::new(Code::InodeBlockBitmapUnreadable)
                 .ino(ino)
@@ -522,8 +556,9 @@ fn visit_ptr<V: MapVisitor>(
     let span = apb.pow(level - 1);
     // Copy the pointers out: `buf` is reused by nothing below (deeper
     // levels use `rest`), but the visitor may want the buffer borrowed.
+    let ptrs = &buf[..(apb as usize * 4).min(buf.len())];
     for k in 0..apb as usize {
-        let p = le32(buf, k * 4);
+        let p = le32(ptrs, k * 4);
         if p != 0 {
             visit_ptr(
                 fs,
@@ -533,6 +568,7 @@ fn visit_ptr<V: MapVisitor>(
                 level - 1,
                 apb,
                 rest,
+                ptrs.get((k + 1) * 4..).unwrap_or(&[]),
                 illegal,
                 v,
             );

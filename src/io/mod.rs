@@ -3,6 +3,7 @@
 //! `Device` is opened read-only; the only write path (repair) lives elsewhere
 //! and takes a different type, so `-n` cannot write by construction.
 
+pub mod readahead;
 pub mod writable;
 
 use crate::error::{Error, Result};
