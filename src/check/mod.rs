@@ -293,7 +293,10 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     step(r, &mut timer, &fs, "pass3", 3, || {
         pass3::run(&fs, &mut state)
     })?;
-    step(r, &mut timer, &fs, "pass4", 4, || pass4::run(&fs, &state))?;
+    let t = budget.threads();
+    step(r, &mut timer, &fs, "pass4", 4, || {
+        pass4::run(&fs, &state, t)
+    })?;
     let t = budget.threads();
     step(r, &mut timer, &fs, "pass5", 5, || {
         pass5::run(&fs, &state, t)

@@ -257,10 +257,16 @@ impl State {
 
     /// Does `ino` have any of the `iflag` bits in `f`?
     pub fn has_iflag(&self, ino: u32, f: u8) -> bool {
-        self.iflags
-            .iter()
-            .enumerate()
-            .any(|(k, m)| f & (1 << k) != 0 && m.get(ino as u64))
+        // Only the maps of the flags asked for: called per inode and entry.
+        let mut rest = f;
+        while rest != 0 {
+            let k = rest.trailing_zeros() as usize;
+            if self.iflags.get(k).is_some_and(|m| m.get(ino as u64)) {
+                return true;
+            }
+            rest &= rest - 1;
+        }
+        false
     }
 
     /// Sets the `iflag` bits `f` of `ino` (any thread).
@@ -319,6 +325,14 @@ impl State {
         self.links_other
             .binary_search_by_key(&ino, |&(i, _)| i)
             .map_or(1, |k| self.links_other[k].1)
+    }
+
+    /// The link counts other than 1 of inodes `from` and above, in inode
+    /// order: a walk over inodes in order reads them with a cursor instead
+    /// of a search per inode.
+    pub fn links_other_from(&self, from: u32) -> &[(u32, u16)] {
+        let k = self.links_other.partition_point(|&(i, _)| i < from);
+        &self.links_other[k..]
     }
 
     /// Appends the link counts other than 1 of used inodes, in increasing
