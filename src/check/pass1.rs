@@ -1593,16 +1593,6 @@ fn check_blocks(
     if bad_blocks {
         return;
     }
-    // Block maps cannot express clusters.
-    if fs.geo.cluster_bits > 0
-        && !extent_mapped
-        && !inline
-        && mapped > 0
-        && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
-    {
-        c.report(Problem::new(Code::InodeBigallocBlockMap).ino(ino));
-    }
-
     if inline {
         c.set_flag(iflag::INLINE);
         c.out.stats.inline_files += 1;
@@ -1693,6 +1683,17 @@ fn check_blocks(
                 .num(stored)
                 .num2(expect),
         );
+    }
+    // Block maps cannot express clusters: e2fsck rebuilds regular files
+    // and directories as extent trees (symlinks are never rewritten).
+    if fs.geo.cluster_bits > 0
+        && (inode.is_reg() || is_dir)
+        && !extent_mapped
+        && !inline
+        && mapped > 0
+        && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
+    {
+        c.report(Problem::new(Code::InodeBigallocBlockMap).ino(ino));
     }
     if let (None, Some((ids, blocks, inodes))) = (acl, quota) {
         c.out.quota.get_or_insert_with(QuotaUsage::default).charge(

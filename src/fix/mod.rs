@@ -32,6 +32,7 @@
 //! whole directory blocks, checksum tails), `dirhole.rs` (directory holes),
 //! `rehash.rs` (rebuilding directories and their htree index),
 //! `dup.rs` (multiply-claimed blocks: copies, or deletion),
+//! `extents.rs` (pass 1E: block maps on bigalloc rebuilt as extent trees),
 //! `superblock.rs` (the primary superblock and descriptors restored from
 //! the backup the check used),
 //! `quota.rs` (quota inode numbers in the superblock, usage in the quota
@@ -46,6 +47,7 @@ mod dir;
 mod dirblock;
 mod dirhole;
 mod dup;
+mod extents;
 mod inode;
 pub mod journal;
 mod journal_inode;
@@ -144,6 +146,8 @@ pub fn supported(code: Code) -> bool {
         || code == Code::JournalInodeInvalid
         || code == Code::JournalSuperblockCorrupt
         || code == Code::DupBlocks
+        || code == Code::ClusterMisaligned
+        || code == Code::InodeBigallocBlockMap
         || code == Code::SbUsedBackup
         || code == Code::SbQuotaInode
         || code == Code::QuotaUsage
@@ -152,18 +156,30 @@ pub fn supported(code: Code) -> bool {
 }
 
 /// The fixes that are right on bigalloc too: they allocate nothing, or
-/// charge a whole cluster for what they allocate. The others (block maps,
-/// cleared inodes, directory rebuilds and holes, pass 1D's copies) still
-/// think in blocks and are left for a later run.
+/// charge a whole cluster for what they allocate, or keep the cluster
+/// rules (pass 1D's copies, pass 1E's extent trees). The others (block
+/// maps, cleared inodes, directory rebuilds and holes) still think in
+/// blocks and are left for a later run.
 fn cluster_safe(code: Code) -> bool {
     SUMMARY.contains(&code)
         || INODE.contains(&code)
         || FEATURE.contains(&code)
         || TREE.contains(&code)
         || DIR.contains(&code)
+        || LATE_P1.contains(&code)
         || code == Code::LostFoundMissing
         || code == Code::LostFoundEncrypted
 }
+
+/// Pass 1 problems fixed after pass 1D, as e2fsck fixes them: a block
+/// breaking the cluster rules is claimed twice and copied by pass 1D
+/// ("will fix in pass 1B"), a block map on bigalloc is rebuilt as an
+/// extent tree by pass 1E once the sharing is resolved.
+const LATE_P1: &[Code] = &[
+    Code::DupBlocks,
+    Code::ClusterMisaligned,
+    Code::InodeBigallocBlockMap,
+];
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
 /// the tree fixes, since they change link counts too.
@@ -395,7 +411,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // inode's map), and once a directory block's records change, what
     // pass 2 counted and pass 3 found no longer holds. Everything else
     // waits for the next round's check.
-    let early = |p: &Problem| wanted(p) && p.code != Code::DupBlocks && p.spec().pass <= Pass::P1;
+    let early = |p: &Problem| wanted(p) && !LATE_P1.contains(&p.code) && p.spec().pass <= Pass::P1;
     if !report.problems.iter().any(early)
         && late_round(fs, state, report, &wanted, &mut overlay, &mut fixed)?
     {
@@ -432,6 +448,33 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         }
     }
     clear::finish(fs, &mut overlay, &round).map_err(Refusal::Failed)?;
+    // Pass 1E, once pass 1D has nothing left: a block map on bigalloc
+    // becomes an extent tree. Not over other map fixes of the same inode
+    // (they go first, the next round converts what they leave).
+    if !report
+        .problems
+        .iter()
+        .any(|p| wanted(p) && p.code == Code::DupBlocks)
+    {
+        for (k, p) in report.problems.iter().enumerate() {
+            let Some(ino) = p.ino else { continue };
+            if !wanted(p)
+                || p.code != Code::InodeBigallocBlockMap
+                || round.cleared.contains(&ino)
+                || round.modified.contains(&ino)
+                || report
+                    .problems
+                    .iter()
+                    .any(|q| q.ino == Some(ino) && wanted(q) && blockmap::CODES.contains(&q.code))
+            {
+                continue;
+            }
+            if extents::rebuild(fs, state, &mut overlay, ino).map_err(Refusal::Failed)? {
+                fixed[k] = true;
+                round.modified.insert(ino);
+            }
+        }
+    }
     // Cleared inodes need nothing more; changed ones are judged again by
     // the next round. Once pass 1 cleared or changed an inode, what passes
     // 2-5 found was found on the old inode: those fixes wait for the next
@@ -557,7 +600,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             || clear::CODES.contains(&p.code)
             || p.code == Code::LostFoundMissing
             || p.ino.is_some_and(|i| gone.contains(&i))
-            || p.code == Code::DupBlocks
+            || LATE_P1.contains(&p.code)
             || p.code == Code::LostFoundEncrypted
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
@@ -699,7 +742,10 @@ fn dup_round(
         report
             .problems
             .iter()
-            .map(|p| p.code == Code::DupBlocks && p.ino.is_some_and(|i| out.resolved.contains(&i)))
+            .map(|p| {
+                matches!(p.code, Code::DupBlocks | Code::ClusterMisaligned)
+                    && p.ino.is_some_and(|i| out.resolved.contains(&i))
+            })
             .collect(),
     ))
 }
