@@ -35,8 +35,9 @@
 //! `extents.rs` (pass 1E: block maps on bigalloc rebuilt as extent trees),
 //! `superblock.rs` (the primary superblock and descriptors restored from
 //! the backup the check used),
-//! `quota.rs` (quota inode numbers in the superblock, usage in the quota
-//! files),
+//! `quota.rs` (quota inode numbers in the superblock, quota files
+//! rewritten from the counted usage in a round with no other fix but the
+//! summary),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay and orphan processing the check read
 //! through, staged first so the fixes land on top of them).
@@ -150,14 +151,14 @@ pub fn supported(code: Code) -> bool {
         || code == Code::InodeBigallocBlockMap
         || code == Code::SbUsedBackup
         || code == Code::SbQuotaInode
-        || code == Code::QuotaUsage
+        || quota::REWRITE.contains(&code)
         || code == Code::SbResizeInodeNoFeature
         || code == Code::LostFoundEncrypted
 }
 
 /// The fixes that are right on bigalloc too: they allocate nothing, or
-/// charge a whole cluster for what they allocate, or keep the cluster
-/// rules (pass 1D's copies, pass 1E's extent trees). The others (block
+/// charge a whole cluster for what they allocate (quota files), or keep
+/// the cluster rules (pass 1D's copies, pass 1E's extent trees). The others (block
 /// maps, cleared inodes, directory rebuilds and holes) still think in
 /// blocks and are left for a later run.
 fn cluster_safe(code: Code) -> bool {
@@ -167,6 +168,7 @@ fn cluster_safe(code: Code) -> bool {
         || TREE.contains(&code)
         || DIR.contains(&code)
         || LATE_P1.contains(&code)
+        || quota::REWRITE.contains(&code)
         || code == Code::LostFoundMissing
         || code == Code::LostFoundEncrypted
 }
@@ -621,8 +623,8 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         } else if p.code == Code::SbResizeInodeNoFeature {
             fixed[k] =
                 superblock::fix_resize_inode(fs, &mut overlay, p).map_err(Refusal::Failed)?;
-        } else if p.code == Code::QuotaUsage {
-            fixed[k] = quota::fix_usage(fs, state, &mut overlay, p).map_err(Refusal::Failed)?;
+        } else if quota::REWRITE.contains(&p.code) {
+            // Below, once the other fixes of this round are known.
         } else if p.code == Code::SbQuotaInode {
             fixed[k] = quota::clear_inum(fs, &mut overlay, p).map_err(Refusal::Failed)?;
             if fixed[k] {
@@ -651,6 +653,38 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
                 .num(u64::from(have))
                 .num2(want);
             inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
+        }
+    }
+    // Quota files are rewritten from the usage this round's check counted,
+    // so only in a round that fixes nothing else (the next round's check
+    // counts again after the others).
+    let other_fix = report.problems.iter().zip(&fixed).any(|(p, &f)| {
+        f && !SUMMARY.contains(&p.code)
+            && !quota::REWRITE.contains(&p.code)
+            && !ORPHAN.contains(&p.code)
+    });
+    if !other_fix {
+        let mut types = std::collections::BTreeSet::new();
+        for p in &report.problems {
+            if wanted(p)
+                && quota::REWRITE.contains(&p.code)
+                && !p.ino.is_some_and(|i| cleared_quota.contains(&i))
+            {
+                types.extend(quota::problem_type(fs, p));
+            }
+        }
+        for qtype in types {
+            if quota::rewrite(fs, state, &mut overlay, qtype).map_err(Refusal::Failed)? {
+                summary = true;
+                for (k, p) in report.problems.iter().enumerate() {
+                    if wanted(p)
+                        && quota::REWRITE.contains(&p.code)
+                        && quota::problem_type(fs, p) == Some(qtype)
+                    {
+                        fixed[k] = true;
+                    }
+                }
+            }
         }
     }
     let mut journal_made = false;
