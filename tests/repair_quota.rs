@@ -310,6 +310,23 @@ fn all_cases(base: Base) {
         let q = QuotaFile::read(img, quota_inode(img, "group"));
         q.patch(img, 8 + 12, &999u32.to_le_bytes());
     });
+    // The quota inode itself damaged (its size gone): pass 1 fixes it,
+    // then the file is rewritten.
+    repairs(
+        base,
+        "inode-size",
+        "Missing user quota entry for ID 4321",
+        |img| {
+            let ino = quota_inode(img, "user");
+            sif(
+                img,
+                &[
+                    format!("sif <{ino}> size 0"),
+                    "sif /small uid 4321".to_string(),
+                ],
+            );
+        },
+    );
     // With other fixes in the same run (a link count, a quota block
     // marked free): the rewrite comes once they are made.
     repairs(

@@ -658,11 +658,12 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // Quota files are rewritten from the usage this round's check counted,
     // so only in a round that fixes nothing else (the next round's check
     // counts again after the others).
-    let other_fix = report.problems.iter().zip(&fixed).any(|(p, &f)| {
-        f && !SUMMARY.contains(&p.code)
-            && !quota::REWRITE.contains(&p.code)
-            && !ORPHAN.contains(&p.code)
-    });
+    let other_fix = new_journal
+        || report.problems.iter().zip(&fixed).any(|(p, &f)| {
+            f && !SUMMARY.contains(&p.code)
+                && !quota::REWRITE.contains(&p.code)
+                && !ORPHAN.contains(&p.code)
+        });
     if !other_fix {
         let mut types = std::collections::BTreeSet::new();
         for p in &report.problems {
