@@ -22,8 +22,9 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
-/// The problem code of a missing quota entry (not fixed yet).
-const QUOTA_ENTRY_MISSING: &str = "0x500F";
+/// The problem code of an invalid resize inode (recreating it is not
+/// built yet).
+const RESIZE_INODE_INVALID: &str = "0x0014";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Base {
@@ -317,43 +318,28 @@ fn preen_refuses_unsafe_damage() {
     }
 }
 
-/// An ext4 image with quota whose usage matches (mke2fs -d leaves it
-/// stale, e2fsck -fy settles it), then damaged with a file owned by an id
-/// the user quota file has no entry for — adding an entry is not built
-/// yet — and a wrong link count, which is fixed beside it.
-fn quota_damaged(tmp: &TempDir) -> PathBuf {
-    let base = cached_image("repair-quota-base", |img| {
-        mkfs(
-            img,
-            16 * MIB,
-            &MkfsOpts::ext4().features("quota"),
-            Some(&standard_tree_dir()),
-        );
-        let _ = e2fsck(img, &["-fy"]);
-        assert_eq!(e2fsck_fn(img), 0, "quota base is not clean");
-    });
-    let img = tmp.join("disk.img");
-    copy_image(&base, &img);
-    debugfs_w_unchecked(
-        &img,
+/// An ext4 image damaged with a resize inode whose mode is gone (e2fsck
+/// recreates it; pfsck does not yet) and a wrong link count, which is
+/// fixed beside it.
+fn resize_damaged(tmp: &TempDir) -> PathBuf {
+    damaged(
+        tmp,
+        Base::Ext4,
         &[
-            "sif /small uid 4321".to_string(),
+            "sif <7> mode 0".to_string(),
             "sif /f70k links_count 9".into(),
         ],
-    );
-    img
+    )
 }
 
 #[test]
 fn unsupported_damage_is_left_and_listed() {
     let tmp = TempDir::new("repair-unsupported");
-    let img = quota_damaged(&tmp);
+    let img = resize_damaged(&tmp);
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
     assert_eq!(code, Some(5), "{text}");
-    assert!(
-        text.contains("Missing user quota entry for ID 4321.  Fix? no"),
-        "{text}"
-    );
+    assert!(text.contains("Resize inode not valid"), "{text}");
+    assert!(text.contains("Fix? no"), "{text}");
     assert!(
         text.contains("WARNING: Filesystem still has errors"),
         "{text}"
@@ -409,7 +395,7 @@ fn inode_checksum_of_an_otherwise_valid_inode() {
 #[test]
 fn json_marks_what_was_fixed() {
     let tmp = TempDir::new("repair-json");
-    let img = quota_damaged(&tmp);
+    let img = resize_damaged(&tmp);
     let out = pfsck(&[OsStr::new("-fy"), OsStr::new("--json"), img.as_os_str()]);
     assert_eq!(out.status.code(), Some(5), "fixed one, left one");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -424,13 +410,13 @@ fn json_marks_what_was_fixed() {
     };
     assert_eq!(fixed("0x4003"), Some(true), "link count: {probs:?}");
     assert_eq!(
-        fixed(QUOTA_ENTRY_MISSING),
+        fixed(RESIZE_INODE_INVALID),
         Some(false),
-        "quota entry: {probs:?}"
+        "resize inode: {probs:?}"
     );
     let left = v["problems_after_repair"].as_array().unwrap();
     assert!(
-        left.iter().any(|p| p["code"] == QUOTA_ENTRY_MISSING),
+        left.iter().any(|p| p["code"] == RESIZE_INODE_INVALID),
         "{left:?}"
     );
 }

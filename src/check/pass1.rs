@@ -321,7 +321,9 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
             .map(|k| state.xattr_blocks[k].charge);
         let blocks = charge.map_or(0, |c| 1 + c.blocks);
         if let (Some(q), Some((ids, base_blocks, base_inodes))) = (quota.as_mut(), p.quota) {
-            let space = (base_blocks + blocks).saturating_mul(fs.geo.block_size as u64);
+            // Counted in clusters with bigalloc: e2fsck charges cluster size.
+            let space = (base_blocks + blocks)
+                .saturating_mul(u64::from(fs.geo.block_size) << fs.geo.cluster_bits);
             q.charge(ids, space, base_inodes + charge.map_or(0, |c| c.inodes));
         }
         let expect = p.expect + blocks * p.unit;
@@ -1593,16 +1595,6 @@ fn check_blocks(
     if bad_blocks {
         return;
     }
-    // Block maps cannot express clusters.
-    if fs.geo.cluster_bits > 0
-        && !extent_mapped
-        && !inline
-        && mapped > 0
-        && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
-    {
-        c.report(Problem::new(Code::InodeBigallocBlockMap).ino(ino));
-    }
-
     if inline {
         c.set_flag(iflag::INLINE);
         c.out.stats.inline_files += 1;
@@ -1694,10 +1686,22 @@ fn check_blocks(
                 .num2(expect),
         );
     }
+    // Block maps cannot express clusters: e2fsck rebuilds regular files
+    // and directories as extent trees (symlinks are never rewritten).
+    if fs.geo.cluster_bits > 0
+        && (inode.is_reg() || is_dir)
+        && !extent_mapped
+        && !inline
+        && mapped > 0
+        && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
+    {
+        c.report(Problem::new(Code::InodeBigallocBlockMap).ino(ino));
+    }
     if let (None, Some((ids, blocks, inodes))) = (acl, quota) {
+        // `blocks` are clusters with bigalloc: e2fsck charges cluster size.
         c.out.quota.get_or_insert_with(QuotaUsage::default).charge(
             ids,
-            blocks.saturating_mul(bs),
+            blocks.saturating_mul(bs << fs.geo.cluster_bits),
             inodes,
         );
     }

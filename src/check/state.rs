@@ -186,7 +186,9 @@ pub struct State {
     /// Quota usage computed by pass 1; None without the quota feature.
     pub quota: Option<QuotaUsage>,
     /// Pass 1B: every inode mapping a multiply-claimed block, in inode
-    /// order, with those blocks in map order (repeats kept). Empty when no
+    /// order, with those blocks in map order (repeats kept): one per claim
+    /// as e2fsck counts them (with bigalloc, the first block of each run
+    /// of blocks in one logical and one physical cluster). Empty when no
     /// block is shared.
     pub dup_owners: Vec<(u32, Vec<u64>)>,
     /// (inode, encryption policy id) of the inodes flagged `ENCRYPTED`,

@@ -32,10 +32,12 @@
 //! whole directory blocks, checksum tails), `dirhole.rs` (directory holes),
 //! `rehash.rs` (rebuilding directories and their htree index),
 //! `dup.rs` (multiply-claimed blocks: copies, or deletion),
+//! `extents.rs` (pass 1E: block maps on bigalloc rebuilt as extent trees),
 //! `superblock.rs` (the primary superblock and descriptors restored from
 //! the backup the check used),
-//! `quota.rs` (quota inode numbers in the superblock, usage in the quota
-//! files),
+//! `quota.rs` (quota inode numbers in the superblock, quota files
+//! rewritten from the counted usage in a round with no other fix but the
+//! summary),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay and orphan processing the check read
 //! through, staged first so the fixes land on top of them).
@@ -46,6 +48,7 @@ mod dir;
 mod dirblock;
 mod dirhole;
 mod dup;
+mod extents;
 mod inode;
 pub mod journal;
 mod journal_inode;
@@ -144,26 +147,41 @@ pub fn supported(code: Code) -> bool {
         || code == Code::JournalInodeInvalid
         || code == Code::JournalSuperblockCorrupt
         || code == Code::DupBlocks
+        || code == Code::ClusterMisaligned
+        || code == Code::InodeBigallocBlockMap
         || code == Code::SbUsedBackup
         || code == Code::SbQuotaInode
-        || code == Code::QuotaUsage
+        || quota::REWRITE.contains(&code)
         || code == Code::SbResizeInodeNoFeature
         || code == Code::LostFoundEncrypted
 }
 
 /// The fixes that are right on bigalloc too: they allocate nothing, or
-/// charge a whole cluster for what they allocate. The others (block maps,
-/// cleared inodes, directory rebuilds and holes, pass 1D's copies) still
-/// think in blocks and are left for a later run.
+/// charge a whole cluster for what they allocate (quota files), or keep
+/// the cluster rules (pass 1D's copies, pass 1E's extent trees). The others (block
+/// maps, cleared inodes, directory rebuilds and holes) still think in
+/// blocks and are left for a later run.
 fn cluster_safe(code: Code) -> bool {
     SUMMARY.contains(&code)
         || INODE.contains(&code)
         || FEATURE.contains(&code)
         || TREE.contains(&code)
         || DIR.contains(&code)
+        || LATE_P1.contains(&code)
+        || quota::REWRITE.contains(&code)
         || code == Code::LostFoundMissing
         || code == Code::LostFoundEncrypted
 }
+
+/// Pass 1 problems fixed after pass 1D, as e2fsck fixes them: a block
+/// breaking the cluster rules is claimed twice and copied by pass 1D
+/// ("will fix in pass 1B"), a block map on bigalloc is rebuilt as an
+/// extent tree by pass 1E once the sharing is resolved.
+const LATE_P1: &[Code] = &[
+    Code::DupBlocks,
+    Code::ClusterMisaligned,
+    Code::InodeBigallocBlockMap,
+];
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
 /// the tree fixes, since they change link counts too.
@@ -395,7 +413,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // inode's map), and once a directory block's records change, what
     // pass 2 counted and pass 3 found no longer holds. Everything else
     // waits for the next round's check.
-    let early = |p: &Problem| wanted(p) && p.code != Code::DupBlocks && p.spec().pass <= Pass::P1;
+    let early = |p: &Problem| wanted(p) && !LATE_P1.contains(&p.code) && p.spec().pass <= Pass::P1;
     if !report.problems.iter().any(early)
         && late_round(fs, state, report, &wanted, &mut overlay, &mut fixed)?
     {
@@ -432,6 +450,33 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         }
     }
     clear::finish(fs, &mut overlay, &round).map_err(Refusal::Failed)?;
+    // Pass 1E, once pass 1D has nothing left: a block map on bigalloc
+    // becomes an extent tree. Not over other map fixes of the same inode
+    // (they go first, the next round converts what they leave).
+    if !report
+        .problems
+        .iter()
+        .any(|p| wanted(p) && p.code == Code::DupBlocks)
+    {
+        for (k, p) in report.problems.iter().enumerate() {
+            let Some(ino) = p.ino else { continue };
+            if !wanted(p)
+                || p.code != Code::InodeBigallocBlockMap
+                || round.cleared.contains(&ino)
+                || round.modified.contains(&ino)
+                || report
+                    .problems
+                    .iter()
+                    .any(|q| q.ino == Some(ino) && wanted(q) && blockmap::CODES.contains(&q.code))
+            {
+                continue;
+            }
+            if extents::rebuild(fs, state, &mut overlay, ino).map_err(Refusal::Failed)? {
+                fixed[k] = true;
+                round.modified.insert(ino);
+            }
+        }
+    }
     // Cleared inodes need nothing more; changed ones are judged again by
     // the next round. Once pass 1 cleared or changed an inode, what passes
     // 2-5 found was found on the old inode: those fixes wait for the next
@@ -557,7 +602,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             || clear::CODES.contains(&p.code)
             || p.code == Code::LostFoundMissing
             || p.ino.is_some_and(|i| gone.contains(&i))
-            || p.code == Code::DupBlocks
+            || LATE_P1.contains(&p.code)
             || p.code == Code::LostFoundEncrypted
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
@@ -578,8 +623,8 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         } else if p.code == Code::SbResizeInodeNoFeature {
             fixed[k] =
                 superblock::fix_resize_inode(fs, &mut overlay, p).map_err(Refusal::Failed)?;
-        } else if p.code == Code::QuotaUsage {
-            fixed[k] = quota::fix_usage(fs, state, &mut overlay, p).map_err(Refusal::Failed)?;
+        } else if quota::REWRITE.contains(&p.code) {
+            // Below, once the other fixes of this round are known.
         } else if p.code == Code::SbQuotaInode {
             fixed[k] = quota::clear_inum(fs, &mut overlay, p).map_err(Refusal::Failed)?;
             if fixed[k] {
@@ -608,6 +653,39 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
                 .num(u64::from(have))
                 .num2(want);
             inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
+        }
+    }
+    // Quota files are rewritten from the usage this round's check counted,
+    // so only in a round that fixes nothing else (the next round's check
+    // counts again after the others).
+    let other_fix = new_journal
+        || report.problems.iter().zip(&fixed).any(|(p, &f)| {
+            f && !SUMMARY.contains(&p.code)
+                && !quota::REWRITE.contains(&p.code)
+                && !ORPHAN.contains(&p.code)
+        });
+    if !other_fix {
+        let mut types = std::collections::BTreeSet::new();
+        for p in &report.problems {
+            if wanted(p)
+                && quota::REWRITE.contains(&p.code)
+                && !p.ino.is_some_and(|i| cleared_quota.contains(&i))
+            {
+                types.extend(quota::problem_type(fs, p));
+            }
+        }
+        for qtype in types {
+            if quota::rewrite(fs, state, &mut overlay, qtype).map_err(Refusal::Failed)? {
+                summary = true;
+                for (k, p) in report.problems.iter().enumerate() {
+                    if wanted(p)
+                        && quota::REWRITE.contains(&p.code)
+                        && quota::problem_type(fs, p) == Some(qtype)
+                    {
+                        fixed[k] = true;
+                    }
+                }
+            }
         }
     }
     let mut journal_made = false;
@@ -699,7 +777,10 @@ fn dup_round(
         report
             .problems
             .iter()
-            .map(|p| p.code == Code::DupBlocks && p.ino.is_some_and(|i| out.resolved.contains(&i)))
+            .map(|p| {
+                matches!(p.code, Code::DupBlocks | Code::ClusterMisaligned)
+                    && p.ino.is_some_and(|i| out.resolved.contains(&i))
+            })
             .collect(),
     ))
 }
