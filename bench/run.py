@@ -403,7 +403,12 @@ class SlowDevice:
 def build_binaries(need_slowfuse):
     subprocess.run(NICE + ["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
     if need_slowfuse:
-        subprocess.run(NICE + ["cargo", "build", "--release", "-q"], cwd=SLOWFUSE_DIR, check=True)
+        # Without pfsck's .cargo/config.toml flags (static glibc): rustc
+        # refuses them for fuser's proc-macro dependencies. An empty
+        # CARGO_ENCODED_RUSTFLAGS replaces every configured flag.
+        env = dict(os.environ, CARGO_ENCODED_RUSTFLAGS="")
+        subprocess.run(NICE + ["cargo", "build", "--release", "-q"], cwd=SLOWFUSE_DIR, check=True,
+                       env=env)
 
 
 def version(cmd):
