@@ -54,18 +54,34 @@ pub struct MapInfo {
 
 /// Scratch space reused across inodes (no per-inode allocation).
 pub struct Scratch {
-    /// One block per tree level (extent) or indirect level.
+    /// One block per tree level (extent) or indirect level, allocated when
+    /// a walk first reaches that level: trees are one or two levels deep,
+    /// and 33 blocks for every worker were ~130 KiB each (issue 4: peak
+    /// RSS).
     bufs: Vec<Vec<u8>>,
 }
 
+impl Default for Scratch {
+    fn default() -> Scratch {
+        Scratch::new()
+    }
+}
+
 impl Scratch {
-    pub fn new(block_size: usize) -> Scratch {
+    pub fn new() -> Scratch {
         Scratch {
             bufs: (0..(WALK_DEPTH_LIMIT as usize + 1))
-                .map(|_| vec![0u8; block_size])
+                .map(|_| Vec::new())
                 .collect(),
         }
     }
+}
+
+/// The scratch block of the next level down, one block long.
+fn level_buf(bufs: &mut [Vec<u8>], block_size: usize) -> Option<(&mut [u8], &mut [Vec<u8>])> {
+    let (buf, rest) = bufs.split_first_mut()?;
+    buf.resize(block_size, 0);
+    Some((&mut buf[..], rest))
 }
 
 /// Does `b` (`len` bytes of node) carry a header e2fsck's library accepts?
@@ -306,7 +322,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 return;
             }
             self.nodes_left -= 1;
-            let Some((buf, rest)) = bufs.split_first_mut() else {
+            let Some((buf, rest)) = level_buf(bufs, self.fs.block_size()) else {
                 return;
             };
             if let Err(e) = self.fs.read_block_into(pblk, buf) {
@@ -507,7 +523,7 @@ fn visit_ptr<V: MapVisitor>(
         return;
     }
     v.node(blk);
-    let Some((buf, rest)) = bufs.split_first_mut() else {
+    let Some((buf, rest)) = level_buf(bufs, fs.block_size()) else {
         return;
     };
     if let Err(e) = fs.read_block_into(blk, buf) {
@@ -649,7 +665,7 @@ mod tests {
         leaf(&mut root, 2, 5, 1, 70); // out of order
         leaf(&mut root, 3, 20, 1, 9999); // outside the fs
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(), &mut r);
         assert_eq!(r.data, vec![(0, 50, 3, false), (10, 60, 2, true)]);
         assert_eq!(r.probs, vec![Code::InodeExtentOrder, Code::InodeExtentBad]);
         assert!(r.nodes.is_empty());
@@ -657,7 +673,7 @@ mod tests {
         let mut bad = root;
         put_le16(&mut bad, 0, 0x1234);
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &bad, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &bad, &mut Scratch::new(), &mut r);
         assert_eq!(r.probs, vec![Code::InodeExtentHeader]);
         assert!(r.data.is_empty());
         std::fs::remove_file(path).unwrap();
@@ -682,7 +698,7 @@ mod tests {
         index(&mut root, 1, 20, 41);
         index(&mut root, 2, 50, 42);
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(), &mut r);
         assert_eq!(r.nodes, vec![40, 41]);
         assert_eq!(
             r.data,
@@ -711,7 +727,7 @@ mod tests {
         index(&mut root, 0, 0, 40);
         index(&mut root, 1, 20, 41);
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(), &mut r);
         assert_eq!(r.probs, vec![Code::InodeExtentPastEof]);
         assert_eq!(r.data, vec![(0, 100, 4, false), (20, 130, 1, false)]);
         std::fs::remove_file(path).unwrap();
@@ -731,7 +747,7 @@ mod tests {
         ptrs[12] = 70;
         ptrs[13] = 9999; // illegal double indirect
         let mut r = Rec::default();
-        walk_indirect(&fs, 12, &ptrs, &mut Scratch::new(BS), &mut r);
+        walk_indirect(&fs, 12, &ptrs, &mut Scratch::new(), &mut r);
         assert_eq!(r.nodes, vec![70]);
         assert_eq!(
             r.data,

@@ -150,7 +150,7 @@ impl QuotaFile {
             fs_block_size: u64::from(fs.geo.block_size),
         };
         let ctx = pass1::Ctx::new(fs, state);
-        let mut scratch = Scratch::new(fs.block_size());
+        let mut scratch = Scratch::new();
         pass1::walk_map(&ctx, ino, &inode, false, &mut scratch, &mut f).then_some(f)
     }
 
