@@ -55,7 +55,10 @@ pub struct MapInfo {
 
 /// Scratch space reused across inodes (no per-inode allocation).
 pub struct Scratch {
-    /// One per tree level (extent) or indirect level.
+    /// One per tree level (extent) or indirect level. A level's buffers
+    /// are allocated when a walk first reaches it: trees are one or two
+    /// levels deep, and 33 blocks for every worker were ~130 KiB each
+    /// (issue 4: peak RSS).
     levels: Vec<Level>,
 }
 
@@ -66,13 +69,19 @@ struct Level {
     ahead: Prefetch,
 }
 
+impl Default for Scratch {
+    fn default() -> Scratch {
+        Scratch::new()
+    }
+}
+
 impl Scratch {
-    pub fn new(block_size: usize) -> Scratch {
+    pub fn new() -> Scratch {
         Scratch {
             levels: (0..(WALK_DEPTH_LIMIT as usize + 1))
                 .map(|_| Level {
-                    buf: vec![0u8; block_size],
-                    ahead: Prefetch::new(block_size),
+                    buf: Vec::new(),
+                    ahead: Prefetch::new(0),
                 })
                 .collect(),
         }
@@ -85,6 +94,14 @@ impl Scratch {
     fn begin(&mut self) -> &mut [Level] {
         &mut self.levels[..]
     }
+}
+
+/// The next level down, its scratch block one block long.
+fn next_level(levels: &mut [Level], block_size: usize) -> Option<(&mut Level, &mut [Level])> {
+    let (level, rest) = levels.split_first_mut()?;
+    level.buf.resize(block_size, 0);
+    level.ahead.set_block_size(block_size);
+    Some((level, rest))
 }
 
 /// Does `b` (`len` bytes of node) carry a header e2fsck's library accepts?
@@ -325,7 +342,8 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 return;
             }
             self.nodes_left -= 1;
-            let Some((Level { buf, ahead }, rest)) = levels.split_first_mut() else {
+            let Some((Level { buf, ahead }, rest)) = next_level(levels, self.fs.block_size())
+            else {
                 return;
             };
             // The children this node lists next are read ahead with it.
@@ -535,7 +553,7 @@ fn visit_ptr<V: MapVisitor>(
         return;
     }
     v.node(blk);
-    let Some((Level { buf, ahead }, rest)) = levels.split_first_mut() else {
+    let Some((Level { buf, ahead }, rest)) = next_level(levels, fs.block_size()) else {
         return;
     };
     // The indirect blocks the parent lists after this one are read ahead
@@ -685,7 +703,7 @@ mod tests {
         leaf(&mut root, 2, 5, 1, 70); // out of order
         leaf(&mut root, 3, 20, 1, 9999); // outside the fs
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(), &mut r);
         assert_eq!(r.data, vec![(0, 50, 3, false), (10, 60, 2, true)]);
         assert_eq!(r.probs, vec![Code::InodeExtentOrder, Code::InodeExtentBad]);
         assert!(r.nodes.is_empty());
@@ -693,7 +711,7 @@ mod tests {
         let mut bad = root;
         put_le16(&mut bad, 0, 0x1234);
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &bad, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &bad, &mut Scratch::new(), &mut r);
         assert_eq!(r.probs, vec![Code::InodeExtentHeader]);
         assert!(r.data.is_empty());
         std::fs::remove_file(path).unwrap();
@@ -718,7 +736,7 @@ mod tests {
         index(&mut root, 1, 20, 41);
         index(&mut root, 2, 50, 42);
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(), &mut r);
         assert_eq!(r.nodes, vec![40, 41]);
         assert_eq!(
             r.data,
@@ -747,7 +765,7 @@ mod tests {
         index(&mut root, 0, 0, 40);
         index(&mut root, 1, 20, 41);
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(), &mut r);
         assert_eq!(r.probs, vec![Code::InodeExtentPastEof]);
         assert_eq!(r.data, vec![(0, 100, 4, false), (20, 130, 1, false)]);
         std::fs::remove_file(path).unwrap();
@@ -767,7 +785,7 @@ mod tests {
         ptrs[12] = 70;
         ptrs[13] = 9999; // illegal double indirect
         let mut r = Rec::default();
-        walk_indirect(&fs, 12, &ptrs, &mut Scratch::new(BS), &mut r);
+        walk_indirect(&fs, 12, &ptrs, &mut Scratch::new(), &mut r);
         assert_eq!(r.nodes, vec![70]);
         assert_eq!(
             r.data,

@@ -28,7 +28,6 @@ use crate::error::{Error, Result};
 use crate::io::Device;
 pub use fsview::Fs;
 use problem::{Problem, Severity};
-use serde::Serialize;
 use state::{State, Stats};
 use std::path::Path;
 use std::time::Instant;
@@ -67,7 +66,7 @@ impl Default for Options {
 }
 
 /// Figures for the summary line.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct Summary {
     pub inodes_used: u64,
     pub inodes_count: u64,
@@ -87,7 +86,7 @@ pub struct Summary {
 }
 
 /// Time and bytes read by one pass.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct PassTiming {
     pub pass: String,
     pub seconds: f64,

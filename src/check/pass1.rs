@@ -258,7 +258,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
             || Worker {
                 table: Vec::new(),
                 block: vec![0u8; bs],
-                scratch: Scratch::new(bs),
+                scratch: Scratch::new(),
             },
             |w, u| {
                 if crate::engine::cancelled() {

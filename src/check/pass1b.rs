@@ -175,12 +175,11 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     }
     let ctx = Ctx::new(fs, state);
     let units = pass1::make_units(fs);
-    let bs = fs.block_size();
     let isz = fs.geo.inode_size as usize;
     let per_unit: Vec<Vec<(u32, Vec<u64>)>> = par_map(
         units.len(),
         threads,
-        || (Vec::new(), Scratch::new(bs)),
+        || (Vec::new(), Scratch::new()),
         |(table, scratch), u| {
             let unit = units[u];
             let mut found = Vec::new();

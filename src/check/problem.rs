@@ -5,9 +5,7 @@
 //! the CLI renders it. Message templates use `{ino}`, `{blk}`, `{group}`,
 //! `{num}`, `{num2}` and `{detail}`.
 
-use serde::Serialize;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Pass {
     /// Superblock, group descriptors, journal: before pass 1.
     Super,
@@ -34,7 +32,7 @@ impl Pass {
 }
 
 /// How a problem counts toward the verdict when it is left unfixed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
     /// The file system is inconsistent (exit 4 when not fixed).
     Error,

@@ -127,7 +127,7 @@ pub(crate) fn read_file(fs: &Fs, ino: u32, qtype: usize) -> Result<Vec<quota::Dq
     let inode = Inode::parse(&raw);
     let bs = fs.geo.block_size as u64;
     let mut v = Runs::default();
-    let mut scratch = Scratch::new(fs.block_size());
+    let mut scratch = Scratch::new();
     let extents = fs.sb.has_incompat(incompat::EXTENTS) && inode.has_flag(flags::EXTENTS);
     if inode.has_flag(flags::INLINE_DATA) {
         return Err("inline data".into());

@@ -880,7 +880,7 @@ fn data_runs(fs: &Fs, state: &State, ino: u32, inode: &Inode) -> Vec<(u64, u64, 
         runs: Vec::new(),
         budget: fs.geo.blocks_count,
     };
-    let mut scratch = Scratch::new(fs.block_size());
+    let mut scratch = Scratch::new();
     pass1::walk_map(&ctx, ino, inode, false, &mut scratch, &mut c);
     c.runs.sort_unstable();
     c.runs

@@ -100,7 +100,7 @@ pub(super) fn rebuild(
         nodes: 0,
         budget: fs.geo.blocks_count,
     };
-    let mut scratch = Scratch::new(fs.block_size());
+    let mut scratch = Scratch::new();
     pass1::walk_map(&ctx, ino, &inode, false, &mut scratch, &mut c);
     // Extents hold at most 32768 blocks and a 32-bit logical start.
     let max = u64::from(INIT_MAX_LEN);

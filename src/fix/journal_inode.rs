@@ -354,7 +354,7 @@ fn old_blocks(fs: &Fs) -> BTreeSet<u64> {
         return v.0;
     };
     let inode = finode::Inode::parse(&raw);
-    let mut scratch = Scratch::new(fs.block_size());
+    let mut scratch = Scratch::new();
     if inode.has_flag(flags::EXTENTS) {
         let info = MapInfo {
             ino: JOURNAL_INO,

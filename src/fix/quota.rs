@@ -327,7 +327,7 @@ impl Layout {
             budget: geo.blocks_count,
         };
         let ctx = pass1::Ctx::new(fs, state);
-        let mut scratch = Scratch::new(fs.block_size());
+        let mut scratch = Scratch::new();
         pass1::walk_map(&ctx, ino, &inode, false, &mut scratch, &mut old);
         let freed: BTreeSet<u64> = old
             .blocks

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Reads in flight at most when the device is slow (`read_many`, and the
@@ -50,6 +50,10 @@ pub struct Device {
     /// Times of the last `LAT_SAMPLES` read requests (µs), a ring.
     latency: [AtomicU64; LAT_SAMPLES],
     reads: AtomicU64,
+    /// Workers in `read_many` now, and the most seen at once: they share
+    /// its `IO_DEPTH` readers.
+    callers: AtomicUsize,
+    most_callers: AtomicUsize,
 }
 
 /// Requests whose times decide `is_slow`.
@@ -73,6 +77,8 @@ impl Device {
             bytes_read: AtomicU64::new(0),
             latency: Default::default(),
             reads: AtomicU64::new(0),
+            callers: AtomicUsize::new(0),
+            most_callers: AtomicUsize::new(0),
         })
     }
 
@@ -86,6 +92,8 @@ impl Device {
             bytes_read: AtomicU64::new(0),
             latency: Default::default(),
             reads: AtomicU64::new(0),
+            callers: AtomicUsize::new(0),
+            most_callers: AtomicUsize::new(0),
         }
     }
 
@@ -219,28 +227,42 @@ impl Device {
     /// Fills every buffer from its offset. On a slow device up to
     /// `IO_DEPTH` requests are in flight at once (threads issuing them),
     /// otherwise they are read one after the other. One result per request.
+    /// Workers calling at once share the `IO_DEPTH` readers: beyond the
+    /// device's queue, more threads only cost memory (a stack each).
     pub fn read_many(&self, reqs: &mut [(u64, &mut [u8])]) -> Vec<Result<()>> {
         if reqs.len() < 2 || !self.is_slow() {
             return reqs.iter_mut().map(|(o, b)| self.read_at(*o, b)).collect();
         }
+        let callers = self.callers.fetch_add(1, Ordering::Relaxed) + 1;
+        // Split by the most callers seen, not those of this instant: the
+        // first of several workers would otherwise take every reader.
+        let callers = self
+            .most_callers
+            .fetch_max(callers, Ordering::Relaxed)
+            .max(callers);
+        // Readers besides the caller, who reads too.
+        let helpers = (IO_DEPTH / callers).clamp(1, reqs.len()) - 1;
         let n = reqs.len();
         let next = std::sync::Mutex::new(reqs.iter_mut().enumerate());
         let results: Vec<std::sync::Mutex<Option<Result<()>>>> =
             (0..n).map(|_| std::sync::Mutex::new(None)).collect();
-        std::thread::scope(|s| {
-            for _ in 0..IO_DEPTH.min(n) {
-                s.spawn(|| {
-                    loop {
-                        let item = next.lock().unwrap_or_else(|e| e.into_inner()).next();
-                        let Some((i, (off, buf))) = item else {
-                            break;
-                        };
-                        let r = self.read_at(*off, buf);
-                        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                    }
-                });
+        let read_all = || {
+            loop {
+                let item = next.lock().unwrap_or_else(|e| e.into_inner()).next();
+                let Some((i, (off, buf))) = item else {
+                    break;
+                };
+                let r = self.read_at(*off, buf);
+                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             }
+        };
+        std::thread::scope(|s| {
+            for _ in 0..helpers {
+                s.spawn(read_all);
+            }
+            read_all();
         });
+        self.callers.fetch_sub(1, Ordering::Relaxed);
         results
             .into_iter()
             .map(|m| {

@@ -60,6 +60,16 @@ impl Prefetch {
         }
     }
 
+    /// The block size of the device read next (a scratch space is made
+    /// before it knows); what is held is dropped when it changes.
+    pub fn set_block_size(&mut self, block_size: usize) {
+        if self.bs != block_size {
+            self.held.clear();
+            self.buf.clear();
+            self.bs = block_size;
+        }
+    }
+
     pub fn window(&self) -> usize {
         self.window
     }
