@@ -79,12 +79,12 @@ macro_rules! problems {
 problems! {
     // ---- Superblock, group descriptors, journal ----
     SbCorrupt = ("0x0001", Super, Fatal, false, "The superblock could not be read or does not describe a valid ext2/ext3/ext4 file system: {detail}"),
-    SbUsedBackup = ("0x0002", Super, Notice, false, "The primary superblock is damaged ({detail}); using the backup superblock at block {blk}"),
+    SbUsedBackup = ("0x0002", Super, Notice, false, "Using the backup superblock at block {blk} ({detail})"),
     SbFeatureUnsupported = ("0x0003", Super, Fatal, false, "The file system has unsupported feature(s): {detail}"),
     SbChecksum = ("0x0004", Super, Error, true, "Superblock checksum does not match superblock"),
     SbBlocksCountTooBig = ("0x0005", Super, Fatal, false, "The file system size (according to the superblock) is {num} blocks, but the device holds only {num2} blocks"),
     SbFirstDataBlock = ("0x0006", Super, Fatal, false, "Superblock first_data_block = {num}, should have been {num2}"),
-    SbInodesCount = ("0x0007", Super, Error, false, "Superblock inodes count {num} is wrong, should be {num2}"),
+    SbInodesCount = ("0x0007", Super, Error, false, "Inode count in superblock is {num}, should be {num2}"),
     SbFreeBlocksInvalid = ("0x0008", Super, Notice, true, "Superblock free blocks count {num} is larger than the block count {num2}"),
     SbFreeInodesInvalid = ("0x0009", Super, Notice, true, "Superblock free inodes count {num} is larger than the inode count {num2}"),
     SbFirstIno = ("0x000A", Super, Error, false, "Superblock first_ino = {num} is invalid"),

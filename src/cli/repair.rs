@@ -30,9 +30,10 @@ pub type Ask<'a> = &'a mut dyn FnMut(&check::Report) -> Vec<bool>;
 /// is then Yes); without, `mode` decides.
 pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Option<Ask>) -> i32 {
     // -y and -p replace an unusable journal (e2fsck clears and recreates
-    // it, preen included), so the check goes on past it.
+    // it, preen included) and fix a wrong inodes count, so the check goes
+    // on past them.
     let opts = &Options {
-        clear_bad_journal: true,
+        repairing: true,
         ..opts.clone()
     };
     let fail = |e: String| {
@@ -130,12 +131,20 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     let mut fixes_staged = plan.fixes_staged;
     let mut overlay = plan.overlay;
     let mut round = 1;
+    // A check that read a backup superblock (found by itself, or named
+    // with -b) restores the primary copies in the first round, alone; the
+    // later rounds read the restored primary, as the kernel will.
+    let recheck_opts = &Options {
+        superblock: None,
+        blocksize: None,
+        ..opts.clone()
+    };
     let after = loop {
         let dev = match Device::open_read_only(&args.device) {
             Ok(d) => d.with_overlay(overlay.byte_ranges()),
             Err(e) => return fail(e.to_string()),
         };
-        let again = match check::check_device(dev, opts) {
+        let again = match check::check_device(dev, recheck_opts) {
             Ok(c) => c,
             Err(e) => return fail(format!("re-check of the repaired file system: {e}")),
         };

@@ -148,6 +148,7 @@ pub fn supported(code: Code) -> bool {
         || code == Code::SbQuotaInode
         || code == Code::QuotaUsage
         || code == Code::SbResizeInodeNoFeature
+        || code == Code::SbInodesCount
         || code == Code::LostFoundEncrypted
 }
 
@@ -575,6 +576,8 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         } else if SUMMARY.contains(&p.code) {
             summary = true;
             fixed[k] = true;
+        } else if p.code == Code::SbInodesCount {
+            fixed[k] = superblock::fix_inodes_count(fs, &mut overlay).map_err(Refusal::Failed)?;
         } else if p.code == Code::SbResizeInodeNoFeature {
             fixed[k] =
                 superblock::fix_resize_inode(fs, &mut overlay, p).map_err(Refusal::Failed)?;
