@@ -270,8 +270,9 @@ fn plan_round(
     Ok(plan)
 }
 
-/// Writes the journal replay and orphan processing the check read through,
-/// and nothing else, for the runs that stage no fix (clean and not forced,
+/// Writes the journal replay and orphan processing the check read through
+/// (and a journal inode restored from the superblock's backup), and
+/// nothing else, for the runs that stage no fix (clean and not forced,
 /// preen stopped). Prints e2fsck's line when it replayed a journal.
 fn replay_only(
     args: &Args,
@@ -280,7 +281,7 @@ fn replay_only(
     rep: &check::Report,
     device: &str,
 ) -> Result<(), String> {
-    let overlay = fix::journal::staged(fs)?;
+    let overlay = fix::journal::staged_before_passes(fs)?;
     if overlay.is_empty() {
         return Ok(());
     }

@@ -143,6 +143,7 @@ pub fn supported(code: Code) -> bool {
         || code == Code::LostFoundMissing
         || code == Code::JournalInodeInvalid
         || code == Code::JournalSuperblockCorrupt
+        || code == Code::JournalInodeFromBackup
         || code == Code::DupBlocks
         || code == Code::SbUsedBackup
         || code == Code::SbQuotaInode
@@ -164,6 +165,7 @@ fn cluster_safe(code: Code) -> bool {
         || DIR.contains(&code)
         || code == Code::LostFoundMissing
         || code == Code::LostFoundEncrypted
+        || code == Code::JournalInodeFromBackup
 }
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
@@ -229,11 +231,14 @@ fn allowed(p: &Problem, mode: Mode) -> bool {
 /// pfsck supports.
 pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
     // What pass 1 says about an unusable journal's inode goes with the
-    // journal, which preen replaces (e2fsck -p: "Recreate journal").
+    // journal, which preen replaces (e2fsck -p: "Recreate journal") or
+    // restores from the superblock's backup.
     let bad_journal = report.problems.iter().any(|p| {
         matches!(
             p.code,
-            Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+            Code::JournalInodeInvalid
+                | Code::JournalSuperblockCorrupt
+                | Code::JournalInodeFromBackup
         )
     });
     if mode == Mode::Preen
@@ -305,6 +310,26 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         for (k, p) in report.problems.iter().enumerate() {
             fixed[k] = p.code == Code::SbUsedBackup;
         }
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: true,
+        });
+    }
+
+    // A journal inode the check read from the superblock's backup is
+    // written from it, alone in its round, as e2fsck writes it before pass
+    // 1: what the passes found on the old inode (its mode, the journal's
+    // blocks nobody claimed) is judged again on the restored one, and not
+    // shown when that finds it gone.
+    if let Some(k) = report
+        .problems
+        .iter()
+        .position(|p| wanted(p) && p.code == Code::JournalInodeFromBackup)
+        && journal_inode::restore_from_backup(fs, &mut overlay).map_err(Refusal::Failed)?
+    {
+        fixed[k] = true;
         return Ok(Plan {
             overlay,
             fixed,
