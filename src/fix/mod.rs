@@ -746,6 +746,7 @@ fn structure(
     let mut staged = false;
     let mut rebuild: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
     let mut holes: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    let mut dot_fixed = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p) {
             continue;
@@ -759,11 +760,22 @@ fn structure(
             if !fixed[k] && p.code == Code::DirBlockNoTail {
                 rebuild.entry(dir).or_default().push(k);
             }
+        } else if p.code == Code::DirDotMissing
+            && dirblock::fix_dot(fs, state, overlay, p).map_err(Refusal::Failed)?
+        {
+            // In place, as e2fsck: the records behind '.' stay where they
+            // are; the next round's check judges the block again.
+            fixed[k] = true;
+            staged = true;
+            dot_fixed.insert(dir);
         } else if rehash::CODES.contains(&p.code) {
             rebuild.entry(dir).or_default().push(k);
         } else if HOLES.contains(&p.code) {
             holes.entry(dir).or_default().push(k);
         }
+    }
+    for dir in &dot_fixed {
+        rebuild.remove(dir);
     }
     // Holes first: a rebuild writes into the blocks the directory has.
     for (dir, ks) in holes {
