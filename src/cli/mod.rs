@@ -39,7 +39,8 @@ pub struct Args {
     #[arg(short = 'y')]
     pub yes: bool,
     /// Preen: fix what is safe without asking; stop on anything else with
-    /// "UNEXPECTED INCONSISTENCY" (exit 4, nothing written).
+    /// "UNEXPECTED INCONSISTENCY" (exit 4; the fixes made before it and the
+    /// superblock's error state written, as e2fsck).
     #[arg(short = 'p')]
     pub preen: bool,
     /// Same as -p.

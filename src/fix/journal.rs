@@ -58,7 +58,8 @@ pub fn staged(fs: &Fs) -> Result<Overlay, String> {
 }
 
 /// What e2fsck writes before it decides anything else, for the runs that
-/// stage no fix (clean and not forced, preen stopped): the replay and the
+/// stage no fix (clean and not forced, a preen stop that can stage no
+/// fix): the replay and the
 /// orphans ([`staged`]), and a journal inode it made from the
 /// superblock's backup (it looks at the journal first and writes that
 /// inode back whenever it may write).

@@ -58,7 +58,7 @@ mod superblock;
 use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
 use crate::check::{Fs, Report};
-use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::inode::ROOT_INO;
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
@@ -208,9 +208,8 @@ pub struct Plan {
 #[derive(Debug)]
 pub enum Refusal {
     /// `-p` met a problem preen may not fix: e2fsck's "UNEXPECTED
-    /// INCONSISTENCY". Nothing is staged, so nothing is written (e2fsck
-    /// would keep the preen fixes it made before; writing none is simpler
-    /// and leaves the decision to the manual run).
+    /// INCONSISTENCY". Nothing is staged; [`plan_preen_halt`] stages what
+    /// e2fsck writes when it stops there.
     Unexpected,
     /// The file system is in a state the fixes do not handle yet (the
     /// message says which); nothing is staged.
@@ -227,12 +226,11 @@ fn allowed(p: &Problem, mode: Mode) -> bool {
     }
 }
 
-/// Stages fixes for the problems of `report` that `mode` allows and that
-/// pfsck supports.
-pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
-    // What pass 1 says about an unusable journal's inode goes with the
-    // journal, which preen replaces (e2fsck -p: "Recreate journal") or
-    // restores from the superblock's backup.
+/// The problem `-p` stops at (e2fsck's preenhalt): the first error preen
+/// may not fix. What pass 1 says about an unusable journal's inode goes
+/// with the journal, which preen replaces (e2fsck -p: "Recreate journal")
+/// or restores from the superblock's backup.
+pub fn preen_halt_at(report: &Report) -> Option<usize> {
     let bad_journal = report.problems.iter().any(|p| {
         matches!(
             p.code,
@@ -241,15 +239,74 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
                 | Code::JournalInodeFromBackup
         )
     });
-    if mode == Mode::Preen
-        && report.problems.iter().any(|p| {
-            p.spec().severity == Severity::Error
-                && !p.spec().preen_ok
-                && !(bad_journal && journal_inode::resolves(p))
-        })
-    {
+    report.problems.iter().position(|p| {
+        p.spec().severity == Severity::Error
+            && !p.spec().preen_ok
+            && !(bad_journal && journal_inode::resolves(p))
+    })
+}
+
+/// What `-p` writes when it stops at the problem [`preen_halt_at`] finds,
+/// as e2fsck's preenhalt leaves the file system: the preen fixes of the
+/// problems found before that one, which e2fsck has made by then (it
+/// writes each fix as it goes: `e2fsck -fp` on an image with a wrong
+/// i_blocks in pass 1 and an unattached inode in pass 4 writes the
+/// i_blocks), in this one round, without the pass 5 summary (e2fsck
+/// writes bitmaps and counts only when it gets there); then the
+/// superblock marked with errors (s_state |= EXT2_ERROR_FS, checksum
+/// redone), so the next boot's check does not skip the file system as
+/// clean. The journal replay and orphans the check read through are in
+/// it. `fixed` maps onto all of `report`'s problems.
+pub fn plan_preen_halt(fs: &Fs, state: &State, report: &Report) -> Result<Plan, String> {
+    let at = preen_halt_at(report).unwrap_or(report.problems.len());
+    let kept: Vec<usize> = (0..at)
+        .filter(|&k| !SUMMARY.contains(&report.problems[k].code))
+        .collect();
+    let before = report.with_problems(kept.iter().map(|&k| report.problems[k].clone()).collect());
+    let mut fixed = vec![false; report.problems.len()];
+    let (mut overlay, replayed) = match plan(fs, state, &before, Mode::Preen) {
+        Ok(p) => {
+            for (j, &k) in kept.iter().enumerate() {
+                fixed[k] = p.fixed.get(j).copied().unwrap_or(false);
+            }
+            (p.overlay, p.replayed)
+        }
+        // Nothing of it can be staged (a refusal): what e2fsck writes
+        // before the passes, and the error state.
+        Err(_) => {
+            let o = journal::staged_before_passes(fs)?;
+            let replayed = !journal::staged(fs)?.is_empty();
+            (o, replayed)
+        }
+    };
+    mark_errors(fs, &mut overlay)?;
+    Ok(Plan {
+        overlay,
+        fixed,
+        replayed,
+        fixes_staged: true,
+    })
+}
+
+/// `s_state` in the superblock.
+const S_STATE: usize = 0x3A;
+
+/// Marks the superblock "not clean with errors" (EXT2_ERROR_FS), as
+/// e2fsck's preenhalt does.
+fn mark_errors(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+    edit_superblock(fs, overlay, |sb| {
+        let st = le16(sb, S_STATE) | crate::fs::superblock::STATE_ERROR;
+        put_le16(sb, S_STATE, st);
+    })
+}
+
+/// Stages fixes for the problems of `report` that `mode` allows and that
+/// pfsck supports.
+pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
+    if mode == Mode::Preen && preen_halt_at(report).is_some() {
         return Err(Refusal::Unexpected);
     }
+
     let mut fixed = vec![false; report.problems.len()];
     let bs = fs.geo.block_size;
     if let Some(why) = journal::unrecovered(fs) {
