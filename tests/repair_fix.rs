@@ -8,7 +8,8 @@
 //! - the undo log exists and `pfsck --rollback` restores the damaged image
 //!   byte for byte;
 //! - preen fixes preen-safe damage (exit 1) and refuses the rest with
-//!   "UNEXPECTED INCONSISTENCY" (exit 4, image unchanged);
+//!   "UNEXPECTED INCONSISTENCY" (exit 4, only the superblock's error
+//!   state written, as e2fsck);
 //! - a damage pfsck does not fix yet gives exit 4 with the problem listed.
 //!
 //! Bases: ext2 (1 KiB), ext4 with metadata_csum, flex_bg and uninit groups
@@ -296,14 +297,16 @@ fn preen_refuses_unsafe_damage() {
     let b = Base::Ext4;
     let tmp = TempDir::new("repair-preen-unsafe");
     // An unattached non-empty inode is not preen-safe (e2fsck asks before
-    // reconnecting it); the count damage alongside must not be written
-    // either.
+    // reconnecting it); the count damage alongside (pass 5, after it) must
+    // not be written either: only the superblock's error state is, as
+    // e2fsck's preenhalt writes it, and the undo log takes it back.
     let img = damaged(
         &tmp,
         b,
         &s(&["unlink /f70k", "set_bg 1 free_blocks_count 7"]),
     );
     let before = std::fs::read(&img).unwrap();
+    let bs = dumpe2fs(&img).block_size as usize;
     for flag in ["-fp", "-fa"] {
         let (code, text) = pfsck_run(&[OsStr::new(flag), img.as_os_str()]);
         assert_eq!(code, Some(4), "{flag}: {text}");
@@ -311,10 +314,17 @@ fn preen_refuses_unsafe_damage() {
             text.contains("UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY."),
             "{text}"
         );
-        assert!(
-            std::fs::read(&img).unwrap() == before,
-            "{flag} wrote to the image"
-        );
+        let after = std::fs::read(&img).unwrap();
+        let changed: Vec<usize> = (0..before.len() / bs)
+            .filter(|&k| before[k * bs..(k + 1) * bs] != after[k * bs..(k + 1) * bs])
+            .collect();
+        assert_eq!(changed, vec![0], "{flag} wrote more than the superblock");
+        let state = u16::from_le_bytes([after[1024 + 0x3A], after[1024 + 0x3B]]);
+        assert_eq!(state & 2, 2, "{flag}: no error state");
+        let log = pfsck::repair::default_undo_path(&img);
+        let (rb, _) = pfsck_run(&[OsStr::new("--rollback"), log.as_os_str(), img.as_os_str()]);
+        assert_eq!(rb, Some(0));
+        assert!(std::fs::read(&img).unwrap() == before, "{flag}: rollback");
     }
 }
 

@@ -44,9 +44,11 @@ pub struct Options {
     pub superblock: Option<u64>,
     /// `-B`: block size to interpret `superblock` with.
     pub blocksize: Option<u32>,
-    /// The repair will replace an unusable journal (`fix::journal_inode`),
-    /// so pass 0 goes on instead of stopping as `-n` must.
-    pub clear_bad_journal: bool,
+    /// A repair (`-y`, `-p`) follows: what `-n` must stop at in pass 0
+    /// (an unusable journal, which `fix::journal_inode` replaces; a wrong
+    /// inodes count) is reported for the repair to fix, and the check goes
+    /// on.
+    pub repairing: bool,
     /// `-j`: the external journal device.
     pub journal_device: Option<std::path::PathBuf>,
 }
@@ -59,7 +61,7 @@ impl Default for Options {
             force: true,
             superblock: None,
             blocksize: None,
-            clear_bad_journal: false,
+            repairing: false,
             journal_device: None,
         }
     }
@@ -249,9 +251,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     }
 
     report.problems.extend(superblock::check(&fs));
-    report
-        .problems
-        .extend(journal::check(&fs, opts.clear_bad_journal));
+    report.problems.extend(journal::check(&fs, opts.repairing));
     timer.lap(&mut report, "pass0", &fs);
     if report.has_fatal() {
         return Ok(Checked {

@@ -73,7 +73,7 @@ const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "-p",
-        "Preen: fix what is safe without asking; stop on anything else with \"UNEXPECTED INCONSISTENCY\" (exit 4, nothing written)",
+        "Preen: fix what is safe without asking; stop on anything else with \"UNEXPECTED INCONSISTENCY\" (exit 4; the fixes made before it and the superblock's error state written, as e2fsck)",
     ),
     ("-a", "Same as -p"),
     ("-f", "Check even if the file system seems clean"),

@@ -107,7 +107,7 @@ pub fn run(args: &Args) -> i32 {
         force: args.force,
         superblock: args.superblock,
         blocksize: args.blocksize,
-        clear_bad_journal: false,
+        repairing: false,
         journal_device: args.journal.clone(),
     };
     let device = args.device.display().to_string();

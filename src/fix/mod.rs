@@ -61,7 +61,7 @@ mod superblock;
 use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
 use crate::check::{Fs, Report};
-use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::inode::ROOT_INO;
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
@@ -146,6 +146,7 @@ pub fn supported(code: Code) -> bool {
         || code == Code::LostFoundMissing
         || code == Code::JournalInodeInvalid
         || code == Code::JournalSuperblockCorrupt
+        || code == Code::JournalInodeFromBackup
         || code == Code::DupBlocks
         || code == Code::ClusterMisaligned
         || code == Code::InodeBigallocBlockMap
@@ -153,6 +154,7 @@ pub fn supported(code: Code) -> bool {
         || code == Code::SbQuotaInode
         || quota::REWRITE.contains(&code)
         || code == Code::SbResizeInodeNoFeature
+        || code == Code::SbInodesCount
         || code == Code::LostFoundEncrypted
 }
 
@@ -171,6 +173,7 @@ fn cluster_safe(code: Code) -> bool {
         || quota::REWRITE.contains(&code)
         || code == Code::LostFoundMissing
         || code == Code::LostFoundEncrypted
+        || code == Code::JournalInodeFromBackup
 }
 
 /// Pass 1 problems fixed after pass 1D, as e2fsck fixes them: a block
@@ -223,9 +226,8 @@ pub struct Plan {
 #[derive(Debug)]
 pub enum Refusal {
     /// `-p` met a problem preen may not fix: e2fsck's "UNEXPECTED
-    /// INCONSISTENCY". Nothing is staged, so nothing is written (e2fsck
-    /// would keep the preen fixes it made before; writing none is simpler
-    /// and leaves the decision to the manual run).
+    /// INCONSISTENCY". Nothing is staged; [`plan_preen_halt`] stages what
+    /// e2fsck writes when it stops there.
     Unexpected,
     /// The file system is in a state the fixes do not handle yet (the
     /// message says which); nothing is staged.
@@ -242,26 +244,87 @@ fn allowed(p: &Problem, mode: Mode) -> bool {
     }
 }
 
-/// Stages fixes for the problems of `report` that `mode` allows and that
-/// pfsck supports.
-pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
-    // What pass 1 says about an unusable journal's inode goes with the
-    // journal, which preen replaces (e2fsck -p: "Recreate journal").
+/// The problem `-p` stops at (e2fsck's preenhalt): the first error preen
+/// may not fix. What pass 1 says about an unusable journal's inode goes
+/// with the journal, which preen replaces (e2fsck -p: "Recreate journal")
+/// or restores from the superblock's backup.
+pub fn preen_halt_at(report: &Report) -> Option<usize> {
     let bad_journal = report.problems.iter().any(|p| {
         matches!(
             p.code,
-            Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+            Code::JournalInodeInvalid
+                | Code::JournalSuperblockCorrupt
+                | Code::JournalInodeFromBackup
         )
     });
-    if mode == Mode::Preen
-        && report.problems.iter().any(|p| {
-            p.spec().severity == Severity::Error
-                && !p.spec().preen_ok
-                && !(bad_journal && journal_inode::resolves(p))
-        })
-    {
+    report.problems.iter().position(|p| {
+        p.spec().severity == Severity::Error
+            && !p.spec().preen_ok
+            && !(bad_journal && journal_inode::resolves(p))
+    })
+}
+
+/// What `-p` writes when it stops at the problem [`preen_halt_at`] finds,
+/// as e2fsck's preenhalt leaves the file system: the preen fixes of the
+/// problems found before that one, which e2fsck has made by then (it
+/// writes each fix as it goes: `e2fsck -fp` on an image with a wrong
+/// i_blocks in pass 1 and an unattached inode in pass 4 writes the
+/// i_blocks), in this one round, without the pass 5 summary (e2fsck
+/// writes bitmaps and counts only when it gets there); then the
+/// superblock marked with errors (s_state |= EXT2_ERROR_FS, checksum
+/// redone), so the next boot's check does not skip the file system as
+/// clean. The journal replay and orphans the check read through are in
+/// it. `fixed` maps onto all of `report`'s problems.
+pub fn plan_preen_halt(fs: &Fs, state: &State, report: &Report) -> Result<Plan, String> {
+    let at = preen_halt_at(report).unwrap_or(report.problems.len());
+    let kept: Vec<usize> = (0..at)
+        .filter(|&k| !SUMMARY.contains(&report.problems[k].code))
+        .collect();
+    let before = report.with_problems(kept.iter().map(|&k| report.problems[k].clone()).collect());
+    let mut fixed = vec![false; report.problems.len()];
+    let (mut overlay, replayed) = match plan(fs, state, &before, Mode::Preen) {
+        Ok(p) => {
+            for (j, &k) in kept.iter().enumerate() {
+                fixed[k] = p.fixed.get(j).copied().unwrap_or(false);
+            }
+            (p.overlay, p.replayed)
+        }
+        // Nothing of it can be staged (a refusal): what e2fsck writes
+        // before the passes, and the error state.
+        Err(_) => {
+            let o = journal::staged_before_passes(fs)?;
+            let replayed = !journal::staged(fs)?.is_empty();
+            (o, replayed)
+        }
+    };
+    mark_errors(fs, &mut overlay)?;
+    Ok(Plan {
+        overlay,
+        fixed,
+        replayed,
+        fixes_staged: true,
+    })
+}
+
+/// `s_state` in the superblock.
+const S_STATE: usize = 0x3A;
+
+/// Marks the superblock "not clean with errors" (EXT2_ERROR_FS), as
+/// e2fsck's preenhalt does.
+fn mark_errors(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+    edit_superblock(fs, overlay, |sb| {
+        let st = le16(sb, S_STATE) | crate::fs::superblock::STATE_ERROR;
+        put_le16(sb, S_STATE, st);
+    })
+}
+
+/// Stages fixes for the problems of `report` that `mode` allows and that
+/// pfsck supports.
+pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
+    if mode == Mode::Preen && preen_halt_at(report).is_some() {
         return Err(Refusal::Unexpected);
     }
+
     let mut fixed = vec![false; report.problems.len()];
     let bs = fs.geo.block_size;
     if let Some(why) = journal::unrecovered(fs) {
@@ -322,6 +385,26 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         for (k, p) in report.problems.iter().enumerate() {
             fixed[k] = p.code == Code::SbUsedBackup;
         }
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: true,
+        });
+    }
+
+    // A journal inode the check read from the superblock's backup is
+    // written from it, alone in its round, as e2fsck writes it before pass
+    // 1: what the passes found on the old inode (its mode, the journal's
+    // blocks nobody claimed) is judged again on the restored one, and not
+    // shown when that finds it gone.
+    if let Some(k) = report
+        .problems
+        .iter()
+        .position(|p| wanted(p) && p.code == Code::JournalInodeFromBackup)
+        && journal_inode::restore_from_backup(fs, &mut overlay).map_err(Refusal::Failed)?
+    {
+        fixed[k] = true;
         return Ok(Plan {
             overlay,
             fixed,
@@ -620,6 +703,8 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         } else if SUMMARY.contains(&p.code) {
             summary = true;
             fixed[k] = true;
+        } else if p.code == Code::SbInodesCount {
+            fixed[k] = superblock::fix_inodes_count(fs, &mut overlay).map_err(Refusal::Failed)?;
         } else if p.code == Code::SbResizeInodeNoFeature {
             fixed[k] =
                 superblock::fix_resize_inode(fs, &mut overlay, p).map_err(Refusal::Failed)?;
@@ -799,6 +884,7 @@ fn structure(
     let mut staged = false;
     let mut rebuild: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
     let mut holes: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    let mut dot_fixed = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p) {
             continue;
@@ -812,11 +898,22 @@ fn structure(
             if !fixed[k] && p.code == Code::DirBlockNoTail {
                 rebuild.entry(dir).or_default().push(k);
             }
+        } else if p.code == Code::DirDotMissing
+            && dirblock::fix_dot(fs, state, overlay, p).map_err(Refusal::Failed)?
+        {
+            // In place, as e2fsck: the records behind '.' stay where they
+            // are; the next round's check judges the block again.
+            fixed[k] = true;
+            staged = true;
+            dot_fixed.insert(dir);
         } else if rehash::CODES.contains(&p.code) {
             rebuild.entry(dir).or_default().push(k);
         } else if HOLES.contains(&p.code) {
             holes.entry(dir).or_default().push(k);
         }
+    }
+    for dir in &dot_fixed {
+        rebuild.remove(dir);
     }
     // Holes first: a rebuild writes into the blocks the directory has.
     for (dir, ks) in holes {
