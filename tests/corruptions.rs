@@ -907,10 +907,7 @@ fn pfsck_agrees_with_e2fsck() {
 /// repair yet, each with the reason. Nothing else may be left: the repair
 /// test fails for any other such case, and for a case listed here that
 /// pfsck now repairs (then delete its line).
-const NOT_REPAIRED_YET: &[(&str, &str)] = &[(
-    "ext2-resize-inode-cleared",
-    "recreating an invalid resize inode is being built on branch `resize`",
-)];
+const NOT_REPAIRED_YET: &[(&str, &str)] = &[];
 
 /// Cases neither tool can check, let alone repair: `e2fsck -fy` exits 8
 /// and so must `pfsck -fy`, writing nothing. That is the right answer.

@@ -385,7 +385,7 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
 
 /// e2fsck's check of the resize inode (done before its pass 1): without
 /// resize_inode it must be empty; with it, only the double indirect block
-/// is set, and it maps every reserved GDT block, each of which maps the
+/// is set, and it maps the reserved GDT blocks, each of which maps the
 /// same block's backups in the groups that carry a superblock copy.
 fn check_resize_inode(fs: &Fs) -> Option<Problem> {
     let bad = |why: &str| Some(Problem::new(Code::SbResizeInodeNoFeature).detail(why.to_string()));
@@ -417,9 +417,14 @@ fn check_resize_inode(fs: &Fs) -> Option<Problem> {
         // 1 KiB bigalloc: the superblock is block 1 of group 0's cluster.
         first += 1;
     }
-    let n = geo.reserved_gdt_blocks as u64;
-    // The double indirect block must map every reserved GDT block; the
-    // first one it does not decides, unless a block before it is wrong.
+    // e2fsck 1.47 looks at the first quarter of the reserved GDT blocks
+    // only (its loop runs to s_reserved_gdt_blocks / 4): a wrong entry
+    // past that is not "not valid" (pass 1 judges those blocks as any
+    // other map, its i_blocks included), so the verdicts agree.
+    let n = geo.reserved_gdt_blocks as u64 / 4;
+    // The double indirect block must map each of those reserved GDT
+    // blocks; the first one it does not decides, unless a block before it
+    // is wrong.
     let mapped = (0..n)
         .take_while(|&k| {
             let gdt_off = (geo.desc_blocks as u64 + k) % apb;

@@ -228,10 +228,17 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         gd_raw,
     } = loaded;
 
+    let bad_compat = sb.feature_compat & !superblock::SUPPORTED_COMPAT;
     let bad_incompat = sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT;
     let bad_ro = sb.feature_ro_compat & !superblock::SUPPORTED_RO_COMPAT;
     let mut names = Vec::new();
     for bit in (0..32).map(|i| 1u32 << i) {
+        if bad_compat & bit != 0 {
+            names.push(format!(
+                "{} (compat 0x{bit:x})",
+                superblock::compat_name(bit)
+            ));
+        }
         if bad_incompat & bit != 0 {
             names.push(format!(
                 "{} (incompat 0x{bit:x})",

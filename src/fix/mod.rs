@@ -34,7 +34,8 @@
 //! `dup.rs` (multiply-claimed blocks: copies, or deletion),
 //! `extents.rs` (pass 1E: block maps on bigalloc rebuilt as extent trees),
 //! `superblock.rs` (the primary superblock and descriptors restored from
-//! the backup the check used),
+//! the backup the check used), `resize.rs` (an invalid resize inode
+//! recreated, staged right after the whole-inode fixes),
 //! `quota.rs` (quota inode numbers in the superblock, quota files
 //! rewritten from the counted usage in a round with no other fix but the
 //! summary),
@@ -55,6 +56,7 @@ mod journal_inode;
 mod lostfound;
 mod quota;
 mod rehash;
+mod resize;
 mod summary;
 mod superblock;
 
@@ -526,13 +528,27 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // looks at directories: what they clear is no longer reconnected,
     // counted or rewritten below.
     let mut round = clear::Round::default();
+    // An invalid resize inode is rebuilt whole below: what pass 1 says
+    // about the old one is not fixed field by field.
+    let resize = report
+        .problems
+        .iter()
+        .position(|p| wanted(p) && resize::recreates(fs, p));
+    let resize_ino = |p: &Problem| resize.is_some() && p.ino == Some(crate::fs::inode::RESIZE_INO);
     for (k, p) in report.problems.iter().enumerate() {
-        if wanted(p) && clear::CODES.contains(&p.code) {
+        if wanted(p) && clear::CODES.contains(&p.code) && !resize_ino(p) {
             fixed[k] =
                 clear::fix(fs, state, &mut overlay, p, &mut round).map_err(Refusal::Failed)?;
         }
     }
     clear::finish(fs, &mut overlay, &round).map_err(Refusal::Failed)?;
+    // e2fsck recreates it at the end of its pass 1, before anything later
+    // allocates a block.
+    if let Some(k) = resize {
+        fixed[k] =
+            resize::recreate(fs, state, &mut overlay, &mut large_file).map_err(Refusal::Failed)?;
+        summary |= fixed[k];
+    }
     // Pass 1E, once pass 1D has nothing left: a block map on bigalloc
     // becomes an extent tree. Not over other map fixes of the same inode
     // (they go first, the next round converts what they leave).
@@ -566,6 +582,9 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // round's check, as e2fsck's later passes run on the fixed inodes.
     let mut gone: std::collections::BTreeSet<u32> =
         round.cleared.union(&round.modified).copied().collect();
+    if resize.is_some() {
+        gone.insert(crate::fs::inode::RESIZE_INO);
+    }
     let later = |p: &Problem| changed_inodes(&round) && p.spec().pass > Pass::P1B;
     let wanted = |p: &Problem| wanted(p) && !later(p);
     // Tree and entry fixes first, in problem order: what they change in
@@ -706,6 +725,9 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         } else if p.code == Code::SbInodesCount {
             fixed[k] = superblock::fix_inodes_count(fs, &mut overlay).map_err(Refusal::Failed)?;
         } else if p.code == Code::SbResizeInodeNoFeature {
+            if resize.is_some() {
+                continue;
+            }
             fixed[k] =
                 superblock::fix_resize_inode(fs, &mut overlay, p).map_err(Refusal::Failed)?;
         } else if quota::REWRITE.contains(&p.code) {

@@ -82,8 +82,8 @@ const GOOD_OLD_INODE_SIZE: usize = 128;
 /// The resize inode, as e2fsck's pass 0 settles it: with meta_bg the
 /// feature cannot work and is turned off; without the feature the inode
 /// must be empty, so it is cleared, and there are no reserved GDT blocks.
-/// Recreating an invalid resize inode while the feature stays is not built
-/// yet. Returns whether something was staged.
+/// An invalid resize inode while the feature stays is `resize.rs`'s.
+/// Returns whether something was staged.
 pub(super) fn fix_resize_inode(
     fs: &Fs,
     overlay: &mut Overlay,
