@@ -21,7 +21,7 @@ bench/README.md). What it does, in order:
    in README.md. `--report-only` redoes step 4 from an existing JSON.
 
 Usage: bench/run.py [--scale S] [--images file,dir25,...] [--threads 1,2,4]
-                    [--runs N] [--modes warm,cold] [--slow-latency 0.2,1]
+                    [--runs N] [--modes warm,cold,repair] [--slow-latency 0.2,1]
                     [--slow-image file] [--slow-scale S] [--report-only]
 """
 import argparse
@@ -234,6 +234,43 @@ def gen_hugedir(scale):
     return recipe, build
 
 
+def gen_errors(scale):
+    """(6) very many problems (issue 4's many-errors mode): the
+    file-intensive tree, then every other file damaged with debugfs -w, four
+    kinds in turn: dtime set on an in-use inode, link count 2, i_blocks 16
+    (one block is 8), the inode cleared (its entry then names an unused
+    inode; its block and bitmap bit stay). Passes 1, 2, 4 and 5 all report."""
+    dirs = n_at(10100, scale)
+    files = dirs * 99
+    damaged = (files + 1) // 2
+    recipe = dict(kind="errors", dirs=dirs, files_per_dir=99, file_size=100, damaged=damaged,
+                  tool="mkfs.ext4 -d + debugfs -w sif/clri",
+                  desc=f"{dirs:,} directories of 99 100-byte files, every other file damaged: "
+                       f"{damaged:,} inodes (dtime set, link count, i_blocks, cleared)")
+    def layout():
+        names = [("f%03d" % f, 100) for f in range(99)]
+        for d in range(dirs):
+            yield "d%05d" % d, names
+    _, build_tree = tree_image(recipe, layout, files + dirs + 16, files)
+
+    def build(path):
+        build_tree(path)
+        # The files' inode numbers, directory by directory, from `ls -p`
+        # (/INO/MODE/UID/GID/NAME/SIZE/).
+        ls = "\n".join("ls -p /d%05d" % d for d in range(dirs)) + "\n"
+        out = subprocess.run([tool("debugfs"), "-f", "-", path], input=ls, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, check=True).stdout
+        inos = [int(f[1]) for f in (line.split("/") for line in out.splitlines())
+                if len(f) > 6 and f[2].startswith("1006")]
+        if len(inos) != files:
+            raise RuntimeError(f"errors: found {len(inos)} files, expected {files}")
+        damage = ["sif <{}> dtime 1700000000", "sif <{}> links_count 2", "sif <{}> blocks 16",
+                  "clri <{}>"]
+        debugfs_script(path, [damage[(k // 2) % 4].format(ino)
+                              for k, ino in enumerate(inos) if k % 2 == 0])
+    return recipe, build
+
+
 GENERATORS = {
     "file": gen_file,
     "dir25": lambda s: gen_dir(s, 0.25),
@@ -241,8 +278,9 @@ GENERATORS = {
     "frag": gen_frag,
     "hugedir": gen_hugedir,
     "zero": gen_zero,
+    "errors": gen_errors,
 }
-ALL_IMAGES = "file,dir25,dir50,frag,hugedir,zero"
+ALL_IMAGES = "file,dir25,dir50,frag,hugedir,zero,errors"
 
 
 def image_name(kind, scale):
@@ -291,7 +329,7 @@ def image(kind, scale):
         recipe["generate_s"] = round(time.monotonic() - t0, 1)
     r = subprocess.run([tool("e2fsck"), "-fn", img], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     params = dict(recipe, name=name, scale=scale, e2fsck_exit=r.returncode, **fs_stats(img))
-    if r.returncode != 0:
+    if r.returncode != 0 and "damaged" not in recipe:
         log(f"warning: e2fsck -fn {img} exited {r.returncode}: the image is not clean")
     with open(meta, "w") as fh:
         json.dump(params, fh, indent=2)
@@ -374,6 +412,57 @@ def measure(name, mode, cmds, runs, cold_path=None, warmup=True):
     return rows
 
 
+def repair_commands(copy, threads):
+    cmds = {"e2fsck": [tool("e2fsck"), "-fy", copy]}
+    for t in threads:
+        cmds[f"pfsck -j{t}"] = [PFSCK, "-fy", "--threads", str(t), copy]
+    return cmds
+
+
+def measure_repair(name, img, threads, runs):
+    """-fy of each tool, interleaved, each run on a fresh copy of the image
+    (made with holes kept, not timed). After every run `e2fsck -fn` checks
+    the copy: its exit codes are kept as `after_e2fsck_fn` (0: repaired)."""
+    copy = os.path.join(CACHE, "repair.img")
+    undo = copy + ".pfsck-undo"  # pfsck's default undo log beside the image
+    cmds = repair_commands(copy, threads)
+    samples = {k: [] for k in cmds}
+    after = {k: [] for k in cmds}
+    try:
+        for _ in range(runs):
+            for k, cmd in cmds.items():
+                run_quiet(["cp", "--sparse=always", img, copy])
+                for f in (undo,):
+                    if os.path.exists(f):
+                        os.unlink(f)
+                os.sync()
+                samples[k].append(timed(cmd))
+                r = subprocess.run([tool("e2fsck"), "-fn", copy], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
+                after[k].append(r.returncode)
+    finally:
+        for f in (copy, undo):
+            if os.path.exists(f):
+                os.unlink(f)
+    base = statistics.median(s[1] for s in samples["e2fsck"])
+    base_rss = max(s[2] for s in samples["e2fsck"])
+    rows = []
+    for k, ss in samples.items():
+        walls = [s[1] for s in ss]
+        rss = max(s[2] for s in ss)
+        rows.append(dict(
+            image=name, mode="repair", tool=k,
+            threads=None if k == "e2fsck" else int(k.split("-j")[1]),
+            exit=[s[0] for s in ss], wall_s=[round(w, 4) for w in walls],
+            min_s=min(walls), median_s=statistics.median(walls), peak_rss_kib=rss,
+            speedup_vs_e2fsck=base / statistics.median(walls), rss_vs_e2fsck=rss / base_rss,
+            after_e2fsck_fn=after[k]))
+        log(f"  {name:14} {'repair':10} {k:10} median {rows[-1]['median_s']:8.3f} s  "
+            f"min {rows[-1]['min_s']:8.3f} s  RSS {rss / 1024:7.1f} MiB  exit {rows[-1]['exit']}  "
+            f"e2fsck -fn after {after[k]}")
+    return rows
+
+
 class SlowDevice:
     """bench/slowfuse serving `img` at CACHE/slow-mnt/image with a latency."""
 
@@ -408,7 +497,12 @@ class SlowDevice:
 def build_binaries(need_slowfuse):
     subprocess.run(NICE + ["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
     if need_slowfuse:
-        subprocess.run(NICE + ["cargo", "build", "--release", "-q"], cwd=SLOWFUSE_DIR, check=True)
+        # Without pfsck's .cargo/config.toml flags (static glibc): rustc
+        # refuses them for fuser's proc-macro dependencies. An empty
+        # CARGO_ENCODED_RUSTFLAGS replaces every configured flag.
+        env = dict(os.environ, CARGO_ENCODED_RUSTFLAGS="")
+        subprocess.run(NICE + ["cargo", "build", "--release", "-q"], cwd=SLOWFUSE_DIR, check=True,
+                       env=env)
 
 
 def version(cmd):
@@ -420,11 +514,11 @@ def version(cmd):
 # Reports
 # --------------------------------------------------------------------------
 
-MODE_ORDER = {"warm": 0, "cold": 1}
+MODE_ORDER = {"warm": 0, "cold": 1, "repair": 2}
 
 
 def mode_key(m):
-    return (MODE_ORDER.get(m, 2), m)
+    return (MODE_ORDER.get(m, 3), m)
 
 
 def by_image_mode(data):
@@ -509,6 +603,16 @@ def targets_table(data):
     j1, j2 = speed("file", "warm", "pfsck -j1"), speed("file", "warm", "pfsck -j2")
     v = j1 and j2 and j2 / j1
     rows.append(("file-intensive, warm: pfsck -j2 vs -j1", ">= 1.7x", v and f"{v:.2f}x", v and v >= 1.7))
+    # Many errors: correct and no slower than serial (pFSCK falls back to
+    # one thread past 10,000 errors).
+    for mode, what in [("warm", "check -fn"), ("repair", "repair -fy")]:
+        j1, j2 = speed("errors", mode, "pfsck -j1"), speed("errors", mode)
+        v = j1 and j2 and j2 / j1
+        rows.append((f"many errors, {what}: {pf} vs -j1 (no slower than serial)", ">= 1.0x",
+                     v and f"{v:.2f}x", v and v >= 1.0))
+        v = speed("errors", mode)
+        rows.append((f"many errors, {what}: {pf} vs e2fsck", ">= 1.0x", v and f"{v:.2f}x",
+                     v and v >= 1.0))
     worst = None
     for r in data["results"]:
         if r["tool"] != "e2fsck" and (worst is None or r["rss_vs_e2fsck"] > worst["rss_vs_e2fsck"]):
@@ -543,6 +647,8 @@ Generated by `bench/run.py` from `bench/results.json` — do not edit by hand.
   *cold*: `sync()` and `posix_fadvise(POSIX_FADV_DONTNEED)` on the image before every run.
   *slow-X ms*: the image served by `bench/slowfuse` (FUSE, direct I/O, X ms added to every read
   request, 16 requests in flight at most; see bench/README.md).
+  *repair*: `e2fsck -fy` and `pfsck -fy --threads N` on a fresh copy of a damaged image each run
+  (the copy is not timed; pfsck writes its undo log beside it), then `e2fsck -fn` on the result.
 - Speed-up = e2fsck's median / the tool's median. Peak RSS from GNU time (`%M`); see `timed()` in run.py
   for why not `wait4`.
 
@@ -606,7 +712,7 @@ def write_chart(data, path):
         title = mode if mode in MODE_ORDER else "slow device (FUSE, per-read latency)"
         label = img if mode in MODE_ORDER else f"{img}\n{mode.removeprefix('slow-')}"
         panels.setdefault(title, []).append((label, tools))
-    titles = sorted(panels, key=lambda t: MODE_ORDER.get(t, 2))
+    titles = sorted(panels, key=lambda t: MODE_ORDER.get(t, 3))
     widths = [max(2, len(panels[t])) for t in titles]
     fig, axes = plt.subplots(1, len(titles), figsize=(1.1 * sum(widths) + 2, 4.4), squeeze=False,
                              gridspec_kw=dict(width_ratios=widths))
@@ -655,7 +761,8 @@ def main():
     ap.add_argument("--images", default=ALL_IMAGES, help=f"kinds, default {ALL_IMAGES}")
     ap.add_argument("--threads", default="1,2,4")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--modes", default="warm,cold")
+    ap.add_argument("--modes", default="warm,cold,repair",
+                    help="warm, cold (page cache), repair (-fy on copies of the damaged images)")
     ap.add_argument("--slow-latency", default="0.2,1", help="ms per read; empty: no slow-device runs")
     ap.add_argument("--slow-image", default="file", help="kind of image for the slow-device runs")
     ap.add_argument("--slow-scale", type=float, default=None, help="its scale (default --scale)")
@@ -708,6 +815,11 @@ def main():
         data["images"].append(params)
         cmds = commands(img, threads, a.baseline)
         for mode in modes:
+            if mode == "repair":
+                # Only images made with damage have something to repair.
+                if "damaged" in params:
+                    data["results"] += measure_repair(params["name"], img, threads, a.runs)
+                continue
             data["results"] += measure(params["name"], mode, cmds, a.runs,
                                        cold_path=img if mode == "cold" else None,
                                        warmup=mode == "warm")

@@ -236,3 +236,107 @@ fn same_repair_for_any_thread_count_on_conformance_images() {
         tests.len()
     );
 }
+
+/// Files of the many-problems image, and which damage each got.
+const MANY_DIRS: usize = 24;
+const MANY_FILES_PER_DIR: usize = 500;
+
+/// An image with more than 10,000 problems (pFSCK falls back to serial
+/// checking past that many errors): 12,000 empty files, each damaged in
+/// one of four ways in turn — dtime set on the in-use inode (pass 1), link
+/// count 2 and 3 (pass 4), the inode cleared (pass 2's entry naming an
+/// unused inode, pass 5's bitmap and counts). Returns the image and the
+/// damaged inodes of each kind.
+fn many_problems_image(dir: &TempDir) -> (PathBuf, [Vec<u64>; 4]) {
+    let tree = dir.join("many-tree");
+    let mut spec = Vec::new();
+    for d in 0..MANY_DIRS {
+        spec.push(Node::dir(&format!("d{d:02}")));
+        for f in 0..MANY_FILES_PER_DIR {
+            spec.push(Node::file(&format!("d{d:02}/f{f:03}"), 0));
+        }
+    }
+    build_tree(&tree, &spec);
+    let img = dir.join("many.img");
+    mkfs(&img, 64 << 20, &MkfsOpts::ext4().inodes(16384), Some(&tree));
+    // The files' inode numbers from `ls -p` (/INO/MODE/UID/GID/NAME/SIZE/).
+    let ls: Vec<String> = (0..MANY_DIRS).map(|d| format!("ls -p /d{d:02}")).collect();
+    let (out, _) = debugfs_w_unchecked(&img, &ls);
+    let inos: Vec<u64> = out
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('/').collect();
+            (f.len() > 6 && f[2].starts_with("1006")).then(|| f[1].parse().ok())?
+        })
+        .collect();
+    assert_eq!(inos.len(), MANY_DIRS * MANY_FILES_PER_DIR, "{out}");
+    let mut kinds: [Vec<u64>; 4] = Default::default();
+    let mut cmds = Vec::new();
+    for (k, &ino) in inos.iter().enumerate() {
+        kinds[k % 4].push(ino);
+        cmds.push(match k % 4 {
+            0 => format!("sif <{ino}> dtime 1700000000"),
+            1 => format!("sif <{ino}> links_count 2"),
+            2 => format!("clri <{ino}>"),
+            _ => format!("sif <{ino}> links_count 3"),
+        });
+    }
+    debugfs_w(&img, &cmds);
+    (img, kinds)
+}
+
+#[test]
+fn many_problems_same_and_complete_report_for_any_thread_count() {
+    let dir = TempDir::new("determinism-many");
+    let (img, kinds) = many_problems_image(&dir);
+    assert_ne!(e2fsck_fn(&img), 0, "the fixture should be damaged");
+    // Same report (problems, order, summary, exit code) for 1, 2 and 4.
+    let base = report(&img, "1");
+    for t in ["2", "4"] {
+        let other = report(&img, t);
+        assert!(
+            other == base,
+            "--threads 1 and --threads {t} differ:\n--- 1\n{}\n--- {t}\n{}",
+            truncate(&base, 3000),
+            truncate(&other, 3000)
+        );
+    }
+    // Complete: every damaged inode reported, with its own problem.
+    let r = pfsck(&["-fn".as_ref(), "--json".as_ref(), img.as_os_str()]);
+    let rep = parse_report(&String::from_utf8_lossy(&r.stdout)).unwrap();
+    assert!(
+        rep.problems.len() > 10_000,
+        "{} problems",
+        rep.problems.len()
+    );
+    let reported = |pred: &dyn Fn(&Problem) -> Option<u64>| -> Vec<u64> {
+        let mut v: Vec<u64> = rep.problems.iter().filter_map(pred).collect();
+        v.sort_unstable();
+        v
+    };
+    let sorted = |v: &Vec<u64>| {
+        let mut v = v.clone();
+        v.sort_unstable();
+        v
+    };
+    let dtime = reported(&|p| p.message.contains("has dtime set").then_some(p.ino?));
+    assert_eq!(dtime, sorted(&kinds[0]), "dtime problems");
+    let links = |n: u32| {
+        let text = format!("ref count is {n}, should be 1");
+        reported(&move |p| p.message.contains(&text).then_some(p.ino?))
+    };
+    assert_eq!(links(2), sorted(&kinds[1]), "link count 2 problems");
+    assert_eq!(links(3), sorted(&kinds[3]), "link count 3 problems");
+    // The entries naming the cleared inodes: "has deleted/unused inode N".
+    let unused = reported(&|p| {
+        let at = p.message.find("deleted/unused inode ")?;
+        p.message[at + 21..].trim_end_matches('.').parse().ok()
+    });
+    assert_eq!(unused, sorted(&kinds[2]), "entries naming cleared inodes");
+    assert!(
+        rep.problems
+            .iter()
+            .any(|p| p.message.starts_with("Inode bitmap differences")),
+        "pass 5 bitmap problem missing"
+    );
+}

@@ -224,3 +224,61 @@ fn quota_corruptions() {
     // The owner of EA-inode values is charged for them.
     assert_both_dirty("ea-owner-uid", &e, &["sif /a uid 9".to_string()]);
 }
+
+/// `debugfs list_quota` of every quota type of `img`: id, space, limits,
+/// inodes, limits per line.
+fn quota_lists(img: &Path) -> Vec<(String, Vec<Vec<u64>>)> {
+    ["user", "group", "project"]
+        .iter()
+        .map(|t| {
+            let rows = debugfs_r(img, &format!("list_quota {t}"))
+                .lines()
+                .filter_map(|l| {
+                    l.split_whitespace()
+                        .map(|w| w.parse().ok())
+                        .collect::<Option<Vec<u64>>>()
+                })
+                .filter(|r| r.len() == 7)
+                .collect();
+            (t.to_string(), rows)
+        })
+        .collect()
+}
+
+/// The quota damages above are repaired by one `pfsck -fy` as e2fsck -fy
+/// repairs them: the quota files are rewritten (ids added, usage set, the
+/// EA-inode values charged to their owner) and list what e2fsck's list.
+#[test]
+fn quota_corruptions_are_repaired() {
+    if !tools() {
+        return;
+    }
+    let q = quota_base();
+    let p = project_base();
+    let e = base("quota-ea-base.img", "quota,project,ea_inode", true);
+    let cases: [(&str, &Path, &str); 5] = [
+        ("uid", &q, "sif /a uid 1234"),
+        ("gid", &q, "sif /sub/c gid 77"),
+        ("projid", &p, "sif /sub/c projid 5"),
+        ("uid-prj", &p, "sif /b uid 9"),
+        ("ea-owner-uid", &e, "sif /a uid 9"),
+    ];
+    for (name, src, cmd) in cases {
+        let dir = TempDir::new(&format!("quota-fix-{name}"));
+        let mine = dir.join("p.img");
+        let theirs = dir.join("e.img");
+        copy_image(src, &mine);
+        debugfs_w(&mine, &[cmd]);
+        copy_image(&mine, &theirs);
+        let out = pfsck(&["-fy", mine.to_str().unwrap()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "[{name}] pfsck -fy:\n{text}");
+        assert_both_clean(name, &mine);
+        settle(&theirs);
+        assert_eq!(
+            quota_lists(&mine),
+            quota_lists(&theirs),
+            "[{name}] quota files differ from e2fsck's"
+        );
+    }
+}

@@ -452,3 +452,44 @@ fn bigalloc_conformance_images() {
         agree(&img, false, t);
     }
 }
+
+// ---------------------------------------------------------------------------
+// unknown compatible features
+// ---------------------------------------------------------------------------
+
+/// Compatible feature bits e2fsck does not know (lazy_bg, exclude_bitmap,
+/// unassigned bits) stop both checkers ("unsupported feature"); a repair
+/// writes nothing, even with a superblock checksum to fix (with one fixed,
+/// e2fsck could no longer be told apart from a clean file system it
+/// refuses).
+#[test]
+fn unknown_compat_features_are_refused() {
+    let tmp = TempDir::new("unknown-compat");
+    let base = tmp.join("base");
+    mkfs(&base, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
+    let sb_compat = 1024 + 0x5C;
+    for bit in [0x40u32, 0x100, 0x2000, 0x8000_0000] {
+        let img = copy_of(&base, &tmp, &format!("bit-{bit:x}"));
+        let old = u32::from_le_bytes(read_at(&img, sb_compat, 4).try_into().unwrap());
+        // The flag alone: the superblock checksum no longer matches.
+        patch(&img, sb_compat, &(old | bit).to_le_bytes());
+        let e2 = e2fsck_fn_run(&img);
+        assert_ne!(
+            e2.code(),
+            Some(0),
+            "compat 0x{bit:x}: e2fsck -fn accepts it"
+        );
+        let before = hash_file(&img);
+        for mode in ["-fn", "-fy"] {
+            let out = pfsck(&[mode, img.to_str().unwrap()]);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(
+                out.status.code(),
+                Some(8),
+                "compat 0x{bit:x}, pfsck {mode}:\n{text}"
+            );
+            assert!(text.contains("unsupported feature"), "{text}");
+            assert_eq!(hash_file(&img), before, "pfsck {mode} wrote");
+        }
+    }
+}

@@ -1,5 +1,7 @@
-//! An unusable internal journal (bad superblock magic, a cleared inode) is
-//! replaced by `pfsck -fy` with the journal `e2fsck -fy` recreates: copy A
+//! An unusable internal journal (bad superblock magic, a cleared inode,
+//! has_journal without a journal inode) is replaced by `pfsck -fy` with the
+//! journal `e2fsck -fy` recreates, and a cleared block-mapped journal inode
+//! is restored from the superblock's backup as e2fsck restores it: copy A
 //! through e2fsck, copy B through pfsck; the exit codes must be equal,
 //! `e2fsck -fn` must find B clean, the bitmaps and group summaries, the
 //! journal inode (times and checksum aside), the new journal superblock
@@ -56,6 +58,11 @@ fn journal_block0(img: &Path) -> u64 {
 }
 
 fn compare(dir: &TempDir, img: &Path, bs: usize) {
+    compare_as(dir, img, bs, "journal has been regenerated")
+}
+
+/// [`compare`], with what e2fsck -fy must print.
+fn compare_as(dir: &TempDir, img: &Path, bs: usize, e2fsck_says: &str) {
     let before = hash_file(img);
     let n = pfsck(&["-fn".as_ref(), img.as_os_str()]);
     let e2n = e2fsck(img, &["-fn"]);
@@ -68,8 +75,8 @@ fn compare(dir: &TempDir, img: &Path, bs: usize) {
     copy_image(img, &b);
     let e2 = e2fsck(&a, &["-fy"]);
     assert!(
-        e2.stdout.contains("journal has been regenerated"),
-        "e2fsck did not recreate the journal:\n{}",
+        e2.stdout.contains(e2fsck_says),
+        "e2fsck -fy did not say `{e2fsck_says}`:\n{}",
         e2.stdout
     );
     let out = pfsck(&["-fy".as_ref(), b.as_os_str()]);
@@ -205,4 +212,73 @@ fn bad_journal_superblock_ext3() {
     data[(j0 * 1024) as usize..(j0 * 1024) as usize + 4].fill(0);
     std::fs::write(&img, data).unwrap();
     compare(&dir, &img, 1024);
+}
+
+/// The corruption tests' ext3 geometry: 4 KiB blocks, 4 groups of 1024.
+fn ext3_four_groups(dir: &TempDir) -> std::path::PathBuf {
+    let img = dir.join("img");
+    mkfs(
+        &img,
+        16 << 20,
+        &MkfsOpts::ext3().block_size(4096).blocks_per_group(1024),
+        Some(&tree(dir)),
+    );
+    img
+}
+
+/// has_journal set, s_journal_inum 0: e2fsck's "invalid journal (inode
+/// 0)", cleared, the old inode 8 cleared in pass 1, a journal recreated.
+/// Block-mapped, so e2fsck's library allocates it from the start of the
+/// journal inode's group (group 0), not around the middle as for extents.
+#[test]
+fn journal_inum_zero_ext3() {
+    let dir = TempDir::new("jrecreate-inum0");
+    let img = ext3_four_groups(&dir);
+    debugfs_w(&img, &["ssv journal_inum 0"]);
+    compare(&dir, &img, 4096);
+}
+
+/// ext4 with a cleared journal inode: the superblock's backup of an
+/// extent-mapped inode is of no use to e2fsck (it walks the copy as block
+/// pointers), so the journal is recreated.
+#[test]
+fn journal_inode_cleared_ext4() {
+    let dir = TempDir::new("jrecreate-clri-ext4");
+    let img = dir.join("img");
+    mkfs(
+        &img,
+        32 << 20,
+        &MkfsOpts::ext4().block_size(4096).blocks_per_group(2048),
+        Some(&tree(&dir)),
+    );
+    debugfs_w(&img, &["clri <8>"]);
+    compare(&dir, &img, 4096);
+}
+
+/// ext3 with a cleared journal inode: e2fsck writes the inode back from
+/// the superblock's backup of its block map (before pass 1, silently),
+/// then pass 1 fixes its i_blocks; pfsck does the same, -p included. A
+/// clean file system checked with -p and without -f is skipped after the
+/// journal is looked at: e2fsck has then written the inode back (exit 0)
+/// and left i_blocks for a full check, and so does pfsck.
+#[test]
+fn journal_inode_restored_from_backup_ext3() {
+    let dir = TempDir::new("jrestore-ext3");
+    let img = ext3_four_groups(&dir);
+    debugfs_w(&img, &["clri <8>"]);
+    compare_as(&dir, &img, 4096, "i_blocks is 0, should be");
+    for (flag, clean_after) in [("-fp", true), ("-p", false)] {
+        let (a, b) = (dir.join("PA"), dir.join("PB"));
+        copy_image(&img, &a);
+        copy_image(&img, &b);
+        let e2 = e2fsck(&a, &[flag]);
+        let out = pfsck(&[flag.as_ref(), b.as_os_str()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let ctx = format!("{flag}: {text}\ne2fsck:\n{}", e2.stdout);
+        assert_eq!(out.status.code(), e2.code(), "{ctx}");
+        assert_eq!(e2fsck_fn(&a) == 0, clean_after, "{ctx}");
+        assert_eq!(e2fsck_fn(&b) == 0, clean_after, "{ctx}");
+        assert_eq!(stat8(&a), stat8(&b), "{ctx}");
+        assert_eq!(groups(&a), groups(&b), "{ctx}");
+    }
 }

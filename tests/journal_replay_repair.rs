@@ -259,9 +259,8 @@ fn conformance_j_images() {
 
 /// Preen meeting a problem it may not fix after the replay: e2fsck has
 /// already written the replay when it stops with UNEXPECTED INCONSISTENCY,
-/// and so does pfsck (exit 4 both). pfsck writes none of the preen fixes
-/// (e2fsck keeps those it made before stopping), so only the replayed
-/// blocks are compared.
+/// and so does pfsck (exit 4 both), with the superblock marked with errors
+/// as e2fsck's preenhalt marks it. The replayed blocks are compared.
 #[test]
 fn preen_unexpected_inconsistency_still_replays() {
     let dir = TempDir::new("jrr-unexpected");
@@ -296,11 +295,14 @@ fn preen_unexpected_inconsistency_still_replays() {
     let e2 = e2fsck(&a, &["-fp"]);
     let out = pfsck(&["-fp".as_ref(), b.as_os_str()]);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(e2.code(), Some(4), "e2fsck -fp: {}", e2.stdout);
     assert_eq!(run_code(&out), 4, "pfsck -fp: {stdout}");
     assert!(stdout.contains("recovering journal"), "{stdout}");
-    assert!(stdout.contains("UNEXPECTED INCONSISTENCY"), "{stdout}");
+    assert!(stderr.contains("UNEXPECTED INCONSISTENCY"), "{stderr}");
     assert!(!dumpe2fs(&b).has_feature("needs_recovery"));
+    let state = |img: &std::path::Path| read_at(img, 1024 + 0x3A, 2);
+    assert_eq!(state(&a), state(&b), "superblock state");
     for blk in blocks {
         assert_eq!(
             read_at(&a, blk * 1024, 1024),

@@ -266,6 +266,20 @@ fn missing_dot_is_recreated() {
     }
 }
 
+/// '.' with rec_len 0: the salvage empties the first record over the
+/// whole block, then '.' is put back in 12 bytes and, since the old '..'
+/// record follows, the whole old chain is kept, as e2fsck keeps it
+/// (a rebuild from the emptied block would lose every entry).
+#[test]
+fn dot_with_zero_rec_len_keeps_the_block() {
+    for b in ALL {
+        repairs("dot-rec-len", b, &[], |img| {
+            let (pos, _) = dir_block(img, "/small", 0);
+            put16(img, pos + 4, 0);
+        });
+    }
+}
+
 #[test]
 fn second_dotdot_is_removed() {
     for b in ALL {

@@ -8,7 +8,8 @@
 //! - the undo log exists and `pfsck --rollback` restores the damaged image
 //!   byte for byte;
 //! - preen fixes preen-safe damage (exit 1) and refuses the rest with
-//!   "UNEXPECTED INCONSISTENCY" (exit 4, image unchanged);
+//!   "UNEXPECTED INCONSISTENCY" (exit 4, only the superblock's error
+//!   state written, as e2fsck);
 //! - a damage pfsck does not fix yet gives exit 4 with the problem listed.
 //!
 //! Bases: ext2 (1 KiB), ext4 with metadata_csum, flex_bg and uninit groups
@@ -22,8 +23,9 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
-/// The problem code of a missing quota entry (not fixed yet).
-const QUOTA_ENTRY_MISSING: &str = "0x500F";
+/// The problem code of an invalid resize inode (recreating it is not
+/// built yet).
+const RESIZE_INODE_INVALID: &str = "0x0014";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Base {
@@ -295,14 +297,16 @@ fn preen_refuses_unsafe_damage() {
     let b = Base::Ext4;
     let tmp = TempDir::new("repair-preen-unsafe");
     // An unattached non-empty inode is not preen-safe (e2fsck asks before
-    // reconnecting it); the count damage alongside must not be written
-    // either.
+    // reconnecting it); the count damage alongside (pass 5, after it) must
+    // not be written either: only the superblock's error state is, as
+    // e2fsck's preenhalt writes it, and the undo log takes it back.
     let img = damaged(
         &tmp,
         b,
         &s(&["unlink /f70k", "set_bg 1 free_blocks_count 7"]),
     );
     let before = std::fs::read(&img).unwrap();
+    let bs = dumpe2fs(&img).block_size as usize;
     for flag in ["-fp", "-fa"] {
         let (code, text) = pfsck_run(&[OsStr::new(flag), img.as_os_str()]);
         assert_eq!(code, Some(4), "{flag}: {text}");
@@ -310,50 +314,42 @@ fn preen_refuses_unsafe_damage() {
             text.contains("UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY."),
             "{text}"
         );
-        assert!(
-            std::fs::read(&img).unwrap() == before,
-            "{flag} wrote to the image"
-        );
+        let after = std::fs::read(&img).unwrap();
+        let changed: Vec<usize> = (0..before.len() / bs)
+            .filter(|&k| before[k * bs..(k + 1) * bs] != after[k * bs..(k + 1) * bs])
+            .collect();
+        assert_eq!(changed, vec![0], "{flag} wrote more than the superblock");
+        let state = u16::from_le_bytes([after[1024 + 0x3A], after[1024 + 0x3B]]);
+        assert_eq!(state & 2, 2, "{flag}: no error state");
+        let log = pfsck::repair::default_undo_path(&img);
+        let (rb, _) = pfsck_run(&[OsStr::new("--rollback"), log.as_os_str(), img.as_os_str()]);
+        assert_eq!(rb, Some(0));
+        assert!(std::fs::read(&img).unwrap() == before, "{flag}: rollback");
     }
 }
 
-/// An ext4 image with quota whose usage matches (mke2fs -d leaves it
-/// stale, e2fsck -fy settles it), then damaged with a file owned by an id
-/// the user quota file has no entry for — adding an entry is not built
-/// yet — and a wrong link count, which is fixed beside it.
-fn quota_damaged(tmp: &TempDir) -> PathBuf {
-    let base = cached_image("repair-quota-base", |img| {
-        mkfs(
-            img,
-            16 * MIB,
-            &MkfsOpts::ext4().features("quota"),
-            Some(&standard_tree_dir()),
-        );
-        let _ = e2fsck(img, &["-fy"]);
-        assert_eq!(e2fsck_fn(img), 0, "quota base is not clean");
-    });
-    let img = tmp.join("disk.img");
-    copy_image(&base, &img);
-    debugfs_w_unchecked(
-        &img,
+/// An ext4 image damaged with a resize inode whose mode is gone (e2fsck
+/// recreates it; pfsck does not yet) and a wrong link count, which is
+/// fixed beside it.
+fn resize_damaged(tmp: &TempDir) -> PathBuf {
+    damaged(
+        tmp,
+        Base::Ext4,
         &[
-            "sif /small uid 4321".to_string(),
+            "sif <7> mode 0".to_string(),
             "sif /f70k links_count 9".into(),
         ],
-    );
-    img
+    )
 }
 
 #[test]
 fn unsupported_damage_is_left_and_listed() {
     let tmp = TempDir::new("repair-unsupported");
-    let img = quota_damaged(&tmp);
+    let img = resize_damaged(&tmp);
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
     assert_eq!(code, Some(5), "{text}");
-    assert!(
-        text.contains("Missing user quota entry for ID 4321.  Fix? no"),
-        "{text}"
-    );
+    assert!(text.contains("Resize inode not valid"), "{text}");
+    assert!(text.contains("Fix? no"), "{text}");
     assert!(
         text.contains("WARNING: Filesystem still has errors"),
         "{text}"
@@ -409,7 +405,7 @@ fn inode_checksum_of_an_otherwise_valid_inode() {
 #[test]
 fn json_marks_what_was_fixed() {
     let tmp = TempDir::new("repair-json");
-    let img = quota_damaged(&tmp);
+    let img = resize_damaged(&tmp);
     let out = pfsck(&[OsStr::new("-fy"), OsStr::new("--json"), img.as_os_str()]);
     assert_eq!(out.status.code(), Some(5), "fixed one, left one");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -424,13 +420,13 @@ fn json_marks_what_was_fixed() {
     };
     assert_eq!(fixed("0x4003"), Some(true), "link count: {probs:?}");
     assert_eq!(
-        fixed(QUOTA_ENTRY_MISSING),
+        fixed(RESIZE_INODE_INVALID),
         Some(false),
-        "quota entry: {probs:?}"
+        "resize inode: {probs:?}"
     );
     let left = v["problems_after_repair"].as_array().unwrap();
     assert!(
-        left.iter().any(|p| p["code"] == QUOTA_ENTRY_MISSING),
+        left.iter().any(|p| p["code"] == RESIZE_INODE_INVALID),
         "{left:?}"
     );
 }

@@ -67,6 +67,19 @@ fn primary_differs(clean: &Path, img: &Path) -> bool {
 /// `restores`, the damage hides behind a backup both checkers fall back
 /// to, and the primary copies must be restored.
 fn repairs(name: &str, base: Base, expect: &str, restores: bool, damage: impl FnOnce(&Path)) {
+    repairs_with(name, base, &[], expect, restores, damage)
+}
+
+/// As [`repairs`], with `extra` options before `-fy` (a backup named with
+/// `-b`).
+fn repairs_with(
+    name: &str,
+    base: Base,
+    extra: &[&str],
+    expect: &str,
+    restores: bool,
+    damage: impl FnOnce(&Path),
+) {
     let ctx = format!("{name} on {base:?}");
     let tmp = TempDir::new(&format!("super-{name}"));
     let img = tmp.join("disk.img");
@@ -82,7 +95,9 @@ fn repairs(name: &str, base: Base, expect: &str, restores: bool, damage: impl Fn
     } else {
         assert_ne!(e2fsck_fn(&img), 0, "[{ctx}] e2fsck -fn sees no damage");
     }
-    let out = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    let mut args: Vec<&OsStr> = extra.iter().map(OsStr::new).collect();
+    args.extend([OsStr::new("-fy"), img.as_os_str()]);
+    let out = pfsck(&args);
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -116,6 +131,64 @@ fn zeroed_primary_superblock() {
             write_at(img, 1024, &[0u8; 1024])
         });
     }
+}
+
+/// A wrong inodes count. With groups of 2048 blocks no backup lies where
+/// both checkers look (group 1 of mke2fs's default geometry): e2fsck loads
+/// the primary despite the count and sets it to groups x inodes per group,
+/// and so does pfsck; `-n` answers no and stops (exit 12) in both. With
+/// the default geometry the backup is used and the primary restored.
+#[test]
+fn inodes_count_wrong() {
+    for b in [Base::Ext4, Base::Ext4Default] {
+        let count = dumpe2fs(&b.image()).inodes_count;
+        let damage = |img: &Path| {
+            debugfs_w(img, &[format!("ssv inodes_count {}", count + 8)]);
+        };
+        if matches!(b, Base::Ext4) {
+            let tmp = TempDir::new("super-inodes-count-n");
+            let img = tmp.join("disk.img");
+            copy_image(&b.image(), &img);
+            damage(&img);
+            let n = pfsck(&[OsStr::new("-fn"), img.as_os_str()]);
+            assert_eq!(e2fsck_fn(&img), 12, "e2fsck -fn");
+            assert_eq!(
+                n.status.code(),
+                Some(12),
+                "pfsck -fn:\n{}",
+                String::from_utf8_lossy(&n.stdout)
+            );
+        }
+        let expect = match b {
+            Base::Ext4 => "Inode count in superblock is",
+            _ => "backup superblock",
+        };
+        repairs("inodes-count", b, expect, false, damage);
+    }
+}
+
+/// A primary superblock with a bad magic and no backup where e2fsck looks
+/// (groups of 2048 blocks): both stop (exit 8) until the backup is named
+/// with `-b 2048 -B 4096`; then the primary copies are restored from it
+/// and the later rounds check the restored primary.
+#[test]
+fn backup_named_with_b() {
+    let damage = |img: &Path| write_at(img, 1024 + 0x38, &[0x34, 0x12]);
+    let tmp = TempDir::new("super-b-n");
+    let img = tmp.join("disk.img");
+    copy_image(&Base::Ext4.image(), &img);
+    damage(&img);
+    assert_eq!(e2fsck_fn(&img), 8, "e2fsck -fn finds a backup");
+    let n = pfsck(&[OsStr::new("-fn"), img.as_os_str()]);
+    assert_eq!(n.status.code(), Some(8), "pfsck -fn finds a backup");
+    repairs_with(
+        "b-2048",
+        Base::Ext4,
+        &["-b", "2048", "-B", "4096"],
+        "FILE SYSTEM WAS MODIFIED",
+        true,
+        damage,
+    );
 }
 
 #[test]

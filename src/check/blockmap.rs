@@ -13,6 +13,7 @@ use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
+use crate::io::readahead::Prefetch;
 
 /// e2fsck suggests making trees whose depth reaches this shallower (it
 /// keeps statistics for five levels, 0 to 4), but still walks them.
@@ -54,18 +55,53 @@ pub struct MapInfo {
 
 /// Scratch space reused across inodes (no per-inode allocation).
 pub struct Scratch {
-    /// One block per tree level (extent) or indirect level.
-    bufs: Vec<Vec<u8>>,
+    /// One per tree level (extent) or indirect level. A level's buffers
+    /// are allocated when a walk first reaches it: trees are one or two
+    /// levels deep, and 33 blocks for every worker were ~130 KiB each
+    /// (issue 4: peak RSS).
+    levels: Vec<Level>,
+}
+
+/// A level of a walk: the node being scanned, and the nodes its parent
+/// lists next, read ahead.
+struct Level {
+    buf: Vec<u8>,
+    ahead: Prefetch,
+}
+
+impl Default for Scratch {
+    fn default() -> Scratch {
+        Scratch::new()
+    }
 }
 
 impl Scratch {
-    pub fn new(block_size: usize) -> Scratch {
+    pub fn new() -> Scratch {
         Scratch {
-            bufs: (0..(WALK_DEPTH_LIMIT as usize + 1))
-                .map(|_| vec![0u8; block_size])
+            levels: (0..(WALK_DEPTH_LIMIT as usize + 1))
+                .map(|_| Level {
+                    buf: Vec::new(),
+                    ahead: Prefetch::new(0),
+                })
                 .collect(),
         }
     }
+
+    /// Starts a walk. Blocks read ahead for an earlier walk stay usable:
+    /// a `Device` never changes under its reader (read-only, overlay fixed
+    /// when it is built), and a repair checks its staged blocks through a
+    /// new one, with new scratch space.
+    fn begin(&mut self) -> &mut [Level] {
+        &mut self.levels[..]
+    }
+}
+
+/// The next level down, its scratch block one block long.
+fn next_level(levels: &mut [Level], block_size: usize) -> Option<(&mut Level, &mut [Level])> {
+    let (level, rest) = levels.split_first_mut()?;
+    level.buf.resize(block_size, 0);
+    level.ahead.set_block_size(block_size);
+    Some((level, rest))
 }
 
 /// Does `b` (`len` bytes of node) carry a header e2fsck's library accepts?
@@ -223,7 +259,7 @@ pub fn walk_extents<V: MapVisitor>(
         dir_limit: dir_block_limit(fs),
         problems: 0,
     };
-    w.node(root, h.depth, 0, None, &mut scratch.bufs[..]);
+    w.node(root, h.depth, 0, None, scratch.begin());
 }
 
 impl<V: MapVisitor> ExtentWalk<'_, V> {
@@ -234,7 +270,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
 
     /// Scans one node whose entries must lie in [start, end] (end None: no
     /// limit, the root).
-    fn node(&mut self, b: &[u8], depth: u16, start: u64, end: Option<u64>, bufs: &mut [Vec<u8>]) {
+    fn node(&mut self, b: &[u8], depth: u16, start: u64, end: Option<u64>, levels: &mut [Level]) {
         let h = extent::parse_header(b);
         let ino = self.info.ino;
         let nblocks = self.fs.geo.blocks_count;
@@ -306,10 +342,16 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 return;
             }
             self.nodes_left -= 1;
-            let Some((buf, rest)) = bufs.split_first_mut() else {
+            let Some((Level { buf, ahead }, rest)) = next_level(levels, self.fs.block_size())
+            else {
                 return;
             };
-            if let Err(e) = self.fs.read_block_into(pblk, buf) {
+            // The children this node lists next are read ahead with it.
+            let geo = &self.fs.geo;
+            let next = (i + 1..h.entries as usize)
+                .map(|j| extent::parse_index(b, j).leaf)
+                .filter(|&p| geo.block_in_fs(p));
+            if let Err(e) = ahead.read(&self.fs.dev, pblk, next, buf) {
                 self.report(
                     Problem::new(Code::InodeBlockBitmapUnreadable)
                         .ino(ino)
@@ -404,6 +446,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
 ) {
     let apb = (fs.geo.block_size / 4) as u64;
     let mut illegal = PtrCount { illegal: 0, limit };
+    let levels = scratch.begin();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
         if v.done() {
             return;
@@ -416,7 +459,8 @@ pub fn walk_indirect_limited<V: MapVisitor>(
                 i as u64,
                 0,
                 apb,
-                &mut scratch.bufs[..],
+                &mut *levels,
+                &[],
                 &mut illegal,
                 v,
             );
@@ -433,7 +477,8 @@ pub fn walk_indirect_limited<V: MapVisitor>(
                 base,
                 level,
                 apb,
-                &mut scratch.bufs[..],
+                &mut *levels,
+                &[],
                 &mut illegal,
                 v,
             );
@@ -470,7 +515,8 @@ fn visit_ptr<V: MapVisitor>(
     lblk: u64,
     level: u32,
     apb: u64,
-    bufs: &mut [Vec<u8>],
+    levels: &mut [Level],
+    siblings: &[u8],
     illegal: &mut PtrCount,
     v: &mut V,
 ) {
@@ -507,10 +553,16 @@ fn visit_ptr<V: MapVisitor>(
         return;
     }
     v.node(blk);
-    let Some((buf, rest)) = bufs.split_first_mut() else {
+    let Some((Level { buf, ahead }, rest)) = next_level(levels, fs.block_size()) else {
         return;
     };
-    if let Err(e) = fs.read_block_into(blk, buf) {
+    // The indirect blocks the parent lists after this one are read ahead
+    // with it (for level 1 these are the file's next indirect blocks).
+    let next = siblings
+        .chunks_exact(4)
+        .map(|p| le32(p, 0) as u64)
+        .filter(|&p| p != 0 && fs.geo.block_in_fs(p));
+    if let Err(e) = ahead.read(&fs.dev, blk, next, buf) {
         v.problem(
             Problem::new(Code::InodeBlockBitmapUnreadable)
                 .ino(ino)
@@ -522,8 +574,9 @@ fn visit_ptr<V: MapVisitor>(
     let span = apb.pow(level - 1);
     // Copy the pointers out: `buf` is reused by nothing below (deeper
     // levels use `rest`), but the visitor may want the buffer borrowed.
+    let ptrs = &buf[..(apb as usize * 4).min(buf.len())];
     for k in 0..apb as usize {
-        let p = le32(buf, k * 4);
+        let p = le32(ptrs, k * 4);
         if p != 0 {
             visit_ptr(
                 fs,
@@ -533,6 +586,7 @@ fn visit_ptr<V: MapVisitor>(
                 level - 1,
                 apb,
                 rest,
+                ptrs.get((k + 1) * 4..).unwrap_or(&[]),
                 illegal,
                 v,
             );
@@ -649,7 +703,7 @@ mod tests {
         leaf(&mut root, 2, 5, 1, 70); // out of order
         leaf(&mut root, 3, 20, 1, 9999); // outside the fs
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(), &mut r);
         assert_eq!(r.data, vec![(0, 50, 3, false), (10, 60, 2, true)]);
         assert_eq!(r.probs, vec![Code::InodeExtentOrder, Code::InodeExtentBad]);
         assert!(r.nodes.is_empty());
@@ -657,7 +711,7 @@ mod tests {
         let mut bad = root;
         put_le16(&mut bad, 0, 0x1234);
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &bad, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &bad, &mut Scratch::new(), &mut r);
         assert_eq!(r.probs, vec![Code::InodeExtentHeader]);
         assert!(r.data.is_empty());
         std::fs::remove_file(path).unwrap();
@@ -682,7 +736,7 @@ mod tests {
         index(&mut root, 1, 20, 41);
         index(&mut root, 2, 50, 42);
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(), &mut r);
         assert_eq!(r.nodes, vec![40, 41]);
         assert_eq!(
             r.data,
@@ -711,7 +765,7 @@ mod tests {
         index(&mut root, 0, 0, 40);
         index(&mut root, 1, 20, 41);
         let mut r = Rec::default();
-        walk_extents(&fs, info(12), &root, &mut Scratch::new(BS), &mut r);
+        walk_extents(&fs, info(12), &root, &mut Scratch::new(), &mut r);
         assert_eq!(r.probs, vec![Code::InodeExtentPastEof]);
         assert_eq!(r.data, vec![(0, 100, 4, false), (20, 130, 1, false)]);
         std::fs::remove_file(path).unwrap();
@@ -731,7 +785,7 @@ mod tests {
         ptrs[12] = 70;
         ptrs[13] = 9999; // illegal double indirect
         let mut r = Rec::default();
-        walk_indirect(&fs, 12, &ptrs, &mut Scratch::new(BS), &mut r);
+        walk_indirect(&fs, 12, &ptrs, &mut Scratch::new(), &mut r);
         assert_eq!(r.nodes, vec![70]);
         assert_eq!(
             r.data,

@@ -38,14 +38,35 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                 out.push(Problem::new(Code::JournalExternalUnsupported));
             }
         } else {
-            out.push(Problem::new(Code::JournalHasJournalNoInode));
+            // has_journal without an inode or a device: e2fsck's "invalid
+            // journal (inode 0)", cleared and recreated like a bad inode.
+            out.push(
+                Problem::new(Code::JournalInodeInvalid)
+                    .ino(0)
+                    .detail("no journal inode"),
+            );
+            if !clear_bad {
+                out.push(Problem::new(Code::JournalCannotProceed));
+            }
         }
         return out;
     }
     // e2fsck stops when the journal is unusable and it may not clear it:
     // checking on would judge metadata the journal may still overwrite.
-    let found = journal_inode(fs).and_then(|inode| journal_first_block(fs, &inode));
-    match found {
+    let found = find_journal_inode(fs)
+        .and_then(|(inode, backup)| journal_first_block(fs, &inode).map(|b| (b, backup)));
+    if let Ok((_, Some(why))) = &found
+        && clear_bad
+    {
+        // e2fsck writes the inode it made from the backup (silently);
+        // -n only reads with it, as here.
+        out.push(
+            Problem::new(Code::JournalInodeFromBackup)
+                .ino(sb.journal_inum)
+                .detail(why.clone()),
+        );
+    }
+    match found.map(|(b, _)| b) {
         Err(why) => {
             out.push(
                 Problem::new(Code::JournalInodeInvalid)
@@ -97,6 +118,12 @@ pub fn unusable(fs: &Fs) -> bool {
 /// copy of its block map and size in the superblock) the backup, leaving
 /// the inode itself to pass 1.
 pub fn journal_inode(fs: &Fs) -> Result<Inode, String> {
+    find_journal_inode(fs).map(|(inode, _)| inode)
+}
+
+/// [`journal_inode`], with why the inode itself was not used when the
+/// backup was.
+fn find_journal_inode(fs: &Fs) -> Result<(Inode, Option<String>), String> {
     let primary = fs
         .read_inode_raw(fs.sb.journal_inum)
         .map_err(|e| e.to_string())
@@ -107,35 +134,51 @@ pub fn journal_inode(fs: &Fs) -> Result<Inode, String> {
             }
             journal_first_block(fs, &inode).map(|_| inode)
         });
-    primary.or_else(|why| {
-        backup_journal_inode(fs)
+    match primary {
+        Ok(inode) => Ok((inode, None)),
+        Err(why) => backup_inode_bytes(fs)
+            .map(|raw| Inode::parse(&raw))
             .filter(|i| journal_first_block(fs, i).is_ok())
-            .ok_or(why)
-    })
+            .map(|i| (i, Some(why.clone())))
+            .ok_or(why),
+    }
 }
 
 /// `s_jnl_backup_type` value meaning s_jnl_blocks holds the inode's i_block
 /// (15 words), then i_size_high and i_size.
 const JNL_BACKUP_BLOCKS: u8 = 1;
+/// Direct block pointers in i_block.
+const DIRECT_BLOCKS: usize = 12;
 
-fn backup_journal_inode(fs: &Fs) -> Option<Inode> {
+/// The journal inode e2fsck makes from the superblock's backup (and writes
+/// when it may): the 128-byte inode zeroed but for the block map, the
+/// size, one link and mode 0100600. No flags: e2fsck walks the map as
+/// block pointers, so the backup of an extent tree (whose header and
+/// first logical block read as pointers 0xF30A.., 4, 0, 0) ends its walk
+/// within the first blocks, too short for a journal: it then clears the
+/// journal and recreates it. The same walk is asked of the copy here: the
+/// direct pointers its size needs must lie in the file system.
+pub fn backup_inode_bytes(fs: &Fs) -> Option<Vec<u8>> {
     let sb = &fs.sb;
     if sb.jnl_backup_type != JNL_BACKUP_BLOCKS {
         return None;
     }
-    let mut raw = vec![0u8; 128];
+    let mut raw = vec![0u8; crate::fs::inode::GOOD_OLD_INODE_SIZE];
+    raw[0x0..0x2].copy_from_slice(&0o100600u16.to_le_bytes());
+    raw[0x1A..0x1C].copy_from_slice(&1u16.to_le_bytes());
     for (i, w) in sb.jnl_blocks[..15].iter().enumerate() {
         raw[0x28 + 4 * i..0x2C + 4 * i].copy_from_slice(&w.to_le_bytes());
     }
     raw[0x6C..0x70].copy_from_slice(&sb.jnl_blocks[15].to_le_bytes());
     raw[0x4..0x8].copy_from_slice(&sb.jnl_blocks[16].to_le_bytes());
-    let mut inode = Inode::parse(&raw);
-    // The copy does not say how the blocks are mapped; an extent header
-    // in i_block does.
-    if extent::parse_header(&inode.block).magic == EXTENT_MAGIC {
-        inode.flags |= flags::EXTENTS;
-    }
-    Some(inode)
+    let inode = Inode::parse(&raw);
+    let bs = u64::from(fs.geo.block_size);
+    let needed = (inode.size.div_ceil(bs)).min(DIRECT_BLOCKS as u64) as usize;
+    let ptrs = inode.block_ptrs();
+    ptrs[..needed]
+        .iter()
+        .all(|&b| b != 0 && fs.geo.block_in_fs(u64::from(b)))
+        .then_some(raw)
 }
 
 /// Reads the journal's superblock block (its logical block 0).

@@ -29,7 +29,6 @@ use crate::error::{Error, Result};
 use crate::io::Device;
 pub use fsview::Fs;
 use problem::{Problem, Severity};
-use serde::Serialize;
 use state::{State, Stats};
 use std::path::Path;
 use std::time::Instant;
@@ -46,9 +45,11 @@ pub struct Options {
     pub superblock: Option<u64>,
     /// `-B`: block size to interpret `superblock` with.
     pub blocksize: Option<u32>,
-    /// The repair will replace an unusable journal (`fix::journal_inode`),
-    /// so pass 0 goes on instead of stopping as `-n` must.
-    pub clear_bad_journal: bool,
+    /// A repair (`-y`, `-p`) follows: what `-n` must stop at in pass 0
+    /// (an unusable journal, which `fix::journal_inode` replaces; a wrong
+    /// inodes count) is reported for the repair to fix, and the check goes
+    /// on.
+    pub repairing: bool,
     /// `-j`: the external journal device.
     pub journal_device: Option<std::path::PathBuf>,
 }
@@ -61,14 +62,14 @@ impl Default for Options {
             force: true,
             superblock: None,
             blocksize: None,
-            clear_bad_journal: false,
+            repairing: false,
             journal_device: None,
         }
     }
 }
 
 /// Figures for the summary line.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct Summary {
     pub inodes_used: u64,
     pub inodes_count: u64,
@@ -88,7 +89,7 @@ pub struct Summary {
 }
 
 /// Time and bytes read by one pass.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug)]
 pub struct PassTiming {
     pub pass: String,
     /// Wall time the pass ran. Passes 1 and 2 overlap: theirs are each
@@ -96,14 +97,12 @@ pub struct PassTiming {
     /// (with pass 1B) together.
     pub seconds: f64,
     /// Passes 1 and 2: seconds their units ran, summed over the workers.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub work_seconds: Option<f64>,
     pub bytes_read: u64,
     /// Resident memory at the end of the pass, and the peak so far (KiB).
     pub rss_kib: u64,
     pub peak_rss_kib: u64,
     /// On the `pass1-2` row: what the pipeline's scheduler did.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub scheduler: Option<crate::engine::pipeline::Stats>,
 }
 
@@ -265,9 +264,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     }
 
     report.problems.extend(superblock::check(&fs));
-    report
-        .problems
-        .extend(journal::check(&fs, opts.clear_bad_journal));
+    report.problems.extend(journal::check(&fs, opts.repairing));
     timer.lap(&mut report, "pass0", &fs);
     if report.has_fatal() {
         return Ok(Checked {
@@ -331,7 +328,10 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     step(r, &mut timer, &fs, "pass3", 3, || {
         pass3::run(&fs, &mut state)
     })?;
-    step(r, &mut timer, &fs, "pass4", 4, || pass4::run(&fs, &state))?;
+    let t = budget.threads();
+    step(r, &mut timer, &fs, "pass4", 4, || {
+        pass4::run(&fs, &state, t)
+    })?;
     let t = budget.threads();
     step(r, &mut timer, &fs, "pass5", 5, || {
         pass5::run(&fs, &state, t)

@@ -536,7 +536,7 @@ impl<'a> Work<'a> {
     /// Every block of a deleted orphan is freed; the inode keeps its map.
     fn delete_blocks(&mut self, ino: u32, inode: &Inode) -> std::result::Result<(), Abort> {
         let mut c = Collect::default();
-        let mut scratch = Scratch::new(self.bs);
+        let mut scratch = Scratch::new();
         let info = MapInfo {
             ino,
             is_dir: inode.is_dir(),
@@ -813,7 +813,7 @@ impl<'a> Work<'a> {
             data_only: true,
             ..Collect::default()
         };
-        let mut scratch = Scratch::new(self.bs);
+        let mut scratch = Scratch::new();
         let info = MapInfo {
             ino,
             is_dir: false,

@@ -279,7 +279,7 @@ impl<'a> Scan<'a> {
         Worker {
             table: Vec::new(),
             block: vec![0u8; bs],
-            scratch: Scratch::new(bs),
+            scratch: Scratch::new(),
         }
     }
 
@@ -397,7 +397,9 @@ pub(crate) fn finish(
             .map(|k| state.xattr_blocks[k].charge);
         let blocks = charge.map_or(0, |c| 1 + c.blocks);
         if let (Some(q), Some((ids, base_blocks, base_inodes))) = (quota.as_mut(), p.quota) {
-            let space = (base_blocks + blocks).saturating_mul(fs.geo.block_size as u64);
+            // Counted in clusters with bigalloc: e2fsck charges cluster size.
+            let space = (base_blocks + blocks)
+                .saturating_mul(u64::from(fs.geo.block_size) << fs.geo.cluster_bits);
             q.charge(ids, space, base_inodes + charge.map_or(0, |c| c.inodes));
         }
         let expect = p.expect + blocks * p.unit;
@@ -459,7 +461,7 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
 
 /// e2fsck's check of the resize inode (done before its pass 1): without
 /// resize_inode it must be empty; with it, only the double indirect block
-/// is set, and it maps every reserved GDT block, each of which maps the
+/// is set, and it maps the reserved GDT blocks, each of which maps the
 /// same block's backups in the groups that carry a superblock copy.
 fn check_resize_inode(fs: &Fs) -> Option<Problem> {
     let bad = |why: &str| Some(Problem::new(Code::SbResizeInodeNoFeature).detail(why.to_string()));
@@ -491,9 +493,14 @@ fn check_resize_inode(fs: &Fs) -> Option<Problem> {
         // 1 KiB bigalloc: the superblock is block 1 of group 0's cluster.
         first += 1;
     }
-    let n = geo.reserved_gdt_blocks as u64;
-    // The double indirect block must map every reserved GDT block; the
-    // first one it does not decides, unless a block before it is wrong.
+    // e2fsck 1.47 looks at the first quarter of the reserved GDT blocks
+    // only (its loop runs to s_reserved_gdt_blocks / 4): a wrong entry
+    // past that is not "not valid" (pass 1 judges those blocks as any
+    // other map, its i_blocks included), so the verdicts agree.
+    let n = geo.reserved_gdt_blocks as u64 / 4;
+    // The double indirect block must map each of those reserved GDT
+    // blocks; the first one it does not decides, unless a block before it
+    // is wrong.
     let mapped = (0..n)
         .take_while(|&k| {
             let gdt_off = (geo.desc_blocks as u64 + k) % apb;
@@ -1669,16 +1676,6 @@ fn check_blocks(
     if bad_blocks {
         return;
     }
-    // Block maps cannot express clusters.
-    if fs.geo.cluster_bits > 0
-        && !extent_mapped
-        && !inline
-        && mapped > 0
-        && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
-    {
-        c.report(Problem::new(Code::InodeBigallocBlockMap).ino(ino));
-    }
-
     if inline {
         c.set_flag(iflag::INLINE);
         c.out.stats.inline_files += 1;
@@ -1770,10 +1767,22 @@ fn check_blocks(
                 .num2(expect),
         );
     }
+    // Block maps cannot express clusters: e2fsck rebuilds regular files
+    // and directories as extent trees (symlinks are never rewritten).
+    if fs.geo.cluster_bits > 0
+        && (inode.is_reg() || is_dir)
+        && !extent_mapped
+        && !inline
+        && mapped > 0
+        && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
+    {
+        c.report(Problem::new(Code::InodeBigallocBlockMap).ino(ino));
+    }
     if let (None, Some((ids, blocks, inodes))) = (acl, quota) {
+        // `blocks` are clusters with bigalloc: e2fsck charges cluster size.
         c.out.quota.get_or_insert_with(QuotaUsage::default).charge(
             ids,
-            blocks.saturating_mul(bs),
+            blocks.saturating_mul(bs << fs.geo.cluster_bits),
             inodes,
         );
     }

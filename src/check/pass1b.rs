@@ -26,8 +26,13 @@ use crate::fs::inode::{self, Inode};
 /// Longest list of owners kept in a problem's detail.
 const DETAIL_CAP: usize = 2000;
 
-/// Collects the duplicate blocks an inode maps (with repeats: a block an
-/// inode maps twice counts twice, as in e2fsck).
+/// Collects the duplicate blocks an inode maps, as e2fsck's pass 1B
+/// submits them: without bigalloc every mapping of a duplicate block (a
+/// block an inode maps twice counts twice). With bigalloc one per cluster
+/// run: a data block of a duplicate cluster counts when it starts another
+/// logical cluster or another physical cluster than the block before it
+/// (so a logical cluster spread over two physical clusters counts twice),
+/// a mapping block always. Each hit is the first block of its run.
 struct Finder<'a> {
     dups: &'a [u64],
     hits: Vec<u64>,
@@ -37,7 +42,16 @@ struct Finder<'a> {
     /// Claim nothing but the double indirect block (the resize inode).
     only: Option<u64>,
     budget: u64,
+    /// log2 of blocks per cluster; with bigalloc `dups` lists clusters.
+    bits: u32,
+    /// (logical cluster, physical cluster) of the block seen last; a
+    /// mapping block's logical cluster is `NODE`.
+    last: Option<(u64, u64)>,
 }
+
+/// The logical cluster e2fsck gives mapping blocks (their negative block
+/// count shifted right).
+const NODE: u64 = u64::MAX;
 
 impl Finder<'_> {
     fn look(&mut self, pblk: u64, len: u64) {
@@ -56,20 +70,71 @@ impl Finder<'_> {
             i += 1;
         }
     }
+
+    fn is_dup_cluster(&self, c: u64) -> bool {
+        self.dups.binary_search(&c).is_ok()
+    }
+
+    /// Bigalloc: a run of data blocks, cut where the logical or the
+    /// physical cluster changes; only the first block of a piece may count.
+    fn cluster_run(&mut self, lblk: u64, pblk: u64, len: u64) {
+        let bits = self.bits;
+        let mask = (1u64 << bits) - 1;
+        let (first_c, last_c) = (pblk >> bits, (pblk + len - 1) >> bits);
+        let lo = self.dups.partition_point(|&c| c < first_c);
+        if self.dups.get(lo).is_none_or(|&c| c > last_c) {
+            // No duplicate cluster in the run: only where it ends matters.
+            self.last = Some(((lblk + len - 1) >> bits, last_c));
+            return;
+        }
+        let mut k = 0u64;
+        while k < len {
+            let (l, p) = (lblk + k, pblk + k);
+            let key = (l >> bits, p >> bits);
+            if self.last != Some(key) && self.is_dup_cluster(key.1) && self.keep(p) {
+                self.hits.push(p);
+            }
+            self.last = Some(key);
+            let step = (mask + 1 - (l & mask)).min(mask + 1 - (p & mask));
+            k += step;
+        }
+    }
+
+    fn keep(&self, b: u64) -> bool {
+        self.skip_meta
+            .is_none_or(|s| !s.block_meta.get(s.cluster(b)))
+    }
 }
 
 impl MapVisitor for Finder<'_> {
-    fn data(&mut self, _lblk: u64, pblk: u64, len: u64, _unwritten: bool) {
+    fn data(&mut self, lblk: u64, pblk: u64, len: u64, _unwritten: bool) {
         let len = len.min(self.budget);
         self.budget -= len;
-        self.look(pblk, len);
+        if len == 0 {
+            return;
+        }
+        if self.bits > 0 {
+            if self.only.is_none() {
+                self.cluster_run(lblk, pblk, len);
+            }
+        } else {
+            self.look(pblk, len);
+        }
     }
     fn node(&mut self, pblk: u64) {
         if self.budget == 0 {
             return;
         }
         self.budget -= 1;
-        self.look(pblk, 1);
+        if self.bits > 0 {
+            let c = pblk >> self.bits;
+            if self.only.is_none_or(|o| o == pblk) && self.is_dup_cluster(c) && self.keep(pblk) {
+                self.hits.push(pblk);
+            }
+            self.last = Some((NODE, c));
+        } else {
+            self.look(pblk, 1);
+        }
     }
     fn problem(&mut self, _p: Problem) {}
     fn done(&self) -> bool {
@@ -77,11 +142,10 @@ impl MapVisitor for Finder<'_> {
     }
 }
 
-/// The duplicate blocks, in increasing order (with bigalloc, every block
-/// of a cluster claimed twice).
-fn dup_list(state: &State, blocks_count: u64) -> Vec<u64> {
+/// The duplicate blocks, in increasing order; with bigalloc the duplicate
+/// clusters.
+fn dup_list(state: &State) -> Vec<u64> {
     let n = state.block_dup.len();
-    let bits = state.cluster_bits;
     let mut out = Vec::new();
     let mut base = 0u64;
     while base < n {
@@ -89,24 +153,11 @@ fn dup_list(state: &State, blocks_count: u64) -> Vec<u64> {
         while w != 0 {
             let k = w.trailing_zeros() as u64;
             w &= w - 1;
-            let c = base + k;
-            out.extend((c << bits..(c + 1) << bits).take_while(|&b| b < blocks_count));
+            out.push(base + k);
         }
         base += 64;
     }
     out
-}
-
-/// How many multiply-claimed blocks `hits` are: with bigalloc e2fsck
-/// counts each cluster once.
-fn count_clusters(state: &State, hits: &[u64]) -> u64 {
-    if state.cluster_bits == 0 {
-        return hits.len() as u64;
-    }
-    let mut c: Vec<u64> = hits.iter().map(|&b| state.cluster(b)).collect();
-    c.sort_unstable();
-    c.dedup();
-    c.len() as u64
 }
 
 pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>> {
@@ -118,18 +169,17 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     {
         return Ok(Vec::new());
     }
-    let dups = dup_list(state, fs.geo.blocks_count);
+    let dups = dup_list(state);
     if dups.is_empty() {
         return Ok(Vec::new());
     }
     let ctx = Ctx::new(fs, state);
     let units = pass1::make_units(fs);
-    let bs = fs.block_size();
     let isz = fs.geo.inode_size as usize;
     let per_unit: Vec<Vec<(u32, Vec<u64>)>> = par_map(
         units.len(),
         threads,
-        || (Vec::new(), Scratch::new(bs)),
+        || (Vec::new(), Scratch::new()),
         |(table, scratch), u| {
             let unit = units[u];
             let mut found = Vec::new();
@@ -152,6 +202,8 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
                     skip_meta: (ino == inode::BAD_INO).then_some(state),
                     only: (ino == inode::RESIZE_INO).then(|| inode.block_ptrs()[13] as u64),
                     budget: fs.geo.blocks_count,
+                    bits: state.cluster_bits,
+                    last: None,
                 };
                 pass1::walk_map(&ctx, ino, &inode, ino == inode::BAD_INO, scratch, &mut f);
                 if inode.file_acl != 0
@@ -159,7 +211,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
                         .xattr_blocks
                         .binary_search_by_key(&inode.file_acl, |x| x.blk)
                         .is_ok()
-                    && dups.binary_search(&inode.file_acl).is_ok()
+                    && dups.binary_search(&state.cluster(inode.file_acl)).is_ok()
                 {
                     f.hits.push(inode.file_acl);
                 }
@@ -229,7 +281,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         problems.push(
             Problem::new(Code::DupBlocks)
                 .ino(*ino)
-                .num(count_clusters(state, hits))
+                .num(hits.len() as u64)
                 .num2(nshared)
                 .detail(detail),
         );

@@ -43,7 +43,7 @@ use std::sync::RwLock;
 
 /// Directory blocks per work unit: big enough for long sequential reads,
 /// small enough to spread a few large directories over all threads.
-const UNIT_BLOCKS: usize = 64;
+const UNIT_BLOCKS: usize = 32;
 /// Directories per unit when reading inodes (generations, inline data).
 const INODE_UNIT: usize = 512;
 /// In-inode xattr area magic.
@@ -180,7 +180,7 @@ pub(crate) fn bad_itable_blocks(fs: &Fs) -> Vec<u64> {
         fs,
         out: Vec::new(),
     };
-    let mut scratch = Scratch::new(fs.block_size());
+    let mut scratch = Scratch::new();
     blockmap::walk_indirect(fs, inode::BAD_INO, &ino.block_ptrs(), &mut scratch, &mut v);
     v.out.sort_unstable();
     v.out.dedup();

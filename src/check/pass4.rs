@@ -23,6 +23,7 @@
 use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::state::{State, iflag};
+use crate::engine::{Threads, par_map};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO, flags};
@@ -32,8 +33,10 @@ use crate::fs::xattr;
 /// Above this many links a directory's i_links_count is 1 (EXT2_LINK_MAX).
 const LINK_MAX: u16 = 65000;
 const XATTR_IN_INODE_MAGIC: u32 = 0xEA02_0000;
+/// Inodes per work unit (a multiple of 64: units start on bitmap words).
+const UNIT_INODES: u64 = 1 << 16;
 
-pub fn run(fs: &Fs, state: &State) -> Result<Vec<Problem>> {
+pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
     let skip = [fs.sb.prj_quota_inum, fs.sb.orphan_file_inum];
     let mut out = Vec::new();
     // A directory with more subdirectories than a link count can say
@@ -51,6 +54,7 @@ pub fn run(fs: &Fs, state: &State) -> Result<Vec<Problem>> {
         fs.geo.inodes_count,
         fs.geo.first_ino,
         &skip,
+        threads,
         |ino| fs.read_inode_raw(ino).ok(),
     ));
     Ok(out)
@@ -80,15 +84,44 @@ pub fn classify(raw: &[u8]) -> Unreferenced {
     }
 }
 
+/// Checks every used inode, in ranges of `UNIT_INODES` on `threads`;
+/// problems come out in inode order whatever the thread count.
 pub fn check(
     st: &State,
     inodes_count: u32,
     first_ino: u32,
     skip: &[u32],
-    read: impl Fn(u32) -> Option<Vec<u8>>,
+    threads: Threads,
+    read: impl Fn(u32) -> Option<Vec<u8>> + Sync,
+) -> Vec<Problem> {
+    let end = inodes_count as u64 + 1;
+    let units = end.div_ceil(UNIT_INODES) as usize;
+    par_map(
+        units,
+        threads,
+        || (),
+        |_, u| {
+            let a = (u as u64 * UNIT_INODES).max(1);
+            let z = ((u as u64 + 1) * UNIT_INODES).min(end);
+            check_range(st, a, z, first_ino, skip, &read)
+        },
+    )
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+fn check_range(
+    st: &State,
+    start: u64,
+    end: u64,
+    first_ino: u32,
+    skip: &[u32],
+    read: &impl Fn(u32) -> Option<Vec<u8>>,
 ) -> Vec<Problem> {
     let mut out = Vec::new();
-    for ino64 in st.inode_used.iter_set(1, inodes_count as u64 + 1) {
+    let mut other = st.links_other_from(start as u32).iter().peekable();
+    for ino64 in st.inode_used.iter_set(start, end) {
         let ino = ino64 as u32;
         if ino == 1
             || (ino > ROOT_INO && ino < first_ino)
@@ -97,7 +130,9 @@ pub fn check(
         {
             continue;
         }
-        let have = st.i_links(ino);
+        // `i_links(ino)`, read in step with the walk.
+        while other.next_if(|&&(i, _)| i < ino).is_some() {}
+        let have = other.next_if(|&&(i, _)| i == ino).map_or(1, |&(_, n)| n);
         let mut seen = st.links_seen.get(ino as usize);
         if seen == 0 {
             let raw = read(ino);
@@ -183,7 +218,7 @@ mod tests {
         }
         st.links_seen.incr(11);
         st.links_seen.incr(12);
-        let p = check(&st, 32, 11, &[], |ino| {
+        let p = check(&st, 32, 11, &[], Threads(2), |ino| {
             Some(match ino {
                 13 => raw(0o100644, 0, 0),
                 14 => raw(0o100644, 8, 0),
@@ -220,7 +255,7 @@ mod tests {
             put_le32(&mut b, 0x08, 0x1234);
             b
         };
-        let p = check(&st, 32, 11, &[], |ino| {
+        let p = check(&st, 32, 11, &[], Threads(2), |ino| {
             Some(ea(if ino == 12 { 5 } else { 1 }))
         });
         let c: Vec<_> = p
@@ -251,6 +286,6 @@ mod tests {
         for _ in 0..5 {
             st.links_seen.incr(13);
         }
-        assert!(check(&st, 32, 11, &[], |_| None).is_empty());
+        assert!(check(&st, 32, 11, &[], Threads(2), |_| None).is_empty());
     }
 }

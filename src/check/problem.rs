@@ -5,9 +5,7 @@
 //! the CLI renders it. Message templates use `{ino}`, `{blk}`, `{group}`,
 //! `{num}`, `{num2}` and `{detail}`.
 
-use serde::Serialize;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Pass {
     /// Superblock, group descriptors, journal: before pass 1.
     Super,
@@ -34,7 +32,7 @@ impl Pass {
 }
 
 /// How a problem counts toward the verdict when it is left unfixed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
     /// The file system is inconsistent (exit 4 when not fixed).
     Error,
@@ -79,12 +77,12 @@ macro_rules! problems {
 problems! {
     // ---- Superblock, group descriptors, journal ----
     SbCorrupt = ("0x0001", Super, Fatal, false, "The superblock could not be read or does not describe a valid ext2/ext3/ext4 file system: {detail}"),
-    SbUsedBackup = ("0x0002", Super, Notice, false, "The primary superblock is damaged ({detail}); using the backup superblock at block {blk}"),
+    SbUsedBackup = ("0x0002", Super, Notice, false, "Using the backup superblock at block {blk} ({detail})"),
     SbFeatureUnsupported = ("0x0003", Super, Fatal, false, "The file system has unsupported feature(s): {detail}"),
     SbChecksum = ("0x0004", Super, Error, true, "Superblock checksum does not match superblock"),
     SbBlocksCountTooBig = ("0x0005", Super, Fatal, false, "The file system size (according to the superblock) is {num} blocks, but the device holds only {num2} blocks"),
     SbFirstDataBlock = ("0x0006", Super, Fatal, false, "Superblock first_data_block = {num}, should have been {num2}"),
-    SbInodesCount = ("0x0007", Super, Error, false, "Superblock inodes count {num} is wrong, should be {num2}"),
+    SbInodesCount = ("0x0007", Super, Error, false, "Inode count in superblock is {num}, should be {num2}"),
     SbFreeBlocksInvalid = ("0x0008", Super, Notice, true, "Superblock free blocks count {num} is larger than the block count {num2}"),
     SbFreeInodesInvalid = ("0x0009", Super, Notice, true, "Superblock free inodes count {num} is larger than the inode count {num2}"),
     SbFirstIno = ("0x000A", Super, Error, false, "Superblock first_ino = {num} is invalid"),
@@ -112,9 +110,8 @@ problems! {
     GdBlockUninitLastGroup = ("0x010A", Super, Error, true, "Last group block bitmap uninitialized"),
     GdInodeUninitNotZeroed = ("0x010B", Super, Notice, true, "Group {group} inode table not zeroed"),
     JournalSuperblockCorrupt = ("0x0201", Super, Error, true, "The journal superblock is corrupt: {detail}"),
-    JournalInodeInvalid = ("0x0202", Super, Error, true, "Journal inode is invalid: {detail}"),
+    JournalInodeInvalid = ("0x0202", Super, Error, true, "Superblock has an invalid journal (inode {ino}): {detail}"),
     JournalFeatureUnsupported = ("0x0203", Super, Fatal, false, "The journal has unsupported feature(s): {detail}"),
-    JournalHasJournalNoInode = ("0x0204", Super, Error, false, "Superblock has_journal flag is set, but no journal is present"),
     JournalInodeNoFeature = ("0x0205", Super, Error, true, "Superblock has no has_journal flag, but a journal inode {ino} is present"),
     JournalExternalUnsupported = ("0x0206", Super, Fatal, false, "The file system uses an external journal device, which is not supported"),
     JournalChecksum = ("0x0207", Super, Error, false, "The journal superblock checksum does not match"),
@@ -126,6 +123,7 @@ problems! {
     JournalBlockChecksum = ("0x0212", Super, Notice, false, "Journalled copy of block {blk} fails its checksum and would not be replayed"),
     JournalRecoveryFails = ("0x0213", Super, Notice, false, "Journal recovery would report an error ({detail}); the journal would then be reset"),
     JournalFastCommitReplay = ("0x0214", Super, Fatal, false, "The journal holds fast-commit data to replay after transaction {num}; pfsck cannot replay fast commits yet, run e2fsck"),
+    JournalInodeFromBackup = ("0x0215", Super, Error, true, "Journal inode {ino} is invalid ({detail}); restored from the superblock's backup of its block map"),
     // Processing the orphans is not a correction (e2fsck exits 0 after
     // it), but -n leaves it undone, which e2fsck -n reports as errors.
     OrphansPending = ("0x0220", Super, Error, true, "The orphan inode list or orphan file needs processing ({detail}); checking the file system as it will be after"),

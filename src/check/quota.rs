@@ -4,9 +4,9 @@
 //! group, project; only with the quota feature), that the usage recorded in
 //! the quota file equals the usage pass 1 computed: every id in the file
 //! must show the space and inodes counted for it (zero if none), and every
-//! id pass 1 charged must have an entry. A file that cannot be read (bad
-//! inode, magic, version or tree reference) is a problem of its own, as
-//! e2fsck then offers to rewrite it.
+//! id pass 1 charged must have an entry. A file that cannot be read (an
+//! unreadable block, a header e2fsprogs refuses: see `fs/quota.rs`) is a
+//! problem of its own, as e2fsck then offers to rewrite it.
 //!
 //! Collects nothing.
 //!
@@ -118,15 +118,16 @@ impl MapVisitor for Runs {
     }
 }
 
-/// Reads the entries of quota file `ino` of type `qtype`.
-fn read_file(fs: &Fs, ino: u32, qtype: usize) -> Result<Vec<quota::Dquot>, String> {
+/// Reads the entries of quota file `ino` of type `qtype` (the repair
+/// keeps their limits).
+pub(crate) fn read_file(fs: &Fs, ino: u32, qtype: usize) -> Result<Vec<quota::Dquot>, String> {
     let raw = fs
         .read_inode_raw(ino)
         .map_err(|e| format!("cannot read the inode: {e}"))?;
     let inode = Inode::parse(&raw);
     let bs = fs.geo.block_size as u64;
     let mut v = Runs::default();
-    let mut scratch = Scratch::new(fs.block_size());
+    let mut scratch = Scratch::new();
     let extents = fs.sb.has_incompat(incompat::EXTENTS) && inode.has_flag(flags::EXTENTS);
     if inode.has_flag(flags::INLINE_DATA) {
         return Err("inline data".into());
@@ -176,7 +177,7 @@ fn read_file(fs: &Fs, ino: u32, qtype: usize) -> Result<Vec<quota::Dquot>, Strin
         }
         true
     };
-    quota::read_dquots(qtype, &mut read).map_err(|e| e.to_string())
+    quota::read_dquots(qtype, size, &mut read).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -206,12 +207,14 @@ mod tests {
                 id: 0,
                 space: 14336,
                 inodes: 3,
+                limits: Default::default(),
             },
             // Zero usage for an id nothing is charged to agrees.
             quota::Dquot {
                 id: 9,
                 space: 0,
                 inodes: 0,
+                limits: Default::default(),
             },
         ];
         let p = compare(0, &counted, &disk);

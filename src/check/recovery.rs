@@ -514,7 +514,7 @@ fn map_journal(fs: &Fs, ino: u32, inode: &Inode, maxlen: u32) -> JournalMap {
         want: maxlen as u64,
         mapped: 0,
     };
-    let mut scratch = Scratch::new(fs.block_size());
+    let mut scratch = Scratch::new();
     if inode.has_flag(flags::EXTENTS) {
         let info = MapInfo {
             ino,

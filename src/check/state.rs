@@ -186,7 +186,9 @@ pub struct State {
     /// Quota usage computed by pass 1; None without the quota feature.
     pub quota: Option<QuotaUsage>,
     /// Pass 1B: every inode mapping a multiply-claimed block, in inode
-    /// order, with those blocks in map order (repeats kept). Empty when no
+    /// order, with those blocks in map order (repeats kept): one per claim
+    /// as e2fsck counts them (with bigalloc, the first block of each run
+    /// of blocks in one logical and one physical cluster). Empty when no
     /// block is shared.
     pub dup_owners: Vec<(u32, Vec<u64>)>,
     /// (inode, encryption policy id) of the inodes flagged `ENCRYPTED`,
@@ -257,10 +259,16 @@ impl State {
 
     /// Does `ino` have any of the `iflag` bits in `f`?
     pub fn has_iflag(&self, ino: u32, f: u8) -> bool {
-        self.iflags
-            .iter()
-            .enumerate()
-            .any(|(k, m)| f & (1 << k) != 0 && m.get(ino as u64))
+        // Only the maps of the flags asked for: called per inode and entry.
+        let mut rest = f;
+        while rest != 0 {
+            let k = rest.trailing_zeros() as usize;
+            if self.iflags.get(k).is_some_and(|m| m.get(ino as u64)) {
+                return true;
+            }
+            rest &= rest - 1;
+        }
+        false
     }
 
     /// Sets the `iflag` bits `f` of `ino` (any thread).
@@ -319,6 +327,14 @@ impl State {
         self.links_other
             .binary_search_by_key(&ino, |&(i, _)| i)
             .map_or(1, |k| self.links_other[k].1)
+    }
+
+    /// The link counts other than 1 of inodes `from` and above, in inode
+    /// order: a walk over inodes in order reads them with a cursor instead
+    /// of a search per inode.
+    pub fn links_other_from(&self, from: u32) -> &[(u32, u16)] {
+        let k = self.links_other.partition_point(|&(i, _)| i < from);
+        &self.links_other[k..]
     }
 
     /// Appends the link counts other than 1 of used inodes, in increasing

@@ -31,6 +31,15 @@ struct Loaded {
 }
 
 fn load_at(dev: &Device, offset: u64, want_bs: Option<u32>) -> std::result::Result<Loaded, String> {
+    load(dev, offset, want_bs, Geometry::new)
+}
+
+fn load(
+    dev: &Device,
+    offset: u64,
+    want_bs: Option<u32>,
+    geometry: fn(&Superblock) -> std::result::Result<Geometry, String>,
+) -> std::result::Result<Loaded, String> {
     let mut b = vec![0u8; SUPERBLOCK_SIZE];
     dev.read_at(offset, &mut b).map_err(|e| e.to_string())?;
     let sb = Superblock::parse(&b);
@@ -40,7 +49,7 @@ fn load_at(dev: &Device, offset: u64, want_bs: Option<u32>) -> std::result::Resu
     if sb.rev_level > 1 {
         return Err(format!("revision level {} is not supported", sb.rev_level));
     }
-    let geo = Geometry::new(&sb)?;
+    let geo = geometry(&sb)?;
     if want_bs.is_some_and(|bs| bs != geo.block_size) {
         return Err("block size does not match".into());
     }
@@ -117,6 +126,20 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
             }
         }
         match found {
+            // e2fsck writes a superblock named with -b back as the primary
+            // (it marks it dirty when it may write): the repair restores
+            // the primary copies from it as from a backup it found itself.
+            Some(l)
+                if opts.repairing
+                    && l.sb_block != SUPERBLOCK_OFFSET / u64::from(l.geo.block_size) =>
+            {
+                let why = match load_at(&dev, SUPERBLOCK_OFFSET, None) {
+                    Ok(_) => "named with -b".to_string(),
+                    Err(e) => format!("named with -b; the primary superblock is damaged: {e}"),
+                };
+                probs.push(Problem::new(Code::SbUsedBackup).blk(l.sb_block).detail(why));
+                l
+            }
             Some(l) => l,
             None => {
                 probs.push(
@@ -146,12 +169,45 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
                     .chain(backup_candidates())
                     .filter_map(|(off, bs)| load_at(&dev, off, Some(bs)).ok())
                     .find(|l| desc_problems(&l.sb, &l.geo, &l.gds).is_empty());
+                // No backup where e2fsck looks: like e2fsck, load the
+                // primary again overlooking a wrong inodes count (the one
+                // field its second try forgives), which pass 0 reports.
+                let despite = || {
+                    load(
+                        &dev,
+                        SUPERBLOCK_OFFSET,
+                        None,
+                        Geometry::despite_inodes_count,
+                    )
+                    .ok()
+                    .filter(|l| l.sb.inodes_count != l.geo.inodes_count)
+                };
                 match (primary, backup) {
                     (_, Some(b)) => {
-                        probs.push(Problem::new(Code::SbUsedBackup).blk(b.sb_block).detail(why));
+                        probs.push(
+                            Problem::new(Code::SbUsedBackup)
+                                .blk(b.sb_block)
+                                .detail(format!("the primary superblock is damaged: {why}")),
+                        );
                         b
                     }
                     (Ok(p), None) => p,
+                    (Err(_), None) if let Some(l) = despite() => {
+                        probs.push(
+                            Problem::new(Code::SbInodesCount)
+                                .num(u64::from(l.sb.inodes_count))
+                                .num2(u64::from(l.geo.inodes_count)),
+                        );
+                        if !opts.repairing {
+                            // e2fsck -n answers no and stops there.
+                            probs.push(
+                                Problem::new(Code::SbCorrupt)
+                                    .detail(format!("inodes_count = {}", l.sb.inodes_count)),
+                            );
+                            return Ok(Opened::Fatal(probs));
+                        }
+                        l
+                    }
                     (Err(e), None) => {
                         let e = match other_fs_signature(&dev) {
                             Some(kind) => format!("{e} (the device holds {kind})"),
@@ -172,10 +228,17 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         gd_raw,
     } = loaded;
 
+    let bad_compat = sb.feature_compat & !superblock::SUPPORTED_COMPAT;
     let bad_incompat = sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT;
     let bad_ro = sb.feature_ro_compat & !superblock::SUPPORTED_RO_COMPAT;
     let mut names = Vec::new();
     for bit in (0..32).map(|i| 1u32 << i) {
+        if bad_compat & bit != 0 {
+            names.push(format!(
+                "{} (compat 0x{bit:x})",
+                superblock::compat_name(bit)
+            ));
+        }
         if bad_incompat & bit != 0 {
             names.push(format!(
                 "{} (incompat 0x{bit:x})",

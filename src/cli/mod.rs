@@ -1,5 +1,6 @@
 //! Command line: e2fsck's options, the report, exit codes (fsck(8)).
 
+mod args;
 mod ask;
 pub mod progress;
 mod repair;
@@ -10,9 +11,8 @@ use crate::check::{self, Options};
 use crate::engine::Threads;
 use crate::error::Error;
 use crate::fix;
-use clap::Parser;
+pub use args::Args;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_CORRECTED: i32 = 1;
@@ -20,85 +20,6 @@ pub const EXIT_UNCORRECTED: i32 = 4;
 pub const EXIT_OPERATIONAL: i32 = 8;
 pub const EXIT_USAGE: i32 = 16;
 pub const EXIT_CANCELLED: i32 = 32;
-
-/// Check an ext2/ext3/ext4 file system, in parallel.
-#[derive(Parser, Debug)]
-#[command(
-    name = "pfsck",
-    version,
-    about,
-    after_help = "Exit codes: 0 clean, 1 errors corrected, 4 errors left uncorrected, \
-                  8 operational error, 16 usage error, 32 cancelled."
-)]
-pub struct Args {
-    /// Open the file system read-only and answer "no" to every question.
-    #[arg(short = 'n')]
-    pub no: bool,
-    /// Repair: answer "yes" to every question (fixes what pfsck can fix so
-    /// far; the rest is left and reported, exit 4).
-    #[arg(short = 'y')]
-    pub yes: bool,
-    /// Preen: fix what is safe without asking; stop on anything else with
-    /// "UNEXPECTED INCONSISTENCY" (exit 4, nothing written).
-    #[arg(short = 'p')]
-    pub preen: bool,
-    /// Same as -p.
-    #[arg(short = 'a')]
-    pub auto: bool,
-    /// Check even if the file system seems clean.
-    #[arg(short = 'f')]
-    pub force: bool,
-    /// Verbose: print statistics at the end.
-    #[arg(short = 'v')]
-    pub verbose: bool,
-    /// The external journal device (made with mke2fs -O journal_dev).
-    #[arg(short = 'j', value_name = "JOURNAL")]
-    pub journal: Option<PathBuf>,
-    /// Use this superblock (a backup) instead of the primary.
-    #[arg(short = 'b', value_name = "SUPERBLOCK")]
-    pub superblock: Option<u64>,
-    /// Block size to look for the superblock given with -b.
-    #[arg(short = 'B', value_name = "BLOCKSIZE")]
-    pub blocksize: Option<u32>,
-    /// Worker threads: a number, or "auto" for the usable CPUs.
-    #[arg(
-        short = 'm',
-        long = "threads",
-        value_name = "N|auto",
-        default_value = "auto"
-    )]
-    pub threads: String,
-    /// Run at SCHED_IDLE: use only CPU time no other process wants.
-    #[arg(long)]
-    pub idle: bool,
-    /// Print the report as JSON on standard output.
-    #[arg(long)]
-    pub json: bool,
-    /// Print time and bytes read per pass.
-    #[arg(short = 't')]
-    pub timing: bool,
-    /// Progress: 0 = a bar on stderr; FD > 0 = e2fsck's "PASS CURRENT MAX
-    /// DEVICE" lines on that file descriptor.
-    #[arg(short = 'C', value_name = "FD")]
-    pub progress_fd: Option<i32>,
-    /// Show a progress bar on stderr (same as -C 0).
-    #[arg(long)]
-    pub progress: bool,
-    /// Undo log of a repair (e2fsck's -z). Default: IMAGE.pfsck-undo next to
-    /// an image file, /var/lib/pfsck/NAME.pfsck-undo for a block device.
-    #[arg(short = 'z', long = "undo", value_name = "FILE")]
-    pub undo: Option<PathBuf>,
-    /// Restore the device from the undo log FILE: undoes an interrupted or an
-    /// unwanted repair, byte for byte.
-    #[arg(
-        long = "rollback",
-        value_name = "FILE",
-        conflicts_with_all = ["no", "yes", "preen", "auto"]
-    )]
-    pub rollback: Option<PathBuf>,
-    /// The device or image file to check.
-    pub device: PathBuf,
-}
 
 fn parse_threads(s: &str) -> Result<Threads, String> {
     if s == "auto" {
@@ -113,19 +34,21 @@ fn parse_threads(s: &str) -> Result<Threads, String> {
 }
 
 pub fn main() -> i32 {
-    let args = match Args::try_parse() {
-        Ok(a) => a,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            let code = match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => EXIT_OK,
-                _ => EXIT_USAGE,
-            };
-            let _ = e.print();
-            return code;
+    match args::parse(std::env::args_os().collect()) {
+        Ok(args::Parsed::Run(a)) => run(&a),
+        Ok(args::Parsed::Help(text)) => {
+            print!("{text}");
+            EXIT_OK
         }
-    };
-    run(&args)
+        Ok(args::Parsed::Version) => {
+            println!("pfsck {}", env!("CARGO_PKG_VERSION"));
+            EXIT_OK
+        }
+        Err(text) => {
+            eprint!("{text}");
+            EXIT_USAGE
+        }
+    }
 }
 
 pub fn run(args: &Args) -> i32 {
@@ -184,7 +107,7 @@ pub fn run(args: &Args) -> i32 {
         force: args.force,
         superblock: args.superblock,
         blocksize: args.blocksize,
-        clear_bad_journal: false,
+        repairing: false,
         journal_device: args.journal.clone(),
     };
     let device = args.device.display().to_string();

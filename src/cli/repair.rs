@@ -30,9 +30,10 @@ pub type Ask<'a> = &'a mut dyn FnMut(&check::Report) -> Vec<bool>;
 /// is then Yes); without, `mode` decides.
 pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Option<Ask>) -> i32 {
     // -y and -p replace an unusable journal (e2fsck clears and recreates
-    // it, preen included), so the check goes on past it.
+    // it, preen included) and fix a wrong inodes count, so the check goes
+    // on past them.
     let opts = &Options {
-        clear_bad_journal: true,
+        repairing: true,
         ..opts.clone()
     };
     let fail = |e: String| {
@@ -73,25 +74,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     let plan = match planned {
         Ok(p) => p,
         Err(Refusal::Unexpected) => {
-            // e2fsck -p replays the journal before it meets the problem it
-            // may not fix, so the replay is written all the same.
-            if let Err(e) = replay_only(args, opts, fs, rep, device) {
-                return fail(e);
-            }
-            if args.json {
-                report::print(rep, device, args);
-            } else {
-                // e2fsck's preen wording, so scripts that look for it work.
-                for p in rep.problems.iter().filter(|p| {
-                    p.spec().severity == check::problem::Severity::Error && !p.spec().preen_ok
-                }) {
-                    println!("{device}: {}.", p.message());
-                }
-                println!(
-                    "\n\n{device}: UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.\n\t(i.e., without -a or -p options)"
-                );
-            }
-            return EXIT_UNCORRECTED;
+            return preen_halt(args, opts, fs, state, rep, &[], device).unwrap_or_else(fail);
         }
         Err(Refusal::Unsupported(why)) | Err(Refusal::Failed(why)) => {
             let code = report::exit_code(rep);
@@ -130,12 +113,20 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     let mut fixes_staged = plan.fixes_staged;
     let mut overlay = plan.overlay;
     let mut round = 1;
+    // A check that read a backup superblock (found by itself, or named
+    // with -b) restores the primary copies in the first round, alone; the
+    // later rounds read the restored primary, as the kernel will.
+    let recheck_opts = &Options {
+        superblock: None,
+        blocksize: None,
+        ..opts.clone()
+    };
     let after = loop {
         let dev = match Device::open_read_only(&args.device) {
             Ok(d) => d.with_overlay(overlay.byte_ranges()),
             Err(e) => return fail(e.to_string()),
         };
-        let again = match check::check_device(dev, opts) {
+        let again = match check::check_device(dev, recheck_opts) {
             Ok(c) => c,
             Err(e) => return fail(format!("re-check of the repaired file system: {e}")),
         };
@@ -146,8 +137,21 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         if round > MAX_ROUNDS || !again.report.has_errors() || again.report.has_fatal() {
             break again.report;
         }
-        let Ok(next) = plan_round(fs2, state2, &again.report, mode, &mut ask) else {
-            break again.report;
+        let next = match plan_round(fs2, state2, &again.report, mode, &mut ask) {
+            Ok(next) => next,
+            // A fix uncovered a problem preen may not fix: e2fsck would
+            // stop there too, with what it fixed so far written.
+            Err(Refusal::Unexpected) => {
+                let earlier: Vec<check::problem::Problem> = shown
+                    .iter()
+                    .zip(&shown_fixed)
+                    .filter(|(_, f)| **f)
+                    .map(|(p, _)| p.clone())
+                    .collect();
+                return preen_halt(args, opts, fs2, state2, &again.report, &earlier, device)
+                    .unwrap_or_else(fail);
+            }
+            Err(_) => break again.report,
         };
         if !next.fixes_staged {
             break again.report;
@@ -238,6 +242,94 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     code
 }
 
+/// e2fsck -p stopping at a problem it may not fix (its preenhalt), in the
+/// round whose check is `fs`, `state`, `rep`, after `earlier` rounds fixed
+/// the problems listed: stages what e2fsck has written by then and at the
+/// stop (`fix::plan_preen_halt`: the preen fixes before that problem, the
+/// superblock marked with errors), commits it through the undo log, and
+/// prints what e2fsck prints: each fix (`NAME: message.  FIXED.`), the
+/// problem, then `UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.` on
+/// standard error. Exit 4, as e2fsck.
+fn preen_halt(
+    args: &Args,
+    opts: &Options,
+    fs: &check::Fs,
+    state: &check::state::State,
+    rep: &check::Report,
+    earlier: &[check::problem::Problem],
+    device: &str,
+) -> Result<i32, String> {
+    let plan = fix::plan_preen_halt(fs, state, rep)?;
+    let log = args
+        .undo
+        .clone()
+        .unwrap_or_else(|| crate::repair::default_undo_path(&args.device));
+    let mut written = 0;
+    if !plan.overlay.is_empty() {
+        written = commit::commit(
+            &args.device,
+            &plan.overlay,
+            &log,
+            &mut NoFaults,
+            &CommitOptions::default(),
+        )
+        .map_err(|e| {
+            format!(
+                "preen stop not written: {e} (if the device was touched, `pfsck --rollback {} {}` \
+                 restores it)",
+                log.display(),
+                args.device.display()
+            )
+        })?
+        .blocks_written;
+        reset_external(opts, fs, rep)?;
+    }
+    let halt = fix::preen_halt_at(rep).and_then(|k| rep.problems.get(k));
+    if args.json {
+        let mut problems = earlier.to_vec();
+        problems.extend(rep.problems.iter().cloned());
+        let mut fixed = vec![true; earlier.len()];
+        fixed.extend(&plan.fixed);
+        let r = Repaired {
+            fixed: &fixed,
+            modified: written > 0,
+            after: None,
+            refusal: Some(format!(
+                "UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY: preen may not fix: {}",
+                halt.map(|p| p.message()).unwrap_or_default()
+            )),
+        };
+        report::print_repair(
+            &rep.with_problems(problems),
+            device,
+            args,
+            &r,
+            EXIT_UNCORRECTED,
+        );
+        return Ok(EXIT_UNCORRECTED);
+    }
+    // e2fsck names the file system by its label when it has one.
+    let name = if rep.volume_label.is_empty() {
+        device.to_string()
+    } else {
+        rep.volume_label.clone()
+    };
+    if plan.replayed && fix::journal::journal_replayed(rep) {
+        println!("{name}: recovering journal");
+    }
+    let fixed_now = rep.problems.iter().zip(&plan.fixed).filter(|(_, f)| **f);
+    for p in earlier.iter().chain(fixed_now.map(|(p, _)| p)) {
+        println!("{name}: {}.  FIXED.", p.message());
+    }
+    if let Some(p) = halt {
+        println!("{name}: {}.", p.message());
+    }
+    eprintln!(
+        "\n\n{name}: UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.\n\t(i.e., without -a or -p options)"
+    );
+    Ok(EXIT_UNCORRECTED)
+}
+
 /// Plans one round's fixes; in interactive mode, only for the problems
 /// answered yes, with `fixed` mapped back onto all of `rep`'s problems.
 fn plan_round(
@@ -261,9 +353,10 @@ fn plan_round(
     Ok(plan)
 }
 
-/// Writes the journal replay and orphan processing the check read through,
-/// and nothing else, for the runs that stage no fix (clean and not forced,
-/// preen stopped). Prints e2fsck's line when it replayed a journal.
+/// Writes the journal replay and orphan processing the check read through
+/// (and a journal inode restored from the superblock's backup), and
+/// nothing else, for the runs that stage no fix (clean and not forced).
+/// Prints e2fsck's line when it replayed a journal.
 fn replay_only(
     args: &Args,
     opts: &Options,
@@ -271,7 +364,7 @@ fn replay_only(
     rep: &check::Report,
     device: &str,
 ) -> Result<(), String> {
-    let overlay = fix::journal::staged(fs)?;
+    let overlay = fix::journal::staged_before_passes(fs)?;
     if overlay.is_empty() {
         return Ok(());
     }

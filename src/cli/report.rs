@@ -2,8 +2,10 @@
 
 use super::{Args, EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
 use crate::check::Report;
-use crate::check::problem::{Pass, Severity};
+use crate::check::problem::{Pass, Problem, Severity};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::json;
+use std::io::Write;
 
 const PASS_HEADERS: [(Pass, &str); 5] = [
     (Pass::P1, "Pass 1: Checking inodes, blocks, and sizes"),
@@ -50,152 +52,152 @@ pub fn print_repair(rep: &Report, device: &str, args: &Args, r: &Repaired<'_>, c
 }
 
 fn print_with(rep: &Report, device: &str, args: &Args, repaired: Option<&Repaired<'_>>, code: i32) {
-    let name = if rep.volume_label.is_empty() {
-        device.to_string()
+    // Written as it is rendered: a report of very many problems is never
+    // held a second time as text.
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let done = if args.json {
+        print_json(&mut out, rep, device, code, repaired)
     } else {
-        rep.volume_label.clone()
+        write_text(&mut out, rep, device, args, repaired, code)
     };
-    if args.json {
-        print_json(rep, device, code, repaired);
-        return;
-    }
-    // Fixed problems by address: the renderer walks `rep.problems` in
-    // per-pass filters, so an element's address identifies its index.
-    let fixed_set: std::collections::HashSet<usize> = repaired
-        .map(|r| {
-            rep.problems
-                .iter()
-                .zip(r.fixed)
-                .filter(|&(_, &f)| f)
-                .map(|(p, _)| p as *const _ as usize)
-                .collect()
-        })
-        .unwrap_or_default();
-    let fixed = |p: &crate::check::problem::Problem| fixed_set.contains(&(p as *const _ as usize));
+    // A closed pipe or a full disk: nothing more to tell anyone.
+    let _ = done.and_then(|()| out.flush());
+}
+
+fn write_text(
+    out: &mut impl Write,
+    rep: &Report,
+    device: &str,
+    args: &Args,
+    repaired: Option<&Repaired<'_>>,
+    code: i32,
+) -> std::io::Result<()> {
+    let name = if rep.volume_label.is_empty() {
+        device
+    } else {
+        rep.volume_label.as_str()
+    };
+    let fixed = |k: usize| repaired.is_some_and(|r| r.fixed.get(k).copied().unwrap_or(false));
     // The summary describes the file system as it was left.
     let s = &repaired.and_then(|r| r.after).unwrap_or(rep).summary;
-    let mut out = String::new();
     if rep.skipped_clean.is_some() {
-        out.push_str(&format!(
-            "{name}: clean, {}/{} files, {}/{} blocks\n",
+        return writeln!(
+            out,
+            "{name}: clean, {}/{} files, {}/{} blocks",
             s.inodes_used, s.inodes_count, s.blocks_used, s.blocks_count
-        ));
-        print!("{out}");
-        return;
+        );
     }
+    let numbered = || rep.problems.iter().enumerate();
     if (args.preen || args.auto) && repaired.is_some() && !rep.has_fatal() {
         // e2fsck's preen output: one line per fix, no pass headers, then
         // the summary line; boot scripts and people reading boot logs
         // expect exactly this.
-        for p in rep.problems.iter().filter(|p| fixed(p)) {
-            out.push_str(&format!("{name}: {}.  FIXED.\n", p.message()));
+        for (_, p) in numbered().filter(|&(k, _)| fixed(k)) {
+            writeln!(out, "{name}: {}.  FIXED.", p.message())?;
         }
-        preen_tail(&mut out, &name, repaired, code, s);
-        print!("{out}");
-        return;
+        return preen_tail(out, name, repaired, code, s);
     }
     for n in &rep.notes {
-        out.push_str(n);
-        out.push('\n');
+        writeln!(out, "{n}")?;
     }
-    let render = |out: &mut String, p: &crate::check::problem::Problem| {
+    let render = |out: &mut dyn Write, k: usize, p: &Problem| {
         let msg = p.message();
-        if fixed(p) {
-            out.push_str(&format!("{msg}.  Fix? yes\n\n"));
-            return;
+        if fixed(k) {
+            return write!(out, "{msg}.  Fix? yes\n\n");
         }
         match p.spec().severity {
-            Severity::Error => out.push_str(&format!("{msg}.  Fix? no\n\n")),
-            Severity::Notice | Severity::Fatal => out.push_str(&format!("{msg}\n")),
+            Severity::Error => write!(out, "{msg}.  Fix? no\n\n"),
+            Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
         }
     };
-    for p in rep.problems.iter().filter(|p| p.spec().pass == Pass::Super) {
-        render(&mut out, p);
+    let in_pass = |pass: Pass| numbered().filter(move |(_, p)| p.spec().pass == pass);
+    for (k, p) in in_pass(Pass::Super) {
+        render(out, k, p)?;
     }
     let ran = rep.passes_run();
     for (pass, header) in PASS_HEADERS {
-        let n = pass.number();
-        if n > ran {
+        if pass.number() > ran {
             break;
         }
-        out.push_str(header);
-        out.push('\n');
-        if pass == Pass::P1 {
-            let dups: Vec<_> = rep
-                .problems
-                .iter()
-                .filter(|p| p.spec().pass == Pass::P1B)
-                .collect();
-            for p in rep.problems.iter().filter(|p| p.spec().pass == Pass::P1) {
-                render(&mut out, p);
-            }
-            if !dups.is_empty() {
-                out.push_str("\nRunning additional passes to resolve blocks claimed by more than one inode...\nPass 1B: Rescanning for multiply-claimed blocks\n");
-                for p in dups {
-                    render(&mut out, p);
-                }
-            }
-            continue;
+        writeln!(out, "{header}")?;
+        for (k, p) in in_pass(pass) {
+            render(out, k, p)?;
         }
-        for p in rep.problems.iter().filter(|p| p.spec().pass == pass) {
-            render(&mut out, p);
+        if pass == Pass::P1 && in_pass(Pass::P1B).next().is_some() {
+            out.write_all(b"\nRunning additional passes to resolve blocks claimed by more than one inode...\nPass 1B: Rescanning for multiply-claimed blocks\n")?;
+            for (k, p) in in_pass(Pass::P1B) {
+                render(out, k, p)?;
+            }
         }
     }
     if let Some(r) = repaired {
         if let Some(why) = &r.refusal {
-            out.push_str(&format!("\n{name}: {why}\n"));
+            write!(out, "\n{name}: {why}\n")?;
         }
         // Problems the repair left, or met only after fixing others: listed
         // so that exit 4 always comes with its reason.
         if let Some(after) = r.after {
-            let left: Vec<_> = after
+            let mut left = after
                 .problems
                 .iter()
                 .filter(|p| p.spec().severity != Severity::Notice)
-                .collect();
-            if !left.is_empty() {
-                out.push_str("\nProblems left after the repair:\n");
+                .peekable();
+            if left.peek().is_some() {
+                out.write_all(b"\nProblems left after the repair:\n")?;
                 for p in left {
-                    out.push_str(&format!("{}\n", p.message()));
+                    writeln!(out, "{}", p.message())?;
                 }
             }
         }
         if r.modified {
-            out.push_str(&format!("\n{name}: ***** FILE SYSTEM WAS MODIFIED *****\n"));
+            write!(out, "\n{name}: ***** FILE SYSTEM WAS MODIFIED *****\n")?;
         }
     }
     if rep.has_fatal() {
-        out.push('\n');
+        out.write_all(b"\n")?;
     } else {
         if code & EXIT_UNCORRECTED != 0 {
-            out.push_str(&format!(
+            write!(
+                out,
                 "\n{name}: ********** WARNING: Filesystem still has errors **********\n\n"
-            ));
+            )?;
         }
-        out.push_str(&summary_line(&name, s));
+        summary_line(out, name, s)?;
     }
     if args.verbose && !rep.has_fatal() {
-        out.push_str(&format!(
+        write!(
+            out,
             "\n{:>12} inodes used\n{:>12} regular files\n{:>12} directories\n{:>12} character device files\n{:>12} block device files\n{:>12} fifos\n{:>12} symbolic links ({} fast symbolic links)\n{:>12} sockets\n{:>12} extent-mapped files\n{:>12} large files\n",
-            s.inodes_used, s.regular, s.directories, s.chardev, s.blockdev, s.fifos, s.symlinks,
-            s.fast_symlinks, s.sockets, s.extent_files, s.large_files
-        ));
+            s.inodes_used,
+            s.regular,
+            s.directories,
+            s.chardev,
+            s.blockdev,
+            s.fifos,
+            s.symlinks,
+            s.fast_symlinks,
+            s.sockets,
+            s.extent_files,
+            s.large_files
+        )?;
     }
     if args.timing {
         for t in &rep.timings {
             let work = t
                 .work_seconds
                 .map_or(String::new(), |w| format!(", work {w:.3} s"));
-            out.push_str(&format!(
-                "{:>8}: {:8.3} s, {:>12} bytes read, memory {} KiB (peak {} KiB){work}\n",
+            writeln!(
+                out,
+                "{:>8}: {:8.3} s, {:>12} bytes read, memory {} KiB (peak {} KiB){work}",
                 t.pass, t.seconds, t.bytes_read, t.rss_kib, t.peak_rss_kib
-            ));
+            )?;
         }
         if let Some(s) = rep.timings.iter().find_map(|t| t.scheduler.as_ref()) {
-            out.push_str(&scheduler_lines(s));
+            out.write_all(scheduler_lines(s).as_bytes())?;
         }
     }
-    print!("{out}");
+    Ok(())
 }
 
 /// `-t`: what the pass 1/2 pipeline's scheduler did.
@@ -243,15 +245,15 @@ fn scheduler_lines(s: &crate::engine::pipeline::Stats) -> String {
 /// What follows the fixes in preen output: problems left (with the reason
 /// the repair stopped, if it refused), the warning, the summary line.
 fn preen_tail(
-    out: &mut String,
+    out: &mut impl Write,
     name: &str,
     repaired: Option<&Repaired<'_>>,
     code: i32,
     s: &crate::check::Summary,
-) {
+) -> std::io::Result<()> {
     if let Some(r) = repaired {
         if let Some(why) = &r.refusal {
-            out.push_str(&format!("{name}: {why}\n"));
+            writeln!(out, "{name}: {why}")?;
         }
         for p in r
             .after
@@ -259,68 +261,222 @@ fn preen_tail(
             .flat_map(|a| a.problems.iter())
             .filter(|p| p.spec().severity != Severity::Notice)
         {
-            out.push_str(&format!("{name}: {}.\n", p.message()));
+            writeln!(out, "{name}: {}.", p.message())?;
         }
     }
     if code & EXIT_UNCORRECTED != 0 {
-        out.push_str(&format!(
+        write!(
+            out,
             "\n{name}: ********** WARNING: Filesystem still has errors **********\n\n"
-        ));
+        )?;
     }
-    out.push_str(&summary_line(name, s));
+    summary_line(out, name, s)
 }
 
 /// e2fsck's closing line.
-fn summary_line(name: &str, s: &crate::check::Summary) -> String {
-    format!(
-        "{name}: {}/{} files ({:.1}% non-contiguous), {}/{} blocks\n",
+fn summary_line(
+    out: &mut impl Write,
+    name: &str,
+    s: &crate::check::Summary,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{name}: {}/{} files ({:.1}% non-contiguous), {}/{} blocks",
         s.inodes_used, s.inodes_count, s.noncontiguous_pct, s.blocks_used, s.blocks_count
     )
 }
 
-fn print_json(rep: &Report, device: &str, code: i32, repaired: Option<&Repaired<'_>>) {
-    let problems: Vec<_> = rep
-        .problems
-        .iter()
-        .enumerate()
-        .map(|(k, p)| {
-            let s = p.spec();
-            json!({
-                "code": s.code,
-                "pass": s.pass.number(),
-                "severity": s.severity,
-                "ino": p.ino,
-                "block": p.blk,
-                "group": p.group,
-                "num": p.num,
-                "num2": p.num2,
-                "detail": p.detail,
-                "message": p.message(),
-                "fixed": repaired.is_some_and(|r| r.fixed.get(k).copied().unwrap_or(false)),
-            })
-        })
-        .collect();
-    let left: Vec<_> = repaired
-        .and_then(|r| r.after)
-        .map(|a| {
-            a.problems
-                .iter()
-                .map(|p| json!({"code": p.spec().code, "message": p.message()}))
-                .collect()
-        })
-        .unwrap_or_default();
-    let v = json!({
-        "modified": repaired.is_some_and(|r| r.modified),
-        "problems_after_repair": left,
-        "refusal": repaired.and_then(|r| r.refusal.clone()),
-        "device": device,
-        "skipped_clean": rep.skipped_clean.is_some(),
-        "problems": problems,
-        "summary": repaired.and_then(|r| r.after).unwrap_or(rep).summary,
-        "timings": rep.timings,
-        "exit_code": code,
-    });
-    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+/// The JSON report, serialised straight to `out` (no value tree: a report
+/// of very many problems costs no more memory as JSON than as text). Keys
+/// in alphabetical order, as the object maps of serde_json print them.
+fn print_json(
+    out: &mut impl Write,
+    rep: &Report,
+    device: &str,
+    code: i32,
+    repaired: Option<&Repaired<'_>>,
+) -> std::io::Result<()> {
+    let doc = JsonReport {
+        rep,
+        device,
+        code,
+        repaired,
+    };
+    serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
+    out.write_all(b"\n")
+}
+
+struct JsonReport<'a> {
+    rep: &'a Report,
+    device: &'a str,
+    code: i32,
+    repaired: Option<&'a Repaired<'a>>,
+}
+
+/// Serialises an iterator as a JSON array (the problems, one by one).
+struct Seq<F>(F);
+
+impl<I, F> Serialize for Seq<F>
+where
+    F: Fn() -> I,
+    I: Iterator,
+    I::Item: Serialize,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq((self.0)())
+    }
+}
+
+impl Serialize for JsonReport<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let rep = self.rep;
+        let r = self.repaired;
+        let fixed = |k: usize| r.is_some_and(|r| r.fixed.get(k).copied().unwrap_or(false));
+        let after = r.and_then(|r| r.after);
+        let mut m = s.serialize_map(Some(9))?;
+        m.serialize_entry("device", self.device)?;
+        m.serialize_entry("exit_code", &self.code)?;
+        m.serialize_entry("modified", &r.is_some_and(|r| r.modified))?;
+        m.serialize_entry(
+            "problems",
+            &Seq(|| {
+                rep.problems
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| JsonProblem(p, fixed(k)))
+            }),
+        )?;
+        m.serialize_entry(
+            "problems_after_repair",
+            &Seq(|| after.into_iter().flat_map(|a| a.problems.iter().map(Left))),
+        )?;
+        m.serialize_entry("refusal", &r.and_then(|r| r.refusal.as_deref()))?;
+        m.serialize_entry("skipped_clean", &rep.skipped_clean.is_some())?;
+        m.serialize_entry("summary", &JsonSummary(&after.unwrap_or(rep).summary))?;
+        m.serialize_entry("timings", &Seq(|| rep.timings.iter().map(JsonTiming)))?;
+        m.end()
+    }
+}
+
+/// One problem of the report; `.1`: a fix was staged for it.
+struct JsonProblem<'a>(&'a Problem, bool);
+
+impl Serialize for JsonProblem<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (p, spec) = (self.0, self.0.spec());
+        let severity = match spec.severity {
+            Severity::Error => "Error",
+            Severity::Notice => "Notice",
+            Severity::Fatal => "Fatal",
+        };
+        let mut m = s.serialize_map(Some(11))?;
+        m.serialize_entry("block", &p.blk)?;
+        m.serialize_entry("code", spec.code)?;
+        m.serialize_entry("detail", &p.detail)?;
+        m.serialize_entry("fixed", &self.1)?;
+        m.serialize_entry("group", &p.group)?;
+        m.serialize_entry("ino", &p.ino)?;
+        m.serialize_entry("message", &p.message())?;
+        m.serialize_entry("num", &p.num)?;
+        m.serialize_entry("num2", &p.num2)?;
+        m.serialize_entry("pass", &spec.pass.number())?;
+        m.serialize_entry("severity", severity)?;
+        m.end()
+    }
+}
+
+/// A problem the repair left.
+struct Left<'a>(&'a Problem);
+
+impl Serialize for Left<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("code", self.0.spec().code)?;
+        m.serialize_entry("message", &self.0.message())?;
+        m.end()
+    }
+}
+
+struct JsonSummary<'a>(&'a crate::check::Summary);
+
+impl Serialize for JsonSummary<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let v = self.0;
+        let mut m = s.serialize_map(Some(15))?;
+        m.serialize_entry("blockdev", &v.blockdev)?;
+        m.serialize_entry("blocks_count", &v.blocks_count)?;
+        m.serialize_entry("blocks_used", &v.blocks_used)?;
+        m.serialize_entry("chardev", &v.chardev)?;
+        m.serialize_entry("directories", &v.directories)?;
+        m.serialize_entry("extent_files", &v.extent_files)?;
+        m.serialize_entry("fast_symlinks", &v.fast_symlinks)?;
+        m.serialize_entry("fifos", &v.fifos)?;
+        m.serialize_entry("inodes_count", &v.inodes_count)?;
+        m.serialize_entry("inodes_used", &v.inodes_used)?;
+        m.serialize_entry("large_files", &v.large_files)?;
+        m.serialize_entry("noncontiguous_pct", &v.noncontiguous_pct)?;
+        m.serialize_entry("regular", &v.regular)?;
+        m.serialize_entry("sockets", &v.sockets)?;
+        m.serialize_entry("symlinks", &v.symlinks)?;
+        m.end()
+    }
+}
+
+struct JsonTiming<'a>(&'a crate::check::PassTiming);
+
+impl Serialize for JsonTiming<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.0;
+        let n = 5 + usize::from(t.work_seconds.is_some()) + usize::from(t.scheduler.is_some());
+        let mut m = s.serialize_map(Some(n))?;
+        m.serialize_entry("bytes_read", &t.bytes_read)?;
+        m.serialize_entry("pass", &t.pass)?;
+        m.serialize_entry("peak_rss_kib", &t.peak_rss_kib)?;
+        m.serialize_entry("rss_kib", &t.rss_kib)?;
+        if let Some(st) = &t.scheduler {
+            m.serialize_entry("scheduler", &JsonScheduler(st))?;
+        }
+        m.serialize_entry("seconds", &t.seconds)?;
+        if let Some(w) = t.work_seconds {
+            m.serialize_entry("work_seconds", &w)?;
+        }
+        m.end()
+    }
+}
+
+/// The `pass1-2` row's record of what the pipeline's scheduler did (the
+/// fields of `engine::pipeline::Stats`, under their names).
+struct JsonScheduler<'a>(&'a crate::engine::pipeline::Stats);
+
+impl Serialize for JsonScheduler<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let v = self.0;
+        let mut m = s.serialize_map(Some(23))?;
+        m.serialize_entry("bound", &v.bound)?;
+        m.serialize_entry("bound_max", &v.bound_max)?;
+        m.serialize_entry("deferred_items", &v.deferred_items)?;
+        m.serialize_entry("deferred_units", &v.deferred_units)?;
+        m.serialize_entry("first_start", &v.first_start)?;
+        m.serialize_entry("forced", &v.forced)?;
+        m.serialize_entry("helped", &v.helped)?;
+        m.serialize_entry("idle_seconds", &v.idle_seconds)?;
+        m.serialize_entry("last_end", &v.last_end)?;
+        m.serialize_entry("per_worker", &v.per_worker)?;
+        m.serialize_entry("picks", &v.picks)?;
+        m.serialize_entry("queue_max", &v.queue_max)?;
+        m.serialize_entry("readahead", &v.readahead)?;
+        m.serialize_entry("readahead_grows", &v.readahead_grows)?;
+        m.serialize_entry("readahead_max", &v.readahead_max)?;
+        m.serialize_entry("readahead_shrinks", &v.readahead_shrinks)?;
+        m.serialize_entry("stage0_merged", &v.stage0_merged)?;
+        m.serialize_entry("units", &v.units)?;
+        m.serialize_entry("waited_units", &v.waited_units)?;
+        m.serialize_entry("wall_seconds", &v.wall_seconds)?;
+        m.serialize_entry("weights", &v.weights)?;
+        m.serialize_entry("work_seconds", &v.work_seconds)?;
+        m.serialize_entry("workers", &v.workers)?;
+        m.end()
+    }
 }
 
 pub fn print_error_json(device: &str, error: &str, code: i32) {

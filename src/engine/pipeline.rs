@@ -36,7 +36,6 @@
 
 use super::progress;
 use super::readahead::Readahead;
-use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -75,7 +74,7 @@ pub struct Config<'a> {
 }
 
 /// What the run did, for `-t`.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default)]
 pub struct Stats {
     /// Workers started (C, plus extra I/O workers that took a unit).
     pub workers: usize,

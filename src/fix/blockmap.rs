@@ -156,6 +156,7 @@ pub(super) fn fix(
                 })
                 .flatten(),
             budget: fs.geo.blocks_count,
+            resize: ino == inode::RESIZE_INO,
         };
         let mut changed = ir.root(&mut root)?;
         if ind.is_dir()
@@ -696,6 +697,9 @@ struct IndirectRewrite<'a> {
     /// Indirect blocks left to read: as many as the file system has
     /// blocks (a garbage map must not fan out forever).
     budget: u64,
+    /// The map is the resize inode's: its indirect blocks are the reserved
+    /// GDT blocks, metadata it owns, which e2fsck rewrites too.
+    resize: bool,
 }
 
 impl IndirectRewrite<'_> {
@@ -758,7 +762,9 @@ impl IndirectRewrite<'_> {
         }
         // An indirect block on critical metadata is never written (it is
         // the metadata's block); e2fsck only forgets the pointers in core.
-        if changed && !self.state.block_meta.get(blk) {
+        // The resize inode's are its own reserved GDT blocks: e2fsck zeroes
+        // an illegal entry there (pass 0 only judges the first quarter).
+        if changed && (self.resize || !self.state.block_meta.get(blk)) {
             self.overlay.stage(blk, buf).map_err(|e| e.to_string())?;
             self.staged = true;
         }

@@ -374,6 +374,11 @@ fn make_root(
     overlay: &mut Overlay,
     round: &mut Round,
 ) -> Result<bool, String> {
+    // Both "not a directory" (pass 1) and "not allocated" (pass 3) may be
+    // reported: one new root.
+    if round.modified.contains(&ROOT_INO) {
+        return Ok(true);
+    }
     let geo = &fs.geo;
     let Some(blk) = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b))
     else {

@@ -30,6 +30,7 @@ use crate::fs::dir_entry::{
     HEADER_LEN, TAIL_FT, TAIL_LEN, compute_tail_checksum, decode_rec_len, encode_rec_len,
     rec_len_for,
 };
+use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 
 /// Problems fixed here.
@@ -99,6 +100,67 @@ pub(super) fn fix(
         _ => Ok(false),
     }
 }
+
+/// e2fsck's fix of a missing '.' (its check_dot): the first record of
+/// block 0 becomes '.'; one longer than two records is split at 12 bytes,
+/// and what follows is kept when it reads as '..' (its name "..\0": a
+/// salvage that emptied the first record leaves the old records in place
+/// behind it, so the whole chain comes back) and otherwise becomes one
+/// empty record. Whether it staged something; false for what it cannot
+/// edit in place (inline directories, unwritable blocks), which the
+/// caller rebuilds instead.
+pub(super) fn fix_dot(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    p: &Problem,
+) -> Result<bool, String> {
+    let (Some(dir), Some(pblk)) = (p.ino, p.blk) else {
+        return Ok(false);
+    };
+    if p.code != Code::DirDotMissing
+        || state.has_iflag(dir, iflag::INLINE)
+        || !writable(fs, state, pblk)
+    {
+        return Ok(false);
+    }
+    let bs = fs.block_size();
+    let csum = fs.metadata_csum();
+    let ftype = if fs.sb.has_incompat(incompat::FILETYPE) {
+        FT_DIR
+    } else {
+        0
+    };
+    edit(fs, state, overlay, dir, pblk, |b| {
+        let end = if csum && tail_state(b) != Tail::Missing {
+            bs - TAIL_LEN
+        } else {
+            bs
+        };
+        let b = &mut b[..end];
+        let Some(rec) = readable(b, bs, 0) else {
+            return false;
+        };
+        put_le32(b, 0, dir);
+        b[6] = 1;
+        b[7] = ftype;
+        b[8] = b'.';
+        b[9] = 0;
+        if rec > 2 * MIN_REC {
+            put_le16(b, 4, encode_rec_len(MIN_REC, bs));
+            if b[MIN_REC + HEADER_LEN..MIN_REC + HEADER_LEN + 3] != *b"..\0" {
+                put_le32(b, MIN_REC, 0);
+                put_le16(b, MIN_REC + 4, encode_rec_len(rec - MIN_REC, bs));
+                b[MIN_REC + 6] = 0;
+                b[MIN_REC + 7] = ftype;
+            }
+        }
+        true
+    })
+}
+
+/// File type of a directory in an entry.
+const FT_DIR: u8 = 2;
 
 /// May a fix rewrite directory block `pblk`? Not outside the file system,
 /// and not while another file or the file system's metadata claims it too

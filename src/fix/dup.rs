@@ -4,18 +4,33 @@
 //! `State::dup_owners`; only the maps of those inodes are walked again, to
 //! repoint them.
 //!
-//! In inode order, an inode that still shares a block — with an inode that
-//! has not given the block up yet, or with file system metadata, which
-//! never does — gets its own copy of every such block: the lowest block
-//! that is neither in use nor staged, the data copied, the pointer, index
-//! entry or extent repointed (an extent is split around the copies; a
-//! tree block that overflows is split in two, the root pushed down a
-//! level), extent block checksums recomputed. Each copy gives one claim up, so the last
-//! inode holding a block keeps it, and an inode mapping a block twice
-//! copies it once. When free space runs out the inode is deleted instead
-//! (no links, a deletion time): the next round's check removes the entries
-//! naming it and frees its blocks. The bad blocks inode and the resize
-//! inode keep theirs.
+//! The bookkeeping is e2fsck's, per cluster (the block itself without
+//! bigalloc): each cluster counts the claims pass 1B found on it and stays
+//! "duplicate" until the claims drop to one (metadata always stays). In
+//! inode order, an inode is given copies when one of its clusters is
+//! metadata or still claimed more than once, or when it shares its
+//! clusters with no other inode at all (it maps one twice, or breaks the
+//! cluster rules); otherwise the others' copies already resolved it.
+//! Copying walks its map and gives every block of a still duplicate
+//! cluster its own copy, giving up one claim of the cluster: the lowest
+//! block that is neither in use nor staged, the data copied, the pointer,
+//! index entry or extent repointed (an extent is split around the copies;
+//! a tree block that overflows is split in two, the root pushed down a
+//! level), extent block checksums recomputed. So the last inode holding a
+//! block keeps it, and an inode mapping a block twice copies it once.
+//!
+//! With bigalloc the copies keep the cluster rules, as e2fsck's do: a
+//! logical cluster moves to one new physical cluster, each block at its
+//! logical offset in it; the new cluster is the one the file's other
+//! blocks of that logical cluster already use when they lie elsewhere
+//! (e2fsck's implied cluster allocation, which fixes a logical cluster
+//! split over two physical clusters), else the lowest free cluster.
+//! Blocks of that logical cluster met after the first copy follow it.
+//!
+//! When free space runs out the inode is deleted instead (no links, a
+//! deletion time): the next round's check removes the entries naming it
+//! and frees its blocks. The bad blocks inode and the resize inode keep
+//! theirs.
 //!
 //! Each inode is one transaction: its copies and edited blocks are kept
 //! aside and staged only once its whole map is done, so an inode that
@@ -25,7 +40,9 @@
 
 use super::edit_bytes;
 use crate::check::Fs;
+use crate::check::blockmap::{MapVisitor, Scratch};
 use crate::check::pass1;
+use crate::check::problem::Problem;
 use crate::check::state::State;
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::extent::{self, EXTENT_MAGIC, INIT_MAX_LEN};
@@ -44,6 +61,11 @@ const I_FILE_ACL_HIGH: usize = 0x76;
 const XATTR_REFCOUNT: usize = 4;
 /// i_blocks counts file system blocks instead of sectors.
 const HUGE_FILE_FL: u32 = 0x4_0000;
+/// The block counts e2fsck's block iterator gives a mapping block and an
+/// xattr block: with bigalloc their copies sit at these offsets (masked)
+/// in a new cluster.
+const NODE_COUNT: i64 = -1;
+const XATTR_COUNT: i64 = -5;
 /// Longest unwritten extent (one less than a written one).
 const UNWRITTEN_MAX_LEN: u64 = INIT_MAX_LEN as u64 - 1;
 
@@ -65,14 +87,49 @@ enum Stop {
     Unsupported,
 }
 
-/// Resolves every multiply-claimed block pass 1B found.
-pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outcome, String> {
-    let mut claims: BTreeMap<u64, u32> = BTreeMap::new();
-    for (_, hits) in &state.dup_owners {
-        for &b in hits {
-            *claims.entry(b).or_default() += 1;
+/// Claims on duplicate clusters and which are still duplicate: the state
+/// pass 1D works through, inode after inode.
+#[derive(Clone)]
+struct Claims {
+    /// Claims pass 1B found on each cluster, less those given up since.
+    count: BTreeMap<u64, u32>,
+    /// Clusters still duplicate: copies are made of their blocks.
+    dup: BTreeSet<u64>,
+}
+
+impl Claims {
+    /// One claim on cluster `c` is given up (a copy made, its owner
+    /// deleted); below two claims the cluster is no longer duplicate,
+    /// unless it is metadata.
+    fn give_up(&mut self, state: &State, c: u64) {
+        if let Some(n) = self.count.get_mut(&c) {
+            *n = n.saturating_sub(1);
+            if *n <= 1 && !state.block_meta.get(c) {
+                self.dup.remove(&c);
+            }
         }
     }
+}
+
+/// Resolves every multiply-claimed block pass 1B found.
+pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outcome, String> {
+    let mut count: BTreeMap<u64, u32> = BTreeMap::new();
+    // The inodes claiming each cluster (in inode order, each once).
+    let mut owners: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    for (ino, hits) in &state.dup_owners {
+        for &b in hits {
+            let c = state.cluster(b);
+            *count.entry(c).or_default() += 1;
+            let o = owners.entry(c).or_default();
+            if o.last() != Some(ino) {
+                o.push(*ino);
+            }
+        }
+    }
+    let mut claims = Claims {
+        dup: count.keys().copied().collect(),
+        count,
+    };
     let mut out = Outcome {
         resolved: BTreeSet::new(),
         staged: false,
@@ -83,10 +140,15 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outco
         if ino == inode::BAD_INO || ino == inode::RESIZE_INO {
             continue;
         }
-        let shared = |claims: &BTreeMap<u64, u32>, b: u64| {
-            state.block_meta.get(b) || claims.get(&b).is_some_and(|&n| n > 1)
-        };
-        if !hits.iter().any(|&b| shared(&claims, b)) {
+        let clusters = || hits.iter().map(|&b| state.cluster(b));
+        // e2fsck's pass 1D: an inode is fine when its clusters are no
+        // metadata, none is claimed twice any more, and it shares them
+        // with some other inode (which gave them up); alone, it copies.
+        let busy = clusters()
+            .any(|c| state.block_meta.get(c) || claims.count.get(&c).is_some_and(|&n| n > 1));
+        let alone = clusters().all(|c| owners.get(&c).is_none_or(|o| o.iter().all(|&x| x == ino)));
+        let still = clusters().any(|c| claims.dup.contains(&c));
+        if !(busy || alone) || !still {
             out.resolved.insert(ino);
             continue;
         }
@@ -109,8 +171,9 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outco
                 .metadata_csum()
                 .then(|| inode_csum_seed(fs.csum_seed, ino, le32(&raw, 0x64))),
             new_nodes: 0,
+            clusters: ClusterCopy::default(),
         };
-        let res = tx.clone_inode(&mut raw);
+        let res = tx.clone_inode(ino, &mut raw);
         let Tx {
             writes,
             claims: tx_claims,
@@ -123,7 +186,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outco
                     overlay.stage(b, data).map_err(|e| e.to_string())?;
                 }
                 for &b in &tx_alloc.taken {
-                    state.block_used.set(b);
+                    state.block_used.set(state.cluster(b));
                 }
                 claims = tx_claims;
                 alloc = tx_alloc;
@@ -135,10 +198,8 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outco
             Err(Stop::NoSpace) => {
                 // e2fsck deletes the file; its claims are given up, so the
                 // other owners may keep the blocks.
-                for &b in hits {
-                    if let Some(n) = claims.get_mut(&b) {
-                        *n = n.saturating_sub(1);
-                    }
+                for c in clusters() {
+                    claims.give_up(state, c);
                 }
                 // e2fsck's pass 1D deletes it: no links and a deletion
                 // time; the next round's pass 1 sees it unused.
@@ -178,31 +239,42 @@ fn write_inode(
 
 /// Hands out free blocks, lowest first: not in use per pass 1 (nor taken
 /// by an earlier fix of this repair, which marks `block_used`) and not
-/// staged. Blocks only ever get taken, so a cursor suffices.
+/// staged. Blocks only ever get taken, so a cursor suffices. With bigalloc
+/// whole clusters are handed out (their first block).
 #[derive(Clone)]
-struct Alloc {
+pub(super) struct Alloc {
     cursor: u64,
     end: u64,
+    /// log2 of blocks per cluster.
+    bits: u32,
     /// Taken by the current transaction (marked in use once it commits).
-    taken: Vec<u64>,
+    pub taken: Vec<u64>,
 }
 
 impl Alloc {
-    fn new(fs: &Fs) -> Alloc {
+    pub fn new(fs: &Fs) -> Alloc {
+        let bits = fs.geo.cluster_bits;
         Alloc {
-            cursor: fs.geo.first_data_block,
+            // The first cluster holding a data block (e2fsck's goal).
+            cursor: fs.geo.first_data_block >> bits << bits,
             end: fs.geo.blocks_count,
+            bits,
             taken: Vec::new(),
         }
     }
 
-    /// The next free block below `limit`, if any.
-    fn take(&mut self, state: &State, overlay: &Overlay, limit: u64) -> Option<u64> {
+    /// The next free block (with bigalloc the first block of the next
+    /// free cluster) below `limit`, if any.
+    pub fn take(&mut self, state: &State, overlay: &Overlay, limit: u64) -> Option<u64> {
         let end = self.end.min(limit);
+        let step = 1u64 << self.bits;
         while self.cursor < end {
             let b = self.cursor;
-            self.cursor += 1;
-            if !state.block_used.get(b) && overlay.get(b).is_none() {
+            self.cursor += step;
+            if !state.block_used.get(state.cluster(b))
+                && !overlay.any_in(b..b.saturating_add(step))
+                && b.saturating_add(step) <= self.end
+            {
                 self.taken.push(b);
                 return Some(b);
             }
@@ -216,7 +288,7 @@ struct Tx<'a> {
     fs: &'a Fs,
     state: &'a State,
     overlay: &'a Overlay,
-    claims: BTreeMap<u64, u32>,
+    claims: Claims,
     alloc: Alloc,
     /// New contents of blocks: copies and edited map blocks.
     writes: BTreeMap<u64, Vec<u8>>,
@@ -226,6 +298,21 @@ struct Tx<'a> {
     seed: Option<u32>,
     /// Tree blocks added (a split node, a pushed-down root).
     new_nodes: u64,
+    /// Where the logical clusters went (bigalloc).
+    clusters: ClusterCopy,
+}
+
+/// Bigalloc: the logical cluster copied last and where it went, and the
+/// file's data runs, for e2fsck's implied cluster allocation.
+#[derive(Default)]
+struct ClusterCopy {
+    /// (logical cluster, first block of the physical cluster it moved to).
+    last: Option<(u64, u64)>,
+    /// The file's data runs (logical, physical, length), in logical order,
+    /// as the walk found them before any copy.
+    runs: Vec<(u64, u64, u64)>,
+    /// Data blocks copied so far: logical block → new physical block.
+    moved: BTreeMap<u64, u64>,
 }
 
 impl Tx<'_> {
@@ -251,30 +338,36 @@ impl Tx<'_> {
     }
 
     fn shared(&self, b: u64) -> bool {
-        self.state.block_meta.get(b) || self.claims.get(&b).is_some_and(|&n| n > 1)
+        self.claims.dup.contains(&self.state.cluster(b))
     }
 
     /// If `b` is still shared, copies it to a new block and gives this
-    /// claim up; returns the copy.
-    fn copy(&mut self, b: u64, limit: u64) -> Result<Option<u64>, Stop> {
+    /// claim up; returns the copy. With bigalloc the copy is the block at
+    /// e2fsck's offset for a mapping block (`count`: its negative block
+    /// count) in a new cluster.
+    fn copy(&mut self, b: u64, limit: u64, count: i64) -> Result<Option<u64>, Stop> {
         if !self.shared(b) {
             return Ok(None);
         }
         let data = self.read(b)?;
-        let new = self
+        let taken = self
             .alloc
             .take(self.state, self.overlay, limit)
             .ok_or(Stop::NoSpace)?;
+        let new = taken + (count as u64 & self.cluster_mask());
         self.writes.insert(new, data);
-        if !self.state.block_meta.get(b)
-            && let Some(n) = self.claims.get_mut(&b)
-        {
-            *n -= 1;
+        let c = self.state.cluster(b);
+        if !self.state.block_meta.get(c) {
+            self.claims.give_up(self.state, c);
         }
         Ok(Some(new))
     }
 
-    fn clone_inode(&mut self, raw: &mut [u8]) -> Result<(), Stop> {
+    fn cluster_mask(&self) -> u64 {
+        (1u64 << self.state.cluster_bits) - 1
+    }
+
+    fn clone_inode(&mut self, ino: u32, raw: &mut [u8]) -> Result<(), Stop> {
         let fs = self.fs;
         let inode = Inode::parse(raw);
         let inline =
@@ -283,10 +376,17 @@ impl Tx<'_> {
             let mut root = [0u8; 60];
             root.copy_from_slice(&raw[I_BLOCK..I_BLOCK + 60]);
             if fs.sb.has_incompat(incompat::EXTENTS) && inode.has_flag(flags::EXTENTS) {
+                if self.state.cluster_bits > 0 {
+                    self.clusters.runs = data_runs(fs, self.state, ino, &inode);
+                }
                 self.extent_root(&mut root, &inode)?;
                 for _ in 0..self.new_nodes {
                     add_one_block(fs, raw, &inode);
                 }
+            } else if self.state.cluster_bits > 0 {
+                // A block map cannot keep the cluster rules; pass 1E turns
+                // it into an extent tree once the sharing is resolved.
+                return Err(Stop::Unsupported);
             } else {
                 self.indirect_root(&mut root)?;
             }
@@ -299,8 +399,8 @@ impl Tx<'_> {
                 .xattr_blocks
                 .binary_search_by_key(&acl, |x| x.blk)
                 .is_ok()
-            && self.claims.contains_key(&acl)
-            && let Some(new) = self.copy(acl, u64::MAX)?
+            && self.claims.count.contains_key(&self.state.cluster(acl))
+            && let Some(new) = self.copy(acl, u64::MAX, XATTR_COUNT)?
         {
             // The copy belongs to this inode alone.
             let mut b = self.writes.remove(&new).unwrap_or_default();
@@ -336,7 +436,9 @@ impl Tx<'_> {
         }
         self.tick()?;
         // Block pointers are 32 bits: copies must stay below 2^32.
-        let target = self.copy(p as u64, 1 << 32)?.unwrap_or(p as u64);
+        let target = self
+            .copy(p as u64, 1 << 32, NODE_COUNT)?
+            .unwrap_or(p as u64);
         if level > 0 {
             let mut buf = self.read(target)?;
             let mut changed = false;
@@ -476,11 +578,13 @@ impl Tx<'_> {
             if leaf {
                 walk.last = Some(last);
                 start_block = last;
-                let pieces = self.split(lblk, pblk, len, unwritten)?;
-                if pieces.len() != 1 || pieces[0] != raw {
+                let mut edit = Remap::new(&mut out, lblk, pblk, len, unwritten);
+                self.split(&mut edit)?;
+                if edit.finish() {
                     changed = true;
+                } else {
+                    out.push(raw);
                 }
-                out.extend(pieces);
                 continue;
             }
             let child = self.read(pblk)?;
@@ -491,7 +595,7 @@ impl Tx<'_> {
                 out.push(raw);
                 continue;
             }
-            let target = self.copy(pblk, u64::MAX)?;
+            let target = self.copy(pblk, u64::MAX, NODE_COUNT)?;
             let at = target.unwrap_or(pblk);
             let mut split = None;
             if ch.entries > 0 {
@@ -543,67 +647,243 @@ impl Tx<'_> {
         Ok(changed.then_some(out))
     }
 
-    /// The extents replacing one leaf extent once its shared blocks are
-    /// copied: runs of kept blocks and runs of contiguous copies.
-    fn split(
+    /// Copies the shared blocks of one leaf extent, in logical order,
+    /// repointing each through `edit`.
+    fn split(&mut self, edit: &mut Remap) -> Result<(), Stop> {
+        let (lblk, pblk, len) = (edit.rest.0, edit.rest.1, edit.rest.2);
+        if self.state.cluster_bits > 0 {
+            return self.split_clusters(lblk, pblk, len, edit);
+        }
+        let candidates: Vec<u64> = self
+            .claims
+            .count
+            .range(pblk..pblk.saturating_add(len))
+            .map(|(&b, _)| b)
+            .collect();
+        for b in candidates {
+            self.tick()?;
+            if let Some(new) = self.copy(b, u64::MAX, 0)? {
+                edit.remap(lblk + (b - pblk), new);
+            }
+        }
+        Ok(())
+    }
+
+    /// Bigalloc: the blocks of one leaf extent, in pieces whose logical
+    /// and physical clusters do not change. A piece of the logical cluster
+    /// copied last follows it; a piece in a still duplicate cluster moves
+    /// its logical cluster to a new physical cluster; other pieces stay.
+    fn split_clusters(
         &mut self,
         lblk: u64,
         pblk: u64,
         len: u64,
-        unwritten: bool,
-    ) -> Result<Vec<[u8; 12]>, Stop> {
+        edit: &mut Remap,
+    ) -> Result<(), Stop> {
+        let bits = self.state.cluster_bits;
+        let mask = self.cluster_mask();
+        let mut k = 0u64;
+        while k < len {
+            self.tick()?;
+            let (l, p) = (lblk + k, pblk + k);
+            let n = (mask + 1 - (l & mask))
+                .min(mask + 1 - (p & mask))
+                .min(len - k);
+            let lc = l >> bits;
+            let pc = p >> bits;
+            let to = match self.clusters.last {
+                Some((c, base)) if c == lc => Some(base),
+                _ if self.claims.dup.contains(&pc) => {
+                    let base = match self.implied(l, p) {
+                        Some(b) => b,
+                        None => self
+                            .alloc
+                            .take(self.state, self.overlay, u64::MAX)
+                            .ok_or(Stop::NoSpace)?,
+                    };
+                    self.clusters.last = Some((lc, base));
+                    if !self.state.block_meta.get(pc) {
+                        self.claims.give_up(self.state, pc);
+                    }
+                    Some(base)
+                }
+                _ => None,
+            };
+            if let Some(base) = to {
+                for j in 0..n {
+                    let new = base + ((l + j) & mask);
+                    let data = self.read(p + j)?;
+                    self.writes.insert(new, data);
+                    self.clusters.moved.insert(l + j, new);
+                    edit.remap(l + j, new);
+                }
+            }
+            k += n;
+        }
+        Ok(())
+    }
+
+    /// e2fsck's implied cluster allocation for logical block `l` now at
+    /// `p`: the first other block of its logical cluster the file maps
+    /// tells which physical cluster the logical cluster uses; that cluster
+    /// (its first block) when it is not `p`'s own.
+    fn implied(&self, l: u64, p: u64) -> Option<u64> {
+        let bits = self.state.cluster_bits;
+        let mask = self.cluster_mask();
+        let base_l = l & !mask;
+        let runs = &self.clusters.runs;
+        let mut i = runs.partition_point(|&(rl, _, rn)| rl + rn <= base_l);
+        let (x, xp) = loop {
+            let &(rl, rp, rn) = runs.get(i)?;
+            if rl > base_l + mask {
+                return None;
+            }
+            let mut x = rl.max(base_l);
+            if x == l {
+                x += 1;
+            }
+            if x < rl + rn && x <= base_l + mask {
+                break (x, rp + (x - rl));
+            }
+            i += 1;
+        };
+        let xp = self.clusters.moved.get(&x).copied().unwrap_or(xp);
+        let at = xp.checked_sub(x - base_l)?.checked_add(l - base_l)?;
+        (at != 0 && at >> bits != p >> bits && self.fs.geo.block_in_fs(at)).then_some(at & !mask)
+    }
+}
+
+/// One leaf extent remapped block by block, in logical order, the way
+/// e2fsck's library sets a block's mapping: a single-block extent is
+/// repointed in place; the first block of a longer one joins the extent
+/// before it when they continue each other (else it becomes its own
+/// extent before); any other block splits the extent around it.
+struct Remap<'a> {
+    out: &'a mut Vec<[u8; 12]>,
+    /// What is left of the original extent after the blocks remapped so
+    /// far: (logical, physical, length).
+    rest: (u64, u64, u64),
+    unwritten: bool,
+    changed: bool,
+}
+
+impl<'a> Remap<'a> {
+    fn new(out: &'a mut Vec<[u8; 12]>, lblk: u64, pblk: u64, len: u64, unwritten: bool) -> Self {
+        Remap {
+            out,
+            rest: (lblk, pblk, len),
+            unwritten,
+            changed: false,
+        }
+    }
+
+    fn entry(&self, l: u64, p: u64, n: u64) -> [u8; 12] {
+        let mut e = [0u8; 12];
+        put_le32(&mut e, 0, l as u32);
+        let raw_len = if self.unwritten {
+            n + INIT_MAX_LEN as u64
+        } else {
+            n
+        };
+        put_le16(&mut e, 4, raw_len as u16);
+        put_le16(&mut e, 6, (p >> 32) as u16);
+        put_le32(&mut e, 8, p as u32);
+        e
+    }
+
+    /// Logical block `l` (inside what is left) now lives at `new`.
+    fn remap(&mut self, l: u64, new: u64) {
+        let (rl, rp, rn) = self.rest;
+        if rn == 0 || l < rl || l >= rl + rn {
+            return;
+        }
+        self.changed = true;
+        let i = l - rl;
+        if rn == 1 {
+            let e = self.entry(l, new, 1);
+            self.out.push(e);
+        } else if i == 0 {
+            if !self.extend_last(l, new) {
+                let e = self.entry(l, new, 1);
+                self.out.push(e);
+            }
+        } else {
+            let head = self.entry(rl, rp, i);
+            let e = self.entry(l, new, 1);
+            self.out.push(head);
+            self.out.push(e);
+        }
+        self.rest = (l + 1, rp + i + 1, rn - i - 1);
+    }
+
+    /// Grows the entry before by block `l` at `new` when it ends right
+    /// before both, is of the same kind and has room (e2fsck keeps a
+    /// merged extent one block short of the longest).
+    fn extend_last(&mut self, l: u64, new: u64) -> bool {
+        let unwritten = self.unwritten;
+        let Some(last) = self.out.last_mut() else {
+            return false;
+        };
+        let raw_len = u64::from(le16(last, 4));
+        let (n, last_unwritten) = if raw_len > INIT_MAX_LEN as u64 {
+            (raw_len - INIT_MAX_LEN as u64, true)
+        } else {
+            (raw_len, false)
+        };
+        let ll = u64::from(le32(last, 0));
+        let lp = u64::from(le32(last, 8)) | u64::from(le16(last, 6)) << 32;
         let max_len = if unwritten {
             UNWRITTEN_MAX_LEN
         } else {
             INIT_MAX_LEN as u64
         };
-        let candidates: Vec<u64> = self
-            .claims
-            .range(pblk..pblk.saturating_add(len))
-            .map(|(&b, _)| b)
-            .collect();
-        let mut runs: Vec<(u64, u64, u64)> = Vec::new();
-        let mut push = |l: u64, p: u64, n: u64| {
-            if n == 0 {
-                return;
-            }
-            if let Some(r) = runs.last_mut()
-                && r.0 + r.2 == l
-                && r.1 + r.2 == p
-                && r.2 + n <= max_len
-            {
-                r.2 += n;
-                return;
-            }
-            runs.push((l, p, n));
-        };
-        let mut cur = pblk;
-        for b in candidates {
-            self.tick()?;
-            if let Some(new) = self.copy(b, u64::MAX)? {
-                push(lblk + (cur - pblk), cur, b - cur);
-                push(lblk + (b - pblk), new, 1);
-                cur = b + 1;
+        if last_unwritten != unwritten || ll + n != l || lp + n != new || n + 1 >= max_len {
+            return false;
+        }
+        put_le16(last, 4, (raw_len + 1) as u16);
+        true
+    }
+
+    /// Appends what is left of the extent; whether anything was remapped.
+    fn finish(self) -> bool {
+        if self.changed && self.rest.2 > 0 {
+            let (l, p, n) = self.rest;
+            let e = self.entry(l, p, n);
+            self.out.push(e);
+        }
+        self.changed
+    }
+}
+
+/// The data runs of an extent-mapped inode as pass 1's walker finds them.
+fn data_runs(fs: &Fs, state: &State, ino: u32, inode: &Inode) -> Vec<(u64, u64, u64)> {
+    struct Collect {
+        runs: Vec<(u64, u64, u64)>,
+        budget: u64,
+    }
+    impl MapVisitor for Collect {
+        fn data(&mut self, lblk: u64, pblk: u64, len: u64, _unwritten: bool) {
+            let len = len.min(self.budget);
+            self.budget -= len;
+            if len > 0 {
+                self.runs.push((lblk, pblk, len));
             }
         }
-        push(lblk + (cur - pblk), cur, pblk + len - cur);
-        Ok(runs
-            .into_iter()
-            .map(|(l, p, n)| {
-                let mut e = [0u8; 12];
-                put_le32(&mut e, 0, l as u32);
-                let raw_len = if unwritten {
-                    n + INIT_MAX_LEN as u64
-                } else {
-                    n
-                };
-                put_le16(&mut e, 4, raw_len as u16);
-                put_le16(&mut e, 6, (p >> 32) as u16);
-                put_le32(&mut e, 8, p as u32);
-                e
-            })
-            .collect())
+        fn node(&mut self, _pblk: u64) {}
+        fn problem(&mut self, _p: Problem) {}
+        fn done(&self) -> bool {
+            self.budget == 0
+        }
     }
+    let ctx = pass1::Ctx::new(fs, state);
+    let mut c = Collect {
+        runs: Vec::new(),
+        budget: fs.geo.blocks_count,
+    };
+    let mut scratch = Scratch::new();
+    pass1::walk_map(&ctx, ino, inode, false, &mut scratch, &mut c);
+    c.runs.sort_unstable();
+    c.runs
 }
 
 /// Where the extent walk stands (the order checks pass 1's walker makes).
@@ -626,7 +906,7 @@ fn put_entries(node: &mut [u8], entries: &[[u8; 12]]) {
     node[from..end].fill(0);
 }
 
-/// Counts one more map block in i_blocks.
+/// Counts one more map block (with bigalloc, its cluster) in i_blocks.
 fn add_one_block(fs: &Fs, raw: &mut [u8], inode: &Inode) {
     let huge = fs
         .sb
@@ -635,7 +915,7 @@ fn add_one_block(fs: &Fs, raw: &mut [u8], inode: &Inode) {
         1
     } else {
         u64::from(fs.geo.block_size / 512)
-    };
+    } << fs.geo.cluster_bits;
     let hi = if huge {
         u64::from(le16(raw, I_BLOCKS_HIGH))
     } else {

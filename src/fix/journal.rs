@@ -57,6 +57,23 @@ pub fn staged(fs: &Fs) -> Result<Overlay, String> {
     Ok(overlay)
 }
 
+/// What e2fsck writes before it decides anything else, for the runs that
+/// stage no fix (clean and not forced, a preen stop that can stage no
+/// fix): the replay and the
+/// orphans ([`staged`]), and a journal inode it made from the
+/// superblock's backup (it looks at the journal first and writes that
+/// inode back whenever it may write).
+pub fn staged_before_passes(fs: &Fs) -> Result<Overlay, String> {
+    let mut overlay = staged(fs)?;
+    if crate::check::journal::check(fs, true)
+        .iter()
+        .any(|p| p.code == Code::JournalInodeFromBackup)
+    {
+        super::journal_inode::restore_from_backup(fs, &mut overlay)?;
+    }
+    Ok(overlay)
+}
+
 /// Why a repair must not run: the journal needs recovery and is external,
 /// so the check ran on the disk as it is, and fixes over it could destroy
 /// what the journal would restore. (A damaged internal journal is judged by

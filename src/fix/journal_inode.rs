@@ -12,11 +12,13 @@
 //!   read as megabytes) when that is at least 1024, else the default for
 //!   the file system size (1024 blocks under 32768 blocks, ... 262144);
 //!   under 2048 blocks no journal is made and has_journal is cleared;
-//! - place: from the first block of the group with the most free blocks
-//!   among the middle group and its neighbours (with flex_bg, the first
-//!   group of the middle flex group that has free blocks), free blocks in
-//!   ascending order, wrapping at the end; for block-mapped files each
-//!   indirect block is taken just before the first block it maps;
+//! - place: free blocks in ascending order, wrapping at the end, from the
+//!   first block of the group with the most free blocks among the middle
+//!   group and its neighbours (with flex_bg, the first group of the middle
+//!   flex group that has free blocks) for an extent-mapped journal; from
+//!   the first block of the journal inode's (flex) group for a
+//!   block-mapped one, each indirect block taken just before the first
+//!   block it maps;
 //! - contents: every journal block zeroed, block 0 a v2 journal superblock
 //!   (first 1, sequence 1, empty, one user, the file system's UUID); the
 //!   inode a regular file 0600 with one link, EXTENTS_FL with extents;
@@ -118,9 +120,16 @@ pub(super) fn recreate(
         let back = old.range(first..end).filter(|&&b| only_old(b)).count() as u64;
         (end - first).saturating_sub(used) + back
     };
-    let goal = midpoint_goal(fs, &group_free);
-
     let extents = sb.has_incompat(incompat::EXTENTS);
+    // The library aims an extent-mapped journal at the middle of the file
+    // system; a block-mapped one it allocates block by block, each from
+    // the block before, the first from the start of the journal inode's
+    // (flex) group, where an inode without blocks has its goal.
+    let goal = if extents {
+        midpoint_goal(fs, &group_free)
+    } else {
+        inode_group_goal(fs)
+    };
     let apb = (geo.block_size / 4) as u64;
     let ind_count = if extents { 0 } else { indirect_blocks(n, apb) };
     let need = n + ind_count;
@@ -274,6 +283,34 @@ pub(super) fn recreate(
     Ok(None)
 }
 
+/// Writes the journal inode the check read from the superblock's backup
+/// (`check::journal::backup_inode_bytes`) over the invalid one, as e2fsck
+/// does before pass 1: its first 128 bytes, the rest of the on-disk inode
+/// kept, the checksum recomputed. Whether it staged something.
+pub(super) fn restore_from_backup(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
+    let Some(small) = crate::check::journal::backup_inode_bytes(fs) else {
+        return Ok(false);
+    };
+    let ino = fs.sb.journal_inum;
+    let (iblk, ioff) = fs
+        .inode_location(ino)
+        .ok_or("the journal inode has no valid location")?;
+    let pos = iblk
+        .checked_mul(fs.block_size() as u64)
+        .and_then(|p| p.checked_add(ioff as u64))
+        .ok_or("the journal inode lies beyond the addressable range")?;
+    let csum = fs.metadata_csum();
+    let seed = fs.csum_seed;
+    super::edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
+        let n = small.len().min(b.len());
+        b[..n].copy_from_slice(&small[..n]);
+        if csum {
+            super::inode::set_checksum(seed, ino, b);
+        }
+    })?;
+    Ok(true)
+}
+
 /// Writes the superblock and descriptor table backups from the primary
 /// (read through the staged blocks): e2fsck writes them whenever it has
 /// cleared a journal, so the backups name the new journal too. Descriptor
@@ -354,7 +391,7 @@ fn old_blocks(fs: &Fs) -> BTreeSet<u64> {
         return v.0;
     };
     let inode = finode::Inode::parse(&raw);
-    let mut scratch = Scratch::new(fs.block_size());
+    let mut scratch = Scratch::new();
     if inode.has_flag(flags::EXTENTS) {
         let info = MapInfo {
             ino: JOURNAL_INO,
@@ -403,6 +440,17 @@ fn midpoint_goal(fs: &Fs, group_free: &dyn Fn(u32) -> u64) -> u64 {
         }
     }
     geo.group_first_block(best)
+}
+
+/// The first block of the journal inode's group, rounded down to its flex
+/// group.
+fn inode_group_goal(fs: &Fs) -> u64 {
+    let mut group = fs.geo.group_of_inode(JOURNAL_INO);
+    let log_flex = fs.sb.log_groups_per_flex;
+    if log_flex != 0 && log_flex < 32 {
+        group &= !((1u32 << log_flex) - 1);
+    }
+    fs.geo.group_first_block(group)
 }
 
 /// Indirect blocks a block-mapped file of `n` blocks needs.

@@ -26,7 +26,7 @@ use crate::fs::dir_entry::{
     rec_len_for,
 };
 use crate::fs::inode::{ROOT_INO, inode_csum_seed};
-use crate::fs::superblock::{incompat, ro_compat};
+use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use std::collections::BTreeMap;
 
@@ -450,15 +450,17 @@ const EXTENT_MAGIC: u16 = 0xF30A;
 /// directory of one block, its inode and block the first free ones pass 1
 /// left (marked in use in `State`, so the summary allocates them), named
 /// in the root, whose link count grows by its '..'. Only the simple case:
-/// the root a plain directory with room for the entry, no quota, the
-/// inode in a group whose table is initialised. Returns None otherwise.
+/// the root a plain directory with room for the entry, the inode in a
+/// group whose table is initialised. Returns None otherwise. (With quota,
+/// the next round's check counts the new directory and the quota files
+/// are rewritten then.)
 pub(super) fn create(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
     links: &mut Links,
 ) -> Result<Option<LostFound>, String> {
-    if fs.sb.has_ro_compat(ro_compat::QUOTA) || !plain_dir(state, ROOT_INO) {
+    if !plain_dir(state, ROOT_INO) {
         return Ok(None);
     }
     let geo = &fs.geo;
@@ -614,13 +616,19 @@ pub(super) fn write_dir(
     Ok(())
 }
 
-/// Clears an unattached zero-length inode, as e2fsck does. With quota
-/// the usage files would have to lose the inode too; not built yet.
+/// Clears an unattached zero-length inode, as e2fsck does (with quota,
+/// the next round's check finds the usage it had and the quota files are
+/// rewritten then).
 fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool, String> {
-    if fs.sb.has_ro_compat(ro_compat::QUOTA) || ino == ROOT_INO {
+    if ino == ROOT_INO {
         return Ok(false);
     }
-    super::inode::release(fs, state, overlay, ino, Default::default())
+    // e2fsck's clear_inode: no links, a deletion time, no flags.
+    let how = super::inode::Release {
+        flags: true,
+        ..Default::default()
+    };
+    super::inode::release(fs, state, overlay, ino, how)
 }
 
 #[cfg(test)]

@@ -32,10 +32,13 @@
 //! whole directory blocks, checksum tails), `dirhole.rs` (directory holes),
 //! `rehash.rs` (rebuilding directories and their htree index),
 //! `dup.rs` (multiply-claimed blocks: copies, or deletion),
+//! `extents.rs` (pass 1E: block maps on bigalloc rebuilt as extent trees),
 //! `superblock.rs` (the primary superblock and descriptors restored from
-//! the backup the check used),
-//! `quota.rs` (quota inode numbers in the superblock, usage in the quota
-//! files),
+//! the backup the check used), `resize.rs` (an invalid resize inode
+//! recreated, staged right after the whole-inode fixes),
+//! `quota.rs` (quota inode numbers in the superblock, quota files
+//! rewritten from the counted usage in a round with no other fix but the
+//! summary),
 //! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay and orphan processing the check read
 //! through, staged first so the fixes land on top of them).
@@ -46,19 +49,21 @@ mod dir;
 mod dirblock;
 mod dirhole;
 mod dup;
+mod extents;
 mod inode;
 pub mod journal;
 mod journal_inode;
 mod lostfound;
 mod quota;
 mod rehash;
+mod resize;
 mod summary;
 mod superblock;
 
 use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
 use crate::check::{Fs, Report};
-use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::inode::ROOT_INO;
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
@@ -143,27 +148,45 @@ pub fn supported(code: Code) -> bool {
         || code == Code::LostFoundMissing
         || code == Code::JournalInodeInvalid
         || code == Code::JournalSuperblockCorrupt
+        || code == Code::JournalInodeFromBackup
         || code == Code::DupBlocks
+        || code == Code::ClusterMisaligned
+        || code == Code::InodeBigallocBlockMap
         || code == Code::SbUsedBackup
         || code == Code::SbQuotaInode
-        || code == Code::QuotaUsage
+        || quota::REWRITE.contains(&code)
         || code == Code::SbResizeInodeNoFeature
+        || code == Code::SbInodesCount
         || code == Code::LostFoundEncrypted
 }
 
 /// The fixes that are right on bigalloc too: they allocate nothing, or
-/// charge a whole cluster for what they allocate. The others (block maps,
-/// cleared inodes, directory rebuilds and holes, pass 1D's copies) still
-/// think in blocks and are left for a later run.
+/// charge a whole cluster for what they allocate (quota files), or keep
+/// the cluster rules (pass 1D's copies, pass 1E's extent trees). The others (block
+/// maps, cleared inodes, directory rebuilds and holes) still think in
+/// blocks and are left for a later run.
 fn cluster_safe(code: Code) -> bool {
     SUMMARY.contains(&code)
         || INODE.contains(&code)
         || FEATURE.contains(&code)
         || TREE.contains(&code)
         || DIR.contains(&code)
+        || LATE_P1.contains(&code)
+        || quota::REWRITE.contains(&code)
         || code == Code::LostFoundMissing
         || code == Code::LostFoundEncrypted
+        || code == Code::JournalInodeFromBackup
 }
+
+/// Pass 1 problems fixed after pass 1D, as e2fsck fixes them: a block
+/// breaking the cluster rules is claimed twice and copied by pass 1D
+/// ("will fix in pass 1B"), a block map on bigalloc is rebuilt as an
+/// extent tree by pass 1E once the sharing is resolved.
+const LATE_P1: &[Code] = &[
+    Code::DupBlocks,
+    Code::ClusterMisaligned,
+    Code::InodeBigallocBlockMap,
+];
 
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
 /// the tree fixes, since they change link counts too.
@@ -205,9 +228,8 @@ pub struct Plan {
 #[derive(Debug)]
 pub enum Refusal {
     /// `-p` met a problem preen may not fix: e2fsck's "UNEXPECTED
-    /// INCONSISTENCY". Nothing is staged, so nothing is written (e2fsck
-    /// would keep the preen fixes it made before; writing none is simpler
-    /// and leaves the decision to the manual run).
+    /// INCONSISTENCY". Nothing is staged; [`plan_preen_halt`] stages what
+    /// e2fsck writes when it stops there.
     Unexpected,
     /// The file system is in a state the fixes do not handle yet (the
     /// message says which); nothing is staged.
@@ -224,26 +246,87 @@ fn allowed(p: &Problem, mode: Mode) -> bool {
     }
 }
 
-/// Stages fixes for the problems of `report` that `mode` allows and that
-/// pfsck supports.
-pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
-    // What pass 1 says about an unusable journal's inode goes with the
-    // journal, which preen replaces (e2fsck -p: "Recreate journal").
+/// The problem `-p` stops at (e2fsck's preenhalt): the first error preen
+/// may not fix. What pass 1 says about an unusable journal's inode goes
+/// with the journal, which preen replaces (e2fsck -p: "Recreate journal")
+/// or restores from the superblock's backup.
+pub fn preen_halt_at(report: &Report) -> Option<usize> {
     let bad_journal = report.problems.iter().any(|p| {
         matches!(
             p.code,
-            Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+            Code::JournalInodeInvalid
+                | Code::JournalSuperblockCorrupt
+                | Code::JournalInodeFromBackup
         )
     });
-    if mode == Mode::Preen
-        && report.problems.iter().any(|p| {
-            p.spec().severity == Severity::Error
-                && !p.spec().preen_ok
-                && !(bad_journal && journal_inode::resolves(p))
-        })
-    {
+    report.problems.iter().position(|p| {
+        p.spec().severity == Severity::Error
+            && !p.spec().preen_ok
+            && !(bad_journal && journal_inode::resolves(p))
+    })
+}
+
+/// What `-p` writes when it stops at the problem [`preen_halt_at`] finds,
+/// as e2fsck's preenhalt leaves the file system: the preen fixes of the
+/// problems found before that one, which e2fsck has made by then (it
+/// writes each fix as it goes: `e2fsck -fp` on an image with a wrong
+/// i_blocks in pass 1 and an unattached inode in pass 4 writes the
+/// i_blocks), in this one round, without the pass 5 summary (e2fsck
+/// writes bitmaps and counts only when it gets there); then the
+/// superblock marked with errors (s_state |= EXT2_ERROR_FS, checksum
+/// redone), so the next boot's check does not skip the file system as
+/// clean. The journal replay and orphans the check read through are in
+/// it. `fixed` maps onto all of `report`'s problems.
+pub fn plan_preen_halt(fs: &Fs, state: &State, report: &Report) -> Result<Plan, String> {
+    let at = preen_halt_at(report).unwrap_or(report.problems.len());
+    let kept: Vec<usize> = (0..at)
+        .filter(|&k| !SUMMARY.contains(&report.problems[k].code))
+        .collect();
+    let before = report.with_problems(kept.iter().map(|&k| report.problems[k].clone()).collect());
+    let mut fixed = vec![false; report.problems.len()];
+    let (mut overlay, replayed) = match plan(fs, state, &before, Mode::Preen) {
+        Ok(p) => {
+            for (j, &k) in kept.iter().enumerate() {
+                fixed[k] = p.fixed.get(j).copied().unwrap_or(false);
+            }
+            (p.overlay, p.replayed)
+        }
+        // Nothing of it can be staged (a refusal): what e2fsck writes
+        // before the passes, and the error state.
+        Err(_) => {
+            let o = journal::staged_before_passes(fs)?;
+            let replayed = !journal::staged(fs)?.is_empty();
+            (o, replayed)
+        }
+    };
+    mark_errors(fs, &mut overlay)?;
+    Ok(Plan {
+        overlay,
+        fixed,
+        replayed,
+        fixes_staged: true,
+    })
+}
+
+/// `s_state` in the superblock.
+const S_STATE: usize = 0x3A;
+
+/// Marks the superblock "not clean with errors" (EXT2_ERROR_FS), as
+/// e2fsck's preenhalt does.
+fn mark_errors(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+    edit_superblock(fs, overlay, |sb| {
+        let st = le16(sb, S_STATE) | crate::fs::superblock::STATE_ERROR;
+        put_le16(sb, S_STATE, st);
+    })
+}
+
+/// Stages fixes for the problems of `report` that `mode` allows and that
+/// pfsck supports.
+pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
+    if mode == Mode::Preen && preen_halt_at(report).is_some() {
         return Err(Refusal::Unexpected);
     }
+
     let mut fixed = vec![false; report.problems.len()];
     let bs = fs.geo.block_size;
     if let Some(why) = journal::unrecovered(fs) {
@@ -304,6 +387,26 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         for (k, p) in report.problems.iter().enumerate() {
             fixed[k] = p.code == Code::SbUsedBackup;
         }
+        return Ok(Plan {
+            overlay,
+            fixed,
+            replayed,
+            fixes_staged: true,
+        });
+    }
+
+    // A journal inode the check read from the superblock's backup is
+    // written from it, alone in its round, as e2fsck writes it before pass
+    // 1: what the passes found on the old inode (its mode, the journal's
+    // blocks nobody claimed) is judged again on the restored one, and not
+    // shown when that finds it gone.
+    if let Some(k) = report
+        .problems
+        .iter()
+        .position(|p| wanted(p) && p.code == Code::JournalInodeFromBackup)
+        && journal_inode::restore_from_backup(fs, &mut overlay).map_err(Refusal::Failed)?
+    {
+        fixed[k] = true;
         return Ok(Plan {
             overlay,
             fixed,
@@ -395,7 +498,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // inode's map), and once a directory block's records change, what
     // pass 2 counted and pass 3 found no longer holds. Everything else
     // waits for the next round's check.
-    let early = |p: &Problem| wanted(p) && p.code != Code::DupBlocks && p.spec().pass <= Pass::P1;
+    let early = |p: &Problem| wanted(p) && !LATE_P1.contains(&p.code) && p.spec().pass <= Pass::P1;
     if !report.problems.iter().any(early)
         && late_round(fs, state, report, &wanted, &mut overlay, &mut fixed)?
     {
@@ -425,19 +528,63 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // looks at directories: what they clear is no longer reconnected,
     // counted or rewritten below.
     let mut round = clear::Round::default();
+    // An invalid resize inode is rebuilt whole below: what pass 1 says
+    // about the old one is not fixed field by field.
+    let resize = report
+        .problems
+        .iter()
+        .position(|p| wanted(p) && resize::recreates(fs, p));
+    let resize_ino = |p: &Problem| resize.is_some() && p.ino == Some(crate::fs::inode::RESIZE_INO);
     for (k, p) in report.problems.iter().enumerate() {
-        if wanted(p) && clear::CODES.contains(&p.code) {
+        if wanted(p) && clear::CODES.contains(&p.code) && !resize_ino(p) {
             fixed[k] =
                 clear::fix(fs, state, &mut overlay, p, &mut round).map_err(Refusal::Failed)?;
         }
     }
     clear::finish(fs, &mut overlay, &round).map_err(Refusal::Failed)?;
+    // e2fsck recreates it at the end of its pass 1, before anything later
+    // allocates a block.
+    if let Some(k) = resize {
+        fixed[k] =
+            resize::recreate(fs, state, &mut overlay, &mut large_file).map_err(Refusal::Failed)?;
+        summary |= fixed[k];
+    }
+    // Pass 1E, once pass 1D has nothing left: a block map on bigalloc
+    // becomes an extent tree. Not over other map fixes of the same inode
+    // (they go first, the next round converts what they leave).
+    if !report
+        .problems
+        .iter()
+        .any(|p| wanted(p) && p.code == Code::DupBlocks)
+    {
+        for (k, p) in report.problems.iter().enumerate() {
+            let Some(ino) = p.ino else { continue };
+            if !wanted(p)
+                || p.code != Code::InodeBigallocBlockMap
+                || round.cleared.contains(&ino)
+                || round.modified.contains(&ino)
+                || report
+                    .problems
+                    .iter()
+                    .any(|q| q.ino == Some(ino) && wanted(q) && blockmap::CODES.contains(&q.code))
+            {
+                continue;
+            }
+            if extents::rebuild(fs, state, &mut overlay, ino).map_err(Refusal::Failed)? {
+                fixed[k] = true;
+                round.modified.insert(ino);
+            }
+        }
+    }
     // Cleared inodes need nothing more; changed ones are judged again by
     // the next round. Once pass 1 cleared or changed an inode, what passes
     // 2-5 found was found on the old inode: those fixes wait for the next
     // round's check, as e2fsck's later passes run on the fixed inodes.
     let mut gone: std::collections::BTreeSet<u32> =
         round.cleared.union(&round.modified).copied().collect();
+    if resize.is_some() {
+        gone.insert(crate::fs::inode::RESIZE_INO);
+    }
     let later = |p: &Problem| changed_inodes(&round) && p.spec().pass > Pass::P1B;
     let wanted = |p: &Problem| wanted(p) && !later(p);
     // Tree and entry fixes first, in problem order: what they change in
@@ -557,7 +704,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             || clear::CODES.contains(&p.code)
             || p.code == Code::LostFoundMissing
             || p.ino.is_some_and(|i| gone.contains(&i))
-            || p.code == Code::DupBlocks
+            || LATE_P1.contains(&p.code)
             || p.code == Code::LostFoundEncrypted
             || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
         {
@@ -575,11 +722,16 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         } else if SUMMARY.contains(&p.code) {
             summary = true;
             fixed[k] = true;
+        } else if p.code == Code::SbInodesCount {
+            fixed[k] = superblock::fix_inodes_count(fs, &mut overlay).map_err(Refusal::Failed)?;
         } else if p.code == Code::SbResizeInodeNoFeature {
+            if resize.is_some() {
+                continue;
+            }
             fixed[k] =
                 superblock::fix_resize_inode(fs, &mut overlay, p).map_err(Refusal::Failed)?;
-        } else if p.code == Code::QuotaUsage {
-            fixed[k] = quota::fix_usage(fs, state, &mut overlay, p).map_err(Refusal::Failed)?;
+        } else if quota::REWRITE.contains(&p.code) {
+            // Below, once the other fixes of this round are known.
         } else if p.code == Code::SbQuotaInode {
             fixed[k] = quota::clear_inum(fs, &mut overlay, p).map_err(Refusal::Failed)?;
             if fixed[k] {
@@ -608,6 +760,39 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
                 .num(u64::from(have))
                 .num2(want);
             inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
+        }
+    }
+    // Quota files are rewritten from the usage this round's check counted,
+    // so only in a round that fixes nothing else (the next round's check
+    // counts again after the others).
+    let other_fix = new_journal
+        || report.problems.iter().zip(&fixed).any(|(p, &f)| {
+            f && !SUMMARY.contains(&p.code)
+                && !quota::REWRITE.contains(&p.code)
+                && !ORPHAN.contains(&p.code)
+        });
+    if !other_fix {
+        let mut types = std::collections::BTreeSet::new();
+        for p in &report.problems {
+            if wanted(p)
+                && quota::REWRITE.contains(&p.code)
+                && !p.ino.is_some_and(|i| cleared_quota.contains(&i))
+            {
+                types.extend(quota::problem_type(fs, p));
+            }
+        }
+        for qtype in types {
+            if quota::rewrite(fs, state, &mut overlay, qtype).map_err(Refusal::Failed)? {
+                summary = true;
+                for (k, p) in report.problems.iter().enumerate() {
+                    if wanted(p)
+                        && quota::REWRITE.contains(&p.code)
+                        && quota::problem_type(fs, p) == Some(qtype)
+                    {
+                        fixed[k] = true;
+                    }
+                }
+            }
         }
     }
     let mut journal_made = false;
@@ -699,7 +884,10 @@ fn dup_round(
         report
             .problems
             .iter()
-            .map(|p| p.code == Code::DupBlocks && p.ino.is_some_and(|i| out.resolved.contains(&i)))
+            .map(|p| {
+                matches!(p.code, Code::DupBlocks | Code::ClusterMisaligned)
+                    && p.ino.is_some_and(|i| out.resolved.contains(&i))
+            })
             .collect(),
     ))
 }
@@ -718,6 +906,7 @@ fn structure(
     let mut staged = false;
     let mut rebuild: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
     let mut holes: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
+    let mut dot_fixed = std::collections::BTreeSet::new();
     for (k, p) in report.problems.iter().enumerate() {
         if !wanted(p) {
             continue;
@@ -731,11 +920,22 @@ fn structure(
             if !fixed[k] && p.code == Code::DirBlockNoTail {
                 rebuild.entry(dir).or_default().push(k);
             }
+        } else if p.code == Code::DirDotMissing
+            && dirblock::fix_dot(fs, state, overlay, p).map_err(Refusal::Failed)?
+        {
+            // In place, as e2fsck: the records behind '.' stay where they
+            // are; the next round's check judges the block again.
+            fixed[k] = true;
+            staged = true;
+            dot_fixed.insert(dir);
         } else if rehash::CODES.contains(&p.code) {
             rebuild.entry(dir).or_default().push(k);
         } else if HOLES.contains(&p.code) {
             holes.entry(dir).or_default().push(k);
         }
+    }
+    for dir in &dot_fixed {
+        rebuild.remove(dir);
     }
     // Holes first: a rebuild writes into the blocks the directory has.
     for (dir, ks) in holes {

@@ -246,9 +246,22 @@ fn collect(b: &[u8], first: bool, filetype: bool, out: &mut Vec<Ent>, dotdot: &m
                 ft: if filetype { b[off + 7] } else { 0 },
             });
         }
-        off += rec;
+        // A first record longer than '.' needs (an empty one left by a
+        // salvage, or a '.' that is too big) is split by e2fsck at 12
+        // bytes, and a record named '..' found there is kept: so is what
+        // follows it.
+        off += if first && n == 0 && rec > 2 * MIN_REC && names_dotdot(b, MIN_REC) {
+            MIN_REC
+        } else {
+            rec
+        };
         n += 1;
     }
+}
+
+/// Whether a record at `off` of `b` carries the name '..'.
+fn names_dotdot(b: &[u8], off: usize) -> bool {
+    b.get(off + 6) == Some(&2) && b.get(off + HEADER_LEN..off + HEADER_LEN + 2) == Some(b"..")
 }
 
 /// Resolves repeated names: a later entry naming the same inode is
@@ -602,6 +615,32 @@ mod tests {
             dir: 12,
             parent: 2,
         }
+    }
+
+    #[test]
+    fn dotdot_behind_an_oversized_first_record_is_kept() {
+        let bs = 1024;
+        let mut b = vec![0u8; bs];
+        // An empty first record over the whole block (what a salvage of a
+        // broken '.' leaves), with the old '..' and an entry behind it.
+        put(&mut b, bs, 0, 0, b"", 0, bs);
+        put(&mut b, bs, 12, 2, b"..", 2, 12);
+        put(&mut b, bs, 24, 20, b"a", 1, bs - 24);
+        let (mut out, mut dotdot) = (Vec::new(), 0);
+        collect(&b, true, true, &mut out, &mut dotdot);
+        assert_eq!(dotdot, 2);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].ino, &out[0].name[..]), (20, &b"a"[..]));
+        // Anything else at 12 stays hidden, as e2fsck blanks it.
+        put(&mut b, bs, 12, 2, b"xy", 2, 12);
+        let (mut out, mut dotdot) = (Vec::new(), 0);
+        collect(&b, true, true, &mut out, &mut dotdot);
+        assert_eq!((out.len(), dotdot), (0, 0));
+        // Not in a later block.
+        put(&mut b, bs, 12, 2, b"..", 2, 12);
+        let (mut out, mut dotdot) = (Vec::new(), 0);
+        collect(&b, false, true, &mut out, &mut dotdot);
+        assert_eq!((out.len(), dotdot), (0, 0));
     }
 
     fn ent(ino: u32, name: &str) -> Ent {

@@ -60,6 +60,20 @@ pub(super) fn restore_primary(fs: &Fs, overlay: &mut Overlay) -> Result<(), Stri
     Ok(())
 }
 
+const S_INODES_COUNT: usize = 0x0;
+
+/// A wrong inodes count (the check went on with the groups times the
+/// inodes per group, as e2fsck does after loading the superblock despite
+/// it) is set to that product.
+pub(super) fn fix_inodes_count(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
+    let want = fs.geo.inodes_count;
+    if fs.sb.inodes_count == want {
+        return Ok(false);
+    }
+    super::edit_superblock(fs, overlay, |sb| put_le32(sb, S_INODES_COUNT, want))?;
+    Ok(true)
+}
+
 const S_FEATURE_COMPAT: usize = 0x5C;
 const S_RESERVED_GDT_BLOCKS: usize = 0xCE;
 /// The part of an inode e2fsck clears (its `struct ext2_inode`).
@@ -68,8 +82,8 @@ const GOOD_OLD_INODE_SIZE: usize = 128;
 /// The resize inode, as e2fsck's pass 0 settles it: with meta_bg the
 /// feature cannot work and is turned off; without the feature the inode
 /// must be empty, so it is cleared, and there are no reserved GDT blocks.
-/// Recreating an invalid resize inode while the feature stays is not built
-/// yet. Returns whether something was staged.
+/// An invalid resize inode while the feature stays is `resize.rs`'s.
+/// Returns whether something was staged.
 pub(super) fn fix_resize_inode(
     fs: &Fs,
     overlay: &mut Overlay,

@@ -35,6 +35,18 @@ impl Geometry {
     /// Validates the superblock's shape. The error names the bad field so the
     /// caller can try a backup superblock.
     pub fn new(sb: &Superblock) -> Result<Geometry, String> {
+        Geometry::build(sb, true)
+    }
+
+    /// As [`Geometry::new`], but an inodes count that is not the groups
+    /// times the inodes per group is replaced by that product (e2fsck's
+    /// "load the superblock despite errors", whose only leniency is this
+    /// count); the caller reports and fixes the stored value.
+    pub fn despite_inodes_count(sb: &Superblock) -> Result<Geometry, String> {
+        Geometry::build(sb, false)
+    }
+
+    fn build(sb: &Superblock, trust_inodes_count: bool) -> Result<Geometry, String> {
         let bs = sb
             .block_size()
             .ok_or_else(|| format!("invalid block size (log {})", sb.log_block_size))?;
@@ -99,12 +111,16 @@ impl Geometry {
         }
         let groups = groups64 as u32;
         let ic = groups as u64 * sb.inodes_per_group as u64;
-        if ic != sb.inodes_count as u64 {
+        let inodes_count = if ic == sb.inodes_count as u64 {
+            sb.inodes_count
+        } else if trust_inodes_count || ic > u32::MAX as u64 {
             return Err(format!(
                 "inodes count {} is not {} groups x {} inodes",
                 sb.inodes_count, groups, sb.inodes_per_group
             ));
-        }
+        } else {
+            ic as u32
+        };
         let desc_size = sb.desc_size();
         if sb.is_64bit() && (!(64..=1024).contains(&desc_size) || !desc_size.is_power_of_two()) {
             return Err(format!("group descriptor size {desc_size} is invalid"));
@@ -128,7 +144,7 @@ impl Geometry {
             first_data_block: fdb,
             blocks_per_group: sb.blocks_per_group,
             inodes_per_group: sb.inodes_per_group,
-            inodes_count: sb.inodes_count,
+            inodes_count,
             inode_size,
             groups,
             desc_size,

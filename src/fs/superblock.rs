@@ -297,6 +297,20 @@ impl Superblock {
     }
 }
 
+/// Compatible features e2fsck accepts (a kernel may ignore the others,
+/// but e2fsck stops on them, "Get a newer version of e2fsck", and so does
+/// this checker: a repair would otherwise bless bits no tool can check).
+pub const SUPPORTED_COMPAT: u32 = compat::DIR_PREALLOC
+    | compat::IMAGIC_INODES
+    | compat::HAS_JOURNAL
+    | compat::EXT_ATTR
+    | compat::RESIZE_INODE
+    | compat::DIR_INDEX
+    | compat::SPARSE_SUPER2
+    | compat::FAST_COMMIT
+    | compat::STABLE_INODES
+    | compat::ORPHAN_FILE;
+
 /// Incompatible and read-only features this checker understands. Anything
 /// else makes the check stop with exit 8 rather than give a wrong verdict.
 pub const SUPPORTED_INCOMPAT: u32 = incompat::FILETYPE
@@ -347,6 +361,14 @@ pub fn incompat_name(bit: u32) -> &'static str {
         incompat::INLINE_DATA => "inline_data",
         incompat::ENCRYPT => "encrypt",
         incompat::CASEFOLD => "casefold",
+        _ => "unknown",
+    }
+}
+
+pub fn compat_name(bit: u32) -> &'static str {
+    match bit {
+        compat::LAZY_BG => "lazy_bg",
+        compat::EXCLUDE_BITMAP => "exclude_bitmap",
         _ => "unknown",
     }
 }

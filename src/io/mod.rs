@@ -3,6 +3,7 @@
 //! `Device` is opened read-only; the only write path (repair) lives elsewhere
 //! and takes a different type, so `-n` cannot write by construction.
 
+pub mod readahead;
 pub mod writable;
 
 use crate::error::{Error, Result};
@@ -10,7 +11,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Reads in flight at most when the device is slow (`read_many`, and the
@@ -53,6 +54,10 @@ pub struct Device {
     /// cannot read without blocking, e.g. FUSE): whether data is cached
     /// cannot be asked of it.
     no_nowait: AtomicBool,
+    /// Workers in `read_many` now, and the most seen at once: they share
+    /// its `IO_DEPTH` readers.
+    callers: AtomicUsize,
+    most_callers: AtomicUsize,
 }
 
 /// Requests whose times decide `is_slow`.
@@ -93,6 +98,8 @@ impl Device {
             latency: Default::default(),
             reads: AtomicU64::new(0),
             no_nowait: AtomicBool::new(false),
+            callers: AtomicUsize::new(0),
+            most_callers: AtomicUsize::new(0),
         })
     }
 
@@ -107,6 +114,8 @@ impl Device {
             latency: Default::default(),
             reads: AtomicU64::new(0),
             no_nowait: AtomicBool::new(false),
+            callers: AtomicUsize::new(0),
+            most_callers: AtomicUsize::new(0),
         }
     }
 
@@ -311,28 +320,44 @@ impl Device {
     /// Fills every buffer from its offset. On a slow device up to
     /// `IO_DEPTH` requests are in flight at once (threads issuing them),
     /// otherwise they are read one after the other. One result per request.
+    /// Workers calling at once share the `IO_DEPTH` readers: beyond the
+    /// device's queue, more threads only cost memory (a stack each).
     pub fn read_many(&self, reqs: &mut [(u64, &mut [u8])]) -> Vec<Result<()>> {
         if reqs.len() < 2 || !self.is_slow() {
             return reqs.iter_mut().map(|(o, b)| self.read_at(*o, b)).collect();
         }
+        let callers = self.callers.fetch_add(1, Ordering::Relaxed) + 1;
+        // Split by the most callers seen, not those of this instant: the
+        // first of several workers would otherwise take every reader.
+        let callers = self
+            .most_callers
+            .fetch_max(callers, Ordering::Relaxed)
+            .max(callers);
+        // Readers besides the caller, who reads too.
+        let helpers = (IO_DEPTH / callers).clamp(1, reqs.len()) - 1;
         let n = reqs.len();
         let next = std::sync::Mutex::new(reqs.iter_mut().enumerate());
         let results: Vec<std::sync::Mutex<Option<Result<()>>>> =
             (0..n).map(|_| std::sync::Mutex::new(None)).collect();
-        std::thread::scope(|s| {
-            for _ in 0..IO_DEPTH.min(n) {
-                s.spawn(|| {
-                    loop {
-                        let item = next.lock().unwrap_or_else(|e| e.into_inner()).next();
-                        let Some((i, (off, buf))) = item else {
-                            break;
-                        };
-                        let r = self.read_at(*off, buf);
-                        *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                    }
-                });
+        let read_all = || {
+            loop {
+                let item = next.lock().unwrap_or_else(|e| e.into_inner()).next();
+                let Some((i, (off, buf))) = item else {
+                    break;
+                };
+                let r = self.read_at(*off, buf);
+                *results[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
             }
+        };
+        let before = thread_bytes();
+        std::thread::scope(|s| {
+            for _ in 0..helpers {
+                s.spawn(read_all);
+            }
+            read_all();
         });
+        let own = thread_bytes() - before;
+        self.callers.fetch_sub(1, Ordering::Relaxed);
         let results: Vec<Result<()>> = results
             .into_iter()
             .map(|m| {
@@ -341,14 +366,14 @@ impl Device {
                     .unwrap_or(Ok(()))
             })
             .collect();
-        // The helper threads' bytes are the caller's.
+        // The helper threads' bytes are the caller's (who counted its own).
         let got: u64 = reqs
             .iter()
             .zip(&results)
             .filter(|(_, r)| r.is_ok())
             .map(|((_, b), _)| b.len() as u64)
             .sum();
-        THREAD_BYTES.with(|b| b.set(b.get() + got));
+        THREAD_BYTES.with(|b| b.set(b.get() + got.saturating_sub(own)));
         results
     }
 }

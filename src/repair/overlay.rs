@@ -117,6 +117,11 @@ impl Overlay {
         self.blocks.get(&block).map(|b| &b[..])
     }
 
+    /// Whether any block in `blocks` is staged.
+    pub fn any_in(&self, blocks: std::ops::Range<u64>) -> bool {
+        self.blocks.range(blocks).next().is_some()
+    }
+
     /// Staged blocks in block order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &[u8])> {
         self.blocks.iter().map(|(&b, d)| (b, &d[..]))

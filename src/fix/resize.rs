@@ -1,0 +1,240 @@
+//! An invalid resize inode, recreated as e2fsck does.
+//!
+//! e2fsck answers "Resize inode not valid. Recreate?" by clearing inode 7
+//! before its pass 1 (so nothing there claims the old double indirect
+//! block) and, at the end of pass 1, letting its library build the inode
+//! again from nothing. Both happen here in one fix, on the maps of the
+//! finished check: the old double indirect block counts as free unless
+//! something else claims it, then the new inode is laid out the way the
+//! library lays it out:
+//!
+//! - the double indirect block: the first block free in what pass 1 found
+//!   at or after `sb + desc_blocks + reserved_gdt_blocks + 2 +
+//!   inode_blocks_per_group` (wrapping to the first data block), where
+//!   `sb` is the superblock's block; before that, e2fsck's pass 1 sets
+//!   aside the lowest free block for a missing root and the next for a
+//!   missing lost+found (their repairs use them later), so those are
+//!   skipped here too;
+//! - slot `(desc_blocks + r) % (block_size / 4)` of it names reserved GDT
+//!   block `r`, which lies at `sb + 1 + desc_blocks + r`;
+//! - each reserved GDT block of group 0 is rewritten to list the same
+//!   block's copies in the groups that hold a superblock backup, in the
+//!   library's order (with sparse_super2 the two named groups, as given);
+//! - the inode: a regular file 0600 with one link, only i_block[13] set,
+//!   i_size as if every double indirect slot were used
+//!   (`(apb² + apb + 12) · block_size`, which sets large_file when it is
+//!   2 GiB or more), i_blocks counting the double indirect block, the
+//!   reserved GDT blocks and their listed copies, every time field the
+//!   repair's time, everything else zero (extra fields: i_extra_isize 32
+//!   and the creation time).
+//!
+//! Not on bigalloc (the fix is not `cluster_safe`), and nothing is staged
+//! when a block number would not fit the 32-bit map or no block is free
+//! (e2fsck then gives up on the inode too).
+
+use crate::check::Fs;
+use crate::check::problem::{Code, Problem};
+use crate::check::state::State;
+use crate::fs::bytes::{put_le16, put_le32};
+use crate::fs::inode::{RESIZE_INO, ROOT_INO};
+use crate::fs::superblock::{compat, incompat, ro_compat};
+use crate::repair::overlay::Overlay;
+
+// Inode fields the new resize inode sets.
+const I_MODE: usize = 0x00;
+const I_SIZE_LO: usize = 0x04;
+const I_ATIME: usize = 0x08;
+const I_CTIME: usize = 0x0C;
+const I_MTIME: usize = 0x10;
+const I_LINKS_COUNT: usize = 0x1A;
+const I_BLOCKS_LO: usize = 0x1C;
+const I_DIND: usize = 0x28 + 4 * 13;
+const I_SIZE_HIGH: usize = 0x6C;
+const I_BLOCKS_HIGH: usize = 0x74;
+const I_EXTRA_ISIZE: usize = 0x80;
+const I_CRTIME: usize = 0x90;
+const GOOD_OLD_INODE_SIZE: usize = 128;
+/// What the library's inode structure adds to the old 128 bytes.
+const EXTRA_ISIZE: u16 = 32;
+const MODE: u16 = 0o100_600;
+/// Files this large need the large_file feature.
+const LARGE_FILE_SIZE: u64 = 0x8000_0000;
+/// Direct slots of a block map.
+const NDIR_BLOCKS: u64 = 12;
+
+/// Is `p` the invalid resize inode e2fsck recreates (the feature stays on;
+/// without it, or with meta_bg, `superblock::fix_resize_inode` clears it)?
+pub(super) fn recreates(fs: &Fs, p: &Problem) -> bool {
+    p.code == Code::SbResizeInodeNoFeature
+        && fs.sb.has_compat(compat::RESIZE_INODE)
+        && !fs.sb.has_incompat(incompat::META_BG)
+}
+
+/// The groups whose reserved GDT blocks copy group 0's, in the order a
+/// reserved GDT block lists them: every group holding a superblock backup
+/// in ascending order, except with sparse_super2, where the two groups
+/// the superblock names come as given (a zero entry skipped, the list
+/// ending at the first one past the last group).
+pub(crate) fn backup_groups(fs: &Fs) -> Vec<u32> {
+    let geo = &fs.geo;
+    if fs.sb.has_compat(compat::SPARSE_SUPER2) {
+        return fs
+            .sb
+            .backup_bgs
+            .iter()
+            .copied()
+            .filter(|&g| g != 0)
+            .take_while(|&g| g < geo.groups)
+            .collect();
+    }
+    (1..geo.groups)
+        .filter(|&g| geo.group_has_super(g))
+        .collect()
+}
+
+/// The block holding the superblock: block 1 for 1 KiB blocks (also with
+/// bigalloc, where the first data block is 0).
+fn super_block(fs: &Fs) -> u64 {
+    let geo = &fs.geo;
+    if geo.block_size == 1024 && geo.first_data_block == 0 {
+        1
+    } else {
+        geo.first_data_block
+    }
+}
+
+/// Recreates the resize inode; returns whether it was staged. Sets
+/// `large_file` when the new inode's size needs the feature.
+pub(super) fn recreate(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    large_file: &mut bool,
+) -> Result<bool, String> {
+    let geo = &fs.geo;
+    let bs = fs.block_size();
+    let apb = u64::from(geo.block_size / 4);
+    let sb_blk = super_block(fs);
+    let desc = u64::from(geo.desc_blocks);
+    let rsv = u64::from(geo.reserved_gdt_blocks);
+    let Some(old) = super::inode::read(fs, overlay, RESIZE_INO)? else {
+        return Ok(false);
+    };
+    let first_gdt = sb_blk + 1 + desc;
+    let backups = backup_groups(fs);
+    let copy = |gdt: u64, g: u32| gdt + u64::from(g) * u64::from(geo.blocks_per_group);
+    // Every number the maps hold is 32 bits; the reserved blocks must lie
+    // inside the file system.
+    let last_gdt = first_gdt + rsv;
+    let fits = |b: u64| b < geo.blocks_count && u32::try_from(b).is_ok();
+    if rsv > 0
+        && (!fits(last_gdt - 1)
+            || backups
+                .last()
+                .is_some_and(|&g| u32::try_from(copy(last_gdt - 1, g)).is_err()))
+    {
+        return Ok(false);
+    }
+
+    // The old double indirect block goes back unless it is shared or
+    // metadata (then it stays in use for its other owner).
+    let old_dind = u64::from(crate::fs::bytes::le32(&old, I_DIND));
+    let freed = geo.block_in_fs(old_dind) && {
+        let c = state.cluster(old_dind);
+        state.block_used.get(c) && !state.block_dup.get(c) && !state.block_meta.get(c)
+    };
+    let free = |b: u64| {
+        let c = state.cluster(b);
+        !state.block_used.get(c) || (freed && b == old_dind)
+    };
+    // Blocks e2fsck's pass 1 sets aside for a missing root and a missing
+    // lost+found before it recreates this inode: the lowest free ones.
+    let set_aside = usize::from(!state.inode_used.get(u64::from(ROOT_INO)))
+        + usize::from(state.lost_found == 0);
+    let aside: Vec<u64> = (geo.first_data_block..geo.blocks_count)
+        .filter(|&b| free(b))
+        .take(set_aside)
+        .collect();
+    let usable = |b: u64| free(b) && !aside.contains(&b);
+    let mut goal = sb_blk + desc + rsv + 2 + u64::from(geo.inode_table_blocks);
+    if goal >= geo.blocks_count {
+        goal = geo.first_data_block;
+    }
+    let Some(dind) = (goal..geo.blocks_count)
+        .chain(geo.first_data_block..goal)
+        .find(|&b| usable(b))
+    else {
+        return Ok(false);
+    };
+    let Ok(dind32) = u32::try_from(dind) else {
+        return Ok(false);
+    };
+
+    // The double indirect block and the reserved GDT blocks it maps.
+    let mut dind_buf = vec![0u8; bs];
+    let mut count = 1u64;
+    for r in 0..rsv {
+        let gdt = first_gdt + r;
+        let slot = ((desc + r) % apb) as usize;
+        put_le32(&mut dind_buf, slot * 4, gdt as u32);
+        let mut gdt_buf = vec![0u8; bs];
+        for (j, &g) in backups.iter().enumerate().take(bs / 4) {
+            put_le32(&mut gdt_buf, j * 4, copy(gdt, g) as u32);
+        }
+        count += 1 + backups.len().min(bs / 4) as u64;
+        stage_if_changed(fs, overlay, gdt, gdt_buf)?;
+    }
+    stage_if_changed(fs, overlay, dind, dind_buf)?;
+
+    // The inode, as the library writes a new one.
+    let now = super::lostfound::now();
+    let size = (apb * apb + apb + NDIR_BLOCKS) * bs as u64;
+    let i_blocks = count * (bs as u64 / 512);
+    let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
+    if !huge && i_blocks > u64::from(u32::MAX) {
+        return Ok(false);
+    }
+    if !super::inode::edit(fs, overlay, RESIZE_INO, |b| {
+        b.fill(0);
+        put_le16(b, I_MODE, MODE);
+        put_le32(b, I_SIZE_LO, size as u32);
+        put_le32(b, I_SIZE_HIGH, (size >> 32) as u32);
+        for f in [I_ATIME, I_CTIME, I_MTIME] {
+            put_le32(b, f, now);
+        }
+        put_le16(b, I_LINKS_COUNT, 1);
+        put_le32(b, I_BLOCKS_LO, i_blocks as u32);
+        if huge {
+            put_le16(b, I_BLOCKS_HIGH, (i_blocks >> 32) as u16);
+        }
+        put_le32(b, I_DIND, dind32);
+        if b.len() > GOOD_OLD_INODE_SIZE {
+            put_le16(b, I_EXTRA_ISIZE, EXTRA_ISIZE);
+            if b.len() >= I_CRTIME + 4 {
+                put_le32(b, I_CRTIME, now);
+            }
+        }
+    })? {
+        return Ok(false);
+    }
+    if size >= LARGE_FILE_SIZE {
+        *large_file = true;
+    }
+    if freed {
+        state.block_used.clear(state.cluster(old_dind));
+    }
+    state.block_used.set(state.cluster(dind));
+    Ok(true)
+}
+
+/// Stages `data` as block `blk` unless the block already reads so.
+fn stage_if_changed(fs: &Fs, overlay: &mut Overlay, blk: u64, data: Vec<u8>) -> Result<(), String> {
+    let mut cur = vec![0u8; data.len()];
+    overlay
+        .read_at(&fs.dev, blk * data.len() as u64, &mut cur)
+        .map_err(|e| format!("cannot read block {blk}: {e}"))?;
+    if cur != data {
+        overlay.stage(blk, data).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}

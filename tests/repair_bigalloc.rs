@@ -1,0 +1,230 @@
+//! Repairs on bigalloc (clusters of 16 blocks) against e2fsck: files made
+//! to share clusters, to break the cluster rules or to be block mapped,
+//! with `debugfs -w` on images `mkfs.ext4 -O bigalloc -C ...` made. One
+//! `pfsck -fy` must exit 1 and leave the image clean for `e2fsck -fn` and
+//! `pfsck -fn`, and byte for byte what `e2fsck -fy` leaves once it runs
+//! clean (e2fsck sometimes needs more than one run: its first one counts
+//! the blocks it copies away in i_blocks and leaves their clusters marked
+//! in use), the superblock aside (times, mount count, write counters).
+//!
+//! Bases: 1 KiB blocks with 16 KiB clusters, 4 KiB blocks with 64 KiB
+//! clusters (the e2fsprogs images `f_badcluster` and `f_dup_ba` have the
+//! same shapes; they are compared too when `../shared/conformance` is
+//! there). The tree has no directory of three blocks or more: e2fsck -fy
+//! indexes those on any run, which is no repair.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+const MIB: u64 = 1 << 20;
+
+#[derive(Clone, Copy, Debug)]
+struct Base {
+    block: u32,
+    cluster: u32,
+}
+
+const SMALL: Base = Base {
+    block: 1024,
+    cluster: 16384,
+};
+const LARGE: Base = Base {
+    block: 4096,
+    cluster: 65536,
+};
+
+impl Base {
+    fn ratio(self) -> u64 {
+        u64::from(self.cluster / self.block)
+    }
+
+    fn image(self) -> PathBuf {
+        let key = format!("bigalloc-{}-{}", self.block, self.cluster);
+        cached_image(&key, |img| {
+            let tree = cache_dir().join(format!("{key}-tree"));
+            let _ = std::fs::remove_dir_all(&tree);
+            build_tree(
+                &tree,
+                &[
+                    Node::dir("dir"),
+                    Node::file("dir/a", 500),
+                    Node::file("f4096", 4096),
+                    Node::file("f12k", 12 * 1024 + 1),
+                    Node::file("f70k", 70 * 1024),
+                    Node::file("f300k", 300 * 1024),
+                    Node::file("last", 20_000),
+                ],
+            );
+            let mut opts = MkfsOpts::ext4().block_size(self.block).features("bigalloc");
+            opts.extra_args = vec!["-C".into(), self.cluster.to_string()];
+            mkfs(img, 64 * MIB, &opts, Some(&tree));
+            assert_eq!(e2fsck_fn(img), 0, "base {self:?} is not clean");
+        })
+    }
+}
+
+/// The extent root of a file as `sif ... block[N]` words: magic and entry
+/// count, then for each extent its logical block, length and start.
+fn extent_root(path: &str, extents: &[(u32, u32, u64)]) -> Vec<String> {
+    let mut cmds = vec![format!(
+        "sif {path} block[0] {}",
+        0xF30Au32 | (extents.len() as u32) << 16
+    )];
+    for (i, &(l, n, p)) in extents.iter().enumerate() {
+        let w = 3 + 3 * i;
+        cmds.push(format!("sif {path} block[{w}] {l}"));
+        cmds.push(format!(
+            "sif {path} block[{}] {}",
+            w + 1,
+            n | ((p >> 32) as u32) << 16
+        ));
+        cmds.push(format!("sif {path} block[{}] {}", w + 2, p as u32));
+    }
+    cmds
+}
+
+/// Runs `e2fsck -fy` until it finds nothing (at most four runs).
+fn e2fsck_until_clean(img: &Path, ctx: &str) {
+    for _ in 0..4 {
+        let r = e2fsck(img, &["-fy"]);
+        match r.code() {
+            Some(0) => return,
+            Some(1) => continue,
+            _ => panic!("[{ctx}] e2fsck -fy: {}", r.describe()),
+        }
+    }
+    panic!("[{ctx}] e2fsck -fy still finds problems after four runs");
+}
+
+/// The blocks (of `bs` bytes) in which `a` and `b` differ, but the one
+/// holding the primary superblock.
+fn differing_blocks(a: &Path, b: &Path, bs: usize) -> Vec<usize> {
+    let (x, y) = (std::fs::read(a).unwrap(), std::fs::read(b).unwrap());
+    assert_eq!(x.len(), y.len());
+    let sb = 1024 / bs;
+    (0..x.len() / bs)
+        .filter(|&k| k != sb && x[k * bs..(k + 1) * bs] != y[k * bs..(k + 1) * bs])
+        .collect()
+}
+
+/// Damages a copy of `base`, then requires: e2fsck -fn sees it, one
+/// pfsck -fy (exit 1, mentioning `expect`) leaves it clean for both
+/// checkers and equal to what e2fsck -fy makes of it.
+fn repairs_like_e2fsck(name: &str, img: &Path, bs: u32, expect: &str) {
+    let tmp = TempDir::new(&format!("ba-{name}"));
+    let mine = tmp.join("pfsck.img");
+    let theirs = tmp.join("e2fsck.img");
+    copy_image(img, &mine);
+    copy_image(img, &theirs);
+    assert_ne!(e2fsck_fn(img), 0, "[{name}] e2fsck -fn sees no damage");
+    let out = pfsck(&[
+        "-fy".as_ref(),
+        "--undo".as_ref(),
+        tmp.join("undo").as_os_str(),
+        mine.as_os_str(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "[{name}] pfsck -fy:\n{text}");
+    assert!(text.contains(expect), "[{name}] no '{expect}' in:\n{text}");
+    assert_both_clean(name, &mine);
+    e2fsck_until_clean(&theirs, name);
+    let diff = differing_blocks(&mine, &theirs, bs as usize);
+    assert!(
+        diff.is_empty(),
+        "[{name}] blocks differing from e2fsck's repair: {:?}\n{text}",
+        &diff[..diff.len().min(20)]
+    );
+}
+
+/// Applies `cmds` (debugfs -w) to a copy of the base and checks the repair.
+fn case(base: Base, name: &str, expect: &str, cmds: &[String]) {
+    let tmp = TempDir::new(&format!("ba-case-{name}"));
+    let img = tmp.join("disk.img");
+    copy_image(&base.image(), &img);
+    debugfs_w(&img, cmds);
+    repairs_like_e2fsck(&format!("{name} {base:?}"), &img, base.block, expect);
+}
+
+fn all_cases(base: Base) {
+    let img = base.image();
+    let big = blocks_of(&img, "/f300k")[0];
+    let f4096 = blocks_of(&img, "/f4096");
+    let r = base.ratio();
+    // A free cluster far from everything.
+    let far = {
+        let fs = dumpe2fs(&img);
+        (fs.blocks_count / 2) / r * r
+    };
+
+    // Two files on the same clusters (pass 1B/1D in clusters): the first
+    // in inode order gets copies, whole logical clusters at a time.
+    case(
+        base,
+        "shared",
+        "multiply-claimed",
+        &[format!("sif /f70k block[5] {big}")],
+    );
+    // Blocks at another offset in a shared cluster than in the file.
+    case(
+        base,
+        "misaligned-shared",
+        "violates cluster allocation rules",
+        &[format!("sif /f4096 block[5] {}", big + 1)],
+    );
+    // Misaligned inside the file's own cluster: it shares with no one,
+    // and still gets a new cluster.
+    case(
+        base,
+        "misaligned-alone",
+        "violates cluster allocation rules",
+        &[format!("sif /f4096 block[5] {}", f4096[0] + 1)],
+    );
+    // One logical cluster over two physical clusters: the stray block
+    // joins the cluster the file's other blocks use (implied allocation).
+    let f12k = blocks_of(&img, "/f12k")[0];
+    case(
+        base,
+        "split-logical-cluster",
+        "violates cluster allocation rules",
+        &extent_root("/f12k", &[(0, 1, f12k), (2, 1, far + 2)]),
+    );
+    // A block-mapped regular file: rebuilt as an extent tree (pass 1E).
+    let mut cmds = vec!["sif /f4096 flags 0".to_string()];
+    for k in 0..6usize {
+        let p = f4096.get(k).copied().unwrap_or(0);
+        cmds.push(format!("sif /f4096 block[{k}] {p}"));
+    }
+    case(base, "block-mapped", "cannot be block mapped", &cmds);
+}
+
+#[test]
+fn clusters_of_16_blocks_of_1k() {
+    all_cases(SMALL);
+}
+
+#[test]
+fn clusters_of_16_blocks_of_4k() {
+    all_cases(LARGE);
+}
+
+/// e2fsprogs' own bigalloc images: cluster rule violations, a block map,
+/// sharing with files and with a triple indirect block (`f_badcluster`),
+/// one file sharing five clusters with five others (`f_dup_ba`).
+#[test]
+fn e2fsprogs_bigalloc_images() {
+    let Some(dir) = conformance_dir() else {
+        println!("conformance images not found, skipped");
+        return;
+    };
+    let tmp = TempDir::new("ba-conformance");
+    for (t, bs) in [("f_badcluster", 1024), ("f_dup_ba", 4096)] {
+        let img = tmp.join(format!("{t}.img"));
+        if extract_image(&dir.join("e2fsprogs").join(t), &img).is_err() {
+            println!("{t} not found, skipped");
+            continue;
+        }
+        repairs_like_e2fsck(t, &img, bs, "multiply-claimed");
+    }
+}
