@@ -412,7 +412,7 @@ fn inode_table_outside_its_group_moves_and_starts_empty() {
     // primary table is restored from them instead of the table moved.
     assert!(
         text.contains("Inode table for group 1 is not in group")
-            || text.contains("using the backup superblock"),
+            || text.contains("the backup superblock at block"),
         "{text}"
     );
     assert_both_clean("itable", &img);
