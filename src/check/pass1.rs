@@ -432,25 +432,26 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
     let first_ino = u.group * geo.inodes_per_group + u.first + 1;
     let n = u.count as usize;
     let mut out = UnitOut::default();
-    match read_unit(fs, u, &mut w.table) {
-        Ok(true) => {}
-        Ok(false) => return out,
+    let at = match read_unit(fs, u, &mut w.table) {
+        Ok(Some(at)) => at,
+        Ok(None) => return out,
         Err(p) => {
             out.problems.push(p);
             return out;
         }
-    }
+    };
     let table_buf = std::mem::take(&mut w.table);
+    let table = &table_buf[at];
     // Checksums once: the garbage test and the inode check both need them.
-    let csum_ok: Vec<bool> = table_buf[..n * isz]
+    let csum_ok: Vec<bool> = table[..n * isz]
         .chunks_exact(isz)
         .enumerate()
         .map(|(i, raw)| inode_csum_ok(ctx, first_ino + i as u32, raw, &Inode::parse(raw)))
         .collect();
-    let insane = insane_blocks(ctx, &table_buf[..n * isz], &csum_ok);
+    let insane = insane_blocks(ctx, &table[..n * isz], &csum_ok);
     let ipb = geo.inodes_per_block().max(1) as usize;
     for i in 0..n {
-        let raw = &table_buf[i * isz..(i + 1) * isz];
+        let raw = &table[i * isz..(i + 1) * isz];
         let ino = first_ino + i as u32;
         let garbage = insane.get(i / ipb).copied().unwrap_or(false);
         check_inode(ctx, w, &mut out, ino, raw, (csum_ok[i], garbage));
@@ -551,9 +552,14 @@ pub(crate) fn unit_first_ino(fs: &Fs, u: Unit) -> u32 {
     u.group * fs.geo.inodes_per_group + u.first + 1
 }
 
-/// Reads the inode-table slice of `u` into `buf` with one read. Ok(false)
-/// when the table lies outside the file system (pass 0 reported it).
-pub(crate) fn read_unit(fs: &Fs, u: Unit, buf: &mut Vec<u8>) -> std::result::Result<bool, Problem> {
+/// Reads the inode-table slice of `u` into `buf` with one read, at a page
+/// boundary inside it (`io::aligned`), and says where. Ok(None) when the
+/// table lies outside the file system (pass 0 reported it).
+pub(crate) fn read_unit(
+    fs: &Fs,
+    u: Unit,
+    buf: &mut Vec<u8>,
+) -> std::result::Result<Option<std::ops::Range<usize>>, Problem> {
     let geo = &fs.geo;
     let isz = geo.inode_size as u64;
     let table = fs.gds[u.group as usize].inode_table;
@@ -563,17 +569,17 @@ pub(crate) fn read_unit(fs: &Fs, u: Unit, buf: &mut Vec<u8>) -> std::result::Res
     let nbytes = u.count as u64 * isz;
     let end_blk = start_blk.saturating_add(nbytes.div_ceil(bsz));
     if !geo.block_in_fs(table) || end_blk > geo.blocks_count {
-        return Ok(false);
+        return Ok(None);
     }
-    buf.resize(nbytes as usize, 0);
+    let at = crate::io::aligned(buf, nbytes as usize);
     let off = start_blk * bsz + byte0 % bsz;
-    fs.dev.read_at(off, &mut buf[..]).map_err(|e| {
+    fs.dev.read_at(off, &mut buf[at.clone()]).map_err(|e| {
         Problem::new(Code::InodeTableUnreadable)
             .group(u.group)
             .blk(start_blk)
             .detail(e.to_string())
     })?;
-    Ok(true)
+    Ok(Some(at))
 }
 
 /// Is the inode's checksum right? An inode whose first 128 bytes are all

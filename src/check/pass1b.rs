@@ -183,9 +183,10 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
         |(table, scratch), u| {
             let unit = units[u];
             let mut found = Vec::new();
-            if !matches!(pass1::read_unit(fs, unit, table), Ok(true)) {
+            let Ok(Some(at)) = pass1::read_unit(fs, unit, table) else {
                 return found;
-            }
+            };
+            let table = &table[at];
             let first = pass1::unit_first_ino(fs, unit);
             for i in 0..unit.count as usize {
                 let ino = first + i as u32;

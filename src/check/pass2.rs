@@ -822,18 +822,21 @@ fn check_unit<'d, T: Targets>(
     let batched = runs.len() > 1 && fs.dev.is_slow();
     let mut base = vec![0usize; runs.len()];
     let mut whole = vec![false; runs.len()];
+    let mut at = 0;
     if batched {
-        let mut at = 0;
         for (r, run) in runs.iter().enumerate() {
             base[r] = at;
             at += span_of(run) * bs;
         }
-        if buf.len() < at {
-            buf.resize(at, 0);
-        }
+    } else {
+        at = runs.iter().map(span_of).max().unwrap_or(0) * bs;
+    }
+    let at = crate::io::aligned(buf, at);
+    let buf = &mut buf[at];
+    if batched {
         let mut reqs: Vec<(u64, &mut [u8])> = Vec::new();
         let mut which = Vec::new();
-        let mut rest = &mut buf[..at];
+        let mut rest = &mut buf[..];
         for (r, run) in runs.iter().enumerate() {
             let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(span_of(run) * bs);
             rest = tail;
@@ -856,9 +859,6 @@ fn check_unit<'d, T: Targets>(
         let first = blocks[run.0].pblk;
         let need = span_of(run) * bs;
         if !batched {
-            if buf.len() < need {
-                buf.resize(need, 0);
-            }
             whole[r] = in_fs(run) && io.read(fs, first, &mut buf[..need]).is_ok();
         }
         let buf = &mut buf[base[r]..base[r] + need];
