@@ -593,7 +593,17 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
                 s.pending1 as f64 * s.weight(1, cfg.prior),
             ];
             let workers = s.limit.min(threads) + s.extra_alive;
-            let over = s.pending1 > s.bound;
+            // Readahead sees only what is queued: while its window is
+            // open (a cold cache) the queue may hold as much as it may
+            // grow to. Held to the bound, pass 2 ran right behind pass 1
+            // with hints too late to help, and overlapping was slower
+            // than running the passes one after the other.
+            let ra_room = if s.ra.window() > 0 {
+                cfg.readahead.2
+            } else {
+                0
+            };
+            let over = s.pending1 > s.bound.max(ra_room);
             let Some(stage) = choose(avail, cost, s.running, workers, over) else {
                 s = self
                     .wake
