@@ -299,7 +299,7 @@ mod tests {
         ];
         let mut out = Vec::new();
         verify(12, 4, &[&r], &leaves, &mut out);
-        let codes: Vec<_> = out.iter().map(|p| (p.code, p.num)).collect();
+        let codes: Vec<_> = out.iter().map(|p| (p.code, p.args().num)).collect();
         assert!(codes.contains(&(Code::HtreeHashRange, Some(1))));
         assert!(codes.contains(&(Code::HtreeHashRange, Some(2))));
         assert!(codes.contains(&(Code::HtreeBlockReferenced, Some(3))));
@@ -337,7 +337,7 @@ mod tests {
         assert!(out.iter().any(|p| p.code == Code::HtreeLeafDepth));
         assert!(
             out.iter()
-                .any(|p| p.code == Code::HtreeBlockReferenced && p.num == Some(2))
+                .any(|p| p.code == Code::HtreeBlockReferenced && p.args().num == Some(2))
         );
     }
 

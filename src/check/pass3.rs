@@ -100,7 +100,7 @@ mod tests {
     }
 
     fn codes(p: &[Problem]) -> Vec<(Code, Option<u32>)> {
-        p.iter().map(|p| (p.code, p.ino)).collect()
+        p.iter().map(|p| (p.code, p.args().ino)).collect()
     }
 
     #[test]

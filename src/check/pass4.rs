@@ -226,7 +226,7 @@ mod tests {
                 _ => raw(0o100644, 0, 0),
             })
         });
-        let c: Vec<_> = p.iter().map(|p| (p.code, p.ino.unwrap())).collect();
+        let c: Vec<_> = p.iter().map(|p| (p.code, p.args().ino.unwrap())).collect();
         assert_eq!(
             c,
             vec![
@@ -260,7 +260,7 @@ mod tests {
         });
         let c: Vec<_> = p
             .iter()
-            .map(|p| (p.code, p.ino.unwrap(), p.num, p.num2))
+            .map(|p| (p.code, p.args().ino.unwrap(), p.args().num, p.args().num2))
             .collect();
         assert_eq!(
             c,

@@ -218,7 +218,7 @@ mod tests {
             },
         ];
         let p = compare(0, &counted, &disk);
-        let c: Vec<_> = p.iter().map(|p| (p.code, p.num)).collect();
+        let c: Vec<_> = p.iter().map(|p| (p.code, p.args().num)).collect();
         assert_eq!(
             c,
             vec![

@@ -141,6 +141,6 @@ mod tests {
         r.problems.push(Problem::new(Code::JournalRecoveryFails));
         let (k, idx) = keep(&r, &[true, false, true, false]);
         assert_eq!(idx, vec![0, 2, 3]);
-        assert_eq!(k.problems[1].ino, Some(14));
+        assert_eq!(k.problems[1].args().ino, Some(14));
     }
 }

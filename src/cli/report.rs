@@ -370,15 +370,15 @@ impl Serialize for JsonProblem<'_> {
             Severity::Fatal => "Fatal",
         };
         let mut m = s.serialize_map(Some(11))?;
-        m.serialize_entry("block", &p.blk)?;
+        m.serialize_entry("block", &p.args().blk)?;
         m.serialize_entry("code", spec.code)?;
-        m.serialize_entry("detail", &p.detail)?;
+        m.serialize_entry("detail", &p.args().detail)?;
         m.serialize_entry("fixed", &self.1)?;
-        m.serialize_entry("group", &p.group)?;
-        m.serialize_entry("ino", &p.ino)?;
+        m.serialize_entry("group", &p.args().group)?;
+        m.serialize_entry("ino", &p.args().ino)?;
         m.serialize_entry("message", &p.message())?;
-        m.serialize_entry("num", &p.num)?;
-        m.serialize_entry("num2", &p.num2)?;
+        m.serialize_entry("num", &p.args().num)?;
+        m.serialize_entry("num2", &p.args().num2)?;
         m.serialize_entry("pass", &spec.pass.number())?;
         m.serialize_entry("severity", severity)?;
         m.end()

@@ -66,7 +66,7 @@ const I_BLOCK_LEN: usize = 60;
 fn kind_in_doubt(p: &Problem) -> bool {
     match p.code {
         Code::InodeExtentsNoFeature | Code::InodeInlineNoFeature => true,
-        Code::InodeBadFlags => p.detail.contains("EXTENTS_FL"),
+        Code::InodeBadFlags => p.args().detail.contains("EXTENTS_FL"),
         _ => false,
     }
 }
@@ -319,7 +319,7 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
     };
     match p.code {
         Code::BadBlockInMetadata => {
-            let Some(blk) = p.blk else {
+            let Some(blk) = p.args().blk else {
                 return Vec::new();
             };
             let mut v = Vec::new();
@@ -333,10 +333,30 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
             }
             v
         }
-        Code::GdBlockBitmapLocation => p.group.map(|g| (g, BLOCK_BITMAP)).into_iter().collect(),
-        Code::GdInodeBitmapLocation => p.group.map(|g| (g, INODE_BITMAP)).into_iter().collect(),
-        Code::GdInodeTableLocation => p.group.map(|g| (g, INODE_TABLE)).into_iter().collect(),
-        Code::GdMetadataOverlap => p.group.zip(which(&p.detail)).into_iter().collect(),
+        Code::GdBlockBitmapLocation => p
+            .args()
+            .group
+            .map(|g| (g, BLOCK_BITMAP))
+            .into_iter()
+            .collect(),
+        Code::GdInodeBitmapLocation => p
+            .args()
+            .group
+            .map(|g| (g, INODE_BITMAP))
+            .into_iter()
+            .collect(),
+        Code::GdInodeTableLocation => p
+            .args()
+            .group
+            .map(|g| (g, INODE_TABLE))
+            .into_iter()
+            .collect(),
+        Code::GdMetadataOverlap => p
+            .args()
+            .group
+            .zip(which(p.args().detail))
+            .into_iter()
+            .collect(),
         _ => Vec::new(),
     }
 }

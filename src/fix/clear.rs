@@ -121,15 +121,15 @@ pub(super) fn fix(
         Code::RootMissing | Code::RootNotDirectory => {
             return make_root(fs, state, overlay, round);
         }
-        Code::XattrBlockChecksum => return xattr_block(fs, overlay, p.blk, None),
+        Code::XattrBlockChecksum => return xattr_block(fs, overlay, p.args().blk, None),
         Code::XattrBlockRefcount => {
-            let Some(n) = p.num2.and_then(|n| u32::try_from(n).ok()) else {
+            let Some(n) = p.args().num2.and_then(|n| u32::try_from(n).ok()) else {
                 return Ok(false);
             };
-            return xattr_block(fs, overlay, p.blk, Some(n));
+            return xattr_block(fs, overlay, p.args().blk, Some(n));
         }
         Code::InodeEaInodeRefs => {
-            let (Some(ino), Some(n)) = (p.ino, p.num2) else {
+            let (Some(ino), Some(n)) = (p.args().ino, p.args().num2) else {
                 return Ok(false);
             };
             // The count is kept in i_ctime (high half) and i_version (low).
@@ -139,7 +139,7 @@ pub(super) fn fix(
             });
         }
         Code::XattrEaInodeNoFlag => {
-            let Some(ea) = p.num.and_then(|n| u32::try_from(n).ok()) else {
+            let Some(ea) = p.args().num.and_then(|n| u32::try_from(n).ok()) else {
                 return Ok(false);
             };
             if ea == 0 || ea > fs.geo.inodes_count || round.cleared.contains(&ea) {
@@ -151,7 +151,7 @@ pub(super) fn fix(
         }
         _ => {}
     }
-    let Some(ino) = p.ino else {
+    let Some(ino) = p.args().ino else {
         return Ok(false);
     };
     if round.cleared.contains(&ino) {
@@ -211,7 +211,7 @@ pub(super) fn fix(
                 put_le32(b, I_FLAGS, f);
             })
         }
-        Code::InodeBadSize => match p.detail.as_str() {
+        Code::InodeBadSize => match p.args().detail {
             d::SPECIAL_SIZE => inode::edit(fs, overlay, ino, |b| {
                 put_le32(b, I_SIZE_LO, 0);
                 put_le32(b, I_SIZE_HIGH, 0);
@@ -222,7 +222,7 @@ pub(super) fn fix(
             d::ZERO_LENGTH_DIR => clear(fs, state, overlay, ino, round),
             _ => Ok(false),
         },
-        Code::InodeBadFlags => match p.detail.as_str() {
+        Code::InodeBadFlags => match p.args().detail {
             d::INLINE_AND_EXTENTS => {
                 inline_and_extents(fs, state, overlay, ino, &raw, round, extents_fs, inline_fs)
             }
@@ -240,7 +240,7 @@ pub(super) fn fix(
                 file_acl(b, xattr_fs, bit64, first, count)
             })
         }
-        Code::InodeReservedBad => match p.detail.as_str() {
+        Code::InodeReservedBad => match p.args().detail {
             // e2fsck zeroes the bad blocks inode's first 128 bytes: its
             // list goes, and the blocks it held are freed.
             d::BAD_BLOCKS_INODE => {
@@ -263,7 +263,7 @@ pub(super) fn fix(
             inode::edit(fs, overlay, ino, |b| fix_extra_isize(b, want))
         }
         Code::InodeXattrInInode | Code::XattrHash | Code::XattrEaInodeInvalid
-            if p.blk.is_none() =>
+            if p.args().blk.is_none() =>
         {
             // e2fsck drops every in-inode xattr: the area's magic goes.
             inode::edit(fs, overlay, ino, |b| {
@@ -278,7 +278,7 @@ pub(super) fn fix(
         | Code::XattrBlockHeader
         | Code::XattrBlockEntries => {
             // A bad xattr block: the inode loses its reference to it.
-            if p.blk.is_none_or(|blk| blk != node.file_acl) {
+            if p.args().blk.is_none_or(|blk| blk != node.file_acl) {
                 return Ok(false);
             }
             let bit64 = fs.sb.is_64bit();

@@ -48,7 +48,7 @@ pub(super) fn fix(
     p: &Problem,
     links: &mut Links,
 ) -> Result<bool, String> {
-    let Some(dir) = p.ino else {
+    let Some(dir) = p.args().ino else {
         return Ok(false);
     };
     let inline = state.has_iflag(dir, iflag::INLINE);
@@ -63,16 +63,16 @@ pub(super) fn fix(
     if p.code == Code::DirEntryLinkToDir {
         // Found after pass 2 from the subdirectory references, which carry
         // no block: looked for in every block of the directory.
-        let Some(child) = p.num.and_then(|n| u32::try_from(n).ok()) else {
+        let Some(child) = p.args().num.and_then(|n| u32::try_from(n).ok()) else {
             return Ok(false);
         };
-        return unlink(fs, state, overlay, dir, child, &p.detail, links);
+        return unlink(fs, state, overlay, dir, child, p.args().detail, links);
     }
     if p.code == Code::DirBlockChecksum {
         // The entries passed every check: only the tail is rewritten
         // (`edit_dir_block` recomputes it over whatever the other fixes of
         // this block staged).
-        let Some(pblk) = p.blk else {
+        let Some(pblk) = p.args().blk else {
             return Ok(false);
         };
         return edit_dir_block(fs, state, overlay, dir, pblk, |_| true);
@@ -87,28 +87,34 @@ pub(super) fn fix(
         Code::DirEntryIllegalChars => Some(Key::Any),
         Code::DirEntryBadUtf8 if state.has_iflag(dir, iflag::HTREE) => None,
         Code::DirEntryBadUtf8 => Some(Key::Any),
-        Code::DirEntryFileType | Code::DirEntryFileTypeUnset => {
-            p.num.and_then(|n| u8::try_from(n).ok()).map(Key::FileType)
-        }
-        _ => p.num.and_then(|n| u32::try_from(n).ok()).map(Key::Inode),
+        Code::DirEntryFileType | Code::DirEntryFileTypeUnset => p
+            .args()
+            .num
+            .and_then(|n| u8::try_from(n).ok())
+            .map(Key::FileType),
+        _ => p
+            .args()
+            .num
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Key::Inode),
     };
     let Some(key) = key else {
         return Ok(false);
     };
-    let pblk = p.blk;
+    let pblk = p.args().blk;
     if pblk.is_none() && !inline {
         return Ok(false);
     }
     // '.' and '..' are pass 3's (and a later fix's) to rewrite, not remove;
     // only their file type is set here.
     let typed = matches!(p.code, Code::DirEntryFileType | Code::DirEntryFileTypeUnset);
-    if (p.detail == "." || p.detail == "..") && !typed {
+    if (p.args().detail == "." || p.args().detail == "..") && !typed {
         return Ok(false);
     }
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
-    let name = p.detail.as_str();
+    let name = p.args().detail;
     let code = p.code;
-    let want_ft = p.num2.and_then(|n| u8::try_from(n).ok());
+    let want_ft = p.args().num2.and_then(|n| u8::try_from(n).ok());
     let apply = |b: &mut [u8]| {
         let Some((prev, off)) = find(b, key, name, filetype) else {
             return false;

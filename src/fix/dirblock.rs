@@ -53,11 +53,11 @@ pub(super) fn fix(
     overlay: &mut Overlay,
     p: &Problem,
 ) -> Result<bool, String> {
-    let (Some(dir), Some(pblk)) = (p.ino, p.blk) else {
+    let (Some(dir), Some(pblk)) = (p.args().ino, p.args().blk) else {
         return Ok(false);
     };
     if state.has_iflag(dir, iflag::INLINE) {
-        return match (p.code, p.num) {
+        return match (p.code, p.args().num) {
             (Code::DirBlockCorrupt, Some(part)) => salvage_inline(fs, overlay, dir, part),
             _ => Ok(false),
         };
@@ -85,7 +85,7 @@ pub(super) fn fix(
         }),
         Code::DirBlockNoTail if csum => edit(fs, state, overlay, dir, pblk, insert_tail),
         Code::DirEntryZeroLenName | Code::DirEntryLinkToDot => {
-            let Some(off) = p.num.and_then(|n| usize::try_from(n).ok()) else {
+            let Some(off) = p.args().num.and_then(|n| usize::try_from(n).ok()) else {
                 return Ok(false);
             };
             edit(fs, state, overlay, dir, pblk, |b| {
@@ -115,7 +115,7 @@ pub(super) fn fix_dot(
     overlay: &mut Overlay,
     p: &Problem,
 ) -> Result<bool, String> {
-    let (Some(dir), Some(pblk)) = (p.ino, p.blk) else {
+    let (Some(dir), Some(pblk)) = (p.args().ino, p.args().blk) else {
         return Ok(false);
     };
     if p.code != Code::DirDotMissing

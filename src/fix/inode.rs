@@ -90,14 +90,14 @@ pub(super) fn fix(
     p: &Problem,
     large_file: &mut bool,
 ) -> Result<bool, String> {
-    let Some(ino) = p.ino else {
+    let Some(ino) = p.args().ino else {
         return Ok(false);
     };
     if fs.inode_location(ino).is_none() {
         return Ok(false);
     }
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
-    let change = match (p.code, p.num2) {
+    let change = match (p.code, p.args().num2) {
         (Code::InodeLinkCount, Some(n)) => match u16::try_from(n) {
             Ok(n) => Edit::Links(n),
             Err(_) => return Ok(false),

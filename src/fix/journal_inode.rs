@@ -535,7 +535,7 @@ pub(super) fn resolves(p: &Problem) -> bool {
     matches!(
         p.code,
         Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
-    ) || p.ino == Some(JOURNAL_INO)
+    ) || p.args().ino == Some(JOURNAL_INO)
 }
 
 #[cfg(test)]

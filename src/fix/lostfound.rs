@@ -76,7 +76,7 @@ pub(super) fn fix(
     p: &Problem,
     links: &mut Links,
 ) -> Result<bool, String> {
-    let Some(ino) = p.ino else {
+    let Some(ino) = p.args().ino else {
         return Ok(false);
     };
     match p.code {

@@ -422,7 +422,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         .iter()
         .enumerate()
         .filter(|(_, p)| wanted(p) && p.code == Code::GdItableUnused)
-        .filter_map(|(k, p)| p.group.map(|g| (k, g)))
+        .filter_map(|(k, p)| p.args().group.map(|g| (k, g)))
         .filter(|&(_, g)| {
             fs.gds.get(g as usize).is_some_and(|d| {
                 d.itable_unused > fs.geo.inodes_per_group || d.itable_unused > d.free_inodes_count
@@ -520,7 +520,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         .filter(|p| {
             p.code != Code::InodeChecksum && p.spec().pass == crate::check::problem::Pass::P1
         })
-        .filter_map(|p| p.ino)
+        .filter_map(|p| p.args().ino)
         .collect();
     let mut summary = false;
     let mut large_file = false;
@@ -534,7 +534,8 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         .problems
         .iter()
         .position(|p| wanted(p) && resize::recreates(fs, p));
-    let resize_ino = |p: &Problem| resize.is_some() && p.ino == Some(crate::fs::inode::RESIZE_INO);
+    let resize_ino =
+        |p: &Problem| resize.is_some() && p.args().ino == Some(crate::fs::inode::RESIZE_INO);
     for (k, p) in report.problems.iter().enumerate() {
         if wanted(p) && clear::CODES.contains(&p.code) && !resize_ino(p) {
             fixed[k] =
@@ -558,15 +559,14 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         .any(|p| wanted(p) && p.code == Code::DupBlocks)
     {
         for (k, p) in report.problems.iter().enumerate() {
-            let Some(ino) = p.ino else { continue };
+            let Some(ino) = p.args().ino else { continue };
             if !wanted(p)
                 || p.code != Code::InodeBigallocBlockMap
                 || round.cleared.contains(&ino)
                 || round.modified.contains(&ino)
-                || report
-                    .problems
-                    .iter()
-                    .any(|q| q.ino == Some(ino) && wanted(q) && blockmap::CODES.contains(&q.code))
+                || report.problems.iter().any(|q| {
+                    q.args().ino == Some(ino) && wanted(q) && blockmap::CODES.contains(&q.code)
+                })
             {
                 continue;
             }
@@ -623,7 +623,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         }
     }
     for (k, p) in report.problems.iter().enumerate() {
-        if !wanted(p) || p.ino.is_some_and(|i| gone.contains(&i)) {
+        if !wanted(p) || p.args().ino.is_some_and(|i| gone.contains(&i)) {
             continue;
         }
         if TREE.contains(&p.code) {
@@ -632,12 +632,13 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             if fixed[k] {
                 summary = true;
                 if p.code == Code::InodeUnattachedZero {
-                    gone.extend(p.ino);
+                    gone.extend(p.args().ino);
                 } else {
-                    reconnected.extend(p.ino);
+                    reconnected.extend(p.args().ino);
                 }
             }
-        } else if p.code == Code::DirDotDotWrong && p.ino.is_some_and(|i| reconnected.contains(&i))
+        } else if p.code == Code::DirDotDotWrong
+            && p.args().ino.is_some_and(|i| reconnected.contains(&i))
         {
             // Reconnecting the directory (its problem comes first) pointed
             // its '..' at lost+found, where the re-check finds its parent.
@@ -662,7 +663,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // map whose kind is in doubt is left alone, see `blockmap::fix`).
     let mut maps: std::collections::BTreeMap<u32, (Vec<usize>, Vec<&Problem>)> = Default::default();
     for (k, p) in report.problems.iter().enumerate() {
-        if let Some(ino) = p.ino {
+        if let Some(ino) = p.args().ino {
             let e = maps.entry(ino).or_default();
             e.1.push(p);
             if wanted(p)
@@ -688,7 +689,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     for (k, p) in report.problems.iter().enumerate() {
         if p.code == Code::QuotaFileBad
             && allowed(p, mode)
-            && p.ino.is_some_and(|i| cleared_quota.contains(&i))
+            && p.args().ino.is_some_and(|i| cleared_quota.contains(&i))
         {
             // The superblock no longer names that file.
             fixed[k] = true;
@@ -703,19 +704,21 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             || DIR.contains(&p.code)
             || clear::CODES.contains(&p.code)
             || p.code == Code::LostFoundMissing
-            || p.ino.is_some_and(|i| gone.contains(&i))
+            || p.args().ino.is_some_and(|i| gone.contains(&i))
             || LATE_P1.contains(&p.code)
             || p.code == Code::LostFoundEncrypted
-            || (p.code == Code::InodeChecksum && p.ino.is_some_and(|i| damaged.contains(&i)))
+            || (p.code == Code::InodeChecksum && p.args().ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
         }
         if p.code == Code::InodeLinkCount {
             // The count pass 2 found, plus what the tree fixes changed.
-            let ino = p.ino.unwrap_or(0);
+            let ino = p.args().ino.unwrap_or(0);
             let d = links.get(&ino).copied().unwrap_or(0);
             let mut q = p.clone();
-            q.num2 = p.num2.map(|n| link_target(state, ino, n as i64 + d));
+            if let Some(n) = p.args().num2 {
+                q = q.num2(link_target(state, ino, n as i64 + d));
+            }
             fixed[k] =
                 inode::fix(fs, &mut overlay, &q, &mut large_file).map_err(Refusal::Failed)?;
             link_fixed.insert(ino);
@@ -735,7 +738,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         } else if p.code == Code::SbQuotaInode {
             fixed[k] = quota::clear_inum(fs, &mut overlay, p).map_err(Refusal::Failed)?;
             if fixed[k] {
-                cleared_quota.extend(p.ino);
+                cleared_quota.extend(p.args().ino);
             }
         } else if FEATURE.contains(&p.code) {
             large_file = true;
@@ -776,7 +779,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         for p in &report.problems {
             if wanted(p)
                 && quota::REWRITE.contains(&p.code)
-                && !p.ino.is_some_and(|i| cleared_quota.contains(&i))
+                && !p.args().ino.is_some_and(|i| cleared_quota.contains(&i))
             {
                 types.extend(quota::problem_type(fs, p));
             }
@@ -886,7 +889,7 @@ fn dup_round(
             .iter()
             .map(|p| {
                 matches!(p.code, Code::DupBlocks | Code::ClusterMisaligned)
-                    && p.ino.is_some_and(|i| out.resolved.contains(&i))
+                    && p.args().ino.is_some_and(|i| out.resolved.contains(&i))
             })
             .collect(),
     ))
@@ -911,7 +914,7 @@ fn structure(
         if !wanted(p) {
             continue;
         }
-        let Some(dir) = p.ino else {
+        let Some(dir) = p.args().ino else {
             continue;
         };
         if dirblock::CODES.contains(&p.code) {

@@ -61,7 +61,7 @@ pub(super) fn clear_inum(fs: &Fs, overlay: &mut Overlay, p: &Problem) -> Result<
     if p.code != Code::SbQuotaInode {
         return Ok(false);
     }
-    let off = match p.detail.as_str() {
+    let off = match p.args().detail {
         "user" => S_USR_QUOTA_INUM,
         "group" => S_GRP_QUOTA_INUM,
         "project" => S_PRJ_QUOTA_INUM,
@@ -84,9 +84,9 @@ pub(super) fn problem_type(fs: &Fs, p: &Problem) -> Option<usize> {
     match p.code {
         Code::QuotaUsage | Code::QuotaEntryMissing => TYPE_NAMES
             .iter()
-            .position(|n| p.detail == *n || p.detail.starts_with(&format!("{n} "))),
+            .position(|n| p.args().detail == *n || p.args().detail.starts_with(&format!("{n} "))),
         Code::QuotaFileBad => {
-            let ino = p.ino?;
+            let ino = p.args().ino?;
             inums(fs).iter().position(|&i| i == ino)
         }
         _ => None,

@@ -58,7 +58,21 @@ impl WritableDevice {
             Error::Io { what, source: e }
         })?;
         if !is_block {
-            match file.try_lock() {
+            // A lock held for an instant is not a second pfsck: a process
+            // forked by another thread keeps our descriptions (and their
+            // flock) until its exec closes them. Wait a little before
+            // calling the image busy.
+            let mut tries = 0;
+            let locked = loop {
+                match file.try_lock() {
+                    Err(std::fs::TryLockError::WouldBlock) if tries < 20 => {
+                        tries += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    r => break r,
+                }
+            };
+            match locked {
                 Ok(()) => {}
                 Err(std::fs::TryLockError::WouldBlock) => {
                     return Err(Error::Io {
