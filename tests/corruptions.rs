@@ -425,6 +425,25 @@ fn cases() -> Vec<Case> {
         case("ext2-sb-free-blocks-count", Ext2, None, |c| {
             c.ssv("free_blocks_count", 17)
         }),
+        // A journal inode named without has_journal: e2fsck clears it and
+        // makes a journal (the file system becomes ext3).
+        case("ext2-sb-journal-inum", Ext2, Some(0), |c| {
+            c.ssv("journal_inum", 42)
+        }),
+        // libext2fs refuses a cluster size without bigalloc: e2fsck takes
+        // the backup at 8193.
+        case("ext2-sb-log-cluster-size", Ext2, Some(0), |c| {
+            c.ssv("log_cluster_size", 1)
+        }),
+        // Values only e2fsck's superblock check refuses: it stops (exit 8)
+        // without looking for a backup.
+        case("ext2-sb-r-blocks-count", Ext2, Some(0), |c| {
+            let n = c.fs().blocks_count / 2 + 1;
+            c.ssv("r_blocks_count", n)
+        }),
+        case("ext2-sb-desc-size", Ext2, Some(0), |c| {
+            c.ssv("desc_size", 3)
+        }),
         // ----- ext3, 4 KiB blocks, journal -----
         case("ext3-journal-inode-cleared", Ext3, Some(1), |c| {
             c.run("clri <8>")
@@ -539,6 +558,10 @@ fn cases() -> Vec<Case> {
         }),
         case("ext4-sb-first-ino", Ext4, Some(0), |c| {
             c.ssv("first_ino", 5)
+        }),
+        // A journal UUID names an external journal, which neither finds.
+        case("ext4-sb-journal-uuid", Ext4, Some(0), |c| {
+            c.ssv("journal_uuid", "5a1e7a1e-0000-4000-8000-00000000beef")
         }),
         case("ext4-sb-inodes-count", Ext4, Some(0), |c| {
             let n = c.fs().inodes_count + 8;
@@ -923,8 +946,23 @@ const NEITHER_CAN_CHECK: &[(&str, &str)] = &[
     ),
     (
         "ext4-sb-first-ino",
-        "e2fsck stops at the corrupt superblock value and pfsck finds no backup where e2fsck \
-         looks; both repair with -b 2048 -B 4096",
+        "e2fsck's superblock check stops at the value, with no look for a backup, and so does \
+         pfsck; both repair with -b 2048 -B 4096",
+    ),
+    (
+        "ext2-sb-r-blocks-count",
+        "e2fsck's superblock check stops at the value (over half the blocks), with -y too, \
+         and does not look for a backup; so does pfsck",
+    ),
+    (
+        "ext2-sb-desc-size",
+        "e2fsck's superblock check stops at the value (not a power of two), with -y too",
+    ),
+    (
+        "ext4-sb-journal-uuid",
+        "an external journal neither can find: e2fsck stops (exit 12, \"Can't find external \
+         journal\"), with -y too, and so does pfsck; checking without the journal could undo \
+         what it holds",
     ),
 ];
 

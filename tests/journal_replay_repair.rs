@@ -316,11 +316,42 @@ fn preen_unexpected_inconsistency_still_replays() {
     assert_eq!(std::fs::read(&b).unwrap(), std::fs::read(&img).unwrap());
 }
 
-/// An external journal that needs recovery is not replayed: `-fy` and `-p`
-/// stop with exit 8 and the reason, and write nothing.
+/// An external journal (named by its UUID) that needs recovery and cannot
+/// be found is not replayed: `-fy` and `-p` stop as e2fsck does ("Can't
+/// find external journal", exit 12), and write nothing.
 #[test]
 fn external_journal_needing_recovery_is_refused() {
     let dir = TempDir::new("jrr-external");
+    let img = dir.join("image");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(
+        &img,
+        &[
+            "ssv journal_inum 0",
+            "ssv journal_uuid 5a1e7a1e-0000-4000-8000-00000000beef",
+            "feature needs_recovery",
+        ],
+    );
+    let before = std::fs::read(&img).unwrap();
+    let e2 = e2fsck(&dir.join("image"), &["-fn"]);
+    assert_eq!(e2.code(), Some(12), "e2fsck -fn: {}", e2.stdout);
+    for mode in ["-fn", "-fy", "-p"] {
+        let out = pfsck(&[mode.as_ref(), img.as_os_str()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(run_code(&out), 12, "pfsck {mode}: {text}");
+        assert!(text.contains("external journal"), "pfsck {mode}: {text}");
+        assert!(!text.contains("recovering journal"), "pfsck {mode}: {text}");
+        assert_eq!(std::fs::read(&img).unwrap(), before, "pfsck {mode} wrote");
+    }
+}
+
+/// A journal device number without a journal UUID names no journal:
+/// with has_journal, journal inode 0 and needs_recovery, e2fsck finds an
+/// invalid journal (inode 0), clears it with the recovery flag and makes
+/// a new journal; so does pfsck, and -n stops as e2fsck -n (exit 12).
+#[test]
+fn journal_device_number_alone_is_an_invalid_journal() {
+    let dir = TempDir::new("jrr-journal-dev");
     let img = dir.join("image");
     mkfs(&img, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
     debugfs_w(
@@ -331,13 +362,32 @@ fn external_journal_needing_recovery_is_refused() {
             "feature needs_recovery",
         ],
     );
-    let before = std::fs::read(&img).unwrap();
-    for mode in ["-fy", "-p"] {
-        let out = pfsck(&[mode.as_ref(), img.as_os_str()]);
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(run_code(&out), 8, "pfsck {mode}: {text}");
-        assert!(text.contains("external journal"), "pfsck {mode}: {text}");
-        assert!(!text.contains("recovering journal"), "pfsck {mode}: {text}");
-        assert_eq!(std::fs::read(&img).unwrap(), before, "pfsck {mode} wrote");
+    let e2_img = dir.join("e2");
+    copy_image(&img, &e2_img);
+    let e2n = e2fsck(&e2_img, &["-fn"]);
+    let out = pfsck(&["-fn".as_ref(), img.as_os_str()]);
+    assert_eq!(
+        run_code(&out),
+        e2n.code().unwrap_or(-1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let e2 = e2fsck(&e2_img, &["-fy"]);
+    let out = pfsck(&["-fy".as_ref(), img.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        run_code(&out),
+        e2.code().unwrap_or(-1),
+        "{text}\ne2fsck:\n{}",
+        e2.stdout
+    );
+    assert!(text.contains("invalid journal (inode 0)"), "{text}");
+    for checked in [&img, &e2_img] {
+        let after = e2fsck(checked, &["-fn"]);
+        assert_eq!(after.code(), Some(0), "{}", after.stdout);
+    }
+    // The same new journal: its inode, superblock and blocks.
+    for what in ["blocks <8>", "logdump"] {
+        assert_eq!(debugfs_r(&img, what), debugfs_r(&e2_img, what), "{what}");
     }
 }

@@ -616,6 +616,7 @@ mod tests {
         put_le32(&mut sbb, 0x4, NBLOCKS as u32);
         put_le32(&mut sbb, 0x14, 1); // first_data_block
         put_le32(&mut sbb, 0x20, 8192); // blocks_per_group
+        put_le32(&mut sbb, 0x24, 8192); // clusters_per_group
         put_le32(&mut sbb, 0x28, 64); // inodes_per_group
         put_le16(&mut sbb, 0x38, 0xEF53);
         put_le32(&mut sbb, 0x4C, 1); // rev_level

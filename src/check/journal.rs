@@ -13,6 +13,7 @@ use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode::{Inode, flags};
 use crate::fs::journal::{self, JBD2_MAGIC};
 use crate::fs::superblock::{compat, incompat};
+use std::path::{Path, PathBuf};
 
 /// The kernel refuses journals shorter than this many blocks.
 const MIN_JOURNAL_BLOCKS: u64 = 1024;
@@ -24,30 +25,52 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
     let mut out = Vec::new();
     let has_journal = sb.has_compat(compat::HAS_JOURNAL);
     let recover = sb.has_incompat(incompat::RECOVER);
-    if !has_journal {
+    if external(fs) {
+        // A journal UUID names an external journal whatever else the
+        // superblock says; finding and judging it is `external_problems`'.
+        if !has_journal && recover {
+            out.push(Problem::new(Code::JournalRecoverNoJournal));
+        }
+        return out;
+    }
+    if !has_journal && sb.journal_inum == 0 {
+        // A journal device number alone means nothing without the feature.
         if recover {
             out.push(Problem::new(Code::JournalRecoverNoJournal));
         }
         return out;
     }
     if sb.journal_inum == 0 {
-        // An external journal is named by UUID/device; pfsck cannot open it,
-        // which matters only when it has something to replay.
-        if sb.journal_uuid.iter().any(|&b| b != 0) || sb.journal_dev != 0 {
-            if recover {
-                out.push(Problem::new(Code::JournalExternalUnsupported));
+        // has_journal without an inode (a device number does not name a
+        // journal; only a UUID does): e2fsck's "invalid journal (inode
+        // 0)", cleared and recreated like a bad inode.
+        out.push(
+            Problem::new(Code::JournalInodeInvalid)
+                .ino(0)
+                .detail("no journal inode"),
+        );
+        if !clear_bad {
+            out.push(Problem::new(Code::JournalCannotProceed));
+        }
+        return out;
+    }
+    if !has_journal {
+        // e2fsck opens the journal inode the superblock names even without
+        // the feature. An invalid one it clears, and then makes a journal
+        // (the file system becomes ext3); a valid one means the flag was
+        // lost ("has_journal flag is clear, but a journal is present").
+        match find_journal_inode(fs).and_then(|(inode, _)| journal_first_block(fs, &inode)) {
+            Err(why) => {
+                out.push(
+                    Problem::new(Code::JournalInodeInvalid)
+                        .ino(sb.journal_inum)
+                        .detail(why),
+                );
+                if !clear_bad {
+                    out.push(Problem::new(Code::JournalCannotProceed));
+                }
             }
-        } else {
-            // has_journal without an inode or a device: e2fsck's "invalid
-            // journal (inode 0)", cleared and recreated like a bad inode.
-            out.push(
-                Problem::new(Code::JournalInodeInvalid)
-                    .ino(0)
-                    .detail("no journal inode"),
-            );
-            if !clear_bad {
-                out.push(Problem::new(Code::JournalCannotProceed));
-            }
+            Ok(_) => out.push(Problem::new(Code::JournalInodeNoFeature).ino(sb.journal_inum)),
         }
         return out;
     }
@@ -101,6 +124,54 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
         }
     }
     out
+}
+
+/// Does the superblock name an external journal? e2fsck decides by the
+/// journal UUID alone: when it is set, the journal inode is not looked at.
+pub fn external(fs: &Fs) -> bool {
+    fs.sb.journal_uuid.iter().any(|&b| b != 0)
+}
+
+/// Where the external journal is: the device given with `-j`, else the
+/// device udev names by the journal's UUID (the lookup e2fsck makes
+/// through blkid). None when it is not found.
+pub fn external_path(fs: &Fs, given: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = given {
+        return Some(p.to_path_buf());
+    }
+    let u = &fs.sb.journal_uuid;
+    let hex =
+        |r: std::ops::Range<usize>| u[r].iter().map(|b| format!("{b:02x}")).collect::<String>();
+    let name = format!(
+        "{}-{}-{}-{}-{}",
+        hex(0..4),
+        hex(4..6),
+        hex(6..8),
+        hex(8..10),
+        hex(10..16)
+    );
+    let p = Path::new("/dev/disk/by-uuid").join(name);
+    p.exists().then_some(p)
+}
+
+/// The external journal's problems, which stop the check as they stop
+/// e2fsck, -y included ("Can't find external journal", exit 12): the
+/// journal may hold updates that checking without it would undo.
+pub fn external_problems(fs: &Fs, given: Option<&Path>) -> Vec<Problem> {
+    if !external(fs) {
+        return Vec::new();
+    }
+    let why = match external_path(fs, given) {
+        None => "Can't find external journal (name it with -j)".to_string(),
+        Some(path) => match super::external_journal::open(fs, &path) {
+            Ok(_) => return Vec::new(),
+            Err(e) => e,
+        },
+    };
+    vec![
+        Problem::new(Code::JournalExternalBad).detail(why),
+        Problem::new(Code::JournalExternalCannotProceed),
+    ]
 }
 
 /// Is the internal journal unusable (invalid inode or superblock)?

@@ -242,6 +242,17 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     report.summary.inodes_count = fs.geo.inodes_count as u64;
     report.summary.blocks_count = fs.geo.blocks_count;
 
+    // An external journal that cannot be found or used stops the check
+    // before anything else, as it stops e2fsck.
+    let external = journal::external_problems(&fs, opts.journal_device.as_deref());
+    if !external.is_empty() {
+        report.problems.extend(external);
+        return Ok(Checked {
+            report,
+            fs: Some(fs),
+            state: None,
+        });
+    }
     // e2fsck looks at the journal before it decides to skip a clean file
     // system: an unusable one is cleared (or stops -n) even then.
     if !opts.force

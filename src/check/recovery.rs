@@ -591,12 +591,16 @@ pub fn after_replay(
     {
         return Ok(superblock::Opened::Fs(fs, first_probs));
     }
-    let planned = if sb.journal_inum != 0 {
+    let external = super::journal::external(&fs);
+    let planned = if !external && sb.journal_inum != 0 {
         plan_internal(&fs).map(|(j, p, phys)| (j, p, Some(phys)))
-    } else if let Some(path) = &opts.journal_device {
-        // An external journal given with -j: its superblock reset is
-        // written to that device by the repair, not through this view.
-        super::external_journal::open(&fs, path).map(|e| (e.j, e.plan, None))
+    } else if external
+        && let Some(path) = super::journal::external_path(&fs, opts.journal_device.as_deref())
+    {
+        // An external journal (given with -j, or found by its UUID): its
+        // superblock reset is written to that device by the repair, not
+        // through this view.
+        super::external_journal::open(&fs, &path).map(|e| (e.j, e.plan, None))
     } else {
         return Ok(superblock::Opened::Fs(fs, first_probs));
     };

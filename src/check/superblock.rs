@@ -256,6 +256,21 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         probs.push(Problem::new(Code::SbFeatureUnsupported).detail(names.join(", ")));
         return Ok(Opened::Fatal(probs));
     }
+    if let Some((field, value)) = corrupt_value(&sb, &geo) {
+        probs.push(Problem::new(Code::SbCorrupt).detail(format!(
+            "corruption found in superblock ({field} = {value})"
+        )));
+        return Ok(Opened::Fatal(probs));
+    }
+    let should_be = u32::from(geo.block_size == 1024 && geo.cluster_bits == 0);
+    if sb.first_data_block != should_be {
+        probs.push(
+            Problem::new(Code::SbFirstDataBlock)
+                .num(u64::from(sb.first_data_block))
+                .num2(u64::from(should_be)),
+        );
+        return Ok(Opened::Fatal(probs));
+    }
     let csum_seed = sb.csum_seed();
     let fs = Fs {
         dev,
@@ -267,6 +282,96 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         csum_seed,
     };
     Ok(Opened::Fs(Box::new(fs), probs))
+}
+
+/// The first superblock value out of the range e2fsck's check of the
+/// superblock accepts, with the field's name. e2fsck makes this check on
+/// the superblock it opened (libext2fs' own, narrower checks, which send
+/// it to a backup, are `Geometry`'s), and a value out of range stops it
+/// ("Corruption found in superblock", exit 8) without trying a backup,
+/// with -y too: so does pass 0, before anything is written.
+fn corrupt_value(sb: &Superblock, geo: &Geometry) -> Option<(&'static str, u64)> {
+    let bs = u64::from(geo.block_size);
+    let ratio = 1u64 << geo.cluster_bits;
+    // libext2fs' limits: groups of at most 2^16 - 8 clusters, of at most
+    // 2^16 inodes less one block of them.
+    let inodes_per_block = bs / u64::from(geo.inode_size);
+    let max_clusters = (1u64 << 16) - 8;
+    let cpg_max = (8 * bs).min(max_clusters);
+    let bpg_max = (8 * bs * ratio).min(max_clusters * ratio);
+    let bpg = u64::from(sb.blocks_per_group);
+    let ipg_max = (inodes_per_block * bpg.saturating_sub(4)).min((1 << 16) - inodes_per_block);
+    let blks_max = if sb.is_64bit() {
+        (1u64 << 48) - 1
+    } else {
+        u64::from(u32::MAX)
+    };
+    let out = |v: u64, lo: u64, hi: u64| v < lo || v > hi;
+    let desc = u64::from(sb.desc_size);
+    let checks: [(&'static str, u64, bool); 11] = [
+        (
+            "inodes_count",
+            u64::from(sb.inodes_count),
+            sb.inodes_count == 0,
+        ),
+        (
+            "blocks_count",
+            sb.blocks_count,
+            out(sb.blocks_count, 1, blks_max),
+        ),
+        (
+            "first_data_block",
+            u64::from(sb.first_data_block),
+            u64::from(sb.first_data_block) > sb.blocks_count,
+        ),
+        (
+            "log_block_size",
+            u64::from(sb.log_block_size),
+            sb.log_block_size > 6,
+        ),
+        (
+            "log_cluster_size",
+            u64::from(sb.log_cluster_size),
+            sb.log_cluster_size < sb.log_block_size || sb.log_cluster_size > 19,
+        ),
+        (
+            "clusters_per_group",
+            u64::from(sb.clusters_per_group),
+            out(u64::from(sb.clusters_per_group), 8, cpg_max),
+        ),
+        ("blocks_per_group", bpg, out(bpg, 8, bpg_max)),
+        (
+            "inodes_per_group",
+            u64::from(sb.inodes_per_group),
+            out(u64::from(sb.inodes_per_group), inodes_per_block, ipg_max),
+        ),
+        (
+            "r_blocks_count",
+            sb.r_blocks_count,
+            sb.r_blocks_count > sb.blocks_count / 2,
+        ),
+        (
+            "reserved_gdt_blocks",
+            u64::from(sb.reserved_gdt_blocks),
+            u64::from(sb.reserved_gdt_blocks) > bs / 4,
+        ),
+        // The raw field, whatever the 64bit feature says.
+        (
+            "desc_size",
+            desc,
+            desc > 1024 || desc & desc.wrapping_sub(1) != 0,
+        ),
+    ];
+    if let Some(&(field, value, _)) = checks.iter().find(|c| c.2) {
+        return Some((field, value));
+    }
+    // Checked against the inodes count pass 0 goes on with (e2fsck fixes
+    // a wrong count before it looks at first_ino).
+    let first = sb.first_ino();
+    if sb.rev_level > 0 && (first < 11 || first > geo.inodes_count) {
+        return Some(("first_ino", u64::from(first)));
+    }
+    None
 }
 
 /// Names a well-known non-ext file system found on the device, so that

@@ -399,12 +399,13 @@ fn replay_only(
 /// device, in a commit of its own: a crash between the two leaves a
 /// journal the kernel wipes, since the file system says nothing is due.
 fn reset_external(opts: &Options, fs: &check::Fs, rep: &check::Report) -> Result<(), String> {
-    let Some(path) = &opts.journal_device else {
-        return Ok(());
-    };
-    if fs.sb.journal_inum != 0 || !fix::journal::journal_replayed(rep) {
+    if !check::journal::external(fs) || !fix::journal::journal_replayed(rep) {
         return Ok(());
     }
+    let Some(path) = check::journal::external_path(fs, opts.journal_device.as_deref()) else {
+        return Ok(());
+    };
+    let path = &path;
     let ext = check::external_journal::open(fs, path)?;
     let bs = fs.geo.block_size;
     let dev = Device::open_read_only(path).map_err(|e| e.to_string())?;

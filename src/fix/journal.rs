@@ -79,7 +79,10 @@ pub fn staged_before_passes(fs: &Fs) -> Result<Overlay, String> {
 /// what the journal would restore. (A damaged internal journal is judged by
 /// the journal checks and repaired or reported like any other problem.)
 pub fn unrecovered(fs: &Fs) -> Option<String> {
-    (fs.sb.has_incompat(incompat::RECOVER) && fs.sb.journal_inum == 0).then(|| {
+    // Only a journal UUID names an external journal (a device number alone
+    // does not: e2fsck then finds the journal inode invalid, and clears it
+    // and recovery with it). Found, it was replayed into the view.
+    (fs.sb.has_incompat(incompat::RECOVER) && crate::check::journal::external(fs)).then(|| {
         "the journal needs recovery and is external; replaying an external journal is not \
          implemented yet (run e2fsck)"
             .into()

@@ -64,6 +64,22 @@ impl Geometry {
                 }
             }
         } else {
+            // Without bigalloc libext2fs refuses a cluster size other than
+            // the block size, and groups of clusters other than of blocks
+            // (ext2fs_open2: "The ext2 superblock is corrupt"), and e2fsck
+            // then looks for a backup.
+            if sb.log_cluster_size != sb.log_block_size {
+                return Err(format!(
+                    "cluster size (log {}) differs from the block size without bigalloc",
+                    sb.log_cluster_size
+                ));
+            }
+            if sb.clusters_per_group != sb.blocks_per_group {
+                return Err(format!(
+                    "clusters per group {} differs from blocks per group {} without bigalloc",
+                    sb.clusters_per_group, sb.blocks_per_group
+                ));
+            }
             0
         };
         let bits = bs as u64 * 8;
@@ -129,10 +145,10 @@ impl Geometry {
         let desc_blocks = groups.div_ceil(desc_per_block);
         let inode_table_blocks =
             (sb.inodes_per_group as u64 * inode_size as u64).div_ceil(bs as u64);
+        // A first inode out of range is not a reason to look for a backup
+        // (libext2fs opens the superblock); pass 0 stops on it as e2fsck's
+        // check of the superblock's values does, before any pass uses it.
         let first_ino = sb.first_ino();
-        if first_ino < 11 || first_ino > sb.inodes_count {
-            return Err(format!("first inode {first_ino} is invalid"));
-        }
         let flex_bg_size = if sb.has_incompat(incompat::FLEX_BG) && sb.log_groups_per_flex < 32 {
             1u64 << sb.log_groups_per_flex
         } else {

@@ -685,6 +685,8 @@ pub struct MkfsOpts {
     /// `-E` entries, e.g. `"lazy_itable_init=0"`.
     pub extended: Vec<String>,
     pub extra_args: Vec<String>,
+    /// Environment for mke2fs (`E2FSPROGS_FAKE_TIME` makes its times fixed).
+    pub env: Vec<(String, String)>,
 }
 
 impl MkfsOpts {
@@ -698,6 +700,7 @@ impl MkfsOpts {
             blocks_per_group: None,
             extended: Vec::new(),
             extra_args: Vec::new(),
+            env: Vec::new(),
         }
     }
     pub fn ext2() -> Self {
@@ -734,6 +737,10 @@ impl MkfsOpts {
         self.extended.push(opt.into());
         self
     }
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
 }
 
 /// Creates an image file of `size` bytes with `mke2fs -q -F`, populated from
@@ -767,6 +774,7 @@ pub fn mkfs(img: &Path, size: u64, opts: &MkfsOpts, tree: Option<&Path>) {
         cmd.arg("-d").arg(tree);
     }
     cmd.args(&opts.extra_args);
+    cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
     cmd.arg(img);
     run_ok(&mut cmd);
 }
