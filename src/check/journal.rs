@@ -60,16 +60,7 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
         // (the file system becomes ext3); a valid one means the flag was
         // lost ("has_journal flag is clear, but a journal is present").
         match find_journal_inode(fs).and_then(|(inode, _)| journal_first_block(fs, &inode)) {
-            Err(why) => {
-                out.push(
-                    Problem::new(Code::JournalInodeInvalid)
-                        .ino(sb.journal_inum)
-                        .detail(why),
-                );
-                if !clear_bad {
-                    out.push(Problem::new(Code::JournalCannotProceed));
-                }
-            }
+            Err(why) => invalid_journal(&mut out, sb.journal_inum, why, clear_bad),
             Ok(_) => out.push(Problem::new(Code::JournalInodeNoFeature).ino(sb.journal_inum)),
         }
         return out;
@@ -90,16 +81,7 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
         );
     }
     match found.map(|(b, _)| b) {
-        Err(why) => {
-            out.push(
-                Problem::new(Code::JournalInodeInvalid)
-                    .ino(sb.journal_inum)
-                    .detail(why),
-            );
-            if !clear_bad {
-                out.push(Problem::new(Code::JournalCannotProceed));
-            }
-        }
+        Err(why) => invalid_journal(&mut out, sb.journal_inum, why, clear_bad),
         Ok(jsb_bytes) => {
             let j = journal::parse_superblock(&jsb_bytes);
             if let Some(why) = superblock_problem(fs, &j, &jsb_bytes) {
@@ -319,4 +301,13 @@ fn superblock_problem(fs: &Fs, j: &journal::JournalSuperblock, raw: &[u8]) -> Op
         }
     }
     None
+}
+
+/// A journal inode that cannot be used: cleared when the mode may (a new
+/// journal follows), else the check cannot go on, as e2fsck.
+fn invalid_journal(out: &mut Vec<Problem>, ino: u32, why: String, clear_bad: bool) {
+    out.push(Problem::new(Code::JournalInodeInvalid).ino(ino).detail(why));
+    if !clear_bad {
+        out.push(Problem::new(Code::JournalCannotProceed));
+    }
 }
