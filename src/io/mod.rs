@@ -229,17 +229,23 @@ impl Device {
                 buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
             }
         }
+        self.delivered(offset, buf);
+        Ok(())
+    }
+}
+
+impl Device {
+    /// What every read does with bytes it fetched: the overlay's ranges
+    /// over them, and the byte counts (`-t`'s bytes read per pass).
+    fn delivered(&self, offset: u64, buf: &mut [u8]) {
         if let Some(o) = &self.overlay {
             o.apply(offset, buf);
         }
         self.bytes_read
             .fetch_add(buf.len() as u64, Ordering::Relaxed);
         THREAD_BYTES.with(|b| b.set(b.get() + buf.len() as u64));
-        Ok(())
     }
-}
 
-impl Device {
     /// Can this device say whether data is in the page cache
     /// (`read_cached`, `is_cached`)? Memory always can; a file until it
     /// refuses `RWF_NOWAIT`.
@@ -274,12 +280,7 @@ impl Device {
                 buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
             }
         }
-        if let Some(o) = &self.overlay {
-            o.apply(offset, buf);
-        }
-        self.bytes_read
-            .fetch_add(buf.len() as u64, Ordering::Relaxed);
-        THREAD_BYTES.with(|b| b.set(b.get() + buf.len() as u64));
+        self.delivered(offset, buf);
         Some(Ok(()))
     }
 
