@@ -39,6 +39,7 @@ use crate::error::Result;
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::extent::{self, EXTENT_MAGIC, INIT_MAX_LEN};
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
+use crate::fs::inode::field::*;
 use crate::fs::inode::{self as finode, GOOD_OLD_INODE_SIZE, Inode, flags};
 use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SUPERBLOCK_OFFSET, compat, ro_compat};
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,18 +50,6 @@ pub const ORPHAN_BLOCK_MAGIC: u32 = 0x0B10_CA04;
 const MAX_ORPHAN_FILE_BLOCKS: u64 = 1 << 16;
 /// xattr block magic (the only one e2fsck's refcount update accepts).
 const XATTR_MAGIC: u32 = 0xEA02_0000;
-
-// Inode fields written here.
-const I_SIZE: usize = 0x4;
-const I_DTIME: usize = 0x14;
-const I_BLOCKS_LO: usize = 0x1C;
-const I_BLOCK: usize = 0x28;
-const I_FILE_ACL_LO: usize = 0x68;
-const I_BLOCKS_HI: usize = 0x74;
-const I_FILE_ACL_HI: usize = 0x76;
-const I_CHECKSUM_LO: usize = 0x7C;
-const I_CHECKSUM_HI: usize = 0x82;
-const I_EXTRA_ISIZE: usize = 0x80;
 
 // Descriptor fields (low half; high half for wide descriptors).
 const BG_FREE_BLOCKS: (usize, usize) = (0x0C, 0x2C);
@@ -572,7 +561,7 @@ impl<'a> Work<'a> {
         let bs = self.bs as u64;
         let t = Trunc {
             first: inode.size.div_ceil(bs),
-            offset: (le32(raw, I_SIZE) as u64 % bs) as usize,
+            offset: (le32(raw, I_SIZE_LO) as u64 % bs) as usize,
             seed: self
                 .fs
                 .metadata_csum()
@@ -617,7 +606,7 @@ impl<'a> Work<'a> {
             let unit = if huge { 1 } else { bs / 512 };
             let blocks = inode.blocks_raw.saturating_sub(freed.saturating_mul(unit));
             put_le32(raw, I_BLOCKS_LO, blocks as u32);
-            put_le16(raw, I_BLOCKS_HI, (blocks >> 32) as u16);
+            put_le16(raw, I_BLOCKS_HIGH, (blocks >> 32) as u16);
         }
         Ok(())
     }
@@ -782,7 +771,7 @@ impl<'a> Work<'a> {
             }
         }
         put_le32(raw, I_FILE_ACL_LO, 0);
-        put_le16(raw, I_FILE_ACL_HI, 0);
+        put_le16(raw, I_FILE_ACL_HIGH, 0);
         Ok(())
     }
 

@@ -30,6 +30,7 @@ use crate::check::state::State;
 use crate::fs::bytes::{le32, put_le16, put_le32};
 use crate::fs::dir_entry::{TAIL_FT, TAIL_LEN, compute_tail_checksum, encode_rec_len};
 use crate::fs::extent;
+use crate::fs::inode::field::*;
 use crate::fs::inode::{self, Inode, flags};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
@@ -54,10 +55,6 @@ pub(super) const CODES: &[Code] = &[
     Code::GdInodeTableLocation,
     Code::GdMetadataOverlap,
 ];
-
-// Inode fields touched here.
-const I_BLOCK: usize = 0x28;
-const I_BLOCK_LEN: usize = 60;
 
 /// Problems that put the kind of an inode's map in doubt (extent tree,
 /// block pointers or inline data): e2fsck first settles the kind (sets the

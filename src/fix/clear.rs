@@ -25,6 +25,7 @@ use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::check::{blockmap, pass1, xattr as xcheck};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
+use crate::fs::inode::field::*;
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO, S_IFDIR, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::fs::xattr;
@@ -78,21 +79,6 @@ pub(super) struct Round {
     /// Read-only compatible features likewise.
     ro_compat: u32,
 }
-
-// Inode fields (the kernel's struct ext4_inode).
-const I_MODE: usize = 0x00;
-const I_SIZE_LO: usize = 0x04;
-const I_CTIME: usize = 0x0C;
-const I_FLAGS: usize = 0x20;
-const I_VERSION: usize = 0x24;
-const I_BLOCK: usize = 0x28;
-const I_BLOCK_END: usize = 0x64;
-const I_FILE_ACL_LO: usize = 0x68;
-const I_SIZE_HIGH: usize = 0x6C;
-const I_FADDR: usize = 0x70;
-const I_BLOCKS_HIGH: usize = 0x74;
-const I_FILE_ACL_HIGH: usize = 0x76;
-const I_EXTRA_ISIZE: usize = 0x80;
 
 // Xattr block header fields.
 const H_REFCOUNT: usize = 0x04;

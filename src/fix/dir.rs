@@ -12,7 +12,6 @@
 //! recomputed by `lostfound::edit_dir_block`. Changes in how many entries
 //! name an inode go to [`Links`], like the reconnections.
 
-use super::inode::{I_BLOCK, I_BLOCK_LEN};
 use super::lostfound::{Links, add, dir_block, edit_dir_block, put_rec_len};
 use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
@@ -20,6 +19,7 @@ use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le32};
 use crate::fs::dir_entry::{HEADER_LEN, decode_rec_len};
 use crate::fs::inode::ROOT_INO;
+use crate::fs::inode::field::{I_BLOCK, I_BLOCK_LEN};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 

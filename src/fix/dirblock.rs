@@ -30,6 +30,7 @@ use crate::fs::dir_entry::{
     HEADER_LEN, TAIL_FT, TAIL_LEN, compute_tail_checksum, decode_rec_len, encode_rec_len,
     rec_len_for,
 };
+use crate::fs::inode::field::*;
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 
@@ -171,10 +172,6 @@ pub(super) fn writable(fs: &Fs, state: &State, pblk: u64) -> bool {
         && !state.block_meta.get(state.cluster(pblk))
 }
 
-// Where an inline directory keeps its entries in the inode.
-const I_BLOCK: usize = 0x28;
-const I_BLOCK_LEN: usize = 60;
-const I_EXTRA_ISIZE: usize = 0x80;
 const XATTR_MAGIC: u32 = 0xEA02_0000;
 const XATTR_INDEX_SYSTEM: u8 = 7;
 

@@ -21,12 +21,10 @@ use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::dir_entry::{TAIL_LEN, compute_tail_checksum, encode_rec_len};
 use crate::fs::extent::{EXTENT_MAGIC, INIT_MAX_LEN};
+use crate::fs::inode::field::*;
 use crate::fs::inode::flags;
 use crate::repair::overlay::Overlay;
 
-const I_BLOCKS_LO: usize = 0x1C;
-const I_FLAGS: usize = 0x20;
-const I_BLOCK: usize = 0x28;
 /// Direct block pointers in i_block.
 const DIRECT: usize = 12;
 /// Extent entries the inode holds.

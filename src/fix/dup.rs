@@ -46,18 +46,13 @@ use crate::check::problem::Problem;
 use crate::check::state::State;
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::extent::{self, EXTENT_MAGIC, INIT_MAX_LEN};
+use crate::fs::inode::field::*;
 use crate::fs::inode::{self, Inode, flags, inode_csum_seed};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr;
 use crate::repair::overlay::Overlay;
 use std::collections::{BTreeMap, BTreeSet};
 
-// Inode fields edited here.
-const I_BLOCKS_LO: usize = 0x1C;
-const I_BLOCKS_HIGH: usize = 0x74;
-const I_BLOCK: usize = 0x28;
-const I_FILE_ACL_LO: usize = 0x68;
-const I_FILE_ACL_HIGH: usize = 0x76;
 const XATTR_REFCOUNT: usize = 4;
 /// i_blocks counts file system blocks instead of sectors.
 const HUGE_FILE_FL: u32 = 0x4_0000;

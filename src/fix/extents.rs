@@ -24,14 +24,11 @@ use crate::check::problem::Problem;
 use crate::check::state::State;
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::extent::{self, EXTENT_MAGIC, INIT_MAX_LEN};
+use crate::fs::inode::field::*;
 use crate::fs::inode::{Inode, flags, inode_csum_seed};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::repair::overlay::Overlay;
 
-const I_BLOCKS_LO: usize = 0x1C;
-const I_FLAGS: usize = 0x20;
-const I_BLOCK: usize = 0x28;
-const I_BLOCKS_HIGH: usize = 0x74;
 /// Entries an extent root in i_block holds.
 const ROOT_MAX: usize = 4;
 

@@ -13,27 +13,13 @@ use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
+use crate::fs::inode::field::*;
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, compute_checksum, flags};
 use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::Overlay;
 
 /// Files this large need the large_file feature.
 const LARGE_FILE_SIZE: u64 = 0x8000_0000;
-
-// Field offsets in the on-disk inode (the kernel's struct ext4_inode).
-const I_SIZE_LO: usize = 0x04;
-const I_DTIME: usize = 0x14;
-const I_LINKS_COUNT: usize = 0x1A;
-const I_FLAGS: usize = 0x20;
-const I_BLOCKS_LO: usize = 0x1C;
-/// i_block: the block map, an extent root or inline data.
-pub(super) const I_BLOCK: usize = 0x28;
-const I_SIZE_HIGH: usize = 0x6C;
-const I_BLOCKS_HIGH: usize = 0x74;
-pub(super) const I_BLOCK_LEN: usize = 60;
-const I_CHECKSUM_LO: usize = 0x7C;
-const I_EXTRA_ISIZE: usize = 0x80;
-const I_CHECKSUM_HI: usize = 0x82;
 
 /// One field to rewrite.
 enum Edit {

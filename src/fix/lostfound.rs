@@ -25,6 +25,7 @@ use crate::fs::dir_entry::{
     HEADER_LEN, TAIL_LEN, compute_tail_checksum, decode_rec_len, encode_rec_len, has_tail,
     rec_len_for,
 };
+use crate::fs::inode::field::*;
 use crate::fs::inode::{ROOT_INO, inode_csum_seed};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
@@ -39,9 +40,6 @@ pub(super) fn add(links: &mut Links, ino: u32, d: i64) {
 
 /// Directory file type codes (the entry's file_type byte).
 const FT_DIR: u8 = 2;
-
-/// i_generation, for the checksum seed of a directory's blocks.
-const I_GENERATION: usize = 0x64;
 
 /// Where reconnected inodes go: /lost+found as the check found it, or as
 /// `create` made it.
@@ -432,17 +430,6 @@ pub(super) fn now() -> u32 {
     crate::check::now().min(u64::from(u32::MAX)) as u32
 }
 
-// Inode fields a new lost+found gets (besides those a clear touches).
-const I_MODE: usize = 0x00;
-const I_SIZE_LO: usize = 0x04;
-const I_LINKS_COUNT: usize = 0x1A;
-const I_ATIME: usize = 0x08;
-const I_CTIME: usize = 0x0C;
-const I_MTIME: usize = 0x10;
-const I_BLOCKS_LO: usize = 0x1C;
-const I_FLAGS: usize = 0x20;
-const I_BLOCK: usize = 0x28;
-const I_EXTRA_ISIZE: usize = 0x80;
 const EXTENTS_FL: u32 = 0x80000;
 const EXTENT_MAGIC: u16 = 0xF30A;
 

@@ -36,6 +36,7 @@ use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::bytes::{put_le16, put_le32};
 use crate::fs::extent::{self, EXTENT_MAGIC, INIT_MAX_LEN};
+use crate::fs::inode::field::*;
 use crate::fs::inode::{Inode, inode_csum_seed};
 use crate::fs::quota::{self, Dquot, Limits, QUOTA_BLOCK};
 use crate::fs::superblock::incompat;
@@ -93,18 +94,6 @@ pub(super) fn problem_type(fs: &Fs, p: &Problem) -> Option<usize> {
     }
 }
 
-// Inode fields written.
-const I_MODE: usize = 0x00;
-const I_SIZE_LO: usize = 0x04;
-const I_ATIME: usize = 0x08;
-const I_CTIME: usize = 0x0C;
-const I_MTIME: usize = 0x10;
-const I_LINKS_COUNT: usize = 0x1A;
-const I_BLOCKS_LO: usize = 0x1C;
-const I_FLAGS: usize = 0x20;
-const I_BLOCK: usize = 0x28;
-const I_EXTRA_ISIZE: usize = 0x80;
-const I_CRTIME: usize = 0x90;
 /// i_extra_isize of a new inode (libext2fs: its large inode structure).
 const NEW_EXTRA_ISIZE: u16 = 32;
 /// Regular file, mode 0600.

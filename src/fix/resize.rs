@@ -36,23 +36,13 @@ use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::bytes::{put_le16, put_le32};
+use crate::fs::inode::field::*;
 use crate::fs::inode::{RESIZE_INO, ROOT_INO};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::repair::overlay::Overlay;
 
 // Inode fields the new resize inode sets.
-const I_MODE: usize = 0x00;
-const I_SIZE_LO: usize = 0x04;
-const I_ATIME: usize = 0x08;
-const I_CTIME: usize = 0x0C;
-const I_MTIME: usize = 0x10;
-const I_LINKS_COUNT: usize = 0x1A;
-const I_BLOCKS_LO: usize = 0x1C;
 const I_DIND: usize = 0x28 + 4 * 13;
-const I_SIZE_HIGH: usize = 0x6C;
-const I_BLOCKS_HIGH: usize = 0x74;
-const I_EXTRA_ISIZE: usize = 0x80;
-const I_CRTIME: usize = 0x90;
 const GOOD_OLD_INODE_SIZE: usize = 128;
 /// What the library's inode structure adds to the old 128 bytes.
 const EXTRA_ISIZE: u16 = 32;

@@ -53,6 +53,35 @@ pub mod flags {
 
 /// Size of the fixed part every inode has.
 pub const GOOD_OLD_INODE_SIZE: usize = 128;
+
+/// Byte offsets of the inode fields repairs write (the layout the parser
+/// below reads), one table for every fix that edits raw inode bytes.
+pub mod field {
+    pub const I_MODE: usize = 0x00;
+    pub const I_SIZE_LO: usize = 0x04;
+    pub const I_ATIME: usize = 0x08;
+    pub const I_CTIME: usize = 0x0C;
+    pub const I_MTIME: usize = 0x10;
+    pub const I_DTIME: usize = 0x14;
+    pub const I_LINKS_COUNT: usize = 0x1A;
+    pub const I_BLOCKS_LO: usize = 0x1C;
+    pub const I_FLAGS: usize = 0x20;
+    pub const I_VERSION: usize = 0x24;
+    /// i_block: 15 pointers or the extent root, 60 bytes.
+    pub const I_BLOCK: usize = 0x28;
+    pub const I_BLOCK_LEN: usize = 60;
+    pub const I_BLOCK_END: usize = 0x64;
+    pub const I_GENERATION: usize = 0x64;
+    pub const I_FILE_ACL_LO: usize = 0x68;
+    pub const I_SIZE_HIGH: usize = 0x6C;
+    pub const I_FADDR: usize = 0x70;
+    pub const I_BLOCKS_HIGH: usize = 0x74;
+    pub const I_FILE_ACL_HIGH: usize = 0x76;
+    pub const I_CHECKSUM_LO: usize = 0x7C;
+    pub const I_EXTRA_ISIZE: usize = 0x80;
+    pub const I_CHECKSUM_HI: usize = 0x82;
+    pub const I_CRTIME: usize = 0x90;
+}
 const CSUM_LO: usize = 0x7C;
 const CSUM_HI: usize = 0x82;
 
