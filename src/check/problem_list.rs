@@ -202,19 +202,40 @@ impl ProblemList {
     /// pass and within a pass as they are here; `picked` is told each
     /// one's index here, in the new order.
     pub fn select_by_pass(&self, keep: &[bool], mut picked: impl FnMut(usize)) -> ProblemList {
-        let mut out = ProblemList::new();
-        let kept = |k: usize| keep.get(k).copied().unwrap_or(false);
-        // A handful of passes: one walk over the bytes for each.
-        let passes: std::collections::BTreeSet<Pass> = self.passes().collect();
-        for pass in passes {
-            for (k, (rec, p)) in Records(&self.bytes).zip(self.passes()).enumerate() {
-                if p == pass && kept(k) {
-                    out.append_records(rec, 1);
-                    picked(k);
-                }
+        // One walk, a list per pass, joined in pass order.
+        let mut by_pass: std::collections::BTreeMap<Pass, (ProblemList, Vec<usize>)> =
+            Default::default();
+        for (k, rec) in Records(&self.bytes).enumerate() {
+            if !keep.get(k).copied().unwrap_or(false) {
+                continue;
             }
+            let Some(code) = code_of(rec) else {
+                continue;
+            };
+            let (list, picks) = by_pass.entry(code.spec().pass).or_default();
+            list.append_records(rec, 1);
+            picks.push(k);
+        }
+        let mut out = ProblemList::new();
+        for (list, picks) in by_pass.into_values() {
+            out.append(list);
+            picks.into_iter().for_each(&mut picked);
         }
         out
+    }
+
+    /// Each problem's key with its offset (for [`Self::key_at`]), in order.
+    pub fn keys_at(&self) -> impl Iterator<Item = (usize, &[u8])> {
+        Records(&self.bytes).scan(0, |at, rec| {
+            let here = *at;
+            *at += rec.len();
+            Some((here, rec))
+        })
+    }
+
+    /// The key of the problem at `offset` (from [`Self::keys_at`]).
+    pub fn key_at(&self, offset: usize) -> Option<&[u8]> {
+        Records(self.bytes.get(offset..)?).next()
     }
 
     /// Bytes held (for tests and measurements).
@@ -269,7 +290,9 @@ pub struct Iter<'a> {
 impl Iterator for Iter<'_> {
     type Item = Problem;
     fn next(&mut self) -> Option<Problem> {
-        let p = self.recs.next().and_then(decode)?;
+        // Decoding finds the record's end: no separate measuring.
+        let (p, n) = decode_len(self.recs.0)?;
+        self.recs.0 = self.recs.0.get(n..)?;
         self.left = self.left.saturating_sub(1);
         Some(p)
     }
@@ -317,6 +340,12 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 
 /// A varint at the start of `b`: its value and length.
 fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
+    // Most numbers of most problems fit in one byte.
+    if let Some(&x) = b.first()
+        && x < 0x80
+    {
+        return Some((u64::from(x), 1));
+    }
     let mut v = 0u64;
     for (i, &byte) in b.iter().enumerate().take(10) {
         v |= u64::from(byte & 0x7F).checked_shl(7 * i as u32)?;
@@ -379,6 +408,11 @@ fn record_len(b: &[u8]) -> Option<usize> {
 }
 
 fn decode(rec: &[u8]) -> Option<Problem> {
+    decode_len(rec).map(|(p, _)| p)
+}
+
+/// The problem at the start of `rec`, and its record's length.
+fn decode_len(rec: &[u8]) -> Option<(Problem, usize)> {
     let mut p = Problem::new(code_of(rec)?);
     let has = *rec.get(1)?;
     let mut at = 2;
@@ -406,8 +440,9 @@ fn decode(rec: &[u8]) -> Option<Problem> {
         let n = usize::try_from(next(&mut at)?).ok()?;
         let text = rec.get(at..at.checked_add(n)?)?;
         p = p.detail(std::str::from_utf8(text).ok()?);
+        at += n;
     }
-    Some(p)
+    Some((p, at))
 }
 
 #[cfg(test)]
@@ -540,5 +575,13 @@ mod tests {
         let b: ProblemList = sample().into();
         assert!(a.keys().eq(b.keys()));
         assert_eq!(a.keys().count(), a.len());
+        for (k, (at, key)) in a.keys_at().enumerate() {
+            assert_eq!(a.key_at(at), Some(key));
+            assert_eq!(a.key(k), Some(key));
+        }
+        let mut c = ProblemList::new();
+        b.keys().for_each(|k| c.push_key(k));
+        c.push_key(&[0, 1]);
+        assert_eq!(c, a);
     }
 }

@@ -339,16 +339,16 @@ fn preen_halt(
     Ok(EXIT_UNCORRECTED)
 }
 
-/// The problems of `list` that `pick` names, as (hash of key, index)
-/// sorted: problems of another list are found among them by their key
-/// with a binary search (a linear search per problem was quadratic with
-/// a hundred thousand problems).
-fn by_key(list: &ProblemList, pick: impl Fn(usize) -> bool) -> Vec<(u64, usize)> {
-    let mut v: Vec<(u64, usize)> = list
-        .keys()
+/// The problems of `list` that `pick` names, as (hash of key, index,
+/// offset) sorted: problems of another list are found among them by
+/// their key with a binary search (a linear search per problem was
+/// quadratic with a hundred thousand problems).
+fn by_key(list: &ProblemList, pick: impl Fn(usize) -> bool) -> Vec<(u64, usize, usize)> {
+    let mut v: Vec<(u64, usize, usize)> = list
+        .keys_at()
         .enumerate()
         .filter(|&(k, _)| pick(k))
-        .map(|(k, key)| (key_hash(key), k))
+        .map(|(k, (at, key))| (key_hash(key), k, at))
         .collect();
     v.sort_unstable();
     v
@@ -357,17 +357,17 @@ fn by_key(list: &ProblemList, pick: impl Fn(usize) -> bool) -> Vec<(u64, usize)>
 /// Indices, in order, of the problems of `list` in `index` (from
 /// [`by_key`]) equal to the problem whose key is `key`.
 fn equal_keys<'a>(
-    index: &'a [(u64, usize)],
+    index: &'a [(u64, usize, usize)],
     list: &'a ProblemList,
     key: &'a [u8],
 ) -> impl Iterator<Item = usize> + 'a {
     let h = key_hash(key);
-    let from = index.partition_point(|&(x, _)| x < h);
+    let from = index.partition_point(|&(x, _, _)| x < h);
     index[from..]
         .iter()
-        .take_while(move |&&(x, _)| x == h)
-        .map(|&(_, k)| k)
-        .filter(move |&k| list.key(k) == Some(key))
+        .take_while(move |&&(x, _, _)| x == h)
+        .filter(move |&&(_, _, at)| list.key_at(at) == Some(key))
+        .map(|&(_, k, _)| k)
 }
 
 fn key_hash(key: &[u8]) -> u64 {
