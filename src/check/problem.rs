@@ -301,10 +301,10 @@ problems! {
 pub use super::problem_list::ProblemList;
 
 /// One reported inconsistency. Which fields mean what depends on the code's
-/// message; unused ones are absent. Compact (56 bytes; it was 96 with an
-/// `Option` and a `String` per field): a check can find hundreds of
-/// thousands of problems, and the report keeps them all (issue 4: many
-/// errors without a memory blow-up). Read the fields with [`Problem::args`].
+/// message; unused ones are absent. Read the fields with [`Problem::args`].
+/// Lists keep problems encoded ([`ProblemList`], a few bytes each instead
+/// of this value's 56): a check can find hundreds of thousands, and the
+/// report keeps them all (issue 4: many errors without a memory blow-up).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Problem {
     pub code: Code,
