@@ -8,7 +8,7 @@
 //! entries, '..' targets, index nodes, leaf hash ranges) goes into a `Sink`
 //! owned by one worker; the caller merges sinks in unit order.
 
-use super::problem::{Code, Problem};
+use super::problem::{Code, Problem, ProblemList};
 use crate::fs::bytes::{le16, le32, u8_at};
 use crate::fs::casefold;
 use crate::fs::crypt;
@@ -186,7 +186,7 @@ pub struct LeafRec {
 /// What one worker collects.
 #[derive(Default, Debug)]
 pub struct Sink {
-    pub problems: Vec<Problem>,
+    pub problems: ProblemList,
     pub subdirs: Vec<SubdirRef>,
     pub names: Vec<u8>,
     /// (directory, its '..' target).
@@ -1113,7 +1113,7 @@ mod tests {
         let b = block(&[(14, b"Readme", 1), (15, "README".as_bytes(), 1)], BS);
         let s = run_with(&strict, d, &b, &t);
         assert_eq!(codes(&s), vec![Code::DirEntryDuplicate]);
-        assert_eq!(s.problems[0].args().detail, "README");
+        assert_eq!(s.problems.get(0).unwrap().args().detail, "README");
         let b = block(
             &[(14, "stra\u{df}e".as_bytes(), 1), (15, b"STRASSE", 1)],
             BS,
@@ -1366,7 +1366,7 @@ mod tests {
         let b = block(&[(14, b"same", 1), (15, b"other", 1), (16, b"same", 1)], BS);
         let s = run(&fsp(false), 12, 2, &b, &t);
         assert_eq!(codes(&s), vec![Code::DirEntryDuplicate]);
-        assert_eq!(s.problems[0].args().detail, "same");
+        assert_eq!(s.problems.get(0).unwrap().args().detail, "same");
     }
 
     fn dx_root(levels: u8, entries: &[(u32, u32)], csum: bool) -> Vec<u8> {

@@ -11,7 +11,7 @@
 //! last children actually hold.
 
 use super::dirblock::{DxKind, DxRec, LeafRec};
-use super::problem::{Code, Problem};
+use super::problem::{Code, Problem, ProblemList};
 
 /// Upper bound of the last entry of a node: e2fsck's highest even hash.
 const TOP_HASH: u32 = 0xFFFF_FFFE;
@@ -64,7 +64,7 @@ pub const MAX_BLOCKS: u32 = 1 << 24;
 
 /// Checks directory `ino` of `numblocks` blocks. `dx` holds its root then
 /// its interior nodes in the order they were read; `leaves` its leaf blocks.
-pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: &mut Vec<Problem>) {
+pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: &mut ProblemList) {
     let Some(root) = dx.first().filter(|r| r.kind == DxKind::Root && r.lblk == 0) else {
         return;
     };
@@ -271,7 +271,7 @@ mod tests {
             leaf(1, 0x10, 0x7fff_fff0),
             leaf(2, 0x8000_0000, 0xffff_0000),
         ];
-        let mut out = Vec::new();
+        let mut out = ProblemList::new();
         verify(12, 3, &[&r], &leaves, &mut out);
         assert!(out.is_empty(), "{out:?}");
     }
@@ -284,7 +284,7 @@ mod tests {
             leaf(1, 0x10, 0x8000_0000),
             leaf(2, 0x8000_0000, 0x9000_0000),
         ];
-        let mut out = Vec::new();
+        let mut out = ProblemList::new();
         verify(12, 3, &[&r], &leaves, &mut out);
         assert!(out.is_empty(), "{out:?}");
     }
@@ -297,7 +297,7 @@ mod tests {
             leaf(2, 0x7000_0000, 0x9000_0000),
             leaf(3, u32::MAX, 0),
         ];
-        let mut out = Vec::new();
+        let mut out = ProblemList::new();
         verify(12, 4, &[&r], &leaves, &mut out);
         let codes: Vec<_> = out.iter().map(|p| (p.code, p.args().num)).collect();
         assert!(codes.contains(&(Code::HtreeHashRange, Some(1))));
@@ -327,12 +327,12 @@ mod tests {
             leaf(4, 0x4000_0000, 0x7000_0000),
             leaf(5, 0x8000_0002, 0xf000_0000),
         ];
-        let mut out = Vec::new();
+        let mut out = ProblemList::new();
         verify(12, 6, &[&r, &n1, &n2], &leaves, &mut out);
         assert!(out.is_empty(), "{out:?}");
         // A leaf hung directly under the root of a 2-level tree.
         let r2 = root(vec![(0, 1), (0x8000_0000, 5)], 1);
-        let mut out = Vec::new();
+        let mut out = ProblemList::new();
         verify(12, 6, &[&r2, &n1], &leaves, &mut out);
         assert!(out.iter().any(|p| p.code == Code::HtreeLeafDepth));
         assert!(
@@ -351,7 +351,7 @@ mod tests {
             entries: vec![(0, 1), (0, 0)],
             ..root(vec![], 0)
         };
-        let mut out = Vec::new();
+        let mut out = ProblemList::new();
         verify(12, 2, &[&r, &n], &[leaf(7, 0, 0)], &mut out);
         verify(12, 0, &[&r], &[], &mut out);
         verify(12, u32::MAX, &[&r], &[], &mut out);

@@ -18,6 +18,7 @@ pub mod pass4;
 pub mod pass5;
 pub(crate) mod pipeline;
 pub mod problem;
+pub mod problem_list;
 pub mod quota;
 pub mod recovery;
 pub mod state;
@@ -28,7 +29,7 @@ use crate::engine::{Budget, Threads};
 use crate::error::{Error, Result};
 use crate::io::Device;
 pub use fsview::Fs;
-use problem::{Problem, Severity};
+use problem::{ProblemList, Severity};
 use state::{State, Stats};
 use std::path::Path;
 use std::time::Instant;
@@ -108,7 +109,7 @@ pub struct PassTiming {
 
 #[derive(Debug, Default)]
 pub struct Report {
-    pub problems: Vec<Problem>,
+    pub problems: ProblemList,
     pub summary: Summary,
     /// Not checked because it is marked clean (no `-f`); the reason.
     pub skipped_clean: Option<String>,
@@ -121,7 +122,7 @@ pub struct Report {
 impl Report {
     /// The same report with another list of problems (a repair shows the
     /// problems of several rounds; interactive mode plans the chosen ones).
-    pub fn with_problems(&self, problems: Vec<Problem>) -> Report {
+    pub fn with_problems(&self, problems: ProblemList) -> Report {
         Report {
             problems,
             summary: self.summary.clone(),
@@ -134,13 +135,13 @@ impl Report {
 
     pub fn has_errors(&self) -> bool {
         self.problems
-            .iter()
-            .any(|p| p.spec().severity == Severity::Error)
+            .codes()
+            .any(|c| c.spec().severity == Severity::Error)
     }
     pub fn has_fatal(&self) -> bool {
         self.problems
-            .iter()
-            .any(|p| p.spec().severity == Severity::Fatal)
+            .codes()
+            .any(|c| c.spec().severity == Severity::Fatal)
     }
     /// The highest numbered pass that ran (for printing their headers).
     pub fn passes_run(&self) -> u8 {
@@ -300,7 +301,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     let piped = pipeline::run(&fs, &mut state, &mut budget, opts.auto_threads)?;
     crate::engine::memory::release_free();
     let r = &mut report;
-    r.problems.extend(piped.pass1);
+    r.problems.append(piped.pass1);
     let (s1, w1, b1) = piped.pass1_time;
     timer.push(r, "pass1", s1, Some(w1), b1);
     if r.has_fatal() {
@@ -318,13 +319,13 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     // Shown under pass 2, which the pipeline has reached: pass numbers
     // in progress output only grow.
     step(r, &mut timer, &fs, "pass1b", 2, || {
-        pass1b::run(&fs, &mut state, t)
+        pass1b::run(&fs, &mut state, t).map(ProblemList::from)
     })?;
     let t = budget.threads();
     let start2 = Instant::now();
     let bytes2 = fs.dev.bytes_read();
     r.problems
-        .extend(pass2::finish(&fs, &mut state, piped.outs2, t));
+        .append(pass2::finish(&fs, &mut state, piped.outs2, t));
     crate::engine::memory::release_free();
     let end2 = start2.elapsed().as_secs_f64();
     let (s2, w2, b2) = piped.pass2_time;
@@ -337,7 +338,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     check_interrupt()?;
     timer.restart(&fs);
     step(r, &mut timer, &fs, "pass3", 3, || {
-        pass3::run(&fs, &mut state)
+        pass3::run(&fs, &mut state).map(ProblemList::from)
     })?;
     let t = budget.threads();
     step(r, &mut timer, &fs, "pass4", 4, || {
@@ -348,17 +349,14 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
         pass5::run(&fs, &state, t)
     })?;
     step(r, &mut timer, &fs, "quota", 5, || {
-        Ok(quota::run(&fs, &state))
+        Ok(quota::run(&fs, &state).into())
     })?;
 
     fill_summary(&mut report.summary, &fs, &state);
     // Problems are produced in a deterministic order within each pass; a
-    // stable sort by pass keeps that order and puts passes in sequence.
-    // Mostly they already are: the sort's buffer (up to 8 MiB with very
-    // many problems) is only taken when needed.
-    if !report.problems.is_sorted_by_key(|p| p.spec().pass) {
-        report.problems.sort_by_key(|p| p.spec().pass);
-    }
+    // stable sort by pass keeps that order and puts passes in sequence
+    // (mostly they already are, and then nothing is copied).
+    report.problems.sort_by_pass();
     Ok(Checked {
         report,
         fs: Some(fs),
@@ -373,18 +371,11 @@ fn step(
     fs: &Fs,
     name: &str,
     number: u8,
-    pass: impl FnOnce() -> Result<Vec<Problem>>,
+    pass: impl FnOnce() -> Result<ProblemList>,
 ) -> Result<()> {
     crate::engine::progress::begin_pass(number);
-    // Exactly what is added: with a problem on every other inode, the
-    // doubling of a growing list would hold megabytes it never fills.
     let found = pass()?;
-    if report.problems.is_empty() {
-        report.problems = found;
-    } else {
-        report.problems.reserve_exact(found.len());
-        report.problems.extend(found);
-    }
+    report.problems.append(found);
     crate::engine::memory::release_free();
     timer.lap(report, name, fs);
     check_interrupt()

@@ -26,7 +26,7 @@
 
 use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use super::fsview::Fs;
-use super::problem::{Code, Problem};
+use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, POLICY_UNRECOGNIZED, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
 use crate::engine::Threads;
@@ -135,7 +135,7 @@ pub(crate) struct UnitOut {
     links_other: Vec<(u32, u16)>,
     /// Used inodes whose block map was not walked, in inode order.
     unmapped: Vec<u32>,
-    problems: Vec<Problem>,
+    problems: ProblemList,
     dir_blocks: Vec<DirBlock>,
     /// (directory inode, i_generation).
     dirs: Vec<(u32, u32)>,
@@ -156,7 +156,7 @@ impl UnitOut {
     fn absorb(&mut self, o: UnitOut) {
         self.links_other.extend(o.links_other);
         self.unmapped.extend(o.unmapped);
-        self.problems.extend(o.problems);
+        self.problems.append(o.problems);
         self.dir_blocks.extend(o.dir_blocks);
         self.dirs.extend(o.dirs);
         self.xrefs.extend(o.xrefs);
@@ -355,7 +355,7 @@ pub(crate) fn finish(
     merged: Merged,
     enc_policy: Vec<(u32, u32)>,
     threads: Threads,
-) -> Vec<Problem> {
+) -> ProblemList {
     let UnitOut {
         links_other,
         unmapped,
@@ -1299,7 +1299,7 @@ struct Claimer<'a> {
     prev_pblk: u64,
     fragmented: bool,
     dir_blocks: &'a mut Vec<DirBlock>,
-    problems: &'a mut Vec<Problem>,
+    problems: &'a mut ProblemList,
     /// Next logical block expected in a directory (holes are reported).
     dir_next: u64,
     holes: u32,

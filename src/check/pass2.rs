@@ -29,7 +29,7 @@ use super::dirblock::{
 };
 use super::fsview::Fs;
 use super::htree_check;
-use super::problem::{Code, Problem};
+use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, State, iflag};
 use crate::engine::{Threads, par_map};
 use crate::fs::bytes::{le16, le32};
@@ -250,12 +250,12 @@ pub(crate) fn finish(
     state: &mut State,
     outs: Vec<UnitOut2>,
     threads: Threads,
-) -> Vec<Problem> {
+) -> ProblemList {
     let fsp = fs_params(fs);
     let limit = lblk_limit(fs);
     let st: &State = state;
     let dirs = dir_table(fs, &fsp, st, limit, threads);
-    let mut problems = Vec::new();
+    let mut problems = ProblemList::new();
     find_holes(&fsp, st, &dirs, limit, &mut problems);
 
     // Each block's problems, in block order (a directory's logical blocks
@@ -267,16 +267,12 @@ pub(crate) fn finish(
         .collect();
     marks.sort_by_key(|m| m.0);
     for (_, k, s, e) in marks {
-        problems.extend(
-            outs[k].sink.problems[s as usize..e as usize]
-                .iter()
-                .cloned(),
-        );
+        problems.append_range(&outs[k].sink.problems, s as usize..e as usize);
     }
     let targets = StateTargets::new(fs, st, None);
     let inline_sinks = check_inline_dirs(fs, &fsp, st, &dirs, &targets, threads);
     for s in &inline_sinks {
-        problems.extend(s.problems.iter().cloned());
+        problems.append_range(&s.problems, 0..s.problems.mark());
     }
 
     // What follows depends on no order: parents are decided by sorted
@@ -491,7 +487,8 @@ impl Units2 {
 #[derive(Default)]
 pub(crate) struct UnitOut2 {
     sink: Sink,
-    /// (block, start, end) of each block's problems in `sink.problems`.
+    /// (block, start, end) of each block's problems in `sink.problems`
+    /// (its marks: byte offsets).
     marks: Vec<(DirBlock, u32, u32)>,
 }
 
@@ -730,7 +727,7 @@ fn read_generations(fs: &Fs, inos: &[u32], threads: Threads) -> Vec<u32> {
 }
 
 /// Reports logical blocks missing inside a directory's mapped range.
-fn find_holes(fsp: &FsParams, st: &State, dirs: &[DirInfo], limit: u32, out: &mut Vec<Problem>) {
+fn find_holes(fsp: &FsParams, st: &State, dirs: &[DirInfo], limit: u32, out: &mut ProblemList) {
     // largedir lets the kernel punch out emptied blocks.
     if fsp.largedir {
         return;
@@ -866,7 +863,7 @@ fn check_unit<'d, T: Targets>(
             let Some(d) = dir_of(db.ino) else {
                 continue;
             };
-            let start = sink.problems.len() as u32;
+            let start = sink.problems.mark() as u32;
             let k = (db.pblk - first) as usize;
             let b = &mut buf[k * bs..(k + 1) * bs];
             if !whole[r] {
@@ -881,7 +878,7 @@ fn check_unit<'d, T: Targets>(
                             .ino(db.ino)
                             .blk(db.pblk),
                     );
-                    out.marks.push((*db, start, sink.problems.len() as u32));
+                    out.marks.push((*db, start, sink.problems.mark() as u32));
                     continue;
                 }
             }
@@ -895,7 +892,7 @@ fn check_unit<'d, T: Targets>(
                 zero_first,
             };
             dirblock::check_block(fsp, &d.params, pos, b, targets, sink);
-            let end = sink.problems.len() as u32;
+            let end = sink.problems.mark() as u32;
             if end > start {
                 out.marks.push((*db, start, end));
             }
@@ -1029,7 +1026,7 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> (Vec<u32>, Vec<u32>, u32, Vec<Pro
 }
 
 /// Runs the whole-tree checks of every indexed directory.
-fn verify_htrees(st: &State, dirs: &[DirInfo], sinks: &[&Sink], out: &mut Vec<Problem>) {
+fn verify_htrees(st: &State, dirs: &[DirInfo], sinks: &[&Sink], out: &mut ProblemList) {
     let mut dx: Vec<&DxRec> = sinks.iter().flat_map(|s| s.dx.iter()).collect();
     if dx.is_empty() {
         return;

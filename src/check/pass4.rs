@@ -21,7 +21,7 @@
 //! read-only check.
 
 use super::fsview::Fs;
-use super::problem::{Code, Problem};
+use super::problem::{Code, Problem, ProblemList};
 use super::state::{State, iflag};
 use crate::engine::{Threads, par_map};
 use crate::error::Result;
@@ -36,9 +36,9 @@ const XATTR_IN_INODE_MAGIC: u32 = 0xEA02_0000;
 /// Inodes per work unit (a multiple of 64: units start on bitmap words).
 const UNIT_INODES: u64 = 1 << 16;
 
-pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
+pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<ProblemList> {
     let skip = [fs.sb.prj_quota_inum, fs.sb.orphan_file_inum];
-    let mut out = Vec::new();
+    let mut out = ProblemList::new();
     // A directory with more subdirectories than a link count can say
     // needs dir_nlink (its count is then 1).
     if !fs.sb.has_ro_compat(ro_compat::DIR_NLINK)
@@ -49,7 +49,7 @@ pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
     {
         out.push(Problem::new(Code::DirNlinkFeature));
     }
-    out.extend(check(
+    out.append(check(
         state,
         fs.geo.inodes_count,
         fs.geo.first_ino,
@@ -93,7 +93,7 @@ pub fn check(
     skip: &[u32],
     threads: Threads,
     read: impl Fn(u32) -> Option<Vec<u8>> + Sync,
-) -> Vec<Problem> {
+) -> ProblemList {
     let end = inodes_count as u64 + 1;
     let units = end.div_ceil(UNIT_INODES) as usize;
     par_map(
@@ -107,8 +107,10 @@ pub fn check(
         },
     )
     .into_iter()
-    .flatten()
-    .collect()
+    .fold(ProblemList::new(), |mut all, l| {
+        all.append(l);
+        all
+    })
 }
 
 fn check_range(
@@ -118,8 +120,8 @@ fn check_range(
     first_ino: u32,
     skip: &[u32],
     read: &impl Fn(u32) -> Option<Vec<u8>>,
-) -> Vec<Problem> {
-    let mut out = Vec::new();
+) -> ProblemList {
+    let mut out = ProblemList::new();
     let mut other = st.links_other_from(start as u32).iter().peekable();
     for ino64 in st.inode_used.iter_set(start, end) {
         let ino = ino64 as u32;

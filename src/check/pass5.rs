@@ -18,7 +18,7 @@
 //! Parallel over groups; results are merged in group order.
 
 use super::fsview::Fs;
-use super::problem::{Code, Problem};
+use super::problem::{Code, Problem, ProblemList};
 use super::state::State;
 use crate::engine::{AtomicBitmap, Threads, par_map};
 use crate::error::Result;
@@ -26,6 +26,11 @@ use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
 
 /// Longest difference list kept in a problem's detail.
 const DETAIL_CAP: usize = 4000;
+/// Runs of differences kept: a run renders in 3 characters or more, so
+/// `render` shows at most DETAIL_CAP / 3 + 1 runs and then only asks
+/// whether another follows. With a difference on every other inode, all
+/// runs of all groups took megabytes, for a detail of 4,000 characters.
+const MAX_RUNS: usize = DETAIL_CAP / 3 + 2;
 
 /// What one group contributes.
 #[derive(Default)]
@@ -90,8 +95,13 @@ fn disk_word(bm: &[u8], i: u64) -> u64 {
     u64::from_le_bytes(w)
 }
 
-/// Appends the differing bits of `found ^ disk` (n bits from `base`) as runs.
+/// Appends the differing bits of `found ^ disk` (n bits from `base`) as
+/// runs, up to `MAX_RUNS` (the last one kept may then be cut short: only
+/// that it exists is used).
 fn push_diffs(out: &mut Vec<(u64, u64, bool)>, base: u64, found: u64, disk: u64, n: u64) {
+    if out.len() >= MAX_RUNS {
+        return;
+    }
     let mut diff = found ^ disk;
     if n < 64 {
         diff &= (1u64 << n) - 1;
@@ -101,8 +111,10 @@ fn push_diffs(out: &mut Vec<(u64, u64, bool)>, base: u64, found: u64, disk: u64,
         diff &= diff - 1;
         let idx = base + k;
         let used = found & (1 << k) != 0;
+        let full = out.len() >= MAX_RUNS;
         match out.last_mut() {
             Some(last) if last.1 + 1 == idx && last.2 == used => last.1 = idx,
+            _ if full => return,
             _ => out.push((idx, idx, used)),
         }
     }
@@ -284,9 +296,12 @@ fn render(diffs: &[(u64, u64, bool)]) -> String {
     s
 }
 
-/// Joins runs that continue across a group boundary.
+/// Joins runs that continue across a group boundary, up to `MAX_RUNS`.
 fn merge_runs(all: &mut Vec<(u64, u64, bool)>, more: Vec<(u64, u64, bool)>) {
     for r in more {
+        if all.len() >= MAX_RUNS {
+            return;
+        }
         match all.last_mut() {
             Some(last) if last.1 + 1 == r.0 && last.2 == r.2 => last.1 = r.1,
             _ => all.push(r),
@@ -294,7 +309,7 @@ fn merge_runs(all: &mut Vec<(u64, u64, bool)>, more: Vec<(u64, u64, bool)>) {
     }
 }
 
-pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
+pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<ProblemList> {
     let overlay = uninit_overlay(fs);
     let bs = fs.block_size();
     let outs = par_map(
@@ -303,7 +318,7 @@ pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<Vec<Problem>> {
         || vec![0u8; bs],
         |buf, g| check_group(fs, state, overlay.as_ref(), buf, g as u32),
     );
-    let mut problems = Vec::new();
+    let mut problems = ProblemList::new();
     let mut block_diffs = Vec::new();
     let mut inode_diffs = Vec::new();
     let mut group_probs = Vec::new();
@@ -384,5 +399,63 @@ mod tests {
         assert!(disk_bit(&[0x80], 7));
         assert!(!disk_bit(&[], 7));
         assert_eq!(disk_word(&[1, 2], 0), 0x0201);
+    }
+
+    /// Runs kept only up to `MAX_RUNS` render as all of them did.
+    #[test]
+    fn capped_runs_render_the_same() {
+        // Every run of every group, without a cap.
+        let full = |groups: &[Vec<(u64, u64)>]| {
+            let mut v: Vec<(u64, u64, bool)> = Vec::new();
+            for g in groups {
+                for &(w, bits) in g {
+                    for k in 0..64 {
+                        if bits & (1 << k) != 0 {
+                            let idx = w + k;
+                            match v.last_mut() {
+                                Some(l) if l.1 + 1 == idx && l.2 => l.1 = idx,
+                                _ => v.push((idx, idx, true)),
+                            }
+                        }
+                    }
+                }
+            }
+            v
+        };
+        // Groups of words: single bits (short runs), long runs across
+        // group boundaries, big numbers (long runs of text).
+        let cases: Vec<Vec<Vec<(u64, u64)>>> = vec![
+            (0..40u64)
+                .map(|g| {
+                    (0..64)
+                        .map(|w| (g * 4096 + w * 64, 0x5555_5555_5555_5555))
+                        .collect()
+                })
+                .collect(),
+            (0..40u64)
+                .map(|g| (0..64).map(|w| (g * 4096 + w * 64, u64::MAX)).collect())
+                .collect(),
+            (0..3u64)
+                .map(|g| {
+                    (0..30)
+                        .map(|w| ((1 << 40) + g * 1920 + w * 64, 0x0F0F))
+                        .collect()
+                })
+                .collect(),
+            vec![vec![(0, 0b1010)]; 1],
+        ];
+        for (c, groups) in cases.iter().enumerate() {
+            let mut all = Vec::new();
+            for g in groups {
+                let mut out = Vec::new();
+                for &(w, bits) in g {
+                    push_diffs(&mut out, w, bits, 0, 64);
+                }
+                assert!(out.len() <= MAX_RUNS);
+                merge_runs(&mut all, out);
+            }
+            assert!(all.len() <= MAX_RUNS);
+            assert_eq!(render(&all), render(&full(groups)), "case {c}");
+        }
     }
 }

@@ -22,7 +22,7 @@
 use super::fsview::Fs;
 use super::pass1;
 use super::pass2::{self, Gated, StateTargets, Unit2, UnitOut2, Units2};
-use super::problem::Problem;
+use super::problem::ProblemList;
 use super::state::{DirBlock, State};
 use crate::engine::pipeline::{self as pipe, Emit, Help};
 use crate::engine::{Budget, CANCEL};
@@ -65,7 +65,7 @@ fn put_buffer(buf: Vec<u8>) {
 /// Passes 1 and 2 as far as the pipeline takes them.
 pub(crate) struct Piped {
     /// Pass 1's problems, its end included.
-    pub pass1: Vec<Problem>,
+    pub pass1: ProblemList,
     /// Pass 2's units, in the order they were formed.
     pub outs2: Vec<UnitOut2>,
     pub stats: pipe::Stats,

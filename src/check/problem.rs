@@ -298,11 +298,13 @@ problems! {
     BitmapUnreadable = ("0x500D", P5, Error, false, "Cannot read {detail} bitmap of group {group} (block {blk})"),
 }
 
+pub use super::problem_list::ProblemList;
+
 /// One reported inconsistency. Which fields mean what depends on the code's
-/// message; unused ones are absent. Compact (56 bytes; it was 96 with an
-/// `Option` and a `String` per field): a check can find hundreds of
-/// thousands of problems, and the report keeps them all (issue 4: many
-/// errors without a memory blow-up). Read the fields with [`Problem::args`].
+/// message; unused ones are absent. Read the fields with [`Problem::args`].
+/// Lists keep problems encoded ([`ProblemList`], a few bytes each instead
+/// of this value's 56): a check can find hundreds of thousands, and the
+/// report keeps them all (issue 4: many errors without a memory blow-up).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Problem {
     pub code: Code,
@@ -441,26 +443,6 @@ impl Problem {
         }
         out.push_str(rest);
         out
-    }
-}
-
-/// A worker's list of problems; merged in a fixed order by the caller.
-#[derive(Default, Debug)]
-pub struct Problems {
-    pub list: Vec<Problem>,
-}
-
-impl Problems {
-    pub fn push(&mut self, p: Problem) {
-        self.list.push(p);
-    }
-    pub fn extend(&mut self, other: Problems) {
-        self.list.extend(other.list);
-    }
-    pub fn has_errors(&self) -> bool {
-        self.list
-            .iter()
-            .any(|p| p.spec().severity == Severity::Error)
     }
 }
 

@@ -11,7 +11,7 @@
 //! as the kernel does.
 
 use super::fsview::Fs;
-use super::problem::{Code, Problem};
+use super::problem::{Code, Problem, ProblemList};
 use super::state::{State, XattrBlockRef};
 use crate::engine::{Threads, par_map};
 use crate::fs::bytes::{le32, u8_at};
@@ -159,7 +159,7 @@ fn inode_area<'a>(raw: &'a [u8], inode: &Inode) -> Option<&'a [u8]> {
 /// pushes the EA inodes they refer to onto `ea_refs` (with ea_inode only).
 pub fn check_inode_extra(
     fs: &Fs,
-    probs: &mut Vec<Problem>,
+    probs: &mut ProblemList,
     ea_refs: &mut Vec<u32>,
     owner: Owner,
     raw: &[u8],

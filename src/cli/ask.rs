@@ -97,11 +97,15 @@ impl<R: BufRead, W: Write> Asker<R, W> {
 /// other damage of an inode whose checksum it would otherwise recompute),
 /// and for each kept problem its index in `rep`.
 pub fn keep(rep: &Report, yes: &[bool]) -> (Report, Vec<usize>) {
-    let idx: Vec<usize> = (0..rep.problems.len())
-        .filter(|&k| yes[k] || !crate::fix::supported(rep.problems[k].code))
-        .collect();
-    let kept = rep.with_problems(idx.iter().map(|&k| rep.problems[k].clone()).collect());
-    (kept, idx)
+    let mut idx = Vec::new();
+    let mut kept = crate::check::problem::ProblemList::new();
+    for (k, p) in rep.problems.iter().enumerate() {
+        if yes.get(k).copied().unwrap_or(false) || !crate::fix::supported(p.code) {
+            idx.push(k);
+            kept.push(p);
+        }
+    }
+    (rep.with_problems(kept), idx)
 }
 
 #[cfg(test)]
@@ -141,6 +145,6 @@ mod tests {
         r.problems.push(Problem::new(Code::JournalRecoveryFails));
         let (k, idx) = keep(&r, &[true, false, true, false]);
         assert_eq!(idx, vec![0, 2, 3]);
-        assert_eq!(k.problems[1].args().ino, Some(14));
+        assert_eq!(k.problems.get(1).and_then(|p| p.args().ino), Some(14));
     }
 }

@@ -13,6 +13,7 @@
 
 use super::report::{self, Repaired};
 use super::{Args, EXIT_CORRECTED, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
+use crate::check::problem::ProblemList;
 use crate::check::{self, Options};
 use crate::fix::{self, Mode, Refusal};
 use crate::io::Device;
@@ -74,7 +75,8 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     let plan = match planned {
         Ok(p) => p,
         Err(Refusal::Unexpected) => {
-            return preen_halt(args, opts, fs, state, rep, &[], device).unwrap_or_else(fail);
+            return preen_halt(args, opts, fs, state, rep, &ProblemList::new(), device)
+                .unwrap_or_else(fail);
         }
         Err(Refusal::Unsupported(why)) | Err(Refusal::Failed(why)) => {
             let code = report::exit_code(rep);
@@ -142,11 +144,11 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
             // A fix uncovered a problem preen may not fix: e2fsck would
             // stop there too, with what it fixed so far written.
             Err(Refusal::Unexpected) => {
-                let earlier: Vec<check::problem::Problem> = shown
+                let earlier: ProblemList = shown
                     .iter()
                     .zip(&shown_fixed)
                     .filter(|(_, f)| **f)
-                    .map(|(p, _)| p.clone())
+                    .map(|(p, _)| p)
                     .collect();
                 return preen_halt(args, opts, fs2, state2, &again.report, &earlier, device)
                     .unwrap_or_else(fail);
@@ -156,16 +158,18 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         if !next.fixes_staged {
             break again.report;
         }
-        for (p, f) in again.report.problems.iter().zip(&next.fixed) {
+        let unfixed = by_key(&shown, |k| !shown_fixed[k]);
+        for (key, f) in again.report.problems.keys().zip(&next.fixed) {
             if !*f {
                 continue;
             }
             // A problem an earlier round left for later (directory
             // structure goes first) is shown once, as fixed.
-            match (0..shown.len()).find(|&k| !shown_fixed[k] && shown[k] == *p) {
+            let same = equal_keys(&unfixed, &shown, key).find(|&k| !shown_fixed[k]);
+            match same {
                 Some(k) => shown_fixed[k] = true,
                 None => {
-                    shown.push(p.clone());
+                    shown.push_key(key);
                     shown_fixed.push(true);
                 }
             }
@@ -178,16 +182,21 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     // 1-5 neither fixed nor found by the last check was a consequence of
     // another problem (inodes an impossible itable_unused hid, say) and is
     // not shown; pass 0's notes (the journal replay) stay.
-    let mut order: Vec<usize> = (0..shown.len())
-        .filter(|&k| {
-            shown_fixed[k]
-                || shown[k].spec().pass == check::problem::Pass::Super
-                || after.problems.contains(&shown[k])
-        })
+    let mut keep: Vec<bool> = shown
+        .iter()
+        .zip(&shown_fixed)
+        .map(|(p, &f)| f || p.spec().pass == check::problem::Pass::Super)
         .collect();
-    order.sort_by_key(|&k| shown[k].spec().pass);
-    let shown_rep = rep.with_problems(order.iter().map(|&k| shown[k].clone()).collect());
-    let shown_fixed: Vec<bool> = order.iter().map(|&k| shown_fixed[k]).collect();
+    let unfixed = by_key(&shown, |k| !keep[k]);
+    for key in after.problems.keys() {
+        for k in equal_keys(&unfixed, &shown, key) {
+            keep[k] = true;
+        }
+    }
+    let mut kept_fixed = Vec::new();
+    let shown_rep =
+        rep.with_problems(shown.select_by_pass(&keep, |k| kept_fixed.push(shown_fixed[k])));
+    let shown_fixed = kept_fixed;
     let rep = &shown_rep;
     let log = args
         .undo
@@ -256,7 +265,7 @@ fn preen_halt(
     fs: &check::Fs,
     state: &check::state::State,
     rep: &check::Report,
-    earlier: &[check::problem::Problem],
+    earlier: &ProblemList,
     device: &str,
 ) -> Result<i32, String> {
     let plan = fix::plan_preen_halt(fs, state, rep)?;
@@ -286,8 +295,8 @@ fn preen_halt(
     }
     let halt = fix::preen_halt_at(rep).and_then(|k| rep.problems.get(k));
     if args.json {
-        let mut problems = earlier.to_vec();
-        problems.extend(rep.problems.iter().cloned());
+        let mut problems = earlier.clone();
+        problems.append(rep.problems.clone());
         let mut fixed = vec![true; earlier.len()];
         fixed.extend(&plan.fixed);
         let r = Repaired {
@@ -296,7 +305,7 @@ fn preen_halt(
             after: None,
             refusal: Some(format!(
                 "UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY: preen may not fix: {}",
-                halt.map(|p| p.message()).unwrap_or_default()
+                halt.as_ref().map(|p| p.message()).unwrap_or_default()
             )),
         };
         report::print_repair(
@@ -321,13 +330,51 @@ fn preen_halt(
     for p in earlier.iter().chain(fixed_now.map(|(p, _)| p)) {
         println!("{name}: {}.  FIXED.", p.message());
     }
-    if let Some(p) = halt {
+    if let Some(p) = &halt {
         println!("{name}: {}.", p.message());
     }
     eprintln!(
         "\n\n{name}: UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.\n\t(i.e., without -a or -p options)"
     );
     Ok(EXIT_UNCORRECTED)
+}
+
+/// The problems of `list` that `pick` names, as (hash of key, index,
+/// offset) sorted: problems of another list are found among them by
+/// their key with a binary search (a linear search per problem was
+/// quadratic with a hundred thousand problems).
+fn by_key(list: &ProblemList, pick: impl Fn(usize) -> bool) -> Vec<(u64, usize, usize)> {
+    let mut v: Vec<(u64, usize, usize)> = list
+        .keys_at()
+        .enumerate()
+        .filter(|&(k, _)| pick(k))
+        .map(|(k, (at, key))| (key_hash(key), k, at))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Indices, in order, of the problems of `list` in `index` (from
+/// [`by_key`]) equal to the problem whose key is `key`.
+fn equal_keys<'a>(
+    index: &'a [(u64, usize, usize)],
+    list: &'a ProblemList,
+    key: &'a [u8],
+) -> impl Iterator<Item = usize> + 'a {
+    let h = key_hash(key);
+    let from = index.partition_point(|&(x, _, _)| x < h);
+    index[from..]
+        .iter()
+        .take_while(move |&&(x, _, _)| x == h)
+        .filter(move |&&(_, _, at)| list.key_at(at) == Some(key))
+        .map(|&(_, k, _)| k)
+}
+
+fn key_hash(key: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
 }
 
 /// Plans one round's fixes; in interactive mode, only for the problems

@@ -111,9 +111,9 @@ fn write_text(
             Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
         }
     };
-    let in_pass = |pass: Pass| numbered().filter(move |(_, p)| p.spec().pass == pass);
+    let in_pass = |pass: Pass| rep.problems.iter_where(move |c| c.spec().pass == pass);
     for (k, p) in in_pass(Pass::Super) {
-        render(out, k, p)?;
+        render(out, k, &p)?;
     }
     let ran = rep.passes_run();
     for (pass, header) in PASS_HEADERS {
@@ -122,12 +122,12 @@ fn write_text(
         }
         writeln!(out, "{header}")?;
         for (k, p) in in_pass(pass) {
-            render(out, k, p)?;
+            render(out, k, &p)?;
         }
         if pass == Pass::P1 && in_pass(Pass::P1B).next().is_some() {
             out.write_all(b"\nRunning additional passes to resolve blocks claimed by more than one inode...\nPass 1B: Rescanning for multiply-claimed blocks\n")?;
             for (k, p) in in_pass(Pass::P1B) {
-                render(out, k, p)?;
+                render(out, k, &p)?;
             }
         }
     }
@@ -359,11 +359,11 @@ impl Serialize for JsonReport<'_> {
 }
 
 /// One problem of the report; `.1`: a fix was staged for it.
-struct JsonProblem<'a>(&'a Problem, bool);
+struct JsonProblem(Problem, bool);
 
-impl Serialize for JsonProblem<'_> {
+impl Serialize for JsonProblem {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let (p, spec) = (self.0, self.0.spec());
+        let (p, spec) = (&self.0, self.0.spec());
         let severity = match spec.severity {
             Severity::Error => "Error",
             Severity::Notice => "Notice",
@@ -386,9 +386,9 @@ impl Serialize for JsonProblem<'_> {
 }
 
 /// A problem the repair left.
-struct Left<'a>(&'a Problem);
+struct Left(Problem);
 
-impl Serialize for Left<'_> {
+impl Serialize for Left {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(2))?;
         m.serialize_entry("code", self.0.spec().code)?;

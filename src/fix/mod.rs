@@ -262,7 +262,7 @@ pub fn preen_halt_at(report: &Report) -> Option<usize> {
     report.problems.iter().position(|p| {
         p.spec().severity == Severity::Error
             && !p.spec().preen_ok
-            && !(bad_journal && journal_inode::resolves(p))
+            && !(bad_journal && journal_inode::resolves(&p))
     })
 }
 
@@ -279,10 +279,15 @@ pub fn preen_halt_at(report: &Report) -> Option<usize> {
 /// it. `fixed` maps onto all of `report`'s problems.
 pub fn plan_preen_halt(fs: &Fs, state: &State, report: &Report) -> Result<Plan, String> {
     let at = preen_halt_at(report).unwrap_or(report.problems.len());
-    let kept: Vec<usize> = (0..at)
-        .filter(|&k| !SUMMARY.contains(&report.problems[k].code))
-        .collect();
-    let before = report.with_problems(kept.iter().map(|&k| report.problems[k].clone()).collect());
+    let mut kept = Vec::new();
+    let mut before = crate::check::problem::ProblemList::new();
+    for (k, p) in report.problems.iter().enumerate().take(at) {
+        if !SUMMARY.contains(&p.code) {
+            kept.push(k);
+            before.push(p);
+        }
+    }
+    let before = report.with_problems(before);
     let mut fixed = vec![false; report.problems.len()];
     let (mut overlay, replayed) = match plan(fs, state, &before, Mode::Preen) {
         Ok(p) => {
@@ -347,7 +352,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // the view does it.
     // The orphan file cleanup in it is a correction (e2fsck exits 1).
     let mut orphan_fix = false;
-    for (k, p) in report.problems.iter().enumerate() {
+    for (k, ref p) in report.problems.iter().enumerate() {
         if ORPHAN.contains(&p.code) && replayed && allowed(p, mode) {
             fixed[k] = true;
             orphan_fix |= matches!(
@@ -363,7 +368,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     if replay_fix {
         journal::mark_valid(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
-    if !report.problems.iter().any(wanted) {
+    if !report.problems.iter().any(|p| wanted(&p)) {
         return Ok(Plan {
             overlay,
             fixed,
@@ -384,7 +389,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             ));
         }
         superblock::restore_primary(fs, &mut overlay).map_err(Refusal::Failed)?;
-        for (k, p) in report.problems.iter().enumerate() {
+        for (k, ref p) in report.problems.iter().enumerate() {
             fixed[k] = p.code == Code::SbUsedBackup;
         }
         return Ok(Plan {
@@ -403,7 +408,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     if let Some(k) = report
         .problems
         .iter()
-        .position(|p| wanted(p) && p.code == Code::JournalInodeFromBackup)
+        .position(|ref p| wanted(p) && p.code == Code::JournalInodeFromBackup)
         && journal_inode::restore_from_backup(fs, &mut overlay).map_err(Refusal::Failed)?
     {
         fixed[k] = true;
@@ -449,7 +454,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     if let Some(k) = report
         .problems
         .iter()
-        .position(|p| wanted(p) && p.code == Code::BadBlocksInodeInBadBlock)
+        .position(|ref p| wanted(p) && p.code == Code::BadBlocksInodeInBadBlock)
     {
         fixed[k] = blockmap::clear_bad_blocks_inode(fs, &mut overlay).map_err(Refusal::Failed)?;
         let fixes_staged = fixed[k] || replay_fix;
@@ -465,7 +470,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // descriptors this check loaded).
     let mut moves = Vec::new();
     let mut movers = Vec::new();
-    for (k, p) in report.problems.iter().enumerate() {
+    for (k, ref p) in report.problems.iter().enumerate() {
         if !wanted(p) {
             continue;
         }
@@ -499,7 +504,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // pass 2 counted and pass 3 found no longer holds. Everything else
     // waits for the next round's check.
     let early = |p: &Problem| wanted(p) && !LATE_P1.contains(&p.code) && p.spec().pass <= Pass::P1;
-    if !report.problems.iter().any(early)
+    if !report.problems.iter().any(|p| early(&p))
         && late_round(fs, state, report, &wanted, &mut overlay, &mut fixed)?
     {
         return Ok(Plan {
@@ -533,10 +538,10 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     let resize = report
         .problems
         .iter()
-        .position(|p| wanted(p) && resize::recreates(fs, p));
+        .position(|ref p| wanted(p) && resize::recreates(fs, p));
     let resize_ino =
         |p: &Problem| resize.is_some() && p.args().ino == Some(crate::fs::inode::RESIZE_INO);
-    for (k, p) in report.problems.iter().enumerate() {
+    for (k, ref p) in report.problems.iter().enumerate() {
         if wanted(p) && clear::CODES.contains(&p.code) && !resize_ino(p) {
             fixed[k] =
                 clear::fix(fs, state, &mut overlay, p, &mut round).map_err(Refusal::Failed)?;
@@ -556,16 +561,16 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     if !report
         .problems
         .iter()
-        .any(|p| wanted(p) && p.code == Code::DupBlocks)
+        .any(|p| wanted(&p) && p.code == Code::DupBlocks)
     {
-        for (k, p) in report.problems.iter().enumerate() {
+        for (k, ref p) in report.problems.iter().enumerate() {
             let Some(ino) = p.args().ino else { continue };
             if !wanted(p)
                 || p.code != Code::InodeBigallocBlockMap
                 || round.cleared.contains(&ino)
                 || round.modified.contains(&ino)
                 || report.problems.iter().any(|q| {
-                    q.args().ino == Some(ino) && wanted(q) && blockmap::CODES.contains(&q.code)
+                    q.args().ino == Some(ino) && wanted(&q) && blockmap::CODES.contains(&q.code)
                 })
             {
                 continue;
@@ -594,7 +599,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     let mut reconnected = std::collections::BTreeSet::new();
     // A missing /lost+found is created before anything needs it.
     let mut lf = lostfound::LostFound::new(state);
-    for (k, p) in report.problems.iter().enumerate() {
+    for (k, ref p) in report.problems.iter().enumerate() {
         if wanted(p) && matches!(p.code, Code::LostFoundMissing | Code::LostFoundEncrypted) {
             // An encrypted one is unlinked (it becomes an unconnected
             // directory the next round reconnects) and replaced, as e2fsck.
@@ -622,7 +627,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
             break;
         }
     }
-    for (k, p) in report.problems.iter().enumerate() {
+    for (k, ref p) in report.problems.iter().enumerate() {
         if !wanted(p) || p.args().ino.is_some_and(|i| gone.contains(&i)) {
             continue;
         }
@@ -650,7 +655,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // An unusable journal is replaced (`journal_inode.rs`); what pass 1
     // said about the old journal inode goes with it.
     let new_journal = report.problems.iter().any(|p| {
-        wanted(p)
+        wanted(&p)
             && matches!(
                 p.code,
                 Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
@@ -659,34 +664,42 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     // Block maps next, one inode at a time with all its map problems, and
     // before the field fixes: those read the inode through the overlay and
     // keep the map rewritten here.
-    // Per inode: its map problems to fix, and every code found in it (a
-    // map whose kind is in doubt is left alone, see `blockmap::fix`).
-    let mut maps: std::collections::BTreeMap<u32, (Vec<usize>, Vec<&Problem>)> = Default::default();
-    for (k, p) in report.problems.iter().enumerate() {
-        if let Some(ino) = p.args().ino {
-            let e = maps.entry(ino).or_default();
-            e.1.push(p);
-            if wanted(p)
-                && blockmap::CODES.contains(&p.code)
-                && !gone.contains(&ino)
-                && !(new_journal && journal_inode::resolves(p))
-            {
-                e.0.push(k);
+    // Per inode with map problems to fix: those (index and code), and all
+    // its problems (a map whose kind is in doubt is left alone, see
+    // `blockmap::fix`). Only those inodes are collected: on a check of
+    // very many problems few are map problems.
+    type MapFixes = (Vec<(usize, Code)>, Vec<Problem>);
+    let mut maps: std::collections::BTreeMap<u32, MapFixes> = Default::default();
+    for (k, ref p) in report.problems.iter().enumerate() {
+        if let Some(ino) = p.args().ino
+            && wanted(p)
+            && blockmap::CODES.contains(&p.code)
+            && !gone.contains(&ino)
+            && !(new_journal && journal_inode::resolves(p))
+        {
+            maps.entry(ino).or_default().0.push((k, p.code));
+        }
+    }
+    if !maps.is_empty() {
+        for p in &report.problems {
+            if let Some(e) = p.args().ino.and_then(|i| maps.get_mut(&i)) {
+                e.1.push(p);
             }
         }
     }
-    for (&ino, (ks, all)) in maps.iter().filter(|(_, (ks, _))| !ks.is_empty()) {
-        let codes: Vec<Code> = ks.iter().map(|&k| report.problems[k].code).collect();
-        if blockmap::fix(fs, state, &mut overlay, ino, &codes, all).map_err(Refusal::Failed)? {
+    for (&ino, (ks, all)) in &maps {
+        let codes: Vec<Code> = ks.iter().map(|&(_, c)| c).collect();
+        let all: Vec<&Problem> = all.iter().collect();
+        if blockmap::fix(fs, state, &mut overlay, ino, &codes, &all).map_err(Refusal::Failed)? {
             summary = true;
-            for &k in ks {
+            for &(k, _) in ks {
                 fixed[k] = true;
             }
         }
     }
     let mut link_fixed = std::collections::BTreeSet::new();
     let mut cleared_quota = std::collections::BTreeSet::new();
-    for (k, p) in report.problems.iter().enumerate() {
+    for (k, ref p) in report.problems.iter().enumerate() {
         if p.code == Code::QuotaFileBad
             && allowed(p, mode)
             && p.args().ino.is_some_and(|i| cleared_quota.contains(&i))
@@ -776,7 +789,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         });
     if !other_fix {
         let mut types = std::collections::BTreeSet::new();
-        for p in &report.problems {
+        for ref p in &report.problems {
             if wanted(p)
                 && quota::REWRITE.contains(&p.code)
                 && !p.args().ino.is_some_and(|i| cleared_quota.contains(&i))
@@ -787,7 +800,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         for qtype in types {
             if quota::rewrite(fs, state, &mut overlay, qtype).map_err(Refusal::Failed)? {
                 summary = true;
-                for (k, p) in report.problems.iter().enumerate() {
+                for (k, ref p) in report.problems.iter().enumerate() {
                     if wanted(p)
                         && quota::REWRITE.contains(&p.code)
                         && quota::problem_type(fs, p) == Some(qtype)
@@ -804,7 +817,7 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
         match journal_inode::recreate(fs, state, &mut overlay).map_err(Refusal::Failed)? {
             None => {
                 summary = true;
-                for (k, p) in report.problems.iter().enumerate() {
+                for (k, ref p) in report.problems.iter().enumerate() {
                     if journal_inode::resolves(p) {
                         fixed[k] = true;
                     }
@@ -858,7 +871,7 @@ fn late_round(
     if report
         .problems
         .iter()
-        .any(|p| wanted(p) && p.code == Code::DupBlocks)
+        .any(|p| wanted(&p) && p.code == Code::DupBlocks)
         && let Some(f) = dup_round(fs, state, report, overlay)?
     {
         *fixed = f;
@@ -910,7 +923,7 @@ fn structure(
     let mut rebuild: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
     let mut holes: std::collections::BTreeMap<u32, Vec<usize>> = Default::default();
     let mut dot_fixed = std::collections::BTreeSet::new();
-    for (k, p) in report.problems.iter().enumerate() {
+    for (k, ref p) in report.problems.iter().enumerate() {
         if !wanted(p) {
             continue;
         }
