@@ -1,8 +1,9 @@
 //! Repair: staged block writes and their crash-safe commit.
 //!
 //! Checks will record fix intents; turning them into bytes happens against
-//! an [`overlay::Overlay`], which holds every changed block in memory and
-//! lets later passes read the fixed state. Nothing reaches the device until
+//! an [`overlay::Overlay`], which holds every changed block (past a small
+//! budget in a spill file beside the undo log) and lets later passes read
+//! the fixed state. Nothing reaches the device until
 //! [`commit::commit`] runs the protocol: before-images to an undo log
 //! (checksummed, fsynced), then the new blocks, then the log marked
 //! complete. [`commit::rollback`] restores the before-images, so an
