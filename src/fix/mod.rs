@@ -667,21 +667,27 @@ pub fn plan(
     // keep the map rewritten here.
     // Per inode: its map problems to fix, and every code found in it (a
     // map whose kind is in doubt is left alone, see `blockmap::fix`).
+    // Only inodes with a map problem get an entry: one for every inode of
+    // a report with 100,000 problems took 10 MiB.
     let mut maps: std::collections::BTreeMap<u32, (Vec<usize>, Vec<&Problem>)> = Default::default();
     for (k, p) in report.problems.iter().enumerate() {
-        if let Some(ino) = p.args().ino {
-            let e = maps.entry(ino).or_default();
-            e.1.push(p);
-            if wanted(p)
-                && blockmap::CODES.contains(&p.code)
-                && !gone.contains(&ino)
-                && !(new_journal && journal_inode::resolves(p))
-            {
-                e.0.push(k);
-            }
+        if let Some(ino) = p.args().ino
+            && wanted(p)
+            && blockmap::CODES.contains(&p.code)
+            && !gone.contains(&ino)
+            && !(new_journal && journal_inode::resolves(p))
+        {
+            maps.entry(ino).or_default().0.push(k);
         }
     }
-    for (&ino, (ks, all)) in maps.iter().filter(|(_, (ks, _))| !ks.is_empty()) {
+    for p in &report.problems {
+        if let Some(ino) = p.args().ino
+            && let Some(e) = maps.get_mut(&ino)
+        {
+            e.1.push(p);
+        }
+    }
+    for (&ino, (ks, all)) in &maps {
         let codes: Vec<Code> = ks.iter().map(|&k| report.problems[k].code).collect();
         if blockmap::fix(fs, state, &mut overlay, ino, &codes, all).map_err(Refusal::Failed)? {
             summary = true;

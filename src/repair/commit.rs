@@ -50,11 +50,13 @@ pub struct CommitOptions {
     pub device_write_run: usize,
 }
 
+/// 256 KiB each: large enough that a write's cost is the bytes, small
+/// enough that the two buffers are a small part of a repair's memory.
 impl Default for CommitOptions {
     fn default() -> CommitOptions {
         CommitOptions {
-            log_write_chunk: 1 << 20,
-            device_write_run: 1 << 20,
+            log_write_chunk: 256 << 10,
+            device_write_run: 256 << 10,
         }
     }
 }
