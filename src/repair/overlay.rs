@@ -11,9 +11,11 @@
 //! in-memory budget ([`MEMORY_BUDGET`]) blocks go to a spill file, an
 //! unlinked temporary file in the undo log's directory (the log needs that
 //! much room there anyway, and it is never the device being repaired);
-//! only the index stays in memory. A restaged block is overwritten in
-//! place, an unstaged one's slot reused. The spill file is page cache for
-//! a repair that fits in memory, so reading it back costs a copy.
+//! only the index stays in memory. The oldest blocks in memory spill
+//! first, and a restaged spilled block comes back (fixes run in problem
+//! order, so a block is touched again soon after, if at all); an
+//! unstaged block's file slot is reused. The spill file is page cache
+//! for a repair that fits in memory, so reading it back costs a copy.
 //!
 //! A repair round's staging lies over the previous rounds' ([`Overlay::over`]):
 //! the re-check reads the previous rounds' overlay through the device
@@ -28,7 +30,7 @@
 
 use super::{RepairError, Result};
 use crate::io::{Device, ReadOverlay};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -111,6 +113,11 @@ pub struct Overlay {
     slots: BTreeMap<u64, Slot>,
     /// Bytes of `Slot::Memory` blocks.
     in_memory: u64,
+    /// Blocks placed in memory, oldest first (some since spilled or
+    /// unstaged): the next to spill when the budget is full. Fixes go in
+    /// problem order, so a block is mostly restaged and read again soon
+    /// after it was staged, while it is still here.
+    recent: VecDeque<u64>,
     spill: Option<SpillFile>,
 }
 
@@ -137,6 +144,7 @@ impl Overlay {
             count: 0,
             slots: BTreeMap::new(),
             in_memory: 0,
+            recent: VecDeque::new(),
             spill: None,
         })
     }
@@ -152,6 +160,7 @@ impl Overlay {
             base: Some(base),
             slots: BTreeMap::new(),
             in_memory: 0,
+            recent: VecDeque::new(),
             spill: None,
         }
     }
@@ -303,34 +312,75 @@ impl Overlay {
     }
 
     /// Puts `data` (one block) in this overlay's own slot for `block`:
-    /// the one it has (overwritten in place), or a new one in memory while
-    /// the budget lasts, then in the spill file.
+    /// in memory, spilling the oldest blocks there when the budget is
+    /// full; a block found in the spill file moves back to memory (its
+    /// file slot freed), as it is likely to be staged again soon.
     fn put(&mut self, block: u64, data: Vec<u8>) -> Result<()> {
         let bs = u64::from(self.block_size);
-        match self.slots.get_mut(&block) {
-            Some(Slot::Memory(d)) => d.copy_from_slice(&data),
-            Some(Slot::Spilled(s)) => {
-                let s = *s;
-                self.write_spilled(s, &data)?;
+        let spilled = match self.slots.get_mut(&block) {
+            Some(Slot::Memory(d)) => {
+                d.copy_from_slice(&data);
+                return Ok(());
             }
-            Some(Slot::Removed) | None => {
-                let slot = if self.staging.spill_dir.is_none()
-                    || self.in_memory.saturating_add(bs) <= self.staging.memory
-                {
-                    self.in_memory += bs;
-                    Slot::Memory(data.into_boxed_slice())
-                } else {
-                    let s = self.spill_slot()?;
-                    if let Err(e) = self.write_spilled(s, &data) {
-                        if let Some(f) = &mut self.spill {
-                            f.free.push(s);
-                        }
-                        return Err(e);
-                    }
-                    Slot::Spilled(s)
+            Some(Slot::Spilled(s)) => Some(*s),
+            Some(Slot::Removed) | None => None,
+        };
+        if self.staging.spill_dir.is_some() {
+            self.make_room(bs)?;
+            if self.in_memory.saturating_add(bs) > self.staging.memory {
+                // A budget smaller than a block: straight to the file.
+                let s = match spilled {
+                    Some(s) => s,
+                    None => self.spill_slot()?,
                 };
-                self.slots.insert(block, slot);
+                if let Err(e) = self.write_spilled(s, &data) {
+                    if spilled.is_none()
+                        && let Some(f) = &mut self.spill
+                    {
+                        f.free.push(s);
+                    }
+                    return Err(e);
+                }
+                self.slots.insert(block, Slot::Spilled(s));
+                return Ok(());
             }
+        }
+        if let Some(s) = spilled
+            && let Some(f) = &mut self.spill
+        {
+            f.free.push(s);
+        }
+        self.in_memory += bs;
+        self.recent.push_back(block);
+        self.slots
+            .insert(block, Slot::Memory(data.into_boxed_slice()));
+        Ok(())
+    }
+
+    /// Spills the oldest blocks in memory until `need` more bytes fit in
+    /// the budget.
+    fn make_room(&mut self, need: u64) -> Result<()> {
+        while self.in_memory.saturating_add(need) > self.staging.memory {
+            let Some(old) = self.recent.pop_front() else {
+                break;
+            };
+            let Some(Slot::Memory(_)) = self.slots.get(&old) else {
+                continue;
+            };
+            let s = self.spill_slot()?;
+            let written = match self.slots.get(&old) {
+                Some(Slot::Memory(d)) => self.write_spilled(s, d),
+                _ => Ok(()),
+            };
+            if let Err(e) = written {
+                if let Some(f) = &mut self.spill {
+                    f.free.push(s);
+                }
+                self.recent.push_front(old);
+                return Err(e);
+            }
+            self.slots.insert(old, Slot::Spilled(s));
+            self.in_memory -= u64::from(self.block_size);
         }
         Ok(())
     }
@@ -484,12 +534,19 @@ impl Overlay {
     /// Every staged block in `range`, in block order, with the overlay
     /// and slot that hold it.
     fn resolved(&self, range: std::ops::RangeInclusive<u64>) -> Vec<(u64, &Overlay, &Slot)> {
-        if self.base.is_none() {
-            return self
+        // Overlays with nothing staged (a first round lies over an empty
+        // replay) are passed over: with one left, its index is the answer.
+        let mut staged = std::iter::successors(Some(self), |l| l.base.as_deref())
+            .filter(|l| !l.slots.is_empty());
+        let Some(top) = staged.next() else {
+            return Vec::new();
+        };
+        if staged.next().is_none() {
+            return top
                 .slots
                 .range(range)
                 .filter(|(_, s)| !matches!(s, Slot::Removed))
-                .map(|(&b, s)| (b, self, s))
+                .map(|(&b, s)| (b, top, s))
                 .collect();
         }
         let mut seen: BTreeMap<u64, (&Overlay, &Slot)> = BTreeMap::new();
@@ -729,7 +786,11 @@ mod tests {
             s.stage(b, block(b, 1)).unwrap();
             m.stage(b, block(b, 1)).unwrap();
         }
-        assert_eq!(s.spilled_blocks(), 496, "restaging overwrites in place");
+        assert_eq!(
+            s.spilled_blocks(),
+            496,
+            "a restaged block comes back, another goes"
+        );
         for b in (0..500).step_by(7) {
             s.unstage(b);
             m.unstage(b);
