@@ -20,12 +20,13 @@ use pfsck::repair::commit::{
     self, CommitOptions, RollbackOutcome, RollbackScope, commit, rollback,
 };
 use pfsck::repair::faults::{Crash, FailAfter, Faults, NoFaults, Op};
-use pfsck::repair::overlay::Overlay;
+use pfsck::repair::overlay::{Overlay, Staging};
 use pfsck::repair::undo::{self, State};
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 const IMAGE_SIZE: u64 = 8 << 20;
 
@@ -41,9 +42,28 @@ fn base_image(block_size: u32) -> PathBuf {
 }
 
 /// Stages `n` random blocks: the superblock's block, a run of adjacent
-/// blocks (so coalesced writes are exercised) and random others.
+/// blocks (so coalesced writes are exercised) and random others. All but
+/// the first four go to a spill file, as a large repair's do.
 fn stage_random(block_size: u32, n: usize, seed: u64) -> Overlay {
-    let mut o = Overlay::new(block_size, IMAGE_SIZE, 64 << 20).unwrap();
+    let dir = TempDir::new(&format!("spill-{block_size}-{n}-{seed}"));
+    let o = stage_random_in(block_size, n, seed, &spilling(&dir, block_size));
+    // The spill file has no name: it outlives its directory.
+    drop(dir);
+    assert!(o.spilled_blocks() > 0 || n <= 4);
+    o
+}
+
+/// Staging that keeps four blocks in memory and spills the rest to `dir`.
+fn spilling(dir: &TempDir, block_size: u32) -> Staging {
+    Staging {
+        limit: 64 << 20,
+        memory: 4 * u64::from(block_size),
+        spill_dir: Some(dir.path().to_path_buf()),
+    }
+}
+
+fn stage_random_in(block_size: u32, n: usize, seed: u64, staging: &Staging) -> Overlay {
+    let mut o = Overlay::with_staging(block_size, IMAGE_SIZE, staging).unwrap();
     let nblocks = IMAGE_SIZE / u64::from(block_size);
     let mut rng = XorShift::new(seed);
     let sb_block = if block_size == 1024 { 1 } else { 0 };
@@ -64,9 +84,10 @@ fn stage_random(block_size: u32, n: usize, seed: u64) -> Overlay {
 fn expected_after(original: &[u8], o: &Overlay) -> Vec<u8> {
     let mut img = original.to_vec();
     let bs = o.block_size() as usize;
-    for (b, data) in o.iter() {
+    for r in o.iter() {
+        let (b, data) = r.unwrap();
         let off = b as usize * bs;
-        img[off..off + bs].copy_from_slice(data);
+        img[off..off + bs].copy_from_slice(&data);
     }
     img
 }
@@ -663,4 +684,50 @@ fn block_device_commit_rollback_and_mounted_refusal() {
     }
     drop(lo);
     assert!(fs::read(&img).unwrap() == original);
+}
+
+/// Spilled, in memory, or a round's overlay over an earlier one's: the
+/// same staged blocks commit to the same image and the same undo log.
+#[test]
+fn spilled_staging_commits_as_in_memory_staging_does() {
+    let tmp = TempDir::new("spill-equal");
+    let base = base_image(4096);
+    let original = fs::read(&base).unwrap();
+    let memory = stage_random_in(4096, 60, 99, &Staging::in_memory(64 << 20));
+    let spilled = stage_random(4096, 60, 99);
+    assert_eq!(memory.spilled_blocks(), 0);
+    assert!(spilled.spilled_blocks() >= 50);
+    // The first half's staging in one overlay, the last two thirds in one
+    // over it (a block staged below with other contents, staged again).
+    let all: Vec<(u64, Vec<u8>)> = memory.iter().map(|r| r.unwrap()).collect();
+    let n = all.len();
+    assert!(n > 50, "random blocks repeat rarely");
+    let dir = TempDir::new("spill-layers");
+    let mut lower = Overlay::with_staging(4096, IMAGE_SIZE, &spilling(&dir, 4096)).unwrap();
+    for (b, d) in &all[..n / 2] {
+        lower.stage(*b, vec![0x5A; 4096]).unwrap();
+        lower.stage(*b, d.clone()).unwrap();
+    }
+    lower.stage(all[n - 1].0, vec![0xA5; 4096]).unwrap();
+    let mut upper = Overlay::over(Arc::new(lower));
+    for (b, d) in &all[n / 3..] {
+        upper.stage(*b, d.clone()).unwrap();
+    }
+    let mut results = Vec::new();
+    for (name, o) in [
+        ("memory", &memory),
+        ("spilled", &spilled),
+        ("layered", &upper),
+    ] {
+        let img = tmp.join(format!("{name}.img"));
+        let log = tmp.join(format!("{name}.undo"));
+        copy_image(&base, &img);
+        let rep = commit(&img, o, &log, &mut NoFaults, &CommitOptions::default()).unwrap();
+        assert_eq!(rep.blocks_written, n as u64, "{name}");
+        let after = fs::read(&img).unwrap();
+        assert!(after == expected_after(&original, &memory), "{name}");
+        results.push((after, fs::read(&log).unwrap()));
+    }
+    assert!(results[0] == results[1], "spilled commit differs");
+    assert!(results[0] == results[2], "layered commit differs");
 }

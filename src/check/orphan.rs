@@ -103,11 +103,8 @@ pub fn after_orphans(
         return Ok(superblock::Opened::Fs(fs, first_probs));
     }
     let bs = fs.geo.block_size as u64;
-    let mut ranges: BTreeMap<u64, Vec<u8>> = fs
-        .dev
-        .overlay_ranges()
-        .map(|(o, d)| (o, d.to_vec()))
-        .collect();
+    // Laid over the device's overlays (a journal replay), not merged.
+    let mut ranges: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     for (b, d) in out.blocks {
         ranges.insert(b * bs, d);
     }

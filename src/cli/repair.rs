@@ -19,6 +19,8 @@ use crate::fix::{self, Mode, Refusal};
 use crate::io::Device;
 use crate::repair::commit::{self, CommitOptions};
 use crate::repair::faults::NoFaults;
+use crate::repair::overlay::Staging;
+use std::sync::Arc;
 
 /// Check-and-fix rounds at most: each round's fixes come from a check of
 /// the previous rounds' staged result.
@@ -70,13 +72,23 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         return report::print(rep, device, args);
     };
 
-    let planned = plan_round(fs, state, rep, mode, &mut ask);
+    let staging = &staging(args);
+    let planned = plan_round(fs, state, rep, mode, staging, &mut ask);
     let no_fix = vec![false; rep.problems.len()];
     let plan = match planned {
         Ok(p) => p,
         Err(Refusal::Unexpected) => {
-            return preen_halt(args, opts, fs, state, rep, &ProblemList::new(), device)
-                .unwrap_or_else(fail);
+            return preen_halt(
+                args,
+                opts,
+                fs,
+                state,
+                rep,
+                &ProblemList::new(),
+                device,
+                staging,
+            )
+            .unwrap_or_else(fail);
         }
         Err(Refusal::Unsupported(why)) | Err(Refusal::Failed(why)) => {
             let code = report::exit_code(rep);
@@ -113,7 +125,11 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     let mut shown = rep.problems.clone();
     let mut shown_fixed = plan.fixed.clone();
     let mut fixes_staged = plan.fixes_staged;
-    let mut overlay = plan.overlay;
+    // Shared with each re-check's device, which reads through it.
+    let mut overlay = match plan.overlay.flattened() {
+        Ok(o) => Arc::new(o),
+        Err(e) => return fail(e.to_string()),
+    };
     let mut round = 1;
     // A check that read a backup superblock (found by itself, or named
     // with -b) restores the primary copies in the first round, alone; the
@@ -125,7 +141,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     };
     let after = loop {
         let dev = match Device::open_read_only(&args.device) {
-            Ok(d) => d.with_overlay(overlay.byte_ranges()),
+            Ok(d) => d.with_read_overlay(overlay.clone()),
             Err(e) => return fail(e.to_string()),
         };
         let again = match check::check_device(dev, recheck_opts) {
@@ -139,7 +155,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         if round > MAX_ROUNDS || !again.report.has_errors() || again.report.has_fatal() {
             break again.report;
         }
-        let next = match plan_round(fs2, state2, &again.report, mode, &mut ask) {
+        let next = match plan_round(fs2, state2, &again.report, mode, staging, &mut ask) {
             Ok(next) => next,
             // A fix uncovered a problem preen may not fix: e2fsck would
             // stop there too, with what it fixed so far written.
@@ -150,8 +166,17 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
                     .filter(|(_, f)| **f)
                     .map(|(p, _)| p)
                     .collect();
-                return preen_halt(args, opts, fs2, state2, &again.report, &earlier, device)
-                    .unwrap_or_else(fail);
+                return preen_halt(
+                    args,
+                    opts,
+                    fs2,
+                    state2,
+                    &again.report,
+                    &earlier,
+                    device,
+                    staging,
+                )
+                .unwrap_or_else(fail);
             }
             Err(_) => break again.report,
         };
@@ -175,7 +200,14 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
             }
         }
         fixes_staged = true;
-        overlay = next.overlay;
+        // This round's staging lies over the one the re-check read; with
+        // the re-check's device gone, the two merge into one.
+        drop(again);
+        drop(overlay);
+        overlay = match next.overlay.flattened() {
+            Ok(o) => Arc::new(o),
+            Err(e) => return fail(e.to_string()),
+        };
     };
     // What is shown: the first check's problems, then those later rounds
     // found and fixed, each in its pass. A first-check problem of passes
@@ -259,6 +291,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
 /// prints what e2fsck prints: each fix (`NAME: message.  FIXED.`), the
 /// problem, then `UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.` on
 /// standard error. Exit 4, as e2fsck.
+#[allow(clippy::too_many_arguments)]
 fn preen_halt(
     args: &Args,
     opts: &Options,
@@ -267,8 +300,9 @@ fn preen_halt(
     rep: &check::Report,
     earlier: &ProblemList,
     device: &str,
+    staging: &Staging,
 ) -> Result<i32, String> {
-    let plan = fix::plan_preen_halt(fs, state, rep)?;
+    let plan = fix::plan_preen_halt(fs, state, rep, staging)?;
     let log = args
         .undo
         .clone()
@@ -384,20 +418,32 @@ fn plan_round(
     state: &check::state::State,
     rep: &check::Report,
     mode: Mode,
+    staging: &Staging,
     ask: &mut Option<Ask>,
 ) -> Result<fix::Plan, Refusal> {
     let Some(ask) = ask else {
-        return fix::plan(fs, state, rep, mode);
+        return fix::plan(fs, state, rep, mode, staging);
     };
     let yes = ask(rep);
     let (kept, idx) = super::ask::keep(rep, &yes);
-    let mut plan = fix::plan(fs, state, &kept, Mode::Yes)?;
+    let mut plan = fix::plan(fs, state, &kept, Mode::Yes, staging)?;
     let mut fixed = vec![false; rep.problems.len()];
     for (j, &k) in idx.iter().enumerate() {
         fixed[k] = plan.fixed[j];
     }
     plan.fixed = fixed;
     Ok(plan)
+}
+
+/// Where a repair stages: blocks beyond a small budget spill to a file
+/// beside the undo log (never on the device being repaired).
+fn staging(args: &Args) -> Staging {
+    let log = args
+        .undo
+        .clone()
+        .unwrap_or_else(|| crate::repair::default_undo_path(&args.device));
+    crate::repair::ensure_default_log_dir(&log);
+    Staging::beside_log(&log)
 }
 
 /// Writes the journal replay and orphan processing the check read through
@@ -411,7 +457,7 @@ fn replay_only(
     rep: &check::Report,
     device: &str,
 ) -> Result<(), String> {
-    let overlay = fix::journal::staged_before_passes(fs)?;
+    let overlay = fix::journal::staged_before_passes(fs, &staging(args))?;
     if overlay.is_empty() {
         return Ok(());
     }

@@ -19,19 +19,25 @@ use crate::check::problem::Code;
 use crate::check::{Fs, Report};
 use crate::fs::bytes::{le16, put_le16};
 use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, incompat};
-use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
+use crate::io::RangeOverlay;
+use crate::repair::overlay::{Overlay, Staging};
+use std::any::Any;
+use std::sync::Arc;
 
 /// The replay the check read through, staged as whole blocks; an empty
 /// overlay when the check ran on the disk as it is.
 ///
 /// `fs` must come from a check of the plain device (`check::check_device`
 /// on a device without an overlay): then the only read overlay it can
-/// carry is the journal replay.
-pub fn staged(fs: &Fs) -> Result<Overlay, String> {
+/// carry is the journal replay. Or from a repair's re-check, whose device
+/// reads through the earlier rounds' staging: that overlay is returned
+/// itself (shared, not copied), with whatever the re-check laid over it.
+pub fn staged(fs: &Fs, staging: &Staging) -> Result<Arc<Overlay>, String> {
     let bs = fs.geo.block_size;
-    let mut overlay = Overlay::new(bs, fs.dev.size(), DEFAULT_LIMIT).map_err(|e| e.to_string())?;
-    if fs.dev.overlay_bytes() == 0 {
-        return Ok(overlay);
+    let layers = fs.dev.read_overlays();
+    if layers.is_empty() {
+        let o = Overlay::with_staging(bs, fs.dev.size(), staging).map_err(|e| e.to_string())?;
+        return Ok(Arc::new(o));
     }
     // The replay view rewrites the primary superblock; a check that fell
     // back to a backup superblock has no trustworthy primary to rewrite.
@@ -42,19 +48,44 @@ pub fn staged(fs: &Fs) -> Result<Overlay, String> {
                 .into(),
         );
     }
-    for (off, data) in fs.dev.overlay_ranges() {
-        // The recovery view is built from whole blocks; anything else would
-        // mean the view did not come from the replay planner.
-        if off % u64::from(bs) != 0 || data.len() != bs as usize {
-            return Err(format!(
-                "journal replay view has a partial block at byte {off}; not writing it"
-            ));
+    // Only a repair puts its staging on a device, lowest; what a re-check
+    // lays over it (orphans) is copied on top.
+    let mut rest = layers;
+    let mut below: Option<Arc<Overlay>> = None;
+    if let Some(first) = layers.first() {
+        let any: Arc<dyn Any + Send + Sync> = first.clone();
+        if let Ok(o) = any.downcast::<Overlay>() {
+            below = Some(o);
+            rest = &layers[1..];
         }
-        overlay
-            .stage(off / u64::from(bs), data.to_vec())
-            .map_err(|e| format!("staging the journal replay: {e}"))?;
     }
-    Ok(overlay)
+    if rest.is_empty()
+        && let Some(b) = below
+    {
+        return Ok(b);
+    }
+    let mut overlay = match below {
+        Some(b) => Overlay::over(b),
+        None => Overlay::with_staging(bs, fs.dev.size(), staging).map_err(|e| e.to_string())?,
+    };
+    for layer in rest {
+        let Some(ranges) = (&**layer as &dyn Any).downcast_ref::<RangeOverlay>() else {
+            return Err("the checked view has a read overlay of an unknown kind".into());
+        };
+        for (off, data) in ranges.ranges() {
+            // The recovery view is built from whole blocks; anything else
+            // would mean the view did not come from the replay planner.
+            if off % u64::from(bs) != 0 || data.len() != bs as usize {
+                return Err(format!(
+                    "journal replay view has a partial block at byte {off}; not writing it"
+                ));
+            }
+            overlay
+                .stage(off / u64::from(bs), data.to_vec())
+                .map_err(|e| format!("staging the journal replay: {e}"))?;
+        }
+    }
+    Ok(Arc::new(overlay))
 }
 
 /// What e2fsck writes before it decides anything else, for the runs that
@@ -63,8 +94,8 @@ pub fn staged(fs: &Fs) -> Result<Overlay, String> {
 /// orphans ([`staged`]), and a journal inode it made from the
 /// superblock's backup (it looks at the journal first and writes that
 /// inode back whenever it may write).
-pub fn staged_before_passes(fs: &Fs) -> Result<Overlay, String> {
-    let mut overlay = staged(fs)?;
+pub fn staged_before_passes(fs: &Fs, staging: &Staging) -> Result<Overlay, String> {
+    let mut overlay = Overlay::over(staged(fs, staging)?);
     if crate::check::journal::check(fs, true)
         .iter()
         .any(|p| p.code == Code::JournalInodeFromBackup)

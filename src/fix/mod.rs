@@ -66,7 +66,7 @@ use crate::check::{Fs, Report};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::inode::ROOT_INO;
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
-use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
+use crate::repair::overlay::{Overlay, Staging};
 
 /// Which problems the user allowed to be fixed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -277,7 +277,12 @@ pub fn preen_halt_at(report: &Report) -> Option<usize> {
 /// redone), so the next boot's check does not skip the file system as
 /// clean. The journal replay and orphans the check read through are in
 /// it. `fixed` maps onto all of `report`'s problems.
-pub fn plan_preen_halt(fs: &Fs, state: &State, report: &Report) -> Result<Plan, String> {
+pub fn plan_preen_halt(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    staging: &Staging,
+) -> Result<Plan, String> {
     let at = preen_halt_at(report).unwrap_or(report.problems.len());
     let mut kept = Vec::new();
     let mut before = crate::check::problem::ProblemList::new();
@@ -289,7 +294,7 @@ pub fn plan_preen_halt(fs: &Fs, state: &State, report: &Report) -> Result<Plan, 
     }
     let before = report.with_problems(before);
     let mut fixed = vec![false; report.problems.len()];
-    let (mut overlay, replayed) = match plan(fs, state, &before, Mode::Preen) {
+    let (mut overlay, replayed) = match plan(fs, state, &before, Mode::Preen, staging) {
         Ok(p) => {
             for (j, &k) in kept.iter().enumerate() {
                 fixed[k] = p.fixed.get(j).copied().unwrap_or(false);
@@ -299,8 +304,8 @@ pub fn plan_preen_halt(fs: &Fs, state: &State, report: &Report) -> Result<Plan, 
         // Nothing of it can be staged (a refusal): what e2fsck writes
         // before the passes, and the error state.
         Err(_) => {
-            let o = journal::staged_before_passes(fs)?;
-            let replayed = !journal::staged(fs)?.is_empty();
+            let o = journal::staged_before_passes(fs, staging)?;
+            let replayed = !journal::staged(fs, staging)?.is_empty();
             (o, replayed)
         }
     };
@@ -327,27 +332,28 @@ fn mark_errors(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
 
 /// Stages fixes for the problems of `report` that `mode` allows and that
 /// pfsck supports.
-pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan, Refusal> {
+pub fn plan(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    mode: Mode,
+    staging: &Staging,
+) -> Result<Plan, Refusal> {
     if mode == Mode::Preen && preen_halt_at(report).is_some() {
         return Err(Refusal::Unexpected);
     }
 
     let mut fixed = vec![false; report.problems.len()];
-    let bs = fs.geo.block_size;
     if let Some(why) = journal::unrecovered(fs) {
         return Err(Refusal::Unsupported(why));
     }
     // The replay goes first: the check judged the replayed file system,
-    // so the fixes must be staged over those bytes.
-    let replay = journal::staged(fs).map_err(Refusal::Unsupported)?;
-    let mut overlay = Overlay::new(bs, fs.dev.size(), DEFAULT_LIMIT)
-        .map_err(|e| Refusal::Failed(e.to_string()))?;
-    for (b, data) in replay.iter() {
-        overlay
-            .stage(b, data.to_vec())
-            .map_err(|e| Refusal::Failed(e.to_string()))?;
-    }
+    // so the fixes must be staged over those bytes. In a later round the
+    // check read through the earlier rounds' staging, which this round's
+    // lies over (and which counts as the replay here).
+    let replay = journal::staged(fs, staging).map_err(Refusal::Unsupported)?;
     let replayed = !replay.is_empty();
+    let mut overlay = Overlay::over(replay);
     // Orphan processing is part of that view (`check::orphan`): staging
     // the view does it.
     // The orphan file cleanup in it is a correction (e2fsck exits 1).
@@ -835,8 +841,11 @@ pub fn plan(fs: &Fs, state: &State, report: &Report, mode: Mode) -> Result<Plan,
     if journal_made {
         journal_inode::write_backups(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
-    let fixes_staged =
-        replay_fix || orphan_fix || overlay.iter().any(|(b, d)| replay.get(b) != Some(d));
+    let fixes_staged = replay_fix
+        || orphan_fix
+        || overlay
+            .differs_from_base()
+            .map_err(|e| Refusal::Failed(e.to_string()))?;
     if !fixes_staged {
         // The earlier fixes staged nothing after all (a pass 1 problem no
         // fix could act on): pass 1D and the directory structure go on.

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -49,10 +50,23 @@ enum Backend {
     Memory(Vec<u8>),
 }
 
-/// Bytes that replace the device's own in every read: the blocks journal
-/// replay would write, so `-n` can check the file system as it will be
-/// after recovery without writing anything.
-struct Overlay {
+/// Bytes laid over the device's own in every read. The check never
+/// writes, so what it must see differently from the disk comes through
+/// here: the blocks journal replay and orphan processing would write
+/// (`-n` checks the file system as it will be after recovery), and in a
+/// repair's re-check the blocks the fixes staged (`repair::overlay`,
+/// which keeps most of them in a file: hence the fallible `apply`).
+///
+/// `Any`: an overlay's owner finds its own kind again on a device (a
+/// repair continues from the staging its re-check read through).
+pub trait ReadOverlay: std::any::Any + Send + Sync {
+    /// Replaces the bytes of `buf`, read from byte `offset`, that this
+    /// overlay covers.
+    fn apply(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()>;
+}
+
+/// A read overlay of byte ranges held in memory (the replay view).
+pub struct RangeOverlay {
     /// Byte offset → contents; ranges do not overlap.
     ranges: BTreeMap<u64, Vec<u8>>,
     /// Longest range, to find the ranges that start before a read.
@@ -61,7 +75,9 @@ struct Overlay {
 
 pub struct Device {
     backend: Backend,
-    overlay: Option<Overlay>,
+    /// Read overlays, the lowest first: each one's bytes replace those
+    /// of the device and of the overlays below it.
+    overlays: Vec<Arc<dyn ReadOverlay>>,
     path: PathBuf,
     size: u64,
     bytes_read: AtomicU64,
@@ -109,7 +125,7 @@ impl Device {
         })?;
         Ok(Device {
             backend: Backend::File(file),
-            overlay: None,
+            overlays: Vec::new(),
             path: path.to_path_buf(),
             size,
             bytes_read: AtomicU64::new(0),
@@ -126,7 +142,7 @@ impl Device {
         Device {
             size: bytes.len() as u64,
             backend: Backend::Memory(bytes),
-            overlay: None,
+            overlays: Vec::new(),
             path: PathBuf::from("<memory>"),
             bytes_read: AtomicU64::new(0),
             latency: Default::default(),
@@ -137,10 +153,11 @@ impl Device {
         }
     }
 
-    /// The same device read through `ranges` (byte offset → bytes): reads
-    /// see those bytes instead of the device's. Ranges must not overlap;
-    /// a later one that would is dropped. Nothing is ever written.
-    pub fn with_overlay(mut self, ranges: BTreeMap<u64, Vec<u8>>) -> Device {
+    /// The same device read through `ranges` (byte offset → bytes) laid
+    /// over what it read so far: reads see those bytes instead. Ranges
+    /// must not overlap; a later one that would is dropped. Nothing is
+    /// ever written.
+    pub fn with_overlay(self, ranges: BTreeMap<u64, Vec<u8>>) -> Device {
         let mut kept: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
         let mut end_of_last = 0u64;
         for (off, data) in ranges {
@@ -153,27 +170,26 @@ impl Device {
             end_of_last = end;
             kept.insert(off, data);
         }
+        if kept.is_empty() {
+            return self;
+        }
         let max_len = kept.values().map(|d| d.len() as u64).max().unwrap_or(0);
-        self.overlay = (!kept.is_empty()).then_some(Overlay {
+        self.with_read_overlay(Arc::new(RangeOverlay {
             ranges: kept,
             max_len,
-        });
+        }))
+    }
+
+    /// The same device read through `overlay`, laid over the overlays it
+    /// has: shared, not copied (a repair's staged blocks).
+    pub fn with_read_overlay(mut self, overlay: Arc<dyn ReadOverlay>) -> Device {
+        self.overlays.push(overlay);
         self
     }
 
-    /// The overlay's byte ranges (offset, bytes) in offset order: what a
-    /// repair must write for the device to read as this view does.
-    pub fn overlay_ranges(&self) -> impl Iterator<Item = (u64, &[u8])> {
-        self.overlay
-            .iter()
-            .flat_map(|o| o.ranges.iter().map(|(&k, v)| (k, &v[..])))
-    }
-
-    /// Number of bytes the overlay replaces.
-    pub fn overlay_bytes(&self) -> u64 {
-        self.overlay
-            .as_ref()
-            .map_or(0, |o| o.ranges.values().map(|d| d.len() as u64).sum())
+    /// The read overlays, the lowest first.
+    pub fn read_overlays(&self) -> &[Arc<dyn ReadOverlay>] {
+        &self.overlays
     }
 
     pub fn size(&self) -> u64 {
@@ -229,21 +245,27 @@ impl Device {
                 buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
             }
         }
-        self.delivered(offset, buf);
-        Ok(())
+        self.delivered(offset, buf)
     }
 }
 
 impl Device {
-    /// What every read does with bytes it fetched: the overlay's ranges
+    /// What every read does with bytes it fetched: the overlays' bytes
     /// over them, and the byte counts (`-t`'s bytes read per pass).
-    fn delivered(&self, offset: u64, buf: &mut [u8]) {
-        if let Some(o) = &self.overlay {
-            o.apply(offset, buf);
+    fn delivered(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        for o in &self.overlays {
+            o.apply(offset, buf).map_err(|e| Error::Io {
+                what: format!(
+                    "read of the staged blocks at offset {offset} of {}",
+                    self.path.display()
+                ),
+                source: e,
+            })?;
         }
         self.bytes_read
             .fetch_add(buf.len() as u64, Ordering::Relaxed);
         THREAD_BYTES.with(|b| b.set(b.get() + buf.len() as u64));
+        Ok(())
     }
 
     /// Can this device say whether data is in the page cache
@@ -280,8 +302,7 @@ impl Device {
                 buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
             }
         }
-        self.delivered(offset, buf);
-        Some(Ok(()))
+        Some(self.delivered(offset, buf))
     }
 
     /// Is the data at `offset` (as much as `scratch` holds) in the page
@@ -397,9 +418,15 @@ impl Device {
     }
 }
 
-impl Overlay {
-    /// Copies the overlaid bytes of [offset, offset + buf.len()) into buf.
-    fn apply(&self, offset: u64, buf: &mut [u8]) {
+impl RangeOverlay {
+    /// The ranges (offset, bytes) in offset order.
+    pub fn ranges(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        self.ranges.iter().map(|(&k, v)| (k, &v[..]))
+    }
+}
+
+impl ReadOverlay for RangeOverlay {
+    fn apply(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
         let end = offset.saturating_add(buf.len() as u64);
         let from = offset.saturating_sub(self.max_len.saturating_sub(1));
         for (&start, data) in self.ranges.range(from..end) {
@@ -413,6 +440,7 @@ impl Overlay {
             let dst = &mut buf[(lo - offset) as usize..(hi - offset) as usize];
             dst.copy_from_slice(&data[(lo - start) as usize..(hi - start) as usize]);
         }
+        Ok(())
     }
 }
 
@@ -553,7 +581,14 @@ mod tests {
         assert_eq!(c, [0xAA, 0xAA]);
         d.read_at(24, &mut c).unwrap();
         assert_eq!(c, [24, 25]);
-        assert_eq!(d.overlay_bytes(), 8);
+        // A second overlay lies over the first.
+        let mut top = BTreeMap::new();
+        top.insert(11, vec![0xDD; 2]);
+        let d = d.with_overlay(top);
+        let mut e = [0u8; 6];
+        d.read_at(9, &mut e).unwrap();
+        assert_eq!(e, [9, 0xAA, 0xDD, 0xDD, 0xAA, 14]);
+        assert_eq!(d.read_overlays().len(), 2);
     }
 
     #[test]

@@ -26,6 +26,7 @@ use super::overlay::Overlay;
 use super::undo::{self, Header, Identity, State};
 use super::{RepairError, Result, mounted};
 use crate::io::writable::WritableDevice;
+use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -49,11 +50,13 @@ pub struct CommitOptions {
     pub device_write_run: usize,
 }
 
+/// 256 KiB each: large enough that a write's cost is the bytes, small
+/// enough that the two buffers are a small part of a repair's memory.
 impl Default for CommitOptions {
     fn default() -> CommitOptions {
         CommitOptions {
-            log_write_chunk: 1 << 20,
-            device_write_run: 1 << 20,
+            log_write_chunk: 256 << 10,
+            device_write_run: 256 << 10,
         }
     }
 }
@@ -161,7 +164,7 @@ impl Steps<'_> {
         &mut self,
         dev: &WritableDevice,
         block_size: u32,
-        blocks: impl Iterator<Item = (u64, &'a [u8])>,
+        blocks: impl Iterator<Item = Result<(u64, Cow<'a, [u8]>)>>,
         max_run: usize,
     ) -> Result<u64> {
         let bs = u64::from(block_size);
@@ -169,7 +172,8 @@ impl Steps<'_> {
         let mut run_start = 0u64;
         let mut run_next = 0u64;
         let mut count = 0u64;
-        for (block, data) in blocks {
+        for item in blocks {
+            let (block, data) = item?;
             let extends = !run.is_empty()
                 && block == run_next
                 && run.len().saturating_add(data.len()) <= max_run;
@@ -180,7 +184,7 @@ impl Steps<'_> {
             if run.is_empty() {
                 run_start = block;
             }
-            run.extend_from_slice(data);
+            run.extend_from_slice(&data);
             run_next = block.saturating_add(1);
             count = count.saturating_add(1);
         }
@@ -302,13 +306,23 @@ pub fn commit(
     let bsu = u64::from(bs);
 
     // Before-images come from the device as it is now, not from what the
-    // checker read earlier: they are what a rollback must put back.
-    let mut changes: Vec<(u64, Vec<u8>, &[u8])> = Vec::new();
-    for (block, new) in overlay.iter() {
-        let mut before = vec![0u8; bs as usize];
+    // checker read earlier: they are what a rollback must put back. Only
+    // the numbers of the changed blocks are kept; their bytes are read
+    // again as the log and the device are written, a batch at a time, so
+    // the commit's memory does not grow with the repair.
+    let sb_len = superblock_len(dev.size());
+    let mut sb = vec![0u8; sb_len];
+    dev.read_at(SB_OFFSET.min(dev.size()), &mut sb)?;
+    let sb_before = superblock_crcs(&sb);
+    let mut changes: Vec<u64> = Vec::new();
+    let mut before = vec![0u8; bs as usize];
+    let mut new = vec![0u8; bs as usize];
+    for block in overlay.blocks() {
+        overlay.read_block(block, &mut new)?;
         dev.read_at(offset_of(block, bsu)?, &mut before)?;
         if before != new {
-            changes.push((block, before, new));
+            changes.push(block);
+            patch_range(&mut sb, SB_OFFSET, block, bsu, &new);
         }
     }
     if changes.is_empty() {
@@ -318,14 +332,6 @@ pub fn commit(
         });
     }
     check_existing_log(log)?;
-
-    let sb_len = superblock_len(dev.size());
-    let mut sb = vec![0u8; sb_len];
-    dev.read_at(SB_OFFSET.min(dev.size()), &mut sb)?;
-    let sb_before = superblock_crcs(&sb);
-    for (block, _, new) in &changes {
-        patch_range(&mut sb, SB_OFFSET, *block, bsu, new);
-    }
     let sb_after = superblock_crcs(&sb);
 
     let rlen = undo::record_len(bs);
@@ -363,8 +369,9 @@ pub fn commit(
     let mut pos = undo::HEADER_LEN as u64;
     let mut buf: Vec<u8> = Vec::new();
     let mut acc = 0u32;
-    for (block, before, _) in &changes {
-        let c = undo::encode_record(&mut buf, *block, before);
+    for &block in &changes {
+        dev.read_at(offset_of(block, bsu)?, &mut before)?;
+        let c = undo::encode_record(&mut buf, block, &before);
         acc = undo::fold_record_crc(acc, c);
         if buf.len() >= opts.log_write_chunk {
             steps.write_file(&file, &tmp, pos, &buf)?;
@@ -392,7 +399,11 @@ pub fn commit(
     let written = steps.write_blocks(
         &dev,
         bs,
-        changes.iter().map(|(b, _, new)| (*b, *new)),
+        changes.iter().map(|&b| {
+            let mut data = vec![0u8; bs as usize];
+            overlay.read_block(b, &mut data)?;
+            Ok((b, Cow::Owned(data)))
+        }),
         opts.device_write_run,
     )?;
 
@@ -497,7 +508,9 @@ pub fn rollback(
     let blocks = steps.write_blocks(
         &dev,
         log.header.block_size,
-        log.records.iter().map(|r| (r.block, r.data)),
+        log.records
+            .iter()
+            .map(|r| Ok((r.block, Cow::Borrowed(r.data)))),
         CommitOptions::default().device_write_run,
     )?;
     steps.write_file(

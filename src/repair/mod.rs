@@ -1,8 +1,9 @@
 //! Repair: staged block writes and their crash-safe commit.
 //!
 //! Checks will record fix intents; turning them into bytes happens against
-//! an [`overlay::Overlay`], which holds every changed block in memory and
-//! lets later passes read the fixed state. Nothing reaches the device until
+//! an [`overlay::Overlay`], which holds every changed block (past a small
+//! budget in a spill file beside the undo log) and lets later passes read
+//! the fixed state. Nothing reaches the device until
 //! [`commit::commit`] runs the protocol: before-images to an undo log
 //! (checksummed, fsynced), then the new blocks, then the log marked
 //! complete. [`commit::rollback`] restores the before-images, so an
@@ -104,6 +105,22 @@ pub fn default_undo_path(device: &Path) -> PathBuf {
         let mut s = device.as_os_str().to_os_string();
         s.push(UNDO_SUFFIX);
         PathBuf::from(s)
+    }
+}
+
+/// Creates the directory of the default undo logs of block devices
+/// (`/var/lib/pfsck`, owner-only) when `log` lies in it and it does not
+/// exist yet: a first repair of `/dev/NAME` without `--undo` must not fail
+/// for want of it. Other directories are the user's to provide. A failure
+/// is left for the spill file or the commit to report.
+pub fn ensure_default_log_dir(log: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = Path::new(BLOCK_DEVICE_UNDO_DIR);
+    if log.parent() == Some(dir) && !dir.exists() {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir);
     }
 }
 
