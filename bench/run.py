@@ -74,9 +74,11 @@ def n_at(base, scale, least=1):
 
 
 def image_mib(data_blocks, inodes):
-    """Image size: data + inode tables + 30% headroom, at least 256 MiB."""
+    """Image size: data + inode tables + 30% headroom, at least 256 MiB,
+    and at least twice the inode tables: mkfs.ext4 refuses a million
+    inodes in 323 MiB (zero at scale 1), as no group layout fits them."""
     need = data_blocks * BLOCK + inodes * 256
-    return max(256, int(math.ceil(need * 1.3 / MIB)))
+    return max(256, int(math.ceil(need * 1.3 / MIB)), int(math.ceil(inodes * 512 / MIB)))
 
 
 def run_quiet(cmd, **kw):
