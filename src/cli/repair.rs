@@ -230,10 +230,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         rep.with_problems(shown.select_by_pass(&keep, |k| kept_fixed.push(shown_fixed[k])));
     let shown_fixed = kept_fixed;
     let rep = &shown_rep;
-    let log = args
-        .undo
-        .clone()
-        .unwrap_or_else(|| crate::repair::default_undo_path(&args.device));
+    let log = undo_log(args);
     let committed = commit::commit(
         &args.device,
         &overlay,
@@ -303,10 +300,7 @@ fn preen_halt(
     staging: &Staging,
 ) -> Result<i32, String> {
     let plan = fix::plan_preen_halt(fs, state, rep, staging)?;
-    let log = args
-        .undo
-        .clone()
-        .unwrap_or_else(|| crate::repair::default_undo_path(&args.device));
+    let log = undo_log(args);
     let mut written = 0;
     if !plan.overlay.is_empty() {
         written = commit::commit(
@@ -438,12 +432,15 @@ fn plan_round(
 /// Where a repair stages: blocks beyond a small budget spill to a file
 /// beside the undo log (never on the device being repaired).
 fn staging(args: &Args) -> Staging {
-    let log = args
-        .undo
+    Staging::beside_log(&undo_log(args))
+}
+
+/// The undo log: `--undo`, or the default beside the image (or in
+/// `/var/lib/pfsck` for a block device).
+fn undo_log(args: &Args) -> std::path::PathBuf {
+    args.undo
         .clone()
-        .unwrap_or_else(|| crate::repair::default_undo_path(&args.device));
-    crate::repair::ensure_default_log_dir(&log);
-    Staging::beside_log(&log)
+        .unwrap_or_else(|| crate::repair::default_undo_path(&args.device))
 }
 
 /// Writes the journal replay and orphan processing the check read through
@@ -461,10 +458,7 @@ fn replay_only(
     if overlay.is_empty() {
         return Ok(());
     }
-    let log = args
-        .undo
-        .clone()
-        .unwrap_or_else(|| crate::repair::default_undo_path(&args.device));
+    let log = undo_log(args);
     commit::commit(
         &args.device,
         &overlay,

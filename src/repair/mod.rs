@@ -89,9 +89,12 @@ pub const BLOCK_DEVICE_UNDO_DIR: &str = "/var/lib/pfsck";
 
 /// The undo log used when `--undo` is not given: `IMAGE.pfsck-undo` next to
 /// an image file, `/var/lib/pfsck/NAME.pfsck-undo` for a block device
-/// (`NAME` being the device's file name, e.g. `sdb1`).
+/// (`NAME` being the device's file name, e.g. `sdb1`). `/var/lib/pfsck` is
+/// created (owner-only) when missing: a first repair of `/dev/NAME` must
+/// not fail for want of it. A failure to create it is left for the spill
+/// file or the commit to report.
 pub fn default_undo_path(device: &Path) -> PathBuf {
-    use std::os::unix::fs::FileTypeExt;
+    use std::os::unix::fs::{DirBuilderExt, FileTypeExt};
     let is_block = std::fs::metadata(device)
         .map(|m| m.file_type().is_block_device())
         .unwrap_or(false);
@@ -100,27 +103,18 @@ pub fn default_undo_path(device: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "device".to_string());
     if is_block {
-        Path::new(BLOCK_DEVICE_UNDO_DIR).join(format!("{name}{UNDO_SUFFIX}"))
+        let dir = Path::new(BLOCK_DEVICE_UNDO_DIR);
+        if !dir.exists() {
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir);
+        }
+        dir.join(format!("{name}{UNDO_SUFFIX}"))
     } else {
         let mut s = device.as_os_str().to_os_string();
         s.push(UNDO_SUFFIX);
         PathBuf::from(s)
-    }
-}
-
-/// Creates the directory of the default undo logs of block devices
-/// (`/var/lib/pfsck`, owner-only) when `log` lies in it and it does not
-/// exist yet: a first repair of `/dev/NAME` without `--undo` must not fail
-/// for want of it. Other directories are the user's to provide. A failure
-/// is left for the spill file or the commit to report.
-pub fn ensure_default_log_dir(log: &Path) {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = Path::new(BLOCK_DEVICE_UNDO_DIR);
-    if log.parent() == Some(dir) && !dir.exists() {
-        let _ = std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir);
     }
 }
 

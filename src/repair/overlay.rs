@@ -603,41 +603,48 @@ impl Overlay {
     /// Fills `buf` from byte `offset` as the device will read after the
     /// commit: staged blocks over the device's bytes.
     pub fn read_at(&self, dev: &Device, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let span = self.span(offset, buf.len());
+        let staged = span.clone().map_or_else(Vec::new, |r| self.resolved(r));
         // Bytes that staged blocks cover entirely need no device read: a
         // fix edits an inode table block once per inode in it, re-reading
         // what it staged (a pread per fix was 14% of a 62,000-fix plan).
-        if !self.covers(offset, buf.len()) {
+        let covered = span.is_some_and(|r| staged.len() as u64 == r.end() - r.start() + 1);
+        if !covered {
             dev.read_at(offset, buf)?;
         }
-        self.patch(offset, buf)
-    }
-
-    /// Whether every block of `len` bytes from `offset` is staged.
-    fn covers(&self, offset: u64, len: usize) -> bool {
-        let bs = u64::from(self.block_size);
-        match offset.checked_add(len as u64) {
-            Some(end) if len > 0 => {
-                let (first, last) = (offset / bs, (end - 1) / bs);
-                self.resolved(first..=last).len() as u64 == last - first + 1
-            }
-            _ => false,
-        }
+        self.copy_staged(&staged, offset, buf)
     }
 
     /// Overwrites the parts of `buf` (holding the device's bytes from
     /// `offset`) that staged blocks cover.
     pub fn patch(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let staged = self
+            .span(offset, buf.len())
+            .map_or_else(Vec::new, |r| self.resolved(r));
+        self.copy_staged(&staged, offset, buf)
+    }
+
+    /// The blocks `len` bytes from `offset` touch (none when empty or
+    /// beyond any offset).
+    fn span(&self, offset: u64, len: usize) -> Option<std::ops::RangeInclusive<u64>> {
+        let end = offset.checked_add(len as u64).filter(|_| len > 0)?;
         let bs = u64::from(self.block_size);
-        let Some(end) = offset.checked_add(buf.len() as u64) else {
-            return Ok(());
-        };
-        if buf.is_empty() {
-            return Ok(());
-        }
-        let first = offset / bs;
-        let last = (end - 1) / bs;
-        for (block, layer, slot) in self.resolved(first..=last) {
-            // Staged blocks lie inside the device, so these cannot overflow.
+        Some(offset / bs..=(end - 1) / bs)
+    }
+
+    /// Copies the parts of `staged` (from `resolved`) that fall in `buf`,
+    /// which holds the bytes from `offset`.
+    fn copy_staged(
+        &self,
+        staged: &[(u64, &Overlay, &Slot)],
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<()> {
+        let bs = u64::from(self.block_size);
+        // Blocks were found in `span`, so `offset + len` does not overflow,
+        // and staged blocks lie inside the device.
+        let end = offset.saturating_add(buf.len() as u64);
+        for &(block, layer, slot) in staged {
             let bstart = block * bs;
             let lo = bstart.max(offset);
             let hi = (bstart + bs).min(end);
