@@ -8,10 +8,8 @@
 //! and every other block (the superblock's own fields aside) must be the
 //! same. `pfsck -fn` must stop as `e2fsck -fn` does and write nothing.
 
-mod common;
-
-use common::journal::{groups, masked_sb};
-use common::*;
+use crate::common::journal::{groups, masked_sb};
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 

@@ -13,9 +13,7 @@
 //! ext3 (block-mapped quota files, an indirect block once they grow), and
 //! bigalloc with 16 KiB clusters.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;

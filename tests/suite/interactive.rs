@@ -4,9 +4,7 @@
 //! missing the terminal cases are skipped with a notice. Without a
 //! terminal pfsck refuses (exit 8) and writes nothing.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -13,9 +13,7 @@
 //! there). The tree has no directory of three blocks or more: e2fsck -fy
 //! indexes those on any run, which is no repair.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;

@@ -14,10 +14,8 @@
 //! one pointing beyond the file system is an illegal block, zeroed in the
 //! reserved GDT block as e2fsck does.
 
-mod common;
-
-use common::journal::masked_sb;
-use common::*;
+use crate::common::journal::masked_sb;
+use crate::common::*;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;

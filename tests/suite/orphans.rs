@@ -14,10 +14,8 @@
 //! loop mounts are allowed: a file unlinked while still open, the image
 //! copied while mounted.
 
-mod common;
-
-use common::journal::{groups, masked_sb};
-use common::*;
+use crate::common::journal::{groups, masked_sb};
+use crate::common::*;
 use std::path::Path;
 use std::process::Command;
 

@@ -14,9 +14,7 @@
 //! modified image and an agreement of at least `PFSCK_CONFORMANCE_MIN`
 //! percent (default 95).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -8,10 +8,8 @@
 //! match. Without `-j`, a repair must refuse and write nothing; `-n` with
 //! `-j` checks the replayed view and writes nothing.
 
-mod common;
-
-use common::journal::masked_sb;
-use common::*;
+use crate::common::journal::masked_sb;
+use crate::common::*;
 use std::path::Path;
 
 /// File system `fs` with the journal device `jdev`, and one committed

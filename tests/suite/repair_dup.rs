@@ -8,9 +8,7 @@
 //! Bases: ext2 with 1 KiB blocks (block pointers, indirect blocks) and
 //! ext4 with metadata_csum (extents, checksummed inodes and tree blocks).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 

@@ -8,9 +8,7 @@
 //! Bases: ext2 with 1 KiB blocks, ext4 with metadata_csum and 4 KiB
 //! blocks (both with mkfs's 256-byte inodes).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 

@@ -7,9 +7,7 @@
 //! each base image is therefore settled with one `e2fsck -fy` and must then
 //! be clean for both checkers before it is corrupted.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

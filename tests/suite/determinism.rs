@@ -6,9 +6,7 @@
 //! Runs on damaged images made here (damage in every pass) and, when
 //! `../shared/conformance` exists, on every conformance image.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

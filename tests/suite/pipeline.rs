@@ -11,9 +11,7 @@
 //! only judge from those far inodes (an entry naming a cleared directory,
 //! a file type changed behind an entry, a duplicate block), in many groups.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;

@@ -14,9 +14,7 @@
 //! (default 1500), and failing images are saved under
 //! `target/tmp/pfsck-robustness/`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
@@ -356,7 +354,7 @@ fn random_metadata_damage_never_crashes_or_writes() {
                         let _ = write!(
                             text,
                             "\n  rerun: PFSCK_FUZZ_SEED={seed:#x} PFSCK_FUZZ_VARIANT={v} \
-                             cargo test --release --test robustness\n{}",
+                             cargo test --release --test suite robustness::\n{}",
                             run.dump(1500)
                         );
                         failures.lock().unwrap().push(Failure { variant: v, text });

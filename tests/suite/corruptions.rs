@@ -24,9 +24,7 @@
 //! `PFSCK_CASE=name[,name...]` runs only the named cases;
 //! `PFSCK_KEEP_TMP=1` keeps the damaged images for inspection.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -942,7 +940,7 @@ const NEITHER_CAN_CHECK: &[(&str, &str)] = &[
     (
         "ext4-raw-sb-magic",
         "no usable superblock: the backup is not where e2fsck looks (groups of 2048 blocks); \
-         both repair with -b 2048 -B 4096 (tests/repair_super.rs)",
+         both repair with -b 2048 -B 4096 (tests/suite/repair_super.rs)",
     ),
     (
         "ext4-sb-first-ino",

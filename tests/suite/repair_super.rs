@@ -7,9 +7,7 @@
 //! and ext4 with metadata_csum and 4 KiB blocks (it shares block 0), with
 //! small groups and with mke2fs's default ones.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 

@@ -4,9 +4,7 @@
 //! about really is in the image, then asserts that `e2fsck -fn` and
 //! `pfsck -fn` both exit 0 and that pfsck did not write to the image.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -15,7 +13,7 @@ const MIB: u64 = 1 << 20;
 /// Builds (once per run) an image of the standard tree with `opts` and
 /// returns a private copy of it in `tmp`.
 fn standard_image(tmp: &TempDir, key: &str, size: u64, opts: MkfsOpts) -> PathBuf {
-    let base = cached_image(key, |img| {
+    let base = cached_image(&format!("clean-{key}"), |img| {
         mkfs(img, size, &opts, Some(&standard_tree_dir()));
     });
     let img = tmp.join("image");

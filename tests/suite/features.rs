@@ -13,9 +13,7 @@
 //! empty directory) and indexed by `e2fsck -fyD`, which hashes the folded
 //! names.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -16,9 +16,7 @@
 //! (4 KiB), ext4 without metadata_csum but with uninit_bg (1 KiB, crc16
 //! descriptor checksums).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 

@@ -13,10 +13,8 @@
 //! The e2fsprogs `j_*` and `f_jnl*` images, when present, go through the same
 //! comparison; the fast-commit one must stop with exit 8, untouched.
 
-mod common;
-
-use common::journal::*;
-use common::*;
+use crate::common::journal::*;
+use crate::common::*;
 use std::path::Path;
 
 fn run_code(out: &std::process::Output) -> i32 {

@@ -12,9 +12,7 @@
 //! log is tied to its device, the CLI's `--rollback`, and a mounted image
 //! is refused (skipped with a notice where mounting is not permitted).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use pfsck::repair::RepairError;
 use pfsck::repair::commit::{
     self, CommitOptions, RollbackOutcome, RollbackScope, commit, rollback,

@@ -16,10 +16,8 @@
 //! The e2fsprogs `j_*` images, when present, are checked for the verdicts
 //! explained in `journal_conformance_images`.
 
-mod common;
-
-use common::journal::*;
-use common::*;
+use crate::common::journal::*;
+use crate::common::*;
 use pfsck::check::recovery::{self, Plan};
 use pfsck::check::{Options, superblock};
 use pfsck::io::Device;

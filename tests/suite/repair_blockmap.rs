@@ -9,9 +9,7 @@
 //! written every other block, whose 400 extents need a two-level tree
 //! (root → one index node → five leaves).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 

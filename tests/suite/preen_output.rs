@@ -2,9 +2,7 @@
 //! line per fix, no pass headers, then the summary line — boot logs and
 //! scripts read it. Compared line for line with e2fsck on the same damage.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn preen_lines_match_e2fsck() {
@@ -56,7 +54,7 @@ fn preen_lines_match_e2fsck() {
 /// log restores the damaged image.
 #[test]
 fn preen_halt_matches_e2fsck() {
-    use common::journal::masked_sb;
+    use crate::common::journal::masked_sb;
     let dir = TempDir::new("preen-halt");
     // No directory of several blocks: e2fsck -p indexes those on the side
     // (pass 3A, before pass 4), which pfsck does not do.

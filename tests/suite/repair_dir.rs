@@ -9,9 +9,7 @@
 //!
 //! Bases: ext2 with 1 KiB blocks, ext4 with metadata_csum and 4 KiB blocks.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,33 @@
+//! pfsck's integration tests, in one binary: each module was a test binary
+//! of its own, and each rebuilt `common`; linked once, the suite builds in
+//! a fraction of the time and its cached base images are shared.
+//! Run one group with `cargo test --release --test suite NAME::`.
+
+mod clean_matrix;
+mod common;
+mod conformance;
+mod corruptions;
+mod determinism;
+mod ea_inode_quota;
+mod external_journal;
+mod features;
+mod interactive;
+mod journal_recovery;
+mod journal_recreate;
+mod journal_replay_repair;
+mod orphans;
+mod pass1_pass5_images;
+mod pass234;
+mod pipeline;
+mod preen_output;
+mod repair_bigalloc;
+mod repair_blockmap;
+mod repair_commit;
+mod repair_dir;
+mod repair_dup;
+mod repair_fix;
+mod repair_inode;
+mod repair_quota;
+mod repair_resize;
+mod repair_super;
+mod robustness;
