@@ -34,6 +34,11 @@ build.rs passes the script to the linker for the pfsck binary.
 
 Run it again after large changes to what a check executes:
     scripts/hot-text.py        (needs valgrind and e2fsprogs)
+
+`scripts/hot-text.py --check` (run by scripts/test.sh, so by CI) says how
+many of the script's Rust function patterns still name a function of the
+built binary, and fails below MIN_MATCHED: renamed or moved functions
+weaken the layout silently, so the script must be made again then.
 """
 
 import os
@@ -161,7 +166,34 @@ def rust_pattern(sec):
     return f".text.{s}* .text.unlikely.{s}*"
 
 
+# --check: the share of group 1's patterns that must still match.
+MIN_MATCHED = 0.85
+
+
+def check():
+    """Matches group 1's patterns against the built binary's symbols."""
+    if not os.path.exists(BIN):
+        sys.exit(f"hot-text --check: {BIN} not built")
+    syms = subprocess.run(["nm", "--defined-only", "--no-demangle", BIN], check=True,
+                          capture_output=True, text=True).stdout.split()
+    text = "\n".join(sorted(set(s for s in syms if s.startswith("_R"))))
+    patterns = re.findall(r"\*\(\.text\.(_R\S*) ", open(OUT).read())
+    matched = 0
+    for p in patterns:
+        body = ".*".join(re.escape(part) for part in p.rstrip("*").split("*"))
+        if re.search(r"(?m)^" + body, text):
+            matched += 1
+    share = matched / len(patterns) if patterns else 1.0
+    print(f"hot-text: {matched} of {len(patterns)} hot function patterns match the binary "
+          f"({share:.0%}; at least {MIN_MATCHED:.0%} wanted)")
+    if share < MIN_MATCHED:
+        sys.exit("hot-text: link/hot-text.ld is stale: run scripts/hot-text.py and commit it")
+
+
 def main():
+    if sys.argv[1:] == ["--check"]:
+        check()
+        return
     for t in ("valgrind",):
         if not shutil.which(t):
             sys.exit(f"hot-text: {t} not found")

@@ -2,12 +2,18 @@
 # The whole test suite: unit tests, the clean matrix and injected corruptions
 # compared with e2fsck, robustness (random byte flips), determinism across
 # thread counts and, when ../shared/conformance exists, e2fsprogs' own
-# corrupted images. Ends with one "tests: N passed, N failed" line.
+# corrupted images. First cargo fmt --check, clippy with -D warnings,
+# cargo doc, and whether link/hot-text.ld still names the functions a
+# check runs. Ends with one "tests: N passed, N failed" line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/deps.sh
 export PATH="$PATH:/sbin:/usr/sbin"
+cargo fmt --all -- --check
+cargo clippy --release --locked --all-targets -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --release --locked --no-deps --quiet
 cargo build --release --locked
+python3 scripts/hot-text.py --check
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e

@@ -3,7 +3,7 @@
 //! Sits between `cli` and `check`/`repair`: it reads the problems, the file
 //! system view and the state of a finished check, decides which problems
 //! the mode lets it fix and which it knows how to fix, and stages the new
-//! contents of the blocks concerned in a [`repair::overlay::Overlay`].
+//! contents of the blocks concerned in a [`crate::repair::overlay::Overlay`].
 //! Nothing here writes; `repair::commit` does, afterwards.
 //!
 //! A repair runs in rounds (`cli/repair.rs`): each round's plan comes from

@@ -318,7 +318,7 @@ const COMMIT_CHKSUM_OFF: usize = 16;
 pub struct Commit {
     pub chksum_type: u8,
     pub chksum_size: u8,
-    /// h_chksum[0]: the v1 crc32_be sum, or the v2/v3 block checksum.
+    /// `h_chksum[0]`: the v1 crc32_be sum, or the v2/v3 block checksum.
     pub chksum: u32,
     pub commit_sec: u64,
     pub commit_nsec: u32,
@@ -334,7 +334,7 @@ pub fn parse_commit(b: &[u8]) -> Commit {
     }
 }
 
-/// Does the v2/v3 commit block checksum (over the block with h_chksum[0]
+/// Does the v2/v3 commit block checksum (over the block with `h_chksum[0]`
 /// zeroed) match? Always true without v2/v3.
 pub fn commit_checksum_ok(j: &JournalSuperblock, block: &[u8]) -> bool {
     if !j.has_csum_v2v3() {
