@@ -2,7 +2,9 @@
 //!
 //! Layers, each depending only on those below it:
 //! `cli` → `check` → `engine` → `fs` (pure parsing) and `io` (reads);
-//! `repair` (staged writes, crash-safe commit) sits beside `check`, over `io`.
+//! `repair` (staged writes, crash-safe commit) sits beside `check`, over `io`;
+//! `online` (snapshots of mounted file systems, checked with `check`) sits
+//! under `cli`.
 #![deny(unsafe_code)]
 
 pub mod check;
@@ -12,4 +14,5 @@ pub mod error;
 pub mod fix;
 pub mod fs;
 pub mod io;
+pub mod online;
 pub mod repair;
