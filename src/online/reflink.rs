@@ -2,7 +2,8 @@
 //! lives on a file system that shares extents between files (XFS with
 //! reflink, btrfs): freeze, clone the backing file's range into an unnamed
 //! file beside it (FICLONERANGE into `O_TMPFILE`), thaw. The clone costs
-//! metadata only, so the freeze lasts milliseconds; the unnamed file
+//! metadata only (well under a millisecond), so the freeze lasts what the
+//! kernel's own freeze takes (flushing and the journal); the unnamed file
 //! disappears with the last descriptor, so nothing is ever left behind.
 //! Later writes to the origin are copied on write by the backing file
 //! system: the space they take is what the snapshot costs.

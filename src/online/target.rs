@@ -185,7 +185,7 @@ fn kind_of(sys: &Path, name: &str) -> Kind {
         });
     }
     Kind::Other(format!(
-        "{name}, neither an LVM logical volume nor a loop device"
+        "a block device ({name}) that is neither an LVM logical volume nor a loop device"
     ))
 }
 

@@ -518,6 +518,85 @@ fn clean_on_btrfs() {
     );
 }
 
+/// A VM-style image with a partition table: the file system starts 1 MiB
+/// into the backing file, behind `losetup -P`'s partition device.
+#[test]
+fn partition_of_a_loop_device() {
+    let Some(st) = stack("partition", "xfs", |_| {}) else {
+        return;
+    };
+    let img = st.backing.0.join("disk.img");
+    let (start, sectors) = (2048u32, 64 * 2048u32);
+    File::create(&img)
+        .unwrap()
+        .set_len(((start + sectors) as u64) * 512)
+        .unwrap();
+    // One MBR entry: type 0x83 from sector 2048; CHS fields unused.
+    let mut mbr = vec![0u8; 512];
+    mbr[446 + 4] = 0x83;
+    mbr[446 + 8..446 + 12].copy_from_slice(&start.to_le_bytes());
+    mbr[446 + 12..446 + 16].copy_from_slice(&sectors.to_le_bytes());
+    mbr[510..512].copy_from_slice(&[0x55, 0xAA]);
+    write_at(&img, 0, &mbr);
+    let out = run_ok(
+        Command::new("losetup")
+            .args(["-P", "-f", "--show"])
+            .arg(&img),
+    );
+    let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let name = dev.trim_start_matches("/dev/").to_string();
+    let detach = || {
+        let _ = Command::new("losetup").args(["-d", &dev]).status();
+    };
+    let result = std::panic::catch_unwind(|| {
+        // Without udev the partition may need adding, and its node making.
+        let _ = Command::new("partx")
+            .args(["-a", &dev])
+            .stderr(Stdio::null())
+            .status();
+        let sys = PathBuf::from(format!("/sys/block/{name}/{name}p1/dev"));
+        let start = Instant::now();
+        while !sys.exists() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "no partition on {dev}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut part = PathBuf::from(format!("{dev}p1"));
+        if !part.exists() {
+            let majmin = fs::read_to_string(&sys).unwrap();
+            let (ma, mi) = majmin.trim().split_once(':').unwrap();
+            part = st.dir.join(format!("{name}p1"));
+            run_ok(Command::new("mknod").arg(&part).args(["b", ma, mi]));
+        }
+        run_ok(
+            Command::new(tool("mke2fs"))
+                .args(["-q", "-t", "ext4", "-b", "4096"])
+                .arg(&part),
+        );
+        let mnt = st.dir.join("part");
+        fs::create_dir_all(&mnt).unwrap();
+        run_ok(Command::new("mount").arg(&part).arg(&mnt));
+        let m = Mounted(mnt);
+        fs::write(m.0.join("hello"), b"partitioned").unwrap();
+        let r = online(&["--json"], &m.0);
+        assert_eq!(r.code(), Some(0), "{}", r.dump(4000));
+        let v = json(&r);
+        assert_eq!(v["online"]["mechanism"], "reflink");
+        assert_eq!(v["online"]["snapshot_of"], img.display().to_string());
+        assert_eq!(v["device"], part.display().to_string());
+        assert_eq!(
+            sb_field(&part, "Mount count"),
+            "0",
+            "check recorded on the partition"
+        );
+    });
+    detach();
+    result.unwrap();
+    assert_eq!(st.leftovers(), ["disk.img"]);
+}
+
 /// LVM as e2scrub uses it; needs device-mapper and lvm2, which many test
 /// machines (this project's included) do not have.
 #[test]
