@@ -9,11 +9,11 @@
 //! Every loop is bounded: extent depth by `MAX_DEPTH`, nodes by a budget
 //! derived from the file system size, indirect levels are fixed.
 
-use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::io::readahead::Prefetch;
+use crate::volume::Fs;
 
 /// e2fsck suggests making trees whose depth reaches this shallower (it
 /// keeps statistics for five levels, 0 to 4), but still walks them.

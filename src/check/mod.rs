@@ -6,7 +6,6 @@
 pub mod blockmap;
 pub mod dirblock;
 pub mod external_journal;
-pub mod fsview;
 pub mod htree_check;
 pub mod journal;
 pub mod orphan;
@@ -28,7 +27,7 @@ pub mod xattr;
 use crate::engine::{Budget, Threads};
 use crate::error::{Error, Result};
 use crate::io::Device;
-pub use fsview::Fs;
+pub use crate::volume::Fs;
 use problem::{ProblemList, Severity};
 use state::{State, Stats};
 use std::path::Path;

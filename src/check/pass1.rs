@@ -25,7 +25,6 @@
 //! a shared block first does not matter, only that it is claimed twice.
 
 use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
-use super::fsview::Fs;
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, POLICY_UNRECOGNIZED, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
@@ -34,6 +33,7 @@ use crate::fs::bytes::{le16, le32};
 use crate::fs::crypt::{self, Policy};
 use crate::fs::inode::{self, FileType, Inode, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
+use crate::volume::Fs;
 
 /// The details that tell apart the kinds of problem sharing a code
 /// (`InodeBadFlags`, `InodeBadSize`); the fixes dispatch on them.

@@ -17,12 +17,12 @@
 //!
 //! Parallel over groups; results are merged in group order.
 
-use super::fsview::Fs;
 use super::problem::{Code, Problem, ProblemList};
 use super::state::State;
 use crate::engine::{AtomicBitmap, Threads, par_map};
 use crate::error::Result;
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
+use crate::volume::Fs;
 
 /// Longest difference list kept in a problem's detail.
 const DETAIL_CAP: usize = 4000;
@@ -56,27 +56,7 @@ fn inode_uninit(fs: &Fs, g: u32) -> bool {
 /// Blocks the library marks for BLOCK_UNINIT groups (possibly in other
 /// groups, with flex_bg), ORed into the bitmaps as read.
 fn uninit_overlay(fs: &Fs) -> Option<AtomicBitmap> {
-    uninit_view(fs, |g| block_uninit(fs, g))
-}
-
-/// The blocks that read as in use because of the groups `uninit` names
-/// (BLOCK_UNINIT groups): their superblock and descriptor copies, reserved
-/// GDT blocks, bitmaps and inode table. The repair reuses it with its own
-/// notion of which flags will be trusted once the descriptors are fixed.
-pub fn uninit_view(fs: &Fs, uninit: impl Fn(u32) -> bool) -> Option<AtomicBitmap> {
-    let geo = &fs.geo;
-    let groups: Vec<u32> = (0..geo.groups).filter(|&g| uninit(g)).collect();
-    if groups.is_empty() {
-        return None;
-    }
-    // Indexed like the block bitmaps: by cluster.
-    let map = AtomicBitmap::new(geo.clusters_count());
-    for g in groups {
-        for b in fs.group_metadata_blocks(g) {
-            map.set(geo.cluster_of(b));
-        }
-    }
-    Some(map)
+    fs.uninit_view(|g| block_uninit(fs, g))
 }
 
 /// Bit `i` of an on-disk bitmap block.

@@ -15,12 +15,12 @@
 //! memory does not grow with the file's size.
 
 use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
-use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::state::{QUOTA_TYPES, QuotaUse, State};
 use crate::fs::inode::{self, Inode, flags};
 use crate::fs::quota::{self, QUOTA_BLOCK};
 use crate::fs::superblock::{incompat, ro_compat};
+use crate::volume::Fs;
 use std::collections::BTreeSet;
 
 const TYPE_NAMES: [&str; QUOTA_TYPES] = ["user", "group", "project"];

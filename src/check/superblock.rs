@@ -4,7 +4,6 @@
 //! Relies on nothing; everything later relies on the geometry checked here.
 
 use super::Options;
-use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use crate::engine::AtomicBitmap;
 use crate::error::Result;
@@ -14,6 +13,7 @@ use crate::fs::superblock::{
     self, EXT2_MAGIC, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, Superblock, incompat, ro_compat,
 };
 use crate::io::Device;
+use crate::volume::Fs;
 
 pub enum Opened {
     Fs(Box<Fs>, Vec<Problem>),

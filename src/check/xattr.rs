@@ -10,7 +10,6 @@
 //! blocks, is charged to the inode owning the xattr (i_blocks and quota),
 //! as the kernel does.
 
-use super::fsview::Fs;
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{State, XattrBlockRef};
 use crate::engine::{Threads, par_map};
@@ -18,6 +17,7 @@ use crate::fs::bytes::{le32, u8_at};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, flags};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr::{self, ENTRY_HEADER_LEN, XATTR_MAGIC};
+use crate::volume::Fs;
 
 /// Index of the "system." namespace, where inline data keeps "data".
 const SYSTEM_INDEX: u8 = 7;

@@ -20,7 +20,6 @@
 //! naming a cleared inode are left to the next round's check and fixes.
 
 use super::edit_bytes;
-use crate::check::Fs;
 use crate::check::blockmap::{
     Bounds, Entry, WALK_DEPTH_LIMIT, dir_block_limit, entry_fault, header_problem, indirect_limit,
     node_entry,
@@ -34,6 +33,7 @@ use crate::fs::inode::field::*;
 use crate::fs::inode::{self, Inode, flags};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 
 /// Problems fixed by rewriting (or clearing) an inode's block map.
 pub(super) const CODES: &[Code] = &[

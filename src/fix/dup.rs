@@ -39,7 +39,6 @@
 //! of order, bad node headers): those blocks were never claimed.
 
 use super::edit_bytes;
-use crate::check::Fs;
 use crate::check::blockmap::{MapVisitor, Scratch};
 use crate::check::pass1;
 use crate::check::problem::Problem;
@@ -51,6 +50,7 @@ use crate::fs::inode::{self, Inode, flags, inode_csum_seed};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr;
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 use std::collections::{BTreeMap, BTreeSet};
 
 const XATTR_REFCOUNT: usize = 4;
