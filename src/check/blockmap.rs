@@ -301,16 +301,17 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 },
             );
             let last = lblk + len.max(1) - 1;
-            let bad = |what: &str| {
+            let bad = |what: &str, e2: u32| {
                 Problem::new(Code::InodeExtentBad)
                     .ino(ino)
                     .num(lblk)
                     .blk(pblk)
                     .num2(len)
+                    .e2fsck(e2)
                     .detail(what.to_string())
             };
             let problem = fault.map(|f| match f {
-                EntryFault::BadStart => bad("bad start block"),
+                EntryFault::BadStart => bad("bad start block", 0x010058),
                 EntryFault::Order => Problem::new(Code::InodeExtentOrder)
                     .ino(ino)
                     .num(lblk)
@@ -320,9 +321,9 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                     .num(lblk)
                     .blk(pblk)
                     .num2(len),
-                EntryFault::ZeroLength => bad("zero length"),
-                EntryFault::EndsBeyond => bad("ends beyond the file system"),
-                EntryFault::DirTooBig => bad("directory too big"),
+                EntryFault::ZeroLength => bad("zero length", 0x010066),
+                EntryFault::EndsBeyond => bad("ends beyond the file system", 0x010059),
+                EntryFault::DirTooBig => bad("directory too big", 0x010044),
             });
             if let Some(p) = problem {
                 self.report(p);
@@ -330,7 +331,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
             }
             if leaf {
                 if unwritten && self.info.is_dir {
-                    self.report(bad("uninitialized extent in a directory"));
+                    self.report(bad("uninitialized extent in a directory", 0x010073));
                 }
                 self.v.data(lblk, pblk, len, unwritten);
                 self.last_lblk = Some(last);
@@ -445,7 +446,13 @@ pub fn walk_indirect_limited<V: MapVisitor>(
     v: &mut V,
 ) {
     let apb = (fs.geo.block_size / 4) as u64;
-    let mut illegal = PtrCount { illegal: 0, limit };
+    // Only a slow symlink is limited to block 0 (see `indirect_limit`).
+    let too_big = if limit == Some(0) { 0x010046 } else { 0x010044 };
+    let mut illegal = PtrCount {
+        illegal: 0,
+        limit,
+        too_big,
+    };
     let levels = scratch.begin();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
         if v.done() {
@@ -491,6 +498,9 @@ pub fn walk_indirect_limited<V: MapVisitor>(
 struct PtrCount {
     illegal: u32,
     limit: Option<u64>,
+    /// e2fsck's code for a block past `limit`: a directory or a symlink
+    /// made too big.
+    too_big: u32,
 }
 
 /// The last logical block a block-mapped inode may map (None: no limit
@@ -537,13 +547,17 @@ fn visit_ptr<V: MapVisitor>(
         } else {
             ""
         };
+        let e2 = if too_big { illegal.too_big } else { 0x01000E };
         v.problem(
             Problem::new(Code::InodeIllegalBlock)
                 .ino(ino)
                 .blk(blk)
+                .e2fsck(e2)
                 .detail(format!("{what}, logical {lblk}{why}")),
         );
-        if illegal.illegal == 12 {
+        // e2fsck asks again at every twelfth (a read-only check hears
+        // each question; a repair clears the inode at the first).
+        if illegal.illegal.is_multiple_of(12) {
             v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(ino));
         }
         return;
