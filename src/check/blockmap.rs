@@ -15,11 +15,22 @@ use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::io::readahead::Prefetch;
 use crate::volume::Fs;
 
-/// e2fsck suggests making trees whose depth reaches this shallower (it
-/// keeps statistics for five levels, 0 to 4), but still walks them.
-pub const MAX_TREE_DEPTH: u16 = 5;
-/// Deepest tree walked at all: bounds recursion and scratch space.
+/// Deepest tree walked at all: bounds recursion and scratch space. A
+/// deeper root is still walked, since its entries are read as index
+/// entries whatever they hold and are rejected on the way down; only a
+/// chain of this many valid nodes stops the walk
+/// (`InodeExtentTreeUnwalkable`).
 pub const WALK_DEPTH_LIMIT: u16 = 32;
+
+/// The depth above which e2fsck suggests a tree be made shallower: the
+/// depth a tree mapping every logical block would need, counted as
+/// libext2fs counts it (rounded-down logarithms of 2^32, of the root's
+/// four entries and of the entries a block holds).
+pub fn max_tree_depth(block_size: u32) -> u16 {
+    let per_block = (block_size.saturating_sub(12) / 12).max(2);
+    let log2 = |n: u64| 63 - n.leading_zeros() as u16;
+    1 + (log2(u64::from(u32::MAX)) - log2(4)) / log2(u64::from(per_block))
+}
 
 /// What the walker reports besides problems.
 pub trait MapVisitor {
@@ -238,15 +249,14 @@ pub fn walk_extents<V: MapVisitor>(
         return;
     }
     let h = extent::parse_header(root);
-    if h.depth >= MAX_TREE_DEPTH {
+    let shallow = max_tree_depth(fs.geo.block_size);
+    if h.depth > shallow {
         v.problem(
             Problem::new(Code::InodeExtentTooDeep)
                 .ino(info.ino)
-                .num(h.depth as u64),
+                .num(u64::from(h.depth))
+                .num2(u64::from(shallow)),
         );
-        if h.depth > WALK_DEPTH_LIMIT {
-            return;
-        }
     }
     let mut w = ExtentWalk {
         fs,
@@ -345,6 +355,14 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
             self.nodes_left -= 1;
             let Some((Level { buf, ahead }, rest)) = next_level(levels, self.fs.block_size())
             else {
+                // The blocks below are neither claimed nor known: the
+                // inode must not keep them unclaimed (pass 5 would free
+                // what it still maps).
+                self.report(
+                    Problem::new(Code::InodeExtentTreeUnwalkable)
+                        .ino(ino)
+                        .num(u64::from(WALK_DEPTH_LIMIT)),
+                );
                 return;
             };
             // The children this node lists next are read ahead with it.

@@ -155,7 +155,10 @@ problems! {
     InodeExtentBad = ("0x100F", P1, Error, false, "Inode {ino} has an invalid extent (logical block {num}, physical block {blk}, length {num2}): {detail}"),
     InodeExtentOrder = ("0x1010", P1, Error, false, "Inode {ino} has out-of-order extents (logical block {num}, physical block {blk})"),
     InodeExtentNodeChecksum = ("0x1011", P1, Error, false, "Inode {ino} extent block {blk} passes checks, but checksum does not match extent"),
-    InodeExtentTooDeep = ("0x1012", P1, Notice, false, "Inode {ino} extent tree could be more shallow ({num}; could be <= 4)"),
+    InodeExtentTooDeep = ("0x1012", P1, Notice, false, "Inode {ino} extent tree could be more shallow ({num}; could be <= {num2})"),
+    // More valid levels than pfsck walks: a repair cannot rebuild what it
+    // cannot read, and clears the inode.
+    InodeExtentTreeUnwalkable = ("0x1042", P1, Error, false, "Inode {ino} extent tree has more than {num} levels of valid nodes, too deep to check"),
     InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino} extent node at block {blk} is invalid ({detail})"),
     InodeExtentIndexEnd = ("0x1014", P1, Error, false, "Inode {ino} extent index start {num} does not match its node's first extent {num2}"),
     InodeExtentPastEof = ("0x1015", P1, Error, false, "Inode {ino}, end of extent exceeds allowed value (logical block {num}, physical block {blk}, len {num2})"),
