@@ -3,7 +3,7 @@
 //! [`codes`] lists, per pfsck code, the e2fsck codes it can stand for:
 //! the first unless the check named another one where it found the
 //! problem (`Problem::e2fsck`; e2fsck has one code per variant where
-//! pfsck has one code and a detail; and for the codes of [`NAMED_ONLY`]
+//! pfsck has one code and a detail; and for the codes of `NAMED_ONLY`
 //! only there). [`refs`] turns a problem into the
 //! (code, inode, block) triples e2fsck's problem log would hold for it,
 //! which the differential tests compare; most problems give one, a pass
