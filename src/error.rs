@@ -15,6 +15,9 @@ pub enum Error {
     Incompatible(String),
     /// The user interrupted the run.
     Interrupted,
+    /// A repair's staged writes refused a block (beyond the device, the
+    /// staging limit reached, its spill file failing).
+    Staging(String),
 }
 
 impl fmt::Display for Error {
@@ -24,10 +27,35 @@ impl fmt::Display for Error {
             Error::Corrupt(s) => write!(f, "{s}"),
             Error::Incompatible(s) => write!(f, "{s}"),
             Error::Interrupted => write!(f, "interrupted"),
+            Error::Staging(s) => write!(f, "{s}"),
         }
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<crate::repair::RepairError> for Error {
+    fn from(e: crate::repair::RepairError) -> Error {
+        match e {
+            crate::repair::RepairError::Io { what, source } => Error::Io { what, source },
+            other => Error::Staging(other.to_string()),
+        }
+    }
+}
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// The repair's fixes still report failures as text; a library error
+/// becomes its message.
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        e.to_string()
+    }
+}

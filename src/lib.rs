@@ -1,8 +1,9 @@
 //! pfsck: a parallel checker for ext2/ext3/ext4 file systems.
 //!
 //! Layers, each depending only on those below it:
-//! `cli` → `check` → `engine` → `fs` (pure parsing) and `io` (reads);
-//! `repair` (staged writes, crash-safe commit) sits beside `check`, over `io`;
+//! `cli` → `fix` → `check` → `volume` (the file system handle and the
+//! write library) → `engine`, `fs` (pure parsing and encoding), `io`
+//! (reads) and `repair` (staged writes, crash-safe commit, over `io`).
 //! `online` (snapshots of mounted file systems, checked with `check`) sits
 //! under `cli`.
 #![deny(unsafe_code)]
@@ -16,3 +17,4 @@ pub mod fs;
 pub mod io;
 pub mod online;
 pub mod repair;
+pub mod volume;

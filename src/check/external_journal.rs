@@ -10,11 +10,11 @@
 //! superblock reset lives on the other device, so a repair writes it in a
 //! second commit after the file system's (`reset_block`).
 
-use super::fsview::Fs;
 use super::recovery::{self, Plan};
 use crate::fs::journal::{self as jfmt, JBD2_MAGIC, JournalSuperblock};
 use crate::fs::superblock::{EXT2_MAGIC, Superblock, incompat};
 use crate::io::Device;
+use crate::volume::Fs;
 use std::path::Path;
 
 /// A journal device that matches the file system, with its replay plan.

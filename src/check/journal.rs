@@ -6,13 +6,13 @@
 //! reset journal. When the journal is unusable, the disk is checked as it
 //! is, like `e2fsck -n` does.
 
-use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode::{Inode, flags};
 use crate::fs::journal::{self, JBD2_MAGIC};
 use crate::fs::superblock::{compat, incompat};
+use crate::volume::Fs;
 use std::path::{Path, PathBuf};
 
 /// The kernel refuses journals shorter than this many blocks.

@@ -4,9 +4,10 @@
 //! shared `State`, and returns problems in a deterministic order.
 
 pub mod blockmap;
+pub mod catalogue;
 pub mod dirblock;
+pub mod e2fsck_map;
 pub mod external_journal;
-pub mod fsview;
 pub mod htree_check;
 pub mod journal;
 pub mod orphan;
@@ -28,7 +29,7 @@ pub mod xattr;
 use crate::engine::{Budget, Threads};
 use crate::error::{Error, Result};
 use crate::io::Device;
-pub use fsview::Fs;
+pub use crate::volume::Fs;
 use problem::{ProblemList, Severity};
 use state::{State, Stats};
 use std::path::Path;
@@ -346,7 +347,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     })?;
     let t = budget.threads();
     step(r, &mut timer, &fs, "pass5", 5, || {
-        pass5::run(&fs, &state, t)
+        pass5::run(&fs, &state, t, opts.repairing)
     })?;
     step(r, &mut timer, &fs, "quota", 5, || {
         Ok(quota::run(&fs, &state).into())

@@ -32,7 +32,6 @@
 
 use super::Options;
 use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
-use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::superblock;
 use crate::error::Result;
@@ -42,6 +41,7 @@ use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
 use crate::fs::inode::field::*;
 use crate::fs::inode::{self as finode, GOOD_OLD_INODE_SIZE, Inode, flags};
 use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SUPERBLOCK_OFFSET, compat, ro_compat};
+use crate::volume::Fs;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Tail magic of an orphan file block.

@@ -15,13 +15,13 @@
 //! same units as pass 1, merged in inode order.
 
 use super::blockmap::{MapVisitor, Scratch};
-use super::fsview::Fs;
 use super::pass1::{self, Ctx};
 use super::problem::{Code, Problem};
 use super::state::State;
 use crate::engine::{Threads, par_map};
 use crate::error::Result;
 use crate::fs::inode::{self, Inode};
+use crate::volume::Fs;
 
 /// Longest list of owners kept in a problem's detail.
 const DETAIL_CAP: usize = 2000;

@@ -27,7 +27,6 @@ use super::dirblock::{
     self, BlockPos, DirParams, DxKind, DxRec, FsParams, GroupInodes, HtreeParams, LeafRec, Sink,
     TargetInfo, Targets,
 };
-use super::fsview::Fs;
 use super::htree_check;
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, State, iflag};
@@ -39,6 +38,7 @@ use crate::fs::htree;
 use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, ROOT_INO};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::fs::xattr;
+use crate::volume::Fs;
 use std::sync::RwLock;
 
 /// Directory blocks per work unit: big enough for long sequential reads,

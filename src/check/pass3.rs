@@ -17,11 +17,11 @@
 //! something in the chain has no parent). Each directory is visited once,
 //! so the pass is linear in the number of directories.
 
-use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::state::{State, iflag};
 use crate::error::Result;
 use crate::fs::inode::ROOT_INO;
+use crate::volume::Fs;
 
 pub fn run(_fs: &Fs, state: &mut State) -> Result<Vec<Problem>> {
     Ok(check(state))

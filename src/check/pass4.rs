@@ -20,7 +20,6 @@
 //! directory whose count is 1 has overflowed once and is left alone in a
 //! read-only check.
 
-use super::fsview::Fs;
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{State, iflag};
 use crate::engine::{Threads, par_map};
@@ -29,6 +28,7 @@ use crate::fs::bytes::{le16, le32};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO, flags};
 use crate::fs::superblock::ro_compat;
 use crate::fs::xattr;
+use crate::volume::Fs;
 
 /// Above this many links a directory's i_links_count is 1 (EXT2_LINK_MAX).
 const LINK_MAX: u16 = 65000;

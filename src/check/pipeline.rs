@@ -19,7 +19,6 @@
 //! (`pass2::finish`), which also puts the block problems back in e2fsck's
 //! block order.
 
-use super::fsview::Fs;
 use super::pass1;
 use super::pass2::{self, Gated, StateTargets, Unit2, UnitOut2, Units2};
 use super::problem::ProblemList;
@@ -27,6 +26,7 @@ use super::state::{DirBlock, State};
 use crate::engine::pipeline::{self as pipe, Emit, Help};
 use crate::engine::{Budget, CANCEL};
 use crate::error::{Error, Result};
+use crate::volume::Fs;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};

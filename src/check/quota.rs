@@ -15,12 +15,12 @@
 //! memory does not grow with the file's size.
 
 use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
-use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::state::{QUOTA_TYPES, QuotaUse, State};
 use crate::fs::inode::{self, Inode, flags};
 use crate::fs::quota::{self, QUOTA_BLOCK};
 use crate::fs::superblock::{incompat, ro_compat};
+use crate::volume::Fs;
 use std::collections::BTreeSet;
 
 const TYPE_NAMES: [&str; QUOTA_TYPES] = ["user", "group", "project"];
@@ -52,14 +52,15 @@ pub fn run(fs: &Fs, state: &State) -> Vec<Problem> {
                 .ino(ino)
                 .detail(format!("{name} quota file (inode {ino}): {why}"))
         };
-        let disk = match read_file(fs, ino, qtype) {
-            Ok(d) => d,
-            Err(why) => {
-                out.push(bad(why));
-                continue;
-            }
-        };
-        out.extend(compare(qtype, &usage.by_type[qtype], &disk));
+        let first = out.len();
+        match read_file(fs, ino, qtype) {
+            Ok(disk) => out.extend(compare(qtype, &usage.by_type[qtype], &disk)),
+            Err(why) => out.push(bad(why)),
+        }
+        // e2fsck asks once per type whether to rewrite the file.
+        if let Some(p) = out.get_mut(first) {
+            *p = p.clone().e2fsck(0x060002);
+        }
     }
     out
 }

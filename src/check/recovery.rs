@@ -31,7 +31,6 @@
 
 use super::Options;
 use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
-use super::fsview::Fs;
 use super::problem::{Code, Problem};
 use super::superblock;
 use crate::error::Result;
@@ -42,6 +41,7 @@ use crate::fs::journal::{
     JournalSuperblock, tag_flags,
 };
 use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, compat, incompat, ro_compat};
+use crate::volume::Fs;
 use std::collections::{BTreeMap, HashMap};
 
 /// Why recovery as a whole fails (the kernel's error codes, which e2fsck

@@ -383,6 +383,16 @@ impl State {
         }
     }
 
+    /// What the summary rewrite writes from: the maps of blocks
+    /// (clusters), inodes and directories in use.
+    pub fn in_use(&self) -> crate::volume::summary::InUse<'_> {
+        crate::volume::summary::InUse {
+            clusters: &self.block_used,
+            inodes: &self.inode_used,
+            dirs: &self.inode_dir,
+        }
+    }
+
     /// The index of block `blk` in the block maps.
     pub fn cluster(&self, blk: u64) -> u64 {
         blk >> self.cluster_bits

@@ -19,7 +19,6 @@
 //! old contents, are left to the next round's check (`Round::modified`).
 
 use super::inode;
-use crate::check::Fs;
 use crate::check::pass1::detail as d;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
@@ -30,6 +29,7 @@ use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO, S_IFDIR, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::fs::xattr;
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 use std::collections::BTreeSet;
 
 /// The problems fixed here.

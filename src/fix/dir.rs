@@ -13,7 +13,6 @@
 //! name an inode go to [`Links`], like the reconnections.
 
 use super::lostfound::{Links, add, dir_block, edit_dir_block, put_rec_len};
-use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le32};
@@ -22,6 +21,7 @@ use crate::fs::inode::ROOT_INO;
 use crate::fs::inode::field::{I_BLOCK, I_BLOCK_LEN};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 
 /// Problems fixed by removing the entry.
 pub(super) const REMOVE: &[Code] = &[

@@ -21,7 +21,6 @@
 //! next round's check once a block changed this way.
 
 use super::lostfound::dir_seed;
-use crate::check::Fs;
 use crate::check::dirblock::{Tail, tail_state};
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
@@ -33,6 +32,7 @@ use crate::fs::dir_entry::{
 use crate::fs::inode::field::*;
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 
 /// Problems fixed here.
 pub(super) const CODES: &[Code] = &[

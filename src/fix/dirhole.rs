@@ -16,7 +16,6 @@
 
 use super::edit_bytes;
 use super::lostfound::{dir_seed, inode_pos};
-use crate::check::Fs;
 use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::dir_entry::{TAIL_LEN, compute_tail_checksum, encode_rec_len};
@@ -24,6 +23,7 @@ use crate::fs::extent::{EXTENT_MAGIC, INIT_MAX_LEN};
 use crate::fs::inode::field::*;
 use crate::fs::inode::flags;
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 
 /// Direct block pointers in i_block.
 const DIRECT: usize = 12;

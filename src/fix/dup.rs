@@ -39,7 +39,6 @@
 //! of order, bad node headers): those blocks were never claimed.
 
 use super::edit_bytes;
-use crate::check::Fs;
 use crate::check::blockmap::{MapVisitor, Scratch};
 use crate::check::pass1;
 use crate::check::problem::Problem;
@@ -51,6 +50,7 @@ use crate::fs::inode::{self, Inode, flags, inode_csum_seed};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr;
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 use std::collections::{BTreeMap, BTreeSet};
 
 const XATTR_REFCOUNT: usize = 4;
@@ -478,7 +478,8 @@ impl Tx<'_> {
         // the root, one level deeper, points at it.
         let bsz = self.fs.block_size();
         let max = extent::max_entries(bsz);
-        if entries.len() > max as usize || h.depth >= crate::check::blockmap::MAX_TREE_DEPTH {
+        let deepest = crate::check::blockmap::max_tree_depth(self.fs.geo.block_size);
+        if entries.len() > max as usize || h.depth >= deepest {
             return Err(Stop::Unsupported);
         }
         let nb = self.new_node()?;

@@ -17,7 +17,6 @@
 //! as they were.
 
 use super::dup::Alloc;
-use crate::check::Fs;
 use crate::check::blockmap::{MapVisitor, Scratch};
 use crate::check::pass1;
 use crate::check::problem::Problem;
@@ -28,6 +27,7 @@ use crate::fs::inode::field::*;
 use crate::fs::inode::{Inode, flags, inode_csum_seed};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 
 /// Entries an extent root in i_block holds.
 const ROOT_MAX: usize = 4;

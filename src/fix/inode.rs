@@ -9,7 +9,6 @@
 //! is read through the overlay, so several fixes of one inode accumulate.
 
 use super::edit_bytes;
-use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
@@ -17,6 +16,7 @@ use crate::fs::inode::field::*;
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, compute_checksum, flags};
 use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 
 /// Files this large need the large_file feature.
 const LARGE_FILE_SIZE: u64 = 0x8000_0000;

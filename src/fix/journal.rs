@@ -15,12 +15,13 @@
 //! repair refuses while needs_recovery stays set). The orphan processing
 //! (`check::orphan`) is part of the same view and is staged with it.
 
+use crate::check::Report;
 use crate::check::problem::Code;
-use crate::check::{Fs, Report};
 use crate::fs::bytes::{le16, put_le16};
 use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, incompat};
 use crate::io::RangeOverlay;
 use crate::repair::overlay::{Overlay, Staging};
+use crate::volume::Fs;
 use std::any::Any;
 use std::sync::Arc;
 

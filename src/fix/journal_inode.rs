@@ -29,7 +29,6 @@
 //! extent-mapped journal needing more than the four extents the inode
 //! holds (e2fsck would add an extent tree block).
 
-use crate::check::Fs;
 use crate::check::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
@@ -38,6 +37,7 @@ use crate::fs::inode::{self as finode, flags};
 use crate::fs::journal::{BLOCKTYPE_SB_V2, JBD2_MAGIC};
 use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, compat, incompat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
+use crate::volume::Fs;
 use std::collections::BTreeSet;
 
 const JOURNAL_INO: u32 = 8;

@@ -17,7 +17,6 @@
 //! needs a block allocation), indexed or inline directories to reconnect.
 
 use super::edit_bytes;
-use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
@@ -29,6 +28,7 @@ use crate::fs::inode::field::*;
 use crate::fs::inode::{ROOT_INO, inode_csum_seed};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 use std::collections::BTreeMap;
 
 /// Changes to the number of entries naming each inode, made by the fixes.

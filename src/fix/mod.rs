@@ -22,6 +22,10 @@
 //! is recomputed last from what passes 1–4 found, so it covers whatever
 //! the earlier fixes staged.
 //!
+//! Every fix reads and writes through the write library (`crate::volume`:
+//! the allocator, inode, superblock and descriptor edits, extent trees,
+//! the pass 5 summary).
+//!
 //! Files: `clear.rs` (pass 1 fixes of whole inodes: clearing, bad flags
 //! and fields, features an inode shows in use; staged first),
 //! `blockmap.rs` (block maps and extent trees, bad blocks, relocated
@@ -39,7 +43,6 @@
 //! `quota.rs` (quota inode numbers in the superblock, quota files
 //! rewritten from the counted usage in a round with no other fix but the
 //! summary),
-//! `summary.rs` (pass 5 and the descriptor and superblock checksums),
 //! `journal.rs` (the journal replay and orphan processing the check read
 //! through, staged first so the fixes land on top of them).
 
@@ -57,16 +60,16 @@ mod lostfound;
 mod quota;
 mod rehash;
 mod resize;
-mod summary;
 mod superblock;
 
+use crate::check::Report;
 use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
-use crate::check::{Fs, Report};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::inode::ROOT_INO;
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
 use crate::repair::overlay::{Overlay, Staging};
+use crate::volume::Fs;
 
 /// Which problems the user allowed to be fixed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -442,7 +445,8 @@ pub fn plan(
         .collect();
     if !unused.is_empty() {
         let groups: Vec<u32> = unused.iter().map(|&(_, g)| g).collect();
-        summary::reset_itable_unused(fs, &mut overlay, &groups).map_err(Refusal::Failed)?;
+        crate::volume::summary::reset_itable_unused(fs, &mut overlay, &groups)
+            .map_err(|e| Refusal::Failed(e.to_string()))?;
         for &(k, _) in &unused {
             fixed[k] = true;
         }
@@ -836,7 +840,8 @@ pub fn plan(
         set_large_file(fs, &mut overlay).map_err(Refusal::Failed)?;
     }
     if summary {
-        summary::rewrite(fs, state, &mut overlay).map_err(Refusal::Failed)?;
+        crate::volume::summary::rewrite(fs, &state.in_use(), &mut overlay)
+            .map_err(|e| Refusal::Failed(e.to_string()))?;
     }
     if journal_made {
         journal_inode::write_backups(fs, &mut overlay).map_err(Refusal::Failed)?;

@@ -29,7 +29,6 @@
 //! usage it writes must be the usage of the file system as it is left.
 
 use super::{edit_bytes, edit_superblock};
-use crate::check::Fs;
 use crate::check::blockmap::{MapVisitor, Scratch};
 use crate::check::pass1;
 use crate::check::problem::{Code, Problem};
@@ -41,6 +40,7 @@ use crate::fs::inode::{Inode, inode_csum_seed};
 use crate::fs::quota::{self, Dquot, Limits, QUOTA_BLOCK};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 use std::collections::{BTreeMap, BTreeSet};
 
 // Superblock fields holding the quota inode numbers.

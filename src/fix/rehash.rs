@@ -23,7 +23,6 @@
 use super::dirblock::write_tail_header;
 use super::edit_bytes;
 use super::lostfound::{Links, add, dir_seed, inode_pos};
-use crate::check::Fs;
 use crate::check::problem::Code;
 use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
@@ -35,6 +34,7 @@ use crate::fs::htree;
 use crate::fs::inode::{ROOT_INO, flags};
 use crate::fs::superblock::{compat, incompat};
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 use std::collections::BTreeMap;
 
 /// Problems fixed by rebuilding the directory they name.
@@ -59,7 +59,7 @@ pub(super) const CODES: &[Code] = &[
     Code::HtreeHashRange,
     Code::HtreeBlockReferenced,
     Code::HtreeNoIndexFlag,
-    Code::HtreeFlagNoRoot,
+    Code::HtreeInvalid,
     Code::HtreeLeafDepth,
 ];
 

@@ -32,7 +32,6 @@
 //! when a block number would not fit the 32-bit map or no block is free
 //! (e2fsck then gives up on the inode too).
 
-use crate::check::Fs;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::bytes::{put_le16, put_le32};
@@ -40,6 +39,7 @@ use crate::fs::inode::field::*;
 use crate::fs::inode::{RESIZE_INO, ROOT_INO};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 
 // Inode fields the new resize inode sets.
 const I_DIND: usize = 0x28 + 4 * 13;

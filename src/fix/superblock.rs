@@ -9,11 +9,11 @@
 //! follow from there, with their edits landing on the restored copy.
 
 use super::edit_bytes;
-use crate::check::Fs;
 use crate::fs::bytes::put_le16;
 use crate::fs::bytes::put_le32;
 use crate::fs::superblock::SUPERBLOCK_OFFSET;
 use crate::repair::overlay::Overlay;
+use crate::volume::Fs;
 
 /// Which group's copy a superblock is (0 for the primary).
 const S_BLOCK_GROUP_NR: usize = 0x5A;

@@ -1,6 +1,6 @@
 //! Linear directory entries and the metadata_csum tail of a directory block.
 
-use super::bytes::{le16, le32, u8_at};
+use super::bytes::{le16, le32, put_le16, put_le32, u8_at};
 use super::checksum::crc32c_raw;
 
 /// Entry header: inode(4) rec_len(2) name_len(1) file_type(1).
@@ -107,6 +107,99 @@ pub fn compute_tail_checksum(inode_seed: u32, b: &[u8]) -> u32 {
     crc32c_raw(inode_seed, &b[..b.len().saturating_sub(TAIL_LEN)])
 }
 
+/// Stores the rec_len of the record at `off` in `b` (a block, or its part
+/// before a checksum tail), encoded for a block of `b.len()` bytes.
+pub fn put_rec_len(b: &mut [u8], off: usize, len: usize) {
+    put_le16(b, off + 4, encode_rec_len(len, b.len()));
+}
+
+/// Writes a record at `off`: inode, rec_len (encoded for `block_size`),
+/// name and, with the filetype feature (`file_type` Some), the type byte;
+/// without it the name length takes both bytes.
+pub fn put_entry(
+    b: &mut [u8],
+    block_size: usize,
+    off: usize,
+    ino: u32,
+    rec_len: usize,
+    name: &[u8],
+    file_type: Option<u8>,
+) {
+    put_le32(b, off, ino);
+    put_le16(b, off + 4, encode_rec_len(rec_len, block_size));
+    put_name(b, off, name, file_type);
+}
+
+/// Writes the name (and its length, and the type with filetype) of the
+/// record at `off`, leaving its inode and rec_len as they are.
+pub fn put_name(b: &mut [u8], off: usize, name: &[u8], file_type: Option<u8>) {
+    match file_type {
+        Some(ft) => {
+            if let Some(h) = b.get_mut(off + 6..off + 8) {
+                h.copy_from_slice(&[name.len() as u8, ft]);
+            }
+        }
+        None => put_le16(b, off + 6, name.len() as u16),
+    }
+    if let Some(n) = b.get_mut(off + HEADER_LEN..off + HEADER_LEN + name.len()) {
+        n.copy_from_slice(name);
+    }
+}
+
+/// Writes the fields of a checksum tail (not the checksum) at the end of
+/// `b`.
+pub fn put_tail_header(b: &mut [u8]) {
+    let Some(t) = b.len().checked_sub(TAIL_LEN) else {
+        return;
+    };
+    put_le32(b, t, 0);
+    put_le16(b, t + 4, TAIL_LEN as u16);
+    b[t + 6] = 0;
+    b[t + 7] = TAIL_FT;
+}
+
+/// Stores the checksum of directory block `b` in its tail.
+pub fn set_tail_checksum(inode_seed: u32, b: &mut [u8]) {
+    let c = compute_tail_checksum(inode_seed, b);
+    let n = b.len();
+    put_le32(b, n.saturating_sub(4), c);
+}
+
+/// A directory block of `bs` bytes with one empty record over it all,
+/// or, with a checksum seed (metadata_csum), over all but the tail.
+pub fn empty_block(bs: usize, seed: Option<u32>) -> Vec<u8> {
+    let mut b = vec![0u8; bs];
+    let end = if seed.is_some() { bs - TAIL_LEN } else { bs };
+    put_le16(&mut b, 4, encode_rec_len(end, bs));
+    seal_new(&mut b, seed);
+    b
+}
+
+/// The first block of a new directory `ino`: '.' and '..' (naming
+/// `parent`) over the whole block, with the checksum tail when `seed` is
+/// given. `file_type` is the directory type byte with filetype.
+pub fn dots_block(
+    bs: usize,
+    ino: u32,
+    parent: u32,
+    file_type: Option<u8>,
+    seed: Option<u32>,
+) -> Vec<u8> {
+    let mut b = vec![0u8; bs];
+    let end = if seed.is_some() { bs - TAIL_LEN } else { bs };
+    put_entry(&mut b, bs, 0, ino, rec_len_for(1), b".", file_type);
+    put_entry(&mut b, bs, 12, parent, end - 12, b"..", file_type);
+    seal_new(&mut b, seed);
+    b
+}
+
+fn seal_new(b: &mut [u8], seed: Option<u32>) {
+    if let Some(seed) = seed {
+        put_tail_header(b);
+        set_tail_checksum(seed, b);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +230,25 @@ mod tests {
         assert_eq!(read_entry(&b, 1020, true), Err(EntryError::BadRecLen));
         put_le16(&mut b, 4, 13);
         assert_eq!(read_entry(&b, 0, true), Err(EntryError::BadRecLen));
+    }
+
+    #[test]
+    fn new_blocks_read_back() {
+        for bs in [1024, 65536] {
+            let b = dots_block(bs, 11, 2, Some(2), Some(7));
+            let dot = read_entry(&b, 0, true).unwrap();
+            let dotdot = read_entry(&b, 12, true).unwrap();
+            assert_eq!((dot.inode, dot.name, dot.file_type), (11, &b"."[..], 2));
+            assert_eq!((dotdot.inode, dotdot.rec_len), (2, bs - 12 - TAIL_LEN));
+            assert!(has_tail(&b));
+            assert_eq!(stored_tail_checksum(&b), compute_tail_checksum(7, &b));
+            let e = empty_block(bs, None);
+            let r = read_entry(&e, 0, false).unwrap();
+            assert_eq!((r.inode, r.rec_len, r.name_len), (0, bs, 0));
+        }
+        let b = dots_block(1024, 11, 2, None, None);
+        let dotdot = read_entry(&b, 12, false).unwrap();
+        assert_eq!((dotdot.name, dotdot.rec_len), (&b".."[..], 1012));
     }
 
     #[test]

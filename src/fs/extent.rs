@@ -1,7 +1,7 @@
 //! Extent tree nodes: a 12-byte header followed by 12-byte entries, either
 //! in the inode's i_block (root) or in a whole block with a checksum tail.
 
-use super::bytes::{le16, le32};
+use super::bytes::{le16, le32, put_le16, put_le32};
 use super::checksum::crc32c_raw;
 
 pub const EXTENT_MAGIC: u16 = 0xF30A;
@@ -9,6 +9,14 @@ pub const EXTENT_MAGIC: u16 = 0xF30A;
 pub const INIT_MAX_LEN: u16 = 32768;
 /// The deepest tree the kernel builds (and accepts).
 pub const MAX_DEPTH: u16 = 5;
+/// Bytes of a node header and of each entry after it.
+pub const HEADER_LEN: usize = 12;
+pub const ENTRY_LEN: usize = 12;
+/// Entries the root in i_block holds.
+pub const ROOT_MAX: u16 = 4;
+
+/// One encoded entry, leaf or index.
+pub type RawEntry = [u8; ENTRY_LEN];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExtentHeader {
@@ -31,6 +39,95 @@ pub struct Extent {
 pub struct ExtentIndex {
     pub lblk: u32,
     pub leaf: u64,
+}
+
+impl Extent {
+    /// The 12 bytes of this leaf entry (`len` at most 32768 written,
+    /// 32767 unwritten).
+    pub fn encode(&self) -> RawEntry {
+        let mut e = [0u8; ENTRY_LEN];
+        put_le32(&mut e, 0, self.lblk);
+        let raw_len = if self.unwritten {
+            self.len + u32::from(INIT_MAX_LEN)
+        } else {
+            self.len
+        };
+        put_le16(&mut e, 4, raw_len as u16);
+        put_le16(&mut e, 6, (self.pblk >> 32) as u16);
+        put_le32(&mut e, 8, self.pblk as u32);
+        e
+    }
+}
+
+impl ExtentIndex {
+    /// The 12 bytes of this index entry.
+    pub fn encode(&self) -> RawEntry {
+        let mut e = [0u8; ENTRY_LEN];
+        put_le32(&mut e, 0, self.lblk);
+        put_le32(&mut e, 4, self.leaf as u32);
+        put_le16(&mut e, 8, (self.leaf >> 32) as u16);
+        e
+    }
+}
+
+/// Writes a node header (magic, entry count, capacity, depth) at the
+/// start of `b`, the root's 60 bytes or a tree block; the generation
+/// field is left as it is.
+pub fn put_header(b: &mut [u8], entries: u16, max: u16, depth: u16) {
+    put_le16(b, 0, EXTENT_MAGIC);
+    put_le16(b, 2, entries);
+    put_le16(b, 4, max);
+    put_le16(b, 6, depth);
+}
+
+pub fn set_entry_count(b: &mut [u8], n: u16) {
+    put_le16(b, 2, n);
+}
+
+pub fn set_depth(b: &mut [u8], depth: u16) {
+    put_le16(b, 6, depth);
+}
+
+/// The raw bytes of entry `i`; None past the end of `b`.
+pub fn raw_entry(b: &[u8], i: usize) -> Option<RawEntry> {
+    let off = HEADER_LEN + ENTRY_LEN * i;
+    b.get(off..off + ENTRY_LEN)?.try_into().ok()
+}
+
+/// Writes `entries` after the header of node `b` and sets its entry count
+/// (entries past them are left as they are).
+pub fn put_entries(b: &mut [u8], entries: &[RawEntry]) {
+    set_entry_count(b, entries.len() as u16);
+    for (i, e) in entries.iter().enumerate() {
+        let off = HEADER_LEN + ENTRY_LEN * i;
+        if let Some(slot) = b.get_mut(off..off + ENTRY_LEN) {
+            slot.copy_from_slice(e);
+        }
+    }
+}
+
+/// `put_entries`, and the slots past them up to the node's capacity
+/// zeroed (stale entries past the count would only confuse a reader).
+pub fn put_entries_zeroed(b: &mut [u8], entries: &[RawEntry]) {
+    put_entries(b, entries);
+    let max = parse_header(b).max as usize;
+    let end = (HEADER_LEN + ENTRY_LEN * max).min(b.len());
+    let from = (HEADER_LEN + ENTRY_LEN * entries.len()).min(end);
+    b[from..end].fill(0);
+}
+
+/// The logical block an encoded entry starts at (leaf or index).
+pub fn entry_lblk(e: &RawEntry) -> u32 {
+    le32(e, 0)
+}
+
+/// Stores the checksum of tree block `b` in its tail (metadata_csum);
+/// nothing when the tail would lie outside the block.
+pub fn set_block_checksum(inode_seed: u32, b: &mut [u8]) {
+    if let Some(c) = compute_block_checksum(inode_seed, b) {
+        let off = tail_offset(parse_header(b).max);
+        put_le32(b, off, c);
+    }
 }
 
 pub fn parse_header(b: &[u8]) -> ExtentHeader {
@@ -131,5 +228,37 @@ mod tests {
         assert_eq!(parse_leaf(&b, 99).len, 0);
         assert_eq!(max_entries(60), 4);
         assert_eq!(max_entries(4096), 340);
+        assert_eq!(&e.encode()[..], &b[12..24]);
+    }
+
+    #[test]
+    fn built_nodes_parse_back() {
+        let mut node = vec![0u8; 1024];
+        let max = max_entries(node.len());
+        put_header(&mut node, 0, max, 1);
+        let ix = ExtentIndex {
+            lblk: 9,
+            leaf: 3 << 32 | 77,
+        };
+        let leaf = Extent {
+            lblk: 1,
+            len: 32768,
+            pblk: 5,
+            unwritten: false,
+        };
+        put_entries_zeroed(&mut node, &[ix.encode(), leaf.encode()]);
+        let h = parse_header(&node);
+        assert_eq!(
+            (h.magic, h.entries, h.max, h.depth),
+            (EXTENT_MAGIC, 2, max, 1)
+        );
+        assert_eq!(parse_index(&node, 0), ix);
+        assert_eq!(parse_leaf(&node, 1), leaf);
+        assert_eq!(raw_entry(&node, 1).map(|e| entry_lblk(&e)), Some(1));
+        set_block_checksum(42, &mut node);
+        assert_eq!(
+            compute_block_checksum(42, &node),
+            Some(stored_block_checksum(&node))
+        );
     }
 }

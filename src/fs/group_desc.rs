@@ -1,6 +1,6 @@
 //! Block group descriptors (32 bytes, or `s_desc_size` with 64bit).
 
-use super::bytes::{le16, le32, put_le16};
+use super::bytes::{le16, le32, put_le16, put_le32};
 use super::checksum::{crc16, crc32c_raw};
 use super::superblock::Superblock;
 
@@ -9,6 +9,109 @@ pub const BG_BLOCK_UNINIT: u16 = 0x2;
 pub const BG_INODE_ZEROED: u16 = 0x4;
 
 const CHECKSUM_OFFSET: usize = 0x1E;
+
+/// Byte offsets of descriptor fields: (low half, high half). The high
+/// halves exist in descriptors of 64 bytes or more.
+pub mod field {
+    pub const BLOCK_BITMAP: (usize, usize) = (0x00, 0x20);
+    pub const INODE_BITMAP: (usize, usize) = (0x04, 0x24);
+    pub const INODE_TABLE: (usize, usize) = (0x08, 0x28);
+    pub const FREE_BLOCKS: (usize, usize) = (0x0C, 0x2C);
+    pub const FREE_INODES: (usize, usize) = (0x0E, 0x2E);
+    pub const USED_DIRS: (usize, usize) = (0x10, 0x30);
+    pub const FLAGS: usize = 0x12;
+    pub const BLOCK_BITMAP_CSUM: (usize, usize) = (0x18, 0x38);
+    pub const INODE_BITMAP_CSUM: (usize, usize) = (0x1A, 0x3A);
+    pub const ITABLE_UNUSED: (usize, usize) = (0x1C, 0x32);
+    pub const CHECKSUM: usize = super::CHECKSUM_OFFSET;
+}
+
+/// Which of a group's metadata locations a descriptor field names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Location {
+    BlockBitmap,
+    InodeBitmap,
+    InodeTable,
+}
+
+/// The raw bytes of one descriptor (`desc_size` of them), edited field by
+/// field; 32-bit counts split over a low and, in wide descriptors, a high
+/// 16-bit half.
+pub struct DescMut<'a>(pub &'a mut [u8]);
+
+impl DescMut<'_> {
+    pub fn wide(&self) -> bool {
+        self.0.len() >= 64
+    }
+    fn get_split16(&self, (lo, hi): (usize, usize)) -> u32 {
+        let h = if self.wide() {
+            u32::from(le16(self.0, hi)) << 16
+        } else {
+            0
+        };
+        u32::from(le16(self.0, lo)) | h
+    }
+    fn put_split16(&mut self, (lo, hi): (usize, usize), v: u32) {
+        put_le16(self.0, lo, v as u16);
+        if self.wide() {
+            put_le16(self.0, hi, (v >> 16) as u16);
+        }
+    }
+    pub fn set_location(&mut self, which: Location, blk: u64) {
+        let (lo, hi) = match which {
+            Location::BlockBitmap => field::BLOCK_BITMAP,
+            Location::InodeBitmap => field::INODE_BITMAP,
+            Location::InodeTable => field::INODE_TABLE,
+        };
+        put_le32(self.0, lo, blk as u32);
+        if self.wide() {
+            put_le32(self.0, hi, (blk >> 32) as u32);
+        }
+    }
+    pub fn free_blocks(&self) -> u32 {
+        self.get_split16(field::FREE_BLOCKS)
+    }
+    pub fn set_free_blocks(&mut self, v: u32) {
+        self.put_split16(field::FREE_BLOCKS, v);
+    }
+    pub fn free_inodes(&self) -> u32 {
+        self.get_split16(field::FREE_INODES)
+    }
+    pub fn set_free_inodes(&mut self, v: u32) {
+        self.put_split16(field::FREE_INODES, v);
+    }
+    pub fn used_dirs(&self) -> u32 {
+        self.get_split16(field::USED_DIRS)
+    }
+    pub fn set_used_dirs(&mut self, v: u32) {
+        self.put_split16(field::USED_DIRS, v);
+    }
+    pub fn flags(&self) -> u16 {
+        le16(self.0, field::FLAGS)
+    }
+    pub fn set_flags(&mut self, v: u16) {
+        put_le16(self.0, field::FLAGS, v);
+    }
+    pub fn set_block_bitmap_csum(&mut self, v: u32) {
+        self.put_split16(field::BLOCK_BITMAP_CSUM, v);
+    }
+    pub fn set_inode_bitmap_csum(&mut self, v: u32) {
+        self.put_split16(field::INODE_BITMAP_CSUM, v);
+    }
+    pub fn itable_unused(&self) -> u32 {
+        self.get_split16(field::ITABLE_UNUSED)
+    }
+    pub fn set_itable_unused(&mut self, v: u32) {
+        self.put_split16(field::ITABLE_UNUSED, v);
+    }
+    /// Stores the checksum of descriptor `group`, when the file system
+    /// checksums descriptors.
+    pub fn set_checksum(&mut self, sb: &Superblock, group: u32) {
+        if let Some(c) = compute_checksum(sb, group, self.0) {
+            put_le16(self.0, CHECKSUM_OFFSET, c);
+        }
+    }
+}
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct GroupDesc {
@@ -104,5 +207,16 @@ mod tests {
         assert!(w.has_flag(BG_INODE_UNINIT));
         let n = GroupDesc::parse(&b[..32]);
         assert_eq!(n.block_bitmap, 5);
+        let mut d = DescMut(&mut b);
+        d.set_free_blocks(0x1_0002);
+        d.set_location(Location::InodeTable, 7 << 32 | 9);
+        let w = GroupDesc::parse(&b);
+        assert_eq!(
+            (w.free_blocks_count, w.inode_table),
+            (0x1_0002, 7 << 32 | 9)
+        );
+        let mut narrow = vec![0u8; 32];
+        DescMut(&mut narrow).set_free_blocks(0x1_0002);
+        assert_eq!(GroupDesc::parse(&narrow).free_blocks_count, 2);
     }
 }

@@ -1,6 +1,6 @@
 //! The on-disk inode (`s_inode_size` bytes, at least 128).
 
-use super::bytes::{le16, le32, put_le16};
+use super::bytes::{le16, le32, put_le16, put_le32};
 use super::checksum::crc32c_raw;
 
 pub const ROOT_INO: u32 = 2;
@@ -81,6 +81,10 @@ pub mod field {
     pub const I_EXTRA_ISIZE: usize = 0x80;
     pub const I_CHECKSUM_HI: usize = 0x82;
     pub const I_CRTIME: usize = 0x90;
+    /// Block pointers 12, 13 and 14: indirect, double, triple.
+    pub const I_IND: usize = I_BLOCK + 4 * 12;
+    pub const I_DIND: usize = I_BLOCK + 4 * 13;
+    pub const I_TIND: usize = I_BLOCK + 4 * 14;
 }
 const CSUM_LO: usize = 0x7C;
 const CSUM_HI: usize = 0x82;
@@ -226,6 +230,114 @@ impl Inode {
     }
 }
 
+/// The raw bytes of one inode, edited field by field (the layout `Inode`
+/// parses). Writes past the end of a short inode are dropped, as
+/// `bytes::put_le*` drops them.
+pub struct InodeMut<'a>(pub &'a mut [u8]);
+
+impl InodeMut<'_> {
+    pub fn bytes(&self) -> &[u8] {
+        self.0
+    }
+    pub fn mode(&self) -> u16 {
+        le16(self.0, field::I_MODE)
+    }
+    pub fn set_mode(&mut self, v: u16) {
+        put_le16(self.0, field::I_MODE, v);
+    }
+    /// i_size, both halves.
+    pub fn set_size(&mut self, v: u64) {
+        put_le32(self.0, field::I_SIZE_LO, v as u32);
+        put_le32(self.0, field::I_SIZE_HIGH, (v >> 32) as u32);
+    }
+    /// The low half of i_size only (the high half kept as it is).
+    pub fn set_size_lo(&mut self, v: u32) {
+        put_le32(self.0, field::I_SIZE_LO, v);
+    }
+    /// atime, ctime and mtime.
+    pub fn set_times(&mut self, t: u32) {
+        for f in [field::I_ATIME, field::I_CTIME, field::I_MTIME] {
+            put_le32(self.0, f, t);
+        }
+    }
+    pub fn set_dtime(&mut self, v: u32) {
+        put_le32(self.0, field::I_DTIME, v);
+    }
+    pub fn links(&self) -> u16 {
+        le16(self.0, field::I_LINKS_COUNT)
+    }
+    pub fn set_links(&mut self, v: u16) {
+        put_le16(self.0, field::I_LINKS_COUNT, v);
+    }
+    /// i_blocks; the high 16 bits only with `huge` (huge_file), as they
+    /// mean nothing without it.
+    pub fn blocks(&self, huge: bool) -> u64 {
+        let hi = if huge {
+            u64::from(le16(self.0, field::I_BLOCKS_HIGH))
+        } else {
+            0
+        };
+        u64::from(le32(self.0, field::I_BLOCKS_LO)) | hi << 32
+    }
+    pub fn set_blocks(&mut self, v: u64, huge: bool) {
+        put_le32(self.0, field::I_BLOCKS_LO, v as u32);
+        if huge {
+            put_le16(self.0, field::I_BLOCKS_HIGH, (v >> 32) as u16);
+        }
+    }
+    pub fn flags(&self) -> u32 {
+        le32(self.0, field::I_FLAGS)
+    }
+    pub fn set_flags(&mut self, v: u32) {
+        put_le32(self.0, field::I_FLAGS, v);
+    }
+    pub fn generation(&self) -> u32 {
+        le32(self.0, field::I_GENERATION)
+    }
+    /// The 60 bytes of i_block.
+    pub fn i_block(&self) -> &[u8] {
+        self.0
+            .get(field::I_BLOCK..field::I_BLOCK_END)
+            .unwrap_or(&[])
+    }
+    pub fn i_block_mut(&mut self) -> &mut [u8] {
+        self.0
+            .get_mut(field::I_BLOCK..field::I_BLOCK_END)
+            .unwrap_or(&mut [])
+    }
+    /// Block pointer `i` (0..15) of a block-mapped inode.
+    pub fn block_ptr(&self, i: usize) -> u32 {
+        le32(self.0, field::I_BLOCK + 4 * i)
+    }
+    pub fn set_block_ptr(&mut self, i: usize, v: u32) {
+        if i < 15 {
+            put_le32(self.0, field::I_BLOCK + 4 * i, v);
+        }
+    }
+    pub fn extra_isize(&self) -> u16 {
+        if self.0.len() > GOOD_OLD_INODE_SIZE {
+            le16(self.0, field::I_EXTRA_ISIZE)
+        } else {
+            0
+        }
+    }
+    pub fn set_extra_isize(&mut self, v: u16) {
+        put_le16(self.0, field::I_EXTRA_ISIZE, v);
+    }
+    pub fn set_crtime(&mut self, v: u32) {
+        put_le32(self.0, field::I_CRTIME, v);
+    }
+    /// Stores the checksum inode `ino` should carry (the high half only
+    /// where the inode has room for it).
+    pub fn set_checksum(&mut self, fs_seed: u32, ino: u32) {
+        let c = compute_checksum(fs_seed, ino, self.0);
+        put_le16(self.0, CSUM_LO, c as u16);
+        if self.0.len() > GOOD_OLD_INODE_SIZE && le16(self.0, field::I_EXTRA_ISIZE) >= 4 {
+            put_le16(self.0, CSUM_HI, (c >> 16) as u16);
+        }
+    }
+}
+
 /// Seed of every checksum of metadata owned by an inode (extent blocks,
 /// directory blocks, xattr in the inode).
 pub fn inode_csum_seed(fs_seed: u32, ino: u32, generation: u32) -> u32 {
@@ -272,6 +384,33 @@ mod tests {
         put_le16(&mut b, 0x82, (c >> 16) as u16);
         assert_eq!(compute_checksum(1, 12, &b), c);
         assert_eq!(Inode::parse(&b).stored_checksum(), c);
+    }
+
+    #[test]
+    fn edits_round_trip_through_the_parser() {
+        let mut b = vec![0u8; 256];
+        let mut m = InodeMut(&mut b);
+        m.set_mode(S_IFREG | 0o600);
+        m.set_size(5 << 32 | 7);
+        m.set_links(3);
+        m.set_blocks(9 << 32 | 8, true);
+        m.set_flags(flags::EXTENTS);
+        m.set_extra_isize(32);
+        m.set_checksum(1, 12);
+        let i = Inode::parse(&b);
+        assert_eq!(
+            (i.size, i.links_count, i.blocks_raw),
+            (5 << 32 | 7, 3, 9 << 32 | 8)
+        );
+        assert!(i.is_reg() && i.has_flag(flags::EXTENTS));
+        assert_eq!(i.stored_checksum(), compute_checksum(1, 12, &b));
+        // A 128-byte inode keeps only the low half of the checksum.
+        let mut small = vec![0u8; 128];
+        InodeMut(&mut small).set_checksum(1, 12);
+        assert_eq!(
+            u32::from(le16(&small, CSUM_LO)),
+            compute_checksum(1, 12, &small)
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The ext2/3/4 superblock (1024 bytes at byte offset 1024 of the device).
 
-use super::bytes::{le16, le32, u8_at};
+use super::bytes::{le16, le32, put_le16, put_le32, u8_at};
 use super::checksum::crc32c_raw;
 
 pub const SUPERBLOCK_OFFSET: u64 = 1024;
@@ -60,6 +60,167 @@ pub mod incompat {
     pub const ENCRYPT: u32 = 0x10000;
     pub const CASEFOLD: u32 = 0x20000;
 }
+
+/// Byte offsets (in the 1024 superblock bytes) of the fields repairs
+/// write, the layout `Superblock::parse` reads.
+pub mod field {
+    pub const S_INODES_COUNT: usize = 0x00;
+    pub const S_FREE_BLOCKS_LO: usize = 0x0C;
+    pub const S_FREE_INODES: usize = 0x10;
+    pub const S_STATE: usize = 0x3A;
+    pub const S_REV_LEVEL: usize = 0x4C;
+    pub const S_FIRST_INO: usize = 0x54;
+    pub const S_INODE_SIZE: usize = 0x58;
+    pub const S_BLOCK_GROUP_NR: usize = 0x5A;
+    pub const S_FEATURE_COMPAT: usize = 0x5C;
+    pub const S_FEATURE_INCOMPAT: usize = 0x60;
+    pub const S_FEATURE_RO_COMPAT: usize = 0x64;
+    pub const S_PREALLOC_DIR_BLOCKS: usize = 0xCD;
+    pub const S_RESERVED_GDT_BLOCKS: usize = 0xCE;
+    pub const S_JOURNAL_UUID: usize = 0xD0;
+    pub const S_JOURNAL_INUM: usize = 0xE0;
+    pub const S_JOURNAL_DEV: usize = 0xE4;
+    pub const S_LAST_ORPHAN: usize = 0xE8;
+    pub const S_JNL_BACKUP_TYPE: usize = 0xFD;
+    pub const S_MKFS_TIME: usize = 0x108;
+    /// s_jnl_blocks: 15 words of i_block, then the size's two halves.
+    pub const S_JNL_BLOCKS: usize = 0x10C;
+    pub const S_JNL_BLOCKS_LEN: usize = 68;
+    pub const S_FREE_BLOCKS_HI: usize = 0x158;
+    pub const S_USR_QUOTA_INUM: usize = 0x240;
+    pub const S_GRP_QUOTA_INUM: usize = 0x244;
+    pub const S_PRJ_QUOTA_INUM: usize = 0x26C;
+    pub const S_CHECKSUM: usize = 0x3FC;
+}
+
+/// The 1024 raw bytes of a superblock, edited field by field. Checksums
+/// are the caller's to redo (`set_checksum`), as only it knows whether the
+/// file system it writes for has metadata_csum.
+pub struct SuperblockMut<'a>(pub &'a mut [u8]);
+
+impl SuperblockMut<'_> {
+    pub fn state(&self) -> u16 {
+        le16(self.0, field::S_STATE)
+    }
+    pub fn set_state(&mut self, v: u16) {
+        put_le16(self.0, field::S_STATE, v);
+    }
+    pub fn set_inodes_count(&mut self, v: u32) {
+        put_le32(self.0, field::S_INODES_COUNT, v);
+    }
+    /// The free block count; the high half only with `is_64` (64bit).
+    pub fn set_free_blocks(&mut self, v: u64, is_64: bool) {
+        put_le32(self.0, field::S_FREE_BLOCKS_LO, v as u32);
+        if is_64 {
+            put_le32(self.0, field::S_FREE_BLOCKS_HI, (v >> 32) as u32);
+        }
+    }
+    pub fn free_blocks(&self, is_64: bool) -> u64 {
+        let hi = if is_64 {
+            u64::from(le32(self.0, field::S_FREE_BLOCKS_HI))
+        } else {
+            0
+        };
+        u64::from(le32(self.0, field::S_FREE_BLOCKS_LO)) | hi << 32
+    }
+    pub fn free_inodes(&self) -> u32 {
+        le32(self.0, field::S_FREE_INODES)
+    }
+    pub fn set_free_inodes(&mut self, v: u32) {
+        put_le32(self.0, field::S_FREE_INODES, v);
+    }
+    pub fn rev_level(&self) -> u32 {
+        le32(self.0, field::S_REV_LEVEL)
+    }
+    /// Makes a revision 0 superblock dynamic, with the values revision 0
+    /// implies (first inode 11, 128-byte inodes), so nothing changes
+    /// meaning; features need it.
+    pub fn make_dynamic(&mut self) {
+        if self.rev_level() == 0 {
+            put_le32(self.0, field::S_REV_LEVEL, 1);
+            put_le32(self.0, field::S_FIRST_INO, 11);
+            put_le16(self.0, field::S_INODE_SIZE, 128);
+        }
+    }
+    pub fn set_block_group_nr(&mut self, g: u16) {
+        put_le16(self.0, field::S_BLOCK_GROUP_NR, g);
+    }
+    pub fn compat(&self) -> u32 {
+        le32(self.0, field::S_FEATURE_COMPAT)
+    }
+    pub fn set_compat(&mut self, v: u32) {
+        put_le32(self.0, field::S_FEATURE_COMPAT, v);
+    }
+    pub fn incompat(&self) -> u32 {
+        le32(self.0, field::S_FEATURE_INCOMPAT)
+    }
+    pub fn set_incompat(&mut self, v: u32) {
+        put_le32(self.0, field::S_FEATURE_INCOMPAT, v);
+    }
+    pub fn ro_compat(&self) -> u32 {
+        le32(self.0, field::S_FEATURE_RO_COMPAT)
+    }
+    pub fn set_ro_compat(&mut self, v: u32) {
+        put_le32(self.0, field::S_FEATURE_RO_COMPAT, v);
+    }
+    pub fn set_reserved_gdt_blocks(&mut self, v: u16) {
+        put_le16(self.0, field::S_RESERVED_GDT_BLOCKS, v);
+    }
+    pub fn set_last_orphan(&mut self, v: u32) {
+        put_le32(self.0, field::S_LAST_ORPHAN, v);
+    }
+    /// The quota inode field of quota type `qtype` (user, group, project).
+    pub fn set_quota_inum(&mut self, qtype: usize, v: u32) {
+        let off = match qtype {
+            0 => field::S_USR_QUOTA_INUM,
+            1 => field::S_GRP_QUOTA_INUM,
+            2 => field::S_PRJ_QUOTA_INUM,
+            _ => return,
+        };
+        put_le32(self.0, off, v);
+    }
+    /// Forgets the journal: its UUID, inode, device and the backup of its
+    /// inode's map.
+    pub fn clear_journal(&mut self) {
+        let end = field::S_JNL_BLOCKS + field::S_JNL_BLOCKS_LEN;
+        if let Some(u) = self
+            .0
+            .get_mut(field::S_JOURNAL_UUID..field::S_JOURNAL_UUID + 16)
+        {
+            u.fill(0);
+        }
+        put_le32(self.0, field::S_JOURNAL_INUM, 0);
+        put_le32(self.0, field::S_JOURNAL_DEV, 0);
+        if let Some(j) = self.0.get_mut(field::S_JNL_BLOCKS..end) {
+            j.fill(0);
+        }
+    }
+    pub fn set_journal_inum(&mut self, ino: u32) {
+        put_le32(self.0, field::S_JOURNAL_INUM, ino);
+    }
+    /// The superblock's backup of the journal inode: its i_block and
+    /// size, marked as a copy of the inode's map.
+    pub fn set_journal_backup(&mut self, i_block: &[u8], size: u64) {
+        for w in 0..15 {
+            put_le32(self.0, field::S_JNL_BLOCKS + 4 * w, le32(i_block, 4 * w));
+        }
+        put_le32(self.0, field::S_JNL_BLOCKS + 60, (size >> 32) as u32);
+        put_le32(self.0, field::S_JNL_BLOCKS + 64, size as u32);
+        if let Some(t) = self.0.get_mut(field::S_JNL_BACKUP_TYPE) {
+            *t = JNL_BACKUP_BLOCKS;
+        }
+    }
+    /// Stores the metadata_csum checksum of these bytes.
+    pub fn set_checksum(&mut self) {
+        if self.0.len() >= SUPERBLOCK_SIZE {
+            let c = crc32c_raw(!0, &self.0[..field::S_CHECKSUM]);
+            put_le32(self.0, field::S_CHECKSUM, c);
+        }
+    }
+}
+
+/// s_jnl_backup_type: s_jnl_blocks holds a copy of the inode's i_block.
+pub const JNL_BACKUP_BLOCKS: u8 = 1;
 
 /// s_state bits.
 pub const STATE_VALID: u16 = 0x1;
@@ -282,7 +443,7 @@ impl Superblock {
 
     /// The checksum the superblock should carry.
     pub fn compute_checksum(&self) -> u32 {
-        crc32c_raw(!0, &self.raw[..0x3FC])
+        crc32c_raw(!0, &self.raw[..field::S_CHECKSUM])
     }
 
     /// Directory hash version used for new directories, with the signedness

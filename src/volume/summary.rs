@@ -19,43 +19,19 @@
 //! Only the primary superblock and descriptor table are written, as e2fsck
 //! does by default; the backups are not compared by either checker.
 
-use super::{edit_bytes, edit_superblock};
-use crate::check::Fs;
-use crate::check::pass5::uninit_view;
-use crate::check::state::State;
+use super::edit::{DescTable, edit_superblock, write_desc_table};
+use super::{Fs, Stage};
 use crate::engine::AtomicBitmap;
-use crate::fs::bytes::{put_le16, put_le32};
+use crate::error::{Error, Result};
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
-use crate::repair::overlay::Overlay;
 
-// Descriptor field offsets (low halves; the high halves follow at +0x20 for
-// 64-byte descriptors, except itable_unused whose high half is at 0x32).
-const BG_FREE_BLOCKS: usize = 0x0C;
-const BG_FREE_INODES: usize = 0x0E;
-const BG_USED_DIRS: usize = 0x10;
-const BG_FLAGS: usize = 0x12;
-const BG_BLOCK_BITMAP_CSUM: usize = 0x18;
-const BG_INODE_BITMAP_CSUM: usize = 0x1A;
-const BG_ITABLE_UNUSED: usize = 0x1C;
-const BG_CHECKSUM: usize = 0x1E;
-const BG_FREE_BLOCKS_HI: usize = 0x2C;
-const BG_FREE_INODES_HI: usize = 0x2E;
-const BG_USED_DIRS_HI: usize = 0x30;
-const BG_ITABLE_UNUSED_HI: usize = 0x32;
-const BG_BLOCK_BITMAP_CSUM_HI: usize = 0x38;
-const BG_INODE_BITMAP_CSUM_HI: usize = 0x3A;
-
-// Superblock field offsets.
-const S_FREE_BLOCKS_LO: usize = 0x0C;
-const S_FREE_INODES: usize = 0x10;
-const S_FREE_BLOCKS_HI: usize = 0x158;
-
-/// Writes a 32-bit count split over a low and (wide descriptors) a high half.
-fn put_split(d: &mut [u8], lo: usize, hi: usize, v: u32, wide: bool) {
-    put_le16(d, lo, v as u16);
-    if wide {
-        put_le16(d, hi, (v >> 16) as u16);
-    }
+/// What the passes found in use, which the summary is written from.
+pub struct InUse<'a> {
+    /// One bit per cluster (per block without bigalloc).
+    pub clusters: &'a AtomicBitmap,
+    /// By inode number (bit 0 unused).
+    pub inodes: &'a AtomicBitmap,
+    pub dirs: &'a AtomicBitmap,
 }
 
 /// Bit `i` of a bitmap block.
@@ -106,55 +82,33 @@ fn group_clusters(geo: &crate::fs::geometry::Geometry, g: u32) -> (u64, u64) {
 /// mark and skipped the inodes behind it, so nothing else the check found
 /// can be relied on until a check reads every inode of those groups (as
 /// e2fsck fixes the count before its pass 1).
-pub(super) fn reset_itable_unused(
-    fs: &Fs,
-    overlay: &mut Overlay,
-    groups: &[u32],
-) -> Result<(), String> {
-    let ds = fs.geo.desc_size as usize;
-    let bs = fs.block_size();
-    let mut raw = fs.gd_raw.clone();
+pub fn reset_itable_unused<S: Stage + ?Sized>(fs: &Fs, st: &mut S, groups: &[u32]) -> Result<()> {
+    let mut table = DescTable::loaded(fs);
     for &g in groups {
-        let Some(gd) = fs.gds.get(g as usize) else {
-            continue;
-        };
-        let d = raw
-            .get_mut(g as usize * ds..(g as usize + 1) * ds)
-            .ok_or_else(|| format!("descriptor of group {g} is missing"))?;
-        put_le16(d, BG_ITABLE_UNUSED, 0);
-        if gd.wide {
-            put_le16(d, BG_ITABLE_UNUSED_HI, 0);
-        }
-        if let Some(c) = group_desc::compute_checksum(&fs.sb, g, d) {
-            put_le16(d, BG_CHECKSUM, c);
-        }
-    }
-    for i in 0..fs.geo.desc_blocks {
-        let start = (i as usize).saturating_mul(bs);
-        let end = start.saturating_add(bs).min(raw.len());
-        if start >= end || raw[start..end] == fs.gd_raw[start..end] {
+        if fs.gds.get(g as usize).is_none() {
             continue;
         }
-        let blk = fs.geo.desc_block_location(fs.sb_block, i);
-        let new = &raw[start..end];
-        edit_bytes(fs, overlay, blk * bs as u64, bs, |b| {
-            b[..new.len()].copy_from_slice(new)
-        })?;
+        let mut d = table.desc(g).ok_or_else(|| missing(g))?;
+        d.set_itable_unused(0);
+        d.set_checksum(&fs.sb, g);
     }
-    Ok(())
+    write_desc_table(fs, st, fs.sb_block, &table.raw, Some(&fs.gd_raw))
+}
+
+fn missing(g: u32) -> Error {
+    Error::Corrupt(format!("descriptor of group {g} is missing"))
 }
 
 /// Rebuilds the summary from what the passes found: bitmaps, descriptor
 /// counts, flags, never-used marks and checksums, the superblock's counts.
-pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(), String> {
+pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<()> {
     let geo = &fs.geo;
     let bs = fs.block_size();
-    let ds = geo.desc_size as usize;
     let csum = fs.metadata_csum();
     let uninit_bg = fs.uninit_bg();
     let flagged = |g: u32, f: u16| uninit_bg && fs.gds[g as usize].has_flag(f);
     let view_bit = |v: &Option<AtomicBitmap>, b: u64| v.as_ref().is_some_and(|m| m.get(b));
-    let found = |b: u64| state.block_used.get(b);
+    let found = |b: u64| used.clusters.get(b);
     // Which groups keep BLOCK_UNINIT: those whose blocks, read through the
     // metadata of the groups that stay uninit, are what pass 1 found. A
     // group losing its flag takes its metadata (which with flex_bg may lie
@@ -164,7 +118,7 @@ pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(
         .map(|g| flagged(g, BG_BLOCK_UNINIT))
         .collect();
     let view = loop {
-        let view = uninit_view(fs, |g| keep[g as usize]);
+        let view = fs.uninit_view(|g| keep[g as usize]);
         let mut changed = false;
         for g in 0..geo.groups {
             if keep[g as usize] {
@@ -183,21 +137,19 @@ pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(
     // (blocks without bigalloc).
     let bpg = (geo.blocks_per_group as u64) >> geo.cluster_bits;
     let ipg = geo.inodes_per_group as u64;
-    let mut raw = fs.gd_raw.clone();
+    let mut table = DescTable::loaded(fs);
     let (mut free_blocks, mut free_inodes) = (0u64, 0u64);
     let mut disk = vec![0u8; bs];
 
     for g in 0..geo.groups {
         let gd = &fs.gds[g as usize];
-        let d = raw
-            .get_mut(g as usize * ds..(g as usize + 1) * ds)
-            .ok_or_else(|| format!("descriptor of group {g} is missing"))?;
+        let mut d = table.desc(g).ok_or_else(|| missing(g))?;
         let mut flags = gd.flags;
 
         // ---- block bitmap ----
         let (first, n) = group_clusters(geo, g);
         let found = |i: u64| found(first + i);
-        let used = state.block_used.count_range(first, first + n);
+        let used_here = used.clusters.count_range(first, first + n);
         let block_bm = if keep[g as usize] {
             None
         } else if writable(fs, gd.block_bitmap) {
@@ -205,18 +157,14 @@ pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(
             let differs = if flagged(g, BG_BLOCK_UNINIT) {
                 true
             } else {
-                overlay
-                    .read_at(&fs.dev, gd.block_bitmap * bs as u64, &mut disk)
-                    .map_err(|e| format!("cannot read block bitmap of group {g}: {e}"))?;
+                st.read_at(&fs.dev, gd.block_bitmap * bs as u64, &mut disk)?;
                 (0..bpg).any(|i| {
                     let on_disk = bit(&disk, i) || (i < n && view_bit(&view, first + i));
                     on_disk != (i >= n || found(i))
                 }) || !padded(&disk, bpg)
             };
             if differs {
-                overlay
-                    .stage(gd.block_bitmap, want.clone())
-                    .map_err(|e| e.to_string())?;
+                st.stage(gd.block_bitmap, want.clone())?;
             }
             if uninit_bg {
                 flags &= !BG_BLOCK_UNINIT;
@@ -230,38 +178,27 @@ pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(
         if csum && let Some(bm) = &block_bm {
             let c =
                 group_desc::bitmap_checksum(&fs.sb, &bm[..((bpg / 8) as usize).min(bs)], gd.wide);
-            put_split(d, BG_BLOCK_BITMAP_CSUM, BG_BLOCK_BITMAP_CSUM_HI, c, gd.wide);
+            d.set_block_bitmap_csum(c);
         }
-        let group_free = n - used;
+        let group_free = n - used_here;
         free_blocks += group_free;
-        put_split(
-            d,
-            BG_FREE_BLOCKS,
-            BG_FREE_BLOCKS_HI,
-            group_free as u32,
-            gd.wide,
-        );
+        d.set_free_blocks(group_free as u32);
 
         // ---- inode bitmap ----
         let ino0 = g as u64 * ipg + 1;
-        let used = state.inode_used.count_range(ino0, ino0 + ipg);
-        let ino_bm = if flagged(g, BG_INODE_UNINIT) && used == 0 {
+        let used_here = used.inodes.count_range(ino0, ino0 + ipg);
+        let ino_bm = if flagged(g, BG_INODE_UNINIT) && used_here == 0 {
             None
         } else if writable(fs, gd.inode_bitmap) {
-            let want = build(bs, ipg, |i| state.inode_used.get(ino0 + i));
+            let want = build(bs, ipg, |i| used.inodes.get(ino0 + i));
             let differs = if flagged(g, BG_INODE_UNINIT) {
                 true
             } else {
-                overlay
-                    .read_at(&fs.dev, gd.inode_bitmap * bs as u64, &mut disk)
-                    .map_err(|e| format!("cannot read inode bitmap of group {g}: {e}"))?;
-                (0..ipg).any(|i| bit(&disk, i) != state.inode_used.get(ino0 + i))
-                    || !padded(&disk, ipg)
+                st.read_at(&fs.dev, gd.inode_bitmap * bs as u64, &mut disk)?;
+                (0..ipg).any(|i| bit(&disk, i) != used.inodes.get(ino0 + i)) || !padded(&disk, ipg)
             };
             if differs {
-                overlay
-                    .stage(gd.inode_bitmap, want.clone())
-                    .map_err(|e| e.to_string())?;
+                st.stage(gd.inode_bitmap, want.clone())?;
             }
             if uninit_bg {
                 flags &= !BG_INODE_UNINIT;
@@ -273,62 +210,37 @@ pub(super) fn rewrite(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<(
         if csum && let Some(bm) = &ino_bm {
             let c =
                 group_desc::bitmap_checksum(&fs.sb, &bm[..((ipg / 8) as usize).min(bs)], gd.wide);
-            put_split(d, BG_INODE_BITMAP_CSUM, BG_INODE_BITMAP_CSUM_HI, c, gd.wide);
+            d.set_inode_bitmap_csum(c);
         }
-        let group_free = ipg - used;
+        let group_free = ipg - used_here;
         free_inodes += group_free;
-        put_split(
-            d,
-            BG_FREE_INODES,
-            BG_FREE_INODES_HI,
-            group_free as u32,
-            gd.wide,
-        );
-        let dirs = state.inode_dir.count_range(ino0, ino0 + ipg);
-        put_split(d, BG_USED_DIRS, BG_USED_DIRS_HI, dirs as u32, gd.wide);
+        d.set_free_inodes(group_free as u32);
+        let dirs = used.dirs.count_range(ino0, ino0 + ipg);
+        d.set_used_dirs(dirs as u32);
         if uninit_bg {
             // e2fsck ends every repair with the library's descriptor pass,
             // which puts the never-used mark right behind the group's last
             // inode in use (an impossible mark, or one a fix allocated
             // past, included); the same rule leaves e2fsck's bytes.
-            let last = (0..ipg).rev().find(|&i| state.inode_used.get(ino0 + i));
+            let last = (0..ipg).rev().find(|&i| used.inodes.get(ino0 + i));
             let unused = last.map_or(ipg, |l| ipg - (l + 1));
-            put_le16(d, BG_ITABLE_UNUSED, unused as u16);
-            if gd.wide {
-                put_le16(d, BG_ITABLE_UNUSED_HI, (unused >> 16) as u16);
-            }
+            d.set_itable_unused(unused as u32);
         }
-        put_le16(d, BG_FLAGS, flags);
-        if let Some(c) = group_desc::compute_checksum(&fs.sb, g, d) {
-            put_le16(d, BG_CHECKSUM, c);
-        }
+        d.set_flags(flags);
+        d.set_checksum(&fs.sb, g);
     }
 
     // The primary descriptor table, block by block, where it changed. The
     // loaded table stops at the last group, so the tail of the last block
     // keeps the device's bytes.
-    for i in 0..geo.desc_blocks {
-        let start = (i as usize).saturating_mul(bs);
-        let end = start.saturating_add(bs).min(raw.len());
-        if start >= end || raw[start..end] == fs.gd_raw[start..end] {
-            continue;
-        }
-        let blk = geo.desc_block_location(fs.sb_block, i);
-        let new = &raw[start..end];
-        edit_bytes(fs, overlay, blk * bs as u64, bs, |b| {
-            b[..new.len()].copy_from_slice(new)
-        })?;
-    }
+    write_desc_table(fs, st, fs.sb_block, &table.raw, Some(&fs.gd_raw))?;
 
     // The superblock: counts, of blocks (its checksum is redone by the edit).
     let free_blocks = free_blocks << geo.cluster_bits;
     let is_64 = fs.sb.is_64bit();
-    edit_superblock(fs, overlay, |sb| {
-        put_le32(sb, S_FREE_BLOCKS_LO, free_blocks as u32);
-        if is_64 {
-            put_le32(sb, S_FREE_BLOCKS_HI, (free_blocks >> 32) as u32);
-        }
-        put_le32(sb, S_FREE_INODES, free_inodes as u32);
+    edit_superblock(fs, st, |sb| {
+        sb.set_free_blocks(free_blocks, is_64);
+        sb.set_free_inodes(free_inodes as u32);
     })
 }
 

@@ -1,6 +1,34 @@
-//! The file system as the passes see it: the device, the superblock in use,
-//! its validated geometry and the group descriptors.
+//! The file system handle and the write library.
+//!
+//! `Fs` is the file system as the passes see it: the device, the
+//! superblock in use, its validated geometry and the group descriptors.
+//! Beside it, everything a fix needs to change the file system, each in
+//! one place, all writing into a [`Stage`] (a repair's `Overlay`, or the
+//! in-memory blocks of the orphan view) and never to the device:
+//!
+//! - [`alloc`]: the one block allocator (clusters with bigalloc; blocks
+//!   staged or taken earlier in the same repair are never handed out);
+//! - [`edit`]: blocks and byte ranges read through the staged writes,
+//!   inodes read and edited with their checksum, the superblock and group
+//!   descriptors edited with theirs;
+//! - [`extent`]: extent trees built from runs of blocks;
+//! - [`summary`]: the pass 5 summary (bitmaps, counts, flags, checksums)
+//!   rewritten from what the passes found.
+//!
+//! Encoding the structures (field offsets, entry and node layouts,
+//! checksums) is `fs/`'s, without I/O; this module adds where they live
+//! and how they are staged.
 
+pub mod alloc;
+pub mod edit;
+pub mod extent;
+pub mod stage;
+pub mod summary;
+
+pub use alloc::Allocator;
+pub use stage::{Blocks, Stage};
+
+use crate::engine::AtomicBitmap;
 use crate::error::Result;
 use crate::fs::geometry::Geometry;
 use crate::fs::group_desc::{self, GroupDesc};
@@ -83,17 +111,29 @@ impl Fs {
         Some((blk, (byte % self.geo.block_size as u64) as usize))
     }
 
+    /// Byte position of inode `ino` on the device, or None if the inode
+    /// number or its table's location is out of range.
+    pub fn inode_offset(&self, ino: u32) -> Option<u64> {
+        let (blk, off) = self.inode_location(ino)?;
+        blk.checked_mul(u64::from(self.geo.block_size))?
+            .checked_add(off as u64)
+    }
+
     /// Reads the raw bytes of inode `ino`.
     pub fn read_inode_raw(&self, ino: u32) -> Result<Vec<u8>> {
-        let Some((blk, off)) = self.inode_location(ino) else {
+        let Some(pos) = self.inode_offset(ino) else {
             return Err(crate::error::Error::Corrupt(format!(
                 "inode {ino} has no valid location"
             )));
         };
         let mut b = vec![0u8; self.geo.inode_size as usize];
-        let pos = blk * self.geo.block_size as u64 + off as u64;
         self.dev.read_at(pos, &mut b)?;
         Ok(b)
+    }
+
+    /// The block holding the primary superblock (0 or 1).
+    pub fn primary_sb_block(&self) -> u64 {
+        crate::fs::superblock::SUPERBLOCK_OFFSET / u64::from(self.geo.block_size)
     }
 
     /// Every block of group `g`'s own metadata that lies inside the file
@@ -121,6 +161,26 @@ impl Fs {
                         .min(count)
             });
         sb_gdt.chain(bitmaps).chain(table)
+    }
+
+    /// The blocks that read as in use because of the groups `uninit`
+    /// names (BLOCK_UNINIT groups): their superblock and descriptor
+    /// copies, reserved GDT blocks, bitmaps and inode table, by cluster
+    /// (as the block bitmaps). Pass 5 and the summary rewrite each say
+    /// which flags they trust.
+    pub fn uninit_view(&self, uninit: impl Fn(u32) -> bool) -> Option<AtomicBitmap> {
+        let geo = &self.geo;
+        let groups: Vec<u32> = (0..geo.groups).filter(|&g| uninit(g)).collect();
+        if groups.is_empty() {
+            return None;
+        }
+        let map = AtomicBitmap::new(geo.clusters_count());
+        for g in groups {
+            for b in self.group_metadata_blocks(g) {
+                map.set(geo.cluster_of(b));
+            }
+        }
+        Some(map)
     }
 
     /// Do group descriptors carry uninit flags that must be honoured?
