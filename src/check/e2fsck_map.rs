@@ -227,6 +227,8 @@ pub const NONE: &[Code] = &[
     Code::InodeCompression,
     Code::InodeEncrypted,
     Code::BitmapUnreadable,
+    // A valid tree deeper than pfsck's walk: e2fsck walks any depth.
+    Code::InodeExtentTreeUnwalkable,
     // e2fsck reports the target's own problem there (pfsck did in pass 1).
     Code::DirEntryBadInodeTarget,
 ];
