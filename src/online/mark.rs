@@ -24,9 +24,10 @@ use super::sys;
 use super::target::Target;
 use super::watchdog::Guard;
 use crate::check::Fs;
-use crate::fs::checksum::crc32c_raw;
-use crate::fs::journal::{BLOCKTYPE_SB_V1, BLOCKTYPE_SB_V2, JBD2_MAGIC, be32};
-use crate::fs::superblock::{STATE_ERROR, SUPERBLOCK_OFFSET, Superblock, compat, ro_compat};
+use crate::fs::journal::{self, BLOCKTYPE_SB_V1, BLOCKTYPE_SB_V2, JBD2_MAGIC};
+use crate::fs::superblock::{
+    STATE_ERROR, SUPERBLOCK_OFFSET, Superblock, SuperblockMut, compat, ro_compat,
+};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
@@ -68,54 +69,44 @@ impl Origin {
     }
 }
 
-// Superblock fields (byte offsets).
-const S_MNT_COUNT: usize = 0x34;
-const S_STATE: usize = 0x3A;
-const S_LASTCHECK: usize = 0x40;
-const S_LASTCHECK_HI: usize = 0x277;
-const S_CHECKSUM: usize = 0x3FC;
-// Journal superblock fields (big-endian).
-const J_BLOCKTYPE: usize = 0x04;
+/// Where the journal superblock keeps its error number and checksum
+/// (big-endian words).
 const J_ERRNO: usize = 0x20;
-const J_INCOMPAT: usize = 0x28;
 const J_CHECKSUM: usize = 0xFC;
-const J_CSUM_V2_V3: u32 = 0x8 | 0x10;
 
 /// Applies `mark` to the 1024 bytes of a primary superblock, checksum
 /// included. `now`: seconds since the epoch.
 pub fn edit_superblock(sb: &mut [u8], mark: Mark, now: u64) {
+    let csum = Superblock::parse(sb).has_ro_compat(ro_compat::METADATA_CSUM);
+    let mut m = SuperblockMut(sb);
     match mark {
         Mark::Errors => {
-            let st = u16::from_le_bytes([sb[S_STATE], sb[S_STATE + 1]]) | STATE_ERROR;
-            sb[S_STATE..S_STATE + 2].copy_from_slice(&st.to_le_bytes());
+            let st = m.state() | STATE_ERROR;
+            m.set_state(st);
         }
         Mark::Checked => {
-            sb[S_MNT_COUNT..S_MNT_COUNT + 2].copy_from_slice(&0u16.to_le_bytes());
-            sb[S_LASTCHECK..S_LASTCHECK + 4].copy_from_slice(&(now as u32).to_le_bytes());
-            sb[S_LASTCHECK_HI] = (now >> 32) as u8;
+            m.set_mnt_count(0);
+            m.set_lastcheck(now);
         }
     }
-    let parsed = Superblock::parse(sb);
-    if parsed.has_ro_compat(ro_compat::METADATA_CSUM) {
-        let c = parsed.compute_checksum();
-        sb[S_CHECKSUM..S_CHECKSUM + 4].copy_from_slice(&c.to_le_bytes());
+    if csum {
+        m.set_checksum();
     }
 }
 
 /// Records an error in a journal superblock (1024 bytes); false when it
 /// holds one already (kept: it is the kernel's own) or is not one.
 pub fn edit_journal_superblock(j: &mut [u8]) -> bool {
-    let blocktype = be32(j, J_BLOCKTYPE);
-    if be32(j, 0) != JBD2_MAGIC
-        || !(blocktype == BLOCKTYPE_SB_V1 || blocktype == BLOCKTYPE_SB_V2)
-        || be32(j, J_ERRNO) != 0
+    let parsed = journal::parse_superblock(j);
+    if parsed.magic != JBD2_MAGIC
+        || !matches!(parsed.blocktype, BLOCKTYPE_SB_V1 | BLOCKTYPE_SB_V2)
+        || parsed.errno != 0
     {
         return false;
     }
     j[J_ERRNO..J_ERRNO + 4].copy_from_slice(&ERRNO_CORRUPT.to_be_bytes());
-    if blocktype == BLOCKTYPE_SB_V2 && be32(j, J_INCOMPAT) & J_CSUM_V2_V3 != 0 {
-        j[J_CHECKSUM..J_CHECKSUM + 4].fill(0);
-        let c = crc32c_raw(!0, &j[..1024]);
+    if parsed.has_csum_v2v3() {
+        let c = journal::compute_sb_checksum(j);
         j[J_CHECKSUM..J_CHECKSUM + 4].copy_from_slice(&c.to_be_bytes());
     }
     true
@@ -225,8 +216,8 @@ mod tests {
     fn superblock(csum: bool) -> Vec<u8> {
         let mut sb = vec![0u8; 1024];
         sb[0x38..0x3A].copy_from_slice(&0xEF53u16.to_le_bytes());
-        sb[S_STATE] = 1;
-        sb[S_MNT_COUNT] = 7;
+        sb[0x3A] = 1;
+        sb[0x34] = 7;
         if csum {
             sb[0x64..0x68].copy_from_slice(&ro_compat::METADATA_CSUM.to_le_bytes());
         }
@@ -256,7 +247,7 @@ mod tests {
         edit_superblock(&mut sb, Mark::Checked, now);
         let p = Superblock::parse(&sb);
         assert_eq!((p.mnt_count, p.lastcheck, p.state), (0, 1234, 1));
-        assert_eq!(sb[S_LASTCHECK_HI], 1);
+        assert_eq!(sb[0x277], 1, "the high byte of the time");
         assert_eq!(p.checksum, p.compute_checksum());
     }
 
@@ -264,14 +255,16 @@ mod tests {
     fn journal_errno_is_set_once_with_its_checksum() {
         let mut j = vec![0u8; 1024];
         j[0..4].copy_from_slice(&JBD2_MAGIC.to_be_bytes());
-        j[J_BLOCKTYPE..J_BLOCKTYPE + 4].copy_from_slice(&BLOCKTYPE_SB_V2.to_be_bytes());
-        j[J_INCOMPAT..J_INCOMPAT + 4].copy_from_slice(&0x10u32.to_be_bytes());
+        j[4..8].copy_from_slice(&BLOCKTYPE_SB_V2.to_be_bytes());
+        // Incompatible feature csum_v3.
+        j[0x28..0x2C].copy_from_slice(&0x10u32.to_be_bytes());
         assert!(edit_journal_superblock(&mut j));
-        let parsed = crate::fs::journal::parse_superblock(&j);
+        let parsed = journal::parse_superblock(&j);
         assert_eq!(parsed.errno, ERRNO_CORRUPT);
         let mut zeroed = j.clone();
         zeroed[J_CHECKSUM..J_CHECKSUM + 4].fill(0);
-        assert_eq!(parsed.checksum, crc32c_raw(!0, &zeroed));
+        let c = crate::fs::checksum::crc32c_raw(!0, &zeroed);
+        assert_eq!(parsed.checksum, c, "crc32c with the field zeroed");
         // A kernel error already recorded is kept.
         assert!(!edit_journal_superblock(&mut j));
         let mut not = vec![0u8; 1024];
