@@ -11,6 +11,7 @@ loop-mounted from a loop-mounted XFS image there. Every figure is taken
 
     bench/online.py                      # writes bench/online.md and bench/online.json
     bench/online.py --runs 3 --seconds 5 --files 20000 --out /tmp/o.json
+    PFSCK_BIN=/path/to/pfsck bench/online.py   # another binary than target/release/pfsck
 """
 
 import argparse
@@ -24,7 +25,7 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PFSCK = os.path.join(ROOT, "target", "release", "pfsck")
+PFSCK = os.environ.get("PFSCK_BIN", os.path.join(ROOT, "target", "release", "pfsck"))
 
 WRITER = r"""
 import os, sys, time

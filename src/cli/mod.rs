@@ -63,6 +63,26 @@ pub fn main() -> i32 {
     }
 }
 
+/// The progress output `-C`/`--progress` ask for, started; Err: the exit
+/// code of a bad request (already reported).
+fn progress_reporter(args: &Args, device: &str) -> Result<Option<progress::Reporter>, i32> {
+    let target = match (args.progress, args.progress_fd) {
+        (true, _) | (false, Some(0)) => progress::Target::Bar,
+        (false, Some(fd)) if fd > 0 => progress::Target::Fd(fd),
+        (false, Some(fd)) => {
+            eprintln!("pfsck: invalid progress file descriptor {fd}");
+            return Err(EXIT_USAGE);
+        }
+        (false, None) => return Ok(None),
+    };
+    progress::Reporter::start(target, device.to_string())
+        .map(Some)
+        .map_err(|e| {
+            eprintln!("pfsck: cannot write progress: {e}");
+            EXIT_USAGE
+        })
+}
+
 pub fn run(args: &Args) -> i32 {
     if let Some(log) = &args.rollback {
         return rollback::run(log, &args.device);
@@ -126,22 +146,9 @@ pub fn run(args: &Args) -> i32 {
         journal_device: args.journal.clone(),
     };
     let device = args.device.display().to_string();
-    let target = match (args.progress, args.progress_fd) {
-        (true, _) | (false, Some(0)) => Some(progress::Target::Bar),
-        (false, Some(fd)) if fd > 0 => Some(progress::Target::Fd(fd)),
-        (false, Some(fd)) => {
-            eprintln!("pfsck: invalid progress file descriptor {fd}");
-            return EXIT_USAGE;
-        }
-        (false, None) => None,
-    };
-    let reporter = match target.map(|t| progress::Reporter::start(t, device.clone())) {
-        Some(Ok(r)) => Some(r),
-        Some(Err(e)) => {
-            eprintln!("pfsck: cannot write progress: {e}");
-            return EXIT_USAGE;
-        }
-        None => None,
+    let reporter = match progress_reporter(args, &device) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
     if !args.no {
         let code = match mode {

@@ -1,7 +1,9 @@
 //! `pfsck --online TARGET`: the online check's command line, report and
 //! exit code; the work is `online::run`'s.
 
-use super::{Args, EXIT_CANCELLED, EXIT_OPERATIONAL, EXIT_USAGE, parse_threads, progress, report};
+use super::{
+    Args, EXIT_CANCELLED, EXIT_OPERATIONAL, EXIT_USAGE, parse_threads, progress_reporter, report,
+};
 use crate::check;
 use crate::online::{self, OnlineError};
 
@@ -41,22 +43,9 @@ pub fn run(args: &Args) -> i32 {
     };
     cancel_on_signals();
     let name = args.device.display().to_string();
-    let target = match (args.progress, args.progress_fd) {
-        (true, _) | (false, Some(0)) => Some(progress::Target::Bar),
-        (false, Some(fd)) if fd > 0 => Some(progress::Target::Fd(fd)),
-        (false, Some(fd)) => {
-            eprintln!("pfsck: invalid progress file descriptor {fd}");
-            return EXIT_USAGE;
-        }
-        (false, None) => None,
-    };
-    let reporter = match target.map(|t| progress::Reporter::start(t, name.clone())) {
-        Some(Ok(r)) => Some(r),
-        Some(Err(e)) => {
-            eprintln!("pfsck: cannot write progress: {e}");
-            return EXIT_USAGE;
-        }
-        None => None,
+    let reporter = match progress_reporter(args, &name) {
+        Ok(r) => r,
+        Err(code) => return code,
     };
     let result = online::run(
         &args.device,

@@ -135,27 +135,23 @@ pub fn memory_kib() -> Option<(u64, u64)> {
 
 /// Runs this process (and the threads it starts later) at SCHED_IDLE, so a
 /// check on a live machine takes only CPU time nobody else wants.
-#[allow(unsafe_code)]
 pub fn set_idle_priority() -> std::io::Result<()> {
-    let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: sched_setscheduler reads `param` only; pid 0 is this thread,
-    // whose policy new threads inherit.
-    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    set_policy(libc::SCHED_IDLE)
 }
 
 /// Back to the normal policy (`SCHED_OTHER`) for this thread, after
 /// `set_idle_priority`: work that blocks others (a file system freeze)
 /// must not wait for idle CPU time.
-#[allow(unsafe_code)]
 pub fn set_normal_priority() -> std::io::Result<()> {
+    set_policy(libc::SCHED_OTHER)
+}
+
+#[allow(unsafe_code)]
+fn set_policy(policy: libc::c_int) -> std::io::Result<()> {
     let param = libc::sched_param { sched_priority: 0 };
-    // SAFETY: as in set_idle_priority.
-    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+    // SAFETY: sched_setscheduler reads `param` only; pid 0 is this thread,
+    // whose policy new threads inherit.
+    let r = unsafe { libc::sched_setscheduler(0, policy, &param) };
     if r == 0 {
         Ok(())
     } else {

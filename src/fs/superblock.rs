@@ -219,7 +219,9 @@ impl SuperblockMut<'_> {
     /// Last check time, seconds since the epoch (40 bits).
     pub fn set_lastcheck(&mut self, t: u64) {
         put_le32(self.0, field::S_LASTCHECK, t as u32);
-        self.0[field::S_LASTCHECK_HI] = (t >> 32) as u8;
+        if let Some(hi) = self.0.get_mut(field::S_LASTCHECK_HI) {
+            *hi = (t >> 32) as u8;
+        }
     }
     /// Stores the metadata_csum checksum of these bytes.
     pub fn set_checksum(&mut self) {
