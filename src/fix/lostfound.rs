@@ -11,19 +11,19 @@
 //! summary rebuilt last frees it in the bitmap and the counts.
 //!
 //! Directory blocks are read through the overlay, so several entries added
-//! to one block accumulate. What is not built yet is left unfixed (and so
-//! listed by the re-check): a missing or indexed (htree) or inline
-//! lost+found, a lost+found with no room in its blocks (expanding it
-//! needs a block allocation), indexed or inline directories to reconnect.
+//! to one block accumulate; a full lost+found grows by a block (`expand`).
+//! What is not built yet is left unfixed (and so listed by the re-check):
+//! an indexed (htree) or inline lost+found, one whose map is deeper than
+//! the inode's extent root or the direct pointers, indexed or inline
+//! directories to reconnect.
 
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
-use crate::fs::bytes::{le16, le32, put_le16, put_le32};
+use crate::fs::bytes::{le16, le32, put_le32};
 use crate::fs::dir_entry::{
     self, HEADER_LEN, TAIL_LEN, decode_rec_len, has_tail, put_name, put_rec_len, rec_len_for,
 };
-use crate::fs::extent::Extent;
-use crate::fs::inode::field::*;
+use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN};
 use crate::fs::inode::{InodeMut, ROOT_INO, inode_csum_seed};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
@@ -273,36 +273,20 @@ fn reconnect(
 
 /// How `expand` changes the block map in the inode.
 enum MapEdit {
-    /// The extent entry at `at` gets length `len`.
-    Grow { at: usize, len: u16 },
-    /// A new extent after the `n` there are: logical `lblk`, block `blk`.
-    Add { n: usize, lblk: usize, blk: u64 },
-    /// Direct pointer `lblk` becomes `blk`.
-    Direct { lblk: usize, blk: u64 },
+    /// The last of the root's extents grows by one block.
+    Grow,
+    /// A new extent of one block after the others.
+    Add,
+    /// A direct pointer is set.
+    Direct,
 }
 
-impl MapEdit {
-    fn apply(&self, b: &mut [u8]) {
-        match *self {
-            MapEdit::Grow { at, len } => put_le16(b, at + 4, len),
-            MapEdit::Add { n, lblk, blk } => {
-                let e = I_BLOCK + 12 * (n + 1);
-                put_le32(b, e, lblk as u32);
-                put_le16(b, e + 4, 1);
-                put_le16(b, e + 6, (blk >> 32) as u16);
-                put_le32(b, e + 8, blk as u32);
-                put_le16(b, I_BLOCK + 2, (n + 1) as u16);
-            }
-            MapEdit::Direct { lblk, blk } => put_le32(b, I_BLOCK + 4 * lblk, blk as u32),
-        }
-    }
-}
-
-/// Adds one empty block at the end of /lost+found: the extent in the
-/// inode grows when the next block is free, or a new extent (or direct
-/// pointer) takes the lowest free block. Deeper extent trees and indirect
-/// blocks are not handled (None). The block is marked in use in `State`
-/// for the summary; i_size and i_blocks grow with it.
+/// Adds one empty block at the end of /lost+found, as e2fsck's "Expand":
+/// with bigalloc, the next block of the cluster its last block is in when
+/// its logical cluster goes on (nothing allocated); else the last extent
+/// grows when the next block is free, or a new extent (or direct pointer)
+/// takes the lowest free block (cluster). Deeper extent trees and indirect blocks are not handled
+/// (None). i_size grows by the block, i_blocks by a newly taken cluster.
 fn expand(
     fs: &Fs,
     state: &State,
@@ -310,60 +294,95 @@ fn expand(
     lf: &mut LostFound,
 ) -> Result<Option<u64>, String> {
     let ino = lf.ino;
-    let Some(raw) = vol::read_inode(fs, overlay, ino)? else {
+    let Some(mut raw) = vol::read_inode(fs, overlay, ino)? else {
         return Ok(None);
     };
+    let node = InodeMut(&mut raw);
     let bs = fs.block_size();
     let lblk = lf.blocks.len();
-    let geo = &fs.geo;
-    let free = |b: u64| geo.block_in_fs(b) && b >= geo.first_data_block && !state.block_used.get(b);
-    let lowest = || (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
-    let extents = le32(&raw, I_FLAGS) & EXTENTS_FL != 0;
-    let root = I_BLOCK;
-    let (blk, edit) = if extents {
-        let n = le16(&raw, root + 2) as usize;
-        if le16(&raw, root) != EXTENT_MAGIC || le16(&raw, root + 6) != 0 || n == 0 || n > 4 {
+    let mask = (1u64 << fs.geo.cluster_bits) - 1;
+    // With bigalloc, where the block lies in its cluster.
+    let offset = lblk as u64 & mask;
+    let mut alloc = Allocator::new(fs, &state.block_used);
+    let view: &Overlay = overlay;
+    // A new cluster costs its sectors in i_blocks; a block of the last
+    // cluster nothing.
+    let mut taken = true;
+    let (blk, edit) = if node.flags() & EXTENTS_FL != 0 {
+        let root = node.i_block();
+        let h = extent::parse_header(root);
+        let n = usize::from(h.entries);
+        if h.magic != EXTENT_MAGIC || h.depth != 0 || n == 0 || n > 4 {
             return Ok(None);
         }
-        let e = root + 12 * n;
-        let (elblk, elen) = (le32(&raw, e) as usize, le16(&raw, e + 4));
-        let epblk = (u64::from(le16(&raw, e + 6)) << 32) | u64::from(le32(&raw, e + 8));
+        let last = extent::parse_leaf(root, n - 1);
         // An unwritten last extent, or one not ending where the directory
         // does, is pass 1's business.
-        if elen == 0 || elen >= 32768 || elblk + elen as usize != lblk {
+        if last.len == 0
+            || last.unwritten
+            || last.len >= u32::from(INIT_MAX_LEN)
+            || last.lblk as usize + last.len as usize != lblk
+        {
             return Ok(None);
         }
-        let next = epblk + u64::from(elen);
-        if free(next) && elen < 32767 {
-            (
-                next,
-                MapEdit::Grow {
-                    at: e,
-                    len: elen + 1,
-                },
-            )
+        let next = last.pblk + u64::from(last.len);
+        let room = last.len < u32::from(INIT_MAX_LEN) - 1;
+        if room && offset != 0 && next & mask == offset {
+            taken = false;
+            (next, MapEdit::Grow)
+        } else if room && alloc.take_at(view, next) {
+            (next, MapEdit::Grow)
         } else if n < 4 {
-            let Some(blk) = lowest() else {
+            let Some(blk) = alloc.take_lowest(view) else {
                 return Ok(None);
             };
-            (blk, MapEdit::Add { n, lblk, blk })
+            (blk + offset, MapEdit::Add)
         } else {
             return Ok(None);
         }
     } else {
-        if lblk >= 12 || le32(&raw, I_BLOCK + 4 * lblk) != 0 {
+        if lblk >= 12 || node.block_ptr(lblk) != 0 {
             return Ok(None);
         }
-        let Some(blk) = lowest().filter(|&b| u32::try_from(b).is_ok()) else {
+        // Block pointers are 32 bits.
+        let Some(blk) = alloc.take_from(view, fs.geo.first_data_block, 1 << 32) else {
             return Ok(None);
         };
-        (blk, MapEdit::Direct { lblk, blk })
+        (blk + offset, MapEdit::Direct)
     };
-    state.block_used.set(blk);
     let size = ((lblk + 1) * bs) as u32;
-    let sectors = (bs / 512) as u64;
+    let sectors = if taken {
+        ((bs as u64) << fs.geo.cluster_bits) / 512
+    } else {
+        0
+    };
     vol::edit_inode(fs, overlay, ino, |m| {
-        edit.apply(m.0);
+        match edit {
+            MapEdit::Grow | MapEdit::Add => {
+                let root = m.i_block_mut();
+                let mut entries: Vec<_> = (0..usize::from(extent::parse_header(root).entries))
+                    .filter_map(|i| extent::raw_entry(root, i))
+                    .collect();
+                match (edit, entries.last_mut()) {
+                    (MapEdit::Grow, Some(e)) => {
+                        let mut x = extent::decode_leaf(e);
+                        x.len += 1;
+                        *e = x.encode();
+                    }
+                    _ => entries.push(
+                        Extent {
+                            lblk: lblk as u32,
+                            len: 1,
+                            pblk: blk,
+                            unwritten: false,
+                        }
+                        .encode(),
+                    ),
+                }
+                extent::put_entries(root, &entries);
+            }
+            MapEdit::Direct => m.set_block_ptr(lblk, blk as u32),
+        }
         m.set_size_lo(size);
         let blocks = m
             .blocks(false)
@@ -389,7 +408,6 @@ pub(super) fn now() -> u32 {
 }
 
 const EXTENTS_FL: u32 = crate::fs::inode::flags::EXTENTS;
-const EXTENT_MAGIC: u16 = crate::fs::extent::EXTENT_MAGIC;
 
 /// Creates /lost+found when the check found none, as e2fsck does: a
 /// directory of one block, its inode and block the first free ones pass 1
@@ -553,6 +571,7 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::bytes::put_le16;
 
     fn block() -> Vec<u8> {
         let mut b = vec![0u8; 1024];
