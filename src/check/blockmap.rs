@@ -15,11 +15,22 @@ use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::io::readahead::Prefetch;
 use crate::volume::Fs;
 
-/// e2fsck suggests making trees whose depth reaches this shallower (it
-/// keeps statistics for five levels, 0 to 4), but still walks them.
-pub const MAX_TREE_DEPTH: u16 = 5;
-/// Deepest tree walked at all: bounds recursion and scratch space.
+/// Deepest tree walked at all: bounds recursion and scratch space. A
+/// deeper root is still walked, since its entries are read as index
+/// entries whatever they hold and are rejected on the way down; only a
+/// chain of this many valid nodes stops the walk
+/// (`InodeExtentTreeUnwalkable`).
 pub const WALK_DEPTH_LIMIT: u16 = 32;
+
+/// The depth above which e2fsck suggests a tree be made shallower: the
+/// depth a tree mapping every logical block would need, counted as
+/// libext2fs counts it (rounded-down logarithms of 2^32, of the root's
+/// four entries and of the entries a block holds).
+pub fn max_tree_depth(block_size: u32) -> u16 {
+    let per_block = (block_size.saturating_sub(12) / 12).max(2);
+    let log2 = |n: u64| 63 - n.leading_zeros() as u16;
+    1 + (log2(u64::from(u32::MAX)) - log2(4)) / log2(u64::from(per_block))
+}
 
 /// What the walker reports besides problems.
 pub trait MapVisitor {
@@ -238,15 +249,14 @@ pub fn walk_extents<V: MapVisitor>(
         return;
     }
     let h = extent::parse_header(root);
-    if h.depth >= MAX_TREE_DEPTH {
+    let shallow = max_tree_depth(fs.geo.block_size);
+    if h.depth > shallow {
         v.problem(
             Problem::new(Code::InodeExtentTooDeep)
                 .ino(info.ino)
-                .num(h.depth as u64),
+                .num(u64::from(h.depth))
+                .num2(u64::from(shallow)),
         );
-        if h.depth > WALK_DEPTH_LIMIT {
-            return;
-        }
     }
     let mut w = ExtentWalk {
         fs,
@@ -301,16 +311,17 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 },
             );
             let last = lblk + len.max(1) - 1;
-            let bad = |what: &str| {
+            let bad = |what: &str, e2: u32| {
                 Problem::new(Code::InodeExtentBad)
                     .ino(ino)
                     .num(lblk)
                     .blk(pblk)
                     .num2(len)
+                    .e2fsck(e2)
                     .detail(what.to_string())
             };
             let problem = fault.map(|f| match f {
-                EntryFault::BadStart => bad("bad start block"),
+                EntryFault::BadStart => bad("bad start block", 0x010058),
                 EntryFault::Order => Problem::new(Code::InodeExtentOrder)
                     .ino(ino)
                     .num(lblk)
@@ -320,9 +331,9 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                     .num(lblk)
                     .blk(pblk)
                     .num2(len),
-                EntryFault::ZeroLength => bad("zero length"),
-                EntryFault::EndsBeyond => bad("ends beyond the file system"),
-                EntryFault::DirTooBig => bad("directory too big"),
+                EntryFault::ZeroLength => bad("zero length", 0x010066),
+                EntryFault::EndsBeyond => bad("ends beyond the file system", 0x010059),
+                EntryFault::DirTooBig => bad("directory too big", 0x010044),
             });
             if let Some(p) = problem {
                 self.report(p);
@@ -330,7 +341,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
             }
             if leaf {
                 if unwritten && self.info.is_dir {
-                    self.report(bad("uninitialized extent in a directory"));
+                    self.report(bad("uninitialized extent in a directory", 0x010073));
                 }
                 self.v.data(lblk, pblk, len, unwritten);
                 self.last_lblk = Some(last);
@@ -344,6 +355,14 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
             self.nodes_left -= 1;
             let Some((Level { buf, ahead }, rest)) = next_level(levels, self.fs.block_size())
             else {
+                // The blocks below are neither claimed nor known: the
+                // inode must not keep them unclaimed (pass 5 would free
+                // what it still maps).
+                self.report(
+                    Problem::new(Code::InodeExtentTreeUnwalkable)
+                        .ino(ino)
+                        .num(u64::from(WALK_DEPTH_LIMIT)),
+                );
                 return;
             };
             // The children this node lists next are read ahead with it.
@@ -445,7 +464,13 @@ pub fn walk_indirect_limited<V: MapVisitor>(
     v: &mut V,
 ) {
     let apb = (fs.geo.block_size / 4) as u64;
-    let mut illegal = PtrCount { illegal: 0, limit };
+    // Only a slow symlink is limited to block 0 (see `indirect_limit`).
+    let too_big = if limit == Some(0) { 0x010046 } else { 0x010044 };
+    let mut illegal = PtrCount {
+        illegal: 0,
+        limit,
+        too_big,
+    };
     let levels = scratch.begin();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
         if v.done() {
@@ -491,6 +516,9 @@ pub fn walk_indirect_limited<V: MapVisitor>(
 struct PtrCount {
     illegal: u32,
     limit: Option<u64>,
+    /// e2fsck's code for a block past `limit`: a directory or a symlink
+    /// made too big.
+    too_big: u32,
 }
 
 /// The last logical block a block-mapped inode may map (None: no limit
@@ -537,13 +565,17 @@ fn visit_ptr<V: MapVisitor>(
         } else {
             ""
         };
+        let e2 = if too_big { illegal.too_big } else { 0x01000E };
         v.problem(
             Problem::new(Code::InodeIllegalBlock)
                 .ino(ino)
                 .blk(blk)
+                .e2fsck(e2)
                 .detail(format!("{what}, logical {lblk}{why}")),
         );
-        if illegal.illegal == 12 {
+        // e2fsck asks again at every twelfth (a read-only check hears
+        // each question; a repair clears the inode at the first).
+        if illegal.illegal.is_multiple_of(12) {
             v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(ino));
         }
         return;

@@ -108,6 +108,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
     propagate(&mut blks, Kind::Leaf);
     propagate(&mut blks, Kind::Node);
 
+    let before = out.len();
     for (i, b) in blks.iter().enumerate() {
         let lblk = i as u64;
         if !b.first && b.min_hash < b.node_min {
@@ -134,6 +135,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
                 Problem::new(Code::HtreeHashRange)
                     .ino(ino)
                     .num(lblk)
+                    .e2fsck(0x020037)
                     .detail(format!("max {:#010x} > {:#010x}", b.max_hash, b.node_max)),
             );
         }
@@ -152,6 +154,11 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
                     .num2(2),
             );
         }
+    }
+    // As e2fsck, any of these makes the index invalid as a whole (its
+    // repair rebuilds the directory).
+    if out.len() > before {
+        out.push(Problem::new(Code::HtreeInvalid).ino(ino));
     }
 }
 

@@ -4,7 +4,9 @@
 //! shared `State`, and returns problems in a deterministic order.
 
 pub mod blockmap;
+pub mod catalogue;
 pub mod dirblock;
+pub mod e2fsck_map;
 pub mod external_journal;
 pub mod htree_check;
 pub mod journal;
@@ -345,7 +347,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     })?;
     let t = budget.threads();
     step(r, &mut timer, &fs, "pass5", 5, || {
-        pass5::run(&fs, &state, t)
+        pass5::run(&fs, &state, t, opts.repairing)
     })?;
     step(r, &mut timer, &fs, "quota", 5, || {
         Ok(quota::run(&fs, &state).into())

@@ -831,6 +831,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.report(
             Problem::new(Code::InodeBadFlags)
                 .ino(ino)
+                .e2fsck(0x01005C)
                 .detail(detail::EXTENTS_FL_MISSING),
         );
     }
@@ -876,7 +877,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                 c.report(Problem::new(Code::RootNotDirectory).ino(ino));
             }
             if inode.dtime != 0 && links > 0 {
-                c.report(Problem::new(Code::InodeDtimeSet).ino(ino));
+                c.report(Problem::new(Code::InodeDtimeSet).ino(ino).e2fsck(0x010002));
             }
         }
         inode::JOURNAL_INO => {
@@ -928,6 +929,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.bad(
             Problem::new(Code::InodeBadFlags)
                 .ino(ino)
+                .e2fsck(0x02000D)
                 .detail(detail::FADDR),
         );
     }
@@ -943,6 +945,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.bad(
             Problem::new(Code::InodeFileAcl)
                 .ino(ino)
+                .e2fsck(0x020048)
                 .blk(inode.file_acl),
         );
     }
@@ -950,6 +953,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.bad(
             Problem::new(Code::InodeBadFlags)
                 .ino(ino)
+                .e2fsck(0x020044)
                 .detail(detail::BLOCKS_HI),
         );
     }
@@ -976,6 +980,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         c.report(
             Problem::new(Code::InodeFastSymlink)
                 .ino(ino)
+                .e2fsck(0x01005D)
                 .detail("fast symlink has EXTENTS_FL set"),
         );
     }
@@ -1009,10 +1014,20 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         }
         t @ (FileType::CharDev | FileType::BlockDev | FileType::Fifo | FileType::Socket) => {
             if !device_ok(inode) {
-                c.bad(Problem::new(Code::InodeDeviceBlocks).ino(ino));
+                let e2 = match t {
+                    FileType::CharDev => 0x020018,
+                    FileType::BlockDev => 0x020019,
+                    FileType::Fifo => 0x020025,
+                    _ => 0x020026,
+                };
+                c.bad(Problem::new(Code::InodeDeviceBlocks).ino(ino).e2fsck(e2));
             } else {
                 if inode.has_flag(flags::INLINE_DATA) || inode.has_flag(flags::EXTENTS) {
-                    c.report(Problem::new(Code::InodeDeviceBlocks).ino(ino));
+                    c.report(
+                        Problem::new(Code::InodeDeviceBlocks)
+                            .ino(ino)
+                            .e2fsck(0x010076),
+                    );
                 }
                 if inode.has_flag(flags::IMMUTABLE) || inode.has_flag(flags::APPEND) {
                     c.report(Problem::new(Code::SpecialImmutable).ino(ino));
@@ -1021,6 +1036,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                     c.report(
                         Problem::new(Code::InodeBadSize)
                             .ino(ino)
+                            .e2fsck(0x010032)
                             .num(inode.size)
                             .detail(detail::SPECIAL_SIZE),
                     );
@@ -1382,8 +1398,24 @@ impl Claimer<'_> {
                     .iter()
                     .any(|&(s, n)| b >= s && b < s + n);
             if !backup {
-                self.problems
-                    .push(Problem::new(Code::BadBlockInMetadata).ino(self.ino).blk(b));
+                // e2fsck names what the bad block holds (bad blocks are
+                // few: the descriptors are searched for each).
+                let gds = &self.fs.gds;
+                let e2 = if gds.iter().any(|gd| gd.block_bitmap == b) {
+                    0x01000A
+                } else if gds.iter().any(|gd| gd.inode_bitmap == b) {
+                    0x01000B
+                } else if b == geo.first_data_block {
+                    0x010019
+                } else {
+                    0x01001A
+                };
+                self.problems.push(
+                    Problem::new(Code::BadBlockInMetadata)
+                        .ino(self.ino)
+                        .e2fsck(e2)
+                        .blk(b),
+                );
             }
             return;
         }
@@ -1507,19 +1539,20 @@ pub(crate) fn walk_map<V: MapVisitor>(
 }
 
 /// e2fsck's first look at an htree directory (pass 1): block 0 must be
-/// mapped and hold a dx_root whose info fields are sane.
+/// mapped and hold a dx_root whose info fields are sane. The problem comes
+/// with the e2fsck code of its kind.
 fn htree_root_problem(
     ctx: &Ctx,
     w: &mut Worker,
     inode: &Inode,
     root: Option<u64>,
-) -> Option<String> {
+) -> Option<(u32, String)> {
     let fs = ctx.fs;
     let Some(blk) = root else {
-        return Some("block 0 is not mapped".into());
+        return Some((0x010049, "block 0 is not mapped".into()));
     };
     if fs.read_block_into(blk, &mut w.block).is_err() {
-        return Some("block 0 cannot be read".into());
+        return Some((0x010049, "block 0 cannot be read".into()));
     }
     let b = &w.block;
     // dx_root_info follows the '.' and '..' entries (24 bytes).
@@ -1529,33 +1562,36 @@ fn htree_root_problem(
     let levels = b[30];
     let flags = b[31];
     if reserved_zero != 0 || info_length < 8 {
-        return Some("bad dx_root info".into());
+        return Some((0x010049, "bad dx_root info".into()));
     }
     // legacy, half_md4, tea, siphash (the unsigned variants are never stored)
     if !matches!(hash_version, 0 | 1 | 2 | 6) {
-        return Some(format!("unsupported hash version {hash_version}"));
+        return Some((0x01004A, format!("unsupported hash version {hash_version}")));
     }
     // Entries of an encrypted casefolded directory carry their hash (a
     // keyed siphash); no other directory may use it.
     let hash_in_dirent = inode.has_flag(flags::ENCRYPT) && inode.has_flag(flags::CASEFOLD);
     if hash_in_dirent && hash_version != 6 {
-        return Some("an encrypted casefolded directory needs siphash".into());
+        return Some((
+            0x01008D,
+            "an encrypted casefolded directory needs siphash".into(),
+        ));
     }
     if !hash_in_dirent && hash_version == 6 {
-        return Some("siphash on a directory that cannot use it".into());
+        return Some((0x01008E, "siphash on a directory that cannot use it".into()));
     }
     if flags & 1 != 0 {
-        return Some("incompatible htree root node flag".into());
+        return Some((0x01004B, "incompatible htree root node flag".into()));
     }
     if levels > 3 {
-        return Some(format!("tree depth {levels} is too big"));
+        return Some((0x01004C, format!("tree depth {levels} is too big")));
     }
     if levels > 2 && !ctx.large_dir {
         let blockbits = fs.geo.block_size.trailing_zeros() as u64;
         let idx_pb = 1u64 << (blockbits - 3);
         let max = (idx_pb - 1) * (idx_pb - 2);
         if inode.size < max << blockbits && inode.blocks_raw < max << (blockbits - 9) {
-            return Some(format!("tree depth {levels} is too big"));
+            return Some((0x01004C, format!("tree depth {levels} is too big")));
         }
     }
     None
@@ -1599,9 +1635,13 @@ fn check_blocks(
     let mut acl = None;
     if inode.file_acl != 0 {
         if !ctx.ext_attr || !fs.geo.block_in_fs(inode.file_acl) {
+            // e2fsck: "should be zero" without the feature, "invalid"
+            // with it.
+            let e2 = if ctx.ext_attr { 0x020032 } else { 0x02000E };
             c.bad(
                 Problem::new(Code::InodeFileAcl)
                     .ino(ino)
+                    .e2fsck(e2)
                     .blk(inode.file_acl),
             );
         } else {
@@ -1672,8 +1712,13 @@ fn check_blocks(
             .iter()
             .find(|d| d.ino == ino && d.lblk == 0)
             .map(|d| d.pblk);
-        if let Some(why) = htree_root_problem(ctx, w, inode, root) {
-            c.report(Problem::new(Code::HtreeRootInvalid).ino(ino).detail(why));
+        if let Some((e2, why)) = htree_root_problem(ctx, w, inode, root) {
+            c.report(
+                Problem::new(Code::HtreeRootInvalid)
+                    .ino(ino)
+                    .e2fsck(e2)
+                    .detail(why),
+            );
         }
     }
     if extent_mapped {
@@ -1691,6 +1736,7 @@ fn check_blocks(
         c.report(
             Problem::new(Code::InodeBadSize)
                 .ino(ino)
+                .e2fsck(0x010006)
                 .num(size)
                 .detail(detail::ZERO_LENGTH_DIR),
         );

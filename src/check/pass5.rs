@@ -15,6 +15,14 @@
 //! them); an INODE_UNINIT group's inode bitmap reads as empty. The flags
 //! are only trusted when the descriptor checksum is right.
 //!
+//! Counts are compared as e2fsck compares them. A repair first rewrites
+//! the bitmaps, so the counts are those of the blocks and inodes in use;
+//! a read-only check (e2fsck -n declines to rewrite them) counts the
+//! bitmaps as they are on disk, so that a count is only wrong when it
+//! disagrees with its own group's bitmap. Bitmap checksums likewise: a
+//! repair rewrites a differing bitmap with a fresh checksum, a read-only
+//! check judges every bitmap's checksum as it is.
+//!
 //! Parallel over groups; results are merged in group order.
 
 use super::problem::{Code, Problem, ProblemList};
@@ -106,6 +114,7 @@ fn check_group(
     overlay: Option<&AtomicBitmap>,
     buf: &mut [u8],
     g: u32,
+    by_disk: bool,
 ) -> GroupOut {
     let geo = &fs.geo;
     let gd = &fs.gds[g as usize];
@@ -149,8 +158,10 @@ fn check_group(
         buf.fill(0);
         have_disk = true;
     }
+    let mut used = state.block_used.count_range(first, first + n);
     if have_disk {
         let mut i = 0u64;
+        let mut disk_used = 0;
         while i < n {
             let take = (n - i).min(64);
             let found = state.block_used.word_at(first + i);
@@ -161,8 +172,12 @@ fn check_group(
             if take < 64 {
                 disk &= (1u64 << take) - 1;
             }
+            disk_used += u64::from(disk.count_ones());
             push_diffs(&mut out.block_diffs, first + i, found, disk, take);
             i += 64;
+        }
+        if by_disk {
+            used = disk_used;
         }
         if !uninit
             && ((g + 1 == geo.groups && n < bpg && (n..bpg).any(|i| !disk_bit(buf, i)))
@@ -172,7 +187,6 @@ fn check_group(
                 .push(Problem::new(Code::BlockBitmapPadding).group(g));
         }
     }
-    let used = state.block_used.count_range(first, first + n);
     out.free_blocks = n - used;
     if gd.free_blocks_count as u64 != out.free_blocks {
         out.problems.push(
@@ -216,8 +230,11 @@ fn check_group(
             out.inode_csum_bad = c != stored;
         }
     }
+    let mut used = state.inode_used.count_range(ino0, ino0 + ipg);
+    let mut dirs = state.inode_dir.count_range(ino0, ino0 + ipg);
     if have_disk {
         let mut i = 0u64;
+        let (mut disk_used, mut disk_dirs) = (0, 0);
         while i < ipg {
             let take = (ipg - i).min(64);
             let found = state.inode_used.word_at(ino0 + i);
@@ -225,11 +242,15 @@ fn check_group(
             if take < 64 {
                 disk &= (1u64 << take) - 1;
             }
+            disk_used += u64::from(disk.count_ones());
+            disk_dirs += u64::from((disk & state.inode_dir.word_at(ino0 + i)).count_ones());
             push_diffs(&mut out.inode_diffs, ino0 + i, found, disk, take);
             i += 64;
         }
+        if by_disk {
+            (used, dirs) = (disk_used, disk_dirs);
+        }
     }
-    let used = state.inode_used.count_range(ino0, ino0 + ipg);
     out.free_inodes = ipg - used;
     if gd.free_inodes_count as u64 != out.free_inodes {
         out.problems.push(
@@ -239,7 +260,6 @@ fn check_group(
                 .num2(out.free_inodes),
         );
     }
-    let dirs = state.inode_dir.count_range(ino0, ino0 + ipg);
     if gd.used_dirs_count as u64 != dirs {
         out.problems.push(
             Problem::new(Code::GroupDirsCount)
@@ -289,14 +309,15 @@ fn merge_runs(all: &mut Vec<(u64, u64, bool)>, more: Vec<(u64, u64, bool)>) {
     }
 }
 
-pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<ProblemList> {
+/// `repairing`: a repair follows (see the module's comment on counts).
+pub fn run(fs: &Fs, state: &State, threads: Threads, repairing: bool) -> Result<ProblemList> {
     let overlay = uninit_overlay(fs);
     let bs = fs.block_size();
     let outs = par_map(
         fs.geo.groups as usize,
         threads,
         || vec![0u8; bs],
-        |buf, g| check_group(fs, state, overlay.as_ref(), buf, g as u32),
+        |buf, g| check_group(fs, state, overlay.as_ref(), buf, g as u32, !repairing),
     );
     let mut problems = ProblemList::new();
     let mut block_diffs = Vec::new();
@@ -327,9 +348,9 @@ pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<ProblemList> {
         }
         problems.push(Problem::new(Code::BlockBitmapDiff).detail(render(&block_diffs)));
     }
-    // A bitmap that differs gets rewritten with a fresh checksum, so e2fsck
-    // reports checksums only for bitmaps that are otherwise right.
-    if block_diffs.is_empty() {
+    // A bitmap that differs gets rewritten with a fresh checksum, so a
+    // repair reports checksums only for bitmaps that are otherwise right.
+    if block_diffs.is_empty() || !repairing {
         for g in block_csum {
             problems.push(Problem::new(Code::BlockBitmapChecksum).group(g));
         }
@@ -337,7 +358,7 @@ pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<ProblemList> {
     if !inode_diffs.is_empty() {
         problems.push(Problem::new(Code::InodeBitmapDiff).detail(render(&inode_diffs)));
     }
-    if inode_diffs.is_empty() {
+    if inode_diffs.is_empty() || !repairing {
         for g in inode_csum {
             problems.push(Problem::new(Code::InodeBitmapChecksum).group(g));
         }

@@ -155,7 +155,10 @@ problems! {
     InodeExtentBad = ("0x100F", P1, Error, false, "Inode {ino} has an invalid extent (logical block {num}, physical block {blk}, length {num2}): {detail}"),
     InodeExtentOrder = ("0x1010", P1, Error, false, "Inode {ino} has out-of-order extents (logical block {num}, physical block {blk})"),
     InodeExtentNodeChecksum = ("0x1011", P1, Error, false, "Inode {ino} extent block {blk} passes checks, but checksum does not match extent"),
-    InodeExtentTooDeep = ("0x1012", P1, Notice, false, "Inode {ino} extent tree could be more shallow ({num}; could be <= 4)"),
+    InodeExtentTooDeep = ("0x1012", P1, Notice, false, "Inode {ino} extent tree could be more shallow ({num}; could be <= {num2})"),
+    // More valid levels than pfsck walks: a repair cannot rebuild what it
+    // cannot read, and clears the inode.
+    InodeExtentTreeUnwalkable = ("0x1042", P1, Error, false, "Inode {ino} extent tree has more than {num} levels of valid nodes, too deep to check"),
     InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino} extent node at block {blk} is invalid ({detail})"),
     InodeExtentIndexEnd = ("0x1014", P1, Error, false, "Inode {ino} extent index start {num} does not match its node's first extent {num2}"),
     InodeExtentPastEof = ("0x1015", P1, Error, false, "Inode {ino}, end of extent exceeds allowed value (logical block {num}, physical block {blk}, len {num2})"),
@@ -241,7 +244,7 @@ problems! {
     HtreeHashRange = ("0x201F", P2, Error, false, "Directory inode {ino} has a bad hash ({detail}) in htree leaf block #{num}"),
     HtreeBlockReferenced = ("0x2020", P2, Error, false, "Directory inode {ino} htree block #{num} is referenced {num2} times"),
     HtreeNoIndexFlag = ("0x2021", P2, Error, false, "Directory inode {ino} has an htree root but not the INDEX flag"),
-    HtreeFlagNoRoot = ("0x2022", P2, Error, false, "Directory inode {ino} has the INDEX flag but an invalid htree"),
+    HtreeInvalid = ("0x2022", P2, Error, false, "Directory inode {ino} has an invalid htree index"),
     DirInlineBad = ("0x2023", P2, Error, false, "Directory inode {ino} has corrupt inline data ({detail})"),
     DirEntryEncryptedShort = ("0x2024", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} is too short"),
     DirEntryUnencrypted = ("0x20E1", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} references unencrypted inode {num}"),
@@ -315,6 +318,9 @@ pub struct Problem {
     blk: u64,
     num: u64,
     num2: u64,
+    /// The e2fsck code the check named (`HAS_E2`), where the code's
+    /// usual one is not it (see `e2fsck_map`).
+    e2: u32,
     /// None for an empty detail, as most problems have.
     detail: Option<Box<str>>,
 }
@@ -324,6 +330,7 @@ const HAS_BLK: u8 = 2;
 const HAS_GROUP: u8 = 4;
 const HAS_NUM: u8 = 8;
 const HAS_NUM2: u8 = 16;
+const HAS_E2: u8 = 32;
 
 /// A problem's numbers and detail, as its message fills them in; None
 /// where the problem has none.
@@ -349,6 +356,7 @@ impl std::fmt::Debug for Problem {
             .field("num", &a.num)
             .field("num2", &a.num2)
             .field("detail", &a.detail)
+            .field("e2fsck", &self.e2fsck_override())
             .finish()
     }
 }
@@ -363,6 +371,7 @@ impl Problem {
             blk: 0,
             num: 0,
             num2: 0,
+            e2: 0,
             detail: None,
         }
     }
@@ -390,6 +399,23 @@ impl Problem {
         self.num2 = n;
         self.has |= HAS_NUM2;
         self
+    }
+    /// Names the e2fsck code this problem stands for, one of
+    /// `e2fsck_map::codes(code)`: e2fsck has one code for each variant
+    /// that pfsck reports under one code and a detail.
+    pub fn e2fsck(mut self, code: u32) -> Problem {
+        debug_assert!(
+            super::e2fsck_map::codes(self.code).contains(&code),
+            "{:?} cannot stand for e2fsck's {code:06x}",
+            self.code
+        );
+        self.e2 = code;
+        self.has |= HAS_E2;
+        self
+    }
+    /// The e2fsck code named with [`Problem::e2fsck`].
+    pub fn e2fsck_override(&self) -> Option<u32> {
+        (self.has & HAS_E2 != 0).then_some(self.e2)
     }
     pub fn detail(mut self, d: impl Into<String>) -> Problem {
         let d: String = d.into();

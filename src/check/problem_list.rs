@@ -15,6 +15,7 @@
 //!
 //! Record: code (index in `Code::ALL`), a byte of `HAS_*` bits, then the
 //! numbers present (ino, blk, group, num, num2) as LEB128, then, with
+//! `HAS_E2`, the e2fsck code the check named as LEB128, then, with
 //! `HAS_DETAIL`, the detail's length as LEB128 and its bytes.
 
 use super::problem::{Code, Pass, Problem};
@@ -26,6 +27,7 @@ const HAS_GROUP: u8 = 4;
 const HAS_NUM: u8 = 8;
 const HAS_NUM2: u8 = 16;
 const HAS_DETAIL: u8 = 32;
+const HAS_E2: u8 = 64;
 
 /// Every this many problems the list notes where one starts, so `get`
 /// decodes at most this many to reach any problem.
@@ -366,6 +368,7 @@ fn encode(p: &Problem, out: &mut Vec<u8>) {
         (HAS_NUM, a.num.is_some()),
         (HAS_NUM2, a.num2.is_some()),
         (HAS_DETAIL, !a.detail.is_empty()),
+        (HAS_E2, p.e2fsck_override().is_some()),
     ] {
         if set {
             has |= bit;
@@ -380,7 +383,11 @@ fn encode(p: &Problem, out: &mut Vec<u8>) {
         a.num,
         a.num2,
     ];
-    for v in nums.into_iter().flatten() {
+    for v in nums
+        .into_iter()
+        .chain([p.e2fsck_override().map(u64::from)])
+        .flatten()
+    {
         put_varint(out, v);
     }
     if !a.detail.is_empty() {
@@ -395,7 +402,7 @@ fn record_len(b: &[u8]) -> Option<usize> {
     // The numbers are skipped, not read: one varint ends at each byte
     // without its top bit.
     let numbers =
-        (has & (HAS_INO | HAS_BLK | HAS_GROUP | HAS_NUM | HAS_NUM2)).count_ones() as usize;
+        (has & (HAS_INO | HAS_BLK | HAS_GROUP | HAS_NUM | HAS_NUM2 | HAS_E2)).count_ones() as usize;
     let mut at = 2;
     for _ in 0..numbers {
         at += b.get(at..)?.iter().take(10).position(|&x| x & 0x80 == 0)? + 1;
@@ -436,6 +443,9 @@ fn decode_len(rec: &[u8]) -> Option<(Problem, usize)> {
     if has & HAS_NUM2 != 0 {
         p = p.num2(next(&mut at)?);
     }
+    if has & HAS_E2 != 0 {
+        p = p.e2fsck(u32::try_from(next(&mut at)?).ok()?);
+    }
     if has & HAS_DETAIL != 0 {
         let n = usize::try_from(next(&mut at)?).ok()?;
         let text = rec.get(at..at.checked_add(n)?)?;
@@ -463,6 +473,10 @@ mod tests {
             Problem::new(Code::InodeBitmapDiff).detail("-(12--40)".repeat(100)),
             Problem::new(Code::GdChecksum).group(7).blk(1 << 40),
             Problem::new(Code::SbExtraIsize).num(0).detail(""),
+            Problem::new(Code::InodeBadFlags)
+                .ino(9)
+                .e2fsck(0x01005C)
+                .detail("x"),
         ]
     }
 

@@ -458,10 +458,17 @@ fn desc_problems(sb: &Superblock, geo: &Geometry, gds: &[GroupDesc]) -> Vec<Prob
             }
             for b in blk..blk + len {
                 if meta.set(b) {
+                    // e2fsck's code says which of the three overlaps.
+                    let e2 = match loc {
+                        Code::GdBlockBitmapLocation => 0x010007,
+                        Code::GdInodeBitmapLocation => 0x010008,
+                        _ => 0x010009,
+                    };
                     out.push(
                         Problem::new(Code::GdMetadataOverlap)
                             .group(g)
                             .blk(b)
+                            .e2fsck(e2)
                             .detail(what.to_string()),
                     );
                     return;
@@ -512,9 +519,17 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     }
     if sb.rev_level > 0 && geo.inode_size > 128 {
         let room = (geo.inode_size - 128) as u16;
-        for (name, v) in [("min", sb.min_extra_isize), ("want", sb.want_extra_isize)] {
+        for (name, v, e2) in [
+            ("min", sb.min_extra_isize, 0x00004D),
+            ("want", sb.want_extra_isize, 0x00004E),
+        ] {
             if v > room || v % 4 != 0 {
-                out.push(Problem::new(Code::SbExtraIsize).num(v as u64).detail(name));
+                out.push(
+                    Problem::new(Code::SbExtraIsize)
+                        .num(v as u64)
+                        .e2fsck(e2)
+                        .detail(name),
+                );
             }
         }
     }

@@ -195,8 +195,13 @@ pub fn check_inode_extra(
             }
         };
         match in_inode_problem(area, &mut charge, &mut check_ref) {
-            Some(InInodeIssue::Corrupt(why)) => {
-                probs.push(Problem::new(Code::InodeXattrInInode).ino(ino).detail(why));
+            Some(InInodeIssue::Corrupt(why, e2)) => {
+                probs.push(
+                    Problem::new(Code::InodeXattrInInode)
+                        .ino(ino)
+                        .e2fsck(e2)
+                        .detail(why),
+                );
             }
             Some(InInodeIssue::Entry(p)) => probs.push(p),
             None => {}
@@ -222,6 +227,7 @@ pub fn check_inode_extra(
             probs.push(
                 Problem::new(Code::InodeBadFlags)
                     .ino(ino)
+                    .e2fsck(0x010082)
                     .detail(super::pass1::detail::OLD_EXTRA_TIMES),
             );
             break;
@@ -233,8 +239,8 @@ pub fn check_inode_extra(
 /// The first thing wrong with an in-inode xattr area.
 #[derive(Debug, PartialEq, Eq)]
 enum InInodeIssue {
-    /// The area itself is corrupt.
-    Corrupt(&'static str),
+    /// The area itself is corrupt: why, and e2fsck's code for it.
+    Corrupt(&'static str, u32),
     /// An entry's EA-inode reference is wrong (its own problem).
     Entry(Problem),
 }
@@ -258,12 +264,12 @@ fn in_inode_problem(
     while remain >= ENTRY_HEADER_LEN && le32(area, off) != 0 {
         let name_len = u8_at(area, off) as usize;
         if !region.take(off, round4(ENTRY_HEADER_LEN + name_len)) {
-            return Some(Corrupt("entry overlaps another entry or a value"));
+            return Some(Corrupt("entry overlaps another entry or a value", 0x010069));
         }
         remain -= ENTRY_HEADER_LEN;
         let name_size = round4(name_len);
         if name_size > remain {
-            return Some(Corrupt("attribute name too long"));
+            return Some(Corrupt("attribute name too long", 0x010050));
         }
         remain -= name_size;
         let entry = xattr::entry_at(area, off);
@@ -285,24 +291,24 @@ fn in_inode_problem(
             }
         } else {
             if value_size > remain {
-                return Some(Corrupt("attribute value size too big"));
+                return Some(Corrupt("attribute value size too big", 0x010053));
             }
             if value_size != 0 && !region.take(4 + value_offs, round4(value_size)) {
-                return Some(Corrupt("attribute values overlap"));
+                return Some(Corrupt("attribute values overlap", 0x010069));
             }
             let vstart = 4 + value_offs;
             let value = area
                 .get(vstart..(vstart + round4(value_size)).min(storage))
                 .unwrap_or(&[]);
             if hash != 0 && !hash_ok(hash, name, value) {
-                return Some(Corrupt("attribute hash is invalid"));
+                return Some(Corrupt("attribute hash is invalid", 0x010054));
             }
             remain -= value_size;
         }
         off += ENTRY_HEADER_LEN + name_size;
     }
     if !region.take(off, 4) {
-        return Some(Corrupt("entry table overlaps values"));
+        return Some(Corrupt("entry table overlaps values", 0x010069));
     }
     None
 }
@@ -447,28 +453,33 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
     let mut region = Region::new(bs);
     region.take(0, xattr::BLOCK_HEADER_LEN);
     let mut off = xattr::BLOCK_HEADER_LEN;
-    let entries = |why: &str| {
+    // e2fsck's codes: overlapping entries, a bad name, a bad value.
+    let (overlap, bad_name, bad_value) = (0x010040, 0x010041, 0x010042);
+    let entries = |why: &str, e2: u32| {
         Problem::new(Code::XattrBlockEntries)
             .ino(ino)
             .blk(blk)
+            .e2fsck(e2)
             .detail(why.to_string())
     };
     while off + 4 <= bs && le32(buf, off) != 0 {
         let name_len = u8_at(buf, off) as usize;
         if !region.take(off, round4(ENTRY_HEADER_LEN + name_len)) {
-            out.problems.push(entries("entries overlap"));
+            out.problems.push(entries("entries overlap", overlap));
             break;
         }
         if u8_at(buf, off + 1) == 0 {
-            out.problems.push(entries("bad attribute name"));
+            out.problems.push(entries("bad attribute name", bad_name));
             break;
         }
         let entry = xattr::entry_at(buf, off);
         let (value_offs, value_inum) = (entry.value_offs as usize, entry.value_inum);
         let (value_size, hash, name) = (entry.value_size as usize, entry.hash, entry.name);
         if value_inum != 0 && !ea_inode {
-            out.problems
-                .push(entries("value stored in an inode without ea_inode"));
+            out.problems.push(entries(
+                "value stored in an inode without ea_inode",
+                bad_value,
+            ));
         } else if value_inum != 0 {
             let e = EaEntry {
                 name,
@@ -484,11 +495,12 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
             out.charge.inodes += 1;
         } else {
             if value_offs + value_size > bs {
-                out.problems.push(entries("bad attribute value"));
+                out.problems.push(entries("bad attribute value", bad_value));
                 break;
             }
             if value_size != 0 && !region.take(value_offs, round4(value_size)) {
-                out.problems.push(entries("attribute values overlap"));
+                out.problems
+                    .push(entries("attribute values overlap", overlap));
             }
             let value = buf
                 .get(value_offs..(value_offs + round4(value_size)).min(bs))
@@ -505,7 +517,8 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
         off += round4(ENTRY_HEADER_LEN + name_len);
     }
     if out.problems.is_empty() && !region.take(off, 4) {
-        out.problems.push(entries("entry table overlaps values"));
+        out.problems
+            .push(entries("entry table overlaps values", overlap));
     }
     if out.problems.is_empty()
         && fs.metadata_csum()
@@ -630,7 +643,7 @@ mod tests {
         assert_eq!(walk(&area_with_entry(true)).0, None);
         assert_eq!(
             walk(&area_with_entry(false)).0,
-            Some(InInodeIssue::Corrupt("attribute hash is invalid"))
+            Some(InInodeIssue::Corrupt("attribute hash is invalid", 0x010054))
         );
         let mut a = area_with_entry(true);
         put_le16(&mut a, 6, 200);
@@ -639,7 +652,10 @@ mod tests {
         put_le32(&mut a, 12, 5000);
         assert_eq!(
             walk(&a).0,
-            Some(InInodeIssue::Corrupt("attribute value size too big"))
+            Some(InInodeIssue::Corrupt(
+                "attribute value size too big",
+                0x010053
+            ))
         );
     }
 

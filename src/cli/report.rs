@@ -2,6 +2,7 @@
 
 use super::{Args, EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
 use crate::check::Report;
+use crate::check::e2fsck_map;
 use crate::check::problem::{Pass, Problem, Severity};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::json;
@@ -333,6 +334,11 @@ impl Serialize for JsonReport<'_> {
         let r = self.repaired;
         let fixed = |k: usize| r.is_some_and(|r| r.fixed.get(k).copied().unwrap_or(false));
         let after = r.and_then(|r| r.after);
+        let run = if r.is_some() {
+            e2fsck_map::Run::Repair
+        } else {
+            e2fsck_map::Run::ReadOnly
+        };
         let mut m = s.serialize_map(Some(9))?;
         m.serialize_entry("device", self.device)?;
         m.serialize_entry("exit_code", &self.code)?;
@@ -343,7 +349,7 @@ impl Serialize for JsonReport<'_> {
                 rep.problems
                     .iter()
                     .enumerate()
-                    .map(|(k, p)| JsonProblem(p, fixed(k)))
+                    .map(|(k, p)| JsonProblem(p, fixed(k), run))
             }),
         )?;
         m.serialize_entry(
@@ -358,8 +364,9 @@ impl Serialize for JsonReport<'_> {
     }
 }
 
-/// One problem of the report; `.1`: a fix was staged for it.
-struct JsonProblem(Problem, bool);
+/// One problem of the report; `.1`: a fix was staged for it; `.2`: the
+/// run it was found by.
+struct JsonProblem(Problem, bool, e2fsck_map::Run);
 
 impl Serialize for JsonProblem {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -369,10 +376,14 @@ impl Serialize for JsonProblem {
             Severity::Notice => "Notice",
             Severity::Fatal => "Fatal",
         };
-        let mut m = s.serialize_map(Some(11))?;
+        let mut m = s.serialize_map(Some(12))?;
         m.serialize_entry("block", &p.args().blk)?;
         m.serialize_entry("code", spec.code)?;
         m.serialize_entry("detail", &p.args().detail)?;
+        m.serialize_entry(
+            "e2fsck",
+            &Seq(|| e2fsck_map::refs(p, self.2).into_iter().map(JsonRef)),
+        )?;
         m.serialize_entry("fixed", &self.1)?;
         m.serialize_entry("group", &p.args().group)?;
         m.serialize_entry("ino", &p.args().ino)?;
@@ -381,6 +392,20 @@ impl Serialize for JsonProblem {
         m.serialize_entry("num2", &p.args().num2)?;
         m.serialize_entry("pass", &spec.pass.number())?;
         m.serialize_entry("severity", severity)?;
+        m.end()
+    }
+}
+
+/// What e2fsck's problem log would say for a problem: its code, as
+/// e2fsck writes it, and the inode and block its message names.
+struct JsonRef(e2fsck_map::Ref);
+
+impl Serialize for JsonRef {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("block", &self.0.blk)?;
+        m.serialize_entry("code", &format!("0x{:06x}", self.0.code))?;
+        m.serialize_entry("ino", &self.0.ino)?;
         m.end()
     }
 }

@@ -14,7 +14,10 @@
 //! - illegal block pointers (direct or inside indirect blocks) are zeroed,
 //!   with whatever an illegal indirect pointer would have mapped;
 //! - an inode whose root header is invalid, or with too many illegal
-//!   blocks, is cleared, as e2fsck clears it (`clear`).
+//!   blocks, is cleared, as e2fsck clears it (`clear`); so is one whose
+//!   tree holds more valid levels than the check walks (e2fsck walks and
+//!   rebuilds it; pfsck cannot rebuild what it did not read, and leaving
+//!   it would let pass 5 free blocks it still maps).
 //!
 //! The blocks the map no longer names, i_blocks and i_size, and the entries
 //! naming a cleared inode are left to the next round's check and fixes.
@@ -40,6 +43,7 @@ pub(super) const CODES: &[Code] = &[
     Code::InodeIllegalBlock,
     Code::InodeTooManyIllegalBlocks,
     Code::InodeExtentHeader,
+    Code::InodeExtentTreeUnwalkable,
     Code::InodeExtentBad,
     Code::InodeExtentOrder,
     Code::InodeExtentNodeChecksum,
@@ -89,9 +93,14 @@ pub(super) fn fix(
     // The bad blocks inode only loses its illegal pointers (e2fsck never
     // clears it for having many).
     let clear_it = ino != inode::BAD_INO
-        && codes
-            .iter()
-            .any(|c| matches!(c, Code::InodeExtentHeader | Code::InodeTooManyIllegalBlocks));
+        && codes.iter().any(|c| {
+            matches!(
+                c,
+                Code::InodeExtentHeader
+                    | Code::InodeTooManyIllegalBlocks
+                    | Code::InodeExtentTreeUnwalkable
+            )
+        });
     if clear_it {
         return clear(fs, state, overlay, ino);
     }
@@ -106,9 +115,6 @@ pub(super) fn fix(
             return Ok(false);
         }
         let depth = extent::parse_header(&root).depth;
-        if depth > WALK_DEPTH_LIMIT {
-            return Ok(false);
-        }
         let bs = u64::from(fs.geo.block_size);
         let is_dir = ind.is_dir();
         let large_dir = fs.sb.has_incompat(incompat::LARGEDIR);
@@ -124,6 +130,7 @@ pub(super) fn fix(
             dir_limit: (is_dir && !large_dir).then(|| dir_block_limit(fs)),
             last_lblk: None,
             nodes_left: fs.geo.blocks_count,
+            levels: 0,
             staged: false,
         };
         let changed = rw.node(&mut root, depth, 0, None)?;
@@ -423,6 +430,9 @@ struct ExtentRewrite<'a> {
     last_lblk: Option<u64>,
     /// Same bound on nodes as the check's walk.
     nodes_left: u64,
+    /// Nodes below the root on the way down to the current one; as deep
+    /// as the check walks, and no deeper.
+    levels: u16,
     /// Some node below the root was staged.
     staged: bool,
 }
@@ -549,7 +559,7 @@ impl ExtentRewrite<'_> {
         // it (e2fsck: "conflicts with critical metadata, skipping block
         // checks"); the duplicate block repair moves it first. A node that
         // cannot be read is left as it is too.
-        if self.state.block_meta.get(pblk) {
+        if self.state.block_meta.get(pblk) || self.levels >= WALK_DEPTH_LIMIT {
             return Ok(Child::Same);
         }
         let Ok(mut buf) = vol::read_block(self.fs, &*self.overlay, pblk) else {
@@ -568,7 +578,10 @@ impl ExtentRewrite<'_> {
         });
         // Scanned from its own first block, as the check does.
         let first = u64::from(le32(&buf, ENTRY));
-        let changed = self.node(&mut buf, depth - 1, first, Some(end))?;
+        self.levels += 1;
+        let changed = self.node(&mut buf, depth - 1, first, Some(end));
+        self.levels -= 1;
+        let changed = changed?;
         if extent::parse_header(&buf).entries == 0 {
             return Ok(Child::Drop);
         }

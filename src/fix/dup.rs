@@ -401,7 +401,8 @@ impl Tx<'_, '_> {
         // the root, one level deeper, points at it.
         let bsz = self.fs.block_size();
         let max = extent::max_entries(bsz);
-        if entries.len() > max as usize || h.depth >= crate::check::blockmap::MAX_TREE_DEPTH {
+        let deepest = crate::check::blockmap::max_tree_depth(self.fs.geo.block_size);
+        if entries.len() > max as usize || h.depth >= deepest {
             return Err(Stop::Unsupported);
         }
         let nb = self.new_node()?;

@@ -57,7 +57,7 @@ pub(super) const CODES: &[Code] = &[
     Code::HtreeHashRange,
     Code::HtreeBlockReferenced,
     Code::HtreeNoIndexFlag,
-    Code::HtreeFlagNoRoot,
+    Code::HtreeInvalid,
     Code::HtreeLeafDepth,
 ];
 

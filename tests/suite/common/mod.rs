@@ -1217,6 +1217,32 @@ pub fn e2fsck_fn(img: &Path) -> i32 {
     e2fsck_fn_run(img).code().unwrap_or(-1)
 }
 
+/// e2fsck 1.47.4, the project's oracle (`../shared/tools/e2fsck-1.47.4`,
+/// or `PFSCK_E2FSCK_ORACLE`), when present; where 1.47.0 and 1.47.4
+/// disagree, 1.47.4 stands.
+pub fn oracle() -> Option<PathBuf> {
+    let path = std::env::var_os("PFSCK_E2FSCK_ORACLE").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/e2fsck-1.47.4"),
+        PathBuf::from,
+    );
+    path.is_file().then_some(path)
+}
+
+/// Runs the oracle (or, without it, the installed e2fsck) with `args`
+/// then the image, under a time limit (1.47.4 hangs on a few images).
+pub fn oracle_run(img: &Path, args: &[&str]) -> RunResult {
+    let mut cmd = Command::new(oracle().unwrap_or_else(|| tool("e2fsck")));
+    cmd.args(args).arg(img);
+    let r = run_timeout_merged(cmd, Duration::from_secs(60));
+    assert!(!r.timed_out, "e2fsck {args:?} {} timed out", img.display());
+    r
+}
+
+/// Exit status of the oracle's `-fn` (-1 if killed by a signal).
+pub fn oracle_fn(img: &Path) -> i32 {
+    oracle_run(img, &["-fn"]).code().unwrap_or(-1)
+}
+
 /// The pfsck binary under test.
 pub fn pfsck_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_pfsck"))

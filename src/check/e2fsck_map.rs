@@ -1,0 +1,462 @@
+//! Which e2fsck 1.47.4 code each pfsck problem stands for.
+//!
+//! [`codes`] lists, per pfsck code, the e2fsck codes it can stand for:
+//! the first unless the check named another one where it found the
+//! problem (`Problem::e2fsck`; e2fsck has one code per variant where
+//! pfsck has one code and a detail; and for the codes of `NAMED_ONLY`
+//! only there). [`refs`] turns a problem into the
+//! (code, inode, block) triples e2fsck's problem log would hold for it,
+//! which the differential tests compare; most problems give one, a pass
+//! 5 bitmap difference gives one per run, as e2fsck logs each.
+//!
+//! pfsck codes that e2fsck has no code for (notes about the journal
+//! replay view, pfsck's refusals) are listed in [`NONE`].
+
+use super::catalogue;
+use super::problem::{Code, Problem};
+
+/// The e2fsck codes `code` can stand for, the usual one first; empty for
+/// the codes of [`NONE`].
+pub fn codes(code: Code) -> &'static [u32] {
+    use Code::*;
+    match code {
+        SbCorrupt => &[0x000004, 0x00000B, 0x000050],
+        SbBlocksCountTooBig => &[0x000005],
+        SbFirstDataBlock => &[0x000008],
+        SbInodesCount => &[0x00000D],
+        SbFreeBlocksInvalid => &[0x000040],
+        SbFreeInodesInvalid => &[0x00003F],
+        SbFirstIno => &[0x00000B],
+        SbLastMountFuture => &[0x000031, 0x00003C],
+        SbLastWriteFuture => &[0x000032, 0x00003D],
+        SbHugeFileNoLargeFile => &[0x020033],
+        SbExtraIsize => &[0x00004D, 0x00004E],
+        SbMetadataCsumAndGdtCsum => &[0x000046],
+        SbDescSize => &[0x00000B],
+        SbResizeInodeNoFeature => &[0x000030, 0x00002E, 0x00002F, 0x000051],
+        SbQuotaInode => &[0x00004F],
+        SbBlocksPerGroupInvalid => &[0x000007],
+        GdBlockBitmapLocation => &[0x000001],
+        GdInodeBitmapLocation => &[0x000002],
+        GdInodeTableLocation => &[0x000003],
+        GdChecksum => &[0x000035],
+        GdUninitWithoutCsum => &[0x000036],
+        GdItableUnused => &[0x000038],
+        GdMetadataOverlap => &[0x010007, 0x010008, 0x010009],
+        GdBlockUninitLastGroup => &[0x000039],
+        JournalSuperblockCorrupt => &[0x000015],
+        JournalInodeInvalid => &[0x00000F],
+        JournalFeatureUnsupported => &[0x000026, 0x000025],
+        JournalInodeNoFeature => &[0x000016],
+        JournalChecksum => &[0x000015],
+        JournalNeedsRecoveryNoFlag => &[0x000018],
+        JournalRecoverNoJournal => &[0x000017],
+        JournalTransactionCorrupt => &[0x00003A],
+        JournalExternalBad => &[0x000012, 0x000013, 0x000010, 0x00004A],
+        JournalExternalCannotProceed => &[0x000011],
+        JournalInodeFromBackup => &[0x00000F],
+        OrphanReleased => &[0x000020],
+        OrphanFileBlockDirty => &[0x06000C],
+        OrphanPresentClean => &[0x06000D],
+        OrphanNotProcessed => &[0x000023, 0x000024, 0x000052, 0x000053, 0x000054, 0x000055],
+
+        InodeChecksum => &[0x010068],
+        InodeBadMode => &[0x020012],
+        InodeDtimeSet => &[0x010005, 0x010002],
+        InodeZeroDtimeDeleted => &[0x010004],
+        InodeBadFlags => &[0x010077, 0x01005C, 0x02000D, 0x020044, 0x010082],
+        InodeExtentsNoFeature => &[0x01005A, 0x01005B],
+        InodeInlineNoFeature => &[0x010070, 0x01006F],
+        InodeIllegalBlock => &[0x01000E, 0x010012, 0x010044, 0x010046],
+        InodeTooManyIllegalBlocks => &[0x010011],
+        InodeBlockOnMetadata => &[0x01000F],
+        InodeISize => &[0x01000C],
+        InodeIBlocks => &[0x01000D],
+        ClusterMisaligned => &[0x010074],
+        InodeBigallocBlockMap => &[0x010080],
+        InodeDirHole => &[0x020015],
+        InodeExtentHeader => &[0x010081, 0x01005F],
+        InodeExtentBad => &[0x010058, 0x010059, 0x010066, 0x01007D, 0x010044, 0x010073],
+        InodeExtentOrder => &[0x01005E],
+        InodeExtentNodeChecksum => &[0x01006A],
+        InodeExtentTooDeep => &[0x01007F],
+        InodeExtentNodeBad => &[0x01005F],
+        InodeExtentIndexEnd => &[0x01006D],
+        InodeExtentPastEof => &[0x01006E],
+        InodeFastSymlink => &[0x020031, 0x01005D],
+        InodeDeviceBlocks => &[0x020018, 0x020019, 0x020025, 0x020026, 0x010076],
+        InodeInlineData => &[0x010075, 0x02004E],
+        InodeExtraIsize => &[0x01004F],
+        InodeFileAcl => &[0x020032, 0x020048, 0x02000E],
+        InodeXattrInInode => &[0x010053, 0x010050, 0x010051, 0x010052, 0x010054, 0x010069],
+        XattrBlockHeader => &[0x01003A, 0x010039, 0x01003E],
+        XattrBlockEntries => &[0x010040, 0x010041, 0x010042],
+        XattrBlockChecksum => &[0x01006C],
+        XattrBlockRefcount => &[0x01003C],
+        XattrHash => &[0x010054],
+        InodeReservedBad => &[0x010003, 0x010065],
+        RootNotDirectory => &[0x010001],
+        InodeHugeFileNoFeature => &[0x020044],
+        InodeLargeFileNoFeature => &[0x020033],
+        InodeIndexNoFeature => &[0x010047],
+        InodeIndexNotDir => &[0x010048],
+        InodeImagic => &[0x01002F],
+        InodeInUseBitmapClear => &[0x020047],
+        InodeBadSize => &[0x02000F, 0x010032, 0x010006],
+        InodeBlockBitmapUnreadable => &[0x010056],
+        InodeTableUnreadable => &[0x010028],
+        InodeEaInodeFlag => &[0x010092],
+        InodeCasefold => &[0x010089],
+        InodeCasefoldNonDir => &[0x010088],
+        InodeEncryptNoXattr => &[0x01008A],
+        InodeEncryptCorrupt => &[0x01008B],
+        InodeOrphanInUse => &[0x010036],
+        BadBlockInMetadata => &[0x010019, 0x01001A, 0x01001B, 0x01001C, 0x01000A, 0x01000B],
+        BadBlocksInodeInBadBlock => &[0x01007B],
+        HtreeRootInvalid => &[0x010049, 0x01004A, 0x01004B, 0x01004C, 0x01008D, 0x01008E],
+        XattrEaInodeInvalid => &[0x010083],
+        XattrEaInodeNoFlag => &[0x010085, 0x010086],
+        InodeReallyDir => &[0x010055],
+        InodeGarbage => &[0x010067],
+        SpecialImmutable => &[0x010030],
+        DupBlocks => &[0x011001],
+
+        DirEntryBadRecLen => &[0x020013, 0x02001D],
+        DirEntryBadInode => &[0x020002],
+        DirEntryDeletedInode => &[0x020003],
+        DirEntryLinkToDir => &[0x020006],
+        DirEntryLinkToRoot => &[0x020007],
+        DirEntryIllegalChars => &[0x020008],
+        DirEntryZeroLenName => &[0x020030],
+        DirEntryFileType => &[0x020028],
+        DirEntryFileTypeUnset => &[0x020027],
+        DirEntryFileTypeSet => &[0x020029],
+        DirEntryReservedInode => &[0x020002],
+        DirEntryDuplicate => &[0x020041, 0x020043, 0x020054],
+        DirDotMissing => &[0x020009, 0x02000B],
+        DirDotDotMissing => &[0x02000A, 0x02000C],
+        DirDotBadInode => &[0x020001],
+        DirDotRecLen => &[0x020024],
+        DirDotDotBadForm => &[0x02000C],
+        DirDotSecondEntry => &[0x02001A, 0x02001B],
+        DirBlockChecksum => &[0x02004D],
+        DirBlockNoTail => &[0x02004C],
+        DirBlockCorrupt => &[0x020013],
+        DirBlockUnreadable => &[0x020020],
+        HtreeRootBad => &[0x02003C],
+        HtreeHashVersion => &[0x01004A],
+        HtreeDepth => &[0x01004C],
+        HtreeLimit => &[0x02003D],
+        HtreeCount => &[0x02003E],
+        HtreeHashOrder => &[0x02003F],
+        HtreeBadBlock => &[0x02003A],
+        HtreeNodeChecksum => &[0x02004A, 0x020049],
+        HtreeHashRange => &[0x020036, 0x020037],
+        HtreeBlockReferenced => &[0x020034, 0x020035],
+        HtreeNoIndexFlag => &[0x020038],
+        HtreeInvalid => &[0x020038],
+        DirInlineBad => &[0x02004E],
+        DirEntryEncryptedShort => &[0x020050],
+        DirEntryUnencrypted => &[0x020051],
+        DirEntryPolicyMismatch => &[0x020052],
+        DirEntryBadUtf8 => &[0x020053],
+        DirEntryUnusedArea => &[0x020047],
+        DirEntryUninitGroup => &[0x020046],
+        DirBlockEmpty => &[0x020013],
+        DirHole => &[0x020015],
+        DirEntryLinkToDot => &[0x020004],
+        DirDotNotTerminated => &[0x020016, 0x020017],
+        DirEntryInodeInBadBlock => &[0x020005],
+        HtreeLeafDepth => &[0x020040],
+        FeatureLargeFiles => &[0x020033],
+
+        RootMissing => &[0x030001],
+        DirUnconnected => &[0x030003],
+        DirDotDotWrong => &[0x030005],
+        LostFoundMissing => &[0x030004],
+        LostFoundNotDir => &[0x030017],
+        LostFoundEncrypted => &[0x03001B],
+        DirLoop => &[0x03001D],
+        DirMultipleParents => &[0x020006],
+
+        InodeUnattached => &[0x040002],
+        InodeUnattachedZero => &[0x040001],
+        InodeLinkCount => &[0x040003],
+        DirNlinkFeature => &[0x040006],
+        InodeEaInodeRefs => &[0x040005],
+
+        BlockBitmapDiff => &[0x050004, 0x050005, 0x050014, 0x050015],
+        InodeBitmapDiff => &[0x050008, 0x050009, 0x050016, 0x050017],
+        GroupFreeBlocks => &[0x05000E],
+        GroupFreeInodes => &[0x05000B],
+        GroupDirsCount => &[0x05000C],
+        SuperFreeBlocks => &[0x05000F],
+        SuperFreeInodes => &[0x05000D],
+        BlockBitmapChecksum => &[0x05001B],
+        InodeBitmapChecksum => &[0x05001A],
+        BlockBitmapPadding => &[0x050002],
+        InodeBitmapPadding => &[0x050001],
+        GroupUninitFlags => &[0x050018, 0x050019],
+        QuotaUsage | QuotaEntryMissing | QuotaFileBad => &[0x060002],
+        _ => &[],
+    }
+}
+
+/// pfsck codes with no e2fsck code: what e2fsck prints outside its
+/// table (unsupported features, the backup superblock it falls back to,
+/// its refusal to go on under `-n`), pfsck's notes on the journal replay
+/// view it checks, and problems e2fsck does not look for.
+pub const NONE: &[Code] = &[
+    Code::SbUsedBackup,
+    Code::SbOrphanList,
+    Code::SbFeatureUnsupported,
+    Code::SbChecksum,
+    Code::SbRevLevel,
+    Code::SbNeedsRecovery,
+    Code::GdFreeBlocksInvalid,
+    Code::GdFreeInodesInvalid,
+    Code::GdInodeUninitNotZeroed,
+    Code::JournalExternalUnsupported,
+    Code::JournalCannotProceed,
+    Code::JournalAfterReplay,
+    Code::JournalBlockChecksum,
+    Code::JournalRecoveryFails,
+    Code::JournalFastCommitReplay,
+    Code::OrphansPending,
+    Code::OrphansPendingHarmless,
+    Code::InodeCompression,
+    Code::InodeEncrypted,
+    Code::BitmapUnreadable,
+    // A valid tree deeper than pfsck's walk: e2fsck walks any depth.
+    Code::InodeExtentTreeUnwalkable,
+    // e2fsck reports the target's own problem there (pfsck did in pass 1).
+    Code::DirEntryBadInodeTarget,
+];
+
+/// One entry of e2fsck's problem log: its code and the inode and block
+/// its message names (absent where the message names none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ref {
+    pub code: u32,
+    pub ino: Option<u32>,
+    pub blk: Option<u64>,
+}
+
+impl Problem {
+    /// The e2fsck code this problem stands for, if e2fsck has one.
+    pub fn e2fsck_code(&self) -> Option<u32> {
+        self.e2fsck_override().or_else(|| {
+            (!NAMED_ONLY.contains(&self.code))
+                .then(|| codes(self.code).first().copied())
+                .flatten()
+        })
+    }
+}
+
+/// What e2fsck does, and so logs, differently in a repair and in a
+/// read-only check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Run {
+    /// `-n`: e2fsck neither replays the journal nor releases orphans,
+    /// does not look for lost+found, leaves out-of-range superblock counts
+    /// and quota files unasked about.
+    ReadOnly,
+    Repair,
+}
+
+/// Problems e2fsck only logs when it repairs (see [`Run::ReadOnly`]).
+const REPAIR_ONLY: &[Code] = &[
+    Code::OrphanReleased,
+    Code::JournalTransactionCorrupt,
+    Code::SbFreeBlocksInvalid,
+    Code::SbFreeInodesInvalid,
+    Code::LostFoundMissing,
+    Code::LostFoundNotDir,
+    Code::LostFoundEncrypted,
+];
+
+/// Codes that stand for their e2fsck code only where the check names it:
+/// e2fsck asks once per quota type to rewrite its file, and reports the
+/// ids themselves outside its table.
+const NAMED_ONLY: &[Code] = &[
+    Code::QuotaUsage,
+    Code::QuotaEntryMissing,
+    Code::QuotaFileBad,
+];
+
+/// The entries e2fsck's problem log would hold for `p`, found by a check
+/// of kind `run`.
+pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
+    let Some(code) = p.e2fsck_code() else {
+        return Vec::new();
+    };
+    if run == Run::ReadOnly && REPAIR_ONLY.contains(&p.code) {
+        return Vec::new();
+    }
+    let a = p.args();
+    match p.code {
+        Code::BlockBitmapDiff | Code::InodeBitmapDiff => {
+            let inodes = p.code == Code::InodeBitmapDiff;
+            return bitmap_runs(a.detail)
+                .map(|(sign, first, last)| {
+                    // -N, +N, -(N--M), +(N--M), in e2fsck's code order.
+                    let k = usize::from(sign == '+') + if last > first { 2 } else { 0 };
+                    let code = codes(p.code)[k];
+                    if inodes {
+                        Ref {
+                            code,
+                            ino: Some(first as u32),
+                            blk: None,
+                        }
+                    } else {
+                        Ref {
+                            code,
+                            ino: None,
+                            blk: Some(first),
+                        }
+                    }
+                })
+                .collect();
+        }
+        _ => {}
+    }
+    let names = catalogue::entry(code).map_or("", |e| e.names);
+    let ino_named = names.contains(['i', 'd']);
+    match (p.code, code) {
+        // The root's deletion time is asked about twice: as the root's,
+        // then as any in-use inode's.
+        (Code::InodeDtimeSet, 0x010002) => {
+            return vec![
+                Ref {
+                    code,
+                    ino: None,
+                    blk: None,
+                },
+                Ref {
+                    code: 0x010005,
+                    ino: a.ino,
+                    blk: None,
+                },
+            ];
+        }
+        // The bad blocks inode's illegal blocks have a code of their own.
+        (Code::InodeIllegalBlock, _) if a.ino == Some(crate::fs::inode::BAD_INO) => {
+            return vec![Ref {
+                code: 0x010012,
+                ino: None,
+                blk: a.blk,
+            }];
+        }
+        _ => {}
+    }
+    // Counts in pass 5 stand in the slots of the inode or block.
+    let (ino, blk) = match p.code {
+        Code::GroupFreeBlocks | Code::SuperFreeBlocks => (None, a.num),
+        Code::GroupFreeInodes | Code::SuperFreeInodes | Code::GroupDirsCount => {
+            (a.num.map(|n| n as u32), None)
+        }
+        // The logical block stands in the block slot there.
+        Code::ClusterMisaligned => (a.ino, a.num),
+        Code::GdItableUnused => (None, a.num),
+        _ => (a.ino, a.blk),
+    };
+    vec![Ref {
+        code,
+        ino: if ino_named { ino } else { None },
+        blk: if names.contains('b') { blk } else { None },
+    }]
+}
+
+/// The runs of a bitmap difference's detail (`+5 -(7--9)`): sign, first
+/// and last.
+fn bitmap_runs(detail: &str) -> impl Iterator<Item = (char, u64, u64)> + '_ {
+    detail.split_whitespace().filter_map(|w| {
+        let sign = w.chars().next()?;
+        let body = w.get(1..)?;
+        let (first, last) = match body.strip_prefix('(').and_then(|b| b.strip_suffix(')')) {
+            Some(range) => {
+                let (a, b) = range.split_once("--")?;
+                (a.parse().ok()?, b.parse().ok()?)
+            }
+            None => {
+                let n = body.parse().ok()?;
+                (n, n)
+            }
+        };
+        matches!(sign, '+' | '-').then_some((sign, first, last))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::catalogue::Kind;
+
+    #[test]
+    fn every_code_is_mapped_or_listed_as_unmapped() {
+        for &c in Code::ALL {
+            let mapped = !codes(c).is_empty();
+            assert!(
+                mapped != NONE.contains(&c),
+                "{c:?}: map it in e2fsck_map::codes or list it in NONE"
+            );
+            for &e in codes(c) {
+                let entry = catalogue::entry(e)
+                    .unwrap_or_else(|| panic!("{c:?} maps to {e:06x}, not in e2fsck's table"));
+                assert!(
+                    matches!(entry.kind, Kind::Problem | Kind::Message | Kind::Internal),
+                    "{c:?} maps to {e:06x}, a {:?}",
+                    entry.kind
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bitmap_runs_give_one_ref_each() {
+        let p = Problem::new(Code::BlockBitmapDiff).detail("-25 +(30--32) -(40--41) +7");
+        let got: Vec<(u32, Option<u64>)> = refs(&p, Run::Repair)
+            .iter()
+            .map(|r| (r.code, r.blk))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0x050004, Some(25)),
+                (0x050015, Some(30)),
+                (0x050014, Some(40)),
+                (0x050005, Some(7))
+            ]
+        );
+        let p = Problem::new(Code::InodeBitmapDiff).detail("-(12--32)");
+        assert_eq!(
+            refs(&p, Run::Repair),
+            vec![Ref {
+                code: 0x050016,
+                ino: Some(12),
+                blk: None
+            }]
+        );
+    }
+
+    #[test]
+    fn objects_follow_the_message() {
+        let p = Problem::new(Code::DirEntryDeletedInode)
+            .ino(2)
+            .num(13)
+            .blk(99);
+        assert_eq!(
+            refs(&p, Run::Repair),
+            vec![Ref {
+                code: 0x020003,
+                ino: Some(2),
+                blk: None
+            }]
+        );
+        let p = Problem::new(Code::GroupFreeBlocks)
+            .group(0)
+            .num(50)
+            .num2(49);
+        assert_eq!(refs(&p, Run::Repair)[0].blk, Some(50));
+    }
+}

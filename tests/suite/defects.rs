@@ -1,0 +1,221 @@
+//! The defects of issue 13, each made from scratch (mkfs, debugfs -w, raw
+//! writes) and judged against e2fsck 1.47.4 (`common::oracle`): pfsck's
+//! `-fn` verdict must be the oracle's, and one `pfsck -fy` must leave a
+//! file system the oracle finds clean, without freeing blocks a live file
+//! still maps.
+
+use crate::common::*;
+use std::ffi::OsStr;
+use std::path::Path;
+
+const MIB: u64 = 1 << 20;
+
+/// An ext4 image with 1 KiB blocks and one file `/f` of `len` bytes.
+fn image_with_file(img: &Path, features: &str, len: usize) {
+    mkfs(
+        img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(1024).features(features),
+        None,
+    );
+    let data = img.with_extension("data");
+    std::fs::write(&data, file_content("f", len)).unwrap();
+    debugfs_w(img, &[format!("write {} f", data.display())]);
+    std::fs::remove_file(&data).unwrap();
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn pfsck_code(args: &[&str], img: &Path) -> (i32, String) {
+    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    all.push(img.as_os_str());
+    let out = pfsck(&all);
+    (out.status.code().unwrap_or(-1), text(&out))
+}
+
+/// `pfsck -fn` exits `want` as the oracle does; `pfsck -fy` exits
+/// `want_fy` and leaves the oracle's `-fn` clean. Returns the outputs of
+/// -fn and -fy.
+fn judged(ctx: &str, img: &Path, want: i32, want_fy: i32) -> (String, String) {
+    let tmp = TempDir::new(ctx);
+    let oracle = oracle_run(img, &["-fn"]);
+    assert_eq!(
+        oracle.code(),
+        Some(want),
+        "[{ctx}] e2fsck -fn:\n{}",
+        oracle.stdout
+    );
+    let (code, fn_out) = pfsck_code(&["-fn"], img);
+    assert_eq!(code, want, "[{ctx}] pfsck -fn:\n{fn_out}");
+    let undo = tmp.join("undo");
+    let (code, out) = pfsck_code(&["-fy", "-z", undo.to_str().unwrap()], img);
+    assert_eq!(code, want_fy, "[{ctx}] pfsck -fy:\n{out}");
+    let after = oracle_run(img, &["-fn"]);
+    assert_eq!(
+        after.code(),
+        Some(0),
+        "[{ctx}] e2fsck -fn after pfsck -fy:\n{}\npfsck -fy:\n{out}",
+        after.stdout
+    );
+    (fn_out, out)
+}
+
+/// Whether every block of `first..first+len` is marked in use.
+fn all_in_use(img: &Path, first: u64, len: u64) -> bool {
+    let out = debugfs_r(img, &format!("testb {first} {len}"));
+    !out.contains("not in use")
+}
+
+// ---- 1. extent trees deeper than the walker goes ----
+
+/// A bit flip of a leaf root's eh_depth (0 → 256): e2fsck reads its
+/// entries as index entries, finds them invalid and removes them, so the
+/// file loses its blocks as e2fsck's repair loses them. Before, the walk
+/// gave up: no problem on the inode, its blocks freed by pass 5 while the
+/// inode still mapped them.
+#[test]
+fn extent_depth_bit_flip() {
+    let tmp = TempDir::new("depth-flip");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, "metadata_csum", 300_000);
+    let blocks = blocks_of(&img, "/f");
+    // i_block[1] holds eh_max (4) and eh_depth.
+    debugfs_w(&img, &["sif /f block[1] 0x01000004"]);
+    let damaged = tmp.join("damaged.img");
+    copy_image(&img, &damaged);
+
+    // Preen stops without freeing anything.
+    let (code, out) = pfsck_code(&["-fp"], &img);
+    assert_eq!(code, 4, "pfsck -fp:\n{out}");
+    assert!(
+        all_in_use(&img, blocks[0], blocks.len() as u64),
+        "-fp freed blocks the inode maps:\n{out}"
+    );
+
+    copy_image(&damaged, &img);
+    let (out, _) = judged("depth-flip", &img, 4, 1);
+    assert!(
+        out.contains("could be more shallow (256; could be <= 5)"),
+        "{out}"
+    );
+}
+
+/// Writes a chain of `depth` extent nodes (one index entry each, the last
+/// a leaf mapping `/f`'s one data block) on free blocks, with the root of
+/// `/f` pointing at it, and the bitmap and counts updated: a valid tree,
+/// only too deep.
+fn deep_chain(img: &Path, depth: u16) {
+    const BS: u64 = 1024;
+    let data = blocks_of(img, "/f")[0];
+    let free: Vec<u64> = debugfs_r(img, &format!("ffb {depth} 2000"))
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(free.len(), usize::from(depth));
+    let header = |entries: u16, max: u16, d: u16| {
+        let mut h = vec![0x0a, 0xf3];
+        for v in [entries, max, d] {
+            h.extend_from_slice(&v.to_le_bytes());
+        }
+        h.extend_from_slice(&[0; 4]);
+        h
+    };
+    for (k, &blk) in free.iter().enumerate() {
+        let d = depth - 1 - k as u16;
+        let mut node = header(1, 84, d);
+        node.extend_from_slice(&0u32.to_le_bytes());
+        if d == 0 {
+            node.extend_from_slice(&1u16.to_le_bytes());
+            node.extend_from_slice(&0u16.to_le_bytes());
+            node.extend_from_slice(&(data as u32).to_le_bytes());
+        } else {
+            node.extend_from_slice(&(free[k + 1] as u32).to_le_bytes());
+            node.extend_from_slice(&[0; 4]);
+        }
+        write_at(img, blk * BS, &node);
+    }
+    let mut root = header(1, 4, depth);
+    root.extend_from_slice(&0u32.to_le_bytes());
+    root.extend_from_slice(&(free[0] as u32).to_le_bytes());
+    root.resize(60, 0);
+    let mut cmds: Vec<String> = root
+        .chunks(4)
+        .zip(
+            (0..12)
+                .map(|i| i.to_string())
+                .chain(["IND", "DIND", "TIND"].map(String::from)),
+        )
+        .map(|(w, name)| {
+            format!(
+                "sif /f block[{name}] {}",
+                u32::from_le_bytes([w[0], w[1], w[2], w[3]])
+            )
+        })
+        .collect();
+    cmds.push(format!("sif /f blocks {}", (u64::from(depth) + 1) * 2));
+    cmds.push(format!("setb {} {depth}", free[0]));
+    let stats = debugfs_r(img, "stats");
+    let number_after = |key: &str| -> u64 {
+        let at = stats.find(key).unwrap() + key.len();
+        stats[at..]
+            .split(|c: char| !c.is_ascii_digit())
+            .find(|s| !s.is_empty())
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let sb_free = number_after("Free blocks:");
+    let g0_free = {
+        let at = stats.find("Group  0:").unwrap();
+        let line = &stats[at..];
+        let end = line.find(" free blocks").unwrap();
+        line[..end]
+            .rsplit(|c: char| !c.is_ascii_digit())
+            .next()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+    };
+    cmds.push(format!(
+        "set_bg 0 free_blocks_count {}",
+        g0_free - u64::from(depth)
+    ));
+    cmds.push(format!(
+        "ssv free_blocks_count {}",
+        sb_free - u64::from(depth)
+    ));
+    debugfs_w(img, &cmds);
+}
+
+/// A valid chain deeper than the walk goes (33 levels and more): e2fsck
+/// walks and rebuilds it; pfsck cannot read what is below its limit, so
+/// it reports the tree and the repair clears the inode rather than let
+/// pass 5 free blocks the inode still maps. Within the limit, the verdict
+/// is e2fsck's (a tree that could be shallower is not an error).
+#[test]
+fn extent_chain_deeper_than_the_walk() {
+    let tmp = TempDir::new("deep-chain");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, "^metadata_csum", 100);
+    let base = tmp.join("base.img");
+    copy_image(&img, &base);
+
+    deep_chain(&img, 20);
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!((code, oracle_fn(&img)), (0, 0), "depth 20:\n{out}");
+
+    copy_image(&base, &img);
+    deep_chain(&img, 40);
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 4, "depth 40:\n{out}");
+    assert!(out.contains("too deep to check"), "{out}");
+    let (code, out) = pfsck_code(&["-fy", "-z", tmp.join("undo").to_str().unwrap()], &img);
+    assert_eq!(code, 1, "depth 40, -fy:\n{out}");
+    assert_eq!(oracle_fn(&img), 0, "depth 40 after -fy:\n{out}");
+}
