@@ -4,6 +4,8 @@
 //! `cli` → `fix` → `check` → `volume` (the file system handle and the
 //! write library) → `engine`, `fs` (pure parsing and encoding), `io`
 //! (reads) and `repair` (staged writes, crash-safe commit, over `io`).
+//! `online` (snapshots of mounted file systems, checked with `check`) sits
+//! under `cli`.
 #![deny(unsafe_code)]
 
 pub mod check;
@@ -13,5 +15,6 @@ pub mod error;
 pub mod fix;
 pub mod fs;
 pub mod io;
+pub mod online;
 pub mod repair;
 pub mod volume;

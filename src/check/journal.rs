@@ -166,6 +166,22 @@ pub fn unusable(fs: &Fs) -> bool {
     })
 }
 
+/// The error number recorded in the internal journal's superblock (by the
+/// kernel when it aborted the journal, or by `pfsck --online`); 0 when
+/// there is none or no journal to read. e2fsck marks the file system as
+/// having errors on it, which forces a full check.
+pub fn recorded_errno(fs: &Fs) -> i32 {
+    if !fs.sb.has_compat(compat::HAS_JOURNAL) || external(fs) {
+        return 0;
+    }
+    journal_inode(fs)
+        .and_then(|i| journal_first_block(fs, &i))
+        .map(|b| journal::parse_superblock(&b))
+        .ok()
+        .filter(|j| j.magic == JBD2_MAGIC)
+        .map_or(0, |j| j.errno)
+}
+
 /// The journal inode as e2fsck uses it: the inode itself when it is a
 /// plausible journal whose first block can be read, else (mke2fs keeps a
 /// copy of its block map and size in the superblock) the backup, leaving
@@ -249,7 +265,7 @@ pub fn journal_first_block(fs: &Fs, inode: &Inode) -> Result<Vec<u8>, String> {
 
 /// Physical block of logical block 0, walking extent index nodes or taking
 /// the first direct pointer.
-fn first_block(fs: &Fs, inode: &Inode) -> Result<u64, String> {
+pub fn first_block(fs: &Fs, inode: &Inode) -> Result<u64, String> {
     if !inode.has_flag(flags::EXTENTS) {
         return match le32(&inode.block, 0) {
             0 => Err("first block is a hole".into()),

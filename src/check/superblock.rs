@@ -405,6 +405,10 @@ pub fn clean_skip_reason(fs: &Fs) -> Option<String> {
     if sb.has_incompat(incompat::RECOVER) || sb.last_orphan != 0 {
         return None;
     }
+    // An error the journal recorded (e2fsck turns it into the error state).
+    if super::journal::recorded_errno(fs) != 0 {
+        return None;
+    }
     if sb.max_mnt_count > 0 && sb.mnt_count as i32 >= sb.max_mnt_count as i32 {
         return None;
     }

@@ -45,6 +45,9 @@ pub struct Args {
     pub undo: Option<PathBuf>,
     /// `--rollback`.
     pub rollback: Option<PathBuf>,
+    /// `--online`: the device is a mounted file system (or its mount
+    /// point), checked through a snapshot.
+    pub online: bool,
     /// The device or image file to check.
     pub device: PathBuf,
 }
@@ -111,6 +114,10 @@ const OPTIONS: &[(&str, &str)] = &[
     (
         "-z, --undo <FILE>",
         "Undo log of a repair (e2fsck's -z). Default: IMAGE.pfsck-undo next to an image file, /var/lib/pfsck/NAME.pfsck-undo for a block device",
+    ),
+    (
+        "    --online",
+        "DEVICE is a mounted file system or its mount point: check a snapshot of it (LVM, or reflink of a loop device's backing file on XFS/btrfs) at idle priority, then mark it for the next check if problems are found (not with -n)",
     ),
     (
         "    --rollback <FILE>",
@@ -195,6 +202,7 @@ fn parse_inner(argv: Vec<OsString>) -> Result<Parsed, String> {
             }
             Short('z') | Long("undo") => a.undo = Some(p.value().map_err(text)?.into()),
             Long("rollback") => a.rollback = Some(p.value().map_err(text)?.into()),
+            Long("online") => a.online = true,
             Short('h') | Long("help") => return Ok(Parsed::Help(help(&bin))),
             Short('V') | Long("version") => return Ok(Parsed::Version),
             Value(v) if device.is_none() => device = Some(PathBuf::from(v)),
@@ -208,6 +216,17 @@ fn parse_inner(argv: Vec<OsString>) -> Result<Parsed, String> {
         return Err(format!(
             "the argument '--rollback <FILE>' cannot be used with '{o}'"
         ));
+    }
+    if a.online {
+        // A snapshot is checked and thrown away: repairing it repairs nothing.
+        if let Some(o) = mode.filter(|&o| o != "-n") {
+            return Err(format!(
+                "the argument '--online' cannot be used with '{o}': it checks a snapshot and never repairs (use -n to only report)"
+            ));
+        }
+        if a.rollback.is_some() {
+            return Err("the argument '--online' cannot be used with '--rollback <FILE>'".into());
+        }
     }
     a.device = device.ok_or("the following required arguments were not provided:\n  <DEVICE>")?;
     Ok(Parsed::Run(Box::new(a)))
@@ -245,9 +264,11 @@ mod tests {
             "5",
             "--progress",
             "--undo=U",
+            "--online",
             "img",
         ])
         .unwrap();
+        assert!(a.online);
         assert!(a.force && a.no && a.verbose && a.timing && a.idle && a.json && a.progress);
         assert!(!a.yes && !a.preen && !a.auto);
         assert_eq!(a.journal, Some(PathBuf::from("J")));
@@ -262,6 +283,7 @@ mod tests {
         let a = run(&["--rollback", "L", "dev"]).unwrap();
         assert_eq!(a.rollback, Some(PathBuf::from("L")));
         assert_eq!(run(&["-p", "x"]).unwrap().threads, "auto");
+        assert!(run(&["--online", "-n", "/mnt"]).unwrap().online);
     }
 
     #[test]
@@ -275,6 +297,9 @@ mod tests {
             &["-m"],
             &["--rollback", "L", "-n", "dev"],
             &["--json=1", "img"],
+            &["--online", "-y", "/mnt"],
+            &["--online", "-p", "/mnt"],
+            &["--online", "--rollback", "L", "/mnt"],
         ] {
             let e = run(bad).expect_err(&format!("{bad:?}"));
             assert!(

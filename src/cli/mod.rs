@@ -2,10 +2,12 @@
 
 mod args;
 mod ask;
+mod online;
 pub mod progress;
 mod repair;
 pub mod report;
 mod rollback;
+mod scrub;
 
 use crate::check::{self, Options};
 use crate::engine::Threads;
@@ -34,7 +36,17 @@ fn parse_threads(s: &str) -> Result<Threads, String> {
 }
 
 pub fn main() -> i32 {
-    match args::parse(std::env::args_os().collect()) {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if argv
+        .get(1)
+        .is_some_and(|a| a == crate::online::watchdog::ARG)
+    {
+        return crate::online::watchdog::serve();
+    }
+    if scrub::invoked(&argv) {
+        return scrub::main(&argv);
+    }
+    match args::parse(argv) {
         Ok(args::Parsed::Run(a)) => run(&a),
         Ok(args::Parsed::Help(text)) => {
             print!("{text}");
@@ -54,6 +66,9 @@ pub fn main() -> i32 {
 pub fn run(args: &Args) -> i32 {
     if let Some(log) = &args.rollback {
         return rollback::run(log, &args.device);
+    }
+    if args.online {
+        return online::run(args);
     }
     let preen = args.preen || args.auto;
     if [args.no, args.yes, preen].iter().filter(|&&m| m).count() > 1 {

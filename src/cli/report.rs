@@ -4,6 +4,7 @@ use super::{Args, EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
 use crate::check::Report;
 use crate::check::e2fsck_map;
 use crate::check::problem::{Pass, Problem, Severity};
+use crate::online;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::json;
 use std::io::Write;
@@ -43,24 +44,46 @@ pub struct Repaired<'a> {
 /// Prints the report of a read-only check (`-n`) and returns its exit code.
 pub fn print(rep: &Report, device: &str, args: &Args) -> i32 {
     let code = exit_code(rep);
-    print_with(rep, device, args, None, code);
+    print_with(rep, device, args, None, None, code);
     code
 }
 
 /// Prints the report of a repair run; `code` is its exit code.
 pub fn print_repair(rep: &Report, device: &str, args: &Args, r: &Repaired<'_>, code: i32) {
-    print_with(rep, device, args, Some(r), code);
+    print_with(rep, device, args, Some(r), None, code);
 }
 
-fn print_with(rep: &Report, device: &str, args: &Args, repaired: Option<&Repaired<'_>>, code: i32) {
+/// Prints the report of an online check and returns its exit code: the
+/// check's, with 8 added when its verdict could not be recorded.
+pub fn print_online(rep: &Report, args: &Args, info: &online::Info) -> i32 {
+    let mut code = exit_code(rep);
+    if info.mark_error.is_some() {
+        code |= EXIT_OPERATIONAL;
+    }
+    let device = info.device.display().to_string();
+    print_with(rep, &device, args, None, Some(info), code);
+    code
+}
+
+fn print_with(
+    rep: &Report,
+    device: &str,
+    args: &Args,
+    repaired: Option<&Repaired<'_>>,
+    online: Option<&online::Info>,
+    code: i32,
+) {
     // Written as it is rendered: a report of very many problems is never
     // held a second time as text.
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     let done = if args.json {
-        print_json(&mut out, rep, device, code, repaired)
+        print_json(&mut out, rep, device, code, repaired, online)
     } else {
-        write_text(&mut out, rep, device, args, repaired, code)
+        write_text(&mut out, rep, device, args, repaired, code).and_then(|()| match online {
+            Some(info) => online_lines(&mut out, rep, device, info),
+            None => Ok(()),
+        })
     };
     // A closed pipe or a full disk: nothing more to tell anyone.
     let _ = done.and_then(|()| out.flush());
@@ -201,6 +224,56 @@ fn write_text(
     Ok(())
 }
 
+/// What the online check did and recorded, after the report.
+fn online_lines(
+    out: &mut impl Write,
+    rep: &Report,
+    device: &str,
+    info: &online::Info,
+) -> std::io::Result<()> {
+    let bound = if info.frozen_is_upper_bound {
+        "at most "
+    } else {
+        ""
+    };
+    writeln!(
+        out,
+        "\nOnline check of {} ({device}): {} snapshot of {}, file system frozen {bound}{:.1} ms; check {:.2} s, CPU {:.2} s",
+        info.mount_point.display(),
+        info.mechanism.name(),
+        info.snapshot_of,
+        info.frozen_seconds * 1e3,
+        info.check_seconds,
+        info.check_cpu_seconds
+    )?;
+    let found = if rep.has_errors() {
+        "problems found"
+    } else {
+        "no problems found"
+    };
+    match (&info.recorded, &info.mark_error) {
+        (_, Some(e)) => writeln!(
+            out,
+            "{device}: {found}, but the verdict was not recorded: {e}"
+        ),
+        (Some(r), None) if r.mark == online::mark::Mark::Errors => writeln!(
+            out,
+            "{device}: {found}; marked as having errors{}: the next boot's fsck checks it in full (or unmount it and run pfsck -fy)",
+            if r.journal {
+                " (superblock state and journal error number)"
+            } else {
+                ""
+            }
+        ),
+        (Some(_), None) => writeln!(out, "{device}: {found}; check time recorded"),
+        (None, None) if rep.has_fatal() => writeln!(
+            out,
+            "{device}: the check could not be completed; nothing recorded"
+        ),
+        (None, None) => writeln!(out, "{device}: {found}; nothing recorded (-n)"),
+    }
+}
+
 /// `-t`: what the pass 1/2 pipeline's scheduler did.
 fn scheduler_lines(s: &crate::engine::pipeline::Stats) -> String {
     let overlap =
@@ -296,12 +369,14 @@ fn print_json(
     device: &str,
     code: i32,
     repaired: Option<&Repaired<'_>>,
+    online: Option<&online::Info>,
 ) -> std::io::Result<()> {
     let doc = JsonReport {
         rep,
         device,
         code,
         repaired,
+        online,
     };
     serde_json::to_writer_pretty(&mut *out, &doc).map_err(std::io::Error::other)?;
     out.write_all(b"\n")
@@ -312,6 +387,7 @@ struct JsonReport<'a> {
     device: &'a str,
     code: i32,
     repaired: Option<&'a Repaired<'a>>,
+    online: Option<&'a online::Info>,
 }
 
 /// Serialises an iterator as a JSON array (the problems, one by one).
@@ -339,10 +415,13 @@ impl Serialize for JsonReport<'_> {
         } else {
             e2fsck_map::Run::ReadOnly
         };
-        let mut m = s.serialize_map(Some(9))?;
+        let mut m = s.serialize_map(Some(9 + usize::from(self.online.is_some())))?;
         m.serialize_entry("device", self.device)?;
         m.serialize_entry("exit_code", &self.code)?;
         m.serialize_entry("modified", &r.is_some_and(|r| r.modified))?;
+        if let Some(info) = self.online {
+            m.serialize_entry("online", &JsonOnline(info))?;
+        }
         m.serialize_entry(
             "problems",
             &Seq(|| {
@@ -418,6 +497,35 @@ impl Serialize for Left {
         let mut m = s.serialize_map(Some(2))?;
         m.serialize_entry("code", self.0.spec().code)?;
         m.serialize_entry("message", &self.0.message())?;
+        m.end()
+    }
+}
+
+/// What the online check did: snapshot, freeze, CPU, what was recorded.
+struct JsonOnline<'a>(&'a online::Info);
+
+impl Serialize for JsonOnline<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let v = self.0;
+        let recorded = v.recorded.map(|r| match r.mark {
+            online::mark::Mark::Errors => "errors",
+            online::mark::Mark::Checked => "checked",
+        });
+        let mut m = s.serialize_map(Some(11))?;
+        m.serialize_entry("check_cpu_seconds", &v.check_cpu_seconds)?;
+        m.serialize_entry("check_seconds", &v.check_seconds)?;
+        m.serialize_entry("frozen_is_upper_bound", &v.frozen_is_upper_bound)?;
+        m.serialize_entry("frozen_seconds", &v.frozen_seconds)?;
+        m.serialize_entry("journal_errno_set", &v.recorded.is_some_and(|r| r.journal))?;
+        m.serialize_entry("mark_error", &v.mark_error)?;
+        m.serialize_entry(
+            "mark_frozen_seconds",
+            &v.recorded.and_then(|r| r.frozen).map(|d| d.as_secs_f64()),
+        )?;
+        m.serialize_entry("mechanism", v.mechanism.name())?;
+        m.serialize_entry("mount_point", &v.mount_point.display().to_string())?;
+        m.serialize_entry("recorded", &recorded)?;
+        m.serialize_entry("snapshot_of", &v.snapshot_of)?;
         m.end()
     }
 }

@@ -148,6 +148,21 @@ pub fn set_idle_priority() -> std::io::Result<()> {
     }
 }
 
+/// Back to the normal policy (`SCHED_OTHER`) for this thread, after
+/// `set_idle_priority`: work that blocks others (a file system freeze)
+/// must not wait for idle CPU time.
+#[allow(unsafe_code)]
+pub fn set_normal_priority() -> std::io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as in set_idle_priority.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &param) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -67,7 +67,9 @@ pub mod field {
     pub const S_INODES_COUNT: usize = 0x00;
     pub const S_FREE_BLOCKS_LO: usize = 0x0C;
     pub const S_FREE_INODES: usize = 0x10;
+    pub const S_MNT_COUNT: usize = 0x34;
     pub const S_STATE: usize = 0x3A;
+    pub const S_LASTCHECK: usize = 0x40;
     pub const S_REV_LEVEL: usize = 0x4C;
     pub const S_FIRST_INO: usize = 0x54;
     pub const S_INODE_SIZE: usize = 0x58;
@@ -90,6 +92,7 @@ pub mod field {
     pub const S_USR_QUOTA_INUM: usize = 0x240;
     pub const S_GRP_QUOTA_INUM: usize = 0x244;
     pub const S_PRJ_QUOTA_INUM: usize = 0x26C;
+    pub const S_LASTCHECK_HI: usize = 0x277;
     pub const S_CHECKSUM: usize = 0x3FC;
 }
 
@@ -209,6 +212,14 @@ impl SuperblockMut<'_> {
         if let Some(t) = self.0.get_mut(field::S_JNL_BACKUP_TYPE) {
             *t = JNL_BACKUP_BLOCKS;
         }
+    }
+    pub fn set_mnt_count(&mut self, v: u16) {
+        put_le16(self.0, field::S_MNT_COUNT, v);
+    }
+    /// Last check time, seconds since the epoch (40 bits).
+    pub fn set_lastcheck(&mut self, t: u64) {
+        put_le32(self.0, field::S_LASTCHECK, t as u32);
+        self.0[field::S_LASTCHECK_HI] = (t >> 32) as u8;
     }
     /// Stores the metadata_csum checksum of these bytes.
     pub fn set_checksum(&mut self) {

@@ -1,0 +1,86 @@
+//! `pfsck --online TARGET`: the online check's command line, report and
+//! exit code; the work is `online::run`'s.
+
+use super::{Args, EXIT_CANCELLED, EXIT_OPERATIONAL, EXIT_USAGE, parse_threads, progress, report};
+use crate::check;
+use crate::online::{self, OnlineError};
+
+/// Options of the check of the snapshot: always a full check; threads
+/// as asked (by default sized from the idle CPUs, again at every pass).
+pub fn check_options(args: &Args) -> Result<check::Options, String> {
+    Ok(check::Options {
+        auto_threads: args.threads == "auto",
+        threads: parse_threads(&args.threads)?,
+        force: true,
+        superblock: args.superblock,
+        blocksize: args.blocksize,
+        repairing: false,
+        journal_device: args.journal.clone(),
+    })
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP cancel the check; the snapshot is then
+/// removed and the file system is never left frozen.
+pub fn cancel_on_signals() {
+    let _ = ctrlc::set_handler(check::interrupt);
+    online::sys::cancel_on_terminate();
+}
+
+/// e2scrub's configuration also sizes pfsck's LVM snapshots.
+pub fn lvm_snap_mb() -> u64 {
+    online::lvm::snap_size_mb(&std::fs::read_to_string(online::lvm::CONF).unwrap_or_default())
+}
+
+pub fn run(args: &Args) -> i32 {
+    let opts = match check_options(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("pfsck: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    cancel_on_signals();
+    let name = args.device.display().to_string();
+    let target = match (args.progress, args.progress_fd) {
+        (true, _) | (false, Some(0)) => Some(progress::Target::Bar),
+        (false, Some(fd)) if fd > 0 => Some(progress::Target::Fd(fd)),
+        (false, Some(fd)) => {
+            eprintln!("pfsck: invalid progress file descriptor {fd}");
+            return EXIT_USAGE;
+        }
+        (false, None) => None,
+    };
+    let reporter = match target.map(|t| progress::Reporter::start(t, name.clone())) {
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
+            eprintln!("pfsck: cannot write progress: {e}");
+            return EXIT_USAGE;
+        }
+        None => None,
+    };
+    let result = online::run(
+        &args.device,
+        &online::Options {
+            check: &opts,
+            mark: !args.no,
+            lvm_snap_mb: lvm_snap_mb(),
+        },
+    );
+    if let Some(r) = reporter {
+        r.finish();
+    }
+    match result {
+        Ok(out) => report::print_online(&out.report, args, &out.info),
+        Err(OnlineError::Cancelled) => {
+            eprintln!("{name}: online check cancelled; snapshot removed");
+            EXIT_CANCELLED
+        }
+        Err(e) => {
+            if args.json {
+                report::print_error_json(&name, &e.to_string(), EXIT_OPERATIONAL);
+            }
+            eprintln!("pfsck: {e}");
+            EXIT_OPERATIONAL
+        }
+    }
+}
