@@ -101,6 +101,7 @@ const SUMMARY: &[Code] = &[
     Code::SbFreeBlocksInvalid,
     Code::SbFreeInodesInvalid,
     Code::GdItableUnused,
+    Code::GroupUninitFlags,
 ];
 
 /// Orphan processing, done by staging the view the check read through.
