@@ -517,10 +517,16 @@ fn parse_index(
         DxKind::Node => htree::NODE_COUNT_OFFSET,
     };
     if bad_csum {
+        let e2 = if kind == DxKind::Root {
+            0x020049
+        } else {
+            0x02004A
+        };
         out.problems.push(
             Problem::new(Code::HtreeNodeChecksum)
                 .ino(ino)
-                .num(pos.lblk as u64),
+                .num(pos.lblk as u64)
+                .e2fsck(e2),
         );
     }
     let csum = if fsp.metadata_csum { 8 } else { 0 };

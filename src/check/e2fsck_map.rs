@@ -209,6 +209,8 @@ pub fn codes(code: Code) -> &'static [u32] {
 pub const NONE: &[Code] = &[
     Code::SbUsedBackup,
     Code::SbOrphanList,
+    Code::StoppedAtCorruptDir,
+    Code::StoppedAtUninitGroup,
     Code::SbFeatureUnsupported,
     Code::SbChecksum,
     Code::SbRevLevel,
@@ -334,6 +336,22 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 },
                 Ref {
                     code: 0x010005,
+                    ino: a.ino,
+                    blk: None,
+                },
+            ];
+        }
+        // Declined, a missing tail leaves the block failing its checksum,
+        // which e2fsck then asks about too.
+        (Code::DirBlockNoTail, _) if run == Run::ReadOnly => {
+            return vec![
+                Ref {
+                    code,
+                    ino: a.ino,
+                    blk: None,
+                },
+                Ref {
+                    code: 0x02004D,
                     ino: a.ino,
                     blk: None,
                 },

@@ -325,8 +325,9 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     let t = budget.threads();
     let start2 = Instant::now();
     let bytes2 = fs.dev.bytes_read();
-    r.problems
-        .append(pass2::finish(&fs, &mut state, piped.outs2, t));
+    let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, t);
+    let stop = !opts.repairing && stop_at_corrupt_dir(&mut found2);
+    r.problems.append(found2);
     crate::engine::memory::release_free();
     let end2 = start2.elapsed().as_secs_f64();
     let (s2, w2, b2) = piped.pass2_time;
@@ -337,6 +338,13 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
         row.scheduler = Some(piped.stats);
     }
     check_interrupt()?;
+    if stop {
+        return Ok(Checked {
+            report,
+            fs: Some(fs),
+            state: Some(state),
+        });
+    }
     timer.restart(&fs);
     step(r, &mut timer, &fs, "pass3", 3, || {
         pass3::run(&fs, &mut state).map(ProblemList::from)
@@ -366,6 +374,26 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
 }
 
 /// Runs one pass: progress and timing around it, cancellation after it.
+/// A read-only check stops at the first directory block it may not
+/// salvage, as e2fsck -n does (the block's directory, and so what passes
+/// 3 to 5 would find, is unknown): `problems` (pass 2's, in e2fsck's
+/// order) end there, with a notice saying so. Whether it stopped.
+fn stop_at_corrupt_dir(problems: &mut ProblemList) -> bool {
+    let Some(at) = problems
+        .codes()
+        .position(|c| c == problem::Code::DirBlockCorrupt)
+    else {
+        return false;
+    };
+    let mut k = 0;
+    problems.retain(|_| {
+        k += 1;
+        k <= at + 1
+    });
+    problems.push(problem::Problem::new(problem::Code::StoppedAtCorruptDir));
+    true
+}
+
 fn step(
     report: &mut Report,
     timer: &mut Timer,

@@ -35,40 +35,17 @@ use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use super::problem::{Code, Problem};
 use super::superblock;
 use crate::error::Result;
-use crate::fs::bytes::{le16, le32, put_le16, put_le32};
-use crate::fs::extent::{self, EXTENT_MAGIC, INIT_MAX_LEN};
-use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
-use crate::fs::inode::field::*;
-use crate::fs::inode::{self as finode, GOOD_OLD_INODE_SIZE, Inode, flags};
-use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SUPERBLOCK_OFFSET, compat, ro_compat};
-use crate::volume::Fs;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::fs::bytes::{le32, put_le32};
+use crate::fs::extent::{self, EXTENT_MAGIC};
+use crate::fs::inode::{self as finode, Inode, InodeMut, flags};
+use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SuperblockMut, compat, ro_compat};
+use crate::fs::{orphan as ofile, xattr};
+use crate::volume::stats::AllocStats;
+use crate::volume::{Blocks, Fs, edit as vol};
+use std::collections::BTreeMap;
 
-/// Tail magic of an orphan file block.
-pub const ORPHAN_BLOCK_MAGIC: u32 = 0x0B10_CA04;
 /// Largest orphan file mapped (mke2fs makes at most 512 blocks).
 const MAX_ORPHAN_FILE_BLOCKS: u64 = 1 << 16;
-/// xattr block magic (the only one e2fsck's refcount update accepts).
-const XATTR_MAGIC: u32 = 0xEA02_0000;
-
-// Descriptor fields (low half; high half for wide descriptors).
-const BG_FREE_BLOCKS: (usize, usize) = (0x0C, 0x2C);
-const BG_FREE_INODES: (usize, usize) = (0x0E, 0x2E);
-const BG_USED_DIRS: (usize, usize) = (0x10, 0x30);
-const BG_FLAGS: usize = 0x12;
-const BG_BLOCK_BITMAP_CSUM: (usize, usize) = (0x18, 0x38);
-const BG_INODE_BITMAP_CSUM: (usize, usize) = (0x1A, 0x3A);
-const BG_ITABLE_UNUSED: (usize, usize) = (0x1C, 0x32);
-const BG_CHECKSUM: usize = 0x1E;
-
-// Superblock fields.
-const S_FREE_BLOCKS_LO: usize = 0x0C;
-const S_FREE_INODES: usize = 0x10;
-const S_STATE: usize = 0x3A;
-const S_FEATURE_RO_COMPAT: usize = 0x64;
-const S_LAST_ORPHAN: usize = 0xE8;
-const S_FREE_BLOCKS_HI: usize = 0x158;
-const S_CHECKSUM: usize = 0x3FC;
 
 /// Why processing stopped (e2fsck's wording of the problem that stops it).
 type Abort = String;
@@ -165,7 +142,7 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
         return None;
     }
     if opts.superblock.is_some()
-        || fs.sb_block != SUPERBLOCK_OFFSET / u64::from(fs.geo.block_size)
+        || fs.sb_block != fs.primary_sb_block()
         || sb.has_ro_compat(ro_compat::BIGALLOC)
     {
         return None;
@@ -209,8 +186,9 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
         }
     }
     w.finish(sb.last_orphan != 0, clear_present, failed);
+    let (freed_blocks, freed_inodes) = (w.stats.freed_blocks, w.stats.freed_inodes);
     Some(Outcome {
-        blocks: w.blocks,
+        blocks: w.st.map,
         notes: w.notes,
         cleared: w.cleared,
         truncated: w.truncated,
@@ -218,8 +196,8 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
         trivial: !failed
             && w.cleared == 0
             && w.truncated <= 1
-            && w.freed_blocks == 0
-            && w.freed_inodes == 0
+            && freed_blocks == 0
+            && freed_inodes == 0
             && w.chained <= 1
             && sb.state & STATE_ERROR == 0,
     })
@@ -229,14 +207,9 @@ struct Work<'a> {
     fs: &'a Fs,
     bs: usize,
     /// Blocks changed so far, whole.
-    blocks: BTreeMap<u64, Vec<u8>>,
-    /// The descriptor table, edited.
-    gd: Vec<u8>,
-    gd_dirty: BTreeSet<u32>,
-    block_bm_dirty: BTreeSet<u32>,
-    inode_bm_dirty: BTreeSet<u32>,
-    freed_blocks: u64,
-    freed_inodes: u64,
+    st: Blocks,
+    /// Bitmaps and counts of what was freed.
+    stats: AllocStats<'a>,
     notes: Vec<Problem>,
     cleared: u32,
     truncated: u32,
@@ -253,13 +226,8 @@ impl<'a> Work<'a> {
         Work {
             fs,
             bs: fs.block_size(),
-            blocks: BTreeMap::new(),
-            gd: fs.gd_raw.clone(),
-            gd_dirty: BTreeSet::new(),
-            block_bm_dirty: BTreeSet::new(),
-            inode_bm_dirty: BTreeSet::new(),
-            freed_blocks: 0,
-            freed_inodes: 0,
+            st: Blocks::new(fs.geo.block_size),
+            stats: AllocStats::new(fs),
             notes: Vec::new(),
             cleared: 0,
             truncated: 0,
@@ -270,16 +238,11 @@ impl<'a> Work<'a> {
     }
 
     fn read(&self, blk: u64) -> std::result::Result<Vec<u8>, Abort> {
-        if let Some(b) = self.blocks.get(&blk) {
-            return Ok(b.clone());
-        }
-        self.fs
-            .read_block(blk)
-            .map_err(|e| format!("cannot read block {blk}: {e}"))
+        vol::read_block(self.fs, &self.st, blk).map_err(|e| format!("cannot read block {blk}: {e}"))
     }
 
     fn write(&mut self, blk: u64, data: Vec<u8>) {
-        self.blocks.insert(blk, data);
+        self.st.map.insert(blk, data);
     }
 
     fn spend(&mut self) -> std::result::Result<(), Abort> {
@@ -290,165 +253,26 @@ impl<'a> Work<'a> {
         Ok(())
     }
 
-    // ---- descriptors ----
-
-    fn desc(&mut self, g: u32) -> &mut [u8] {
-        let ds = self.fs.geo.desc_size as usize;
-        let s = g as usize * ds;
-        &mut self.gd[s..s + ds]
-    }
-
-    fn wide(&self) -> bool {
-        self.fs.geo.desc_size >= 64
-    }
-
-    fn get_split(&mut self, g: u32, f: (usize, usize)) -> u32 {
-        let wide = self.wide();
-        let d = self.desc(g);
-        le16(d, f.0) as u32 | if wide { (le16(d, f.1) as u32) << 16 } else { 0 }
-    }
-
-    fn put_split(&mut self, g: u32, f: (usize, usize), v: u32) {
-        let wide = self.wide();
-        let d = self.desc(g);
-        put_le16(d, f.0, v as u16);
-        if wide {
-            put_le16(d, f.1, (v >> 16) as u16);
-        }
-    }
-
-    fn group_flags(&mut self, g: u32) -> u16 {
-        le16(self.desc(g), BG_FLAGS)
-    }
-
-    fn uninit(&mut self, g: u32, f: u16) -> bool {
-        self.fs.uninit_bg() && self.group_flags(g) & f != 0
-    }
-
-    // ---- allocation ----
-
-    /// Frees `blk` in the block bitmap as e2fsck's release does: a block
-    /// outside the file system or already free stops the processing.
     fn free_block(&mut self, blk: u64) -> std::result::Result<(), Abort> {
-        let geo = &self.fs.geo;
-        if blk < geo.first_data_block || blk >= geo.blocks_count {
-            return Err(format!("illegal block {blk} in an orphaned inode"));
-        }
-        let g = geo.group_of_block(blk);
-        let bit = blk - geo.group_first_block(g);
-        let Some(bm_blk) = self.fs.gds.get(g as usize).map(|d| d.block_bitmap) else {
-            return Err(format!("group {g} of block {blk} has no descriptor"));
-        };
-        if self.uninit(g, BG_BLOCK_UNINIT) || !geo.block_in_fs(bm_blk) {
-            return Err(format!(
-                "already cleared block {blk} found in an orphaned inode"
-            ));
-        }
-        let mut bm = self.read(bm_blk)?;
-        let (byte, mask) = ((bit / 8) as usize, 1u8 << (bit % 8));
-        if bm.get(byte).is_none_or(|b| b & mask == 0) {
-            return Err(format!(
-                "already cleared block {blk} found in an orphaned inode"
-            ));
-        }
-        bm[byte] &= !mask;
-        self.write(bm_blk, bm);
-        let free = self.get_split(g, BG_FREE_BLOCKS);
-        self.put_split(g, BG_FREE_BLOCKS, free.saturating_add(1));
-        self.gd_dirty.insert(g);
-        self.block_bm_dirty.insert(g);
-        self.freed_blocks += 1;
-        Ok(())
-    }
-
-    /// Frees inode `ino` in the inode bitmap, with e2fsck's descriptor
-    /// bookkeeping (counts, INODE_UNINIT cleared, itable_unused lowered
-    /// when the inode lay past it).
-    fn free_inode(&mut self, ino: u32, is_dir: bool) {
-        let geo = &self.fs.geo;
-        let ipg = geo.inodes_per_group;
-        let g = geo.group_of_inode(ino);
-        let idx = (ino - 1) % ipg;
-        let bm_blk = self.fs.gds[g as usize].inode_bitmap;
-        if geo.block_in_fs(bm_blk)
-            && !self.uninit(g, BG_INODE_UNINIT)
-            && let Ok(mut bm) = self.read(bm_blk)
-        {
-            let (byte, mask) = ((idx / 8) as usize, 1u8 << (idx % 8));
-            if let Some(b) = bm.get_mut(byte) {
-                *b &= !mask;
-            }
-            self.write(bm_blk, bm);
-            self.inode_bm_dirty.insert(g);
-        }
-        let free = self.get_split(g, BG_FREE_INODES);
-        self.put_split(g, BG_FREE_INODES, free.saturating_add(1));
-        if is_dir {
-            let dirs = self.get_split(g, BG_USED_DIRS);
-            self.put_split(g, BG_USED_DIRS, dirs.saturating_sub(1));
-        }
-        self.gd_dirty.insert(g);
-        self.freed_inodes += 1;
-    }
-
-    /// What e2fsck's library sets on every descriptor it writes with
-    /// group checksums: BLOCK_UNINIT for an entirely free group (not the
-    /// last), INODE_UNINIT and a full itable_unused for a group without
-    /// inodes, else itable_unused from the last inode in use.
-    fn uninit_marks(&mut self, g: u32) {
-        let geo = &self.fs.geo;
-        let (ipg, bpg, last) = (geo.inodes_per_group, geo.blocks_per_group, geo.groups - 1);
-        let mut flags = self.group_flags(g);
-        if self.get_split(g, BG_FREE_BLOCKS) == bpg && g != last {
-            flags |= BG_BLOCK_UNINIT;
-        }
-        if self.get_split(g, BG_FREE_INODES) == ipg {
-            flags |= BG_INODE_UNINIT;
-            self.put_split(g, BG_ITABLE_UNUSED, ipg);
-        } else {
-            flags &= !BG_INODE_UNINIT;
-            let bm = self.read(self.fs.gds[g as usize].inode_bitmap).ok();
-            let used = |i: u32| {
-                bm.as_ref()
-                    .and_then(|b| b.get((i / 8) as usize))
-                    .is_some_and(|b| b & (1 << (i % 8)) != 0)
-            };
-            let last_used = (0..ipg).rev().find(|&i| used(i)).map_or(0, |i| i + 1);
-            self.put_split(g, BG_ITABLE_UNUSED, ipg - last_used);
-        }
-        put_le16(self.desc(g), BG_FLAGS, flags);
+        self.stats.free_block(&mut self.st, blk)
     }
 
     // ---- inodes ----
 
     fn read_inode(&self, ino: u32) -> std::result::Result<Vec<u8>, Abort> {
-        let (blk, off) = self
-            .fs
-            .inode_location(ino)
-            .ok_or_else(|| format!("inode {ino} has no valid location"))?;
-        let b = self.read(blk)?;
-        let isz = self.fs.geo.inode_size as usize;
-        b.get(off..off + isz)
-            .map(<[u8]>::to_vec)
-            .ok_or_else(|| format!("inode {ino} lies past its block"))
+        match vol::read_inode(self.fs, &self.st, ino) {
+            Ok(Some(raw)) => Ok(raw),
+            Ok(None) => Err(format!("inode {ino} has no valid location")),
+            Err(e) => Err(format!("cannot read inode {ino}: {e}")),
+        }
     }
 
-    fn write_inode(&mut self, ino: u32, raw: &mut [u8]) -> std::result::Result<(), Abort> {
-        if self.fs.metadata_csum() {
-            let c = finode::compute_checksum(self.fs.csum_seed, ino, raw);
-            put_le16(raw, I_CHECKSUM_LO, c as u16);
-            if raw.len() > GOOD_OLD_INODE_SIZE && le16(raw, I_EXTRA_ISIZE) >= 4 {
-                put_le16(raw, I_CHECKSUM_HI, (c >> 16) as u16);
-            }
+    fn write_inode(&mut self, ino: u32, raw: &[u8]) -> std::result::Result<(), Abort> {
+        match vol::write_inode(self.fs, &mut self.st, ino, raw) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(format!("inode {ino} has no valid location")),
+            Err(e) => Err(format!("cannot write inode {ino}: {e}")),
         }
-        let (blk, off) = self
-            .fs
-            .inode_location(ino)
-            .ok_or_else(|| format!("inode {ino} has no valid location"))?;
-        let mut b = self.read(blk)?;
-        b[off..off + raw.len()].copy_from_slice(raw);
-        self.write(blk, b);
-        Ok(())
     }
 
     /// The orphan list, then the orphan file's entries.
@@ -508,14 +332,14 @@ impl<'a> Work<'a> {
         }
         self.release_acl(&mut raw, &inode)?;
         if truncating {
-            put_le32(&mut raw, I_DTIME, 0);
+            InodeMut(&mut raw).set_dtime(0);
             self.truncated += 1;
         } else {
-            self.free_inode(ino, inode.is_dir());
-            put_le32(&mut raw, I_DTIME, self.now.max(1));
+            self.stats.free_inode(&mut self.st, ino, inode.is_dir());
+            InodeMut(&mut raw).set_dtime(self.now.max(1));
             self.cleared += 1;
         }
-        self.write_inode(ino, &mut raw)?;
+        self.write_inode(ino, &raw)?;
         Ok(next)
     }
 
@@ -558,7 +382,7 @@ impl<'a> Work<'a> {
         let bs = self.bs as u64;
         let t = Trunc {
             first: inode.size.div_ceil(bs),
-            offset: (le32(raw, I_SIZE_LO) as u64 % bs) as usize,
+            offset: (inode.size % bs) as usize,
             seed: self
                 .fs
                 .metadata_csum()
@@ -574,7 +398,7 @@ impl<'a> Work<'a> {
             self.trunc_node(&mut root, h.depth, &t, &mut freed)?;
             let h = extent::parse_header(&root);
             if h.entries == 0 && h.depth > 0 {
-                put_le16(&mut root, 6, 0);
+                extent::set_depth(&mut root, 0);
             }
         } else {
             let apb = bs / 4;
@@ -596,14 +420,14 @@ impl<'a> Work<'a> {
                 lblk = lblk.saturating_add(span[level]);
             }
         }
-        raw[I_BLOCK..I_BLOCK + 60].copy_from_slice(&root);
+        let mut m = InodeMut(raw);
+        m.i_block_mut().copy_from_slice(&root);
         if freed > 0 {
             let huge =
                 self.fs.sb.has_ro_compat(ro_compat::HUGE_FILE) && inode.has_flag(flags::HUGE_FILE);
             let unit = if huge { 1 } else { bs / 512 };
             let blocks = inode.blocks_raw.saturating_sub(freed.saturating_mul(unit));
-            put_le32(raw, I_BLOCKS_LO, blocks as u32);
-            put_le16(raw, I_BLOCKS_HIGH, (blocks >> 32) as u16);
+            m.set_blocks(blocks, true);
         }
         Ok(())
     }
@@ -691,22 +515,21 @@ impl<'a> Work<'a> {
         if h.magic != EXTENT_MAGIC || h.depth != depth || h.entries > max {
             return Err("bad extent node in an orphaned inode".into());
         }
-        let mut kept: Vec<[u8; 12]> = Vec::new();
+        let mut kept: Vec<extent::RawEntry> = Vec::new();
         for i in 0..h.entries as usize {
-            let off = 12 + 12 * i;
-            let mut e = [0u8; 12];
-            e.copy_from_slice(&node[off..off + 12]);
+            let Some(e) = extent::raw_entry(node, i) else {
+                return Err("bad extent node in an orphaned inode".into());
+            };
             if depth == 0 {
-                let x = extent::parse_leaf(node, i);
+                let mut x = extent::decode_leaf(&e);
                 let start = x.lblk as u64;
                 let keep = t.first.saturating_sub(start).min(x.len as u64);
                 for j in keep..x.len as u64 {
                     self.trunc_data(start + j, x.pblk + j, t, freed)?;
                 }
                 if keep > 0 {
-                    let raw_len = keep as u16 + if x.unwritten { INIT_MAX_LEN } else { 0 };
-                    put_le16(&mut e, 4, raw_len);
-                    kept.push(e);
+                    x.len = keep as u32;
+                    kept.push(x.encode());
                 }
             } else {
                 let idx = extent::parse_index(node, i);
@@ -720,11 +543,7 @@ impl<'a> Work<'a> {
                     *freed += 1;
                 } else {
                     if let Some(seed) = t.seed {
-                        let cmax = extent::parse_header(&child).max;
-                        let tail = extent::tail_offset(cmax);
-                        if let Some(c) = extent::compute_block_checksum(seed, &child) {
-                            put_le32(&mut child, tail, c);
-                        }
+                        extent::set_block_checksum(seed, &mut child);
                     }
                     self.write(idx.leaf, child);
                     kept.push(e);
@@ -732,12 +551,9 @@ impl<'a> Work<'a> {
             }
         }
         if kept.len() != h.entries as usize || depth == 0 {
-            for (i, e) in kept.iter().enumerate() {
-                node[12 + 12 * i..24 + 12 * i].copy_from_slice(e);
-            }
             // Slots past the new count keep their stale bytes, as e2fsck's
             // extent deletion leaves them.
-            put_le16(node, 2, kept.len() as u16);
+            extent::put_entries(node, &kept);
         }
         Ok(())
     }
@@ -753,22 +569,21 @@ impl<'a> Work<'a> {
         let geo = &self.fs.geo;
         if blk >= geo.first_data_block && blk < geo.blocks_count {
             let mut b = self.read(blk)?;
-            if le32(&b, 0) != XATTR_MAGIC {
+            let header = xattr::parse_block_header(&b);
+            if header.magic != xattr::XATTR_MAGIC {
                 return Err(format!("bad extended attribute block {blk} header"));
             }
-            let count = le32(&b, 4).saturating_sub(1);
-            put_le32(&mut b, 4, count);
+            let count = header.refcount.saturating_sub(1);
+            xattr::set_refcount(&mut b, count);
             if self.fs.metadata_csum() {
-                let c = crate::fs::xattr::compute_block_checksum(self.fs.csum_seed, blk, &b);
-                put_le32(&mut b, 0x10, c);
+                xattr::set_block_checksum(self.fs.csum_seed, blk, &mut b);
             }
             self.write(blk, b);
             if count == 0 {
                 self.free_block(blk)?;
             }
         }
-        put_le32(raw, I_FILE_ACL_LO, 0);
-        put_le16(raw, I_FILE_ACL_HIGH, 0);
+        InodeMut(raw).set_file_acl(0, true);
         Ok(())
     }
 
@@ -831,33 +646,27 @@ impl<'a> Work<'a> {
         Ok((ino, inode.generation, map))
     }
 
-    fn orphan_block_csum(&self, ino: u32, generation: u32, pblk: u64, b: &[u8]) -> u32 {
-        let c = crate::fs::checksum::crc32c_raw(self.fs.csum_seed, &ino.to_le_bytes());
-        let c = crate::fs::checksum::crc32c_raw(c, &generation.to_le_bytes());
-        let c = crate::fs::checksum::crc32c_raw(c, &pblk.to_le_bytes());
-        crate::fs::checksum::crc32c_raw(c, &b[..self.bs - 8])
-    }
-
     fn release_orphan_file(&mut self) -> std::result::Result<(), Abort> {
         let (ino, generation, map) = self.orphan_file_blocks()?;
         let geo = &self.fs.geo;
         let (first_ino, count) = (geo.first_ino, geo.inodes_count);
         for (l, &p) in map.iter().enumerate() {
             let b = self.read(p)?;
-            if le32(&b, self.bs - 8) != ORPHAN_BLOCK_MAGIC {
+            if ofile::magic(&b) != ofile::BLOCK_MAGIC {
                 return Err(format!(
                     "orphan file (inode {ino}) block {l} has a bad magic"
                 ));
             }
+            let seed = self.fs.csum_seed;
             if self.fs.metadata_csum()
-                && le32(&b, self.bs - 4) != self.orphan_block_csum(ino, generation, p, &b)
+                && ofile::stored_checksum(&b)
+                    != ofile::compute_checksum(seed, ino, generation, p, &b)
             {
                 return Err(format!(
                     "orphan file (inode {ino}) block {l} has a bad checksum"
                 ));
             }
-            for k in 0..(self.bs - 8) / 4 {
-                let o = le32(&b, k * 4);
+            for o in ofile::entries(&b) {
                 if o == 0 {
                     continue;
                 }
@@ -876,12 +685,11 @@ impl<'a> Work<'a> {
         let (ino, generation, map) = self.orphan_file_blocks()?;
         let mut dirty = Vec::new();
         for (l, &p) in map.iter().enumerate() {
-            let mut want = vec![0u8; self.bs];
-            put_le32(&mut want, self.bs - 8, ORPHAN_BLOCK_MAGIC);
-            if self.fs.metadata_csum() {
-                let c = self.orphan_block_csum(ino, generation, p, &want);
-                put_le32(&mut want, self.bs - 4, c);
-            }
+            let csum = self
+                .fs
+                .metadata_csum()
+                .then_some((self.fs.csum_seed, ino, generation, p));
+            let want = ofile::empty_block(self.bs, csum);
             if self.read(p)? != want {
                 self.write(p, want);
                 dirty.push((l as u64, p));
@@ -894,81 +702,28 @@ impl<'a> Work<'a> {
     /// superblock (list head cleared, counts, flags, checksum).
     fn finish(&mut self, clear_head: bool, clear_present: bool, failed: bool) {
         let fs = self.fs;
-        let geo = &fs.geo;
-        let csum = fs.metadata_csum();
-        let wide = self.wide();
-        if csum {
-            let bbytes = ((geo.blocks_per_group / 8) as usize).min(self.bs);
-            for g in std::mem::take(&mut self.block_bm_dirty) {
-                if let Ok(bm) = self.read(fs.gds[g as usize].block_bitmap) {
-                    let c = group_desc::bitmap_checksum(&fs.sb, &bm[..bbytes], wide);
-                    self.put_split(g, BG_BLOCK_BITMAP_CSUM, c);
-                }
-            }
-            let ibytes = ((geo.inodes_per_group / 8) as usize).min(self.bs);
-            for g in std::mem::take(&mut self.inode_bm_dirty) {
-                if let Ok(bm) = self.read(fs.gds[g as usize].inode_bitmap) {
-                    let c = group_desc::bitmap_checksum(&fs.sb, &bm[..ibytes], wide);
-                    self.put_split(g, BG_INODE_BITMAP_CSUM, c);
-                }
-            }
-        }
-        for g in std::mem::take(&mut self.gd_dirty) {
-            if fs.uninit_bg() {
-                self.uninit_marks(g);
-            }
-            if let Some(c) = group_desc::compute_checksum(&fs.sb, g, self.desc(g)) {
-                put_le16(self.desc(g), BG_CHECKSUM, c);
-            }
-        }
-        let bs = self.bs;
-        for i in 0..geo.desc_blocks {
-            let start = (i as usize).saturating_mul(bs);
-            let end = start.saturating_add(bs).min(self.gd.len());
-            if start >= end || self.gd[start..end] == fs.gd_raw[start..end] {
-                continue;
-            }
-            let blk = geo.desc_block_location(fs.sb_block, i);
-            if let Ok(mut b) = self.read(blk) {
-                b[..end - start].copy_from_slice(&self.gd[start..end]);
-                self.write(blk, b);
-            }
-        }
-        let changed = !self.blocks.is_empty();
+        self.stats.flush(&mut self.st);
+        let changed = !self.st.map.is_empty();
         if !(changed || clear_head || clear_present || failed) {
             return;
         }
-        let sb_blk = SUPERBLOCK_OFFSET / bs as u64;
-        let sb_off = (SUPERBLOCK_OFFSET % bs as u64) as usize;
+        let bs = self.bs;
+        let sb_blk = fs.primary_sb_block();
+        let sb_off = (crate::fs::superblock::SUPERBLOCK_OFFSET % bs as u64) as usize;
         let Ok(mut b) = self.read(sb_blk) else {
             return;
         };
-        let s = &mut b[sb_off..sb_off + 1024];
-        put_le32(s, S_LAST_ORPHAN, 0);
-        let fb = (le32(s, S_FREE_BLOCKS_LO) as u64
-            | if fs.sb.is_64bit() {
-                (le32(s, S_FREE_BLOCKS_HI) as u64) << 32
-            } else {
-                0
-            })
-        .saturating_add(self.freed_blocks);
-        put_le32(s, S_FREE_BLOCKS_LO, fb as u32);
-        if fs.sb.is_64bit() {
-            put_le32(s, S_FREE_BLOCKS_HI, (fb >> 32) as u32);
-        }
-        let fi = le32(s, S_FREE_INODES).saturating_add(self.freed_inodes as u32);
-        put_le32(s, S_FREE_INODES, fi);
+        let mut s = SuperblockMut(&mut b[sb_off..sb_off + 1024]);
+        s.set_last_orphan(0);
+        self.stats.count_in(&mut s);
         if clear_present {
-            let ro = le32(s, S_FEATURE_RO_COMPAT) & !ro_compat::ORPHAN_PRESENT;
-            put_le32(s, S_FEATURE_RO_COMPAT, ro);
+            s.set_ro_compat(s.ro_compat() & !ro_compat::ORPHAN_PRESENT);
         }
         if failed {
-            let st = le16(s, S_STATE) & !STATE_VALID;
-            put_le16(s, S_STATE, st);
+            s.set_state(s.state() & !STATE_VALID);
         }
-        if csum {
-            let c = crate::fs::checksum::crc32c_raw(!0, &s[..S_CHECKSUM]);
-            put_le32(s, S_CHECKSUM, c);
+        if fs.metadata_csum() {
+            s.set_checksum();
         }
         self.write(sb_blk, b);
     }

@@ -51,6 +51,10 @@ struct GroupOut {
     free_inodes: u64,
     block_csum_bad: bool,
     inode_csum_bad: bool,
+    /// Marked BLOCK_UNINIT (INODE_UNINIT), yet blocks (inodes) other than
+    /// its own metadata are in use.
+    block_uninit_used: bool,
+    inode_uninit_used: bool,
 }
 
 fn block_uninit(fs: &Fs, g: u32) -> bool {
@@ -173,6 +177,7 @@ fn check_group(
                 disk &= (1u64 << take) - 1;
             }
             disk_used += u64::from(disk.count_ones());
+            out.block_uninit_used |= uninit && found & !disk != 0;
             push_diffs(&mut out.block_diffs, first + i, found, disk, take);
             i += 64;
         }
@@ -244,6 +249,7 @@ fn check_group(
             }
             disk_used += u64::from(disk.count_ones());
             disk_dirs += u64::from((disk & state.inode_dir.word_at(ino0 + i)).count_ones());
+            out.inode_uninit_used |= uninit && found != 0;
             push_diffs(&mut out.inode_diffs, ino0 + i, found, disk, take);
             i += 64;
         }
@@ -326,7 +332,14 @@ pub fn run(fs: &Fs, state: &State, threads: Threads, repairing: bool) -> Result<
     let (mut free_blocks, mut free_inodes) = (0u64, 0u64);
     let mut block_csum = Vec::new();
     let mut inode_csum = Vec::new();
+    let (mut block_uninit, mut inode_uninit) = (Vec::new(), Vec::new());
     for (g, o) in outs.into_iter().enumerate() {
+        if o.block_uninit_used {
+            block_uninit.push(g as u32);
+        }
+        if o.inode_uninit_used {
+            inode_uninit.push(g as u32);
+        }
         merge_runs(&mut block_diffs, o.block_diffs);
         merge_runs(&mut inode_diffs, o.inode_diffs);
         group_probs.extend(o.problems);
@@ -338,6 +351,33 @@ pub fn run(fs: &Fs, state: &State, threads: Threads, repairing: bool) -> Result<
         if o.inode_csum_bad {
             inode_csum.push(g as u32);
         }
+    }
+    // A group flagged uninitialised whose blocks (inodes) are in use:
+    // e2fsck meets it before that bitmap's differences; declined (-n), it
+    // gives up there.
+    let uninit_flag = |g: u32, e2: u32| {
+        let what = if e2 == 0x050018 {
+            "block(s) in use but the group is marked BLOCK_UNINIT"
+        } else {
+            "inode(s) in use but the group is marked INODE_UNINIT"
+        };
+        Problem::new(Code::GroupUninitFlags)
+            .group(g)
+            .e2fsck(e2)
+            .detail(what)
+    };
+    let stop = |mut problems: ProblemList, g: u32, e2: u32| {
+        problems.push(uninit_flag(g, e2));
+        problems.push(Problem::new(Code::StoppedAtUninitGroup));
+        Ok(problems)
+    };
+    if let Some(&g) = block_uninit.first()
+        && !repairing
+    {
+        return stop(problems, g, 0x050018);
+    }
+    for &g in &block_uninit {
+        problems.push(uninit_flag(g, 0x050018));
     }
     if !block_diffs.is_empty() {
         // Found per cluster, named by the cluster's first block.
@@ -355,15 +395,10 @@ pub fn run(fs: &Fs, state: &State, threads: Threads, repairing: bool) -> Result<
             problems.push(Problem::new(Code::BlockBitmapChecksum).group(g));
         }
     }
-    if !inode_diffs.is_empty() {
-        problems.push(Problem::new(Code::InodeBitmapDiff).detail(render(&inode_diffs)));
-    }
-    if inode_diffs.is_empty() || !repairing {
-        for g in inode_csum {
-            problems.push(Problem::new(Code::InodeBitmapChecksum).group(g));
-        }
-    }
-    problems.extend(group_probs);
+    let (block_counts, inode_counts): (Vec<Problem>, Vec<Problem>) = group_probs
+        .into_iter()
+        .partition(|p| p.code == Code::GroupFreeBlocks);
+    problems.extend(block_counts);
     // The superblock counts free blocks, the descriptors free clusters.
     let free_blocks = free_blocks << fs.geo.cluster_bits;
     if fs.sb.free_blocks_count != free_blocks {
@@ -373,6 +408,23 @@ pub fn run(fs: &Fs, state: &State, threads: Threads, repairing: bool) -> Result<
                 .num2(free_blocks),
         );
     }
+    if let Some(&g) = inode_uninit.first()
+        && !repairing
+    {
+        return stop(problems, g, 0x050019);
+    }
+    for &g in &inode_uninit {
+        problems.push(uninit_flag(g, 0x050019));
+    }
+    if !inode_diffs.is_empty() {
+        problems.push(Problem::new(Code::InodeBitmapDiff).detail(render(&inode_diffs)));
+    }
+    if inode_diffs.is_empty() || !repairing {
+        for g in inode_csum {
+            problems.push(Problem::new(Code::InodeBitmapChecksum).group(g));
+        }
+    }
+    problems.extend(inode_counts);
     if fs.sb.free_inodes_count as u64 != free_inodes {
         problems.push(
             Problem::new(Code::SuperFreeInodes)

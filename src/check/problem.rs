@@ -261,6 +261,9 @@ problems! {
     // e2fsck counts regular files of 2 GiB or more in pass 1 and asks at
     // the end of pass 2: kernels without the feature would refuse them.
     FeatureLargeFiles = ("0x202D", P2, Error, true, "Filesystem contains large files, but lacks LARGE_FILE flag in superblock"),
+    // e2fsck -n gives up at a directory block it may not salvage: what
+    // the later passes would say rests on that directory.
+    StoppedAtCorruptDir = ("0x202E", P2, Notice, false, "The check stops at the directory block it may not salvage, as e2fsck -n does; run a repair to check the rest"),
 
     // ---- Pass 3: directory connectivity ----
     RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),
@@ -299,6 +302,9 @@ problems! {
     QuotaEntryMissing = ("0x500F", P5, Error, true, "Missing {detail} quota entry for ID {num}"),
     QuotaFileBad = ("0x5010", P5, Error, true, "Quota file cannot be used: {detail}"),
     BitmapUnreadable = ("0x500D", P5, Error, false, "Cannot read {detail} bitmap of group {group} (block {blk})"),
+    // e2fsck -n gives up there too: its bitmaps would have to be read
+    // again without the flag.
+    StoppedAtUninitGroup = ("0x5011", P5, Notice, false, "The check stops at a group whose uninitialised flag it may not clear, as e2fsck -n does; run a repair to check the rest"),
 }
 
 pub use super::problem_list::ProblemList;

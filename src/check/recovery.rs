@@ -34,13 +34,14 @@ use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use super::problem::{Code, Problem};
 use super::superblock;
 use crate::error::Result;
-use crate::fs::bytes::{le32, put_le32};
 use crate::fs::inode::{Inode, flags};
 use crate::fs::journal::{
     self as jfmt, BLOCKTYPE_COMMIT, BLOCKTYPE_DESCRIPTOR, BLOCKTYPE_REVOKE, JBD2_MAGIC,
     JournalSuperblock, tag_flags,
 };
-use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, compat, incompat, ro_compat};
+use crate::fs::superblock::{
+    STATE_VALID, SUPERBLOCK_OFFSET, SuperblockMut, compat, incompat, ro_compat,
+};
 use crate::volume::Fs;
 use std::collections::{BTreeMap, HashMap};
 
@@ -604,7 +605,7 @@ pub fn after_replay(
     } else {
         return Ok(superblock::Opened::Fs(fs, first_probs));
     };
-    let Ok((j, plan, jsb_phys)) = planned else {
+    let Ok((_, plan, jsb_phys)) = planned else {
         // Pass 0's journal checks say what is wrong; check the disk as is.
         return Ok(superblock::Opened::Fs(fs, first_probs));
     };
@@ -635,7 +636,7 @@ pub fn after_replay(
     if let Some(f) = &plan.failure {
         notes.push(Problem::new(Code::JournalRecoveryFails).detail(f.to_string()));
     }
-    let overlay = overlay_after(&fs, &j, &plan, jsb_phys);
+    let overlay = overlay_after(&fs, &plan, jsb_phys);
     let Fs { dev, .. } = *fs;
     let dev = dev.with_overlay(overlay);
     Ok(match superblock::open(dev, opts)? {
@@ -653,12 +654,7 @@ pub fn after_replay(
 /// Byte ranges of the device after replay: the journalled blocks, the
 /// primary superblock with needs_recovery cleared (checksum redone) and
 /// the journal superblock reset to start empty at the next sequence.
-fn overlay_after(
-    fs: &Fs,
-    j: &JournalSuperblock,
-    plan: &Plan,
-    jsb_phys: Option<u64>,
-) -> BTreeMap<u64, Vec<u8>> {
+fn overlay_after(fs: &Fs, plan: &Plan, jsb_phys: Option<u64>) -> BTreeMap<u64, Vec<u8>> {
     let bs = fs.geo.block_size as u64;
     let dev_size = fs.dev.size();
     let mut out: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
@@ -682,33 +678,24 @@ fn overlay_after(
     if let Some(mut b) = current(&out, sb_blk)
         && let Some(s) = b.get_mut(sb_off..sb_off + 1024)
     {
-        let inc = le32(s, 0x60) & !incompat::RECOVER;
-        put_le32(s, 0x60, inc);
+        let mut m = SuperblockMut(s);
+        m.set_incompat(m.incompat() & !incompat::RECOVER);
         // A recovery that reports an error leaves the file system marked
         // not cleanly unmounted (e2fsck 1.47.0: "check forced" on the next
         // preen run), so the replayed view is not skipped as clean; a
         // repair marks it valid again once checked (`fix::journal`).
         if plan.failure.is_some() {
-            let state = crate::fs::bytes::le16(s, 0x3A) & !STATE_VALID;
-            crate::fs::bytes::put_le16(s, 0x3A, state);
+            m.set_state(m.state() & !STATE_VALID);
         }
-        if le32(s, 0x64) & ro_compat::METADATA_CSUM != 0 {
-            let c = crate::fs::checksum::crc32c_raw(!0, &s[..0x3FC]);
-            put_le32(s, 0x3FC, c);
+        if m.ro_compat() & ro_compat::METADATA_CSUM != 0 {
+            m.set_checksum();
         }
         out.insert(sb_blk * bs, b);
     }
     if let Some(jsb_phys) = jsb_phys
         && let Some(mut b) = current(&out, jsb_phys)
     {
-        if let Some(s) = b.get_mut(0x18..0x20) {
-            s[0..4].copy_from_slice(&plan.next_sequence.to_be_bytes());
-            s[4..8].copy_from_slice(&0u32.to_be_bytes());
-        }
-        if j.blocktype == jfmt::BLOCKTYPE_SB_V2 && j.has_csum_v2v3() && b.len() >= 1024 {
-            let c = jfmt::compute_sb_checksum(&b);
-            b[0xFC..0x100].copy_from_slice(&c.to_be_bytes());
-        }
+        jfmt::reset_superblock(&mut b, plan.next_sequence);
         out.insert(jsb_phys * bs, b);
     }
     out

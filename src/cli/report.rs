@@ -178,6 +178,11 @@ fn write_text(
             write!(out, "\n{name}: ***** FILE SYSTEM WAS MODIFIED *****\n")?;
         }
     }
+    // e2fsck -n prints no summary after giving up.
+    let stopped = rep.problems.codes().any(|c| {
+        use crate::check::problem::Code;
+        matches!(c, Code::StoppedAtCorruptDir | Code::StoppedAtUninitGroup)
+    });
     if rep.has_fatal() {
         out.write_all(b"\n")?;
     } else {
@@ -187,7 +192,9 @@ fn write_text(
                 "\n{name}: ********** WARNING: Filesystem still has errors **********\n\n"
             )?;
         }
-        summary_line(out, name, s)?;
+        if !stopped {
+            summary_line(out, name, s)?;
+        }
     }
     if args.verbose && !rep.has_fatal() {
         write!(

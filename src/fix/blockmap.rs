@@ -22,7 +22,6 @@
 //! The blocks the map no longer names, i_blocks and i_size, and the entries
 //! naming a cleared inode are left to the next round's check and fixes.
 
-use super::edit_bytes;
 use crate::check::blockmap::{
     Bounds, Entry, WALK_DEPTH_LIMIT, dir_block_limit, entry_fault, header_problem, indirect_limit,
     node_entry,
@@ -30,13 +29,14 @@ use crate::check::blockmap::{
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::bytes::{le32, put_le16, put_le32};
-use crate::fs::dir_entry::{TAIL_FT, TAIL_LEN, compute_tail_checksum, encode_rec_len};
+use crate::fs::dir_entry;
 use crate::fs::extent;
+use crate::fs::group_desc::{self, Location};
 use crate::fs::inode::field::*;
 use crate::fs::inode::{self, Inode, flags};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
-use crate::volume::Fs;
+use crate::volume::{Allocator, Fs, edit as vol};
 
 /// Problems fixed by rewriting (or clearing) an inode's block map.
 pub(super) const CODES: &[Code] = &[
@@ -86,14 +86,9 @@ pub(super) fn fix(
     if all.iter().any(|p| kind_in_doubt(p)) {
         return Ok(false);
     }
-    let Some(pos) = inode_pos(fs, ino) else {
+    let Some(raw) = vol::read_inode(fs, overlay, ino)? else {
         return Ok(false);
     };
-    let isz = fs.geo.inode_size as usize;
-    let mut raw = vec![0u8; isz];
-    overlay
-        .read_at(&fs.dev, pos, &mut raw)
-        .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
     let ind = Inode::parse(&raw);
     // The bad blocks inode only loses its illegal pointers (e2fsck never
     // clears it for having many).
@@ -109,8 +104,7 @@ pub(super) fn fix(
     if clear_it {
         return clear(fs, state, overlay, ino);
     }
-    let mut root = [0u8; I_BLOCK_LEN];
-    root.copy_from_slice(&raw[I_BLOCK..I_BLOCK + I_BLOCK_LEN]);
+    let mut root = ind.block;
     let extents = fs.sb.has_incompat(incompat::EXTENTS)
         && ind.has_flag(flags::EXTENTS)
         && ino != inode::BAD_INO;
@@ -176,14 +170,7 @@ pub(super) fn fix(
     if !changed {
         return Ok(staged_below);
     }
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
-    edit_bytes(fs, overlay, pos, isz, |b| {
-        b[I_BLOCK..I_BLOCK + I_BLOCK_LEN].copy_from_slice(&root);
-        if csum {
-            super::inode::set_checksum(seed, ino, b);
-        }
-    })?;
+    vol::edit_inode(fs, overlay, ino, |m| m.i_block_mut().copy_from_slice(&root))?;
     Ok(true)
 }
 
@@ -203,25 +190,22 @@ fn fill_dir_holes(
 ) -> Result<bool, String> {
     let ptrs: Vec<u32> = (0..15).map(|i| le32(root, 4 * i)).collect();
     let mapped_after = |i: usize| ptrs[i + 1..].iter().any(|&p| p != 0);
-    let geo = &fs.geo;
+    let mut alloc = Allocator::new(fs, &state.block_used);
     let mut changed = false;
-    let mut from = geo.first_data_block;
+    let mut from = fs.geo.first_data_block;
     for (i, &p) in ptrs.iter().enumerate().take(12) {
         if p != 0 || !mapped_after(i) {
             continue;
         }
-        let Some(blk) = (from..geo.blocks_count).find(|&b| !state.block_used.get(b)) else {
-            break;
-        };
-        let Ok(blk32) = u32::try_from(blk) else {
+        // Block pointers are 32 bits.
+        let Some(blk) = alloc.take_from(overlay, from, 1 << 32) else {
             break;
         };
         from = blk + 1;
         overlay
             .stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))
             .map_err(|e| e.to_string())?;
-        state.block_used.set(blk);
-        put_le32(root, 4 * i, blk32);
+        put_le32(root, 4 * i, blk as u32);
         changed = true;
     }
     Ok(changed)
@@ -231,45 +215,19 @@ fn fill_dir_holes(
 /// checksum tail under metadata_csum.
 fn empty_dir_block(fs: &Fs, ino: u32, generation: u32, dots: bool) -> Vec<u8> {
     let bs = fs.block_size();
-    let csum = fs.metadata_csum();
-    let end = if csum { bs - TAIL_LEN } else { bs };
-    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
-    let mut b = vec![0u8; bs];
+    let seed = fs
+        .metadata_csum()
+        .then(|| inode::inode_csum_seed(fs.csum_seed, ino, generation));
     if dots {
-        put_le32(&mut b, 0, ino);
-        put_le16(&mut b, 4, encode_rec_len(12, bs));
-        b[6] = 1;
-        b[8] = b'.';
-        put_le32(&mut b, 12, inode::ROOT_INO);
-        put_le16(&mut b, 16, encode_rec_len(end - 12, bs));
-        b[18] = 2;
-        b[20] = b'.';
-        b[21] = b'.';
-        if filetype {
-            b[7] = FT_DIR;
-            b[19] = FT_DIR;
-        }
+        let ft = fs.sb.has_incompat(incompat::FILETYPE).then_some(FT_DIR);
+        dir_entry::dots_block(bs, ino, inode::ROOT_INO, ft, seed)
     } else {
-        put_le16(&mut b, 4, encode_rec_len(end, bs));
+        dir_entry::empty_block(bs, seed)
     }
-    if csum {
-        put_le16(&mut b, end + 4, TAIL_LEN as u16);
-        b[end + 7] = TAIL_FT;
-        let c = compute_tail_checksum(inode::inode_csum_seed(fs.csum_seed, ino, generation), &b);
-        put_le32(&mut b, bs - 4, c);
-    }
-    b
 }
 
 /// File type of a directory in an entry (filetype feature).
 const FT_DIR: u8 = 2;
-
-/// Byte position of inode `ino` on the device.
-fn inode_pos(fs: &Fs, ino: u32) -> Option<u64> {
-    let (blk, off) = fs.inode_location(ino)?;
-    blk.checked_mul(u64::from(fs.geo.block_size))?
-        .checked_add(off as u64)
-}
 
 /// Clears inode `ino` as e2fsck does when its map is beyond repair: the
 /// next check finds it free (and the entries naming it deleted); a
@@ -288,28 +246,17 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool
 /// Clears the bad blocks inode entirely (e2fsck zeroes its whole base
 /// inode), which empties the bad-block list.
 pub(super) fn clear_bad_blocks_inode(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
-    let Some(pos) = inode_pos(fs, inode::BAD_INO) else {
-        return Ok(false);
-    };
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
-    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
-        b[..inode::GOOD_OLD_INODE_SIZE].fill(0);
-        if csum {
-            super::inode::set_checksum(seed, inode::BAD_INO, b);
-        }
-    })?;
-    Ok(true)
+    Ok(vol::edit_inode(fs, overlay, inode::BAD_INO, |m| {
+        m.0[..inode::GOOD_OLD_INODE_SIZE].fill(0);
+    })?)
 }
 
-/// Offsets of the low and high halves of a descriptor field.
-type Field = (usize, usize);
-const BLOCK_BITMAP: Field = (0x00, 0x20);
-const INODE_BITMAP: Field = (0x04, 0x24);
-const INODE_TABLE: Field = (0x08, 0x28);
+/// A bitmap (or inode table) to move: its group and which.
+pub(super) type Move = (u32, Location);
 
-/// A bitmap to move: its group and descriptor field.
-pub(super) type Move = (u32, Field);
+const BLOCK_BITMAP: Location = Location::BlockBitmap;
+const INODE_BITMAP: Location = Location::InodeBitmap;
+const INODE_TABLE: Location = Location::InodeTable;
 
 /// The bitmaps a problem asks to move: those on a bad block
 /// (`BadBlockInMetadata`), outside their group, or overlapping other
@@ -365,21 +312,6 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
     }
 }
 
-/// The first run of `n` blocks in [from, to] that pass 1 left free.
-fn free_run(state: &State, from: u64, to: u64, n: u64) -> Option<u64> {
-    let mut start = from;
-    let mut b = from;
-    while b <= to {
-        if state.block_used.get(b) {
-            start = b + 1;
-        } else if b + 1 - start >= n {
-            return Some(start);
-        }
-        b += 1;
-    }
-    None
-}
-
 /// Moves bitmaps (and inode tables) to free blocks, as e2fsck does at the end of its pass 1:
 /// the first block pass 1 left free in the group (with flex_bg, in its
 /// flex group), else anywhere; the old contents are copied when the old
@@ -394,15 +326,15 @@ pub(super) fn relocate_bitmaps(
     moves: &[Move],
 ) -> Result<Vec<bool>, String> {
     let geo = &fs.geo;
-    let ds = geo.desc_size as usize;
     let bs = u64::from(geo.block_size);
+    let mut alloc = Allocator::new(fs, &state.block_used);
     let mut moved = vec![false; moves.len()];
     let mut done = std::collections::BTreeSet::new();
     for (k, &(g, field)) in moves.iter().enumerate() {
         let Some(gd) = fs.gds.get(g as usize) else {
             continue;
         };
-        if !done.insert((g, field.0)) {
+        if !done.insert((g, field)) {
             moved[k] = true;
             continue;
         }
@@ -421,7 +353,8 @@ pub(super) fn relocate_bitmaps(
         let flex = geo.flex_bg_size.max(1);
         let first_g = (u64::from(g) / flex * flex) as u32;
         let last_g = (u64::from(first_g) + flex - 1).min(u64::from(geo.groups) - 1) as u32;
-        let free = |from: u64, to: u64| free_run(state, from, to, n);
+        let view: &Overlay = overlay;
+        let mut free = |from: u64, to: u64| alloc.take_run(view, from, to, n);
         let Some(new) = free(geo.group_first_block(first_g), geo.group_last_block(last_g))
             .or_else(|| free(geo.first_data_block, geo.blocks_count - 1))
         else {
@@ -429,12 +362,11 @@ pub(super) fn relocate_bitmaps(
         };
         for b in new..new + n {
             let data = if field != INODE_TABLE && geo.block_in_fs(old) {
-                read_block(fs, overlay, old).unwrap_or_else(|_| vec![0u8; bs as usize])
+                vol::read_block(fs, overlay, old).unwrap_or_else(|_| vec![0u8; bs as usize])
             } else {
                 vec![0u8; bs as usize]
             };
             overlay.stage(b, data).map_err(|e| e.to_string())?;
-            state.block_used.set(b);
             // Not into a block bitmap that is itself moving (a bad block,
             // or outside its group): the next round writes the new one.
             let h = geo.group_of_block(b);
@@ -442,19 +374,7 @@ pub(super) fn relocate_bitmaps(
                 mark_in_bitmap(fs, overlay, b)?;
             }
         }
-        let byte = u64::from(g) * ds as u64;
-        let dblk = geo.desc_block_location(fs.sb_block, (byte / bs) as u32);
-        let pos = dblk * bs + byte % bs;
-        let (lo, hi) = field;
-        edit_bytes(fs, overlay, pos, ds, |d| {
-            put_le32(d, lo, new as u32);
-            if gd.wide {
-                put_le32(d, hi, (new >> 32) as u32);
-            }
-            if let Some(c) = crate::fs::group_desc::compute_checksum(&fs.sb, g, d) {
-                put_le16(d, 0x1E, c);
-            }
-        })?;
+        vol::edit_desc(fs, overlay, g, |d| d.set_location(field, new))?;
         moved[k] = true;
     }
     Ok(moved)
@@ -466,7 +386,6 @@ pub(super) fn relocate_bitmaps(
 /// group (it reads as used through that group), but the checksum e2fsck
 /// computes over the bitmap it reads would then be wrong.
 fn mark_in_bitmap(fs: &Fs, overlay: &mut Overlay, blk: u64) -> Result<(), String> {
-    use crate::fs::group_desc;
     let geo = &fs.geo;
     let h = geo.group_of_block(blk);
     let Some(gd) = fs.gds.get(h as usize) else {
@@ -477,12 +396,12 @@ fn mark_in_bitmap(fs: &Fs, overlay: &mut Overlay, blk: u64) -> Result<(), String
     }
     let bs = fs.block_size() as u64;
     let bm = gd.block_bitmap;
-    if !geo.block_in_fs(bm) || bm == crate::fs::superblock::SUPERBLOCK_OFFSET / bs {
+    if !geo.block_in_fs(bm) || bm == fs.primary_sb_block() {
         return Ok(());
     }
     let bit = blk - geo.group_first_block(h);
     let mut bytes = Vec::new();
-    edit_bytes(fs, overlay, bm * bs, bs as usize, |b| {
+    vol::edit_bytes(fs, overlay, bm * bs, bs as usize, |b| {
         if let Some(x) = b.get_mut((bit / 8) as usize) {
             *x |= 1 << (bit % 8);
         }
@@ -493,31 +412,9 @@ fn mark_in_bitmap(fs: &Fs, overlay: &mut Overlay, blk: u64) -> Result<(), String
     }
     let n = ((geo.blocks_per_group / 8) as usize).min(bytes.len());
     let c = group_desc::bitmap_checksum(&fs.sb, &bytes[..n], gd.wide);
-    let ds = geo.desc_size as usize;
-    let byte = u64::from(h) * ds as u64;
-    let dblk = geo.desc_block_location(fs.sb_block, (byte / bs) as u32);
-    edit_bytes(fs, overlay, dblk * bs + byte % bs, ds, |d| {
-        put_le16(d, 0x18, c as u16);
-        if gd.wide {
-            put_le16(d, 0x38, (c >> 16) as u16);
-        }
-        if let Some(c) = group_desc::compute_checksum(&fs.sb, h, d) {
-            put_le16(d, 0x1E, c);
-        }
-    })
-}
-
-/// Reads block `blk` through the overlay.
-fn read_block(fs: &Fs, overlay: &Overlay, blk: u64) -> Result<Vec<u8>, String> {
-    let bs = u64::from(fs.geo.block_size);
-    let mut buf = vec![0u8; bs as usize];
-    let off = blk
-        .checked_mul(bs)
-        .ok_or_else(|| format!("block {blk} is beyond the addressable range"))?;
-    overlay
-        .read_at(&fs.dev, off, &mut buf)
-        .map_err(|e| format!("cannot read block {blk}: {e}"))?;
-    Ok(buf)
+    Ok(vol::edit_desc(fs, overlay, h, |d| {
+        d.set_block_bitmap_csum(c)
+    })?)
 }
 
 struct ExtentRewrite<'a> {
@@ -665,7 +562,7 @@ impl ExtentRewrite<'_> {
         if self.state.block_meta.get(pblk) || self.levels >= WALK_DEPTH_LIMIT {
             return Ok(Child::Same);
         }
-        let Ok(mut buf) = read_block(self.fs, self.overlay, pblk) else {
+        let Ok(mut buf) = vol::read_block(self.fs, &*self.overlay, pblk) else {
             return Ok(Child::Same);
         };
         let ch = extent::parse_header(&buf);
@@ -772,7 +669,7 @@ impl IndirectRewrite<'_> {
             return Ok(());
         }
         self.budget -= 1;
-        let Ok(mut buf) = read_block(self.fs, self.overlay, blk) else {
+        let Ok(mut buf) = vol::read_block(self.fs, &*self.overlay, blk) else {
             return Ok(());
         };
         let span = self.apb.saturating_pow(level - 1);

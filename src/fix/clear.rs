@@ -18,18 +18,17 @@
 //! that is really a directory), the inode's other problems, found on the
 //! old contents, are left to the next round's check (`Round::modified`).
 
-use super::inode;
 use crate::check::pass1::detail as d;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::check::{blockmap, pass1, xattr as xcheck};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::inode::field::*;
-use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO, S_IFDIR, flags};
+use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, InodeMut, ROOT_INO, S_IFDIR, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::fs::xattr;
 use crate::repair::overlay::Overlay;
-use crate::volume::Fs;
+use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::BTreeSet;
 
 /// The problems fixed here.
@@ -80,10 +79,6 @@ pub(super) struct Round {
     ro_compat: u32,
 }
 
-// Xattr block header fields.
-const H_REFCOUNT: usize = 0x04;
-const H_CHECKSUM: usize = 0x10;
-
 /// Inline data lives in i_block (60 bytes) and the system.data value.
 const MIN_INLINE_DATA_SIZE: u64 = 60;
 
@@ -118,11 +113,7 @@ pub(super) fn fix(
             let (Some(ino), Some(n)) = (p.args().ino, p.args().num2) else {
                 return Ok(false);
             };
-            // The count is kept in i_ctime (high half) and i_version (low).
-            return inode::edit(fs, overlay, ino, |b| {
-                put_le32(b, I_CTIME, (n >> 32) as u32);
-                put_le32(b, I_VERSION, n as u32);
-            });
+            return edit(fs, overlay, ino, |m| m.set_ea_refcount(n));
         }
         Code::XattrEaInodeNoFlag => {
             let Some(ea) = p.args().num.and_then(|n| u32::try_from(n).ok()) else {
@@ -131,8 +122,8 @@ pub(super) fn fix(
             if ea == 0 || ea > fs.geo.inodes_count || round.cleared.contains(&ea) {
                 return Ok(false);
             }
-            return inode::edit(fs, overlay, ea, |b| {
-                put_le32(b, I_FLAGS, le32(b, I_FLAGS) | flags::EA_INODE);
+            return edit(fs, overlay, ea, |m| {
+                m.set_flags(m.flags() | flags::EA_INODE)
             });
         }
         _ => {}
@@ -148,7 +139,7 @@ pub(super) fn fix(
     if round.modified.contains(&ino) {
         return Ok(false);
     }
-    let Some(raw) = inode::read(fs, overlay, ino)? else {
+    let Some(raw) = vol::read_inode(fs, overlay, ino)? else {
         return Ok(false);
     };
     let node = Inode::parse(&raw);
@@ -185,26 +176,19 @@ pub(super) fn fix(
         }
         Code::InodeReallyDir => {
             round.modified.insert(ino);
-            inode::edit(fs, overlay, ino, |b| {
-                let mode = (le16(b, I_MODE) & 0o7777) | S_IFDIR;
-                put_le16(b, I_MODE, mode);
+            edit(fs, overlay, ino, |m| {
+                m.set_mode((m.mode() & 0o7777) | S_IFDIR)
             })
         }
         Code::SpecialImmutable => {
             // Not a change the validity of the inode depends on.
-            inode::edit(fs, overlay, ino, |b| {
-                let f = le32(b, I_FLAGS) & !(flags::IMMUTABLE | flags::APPEND);
-                put_le32(b, I_FLAGS, f);
+            edit(fs, overlay, ino, |m| {
+                m.set_flags(m.flags() & !(flags::IMMUTABLE | flags::APPEND));
             })
         }
         Code::InodeBadSize => match p.args().detail {
-            d::SPECIAL_SIZE => inode::edit(fs, overlay, ino, |b| {
-                put_le32(b, I_SIZE_LO, 0);
-                put_le32(b, I_SIZE_HIGH, 0);
-            }),
-            d::DIR_SIZE_HIGH => inode::edit(fs, overlay, ino, |b| {
-                put_le32(b, I_SIZE_HIGH, 0);
-            }),
+            d::SPECIAL_SIZE => edit(fs, overlay, ino, |m| m.set_size(0)),
+            d::DIR_SIZE_HIGH => edit(fs, overlay, ino, |m| put_le32(m.0, I_SIZE_HIGH, 0)),
             d::ZERO_LENGTH_DIR => clear(fs, state, overlay, ino, round),
             _ => Ok(false),
         },
@@ -213,17 +197,17 @@ pub(super) fn fix(
                 inline_and_extents(fs, state, overlay, ino, &raw, round, extents_fs, inline_fs)
             }
             d::EXTENTS_FL_MISSING => set_flags(fs, overlay, ino, round, flags::EXTENTS, 0),
-            d::FADDR => inode::edit(fs, overlay, ino, |b| put_le32(b, I_FADDR, 0)),
-            d::BLOCKS_HI => inode::edit(fs, overlay, ino, |b| put_le16(b, I_BLOCKS_HIGH, 0)),
-            d::OLD_EXTRA_TIMES => inode::edit(fs, overlay, ino, fix_extra_times),
+            d::FADDR => edit(fs, overlay, ino, |m| m.set_faddr(0)),
+            d::BLOCKS_HI => edit(fs, overlay, ino, |m| put_le16(m.0, I_BLOCKS_HIGH, 0)),
+            d::OLD_EXTRA_TIMES => edit(fs, overlay, ino, |m| fix_extra_times(m.0)),
             _ => Ok(false),
         },
         Code::InodeFileAcl => {
             let xattr_fs = fs.sb.has_compat(compat::EXT_ATTR);
             let bit64 = fs.sb.is_64bit();
             let (first, count) = (fs.geo.first_data_block, fs.geo.blocks_count);
-            inode::edit(fs, overlay, ino, |b| {
-                file_acl(b, xattr_fs, bit64, first, count)
+            edit(fs, overlay, ino, |m| {
+                file_acl(m.0, xattr_fs, bit64, first, count)
             })
         }
         Code::InodeReservedBad => match p.args().detail {
@@ -231,9 +215,9 @@ pub(super) fn fix(
             // list goes, and the blocks it held are freed.
             d::BAD_BLOCKS_INODE => {
                 round.modified.insert(ino);
-                inode::edit(fs, overlay, ino, |b| b[..GOOD_OLD_INODE_SIZE].fill(0))
+                edit(fs, overlay, ino, |m| m.0[..GOOD_OLD_INODE_SIZE].fill(0))
             }
-            d::RESERVED_BAD_MODE => inode::edit(fs, overlay, ino, |b| put_le16(b, I_MODE, 0)),
+            d::RESERVED_BAD_MODE => edit(fs, overlay, ino, |m| m.set_mode(0)),
             _ => Ok(false),
         },
         // An index flag where it cannot be (not a directory, or no
@@ -241,21 +225,21 @@ pub(super) fn fix(
         Code::InodeIndexNotDir | Code::InodeIndexNoFeature => {
             set_flags(fs, overlay, ino, round, 0, flags::INDEX)
         }
-        Code::InodeImagic => inode::edit(fs, overlay, ino, |b| {
-            put_le32(b, I_FLAGS, le32(b, I_FLAGS) & !flags::IMAGIC);
+        Code::InodeImagic => edit(fs, overlay, ino, |m| {
+            m.set_flags(m.flags() & !flags::IMAGIC)
         }),
         Code::InodeExtraIsize => {
             let want = fs.sb.want_extra_isize;
-            inode::edit(fs, overlay, ino, |b| fix_extra_isize(b, want))
+            edit(fs, overlay, ino, |m| fix_extra_isize(m.0, want))
         }
         Code::InodeXattrInInode | Code::XattrHash | Code::XattrEaInodeInvalid
             if p.args().blk.is_none() =>
         {
             // e2fsck drops every in-inode xattr: the area's magic goes.
-            inode::edit(fs, overlay, ino, |b| {
-                let at = GOOD_OLD_INODE_SIZE + le16(b, I_EXTRA_ISIZE) as usize;
-                if b.len() > GOOD_OLD_INODE_SIZE && at + 4 <= b.len() {
-                    put_le32(b, at, 0);
+            edit(fs, overlay, ino, |m| {
+                let at = GOOD_OLD_INODE_SIZE + usize::from(m.extra_isize());
+                if m.0.len() > GOOD_OLD_INODE_SIZE && at + 4 <= m.0.len() {
+                    put_le32(m.0, at, 0);
                 }
             })
         }
@@ -268,12 +252,7 @@ pub(super) fn fix(
                 return Ok(false);
             }
             let bit64 = fs.sb.is_64bit();
-            inode::edit(fs, overlay, ino, |b| {
-                put_le32(b, I_FILE_ACL_LO, 0);
-                if bit64 {
-                    put_le16(b, I_FILE_ACL_HIGH, 0);
-                }
-            })
+            edit(fs, overlay, ino, |m| m.set_file_acl(0, bit64))
         }
         Code::InodeInlineNoFeature => {
             if inline_fs {
@@ -290,11 +269,10 @@ pub(super) fn fix(
         Code::InodeInlineData => {
             // The data is lost with its xattr: the inode is truncated.
             round.modified.insert(ino);
-            inode::edit(fs, overlay, ino, |b| {
-                put_le32(b, I_SIZE_LO, 0);
-                put_le32(b, I_SIZE_HIGH, 0);
-                put_le32(b, I_FLAGS, le32(b, I_FLAGS) & !flags::INLINE_DATA);
-                b[I_BLOCK..I_BLOCK_END].fill(0);
+            edit(fs, overlay, ino, |m| {
+                m.set_size(0);
+                m.set_flags(m.flags() & !flags::INLINE_DATA);
+                m.i_block_mut().fill(0);
             })
         }
         Code::InodeExtentsNoFeature => {
@@ -312,18 +290,26 @@ pub(super) fn fix(
     }
 }
 
+/// `volume::edit::edit_inode`, its failure as text.
+fn edit(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    ino: u32,
+    change: impl FnOnce(&mut InodeMut),
+) -> Result<bool, String> {
+    Ok(vol::edit_inode(fs, overlay, ino, change)?)
+}
+
 /// Sets the superblock features the round found in use.
 pub(super) fn finish(fs: &Fs, overlay: &mut Overlay, round: &Round) -> Result<(), String> {
     if round.incompat == 0 && round.ro_compat == 0 {
         return Ok(());
     }
-    const S_FEATURE_INCOMPAT: usize = 0x60;
-    const S_FEATURE_RO_COMPAT: usize = 0x64;
     let (inc, ro) = (round.incompat, round.ro_compat);
-    super::edit_superblock(fs, overlay, |sb| {
-        put_le32(sb, S_FEATURE_INCOMPAT, le32(sb, S_FEATURE_INCOMPAT) | inc);
-        put_le32(sb, S_FEATURE_RO_COMPAT, le32(sb, S_FEATURE_RO_COMPAT) | ro);
-    })
+    Ok(vol::edit_superblock(fs, overlay, |sb| {
+        sb.set_incompat(sb.incompat() | inc);
+        sb.set_ro_compat(sb.ro_compat() | ro);
+    })?)
 }
 
 /// e2fsck's clear of an inode. The root is not cleared: recreating it
@@ -365,18 +351,15 @@ fn make_root(
     if round.modified.contains(&ROOT_INO) {
         return Ok(true);
     }
-    let geo = &fs.geo;
-    let Some(blk) = (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b))
-    else {
-        return Ok(false);
-    };
     if fs.inode_location(ROOT_INO).is_none() {
         return Ok(false);
     }
+    let Some(blk) = Allocator::new(fs, &state.block_used).take_lowest(overlay) else {
+        return Ok(false);
+    };
     super::lostfound::write_dir(fs, overlay, ROOT_INO, ROOT_INO, blk, S_IFDIR | 0o755)?;
     state.inode_used.set(ROOT_INO as u64);
     state.inode_dir.set(ROOT_INO as u64);
-    state.block_used.set(blk);
     round.modified.insert(ROOT_INO);
     Ok(true)
 }
@@ -391,8 +374,8 @@ fn set_flags(
     remove: u32,
 ) -> Result<bool, String> {
     round.modified.insert(ino);
-    inode::edit(fs, overlay, ino, |b| {
-        put_le32(b, I_FLAGS, (le32(b, I_FLAGS) | add) & !remove);
+    edit(fs, overlay, ino, |m| {
+        m.set_flags((m.flags() | add) & !remove)
     })
 }
 
@@ -533,16 +516,15 @@ fn xattr_block(
     let pos = blk
         .checked_mul(bs as u64)
         .ok_or_else(|| format!("block {blk} lies beyond the addressable range"))?;
-    super::edit_bytes(fs, overlay, pos, bs, |b| {
-        if le32(b, 0) != xattr::XATTR_MAGIC {
+    vol::edit_bytes(fs, overlay, pos, bs, |b| {
+        if xattr::parse_block_header(b).magic != xattr::XATTR_MAGIC {
             return;
         }
         if let Some(n) = refcount {
-            put_le32(b, H_REFCOUNT, n);
+            xattr::set_refcount(b, n);
         }
         if csum {
-            let c = xattr::compute_block_checksum(seed, blk, b);
-            put_le32(b, H_CHECKSUM, c);
+            xattr::set_block_checksum(seed, blk, b);
         }
     })?;
     Ok(true)

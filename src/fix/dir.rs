@@ -12,13 +12,12 @@
 //! recomputed by `lostfound::edit_dir_block`. Changes in how many entries
 //! name an inode go to [`Links`], like the reconnections.
 
-use super::lostfound::{Links, add, dir_block, edit_dir_block, put_rec_len};
+use super::lostfound::{Links, add, dir_block, edit_dir_block};
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le32};
-use crate::fs::dir_entry::{HEADER_LEN, decode_rec_len};
+use crate::fs::dir_entry::{HEADER_LEN, decode_rec_len, put_rec_len};
 use crate::fs::inode::ROOT_INO;
-use crate::fs::inode::field::{I_BLOCK, I_BLOCK_LEN};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::Fs;
@@ -224,8 +223,8 @@ fn edit_inline(
     edit: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<bool, String> {
     let mut changed = false;
-    super::inode::edit(fs, overlay, dir, |b| {
-        changed = edit(&mut b[I_BLOCK + 4..I_BLOCK + I_BLOCK_LEN]);
+    crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
+        changed = edit(&mut m.i_block_mut()[4..]);
     })?;
     Ok(changed)
 }

@@ -26,8 +26,7 @@ use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::dir_entry::{
-    HEADER_LEN, TAIL_FT, TAIL_LEN, compute_tail_checksum, decode_rec_len, encode_rec_len,
-    rec_len_for,
+    HEADER_LEN, TAIL_LEN, decode_rec_len, encode_rec_len, put_tail_header, rec_len_for,
 };
 use crate::fs::inode::field::*;
 use crate::fs::superblock::incompat;
@@ -80,7 +79,7 @@ pub(super) fn fix(
             };
             let changed = salvage(&mut b[..end], bs, inodes);
             if changed && end < bs {
-                write_tail_header(b);
+                put_tail_header(b);
             }
             changed
         }),
@@ -178,13 +177,15 @@ const XATTR_INDEX_SYSTEM: u8 = 7;
 /// Salvages part `part` of an inline directory: 0 the entries in i_block
 /// (after the parent's number), 1 those in the system.data attribute.
 fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: u32, part: u64) -> Result<bool, String> {
-    let pos = super::lostfound::inode_pos(fs, dir)?;
+    let pos = fs
+        .inode_offset(dir)
+        .ok_or_else(|| format!("inode {dir} lies beyond the addressable range"))?;
     let isize = fs.geo.inode_size as usize;
     let csum = fs.metadata_csum();
     let seed = fs.csum_seed;
     let inodes = fs.geo.inodes_count;
     let mut done = false;
-    super::edit_bytes(fs, overlay, pos, isize, |raw| {
+    crate::volume::edit::edit_bytes(fs, overlay, pos, isize, |raw| {
         let (range, hash_at) = match part {
             0 => (Some((I_BLOCK + 4, I_BLOCK + I_BLOCK_LEN)), None),
             1 => match inline_value(raw) {
@@ -203,7 +204,7 @@ fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: u32, part: u64) -> Result
             }
         }
         if done && csum {
-            super::inode::set_checksum(seed, dir, raw);
+            crate::fs::inode::InodeMut(raw).set_checksum(seed, dir);
         }
     })?;
     Ok(done)
@@ -239,19 +240,12 @@ fn edit(
     pblk: u64,
     f: impl FnOnce(&mut [u8]) -> bool,
 ) -> Result<bool, String> {
-    let bs = fs.block_size();
     let seed = if fs.metadata_csum() {
         Some(dir_seed(fs, state, overlay, dir)?)
     } else {
         None
     };
-    let mut b = vec![0u8; bs];
-    let pos = pblk
-        .checked_mul(bs as u64)
-        .ok_or_else(|| format!("block {pblk} lies beyond the addressable range"))?;
-    overlay
-        .read_at(&fs.dev, pos, &mut b)
-        .map_err(|e| format!("cannot read block {pblk}: {e}"))?;
+    let mut b = crate::volume::edit::read_block(fs, overlay, pblk)?;
     let before = b.clone();
     if !f(&mut b) {
         return Ok(false);
@@ -259,22 +253,12 @@ fn edit(
     if let Some(seed) = seed
         && crate::fs::dir_entry::has_tail(&b)
     {
-        let c = compute_tail_checksum(seed, &b);
-        put_le32(&mut b, bs - 4, c);
+        crate::fs::dir_entry::set_tail_checksum(seed, &mut b);
     }
     if b != before {
         overlay.stage(pblk, b).map_err(|e| e.to_string())?;
     }
     Ok(true)
-}
-
-/// Writes the fields of a checksum tail (not the checksum) at the end of `b`.
-pub(super) fn write_tail_header(b: &mut [u8]) {
-    let t = b.len() - TAIL_LEN;
-    put_le32(b, t, 0);
-    put_le16(b, t + 4, TAIL_LEN as u16);
-    b[t + 6] = 0;
-    b[t + 7] = TAIL_FT;
 }
 
 /// Is the record at `off` of `b` (`room` bytes left) readable, as the
@@ -378,7 +362,7 @@ fn insert_tail(b: &mut [u8]) -> bool {
     };
     if off == top {
         // The records already stop where the tail goes.
-        write_tail_header(b);
+        put_tail_header(b);
         return true;
     }
     // An empty record keeps the smallest valid length; a used one what
@@ -393,7 +377,7 @@ fn insert_tail(b: &mut [u8]) -> bool {
     }
     put_le16(b, lo + 4, encode_rec_len(rec - TAIL_LEN, bs));
     b[top..].fill(0);
-    write_tail_header(b);
+    put_tail_header(b);
     true
 }
 

@@ -38,24 +38,19 @@
 //! The walk skips the map entries pass 1's walker skips (out of range, out
 //! of order, bad node headers): those blocks were never claimed.
 
-use super::edit_bytes;
 use crate::check::blockmap::{MapVisitor, Scratch};
 use crate::check::pass1;
 use crate::check::problem::Problem;
 use crate::check::state::State;
-use crate::fs::bytes::{le16, le32, put_le16, put_le32};
-use crate::fs::extent::{self, EXTENT_MAGIC, INIT_MAX_LEN};
-use crate::fs::inode::field::*;
-use crate::fs::inode::{self, Inode, flags, inode_csum_seed};
+use crate::fs::bytes::{le32, put_le32};
+use crate::fs::extent::{self, Extent, ExtentIndex, INIT_MAX_LEN, RawEntry};
+use crate::fs::inode::{self, Inode, InodeMut, flags, inode_csum_seed};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr;
 use crate::repair::overlay::Overlay;
-use crate::volume::Fs;
+use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::{BTreeMap, BTreeSet};
 
-const XATTR_REFCOUNT: usize = 4;
-/// i_blocks counts file system blocks instead of sectors.
-const HUGE_FILE_FL: u32 = 0x4_0000;
 /// The block counts e2fsck's block iterator gives a mapping block and an
 /// xattr block: with bigalloc their copies sit at these offsets (masked)
 /// in a new cluster.
@@ -129,7 +124,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outco
         resolved: BTreeSet::new(),
         staged: false,
     };
-    let mut alloc = Alloc::new(fs);
+    let mut alloc = Allocator::new(fs, &state.block_used);
     for (ino, hits) in &state.dup_owners {
         let ino = *ino;
         if ino == inode::BAD_INO || ino == inode::RESIZE_INO {
@@ -147,24 +142,21 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outco
             out.resolved.insert(ino);
             continue;
         }
-        let Some(pos) = inode_pos(fs, ino) else {
+        let Some(mut raw) = vol::read_inode(fs, overlay, ino)? else {
             continue;
         };
-        let mut raw = vec![0u8; fs.geo.inode_size as usize];
-        overlay
-            .read_at(&fs.dev, pos, &mut raw)
-            .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
+        let checkpoint = alloc.checkpoint();
         let mut tx = Tx {
             fs,
             state,
             overlay,
             claims: claims.clone(),
-            alloc: alloc.clone(),
+            alloc: &mut alloc,
             writes: BTreeMap::new(),
             budget: fs.geo.blocks_count.saturating_mul(4).saturating_add(64),
             seed: fs
                 .metadata_csum()
-                .then(|| inode_csum_seed(fs.csum_seed, ino, le32(&raw, 0x64))),
+                .then(|| inode_csum_seed(fs.csum_seed, ino, Inode::parse(&raw).generation)),
             new_nodes: 0,
             clusters: ClusterCopy::default(),
         };
@@ -172,21 +164,18 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outco
         let Tx {
             writes,
             claims: tx_claims,
-            alloc: tx_alloc,
             ..
         } = tx;
+        if res.is_err() {
+            alloc.rollback(checkpoint);
+        }
         match res {
             Ok(()) => {
                 for (b, data) in writes {
                     overlay.stage(b, data).map_err(|e| e.to_string())?;
                 }
-                for &b in &tx_alloc.taken {
-                    state.block_used.set(state.cluster(b));
-                }
                 claims = tx_claims;
-                alloc = tx_alloc;
-                alloc.taken.clear();
-                write_inode(fs, overlay, ino, pos, &raw)?;
+                vol::write_inode(fs, overlay, ino, &raw)?;
                 out.resolved.insert(ino);
                 out.staged = true;
             }
@@ -208,83 +197,15 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outco
     Ok(out)
 }
 
-fn inode_pos(fs: &Fs, ino: u32) -> Option<u64> {
-    let (blk, off) = fs.inode_location(ino)?;
-    blk.checked_mul(fs.block_size() as u64)?
-        .checked_add(off as u64)
-}
-
-/// Stages the inode's new bytes with their checksum.
-fn write_inode(
-    fs: &Fs,
-    overlay: &mut Overlay,
-    ino: u32,
-    pos: u64,
-    raw: &[u8],
-) -> Result<(), String> {
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
-    edit_bytes(fs, overlay, pos, raw.len(), |b| {
-        b.copy_from_slice(raw);
-        if csum {
-            super::inode::set_checksum(seed, ino, b);
-        }
-    })
-}
-
-/// Hands out free blocks, lowest first: not in use per pass 1 (nor taken
-/// by an earlier fix of this repair, which marks `block_used`) and not
-/// staged. Blocks only ever get taken, so a cursor suffices. With bigalloc
-/// whole clusters are handed out (their first block).
-#[derive(Clone)]
-pub(super) struct Alloc {
-    cursor: u64,
-    end: u64,
-    /// log2 of blocks per cluster.
-    bits: u32,
-    /// Taken by the current transaction (marked in use once it commits).
-    pub taken: Vec<u64>,
-}
-
-impl Alloc {
-    pub fn new(fs: &Fs) -> Alloc {
-        let bits = fs.geo.cluster_bits;
-        Alloc {
-            // The first cluster holding a data block (e2fsck's goal).
-            cursor: fs.geo.first_data_block >> bits << bits,
-            end: fs.geo.blocks_count,
-            bits,
-            taken: Vec::new(),
-        }
-    }
-
-    /// The next free block (with bigalloc the first block of the next
-    /// free cluster) below `limit`, if any.
-    pub fn take(&mut self, state: &State, overlay: &Overlay, limit: u64) -> Option<u64> {
-        let end = self.end.min(limit);
-        let step = 1u64 << self.bits;
-        while self.cursor < end {
-            let b = self.cursor;
-            self.cursor += step;
-            if !state.block_used.get(state.cluster(b))
-                && !overlay.any_in(b..b.saturating_add(step))
-                && b.saturating_add(step) <= self.end
-            {
-                self.taken.push(b);
-                return Some(b);
-            }
-        }
-        None
-    }
-}
-
 /// One inode's copies, kept aside until its whole map is done.
-struct Tx<'a> {
+struct Tx<'a, 't> {
     fs: &'a Fs,
     state: &'a State,
-    overlay: &'a Overlay,
+    overlay: &'t Overlay,
     claims: Claims,
-    alloc: Alloc,
+    /// Taken clusters are marked in use at once; the caller rolls them
+    /// back when the inode cannot be resolved.
+    alloc: &'t mut Allocator<'a>,
     /// New contents of blocks: copies and edited map blocks.
     writes: BTreeMap<u64, Vec<u8>>,
     /// Map entries left to visit (a looping or absurd map stops the walk).
@@ -310,7 +231,7 @@ struct ClusterCopy {
     moved: BTreeMap<u64, u64>,
 }
 
-impl Tx<'_> {
+impl Tx<'_, '_> {
     fn read(&self, b: u64) -> Result<Vec<u8>, Stop> {
         if let Some(d) = self.writes.get(&b) {
             return Ok(d.clone());
@@ -345,10 +266,7 @@ impl Tx<'_> {
             return Ok(None);
         }
         let data = self.read(b)?;
-        let taken = self
-            .alloc
-            .take(self.state, self.overlay, limit)
-            .ok_or(Stop::NoSpace)?;
+        let taken = self.take_below(limit)?;
         let new = taken + (count as u64 & self.cluster_mask());
         self.writes.insert(new, data);
         let c = self.state.cluster(b);
@@ -356,6 +274,14 @@ impl Tx<'_> {
             self.claims.give_up(self.state, c);
         }
         Ok(Some(new))
+    }
+
+    /// The lowest free cluster whose first block lies below `limit`.
+    fn take_below(&mut self, limit: u64) -> Result<u64, Stop> {
+        let first = self.fs.geo.first_data_block;
+        self.alloc
+            .take_from(self.overlay, first, limit)
+            .ok_or(Stop::NoSpace)
     }
 
     fn cluster_mask(&self) -> u64 {
@@ -368,8 +294,7 @@ impl Tx<'_> {
         let inline =
             fs.sb.has_incompat(incompat::INLINE_DATA) && inode.has_flag(flags::INLINE_DATA);
         if !inline && pass1::has_valid_blocks(&inode) {
-            let mut root = [0u8; 60];
-            root.copy_from_slice(&raw[I_BLOCK..I_BLOCK + 60]);
+            let mut root = inode.block;
             if fs.sb.has_incompat(incompat::EXTENTS) && inode.has_flag(flags::EXTENTS) {
                 if self.state.cluster_bits > 0 {
                     self.clusters.runs = data_runs(fs, self.state, ino, &inode);
@@ -385,7 +310,7 @@ impl Tx<'_> {
             } else {
                 self.indirect_root(&mut root)?;
             }
-            raw[I_BLOCK..I_BLOCK + 60].copy_from_slice(&root);
+            InodeMut(raw).i_block_mut().copy_from_slice(&root);
         }
         let acl = inode.file_acl;
         if acl != 0
@@ -399,14 +324,12 @@ impl Tx<'_> {
         {
             // The copy belongs to this inode alone.
             let mut b = self.writes.remove(&new).unwrap_or_default();
-            put_le32(&mut b, XATTR_REFCOUNT, 1);
+            xattr::set_refcount(&mut b, 1);
             if fs.metadata_csum() {
-                let c = xattr::compute_block_checksum(fs.csum_seed, new, &b);
-                put_le32(&mut b, 0x10, c);
+                xattr::set_block_checksum(fs.csum_seed, new, &mut b);
             }
             self.writes.insert(new, b);
-            put_le32(raw, I_FILE_ACL_LO, new as u32);
-            put_le16(raw, I_FILE_ACL_HIGH, (new >> 32) as u16);
+            InodeMut(raw).set_file_acl(new, true);
         }
         Ok(())
     }
@@ -471,7 +394,7 @@ impl Tx<'_> {
             return Ok(());
         };
         if entries.len() <= h.max as usize {
-            put_entries(root, &entries);
+            extent::put_entries_zeroed(root, &entries);
             return Ok(());
         }
         // The root overflowed: its entries move down into a new node and
@@ -484,39 +407,31 @@ impl Tx<'_> {
         }
         let nb = self.new_node()?;
         let mut node = vec![0u8; bsz];
-        put_le16(&mut node, 0, EXTENT_MAGIC);
-        put_le16(&mut node, 4, max);
-        put_le16(&mut node, 6, h.depth);
-        put_entries(&mut node, &entries);
+        extent::put_header(&mut node, 0, max, h.depth);
+        extent::put_entries_zeroed(&mut node, &entries);
         self.finish_node(&mut node);
         self.writes.insert(nb, node);
-        let first = le32(&entries[0], 0);
-        root[12..].fill(0);
-        put_le16(root, 2, 1);
-        put_le16(root, 6, h.depth + 1);
-        put_le32(root, 12, first);
-        put_le32(root, 16, nb as u32);
-        put_le16(root, 20, (nb >> 32) as u16);
+        let index = ExtentIndex {
+            lblk: extent::entry_lblk(&entries[0]),
+            leaf: nb,
+        };
+        root[extent::HEADER_LEN..].fill(0);
+        extent::put_header(root, 0, h.max, h.depth + 1);
+        extent::put_entries(root, &[index.encode()]);
         Ok(())
     }
 
     /// A new tree block (not a copy): counted in the inode's i_blocks.
     fn new_node(&mut self) -> Result<u64, Stop> {
-        let b = self
-            .alloc
-            .take(self.state, self.overlay, u64::MAX)
-            .ok_or(Stop::NoSpace)?;
+        let b = self.take_below(u64::MAX)?;
         self.new_nodes += 1;
         Ok(b)
     }
 
     /// Stores the checksum tail of an extent block.
     fn finish_node(&self, b: &mut [u8]) {
-        if let Some(seed) = self.seed
-            && let Some(c) = extent::compute_block_checksum(seed, b)
-        {
-            let off = extent::tail_offset(extent::parse_header(b).max);
-            put_le32(b, off, c);
+        if let Some(seed) = self.seed {
+            extent::set_block_checksum(seed, b);
         }
     }
 
@@ -530,17 +445,15 @@ impl Tx<'_> {
         start: u64,
         end: Option<u64>,
         walk: &mut ExtWalk,
-    ) -> Result<Option<Vec<[u8; 12]>>, Stop> {
+    ) -> Result<Option<Vec<RawEntry>>, Stop> {
         let geo = &self.fs.geo;
         let h = extent::parse_header(b);
-        let mut out: Vec<[u8; 12]> = Vec::with_capacity(h.entries as usize);
+        let mut out: Vec<RawEntry> = Vec::with_capacity(h.entries as usize);
         let mut changed = false;
         let mut start_block = start;
         for i in 0..h.entries as usize {
             self.tick()?;
-            let off = 12 + 12 * i;
-            let mut raw = [0u8; 12];
-            raw.copy_from_slice(b.get(off..off + 12).ok_or(Stop::Unsupported)?);
+            let mut raw = extent::raw_entry(b, i).ok_or(Stop::Unsupported)?;
             let leaf = depth == 0;
             let (lblk, pblk, len, unwritten) = if leaf {
                 let e = extent::parse_leaf(b, i);
@@ -601,7 +514,7 @@ impl Tx<'_> {
                 {
                     let max = ch.max as usize;
                     if entries.len() <= max {
-                        put_entries(&mut node, &entries);
+                        extent::put_entries_zeroed(&mut node, &entries);
                         self.finish_node(&mut node);
                         self.writes.insert(at, node);
                     } else {
@@ -614,23 +527,22 @@ impl Tx<'_> {
                         let nb = self.new_node()?;
                         let mut second = vec![0u8; node.len()];
                         second[..12].copy_from_slice(&node[..12]);
-                        put_entries(&mut node, a);
+                        extent::put_entries_zeroed(&mut node, a);
                         self.finish_node(&mut node);
                         self.writes.insert(at, node);
-                        put_entries(&mut second, rest);
+                        extent::put_entries_zeroed(&mut second, rest);
                         self.finish_node(&mut second);
                         self.writes.insert(nb, second);
-                        let mut ix = [0u8; 12];
-                        put_le32(&mut ix, 0, le32(&rest[0], 0));
-                        put_le32(&mut ix, 4, nb as u32);
-                        put_le16(&mut ix, 8, (nb >> 32) as u16);
-                        split = Some(ix);
+                        let ix = ExtentIndex {
+                            lblk: extent::entry_lblk(&rest[0]),
+                            leaf: nb,
+                        };
+                        split = Some(ix.encode());
                     }
                 }
             }
             if let Some(new) = target {
-                put_le32(&mut raw, 4, new as u32);
-                put_le16(&mut raw, 8, (new >> 32) as u16);
+                extent::set_index_leaf(&mut raw, new);
                 changed = true;
             }
             out.push(raw);
@@ -692,10 +604,7 @@ impl Tx<'_> {
                 _ if self.claims.dup.contains(&pc) => {
                     let base = match self.implied(l, p) {
                         Some(b) => b,
-                        None => self
-                            .alloc
-                            .take(self.state, self.overlay, u64::MAX)
-                            .ok_or(Stop::NoSpace)?,
+                        None => self.take_below(u64::MAX)?,
                     };
                     self.clusters.last = Some((lc, base));
                     if !self.state.block_meta.get(pc) {
@@ -773,18 +682,14 @@ impl<'a> Remap<'a> {
         }
     }
 
-    fn entry(&self, l: u64, p: u64, n: u64) -> [u8; 12] {
-        let mut e = [0u8; 12];
-        put_le32(&mut e, 0, l as u32);
-        let raw_len = if self.unwritten {
-            n + INIT_MAX_LEN as u64
-        } else {
-            n
-        };
-        put_le16(&mut e, 4, raw_len as u16);
-        put_le16(&mut e, 6, (p >> 32) as u16);
-        put_le32(&mut e, 8, p as u32);
-        e
+    fn entry(&self, l: u64, p: u64, n: u64) -> RawEntry {
+        Extent {
+            lblk: l as u32,
+            len: n as u32,
+            pblk: p,
+            unwritten: self.unwritten,
+        }
+        .encode()
     }
 
     /// Logical block `l` (inside what is left) now lives at `new`.
@@ -820,23 +725,18 @@ impl<'a> Remap<'a> {
         let Some(last) = self.out.last_mut() else {
             return false;
         };
-        let raw_len = u64::from(le16(last, 4));
-        let (n, last_unwritten) = if raw_len > INIT_MAX_LEN as u64 {
-            (raw_len - INIT_MAX_LEN as u64, true)
-        } else {
-            (raw_len, false)
-        };
-        let ll = u64::from(le32(last, 0));
-        let lp = u64::from(le32(last, 8)) | u64::from(le16(last, 6)) << 32;
+        let mut e = extent::decode_leaf(last);
+        let (n, ll, lp) = (u64::from(e.len), u64::from(e.lblk), e.pblk);
         let max_len = if unwritten {
             UNWRITTEN_MAX_LEN
         } else {
             INIT_MAX_LEN as u64
         };
-        if last_unwritten != unwritten || ll + n != l || lp + n != new || n + 1 >= max_len {
+        if e.unwritten != unwritten || ll + n != l || lp + n != new || n + 1 >= max_len {
             return false;
         }
-        put_le16(last, 4, (raw_len + 1) as u16);
+        e.len += 1;
+        *last = e.encode();
         true
     }
 
@@ -888,38 +788,17 @@ struct ExtWalk {
     eof_block: u64,
 }
 
-/// Writes `entries` after the node header and sets its entry count.
-fn put_entries(node: &mut [u8], entries: &[[u8; 12]]) {
-    put_le16(node, 2, entries.len() as u16);
-    for (i, e) in entries.iter().enumerate() {
-        let off = 12 + 12 * i;
-        node[off..off + 12].copy_from_slice(e);
-    }
-    // Stale entries past the count would only confuse a reader.
-    let max = extent::parse_header(node).max as usize;
-    let end = (12 + 12 * max).min(node.len());
-    let from = (12 + 12 * entries.len()).min(end);
-    node[from..end].fill(0);
-}
-
 /// Counts one more map block (with bigalloc, its cluster) in i_blocks.
 fn add_one_block(fs: &Fs, raw: &mut [u8], inode: &Inode) {
     let huge = fs
         .sb
         .has_ro_compat(crate::fs::superblock::ro_compat::HUGE_FILE);
-    let units = if huge && inode.has_flag(HUGE_FILE_FL) {
+    let units = if huge && inode.has_flag(flags::HUGE_FILE) {
         1
     } else {
         u64::from(fs.geo.block_size / 512)
     } << fs.geo.cluster_bits;
-    let hi = if huge {
-        u64::from(le16(raw, I_BLOCKS_HIGH))
-    } else {
-        0
-    };
-    let n = (u64::from(le32(raw, I_BLOCKS_LO)) | (hi << 32)).saturating_add(units);
-    put_le32(raw, I_BLOCKS_LO, n as u32);
-    if huge {
-        put_le16(raw, I_BLOCKS_HIGH, (n >> 32) as u16);
-    }
+    let mut m = InodeMut(raw);
+    let n = m.blocks(huge).saturating_add(units);
+    m.set_blocks(n, huge);
 }

@@ -16,21 +16,15 @@
 //! after it: pass 1D copies the blocks of the files sharing with this one
 //! as they were.
 
-use super::dup::Alloc;
 use crate::check::blockmap::{MapVisitor, Scratch};
 use crate::check::pass1;
 use crate::check::problem::Problem;
 use crate::check::state::State;
-use crate::fs::bytes::{le16, le32, put_le16, put_le32};
-use crate::fs::extent::{self, EXTENT_MAGIC, INIT_MAX_LEN};
-use crate::fs::inode::field::*;
+use crate::fs::extent::INIT_MAX_LEN;
 use crate::fs::inode::{Inode, flags, inode_csum_seed};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::repair::overlay::Overlay;
-use crate::volume::Fs;
-
-/// Entries an extent root in i_block holds.
-const ROOT_MAX: usize = 4;
+use crate::volume::{Allocator, Fs, edit as vol, extent};
 
 /// The data runs and mapping blocks of a block map.
 struct Collect {
@@ -80,7 +74,7 @@ pub(super) fn rebuild(
         // e2fsck answers yes and does nothing without the feature.
         return Ok(false);
     }
-    let Some(raw) = super::inode::read(fs, overlay, ino)? else {
+    let Some(raw) = vol::read_inode(fs, overlay, ino)? else {
         return Ok(false);
     };
     let inode = Inode::parse(&raw);
@@ -100,71 +94,26 @@ pub(super) fn rebuild(
     let mut scratch = Scratch::new();
     pass1::walk_map(&ctx, ino, &inode, false, &mut scratch, &mut c);
     // Extents hold at most 32768 blocks and a 32-bit logical start.
-    let max = u64::from(INIT_MAX_LEN);
-    let mut entries: Vec<[u8; 12]> = Vec::new();
-    for &(l, p, n) in &c.runs {
-        let mut k = 0;
-        while k < n {
-            let len = (n - k).min(max);
-            let Ok(lblk) = u32::try_from(l + k) else {
-                return Ok(false);
-            };
-            let mut e = [0u8; 12];
-            put_le32(&mut e, 0, lblk);
-            put_le16(&mut e, 4, len as u16);
-            put_le16(&mut e, 6, ((p + k) >> 32) as u16);
-            put_le32(&mut e, 8, (p + k) as u32);
-            entries.push(e);
-            k += len;
-        }
-    }
-    let bs = fs.block_size();
-    let per_leaf = extent::max_entries(bs) as usize;
-    let mut root = [0u8; 60];
-    put_le16(&mut root, 0, EXTENT_MAGIC);
-    put_le16(&mut root, 4, ROOT_MAX as u16);
-    let mut leaves: Vec<(u64, Vec<u8>)> = Vec::new();
-    if entries.len() <= ROOT_MAX {
-        put_entries(&mut root, &entries);
-    } else {
-        let chunks: Vec<&[[u8; 12]]> = entries.chunks(per_leaf.max(1)).collect();
-        if chunks.len() > ROOT_MAX || per_leaf == 0 {
-            return Ok(false);
-        }
-        let seed = fs
-            .metadata_csum()
-            .then(|| inode_csum_seed(fs.csum_seed, ino, inode.generation));
-        let mut alloc = Alloc::new(fs);
-        let mut index = Vec::new();
-        for chunk in chunks {
-            let Some(b) = alloc.take(state, overlay, u64::MAX) else {
-                return Ok(false);
-            };
-            let mut node = vec![0u8; bs];
-            put_le16(&mut node, 0, EXTENT_MAGIC);
-            put_le16(&mut node, 4, per_leaf as u16);
-            put_entries(&mut node, chunk);
-            if let Some(seed) = seed
-                && let Some(sum) = extent::compute_block_checksum(seed, &node)
-            {
-                put_le32(&mut node, extent::tail_offset(per_leaf as u16), sum);
-            }
-            let mut ix = [0u8; 12];
-            put_le32(&mut ix, 0, le32(&chunk[0], 0));
-            put_le32(&mut ix, 4, b as u32);
-            put_le16(&mut ix, 8, (b >> 32) as u16);
-            index.push(ix);
-            leaves.push((b, node));
-        }
-        put_le16(&mut root, 6, 1);
-        put_entries(&mut root, &index);
-        for &b in &alloc.taken {
-            state.block_used.set(state.cluster(b));
-        }
-    }
-    for (b, node) in leaves.iter() {
+    let Some(extents) = extent::split_runs(&c.runs, u64::from(INIT_MAX_LEN)) else {
+        return Ok(false);
+    };
+    let seed = fs
+        .metadata_csum()
+        .then(|| inode_csum_seed(fs.csum_seed, ino, inode.generation));
+    let mut alloc = Allocator::new(fs, &state.block_used);
+    let checkpoint = alloc.checkpoint();
+    let view: &Overlay = overlay;
+    let built = extent::build(&extents, fs.block_size(), 4, seed, || {
+        alloc.take_lowest(view)
+    });
+    let Some(tree) = built else {
+        alloc.rollback(checkpoint);
+        return Ok(false);
+    };
+    for (b, node) in &tree.leaves {
         overlay.stage(*b, node.clone()).map_err(|e| e.to_string())?;
     }
+    let (root, leaves) = (tree.root, tree.leaves);
     // i_blocks loses the mapping blocks and gains the leaves, each
     // counted as a whole cluster (e2fsck's i_blocks arithmetic).
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE) && inode.has_flag(flags::HUGE_FILE);
@@ -175,29 +124,13 @@ pub(super) fn rebuild(
     } << fs.geo.cluster_bits;
     let hi_ok = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
     let new_leaves = leaves.len() as u64;
-    super::inode::edit(fs, overlay, ino, |b| {
-        let hi = if hi_ok {
-            u64::from(le16(b, I_BLOCKS_HIGH))
-        } else {
-            0
-        };
-        let blocks = (u64::from(le32(b, I_BLOCKS_LO)) | (hi << 32))
+    Ok(vol::edit_inode(fs, overlay, ino, |m| {
+        let blocks = m
+            .blocks(hi_ok)
             .saturating_sub(c.nodes.saturating_mul(unit))
             .saturating_add(new_leaves * unit);
-        put_le32(b, I_BLOCKS_LO, blocks as u32);
-        if hi_ok {
-            put_le16(b, I_BLOCKS_HIGH, (blocks >> 32) as u16);
-        }
-        put_le32(b, I_FLAGS, le32(b, I_FLAGS) | flags::EXTENTS);
-        b[I_BLOCK..I_BLOCK + 60].copy_from_slice(&root);
-    })
-}
-
-/// Writes `entries` after a node header and sets its entry count.
-fn put_entries(node: &mut [u8], entries: &[[u8; 12]]) {
-    put_le16(node, 2, entries.len() as u16);
-    for (i, e) in entries.iter().enumerate() {
-        let off = 12 + 12 * i;
-        node[off..off + 12].copy_from_slice(e);
-    }
+        m.set_blocks(blocks, hi_ok);
+        m.set_flags(m.flags() | flags::EXTENTS);
+        m.i_block_mut().copy_from_slice(&root);
+    })?)
 }

@@ -8,15 +8,12 @@
 //! a changed inode with its old checksum would be a new problem. The inode
 //! is read through the overlay, so several fixes of one inode accumulate.
 
-use super::edit_bytes;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
-use crate::fs::bytes::{le16, le32, put_le16, put_le32};
-use crate::fs::inode::field::*;
-use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, compute_checksum, flags};
+use crate::fs::inode::{Inode, InodeMut, flags};
 use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::Overlay;
-use crate::volume::Fs;
+use crate::volume::{Fs, edit as vol};
 
 /// Files this large need the large_file feature.
 const LARGE_FILE_SIZE: u64 = 0x8000_0000;
@@ -37,31 +34,22 @@ enum Edit {
 }
 
 impl Edit {
-    fn apply(&self, b: &mut [u8]) {
+    fn apply(&self, m: &mut InodeMut) {
         match *self {
             Edit::Checksum => {}
-            Edit::Links(n) => put_le16(b, I_LINKS_COUNT, n),
-            Edit::ClearDtime => put_le32(b, I_DTIME, 0),
-            Edit::SetDtime(t) => put_le32(b, I_DTIME, t),
-            Edit::ClearFlags(f) => {
-                let v = crate::fs::bytes::le32(b, I_FLAGS) & !f;
-                put_le32(b, I_FLAGS, v);
-            }
+            Edit::Links(n) => m.set_links(n),
+            Edit::ClearDtime => m.set_dtime(0),
+            Edit::SetDtime(t) => m.set_dtime(t),
+            Edit::ClearFlags(f) => m.set_flags(m.flags() & !f),
             Edit::Size(n) => {
-                put_le32(b, I_SIZE_LO, n as u32);
-                put_le32(b, I_SIZE_HIGH, (n >> 32) as u32);
+                m.set_size(n);
                 // An inline inode left with no data is no longer inline.
-                if n == 0 && le32(b, I_FLAGS) & flags::INLINE_DATA != 0 {
-                    put_le32(b, I_FLAGS, le32(b, I_FLAGS) & !flags::INLINE_DATA);
-                    b[I_BLOCK..I_BLOCK + 60].fill(0);
+                if n == 0 && m.flags() & flags::INLINE_DATA != 0 {
+                    m.set_flags(m.flags() & !flags::INLINE_DATA);
+                    m.i_block_mut().fill(0);
                 }
             }
-            Edit::Blocks(n, huge) => {
-                put_le32(b, I_BLOCKS_LO, n as u32);
-                if huge {
-                    put_le16(b, I_BLOCKS_HIGH, (n >> 32) as u16);
-                }
-            }
+            Edit::Blocks(n, huge) => m.set_blocks(n, huge),
         }
     }
 }
@@ -93,8 +81,8 @@ pub(super) fn fix(
         // A dtime that is an orphan-list link of a list no longer there:
         // e2fsck deletes the inode when it has no links, else keeps it.
         (Code::InodeOrphanInUse, _) => {
-            let raw = read(fs, overlay, ino)?.ok_or("inode has no place on disk")?;
-            if le16(&raw, I_LINKS_COUNT) == 0 {
+            let raw = vol::read_inode(fs, overlay, ino)?.ok_or("inode has no place on disk")?;
+            if Inode::parse(&raw).links_count == 0 {
                 Edit::SetDtime(super::lostfound::now())
             } else {
                 Edit::ClearDtime
@@ -124,50 +112,7 @@ pub(super) fn fix(
         }
         _ => return Ok(false),
     };
-    edit(fs, overlay, ino, |b| change.apply(b))
-}
-
-/// Byte position of inode `ino` on the device.
-fn position(fs: &Fs, ino: u32) -> Option<u64> {
-    let (blk, off) = fs.inode_location(ino)?;
-    blk.checked_mul(u64::from(fs.geo.block_size))?
-        .checked_add(off as u64)
-}
-
-/// Inode `ino` as the fixes staged so far leave it; None when it lies
-/// outside the inode tables.
-pub(super) fn read(fs: &Fs, overlay: &Overlay, ino: u32) -> Result<Option<Vec<u8>>, String> {
-    let Some(pos) = position(fs, ino) else {
-        return Ok(None);
-    };
-    let mut b = vec![0u8; fs.geo.inode_size as usize];
-    overlay
-        .read_at(&fs.dev, pos, &mut b)
-        .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
-    Ok(Some(b))
-}
-
-/// Lets `change` rewrite inode `ino` (read through the overlay), then
-/// stores its checksum with metadata_csum and stages the block. False when
-/// the inode lies outside the inode tables.
-pub(super) fn edit(
-    fs: &Fs,
-    overlay: &mut Overlay,
-    ino: u32,
-    change: impl FnOnce(&mut [u8]),
-) -> Result<bool, String> {
-    let Some(pos) = position(fs, ino) else {
-        return Ok(false);
-    };
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
-    edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
-        change(b);
-        if csum {
-            set_checksum(seed, ino, b);
-        }
-    })?;
-    Ok(true)
+    Ok(vol::edit_inode(fs, overlay, ino, |m| change.apply(m))?)
 }
 
 /// What releasing an inode also wipes.
@@ -193,14 +138,14 @@ pub(super) fn release(
 ) -> Result<bool, String> {
     let t = super::lostfound::now();
     let wipe_map = how.reserved_map && ino < fs.geo.first_ino;
-    if !edit(fs, overlay, ino, |b| {
+    if !vol::edit_inode(fs, overlay, ino, |m| {
         if how.flags {
-            put_le32(b, I_FLAGS, 0);
+            m.set_flags(0);
         }
-        put_le16(b, I_LINKS_COUNT, 0);
-        put_le32(b, I_DTIME, t);
+        m.set_links(0);
+        m.set_dtime(t);
         if wipe_map {
-            b[I_BLOCK..I_BLOCK + I_BLOCK_LEN].fill(0);
+            m.i_block_mut().fill(0);
         }
     })? {
         return Ok(false);
@@ -209,29 +154,4 @@ pub(super) fn release(
         map.clear(ino as u64);
     }
     Ok(true)
-}
-
-/// Stores the checksum inode `ino` should carry (the high half only where
-/// the inode has room for it).
-pub(super) fn set_checksum(seed: u32, ino: u32, b: &mut [u8]) {
-    let c = compute_checksum(seed, ino, b);
-    put_le16(b, I_CHECKSUM_LO, c as u16);
-    if b.len() > GOOD_OLD_INODE_SIZE && le16(b, I_EXTRA_ISIZE) >= 4 {
-        put_le16(b, I_CHECKSUM_HI, (c >> 16) as u16);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn checksum_round_trips() {
-        let mut b = vec![0u8; 256];
-        put_le16(&mut b, I_EXTRA_ISIZE, 32);
-        set_checksum(7, 12, &mut b);
-        let c = compute_checksum(7, 12, &b);
-        assert_eq!(u32::from(le16(&b, I_CHECKSUM_LO)), c & 0xFFFF);
-        assert_eq!(u32::from(le16(&b, I_CHECKSUM_HI)), c >> 16);
-    }
 }

@@ -17,7 +17,6 @@
 
 use crate::check::Report;
 use crate::check::problem::Code;
-use crate::fs::bytes::{le16, put_le16};
 use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, incompat};
 use crate::io::RangeOverlay;
 use crate::repair::overlay::{Overlay, Staging};
@@ -147,11 +146,7 @@ pub fn replay_is_correction(report: &Report) -> bool {
 /// valid again at the end of the full check it then runs, which this
 /// stages over the replay (the state field, checksum redone).
 pub fn mark_valid(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
-    super::edit_superblock(fs, overlay, |sb| {
-        let state = le16(sb, S_STATE) | STATE_VALID;
-        put_le16(sb, S_STATE, state);
-    })
+    Ok(crate::volume::edit::edit_superblock(fs, overlay, |sb| {
+        sb.set_state(sb.state() | STATE_VALID);
+    })?)
 }
-
-/// `s_state` in the superblock.
-const S_STATE: usize = 0x3A;

@@ -32,12 +32,12 @@
 use crate::check::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
-use crate::fs::bytes::{le32, put_le16, put_le32};
-use crate::fs::inode::{self as finode, flags};
-use crate::fs::journal::{BLOCKTYPE_SB_V2, JBD2_MAGIC};
-use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, compat, incompat};
+use crate::fs::bytes::put_le32;
+use crate::fs::extent::Extent;
+use crate::fs::inode::{self as finode, InodeMut, flags};
+use crate::fs::superblock::{JNL_BACKUP_BLOCKS, compat, incompat};
 use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
-use crate::volume::Fs;
+use crate::volume::{Allocator, Fs, edit as vol, extent};
 use std::collections::BTreeSet;
 
 const JOURNAL_INO: u32 = 8;
@@ -46,17 +46,6 @@ const JOURNAL_INO: u32 = 8;
 const MIN_BACKUP_SIZE: i64 = 1024;
 /// Longest initialised extent.
 const MAX_EXTENT: u64 = 32768;
-
-// Superblock fields.
-const S_FEATURE_COMPAT: usize = 0x5C;
-const S_FEATURE_INCOMPAT: usize = 0x60;
-const S_JOURNAL_UUID: usize = 0xD0;
-const S_JOURNAL_INUM: usize = 0xE0;
-const S_JOURNAL_DEV: usize = 0xE4;
-const S_JNL_BACKUP_TYPE: usize = 0xFD;
-const S_JNL_BLOCKS: usize = 0x10C;
-const S_BLOCK_GROUP_NR: usize = 0x5A;
-const S_STATE: usize = 0x3A;
 
 /// e2fsck's default journal size in blocks for a file system of `blocks`
 /// blocks; None when it is too small for a journal.
@@ -90,7 +79,7 @@ pub(super) fn recreate(
             "recreating a journal with fast-commit blocks is not implemented yet".into(),
         ));
     }
-    let backup = if sb.jnl_backup_type == 1 {
+    let backup = if sb.jnl_backup_type == JNL_BACKUP_BLOCKS {
         (i64::from(sb.jnl_blocks[15]) << 12) | (i64::from(sb.jnl_blocks[16]) >> 20)
     } else {
         -1
@@ -101,10 +90,9 @@ pub(super) fn recreate(
         Some(backup as u64)
     };
     let Some(n) = blocks else {
-        super::edit_superblock(fs, overlay, |s| {
-            let c = le32(s, S_FEATURE_COMPAT) & !compat::HAS_JOURNAL;
-            put_le32(s, S_FEATURE_COMPAT, c);
-            clear_journal_fields(s);
+        vol::edit_superblock(fs, overlay, |s| {
+            s.set_compat(s.compat() & !compat::HAS_JOURNAL);
+            s.clear_journal();
         })?;
         return Ok(None);
     };
@@ -112,7 +100,6 @@ pub(super) fn recreate(
     // The old journal's blocks that only it claimed become free.
     let old = old_blocks(fs);
     let only_old = |b: u64| old.contains(&b) && !state.block_dup.get(b) && !state.block_meta.get(b);
-    let free = |b: u64| geo.block_in_fs(b) && (!state.block_used.get(b) || only_old(b));
     let group_free = |g: u32| {
         let first = geo.group_first_block(g);
         let end = first + geo.group_blocks(g) as u64;
@@ -133,23 +120,16 @@ pub(super) fn recreate(
     let apb = (geo.block_size / 4) as u64;
     let ind_count = if extents { 0 } else { indirect_blocks(n, apb) };
     let need = n + ind_count;
-    let mut picked: Vec<u64> = Vec::new();
-    let first = geo.first_data_block;
-    let mut b = goal.max(first);
-    let span = geo.blocks_count - first;
-    for _ in 0..span {
-        if picked.len() as u64 == need {
-            break;
-        }
-        if free(b) {
-            picked.push(b);
-        }
-        b += 1;
-        if b >= geo.blocks_count {
-            b = first;
+    let mut alloc = Allocator::new(fs, &state.block_used);
+    let checkpoint = alloc.checkpoint();
+    for &b in &old {
+        if only_old(b) {
+            alloc.free(b);
         }
     }
+    let picked = pick(&mut alloc, overlay, goal, need);
     if (picked.len() as u64) < need {
+        alloc.rollback(checkpoint);
         return Ok(Some(format!(
             "not enough free blocks for a {n}-block journal"
         )));
@@ -161,30 +141,30 @@ pub(super) fn recreate(
     let mut ind_blocks: Vec<(u64, Vec<u8>)> = Vec::new();
     if extents {
         data.extend_from_slice(&picked);
-        let mut runs: Vec<(u64, u64, u64)> = Vec::new();
+        let mut runs: Vec<Extent> = Vec::new();
         for (l, &p) in picked.iter().enumerate() {
             match runs.last_mut() {
-                Some((_, start, len)) if *start + *len == p && *len < MAX_EXTENT => *len += 1,
-                _ => runs.push((l as u64, p, 1)),
+                Some(e) if e.pblk + u64::from(e.len) == p && u64::from(e.len) < MAX_EXTENT => {
+                    e.len += 1
+                }
+                _ => runs.push(Extent {
+                    lblk: l as u32,
+                    len: 1,
+                    pblk: p,
+                    unwritten: false,
+                }),
             }
         }
-        if runs.len() > 4 {
+        // In the inode only (no leaf blocks).
+        let Some(tree) = extent::build(&runs, bs, 0, None, || None) else {
+            alloc.rollback(checkpoint);
             return Ok(Some(format!(
                 "the free space would give the journal {} extents; more than the inode \
                  holds is not implemented yet",
                 runs.len()
             )));
-        }
-        put_le16(&mut block, 0, crate::fs::extent::EXTENT_MAGIC);
-        put_le16(&mut block, 2, runs.len() as u16);
-        put_le16(&mut block, 4, 4);
-        for (i, &(l, p, len)) in runs.iter().enumerate() {
-            let o = 12 + 12 * i;
-            put_le32(&mut block, o, l as u32);
-            put_le16(&mut block, o + 4, len as u16);
-            put_le16(&mut block, o + 6, (p >> 32) as u16);
-            put_le32(&mut block, o + 8, p as u32);
-        }
+        };
+        block = tree.root;
     } else {
         map_indirect(&picked, n, apb, bs, &mut block, &mut data, &mut ind_blocks);
     }
@@ -208,79 +188,64 @@ pub(super) fn recreate(
     for (p, bytes) in ind_blocks {
         overlay.stage(p, bytes).map_err(|e| e.to_string())?;
     }
-    let mut jsb = vec![0u8; bs];
-    let be = |b: &mut [u8], o: usize, v: u32| b[o..o + 4].copy_from_slice(&v.to_be_bytes());
-    be(&mut jsb, 0x0, JBD2_MAGIC);
-    be(&mut jsb, 0x4, BLOCKTYPE_SB_V2);
-    be(&mut jsb, 0xC, geo.block_size);
-    be(&mut jsb, 0x10, n as u32);
-    be(&mut jsb, 0x14, 1);
-    be(&mut jsb, 0x18, 1);
-    be(&mut jsb, 0x40, 1);
-    jsb[0x30..0x40].copy_from_slice(&sb.uuid);
+    let jsb = crate::fs::journal::new_superblock(geo.block_size, n as u32, &sb.uuid);
     overlay.stage(data[0], jsb).map_err(|e| e.to_string())?;
 
     // The inode.
     let now = crate::check::now().min(u32::MAX as u64) as u32;
     let isz = geo.inode_size as usize;
-    let mut raw = vec![0u8; isz];
-    put_le16(&mut raw, 0x0, 0o100600);
     let size = n * geo.block_size as u64;
-    put_le32(&mut raw, 0x4, size as u32);
-    put_le32(&mut raw, 0x6C, (size >> 32) as u32);
-    for o in [0x8, 0xC, 0x10] {
-        put_le32(&mut raw, o, now);
-    }
-    put_le16(&mut raw, 0x1A, 1);
     let sectors = (n + ind_count) * (geo.block_size as u64 / 512);
-    put_le32(&mut raw, 0x1C, sectors as u32);
-    put_le16(&mut raw, 0x74, (sectors >> 32) as u16);
+    let mut raw = vec![0u8; isz];
+    let mut m = InodeMut(&mut raw);
+    m.set_mode(0o100600);
+    m.set_size(size);
+    m.set_times(now);
+    m.set_links(1);
+    m.set_blocks(sectors, true);
     if extents {
-        put_le32(&mut raw, 0x20, flags::EXTENTS);
+        m.set_flags(flags::EXTENTS);
     }
-    raw[0x28..0x28 + 60].copy_from_slice(&block);
+    m.i_block_mut().copy_from_slice(&block);
     if isz > finode::GOOD_OLD_INODE_SIZE {
-        put_le16(&mut raw, 0x80, 32.min(isz as u16 - 128));
-        if isz >= 0x94 {
-            put_le32(&mut raw, 0x90, now);
+        m.set_extra_isize(32.min(isz as u16 - 128));
+        if isz >= crate::fs::inode::field::I_CRTIME + 4 {
+            m.set_crtime(now);
         }
     }
-    if fs.metadata_csum() {
-        super::inode::set_checksum(fs.csum_seed, JOURNAL_INO, &mut raw);
+    if !vol::write_inode(fs, overlay, JOURNAL_INO, &raw)? {
+        return Err("the journal inode has no valid location".into());
     }
-    let (iblk, ioff) = fs
-        .inode_location(JOURNAL_INO)
-        .ok_or("the journal inode has no valid location")?;
-    super::edit_bytes(fs, overlay, iblk * bs as u64 + ioff as u64, isz, |b| {
-        b.copy_from_slice(&raw)
-    })?;
 
     // The superblock.
-    super::edit_superblock(fs, overlay, |s| {
-        let c = le32(s, S_FEATURE_COMPAT) | compat::HAS_JOURNAL;
-        put_le32(s, S_FEATURE_COMPAT, c);
-        let i = le32(s, S_FEATURE_INCOMPAT) & !incompat::RECOVER;
-        put_le32(s, S_FEATURE_INCOMPAT, i);
-        clear_journal_fields(s);
-        put_le32(s, S_JOURNAL_INUM, JOURNAL_INO);
-        for w in 0..15 {
-            put_le32(s, S_JNL_BLOCKS + 4 * w, le32(&block, 4 * w));
-        }
-        put_le32(s, S_JNL_BLOCKS + 60, (size >> 32) as u32);
-        put_le32(s, S_JNL_BLOCKS + 64, size as u32);
-        s[S_JNL_BACKUP_TYPE] = 1;
+    vol::edit_superblock(fs, overlay, |s| {
+        s.set_compat(s.compat() | compat::HAS_JOURNAL);
+        s.set_incompat(s.incompat() & !incompat::RECOVER);
+        s.clear_journal();
+        s.set_journal_inum(JOURNAL_INO);
+        s.set_journal_backup(&block, size);
     })?;
+    Ok(None)
+}
 
-    // The maps the summary is rebuilt from.
-    for &b in &old {
-        if only_old(b) {
-            state.block_used.clear(b);
+/// `need` free blocks in libext2fs' order: ascending from `goal`, then
+/// from the first data block up to it; fewer when there are not as many.
+fn pick(alloc: &mut Allocator, overlay: &Overlay, goal: u64, need: u64) -> Vec<u64> {
+    let first = alloc.first_data_block();
+    let start = goal.max(first);
+    let mut picked = Vec::new();
+    let (mut at, mut end, mut wrapped) = (start, alloc.blocks_count(), false);
+    while (picked.len() as u64) < need {
+        match alloc.take_from(overlay, at, end) {
+            Some(b) => {
+                picked.push(b);
+                at = b + 1;
+            }
+            None if !wrapped => (at, end, wrapped) = (first, start, true),
+            None => break,
         }
     }
-    for &b in &picked {
-        state.block_used.set(b);
-    }
-    Ok(None)
+    picked
 }
 
 /// Writes the journal inode the check read from the superblock's backup
@@ -292,83 +257,14 @@ pub(super) fn restore_from_backup(fs: &Fs, overlay: &mut Overlay) -> Result<bool
         return Ok(false);
     };
     let ino = fs.sb.journal_inum;
-    let (iblk, ioff) = fs
-        .inode_location(ino)
-        .ok_or("the journal inode has no valid location")?;
-    let pos = iblk
-        .checked_mul(fs.block_size() as u64)
-        .and_then(|p| p.checked_add(ioff as u64))
-        .ok_or("the journal inode lies beyond the addressable range")?;
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
-    super::edit_bytes(fs, overlay, pos, fs.geo.inode_size as usize, |b| {
-        let n = small.len().min(b.len());
-        b[..n].copy_from_slice(&small[..n]);
-        if csum {
-            super::inode::set_checksum(seed, ino, b);
-        }
+    let placed = vol::edit_inode(fs, overlay, ino, |m| {
+        let n = small.len().min(m.0.len());
+        m.0[..n].copy_from_slice(&small[..n]);
     })?;
+    if !placed {
+        return Err("the journal inode has no valid location".into());
+    }
     Ok(true)
-}
-
-/// Writes the superblock and descriptor table backups from the primary
-/// (read through the staged blocks): e2fsck writes them whenever it has
-/// cleared a journal, so the backups name the new journal too. Descriptor
-/// backups of meta_bg groups are left alone.
-pub(super) fn write_backups(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
-    let geo = &fs.geo;
-    let bs = fs.block_size() as u64;
-    let mut sb = vec![0u8; 1024];
-    overlay
-        .read_at(&fs.dev, SUPERBLOCK_OFFSET, &mut sb)
-        .map_err(|e| format!("cannot read the superblock: {e}"))?;
-    let ndesc = if geo.meta_bg {
-        geo.first_meta_bg.min(geo.desc_blocks)
-    } else {
-        geo.desc_blocks
-    };
-    let mut descs = Vec::new();
-    for i in 0..ndesc {
-        let mut d = vec![0u8; bs as usize];
-        let blk = geo.desc_block_location(fs.sb_block, i);
-        overlay
-            .read_at(&fs.dev, blk * bs, &mut d)
-            .map_err(|e| format!("cannot read descriptor block {blk}: {e}"))?;
-        descs.push(d);
-    }
-    for g in 1..geo.groups {
-        if !geo.group_has_super(g) {
-            continue;
-        }
-        let start = geo.group_first_block(g);
-        let mut copy = sb.clone();
-        put_le16(&mut copy, S_BLOCK_GROUP_NR, g as u16);
-        // e2fsck's library writes backups marked not clean and without
-        // needs_recovery (the state is kept only in the primary).
-        let st = crate::fs::bytes::le16(&copy, S_STATE) & !STATE_VALID;
-        put_le16(&mut copy, S_STATE, st);
-        let inc = le32(&copy, S_FEATURE_INCOMPAT) & !incompat::RECOVER;
-        put_le32(&mut copy, S_FEATURE_INCOMPAT, inc);
-        if fs.metadata_csum() {
-            let c = crate::fs::checksum::crc32c_raw(!0, &copy[..0x3FC]);
-            put_le32(&mut copy, 0x3FC, c);
-        }
-        super::edit_bytes(fs, overlay, start * bs, 1024, |b| b.copy_from_slice(&copy))?;
-        for (i, d) in descs.iter().enumerate() {
-            let blk = start + 1 + i as u64;
-            if geo.block_in_fs(blk) {
-                super::edit_bytes(fs, overlay, blk * bs, bs as usize, |b| b.copy_from_slice(d))?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn clear_journal_fields(s: &mut [u8]) {
-    s[S_JOURNAL_UUID..S_JOURNAL_UUID + 16].fill(0);
-    put_le32(s, S_JOURNAL_INUM, 0);
-    put_le32(s, S_JOURNAL_DEV, 0);
-    s[S_JNL_BLOCKS..S_JNL_BLOCKS + 68].fill(0);
 }
 
 /// Blocks the old journal inode maps (as pass 1 walked it).

@@ -11,24 +11,23 @@
 //! summary rebuilt last frees it in the bitmap and the counts.
 //!
 //! Directory blocks are read through the overlay, so several entries added
-//! to one block accumulate. What is not built yet is left unfixed (and so
-//! listed by the re-check): a missing or indexed (htree) or inline
-//! lost+found, a lost+found with no room in its blocks (expanding it
-//! needs a block allocation), indexed or inline directories to reconnect.
+//! to one block accumulate; a full lost+found grows by a block (`expand`).
+//! What is not built yet is left unfixed (and so listed by the re-check):
+//! an indexed (htree) or inline lost+found, one whose map is deeper than
+//! the inode's extent root or the direct pointers, indexed or inline
+//! directories to reconnect.
 
-use super::edit_bytes;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
-use crate::fs::bytes::{le16, le32, put_le16, put_le32};
+use crate::fs::bytes::{le16, le32, put_le32};
 use crate::fs::dir_entry::{
-    HEADER_LEN, TAIL_LEN, compute_tail_checksum, decode_rec_len, encode_rec_len, has_tail,
-    rec_len_for,
+    self, HEADER_LEN, TAIL_LEN, decode_rec_len, has_tail, put_name, put_rec_len, rec_len_for,
 };
-use crate::fs::inode::field::*;
-use crate::fs::inode::{ROOT_INO, inode_csum_seed};
+use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN};
+use crate::fs::inode::{InodeMut, ROOT_INO, inode_csum_seed};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
-use crate::volume::Fs;
+use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::BTreeMap;
 
 /// Changes to the number of entries naming each inode, made by the fixes.
@@ -102,25 +101,12 @@ pub(super) fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> R
     let generation = match (state.dir_index(ino), state.dir_gen.is_empty()) {
         (Some(k), false) => state.dir_gen.get(k).copied().unwrap_or(0),
         _ => {
-            let pos = inode_pos(fs, ino)?;
-            let mut g = [0u8; 4];
-            overlay
-                .read_at(&fs.dev, pos + I_GENERATION as u64, &mut g)
-                .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
-            u32::from_le_bytes(g)
+            let raw = vol::read_inode(fs, overlay, ino)?
+                .ok_or_else(|| format!("inode {ino} lies beyond the addressable range"))?;
+            InodeMut(&mut raw.clone()).generation()
         }
     };
     Ok(inode_csum_seed(fs.csum_seed, ino, generation))
-}
-
-/// Byte position of inode `ino` on the device.
-pub(super) fn inode_pos(fs: &Fs, ino: u32) -> Result<u64, String> {
-    fs.inode_location(ino)
-        .and_then(|(blk, off)| {
-            blk.checked_mul(fs.block_size() as u64)?
-                .checked_add(off as u64)
-        })
-        .ok_or_else(|| format!("inode {ino} lies beyond the addressable range"))
 }
 
 /// Reads block `pblk` of directory `dir` through the overlay, lets `edit`
@@ -142,14 +128,12 @@ pub(super) fn edit_dir_block(
     };
     let mut done = false;
     let htree = state.has_iflag(dir, iflag::HTREE);
-    edit_bytes(fs, overlay, pblk * bs as u64, bs, |b| {
+    vol::edit_bytes(fs, overlay, pblk * bs as u64, bs, |b| {
         let tail = seed.is_some() && has_tail(b);
         let end = if tail { b.len() - TAIL_LEN } else { b.len() };
         done = edit(&mut b[..end]);
         if done && let Some(seed) = seed.filter(|_| tail) {
-            let c = compute_tail_checksum(seed, b);
-            let n = b.len();
-            put_le32(b, n - 4, c);
+            dir_entry::set_tail_checksum(seed, b);
         } else if done && let Some(seed) = seed.filter(|_| htree) {
             // An htree root ('..' rewritten) keeps its checksum in the
             // dx tail after the index.
@@ -171,13 +155,6 @@ fn dx_root_reseal(b: &mut [u8], dir: u32, seed: u32) {
     if let Some(c) = htree::compute_tail_checksum(seed, b, count_off, cl) {
         put_le32(b, count_off + cl.limit as usize * 8 + 4, c);
     }
-}
-
-/// Stores the rec_len of the entry at `off` in `b` (a block, or its part
-/// before a checksum tail): 64 KiB blocks encode lengths that do not fit
-/// 16 bits, the inverse of `decode_rec_len`.
-pub(super) fn put_rec_len(b: &mut [u8], off: usize, len: usize) {
-    put_le16(b, off + 4, encode_rec_len(len, b.len()));
 }
 
 /// Adds entry `name` → `ino` (type `ft`) in the first record of `b` with
@@ -212,13 +189,7 @@ fn insert_entry(b: &mut [u8], ino: u32, name: &[u8], ft: u8, filetype: bool) -> 
                 put_rec_len(b, at, len);
             }
             put_le32(b, at, ino);
-            if filetype {
-                b[at + 6] = name.len() as u8;
-                b[at + 7] = ft;
-            } else {
-                put_le16(b, at + 6, name.len() as u16);
-            }
-            b[at + HEADER_LEN..at + HEADER_LEN + name.len()].copy_from_slice(name);
+            put_name(b, at, name, filetype.then_some(ft));
             // Bytes after the name are zeroed so no old name shows through.
             b[at + HEADER_LEN + name.len()..at + len].fill(0);
             return true;
@@ -289,13 +260,7 @@ fn reconnect(
         let n = name.as_bytes();
         edit_dir_block(fs, state, overlay, lf, pblk, |b| {
             put_le32(b, 0, ino);
-            if filetype {
-                b[6] = n.len() as u8;
-                b[7] = ft;
-            } else {
-                put_le16(b, 6, n.len() as u16);
-            }
-            b[HEADER_LEN..HEADER_LEN + n.len()].copy_from_slice(n);
+            put_name(b, 0, n, filetype.then_some(ft));
             true
         })?;
     }
@@ -308,36 +273,20 @@ fn reconnect(
 
 /// How `expand` changes the block map in the inode.
 enum MapEdit {
-    /// The extent entry at `at` gets length `len`.
-    Grow { at: usize, len: u16 },
-    /// A new extent after the `n` there are: logical `lblk`, block `blk`.
-    Add { n: usize, lblk: usize, blk: u64 },
-    /// Direct pointer `lblk` becomes `blk`.
-    Direct { lblk: usize, blk: u64 },
+    /// The last of the root's extents grows by one block.
+    Grow,
+    /// A new extent of one block after the others.
+    Add,
+    /// A direct pointer is set.
+    Direct,
 }
 
-impl MapEdit {
-    fn apply(&self, b: &mut [u8]) {
-        match *self {
-            MapEdit::Grow { at, len } => put_le16(b, at + 4, len),
-            MapEdit::Add { n, lblk, blk } => {
-                let e = I_BLOCK + 12 * (n + 1);
-                put_le32(b, e, lblk as u32);
-                put_le16(b, e + 4, 1);
-                put_le16(b, e + 6, (blk >> 32) as u16);
-                put_le32(b, e + 8, blk as u32);
-                put_le16(b, I_BLOCK + 2, (n + 1) as u16);
-            }
-            MapEdit::Direct { lblk, blk } => put_le32(b, I_BLOCK + 4 * lblk, blk as u32),
-        }
-    }
-}
-
-/// Adds one empty block at the end of /lost+found: the extent in the
-/// inode grows when the next block is free, or a new extent (or direct
-/// pointer) takes the lowest free block. Deeper extent trees and indirect
-/// blocks are not handled (None). The block is marked in use in `State`
-/// for the summary; i_size and i_blocks grow with it.
+/// Adds one empty block at the end of /lost+found, as e2fsck's "Expand":
+/// with bigalloc, the next block of the cluster its last block is in when
+/// its logical cluster goes on (nothing allocated); else the last extent
+/// grows when the next block is free, or a new extent (or direct pointer)
+/// takes the lowest free block (cluster). Deeper extent trees and indirect blocks are not handled
+/// (None). i_size grows by the block, i_blocks by a newly taken cluster.
 fn expand(
     fs: &Fs,
     state: &State,
@@ -345,82 +294,110 @@ fn expand(
     lf: &mut LostFound,
 ) -> Result<Option<u64>, String> {
     let ino = lf.ino;
-    let pos = inode_pos(fs, ino)?;
-    let isize = fs.geo.inode_size as usize;
-    let mut raw = vec![0u8; isize];
-    overlay
-        .read_at(&fs.dev, pos, &mut raw)
-        .map_err(|e| format!("cannot read inode {ino}: {e}"))?;
+    let Some(mut raw) = vol::read_inode(fs, overlay, ino)? else {
+        return Ok(None);
+    };
+    let node = InodeMut(&mut raw);
     let bs = fs.block_size();
     let lblk = lf.blocks.len();
-    let geo = &fs.geo;
-    let free = |b: u64| geo.block_in_fs(b) && b >= geo.first_data_block && !state.block_used.get(b);
-    let lowest = || (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(b));
-    let extents = le32(&raw, I_FLAGS) & EXTENTS_FL != 0;
-    let root = I_BLOCK;
-    let (blk, edit) = if extents {
-        let n = le16(&raw, root + 2) as usize;
-        if le16(&raw, root) != EXTENT_MAGIC || le16(&raw, root + 6) != 0 || n == 0 || n > 4 {
+    let mask = (1u64 << fs.geo.cluster_bits) - 1;
+    // With bigalloc, where the block lies in its cluster.
+    let offset = lblk as u64 & mask;
+    let mut alloc = Allocator::new(fs, &state.block_used);
+    let view: &Overlay = overlay;
+    // A new cluster costs its sectors in i_blocks; a block of the last
+    // cluster nothing.
+    let mut taken = true;
+    let (blk, edit) = if node.flags() & EXTENTS_FL != 0 {
+        let root = node.i_block();
+        let h = extent::parse_header(root);
+        let n = usize::from(h.entries);
+        if h.magic != EXTENT_MAGIC || h.depth != 0 || n == 0 || n > 4 {
             return Ok(None);
         }
-        let e = root + 12 * n;
-        let (elblk, elen) = (le32(&raw, e) as usize, le16(&raw, e + 4));
-        let epblk = (u64::from(le16(&raw, e + 6)) << 32) | u64::from(le32(&raw, e + 8));
+        let last = extent::parse_leaf(root, n - 1);
         // An unwritten last extent, or one not ending where the directory
         // does, is pass 1's business.
-        if elen == 0 || elen >= 32768 || elblk + elen as usize != lblk {
+        if last.len == 0
+            || last.unwritten
+            || last.len >= u32::from(INIT_MAX_LEN)
+            || last.lblk as usize + last.len as usize != lblk
+        {
             return Ok(None);
         }
-        let next = epblk + u64::from(elen);
-        if free(next) && elen < 32767 {
-            (
-                next,
-                MapEdit::Grow {
-                    at: e,
-                    len: elen + 1,
-                },
-            )
+        let next = last.pblk + u64::from(last.len);
+        let room = last.len < u32::from(INIT_MAX_LEN) - 1;
+        if room && offset != 0 && next & mask == offset {
+            taken = false;
+            (next, MapEdit::Grow)
+        } else if room && alloc.take_at(view, next) {
+            (next, MapEdit::Grow)
         } else if n < 4 {
-            let Some(blk) = lowest() else {
+            let Some(blk) = alloc.take_lowest(view) else {
                 return Ok(None);
             };
-            (blk, MapEdit::Add { n, lblk, blk })
+            (blk + offset, MapEdit::Add)
         } else {
             return Ok(None);
         }
     } else {
-        if lblk >= 12 || le32(&raw, I_BLOCK + 4 * lblk) != 0 {
+        if lblk >= 12 || node.block_ptr(lblk) != 0 {
             return Ok(None);
         }
-        let Some(blk) = lowest().filter(|&b| u32::try_from(b).is_ok()) else {
+        // Block pointers are 32 bits.
+        let Some(blk) = alloc.take_from(view, fs.geo.first_data_block, 1 << 32) else {
             return Ok(None);
         };
-        (blk, MapEdit::Direct { lblk, blk })
+        (blk + offset, MapEdit::Direct)
     };
-    state.block_used.set(blk);
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
     let size = ((lblk + 1) * bs) as u32;
-    let sectors = (bs / 512) as u32;
-    edit_bytes(fs, overlay, pos, isize, |b| {
-        edit.apply(b);
-        put_le32(b, I_SIZE_LO, size);
-        let blocks = le32(b, I_BLOCKS_LO).saturating_add(sectors);
-        put_le32(b, I_BLOCKS_LO, blocks);
-        if csum {
-            super::inode::set_checksum(seed, ino, b);
+    let sectors = if taken {
+        ((bs as u64) << fs.geo.cluster_bits) / 512
+    } else {
+        0
+    };
+    vol::edit_inode(fs, overlay, ino, |m| {
+        match edit {
+            MapEdit::Grow | MapEdit::Add => {
+                let root = m.i_block_mut();
+                let mut entries: Vec<_> = (0..usize::from(extent::parse_header(root).entries))
+                    .filter_map(|i| extent::raw_entry(root, i))
+                    .collect();
+                match (edit, entries.last_mut()) {
+                    (MapEdit::Grow, Some(e)) => {
+                        let mut x = extent::decode_leaf(e);
+                        x.len += 1;
+                        *e = x.encode();
+                    }
+                    _ => entries.push(
+                        Extent {
+                            lblk: lblk as u32,
+                            len: 1,
+                            pblk: blk,
+                            unwritten: false,
+                        }
+                        .encode(),
+                    ),
+                }
+                extent::put_entries(root, &entries);
+            }
+            MapEdit::Direct => m.set_block_ptr(lblk, blk as u32),
         }
+        m.set_size_lo(size);
+        let blocks = m
+            .blocks(false)
+            .saturating_add(sectors)
+            .min(u64::from(u32::MAX));
+        m.set_blocks(blocks, false);
     })?;
-    let mut b = vec![0u8; bs];
-    let end = if csum { bs - TAIL_LEN } else { bs };
-    put_rec_len(&mut b[..end], 0, end);
-    if csum {
-        put_le16(&mut b, end + 4, TAIL_LEN as u16);
-        b[end + 7] = crate::fs::dir_entry::TAIL_FT;
-        let c = compute_tail_checksum(dir_seed(fs, state, overlay, ino)?, &b);
-        put_le32(&mut b, bs - 4, c);
-    }
-    overlay.stage(blk, b).map_err(|e| e.to_string())?;
+    let seed = if fs.metadata_csum() {
+        Some(dir_seed(fs, state, overlay, ino)?)
+    } else {
+        None
+    };
+    overlay
+        .stage(blk, dir_entry::empty_block(bs, seed))
+        .map_err(|e| e.to_string())?;
     lf.blocks.push(blk);
     Ok(Some(blk))
 }
@@ -430,8 +407,7 @@ pub(super) fn now() -> u32 {
     crate::check::now().min(u64::from(u32::MAX)) as u32
 }
 
-const EXTENTS_FL: u32 = 0x80000;
-const EXTENT_MAGIC: u16 = 0xF30A;
+const EXTENTS_FL: u32 = crate::fs::inode::flags::EXTENTS;
 
 /// Creates /lost+found when the check found none, as e2fsck does: a
 /// directory of one block, its inode and block the first free ones pass 1
@@ -463,14 +439,14 @@ pub(super) fn create(
         };
         !fs.uninit_bg() || !gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
     });
-    let blk =
-        (geo.first_data_block..geo.blocks_count).find(|&b| !state.block_used.get(state.cluster(b)));
-    let (Some(ino), Some(blk)) = (ino, blk) else {
+    let Some(ino) = ino.filter(|&i| fs.inode_location(i).is_some()) else {
         return Ok(None);
     };
-    if fs.inode_location(ino).is_none() {
+    let mut alloc = Allocator::new(fs, &state.block_used);
+    let checkpoint = alloc.checkpoint();
+    let Some(blk) = alloc.take_lowest(overlay) else {
         return Ok(None);
-    }
+    };
     // The entry in the root first: without room there, nothing is made.
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let ft = if filetype { FT_DIR } else { 0 };
@@ -491,6 +467,7 @@ pub(super) fn create(
         }
     }
     if !named {
+        alloc.rollback(checkpoint);
         return Ok(None);
     }
 
@@ -500,7 +477,6 @@ pub(super) fn create(
     // from the new '..'.
     state.inode_used.set(ino as u64);
     state.inode_dir.set(ino as u64);
-    state.block_used.set(state.cluster(blk));
     add(links, ROOT_INO, 1);
     // Its own count is the one written ('.' and the root's entry) plus
     // the subdirectories reconnected into it: recorded like any change,
@@ -526,10 +502,6 @@ pub(super) fn write_dir(
     let bs = fs.block_size();
     let bits = fs.geo.cluster_bits;
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
-    // The inode: a directory of one block, generation 0.
-    let pos = inode_pos(fs, ino)?;
-    let csum = fs.metadata_csum();
-    let seed = fs.csum_seed;
     let extents = fs.sb.has_incompat(incompat::EXTENTS);
     let isize = fs.geo.inode_size as usize;
     let extra = if isize > 128 {
@@ -541,64 +513,42 @@ pub(super) fn write_dir(
     } else {
         0
     };
+    let one = Extent {
+        lblk: 0,
+        len: 1,
+        pblk: blk,
+        unwritten: false,
+    };
+    let root = crate::volume::extent::build(&[one], bs, 0, None, || None).map(|t| t.root);
     let t = now();
-    edit_bytes(fs, overlay, pos, isize, |b| {
-        b.fill(0);
-        put_le16(b, I_MODE, mode);
-        put_le32(b, I_SIZE_LO, bs as u32);
-        for f in [I_ATIME, I_CTIME, I_MTIME] {
-            put_le32(b, f, t);
-        }
-        put_le16(b, I_LINKS_COUNT, 2);
+    // The inode: a directory of one block, generation 0.
+    let placed = vol::edit_inode(fs, overlay, ino, |m| {
+        m.0.fill(0);
+        m.set_mode(mode);
+        m.set_size_lo(bs as u32);
+        m.set_times(t);
+        m.set_links(2);
         // One block, charged as its whole cluster (bigalloc).
-        put_le32(b, I_BLOCKS_LO, ((bs << bits) / 512) as u32);
-        if extents {
-            put_le32(b, I_FLAGS, EXTENTS_FL);
-            // Extent header (magic, 1 entry, room for 4, depth 0) and one
-            // extent: logical 0, length 1, the block.
-            put_le16(b, I_BLOCK, EXTENT_MAGIC);
-            put_le16(b, I_BLOCK + 2, 1);
-            put_le16(b, I_BLOCK + 4, 4);
-            put_le32(b, I_BLOCK + 12, 0);
-            put_le16(b, I_BLOCK + 16, 1);
-            put_le16(b, I_BLOCK + 18, (blk >> 32) as u16);
-            put_le32(b, I_BLOCK + 20, blk as u32);
-        } else {
-            put_le32(b, I_BLOCK, blk as u32);
+        m.set_blocks(((bs << bits) / 512) as u64, false);
+        match root.filter(|_| extents) {
+            Some(root) => {
+                m.set_flags(EXTENTS_FL);
+                m.i_block_mut().copy_from_slice(&root);
+            }
+            None => m.set_block_ptr(0, blk as u32),
         }
         if extra > 0 {
-            put_le16(b, I_EXTRA_ISIZE, extra);
-        }
-        if csum {
-            super::inode::set_checksum(seed, ino, b);
+            m.set_extra_isize(extra);
         }
     })?;
-
+    if !placed {
+        return Err(format!("inode {ino} lies beyond the addressable range"));
+    }
     // Its block: '.', '..' (the rest of the block), the checksum tail.
-    let mut b = vec![0u8; bs];
-    let end = if csum { bs - TAIL_LEN } else { bs };
-    put_le32(&mut b, 0, ino);
-    put_le16(&mut b, 4, 12);
-    put_le32(&mut b, 12, parent);
-    put_rec_len(&mut b[..end], 12, end - 12);
-    if filetype {
-        b[6] = 1;
-        b[7] = FT_DIR;
-        b[18] = 2;
-        b[19] = FT_DIR;
-    } else {
-        put_le16(&mut b, 6, 1);
-        put_le16(&mut b, 18, 2);
-    }
-    b[8] = b'.';
-    b[20] = b'.';
-    b[21] = b'.';
-    if csum {
-        put_le16(&mut b, end + 4, TAIL_LEN as u16);
-        b[end + 7] = crate::fs::dir_entry::TAIL_FT;
-        let c = compute_tail_checksum(inode_csum_seed(seed, ino, 0), &b);
-        put_le32(&mut b, bs - 4, c);
-    }
+    let seed = fs
+        .metadata_csum()
+        .then(|| inode_csum_seed(fs.csum_seed, ino, 0));
+    let b = dir_entry::dots_block(bs, ino, parent, filetype.then_some(FT_DIR), seed);
     overlay.stage(blk, b).map_err(|e| e.to_string())?;
     Ok(())
 }
@@ -621,6 +571,7 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::bytes::put_le16;
 
     fn block() -> Vec<u8> {
         let mut b = vec![0u8; 1024];

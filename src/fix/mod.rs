@@ -65,11 +65,11 @@ mod superblock;
 use crate::check::Report;
 use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
-use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::inode::ROOT_INO;
-use crate::fs::superblock::{SUPERBLOCK_OFFSET, ro_compat};
+use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::{Overlay, Staging};
 use crate::volume::Fs;
+use crate::volume::edit::edit_superblock;
 
 /// Which problems the user allowed to be fixed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +101,7 @@ const SUMMARY: &[Code] = &[
     Code::SbFreeBlocksInvalid,
     Code::SbFreeInodesInvalid,
     Code::GdItableUnused,
+    Code::GroupUninitFlags,
 ];
 
 /// Orphan processing, done by staging the view the check read through.
@@ -321,16 +322,12 @@ pub fn plan_preen_halt(
     })
 }
 
-/// `s_state` in the superblock.
-const S_STATE: usize = 0x3A;
-
 /// Marks the superblock "not clean with errors" (EXT2_ERROR_FS), as
 /// e2fsck's preenhalt does.
 fn mark_errors(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
-    edit_superblock(fs, overlay, |sb| {
-        let st = le16(sb, S_STATE) | crate::fs::superblock::STATE_ERROR;
-        put_le16(sb, S_STATE, st);
-    })
+    Ok(edit_superblock(fs, overlay, |sb| {
+        sb.set_state(sb.state() | crate::fs::superblock::STATE_ERROR);
+    })?)
 }
 
 /// Stages fixes for the problems of `report` that `mode` allows and that
@@ -844,7 +841,8 @@ pub fn plan(
             .map_err(|e| Refusal::Failed(e.to_string()))?;
     }
     if journal_made {
-        journal_inode::write_backups(fs, &mut overlay).map_err(Refusal::Failed)?;
+        crate::volume::edit::write_backups(fs, &mut overlay)
+            .map_err(|e| Refusal::Failed(e.to_string()))?;
     }
     let fixes_staged = replay_fix
         || orphan_fix
@@ -1004,72 +1002,11 @@ fn link_target(state: &State, ino: u32, n: i64) -> u64 {
     }
 }
 
-// Superblock fields the feature fix touches.
-const S_REV_LEVEL: usize = 0x4C;
-const S_FIRST_INO: usize = 0x54;
-const S_INODE_SIZE: usize = 0x58;
-const S_FEATURE_RO_COMPAT: usize = 0x64;
-const S_CHECKSUM: usize = 0x3FC;
-
-/// Edits the primary superblock through the overlay, then stores its
-/// checksum (metadata_csum) over the edited bytes.
-fn edit_superblock(
-    fs: &Fs,
-    overlay: &mut Overlay,
-    edit: impl FnOnce(&mut [u8]),
-) -> Result<(), String> {
-    let csum = fs.metadata_csum();
-    edit_bytes(fs, overlay, SUPERBLOCK_OFFSET, 1024, |sb| {
-        edit(sb);
-        if csum {
-            let c = crate::fs::checksum::crc32c_raw(!0, &sb[..S_CHECKSUM]);
-            put_le32(sb, S_CHECKSUM, c);
-        }
-    })
-}
-
 /// Sets the large_file feature, needed once a regular file is 2 GiB or
-/// more. Features need a dynamic-revision superblock: a revision 0 one is
-/// upgraded with the values revision 0 implies (first inode 11, 128-byte
-/// inodes), so nothing else changes meaning.
+/// more (a revision 0 superblock made dynamic first).
 fn set_large_file(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
-    edit_superblock(fs, overlay, |sb| {
-        if le32(sb, S_REV_LEVEL) == 0 {
-            put_le32(sb, S_REV_LEVEL, 1);
-            put_le32(sb, S_FIRST_INO, 11);
-            put_le16(sb, S_INODE_SIZE, 128);
-        }
-        let ro = le32(sb, S_FEATURE_RO_COMPAT) | ro_compat::LARGE_FILE;
-        put_le32(sb, S_FEATURE_RO_COMPAT, ro);
-    })
-}
-
-/// Reads `len` bytes at `offset` (inside one block) through the overlay,
-/// lets `edit` change them, and stages the block if they changed.
-fn edit_bytes(
-    fs: &Fs,
-    overlay: &mut Overlay,
-    offset: u64,
-    len: usize,
-    edit: impl FnOnce(&mut [u8]),
-) -> Result<(), String> {
-    let bs = u64::from(fs.geo.block_size);
-    let block = offset / bs;
-    let end = offset
-        .checked_add(len as u64)
-        .ok_or_else(|| format!("byte range at {offset} overflows"))?;
-    if len == 0 || (end - 1) / bs != block {
-        return Err(format!("byte range at {offset} ({len} bytes) spans blocks"));
-    }
-    let mut buf = vec![0u8; bs as usize];
-    overlay
-        .read_at(&fs.dev, block * bs, &mut buf)
-        .map_err(|e| format!("cannot read block {block}: {e}"))?;
-    let start = (offset - block * bs) as usize;
-    let before = buf.clone();
-    edit(&mut buf[start..start + len]);
-    if buf != before {
-        overlay.stage(block, buf).map_err(|e| e.to_string())?;
-    }
-    Ok(())
+    Ok(edit_superblock(fs, overlay, |sb| {
+        sb.make_dynamic();
+        sb.set_ro_compat(sb.ro_compat() | ro_compat::LARGE_FILE);
+    })?)
 }

@@ -28,25 +28,18 @@
 //! The rewrite waits for a round in which no other fix is staged: the
 //! usage it writes must be the usage of the file system as it is left.
 
-use super::{edit_bytes, edit_superblock};
 use crate::check::blockmap::{MapVisitor, Scratch};
 use crate::check::pass1;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
-use crate::fs::bytes::{put_le16, put_le32};
-use crate::fs::extent::{self, EXTENT_MAGIC, INIT_MAX_LEN};
-use crate::fs::inode::field::*;
-use crate::fs::inode::{Inode, inode_csum_seed};
+use crate::fs::bytes::put_le32;
+use crate::fs::extent::{Extent, INIT_MAX_LEN};
+use crate::fs::inode::{Inode, InodeMut, flags, inode_csum_seed};
 use crate::fs::quota::{self, Dquot, Limits, QUOTA_BLOCK};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
-use crate::volume::Fs;
+use crate::volume::{Allocator, Fs, edit as vol, extent};
 use std::collections::{BTreeMap, BTreeSet};
-
-// Superblock fields holding the quota inode numbers.
-const S_USR_QUOTA_INUM: usize = 0x240;
-const S_GRP_QUOTA_INUM: usize = 0x244;
-const S_PRJ_QUOTA_INUM: usize = 0x26C;
 
 /// Problems the rewrite of their quota type's file fixes.
 pub(super) const REWRITE: &[Code] = &[
@@ -62,13 +55,10 @@ pub(super) fn clear_inum(fs: &Fs, overlay: &mut Overlay, p: &Problem) -> Result<
     if p.code != Code::SbQuotaInode {
         return Ok(false);
     }
-    let off = match p.args().detail {
-        "user" => S_USR_QUOTA_INUM,
-        "group" => S_GRP_QUOTA_INUM,
-        "project" => S_PRJ_QUOTA_INUM,
-        _ => return Ok(false),
+    let Some(qtype) = TYPE_NAMES.iter().position(|&n| n == p.args().detail) else {
+        return Ok(false);
     };
-    edit_superblock(fs, overlay, |sb| put_le32(sb, off, 0))?;
+    vol::edit_superblock(fs, overlay, |sb| sb.set_quota_inum(qtype, 0))?;
     Ok(true)
 }
 
@@ -98,10 +88,6 @@ pub(super) fn problem_type(fs: &Fs, p: &Problem) -> Option<usize> {
 const NEW_EXTRA_ISIZE: u16 = 32;
 /// Regular file, mode 0600.
 const QUOTA_MODE: u16 = 0x8180;
-const IMMUTABLE_FL: u32 = 0x10;
-const EXTENTS_FL: u32 = 0x8_0000;
-/// Entries an extent root in i_block holds.
-const ROOT_MAX: usize = 4;
 /// Direct block pointers of a block map.
 const NDIR: u64 = 12;
 
@@ -152,7 +138,10 @@ pub(super) fn rewrite(
     let Some(file) = quota::write_file(qtype, &entries, now) else {
         return Ok(false);
     };
-    let Some(plan) = Layout::plan(fs, state, overlay, ino, &file)? else {
+    let mut alloc = Allocator::new(fs, &state.block_used);
+    let checkpoint = alloc.checkpoint();
+    let Some(plan) = Layout::plan(fs, state, overlay, &mut alloc, ino, &file)? else {
+        alloc.rollback(checkpoint);
         return Ok(false);
     };
     // Stage the data, then the map blocks, then the inode.
@@ -169,44 +158,36 @@ pub(super) fn rewrite(
     for (b, data) in &plan.map_blocks {
         overlay.stage(*b, data.clone()).map_err(|e| e.to_string())?;
     }
-    let raw = new_inode(fs, ino, &plan, bytes.len() as u64, now);
-    let pos = fs
-        .inode_location(ino)
-        .and_then(|(blk, off)| blk.checked_mul(bs as u64)?.checked_add(off as u64))
-        .ok_or_else(|| format!("quota inode {ino} has no place in the inode tables"))?;
-    edit_bytes(fs, overlay, pos, raw.len(), |b| b.copy_from_slice(&raw))?;
-    for &c in &plan.freed {
-        state.block_used.clear(c);
-    }
-    for &c in &plan.taken {
-        state.block_used.set(c);
+    let raw = new_inode(fs, &plan, bytes.len() as u64, now);
+    if !vol::write_inode(fs, overlay, ino, &raw)? {
+        return Err(format!(
+            "quota inode {ino} has no place in the inode tables"
+        ));
     }
     Ok(true)
 }
 
 /// The inode libext2fs writes for a new quota file, with the map and sizes
 /// of `plan`.
-fn new_inode(fs: &Fs, ino: u32, plan: &Layout, size: u64, now: u64) -> Vec<u8> {
+/// (The checksum is the write's.)
+fn new_inode(fs: &Fs, plan: &Layout, size: u64, now: u64) -> Vec<u8> {
     let isz = fs.geo.inode_size as usize;
     let mut b = vec![0u8; isz];
     let t = now as u32;
-    put_le16(&mut b, I_MODE, QUOTA_MODE);
-    put_le32(&mut b, I_SIZE_LO, size as u32);
-    put_le32(&mut b, I_ATIME, t);
-    put_le32(&mut b, I_CTIME, t);
-    put_le32(&mut b, I_MTIME, t);
-    put_le16(&mut b, I_LINKS_COUNT, 1);
+    let mut m = InodeMut(&mut b);
+    m.set_mode(QUOTA_MODE);
+    m.set_size_lo(size as u32);
+    m.set_times(t);
+    m.set_links(1);
     let units = u64::from(fs.geo.block_size / 512) << fs.geo.cluster_bits;
-    put_le32(&mut b, I_BLOCKS_LO, (plan.allocated * units) as u32);
-    let flags = IMMUTABLE_FL | if plan.extents { EXTENTS_FL } else { 0 };
-    put_le32(&mut b, I_FLAGS, flags);
-    b[I_BLOCK..I_BLOCK + 60].copy_from_slice(&plan.i_block);
-    if isz >= I_CRTIME + 4 {
-        put_le16(&mut b, I_EXTRA_ISIZE, NEW_EXTRA_ISIZE);
-        put_le32(&mut b, I_CRTIME, t);
-    }
-    if fs.metadata_csum() {
-        super::inode::set_checksum(fs.csum_seed, ino, &mut b);
+    m.set_blocks(u64::from((plan.allocated * units) as u32), false);
+    let extents = if plan.extents { flags::EXTENTS } else { 0 };
+    m.set_flags(flags::IMMUTABLE | extents);
+    m.i_block_mut().copy_from_slice(&plan.i_block);
+    // Room for the creation time: the large inode libext2fs writes.
+    if isz >= crate::fs::inode::field::I_CRTIME + 4 {
+        m.set_extra_isize(NEW_EXTRA_ISIZE);
+        m.set_crtime(t);
     }
     b
 }
@@ -222,10 +203,6 @@ struct Layout {
     map_blocks: Vec<(u64, Vec<u8>)>,
     /// Blocks (clusters) allocated, data and map blocks: i_blocks.
     allocated: u64,
-    /// Clusters freed (the old file) and taken (the new one) in the block
-    /// maps of `State`.
-    freed: BTreeSet<u64>,
-    taken: BTreeSet<u64>,
 }
 
 /// Every block an inode's map holds, data and mapping blocks.
@@ -252,49 +229,14 @@ impl MapVisitor for AllBlocks {
     }
 }
 
-/// libext2fs' block allocation over the block maps of `State`, with the
-/// old file's clusters free and the new file's taken.
-struct Allocator<'a> {
-    fs: &'a Fs,
-    state: &'a State,
-    overlay: &'a Overlay,
-    freed: BTreeSet<u64>,
-    taken: BTreeSet<u64>,
-}
-
-impl Allocator<'_> {
-    fn free(&self, c: u64) -> bool {
-        let bits = self.fs.geo.cluster_bits;
-        (!self.state.block_used.get(c) || self.freed.contains(&c))
-            && !self.taken.contains(&c)
-            && !self.overlay.any_in(c << bits..(c + 1) << bits)
-            && (c + 1) << bits <= self.fs.geo.blocks_count
-    }
-
-    /// The first block of the lowest free cluster from `goal` on, then
-    /// from the start (ext2fs_new_block2), taken.
-    fn take(&mut self, goal: u64) -> Option<u64> {
-        let geo = &self.fs.geo;
-        let bits = geo.cluster_bits;
-        let first = geo.first_data_block >> bits;
-        let goal = if goal == 0 || goal >= geo.blocks_count {
-            geo.first_data_block
-        } else {
-            goal
-        };
-        let start = goal >> bits;
-        let end = geo.clusters_count();
-        let c = (start..end).chain(first..start).find(|&c| self.free(c))?;
-        self.taken.insert(c);
-        Some(c << bits)
-    }
-}
-
 impl Layout {
+    /// The new file's blocks, taken from `alloc` (which the caller rolls
+    /// back when there is no layout).
     fn plan(
         fs: &Fs,
         state: &State,
         overlay: &Overlay,
+        alloc: &mut Allocator,
         ino: u32,
         file: &quota::Written,
     ) -> Result<Option<Layout>, String> {
@@ -318,19 +260,12 @@ impl Layout {
         let ctx = pass1::Ctx::new(fs, state);
         let mut scratch = Scratch::new();
         pass1::walk_map(&ctx, ino, &inode, false, &mut scratch, &mut old);
-        let freed: BTreeSet<u64> = old
-            .blocks
-            .iter()
-            .map(|&b| state.cluster(b))
-            .filter(|&c| !state.block_meta.get(c) && !state.block_dup.get(c))
-            .collect();
-        let mut alloc = Allocator {
-            fs,
-            state,
-            overlay,
-            freed,
-            taken: BTreeSet::new(),
-        };
+        for &b in &old.blocks {
+            let c = state.cluster(b);
+            if !state.block_meta.get(c) && !state.block_dup.get(c) {
+                alloc.free(b);
+            }
+        }
         // File system blocks in the order the quota writer first writes
         // them.
         let per = bs / QUOTA_BLOCK as u64;
@@ -370,7 +305,7 @@ impl Layout {
                     } else if l >= NDIR {
                         if ind.is_none() {
                             let g = map.get(&(NDIR - 1)).copied().unwrap_or(0);
-                            let Some(b) = alloc.take(g) else {
+                            let Some(b) = alloc.take(overlay, g) else {
                                 return Ok(None);
                             };
                             allocated += 1;
@@ -387,7 +322,7 @@ impl Layout {
                     } else {
                         map.get(&(l - 1)).copied().unwrap_or(0)
                     };
-                    let Some(b) = alloc.take(goal) else {
+                    let Some(b) = alloc.take(overlay, goal) else {
                         return Ok(None);
                     };
                     allocated += 1;
@@ -406,38 +341,19 @@ impl Layout {
         let mut i_block = [0u8; 60];
         let mut map_blocks = Vec::new();
         if extents {
-            put_le16(&mut i_block, 0, EXTENT_MAGIC);
-            put_le16(&mut i_block, 4, ROOT_MAX as u16);
-            let entries = ext.entries();
-            if entries.len() <= ROOT_MAX {
-                put_entries(&mut i_block, &entries);
-            } else {
-                let per_leaf = extent::max_entries(bs as usize);
-                if entries.len() > per_leaf as usize {
-                    return Ok(None);
-                }
-                let Some(leaf) = alloc.take(0) else {
-                    return Ok(None);
-                };
-                allocated += 1;
-                let mut node = vec![0u8; bs as usize];
-                put_le16(&mut node, 0, EXTENT_MAGIC);
-                put_le16(&mut node, 4, per_leaf);
-                put_entries(&mut node, &entries);
-                if fs.metadata_csum() {
-                    // The new inode's generation is 0.
-                    let seed = inode_csum_seed(fs.csum_seed, ino, 0);
-                    if let Some(c) = extent::compute_block_checksum(seed, &node) {
-                        put_le32(&mut node, extent::tail_offset(per_leaf), c);
-                    }
-                }
-                put_le16(&mut i_block, 6, 1);
-                let mut ix = [0u8; 12];
-                put_le32(&mut ix, 4, leaf as u32);
-                put_le16(&mut ix, 8, (leaf >> 32) as u16);
-                put_entries(&mut i_block, &[ix]);
-                map_blocks.push((leaf, node));
-            }
+            let seed = fs
+                .metadata_csum()
+                .then(|| inode_csum_seed(fs.csum_seed, ino, 0));
+            // One leaf at most (the new inode's generation is 0).
+            let tree = extent::build(&ext.extents(), bs as usize, 1, seed, || {
+                alloc.take(overlay, 0)
+            });
+            let Some(tree) = tree else {
+                return Ok(None);
+            };
+            allocated += tree.leaves.len() as u64;
+            i_block = tree.root;
+            map_blocks = tree.leaves;
         } else {
             for (&l, &p) in map.range(..NDIR) {
                 put_le32(&mut i_block, (l * 4) as usize, p as u32);
@@ -453,8 +369,6 @@ impl Layout {
             extents,
             map_blocks,
             allocated,
-            freed: alloc.freed,
-            taken: alloc.taken,
         }))
     }
 }
@@ -506,27 +420,16 @@ impl Extents {
         self.list.insert(k, (l, p, 1));
     }
 
-    fn entries(&self) -> Vec<[u8; 12]> {
+    fn extents(&self) -> Vec<Extent> {
         self.list
             .iter()
-            .map(|&(l, p, n)| {
-                let mut e = [0u8; 12];
-                put_le32(&mut e, 0, l as u32);
-                put_le16(&mut e, 4, n as u16);
-                put_le16(&mut e, 6, (p >> 32) as u16);
-                put_le32(&mut e, 8, p as u32);
-                e
+            .map(|&(l, p, n)| Extent {
+                lblk: l as u32,
+                len: n as u32,
+                pblk: p,
+                unwritten: false,
             })
             .collect()
-    }
-}
-
-/// Writes `entries` after a node header and sets its entry count.
-fn put_entries(node: &mut [u8], entries: &[[u8; 12]]) {
-    put_le16(node, 2, entries.len() as u16);
-    for (i, e) in entries.iter().enumerate() {
-        let off = 12 + 12 * i;
-        node[off..off + 12].copy_from_slice(e);
     }
 }
 

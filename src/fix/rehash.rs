@@ -20,21 +20,19 @@
 //! contribute nothing. Entries naming unused or invalid inodes are kept:
 //! the next round's check reports them and `dir.rs` removes them.
 
-use super::dirblock::write_tail_header;
-use super::edit_bytes;
-use super::lostfound::{Links, add, dir_seed, inode_pos};
+use super::lostfound::{Links, add, dir_seed};
 use crate::check::problem::Code;
 use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
-use crate::fs::dir_entry::{
-    HEADER_LEN, TAIL_LEN, compute_tail_checksum, decode_rec_len, encode_rec_len, rec_len_for,
-};
+use crate::fs::dir_entry::{HEADER_LEN, TAIL_LEN, decode_rec_len, encode_rec_len, rec_len_for};
+use crate::fs::dir_entry::{put_entry, put_tail_header, set_tail_checksum};
 use crate::fs::dx_hash::{DX_HASH_HALF_MD4, DX_HASH_LEGACY, DX_HASH_TEA, dx_hash};
 use crate::fs::htree;
 use crate::fs::inode::{ROOT_INO, flags};
 use crate::fs::superblock::{compat, incompat};
 use crate::repair::overlay::Overlay;
 use crate::volume::Fs;
+use crate::volume::edit as vol;
 use std::collections::BTreeMap;
 
 /// Problems fixed by rebuilding the directory they name.
@@ -63,7 +61,6 @@ pub(super) const CODES: &[Code] = &[
     Code::HtreeLeafDepth,
 ];
 
-const I_FLAGS: u64 = 0x20;
 /// dx_root_info and the index after it in block 0; a node's index.
 const ROOT_INFO: usize = htree::ROOT_INFO_OFFSET;
 const ROOT_INFO_LEN: u8 = 8;
@@ -116,12 +113,10 @@ pub(super) fn rebuild(
     {
         return Ok(false);
     }
-    let ipos = inode_pos(fs, dir)?;
-    let mut fl = [0u8; 4];
-    overlay
-        .read_at(&fs.dev, ipos + I_FLAGS, &mut fl)
-        .map_err(|e| format!("cannot read inode {dir}: {e}"))?;
-    let iflags = u32::from_le_bytes(fl);
+    let Some(mut raw) = vol::read_inode(fs, overlay, dir)? else {
+        return Err(format!("inode {dir} lies beyond the addressable range"));
+    };
+    let iflags = crate::fs::inode::InodeMut(&mut raw).flags();
     if iflags & flags::ENCRYPT != 0 && iflags & flags::CASEFOLD != 0 {
         return Ok(false);
     }
@@ -130,11 +125,8 @@ pub(super) fn rebuild(
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let mut ents = Vec::new();
     let mut old_dotdot = 0u32;
-    let mut buf = vec![0u8; bs];
     for &(lblk, pblk) in &blocks {
-        overlay
-            .read_at(&fs.dev, pblk * bs as u64, &mut buf)
-            .map_err(|e| format!("cannot read block {pblk}: {e}"))?;
+        let buf = vol::read_block(fs, overlay, pblk)?;
         collect(&buf, lblk == 0, filetype, &mut ents, &mut old_dotdot);
     }
     for ino in dedup(&mut ents) {
@@ -196,12 +188,7 @@ pub(super) fn rebuild(
         if let Some(seed) = seed {
             seal(&mut b, seed);
         }
-        overlay
-            .read_at(&fs.dev, pblk * bs as u64, &mut buf)
-            .map_err(|e| format!("cannot read block {pblk}: {e}"))?;
-        if buf != b {
-            overlay.stage(pblk, b).map_err(|e| e.to_string())?;
-        }
+        vol::stage_if_changed(fs, overlay, pblk, b)?;
     }
     let want = if is_tree {
         iflags | flags::INDEX
@@ -209,13 +196,7 @@ pub(super) fn rebuild(
         iflags & !flags::INDEX
     };
     if want != iflags {
-        let seed = fs.csum_seed;
-        edit_bytes(fs, overlay, ipos, fs.geo.inode_size as usize, |b| {
-            put_le32(b, I_FLAGS as usize, want);
-            if csum {
-                super::inode::set_checksum(seed, dir, b);
-            }
-        })?;
+        vol::edit_inode(fs, overlay, dir, |m| m.set_flags(want))?;
     }
     Ok(true)
 }
@@ -569,10 +550,8 @@ fn put_index(b: &mut [u8], count_off: usize, limit: usize, entries: &[(u32, u32)
 /// Stores the checksum of a block made by the layouts: a leaf's in its
 /// dirent tail, a root's or node's in the dx tail after its index.
 fn seal(b: &mut [u8], seed: u32) {
-    let bs = b.len();
     if crate::fs::dir_entry::has_tail(b) {
-        let c = compute_tail_checksum(seed, b);
-        put_le32(b, bs - 4, c);
+        set_tail_checksum(seed, b);
         return;
     }
     let count_off = if le32(b, 0) == 0 {
@@ -588,18 +567,14 @@ fn seal(b: &mut [u8], seed: u32) {
 
 /// Writes one record at `off`.
 fn put(b: &mut [u8], bs: usize, off: usize, ino: u32, name: &[u8], ft: u8, rec: usize) {
-    put_le32(b, off, ino);
-    put_le16(b, off + 4, encode_rec_len(rec, bs));
-    b[off + 6] = name.len() as u8;
-    b[off + 7] = ft;
-    b[off + HEADER_LEN..off + HEADER_LEN + name.len()].copy_from_slice(name);
+    put_entry(b, bs, off, ino, rec, name, Some(ft));
 }
 
 /// Stretches the record at `last` to `cap` and writes the tail header.
 fn finish(b: &mut [u8], bs: usize, last: usize, cap: usize, csum: bool) {
     put_le16(b, last + 4, encode_rec_len(cap - last, bs));
     if csum {
-        write_tail_header(b);
+        put_tail_header(b);
     }
 }
 

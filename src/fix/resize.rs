@@ -34,16 +34,15 @@
 
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
-use crate::fs::bytes::{put_le16, put_le32};
-use crate::fs::inode::field::*;
-use crate::fs::inode::{RESIZE_INO, ROOT_INO};
+use crate::fs::bytes::put_le32;
+use crate::fs::inode::field::I_CRTIME;
+use crate::fs::inode::{GOOD_OLD_INODE_SIZE, InodeMut, RESIZE_INO, ROOT_INO};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::repair::overlay::Overlay;
-use crate::volume::Fs;
+use crate::volume::{Allocator, Fs, edit as vol};
 
-// Inode fields the new resize inode sets.
-const I_DIND: usize = 0x28 + 4 * 13;
-const GOOD_OLD_INODE_SIZE: usize = 128;
+/// The double indirect block's slot in i_block.
+const DIND_SLOT: usize = 13;
 /// What the library's inode structure adds to the old 128 bytes.
 const EXTRA_ISIZE: u16 = 32;
 const MODE: u16 = 0o100_600;
@@ -107,7 +106,7 @@ pub(super) fn recreate(
     let sb_blk = super_block(fs);
     let desc = u64::from(geo.desc_blocks);
     let rsv = u64::from(geo.reserved_gdt_blocks);
-    let Some(old) = super::inode::read(fs, overlay, RESIZE_INO)? else {
+    let Some(mut old) = vol::read_inode(fs, overlay, RESIZE_INO)? else {
         return Ok(false);
     };
     let first_gdt = sb_blk + 1 + desc;
@@ -128,37 +127,33 @@ pub(super) fn recreate(
 
     // The old double indirect block goes back unless it is shared or
     // metadata (then it stays in use for its other owner).
-    let old_dind = u64::from(crate::fs::bytes::le32(&old, I_DIND));
+    let old_dind = u64::from(InodeMut(&mut old).block_ptr(DIND_SLOT));
     let freed = geo.block_in_fs(old_dind) && {
         let c = state.cluster(old_dind);
         state.block_used.get(c) && !state.block_dup.get(c) && !state.block_meta.get(c)
     };
-    let free = |b: u64| {
-        let c = state.cluster(b);
-        !state.block_used.get(c) || (freed && b == old_dind)
-    };
+    let mut alloc = Allocator::new(fs, &state.block_used);
+    let checkpoint = alloc.checkpoint();
+    if freed {
+        alloc.free(old_dind);
+    }
     // Blocks e2fsck's pass 1 sets aside for a missing root and a missing
     // lost+found before it recreates this inode: the lowest free ones.
     let set_aside = usize::from(!state.inode_used.get(u64::from(ROOT_INO)))
         + usize::from(state.lost_found == 0);
-    let aside: Vec<u64> = (geo.first_data_block..geo.blocks_count)
-        .filter(|&b| free(b))
-        .take(set_aside)
+    let aside: Vec<u64> = (0..set_aside)
+        .map_while(|_| alloc.take_lowest(overlay))
         .collect();
-    let usable = |b: u64| free(b) && !aside.contains(&b);
-    let mut goal = sb_blk + desc + rsv + 2 + u64::from(geo.inode_table_blocks);
-    if goal >= geo.blocks_count {
-        goal = geo.first_data_block;
+    let goal = sb_blk + desc + rsv + 2 + u64::from(geo.inode_table_blocks);
+    let dind = alloc.take(overlay, goal);
+    for &b in &aside {
+        alloc.free(b);
     }
-    let Some(dind) = (goal..geo.blocks_count)
-        .chain(geo.first_data_block..goal)
-        .find(|&b| usable(b))
-    else {
+    let Some(dind32) = dind.and_then(|d| u32::try_from(d).ok()) else {
+        alloc.rollback(checkpoint);
         return Ok(false);
     };
-    let Ok(dind32) = u32::try_from(dind) else {
-        return Ok(false);
-    };
+    let dind = u64::from(dind32);
 
     // The double indirect block and the reserved GDT blocks it maps.
     let mut dind_buf = vec![0u8; bs];
@@ -172,9 +167,9 @@ pub(super) fn recreate(
             put_le32(&mut gdt_buf, j * 4, copy(gdt, g) as u32);
         }
         count += 1 + backups.len().min(bs / 4) as u64;
-        stage_if_changed(fs, overlay, gdt, gdt_buf)?;
+        vol::stage_if_changed(fs, overlay, gdt, gdt_buf)?;
     }
-    stage_if_changed(fs, overlay, dind, dind_buf)?;
+    vol::stage_if_changed(fs, overlay, dind, dind_buf)?;
 
     // The inode, as the library writes a new one.
     let now = super::lostfound::now();
@@ -182,49 +177,29 @@ pub(super) fn recreate(
     let i_blocks = count * (bs as u64 / 512);
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
     if !huge && i_blocks > u64::from(u32::MAX) {
+        alloc.rollback(checkpoint);
         return Ok(false);
     }
-    if !super::inode::edit(fs, overlay, RESIZE_INO, |b| {
-        b.fill(0);
-        put_le16(b, I_MODE, MODE);
-        put_le32(b, I_SIZE_LO, size as u32);
-        put_le32(b, I_SIZE_HIGH, (size >> 32) as u32);
-        for f in [I_ATIME, I_CTIME, I_MTIME] {
-            put_le32(b, f, now);
-        }
-        put_le16(b, I_LINKS_COUNT, 1);
-        put_le32(b, I_BLOCKS_LO, i_blocks as u32);
-        if huge {
-            put_le16(b, I_BLOCKS_HIGH, (i_blocks >> 32) as u16);
-        }
-        put_le32(b, I_DIND, dind32);
-        if b.len() > GOOD_OLD_INODE_SIZE {
-            put_le16(b, I_EXTRA_ISIZE, EXTRA_ISIZE);
-            if b.len() >= I_CRTIME + 4 {
-                put_le32(b, I_CRTIME, now);
+    if !vol::edit_inode(fs, overlay, RESIZE_INO, |m| {
+        m.0.fill(0);
+        m.set_mode(MODE);
+        m.set_size(size);
+        m.set_times(now);
+        m.set_links(1);
+        m.set_blocks(i_blocks, huge);
+        m.set_block_ptr(DIND_SLOT, dind32);
+        if m.0.len() > GOOD_OLD_INODE_SIZE {
+            m.set_extra_isize(EXTRA_ISIZE);
+            if m.0.len() >= I_CRTIME + 4 {
+                m.set_crtime(now);
             }
         }
     })? {
+        alloc.rollback(checkpoint);
         return Ok(false);
     }
     if size >= LARGE_FILE_SIZE {
         *large_file = true;
     }
-    if freed {
-        state.block_used.clear(state.cluster(old_dind));
-    }
-    state.block_used.set(state.cluster(dind));
     Ok(true)
-}
-
-/// Stages `data` as block `blk` unless the block already reads so.
-fn stage_if_changed(fs: &Fs, overlay: &mut Overlay, blk: u64, data: Vec<u8>) -> Result<(), String> {
-    let mut cur = vec![0u8; data.len()];
-    overlay
-        .read_at(&fs.dev, blk * data.len() as u64, &mut cur)
-        .map_err(|e| format!("cannot read block {blk}: {e}"))?;
-    if cur != data {
-        overlay.stage(blk, data).map_err(|e| e.to_string())?;
-    }
-    Ok(())
 }

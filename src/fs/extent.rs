@@ -116,6 +116,28 @@ pub fn put_entries_zeroed(b: &mut [u8], entries: &[RawEntry]) {
     b[from..end].fill(0);
 }
 
+/// An encoded leaf entry, decoded.
+pub fn decode_leaf(e: &RawEntry) -> Extent {
+    let raw_len = le16(e, 4);
+    let (len, unwritten) = if raw_len > INIT_MAX_LEN {
+        (u32::from(raw_len - INIT_MAX_LEN), true)
+    } else {
+        (u32::from(raw_len), false)
+    };
+    Extent {
+        lblk: le32(e, 0),
+        len,
+        pblk: (u64::from(le16(e, 6)) << 32) | u64::from(le32(e, 8)),
+        unwritten,
+    }
+}
+
+/// Points an encoded index entry at `leaf` (its other bytes kept).
+pub fn set_index_leaf(e: &mut RawEntry, leaf: u64) {
+    put_le32(e, 4, leaf as u32);
+    put_le16(e, 8, (leaf >> 32) as u16);
+}
+
 /// The logical block an encoded entry starts at (leaf or index).
 pub fn entry_lblk(e: &RawEntry) -> u32 {
     le32(e, 0)
@@ -146,19 +168,10 @@ fn entry(b: &[u8], i: usize) -> &[u8] {
 }
 
 pub fn parse_leaf(b: &[u8], i: usize) -> Extent {
-    let e = entry(b, i);
-    let raw_len = le16(e, 4);
-    let (len, unwritten) = if raw_len > INIT_MAX_LEN {
-        ((raw_len - INIT_MAX_LEN) as u32, true)
-    } else {
-        (raw_len as u32, false)
-    };
-    Extent {
-        lblk: le32(e, 0),
-        len,
-        pblk: ((le16(e, 6) as u64) << 32) | le32(e, 8) as u64,
-        unwritten,
-    }
+    let mut e = [0u8; ENTRY_LEN];
+    let raw = entry(b, i);
+    e[..raw.len()].copy_from_slice(raw);
+    decode_leaf(&e)
 }
 
 pub fn parse_index(b: &[u8], i: usize) -> ExtentIndex {

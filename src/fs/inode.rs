@@ -260,6 +260,35 @@ impl InodeMut<'_> {
             put_le32(self.0, f, t);
         }
     }
+    /// The reference count of an EA inode, kept in i_ctime (high half)
+    /// and i_version (low).
+    pub fn set_ea_refcount(&mut self, n: u64) {
+        put_le32(self.0, field::I_CTIME, (n >> 32) as u32);
+        put_le32(self.0, field::I_VERSION, n as u32);
+    }
+    pub fn set_faddr(&mut self, v: u32) {
+        put_le32(self.0, field::I_FADDR, v);
+    }
+    /// i_file_acl; the high half only with `bit64` (64bit), where it
+    /// means something.
+    pub fn file_acl(&self, bit64: bool) -> u64 {
+        let hi = if bit64 {
+            u64::from(le16(self.0, field::I_FILE_ACL_HIGH))
+        } else {
+            0
+        };
+        u64::from(le32(self.0, field::I_FILE_ACL_LO)) | hi << 32
+    }
+    pub fn set_file_acl(&mut self, v: u64, bit64: bool) {
+        put_le32(self.0, field::I_FILE_ACL_LO, v as u32);
+        if bit64 {
+            put_le16(self.0, field::I_FILE_ACL_HIGH, (v >> 32) as u16);
+        }
+    }
+    /// Zeroes the high half of i_file_acl (meaningless without 64bit).
+    pub fn clear_file_acl_high(&mut self) {
+        put_le16(self.0, field::I_FILE_ACL_HIGH, 0);
+    }
     pub fn set_dtime(&mut self, v: u32) {
         put_le32(self.0, field::I_DTIME, v);
     }

@@ -197,6 +197,44 @@ impl JournalSuperblock {
 
 /// Checksum of the journal superblock (v2/v3): crc32c over its first 1024
 /// bytes with the checksum field zeroed.
+fn put_be32(b: &mut [u8], off: usize, v: u32) {
+    if let Some(s) = b.get_mut(off..off + 4) {
+        s.copy_from_slice(&v.to_be_bytes());
+    }
+}
+
+/// A new, empty v2 journal superblock of `block_size` bytes (as mke2fs
+/// and e2fsck write one): `maxlen` blocks, the log starting at block 1
+/// with sequence 1 and nothing in it, one user (`uuid`, the file
+/// system's).
+pub fn new_superblock(block_size: u32, maxlen: u32, uuid: &[u8; 16]) -> Vec<u8> {
+    let mut b = vec![0u8; block_size as usize];
+    put_be32(&mut b, 0x0, JBD2_MAGIC);
+    put_be32(&mut b, 0x4, BLOCKTYPE_SB_V2);
+    put_be32(&mut b, 0xC, block_size);
+    put_be32(&mut b, 0x10, maxlen);
+    put_be32(&mut b, 0x14, 1);
+    put_be32(&mut b, 0x18, 1);
+    put_be32(&mut b, 0x40, 1);
+    if let Some(u) = b.get_mut(0x30..0x40) {
+        u.copy_from_slice(uuid);
+    }
+    b
+}
+
+/// A journal superblock reset after replay: the next transaction is
+/// `sequence`, the log empty (s_start 0), the checksum redone where the
+/// journal has one.
+pub fn reset_superblock(b: &mut [u8], sequence: u32) {
+    put_be32(b, 0x18, sequence);
+    put_be32(b, 0x1C, 0);
+    let j = parse_superblock(b);
+    if j.blocktype == BLOCKTYPE_SB_V2 && j.has_csum_v2v3() && b.len() >= 1024 {
+        let c = compute_sb_checksum(b);
+        put_be32(b, 0xFC, c);
+    }
+}
+
 pub fn compute_sb_checksum(b: &[u8]) -> u32 {
     let mut d = b.get(..1024).unwrap_or(b).to_vec();
     if let Some(s) = d.get_mut(0xFC..0x100) {

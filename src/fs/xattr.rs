@@ -154,6 +154,17 @@ pub fn block_hash(entries: &[Entry<'_>]) -> u32 {
     h
 }
 
+/// Sets an xattr block's reference count.
+pub fn set_refcount(b: &mut [u8], n: u32) {
+    super::bytes::put_le32(b, 4, n);
+}
+
+/// Stores the checksum of xattr block `b` (at block `blocknr`).
+pub fn set_block_checksum(fs_seed: u32, blocknr: u64, b: &mut [u8]) {
+    let c = compute_block_checksum(fs_seed, blocknr, b);
+    super::bytes::put_le32(b, BLOCK_CSUM_OFFSET, c);
+}
+
 pub fn compute_block_checksum(fs_seed: u32, blocknr: u64, b: &[u8]) -> u32 {
     let mut d = b.to_vec();
     super::bytes::put_le32(&mut d, BLOCK_CSUM_OFFSET, 0);

@@ -53,6 +53,14 @@ impl<'a> Allocator<'a> {
         }
     }
 
+    pub fn first_data_block(&self) -> u64 {
+        self.geo.first_data_block
+    }
+
+    pub fn blocks_count(&self) -> u64 {
+        self.geo.blocks_count
+    }
+
     fn bits(&self) -> u32 {
         self.geo.cluster_bits
     }

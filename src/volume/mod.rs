@@ -23,6 +23,7 @@ pub mod alloc;
 pub mod edit;
 pub mod extent;
 pub mod stage;
+pub mod stats;
 pub mod summary;
 
 pub use alloc::Allocator;

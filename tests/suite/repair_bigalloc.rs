@@ -226,3 +226,79 @@ fn e2fsprogs_bigalloc_images() {
         repairs_like_e2fsck(t, &img, bs, "multiply-claimed");
     }
 }
+
+/// A full /lost+found on bigalloc grows by a block of the cluster it
+/// already has (1 KiB blocks, 16 KiB clusters: its 12 blocks leave 4 of
+/// their cluster unused), as e2fsck's "Expand": nothing allocated, i_blocks
+/// (counted in clusters) unchanged. The repair's report names only the
+/// unattached inodes e2fsck finds, and the result is e2fsck's.
+#[test]
+fn full_lost_found_grows_inside_its_cluster() {
+    let tmp = TempDir::new("ba-full-lost-found");
+    let img = tmp.join("disk.img");
+    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    opts.inodes = Some(2048);
+    opts.extra_args = vec!["-C".into(), "16384".into()];
+    mkfs(&img, 64 * MIB, &opts, None);
+    let info = dumpe2fs(&img);
+    let size = lost_found_size(&img);
+    let bs = info.block_size;
+    let tail = if info.features.iter().any(|f| f == "metadata_csum") {
+        12
+    } else {
+        0
+    };
+    // Records of 12 bytes (names of 4 characters) fill every block to
+    // within less than one record; '.' and '..' take two.
+    let room = size / bs * ((bs - tail) / 12) - 2;
+    let mut cmds = vec!["cd /lost+found".to_string()];
+    cmds.extend((1..=room).map(|i| format!("mknod {i:04x} p")));
+    cmds.push("cd /".into());
+    cmds.push("mkdir d".into());
+    for i in 1..=3 {
+        cmds.push(format!("write /etc/hostname d/f{i}"));
+        cmds.push(format!("unlink d/f{i}"));
+    }
+    debugfs_w(&img, &cmds);
+    assert_eq!(
+        lost_found_size(&img),
+        size,
+        "lost+found grew while it was filled"
+    );
+    let seen = e2fsck(&img, &["-fn"]);
+    assert_eq!(
+        seen.stdout.matches("Unattached inode").count(),
+        3,
+        "{}",
+        seen.describe()
+    );
+    let mine = tmp.join("pfsck.img");
+    copy_image(&img, &mine);
+    let out = pfsck(&[
+        "-fy".as_ref(),
+        "--undo".as_ref(),
+        tmp.join("undo").as_os_str(),
+        mine.as_os_str(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "pfsck -fy:\n{text}");
+    for made_up in ["i_blocks", "Block bitmap differences", "Free blocks count"] {
+        assert!(!text.contains(made_up), "pfsck reports '{made_up}':\n{text}");
+    }
+    assert_both_clean("full lost+found", &mine);
+    let theirs = tmp.join("e2fsck.img");
+    copy_image(&img, &theirs);
+    e2fsck_until_clean(&theirs, "full lost+found");
+    let diff = differing_blocks(&mine, &theirs, bs as usize);
+    assert!(diff.is_empty(), "blocks differing from e2fsck's: {diff:?}\n{text}");
+}
+
+/// i_size of /lost+found.
+fn lost_found_size(img: &Path) -> u64 {
+    let out = debugfs_r(img, "stat /lost+found");
+    out.split("Size: ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no size in: {out}"))
+}

@@ -1,0 +1,194 @@
+//! Freeing blocks and inodes one at a time, as libext2fs' allocation
+//! statistics do: the bitmap bit, the group's counts (and, at the end,
+//! its uninit marks, bitmap and descriptor checksums, the descriptor
+//! table and the superblock's counts). What the orphan processing uses,
+//! where e2fsck frees through its library before any pass has counted
+//! anything; a repair after the passes rewrites the summary whole instead
+//! (`summary`).
+
+use super::edit::{DescTable, read_block, write_desc_table};
+use super::{Fs, Stage};
+use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
+use crate::fs::superblock::SuperblockMut;
+use std::collections::BTreeSet;
+
+pub struct AllocStats<'a> {
+    fs: &'a Fs,
+    table: DescTable,
+    desc_dirty: BTreeSet<u32>,
+    block_bm_dirty: BTreeSet<u32>,
+    inode_bm_dirty: BTreeSet<u32>,
+    pub freed_blocks: u64,
+    pub freed_inodes: u64,
+}
+
+impl<'a> AllocStats<'a> {
+    pub fn new(fs: &'a Fs) -> AllocStats<'a> {
+        AllocStats {
+            fs,
+            table: DescTable::loaded(fs),
+            desc_dirty: BTreeSet::new(),
+            block_bm_dirty: BTreeSet::new(),
+            inode_bm_dirty: BTreeSet::new(),
+            freed_blocks: 0,
+            freed_inodes: 0,
+        }
+    }
+
+    fn uninit(&mut self, g: u32, f: u16) -> bool {
+        self.fs.uninit_bg() && self.table.desc(g).is_some_and(|d| d.flags() & f != 0)
+    }
+
+    /// Frees `blk` in its group's block bitmap (read and staged through
+    /// `st`). A block outside the file system, or already free, is an
+    /// error: the caller's map is not to be trusted.
+    pub fn free_block<S: Stage + ?Sized>(&mut self, st: &mut S, blk: u64) -> Result<(), String> {
+        let geo = &self.fs.geo;
+        if blk < geo.first_data_block || blk >= geo.blocks_count {
+            return Err(format!("illegal block {blk} in an orphaned inode"));
+        }
+        let g = geo.group_of_block(blk);
+        let bit = blk - geo.group_first_block(g);
+        let Some(bm_blk) = self.fs.gds.get(g as usize).map(|d| d.block_bitmap) else {
+            return Err(format!("group {g} of block {blk} has no descriptor"));
+        };
+        if self.uninit(g, BG_BLOCK_UNINIT) || !geo.block_in_fs(bm_blk) {
+            return Err(format!(
+                "already cleared block {blk} found in an orphaned inode"
+            ));
+        }
+        let mut bm = read_block(self.fs, st, bm_blk)
+            .map_err(|e| format!("cannot read block {bm_blk}: {e}"))?;
+        let (byte, mask) = ((bit / 8) as usize, 1u8 << (bit % 8));
+        if bm.get(byte).is_none_or(|b| b & mask == 0) {
+            return Err(format!(
+                "already cleared block {blk} found in an orphaned inode"
+            ));
+        }
+        bm[byte] &= !mask;
+        st.stage(bm_blk, bm).map_err(|e| e.to_string())?;
+        if let Some(mut d) = self.table.desc(g) {
+            d.set_free_blocks(d.free_blocks().saturating_add(1));
+        }
+        self.desc_dirty.insert(g);
+        self.block_bm_dirty.insert(g);
+        self.freed_blocks += 1;
+        Ok(())
+    }
+
+    /// Frees inode `ino` in its group's inode bitmap, with the counts
+    /// (directories too for a directory).
+    pub fn free_inode<S: Stage + ?Sized>(&mut self, st: &mut S, ino: u32, is_dir: bool) {
+        let geo = &self.fs.geo;
+        let ipg = geo.inodes_per_group;
+        let g = geo.group_of_inode(ino);
+        let idx = (ino - 1) % ipg;
+        let bm_blk = self.fs.gds[g as usize].inode_bitmap;
+        if geo.block_in_fs(bm_blk)
+            && !self.uninit(g, BG_INODE_UNINIT)
+            && let Ok(mut bm) = read_block(self.fs, st, bm_blk)
+        {
+            let (byte, mask) = ((idx / 8) as usize, 1u8 << (idx % 8));
+            if let Some(b) = bm.get_mut(byte) {
+                *b &= !mask;
+            }
+            if st.stage(bm_blk, bm).is_ok() {
+                self.inode_bm_dirty.insert(g);
+            }
+        }
+        if let Some(mut d) = self.table.desc(g) {
+            d.set_free_inodes(d.free_inodes().saturating_add(1));
+            if is_dir {
+                d.set_used_dirs(d.used_dirs().saturating_sub(1));
+            }
+        }
+        self.desc_dirty.insert(g);
+        self.freed_inodes += 1;
+    }
+
+    /// What e2fsck's library sets on every descriptor it writes with
+    /// group checksums: BLOCK_UNINIT for an entirely free group (not the
+    /// last), INODE_UNINIT and a full itable_unused for a group without
+    /// inodes, else itable_unused from the last inode in use.
+    fn uninit_marks<S: Stage + ?Sized>(&mut self, st: &S, g: u32) {
+        let geo = &self.fs.geo;
+        let (ipg, bpg, last) = (geo.inodes_per_group, geo.blocks_per_group, geo.groups - 1);
+        let bm = read_block(self.fs, st, self.fs.gds[g as usize].inode_bitmap).ok();
+        let Some(mut d) = self.table.desc(g) else {
+            return;
+        };
+        let mut flags = d.flags();
+        if d.free_blocks() == bpg && g != last {
+            flags |= BG_BLOCK_UNINIT;
+        }
+        if d.free_inodes() == ipg {
+            flags |= BG_INODE_UNINIT;
+            d.set_itable_unused(ipg);
+        } else {
+            flags &= !BG_INODE_UNINIT;
+            let used = |i: u32| {
+                bm.as_ref()
+                    .and_then(|b| b.get((i / 8) as usize))
+                    .is_some_and(|b| b & (1 << (i % 8)) != 0)
+            };
+            let last_used = (0..ipg).rev().find(|&i| used(i)).map_or(0, |i| i + 1);
+            d.set_itable_unused(ipg - last_used);
+        }
+        d.set_flags(flags);
+    }
+
+    /// Stages what the freeing changed beyond the bitmaps: their
+    /// checksums, the changed descriptors (uninit marks, checksums) in
+    /// the table that follows the superblock in use. Failures to read or
+    /// stage a block leave that block as it was.
+    pub fn flush<S: Stage + ?Sized>(&mut self, st: &mut S) {
+        let fs = self.fs;
+        let geo = &fs.geo;
+        if fs.metadata_csum() {
+            let wide = geo.desc_size >= 64;
+            let bs = fs.block_size();
+            let bbytes = ((geo.blocks_per_group / 8) as usize).min(bs);
+            for g in std::mem::take(&mut self.block_bm_dirty) {
+                if let Ok(bm) = read_block(fs, st, fs.gds[g as usize].block_bitmap)
+                    && let Some(mut d) = self.table.desc(g)
+                {
+                    d.set_block_bitmap_csum(group_desc::bitmap_checksum(
+                        &fs.sb,
+                        &bm[..bbytes],
+                        wide,
+                    ));
+                }
+            }
+            let ibytes = ((geo.inodes_per_group / 8) as usize).min(bs);
+            for g in std::mem::take(&mut self.inode_bm_dirty) {
+                if let Ok(bm) = read_block(fs, st, fs.gds[g as usize].inode_bitmap)
+                    && let Some(mut d) = self.table.desc(g)
+                {
+                    d.set_inode_bitmap_csum(group_desc::bitmap_checksum(
+                        &fs.sb,
+                        &bm[..ibytes],
+                        wide,
+                    ));
+                }
+            }
+        }
+        for g in std::mem::take(&mut self.desc_dirty) {
+            if fs.uninit_bg() {
+                self.uninit_marks(st, g);
+            }
+            if let Some(mut d) = self.table.desc(g) {
+                d.set_checksum(&fs.sb, g);
+            }
+        }
+        let _ = write_desc_table(fs, st, fs.sb_block, &self.table.raw, Some(&fs.gd_raw));
+    }
+
+    /// Adds what was freed to the superblock's free counts.
+    pub fn count_in(&self, sb: &mut SuperblockMut) {
+        let is_64 = self.fs.sb.is_64bit();
+        let blocks = sb.free_blocks(is_64).saturating_add(self.freed_blocks);
+        sb.set_free_blocks(blocks, is_64);
+        let inodes = sb.free_inodes().saturating_add(self.freed_inodes as u32);
+        sb.set_free_inodes(inodes);
+    }
+}
