@@ -558,8 +558,14 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
                 s.limit_at = Instant::now();
                 s.limit = resize().clamp(1, threads);
             }
-            let done =
-                s.merged_all && s.queue.is_empty() && s.deferred.is_empty() && s.next0 >= self.n0;
+            // A unit still running may park work at its end (`defer`):
+            // until it returns, stay, or that work could be left to a
+            // worker parked below, with nobody else left to take it.
+            let done = s.merged_all
+                && s.queue.is_empty()
+                && s.deferred.is_empty()
+                && s.next0 >= self.n0
+                && s.running == [0, 0];
             if done || (k >= threads && !(cfg.io_bound)()) {
                 // Finished, or an extra I/O worker on a device no longer
                 // slow.
@@ -975,6 +981,62 @@ mod tests {
             want.sort_unstable();
             assert_eq!(done, want, "threads {t}");
             assert_eq!(st.units[1], 60 + st.deferred_units);
+        }
+    }
+
+    #[test]
+    fn work_parked_after_the_end_runs_though_its_worker_is_parked() {
+        // Two workers; `--threads auto` shrinks to one while a stage-1
+        // unit that started before stage 0 ended still runs, and that
+        // unit parks work at its end. Its worker may be the one now
+        // parked: the other must still be there to take the work. Which
+        // worker runs the long unit is up to the scheduler, so a few
+        // rounds.
+        for round in 0..8 {
+            let limit = AtomicUsize::new(2);
+            let resize = || limit.load(Ordering::Relaxed);
+            let cancel = AtomicBool::new(false);
+            let finished = AtomicBool::new(false);
+            std::thread::scope(|sc| {
+                let pipeline = sc.spawn(|| {
+                    let (r, _) = run(
+                        &Config {
+                            resize: Some(&resize),
+                            cancel: &cancel,
+                            ..cfg(2)
+                        },
+                        1,
+                        &|_| 1,
+                        &|| (),
+                        &|_, u| u,
+                        &mut |_, _, e: &mut Emit<u8>| {
+                            e.push(0, 1);
+                            e.push(1, 1);
+                        },
+                        &|_| None,
+                        &|| (),
+                        &|_, &u, h| {
+                            if u == 1 {
+                                limit.store(1, Ordering::Relaxed);
+                                std::thread::sleep(RESIZE_EVERY + Duration::from_millis(50));
+                                h.defer(2, 1, 1);
+                            }
+                            u
+                        },
+                    );
+                    finished.store(true, Ordering::Release);
+                    r
+                });
+                let t = Instant::now();
+                while !finished.load(Ordering::Acquire) && t.elapsed() < Duration::from_secs(5) {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                let hung = !finished.load(Ordering::Acquire);
+                cancel.store(true, Ordering::Relaxed);
+                let r = pipeline.join().unwrap();
+                assert!(!hung, "round {round}: the parked work never ran");
+                assert_eq!(r, vec![0, 1, 2]);
+            });
         }
     }
 
