@@ -283,14 +283,20 @@ fn full_lost_found_grows_inside_its_cluster() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "pfsck -fy:\n{text}");
     for made_up in ["i_blocks", "Block bitmap differences", "Free blocks count"] {
-        assert!(!text.contains(made_up), "pfsck reports '{made_up}':\n{text}");
+        assert!(
+            !text.contains(made_up),
+            "pfsck reports '{made_up}':\n{text}"
+        );
     }
     assert_both_clean("full lost+found", &mine);
     let theirs = tmp.join("e2fsck.img");
     copy_image(&img, &theirs);
     e2fsck_until_clean(&theirs, "full lost+found");
     let diff = differing_blocks(&mine, &theirs, bs as usize);
-    assert!(diff.is_empty(), "blocks differing from e2fsck's: {diff:?}\n{text}");
+    assert!(
+        diff.is_empty(),
+        "blocks differing from e2fsck's: {diff:?}\n{text}"
+    );
 }
 
 /// i_size of /lost+found.
