@@ -238,7 +238,7 @@ impl Replay<'_> {
         }
         let mut leaves = Vec::new();
         let mut nodes = Vec::new();
-        self.walk_node(ino, iblock, 0, &mut leaves, &mut nodes)?;
+        self.walk_node(ino, iblock, 0, None, &mut leaves, &mut nodes)?;
         Ok((leaves, nodes))
     }
 
@@ -247,6 +247,7 @@ impl Replay<'_> {
         ino: u32,
         node: &[u8],
         level: u16,
+        want_depth: Option<u16>,
         leaves: &mut Vec<Ext>,
         nodes: &mut Vec<u64>,
     ) -> Result<(), Unsupported> {
@@ -257,6 +258,7 @@ impl Replay<'_> {
             || h.max > cap
             || h.depth > extent::MAX_DEPTH
             || level > extent::MAX_DEPTH
+            || want_depth.is_some_and(|d| d != h.depth)
         {
             return Err(format!("inode {ino} has a damaged extent tree"));
         }
@@ -276,7 +278,7 @@ impl Replay<'_> {
                 }
                 nodes.push(ix.leaf);
                 let b = read_block(self.fs, &self.st, ix.leaf).map_err(io)?;
-                self.walk_node(ino, &b, level + 1, leaves, nodes)?;
+                self.walk_node(ino, &b, level + 1, Some(h.depth - 1), leaves, nodes)?;
             }
         }
         Ok(())
