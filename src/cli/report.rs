@@ -105,18 +105,23 @@ fn write_text(
     let fixed = |k: usize| repaired.is_some_and(|r| r.fixed.get(k).copied().unwrap_or(false));
     // The summary describes the file system as it was left.
     let s = &repaired.and_then(|r| r.after).unwrap_or(rep).summary;
-    if rep.skipped_clean.is_some() {
+    if let Some(note) = &rep.skipped_clean {
         return writeln!(
             out,
-            "{name}: clean, {}/{} files, {}/{} blocks",
+            "{name}: clean, {}/{} files, {}/{} blocks{note}",
             s.inodes_used, s.inodes_count, s.blocks_used, s.blocks_count
         );
     }
+    let forced = |out: &mut dyn Write| match &rep.forced {
+        Some(why) => writeln!(out, "{name} {why}, check forced."),
+        None => Ok(()),
+    };
     let numbered = || rep.problems.iter().enumerate();
     if (args.preen || args.auto) && repaired.is_some() && !rep.has_fatal() {
         // e2fsck's preen output: one line per fix, no pass headers, then
         // the summary line; boot scripts and people reading boot logs
         // expect exactly this.
+        forced(out)?;
         for (_, p) in numbered().filter(|&(k, _)| fixed(k)) {
             writeln!(out, "{name}: {}.  FIXED.", p.message())?;
         }
@@ -125,6 +130,7 @@ fn write_text(
     for n in &rep.notes {
         writeln!(out, "{n}")?;
     }
+    forced(out)?;
     let render = |out: &mut dyn Write, k: usize, p: &Problem| {
         let msg = p.message();
         if fixed(k) {

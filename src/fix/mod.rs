@@ -44,7 +44,9 @@
 //! rewritten from the counted usage in a round with no other fix but the
 //! summary),
 //! `journal.rs` (the journal replay and orphan processing the check read
-//! through, staged first so the fixes land on top of them).
+//! through, staged first so the fixes land on top of them), `finish.rs`
+//! (the end-of-check record in the superblock, staged after the last
+//! round's check).
 
 mod blockmap;
 mod clear;
@@ -53,6 +55,7 @@ mod dirblock;
 mod dirhole;
 mod dup;
 mod extents;
+pub mod finish;
 mod inode;
 pub mod journal;
 mod journal_inode;

@@ -421,6 +421,52 @@ pub fn commit(
     })
 }
 
+/// Blocks the end-of-check record may change: the primary superblock's
+/// and the journal superblock's.
+pub const RECORD_MAX_BLOCKS: usize = 2;
+
+/// Writes the end-of-check record of a run that fixed nothing (the
+/// superblock's state, mount count, check time and error record, and a
+/// journal's error number) straight to `device`, without an undo log, as
+/// e2fsck writes it: a log for every clean check would be noise, and the
+/// record has nothing a rollback should restore. Anything larger is
+/// refused: it belongs in [`commit`]. Returns the blocks written.
+pub fn record(device: &Path, overlay: &Overlay) -> Result<u64> {
+    let blocks = overlay.blocks();
+    if blocks.len() > RECORD_MAX_BLOCKS {
+        return Err(RepairError::Refused(format!(
+            "a check record of {} blocks needs the undo log",
+            blocks.len()
+        )));
+    }
+    let dev = open_for_write(device)?;
+    if dev.size() != overlay.device_size() {
+        return Err(RepairError::Refused(format!(
+            "{} has {} bytes, the record was staged for {}",
+            device.display(),
+            dev.size(),
+            overlay.device_size()
+        )));
+    }
+    let bsu = u64::from(overlay.block_size());
+    let mut new = vec![0u8; overlay.block_size() as usize];
+    let mut before = new.clone();
+    let mut written = 0;
+    for block in blocks {
+        overlay.read_block(block, &mut new)?;
+        let at = offset_of(block, bsu)?;
+        dev.read_at(at, &mut before)?;
+        if before != new {
+            dev.write_at(at, &new)?;
+            written += 1;
+        }
+    }
+    if written > 0 {
+        dev.sync()?;
+    }
+    Ok(written)
+}
+
 /// Copies the part of block `block` (contents `data`) that overlaps the
 /// range starting at byte `range_start` into `range`.
 fn patch_range(range: &mut [u8], range_start: u64, block: u64, bs: u64, data: &[u8]) {

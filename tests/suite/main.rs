@@ -3,6 +3,7 @@
 //! a fraction of the time and its cached base images are shared.
 //! Run one group with `cargo test --release --test suite NAME::`.
 
+mod check_record;
 mod clean_matrix;
 mod common;
 mod conformance;
