@@ -4,6 +4,7 @@
 //! Run one group with `cargo test --release --test suite NAME::`.
 
 mod clean_matrix;
+mod cli_compat;
 mod common;
 mod conformance;
 mod corruptions;
