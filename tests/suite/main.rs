@@ -5,6 +5,7 @@
 
 mod check_record;
 mod clean_matrix;
+mod cli_compat;
 mod common;
 mod conformance;
 mod corruptions;
