@@ -351,7 +351,11 @@ def tree(img, work):
                         h = os.readlink(p)
                 except OSError as e:
                     h = "error:%d" % e.errno
-                files[os.path.relpath(p, mnt)] = (st.st_ino, st.st_mode, st.st_size, st.st_nlink, h)
+                # A directory's size says how it was compacted or rebuilt
+                # (e2fsck's pass 3A), not what it holds: its entries are
+                # compared as paths of their own.
+                size = 0 if stat.S_ISDIR(st.st_mode) else st.st_size
+                files[os.path.relpath(p, mnt)] = (st.st_ino, st.st_mode, size, st.st_nlink, h)
     finally:
         for _ in range(20):
             if run(["umount", mnt]).returncode == 0:

@@ -7,6 +7,7 @@ mod clean_matrix;
 mod common;
 mod conformance;
 mod corruptions;
+mod crash_images;
 mod defects;
 mod determinism;
 mod ea_inode_quota;
