@@ -9,6 +9,7 @@ mod cli_compat;
 mod common;
 mod conformance;
 mod corruptions;
+mod crash_images;
 mod defects;
 mod determinism;
 mod ea_inode_quota;
