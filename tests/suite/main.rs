@@ -33,3 +33,4 @@ mod repair_quota;
 mod repair_resize;
 mod repair_super;
 mod robustness;
+mod safety;
