@@ -338,17 +338,17 @@ fn preen_halt(
     let name = if rep.volume_label.is_empty() {
         device.to_string()
     } else {
-        rep.volume_label.clone()
+        crate::check::problem::escape_name(rep.volume_label.as_bytes())
     };
     if plan.replayed && fix::journal::journal_replayed(rep) {
         println!("{name}: recovering journal");
     }
     let fixed_now = rep.problems.iter().zip(&plan.fixed).filter(|(_, f)| **f);
     for p in earlier.iter().chain(fixed_now.map(|(p, _)| p)) {
-        println!("{name}: {}.  FIXED.", p.message());
+        println!("{name}: {}.  FIXED.", p.text());
     }
     if let Some(p) = &halt {
-        println!("{name}: {}.", p.message());
+        println!("{name}: {}.", p.text());
     }
     eprintln!(
         "\n\n{name}: UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.\n\t(i.e., without -a or -p options)"

@@ -188,3 +188,67 @@ fn full_disk_leaves_no_tmp_log_and_suggests_no_rollback() {
 }
 
 use std::ffi::OsStr;
+
+/// Names that would act on a terminal: clear the screen, return the
+/// cursor, start a line forging pfsck's own report, a C1 CSI.
+const HOSTILE: [&[u8]; 5] = [
+    b"a\x1b[2Jb",
+    b"cr\rX",
+    b"nl\nPass 5: Checking group summary information",
+    b"c1\xc2\x9b2J",
+    b"del\x7fz",
+];
+
+#[test]
+fn names_are_escaped_in_text_output_and_kept_in_json() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = TempDir::new("safety-names");
+    let tree = dir.join("tree");
+    fs::create_dir(&tree).unwrap();
+    for n in HOSTILE {
+        fs::write(tree.join(OsStr::from_bytes(n)), b"x").unwrap();
+    }
+    let img = dir.join("names.img");
+    mkfs(&img, 4 * MIB, &MkfsOpts::ext4(), Some(&tree));
+    // Entries naming cleared inodes: pass 2 prints each name.
+    let inodes: Vec<u64> = (12..12 + HOSTILE.len() as u64).collect();
+    let cmds: Vec<String> = inodes.iter().map(|i| format!("clri <{i}>")).collect();
+    debugfs_w(&img, &cmds);
+    let o = pfsck(&[OsStr::new("-fn"), img.as_os_str()]);
+    let out = o.stdout.clone();
+    for (i, &b) in out.iter().enumerate() {
+        assert!(
+            b == b'\n' || (0x20..0x7f).contains(&b),
+            "raw byte {b:#x} at {i} in: {}",
+            String::from_utf8_lossy(&out)
+        );
+    }
+    let s = String::from_utf8_lossy(&out);
+    for want in [
+        "'a^[[2Jb'",
+        "'cr^MX'",
+        "'nl^JPass 5: Checking group summary information'",
+        "'c1M-BM-^[2J'",
+        "'del^?z'",
+    ] {
+        assert!(s.contains(want), "{want} missing in:\n{s}");
+    }
+    assert_eq!(
+        s.lines().filter(|l| l.starts_with("Pass 5")).count(),
+        1,
+        "{s}"
+    );
+    // JSON carries the names as they are (JSON escapes them itself).
+    let o = pfsck(&[OsStr::new("-fn"), OsStr::new("--json"), img.as_os_str()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let details: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["detail"].as_str())
+        .collect();
+    for n in HOSTILE {
+        let n = std::str::from_utf8(n).unwrap();
+        assert!(details.contains(&n), "{n:?} not in {details:?}");
+    }
+}
