@@ -288,11 +288,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
                 refusal: None,
             };
             report::print_repair(rep, device, args, &r, EXIT_OPERATIONAL);
-            return fail(format!(
-                "repair not written: {e} (if the device was touched, `pfsck --rollback {} {}` restores it)",
-                log.display(),
-                args.device.display()
-            ));
+            return fail(not_written("repair", &e, &log, &args.device));
         }
     };
     if let Err(e) = reset_external(opts, fs, rep) {
@@ -350,14 +346,7 @@ fn preen_halt(
             &mut NoFaults,
             &CommitOptions::default(),
         )
-        .map_err(|e| {
-            format!(
-                "preen stop not written: {e} (if the device was touched, `pfsck --rollback {} {}` \
-                 restores it)",
-                log.display(),
-                args.device.display()
-            )
-        })?
+        .map_err(|e| not_written("preen stop", &e, &log, &args.device))?
         .blocks_written;
         reset_external(opts, fs, rep)?;
     }
@@ -389,17 +378,17 @@ fn preen_halt(
     let name = if rep.volume_label.is_empty() {
         device.to_string()
     } else {
-        rep.volume_label.clone()
+        crate::check::problem::escape_name(rep.volume_label.as_bytes())
     };
     if plan.replayed && fix::journal::journal_replayed(rep) {
         println!("{name}: recovering journal");
     }
     let fixed_now = rep.problems.iter().zip(&plan.fixed).filter(|(_, f)| **f);
     for p in earlier.iter().chain(fixed_now.map(|(p, _)| p)) {
-        println!("{name}: {}.  FIXED.", p.message());
+        println!("{name}: {}.  FIXED.", p.text());
     }
     if let Some(p) = &halt {
-        println!("{name}: {}.", p.message());
+        println!("{name}: {}.", p.text());
     }
     eprintln!(
         "\n\n{name}: UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.\n\t(i.e., without -a or -p options)"
@@ -521,14 +510,7 @@ fn replay_only(
         &mut NoFaults,
         &CommitOptions::default(),
     )
-    .map_err(|e| {
-        format!(
-            "journal replay not written: {e} (if the device was touched, `pfsck --rollback {} {}` \
-             restores it)",
-            log.display(),
-            args.device.display()
-        )
-    })?;
+    .map_err(|e| not_written("journal replay", &e, &log, &args.device))?;
     reset_external(opts, fs, rep)?;
     if !args.json && fix::journal::journal_replayed(rep) {
         println!("{device}: recovering journal");
@@ -558,13 +540,39 @@ fn reset_external(opts: &Options, fs: &check::Fs, rep: &check::Report) -> Result
         .stage(ext.jsb_block, check::external_journal::reset_block(&ext))
         .map_err(|e| e.to_string())?;
     let log = crate::repair::default_undo_path(path);
-    commit::commit(path, &overlay, &log, &mut NoFaults, &CommitOptions::default())
-        .map_err(|e| {
-            format!(
-                "external journal reset not written: {e} (the file system is repaired;                  `pfsck --rollback {} {}` restores the journal device)",
-                log.display(),
-                path.display()
-            )
-        })?;
+    commit::commit(
+        path,
+        &overlay,
+        &log,
+        &mut NoFaults,
+        &CommitOptions::default(),
+    )
+    .map_err(|e| {
+        format!(
+            "{} (the file system itself is repaired)",
+            not_written("external journal reset", &e, &log, path)
+        )
+    })?;
     Ok(())
+}
+
+/// The message of a commit that failed: a rollback is suggested only when
+/// a log at `log` says the device may have been written (never a log that
+/// was not written, nor whatever file `--undo` named).
+fn not_written(
+    what: &str,
+    e: &crate::repair::RepairError,
+    log: &std::path::Path,
+    device: &std::path::Path,
+) -> String {
+    if commit::interrupted_log(log) {
+        format!(
+            "{what} not written completely: {e}; the device may be partly written, \
+             `pfsck --rollback {} {}` restores it",
+            log.display(),
+            device.display()
+        )
+    } else {
+        format!("{what} not written: {e}; the device was not modified")
+    }
 }

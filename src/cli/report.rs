@@ -97,10 +97,13 @@ fn write_text(
     repaired: Option<&Repaired<'_>>,
     code: i32,
 ) -> std::io::Result<()> {
+    // A label is the file system's maker's choice: escaped like a name.
+    let label;
     let name = if rep.volume_label.is_empty() {
         device
     } else {
-        rep.volume_label.as_str()
+        label = crate::check::problem::escape_name(rep.volume_label.as_bytes());
+        label.as_str()
     };
     let fixed = |k: usize| repaired.is_some_and(|r| r.fixed.get(k).copied().unwrap_or(false));
     // The summary describes the file system as it was left.
@@ -123,7 +126,7 @@ fn write_text(
         // expect exactly this.
         forced(out)?;
         for (_, p) in numbered().filter(|&(k, _)| fixed(k)) {
-            writeln!(out, "{name}: {}.  FIXED.", p.message())?;
+            writeln!(out, "{name}: {}.  FIXED.", p.text())?;
         }
         return preen_tail(out, name, repaired, code, s);
     }
@@ -132,7 +135,7 @@ fn write_text(
     }
     forced(out)?;
     let render = |out: &mut dyn Write, k: usize, p: &Problem| {
-        let msg = p.message();
+        let msg = p.text();
         if fixed(k) {
             return write!(out, "{msg}.  Fix? yes\n\n");
         }
@@ -176,7 +179,7 @@ fn write_text(
             if left.peek().is_some() {
                 out.write_all(b"\nProblems left after the repair:\n")?;
                 for p in left {
-                    writeln!(out, "{}", p.message())?;
+                    writeln!(out, "{}", p.text())?;
                 }
             }
         }
@@ -348,7 +351,7 @@ fn preen_tail(
             .flat_map(|a| a.problems.iter())
             .filter(|p| p.spec().severity != Severity::Notice)
         {
-            writeln!(out, "{name}: {}.", p.message())?;
+            writeln!(out, "{name}: {}.", p.text())?;
         }
     }
     if code & EXIT_UNCORRECTED != 0 {

@@ -36,3 +36,4 @@ mod repair_quota;
 mod repair_resize;
 mod repair_super;
 mod robustness;
+mod safety;
