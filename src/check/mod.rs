@@ -8,6 +8,7 @@ pub mod catalogue;
 pub mod dirblock;
 pub mod e2fsck_map;
 pub mod external_journal;
+pub mod fast_commit;
 pub mod htree_check;
 pub mod journal;
 pub mod orphan;

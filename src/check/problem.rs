@@ -122,7 +122,7 @@ problems! {
     JournalTransactionCorrupt = ("0x0211", Super, Notice, false, "Journal transaction {num} is corrupt, replay would be aborted there"),
     JournalBlockChecksum = ("0x0212", Super, Notice, false, "Journalled copy of block {blk} fails its checksum and would not be replayed"),
     JournalRecoveryFails = ("0x0213", Super, Notice, false, "Journal recovery would report an error ({detail}); the journal would then be reset"),
-    JournalFastCommitReplay = ("0x0214", Super, Fatal, false, "The journal holds fast-commit data to replay after transaction {num}; pfsck cannot replay fast commits yet, run e2fsck"),
+    JournalFastCommitReplay = ("0x0214", Super, Fatal, false, "The journal holds fast-commit data for transaction {num} whose replay pfsck does not model ({detail}); run e2fsck"),
     JournalExternalBad = ("0x0216", Super, Error, false, "{detail}"),
     JournalExternalCannotProceed = ("0x0217", Super, Fatal, false, "Cannot proceed with the file system check without its external journal"),
     JournalStrayV2Fields = ("0x0218", Super, Notice, false, "The journal superblock (inode {ino}) has version 2 fields a version 1 journal, or an internal one, cannot have: the fields past the version 1 layout are cleared"),

@@ -14,6 +14,7 @@ mod defects;
 mod determinism;
 mod ea_inode_quota;
 mod external_journal;
+mod fast_commit;
 mod features;
 mod interactive;
 mod journal_recovery;
