@@ -228,12 +228,28 @@ pub fn new_superblock(block_size: u32, maxlen: u32, uuid: &[u8; 16]) -> Vec<u8> 
 pub fn reset_superblock(b: &mut [u8], sequence: u32) {
     put_be32(b, 0x18, sequence);
     put_be32(b, 0x1C, 0);
+    redo_sb_checksum(b);
+}
+
+/// Stores `errno` as the journal superblock's error number (the kernel
+/// records why it aborted the journal there; e2fsck clears it once it has
+/// turned it into the file system's error state), checksum redone where
+/// the journal has one.
+pub fn set_errno(b: &mut [u8], errno: i32) {
+    put_be32(b, 0x20, errno as u32);
+    redo_sb_checksum(b);
+}
+
+fn redo_sb_checksum(b: &mut [u8]) {
     let j = parse_superblock(b);
-    if j.blocktype == BLOCKTYPE_SB_V2 && j.has_csum_v2v3() && b.len() >= 1024 {
+    if j.blocktype == BLOCKTYPE_SB_V2 && j.has_csum_v2v3() && b.len() >= SUPERBLOCK_LEN {
         let c = compute_sb_checksum(b);
         put_be32(b, 0xFC, c);
     }
 }
+
+/// Bytes of a journal superblock (the rest of its block is unused).
+pub const SUPERBLOCK_LEN: usize = 1024;
 
 pub fn compute_sb_checksum(b: &[u8]) -> u32 {
     let mut d = b.get(..1024).unwrap_or(b).to_vec();

@@ -3,10 +3,13 @@
 //! a fraction of the time and its cached base images are shared.
 //! Run one group with `cargo test --release --test suite NAME::`.
 
+mod check_record;
 mod clean_matrix;
+mod cli_compat;
 mod common;
 mod conformance;
 mod corruptions;
+mod crash_images;
 mod defects;
 mod determinism;
 mod ea_inode_quota;
@@ -34,3 +37,4 @@ mod repair_quota;
 mod repair_resize;
 mod repair_super;
 mod robustness;
+mod safety;
