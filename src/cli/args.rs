@@ -48,8 +48,77 @@ pub struct Args {
     /// `--online`: the device is a mounted file system (or its mount
     /// point), checked through a snapshot.
     pub online: bool,
+    /// `-l FILE` (add) or `-L FILE` (replace): a bad-blocks list; true
+    /// when it replaces the list.
+    pub bad_blocks_file: Option<(PathBuf, bool)>,
+    /// `-c`: 1 runs badblocks read-only, 2 (`-cc`) non-destructive read-write.
+    pub scan_bad_blocks: u8,
+    /// `-k`: with `-c`, keep the bad blocks already listed.
+    pub keep_bad_blocks: bool,
+    /// `-D`: optimise directories.
+    pub optimize_dirs: bool,
+    /// `-F`: flush the device's buffers before the check.
+    pub flush: bool,
+    /// `-E`: extended options.
+    pub extended: Extended,
     /// The device or image file to check.
     pub device: PathBuf,
+}
+
+/// e2fsck's `-E` options. Those pfsck has no use for are accepted and
+/// ignored (README: "Options").
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Extended {
+    pub journal_only: bool,
+    pub fixes_only: bool,
+    pub bmap2extent: bool,
+    pub unshare_blocks: bool,
+    pub fragcheck: bool,
+    /// Accepted and ignored: discard, nodiscard, readahead_kb, ea_ver,
+    /// optimize_extents, inode_count_fullmap, check_encoding and their
+    /// no_ forms.
+    pub ignored: Vec<String>,
+}
+
+/// The `-E` options e2fsck 1.47 knows, for the error message.
+const EXTENDED_HELP: &str = "valid extended options: ea_ver=1|2, fragcheck, journal_only, discard, nodiscard, optimize_extents, no_optimize_extents, inode_count_fullmap, no_inode_count_fullmap, readahead_kb=<KiB>, bmap2extent, unshare_blocks, fixes_only, check_encoding";
+
+impl Extended {
+    /// Adds a comma-separated list of `-E` options.
+    pub fn parse(&mut self, list: &str) -> Result<(), String> {
+        for opt in list.split(',').filter(|o| !o.is_empty()) {
+            let (name, arg) = match opt.split_once('=') {
+                Some((n, a)) => (n, Some(a)),
+                None => (opt, None),
+            };
+            let bad = |why: &str| Err(format!("{why} in -E {opt} ({EXTENDED_HELP})"));
+            match (name, arg) {
+                ("journal_only", None) => self.journal_only = true,
+                ("fixes_only", None) => self.fixes_only = true,
+                ("bmap2extent", None) => self.bmap2extent = true,
+                ("unshare_blocks", None) => self.unshare_blocks = true,
+                ("fragcheck", None) => self.fragcheck = true,
+                (
+                    "discard"
+                    | "nodiscard"
+                    | "optimize_extents"
+                    | "no_optimize_extents"
+                    | "inode_count_fullmap"
+                    | "no_inode_count_fullmap"
+                    | "check_encoding",
+                    None,
+                ) => self.ignored.push(name.into()),
+                ("ea_ver", Some("1" | "2")) => self.ignored.push(opt.into()),
+                ("ea_ver", _) => return bad("invalid EA version"),
+                ("readahead_kb", Some(n)) if n.parse::<u64>().is_ok() => {
+                    self.ignored.push(opt.into())
+                }
+                ("readahead_kb", _) => return bad("invalid readahead buffer size"),
+                _ => return bad("unknown extended option"),
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What the command line asks for besides a check.
@@ -79,6 +148,10 @@ const OPTIONS: &[(&str, &str)] = &[
         "Preen: fix what is safe without asking; stop on anything else with \"UNEXPECTED INCONSISTENCY\" (exit 4; the fixes made before it and the superblock's error state written, as e2fsck)",
     ),
     ("-a", "Same as -p"),
+    (
+        "-r",
+        "Accepted for compatibility (repairs are interactive without -n, -p or -y)",
+    ),
     ("-f", "Check even if the file system seems clean"),
     ("-v", "Verbose: print statistics at the end"),
     (
@@ -92,6 +165,32 @@ const OPTIONS: &[(&str, &str)] = &[
     (
         "-B <BLOCKSIZE>",
         "Block size to look for the superblock given with -b",
+    ),
+    (
+        "-c",
+        "Run badblocks(8) read-only over the device first (-cc: non-destructive read-write) and check its list against the bad blocks inode",
+    ),
+    ("-k", "With -c: keep the bad blocks already listed"),
+    (
+        "-l <FILE>",
+        "Add the blocks listed in FILE (badblocks(8) output) to the bad blocks inode",
+    ),
+    (
+        "-L <FILE>",
+        "Replace the bad blocks inode's list with FILE's",
+    ),
+    (
+        "-D",
+        "Optimise directories (pfsck rebuilds every directory it repairs; others are left as they are)",
+    ),
+    (
+        "-E <OPTS>",
+        "Extended options, comma-separated: journal_only, fixes_only, bmap2extent, unshare_blocks, fragcheck, discard, nodiscard, readahead_kb=N, optimize_extents, inode_count_fullmap, ea_ver=N, check_encoding (see the README for what each does in pfsck)",
+    ),
+    ("-F", "Flush the device's buffers before checking"),
+    (
+        "-d",
+        "Accepted for compatibility (e2fsck's debugging output)",
     ),
     (
         "-m, --threads <N|auto>",
@@ -190,6 +289,22 @@ fn parse_inner(argv: Vec<OsString>) -> Result<Parsed, String> {
             Short('f') => a.force = true,
             Short('v') => a.verbose = true,
             Short('t') => a.timing = true,
+            // e2fsck's -r does nothing; -d is its debugging output; -I and
+            // -P size buffers that pfsck sizes itself.
+            Short('r') | Short('d') => {}
+            Short('I') | Short('P') => {
+                num::<u64>(&mut p, "-I/-P")?;
+            }
+            Short('c') => a.scan_bad_blocks = a.scan_bad_blocks.saturating_add(1).min(2),
+            Short('k') => a.keep_bad_blocks = true,
+            Short('D') => a.optimize_dirs = true,
+            Short('F') => a.flush = true,
+            Short('l') => a.bad_blocks_file = Some((p.value().map_err(text)?.into(), false)),
+            Short('L') => a.bad_blocks_file = Some((p.value().map_err(text)?.into(), true)),
+            Short('E') => {
+                let v = p.value().map_err(text)?;
+                a.extended.parse(&v.to_string_lossy())?;
+            }
             Long("idle") => a.idle = true,
             Long("json") => a.json = true,
             Long("progress") => a.progress = true,

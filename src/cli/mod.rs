@@ -2,6 +2,7 @@
 
 mod args;
 mod ask;
+mod badblocks;
 mod online;
 pub mod progress;
 mod repair;
@@ -83,6 +84,34 @@ fn progress_reporter(args: &Args, device: &str) -> Result<Option<progress::Repor
         })
 }
 
+/// Options e2fsck refuses together (one line on stderr, exit 8 as e2fsck),
+/// and `-E` options pfsck does not carry out.
+fn option_conflicts(args: &Args) -> Result<(), i32> {
+    let ext = &args.extended;
+    let conflict = if args.no && args.optimize_dirs {
+        Some("the -n and -D options are incompatible")
+    } else if args.no && args.scan_bad_blocks > 0 {
+        Some("the -n and -c options are incompatible")
+    } else if args.no && args.bad_blocks_file.is_some() {
+        Some("the -n and -l/-L options are incompatible")
+    } else if args.optimize_dirs && ext.fixes_only {
+        Some("the -D and -E fixes_only options are incompatible")
+    } else if ext.bmap2extent && ext.fixes_only {
+        Some("the -E bmap2extent and fixes_only options are incompatible")
+    } else if ext.bmap2extent {
+        Some("-E bmap2extent (converting block maps to extent trees) is not supported")
+    } else {
+        None
+    };
+    match conflict {
+        Some(msg) => {
+            eprintln!("pfsck: {msg}");
+            Err(EXIT_OPERATIONAL)
+        }
+        None => Ok(()),
+    }
+}
+
 pub fn run(args: &Args) -> i32 {
     if let Some(log) = &args.rollback {
         return rollback::run(log, &args.device);
@@ -92,8 +121,12 @@ pub fn run(args: &Args) -> i32 {
     }
     let preen = args.preen || args.auto;
     if [args.no, args.yes, preen].iter().filter(|&&m| m).count() > 1 {
+        // e2fsck exits 8 here, not 16.
         eprintln!("pfsck: only one of the options -p/-a, -n or -y may be specified");
-        return EXIT_USAGE;
+        return EXIT_OPERATIONAL;
+    }
+    if let Err(code) = option_conflicts(args) {
+        return code;
     }
     let mode = if args.yes {
         Some(fix::Mode::Yes)
@@ -130,6 +163,29 @@ pub fn run(args: &Args) -> i32 {
         }
     };
     let _ = ctrlc::set_handler(check::interrupt);
+    if args.flush
+        && let Err(e) = std::fs::File::open(&args.device).and_then(|f| f.sync_all())
+    {
+        eprintln!("pfsck: {e} while trying to flush {}", args.device.display());
+        return EXIT_OPERATIONAL;
+    }
+    match badblocks::gather(args, &args.device.display().to_string()) {
+        Ok(list) if list.is_empty() => {}
+        Ok(list) => {
+            let shown: Vec<String> = list.iter().take(20).map(u64::to_string).collect();
+            eprintln!(
+                "pfsck: {} bad block(s) to record ({}{}): writing the bad blocks inode is not supported yet (e2fsck -l can); nothing written",
+                list.len(),
+                shown.join(" "),
+                if list.len() > 20 { " ..." } else { "" }
+            );
+            return EXIT_OPERATIONAL;
+        }
+        Err(e) => {
+            eprintln!("pfsck: {e}");
+            return EXIT_OPERATIONAL;
+        }
+    }
     if args.idle
         && let Err(e) = crate::engine::budget::set_idle_priority()
     {

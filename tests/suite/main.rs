@@ -3,7 +3,9 @@
 //! a fraction of the time and its cached base images are shared.
 //! Run one group with `cargo test --release --test suite NAME::`.
 
+mod check_record;
 mod clean_matrix;
+mod cli_compat;
 mod common;
 mod conformance;
 mod corruptions;
@@ -12,6 +14,7 @@ mod defects;
 mod determinism;
 mod ea_inode_quota;
 mod external_journal;
+mod fast_commit;
 mod features;
 mod interactive;
 mod journal_recovery;
@@ -34,3 +37,4 @@ mod repair_quota;
 mod repair_resize;
 mod repair_super;
 mod robustness;
+mod safety;

@@ -1,0 +1,119 @@
+//! The same command lines through e2fsck 1.47.4 and pfsck: whether the
+//! options are accepted, the exit code, and which stream carries the
+//! messages (stdout for the report, stderr for refusals and errors).
+//! e2fsck's version banner on stderr is left out of the comparison.
+
+use crate::common::*;
+use std::process::{Command, Stdio};
+
+struct Seen {
+    code: Option<i32>,
+    stdout: bool,
+    stderr: bool,
+}
+
+fn run(bin: &std::path::Path, args: &[&str], img: &std::path::Path) -> Seen {
+    let out = Command::new("timeout")
+        .args(["-s", "KILL", "60"])
+        .arg(bin)
+        .args(args)
+        .arg(img)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    let err = String::from_utf8_lossy(&out.stderr);
+    Seen {
+        code: out.status.code(),
+        stdout: !out.stdout.is_empty(),
+        stderr: err.lines().any(|l| !l.starts_with("e2fsck 1.47")),
+    }
+}
+
+#[test]
+fn options_exit_codes_and_streams_match_e2fsck() {
+    let Some(e2fsck) = oracle() else {
+        eprintln!("skipped: no e2fsck 1.47.4 oracle");
+        return;
+    };
+    let dir = TempDir::new("cli-compat");
+    let base = dir.join("base");
+    mkfs(&base, 8 << 20, &MkfsOpts::ext4(), None);
+    let empty = dir.join("empty-list");
+    std::fs::write(&empty, "").unwrap();
+    let empty = empty.to_str().unwrap().to_string();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["-fn"],
+        vec!["-fn", "-r"],
+        vec!["-fn", "-d"],
+        vec!["-fn", "-k"],
+        vec!["-fy", "-k"],
+        vec!["-fn", "-D"],
+        vec!["-fy", "-D"],
+        vec!["-fn", "-c"],
+        vec!["-fy", "-c"],
+        vec!["-fy", "-cc", "-k"],
+        vec!["-fn", "-l", &empty],
+        vec!["-fy", "-L", &empty],
+        vec!["-fy", "-l", "/nonexistent/list"],
+        vec!["-fn", "-E", "journal_only"],
+        vec!["-fn", "-E", "discard,nodiscard,readahead_kb=64"],
+        vec!["-fn", "-E", "fixes_only"],
+        vec!["-fn", "-E", "unshare_blocks"],
+        vec!["-fn", "-E", "optimize_extents,no_optimize_extents"],
+        vec!["-fn", "-E", "inode_count_fullmap"],
+        vec!["-fn", "-E", "fixes_only,bmap2extent"],
+        vec!["-fy", "-D", "-E", "fixes_only"],
+        vec!["-fn", "-P", "1"],
+        vec!["-fn", "-I", "1"],
+        vec!["-fn", "-s"],
+        vec!["-n", "-y"],
+        vec!["-fp"],
+        vec!["-p"],
+    ];
+    let mut diffs = Vec::new();
+    for args in &cases {
+        let mut seen = Vec::new();
+        for bin in [e2fsck.as_path(), pfsck_bin()] {
+            let img = dir.join("img");
+            copy_image(&base, &img);
+            seen.push(run(bin, args, &img));
+        }
+        let (e, p) = (&seen[0], &seen[1]);
+        if (e.code, e.stdout, e.stderr) != (p.code, p.stdout, p.stderr) {
+            diffs.push(format!(
+                "{args:?}: e2fsck exit {:?} stdout {} stderr {}; pfsck exit {:?} stdout {} stderr {}",
+                e.code, e.stdout, e.stderr, p.code, p.stdout, p.stderr
+            ));
+        }
+    }
+    // -fy -c: badblocks' own progress goes to stderr under e2fsck, which
+    // always passes it -s; pfsck passes -s only with a progress bar.
+    diffs.retain(|d| !d.starts_with("[\"-fy\", \"-c\"]") && !d.starts_with("[\"-fy\", \"-cc\""));
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}
+
+/// Option spellings e2fsck exits 1 or 8 on for reasons pfsck treats
+/// differently, on purpose (README "Options").
+#[test]
+fn deliberate_differences() {
+    let dir = TempDir::new("cli-compat-diff");
+    let img = dir.join("img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4(), None);
+    // An unknown -E option is a usage error (e2fsck exits 1, "errors
+    // corrected", which a boot script would misread).
+    let p = pfsck(&["-fn", "-E", "bogus", img.to_str().unwrap()]);
+    assert_eq!(p.status.code(), Some(16));
+    assert!(String::from_utf8_lossy(&p.stderr).contains("unknown extended option"));
+    // -F on an image file: e2fsck fails on the block-device ioctl; pfsck
+    // syncs the file and goes on.
+    let p = pfsck(&["-fn", "-F", img.to_str().unwrap()]);
+    assert_eq!(p.status.code(), Some(0));
+    // A non-empty bad-blocks list: refused before anything is written.
+    let list = dir.join("list");
+    std::fs::write(&list, "5\n").unwrap();
+    let before = hash_file(&img);
+    let p = pfsck(&["-fy", "-l", list.to_str().unwrap(), img.to_str().unwrap()]);
+    assert_eq!(p.status.code(), Some(8));
+    assert!(p.stdout.is_empty());
+    assert_eq!(hash_file(&img), before);
+}
