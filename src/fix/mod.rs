@@ -197,6 +197,14 @@ const LATE_P1: &[Code] = &[
     Code::InodeBigallocBlockMap,
 ];
 
+/// Checksums of a block that wait, while the block is multiply-claimed,
+/// for pass 1D to give each owner a copy.
+const SHARED_WAIT: &[Code] = &[
+    Code::InodeExtentNodeChecksum,
+    Code::DirBlockChecksum,
+    Code::HtreeNodeChecksum,
+];
+
 /// Problems fixed by editing one directory entry (`dir.rs`); staged with
 /// the tree fixes, since they change link counts too.
 const DIR: &[Code] = &[
@@ -516,6 +524,22 @@ pub fn plan(
     // inode's map), and once a directory block's records change, what
     // pass 2 counted and pass 3 found no longer holds. Everything else
     // waits for the next round's check.
+    // A checksum of a block that two inodes claim fits one owner only:
+    // fixed for one, it fails for the other, round after round. Pass 1D
+    // first gives each owner its own copy (with its checksum); the next
+    // round's check judges what is left on each copy.
+    let sharing = report
+        .problems
+        .iter()
+        .any(|p| wanted(&p) && p.code == Code::DupBlocks);
+    let on_shared = |p: &Problem| {
+        sharing
+            && SHARED_WAIT.contains(&p.code)
+            && p.args()
+                .blk
+                .is_some_and(|b| state.block_dup.get(state.cluster(b)))
+    };
+    let wanted = |p: &Problem| wanted(p) && !on_shared(p);
     let early = |p: &Problem| wanted(p) && !LATE_P1.contains(&p.code) && p.spec().pass <= Pass::P1;
     if !report.problems.iter().any(|p| early(&p))
         && late_round(fs, state, report, &wanted, &mut overlay, &mut fixed)?

@@ -153,3 +153,43 @@ fn crashgen_small_run() {
         "unexpected exits:\n{text}"
     );
 }
+
+/// The first extent tree block (ETB0) `debugfs stat` lists for `path`.
+fn tree_block(img: &Path, path: &str) -> u64 {
+    let text = debugfs_r(img, &format!("stat {path}"));
+    text.split("(ETB0):")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no extent tree block for {path}:\n{text}"))
+}
+
+/// Two files whose extent trees share a leaf (a torn copy's reused
+/// block): the leaf's checksum fits one owner only. pfsck fixed it for
+/// one, then the other, for 16 rounds, and left the sharing ("Fix? no",
+/// exit 4 after -fy). Pass 1D now copies the leaf first, and the repair
+/// ends in one run with every file's data whole.
+#[test]
+fn shared_extent_leaf_is_copied_before_its_checksum_is_fixed() {
+    let dir = TempDir::new("crash-shared-leaf");
+    let src = dir.join("frag.src");
+    {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::File::create(&src).unwrap();
+        // Every other block: one extent each, more than i_block holds.
+        for i in (0..40u64).step_by(2) {
+            f.write_all_at(&[i as u8 + 1; 4096], i * 4096).unwrap();
+        }
+    }
+    let img = dir.join("shared.img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(4096), None);
+    let s = src.display();
+    debugfs_w(&img, &[format!("write {s} f"), format!("write {s} g")]);
+    let leaf = tree_block(&img, "/f");
+    // i_block[4] is the low word of the root's first index entry's leaf.
+    debugfs_w(&img, &[format!("sif /g block[4] {leaf}")]);
+    let want = debugfs_r(&img, "cat /f");
+    repairs_in_one_run("shared extent leaf", &img);
+    assert_eq!(debugfs_r(&img, "cat /f"), want, "/f lost its data");
+    assert_eq!(debugfs_r(&img, "cat /g"), want, "/g lost the shared data");
+}
