@@ -34,3 +34,4 @@ mod repair_quota;
 mod repair_resize;
 mod repair_super;
 mod robustness;
+mod signals;
