@@ -55,6 +55,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         JournalExternalBad => &[0x000012, 0x000013, 0x000010, 0x00004A],
         JournalExternalCannotProceed => &[0x000011],
         JournalInodeFromBackup => &[0x00000F],
+        JournalStrayV2Fields => &[0x00002A],
         OrphanReleased => &[0x000020],
         OrphanFileBlockDirty => &[0x06000C],
         OrphanPresentClean => &[0x06000D],

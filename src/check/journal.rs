@@ -6,6 +6,7 @@
 //! reset journal. When the journal is unusable, the disk is checked as it
 //! is, like `e2fsck -n` does.
 
+use super::blockmap::{MapInfo, MapVisitor, Scratch, walk_extents, walk_indirect};
 use super::problem::{Code, Problem};
 use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
@@ -80,11 +81,24 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                 .detail(why.clone()),
         );
     }
-    match found.map(|(b, _)| b) {
+    match found {
         Err(why) => invalid_journal(&mut out, sb.journal_inum, why, clear_bad),
-        Ok(jsb_bytes) => {
-            let j = journal::parse_superblock(&jsb_bytes);
-            if let Some(why) = superblock_problem(fs, &j, &jsb_bytes) {
+        Ok((mut jsb_bytes, _)) => {
+            let mut j = journal::parse_superblock(&jsb_bytes);
+            let journal_blocks = journal_inode(fs)
+                .map(|i| i.size / u64::from(fs.geo.block_size))
+                .unwrap_or(0);
+            let v2_fields = j.magic == JBD2_MAGIC && stray_v2_fields(&j);
+            if v2_fields {
+                out.push(Problem::new(Code::JournalStrayV2Fields).ino(sb.journal_inum));
+                if clear_bad {
+                    // The repair clears them first; the rest is judged on
+                    // what it leaves.
+                    clear_v2_fields(&mut jsb_bytes);
+                    j = journal::parse_superblock(&jsb_bytes);
+                }
+            }
+            if let Some(why) = superblock_problem(fs, &j, &jsb_bytes, journal_blocks) {
                 out.push(
                     Problem::new(Code::JournalSuperblockCorrupt)
                         .ino(sb.journal_inum)
@@ -93,7 +107,20 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                 if !clear_bad {
                     out.push(Problem::new(Code::JournalCannotProceed));
                 }
+            } else if j.blocktype == journal::BLOCKTYPE_SB_V2 && j.nr_users > 1 && !clear_bad {
+                // A repair clears the fields first (the journal then has
+                // no users listed); a read-only check cannot, and stops.
+                out.push(
+                    Problem::new(Code::JournalExternalBad)
+                        .e2fsck(0x000010)
+                        .detail(format!(
+                            "The journal lists {} file systems as its users (unsupported)",
+                            j.nr_users
+                        )),
+                );
+                out.push(Problem::new(Code::JournalCannotProceed));
             } else if j.blocktype == journal::BLOCKTYPE_SB_V2
+                && !v2_fields
                 && j.feature_incompat & !journal::incompat::KNOWN != 0
             {
                 out.push(
@@ -201,16 +228,90 @@ fn find_journal_inode(fs: &Fs) -> Result<(Inode, Option<String>), String> {
             if inode.links_count == 0 || !inode.is_reg() {
                 return Err("not a regular file in use".into());
             }
-            journal_first_block(fs, &inode).map(|_| inode)
+            journal_first_block(fs, &inode)?;
+            map_covers_size(fs, &inode)?;
+            Ok(inode)
         });
     match primary {
         Ok(inode) => Ok((inode, None)),
         Err(why) => backup_inode_bytes(fs)
             .map(|raw| Inode::parse(&raw))
-            .filter(|i| journal_first_block(fs, i).is_ok())
+            .filter(|i| journal_first_block(fs, i).is_ok() && map_covers_size(fs, i).is_ok())
             .map(|i| (i, Some(why.clone())))
             .ok_or(why),
     }
+}
+
+/// Does the journal's block map reach its size? e2fsck walks the whole
+/// map before it trusts a journal inode, and stops at the first block
+/// that is not in the file system, or at the first hole of a block map
+/// (extent trees list only what they map): a map whose walk ends before
+/// the inode's size makes the journal too small, hence invalid. Without
+/// this, pass 1 would repair the journal as an ordinary file and free
+/// blocks the journal still needs.
+fn map_covers_size(fs: &Fs, inode: &Inode) -> Result<(), String> {
+    struct Reach {
+        /// Logical blocks from 0 the walk went through before it stopped.
+        blocks: u64,
+        holes_stop: bool,
+        stopped: bool,
+    }
+    impl MapVisitor for Reach {
+        fn data(&mut self, lblk: u64, _pblk: u64, len: u64, _unwritten: bool) {
+            if self.stopped {
+                return;
+            }
+            if self.holes_stop && lblk != self.blocks {
+                self.stopped = true;
+                return;
+            }
+            self.blocks = self.blocks.max(lblk.saturating_add(len));
+        }
+        fn node(&mut self, _pblk: u64) {}
+        fn problem(&mut self, p: Problem) {
+            // A checksum is not what e2fsck's walk of the map looks at.
+            if p.code != Code::InodeExtentNodeChecksum {
+                self.stopped = true;
+            }
+        }
+        fn done(&self) -> bool {
+            self.stopped
+        }
+    }
+    let extents = inode.has_flag(flags::EXTENTS);
+    let mut reach = Reach {
+        blocks: 0,
+        holes_stop: !extents,
+        stopped: false,
+    };
+    let mut scratch = Scratch::new();
+    if extents {
+        let info = MapInfo {
+            ino: fs.sb.journal_inum,
+            is_dir: false,
+            eof_block: u64::MAX - 1,
+            csum_seed: None,
+            large_dir: true,
+        };
+        walk_extents(fs, info, &inode.block, &mut scratch, &mut reach);
+    } else {
+        walk_indirect(
+            fs,
+            fs.sb.journal_inum,
+            &inode.block_ptrs(),
+            &mut scratch,
+            &mut reach,
+        );
+    }
+    let bs = u64::from(fs.geo.block_size);
+    if reach.blocks.saturating_mul(bs) < inode.size {
+        return Err(format!(
+            "its block map ends after {} of its {} blocks",
+            reach.blocks,
+            inode.size.div_ceil(bs)
+        ));
+    }
+    Ok(())
 }
 
 /// `s_jnl_backup_type` value meaning s_jnl_blocks holds the inode's i_block
@@ -294,7 +395,39 @@ pub fn first_block(fs: &Fs, inode: &Inode) -> Result<u64, String> {
     Err("extent tree too deep".into())
 }
 
-fn superblock_problem(fs: &Fs, j: &journal::JournalSuperblock, raw: &[u8]) -> Option<String> {
+/// Does the journal superblock carry version 2 fields it must not have?
+/// A version 1 superblock has none (features, user count); an internal
+/// version 2 journal lists at most one user. e2fsck clears every field
+/// past the version 1 layout then, and reads the journal as it is left.
+pub fn stray_v2_fields(j: &journal::JournalSuperblock) -> bool {
+    match j.blocktype {
+        journal::BLOCKTYPE_SB_V1 => {
+            j.feature_compat != 0
+                || j.feature_incompat != 0
+                || j.feature_ro_compat != 0
+                || j.nr_users != 0
+        }
+        journal::BLOCKTYPE_SB_V2 => j.nr_users > 1,
+        _ => false,
+    }
+}
+
+/// Zeroes what follows the version 1 layout of a journal superblock
+/// (header, block size, length, first block, sequence, start, errno).
+pub fn clear_v2_fields(jsb: &mut [u8]) {
+    const V1_LEN: usize = 0x24;
+    if let Some(rest) = jsb.get_mut(V1_LEN..) {
+        rest.fill(0);
+    }
+}
+
+/// `journal_blocks`: the journal inode's size in blocks.
+fn superblock_problem(
+    fs: &Fs,
+    j: &journal::JournalSuperblock,
+    raw: &[u8],
+    journal_blocks: u64,
+) -> Option<String> {
     if j.magic != JBD2_MAGIC {
         return Some("bad magic".into());
     }
@@ -305,6 +438,14 @@ fn superblock_problem(fs: &Fs, j: &journal::JournalSuperblock, raw: &[u8]) -> Op
         return Some(format!(
             "block size {} differs from the file system's",
             j.blocksize
+        ));
+    }
+    if u64::from(j.maxlen) > journal_blocks {
+        // The kernel refuses to mount it: the journal would run past its
+        // inode.
+        return Some(format!(
+            "it says the journal has {} blocks, the journal inode has {journal_blocks}",
+            j.maxlen
         ));
     }
     if j.first == 0 || j.first >= j.maxlen {

@@ -8,6 +8,7 @@ pub mod catalogue;
 pub mod dirblock;
 pub mod e2fsck_map;
 pub mod external_journal;
+pub mod fast_commit;
 pub mod htree_check;
 pub mod journal;
 pub mod orphan;
@@ -112,8 +113,12 @@ pub struct PassTiming {
 pub struct Report {
     pub problems: ProblemList,
     pub summary: Summary,
-    /// Not checked because it is marked clean (no `-f`); the reason.
+    /// Not checked because it is marked clean (no `-f`): what the
+    /// "clean" line adds (how soon a check is due), often nothing.
     pub skipped_clean: Option<String>,
+    /// Checked without `-f` although marked clean: why (e2fsck's "check
+    /// forced" line).
+    pub forced: Option<String>,
     /// Lines to print before the passes (e.g. which superblock was used).
     pub notes: Vec<String>,
     pub timings: Vec<PassTiming>,
@@ -128,6 +133,7 @@ impl Report {
             problems,
             summary: self.summary.clone(),
             skipped_clean: self.skipped_clean.clone(),
+            forced: self.forced.clone(),
             notes: self.notes.clone(),
             timings: self.timings.clone(),
             volume_label: self.volume_label.clone(),
@@ -257,8 +263,11 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     }
     // e2fsck looks at the journal before it decides to skip a clean file
     // system: an unusable one is cleared (or stops -n) even then.
+    if !opts.force {
+        report.forced = superblock::forced_reason(&fs, now());
+    }
     if !opts.force
-        && let Some(reason) = superblock::clean_skip_reason(&fs)
+        && let Some(reason) = superblock::clean_skip_reason(&fs, now())
         && !journal::unusable(&fs)
     {
         report.summary.inodes_used = fs.geo.inodes_count as u64 - fs.sb.free_inodes_count as u64;

@@ -122,9 +122,10 @@ problems! {
     JournalTransactionCorrupt = ("0x0211", Super, Notice, false, "Journal transaction {num} is corrupt, replay would be aborted there"),
     JournalBlockChecksum = ("0x0212", Super, Notice, false, "Journalled copy of block {blk} fails its checksum and would not be replayed"),
     JournalRecoveryFails = ("0x0213", Super, Notice, false, "Journal recovery would report an error ({detail}); the journal would then be reset"),
-    JournalFastCommitReplay = ("0x0214", Super, Fatal, false, "The journal holds fast-commit data to replay after transaction {num}; pfsck cannot replay fast commits yet, run e2fsck"),
+    JournalFastCommitReplay = ("0x0214", Super, Fatal, false, "The journal holds fast-commit data for transaction {num} whose replay pfsck does not model ({detail}); run e2fsck"),
     JournalExternalBad = ("0x0216", Super, Error, false, "{detail}"),
     JournalExternalCannotProceed = ("0x0217", Super, Fatal, false, "Cannot proceed with the file system check without its external journal"),
+    JournalStrayV2Fields = ("0x0218", Super, Notice, false, "The journal superblock (inode {ino}) has version 2 fields a version 1 journal, or an internal one, cannot have: the fields past the version 1 layout are cleared"),
     JournalInodeFromBackup = ("0x0215", Super, Error, true, "Journal inode {ino} is invalid ({detail}); restored from the superblock's backup of its block map"),
     // Processing the orphans is not a correction (e2fsck exits 0 after
     // it), but -n leaves it undone, which e2fsck -n reports as errors.
@@ -446,8 +447,21 @@ impl Problem {
         self.code.spec()
     }
 
-    /// The message with its placeholders filled in.
+    /// The message with its placeholders filled in (the detail as it is:
+    /// for JSON, which escapes it itself).
     pub fn message(&self) -> String {
+        self.render(|d| d.to_string())
+    }
+
+    /// The message for a terminal: the detail (mostly a file name, chosen
+    /// by whoever made the file system) escaped as e2fsck prints names, so
+    /// that none of its bytes moves the cursor, clears the screen or
+    /// starts a line that looks like pfsck's own.
+    pub fn text(&self) -> String {
+        self.render(|d| escape_name(d.as_bytes()))
+    }
+
+    fn render(&self, detail: impl Fn(&str) -> String) -> String {
         let mut out = String::new();
         let mut rest = self.spec().message;
         while let Some(start) = rest.find('{') {
@@ -464,7 +478,7 @@ impl Problem {
                 "group" => out.push_str(&opt(a.group.map(u64::from))),
                 "num" => out.push_str(&opt(a.num)),
                 "num2" => out.push_str(&opt(a.num2)),
-                "detail" => out.push_str(a.detail),
+                "detail" => out.push_str(&detail(a.detail)),
                 other => {
                     out.push('{');
                     out.push_str(other);
@@ -476,6 +490,28 @@ impl Problem {
         out.push_str(rest);
         out
     }
+}
+
+/// `bytes` as e2fsck prints a name: a byte with the high bit set as `M-`
+/// and the byte without it, a control character (and DEL) as `^` and the
+/// character 0x40 away (`^[` for ESC, `^?` for DEL), so `M-^[` for the
+/// C1 CSI 0x9b. e2fsck leaves 0x80 itself raw; it is escaped here too
+/// (`M-^@`), since no byte of a name should reach a terminal as a control.
+pub fn escape_name(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for &b in bytes {
+        let mut c = b;
+        if c >= 0x80 {
+            out.push_str("M-");
+            c -= 0x80;
+        }
+        if c < 0x20 || c == 0x7f {
+            out.push('^');
+            c ^= 0x40;
+        }
+        out.push(char::from(c));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -497,6 +533,20 @@ mod tests {
             };
             assert_eq!(digit, expect, "code {} in pass {:?}", s.code, s.pass);
         }
+    }
+
+    #[test]
+    fn names_are_escaped_as_e2fsck_does() {
+        assert_eq!(escape_name(b"a\x1b[2Jb"), "a^[[2Jb");
+        assert_eq!(escape_name(b"cr\rX\nY\x7f"), "cr^MX^JY^?");
+        assert_eq!(escape_name("é".as_bytes()), "M-CM-)");
+        assert_eq!(escape_name(b"\x9b\xff\x80"), "M-^[M-^?M-^@");
+        let p = Problem::new(Code::DirEntryDeletedInode)
+            .ino(2)
+            .num(12)
+            .detail("nl\nPass 5");
+        assert!(p.text().starts_with("Entry 'nl^JPass 5' in"));
+        assert!(p.message().starts_with("Entry 'nl\nPass 5' in"));
     }
 
     #[test]

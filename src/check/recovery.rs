@@ -94,8 +94,10 @@ pub struct Plan {
     /// Recovery reports an error. Blocks already in `blocks` were replayed
     /// before it (a failure in the scan or revoke pass replays nothing).
     pub failure: Option<Failure>,
-    /// Tid of fast-commit data the kernel would replay after the log.
-    pub fast_commit_tid: Option<u32>,
+    /// The fast-commit records recovery replays after the log (a valid
+    /// scan of the fast-commit area for the transaction after the last
+    /// one replayed), with that transaction's id.
+    pub fast_commit: Option<(u32, Vec<crate::fs::fast_commit::Tag>)>,
     /// The sequence the reset journal starts at.
     pub next_sequence: u32,
 }
@@ -158,11 +160,25 @@ impl Log<'_> {
 
 /// Plans the replay of the journal whose superblock is `j`, reading journal
 /// blocks through `read`. Returns Err when the superblock's numbers do not
-/// describe a usable log (nothing can be replayed).
+/// describe a usable log (nothing can be replayed). Fast-commit blocks are
+/// left alone (see [`plan_with`]).
 pub fn plan(
     j: &JournalSuperblock,
     block_size: u32,
     read: &dyn Fn(u32) -> std::result::Result<Vec<u8>, String>,
+) -> std::result::Result<Plan, String> {
+    plan_with(j, block_size, read, false)
+}
+
+/// [`plan`], and with `fast_commit` (the file system has the fast_commit
+/// feature, so recovery replays the area) the fast-commit scan: it runs
+/// after the log scan, for the transaction after the log, and a scan
+/// that fails fails recovery before anything is replayed.
+pub fn plan_with(
+    j: &JournalSuperblock,
+    block_size: u32,
+    read: &dyn Fn(u32) -> std::result::Result<Vec<u8>, String>,
+    fast_commit: bool,
 ) -> std::result::Result<Plan, String> {
     if j.blocksize != block_size || !(1024..=65536).contains(&block_size) {
         return Err(format!("journal block size {} is unusable", j.blocksize));
@@ -201,7 +217,14 @@ pub fn plan(
         block_size: block_size as usize,
     };
     let mut revoked: HashMap<u64, u32> = HashMap::new();
+    let mut fc_tags = None;
     let result = scan(&log, &mut plan)
+        .and_then(|()| {
+            if fast_commit && fc > 0 {
+                fc_tags = fc_scan(&log, plan.end_transaction)?;
+            }
+            Ok(())
+        })
         .and_then(|()| revoke_pass(&log, &plan, &mut revoked).map(|n| plan.revokes = n));
     // Recovery that fails before replaying anything leaves the journal's
     // sequence where it was (e2fsck 1.47.0 on j_corrupt_descr_csum and
@@ -211,16 +234,11 @@ pub fn plan(
     if let Err(f) = result {
         plan.failure = Some(f);
     }
-    if plan.failure.is_none() && fc > 0 {
-        // The fast-commit area follows the log; replay applies it when its
-        // head names the transaction after the last one replayed.
-        let fc_first = last.saturating_add(1);
-        if fc_first < j.maxlen
-            && let Ok(b) = log.read(fc_first)
-            && jfmt::fc_head_tid(&b) == Some(plan.end_transaction)
-        {
-            plan.fast_commit_tid = Some(plan.end_transaction);
-        }
+    if plan.failure.is_none()
+        && let Some(tags) = fc_tags
+        && !tags.is_empty()
+    {
+        plan.fast_commit = Some((plan.end_transaction, tags));
     }
     plan.next_sequence = if failed_early {
         j.sequence
@@ -228,6 +246,26 @@ pub fn plan(
         plan.end_transaction.wrapping_add(1)
     };
     Ok(plan)
+}
+
+/// The fast-commit scan: the area after the log (from one past the log's
+/// last block to the journal's end), for transaction `tid`.
+fn fc_scan(
+    log: &Log,
+    tid: u32,
+) -> std::result::Result<Option<Vec<crate::fs::fast_commit::Tag>>, Failure> {
+    use crate::fs::fast_commit::{self as fc, ScanError};
+    let first = log.last.saturating_add(1);
+    let blocks: Vec<Option<Vec<u8>>> = (first..log.maxlen)
+        .map(|n| log.read(n).ok())
+        .take_while(Option::is_some)
+        .collect();
+    let out = fc::scan(blocks.iter().map(|b| b.as_deref()), tid);
+    match out.error {
+        None => Ok(Some(out.tags)),
+        Some(e @ ScanError::BadCrc) => Err(Failure::BadChecksum(e.to_string())),
+        Some(e) => Err(Failure::Invalid(e.to_string())),
+    }
 }
 
 /// Pass 1: finds `end_transaction`.
@@ -567,7 +605,8 @@ pub fn plan_internal(fs: &Fs) -> std::result::Result<(JournalSuperblock, Plan, u
         }
         fs.read_block(p).map_err(|e| e.to_string())
     };
-    let plan = plan(&j, fs.geo.block_size, &read)?;
+    let fc = fs.sb.has_compat(compat::FAST_COMMIT);
+    let plan = plan_with(&j, fs.geo.block_size, &read, fc)?;
     Ok((j, plan, jsb_phys))
 }
 
@@ -609,15 +648,18 @@ pub fn after_replay(
         // Pass 0's journal checks say what is wrong; check the disk as is.
         return Ok(superblock::Opened::Fs(fs, first_probs));
     };
-    if let Some(tid) = plan.fast_commit_tid {
-        let mut probs = first_probs;
-        probs.push(Problem::new(Code::JournalFastCommitReplay).num(tid as u64));
-        return Ok(superblock::Opened::Fatal(probs));
-    }
     let mut notes = Vec::new();
     let replayed = plan.failure.is_none() || !plan.blocks.is_empty();
+    let fc_note = match &plan.fast_commit {
+        Some((_, tags)) => format!(
+            ", then {} fast-commit record{}",
+            tags.len(),
+            if tags.len() == 1 { "" } else { "s" }
+        ),
+        None => String::new(),
+    };
     notes.push(Problem::new(Code::JournalAfterReplay).detail(format!(
-        "{} transaction{}, {} block{}",
+        "{} transaction{}, {} block{}{fc_note}",
         if replayed { plan.transactions() } else { 0 },
         if plan.transactions() == 1 && replayed {
             ""
@@ -637,9 +679,37 @@ pub fn after_replay(
         notes.push(Problem::new(Code::JournalRecoveryFails).detail(f.to_string()));
     }
     let overlay = overlay_after(&fs, &plan, jsb_phys);
+    // e2fsck's fast-commit replay writes the descriptor table it loaded
+    // before the log was replayed.
+    let pre_gd = fs.gd_raw.clone();
     let Fs { dev, .. } = *fs;
     let dev = dev.with_overlay(overlay);
-    Ok(match superblock::open(dev, opts)? {
+    let opened = superblock::open(dev, opts)?;
+    let opened = match (&plan.fast_commit, opened) {
+        (Some((tid, tags)), superblock::Opened::Fs(view, probs)) => {
+            match super::fast_commit::replay(&view, &pre_gd, tags) {
+                Ok(written) => {
+                    let bs = u64::from(view.geo.block_size);
+                    let ranges: BTreeMap<u64, Vec<u8>> =
+                        written.into_iter().map(|(b, d)| (b * bs, d)).collect();
+                    let Fs { dev, .. } = *view;
+                    let _ = probs;
+                    superblock::open(dev.with_overlay(ranges), opts)?
+                }
+                Err(why) => {
+                    let mut probs = probs;
+                    probs.push(
+                        Problem::new(Code::JournalFastCommitReplay)
+                            .num(u64::from(*tid))
+                            .detail(why),
+                    );
+                    superblock::Opened::Fatal(probs)
+                }
+            }
+        }
+        (_, opened) => opened,
+    };
+    Ok(match opened {
         superblock::Opened::Fs(fs, mut probs) => {
             probs.extend(notes);
             superblock::Opened::Fs(fs, probs)

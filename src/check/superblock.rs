@@ -395,42 +395,65 @@ fn other_fs_signature(dev: &Device) -> Option<&'static str> {
     None
 }
 
-/// Why a clean file system need not be checked without `-f`, or None if it
-/// must be checked.
-pub fn clean_skip_reason(fs: &Fs) -> Option<String> {
+/// Without `-f`, whether a file system marked clean may go unchecked:
+/// `Some(note)` when it may, the note being what e2fsck adds to its
+/// "clean" line when the next forced check is near (empty otherwise);
+/// None when it must be checked (a journal or orphans to process, or a
+/// [`forced_reason`]).
+pub fn clean_skip_reason(fs: &Fs, now: u64) -> Option<String> {
     let sb = &fs.sb;
-    if sb.state & superblock::STATE_VALID == 0 || sb.state & superblock::STATE_ERROR != 0 {
-        return None;
-    }
     if sb.has_incompat(incompat::RECOVER) || sb.last_orphan != 0 {
         return None;
     }
-    // An error the journal recorded (e2fsck turns it into the error state).
-    if super::journal::recorded_errno(fs) != 0 {
+    if forced_reason(fs, now).is_some() {
         return None;
     }
-    if sb.max_mnt_count > 0 && sb.mnt_count as i32 >= sb.max_mnt_count as i32 {
-        return None;
-    }
-    if sb.checkinterval != 0 {
-        let now = super::now();
-        if now >= sb.lastcheck as u64 + sb.checkinterval as u64 {
-            return None;
-        }
-    }
-    Some("clean".to_string())
+    // Mounts left before the count forces a check; e2fsck mentions the
+    // last five.
+    let left = if sb.max_mnt_count > 0 {
+        (i32::from(sb.max_mnt_count) - i32::from(sb.mnt_count)).max(1)
+    } else {
+        i32::MAX
+    };
+    Some(match left {
+        1 => " (check after next mount)".to_string(),
+        2..=5 => format!(" (check in {left} mounts)"),
+        _ => String::new(),
+    })
 }
 
-/// Why a check is forced (e2fsck's "was not cleanly unmounted" lines).
-pub fn forced_reason(fs: &Fs) -> Option<&'static str> {
+/// Why a check without `-f` cannot skip a file system: e2fsck's reasons,
+/// tested in its order, worded for the line "NAME REASON, check forced.".
+/// `now`: seconds since the epoch.
+pub fn forced_reason(fs: &Fs, now: u64) -> Option<String> {
     let sb = &fs.sb;
-    if sb.state & superblock::STATE_ERROR != 0 {
-        Some("contains a file system with errors")
-    } else if sb.state & superblock::STATE_VALID == 0 {
-        Some("was not cleanly unmounted")
-    } else {
-        None
+    // An error the journal recorded counts as the error state: e2fsck
+    // moves it there before deciding.
+    if sb.state & superblock::STATE_ERROR != 0 || super::journal::recorded_errno(fs) != 0 {
+        return Some("contains a file system with errors".into());
     }
+    if sb.state & superblock::STATE_VALID == 0 {
+        return Some("was not cleanly unmounted".into());
+    }
+    if sb.max_mnt_count > 0 && i32::from(sb.mnt_count) >= i32::from(sb.max_mnt_count) {
+        return Some(format!(
+            "has been mounted {} times without being checked",
+            sb.mnt_count
+        ));
+    }
+    if sb.checkinterval != 0 {
+        if now < sb.lastcheck {
+            return Some("has filesystem last checked time in the future".into());
+        }
+        let since = now - sb.lastcheck;
+        if since >= u64::from(sb.checkinterval) {
+            return Some(format!(
+                "has gone {} days without being checked",
+                since / (24 * 3600)
+            ));
+        }
+    }
+    None
 }
 
 /// e2fsck's descriptor sanity check: bitmaps and inode table inside their

@@ -44,7 +44,7 @@ impl<R: BufRead, W: Write> Asker<R, W> {
     pub fn ask(&mut self, rep: &Report) -> Vec<bool> {
         rep.problems
             .iter()
-            .map(|p| crate::fix::supported(p.code) && self.question(&p.message()))
+            .map(|p| crate::fix::supported(p.code) && self.question(&p.text()))
             .collect()
     }
 

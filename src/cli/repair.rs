@@ -20,7 +20,7 @@ use crate::fix::{self, Mode, Refusal};
 use crate::io::Device;
 use crate::repair::commit::{self, CommitOptions};
 use crate::repair::faults::NoFaults;
-use crate::repair::overlay::Staging;
+use crate::repair::overlay::{Overlay, Staging};
 use std::sync::Arc;
 
 /// Check-and-fix rounds at most: each round's fixes come from a check of
@@ -107,12 +107,24 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     drop(checked.state);
 
     if plan.overlay.is_empty() {
-        // Nothing to write: either nothing we may fix, or fixes that change
-        // no byte. The first check is the verdict.
-        let code = report::exit_code(rep);
+        // Nothing to fix: either nothing we may fix, or fixes that change
+        // no byte. The first check is the verdict, and only the record of
+        // the check is written (not after an interactive user declined a
+        // fix: answering no leaves the disk as it was).
+        let mut code = report::exit_code(rep);
+        let mut recorded = fix::finish::Recorded::default();
+        if ask.is_none() || !rep.has_errors() {
+            recorded = match record_check(args, fs, rep, staging) {
+                Ok(r) => r,
+                Err(e) => return fail(e),
+            };
+        }
+        if recorded.became_valid {
+            code |= EXIT_CORRECTED;
+        }
         let r = Repaired {
             fixed: &plan.fixed,
-            modified: false,
+            modified: recorded.journal_errno_cleared,
             after: None,
             refusal: None,
         };
@@ -141,7 +153,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         blocksize: None,
         ..opts.clone()
     };
-    let after = loop {
+    let last = loop {
         let dev = match Device::open_read_only(&args.device) {
             Ok(d) => d.with_read_overlay(overlay.clone()),
             Err(e) => return fail(e.to_string()),
@@ -153,10 +165,10 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         };
         round += 1;
         let (Some(fs2), Some(state2)) = (&again.fs, &again.state) else {
-            break again.report;
+            break again;
         };
         if round > MAX_ROUNDS || !again.report.has_errors() || again.report.has_fatal() {
-            break again.report;
+            break again;
         }
         let next = match plan_round(fs2, state2, &again.report, mode, staging, &mut ask) {
             Ok(next) => next,
@@ -181,10 +193,10 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
                 )
                 .unwrap_or_else(fail);
             }
-            Err(_) => break again.report,
+            Err(_) => break again,
         };
         if !next.fixes_staged {
-            break again.report;
+            break again;
         }
         let unfixed = by_key(&shown, |k| !shown_fixed[k]);
         for (key, f) in again.report.problems.keys().zip(&next.fixed) {
@@ -212,6 +224,34 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
             Err(e) => return fail(e.to_string()),
         };
     };
+    let check::Checked {
+        report: after,
+        fs: last_fs,
+        ..
+    } = last;
+    // The record of the check goes with the repair, staged over it on the
+    // file system as the last check read it.
+    let mut recorded = fix::finish::Recorded::default();
+    if !after.has_fatal() {
+        let mut top = Overlay::over(overlay.clone());
+        recorded = match fix::finish::stage(
+            last_fs.as_ref().unwrap_or(fs),
+            &mut top,
+            !after.has_errors(),
+            check::now(),
+        ) {
+            Ok(v) => v,
+            Err(e) => return fail(e),
+        };
+        // The last check's device reads through the staging: gone, the
+        // two layers merge.
+        drop(last_fs);
+        drop(overlay);
+        overlay = match top.flattened() {
+            Ok(o) => Arc::new(o),
+            Err(e) => return fail(e.to_string()),
+        };
+    }
     // What is shown: the first check's problems, then those later rounds
     // found and fixed, each in its pass. A first-check problem of passes
     // 1-5 neither fixed nor found by the last check was a consequence of
@@ -256,11 +296,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
                 refusal: None,
             };
             report::print_repair(rep, device, args, &r, EXIT_OPERATIONAL);
-            return fail(format!(
-                "repair not written: {e} (if the device was touched, `pfsck --rollback {} {}` restores it)",
-                log.display(),
-                args.device.display()
-            ));
+            return fail(not_written("repair", &e, &log, &args.device));
         }
     };
     if let Err(e) = reset_external(opts, fs, rep) {
@@ -268,7 +304,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     }
     let mut code = 0;
     // A journal replay alone is not a correction: e2fsck exits 0 after it.
-    if written > 0 && (fixes_staged || !plan.replayed) {
+    if (written > 0 && (fixes_staged || !plan.replayed)) || recorded.became_valid {
         code |= EXIT_CORRECTED;
     }
     if plan.replayed && !args.json && fix::journal::journal_replayed(rep) {
@@ -277,7 +313,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     code |= report::exit_code(&after);
     let r = Repaired {
         fixed: &shown_fixed,
-        modified: code & EXIT_CORRECTED != 0,
+        modified: code & EXIT_CORRECTED != 0 || recorded.journal_errno_cleared,
         after: Some(&after),
         refusal: None,
     };
@@ -318,14 +354,7 @@ fn preen_halt(
             &mut NoFaults,
             &CommitOptions::default(),
         )
-        .map_err(|e| {
-            format!(
-                "preen stop not written: {e} (if the device was touched, `pfsck --rollback {} {}` \
-                 restores it)",
-                log.display(),
-                args.device.display()
-            )
-        })?
+        .map_err(|e| not_written("preen stop", &e, &log, &args.device))?
         .blocks_written;
         reset_external(opts, fs, rep)?;
     }
@@ -357,17 +386,17 @@ fn preen_halt(
     let name = if rep.volume_label.is_empty() {
         device.to_string()
     } else {
-        rep.volume_label.clone()
+        crate::check::problem::escape_name(rep.volume_label.as_bytes())
     };
     if plan.replayed && fix::journal::journal_replayed(rep) {
         println!("{name}: recovering journal");
     }
     let fixed_now = rep.problems.iter().zip(&plan.fixed).filter(|(_, f)| **f);
     for p in earlier.iter().chain(fixed_now.map(|(p, _)| p)) {
-        println!("{name}: {}.  FIXED.", p.message());
+        println!("{name}: {}.  FIXED.", p.text());
     }
     if let Some(p) = &halt {
-        println!("{name}: {}.", p.message());
+        println!("{name}: {}.", p.text());
     }
     eprintln!(
         "\n\n{name}: UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.\n\t(i.e., without -a or -p options)"
@@ -451,6 +480,21 @@ fn undo_log(args: &Args) -> std::path::PathBuf {
         .unwrap_or_else(|| crate::repair::default_undo_path(&args.device))
 }
 
+/// Writes the end-of-check record (`fix::finish`) of a run that stages
+/// no fix, straight to the device (`commit::record`).
+fn record_check(
+    args: &Args,
+    fs: &check::Fs,
+    rep: &check::Report,
+    staging: &Staging,
+) -> Result<fix::finish::Recorded, String> {
+    let mut overlay = Overlay::with_staging(fs.geo.block_size, fs.dev.size(), staging)
+        .map_err(|e| e.to_string())?;
+    let recorded = fix::finish::stage(fs, &mut overlay, !rep.has_errors(), check::now())?;
+    commit::record(&args.device, &overlay).map_err(|e| format!("check record not written: {e}"))?;
+    Ok(recorded)
+}
+
 /// Writes the journal replay and orphan processing the check read through
 /// (and a journal inode restored from the superblock's backup), and
 /// nothing else, for the runs that stage no fix (clean and not forced).
@@ -474,14 +518,7 @@ fn replay_only(
         &mut NoFaults,
         &CommitOptions::default(),
     )
-    .map_err(|e| {
-        format!(
-            "journal replay not written: {e} (if the device was touched, `pfsck --rollback {} {}` \
-             restores it)",
-            log.display(),
-            args.device.display()
-        )
-    })?;
+    .map_err(|e| not_written("journal replay", &e, &log, &args.device))?;
     reset_external(opts, fs, rep)?;
     if !args.json && fix::journal::journal_replayed(rep) {
         println!("{device}: recovering journal");
@@ -511,13 +548,39 @@ fn reset_external(opts: &Options, fs: &check::Fs, rep: &check::Report) -> Result
         .stage(ext.jsb_block, check::external_journal::reset_block(&ext))
         .map_err(|e| e.to_string())?;
     let log = crate::repair::default_undo_path(path);
-    commit::commit(path, &overlay, &log, &mut NoFaults, &CommitOptions::default())
-        .map_err(|e| {
-            format!(
-                "external journal reset not written: {e} (the file system is repaired;                  `pfsck --rollback {} {}` restores the journal device)",
-                log.display(),
-                path.display()
-            )
-        })?;
+    commit::commit(
+        path,
+        &overlay,
+        &log,
+        &mut NoFaults,
+        &CommitOptions::default(),
+    )
+    .map_err(|e| {
+        format!(
+            "{} (the file system itself is repaired)",
+            not_written("external journal reset", &e, &log, path)
+        )
+    })?;
     Ok(())
+}
+
+/// The message of a commit that failed: a rollback is suggested only when
+/// a log at `log` says the device may have been written (never a log that
+/// was not written, nor whatever file `--undo` named).
+fn not_written(
+    what: &str,
+    e: &crate::repair::RepairError,
+    log: &std::path::Path,
+    device: &std::path::Path,
+) -> String {
+    if commit::interrupted_log(log) {
+        format!(
+            "{what} not written completely: {e}; the device may be partly written, \
+             `pfsck --rollback {} {}` restores it",
+            log.display(),
+            device.display()
+        )
+    } else {
+        format!("{what} not written: {e}; the device was not modified")
+    }
 }

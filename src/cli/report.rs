@@ -116,36 +116,45 @@ fn write_text(
     repaired: Option<&Repaired<'_>>,
     code: i32,
 ) -> std::io::Result<()> {
+    // A label is the file system's maker's choice: escaped like a name.
+    let label;
     let name = if rep.volume_label.is_empty() {
         device
     } else {
-        rep.volume_label.as_str()
+        label = crate::check::problem::escape_name(rep.volume_label.as_bytes());
+        label.as_str()
     };
     let fixed = |k: usize| repaired.is_some_and(|r| r.fixed.get(k).copied().unwrap_or(false));
     // The summary describes the file system as it was left.
     let s = &repaired.and_then(|r| r.after).unwrap_or(rep).summary;
-    if rep.skipped_clean.is_some() {
+    if let Some(note) = &rep.skipped_clean {
         return writeln!(
             out,
-            "{name}: clean, {}/{} files, {}/{} blocks",
+            "{name}: clean, {}/{} files, {}/{} blocks{note}",
             s.inodes_used, s.inodes_count, s.blocks_used, s.blocks_count
         );
     }
+    let forced = |out: &mut dyn Write| match &rep.forced {
+        Some(why) => writeln!(out, "{name} {why}, check forced."),
+        None => Ok(()),
+    };
     let numbered = || rep.problems.iter().enumerate();
     if (args.preen || args.auto) && repaired.is_some() && !rep.has_fatal() {
         // e2fsck's preen output: one line per fix, no pass headers, then
         // the summary line; boot scripts and people reading boot logs
         // expect exactly this.
+        forced(out)?;
         for (_, p) in numbered().filter(|&(k, _)| fixed(k)) {
-            writeln!(out, "{name}: {}.  FIXED.", p.message())?;
+            writeln!(out, "{name}: {}.  FIXED.", p.text())?;
         }
         return preen_tail(out, name, repaired, code, s);
     }
     for n in &rep.notes {
         writeln!(out, "{n}")?;
     }
+    forced(out)?;
     let render = |out: &mut dyn Write, k: usize, p: &Problem| {
-        let msg = p.message();
+        let msg = p.text();
         if fixed(k) {
             return write!(out, "{msg}.  Fix? yes\n\n");
         }
@@ -200,7 +209,7 @@ fn write_text(
             if left.peek().is_some() {
                 out.write_all(b"\nProblems left after the repair:\n")?;
                 for p in left {
-                    writeln!(out, "{}", p.message())?;
+                    writeln!(out, "{}", p.text())?;
                 }
             }
         }
@@ -372,7 +381,7 @@ fn preen_tail(
             .flat_map(|a| a.problems.iter())
             .filter(|p| p.spec().severity != Severity::Notice)
         {
-            writeln!(out, "{name}: {}.", p.message())?;
+            writeln!(out, "{name}: {}.", p.text())?;
         }
     }
     if code & EXIT_UNCORRECTED != 0 {

@@ -51,13 +51,21 @@ pub(super) fn fix(
         return Ok(false);
     };
     let inline = state.has_iflag(dir, iflag::INLINE);
-    // An inline directory's '..' is a bare inode number and it has no
-    // checksum tail: neither fix applies there yet.
-    if inline && matches!(p.code, Code::DirDotDotWrong | Code::DirBlockChecksum) {
+    // An inline directory has no checksum tail.
+    if inline && p.code == Code::DirBlockChecksum {
         return Ok(false);
     }
     if p.code == Code::DirDotDotWrong {
         return dotdot(fs, state, overlay, dir, links);
+    }
+    // An inline directory's '..' is a bare inode number: its file type is
+    // not stored but taken from the inode it names, which pass 3's fix of
+    // '..' makes a directory (as e2fsck, whose rewrite of it is a no-op).
+    if inline && p.args().detail == ".." {
+        return Ok(matches!(
+            p.code,
+            Code::DirEntryFileType | Code::DirEntryFileTypeUnset
+        ));
     }
     if p.code == Code::DirEntryLinkToDir {
         // Found after pass 2 from the subdirectory references, which carry
@@ -298,10 +306,37 @@ fn dotdot(
     if parent == 0 {
         return Ok(false);
     }
+    if state.has_iflag(dir, iflag::INLINE) {
+        return set_inline_dotdot(fs, overlay, dir, parent, links);
+    }
     let Some(pblk) = dir_block(state, dir, 0) else {
         return Ok(false);
     };
     set_dotdot(fs, state, overlay, dir, pblk, parent, links)
+}
+
+/// Rewrites the '..' of inline directory `dir` (the first 4 bytes of
+/// i_block) to `to`, recording the change of links.
+pub(super) fn set_inline_dotdot(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    dir: u32,
+    to: u32,
+    links: &mut Links,
+) -> Result<bool, String> {
+    let mut old = 0;
+    let done = crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
+        let b = m.i_block_mut();
+        old = le32(b, 0);
+        put_le32(b, 0, to);
+    })?;
+    if done {
+        if old != 0 {
+            add(links, old, -1);
+        }
+        add(links, to, 1);
+    }
+    Ok(done)
 }
 
 /// Rewrites the '..' entry (the second record of block 0, `pblk`) of

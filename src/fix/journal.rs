@@ -10,8 +10,9 @@
 //! the undo log covers the replay and `--rollback` restores the
 //! pre-replay image.
 //!
-//! Left as e2fsck does it but not done here: fast-commit replay (the check
-//! stops with exit 8 before this), external journals (not replayed; a
+//! The fast-commit replay (`check::fast_commit`) is a second layer of the
+//! same view and is staged with it. Left as e2fsck does it but not done
+//! here: external journals (not replayed; a
 //! repair refuses while needs_recovery stays set). The orphan processing
 //! (`check::orphan`) is part of the same view and is staged with it.
 

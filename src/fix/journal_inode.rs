@@ -267,6 +267,26 @@ pub(super) fn restore_from_backup(fs: &Fs, overlay: &mut Overlay) -> Result<bool
     Ok(true)
 }
 
+/// Clears the journal superblock's fields past the version 1 layout
+/// (`check::journal::stray_v2_fields`), as e2fsck does before it reads the
+/// journal. Whether it staged something.
+pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
+    let inode = crate::check::journal::journal_inode(fs)?;
+    let blk = crate::check::journal::first_block(fs, &inode)?;
+    let bs = u64::from(fs.geo.block_size);
+    let before = vol::read_block(fs, overlay, blk).map_err(|e| e.to_string())?;
+    let mut after = before.clone();
+    crate::check::journal::clear_v2_fields(&mut after);
+    if after == before {
+        return Ok(false);
+    }
+    vol::edit_bytes(fs, overlay, blk * bs, bs as usize, |b| {
+        b.copy_from_slice(&after)
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(true)
+}
+
 /// Blocks the old journal inode maps (as pass 1 walked it).
 fn old_blocks(fs: &Fs) -> BTreeSet<u64> {
     #[derive(Default)]

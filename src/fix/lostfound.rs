@@ -227,11 +227,14 @@ fn reconnect(
     let is_dir = state.inode_dir.get(ino as u64);
     // A directory's '..' must be rewritten too; find where it is before
     // adding the entry, so a directory that cannot be fixed is left whole.
-    let dotdot_blk = if is_dir {
+    let inline = is_dir && state.has_iflag(ino, iflag::INLINE);
+    if inline && state.has_iflag(ino, iflag::BAD) {
+        return Ok(false);
+    }
+    let dotdot_blk = if is_dir && !inline {
         // An indexed directory's '..' can be rewritten too (its root's
         // checksum is recomputed); only entries cannot be added to one.
-        let ok =
-            state.inode_dir.get(ino as u64) && !state.has_iflag(ino, iflag::INLINE | iflag::BAD);
+        let ok = !state.has_iflag(ino, iflag::BAD);
         match dir_block(state, ino, 0).filter(|_| ok) {
             Some(b) => Some(b),
             None => return Ok(false),
@@ -267,6 +270,8 @@ fn reconnect(
     add(links, ino, 1);
     if let Some(pblk) = dotdot_blk {
         super::dir::set_dotdot(fs, state, overlay, ino, pblk, lf, links)?;
+    } else if inline {
+        super::dir::set_inline_dotdot(fs, overlay, ino, lf, links)?;
     }
     Ok(true)
 }

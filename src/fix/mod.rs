@@ -44,7 +44,9 @@
 //! rewritten from the counted usage in a round with no other fix but the
 //! summary),
 //! `journal.rs` (the journal replay and orphan processing the check read
-//! through, staged first so the fixes land on top of them).
+//! through, staged first so the fixes land on top of them), `finish.rs`
+//! (the end-of-check record in the superblock, staged after the last
+//! round's check).
 
 mod blockmap;
 mod clear;
@@ -53,6 +55,7 @@ mod dirblock;
 mod dirhole;
 mod dup;
 mod extents;
+pub mod finish;
 mod inode;
 pub mod journal;
 mod journal_inode;
@@ -70,6 +73,7 @@ use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::{Overlay, Staging};
 use crate::volume::Fs;
 use crate::volume::edit::edit_superblock;
+use std::sync::Arc;
 
 /// Which problems the user allowed to be fixed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +157,7 @@ pub fn supported(code: Code) -> bool {
         || code == Code::JournalInodeInvalid
         || code == Code::JournalSuperblockCorrupt
         || code == Code::JournalInodeFromBackup
+        || code == Code::JournalStrayV2Fields
         || code == Code::DupBlocks
         || code == Code::ClusterMisaligned
         || code == Code::InodeBigallocBlockMap
@@ -352,6 +357,7 @@ pub fn plan(
     // check read through the earlier rounds' staging, which this round's
     // lies over (and which counts as the replay here).
     let replay = journal::staged(fs, staging).map_err(Refusal::Unsupported)?;
+    let replay = stray_v2_fields_cleared(fs, report, replay, &mut fixed)?;
     let replayed = !replay.is_empty();
     let mut overlay = Overlay::over(replay);
     // Orphan processing is part of that view (`check::orphan`): staging
@@ -868,6 +874,39 @@ pub fn plan(
         replayed,
         fixes_staged,
     })
+}
+
+/// The replay, with the journal superblock's stray version 2 fields
+/// cleared over it when the journal is kept (a replaced one gets a new
+/// superblock). e2fsck clears them whenever it may write, -p included,
+/// and does not count it as a correction (exit 0): staged with the
+/// replay, it does not count here either.
+fn stray_v2_fields_cleared(
+    fs: &Fs,
+    report: &Report,
+    replay: Arc<Overlay>,
+    fixed: &mut [bool],
+) -> Result<Arc<Overlay>, Refusal> {
+    let replaced = report.problems.iter().any(|p| {
+        matches!(
+            p.code,
+            Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+        )
+    });
+    let Some(k) = report
+        .problems
+        .iter()
+        .position(|p| p.code == Code::JournalStrayV2Fields)
+    else {
+        return Ok(replay);
+    };
+    if replaced {
+        return Ok(replay);
+    }
+    let mut overlay = Overlay::over(replay);
+    journal_inode::clear_v2_fields(fs, &mut overlay).map_err(Refusal::Failed)?;
+    fixed[k] = true;
+    Ok(Arc::new(overlay))
 }
 
 /// Pass 1D, or when it has nothing to do, the directory structure;

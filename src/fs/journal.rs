@@ -228,12 +228,28 @@ pub fn new_superblock(block_size: u32, maxlen: u32, uuid: &[u8; 16]) -> Vec<u8> 
 pub fn reset_superblock(b: &mut [u8], sequence: u32) {
     put_be32(b, 0x18, sequence);
     put_be32(b, 0x1C, 0);
+    redo_sb_checksum(b);
+}
+
+/// Stores `errno` as the journal superblock's error number (the kernel
+/// records why it aborted the journal there; e2fsck clears it once it has
+/// turned it into the file system's error state), checksum redone where
+/// the journal has one.
+pub fn set_errno(b: &mut [u8], errno: i32) {
+    put_be32(b, 0x20, errno as u32);
+    redo_sb_checksum(b);
+}
+
+fn redo_sb_checksum(b: &mut [u8]) {
     let j = parse_superblock(b);
-    if j.blocktype == BLOCKTYPE_SB_V2 && j.has_csum_v2v3() && b.len() >= 1024 {
+    if j.blocktype == BLOCKTYPE_SB_V2 && j.has_csum_v2v3() && b.len() >= SUPERBLOCK_LEN {
         let c = compute_sb_checksum(b);
         put_be32(b, 0xFC, c);
     }
 }
+
+/// Bytes of a journal superblock (the rest of its block is unused).
+pub const SUPERBLOCK_LEN: usize = 1024;
 
 pub fn compute_sb_checksum(b: &[u8]) -> u32 {
     let mut d = b.get(..1024).unwrap_or(b).to_vec();
@@ -451,18 +467,6 @@ pub fn crc32_be(seed: u32, data: &[u8]) -> u32 {
     })
 }
 
-/// ext4 fast-commit tag that opens a fast-commit area (ext4_fc_tl, little
-/// endian: tag, length, then fc_features and fc_tid).
-pub const FC_TAG_HEAD: u16 = 9;
-
-/// The tid the fast-commit area's head tag names, if the block starts with
-/// a head tag.
-pub fn fc_head_tid(b: &[u8]) -> Option<u32> {
-    let tag = super::bytes::le16(b, 0);
-    let len = super::bytes::le16(b, 2);
-    (tag == FC_TAG_HEAD && len >= 8).then(|| super::bytes::le32(b, 8))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -567,15 +571,5 @@ mod tests {
     fn crc32_be_known_value() {
         // CRC-32/MPEG-2 of "123456789" is 0x0376E6E7 (init !0, no xorout).
         assert_eq!(crc32_be(!0, b"123456789"), 0x0376_E6E7);
-    }
-
-    #[test]
-    fn fc_head() {
-        let mut b = vec![0u8; 16];
-        b[0..2].copy_from_slice(&9u16.to_le_bytes());
-        b[2..4].copy_from_slice(&8u16.to_le_bytes());
-        b[8..12].copy_from_slice(&42u32.to_le_bytes());
-        assert_eq!(fc_head_tid(&b), Some(42));
-        assert_eq!(fc_head_tid(&[]), None);
     }
 }

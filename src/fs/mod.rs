@@ -11,6 +11,7 @@ pub mod crypt;
 pub mod dir_entry;
 pub mod dx_hash;
 pub mod extent;
+pub mod fast_commit;
 pub mod geometry;
 pub mod group_desc;
 pub mod htree;

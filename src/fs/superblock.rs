@@ -94,6 +94,9 @@ pub mod field {
     pub const S_PRJ_QUOTA_INUM: usize = 0x26C;
     pub const S_LASTCHECK_HI: usize = 0x277;
     pub const S_CHECKSUM: usize = 0x3FC;
+    /// The error record the kernel keeps (s_error_count up to
+    /// s_mount_opts): counts, first and last error time, place and inode.
+    pub const S_ERROR_RECORD: std::ops::Range<usize> = 0x194..0x200;
 }
 
 /// The 1024 raw bytes of a superblock, edited field by field. Checksums
@@ -213,6 +216,13 @@ impl SuperblockMut<'_> {
             *t = JNL_BACKUP_BLOCKS;
         }
     }
+    /// Forgets the errors the kernel recorded (after a check that saw
+    /// their consequences).
+    pub fn clear_error_record(&mut self) {
+        if let Some(r) = self.0.get_mut(field::S_ERROR_RECORD) {
+            r.fill(0);
+        }
+    }
     pub fn set_mnt_count(&mut self, v: u16) {
         put_le16(self.0, field::S_MNT_COUNT, v);
     }
@@ -268,7 +278,8 @@ pub struct Superblock {
     pub state: u16,
     pub errors: u16,
     pub minor_rev_level: u16,
-    pub lastcheck: u32,
+    /// Seconds since the epoch (s_lastcheck and its high byte).
+    pub lastcheck: u64,
     pub checkinterval: u32,
     pub creator_os: u32,
     pub rev_level: u32,
@@ -348,7 +359,8 @@ impl Superblock {
             state: le16(b, 0x3A),
             errors: le16(b, 0x3C),
             minor_rev_level: le16(b, 0x3E),
-            lastcheck: le32(b, 0x40),
+            lastcheck: u64::from(le32(b, 0x40))
+                | u64::from(b.get(field::S_LASTCHECK_HI).copied().unwrap_or(0)) << 32,
             checkinterval: le32(b, 0x44),
             creator_os: le32(b, 0x48),
             rev_level: le32(b, 0x4C),

@@ -69,11 +69,6 @@ impl Origin {
     }
 }
 
-/// Where the journal superblock keeps its error number and checksum
-/// (big-endian words).
-const J_ERRNO: usize = 0x20;
-const J_CHECKSUM: usize = 0xFC;
-
 /// Applies `mark` to the 1024 bytes of a primary superblock, checksum
 /// included. `now`: seconds since the epoch.
 pub fn edit_superblock(sb: &mut [u8], mark: Mark, now: u64) {
@@ -104,11 +99,7 @@ pub fn edit_journal_superblock(j: &mut [u8]) -> bool {
     {
         return false;
     }
-    j[J_ERRNO..J_ERRNO + 4].copy_from_slice(&ERRNO_CORRUPT.to_be_bytes());
-    if parsed.has_csum_v2v3() {
-        let c = journal::compute_sb_checksum(j);
-        j[J_CHECKSUM..J_CHECKSUM + 4].copy_from_slice(&c.to_be_bytes());
-    }
+    journal::set_errno(j, ERRNO_CORRUPT);
     true
 }
 
@@ -246,7 +237,7 @@ mod tests {
         let now = (1u64 << 32) + 1234;
         edit_superblock(&mut sb, Mark::Checked, now);
         let p = Superblock::parse(&sb);
-        assert_eq!((p.mnt_count, p.lastcheck, p.state), (0, 1234, 1));
+        assert_eq!((p.mnt_count, p.lastcheck, p.state), (0, now, 1));
         assert_eq!(sb[0x277], 1, "the high byte of the time");
         assert_eq!(p.checksum, p.compute_checksum());
     }
@@ -262,7 +253,8 @@ mod tests {
         let parsed = journal::parse_superblock(&j);
         assert_eq!(parsed.errno, ERRNO_CORRUPT);
         let mut zeroed = j.clone();
-        zeroed[J_CHECKSUM..J_CHECKSUM + 4].fill(0);
+        // The checksum is the superblock's last word.
+        zeroed[0xFC..0x100].fill(0);
         let c = crate::fs::checksum::crc32c_raw(!0, &zeroed);
         assert_eq!(parsed.checksum, c, "crc32c with the field zeroed");
         // A kernel error already recorded is kept.

@@ -24,7 +24,7 @@
 use super::faults::{Faults, Op};
 use super::overlay::Overlay;
 use super::undo::{self, Header, Identity, State};
-use super::{RepairError, Result, mounted};
+use super::{RepairError, Result, files, mounted};
 use crate::io::writable::WritableDevice;
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
@@ -229,7 +229,8 @@ fn superblock_len(device_size: u64) -> usize {
     device_size.saturating_sub(SB_OFFSET).min(SB_LEN as u64) as usize
 }
 
-fn tmp_path(log: &Path) -> PathBuf {
+/// Prefix of the log's temporary names (`LOG.tmp.PID-RANDOM`).
+fn tmp_base(log: &Path) -> PathBuf {
     let mut s = log.as_os_str().to_os_string();
     s.push(".tmp");
     PathBuf::from(s)
@@ -244,8 +245,26 @@ fn parent_dir(log: &Path) -> PathBuf {
 
 /// Refuses to replace a log that may still be needed: one of an interrupted
 /// repair, or a file that is not a pfsck log at all.
+/// Anything but a regular file there (a symlink, a device, a FIFO) is
+/// refused unread: the rename would replace it, and reading it could
+/// block or follow a link planted by someone else.
 fn check_existing_log(log: &Path) -> Result<()> {
-    let file = match File::open(log) {
+    match std::fs::symlink_metadata(log) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Ok(m) if !m.file_type().is_file() => {
+            return Err(RepairError::Refused(format!(
+                "{} exists and is not a regular file (a symlink, device or FIFO); remove it or \
+                 choose another log with --undo",
+                log.display()
+            )));
+        }
+        _ => {}
+    }
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(log)
+    {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => {
@@ -271,6 +290,23 @@ fn check_existing_log(log: &Path) -> Result<()> {
             log.display()
         ))),
     }
+}
+
+/// Whether `log` is the undo log of a repair that may have written to its
+/// device and not finished (state `Applying`): the one case where the
+/// user should be told to roll back.
+pub fn interrupted_log(log: &Path) -> bool {
+    let regular = std::fs::symlink_metadata(log).is_ok_and(|m| m.file_type().is_file());
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(log)
+    else {
+        return false;
+    };
+    let mut head = vec![0u8; undo::HEADER_LEN];
+    let n = read_prefix(&file, &mut head);
+    regular && matches!(undo::parse_header(&head[..n]), Ok((_, State::Applying, _)))
 }
 
 fn read_prefix(file: &File, buf: &mut [u8]) -> usize {
@@ -351,39 +387,20 @@ pub fn commit(
 
     let mut steps = Steps { faults };
 
-    // 1. The log, complete and durable under its final name.
-    let tmp = tmp_path(log);
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)
-        .map_err(|e| RepairError::Io {
-            what: format!("cannot create undo log {}", tmp.display()),
-            source: e,
-        })?;
-    let head = undo::encode_header(&header, State::Prepared);
-    steps.write_file(&file, &tmp, 0, &head)?;
-    let mut pos = undo::HEADER_LEN as u64;
-    let mut buf: Vec<u8> = Vec::new();
-    let mut acc = 0u32;
-    for &block in &changes {
-        dev.read_at(offset_of(block, bsu)?, &mut before)?;
-        let c = undo::encode_record(&mut buf, block, &before);
-        acc = undo::fold_record_crc(acc, c);
-        if buf.len() >= opts.log_write_chunk {
-            steps.write_file(&file, &tmp, pos, &buf)?;
-            pos = pos.saturating_add(buf.len() as u64);
-            buf.clear();
-        }
+    // 1. The log, complete and durable under its final name. It is built
+    // in a new file of its own (never an existing one, never through a
+    // symlink) and removed if any step before the rename fails, a full
+    // disk included. An injected crash leaves it, as a dead process would.
+    let (file, tmp) = files::create_unique(&tmp_base(log), "undo log")?;
+    let mut guard = files::RemoveOnDrop::new(&tmp);
+    let written = write_log(&mut steps, &file, &tmp, log, &dev, &header, &changes, opts);
+    match &written {
+        Err(RepairError::Crash) => guard.keep(),
+        Err(_) => {}
+        Ok(()) => guard.keep(),
     }
-    buf.extend_from_slice(&undo::encode_trailer(count, acc));
-    steps.write_file(&file, &tmp, pos, &buf)?;
-    drop(buf);
-    steps.sync_file(&file, &tmp)?;
-    steps.rename(&tmp, log)?;
+    drop(guard);
+    written?;
     steps.sync_dir(&parent_dir(log))?;
 
     // 2. From here on the device may change.
@@ -419,6 +436,89 @@ pub fn commit(
         blocks_written: written,
         log: Some(log.to_path_buf()),
     })
+}
+
+/// Blocks the end-of-check record may change: the primary superblock's
+/// and the journal superblock's.
+pub const RECORD_MAX_BLOCKS: usize = 2;
+
+/// Writes the end-of-check record of a run that fixed nothing (the
+/// superblock's state, mount count, check time and error record, and a
+/// journal's error number) straight to `device`, without an undo log, as
+/// e2fsck writes it: a log for every clean check would be noise, and the
+/// record has nothing a rollback should restore. Anything larger is
+/// refused: it belongs in [`commit`]. Returns the blocks written.
+pub fn record(device: &Path, overlay: &Overlay) -> Result<u64> {
+    let blocks = overlay.blocks();
+    if blocks.len() > RECORD_MAX_BLOCKS {
+        return Err(RepairError::Refused(format!(
+            "a check record of {} blocks needs the undo log",
+            blocks.len()
+        )));
+    }
+    let dev = open_for_write(device)?;
+    if dev.size() != overlay.device_size() {
+        return Err(RepairError::Refused(format!(
+            "{} has {} bytes, the record was staged for {}",
+            device.display(),
+            dev.size(),
+            overlay.device_size()
+        )));
+    }
+    let bsu = u64::from(overlay.block_size());
+    let mut new = vec![0u8; overlay.block_size() as usize];
+    let mut before = new.clone();
+    let mut written = 0;
+    for block in blocks {
+        overlay.read_block(block, &mut new)?;
+        let at = offset_of(block, bsu)?;
+        dev.read_at(at, &mut before)?;
+        if before != new {
+            dev.write_at(at, &new)?;
+            written += 1;
+        }
+    }
+    if written > 0 {
+        dev.sync()?;
+    }
+    Ok(written)
+}
+
+/// Writes the whole log (state `Prepared`) to `tmp`, syncs it and renames
+/// it to `log`.
+#[allow(clippy::too_many_arguments)]
+fn write_log(
+    steps: &mut Steps<'_>,
+    file: &File,
+    tmp: &Path,
+    log: &Path,
+    dev: &WritableDevice,
+    header: &Header,
+    changes: &[u64],
+    opts: &CommitOptions,
+) -> Result<()> {
+    let bsu = u64::from(header.block_size);
+    let mut before = vec![0u8; header.block_size as usize];
+    let head = undo::encode_header(header, State::Prepared);
+    steps.write_file(file, tmp, 0, &head)?;
+    let mut pos = undo::HEADER_LEN as u64;
+    let mut buf: Vec<u8> = Vec::new();
+    let mut acc = 0u32;
+    for &block in changes {
+        dev.read_at(offset_of(block, bsu)?, &mut before)?;
+        let c = undo::encode_record(&mut buf, block, &before);
+        acc = undo::fold_record_crc(acc, c);
+        if buf.len() >= opts.log_write_chunk {
+            steps.write_file(file, tmp, pos, &buf)?;
+            pos = pos.saturating_add(buf.len() as u64);
+            buf.clear();
+        }
+    }
+    buf.extend_from_slice(&undo::encode_trailer(header.record_count, acc));
+    steps.write_file(file, tmp, pos, &buf)?;
+    drop(buf);
+    steps.sync_file(file, tmp)?;
+    steps.rename(tmp, log)
 }
 
 /// Copies the part of block `block` (contents `data`) that overlaps the

@@ -11,11 +11,13 @@
 //!
 //! Files: `overlay.rs` (staged writes), `undo.rs` (the log's format, pure),
 //! `commit.rs` (the protocol and rollback), `faults.rs` (the crash-injection
-//! hook the protocol runs every write and fsync through), `mounted.rs`
+//! hook the protocol runs every write and fsync through), `files.rs`
+//! (creating files safely in directories others may write), `mounted.rs`
 //! (refusing mounted file systems).
 
 pub mod commit;
 pub mod faults;
+pub mod files;
 pub mod mounted;
 pub mod overlay;
 pub mod undo;

@@ -668,7 +668,7 @@ impl ReadOverlay for Overlay {
 }
 
 /// An unlinked file in `dir` for spilled blocks: `O_TMPFILE`, or where the
-/// file system lacks it a new name removed at once. Either way it goes
+/// file system lacks it a new, private name (see `files`) removed at once. Either way it goes
 /// away with the process, however that ends.
 fn create_spill_file(dir: &Path) -> Result<File> {
     let io_err = |e| RepairError::Io {
@@ -690,26 +690,9 @@ fn create_spill_file(dir: &Path) -> Result<File> {
             ) => {}
         Err(e) => return Err(io_err(e)),
     }
-    for n in 0..1000u32 {
-        let path = dir.join(format!(".pfsck-spill-{}-{n}", std::process::id()));
-        match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-        {
-            Ok(f) => {
-                std::fs::remove_file(&path).map_err(io_err)?;
-                return Ok(f);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(io_err(e)),
-        }
-    }
-    Err(io_err(std::io::Error::from(
-        std::io::ErrorKind::AlreadyExists,
-    )))
+    let (f, path) = super::files::create_unique(&dir.join(".pfsck-spill"), "spill file")?;
+    std::fs::remove_file(&path).map_err(io_err)?;
+    Ok(f)
 }
 
 #[cfg(test)]

@@ -219,3 +219,126 @@ fn extent_chain_deeper_than_the_walk() {
     assert_eq!(code, 1, "depth 40, -fy:\n{out}");
     assert_eq!(oracle_fn(&img), 0, "depth 40 after -fy:\n{out}");
 }
+
+// ---- 2. a journal inode with a bad block map ----
+
+/// An extent of the journal (ext4) pointing outside the file system: e2fsck
+/// walks the journal's whole map before it uses it, finds the map ends
+/// before the size, and calls the journal invalid (-n: 12; -y: cleared
+/// and recreated). Before, only its first block was read: the journal was
+/// judged usable and pass 1 repaired inode 8 as an ordinary file, freeing
+/// the blocks of the bad extent.
+#[test]
+fn journal_extent_out_of_range() {
+    let tmp = TempDir::new("jnl-extent");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, "metadata_csum", 1000);
+    // i_block[8]: the low word of the second extent's start (mke2fs maps
+    // the journal with three extents on this geometry).
+    debugfs_w(&img, &["sif <8> block[8] 99999999"]);
+    let (fn_out, _) = judged("jnl-extent", &img, 12, 1);
+    assert!(fn_out.contains("invalid journal (inode 8)"), "{fn_out}");
+}
+
+/// A direct pointer of an ext3 journal outside the file system: e2fsck's
+/// walk stops there, the inode is not used, and the superblock's backup
+/// of the map is (-y writes it back and fixes its i_blocks): the journal
+/// keeps every block it had, none is freed.
+#[test]
+fn journal_block_map_restored_from_backup() {
+    let tmp = TempDir::new("jnl-indirect");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext3().block_size(1024), None);
+    let blocks = blocks_of(&img, "<8>");
+    debugfs_w(&img, &["sif <8> block[5] 99999999"]);
+    let (_, fy_out) = judged("jnl-indirect", &img, 4, 1);
+    assert!(
+        fy_out.contains("restored from the superblock's backup"),
+        "{fy_out}"
+    );
+    for b in blocks {
+        assert!(all_in_use(&img, b, 1), "journal block {b} freed:\n{fy_out}");
+    }
+}
+
+// ---- 3. the journal superblock's fields ----
+
+/// A fresh ext4 image (1 KiB blocks, internal journal) with the journal
+/// superblock's big-endian words at `(offset, value)` rewritten.
+fn journal_sb_patched(img: &Path, words: &[(u64, u32)]) {
+    mkfs(img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let jsb = debugfs_number(img, "bmap <8> 0");
+    for &(off, v) in words {
+        write_at(img, jsb * 1024 + off, &v.to_be_bytes());
+    }
+}
+
+/// s_maxlen larger than the journal inode (the kernel refuses to mount
+/// it): e2fsck calls the journal superblock corrupt (-n: 12, -y: fixed).
+#[test]
+fn journal_sb_maxlen_past_inode() {
+    let tmp = TempDir::new("jsb-maxlen");
+    let img = tmp.join("disk.img");
+    journal_sb_patched(&img, &[(0x10, 2048)]);
+    judged("jsb-maxlen", &img, 12, 1);
+}
+
+/// A huge s_nr_users on an internal v2 journal: e2fsck -n stops (12);
+/// -y clears the fields past the v1 layout, which it does not count as
+/// a correction (0).
+#[test]
+fn journal_sb_many_users() {
+    let tmp = TempDir::new("jsb-users");
+    let img = tmp.join("disk.img");
+    journal_sb_patched(&img, &[(0x40, 0x10000)]);
+    judged("jsb-users", &img, 12, 0);
+}
+
+/// A v1 journal superblock carrying v2 fields (a user, a feature):
+/// e2fsck -n reads on (0), -y clears the fields (0), after which e2fsck no
+/// longer mentions them.
+#[test]
+fn journal_sb_v1_with_v2_fields() {
+    let tmp = TempDir::new("jsb-v1");
+    let img = tmp.join("disk.img");
+    journal_sb_patched(&img, &[(0x4, 3), (0x24, 1)]);
+    judged("jsb-v1", &img, 0, 0);
+    let after = oracle_run(&img, &["-fn"]);
+    assert!(!after.stdout.contains("V1 journal"), "{}", after.stdout);
+}
+
+/// A journal superblock checksum (v3) that does not match: corrupt (12/1).
+#[test]
+fn journal_sb_bad_checksum() {
+    let tmp = TempDir::new("jsb-csum");
+    let img = tmp.join("disk.img");
+    // incompat csum_v3, checksum type crc32c, a wrong checksum.
+    journal_sb_patched(
+        &img,
+        &[(0x28, 0x10), (0x50, 0x0400_0000), (0xFC, 0x1234_5678)],
+    );
+    judged("jsb-csum", &img, 12, 1);
+}
+
+/// A bad block inside an ext3 journal's indirect block (the backup of
+/// the map names the same indirect block): the journal is invalid (12),
+/// cleared and recreated by -y; before, pass 1 repaired inode 8 as a file.
+#[test]
+fn journal_bad_block_in_indirect_block() {
+    let tmp = TempDir::new("jnl-ind");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext3().block_size(1024), None);
+    let ind = debugfs_number(&img, "bmap <8> 12");
+    // The first pointer of the single indirect block.
+    let ind_block = debugfs_r(&img, "stat <8>");
+    let at = ind_block.find("(IND):").expect("an indirect block") + "(IND):".len();
+    let ind_blk: u64 = ind_block[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .find(|s| !s.is_empty())
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_ne!(ind, ind_blk);
+    write_at(&img, ind_blk * 1024 + 40, &99_999_999u32.to_le_bytes());
+    judged("jnl-ind", &img, 12, 1);
+}

@@ -3,15 +3,18 @@
 //! a fraction of the time and its cached base images are shared.
 //! Run one group with `cargo test --release --test suite NAME::`.
 
+mod check_record;
 mod clean_matrix;
 mod cli_compat;
 mod common;
 mod conformance;
 mod corruptions;
+mod crash_images;
 mod defects;
 mod determinism;
 mod ea_inode_quota;
 mod external_journal;
+mod fast_commit;
 mod features;
 mod interactive;
 mod journal_recovery;
@@ -34,4 +37,5 @@ mod repair_quota;
 mod repair_resize;
 mod repair_super;
 mod robustness;
+mod safety;
 mod signals;

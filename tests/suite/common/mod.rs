@@ -1569,3 +1569,61 @@ pub fn extract_image(test_dir: &Path, dest: &Path) -> Result<(), String> {
         Err(format!("{tool_name} -dc {}: {status}", src.display()))
     }
 }
+
+/// Whether `after` differs from `before` (whole images) at most in the
+/// end-of-check record a repairing run writes to the primary superblock:
+/// mount count, state, last-check time, the error record and the
+/// checksum over them. A run that fixes nothing writes that record
+/// without an undo log, as e2fsck writes it.
+pub fn only_check_record_changed(before: &[u8], after: &[u8]) -> bool {
+    first_change_outside_check_record(before, after).is_none()
+}
+
+/// [`only_check_record_changed`], the journal's error number (and its
+/// superblock's checksum) included: the record clears it too. `img` is
+/// the image `after` was read from (to find the journal).
+pub fn only_check_record_changed_in(img: &Path, before: &[u8], after: &[u8]) -> bool {
+    if only_check_record_changed(before, after) {
+        return true;
+    }
+    let Ok(jsb) = debugfs_r(img, "bmap <8> 0").trim().parse::<usize>() else {
+        return false;
+    };
+    let bs = dumpe2fs(img).block_size as usize;
+    let mut b = before.to_vec();
+    for r in [0x20..0x24, 0xFC..0x100] {
+        let r = jsb * bs + r.start..jsb * bs + r.end;
+        if r.end > b.len() || r.end > after.len() {
+            return false;
+        }
+        b[r.clone()].copy_from_slice(&after[r]);
+    }
+    only_check_record_changed(&b, after)
+}
+
+pub fn assert_only_check_record_changed(before: &[u8], after: &[u8]) {
+    if let Some(at) = first_change_outside_check_record(before, after) {
+        panic!("byte {at} changed, outside the superblock's check record");
+    }
+}
+
+fn first_change_outside_check_record(before: &[u8], after: &[u8]) -> Option<usize> {
+    const RECORD: &[std::ops::Range<usize>] = &[
+        0x34..0x36,
+        0x3A..0x3C,
+        0x40..0x44,
+        0x194..0x200,
+        0x277..0x278,
+        0x3FC..0x400,
+    ];
+    if before.len() != after.len() || before.len() < 2048 {
+        return Some(before.len().min(after.len()));
+    }
+    let (mut b, mut a) = (before.to_vec(), after.to_vec());
+    for r in RECORD {
+        let r = 1024 + r.start..1024 + r.end;
+        b[r.clone()].fill(0);
+        a[r].fill(0);
+    }
+    b.iter().zip(&a).position(|(x, y)| x != y)
+}

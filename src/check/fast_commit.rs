@@ -1,0 +1,926 @@
+//! Fast-commit replay: what e2fsck's recovery writes after the full-commit
+//! replay when the journal's fast-commit area holds valid records for the
+//! transaction after the log, computed as staged blocks over the replayed
+//! view (nothing is written here; the check reads through the result, and
+//! a repair commits the same bytes).
+//!
+//! Replay follows e2fsck 1.47.4, record by record:
+//! - INODE: the logged inode image replaces the on-disk one except its
+//!   block map (i_block is kept; an extent inode whose i_block holds no
+//!   extent header gets an empty root); i_blocks is counted again from the
+//!   extent tree, and the inode bitmap follows the link count;
+//! - ADD_RANGE / DEL_RANGE: the inode's extents are loaded into a list
+//!   (tree blocks below the root freed), the range mapped or unmapped in
+//!   it (blocks unmapped are freed, blocks mapped marked in the bitmap),
+//!   and the list written back as a new tree when another inode's record
+//!   comes (four extents in the root, more in one leaf placed by libext2fs'
+//!   goal: the block before the first extent);
+//! - CREAT / LINK: the name is unlinked from the parent whatever it names,
+//!   then linked to the inode in the first directory slot with room (a
+//!   symlink is left unlinked, as e2fsck's replay returns early for it);
+//! - UNLINK: the name naming that inode is removed.
+//!
+//! At the end the free counts and uninit marks of every group and the
+//! superblock are computed from the bitmaps, and the bitmaps written. The
+//! group descriptors written are those e2fsck held in memory: the table as
+//! it was before the full-commit replay, with the recomputed fields.
+//!
+//! What e2fsck would do that this does not model is reported as
+//! `Unsupported` (the check then stops as before, nothing written): a
+//! replay step that fails in e2fsck (its replay stops half way), indexed
+//! parent directories for a link, indirect-mapped inodes, bigalloc,
+//! extent lists needing more than one leaf.
+
+use crate::fs::dir_entry;
+use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN, ROOT_MAX};
+use crate::fs::fast_commit::{DentryOp, Tag};
+use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT, DescMut};
+use crate::fs::inode::{
+    GOOD_OLD_INODE_SIZE, InodeMut, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG,
+    S_IFSOCK, field, flags, inode_csum_seed,
+};
+use crate::fs::superblock::{incompat, ro_compat};
+use crate::volume::edit::{self, read_block, read_inode, write_desc_table};
+use crate::volume::{Blocks, Fs};
+
+/// Why the replay cannot be computed here.
+pub type Unsupported = String;
+
+/// Blocks recovery's fast-commit replay writes, by block number.
+pub type Written = std::collections::BTreeMap<u64, Vec<u8>>;
+
+/// ext2fs_extent as replay keeps it: 64-bit logical start (end
+/// arithmetic wraps as in e2fsck), length, physical start, unwritten.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Ext {
+    lblk: u64,
+    len: u64,
+    pblk: u64,
+    uninit: bool,
+}
+
+impl Ext {
+    fn end(&self) -> u64 {
+        self.lblk.wrapping_add(self.len).wrapping_sub(1)
+    }
+    fn pend(&self) -> u64 {
+        self.pblk.wrapping_add(self.len).wrapping_sub(1)
+    }
+}
+
+struct List {
+    ino: u32,
+    extents: Vec<Ext>,
+}
+
+/// A plain bitset over `0..n`.
+struct Bits(Vec<u64>);
+
+impl Bits {
+    fn new(n: u64) -> Bits {
+        Bits(vec![0; n.div_ceil(64) as usize + 1])
+    }
+    fn get(&self, i: u64) -> bool {
+        self.0
+            .get((i / 64) as usize)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+    fn set(&mut self, i: u64, v: bool) {
+        if let Some(w) = self.0.get_mut((i / 64) as usize) {
+            if v {
+                *w |= 1 << (i % 64);
+            } else {
+                *w &= !(1 << (i % 64));
+            }
+        }
+    }
+}
+
+struct Replay<'a> {
+    fs: &'a Fs,
+    st: Blocks,
+    /// By block number (bits past the end of the file system unused).
+    blocks: Bits,
+    /// By inode number.
+    inodes: Bits,
+    list: Option<List>,
+}
+
+/// Computes the replay of `tags` (a scan's valid records) on `fs`, the
+/// file system after the full-commit replay. `pre_gd` is the descriptor
+/// table as loaded before that replay.
+pub fn replay(fs: &Fs, pre_gd: &[u8], tags: &[Tag]) -> Result<Written, Unsupported> {
+    if fs.geo.cluster_bits != 0 {
+        return Err("bigalloc".into());
+    }
+    if pre_gd.len() != fs.gd_raw.len() {
+        return Err("descriptor table changed size in the replay".into());
+    }
+    let mut r = Replay {
+        fs,
+        st: Blocks::new(fs.geo.block_size),
+        blocks: Bits::new(fs.geo.blocks_count),
+        inodes: Bits::new(u64::from(fs.geo.inodes_count) + 1),
+        list: None,
+    };
+    r.read_bitmaps()?;
+    for t in tags {
+        match t {
+            Tag::Dentry {
+                op: DentryOp::Create | DentryOp::Link,
+                parent,
+                ino,
+                name,
+            } => r.link(*parent, *ino, name)?,
+            Tag::Dentry {
+                op: DentryOp::Unlink,
+                parent,
+                ino,
+                name,
+            } => r.unlink(*parent, *ino, name)?,
+            Tag::AddRange { ino, extent } => r.add_range(*ino, extent)?,
+            Tag::DelRange { ino, lblk, len } => r.del_range(*ino, *lblk, *len)?,
+            Tag::Inode { ino, raw } => r.inode(*ino, raw)?,
+            Tag::Tail { .. } => r.flush(0)?,
+            Tag::Head { .. } | Tag::Pad => {}
+            Tag::Unknown(t) => return Err(format!("fast-commit tag {t}")),
+        }
+    }
+    r.finish(pre_gd)?;
+    Ok(r.st.map)
+}
+
+fn io(e: crate::error::Error) -> Unsupported {
+    e.to_string()
+}
+
+impl Replay<'_> {
+    fn uninit_bg(&self) -> bool {
+        self.fs.uninit_bg()
+    }
+
+    /// The bitmaps as libext2fs reads them: BLOCK_UNINIT groups (with a
+    /// good descriptor checksum) as their own metadata, INODE_UNINIT
+    /// groups as empty; checksum errors ignored.
+    fn read_bitmaps(&mut self) -> Result<(), Unsupported> {
+        let fs = self.fs;
+        let geo = &fs.geo;
+        let trusted = |g: u32, f: u16| {
+            fs.uninit_bg() && fs.gds[g as usize].has_flag(f) && fs.gd_checksum_ok(g)
+        };
+        let view = fs.uninit_view(|g| trusted(g, BG_BLOCK_UNINIT));
+        for g in 0..geo.groups {
+            let first = geo.group_first_block(g);
+            let n = u64::from(geo.group_blocks(g));
+            if trusted(g, BG_BLOCK_UNINIT) {
+                for b in first..first + n {
+                    self.blocks.set(b, view.as_ref().is_some_and(|m| m.get(b)));
+                }
+            } else {
+                let bm = read_block(fs, &self.st, fs.gds[g as usize].block_bitmap).map_err(io)?;
+                for i in 0..n {
+                    self.blocks.set(first + i, bit(&bm, i));
+                }
+            }
+            let ipg = geo.inodes_per_group;
+            let ifirst = u64::from(g) * u64::from(ipg) + 1;
+            if !trusted(g, BG_INODE_UNINIT) {
+                let bm = read_block(fs, &self.st, fs.gds[g as usize].inode_bitmap).map_err(io)?;
+                for i in 0..u64::from(ipg) {
+                    self.inodes.set(ifirst + i, bit(&bm, i));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn mark_range(&mut self, pblk: u64, len: u64, v: bool) {
+        for b in pblk..pblk.saturating_add(len).min(self.fs.geo.blocks_count) {
+            self.blocks.set(b, v);
+        }
+    }
+
+    fn inode_raw(&self, ino: u32) -> Result<Vec<u8>, Unsupported> {
+        read_inode(self.fs, &self.st, ino)
+            .map_err(io)?
+            .ok_or_else(|| format!("inode {ino} outside the inode tables"))
+    }
+
+    fn write_inode(&mut self, ino: u32, raw: &[u8]) -> Result<(), Unsupported> {
+        edit::write_inode(self.fs, &mut self.st, ino, raw).map_err(io)?;
+        Ok(())
+    }
+
+    fn inode_seed(&self, ino: u32, raw: &[u8]) -> Option<u32> {
+        self.fs.metadata_csum().then(|| {
+            inode_csum_seed(
+                self.fs.csum_seed,
+                ino,
+                crate::fs::bytes::le32(raw, field::I_GENERATION),
+            )
+        })
+    }
+
+    // ---- extent trees ----
+
+    /// The extents of an extent inode's tree (leaves in order) and its
+    /// blocks below the root. An inode whose i_block is all zero reads as
+    /// an empty tree (libext2fs opens it so); any other non-extent inode
+    /// is not modelled.
+    fn load_tree(&self, ino: u32, raw: &[u8]) -> Result<(Vec<Ext>, Vec<u64>), Unsupported> {
+        let iblock = &raw[field::I_BLOCK..field::I_BLOCK + field::I_BLOCK_LEN];
+        let fl = InodeMutRead(raw).flags();
+        if fl & flags::EXTENTS == 0 {
+            if iblock.iter().all(|&b| b == 0) {
+                return Ok((Vec::new(), Vec::new()));
+            }
+            return Err(format!("inode {ino} is not extent-mapped"));
+        }
+        let mut leaves = Vec::new();
+        let mut nodes = Vec::new();
+        self.walk_node(ino, iblock, 0, None, &mut leaves, &mut nodes)?;
+        Ok((leaves, nodes))
+    }
+
+    fn walk_node(
+        &self,
+        ino: u32,
+        node: &[u8],
+        level: u16,
+        want_depth: Option<u16>,
+        leaves: &mut Vec<Ext>,
+        nodes: &mut Vec<u64>,
+    ) -> Result<(), Unsupported> {
+        let h = extent::parse_header(node);
+        let cap = (node.len().saturating_sub(extent::HEADER_LEN) / extent::ENTRY_LEN) as u16;
+        if h.magic != EXTENT_MAGIC
+            || h.entries > h.max
+            || h.max > cap
+            || h.depth > extent::MAX_DEPTH
+            || level > extent::MAX_DEPTH
+            || want_depth.is_some_and(|d| d != h.depth)
+        {
+            return Err(format!("inode {ino} has a damaged extent tree"));
+        }
+        for i in 0..h.entries as usize {
+            if h.depth == 0 {
+                let e = extent::parse_leaf(node, i);
+                leaves.push(Ext {
+                    lblk: u64::from(e.lblk),
+                    len: u64::from(e.len),
+                    pblk: e.pblk,
+                    uninit: e.unwritten,
+                });
+            } else {
+                let ix = extent::parse_index(node, i);
+                if !self.fs.geo.block_in_fs(ix.leaf) || nodes.len() > 1 << 20 {
+                    return Err(format!("inode {ino} has a damaged extent tree"));
+                }
+                nodes.push(ix.leaf);
+                let b = read_block(self.fs, &self.st, ix.leaf).map_err(io)?;
+                self.walk_node(ino, &b, level + 1, Some(h.depth - 1), leaves, nodes)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Loads inode `ino`'s extents into the list (e2fsck_read_extents):
+    /// tree blocks are freed, physically adjacent extents joined.
+    fn read_extents(&mut self, ino: u32) -> Result<(), Unsupported> {
+        if self.list.as_ref().is_some_and(|l| l.ino == ino) {
+            return Ok(());
+        }
+        let raw = self.inode_raw(ino)?;
+        let (leaves, nodes) = self.load_tree(ino, &raw)?;
+        for b in nodes {
+            self.blocks.set(b, false);
+        }
+        let mut extents: Vec<Ext> = Vec::new();
+        for e in leaves {
+            if let Some(last) = extents.last_mut() {
+                let end = last.pblk + last.len;
+                if last.lblk + last.len == e.lblk
+                    && end == e.pblk
+                    && last.uninit == e.uninit
+                    && end < 1 << 32
+                {
+                    last.len += e.len;
+                    continue;
+                }
+            }
+            extents.push(e);
+        }
+        self.list = Some(List { ino, extents });
+        Ok(())
+    }
+
+    /// Writes the pending list back unless it belongs to `ino` (0: always).
+    fn flush(&mut self, ino: u32) -> Result<(), Unsupported> {
+        match &self.list {
+            Some(l) if l.ino != ino => {}
+            _ => return Ok(()),
+        }
+        let Some(list) = self.list.take() else {
+            return Ok(());
+        };
+        self.rewrite_tree(list)
+    }
+
+    /// e2fsck_rewrite_extent_tree: a new tree holding the list, then
+    /// i_blocks counted from it.
+    fn rewrite_tree(&mut self, list: List) -> Result<(), Unsupported> {
+        let ino = list.ino;
+        let mut raw = self.inode_raw(ino)?;
+        let fl = InodeMutRead(&raw).flags();
+        if fl & flags::INLINE_DATA != 0 {
+            return Ok(());
+        }
+        // Extents longer than an entry holds are split.
+        let mut out: Vec<Extent> = Vec::new();
+        for e in list.extents.iter().filter(|e| e.len > 0) {
+            let max = if e.uninit {
+                u64::from(INIT_MAX_LEN) - 1
+            } else {
+                u64::from(INIT_MAX_LEN)
+            };
+            let mut done = 0;
+            while done < e.len {
+                let n = (e.len - done).min(max);
+                let lblk = u32::try_from(e.lblk + done)
+                    .map_err(|_| format!("inode {ino}: logical block past 2^32"))?;
+                out.push(Extent {
+                    lblk,
+                    len: n as u32,
+                    pblk: e.pblk + done,
+                    unwritten: e.uninit,
+                });
+                done += n;
+            }
+        }
+        let bs = self.fs.block_size();
+        let seed = self.inode_seed(ino, &raw);
+        let mut leaf_blocks = Vec::new();
+        let root: [u8; field::I_BLOCK_LEN];
+        if out.len() <= usize::from(ROOT_MAX) {
+            let t = crate::volume::extent::build(&out, bs, 0, seed, || None)
+                .ok_or_else(|| format!("inode {ino}: extent tree"))?;
+            root = t.root;
+        } else {
+            if out.len() > usize::from(extent::max_entries(bs)) {
+                return Err(format!(
+                    "inode {ino}: {} extents need more than one leaf",
+                    out.len()
+                ));
+            }
+            // libext2fs splits the full root into a new leaf placed at
+            // the first free block from the one before the first extent.
+            let goal = out[0].pblk.wrapping_sub(1);
+            let leaf = self
+                .new_block(goal)
+                .ok_or_else(|| format!("inode {ino}: no free block for an extent leaf"))?;
+            self.blocks.set(leaf, true);
+            let t = crate::volume::extent::build(&out, bs, 1, seed, || Some(leaf))
+                .ok_or_else(|| format!("inode {ino}: extent tree"))?;
+            // The root keeps, past its index entry, the extents it held
+            // before the split moved them out (libext2fs does not clear
+            // them): stale, but part of the bytes e2fsck writes.
+            let mut r = t.root;
+            for (k, e) in out.iter().enumerate().take(usize::from(ROOT_MAX)).skip(1) {
+                let at = extent::HEADER_LEN + k * extent::ENTRY_LEN;
+                r[at..at + extent::ENTRY_LEN].copy_from_slice(&e.encode());
+            }
+            root = r;
+            for (b, data) in t.leaves {
+                leaf_blocks.push(b);
+                self.st.map.insert(b, data);
+            }
+        }
+        raw[field::I_BLOCK..field::I_BLOCK + field::I_BLOCK_LEN].copy_from_slice(&root);
+        let mut m = InodeMut(&mut raw);
+        m.set_flags(fl | flags::EXTENTS);
+        let count = out.iter().map(|e| u64::from(e.len)).sum::<u64>() + leaf_blocks.len() as u64;
+        self.set_iblocks(&mut raw, count);
+        self.write_inode(ino, &raw)
+    }
+
+    /// ext2fs_new_block: the first free block from `goal` to the end, then
+    /// from the first data block.
+    fn new_block(&self, goal: u64) -> Option<u64> {
+        let geo = &self.fs.geo;
+        let first = geo.first_data_block;
+        let goal = if goal == 0 || goal >= geo.blocks_count {
+            first
+        } else {
+            goal
+        };
+        (goal..geo.blocks_count)
+            .chain(first..goal)
+            .find(|&b| !self.blocks.get(b))
+    }
+
+    /// ext2fs_iblk_set: `count` file system blocks.
+    fn set_iblocks(&self, raw: &mut [u8], count: u64) {
+        let huge = self.fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
+        let mut m = InodeMut(raw);
+        let units = if huge && m.flags() & flags::HUGE_FILE != 0 {
+            count
+        } else {
+            count * (self.fs.block_size() as u64 / 512)
+        };
+        m.set_blocks(units, huge);
+    }
+
+    /// ext4_modify_extent_list: punches `ex`'s logical range out of the
+    /// list (freeing what it unmaps), adds `ex` unless deleting, joins
+    /// neighbours and marks every mapped block in use.
+    fn modify(&mut self, ex: Ext, del: bool) {
+        let Some(mut list) = self.list.take() else {
+            return;
+        };
+        let l = &mut list.extents;
+        let mut i = 0;
+        while i < l.len() {
+            let e = l[i];
+            if e.end() < ex.lblk {
+                i += 1;
+                continue;
+            }
+            if e.lblk > ex.end() {
+                break;
+            }
+            self.mark_range(e.pblk, e.len, false);
+            if e.lblk < ex.lblk && e.end() > ex.end() {
+                let off = ex.end().wrapping_add(1).wrapping_sub(e.lblk);
+                let tail = Ext {
+                    lblk: e.lblk.wrapping_add(off),
+                    pblk: e.pblk.wrapping_add(off),
+                    len: e.len.wrapping_sub(off),
+                    uninit: e.uninit,
+                };
+                l.insert(i + 1, tail);
+                l[i].len = ex.lblk - e.lblk;
+                break;
+            }
+            if ex.lblk <= e.lblk && e.end() <= ex.end() {
+                l[i].len = 0;
+                i += 1;
+                continue;
+            }
+            if e.end() > ex.end() {
+                let off = ex.end().wrapping_add(1).wrapping_sub(e.lblk);
+                l[i].lblk = e.lblk.wrapping_add(off);
+                l[i].pblk = e.pblk.wrapping_add(off);
+                l[i].len = e.len.wrapping_sub(off);
+                break;
+            }
+            l[i].len = ex.lblk.saturating_sub(e.lblk);
+            i += 1;
+        }
+        if ex.len != 0 && !del {
+            l.push(ex);
+        }
+        l.retain(|e| e.len != 0);
+        l.sort_by_key(|e| (e.lblk, e.len));
+        let mut merged: Vec<Ext> = Vec::with_capacity(l.len());
+        for e in l.drain(..) {
+            if let Some(last) = merged.last_mut()
+                && last.end().wrapping_add(1) == e.lblk
+                && last.pend().wrapping_add(1) == e.pblk
+                && last.uninit == e.uninit
+            {
+                last.len += e.len;
+                continue;
+            }
+            merged.push(e);
+        }
+        *l = merged;
+        for e in l.iter() {
+            let (p, n) = (e.pblk, e.len);
+            self.mark_range(p, n, true);
+        }
+        self.list = Some(list);
+    }
+
+    fn add_range(&mut self, ino: u32, e: &Extent) -> Result<(), Unsupported> {
+        self.flush(ino)?;
+        self.read_extents(ino)?;
+        self.modify(
+            Ext {
+                lblk: u64::from(e.lblk),
+                len: u64::from(e.len),
+                pblk: e.pblk,
+                uninit: e.unwritten,
+            },
+            false,
+        );
+        Ok(())
+    }
+
+    fn del_range(&mut self, ino: u32, lblk: u32, len: u32) -> Result<(), Unsupported> {
+        self.flush(ino)?;
+        self.read_extents(ino)?;
+        self.modify(
+            Ext {
+                lblk: u64::from(lblk),
+                len: u64::from(len),
+                pblk: 0,
+                uninit: false,
+            },
+            true,
+        );
+        Ok(())
+    }
+
+    // ---- inodes ----
+
+    fn inode(&mut self, ino: u32, fc: &[u8]) -> Result<(), Unsupported> {
+        let isz = self.fs.geo.inode_size as usize;
+        let mut len = GOOD_OLD_INODE_SIZE;
+        if isz > GOOD_OLD_INODE_SIZE {
+            let extra = usize::from(crate::fs::bytes::le16(fc, field::I_EXTRA_ISIZE));
+            if extra < 4 || extra > isz - GOOD_OLD_INODE_SIZE {
+                return Err(format!("fast-commit inode {ino} has a bad extra size"));
+            }
+            len += extra;
+        }
+        if fc.len() < len {
+            return Err(format!("fast-commit inode {ino} is short"));
+        }
+        self.flush(ino)?;
+        let mut raw = self.inode_raw(ino)?;
+        raw[..field::I_BLOCK].copy_from_slice(&fc[..field::I_BLOCK]);
+        raw[field::I_GENERATION..len].copy_from_slice(&fc[field::I_GENERATION..len]);
+        let fl = InodeMutRead(&raw).flags();
+        let ib = field::I_BLOCK..field::I_BLOCK + field::I_BLOCK_LEN;
+        if fl & flags::EXTENTS != 0 {
+            if extent::parse_header(&raw[ib.clone()]).magic != EXTENT_MAGIC {
+                extent::put_header(&mut raw[ib.clone()], 0, ROOT_MAX, 0);
+                raw[ib.start + 8..ib.start + 12].fill(0);
+            }
+        } else if fl & flags::INLINE_DATA != 0 {
+            raw[ib.clone()].copy_from_slice(&fc[ib.clone()]);
+        }
+        // ext2fs_count_blocks opens the extent tree, which gives an inode
+        // with an empty i_block an empty root.
+        if fl & flags::EXTENTS == 0 {
+            if raw[ib.clone()].iter().any(|&b| b != 0) {
+                return Err(format!(
+                    "fast-commit inode {ino} is not extent-mapped (e2fsck's replay fails)"
+                ));
+            }
+            extent::put_header(&mut raw[ib.clone()], 0, ROOT_MAX, 0);
+            InodeMut(&mut raw).set_flags(fl | flags::EXTENTS);
+        }
+        let (leaves, nodes) = self.load_tree(ino, &raw)?;
+        let count = leaves.iter().map(|e| e.len).sum::<u64>() + nodes.len() as u64;
+        self.set_iblocks(&mut raw, count);
+        self.write_inode(ino, &raw)?;
+        let links = InodeMutRead(&raw).links();
+        self.inodes.set(u64::from(ino), links != 0);
+        Ok(())
+    }
+
+    // ---- directories ----
+
+    /// The parent's directory blocks in logical order, with the seed of
+    /// their checksums.
+    fn dir_blocks(&self, parent: u32) -> Result<(Vec<u64>, Vec<u8>), Unsupported> {
+        let raw = self.inode_raw(parent)?;
+        let mode = InodeMutRead(&raw).mode();
+        if mode & S_IFMT != S_IFDIR {
+            return Err(format!("fast-commit parent {parent} is not a directory"));
+        }
+        let (leaves, _) = self.load_tree(parent, &raw)?;
+        let mut out = Vec::new();
+        for e in leaves {
+            if e.uninit {
+                continue;
+            }
+            for k in 0..e.len {
+                if out.len() > 1 << 20 {
+                    return Err(format!("directory {parent} is too large"));
+                }
+                out.push(e.pblk + k);
+            }
+        }
+        Ok((out, raw))
+    }
+
+    fn write_dir_block(&mut self, blk: u64, mut b: Vec<u8>, dir_raw: &[u8], dir: u32) {
+        if let Some(seed) = self.inode_seed(dir, dir_raw)
+            && dir_entry::has_tail(&b)
+        {
+            dir_entry::set_tail_checksum(seed, &mut b);
+        }
+        self.st.map.insert(blk, b);
+    }
+
+    /// The entries of a directory block as libext2fs iterates them
+    /// (including empty ones, the checksum tail left out): (offset,
+    /// rec_len, inode, name_len, name).
+    fn entries(&self, b: &[u8], dir: u32) -> Result<Vec<(usize, usize, u32, usize)>, Unsupported> {
+        let bs = b.len();
+        let csum = self.fs.metadata_csum();
+        let filetype = self.fs.sb.has_incompat(incompat::FILETYPE);
+        let mut out = Vec::new();
+        let mut off = 0;
+        while off < bs {
+            let e = dir_entry::read_entry(b, off, filetype)
+                .map_err(|_| format!("directory {dir} has a damaged block"))?;
+            if e.rec_len < 8 || off + e.rec_len > bs {
+                return Err(format!("directory {dir} has a damaged block"));
+            }
+            let is_tail =
+                csum && e.inode == 0 && off == bs - dir_entry::TAIL_LEN && e.rec_len == 12;
+            if !is_tail {
+                out.push((off, e.rec_len, e.inode, e.name_len));
+            }
+            off += e.rec_len;
+        }
+        Ok(out)
+    }
+
+    /// ext2fs_unlink: removes the first entry named `name` (naming `ino`
+    /// unless `force`, any used entry then). False when none was found.
+    fn remove_name(
+        &mut self,
+        parent: u32,
+        name: &[u8],
+        ino: u32,
+        force: bool,
+    ) -> Result<bool, Unsupported> {
+        let (blocks, raw) = self.dir_blocks(parent)?;
+        for blk in blocks {
+            let mut b = read_block(self.fs, &self.st, blk).map_err(io)?;
+            let ents = self.entries(&b, parent)?;
+            for (k, &(off, rec_len, inode, name_len)) in ents.iter().enumerate() {
+                if name_len != name.len() || b.get(off + 8..off + 8 + name_len) != Some(name) {
+                    continue;
+                }
+                if !force && ino != 0 {
+                    if inode != ino {
+                        continue;
+                    }
+                } else if inode == 0 {
+                    continue;
+                }
+                if off != 0 && k > 0 {
+                    let (poff, prec, _, _) = ents[k - 1];
+                    dir_entry::put_rec_len(&mut b, poff, prec + rec_len);
+                } else {
+                    b[off..off + 4].fill(0);
+                }
+                self.write_dir_block(blk, b, &raw, parent);
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn unlink(&mut self, parent: u32, ino: u32, name: &[u8]) -> Result<(), Unsupported> {
+        self.flush(ino)?;
+        if !self.remove_name(parent, name, ino, false)? {
+            return Err(format!(
+                "fast-commit unlink of a name missing from directory {parent} \
+                 (e2fsck's replay stops there)"
+            ));
+        }
+        Ok(())
+    }
+
+    fn link(&mut self, parent: u32, ino: u32, name: &[u8]) -> Result<(), Unsupported> {
+        self.flush(0)?;
+        let raw = self.inode_raw(ino)?;
+        let ft = match InodeMutRead(&raw).mode() & S_IFMT {
+            S_IFREG => 1,
+            S_IFDIR => 2,
+            S_IFCHR => 3,
+            S_IFBLK => 4,
+            // e2fsck's replay returns before linking a symlink.
+            S_IFLNK => return Ok(()),
+            S_IFIFO => 5,
+            S_IFSOCK => 6,
+            _ => {
+                return Err(format!(
+                    "fast-commit link of inode {ino} of unknown type (e2fsck's replay stops)"
+                ));
+            }
+        };
+        self.remove_name(parent, name, ino, true)?;
+        let praw = self.inode_raw(parent)?;
+        if InodeMutRead(&praw).flags() & flags::INDEX != 0 {
+            return Err(format!(
+                "fast-commit link into indexed directory {parent} is not modelled"
+            ));
+        }
+        if name.is_empty() || name.len() > 255 {
+            return Err(format!("fast-commit name of {} bytes", name.len()));
+        }
+        let need = dir_entry::rec_len_for(name.len());
+        let filetype = self.fs.sb.has_incompat(incompat::FILETYPE);
+        let csum_size = if self.fs.metadata_csum() {
+            dir_entry::TAIL_LEN
+        } else {
+            0
+        };
+        let (blocks, draw) = self.dir_blocks(parent)?;
+        for blk in blocks {
+            let mut b = read_block(self.fs, &self.st, blk).map_err(io)?;
+            let bs = b.len();
+            let mut changed = false;
+            let mut off = 0;
+            // libext2fs' link walk: an unused entry absorbs an unused
+            // successor; a used one with slack is split, and the new
+            // empty entry is taken on the next step.
+            while off < bs {
+                let ents = self.entries(&b, parent)?;
+                let Some(&(_, mut cur, inode, name_len)) = ents.iter().find(|e| e.0 == off) else {
+                    break;
+                };
+                let next = off + cur;
+                if next < bs - (8 + csum_size) && crate::fs::bytes::le32(&b, next) == 0 {
+                    let nrec = dir_entry::decode_rec_len(crate::fs::bytes::le16(&b, next + 4), bs);
+                    if next + nrec <= bs {
+                        cur += nrec;
+                        dir_entry::put_rec_len(&mut b, off, cur);
+                        changed = true;
+                    }
+                }
+                if inode != 0 {
+                    let min = dir_entry::rec_len_for(name_len);
+                    if cur >= min + need {
+                        dir_entry::put_rec_len(&mut b, off, min);
+                        let n = off + min;
+                        b[n..n + 4].fill(0);
+                        b[n + 6] = 0;
+                        b[n + 7] = 0;
+                        dir_entry::put_rec_len(&mut b, n, cur - min);
+                        changed = true;
+                    }
+                    off += dir_entry::decode_rec_len(crate::fs::bytes::le16(&b, off + 4), bs);
+                    continue;
+                }
+                if cur < need {
+                    off += cur;
+                    continue;
+                }
+                b[off..off + 4].copy_from_slice(&ino.to_le_bytes());
+                b[off + 6] = name.len() as u8;
+                b[off + 7] = if filetype { ft } else { 0 };
+                b[off + 8..off + 8 + name.len()].copy_from_slice(name);
+                self.write_dir_block(blk, b, &draw, parent);
+                return Ok(());
+            }
+            if changed {
+                self.write_dir_block(blk, b, &draw, parent);
+            }
+        }
+        Err(format!(
+            "no room in directory {parent} for a fast-commit link (e2fsck's replay stops)"
+        ))
+    }
+
+    // ---- the end: summary, bitmaps, descriptors ----
+
+    fn finish(&mut self, pre_gd: &[u8]) -> Result<(), Unsupported> {
+        self.flush(0)?;
+        let fs = self.fs;
+        let geo = &fs.geo;
+        let bs = fs.block_size();
+        let bpg = u64::from(geo.blocks_per_group);
+        let ipg = geo.inodes_per_group;
+        let csum_flag = self.uninit_bg();
+        let wide = geo.desc_size >= 64;
+        let mut table = pre_gd.to_vec();
+        let ds = geo.desc_size as usize;
+        let mut free_blocks_total = 0u64;
+        let mut free_inodes_total = 0u64;
+        for g in 0..geo.groups {
+            let first = geo.group_first_block(g);
+            let n = u64::from(geo.group_blocks(g));
+            let used_blocks = (first..first + n).filter(|&b| self.blocks.get(b)).count() as u64;
+            let free_b = n - used_blocks;
+            free_blocks_total += free_b;
+            let ifirst = u64::from(g) * u64::from(ipg) + 1;
+            let last_used = (0..u64::from(ipg))
+                .rev()
+                .find(|&i| self.inodes.get(ifirst + i))
+                .map(|i| i + 1);
+            let used_i = (0..u64::from(ipg))
+                .filter(|&i| self.inodes.get(ifirst + i))
+                .count() as u64;
+            let free_i = u64::from(ipg) - used_i;
+            free_inodes_total += free_i;
+            let last_group = g + 1 == geo.groups;
+            let Some(raw) = table.get_mut(g as usize * ds..(g as usize + 1) * ds) else {
+                continue;
+            };
+            let mut d = DescMut(raw);
+            d.set_free_blocks(free_b as u32);
+            let mut fl = d.flags();
+            if used_blocks == 0 && !last_group {
+                fl |= BG_BLOCK_UNINIT;
+            } else {
+                fl &= !BG_BLOCK_UNINIT;
+            }
+            d.set_free_inodes(free_i as u32);
+            // ext2fs_set_gdt_csum then settles the inode marks.
+            if csum_flag {
+                if free_b == bpg && !last_group {
+                    fl |= BG_BLOCK_UNINIT;
+                }
+                if free_i == u64::from(ipg) {
+                    fl |= BG_INODE_UNINIT;
+                    d.set_itable_unused(ipg);
+                } else {
+                    fl &= !BG_INODE_UNINIT;
+                    d.set_itable_unused(ipg - last_used.unwrap_or(0) as u32);
+                }
+            } else if let Some(lu) = last_used {
+                fl &= !BG_INODE_UNINIT;
+                d.set_itable_unused(ipg - (lu % u64::from(ipg)) as u32);
+            } else {
+                fl |= BG_INODE_UNINIT;
+                d.set_itable_unused(0);
+            }
+            d.set_flags(fl);
+            // The bitmaps, written unless the group stays uninit.
+            if !(csum_flag && fl & BG_BLOCK_UNINIT != 0) {
+                let nbytes = (bpg / 8) as usize;
+                let mut bm = vec![0xFFu8; bs];
+                for i in 0..bpg.min(bs as u64 * 8) {
+                    let b = first + i;
+                    let used = if b < geo.blocks_count {
+                        self.blocks.get(b)
+                    } else {
+                        true
+                    };
+                    if !used {
+                        bm[(i / 8) as usize] &= !(1 << (i % 8));
+                    }
+                }
+                if csum_flag {
+                    d.set_block_bitmap_csum(group_desc::bitmap_checksum(
+                        &fs.sb,
+                        &bm[..nbytes.min(bs)],
+                        wide,
+                    ));
+                }
+                let loc = fs.gds[g as usize].block_bitmap;
+                if loc != 0 && loc < geo.blocks_count {
+                    self.st.map.insert(loc, bm);
+                }
+            }
+            if !(csum_flag && fl & BG_INODE_UNINIT != 0) {
+                let nbytes = (ipg / 8) as usize;
+                let mut bm = vec![0xFFu8; bs];
+                for i in 0..u64::from(ipg).min(bs as u64 * 8) {
+                    if !self.inodes.get(ifirst + i) {
+                        bm[(i / 8) as usize] &= !(1 << (i % 8));
+                    }
+                }
+                if csum_flag {
+                    d.set_inode_bitmap_csum(group_desc::bitmap_checksum(
+                        &fs.sb,
+                        &bm[..nbytes.min(bs)],
+                        wide,
+                    ));
+                }
+                let loc = fs.gds[g as usize].inode_bitmap;
+                if loc != 0 && loc < geo.blocks_count {
+                    self.st.map.insert(loc, bm);
+                }
+            }
+            d.set_checksum(&fs.sb, g);
+        }
+        write_desc_table(fs, &mut self.st, fs.sb_block, &table, None).map_err(io)?;
+        let is_64 = fs.sb.is_64bit();
+        edit::edit_superblock(fs, &mut self.st, |sb| {
+            sb.set_free_blocks(free_blocks_total, is_64);
+            sb.set_free_inodes(free_inodes_total as u32);
+        })
+        .map_err(io)?;
+        Ok(())
+    }
+}
+
+/// Bit `i` of a bitmap block.
+fn bit(bm: &[u8], i: u64) -> bool {
+    bm.get((i / 8) as usize)
+        .is_some_and(|&b| b & (1 << (i % 8)) != 0)
+}
+
+/// Read-only accessors over raw inode bytes.
+struct InodeMutRead<'a>(&'a [u8]);
+
+impl InodeMutRead<'_> {
+    fn flags(&self) -> u32 {
+        crate::fs::bytes::le32(self.0, field::I_FLAGS)
+    }
+    fn mode(&self) -> u16 {
+        crate::fs::bytes::le16(self.0, field::I_MODE)
+    }
+    fn links(&self) -> u16 {
+        crate::fs::bytes::le16(self.0, field::I_LINKS_COUNT)
+    }
+}

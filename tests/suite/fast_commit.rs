@@ -1,0 +1,384 @@
+//! Fast-commit replay on images the kernel wrote: an ext4 image with
+//! `fast_commit` is loop-mounted, a workload runs with fsync after each
+//! step (creates, appends, hard links, renames, unlinks, truncates), and
+//! the image is copied while still mounted, so the copy holds a journal
+//! that needs recovery and fast-commit blocks after it (a torn image, as
+//! after a crash).
+//!
+//! Copy A goes through `e2fsck -fy` (1.47.4), copy B through `pfsck -fy`.
+//! Every file the workload fsynced must read back from B as written (and
+//! from A, read with checksums ignored), the names must be the same in
+//! both, every block but the primary superblock's must be equal, and
+//! `e2fsck -fn` must find B clean; `pfsck -fn` on the torn copy must find
+//! it clean (it checks the file system as after recovery) and write
+//! nothing.
+//!
+//! e2fsck 1.47.4 itself can leave A unopenable: its fast-commit replay
+//! writes the superblock fields it changed over the replayed superblock
+//! with a checksum computed over the copy it loaded before the replay, so
+//! when the log changed other fields the checksum no longer matches
+//! ("Superblock checksum does not match" on its own re-open, exit 12).
+//! pfsck writes a consistent superblock; only that block is exempt from
+//! the comparison.
+//!
+//! And e2fsck 1.47.4 reads inodes during its fast-commit replay through
+//! the inode cache it filled before replaying the log: the inode table
+//! block holding the journal inode (inodes 1-16 with 4 KiB blocks and
+//! 256-byte inodes) reads as it was before the log's replay. Inodes there
+//! that the log created come back empty: their extents are rebuilt from
+//! nothing, and writing one back clears its neighbours (the mixed
+//! workload: a renamed file loses its inode, a truncated file its first
+//! block; e2fsck then repairs what it broke). pfsck reads the replayed
+//! inodes, so the fsynced data survives; where e2fsck's result differs
+//! from the fsynced contents, the test says so instead of comparing
+//! blocks.
+//!
+//! Needs root and loop mounts; skipped with a notice where they are not
+//! available.
+
+use crate::common::*;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Mounted(PathBuf);
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).output();
+    }
+}
+
+/// What the workload left durable: file name in `/d` → contents, and the
+/// names it removed.
+#[derive(Default)]
+struct Model {
+    files: BTreeMap<String, Vec<u8>>,
+    gone: Vec<String>,
+}
+
+impl Model {
+    fn write(&mut self, dir: &Path, name: &str, data: &[u8], append: bool) {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(append)
+            .truncate(!append)
+            .open(dir.join(name))
+            .unwrap();
+        f.write_all(data).unwrap();
+        f.sync_all().unwrap();
+        let e = self.files.entry(name.to_string()).or_default();
+        if !append {
+            e.clear();
+        }
+        e.extend_from_slice(data);
+    }
+    fn fsync(&self, dir: &Path, name: &str) {
+        std::fs::File::open(dir.join(name))
+            .unwrap()
+            .sync_all()
+            .unwrap();
+    }
+    fn link(&mut self, dir: &Path, from: &str, to: &str) {
+        std::fs::hard_link(dir.join(from), dir.join(to)).unwrap();
+        let data = self.files[from].clone();
+        self.files.insert(to.to_string(), data);
+    }
+    fn rename(&mut self, dir: &Path, from: &str, to: &str) {
+        std::fs::rename(dir.join(from), dir.join(to)).unwrap();
+        let data = self.files.remove(from).unwrap();
+        self.files.insert(to.to_string(), data);
+        self.gone.push(from.to_string());
+    }
+    fn unlink(&mut self, dir: &Path, name: &str) {
+        std::fs::remove_file(dir.join(name)).unwrap();
+        self.files.remove(name);
+        self.gone.push(name.to_string());
+    }
+    fn truncate(&mut self, dir: &Path, name: &str, len: usize) {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(dir.join(name))
+            .unwrap();
+        f.set_len(len as u64).unwrap();
+        f.sync_all().unwrap();
+        self.files.get_mut(name).unwrap().truncate(len);
+    }
+}
+
+fn fill(seed: u8, len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| seed.wrapping_add((i % 251) as u8))
+        .collect()
+}
+
+/// Only fast-commit-eligible steps after the first sync: every fsync
+/// becomes a fast commit of the same transaction.
+fn eligible(d: &Path, m: &mut Model) {
+    m.write(d, "a", &fill(1, 5000), false);
+    m.write(d, "a", &fill(2, 9000), true);
+    m.link(d, "a", "a_link");
+    m.write(d, "a", &fill(3, 10), true);
+    m.files.insert("a_link".into(), m.files["a"].clone());
+    m.rename(d, "tomove", "moved");
+    m.write(d, "moved", b"y", true);
+    m.unlink(d, "victim");
+    m.fsync(d, "moved");
+    for i in 0..6u8 {
+        m.write(
+            d,
+            &format!("f{i}"),
+            &fill(10 + i, usize::from(i) * 7000 + 1),
+            false,
+        );
+    }
+    m.truncate(d, "f5", 9000);
+    m.write(d, "a", b"", true);
+}
+
+/// Steps that force full commits in between (a directory fsync), then
+/// fast commits again, the area keeping older records past its end.
+fn mixed(d: &Path, m: &mut Model) {
+    m.write(d, "x", &fill(5, 20000), false);
+    m.write(d, "y", &fill(6, 100), false);
+    m.write(d, "x", &fill(7, 9000), true);
+    m.link(d, "x", "x2");
+    m.rename(d, "y", "y2");
+    m.write(d, "z", &fill(8, 30000), false);
+    m.unlink(d, "z");
+    std::fs::File::open(d).unwrap().sync_all().unwrap();
+    m.truncate(d, "x", 4097);
+    m.files.insert("x2".into(), m.files["x"].clone());
+    for i in 0..4u8 {
+        m.write(
+            d,
+            &format!("g{i}"),
+            &fill(20 + i, usize::from(i) * 5000 + 7),
+            false,
+        );
+    }
+    m.write(d, "last", b"LLLLLLLLLL", false);
+}
+
+/// Makes the torn image for `work`; None (with a notice) where loop
+/// mounts are not available.
+fn torn_image(tmp: &TempDir, name: &str, work: fn(&Path, &mut Model)) -> Option<(PathBuf, Model)> {
+    let img = tmp.join(format!("{name}.img"));
+    mkfs(
+        &img,
+        32 << 20,
+        &MkfsOpts::ext4().block_size(4096).features("fast_commit"),
+        None,
+    );
+    let mnt = tmp.join(format!("{name}.mnt"));
+    std::fs::create_dir(&mnt).unwrap();
+    // A long commit interval keeps the kernel from committing the
+    // running transaction (and so emptying the fast-commit area) before
+    // the copy.
+    let m = Command::new("mount")
+        .args(["-o", "loop,commit=600"])
+        .arg(&img)
+        .arg(&mnt)
+        .output()
+        .unwrap();
+    if !m.status.success() {
+        eprintln!(
+            "NOTICE: cannot mount a loop image here ({}); kernel fast-commit images not tested",
+            String::from_utf8_lossy(&m.stderr).trim()
+        );
+        return None;
+    }
+    let guard = Mounted(mnt.clone());
+    let d = mnt.join("d");
+    std::fs::create_dir(&d).unwrap();
+    let mut model = Model::default();
+    model.write(&d, "victim", b"old\n", false);
+    model.write(&d, "tomove", b"x\n", false);
+    let st = Command::new("sync").arg("-f").arg(&mnt).status().unwrap();
+    assert!(st.success());
+    work(&d, &mut model);
+    let torn = tmp.join(format!("{name}.torn"));
+    std::fs::copy(&img, &torn).unwrap();
+    drop(guard);
+    Some((torn, model))
+}
+
+fn debugfs_n(img: &Path, cmd: &str) -> Vec<u8> {
+    Command::new(tool("debugfs"))
+        .args(["-n", "-R", cmd])
+        .arg(img)
+        .output()
+        .unwrap()
+        .stdout
+}
+
+/// The names in directory `dir`.
+fn names(img: &Path, dir: &str) -> Vec<String> {
+    let out = String::from_utf8_lossy(&debugfs_n(img, &format!("ls -p {dir}"))).into_owned();
+    // "/ino/mode/uid/gid/name/size/" per entry.
+    let mut v: Vec<String> = out
+        .lines()
+        .filter_map(|l| l.split('/').nth(5).map(str::to_string))
+        .filter(|n| !n.is_empty() && n != "." && n != "..")
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs `work` and compares; `oracle_exact`: e2fsck's result is expected
+/// to keep every fsynced file, and pfsck's blocks must then equal its.
+fn check_workload(name: &str, work: fn(&Path, &mut Model), oracle_exact: bool) {
+    let tmp = TempDir::new(&format!("fc-{name}"));
+    let Some((torn, model)) = torn_image(&tmp, name, work) else {
+        return;
+    };
+    assert!(
+        dumpe2fs(&torn).has_feature("needs_recovery"),
+        "{name}: the copy needs no recovery"
+    );
+    // -n: clean as after recovery, nothing written.
+    let before = hash_file(&torn);
+    let out = pfsck(&["-fn".as_ref(), torn.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{name}: pfsck -fn: {text}");
+    assert_eq!(hash_file(&torn), before, "{name}: -n wrote");
+    if !text.contains("fast-commit record") {
+        eprintln!("NOTICE: {name}: the kernel left no fast-commit records to replay");
+    }
+
+    let (a, b) = (tmp.join(format!("{name}.A")), tmp.join(format!("{name}.B")));
+    copy_image(&torn, &a);
+    copy_image(&torn, &b);
+    let e2 = oracle_run(&a, &["-fy"]);
+    let out = pfsck(&["-fy".as_ref(), b.as_os_str()]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{name}: pfsck -fy: {text}"
+    );
+    let after = oracle_run(&b, &["-fn"]);
+    assert_eq!(
+        after.code(),
+        Some(0),
+        "{name}: e2fsck -fn after pfsck -fy: {}",
+        after.stdout
+    );
+    let again = pfsck(&["-fn".as_ref(), b.as_os_str()]);
+    assert_eq!(again.status.code(), Some(0), "{name}: pfsck -fn after -fy");
+
+    // The files: as fsynced, in pfsck's result and in e2fsck's.
+    for (file, data) in &model.files {
+        let got = debugfs_n(&b, &format!("cat /d/{file}"));
+        assert!(
+            got == *data,
+            "{name}: /d/{file} differs after pfsck -fy ({} bytes, want {})",
+            got.len(),
+            data.len()
+        );
+        if oracle_exact {
+            let got = debugfs_n(&a, &format!("cat /d/{file}"));
+            assert!(got == *data, "{name}: /d/{file} differs after e2fsck -fy");
+        }
+    }
+    let nb = names(&b, "/d");
+    for g in &model.gone {
+        assert!(!nb.contains(g), "{name}: {g} still present");
+    }
+    if !oracle_exact {
+        let lost: Vec<&String> = model
+            .files
+            .iter()
+            .filter(|(f, data)| debugfs_n(&a, &format!("cat /d/{f}")) != **data)
+            .map(|(f, _)| f)
+            .collect();
+        println!(
+            "{name}: pfsck -fy keeps all {} fsynced files; e2fsck -fy ({}) loses {lost:?} \
+             (its stale inode cache)",
+            model.files.len(),
+            e2.describe()
+        );
+        return;
+    }
+    assert_eq!(nb, names(&a, "/d"), "{name}: names differ from e2fsck's");
+    // Every block but the primary superblock's as e2fsck leaves it.
+    let (da, db) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert_eq!(da.len(), db.len());
+    let bs = 4096;
+    let differing: Vec<usize> = (0..da.len() / bs)
+        .filter(|&k| da[k * bs..(k + 1) * bs] != db[k * bs..(k + 1) * bs])
+        .collect();
+    assert!(
+        differing.iter().all(|&k| k == 0),
+        "{name}: blocks {differing:?} differ from e2fsck's (e2fsck {})",
+        e2.describe()
+    );
+    println!(
+        "{name}: pfsck -fy as e2fsck -fy ({}); {} files as fsynced",
+        e2.describe(),
+        model.files.len()
+    );
+}
+
+#[test]
+fn kernel_fast_commits_eligible_steps() {
+    check_workload("eligible", eligible, true);
+}
+
+#[test]
+fn kernel_fast_commits_after_full_commits() {
+    check_workload("mixed", mixed, false);
+}
+
+/// The e2fsprogs image: a rename, a create and a file's extents (five, so
+/// a leaf) in fast commits after one full commit.
+#[test]
+fn j_recover_fast_commit_repair() {
+    let Some(root) = conformance_dir() else {
+        println!("conformance images not found, skipped");
+        return;
+    };
+    let tmp = TempDir::new("fc-j");
+    let img = tmp.join("orig");
+    if extract_image(&root.join("e2fsprogs/j_recover_fast_commit"), &img).is_err() {
+        println!("j_recover_fast_commit not found, skipped");
+        return;
+    }
+    let out = pfsck(&["-fn".as_ref(), img.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0));
+    let (a, b) = (tmp.join("A"), tmp.join("B"));
+    copy_image(&img, &a);
+    copy_image(&img, &b);
+    assert_eq!(oracle_run(&a, &["-fy"]).code(), Some(0));
+    let out = pfsck(&["-fy".as_ref(), b.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(oracle_fn(&b), 0);
+    assert_eq!(names(&b, "/a"), names(&a, "/a"));
+    assert_eq!(names(&b, "/a"), vec!["data".to_string(), "new".to_string()]);
+    for f in ["data", "new"] {
+        assert_eq!(
+            debugfs_n(&b, &format!("cat /a/{f}")),
+            debugfs_n(&a, &format!("cat /a/{f}")),
+            "/a/{f}"
+        );
+    }
+    let stat = String::from_utf8_lossy(&debugfs_n(&b, "stat /a/data")).into_owned();
+    assert!(stat.contains("(ETB0):1618"), "{stat}");
+    // Preen replays the same, then finds the file system clean.
+    let (pa, pb) = (tmp.join("pA"), tmp.join("pB"));
+    copy_image(&img, &pa);
+    copy_image(&img, &pb);
+    assert_eq!(oracle_run(&pa, &["-p"]).code(), Some(0));
+    let out = pfsck(&["-p".as_ref(), pb.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(oracle_fn(&pb), 0);
+    let (da, db) = (std::fs::read(&pa).unwrap(), std::fs::read(&pb).unwrap());
+    let differing: Vec<usize> = (0..da.len() / 1024)
+        .filter(|&k| da[k * 1024..(k + 1) * 1024] != db[k * 1024..(k + 1) * 1024])
+        .collect();
+    assert_eq!(
+        differing,
+        vec![1],
+        "only the superblock's own fields differ"
+    );
+}

@@ -1,0 +1,254 @@
+//! Safety against whoever prepared the disk or the directories (issue 15):
+//! files pfsck creates (planted symlinks, pre-created temporary files, a
+//! full disk), names in text output, concurrent repairs, forged and huge
+//! undo logs, rollback over later changes, and the boot case where the
+//! undo location cannot be written.
+
+use crate::common::*;
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const MIB: u64 = 1 << 20;
+
+/// A small clean ext4 image with the standard tree.
+fn base() -> PathBuf {
+    cached_image("safety-base", |img| {
+        mkfs(img, 8 * MIB, &MkfsOpts::ext4(), Some(&standard_tree_dir()));
+        assert_eq!(e2fsck_fn(img), 0);
+    })
+}
+
+/// A copy of the base with a wrong link count on /f4096 (a one-block fix
+/// in the inode table).
+fn broken(dir: &TempDir, name: &str) -> PathBuf {
+    let img = dir.join(name);
+    copy_image(&base(), &img);
+    debugfs_w(&img, &["sif /f4096 links_count 5"]);
+    assert_ne!(e2fsck_fn(&img), 0);
+    img
+}
+
+fn undo_of(img: &Path) -> PathBuf {
+    let mut s = img.as_os_str().to_os_string();
+    s.push(".pfsck-undo");
+    PathBuf::from(s)
+}
+
+fn tmp_of(img: &Path) -> PathBuf {
+    let mut s = undo_of(img).into_os_string();
+    s.push(".tmp");
+    PathBuf::from(s)
+}
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Files in `dir` other than `keep`.
+fn others(dir: &Path, keep: &[&Path]) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !keep.contains(&p.as_path()))
+        .collect();
+    v.sort();
+    v
+}
+
+fn assert_private_log(log: &Path) {
+    let m = fs::symlink_metadata(log).unwrap();
+    assert!(
+        m.file_type().is_file(),
+        "{} is not a regular file",
+        log.display()
+    );
+    assert_eq!(
+        m.permissions().mode() & 0o077,
+        0,
+        "{:o}",
+        m.permissions().mode()
+    );
+}
+
+#[test]
+fn planted_symlink_at_the_tmp_name_is_not_followed() {
+    let dir = TempDir::new("safety-symlink");
+    let img = broken(&dir, "disk.img");
+    let victim = dir.join("victim");
+    fs::write(&victim, b"precious").unwrap();
+    std::os::unix::fs::symlink(&victim, tmp_of(&img)).unwrap();
+    let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(fs::read(&victim).unwrap(), b"precious");
+    assert!(
+        fs::symlink_metadata(tmp_of(&img))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_private_log(&undo_of(&img));
+    assert_eq!(e2fsck_fn(&img), 0);
+    let left = others(dir.path(), &[&img, &victim, &undo_of(&img), &tmp_of(&img)]);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn symlink_to_the_image_at_the_tmp_name_does_not_truncate_it() {
+    let dir = TempDir::new("safety-selflink");
+    let img = broken(&dir, "disk.img");
+    std::os::unix::fs::symlink(&img, tmp_of(&img)).unwrap();
+    let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(fs::metadata(&img).unwrap().len(), 8 * MIB);
+    assert_eq!(e2fsck_fn(&img), 0);
+    // The log restores the image as it was.
+    let o = pfsck(&[
+        OsStr::new("--rollback"),
+        undo_of(&img).as_os_str(),
+        img.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_ne!(e2fsck_fn(&img), 0);
+}
+
+#[test]
+fn precreated_world_writable_tmp_is_not_reused() {
+    let dir = TempDir::new("safety-precreated");
+    let img = broken(&dir, "disk.img");
+    let tmp = tmp_of(&img);
+    fs::write(&tmp, b"attacker").unwrap();
+    fs::set_permissions(&tmp, fs::Permissions::from_mode(0o666)).unwrap();
+    let ino = fs::metadata(&tmp).unwrap().ino();
+    let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(fs::read(&tmp).unwrap(), b"attacker");
+    let log = undo_of(&img);
+    assert_private_log(&log);
+    assert_ne!(fs::metadata(&log).unwrap().ino(), ino);
+    assert_eq!(e2fsck_fn(&img), 0);
+}
+
+/// A tmpfs of `size` mounted on `dir`, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        fs::create_dir_all(dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0755")])
+            .arg("tmpfs")
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn full_disk_leaves_no_tmp_log_and_suggests_no_rollback() {
+    let dir = TempDir::new("safety-enospc");
+    let img = broken(&dir, "disk.img");
+    let before = fs::read(&img).unwrap();
+    let mnt = dir.join("full");
+    let Some(_fs) = Tmpfs::mount(&mnt, "64k") else {
+        eprintln!("skipped: cannot mount a tmpfs");
+        return;
+    };
+    // Leave less than the log's header.
+    let filler = mnt.join("filler");
+    let _ = Command::new("dd")
+        .args(["if=/dev/zero", "bs=1k", "count=1000"])
+        .arg(format!("of={}", filler.display()))
+        .output();
+    let log = mnt.join("disk.undo");
+    let o = pfsck(&[
+        OsStr::new("-fy"),
+        OsStr::new("--undo"),
+        log.as_os_str(),
+        img.as_os_str(),
+    ]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(8), "{out}");
+    assert!(fs::read(&img).unwrap() == before, "image touched");
+    assert!(!out.contains("--rollback"), "suggests a rollback: {out}");
+    let left = others(&mnt, &[&filler]);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+use std::ffi::OsStr;
+
+/// Names that would act on a terminal: clear the screen, return the
+/// cursor, start a line forging pfsck's own report, a C1 CSI.
+const HOSTILE: [&[u8]; 5] = [
+    b"a\x1b[2Jb",
+    b"cr\rX",
+    b"nl\nPass 5: Checking group summary information",
+    b"c1\xc2\x9b2J",
+    b"del\x7fz",
+];
+
+#[test]
+fn names_are_escaped_in_text_output_and_kept_in_json() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = TempDir::new("safety-names");
+    let tree = dir.join("tree");
+    fs::create_dir(&tree).unwrap();
+    for n in HOSTILE {
+        fs::write(tree.join(OsStr::from_bytes(n)), b"x").unwrap();
+    }
+    let img = dir.join("names.img");
+    mkfs(&img, 4 * MIB, &MkfsOpts::ext4(), Some(&tree));
+    // Entries naming cleared inodes: pass 2 prints each name.
+    let inodes: Vec<u64> = (12..12 + HOSTILE.len() as u64).collect();
+    let cmds: Vec<String> = inodes.iter().map(|i| format!("clri <{i}>")).collect();
+    debugfs_w(&img, &cmds);
+    let o = pfsck(&[OsStr::new("-fn"), img.as_os_str()]);
+    let out = o.stdout.clone();
+    for (i, &b) in out.iter().enumerate() {
+        assert!(
+            b == b'\n' || (0x20..0x7f).contains(&b),
+            "raw byte {b:#x} at {i} in: {}",
+            String::from_utf8_lossy(&out)
+        );
+    }
+    let s = String::from_utf8_lossy(&out);
+    for want in [
+        "'a^[[2Jb'",
+        "'cr^MX'",
+        "'nl^JPass 5: Checking group summary information'",
+        "'c1M-BM-^[2J'",
+        "'del^?z'",
+    ] {
+        assert!(s.contains(want), "{want} missing in:\n{s}");
+    }
+    assert_eq!(
+        s.lines().filter(|l| l.starts_with("Pass 5")).count(),
+        1,
+        "{s}"
+    );
+    // JSON carries the names as they are (JSON escapes them itself).
+    let o = pfsck(&[OsStr::new("-fn"), OsStr::new("--json"), img.as_os_str()]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let details: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["detail"].as_str())
+        .collect();
+    for n in HOSTILE {
+        let n = std::str::from_utf8(n).unwrap();
+        assert!(details.contains(&n), "{n:?} not in {details:?}");
+    }
+}
