@@ -9,6 +9,12 @@
 
 use crate::check::Report;
 use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set while a question waits for its answer: Ctrl-C there ends the run
+/// at once (exit 32), since nothing has been written before the commit and
+/// the read would otherwise go on blocking.
+pub static ASKING: AtomicBool = AtomicBool::new(false);
 
 pub struct Asker<R: BufRead, W: Write> {
     input: R,
@@ -62,7 +68,10 @@ impl<R: BufRead, W: Write> Asker<R, W> {
             let _ = write!(self.output, "{msg}.  Fix<y>? ");
             let _ = self.output.flush();
             let mut line = String::new();
-            match self.input.read_line(&mut line) {
+            ASKING.store(true, Ordering::Relaxed);
+            let read = self.input.read_line(&mut line);
+            ASKING.store(false, Ordering::Relaxed);
+            match read {
                 Ok(0) | Err(_) => {
                     self.eof = true;
                     let _ = writeln!(self.output, "no\n");

@@ -112,6 +112,24 @@ fn option_conflicts(args: &Args) -> Result<(), i32> {
     }
 }
 
+/// Test hook: `PFSCK_FAULT=POINT` stops pfsck (SIGSTOP) at that point
+/// (`before-check`, `before-commit`), so that a test can deliver a signal
+/// there.
+fn fault(point: &str) {
+    if std::env::var_os("PFSCK_FAULT").is_some_and(|v| v == point) {
+        crate::online::sys::raise(libc::SIGSTOP);
+        // The signal handler runs on its own thread: give it time to set
+        // the flag the run then looks at.
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// A run stopped by a signal before anything was written: exit 32.
+fn cancelled(device: &str) -> i32 {
+    eprintln!("{device}: check cancelled by user");
+    EXIT_CANCELLED
+}
+
 pub fn run(args: &Args) -> i32 {
     if let Some(log) = &args.rollback {
         return rollback::run(log, &args.device);
@@ -162,7 +180,19 @@ pub fn run(args: &Args) -> i32 {
             return EXIT_USAGE;
         }
     };
-    let _ = ctrlc::set_handler(check::interrupt);
+    {
+        // Ctrl-C, SIGTERM, SIGHUP: the check stops at its next unit and
+        // exits 32 (nothing is written before the commit, and the commit,
+        // once begun, finishes: its undo log covers a kill).
+        let device = args.device.display().to_string();
+        let _ = ctrlc::set_handler(move || {
+            check::interrupt();
+            if ask::ASKING.load(std::sync::atomic::Ordering::Relaxed) {
+                eprintln!("\n{device}: check cancelled by user");
+                std::process::exit(EXIT_CANCELLED);
+            }
+        });
+    }
     if args.flush
         && let Err(e) = std::fs::File::open(&args.device).and_then(|f| f.sync_all())
     {
@@ -206,6 +236,7 @@ pub fn run(args: &Args) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
+    fault("before-check");
     if !args.no {
         let code = match mode {
             Some(mode) => repair::run(args, &opts, mode, &device, None),
@@ -227,10 +258,7 @@ pub fn run(args: &Args) -> i32 {
     }
     match result {
         Ok(rep) => report::print(&rep, &device, args),
-        Err(Error::Interrupted) => {
-            eprintln!("{device}: check cancelled by user");
-            EXIT_CANCELLED
-        }
+        Err(Error::Interrupted) => cancelled(&device),
         Err(e) => {
             if args.json {
                 report::print_error_json(&device, &e.to_string(), EXIT_OPERATIONAL);

@@ -15,6 +15,7 @@ use super::report::{self, Repaired};
 use super::{Args, EXIT_CORRECTED, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
 use crate::check::problem::ProblemList;
 use crate::check::{self, Options};
+use crate::error::Error;
 use crate::fix::{self, Mode, Refusal};
 use crate::io::Device;
 use crate::repair::commit::{self, CommitOptions};
@@ -52,6 +53,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
     };
     let checked = match check::check_device(dev, opts) {
         Ok(c) => c,
+        Err(Error::Interrupted) => return super::cancelled(device),
         Err(e) => return fail(e.to_string()),
     };
     let rep = &checked.report;
@@ -158,6 +160,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         };
         let again = match check::check_device(dev, recheck_opts) {
             Ok(c) => c,
+            Err(Error::Interrupted) => return super::cancelled(device),
             Err(e) => return fail(format!("re-check of the repaired file system: {e}")),
         };
         round += 1;
@@ -270,6 +273,11 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Optio
         rep.with_problems(shown.select_by_pass(&keep, |k| kept_fixed.push(shown_fixed[k])));
     let shown_fixed = kept_fixed;
     let rep = &shown_rep;
+    super::fault("before-commit");
+    // The last moment a signal cancels the repair: nothing written yet.
+    if crate::engine::cancelled() {
+        return super::cancelled(device);
+    }
     let log = undo_log(args);
     let committed = commit::commit(
         &args.device,

@@ -42,6 +42,22 @@ pub struct Repaired<'a> {
 }
 
 /// Prints the report of a read-only check (`-n`) and returns its exit code.
+/// A device with no usable superblock: e2fsck's one line on stderr, with
+/// the device's name, before the report's explanation on stdout.
+fn open_failure(rep: &Report, device: &str) {
+    use crate::check::problem::Code;
+    if let Some(p) = rep.problems.iter().find(|p| p.code == Code::SbCorrupt) {
+        let msg = p.message();
+        let detail = msg.rsplit(": ").next().unwrap_or(&msg);
+        let detail = if detail == "bad magic number in superblock" {
+            "Bad magic number in super-block".to_string()
+        } else {
+            detail.to_string()
+        };
+        eprintln!("pfsck: {detail} while trying to open {device}");
+    }
+}
+
 pub fn print(rep: &Report, device: &str, args: &Args) -> i32 {
     let code = exit_code(rep);
     print_with(rep, device, args, None, None, code);
@@ -75,6 +91,9 @@ fn print_with(
 ) {
     // Written as it is rendered: a report of very many problems is never
     // held a second time as text.
+    if !args.json {
+        open_failure(rep, device);
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
     let done = if args.json {
@@ -138,6 +157,17 @@ fn write_text(
         let msg = p.text();
         if fixed(k) {
             return write!(out, "{msg}.  Fix? yes\n\n");
+        }
+        if p.code == crate::check::problem::Code::SbCorrupt {
+            // What e2fsck suggests too: the backups of 1 KiB and 4 KiB
+            // block file systems.
+            return write!(
+                out,
+                "{msg}\n\nIf the device does hold an ext2/ext3/ext4 file system (not swap or another\n\
+                 file system), its primary superblock is damaged; a backup may be good:\n    \
+                 pfsck -b 8193 <device>    (1 KiB blocks)\n or\n    \
+                 pfsck -b 32768 <device>   (4 KiB blocks)\n"
+            );
         }
         match p.spec().severity {
             Severity::Error => write!(out, "{msg}.  Fix? no\n\n"),

@@ -117,3 +117,34 @@ fn deliberate_differences() {
     assert!(p.stdout.is_empty());
     assert_eq!(hash_file(&img), before);
 }
+
+/// A zeroed device: the "while trying to open" line with the device's
+/// name on stderr (as e2fsck), the explanation and the `-b` hint on
+/// stdout, exit 8, in every mode.
+#[test]
+fn zeroed_device_fails_as_e2fsck() {
+    let dir = TempDir::new("cli-compat-zero");
+    let img = dir.join("zero");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let name = img.to_str().unwrap();
+    if let Some(e2fsck) = oracle() {
+        let e = run(&e2fsck, &["-fn"], &img);
+        assert_eq!((e.code, e.stdout, e.stderr), (Some(8), true, true));
+    }
+    for mode in ["-fn", "-fy", "-fp"] {
+        let p = pfsck(&[mode, name]);
+        assert_eq!(p.status.code(), Some(8), "{mode}");
+        let err = String::from_utf8_lossy(&p.stderr);
+        assert!(
+            err.contains(&format!(
+                "Bad magic number in super-block while trying to open {name}"
+            )),
+            "{mode}: {err}"
+        );
+        let out = String::from_utf8_lossy(&p.stdout);
+        assert!(out.contains("-b 8193") && out.contains("-b 32768"), "{out}");
+    }
+}

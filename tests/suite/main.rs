@@ -38,3 +38,4 @@ mod repair_resize;
 mod repair_super;
 mod robustness;
 mod safety;
+mod signals;
