@@ -342,3 +342,31 @@ fn journal_bad_block_in_indirect_block() {
     write_at(&img, ind_blk * 1024 + 40, &99_999_999u32.to_le_bytes());
     judged("jnl-ind", &img, 12, 1);
 }
+
+// ---- 5. a zeroed primary superblock ----
+
+/// e2fsck goes on from the first backup, whose descriptors are as old as
+/// mkfs: its library reads every group as initialised then, so the
+/// bitmaps of the groups never written differ (-n: 4). Before, pfsck
+/// kept the backup's uninit flags and found nothing (0). -y writes the
+/// primary back.
+#[test]
+fn zeroed_primary_superblock() {
+    let tmp = TempDir::new("zero-sb");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 32 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    write_at(&img, 1024, &[0u8; 1024]);
+    let (fn_out, _) = judged("zero-sb", &img, 4, 1);
+    assert!(
+        fn_out.contains("backup superblock at block 8193"),
+        "{fn_out}"
+    );
+    // The primary is back: debugfs opens the image without -b.
+    assert!(debugfs_r(&img, "stats").contains("Filesystem magic number"));
+
+    // Without group checksums nothing is uninitialised: still 0.
+    let img2 = tmp.join("ext2.img");
+    mkfs(&img2, 32 * MIB, &MkfsOpts::ext2().block_size(1024), None);
+    write_at(&img2, 1024, &[0u8; 1024]);
+    judged("zero-sb-ext2", &img2, 0, 1);
+}
