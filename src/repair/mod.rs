@@ -16,6 +16,7 @@
 
 pub mod commit;
 pub mod faults;
+pub mod mmp;
 pub mod mounted;
 pub mod overlay;
 pub mod undo;
