@@ -11,6 +11,7 @@ pub mod external_journal;
 pub mod fast_commit;
 pub mod htree_check;
 pub mod journal;
+pub mod mmp;
 pub mod orphan;
 pub mod pass1;
 pub mod pass1b;
@@ -53,6 +54,9 @@ pub struct Options {
     /// inodes count) is reported for the repair to fix, and the check goes
     /// on.
     pub repairing: bool,
+    /// The repair holds the MMP block (`repair::mmp::claim`): the
+    /// "being checked" sequence there is its own.
+    pub mmp_claimed: bool,
     /// `-j`: the external journal device.
     pub journal_device: Option<std::path::PathBuf>,
 }
@@ -66,6 +70,7 @@ impl Default for Options {
             superblock: None,
             blocksize: None,
             repairing: false,
+            mmp_claimed: false,
             journal_device: None,
         }
     }
@@ -286,6 +291,16 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     }
 
     report.problems.extend(superblock::check(&fs));
+    report
+        .problems
+        .extend(mmp::check(&fs, opts.repairing, opts.mmp_claimed));
+    if report.has_fatal() {
+        return Ok(Checked {
+            report,
+            fs: Some(fs),
+            state: None,
+        });
+    }
     report.problems.extend(journal::check(&fs, opts.repairing));
     timer.lap(&mut report, "pass0", &fs);
     if report.has_fatal() {

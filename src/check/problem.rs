@@ -127,6 +127,11 @@ problems! {
     JournalExternalCannotProceed = ("0x0217", Super, Fatal, false, "Cannot proceed with the file system check without its external journal"),
     JournalStrayV2Fields = ("0x0218", Super, Notice, false, "The journal superblock (inode {ino}) has version 2 fields a version 1 journal, or an internal one, cannot have: the fields past the version 1 layout are cleared"),
     JournalInodeFromBackup = ("0x0215", Super, Error, true, "Journal inode {ino} is invalid ({detail}); restored from the superblock's backup of its block map"),
+    MmpBlockInvalid = ("0x0230", Super, Fatal, false, "The superblock's MMP block number {blk} is invalid"),
+    MmpBadMagic = ("0x0231", Super, Error, true, "The MMP block {blk} has a bad magic number"),
+    MmpChecksum = ("0x0232", Super, Error, true, "The MMP block {blk} checksum does not match"),
+    MmpCannotProceed = ("0x0233", Super, Fatal, false, "Cannot proceed with the file system check while its MMP block stands as it is"),
+    MmpBusy = ("0x0234", Super, Error, false, "MMP check failed: {detail}. If you are sure the file system is not in use on any node, clear it with tune2fs -f -E clear_mmp"),
     // Processing the orphans is not a correction (e2fsck exits 0 after
     // it), but -n leaves it undone, which e2fsck -n reports as errors.
     OrphansPending = ("0x0220", Super, Error, true, "The orphan inode list or orphan file needs processing ({detail}); checking the file system as it will be after"),

@@ -224,9 +224,21 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         sb,
         geo,
         sb_block,
-        gds,
+        mut gds,
         gd_raw,
     } = loaded;
+    if sb_block != SUPERBLOCK_OFFSET / u64::from(geo.block_size) && sb.group_desc_csum() {
+        // A backup's descriptors are as old as the backup: the groups it
+        // calls uninitialised may have been used since. e2fsck's library
+        // reads every group as initialised then (its bitmaps and whole
+        // inode table are checked), so a check through a backup finds
+        // the bitmaps of groups that were never written wrong.
+        for d in &mut gds {
+            d.flags &=
+                !(crate::fs::group_desc::BG_BLOCK_UNINIT | crate::fs::group_desc::BG_INODE_UNINIT);
+            d.itable_unused = 0;
+        }
+    }
 
     let bad_compat = sb.feature_compat & !superblock::SUPPORTED_COMPAT;
     let bad_incompat = sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT;

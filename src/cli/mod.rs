@@ -229,6 +229,7 @@ pub fn run(args: &Args) -> i32 {
         superblock: args.superblock,
         blocksize: args.blocksize,
         repairing: false,
+        mmp_claimed: false,
         journal_device: args.journal.clone(),
     };
     let device = args.device.display().to_string();

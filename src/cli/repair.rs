@@ -32,7 +32,34 @@ pub type Ask<'a> = &'a mut dyn FnMut(&check::Report) -> Vec<bool>;
 
 /// With `ask`, the problems answered yes are fixed as `-y` would (`mode`
 /// is then Yes); without, `mode` decides.
-pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Option<Ask>) -> i32 {
+pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, ask: Option<Ask>) -> i32 {
+    // e2fsck holds the MMP block from before its check until it is done:
+    // a node mounting the file system meanwhile sees it being checked.
+    let claim = match crate::repair::mmp::claim(&args.device) {
+        Ok(c) => c,
+        Err(e) => {
+            if args.json {
+                report::print_error_json(device, &e, EXIT_UNCORRECTED | EXIT_OPERATIONAL);
+            }
+            eprintln!("pfsck: {e}");
+            return EXIT_UNCORRECTED | EXIT_OPERATIONAL;
+        }
+    };
+    let opts = &Options {
+        mmp_claimed: claim.is_some(),
+        ..opts.clone()
+    };
+    let code = run_claimed(args, opts, mode, device, ask);
+    if let Some(c) = claim
+        && let Err(e) = c.release()
+    {
+        eprintln!("pfsck: {e}");
+        return code | EXIT_OPERATIONAL;
+    }
+    code
+}
+
+fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: Option<Ask>) -> i32 {
     // -y and -p replace an unusable journal (e2fsck clears and recreates
     // it, preen included) and fix a wrong inodes count, so the check goes
     // on past them.

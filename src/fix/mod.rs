@@ -60,6 +60,7 @@ mod inode;
 pub mod journal;
 mod journal_inode;
 mod lostfound;
+mod mmp;
 mod quota;
 mod rehash;
 mod resize;
@@ -157,7 +158,7 @@ pub fn supported(code: Code) -> bool {
         || code == Code::JournalInodeInvalid
         || code == Code::JournalSuperblockCorrupt
         || code == Code::JournalInodeFromBackup
-        || code == Code::JournalStrayV2Fields
+        || WITH_REPLAY.contains(&code)
         || code == Code::DupBlocks
         || code == Code::ClusterMisaligned
         || code == Code::InodeBigallocBlockMap
@@ -223,6 +224,14 @@ const DIR: &[Code] = &[
     Code::DirEntryPolicyMismatch,
     Code::DirDotDotWrong,
     Code::DirBlockChecksum,
+];
+
+/// Problems fixed with the journal replay, before the passes' fixes
+/// (`stray_v2_fields_cleared`, `mmp_rewritten`).
+const WITH_REPLAY: &[Code] = &[
+    Code::JournalStrayV2Fields,
+    Code::MmpBadMagic,
+    Code::MmpChecksum,
 ];
 
 /// Problems fixed by closing the holes of a directory (`dirhole.rs`).
@@ -366,6 +375,7 @@ pub fn plan(
     // lies over (and which counts as the replay here).
     let replay = journal::staged(fs, staging).map_err(Refusal::Unsupported)?;
     let replay = stray_v2_fields_cleared(fs, report, replay, &mut fixed)?;
+    let replay = mmp_rewritten(fs, report, replay, &mut fixed)?;
     let replayed = !replay.is_empty();
     let mut overlay = Overlay::over(replay);
     // Orphan processing is part of that view (`check::orphan`): staging
@@ -757,6 +767,7 @@ pub fn plan(
             || p.args().ino.is_some_and(|i| gone.contains(&i))
             || LATE_P1.contains(&p.code)
             || p.code == Code::LostFoundEncrypted
+            || WITH_REPLAY.contains(&p.code)
             || (p.code == Code::InodeChecksum && p.args().ino.is_some_and(|i| damaged.contains(&i)))
         {
             continue;
@@ -929,6 +940,27 @@ fn stray_v2_fields_cleared(
     }
     let mut overlay = Overlay::over(replay);
     journal_inode::clear_v2_fields(fs, &mut overlay).map_err(Refusal::Failed)?;
+    fixed[k] = true;
+    Ok(Arc::new(overlay))
+}
+
+/// The replay, with an invalid MMP block rewritten over it: e2fsck does
+/// it before it checks and does not count it as a correction.
+fn mmp_rewritten(
+    fs: &Fs,
+    report: &Report,
+    replay: Arc<Overlay>,
+    fixed: &mut [bool],
+) -> Result<Arc<Overlay>, Refusal> {
+    let Some(k) = report
+        .problems
+        .iter()
+        .position(|p| matches!(p.code, Code::MmpBadMagic | Code::MmpChecksum))
+    else {
+        return Ok(replay);
+    };
+    let mut overlay = Overlay::over(replay);
+    mmp::rewrite(fs, &mut overlay).map_err(Refusal::Failed)?;
     fixed[k] = true;
     Ok(Arc::new(overlay))
 }

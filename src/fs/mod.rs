@@ -17,6 +17,7 @@ pub mod group_desc;
 pub mod htree;
 pub mod inode;
 pub mod journal;
+pub mod mmp;
 pub mod orphan;
 pub mod quota;
 pub mod superblock;

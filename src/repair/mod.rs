@@ -12,12 +12,14 @@
 //! Files: `overlay.rs` (staged writes), `undo.rs` (the log's format, pure),
 //! `commit.rs` (the protocol and rollback), `faults.rs` (the crash-injection
 //! hook the protocol runs every write and fsync through), `files.rs`
-//! (creating files safely in directories others may write), `mounted.rs`
-//! (refusing mounted file systems).
+//! (creating files safely in directories others may write), `mmp.rs`
+//! (claiming a multi-mount protection block for a repair, as e2fsck
+//! does), `mounted.rs` (refusing mounted file systems).
 
 pub mod commit;
 pub mod faults;
 pub mod files;
+pub mod mmp;
 pub mod mounted;
 pub mod overlay;
 pub mod undo;

@@ -342,3 +342,107 @@ fn journal_bad_block_in_indirect_block() {
     write_at(&img, ind_blk * 1024 + 40, &99_999_999u32.to_le_bytes());
     judged("jnl-ind", &img, 12, 1);
 }
+
+// ---- 5. a zeroed primary superblock ----
+
+/// e2fsck goes on from the first backup, whose descriptors are as old as
+/// mkfs: its library reads every group as initialised then, so the
+/// bitmaps of the groups never written differ (-n: 4). Before, pfsck
+/// kept the backup's uninit flags and found nothing (0). -y writes the
+/// primary back.
+#[test]
+fn zeroed_primary_superblock() {
+    let tmp = TempDir::new("zero-sb");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 32 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    write_at(&img, 1024, &[0u8; 1024]);
+    let (fn_out, _) = judged("zero-sb", &img, 4, 1);
+    assert!(
+        fn_out.contains("backup superblock at block 8193"),
+        "{fn_out}"
+    );
+    // The primary is back: debugfs opens the image without -b.
+    assert!(debugfs_r(&img, "stats").contains("Filesystem magic number"));
+
+    // Without group checksums nothing is uninitialised: still 0.
+    let img2 = tmp.join("ext2.img");
+    mkfs(&img2, 32 * MIB, &MkfsOpts::ext2().block_size(1024), None);
+    write_at(&img2, 1024, &[0u8; 1024]);
+    judged("zero-sb-ext2", &img2, 0, 1);
+}
+
+// ---- 4. multiple-mount protection ----
+
+/// An ext4 image with MMP whose MMP block is rewritten by `edit` (the
+/// checksum redone unless `bad_csum`).
+fn mmp_image(img: &Path, edit: impl FnOnce(&mut pfsck::fs::mmp::Mmp), bad_csum: bool) {
+    use pfsck::fs::mmp;
+    mkfs(
+        img,
+        32 * MIB,
+        &MkfsOpts::ext4().block_size(1024).features("mmp"),
+        None,
+    );
+    let bytes = std::fs::read(img).unwrap();
+    let sb = pfsck::fs::superblock::Superblock::parse(&bytes[1024..2048]);
+    let at = (sb.mmp_block * 1024) as usize;
+    let mut m = mmp::parse(&bytes[at..at + 1024]);
+    edit(&mut m);
+    let mut b = vec![0u8; 1024];
+    mmp::write(&mut b, &m, Some(sb.csum_seed()));
+    if bad_csum {
+        b[0x3FC] ^= 0xFF;
+    }
+    write_at(img, at as u64, &b);
+}
+
+/// Another node's checker holds the file system (sequence "fsck"), or
+/// the block names an unknown operation: e2fsck refuses in every mode
+/// (12) and writes nothing. Before, pfsck ignored MMP and repaired.
+#[test]
+fn mmp_held_by_another_checker() {
+    let tmp = TempDir::new("mmp-busy");
+    let img = tmp.join("disk.img");
+    for seq in [pfsck::fs::mmp::SEQ_FSCK, 0xF000_0000] {
+        mmp_image(
+            &img,
+            |m| {
+                m.seq = seq;
+                m.nodename = "othernode".into();
+            },
+            false,
+        );
+        let before = std::fs::read(&img).unwrap();
+        assert_eq!(oracle_fn(&img), 12);
+        for mode in ["-fn", "-fy", "-fp"] {
+            let (code, out) = pfsck_code(&[mode], &img);
+            assert_eq!(code, 12, "pfsck {mode}, sequence {seq:x}:\n{out}");
+            assert!(out.contains("MMP check failed"), "{out}");
+        }
+        assert!(
+            std::fs::read(&img).unwrap() == before,
+            "the image was written"
+        );
+    }
+}
+
+/// An invalid MMP block (bad magic, bad checksum): e2fsck -n stops (12),
+/// -y rewrites it without counting a correction (0). A repair claims the
+/// block and leaves it clean, with this node's name.
+#[test]
+fn mmp_invalid_block_rewritten() {
+    let tmp = TempDir::new("mmp-bad");
+    let img = tmp.join("disk.img");
+    mmp_image(&img, |m| m.magic = 0x1234, false);
+    judged("mmp-magic", &img, 12, 0);
+    mmp_image(&img, |_| {}, true);
+    judged("mmp-csum", &img, 12, 0);
+
+    // A clean one is claimed and released by -y: clean, our node name.
+    mmp_image(&img, |m| m.nodename = "othernode".into(), false);
+    let (code, out) = pfsck_code(&["-fy"], &img);
+    assert_eq!(code, 0, "{out}");
+    let dump = debugfs_r(&img, "dump_mmp");
+    assert!(dump.contains("ff4d4d50"), "{dump}");
+    assert!(!dump.contains("othernode"), "{dump}");
+}

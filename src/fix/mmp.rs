@@ -1,0 +1,21 @@
+//! Rewriting an invalid MMP block (bad magic or checksum), as e2fsck -y
+//! and -p do before they check: a fresh block saying nobody uses the file
+//! system, written by this node.
+
+use crate::fs::mmp::SEQ_CLEAN;
+use crate::repair::mmp::{block, interval};
+use crate::repair::overlay::Overlay;
+use crate::volume::{Fs, edit as vol};
+
+/// Stages a fresh MMP block ("clean") over an invalid one.
+pub(super) fn rewrite(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+    let name = fs
+        .dev
+        .path()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let seed = fs.metadata_csum().then(|| fs.sb.csum_seed());
+    let b = block(fs.block_size(), SEQ_CLEAN, interval(&fs.sb), &name, seed);
+    vol::stage_if_changed(fs, overlay, fs.sb.mmp_block, b).map_err(|e| e.to_string())
+}
