@@ -252,3 +252,77 @@ fn names_are_escaped_in_text_output_and_kept_in_json() {
         assert!(details.contains(&n), "{n:?} not in {details:?}");
     }
 }
+
+/// Kills and reaps a child when dropped.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_repair_refuses_while_another_holds_the_image() {
+    let dir = TempDir::new("safety-lock");
+    let img = broken(&dir, "disk.img");
+    let before = fs::read(&img).unwrap();
+    // Another process holds the image's lock (as a running repair does).
+    let holder = Child(
+        Command::new("flock")
+            // No fork: killing it releases the lock.
+            .args(["-x", "-F"])
+            .arg(&img)
+            .args(["sleep", "30"])
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(8), "{out}");
+    assert!(t.elapsed() >= std::time::Duration::from_secs(1), "no wait");
+    assert!(out.contains("cannot lock"), "{out}");
+    assert!(
+        !out.contains("Fix? yes") && !out.contains("Pass 1"),
+        "{out}"
+    );
+    assert!(fs::read(&img).unwrap() == before, "image touched");
+    drop(holder);
+    let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
+
+#[test]
+fn two_concurrent_repairs_never_both_claim_fixes() {
+    let dir = TempDir::new("safety-two");
+    let img = broken(&dir, "disk.img");
+    let spawn = || {
+        Command::new(pfsck_bin())
+            .arg("-fy")
+            .arg(&img)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+    let codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
+    let fixed = outs.iter().filter(|o| o.status.code() == Some(1)).count();
+    assert_eq!(fixed, 1, "{codes:?}");
+    for o in &outs {
+        let t = text(o);
+        match o.status.code() {
+            Some(1) => assert!(t.contains("Fix? yes"), "{t}"),
+            // Waited for the first, then found it clean; or gave up.
+            Some(0) | Some(8) => assert!(!t.contains("Fix? yes"), "{t}"),
+            c => panic!("exit {c:?}: {t}"),
+        }
+    }
+    assert_eq!(e2fsck_fn(&img), 0);
+    let left = others(dir.path(), &[&img, &undo_of(&img)]);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
