@@ -18,6 +18,7 @@ use crate::check::{self, Options};
 use crate::error::Error;
 use crate::fix::{self, Mode, Refusal};
 use crate::io::Device;
+use crate::io::writable::DeviceLock;
 use crate::repair::commit::{self, CommitOptions};
 use crate::repair::faults::NoFaults;
 use crate::repair::overlay::{Overlay, Staging};
@@ -26,6 +27,9 @@ use std::sync::Arc;
 /// Check-and-fix rounds at most: each round's fixes come from a check of
 /// the previous rounds' staged result.
 const MAX_ROUNDS: u32 = 16;
+
+/// How long a repair waits for another one on the same device to finish.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Answers, per problem of a check, whether to fix it (interactive mode).
 pub type Ask<'a> = &'a mut dyn FnMut(&check::Report) -> Vec<bool>;
@@ -73,6 +77,12 @@ fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: O
         }
         eprintln!("pfsck: {e}");
         EXIT_OPERATIONAL
+    };
+    // Held until the commit is done: a second repair waits briefly, then
+    // refuses before it has checked anything.
+    let _lock = match DeviceLock::acquire(&args.device, LOCK_WAIT) {
+        Ok(l) => l,
+        Err(e) => return fail(e.to_string()),
     };
     let dev = match Device::open_read_only(&args.device) {
         Ok(d) => d,

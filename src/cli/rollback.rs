@@ -11,6 +11,13 @@ use crate::repair::faults::NoFaults;
 use std::path::Path;
 
 pub fn run(log: &Path, device: &Path) -> i32 {
+    let _lock = match crate::io::writable::DeviceLock::acquire(device, super::repair::LOCK_WAIT) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("pfsck: rollback of {}: {e}", device.display());
+            return EXIT_OPERATIONAL;
+        }
+    };
     match rollback(log, device, RollbackScope::IncludingComplete, &mut NoFaults) {
         Ok(RollbackOutcome::DeviceUntouched) => {
             println!(

@@ -9,11 +9,86 @@
 //! opener (a second pfsck, mkfs, a device mapper). Image files get an
 //! advisory exclusive lock instead, so two pfsck runs cannot commit to the
 //! same image at once.
+//!
+//! A repair holds a [`DeviceLock`] (`flock`, on images and block devices
+//! alike, as `fsck -l` does) from before its first read to after its
+//! commit: a second repair that checked while the first was writing would
+//! report fixes for a file system that no longer exists, and commit them.
 
 use crate::error::{Error, Result};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+
+/// (st_dev, st_ino) of the devices this process holds a [`DeviceLock`]
+/// on: its own `WritableDevice` does not lock them again (a second flock
+/// from the same process conflicts with the first).
+static HELD: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
+
+fn held(id: (u64, u64)) -> bool {
+    HELD.lock().map(|h| h.contains(&id)).unwrap_or(false)
+}
+
+/// An exclusive advisory lock on a device or image for the whole of a
+/// repair; released when dropped.
+pub struct DeviceLock {
+    _file: File,
+    id: (u64, u64),
+}
+
+impl DeviceLock {
+    /// Locks `path`, waiting up to `wait` for another holder to finish.
+    pub fn acquire(path: &Path, wait: std::time::Duration) -> Result<DeviceLock> {
+        use std::os::unix::fs::MetadataExt;
+        let file = OpenOptions::new()
+            .read(true)
+            .open(path)
+            .map_err(io_err(format!("cannot open {}", path.display())))?;
+        let meta = file
+            .metadata()
+            .map_err(io_err(format!("cannot stat {}", path.display())))?;
+        let id = (meta.dev(), meta.ino());
+        let start = std::time::Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(Error::Io {
+                        what: format!(
+                            "cannot lock {}: another program (a second pfsck?) is using it; \
+                             nothing was checked or changed, try again when it has finished",
+                            path.display()
+                        ),
+                        source: std::io::Error::from(std::io::ErrorKind::WouldBlock),
+                    });
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(Error::Io {
+                        what: format!("cannot lock {}", path.display()),
+                        source: e,
+                    });
+                }
+            }
+        }
+        if let Ok(mut h) = HELD.lock() {
+            h.push(id);
+        }
+        Ok(DeviceLock { _file: file, id })
+    }
+}
+
+impl Drop for DeviceLock {
+    fn drop(&mut self) {
+        if let Ok(mut h) = HELD.lock()
+            && let Some(i) = h.iter().position(|x| *x == self.id)
+        {
+            h.swap_remove(i);
+        }
+    }
+}
 
 pub struct WritableDevice {
     file: File,
@@ -57,7 +132,11 @@ impl WritableDevice {
             };
             Error::Io { what, source: e }
         })?;
-        if !is_block {
+        let ours = {
+            use std::os::unix::fs::MetadataExt;
+            held((meta.dev(), meta.ino()))
+        };
+        if !is_block && !ours {
             // A lock held for an instant is not a second pfsck: a process
             // forked by another thread keeps our descriptions (and their
             // flock) until its exec closes them. Wait a little before

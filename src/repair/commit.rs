@@ -554,6 +554,139 @@ pub fn read_log(log: &Path) -> Result<Vec<u8>> {
         .map_err(|e| RepairError::BadLog(format!("cannot read undo log {}: {e}", log.display())))
 }
 
+/// Opens a log to roll back: a regular file (no symlink followed, never a
+/// FIFO or a device, which could block or never end), owned by the caller
+/// and writable by nobody else (a log others can rewrite is theirs to
+/// write onto the device: crc32c authenticates nothing).
+fn open_log(path: &Path) -> Result<File> {
+    use std::os::unix::fs::MetadataExt;
+    let bad = |why: String| RepairError::BadLog(format!("{}: {why}", path.display()));
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| bad(format!("cannot open undo log: {e}")))?;
+    let m = file
+        .metadata()
+        .map_err(|e| bad(format!("cannot stat undo log: {e}")))?;
+    if !m.file_type().is_file() {
+        return Err(bad("not a regular file".to_string()));
+    }
+    // The process's own directory in /proc belongs to its effective uid.
+    if let Ok(me) = std::fs::metadata("/proc/self")
+        && m.uid() != me.uid()
+    {
+        return Err(bad(format!(
+            "owned by uid {}, not by the caller (uid {}); refusing to use it",
+            m.uid(),
+            me.uid()
+        )));
+    }
+    if m.mode() & 0o022 != 0 {
+        return Err(bad(format!(
+            "mode {:o} lets others write it; refusing to use it",
+            m.mode() & 0o7777
+        )));
+    }
+    Ok(file)
+}
+
+/// A log opened for rollback, its header validated and its length the one
+/// the header describes; records are read one at a time.
+struct LogFile {
+    file: File,
+    path: PathBuf,
+    header: Header,
+    state: State,
+}
+
+impl LogFile {
+    fn open(path: &Path) -> Result<LogFile> {
+        let bad = |e: undo::LogError| RepairError::BadLog(format!("{}: {e}", path.display()));
+        let file = open_log(path)?;
+        let mut head = vec![0u8; undo::HEADER_LEN];
+        let n = read_prefix(&file, &mut head);
+        let (header, state, _) = undo::parse_header(&head[..n]).map_err(bad)?;
+        let want = undo::expected_len(&header).map_err(bad)?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if len != want {
+            return Err(RepairError::BadLog(format!(
+                "{}: undo log has {len} bytes, its header describes {want}",
+                path.display()
+            )));
+        }
+        Ok(LogFile {
+            file,
+            path: path.to_path_buf(),
+            header,
+            state,
+        })
+    }
+
+    /// The records in order, each verified; the trailer checked after the
+    /// last. Memory: one record.
+    fn records(&self) -> impl Iterator<Item = Result<(u64, Cow<'static, [u8]>)>> + '_ {
+        let rlen = undo::record_len(self.header.block_size) as usize;
+        let count = self.header.record_count;
+        let mut i = 0u64;
+        let mut prev = None;
+        let mut acc = 0u32;
+        let mut done = false;
+        let mut buf = vec![0u8; rlen];
+        let bad = move |path: &Path, e: undo::LogError| {
+            RepairError::BadLog(format!("{}: {e}", path.display()))
+        };
+        std::iter::from_fn(move || {
+            if done {
+                return None;
+            }
+            let pos = (undo::HEADER_LEN as u64).saturating_add(i.saturating_mul(rlen as u64));
+            if i == count {
+                done = true;
+                let mut t = [0u8; undo::TRAILER_LEN];
+                let r = self
+                    .file
+                    .read_exact_at(&mut t, pos)
+                    .map_err(|e| RepairError::BadLog(format!("{}: {e}", self.path.display())))
+                    .and_then(|()| {
+                        undo::check_trailer(&self.header, &t, acc).map_err(|e| bad(&self.path, e))
+                    });
+                return r.err().map(Err);
+            }
+            let r = self
+                .file
+                .read_exact_at(&mut buf, pos)
+                .map_err(|e| RepairError::BadLog(format!("{}: {e}", self.path.display())))
+                .and_then(|()| {
+                    undo::parse_record(&self.header, i, pos, &buf, prev)
+                        .map(|(r, c)| (r.block, r.data.to_vec(), c))
+                        .map_err(|e| bad(&self.path, e))
+                });
+            match r {
+                Ok((block, data, c)) => {
+                    prev = Some(block);
+                    acc = undo::fold_record_crc(acc, c);
+                    i += 1;
+                    Some(Ok((block, Cow::Owned(data))))
+                }
+                Err(e) => {
+                    done = true;
+                    Some(Err(e))
+                }
+            }
+        })
+    }
+
+    /// Reads every record and the trailer: any damage is an error.
+    fn verify(&self) -> Result<()> {
+        for r in self.records() {
+            r?;
+        }
+        Ok(())
+    }
+}
+
 /// Restores the before-images recorded in `log` onto `device`.
 pub fn rollback(
     log_path: &Path,
@@ -561,9 +694,10 @@ pub fn rollback(
     scope: RollbackScope,
     faults: &mut dyn Faults,
 ) -> Result<RollbackOutcome> {
-    let bytes = read_log(log_path)?;
-    let log = undo::parse(&bytes)
-        .map_err(|e| RepairError::BadLog(format!("{}: {e}", log_path.display())))?;
+    // Bounded memory whatever the file: the header first, then the
+    // records one at a time, all verified before the device is opened.
+    let log = LogFile::open(log_path)?;
+    log.verify()?;
     match (log.state, scope) {
         (State::Prepared, _) => return Ok(RollbackOutcome::DeviceUntouched),
         (State::Complete, RollbackScope::Interrupted) => {
@@ -597,29 +731,20 @@ pub fn rollback(
             log_path.display()
         )));
     }
-    let file = OpenOptions::new()
-        .write(true)
-        .open(log_path)
-        .map_err(|e| RepairError::Io {
-            what: format!("cannot open undo log {} for writing", log_path.display()),
-            source: e,
-        })?;
     let mut steps = Steps { faults };
     let blocks = steps.write_blocks(
         &dev,
         log.header.block_size,
-        log.records
-            .iter()
-            .map(|r| Ok((r.block, Cow::Borrowed(r.data)))),
+        log.records(),
         CommitOptions::default().device_write_run,
     )?;
     steps.write_file(
-        &file,
+        &log.file,
         log_path,
         undo::STATE_OFFSET,
         &undo::encode_state(State::RolledBack),
     )?;
-    steps.sync_file(&file, log_path)?;
+    steps.sync_file(&log.file, log_path)?;
     Ok(RollbackOutcome::Restored {
         blocks,
         was: log.state,

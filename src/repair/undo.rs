@@ -309,55 +309,94 @@ pub fn parse(b: &[u8]) -> Result<UndoLog<'_>, LogError> {
     let mut prev: Option<u64> = None;
     for i in 0..count {
         let rec = &b[pos..pos + RECORD_HEADER_LEN + bs];
-        if rec[0..4] != RECORD_MAGIC {
-            return bad(format!("undo log record {i} (at byte {pos}): bad magic"));
-        }
-        let len = u32_at(rec, 4).unwrap_or(0) as usize;
-        let block = u64_at(rec, 8).unwrap_or(0);
-        if len != bs {
-            return bad(format!(
-                "undo log record {i}: length {len} differs from the block size {bs}"
-            ));
-        }
-        let stored = u32_at(rec, 16).unwrap_or(0);
-        let c = crc32c::crc32c_append(crc(&rec[0..16]), &rec[RECORD_HEADER_LEN..]);
-        if c != stored {
-            return bad(format!(
-                "undo log record {i} (block {block}): checksum mismatch"
-            ));
-        }
-        if prev.is_some_and(|p| block <= p) {
-            return bad(format!("undo log record {i}: block {block} out of order"));
-        }
-        let end = block
-            .checked_mul(bs as u64)
-            .and_then(|o| o.checked_add(bs as u64));
-        if end.is_none_or(|e| e > header.identity.device_size) {
-            return bad(format!(
-                "undo log record {i}: block {block} lies beyond the device"
-            ));
-        }
-        prev = Some(block);
+        let (record, c) = parse_record(&header, i as u64, pos as u64, rec, prev)?;
+        prev = Some(record.block);
         acc = fold_record_crc(acc, c);
-        records.push(Record {
-            block,
-            data: &rec[RECORD_HEADER_LEN..],
-        });
+        records.push(record);
         pos += RECORD_HEADER_LEN + bs;
     }
-    let t = &b[pos..pos + TRAILER_LEN];
-    if t[0..4] != TRAILER_MAGIC || u32_at(t, 20) != Some(crc(&t[0..20])) {
-        return bad("undo log trailer missing or damaged (the log was not completely written)");
-    }
-    if u64_at(t, 8) != Some(header.record_count) || u32_at(t, 16) != Some(acc) {
-        return bad("undo log trailer does not match its records");
-    }
+    check_trailer(&header, &b[pos..pos + TRAILER_LEN], acc)?;
     Ok(UndoLog {
         header,
         state,
         state_damaged,
         records,
     })
+}
+
+/// Length of the whole log a header describes, if it is consistent.
+pub fn expected_len(header: &Header) -> Result<u64, LogError> {
+    let rlen = record_len(header.block_size);
+    if header.record_count.checked_mul(rlen) != Some(header.records_len) {
+        return bad("undo log header: record count and record area length disagree");
+    }
+    (HEADER_LEN as u64)
+        .checked_add(header.records_len)
+        .and_then(|t| t.checked_add(TRAILER_LEN as u64))
+        .ok_or_else(|| LogError("undo log header describes more than 2^64 bytes".to_string()))
+}
+
+/// Verifies record `i` (at byte `pos` of the log; `rec` its
+/// `record_len` bytes) against the header and the block of the record
+/// before it; returns it and its crc (for the trailer).
+pub fn parse_record<'a>(
+    header: &Header,
+    i: u64,
+    pos: u64,
+    rec: &'a [u8],
+    prev: Option<u64>,
+) -> Result<(Record<'a>, u32), LogError> {
+    let bs = header.block_size as usize;
+    if rec.len() != RECORD_HEADER_LEN + bs {
+        return bad(format!("undo log record {i} (at byte {pos}): truncated"));
+    }
+    if rec[0..4] != RECORD_MAGIC {
+        return bad(format!("undo log record {i} (at byte {pos}): bad magic"));
+    }
+    let len = u32_at(rec, 4).unwrap_or(0) as usize;
+    let block = u64_at(rec, 8).unwrap_or(0);
+    if len != bs {
+        return bad(format!(
+            "undo log record {i}: length {len} differs from the block size {bs}"
+        ));
+    }
+    let stored = u32_at(rec, 16).unwrap_or(0);
+    let c = crc32c::crc32c_append(crc(&rec[0..16]), &rec[RECORD_HEADER_LEN..]);
+    if c != stored {
+        return bad(format!(
+            "undo log record {i} (block {block}): checksum mismatch"
+        ));
+    }
+    if prev.is_some_and(|p| block <= p) {
+        return bad(format!("undo log record {i}: block {block} out of order"));
+    }
+    let end = block
+        .checked_mul(bs as u64)
+        .and_then(|o| o.checked_add(bs as u64));
+    if end.is_none_or(|e| e > header.identity.device_size) {
+        return bad(format!(
+            "undo log record {i}: block {block} lies beyond the device"
+        ));
+    }
+    Ok((
+        Record {
+            block,
+            data: &rec[RECORD_HEADER_LEN..],
+        },
+        c,
+    ))
+}
+
+/// Verifies the trailer `t` against the header and the folded crc of
+/// every record (`acc`).
+pub fn check_trailer(header: &Header, t: &[u8], acc: u32) -> Result<(), LogError> {
+    if t.len() != TRAILER_LEN || t[0..4] != TRAILER_MAGIC || u32_at(t, 20) != Some(crc(&t[0..20])) {
+        return bad("undo log trailer missing or damaged (the log was not completely written)");
+    }
+    if u64_at(t, 8) != Some(header.record_count) || u32_at(t, 16) != Some(acc) {
+        return bad("undo log trailer does not match its records");
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -252,3 +252,161 @@ fn names_are_escaped_in_text_output_and_kept_in_json() {
         assert!(details.contains(&n), "{n:?} not in {details:?}");
     }
 }
+
+/// Kills and reaps a child when dropped.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_repair_refuses_while_another_holds_the_image() {
+    let dir = TempDir::new("safety-lock");
+    let img = broken(&dir, "disk.img");
+    let before = fs::read(&img).unwrap();
+    // Another process holds the image's lock (as a running repair does).
+    let holder = Child(
+        Command::new("flock")
+            // No fork: killing it releases the lock.
+            .args(["-x", "-F"])
+            .arg(&img)
+            .args(["sleep", "30"])
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let t = std::time::Instant::now();
+    let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(8), "{out}");
+    assert!(t.elapsed() >= std::time::Duration::from_secs(1), "no wait");
+    assert!(out.contains("cannot lock"), "{out}");
+    assert!(
+        !out.contains("Fix? yes") && !out.contains("Pass 1"),
+        "{out}"
+    );
+    assert!(fs::read(&img).unwrap() == before, "image touched");
+    drop(holder);
+    let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
+
+#[test]
+fn two_concurrent_repairs_never_both_claim_fixes() {
+    let dir = TempDir::new("safety-two");
+    let img = broken(&dir, "disk.img");
+    let spawn = || {
+        Command::new(pfsck_bin())
+            .arg("-fy")
+            .arg(&img)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let outs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+    let codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
+    let fixed = outs.iter().filter(|o| o.status.code() == Some(1)).count();
+    assert_eq!(fixed, 1, "{codes:?}");
+    for o in &outs {
+        let t = text(o);
+        match o.status.code() {
+            Some(1) => assert!(t.contains("Fix? yes"), "{t}"),
+            // Waited for the first, then found it clean; or gave up.
+            Some(0) | Some(8) => assert!(!t.contains("Fix? yes"), "{t}"),
+            c => panic!("exit {c:?}: {t}"),
+        }
+    }
+    assert_eq!(e2fsck_fn(&img), 0);
+    let left = others(dir.path(), &[&img, &undo_of(&img)]);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// A repaired copy of the base and its undo log.
+fn repaired(dir: &TempDir) -> (PathBuf, PathBuf) {
+    let img = broken(dir, "disk.img");
+    let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    (img.clone(), undo_of(&img))
+}
+
+fn rollback_of(log: &Path, img: &Path) -> RunResult {
+    // Bounded address space: a log read whole would not fit.
+    let mut cmd = Command::new("prlimit");
+    cmd.arg("--as=400000000")
+        .arg(pfsck_bin())
+        .arg("--rollback")
+        .arg(log)
+        .arg(img);
+    run_timeout_merged(cmd, std::time::Duration::from_secs(30))
+}
+
+#[test]
+fn rollback_refuses_logs_others_can_write_or_own() {
+    use std::os::unix::fs::chown;
+    let dir = TempDir::new("safety-logperm");
+    let (img, log) = repaired(&dir);
+    let after = fs::read(&img).unwrap();
+    fs::set_permissions(&log, fs::Permissions::from_mode(0o666)).unwrap();
+    let r = rollback_of(&log, &img);
+    assert_eq!(r.code(), Some(8), "{}", r.stdout);
+    assert!(r.stdout.contains("others write"), "{}", r.stdout);
+    fs::set_permissions(&log, fs::Permissions::from_mode(0o600)).unwrap();
+    chown(&log, Some(65534), None).unwrap();
+    let r = rollback_of(&log, &img);
+    assert_eq!(r.code(), Some(8), "{}", r.stdout);
+    assert!(r.stdout.contains("not by the caller"), "{}", r.stdout);
+    assert!(fs::read(&img).unwrap() == after, "image touched");
+    chown(&log, Some(0), None).unwrap();
+    let r = rollback_of(&log, &img);
+    assert_eq!(r.code(), Some(0), "{}", r.stdout);
+}
+
+#[test]
+fn rollback_of_endless_or_huge_files_is_bounded() {
+    use pfsck::repair::undo::{self, Header, Identity, State};
+    let dir = TempDir::new("safety-hugelog");
+    let (img, _) = repaired(&dir);
+    let after = fs::read(&img).unwrap();
+    // /dev/zero and a FIFO: refused at once, nothing read.
+    for f in [PathBuf::from("/dev/zero"), dir.join("fifo")] {
+        if f != Path::new("/dev/zero") {
+            run_ok(Command::new("mkfifo").arg(&f));
+        }
+        let r = rollback_of(&f, &img);
+        assert!(!r.timed_out, "{}: hangs", f.display());
+        assert_eq!(r.code(), Some(8), "{}: {}", f.display(), r.stdout);
+        assert!(r.stdout.contains("not a regular file"), "{}", r.stdout);
+    }
+    // A 1 GB sparse file behind a valid header.
+    let bs = 4096u32;
+    let count = (1u64 << 30) / undo::record_len(bs);
+    let h = Header {
+        block_size: bs,
+        identity: Identity {
+            device_size: 8 * MIB,
+            sb_before: [0; 2],
+            sb_after: [0; 2],
+        },
+        record_count: count,
+        records_len: count * undo::record_len(bs),
+    };
+    let huge = dir.join("huge.undo");
+    let f = fs::File::create(&huge).unwrap();
+    use std::os::unix::fs::FileExt;
+    f.write_all_at(&undo::encode_header(&h, State::Applying), 0)
+        .unwrap();
+    f.set_len(undo::HEADER_LEN as u64 + h.records_len + undo::TRAILER_LEN as u64)
+        .unwrap();
+    drop(f);
+    let r = rollback_of(&huge, &img);
+    assert!(!r.timed_out);
+    assert_eq!(r.code(), Some(8), "{}", r.stdout);
+    assert!(r.stdout.contains("record 0"), "{}", r.stdout);
+    assert!(fs::read(&img).unwrap() == after, "image touched");
+}
