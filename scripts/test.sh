@@ -14,7 +14,8 @@ cargo clippy --release --locked --all-targets -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --release --locked --no-deps --quiet
 cargo build --release --locked
 python3 scripts/hot-text.py --check
-log=$(mktemp)
+# In target/, not /tmp: nothing else cleans it up while the tests run.
+log=$(mktemp -p target test-log.XXXXXX)
 trap 'rm -f "$log"' EXIT
 set +e
 cargo test --release --locked --no-fail-fast -- --test-threads=2 2>&1 | tee "$log"
