@@ -40,3 +40,17 @@ fn version_names_release_and_commit() {
         assert!(out.stderr.is_empty(), "{flag}");
     }
 }
+
+/// docs/pfsck.8 is what `--help-man` makes from the option table: run
+/// `target/release/pfsck --help-man > docs/pfsck.8` after changing it.
+#[test]
+fn man_page_is_current() {
+    let out = pfsck(&["--help-man"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/pfsck.8");
+    let committed = std::fs::read_to_string(&page).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&out.stdout) == committed,
+        "docs/pfsck.8 is stale: run `target/release/pfsck --help-man > docs/pfsck.8`"
+    );
+}
