@@ -250,6 +250,44 @@ pub fn help(bin: &str) -> String {
     s
 }
 
+/// Text for roff: backslashes and hyphens kept literal, and a line that
+/// would start with a control character made plain text.
+fn roff(text: &str) -> String {
+    let s = text.replace('\\', "\\e").replace('-', "\\-");
+    if s.starts_with(['.', '\'']) {
+        format!("\\&{s}")
+    } else {
+        s
+    }
+}
+
+/// pfsck(8), from the same table as `--help` (hidden `--help-man`; the
+/// copy in docs/pfsck.8 is checked against it by the test suite). No date
+/// in it, so the page changes only when the options or version do.
+pub fn man_page() -> String {
+    let mut s = format!(
+        ".TH PFSCK 8 \"\" \"pfsck {}\" \"System Administration\"\n\
+         .SH NAME\npfsck \\- {}\n\
+         .SH SYNOPSIS\n.B pfsck\n[\\fIOPTIONS\\fR] \\fIDEVICE\\fR\n\
+         .SH DESCRIPTION\n\
+         pfsck checks and repairs ext2, ext3 and ext4 file systems. It takes \
+         e2fsck(8)'s options and reaches its verdicts.\n\
+         .I DEVICE\nis the device or image file to check. \
+         Installed as fsck.ext2, fsck.ext3 and fsck.ext4, it is run by fsck(8).\n\
+         .SH OPTIONS\n",
+        env!("CARGO_PKG_VERSION"),
+        roff(ABOUT)
+    );
+    for (opt, text) in OPTIONS {
+        s.push_str(&format!(".TP\n.B {}\n{}\n", roff(opt.trim()), roff(text)));
+    }
+    s.push_str(&format!(
+        ".SH EXIT STATUS\n{}\n.SH SEE ALSO\n.BR e2fsck (8),\n.BR fsck (8)\n",
+        roff(AFTER_HELP)
+    ));
+    s
+}
+
 /// A usage error: the message and the usage line, as the caller prints it
 /// on stderr (exit 16).
 pub fn usage_error(bin: &str, msg: &str) -> String {
@@ -320,6 +358,7 @@ fn parse_inner(argv: Vec<OsString>) -> Result<Parsed, String> {
             Long("online") => a.online = true,
             Short('h') | Long("help") => return Ok(Parsed::Help(help(&bin))),
             Short('V') | Long("version") => return Ok(Parsed::Version),
+            Long("help-man") => return Ok(Parsed::Help(man_page())),
             Value(v) if device.is_none() => device = Some(PathBuf::from(v)),
             _ => return Err(arg.unexpected().to_string()),
         }

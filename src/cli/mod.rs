@@ -54,7 +54,11 @@ pub fn main() -> i32 {
             EXIT_OK
         }
         Ok(args::Parsed::Version) => {
-            println!("pfsck {}", env!("CARGO_PKG_VERSION"));
+            println!(
+                "pfsck {} (git {})",
+                env!("CARGO_PKG_VERSION"),
+                env!("PFSCK_GIT_COMMIT")
+            );
             EXIT_OK
         }
         Err(text) => {

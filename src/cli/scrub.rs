@@ -75,7 +75,11 @@ fn parse(args: &[OsString]) -> Result<Opts, i32> {
                 'r' => o.reap = true,
                 't' => o.trim = true,
                 'V' => {
-                    println!("pfsck {} (e2scrub mode)", env!("CARGO_PKG_VERSION"));
+                    println!(
+                        "pfsck {} (git {}, e2scrub mode)",
+                        env!("CARGO_PKG_VERSION"),
+                        env!("PFSCK_GIT_COMMIT")
+                    );
                     return Err(EXIT_CLEAN);
                 }
                 _ => {
