@@ -262,6 +262,34 @@ impl Problem {
     }
 }
 
+/// May `-p` fix `p` without asking? e2fsck's flag (PREEN_OK) on the code
+/// the problem stands for, where that code asks a question; pfsck's own
+/// table where e2fsck has no such code (a message, whose answer comes
+/// from the question asked after it, or no code at all).
+pub fn preen_ok(p: &Problem) -> bool {
+    match p.e2fsck_code().and_then(catalogue::entry) {
+        Some(e) if asks(e) && !PREEN_OWN.iter().any(|(c, _)| *c == p.code) => preen_fixes(e),
+        _ => p.spec().preen_ok,
+    }
+}
+
+/// Preen fixes what is PREEN_OK, but not what is also PREEN_NO: that
+/// one preen leaves alone without stopping (pfsck: a notice).
+fn preen_fixes(e: &catalogue::Entry) -> bool {
+    e.preen_ok() && e.flags & catalogue::PREEN_NO == 0
+}
+
+fn asks(e: &catalogue::Entry) -> bool {
+    e.kind == catalogue::Kind::Problem && e.prompt != catalogue::Prompt::None
+}
+
+/// Codes whose preen flag stays pfsck's own, with the reason.
+const PREEN_OWN: &[(Code, &str)] = &[(
+    Code::SbExtraIsize,
+    "e2fsck stops preen here (no PREEN_OK); pfsck reports a notice, which \
+     never stops preen, so it keeps fixing it rather than skip it silently",
+)];
+
 /// What e2fsck does, and so logs, differently in a repair and in a
 /// read-only check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -416,6 +444,7 @@ fn bitmap_runs(detail: &str) -> impl Iterator<Item = (char, u64, u64)> + '_ {
 mod tests {
     use super::*;
     use crate::check::catalogue::Kind;
+    use crate::check::problem::Severity;
 
     #[test]
     fn every_code_is_mapped_or_listed_as_unmapped() {
@@ -483,5 +512,44 @@ mod tests {
             .num(50)
             .num2(49);
         assert_eq!(refs(&p, Run::Repair)[0].blk, Some(50));
+    }
+
+    /// Every pfsck problem standing for an e2fsck code that asks a
+    /// question preens as e2fsck's flag says, but the listed exceptions;
+    /// and the flag written in pfsck's table agrees, so the table does not
+    /// mislead a reader.
+    #[test]
+    fn preen_flags_are_e2fscks() {
+        use crate::check::catalogue::Prompt;
+        let mut wrong = Vec::new();
+        for &c in Code::ALL {
+            let Some(&e) = codes(c).first() else { continue };
+            let entry = catalogue::entry(e).unwrap();
+            if !asks(entry) || PREEN_OWN.iter().any(|(o, _)| *o == c) {
+                continue;
+            }
+            let p = Problem::new(c);
+            assert_eq!(preen_ok(&p), preen_fixes(entry), "{c:?}");
+            if entry.flags & catalogue::PREEN_NO != 0 {
+                assert_ne!(
+                    c.spec().severity,
+                    Severity::Error,
+                    "{c:?}: preen must not stop"
+                );
+            }
+            if c.spec().preen_ok != preen_fixes(entry) {
+                wrong.push(format!("{c:?} ({e:06x})"));
+            }
+            assert_ne!(entry.prompt, Prompt::None);
+        }
+        assert!(
+            wrong.is_empty(),
+            "preen flag differs from e2fsck's: {wrong:?}"
+        );
+    }
+
+    #[test]
+    fn entry_to_a_deleted_inode_preens() {
+        assert!(preen_ok(&Problem::new(Code::DirEntryDeletedInode)));
     }
 }

@@ -67,6 +67,7 @@ mod resize;
 mod superblock;
 
 use crate::check::Report;
+use crate::check::e2fsck_map;
 use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::check::state::State;
 use crate::fs::inode::ROOT_INO;
@@ -268,7 +269,7 @@ pub enum Refusal {
 fn allowed(p: &Problem, mode: Mode) -> bool {
     match mode {
         Mode::Yes => true,
-        Mode::Preen => p.spec().preen_ok,
+        Mode::Preen => e2fsck_map::preen_ok(p),
     }
 }
 
@@ -287,7 +288,7 @@ pub fn preen_halt_at(report: &Report) -> Option<usize> {
     });
     report.problems.iter().position(|p| {
         p.spec().severity == Severity::Error
-            && !p.spec().preen_ok
+            && !e2fsck_map::preen_ok(&p)
             && !(bad_journal && journal_inode::resolves(&p))
     })
 }

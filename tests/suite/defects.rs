@@ -446,3 +446,37 @@ fn mmp_invalid_block_rewritten() {
     assert!(dump.contains("ff4d4d50"), "{dump}");
     assert!(!dump.contains("othernode"), "{dump}");
 }
+
+/// Defect 7: an entry naming an inode `clri` zeroed. e2fsck 1.47.4 -fp
+/// clears the entry (its code 0x020003 is PREEN_OK) and exits 1; pfsck
+/// stopped preen there with UNEXPECTED INCONSISTENCY (exit 4) before its
+/// preen flags came from e2fsck's table.
+#[test]
+fn preen_clears_entry_to_deleted_inode() {
+    let tmp = TempDir::new("preen-deleted-entry");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, "", 2000);
+    debugfs_w(&img, &["clri f"]);
+    let theirs = tmp.join("oracle.img");
+    copy_image(&img, &theirs);
+
+    let oracle = oracle_run(&theirs, &["-fp"]);
+    assert_eq!(oracle.code(), Some(1), "e2fsck -fp:\n{}", oracle.stdout);
+    assert!(
+        oracle.stdout.contains("deleted/unused inode"),
+        "{}",
+        oracle.stdout
+    );
+    assert_eq!(oracle_fn(&theirs), 0);
+
+    let (code, out) = pfsck_code(&["-fp"], &img);
+    assert_eq!(code, 1, "pfsck -fp:\n{out}");
+    assert!(out.contains("deleted/unused inode"), "{out}");
+    let after = oracle_run(&img, &["-fn"]);
+    assert_eq!(
+        after.code(),
+        Some(0),
+        "e2fsck -fn after pfsck -fp:\n{}\npfsck -fp:\n{out}",
+        after.stdout
+    );
+}
