@@ -243,6 +243,19 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_writable_or_attended_log_location_is_kept() {
+        let dir = std::env::temp_dir();
+        let log = dir.join("kept.pfsck-undo");
+        let keep = UndoTarget::Log {
+            path: log.clone(),
+            moved: None,
+        };
+        assert_eq!(resolve_undo(&log, true, true), keep);
+        let missing = Path::new("/no/such/dir/disk.undo");
+        assert_eq!(resolve_undo(missing, false, false).path(), missing);
+    }
+
+    #[test]
     fn default_log_of_an_image_sits_next_to_it() {
         assert_eq!(
             default_undo_path(Path::new("/no/such/dir/disk.img")),
