@@ -19,6 +19,7 @@ use crate::error::Error;
 use crate::fix::{self, Mode, Refusal};
 use crate::io::Device;
 use crate::io::writable::DeviceLock;
+use crate::repair::UndoTarget;
 use crate::repair::commit::{self, CommitOptions};
 use crate::repair::faults::NoFaults;
 use crate::repair::overlay::{Overlay, Staging};
@@ -316,13 +317,7 @@ fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: O
         return super::cancelled(device);
     }
     let log = undo_log(args);
-    let committed = commit::commit(
-        &args.device,
-        &overlay,
-        &log,
-        &mut NoFaults,
-        &CommitOptions::default(),
-    );
+    let committed = commit_run(args, &overlay);
     let written = match committed {
         Ok(r) => r.blocks_written,
         Err(e) => {
@@ -384,15 +379,9 @@ fn preen_halt(
     let log = undo_log(args);
     let mut written = 0;
     if !plan.overlay.is_empty() {
-        written = commit::commit(
-            &args.device,
-            &plan.overlay,
-            &log,
-            &mut NoFaults,
-            &CommitOptions::default(),
-        )
-        .map_err(|e| not_written("preen stop", &e, &log, &args.device))?
-        .blocks_written;
+        written = commit_run(args, &plan.overlay)
+            .map_err(|e| not_written("preen stop", &e, &log, &args.device))?
+            .blocks_written;
         reset_external(opts, fs, rep)?;
     }
     let halt = fix::preen_halt_at(rep).and_then(|k| rep.problems.get(k));
@@ -509,12 +498,71 @@ fn staging(args: &Args) -> Staging {
     Staging::beside_log(&undo_log(args))
 }
 
-/// The undo log: `--undo`, or the default beside the image (or in
-/// `/var/lib/pfsck` for a block device).
+/// The undo log path: the resolved log, or the one wanted when the repair
+/// goes without (for messages and staging).
 fn undo_log(args: &Args) -> std::path::PathBuf {
-    args.undo
-        .clone()
-        .unwrap_or_else(|| crate::repair::default_undo_path(&args.device))
+    undo_target(args).path().to_path_buf()
+}
+
+/// The undo log of this run, decided once (a process repairs one device):
+/// `--undo`, or the default beside the image (or in `/var/lib/pfsck` for a
+/// block device). When its directory cannot be written, as `/var/lib` at
+/// boot, the default moves to the run directory (`/run/pfsck`); an
+/// explicit `--undo` moves only under -p, the unattended boot check, which
+/// must not stop the machine. When the run directory fails too, -p and -y
+/// (with the default log; -p with an explicit one) repair without a log,
+/// as e2fsck always does; other runs keep the log and the commit refuses.
+fn undo_target(args: &Args) -> &'static UndoTarget {
+    static TARGET: std::sync::OnceLock<UndoTarget> = std::sync::OnceLock::new();
+    TARGET.get_or_init(|| {
+        let unattended = args.preen || args.auto;
+        let (wanted, may_move) = match &args.undo {
+            Some(p) => (p.clone(), unattended),
+            None => (crate::repair::default_undo_path(&args.device), true),
+        };
+        crate::repair::resolve_undo(&wanted, may_move, may_move && (unattended || args.yes))
+    })
+}
+
+/// Commits `overlay` through this run's undo log, or without one when none
+/// can be written; either change of plan is said on stderr, once, before
+/// the device is written.
+fn commit_run(args: &Args, overlay: &Overlay) -> crate::repair::Result<commit::CommitReport> {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    let target = undo_target(args);
+    if !overlay.is_empty() {
+        WARNED.call_once(|| match target {
+            UndoTarget::Log {
+                path,
+                moved: Some((wanted, why)),
+            } => eprintln!(
+                "pfsck: warning: the undo log cannot be written as {} ({why}); it goes to {}",
+                wanted.display(),
+                path.display()
+            ),
+            UndoTarget::Without { wanted, why } => eprintln!(
+                "pfsck: warning: no undo log can be written ({} and the fallback: {why}); \
+                 repairing without one: this repair cannot be rolled back",
+                wanted.display()
+            ),
+            UndoTarget::Log { moved: None, .. } => {}
+        });
+    }
+    match target {
+        UndoTarget::Log { path, .. } => commit::commit(
+            &args.device,
+            overlay,
+            path,
+            &mut NoFaults,
+            &CommitOptions::default(),
+        ),
+        UndoTarget::Without { .. } => commit::commit_unlogged(
+            &args.device,
+            overlay,
+            &mut NoFaults,
+            &CommitOptions::default(),
+        ),
+    }
 }
 
 /// Writes the end-of-check record (`fix::finish`) of a run that stages
@@ -548,14 +596,8 @@ fn replay_only(
         return Ok(());
     }
     let log = undo_log(args);
-    commit::commit(
-        &args.device,
-        &overlay,
-        &log,
-        &mut NoFaults,
-        &CommitOptions::default(),
-    )
-    .map_err(|e| not_written("journal replay", &e, &log, &args.device))?;
+    commit_run(args, &overlay)
+        .map_err(|e| not_written("journal replay", &e, &log, &args.device))?;
     reset_external(opts, fs, rep)?;
     if !args.json && fix::journal::journal_replayed(rep) {
         println!("{device}: recovering journal");

@@ -438,6 +438,54 @@ pub fn commit(
     })
 }
 
+/// Writes the overlay's blocks to `device` with no undo log, as e2fsck
+/// always does: the last resort of an unattended repair (`-p`, `-y`) when
+/// no log location can be written, chosen and announced by the caller.
+/// The repair cannot be rolled back.
+pub fn commit_unlogged(
+    device: &Path,
+    overlay: &Overlay,
+    faults: &mut dyn Faults,
+    opts: &CommitOptions,
+) -> Result<CommitReport> {
+    let dev = open_for_write(device)?;
+    if dev.size() != overlay.device_size() {
+        return Err(RepairError::Refused(format!(
+            "{} has {} bytes, the repair was staged for {}",
+            device.display(),
+            dev.size(),
+            overlay.device_size()
+        )));
+    }
+    let bs = overlay.block_size();
+    let bsu = u64::from(bs);
+    let mut changes: Vec<u64> = Vec::new();
+    let mut before = vec![0u8; bs as usize];
+    let mut new = vec![0u8; bs as usize];
+    for block in overlay.blocks() {
+        overlay.read_block(block, &mut new)?;
+        dev.read_at(offset_of(block, bsu)?, &mut before)?;
+        if before != new {
+            changes.push(block);
+        }
+    }
+    let mut steps = Steps { faults };
+    let written = steps.write_blocks(
+        &dev,
+        bs,
+        changes.iter().map(|&b| {
+            let mut data = vec![0u8; bs as usize];
+            overlay.read_block(b, &mut data)?;
+            Ok((b, Cow::Owned(data)))
+        }),
+        opts.device_write_run,
+    )?;
+    Ok(CommitReport {
+        blocks_written: written,
+        log: None,
+    })
+}
+
 /// Blocks the end-of-check record may change: the primary superblock's
 /// and the journal superblock's.
 pub const RECORD_MAX_BLOCKS: usize = 2;

@@ -122,9 +122,138 @@ pub fn default_undo_path(device: &Path) -> PathBuf {
     }
 }
 
+/// Where an undo log goes when its chosen directory cannot be written:
+/// at boot `/var/lib` is read-only while the root file system is checked,
+/// and `/run` is the one writable place (a tmpfs, lost at shutdown, but
+/// present for a rollback until then).
+pub const RUN_UNDO_DIR: &str = "/run/pfsck";
+
+/// Environment variable that replaces [`RUN_UNDO_DIR`], for tests that
+/// simulate a boot without touching the real `/run`.
+pub const RUN_UNDO_DIR_ENV: &str = "PFSCK_RUN_DIR";
+
+/// The undo log a repair will write, decided before the commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UndoTarget {
+    /// A log at `path`; `moved` names the location that could not be
+    /// written and why, when `path` is the fallback.
+    Log {
+        path: PathBuf,
+        moved: Option<(PathBuf, String)>,
+    },
+    /// No log: neither `wanted` nor the fallback could be written (`why`).
+    /// The repair cannot be rolled back.
+    Without { wanted: PathBuf, why: String },
+}
+
+impl UndoTarget {
+    /// The log's path, or the one that was wanted when there is none.
+    pub fn path(&self) -> &Path {
+        match self {
+            UndoTarget::Log { path, .. } => path,
+            UndoTarget::Without { wanted, .. } => wanted,
+        }
+    }
+}
+
+/// Decides where the undo log `wanted` goes. When its directory cannot be
+/// written: with `may_move`, to the run directory ([`run_undo_dir`]);
+/// failing that, with `may_go_without`, nowhere. Otherwise `wanted` is
+/// kept and the commit reports why it cannot be written.
+pub fn resolve_undo(wanted: &Path, may_move: bool, may_go_without: bool) -> UndoTarget {
+    let keep = UndoTarget::Log {
+        path: wanted.to_path_buf(),
+        moved: None,
+    };
+    let Err(why) = probe_dir(&parent_of(wanted)) else {
+        return keep;
+    };
+    if !may_move {
+        return keep;
+    }
+    let name = wanted
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_else(|| format!("device{UNDO_SUFFIX}").into());
+    match run_undo_dir().and_then(|d| probe_dir(&d).map(|()| d)) {
+        Ok(dir) => UndoTarget::Log {
+            path: dir.join(name),
+            moved: Some((wanted.to_path_buf(), why)),
+        },
+        Err(why2) if may_go_without => UndoTarget::Without {
+            wanted: wanted.to_path_buf(),
+            why: format!("{why}; {why2}"),
+        },
+        Err(_) => keep,
+    }
+}
+
+fn parent_of(p: &Path) -> PathBuf {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// Whether a new file can be made in `dir`: the only test that answers
+/// for read-only mounts, permissions and full inode tables alike.
+fn probe_dir(dir: &Path) -> std::result::Result<(), String> {
+    match files::create_unique(&dir.join(".pfsck-probe"), "probe file") {
+        Ok((_, path)) => {
+            let _ = std::fs::remove_file(path);
+            Ok(())
+        }
+        Err(RepairError::Io { source, .. }) => Err(format!("{}: {source}", dir.display())),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The fallback directory (`$PFSCK_RUN_DIR` or `/run/pfsck`), created
+/// owner-only when missing. An existing one is used only when it is a real
+/// directory (not a symlink) owned by this user and closed to others: an
+/// undo log holds the file system's blocks.
+pub fn run_undo_dir() -> std::result::Result<PathBuf, String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let dir = std::env::var_os(RUN_UNDO_DIR_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(RUN_UNDO_DIR));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+    }
+    let m = std::fs::symlink_metadata(&dir)
+        .map_err(|e| format!("cannot stat {}: {e}", dir.display()))?;
+    // The owner of /proc/self is the process's effective user.
+    let euid = std::fs::metadata("/proc/self")
+        .map_err(|e| format!("cannot stat /proc/self: {e}"))?
+        .uid();
+    if !m.file_type().is_dir() || m.uid() != euid || m.mode() & 0o077 != 0 {
+        return Err(format!(
+            "{} is not a directory owned by this user and closed to others",
+            dir.display()
+        ));
+    }
+    Ok(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_writable_or_attended_log_location_is_kept() {
+        let dir = std::env::temp_dir();
+        let log = dir.join("kept.pfsck-undo");
+        let keep = UndoTarget::Log {
+            path: log.clone(),
+            moved: None,
+        };
+        assert_eq!(resolve_undo(&log, true, true), keep);
+        let missing = Path::new("/no/such/dir/disk.undo");
+        assert_eq!(resolve_undo(missing, false, false).path(), missing);
+    }
 
     #[test]
     fn default_log_of_an_image_sits_next_to_it() {

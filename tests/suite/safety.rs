@@ -410,3 +410,126 @@ fn rollback_of_endless_or_huge_files_is_bounded() {
     assert!(r.stdout.contains("record 0"), "{}", r.stdout);
     assert!(fs::read(&img).unwrap() == after, "image touched");
 }
+
+/// A read-only tmpfs on `dir`: a log location as unwritable as `/var/lib`
+/// while systemd-fsck checks the root file system.
+fn read_only_mount(dir: &Path) -> Option<Tmpfs> {
+    fs::create_dir_all(dir).unwrap();
+    let ok = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "ro,size=64k,mode=0755"])
+        .arg("tmpfs")
+        .arg(dir)
+        .status()
+        .is_ok_and(|s| s.success());
+    ok.then(|| Tmpfs(dir.to_path_buf()))
+}
+
+/// A damaged image marked not cleanly unmounted, so that -p (as
+/// systemd-fsck runs it, without -f) checks and repairs it.
+fn broken_at_boot(dir: &TempDir) -> PathBuf {
+    let img = broken(dir, "disk.img");
+    debugfs_w(&img, &["ssv state 0"]);
+    img
+}
+
+/// `pfsck ARGS` with the fallback log directory at `run`.
+fn pfsck_with_run_dir(args: &[&OsStr], run: &Path) -> std::process::Output {
+    Command::new(pfsck_bin())
+        .args(args)
+        .env("PFSCK_RUN_DIR", run)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn boot_repair_moves_an_unwritable_log_to_the_run_dir() {
+    let dir = TempDir::new("safety-boot-run");
+    let img = broken_at_boot(&dir);
+    let ro = dir.join("ro");
+    let Some(_ro) = read_only_mount(&ro) else {
+        eprintln!("NOTICE: skipped: cannot mount a read-only tmpfs");
+        return;
+    };
+    let run = dir.join("run-pfsck");
+    let o = pfsck_with_run_dir(
+        &[
+            OsStr::new("-p"),
+            OsStr::new("-z"),
+            ro.join("disk.undo").as_os_str(),
+            img.as_os_str(),
+        ],
+        &run,
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(e2fsck_fn(&img), 0, "not repaired: {out}");
+    let log = run.join("disk.undo");
+    assert!(log.is_file(), "no log in {}: {out}", run.display());
+    assert_private_log(&log);
+    let mode = fs::symlink_metadata(&run).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "run dir mode {mode:o}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("warning") && stderr.contains(&log.display().to_string()),
+        "no warning naming the log: {stderr}"
+    );
+    // The moved log undoes the repair.
+    let r = pfsck(&[OsStr::new("--rollback"), log.as_os_str(), img.as_os_str()]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    assert_ne!(e2fsck_fn(&img), 0, "rollback did not restore the damage");
+}
+
+#[test]
+fn boot_repair_without_any_writable_log_goes_on_and_says_so() {
+    let dir = TempDir::new("safety-boot-nolog");
+    let img = broken_at_boot(&dir);
+    let ro = dir.join("ro");
+    let Some(_ro) = read_only_mount(&ro) else {
+        eprintln!("NOTICE: skipped: cannot mount a read-only tmpfs");
+        return;
+    };
+    let o = pfsck_with_run_dir(
+        &[
+            OsStr::new("-p"),
+            OsStr::new("-z"),
+            ro.join("disk.undo").as_os_str(),
+            img.as_os_str(),
+        ],
+        &ro.join("run"),
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(e2fsck_fn(&img), 0, "not repaired: {out}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains("cannot be rolled back"),
+        "no warning: {stderr}"
+    );
+    assert!(!out.contains("--rollback"), "suggests a rollback: {out}");
+}
+
+#[test]
+fn attended_repair_keeps_an_explicit_unwritable_log_and_refuses() {
+    let dir = TempDir::new("safety-attended-ro");
+    let img = broken(&dir, "disk.img");
+    let before = fs::read(&img).unwrap();
+    let ro = dir.join("ro");
+    let Some(_ro) = read_only_mount(&ro) else {
+        eprintln!("NOTICE: skipped: cannot mount a read-only tmpfs");
+        return;
+    };
+    let run = dir.join("run-pfsck");
+    let o = pfsck_with_run_dir(
+        &[
+            OsStr::new("-fy"),
+            OsStr::new("-z"),
+            ro.join("disk.undo").as_os_str(),
+            img.as_os_str(),
+        ],
+        &run,
+    );
+    let out = text(&o);
+    assert_eq!(o.status.code(), Some(8), "{out}");
+    assert!(fs::read(&img).unwrap() == before, "image touched");
+    assert!(!run.exists(), "fallback used under -y with an explicit -z");
+}
