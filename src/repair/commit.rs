@@ -202,6 +202,21 @@ fn offset_of(block: u64, bs: u64) -> Result<u64> {
         .ok_or_else(|| RepairError::Invalid(format!("block {block} overflows a byte offset")))
 }
 
+/// [`open_for_write`], refusing a device whose size is not the one
+/// `overlay` was staged for.
+fn open_staged_for(device: &Path, overlay: &Overlay) -> Result<WritableDevice> {
+    let dev = open_for_write(device)?;
+    if dev.size() != overlay.device_size() {
+        return Err(RepairError::Refused(format!(
+            "{} has {} bytes, the repair was staged for {}",
+            device.display(),
+            dev.size(),
+            overlay.device_size()
+        )));
+    }
+    Ok(dev)
+}
+
 /// Opens the device for writing, refusing a mounted file system. The only
 /// place a `WritableDevice` is made.
 fn open_for_write(device: &Path) -> Result<WritableDevice> {
@@ -329,15 +344,7 @@ pub fn commit(
     faults: &mut dyn Faults,
     opts: &CommitOptions,
 ) -> Result<CommitReport> {
-    let dev = open_for_write(device)?;
-    if dev.size() != overlay.device_size() {
-        return Err(RepairError::Refused(format!(
-            "{} has {} bytes, the repair was staged for {}",
-            device.display(),
-            dev.size(),
-            overlay.device_size()
-        )));
-    }
+    let dev = open_staged_for(device, overlay)?;
     let bs = overlay.block_size();
     let bsu = u64::from(bs);
 
@@ -448,15 +455,7 @@ pub fn commit_unlogged(
     faults: &mut dyn Faults,
     opts: &CommitOptions,
 ) -> Result<CommitReport> {
-    let dev = open_for_write(device)?;
-    if dev.size() != overlay.device_size() {
-        return Err(RepairError::Refused(format!(
-            "{} has {} bytes, the repair was staged for {}",
-            device.display(),
-            dev.size(),
-            overlay.device_size()
-        )));
-    }
+    let dev = open_staged_for(device, overlay)?;
     let bs = overlay.block_size();
     let bsu = u64::from(bs);
     let mut changes: Vec<u64> = Vec::new();
@@ -497,39 +496,19 @@ pub const RECORD_MAX_BLOCKS: usize = 2;
 /// record has nothing a rollback should restore. Anything larger is
 /// refused: it belongs in [`commit`]. Returns the blocks written.
 pub fn record(device: &Path, overlay: &Overlay) -> Result<u64> {
-    let blocks = overlay.blocks();
-    if blocks.len() > RECORD_MAX_BLOCKS {
+    let blocks = overlay.len();
+    if blocks > RECORD_MAX_BLOCKS {
         return Err(RepairError::Refused(format!(
-            "a check record of {} blocks needs the undo log",
-            blocks.len()
+            "a check record of {blocks} blocks needs the undo log"
         )));
     }
-    let dev = open_for_write(device)?;
-    if dev.size() != overlay.device_size() {
-        return Err(RepairError::Refused(format!(
-            "{} has {} bytes, the record was staged for {}",
-            device.display(),
-            dev.size(),
-            overlay.device_size()
-        )));
-    }
-    let bsu = u64::from(overlay.block_size());
-    let mut new = vec![0u8; overlay.block_size() as usize];
-    let mut before = new.clone();
-    let mut written = 0;
-    for block in blocks {
-        overlay.read_block(block, &mut new)?;
-        let at = offset_of(block, bsu)?;
-        dev.read_at(at, &mut before)?;
-        if before != new {
-            dev.write_at(at, &new)?;
-            written += 1;
-        }
-    }
-    if written > 0 {
-        dev.sync()?;
-    }
-    Ok(written)
+    Ok(commit_unlogged(
+        device,
+        overlay,
+        &mut super::faults::NoFaults,
+        &CommitOptions::default(),
+    )?
+    .blocks_written)
 }
 
 /// Writes the whole log (state `Prepared`) to `tmp`, syncs it and renames
