@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = xattr::ea_inode_refcount(data);
     // The input as a whole quota file, for each type.
     for qtype in 0..3 {
-        let _ = quota::read_dquots(qtype, &mut |n, buf| {
+        let _ = quota::read_dquots(qtype, data.len() as u64, &mut |n, buf| {
             let off = n as usize * quota::QUOTA_BLOCK;
             buf.fill(0);
             if let Some(src) = data.get(off..) {
