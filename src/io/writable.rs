@@ -48,31 +48,13 @@ impl DeviceLock {
             .metadata()
             .map_err(io_err(format!("cannot stat {}", path.display())))?;
         let id = (meta.dev(), meta.ino());
-        let start = std::time::Instant::now();
-        loop {
-            match file.try_lock() {
-                Ok(()) => break,
-                Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(Error::Io {
-                        what: format!(
-                            "cannot lock {}: another program (a second pfsck?) is using it; \
-                             nothing was checked or changed, try again when it has finished",
-                            path.display()
-                        ),
-                        source: std::io::Error::from(std::io::ErrorKind::WouldBlock),
-                    });
-                }
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(Error::Io {
-                        what: format!("cannot lock {}", path.display()),
-                        source: e,
-                    });
-                }
-            }
-        }
+        lock_waiting(
+            &file,
+            path,
+            wait,
+            "another program (a second pfsck?) is using it; nothing was checked or changed, \
+             try again when it has finished",
+        )?;
         if let Ok(mut h) = HELD.lock() {
             h.push(id);
         }
@@ -94,6 +76,32 @@ pub struct WritableDevice {
     file: File,
     path: PathBuf,
     size: u64,
+}
+
+/// Takes `file`'s flock, trying again every 50 ms for up to `wait`;
+/// `busy` says why it failed when another holder kept it all along.
+fn lock_waiting(file: &File, path: &Path, wait: std::time::Duration, busy: &str) -> Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < wait => {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::Io {
+                    what: format!("cannot lock {}: {busy}", path.display()),
+                    source: std::io::Error::from(std::io::ErrorKind::WouldBlock),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(Error::Io {
+                    what: format!("cannot lock {}", path.display()),
+                    source: e,
+                });
+            }
+        }
+    }
 }
 
 fn io_err(what: String) -> impl FnOnce(std::io::Error) -> Error {
@@ -141,34 +149,12 @@ impl WritableDevice {
             // forked by another thread keeps our descriptions (and their
             // flock) until its exec closes them. Wait a little before
             // calling the image busy.
-            let mut tries = 0;
-            let locked = loop {
-                match file.try_lock() {
-                    Err(std::fs::TryLockError::WouldBlock) if tries < 20 => {
-                        tries += 1;
-                        std::thread::sleep(std::time::Duration::from_millis(50));
-                    }
-                    r => break r,
-                }
-            };
-            match locked {
-                Ok(()) => {}
-                Err(std::fs::TryLockError::WouldBlock) => {
-                    return Err(Error::Io {
-                        what: format!(
-                            "cannot lock {}: another program (a second pfsck?) holds it",
-                            path.display()
-                        ),
-                        source: std::io::Error::from(std::io::ErrorKind::WouldBlock),
-                    });
-                }
-                Err(std::fs::TryLockError::Error(e)) => {
-                    return Err(Error::Io {
-                        what: format!("cannot lock {}", path.display()),
-                        source: e,
-                    });
-                }
-            }
+            lock_waiting(
+                &file,
+                path,
+                std::time::Duration::from_secs(1),
+                "another program (a second pfsck?) holds it",
+            )?;
         }
         let size = if is_block {
             use std::io::{Seek, SeekFrom};

@@ -202,6 +202,28 @@ fn offset_of(block: u64, bs: u64) -> Result<u64> {
         .ok_or_else(|| RepairError::Invalid(format!("block {block} overflows a byte offset")))
 }
 
+/// Writes the staged contents of `changes` (block numbers of `overlay`)
+/// to the device, in runs, and syncs it; returns the blocks written.
+fn write_new_blocks(
+    steps: &mut Steps<'_>,
+    dev: &WritableDevice,
+    overlay: &Overlay,
+    changes: &[u64],
+    opts: &CommitOptions,
+) -> Result<u64> {
+    let bs = overlay.block_size();
+    steps.write_blocks(
+        dev,
+        bs,
+        changes.iter().map(|&b| {
+            let mut data = vec![0u8; bs as usize];
+            overlay.read_block(b, &mut data)?;
+            Ok((b, Cow::Owned(data)))
+        }),
+        opts.device_write_run,
+    )
+}
+
 /// [`open_for_write`], refusing a device whose size is not the one
 /// `overlay` was staged for.
 fn open_staged_for(device: &Path, overlay: &Overlay) -> Result<WritableDevice> {
@@ -420,16 +442,7 @@ pub fn commit(
     steps.sync_file(&file, log)?;
 
     // 3. The new blocks.
-    let written = steps.write_blocks(
-        &dev,
-        bs,
-        changes.iter().map(|&b| {
-            let mut data = vec![0u8; bs as usize];
-            overlay.read_block(b, &mut data)?;
-            Ok((b, Cow::Owned(data)))
-        }),
-        opts.device_write_run,
-    )?;
+    let written = write_new_blocks(&mut steps, &dev, overlay, &changes, opts)?;
 
     // 4. Done.
     steps.write_file(
@@ -469,16 +482,7 @@ pub fn commit_unlogged(
         }
     }
     let mut steps = Steps { faults };
-    let written = steps.write_blocks(
-        &dev,
-        bs,
-        changes.iter().map(|&b| {
-            let mut data = vec![0u8; bs as usize];
-            overlay.read_block(b, &mut data)?;
-            Ok((b, Cow::Owned(data)))
-        }),
-        opts.device_write_run,
-    )?;
+    let written = write_new_blocks(&mut steps, &dev, overlay, &changes, opts)?;
     Ok(CommitReport {
         blocks_written: written,
         log: None,
