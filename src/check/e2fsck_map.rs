@@ -112,6 +112,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         InodeEaInodeFlag => &[0x010092],
         InodeCasefold => &[0x010089],
         InodeCasefoldNonDir => &[0x010088],
+        InodeEaInodeNonReg => &[0x010091],
         InodeEncryptNoXattr => &[0x01008A],
         InodeEncryptCorrupt => &[0x01008B],
         InodeOrphanInUse => &[0x010036],
@@ -164,6 +165,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         DirEntryUnencrypted => &[0x020051],
         DirEntryPolicyMismatch => &[0x020052],
         DirEntryBadUtf8 => &[0x020053],
+        DirEntryEaInode => &[0x020055],
         DirEntryUnusedArea => &[0x020047],
         DirEntryUninitGroup => &[0x020046],
         DirBlockEmpty => &[0x020013],
@@ -188,6 +190,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         InodeLinkCount => &[0x040003],
         DirNlinkFeature => &[0x040006],
         InodeEaInodeRefs => &[0x040005],
+        InodeEaInodeSpurious => &[0x040008],
 
         BlockBitmapDiff => &[0x050004, 0x050005, 0x050014, 0x050015],
         InodeBitmapDiff => &[0x050008, 0x050009, 0x050016, 0x050017],

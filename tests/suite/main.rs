@@ -16,6 +16,7 @@ mod ea_inode_quota;
 mod external_journal;
 mod fast_commit;
 mod features;
+mod geometry;
 mod install;
 mod interactive;
 mod journal_recovery;
