@@ -24,6 +24,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         SbBlocksCountTooBig => &[0x000005],
         SbFirstDataBlock => &[0x000008],
         SbInodesCount => &[0x00000D],
+        SbFirstMetaBg => &[0x000049],
         SbFreeBlocksInvalid => &[0x000040],
         SbFreeInodesInvalid => &[0x00003F],
         SbFirstIno => &[0x00000B],

@@ -83,6 +83,7 @@ problems! {
     SbBlocksCountTooBig = ("0x0005", Super, Fatal, false, "The file system size (according to the superblock) is {num} blocks, but the device holds only {num2} blocks"),
     SbFirstDataBlock = ("0x0006", Super, Fatal, false, "Superblock first_data_block = {num}, should have been {num2}"),
     SbInodesCount = ("0x0007", Super, Error, false, "Inode count in superblock is {num}, should be {num2}"),
+    SbFirstMetaBg = ("0x0017", Super, Error, false, "The first meta_bg ({num}) is beyond the descriptor blocks (at most {num2})"),
     SbFreeBlocksInvalid = ("0x0008", Super, Notice, true, "Superblock free blocks count {num} is larger than the block count {num2}"),
     SbFreeInodesInvalid = ("0x0009", Super, Notice, true, "Superblock free inodes count {num} is larger than the inode count {num2}"),
     SbFirstIno = ("0x000A", Super, Error, false, "Superblock first_ino = {num} is invalid"),

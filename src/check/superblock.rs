@@ -180,7 +180,9 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
                         Geometry::despite_inodes_count,
                     )
                     .ok()
-                    .filter(|l| l.sb.inodes_count != l.geo.inodes_count)
+                    .filter(|l| {
+                        l.sb.inodes_count != l.geo.inodes_count || l.geo.first_meta_bg_too_big()
+                    })
                 };
                 match (primary, backup) {
                     (_, Some(b)) => {
@@ -193,20 +195,33 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
                     }
                     (Ok(p), None) => p,
                     (Err(_), None) if let Some(l) = despite() => {
-                        probs.push(
-                            Problem::new(Code::SbInodesCount)
-                                .num(u64::from(l.sb.inodes_count))
-                                .num2(u64::from(l.geo.inodes_count)),
-                        );
-                        if !opts.repairing {
-                            // e2fsck -n answers no and stops there.
+                        if l.geo.first_meta_bg_too_big() {
+                            // e2fsck -n declines and checks on with the
+                            // descriptors where the field can put them.
                             probs.push(
-                                Problem::new(Code::SbCorrupt)
-                                    .detail(format!("inodes_count = {}", l.sb.inodes_count)),
+                                Problem::new(Code::SbFirstMetaBg)
+                                    .num(u64::from(l.sb.first_meta_bg))
+                                    .num2(u64::from(l.geo.desc_blocks)),
                             );
-                            return Ok(Opened::Fatal(probs));
                         }
-                        l
+                        if l.sb.inodes_count == l.geo.inodes_count {
+                            l
+                        } else {
+                            probs.push(
+                                Problem::new(Code::SbInodesCount)
+                                    .num(u64::from(l.sb.inodes_count))
+                                    .num2(u64::from(l.geo.inodes_count)),
+                            );
+                            if !opts.repairing {
+                                // e2fsck -n answers no and stops there.
+                                probs.push(
+                                    Problem::new(Code::SbCorrupt)
+                                        .detail(format!("inodes_count = {}", l.sb.inodes_count)),
+                                );
+                                return Ok(Opened::Fatal(probs));
+                            }
+                            l
+                        }
                     }
                     (Err(e), None) => {
                         let e = match other_fs_signature(&dev) {

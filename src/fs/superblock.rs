@@ -79,6 +79,7 @@ pub mod field {
     pub const S_FEATURE_RO_COMPAT: usize = 0x64;
     pub const S_PREALLOC_DIR_BLOCKS: usize = 0xCD;
     pub const S_RESERVED_GDT_BLOCKS: usize = 0xCE;
+    pub const S_FIRST_META_BG: usize = 0x104;
     pub const S_JOURNAL_UUID: usize = 0xD0;
     pub const S_JOURNAL_INUM: usize = 0xE0;
     pub const S_JOURNAL_DEV: usize = 0xE4;
@@ -171,6 +172,9 @@ impl SuperblockMut<'_> {
     }
     pub fn set_reserved_gdt_blocks(&mut self, v: u16) {
         put_le16(self.0, field::S_RESERVED_GDT_BLOCKS, v);
+    }
+    pub fn set_first_meta_bg(&mut self, v: u32) {
+        put_le32(self.0, field::S_FIRST_META_BG, v);
     }
     pub fn set_last_orphan(&mut self, v: u32) {
         put_le32(self.0, field::S_LAST_ORPHAN, v);

@@ -259,3 +259,81 @@ fn public_ea_inode_images() {
         judged(name, &img, want);
     }
 }
+
+// ---- superblock geometry ----
+
+const KIB: u64 = 1024;
+/// Byte offsets of the superblock copies of a 32 MiB, 1 KiB-block image
+/// (groups 0, 1 and 3 with sparse_super).
+const SB_COPIES: [u64; 3] = [KIB, 8193 * KIB, 24577 * KIB];
+
+fn small_fs(name: &str, features: &str, size: u64) -> (TempDir, PathBuf) {
+    let dir = TempDir::new(name);
+    let img = dir.join("x.img");
+    mkfs(
+        &img,
+        size,
+        &MkfsOpts::ext4().block_size(1024).features(features),
+        None,
+    );
+    (dir, img)
+}
+
+/// Applies debugfs `cmd` (which rewrites every superblock copy) and puts
+/// the backups back: only the primary is damaged.
+fn primary_only(img: &Path, cmd: &str) {
+    let saved: Vec<Vec<u8>> = SB_COPIES[1..]
+        .iter()
+        .map(|&o| read_at(img, o, 1024))
+        .collect();
+    debugfs_w(img, &[cmd]);
+    for (&o, b) in SB_COPIES[1..].iter().zip(&saved) {
+        write_at(img, o, b);
+    }
+}
+
+#[test]
+fn log_groups_per_flex_out_of_range() {
+    // Every copy damaged (one group, no backup): libext2fs cannot open
+    // it, e2fsck exits 8 and so must pfsck.
+    let (_d, img) = small_fs("geo-flex-all", "", 8 << 20);
+    debugfs_w(&img, &["ssv log_groups_per_flex 32"]);
+    assert_eq!(oracle_fn(&img), 8);
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 8, "{out}");
+    // 31 is a valid shift.
+    let (_d, img) = small_fs("geo-flex-31", "", 8 << 20);
+    debugfs_w(&img, &["ssv log_groups_per_flex 31"]);
+    judged("flex-31", &img, 0);
+    // The primary alone: the backup is used and written back.
+    let (_d, img) = small_fs("geo-flex-primary", "", 32 << 20);
+    primary_only(&img, "ssv log_groups_per_flex 40");
+    let (fn_out, _) = judged("flex-primary", &img, 4);
+    assert!(fn_out.contains("backup superblock"), "{fn_out}");
+}
+
+#[test]
+fn first_meta_bg_too_big() {
+    // All copies say so (no checksums to redo): e2fsck loads the
+    // superblock despite it, turns meta_bg off and zeroes the field.
+    for v in [2u32, 100] {
+        let (_d, img) = small_fs(
+            "geo-meta-all",
+            "meta_bg,^resize_inode,^metadata_csum",
+            32 << 20,
+        );
+        for o in SB_COPIES {
+            write_at(&img, o + 0x104, &v.to_le_bytes());
+        }
+        let (fn_out, fy_out) = judged(&format!("meta-all-{v}"), &img, 4);
+        assert!(fn_out.contains("first meta_bg"), "{fn_out}");
+        assert!(fy_out.contains("first meta_bg"), "{fy_out}");
+        let sb = dumpe2fs(&img);
+        assert!(!sb.has_feature("meta_bg"), "meta_bg still set");
+    }
+    // The primary alone: the backup is used.
+    let (_d, img) = small_fs("geo-meta-primary", "meta_bg,^resize_inode", 32 << 20);
+    primary_only(&img, "ssv first_meta_bg 2");
+    let (fn_out, _) = judged("meta-primary", &img, 4);
+    assert!(fn_out.contains("backup superblock"), "{fn_out}");
+}
