@@ -337,3 +337,46 @@ fn first_meta_bg_too_big() {
     let (fn_out, _) = judged("meta-primary", &img, 4);
     assert!(fn_out.contains("backup superblock"), "{fn_out}");
 }
+
+// ---- flags and in-inode xattrs ----
+
+#[test]
+fn casefold_flag_on_reserved_inodes() {
+    // e2fsck judges the flag on reserved inodes too, in use or not.
+    for (name, features, ino) in [("cf", "casefold", 9), ("nocf", "", 7)] {
+        let (_d, img) = small_fs(&format!("geo-cf-{name}"), features, 32 << 20);
+        debugfs_w(&img, &[format!("sif <{ino}> flags 0x40000000")]);
+        let (fn_out, _) = judged(&format!("casefold-{name}"), &img, 4);
+        assert!(fn_out.contains("casefold"), "{fn_out}");
+    }
+}
+
+#[test]
+fn inline_data_xattr_area_garbage() {
+    // Bytes after system.data where the table's terminator belongs: e2fsck
+    // reads them as an entry that libext2fs refuses, so system.data is
+    // not found and the inline data is truncated.
+    let dir = TempDir::new("geo-inline-ea");
+    let tree = dir.join("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("med"), vec![b'x'; 100]).unwrap();
+    let img = dir.join("x.img");
+    mkfs(
+        &img,
+        32 << 20,
+        &MkfsOpts::ext4()
+            .block_size(1024)
+            .inode_size(256)
+            .features("inline_data,^metadata_csum"),
+        Some(&tree),
+    );
+    let ino = inode_of(&img, "/med");
+    let at = inode_offset(&img, ino);
+    // i_extra_isize 32: the table starts at 128 + 32 + 4; system.data's
+    // entry takes 20 bytes.
+    assert_eq!(read_at(&img, at + 128, 2), vec![32, 0]);
+    assert_eq!(read_at(&img, at + 180, 4), b"data".to_vec());
+    write_at(&img, at + 184, &[0x0a, 0x0b, 0x0c, 0x0d]);
+    let (fn_out, _) = judged("inline-ea-garbage", &img, 4);
+    assert!(fn_out.contains("inline data"), "{fn_out}");
+}
