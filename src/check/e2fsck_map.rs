@@ -266,6 +266,35 @@ impl Problem {
     }
 }
 
+/// The question e2fsck asks about `p`: its code's prompt, or, where that
+/// code only informs, the prompt of the code e2fsck asks next;
+/// `Prompt::Fix` where there is neither.
+pub fn prompt(p: &Problem) -> catalogue::Prompt {
+    use catalogue::Prompt;
+    let mut code = p.e2fsck_code();
+    // The chain of follow-up codes is short; the bound only guards the
+    // walk against a cycle.
+    for _ in 0..4 {
+        let Some(e) = code.and_then(catalogue::entry) else {
+            break;
+        };
+        match e.prompt {
+            Prompt::None if e.flags & catalogue::AFTER_CODE != 0 => code = Some(e.after),
+            Prompt::None => break,
+            other => return other,
+        }
+    }
+    Prompt::Fix
+}
+
+/// Does e2fsck -p fix `p` without a word (PREEN_NOMSG: the bitmap and
+/// free-count differences of pass 5, among others)?
+pub fn preen_quiet(p: &Problem) -> bool {
+    p.e2fsck_code()
+        .and_then(catalogue::entry)
+        .is_some_and(|e| e.flags & catalogue::PREEN_NOMSG != 0)
+}
+
 /// May `-p` fix `p` without asking? e2fsck's flag (PREEN_OK) on the code
 /// the problem stands for, where that code asks a question; pfsck's own
 /// table where e2fsck has no such code (a message, whose answer comes

@@ -22,6 +22,7 @@ mod interactive;
 mod journal_recovery;
 mod journal_recreate;
 mod journal_replay_repair;
+mod messages_compat;
 mod online;
 mod orphans;
 mod pass1_pass5_images;
