@@ -530,7 +530,8 @@ pub const SUPPORTED_RO_COMPAT: u32 = ro_compat::SPARSE_SUPER
     | ro_compat::QUOTA
     | ro_compat::SHARED_BLOCKS
     | ro_compat::BIGALLOC
-    | ro_compat::ORPHAN_PRESENT;
+    | ro_compat::ORPHAN_PRESENT
+    | ro_compat::VERITY;
 
 /// Human names of feature bits, for messages.
 pub fn incompat_name(bit: u32) -> &'static str {

@@ -380,3 +380,35 @@ fn inline_data_xattr_area_garbage() {
     let (fn_out, _) = judged("inline-ea-garbage", &img, 4);
     assert!(fn_out.contains("inline data"), "{fn_out}");
 }
+
+#[test]
+fn verity_feature_is_checked() {
+    // The feature is checked, not refused; a VERITY_FL file may keep
+    // blocks past i_size (its Merkle tree), with or without the feature,
+    // and any other file may not.
+    for (name, features, flags, want) in [
+        ("verity-file", "verity", "0x180000", 0),
+        ("verity-flag-only", "", "0x180000", 0),
+        ("plain-file", "verity", "0x80000", 4),
+    ] {
+        let dir = TempDir::new(&format!("geo-{name}"));
+        let tree = dir.join("tree");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(tree.join("g"), file_content("g", 20_000)).unwrap();
+        let img = dir.join("x.img");
+        mkfs(
+            &img,
+            32 << 20,
+            &MkfsOpts::ext4().block_size(1024).features(features),
+            Some(&tree),
+        );
+        debugfs_w(
+            &img,
+            &[
+                format!("sif /g flags {flags}"),
+                "sif /g size 1000".to_string(),
+            ],
+        );
+        judged(name, &img, want);
+    }
+}
