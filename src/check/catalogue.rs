@@ -74,6 +74,65 @@ impl Prompt {
     }
 }
 
+impl Prompt {
+    /// The question as e2fsck puts it (`Clear` in `Clear? yes`); `Fix`
+    /// where e2fsck's text carries the question itself or asks none, so
+    /// that every answer pfsck prints names what it answers.
+    pub fn question(self) -> &'static str {
+        match self {
+            Prompt::None | Prompt::Null | Prompt::Fix => "Fix",
+            Prompt::Clear => "Clear",
+            Prompt::Relocate => "Relocate",
+            Prompt::Allocate => "Allocate",
+            Prompt::Expand => "Expand",
+            Prompt::Connect => "Connect to /lost+found",
+            Prompt::Create => "Create",
+            Prompt::Salvage => "Salvage",
+            Prompt::Truncate => "Truncate",
+            Prompt::ClearInode => "Clear inode",
+            Prompt::Abort => "Abort",
+            Prompt::Split => "Split",
+            Prompt::Continue => "Continue",
+            Prompt::Clone => "Clone multiply-claimed blocks",
+            Prompt::Delete => "Delete file",
+            Prompt::Suppress => "Suppress messages",
+            Prompt::Unlink => "Unlink",
+            Prompt::ClearHtree => "Clear HTree index",
+            Prompt::Recreate => "Recreate",
+            Prompt::Optimize => "Optimize",
+            Prompt::ClearFlag => "Clear flag",
+        }
+    }
+
+    /// What preen (`-p`) prints after a problem it fixed (`CLEARED` in
+    /// `NAME: message.  CLEARED.`).
+    pub fn preen_done(self) -> &'static str {
+        match self {
+            Prompt::None | Prompt::Null | Prompt::Fix => "FIXED",
+            Prompt::Clear => "CLEARED",
+            Prompt::Relocate => "RELOCATED",
+            Prompt::Allocate => "ALLOCATED",
+            Prompt::Expand => "EXPANDED",
+            Prompt::Connect => "RECONNECTED",
+            Prompt::Create => "CREATED",
+            Prompt::Salvage => "SALVAGED",
+            Prompt::Truncate => "TRUNCATED",
+            Prompt::ClearInode => "INODE CLEARED",
+            Prompt::Abort => "ABORTED",
+            Prompt::Split => "SPLIT",
+            Prompt::Continue => "CONTINUING",
+            Prompt::Clone => "MULTIPLY-CLAIMED BLOCKS CLONED",
+            Prompt::Delete => "FILE DELETED",
+            Prompt::Suppress => "SUPPRESSED",
+            Prompt::Unlink => "UNLINKED",
+            Prompt::ClearHtree => "HTREE INDEX CLEARED",
+            Prompt::Recreate => "WILL RECREATE",
+            Prompt::Optimize => "WILL OPTIMIZE",
+            Prompt::ClearFlag => "FLAG CLEARED",
+        }
+    }
+}
+
 /// What an entry of the table is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {

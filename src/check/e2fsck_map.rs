@@ -111,6 +111,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         InodeEaInodeFlag => &[0x010092],
         InodeCasefold => &[0x010089],
         InodeCasefoldNonDir => &[0x010088],
+        InodeEaInodeNonReg => &[0x010091],
         InodeEncryptNoXattr => &[0x01008A],
         InodeEncryptCorrupt => &[0x01008B],
         InodeOrphanInUse => &[0x010036],
@@ -163,6 +164,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         DirEntryUnencrypted => &[0x020051],
         DirEntryPolicyMismatch => &[0x020052],
         DirEntryBadUtf8 => &[0x020053],
+        DirEntryEaInode => &[0x020055],
         DirEntryUnusedArea => &[0x020047],
         DirEntryUninitGroup => &[0x020046],
         DirBlockEmpty => &[0x020013],
@@ -187,6 +189,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         InodeLinkCount => &[0x040003],
         DirNlinkFeature => &[0x040006],
         InodeEaInodeRefs => &[0x040005],
+        InodeEaInodeSpurious => &[0x040008],
 
         BlockBitmapDiff => &[0x050004, 0x050005, 0x050014, 0x050015],
         InodeBitmapDiff => &[0x050008, 0x050009, 0x050016, 0x050017],
@@ -263,6 +266,35 @@ impl Problem {
                 .flatten()
         })
     }
+}
+
+/// The question e2fsck asks about `p`: its code's prompt, or, where that
+/// code only informs, the prompt of the code e2fsck asks next;
+/// `Prompt::Fix` where there is neither.
+pub fn prompt(p: &Problem) -> catalogue::Prompt {
+    use catalogue::Prompt;
+    let mut code = p.e2fsck_code();
+    // The chain of follow-up codes is short; the bound only guards the
+    // walk against a cycle.
+    for _ in 0..4 {
+        let Some(e) = code.and_then(catalogue::entry) else {
+            break;
+        };
+        match e.prompt {
+            Prompt::None if e.flags & catalogue::AFTER_CODE != 0 => code = Some(e.after),
+            Prompt::None => break,
+            other => return other,
+        }
+    }
+    Prompt::Fix
+}
+
+/// Does e2fsck -p fix `p` without a word (PREEN_NOMSG: the bitmap and
+/// free-count differences of pass 5, among others)?
+pub fn preen_quiet(p: &Problem) -> bool {
+    p.e2fsck_code()
+        .and_then(catalogue::entry)
+        .is_some_and(|e| e.flags & catalogue::PREEN_NOMSG != 0)
 }
 
 /// May `-p` fix `p` without asking? e2fsck's flag (PREEN_OK) on the code

@@ -198,6 +198,7 @@ problems! {
     InodeEaInodeFlag = ("0x102E", P1, Error, true, "Inode {ino} has EA_INODE flag set but ea_inode is not supported"),
     InodeCasefold = ("0x102F", P1, Error, false, "Inode {ino} has CASEFOLD flag set on a file system without casefold support"),
     InodeCasefoldNonDir = ("0x10E1", P1, Error, false, "Inode {ino} has the casefold flag set but is not a directory"),
+    InodeEaInodeNonReg = ("0x10E6", P1, Error, false, "Inode {ino} carries the EA_INODE flag but is not a regular file"),
     InodeEncryptNoXattr = ("0x10E2", P1, Error, false, "Inode {ino} has encrypt flag but no encryption extended attribute"),
     InodeEncryptCorrupt = ("0x10E3", P1, Error, false, "Encrypted inode {ino} has corrupt encryption extended attribute"),
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
@@ -258,6 +259,7 @@ problems! {
     DirEntryEncryptedShort = ("0x2024", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} is too short"),
     DirEntryUnencrypted = ("0x20E1", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} references unencrypted inode {num}"),
     DirEntryPolicyMismatch = ("0x20E2", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} references inode {num}, which has a different encryption policy"),
+    DirEntryEaInode = ("0x20E4", P2, Error, false, "Entry '{detail}' in directory inode {ino} names EA inode {num}, which holds an extended attribute value"),
     DirEntryBadUtf8 = ("0x20E3", P2, Error, false, "Entry '{detail}' in directory inode {ino} has illegal UTF-8 characters in its name"),
     DirEntryUnusedArea = ("0x2026", P2, Error, true, "Entry '{detail}' in directory inode {ino} references inode {num} found in group {group}'s unused inodes area"),
     DirEntryUninitGroup = ("0x2027", P2, Error, true, "Entry '{detail}' in directory inode {ino} references inode {num} in group {group} where _INODE_UNINIT is set"),
@@ -292,6 +294,7 @@ problems! {
     InodeUnattachedZero = ("0x4002", P4, Error, true, "Unattached zero-length inode {ino}"),
     InodeLinkCount = ("0x4003", P4, Error, true, "Inode {ino} ref count is {num}, should be {num2}"),
     DirNlinkFeature = ("0x4005", P4, Error, false, "Directory exceeds max links, but no DIR_NLINK feature in superblock"),
+    InodeEaInodeSpurious = ("0x4006", P4, Error, true, "Inode {ino} has the EA_INODE flag but no extended attribute or directory entry refers to it"),
     InodeEaInodeRefs = ("0x4004", P4, Error, true, "Extended attribute inode {ino} ref count is {num}, should be {num2}"),
 
     // ---- Pass 5: bitmaps and summaries ----

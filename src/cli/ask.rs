@@ -1,8 +1,8 @@
 //! Interactive repair: no -n, -p or -y and standard input a terminal.
 //!
 //! Like e2fsck, every problem pfsck can fix is put as a question before
-//! anything is staged: `Fix<y>?` — `y` (or Enter) fixes it, `n` leaves it,
-//! `a` fixes it and every later one without asking again. End of input
+//! anything is staged, in e2fsck's words (`Fix<y>?`, `Clear<y>?`, ...):
+//! `y` (or Enter) fixes it, `n` leaves it, `a` fixes it and every later one without asking again. End of input
 //! (Ctrl-D) answers no to the rest. The repair then runs as `-y` would on
 //! the problems answered yes, in rounds; each later round asks about the
 //! new problems it finds.
@@ -44,28 +44,31 @@ impl<R: BufRead, W: Write> Asker<R, W> {
     pub fn ask(&mut self, rep: &Report) -> Vec<bool> {
         rep.problems
             .iter()
-            .map(|p| crate::fix::supported(p.code) && self.question(&p.text()))
+            .map(|p| {
+                let ask = crate::check::e2fsck_map::prompt(&p).question();
+                crate::fix::supported(p.code) && self.question(&p.text(), ask)
+            })
             .collect()
     }
 
-    fn question(&mut self, msg: &str) -> bool {
+    fn question(&mut self, msg: &str, ask: &str) -> bool {
         if self.eof || self.declined.contains(msg) {
             return false;
         }
-        let yes = self.answer(msg);
+        let yes = self.answer(msg, ask);
         if !yes {
             self.declined.insert(msg.to_string());
         }
         yes
     }
 
-    fn answer(&mut self, msg: &str) -> bool {
+    fn answer(&mut self, msg: &str, ask: &str) -> bool {
         if self.all {
-            let _ = writeln!(self.output, "{msg}.  Fix? yes\n");
+            let _ = writeln!(self.output, "{msg}.  {ask}? yes\n");
             return true;
         }
         loop {
-            let _ = write!(self.output, "{msg}.  Fix<y>? ");
+            let _ = write!(self.output, "{msg}.  {ask}<y>? ");
             let _ = self.output.flush();
             let mut line = String::new();
             ASKING.store(true, Ordering::Relaxed);

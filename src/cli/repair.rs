@@ -361,7 +361,8 @@ fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: O
 /// the problems listed: stages what e2fsck has written by then and at the
 /// stop (`fix::plan_preen_halt`: the preen fixes before that problem, the
 /// superblock marked with errors), commits it through the undo log, and
-/// prints what e2fsck prints: each fix (`NAME: message.  FIXED.`), the
+/// prints what e2fsck prints: each fix (`NAME: message.  FIXED.`, with
+/// the word of its question), the
 /// problem, then `UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.` on
 /// standard error. Exit 4, as e2fsck.
 #[allow(clippy::too_many_arguments)]
@@ -418,8 +419,10 @@ fn preen_halt(
         println!("{name}: recovering journal");
     }
     let fixed_now = rep.problems.iter().zip(&plan.fixed).filter(|(_, f)| **f);
-    for p in earlier.iter().chain(fixed_now.map(|(p, _)| p)) {
-        println!("{name}: {}.  FIXED.", p.text());
+    let said = |p: &crate::check::problem::Problem| !crate::check::e2fsck_map::preen_quiet(p);
+    for p in earlier.iter().chain(fixed_now.map(|(p, _)| p)).filter(said) {
+        let done = crate::check::e2fsck_map::prompt(&p).preen_done();
+        println!("{name}: {}.  {done}.", p.text());
     }
     if let Some(p) = &halt {
         println!("{name}: {}.", p.text());

@@ -140,12 +140,14 @@ fn write_text(
     };
     let numbered = || rep.problems.iter().enumerate();
     if (args.preen || args.auto) && repaired.is_some() && !rep.has_fatal() {
-        // e2fsck's preen output: one line per fix, no pass headers, then
-        // the summary line; boot scripts and people reading boot logs
+        // e2fsck's preen output: one line per fix (but those e2fsck makes
+        // silently), no pass headers, then the summary line; boot scripts and people reading boot logs
         // expect exactly this.
         forced(out)?;
-        for (_, p) in numbered().filter(|&(k, _)| fixed(k)) {
-            writeln!(out, "{name}: {}.  FIXED.", p.text())?;
+        let shown = |&(k, ref p): &(usize, Problem)| fixed(k) && !e2fsck_map::preen_quiet(p);
+        for (_, p) in numbered().filter(shown) {
+            let done = e2fsck_map::prompt(&p).preen_done();
+            writeln!(out, "{name}: {}.  {done}.", p.text())?;
         }
         return preen_tail(out, name, repaired, code, s);
     }
@@ -155,8 +157,10 @@ fn write_text(
     forced(out)?;
     let render = |out: &mut dyn Write, k: usize, p: &Problem| {
         let msg = p.text();
+        // The question e2fsck asks there (Clear?, Salvage?, ...).
+        let ask = e2fsck_map::prompt(p).question();
         if fixed(k) {
-            return write!(out, "{msg}.  Fix? yes\n\n");
+            return write!(out, "{msg}.  {ask}? yes\n\n");
         }
         if p.code == crate::check::problem::Code::SbCorrupt {
             // What e2fsck suggests too: the backups of 1 KiB and 4 KiB
@@ -170,7 +174,7 @@ fn write_text(
             );
         }
         match p.spec().severity {
-            Severity::Error => write!(out, "{msg}.  Fix? no\n\n"),
+            Severity::Error => write!(out, "{msg}.  {ask}? no\n\n"),
             Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
         }
     };

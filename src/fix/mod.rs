@@ -133,6 +133,8 @@ const INODE: &[Code] = &[
     Code::InodeEncryptNoXattr,
     Code::InodeCasefold,
     Code::InodeCasefoldNonDir,
+    Code::InodeEaInodeNonReg,
+    Code::InodeEaInodeSpurious,
 ];
 
 /// Problems fixed by changing the directory tree (`lostfound.rs`); staged
@@ -223,6 +225,7 @@ const DIR: &[Code] = &[
     Code::DirEntryEncryptedShort,
     Code::DirEntryUnencrypted,
     Code::DirEntryPolicyMismatch,
+    Code::DirEntryEaInode,
     Code::DirDotDotWrong,
     Code::DirBlockChecksum,
 ];

@@ -132,7 +132,7 @@ fn repairs_with(name: &str, base: Base, damage: impl FnOnce(&Path)) {
         text.contains("***** FILE SYSTEM WAS MODIFIED *****"),
         "[{ctx}]\n{text}"
     );
-    assert!(text.contains("Fix? yes"), "[{ctx}]\n{text}");
+    assert!(text.contains("? yes\n"), "[{ctx}]\n{text}");
     assert_both_clean(&ctx, &img);
     assert_files_kept(&ctx, &img);
 
@@ -354,7 +354,7 @@ fn unsupported_damage_is_left_and_listed() {
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
     assert_eq!(code, Some(5), "{text}");
     assert!(text.contains("has a bad mode"), "{text}");
-    assert!(text.contains("Fix? no"), "{text}");
+    assert!(text.contains("? no\n"), "{text}");
     assert!(
         text.contains("WARNING: Filesystem still has errors"),
         "{text}"

@@ -1,0 +1,124 @@
+//! pfsck's report in e2fsck's terms (issue 16): the question e2fsck asks
+//! about each problem (Clear?, Connect to /lost+found?, ...), in every
+//! mode. The messages are pfsck's own words; what is compared is what a
+//! reader acts on. Images are made with mkfs and debugfs and checked by
+//! both e2fsck 1.47.4 and pfsck.
+
+use crate::common::*;
+use std::path::{Path, PathBuf};
+
+const MIB: u64 = 1 << 20;
+
+/// An ext4 image whose problems e2fsck asks different questions about:
+/// a file with an invalid mode (Clear), one with a deletion time (Fix),
+/// one with no name left (Connect to /lost+found).
+fn questions_image(dir: &TempDir) -> PathBuf {
+    let base = cached_image("messages-questions", |img| {
+        mkfs(img, 8 * MIB, &MkfsOpts::ext4(), None);
+        debugfs_w(
+            img,
+            &[
+                "write /etc/hostname f1",
+                "write /etc/hostname f2",
+                "write /etc/hostname f3",
+                "sif f1 mode 0170644",
+                "sif f2 dtime 12345",
+                "unlink f3",
+            ],
+        );
+    });
+    let img = dir.join("img");
+    copy_image(&base, &img);
+    img
+}
+
+/// (inode, question) for each problem of a report that names an inode
+/// and asks a question ending in `answer` (a paragraph of e2fsck's
+/// output: the message, then the question on its line or the message's).
+fn questions(out: &str, answer: &str) -> Vec<(u64, String)> {
+    let mut found = Vec::new();
+    for para in out.split("\n\n") {
+        let Some(end) = para.trim_end().strip_suffix(&format!("? {answer}")) else {
+            continue;
+        };
+        // The question follows the message's last ".  " or its newline.
+        let start = end.rfind(".  ").map(|k| k + 3).into_iter();
+        let start = start.chain(end.rfind('\n').map(|k| k + 1)).max();
+        let word = end[start.unwrap_or(0)..].trim().to_string();
+        if let Some(ino) = inode_in_message(para) {
+            found.push((ino, word));
+        }
+    }
+    found
+}
+
+fn run_pfsck(img: &Path, args: &[&str]) -> String {
+    let mut all: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    all.push(img.as_os_str());
+    String::from_utf8_lossy(&pfsck(&all).stdout).into_owned()
+}
+
+#[test]
+fn questions_are_e2fscks() {
+    let dir = TempDir::new("messages-questions");
+    let img = questions_image(&dir);
+    let e2 = oracle_run(&img, &["-fn"]).stdout;
+    let want = questions(&e2, "no");
+    let words: Vec<&str> = want.iter().map(|(_, w)| w.as_str()).collect();
+    for w in ["Clear", "Fix", "Connect to /lost+found"] {
+        assert!(words.contains(&w), "e2fsck asks no {w}?:\n{e2}");
+    }
+    let ours = run_pfsck(&img, &["-fn"]);
+    let got = questions(&ours, "no");
+    for (ino, word) in &want {
+        assert!(
+            got.iter().any(|(i, w)| i == ino && w == word),
+            "e2fsck asks {word}? about inode {ino}; pfsck -fn does not:\n{ours}\n--- e2fsck ---\n{e2}"
+        );
+    }
+
+    // -y answers the same questions yes.
+    let fixed = dir.join("fixed");
+    copy_image(&img, &fixed);
+    let ours = run_pfsck(&fixed, &["-fy"]);
+    let got = questions(&ours, "yes");
+    for (ino, word) in want.iter().filter(|(_, w)| w != "Fix") {
+        assert!(
+            got.iter().any(|(i, w)| i == ino && w == word),
+            "pfsck -fy does not answer {word}? about inode {ino}:\n{ours}"
+        );
+    }
+    assert_both_clean("questions after -fy", &fixed);
+}
+
+/// Preen names what it did with the word e2fsck -p uses for the question,
+/// and like e2fsck says nothing of the pass 5 counts it corrects.
+#[test]
+fn preen_names_the_action() {
+    let dir = TempDir::new("messages-preen");
+    let base = cached_image("messages-preen", |img| {
+        mkfs(img, 8 * MIB, &MkfsOpts::ext4(), None);
+        // An entry naming a cleared inode: e2fsck -p clears it and says
+        // CLEARED, and fixes the bitmaps without a word.
+        debugfs_w(img, &["write /etc/hostname f1", "clri f1"]);
+    });
+    let img = dir.join("img");
+    copy_image(&base, &img);
+    let e2img = dir.join("e2");
+    copy_image(&base, &e2img);
+    let e2 = oracle_run(&e2img, &["-fp"]);
+    let ours = pfsck(&["-fp".as_ref(), img.as_os_str()]);
+    let lines = |out: &str, path: &Path| -> Vec<String> {
+        let name = format!("{}: ", path.display());
+        out.lines()
+            .filter_map(|l| l.strip_prefix(&name))
+            .filter(|l| !l.contains(" files ("))
+            .map(|l| l.rsplit(".  ").next().unwrap_or("").to_string())
+            .collect()
+    };
+    let text = String::from_utf8_lossy(&ours.stdout);
+    assert_eq!(lines(&e2.stdout, &e2img), ["CLEARED."], "{}", e2.stdout);
+    assert_eq!(lines(&text, &img), ["CLEARED."], "{text}");
+    assert_eq!(ours.status.code(), e2.code());
+    assert_both_clean("preen", &img);
+}
