@@ -110,6 +110,9 @@ problems! {
     GdMetadataOverlap = ("0x0109", Super, Error, false, "{detail} for group {group} (block {blk}) overlaps other file system metadata"),
     GdBlockUninitLastGroup = ("0x010A", Super, Error, true, "Last group block bitmap uninitialized"),
     GdInodeUninitNotZeroed = ("0x010B", Super, Notice, true, "Group {group} inode table not zeroed"),
+    // e2fsck's library refuses such descriptors; with no backup to fall
+    // back on it checks with them as they are, and so does pfsck.
+    GdRejectedNoBackup = ("0x010C", Super, Notice, false, "Group descriptors look bad ({detail}); no usable backup, checking with them as they are"),
     JournalSuperblockCorrupt = ("0x0201", Super, Error, true, "The journal superblock is corrupt: {detail}"),
     JournalInodeInvalid = ("0x0202", Super, Error, true, "Superblock has an invalid journal (inode {ino}): {detail}"),
     JournalFeatureUnsupported = ("0x0203", Super, Fatal, false, "The journal has unsupported feature(s): {detail}"),

@@ -185,15 +185,23 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
                     })
                 };
                 match (primary, backup) {
-                    (_, Some(b)) => {
+                    (primary, Some(b)) => {
+                        // e2fsck logs why its library refused the
+                        // primary: the superblock itself, or its group
+                        // descriptors.
+                        let e2 = if primary.is_ok() { 0x000045 } else { 0x000044 };
                         probs.push(
                             Problem::new(Code::SbUsedBackup)
                                 .blk(b.sb_block)
-                                .detail(format!("the primary superblock is damaged: {why}")),
+                                .detail(format!("the primary superblock is damaged: {why}"))
+                                .e2fsck(e2),
                         );
                         b
                     }
-                    (Ok(p), None) => p,
+                    (Ok(p), None) => {
+                        probs.push(Problem::new(Code::GdRejectedNoBackup).detail(why));
+                        p
+                    }
                     (Err(_), None) if let Some(l) = despite() => {
                         if l.geo.first_meta_bg_too_big() {
                             // e2fsck -n declines and checks on with the
@@ -228,7 +236,24 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
                             Some(kind) => format!("{e} (the device holds {kind})"),
                             None => e,
                         };
-                        probs.push(Problem::new(Code::SbCorrupt).detail(e));
+                        // e2fsck logs each open its library refuses: a
+                        // second one where the magic number is right, as
+                        // it tries again overlooking the superblock's
+                        // errors.
+                        let mut magic = [0u8; 2];
+                        let tries = if dev.read_at(SUPERBLOCK_OFFSET + 0x38, &mut magic).is_ok()
+                            && u16::from_le_bytes(magic) == EXT2_MAGIC
+                        {
+                            2
+                        } else {
+                            1
+                        };
+                        probs.push(
+                            Problem::new(Code::SbCorrupt)
+                                .detail(e)
+                                .num(tries)
+                                .e2fsck(0x000044),
+                        );
                         return Ok(Opened::Fatal(probs));
                     }
                 }

@@ -29,6 +29,8 @@ mod pass1_pass5_images;
 mod pass234;
 mod pipeline;
 mod preen_output;
+mod problem_codes;
+mod problems_doc;
 mod repair_bigalloc;
 mod repair_blockmap;
 mod repair_commit;
