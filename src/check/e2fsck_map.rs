@@ -238,6 +238,9 @@ pub const NONE: &[Code] = &[
     Code::BitmapUnreadable,
     // A valid tree deeper than pfsck's walk: e2fsck walks any depth.
     Code::InodeExtentTreeUnwalkable,
+    // e2fsck walks every path through shared nodes, printing without end
+    // under -n; under -y it clears the inode, as pfsck's repair does.
+    Code::InodeExtentTreeShared,
     // e2fsck reports the target's own problem there (pfsck did in pass 1).
     Code::DirEntryBadInodeTarget,
 ];
