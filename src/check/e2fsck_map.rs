@@ -245,6 +245,9 @@ pub const NONE: &[Code] = &[
     // e2fsck finds a directory's holes in pass 2 only, where DirHole
     // stands for them.
     Code::InodeDirHole,
+    // e2fsck walks every path through shared nodes, printing without end
+    // under -n; under -y it clears the inode, as pfsck's repair does.
+    Code::InodeExtentTreeShared,
     // e2fsck reports the target's own problem there (pfsck did in pass 1).
     Code::DirEntryBadInodeTarget,
 ];
