@@ -129,12 +129,16 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                 out.push(Problem::new(Code::JournalCannotProceed));
             } else if j.blocktype == journal::BLOCKTYPE_SB_V2
                 && !v2_fields
-                && j.feature_incompat & !journal::incompat::KNOWN != 0
+                && (j.feature_incompat & !journal::incompat::KNOWN != 0 || j.feature_ro_compat != 0)
             {
-                out.push(
-                    Problem::new(Code::JournalFeatureUnsupported)
-                        .detail(format!("incompat 0x{:x}", j.feature_incompat)),
-                );
+                // jbd2 knows no read-only compatible feature: any one set
+                // stops e2fsck as an unknown incompatible one does.
+                let detail = if j.feature_incompat & !journal::incompat::KNOWN != 0 {
+                    format!("incompat 0x{:x}", j.feature_incompat)
+                } else {
+                    format!("ro_compat 0x{:x}", j.feature_ro_compat)
+                };
+                out.push(Problem::new(Code::JournalFeatureUnsupported).detail(detail));
             } else if !recover && j.start != 0 {
                 out.push(Problem::new(Code::JournalNeedsRecoveryNoFlag));
             }

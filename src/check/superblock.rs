@@ -290,6 +290,16 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         }
     }
 
+    if sb.metadata_csum() && sb.checksum_type != superblock::CSUM_TYPE_CRC32C {
+        // libext2fs will not open a file system whose checksums it cannot
+        // compute, and e2fsck does not look for a backup then.
+        probs.push(
+            Problem::new(Code::SbCorrupt)
+                .detail(format!("unknown checksum type {}", sb.checksum_type)),
+        );
+        return Ok(Opened::Fatal(probs));
+    }
+
     let bad_compat = sb.feature_compat & !superblock::SUPPORTED_COMPAT;
     let bad_incompat = sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT;
     let bad_ro = sb.feature_ro_compat & !superblock::SUPPORTED_RO_COMPAT;

@@ -246,6 +246,9 @@ impl SuperblockMut<'_> {
     }
 }
 
+/// s_checksum_type of metadata_csum: crc32c, the only one defined.
+pub const CSUM_TYPE_CRC32C: u8 = 1;
+
 /// s_jnl_backup_type: s_jnl_blocks holds a copy of the inode's i_block.
 pub const JNL_BACKUP_BLOCKS: u8 = 1;
 

@@ -12,6 +12,7 @@
 //! under `target/tmp/difffuzz-ci/finds`.
 
 use crate::common::*;
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 
@@ -71,5 +72,64 @@ fn difffuzz_fixed_budget() {
         "difffuzz found false claims, lost files, crashes or -n writes \
          (reproducers in {}):\n{text}",
         finds.display()
+    );
+}
+
+/// Exit codes of e2fsck -fn and pfsck -fn, then of pfsck -fy and e2fsck
+/// -fn after it, on a copy of `img`.
+fn both_ways(img: &Path) -> (i32, i32, i32, i32) {
+    let e = e2fsck_fn(img);
+    let p = pfsck(&[OsStr::new("-fn"), img.as_os_str()]);
+    let y = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    let after = e2fsck_fn(img);
+    (
+        e,
+        p.status.code().unwrap_or(-1),
+        y.status.code().unwrap_or(-1),
+        after,
+    )
+}
+
+/// difffuzz seed 1, damage 427: a metadata_csum superblock (checksum
+/// right) naming an unknown checksum type. e2fsck cannot open it (8);
+/// pfsck checked it as crc32c and said clean.
+#[test]
+fn unknown_checksum_type_refused() {
+    let dir = TempDir::new("fuzz-csum-type");
+    let img = dir.join("img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(&img, &["ssv checksum_type 7"]);
+    let before = hash_file(&img);
+    let (e, p, y, _) = both_ways(&img);
+    assert_eq!((e, p, y), (8, 8, 8), "e2fsck -fn, pfsck -fn, pfsck -fy");
+    assert_eq!(hash_file(&img), before, "pfsck wrote to a refused image");
+}
+
+/// difffuzz seed 1, damage 395: a read-only compatible feature set in the
+/// journal superblock. jbd2 defines none, and e2fsck stops (12); pfsck
+/// ignored it and said clean.
+#[test]
+fn journal_ro_compat_feature_refused() {
+    let dir = TempDir::new("fuzz-jsb-rocompat");
+    let img = dir.join("img");
+    mkfs(
+        &img,
+        12 << 20,
+        &MkfsOpts::ext4()
+            .block_size(1024)
+            .features("^metadata_csum,^metadata_csum_seed,uninit_bg"),
+        None,
+    );
+    let jsb: u64 = debugfs_r(&img, "bmap <8> 0")
+        .trim()
+        .parse()
+        .expect("journal block 0");
+    write_at(&img, jsb * 1024 + 0x2C, &[0, 0, 0x1f, 0x7e]);
+    let (e, p, y, after) = both_ways(&img);
+    assert_ne!(e, 0, "e2fsck -fn sees no damage");
+    assert_ne!(p, 0, "pfsck -fn sees no damage");
+    assert!(
+        !matches!(y, 0 | 1) || after == 0,
+        "pfsck -fy exit {y}, then e2fsck -fn {after}"
     );
 }
