@@ -24,6 +24,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         SbBlocksCountTooBig => &[0x000005],
         SbFirstDataBlock => &[0x000008],
         SbInodesCount => &[0x00000D],
+        SbFirstMetaBg => &[0x000049],
         SbFreeBlocksInvalid => &[0x000040],
         SbFreeInodesInvalid => &[0x00003F],
         SbFirstIno => &[0x00000B],
@@ -244,6 +245,9 @@ pub const NONE: &[Code] = &[
     // e2fsck finds a directory's holes in pass 2 only, where DirHole
     // stands for them.
     Code::InodeDirHole,
+    // e2fsck walks every path through shared nodes, printing without end
+    // under -n; under -y it clears the inode, as pfsck's repair does.
+    Code::InodeExtentTreeShared,
     // e2fsck reports the target's own problem there (pfsck did in pass 1).
     Code::DirEntryBadInodeTarget,
 ];

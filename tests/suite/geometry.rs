@@ -259,3 +259,156 @@ fn public_ea_inode_images() {
         judged(name, &img, want);
     }
 }
+
+// ---- superblock geometry ----
+
+const KIB: u64 = 1024;
+/// Byte offsets of the superblock copies of a 32 MiB, 1 KiB-block image
+/// (groups 0, 1 and 3 with sparse_super).
+const SB_COPIES: [u64; 3] = [KIB, 8193 * KIB, 24577 * KIB];
+
+fn small_fs(name: &str, features: &str, size: u64) -> (TempDir, PathBuf) {
+    let dir = TempDir::new(name);
+    let img = dir.join("x.img");
+    mkfs(
+        &img,
+        size,
+        &MkfsOpts::ext4().block_size(1024).features(features),
+        None,
+    );
+    (dir, img)
+}
+
+/// Applies debugfs `cmd` (which rewrites every superblock copy) and puts
+/// the backups back: only the primary is damaged.
+fn primary_only(img: &Path, cmd: &str) {
+    let saved: Vec<Vec<u8>> = SB_COPIES[1..]
+        .iter()
+        .map(|&o| read_at(img, o, 1024))
+        .collect();
+    debugfs_w(img, &[cmd]);
+    for (&o, b) in SB_COPIES[1..].iter().zip(&saved) {
+        write_at(img, o, b);
+    }
+}
+
+#[test]
+fn log_groups_per_flex_out_of_range() {
+    // Every copy damaged (one group, no backup): libext2fs cannot open
+    // it, e2fsck exits 8 and so must pfsck.
+    let (_d, img) = small_fs("geo-flex-all", "", 8 << 20);
+    debugfs_w(&img, &["ssv log_groups_per_flex 32"]);
+    assert_eq!(oracle_fn(&img), 8);
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 8, "{out}");
+    // 31 is a valid shift.
+    let (_d, img) = small_fs("geo-flex-31", "", 8 << 20);
+    debugfs_w(&img, &["ssv log_groups_per_flex 31"]);
+    judged("flex-31", &img, 0);
+    // The primary alone: the backup is used and written back.
+    let (_d, img) = small_fs("geo-flex-primary", "", 32 << 20);
+    primary_only(&img, "ssv log_groups_per_flex 40");
+    let (fn_out, _) = judged("flex-primary", &img, 4);
+    assert!(fn_out.contains("backup superblock"), "{fn_out}");
+}
+
+#[test]
+fn first_meta_bg_too_big() {
+    // All copies say so (no checksums to redo): e2fsck loads the
+    // superblock despite it, turns meta_bg off and zeroes the field.
+    for v in [2u32, 100] {
+        let (_d, img) = small_fs(
+            "geo-meta-all",
+            "meta_bg,^resize_inode,^metadata_csum",
+            32 << 20,
+        );
+        for o in SB_COPIES {
+            write_at(&img, o + 0x104, &v.to_le_bytes());
+        }
+        let (fn_out, fy_out) = judged(&format!("meta-all-{v}"), &img, 4);
+        assert!(fn_out.contains("first meta_bg"), "{fn_out}");
+        assert!(fy_out.contains("first meta_bg"), "{fy_out}");
+        let sb = dumpe2fs(&img);
+        assert!(!sb.has_feature("meta_bg"), "meta_bg still set");
+    }
+    // The primary alone: the backup is used.
+    let (_d, img) = small_fs("geo-meta-primary", "meta_bg,^resize_inode", 32 << 20);
+    primary_only(&img, "ssv first_meta_bg 2");
+    let (fn_out, _) = judged("meta-primary", &img, 4);
+    assert!(fn_out.contains("backup superblock"), "{fn_out}");
+}
+
+// ---- flags and in-inode xattrs ----
+
+#[test]
+fn casefold_flag_on_reserved_inodes() {
+    // e2fsck judges the flag on reserved inodes too, in use or not.
+    for (name, features, ino) in [("cf", "casefold", 9), ("nocf", "", 7)] {
+        let (_d, img) = small_fs(&format!("geo-cf-{name}"), features, 32 << 20);
+        debugfs_w(&img, &[format!("sif <{ino}> flags 0x40000000")]);
+        let (fn_out, _) = judged(&format!("casefold-{name}"), &img, 4);
+        assert!(fn_out.contains("casefold"), "{fn_out}");
+    }
+}
+
+#[test]
+fn inline_data_xattr_area_garbage() {
+    // Bytes after system.data where the table's terminator belongs: e2fsck
+    // reads them as an entry that libext2fs refuses, so system.data is
+    // not found and the inline data is truncated.
+    let dir = TempDir::new("geo-inline-ea");
+    let tree = dir.join("tree");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("med"), vec![b'x'; 100]).unwrap();
+    let img = dir.join("x.img");
+    mkfs(
+        &img,
+        32 << 20,
+        &MkfsOpts::ext4()
+            .block_size(1024)
+            .inode_size(256)
+            .features("inline_data,^metadata_csum"),
+        Some(&tree),
+    );
+    let ino = inode_of(&img, "/med");
+    let at = inode_offset(&img, ino);
+    // i_extra_isize 32: the table starts at 128 + 32 + 4; system.data's
+    // entry takes 20 bytes.
+    assert_eq!(read_at(&img, at + 128, 2), vec![32, 0]);
+    assert_eq!(read_at(&img, at + 180, 4), b"data".to_vec());
+    write_at(&img, at + 184, &[0x0a, 0x0b, 0x0c, 0x0d]);
+    let (fn_out, _) = judged("inline-ea-garbage", &img, 4);
+    assert!(fn_out.contains("inline data"), "{fn_out}");
+}
+
+#[test]
+fn verity_feature_is_checked() {
+    // The feature is checked, not refused; a VERITY_FL file may keep
+    // blocks past i_size (its Merkle tree), with or without the feature,
+    // and any other file may not.
+    for (name, features, flags, want) in [
+        ("verity-file", "verity", "0x180000", 0),
+        ("verity-flag-only", "", "0x180000", 0),
+        ("plain-file", "verity", "0x80000", 4),
+    ] {
+        let dir = TempDir::new(&format!("geo-{name}"));
+        let tree = dir.join("tree");
+        std::fs::create_dir_all(&tree).unwrap();
+        std::fs::write(tree.join("g"), file_content("g", 20_000)).unwrap();
+        let img = dir.join("x.img");
+        mkfs(
+            &img,
+            32 << 20,
+            &MkfsOpts::ext4().block_size(1024).features(features),
+            Some(&tree),
+        );
+        debugfs_w(
+            &img,
+            &[
+                format!("sif /g flags {flags}"),
+                "sif /g size 1000".to_string(),
+            ],
+        );
+        judged(name, &img, want);
+    }
+}

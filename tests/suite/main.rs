@@ -12,6 +12,7 @@ mod corruptions;
 mod crash_images;
 mod defects;
 mod determinism;
+mod difffuzz;
 mod ea_inode_quota;
 mod external_journal;
 mod fast_commit;
