@@ -221,7 +221,18 @@ const DAMAGE: &[(Code, &str)] = &[
 const BATCHED: &[Code] = &[Code::BlockBitmapDiff, Code::InodeBitmapDiff];
 
 /// Why an e2fsck problem is not detected, where the reason is known.
-const WHY_NOT: &[(u32, &str)] = &[];
+const WHY_NOT: &[(u32, &str)] = &[
+    (
+        0x014006,
+        "pass 1E's offer to rebuild an extent tree shorter: an optimisation \
+         (not a fix; no leaves the file system valid), which pfsck does not make",
+    ),
+    (
+        0x014007,
+        "pass 1E's offer to rebuild an extent tree narrower: an optimisation \
+         (not a fix; no leaves the file system valid), which pfsck does not make",
+    ),
+];
 
 fn damage(c: Code) -> Option<&'static str> {
     DAMAGE.iter().find(|(d, _)| *d == c).map(|(_, t)| *t)
