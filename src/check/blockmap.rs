@@ -223,6 +223,11 @@ struct ExtentWalk<'a, V: MapVisitor> {
     /// Problems reported so far (a bad node checksum is reported only
     /// when nothing below the node is wrong).
     problems: u32,
+    /// Nodes below the root walked so far. A tree reaches each node once;
+    /// a node reached again (index entries sharing a child) stops the
+    /// walk, so memory and problems stay those of a tree of the same size.
+    seen: std::collections::HashSet<u64>,
+    stopped: bool,
 }
 
 /// Blocks a directory may have without large_dir (2^21 bytes' worth of
@@ -268,6 +273,8 @@ pub fn walk_extents<V: MapVisitor>(
         last_lblk: None,
         dir_limit: dir_block_limit(fs),
         problems: 0,
+        seen: std::collections::HashSet::new(),
+        stopped: false,
     };
     w.node(root, h.depth, 0, None, scratch.begin());
 }
@@ -287,7 +294,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
         let fdb = self.fs.geo.first_data_block;
         let mut start_block = start;
         for i in 0..h.entries as usize {
-            if self.v.done() {
+            if self.v.done() || self.stopped {
                 return;
             }
             let leaf = depth == 0;
@@ -350,6 +357,14 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
             }
             // Index entry: descend.
             if self.nodes_left == 0 {
+                return;
+            }
+            if !self.seen.insert(pblk) {
+                // The blocks below other paths are neither claimed nor
+                // known, as with a tree too deep: the inode cannot keep
+                // them.
+                self.stopped = true;
+                self.report(Problem::new(Code::InodeExtentTreeShared).ino(ino).blk(pblk));
                 return;
             }
             self.nodes_left -= 1;

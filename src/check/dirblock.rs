@@ -37,6 +37,9 @@ pub struct TargetInfo {
     pub in_bad_block: bool,
     /// `FileType as u8` from the mode.
     pub ftype: u8,
+    /// Carries EA_INODE_FL (`iflag::EA_INODE`): an entry naming it is
+    /// wrong once pass 1 has found xattrs referring to it.
+    pub ea_inode: bool,
 }
 
 pub trait Targets {
@@ -736,7 +739,9 @@ impl<T: Targets> EntryCx<'_, T> {
             );
             return;
         }
+        let mut named_wrongly = false;
         if state > 1 {
+            named_wrongly = true;
             if is_dot(e.name) || is_dotdot(e.name) {
                 out.problems
                     .push(self.problem(Code::DirDotSecondEntry, e).num(e.off as u64));
@@ -749,9 +754,18 @@ impl<T: Targets> EntryCx<'_, T> {
                         .blk(self.pos.pblk)
                         .num(e.off as u64),
                 );
+            } else {
+                named_wrongly = false;
             }
         }
         let ti = self.t.info(e.inode);
+        if ti.ea_inode && !named_wrongly {
+            // A candidate: whether xattrs refer to the inode is known only
+            // after pass 1, which drops the candidates they do not
+            // (`pass2::finish`).
+            out.problems
+                .push(self.problem(Code::DirEntryEaInode, e).num(e.inode as u64));
+        }
         if ti.in_bad_block {
             out.problems.push(
                 self.problem(Code::DirEntryInodeInBadBlock, e)
@@ -1035,6 +1049,7 @@ mod tests {
                 bad: self.bad.get(i).copied().unwrap_or(false),
                 in_bad_block: false,
                 ftype: self.ftype.get(i).copied().unwrap_or(0),
+                ea_inode: false,
             }
         }
         fn add_link(&self, ino: u32) {

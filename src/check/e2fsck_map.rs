@@ -20,10 +20,11 @@ use super::problem::{Code, Problem};
 pub fn codes(code: Code) -> &'static [u32] {
     use Code::*;
     match code {
-        SbCorrupt => &[0x000004, 0x00000B, 0x000050],
+        SbCorrupt => &[0x000004, 0x00000B, 0x000050, 0x000044],
         SbBlocksCountTooBig => &[0x000005],
         SbFirstDataBlock => &[0x000008],
         SbInodesCount => &[0x00000D],
+        SbFirstMetaBg => &[0x000049],
         SbFreeBlocksInvalid => &[0x000040],
         SbFreeInodesInvalid => &[0x00003F],
         SbFirstIno => &[0x00000B],
@@ -44,7 +45,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         GdItableUnused => &[0x000038],
         GdMetadataOverlap => &[0x010007, 0x010008, 0x010009],
         GdBlockUninitLastGroup => &[0x000039],
-        JournalSuperblockCorrupt => &[0x000015],
+        JournalSuperblockCorrupt => &[0x000015, 0x00000F],
         JournalInodeInvalid => &[0x00000F],
         JournalFeatureUnsupported => &[0x000026, 0x000025],
         JournalInodeNoFeature => &[0x000016],
@@ -78,7 +79,6 @@ pub fn codes(code: Code) -> &'static [u32] {
         InodeIBlocks => &[0x01000D],
         ClusterMisaligned => &[0x010074],
         InodeBigallocBlockMap => &[0x010080],
-        InodeDirHole => &[0x020015],
         InodeExtentHeader => &[0x010081, 0x01005F],
         InodeExtentBad => &[0x010058, 0x010059, 0x010066, 0x01007D, 0x010044, 0x010073],
         InodeExtentOrder => &[0x01005E],
@@ -112,6 +112,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         InodeEaInodeFlag => &[0x010092],
         InodeCasefold => &[0x010089],
         InodeCasefoldNonDir => &[0x010088],
+        InodeEaInodeNonReg => &[0x010091],
         InodeEncryptNoXattr => &[0x01008A],
         InodeEncryptCorrupt => &[0x01008B],
         InodeOrphanInUse => &[0x010036],
@@ -164,6 +165,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         DirEntryUnencrypted => &[0x020051],
         DirEntryPolicyMismatch => &[0x020052],
         DirEntryBadUtf8 => &[0x020053],
+        DirEntryEaInode => &[0x020055],
         DirEntryUnusedArea => &[0x020047],
         DirEntryUninitGroup => &[0x020046],
         DirBlockEmpty => &[0x020013],
@@ -188,6 +190,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         InodeLinkCount => &[0x040003],
         DirNlinkFeature => &[0x040006],
         InodeEaInodeRefs => &[0x040005],
+        InodeEaInodeSpurious => &[0x040008],
 
         BlockBitmapDiff => &[0x050004, 0x050005, 0x050014, 0x050015],
         InodeBitmapDiff => &[0x050008, 0x050009, 0x050016, 0x050017],
@@ -202,6 +205,8 @@ pub fn codes(code: Code) -> &'static [u32] {
         InodeBitmapPadding => &[0x050001],
         GroupUninitFlags => &[0x050018, 0x050019],
         QuotaUsage | QuotaEntryMissing | QuotaFileBad => &[0x060002],
+        SbUsedBackup => &[0x000044, 0x000045],
+        GdRejectedNoBackup => &[0x000045],
         _ => &[],
     }
 }
@@ -211,7 +216,6 @@ pub fn codes(code: Code) -> &'static [u32] {
 /// its refusal to go on under `-n`), pfsck's notes on the journal replay
 /// view it checks, and problems e2fsck does not look for.
 pub const NONE: &[Code] = &[
-    Code::SbUsedBackup,
     Code::SbOrphanList,
     Code::StoppedAtCorruptDir,
     Code::StoppedAtUninitGroup,
@@ -238,6 +242,12 @@ pub const NONE: &[Code] = &[
     Code::BitmapUnreadable,
     // A valid tree deeper than pfsck's walk: e2fsck walks any depth.
     Code::InodeExtentTreeUnwalkable,
+    // e2fsck finds a directory's holes in pass 2 only, where DirHole
+    // stands for them.
+    Code::InodeDirHole,
+    // e2fsck walks every path through shared nodes, printing without end
+    // under -n; under -y it clears the inode, as pfsck's repair does.
+    Code::InodeExtentTreeShared,
     // e2fsck reports the target's own problem there (pfsck did in pass 1).
     Code::DirEntryBadInodeTarget,
 ];
@@ -352,7 +362,11 @@ const REPAIR_ONLY: &[Code] = &[
 /// Codes that stand for their e2fsck code only where the check names it:
 /// e2fsck asks once per quota type to rewrite its file, and reports the
 /// ids themselves outside its table.
+///
+/// A backup superblock stands for e2fsck's failed open of the primary
+/// only when pfsck tried the primary (not one named with `-b`).
 const NAMED_ONLY: &[Code] = &[
+    Code::SbUsedBackup,
     Code::QuotaUsage,
     Code::QuotaEntryMissing,
     Code::QuotaFileBad,
@@ -429,6 +443,52 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 },
             ];
         }
+        // An open the library refused (`num` times: e2fsck tries again
+        // where the magic number is right), then the superblock judged
+        // unusable.
+        (Code::SbCorrupt, 0x000044) => {
+            let tries = a.num.unwrap_or(1);
+            return (0..tries)
+                .map(|_| Ref {
+                    code,
+                    ino: None,
+                    blk: None,
+                })
+                .chain(std::iter::once(Ref {
+                    code: 0x000004,
+                    ino: None,
+                    blk: None,
+                }))
+                .collect();
+        }
+        // Declined, clearing a journal inode without the magic number
+        // leaves its superblock judged corrupt.
+        (Code::JournalSuperblockCorrupt, 0x00000F) if run == Run::ReadOnly => {
+            return vec![
+                Ref {
+                    code,
+                    ino: a.ino,
+                    blk: None,
+                },
+                Ref {
+                    code: 0x000015,
+                    ino: None,
+                    blk: None,
+                },
+            ];
+        }
+        // Declined, clearing an empty unattached inode gives way to
+        // connecting it, which e2fsck then asks about too.
+        (Code::InodeUnattachedZero, _) if run == Run::ReadOnly => {
+            return [code, 0x040002]
+                .into_iter()
+                .map(|code| Ref {
+                    code,
+                    ino: a.ino,
+                    blk: None,
+                })
+                .collect();
+        }
         // The bad blocks inode's illegal blocks have a code of their own.
         (Code::InodeIllegalBlock, _) if a.ino == Some(crate::fs::inode::BAD_INO) => {
             return vec![Ref {
@@ -447,6 +507,8 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         }
         // The logical block stands in the block slot there.
         Code::ClusterMisaligned => (a.ino, a.num),
+        // The depth stands in the block slot there.
+        Code::InodeExtentTooDeep => (a.ino, a.num),
         Code::GdItableUnused => (None, a.num),
         _ => (a.ino, a.blk),
     };

@@ -99,10 +99,18 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                 }
             }
             if let Some(why) = superblock_problem(fs, &j, &jsb_bytes, journal_blocks) {
+                // Without the magic number e2fsck first takes the inode
+                // for the wrong one (and asks to clear it).
+                let e2 = if j.magic != JBD2_MAGIC {
+                    0x00000F
+                } else {
+                    0x000015
+                };
                 out.push(
                     Problem::new(Code::JournalSuperblockCorrupt)
                         .ino(sb.journal_inum)
-                        .detail(why),
+                        .detail(why)
+                        .e2fsck(e2),
                 );
                 if !clear_bad {
                     out.push(Problem::new(Code::JournalCannotProceed));

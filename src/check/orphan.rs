@@ -791,6 +791,7 @@ fn has_valid_blocks(inode: &Inode) -> bool {
             if inode.blocks_raw == 0 {
                 return false;
             }
+            return !(inode.size != 0 && inode.size < 60);
         } else {
             if inode.size >= 60 {
                 return true;

@@ -802,6 +802,11 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     let first_ino = fs.geo.first_ino;
     let links = inode.links_count;
 
+    // e2fsck judges these flags on every inode it does not skip as
+    // deleted: the reserved ones too, whatever their link count.
+    if links > 0 || ino < first_ino {
+        check_type_flags(ctx, c, inode);
+    }
     if inode.has_flag(flags::INLINE_DATA) && inode.has_flag(flags::EXTENTS) {
         // e2fsck keeps one of the two mappings (or clears the inode):
         // either way the inode is wrong as it stands.
@@ -987,17 +992,6 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     if inode.has_flag(flags::ENCRYPT) {
         check_encryption(ctx, w, c, raw, inode);
     }
-    if inode.has_flag(flags::CASEFOLD) {
-        if !inode.is_dir() {
-            c.report(Problem::new(Code::InodeCasefoldNonDir).ino(ino));
-        }
-        if !ctx.casefold {
-            c.report(Problem::new(Code::InodeCasefold).ino(ino));
-        } else {
-            c.set_flag(iflag::CASEFOLD);
-        }
-    }
-
     if let Some(what) = really_dir(ctx, w, ino, raw, inode) {
         // Read-only, the mode stays what it is and the inode is checked
         // as such; the fix makes it a directory for the next round.
@@ -1074,6 +1068,31 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         }
     }
     check_blocks(ctx, w, c, raw, inode, false, ibody);
+}
+
+/// Flags that only one type of inode may carry: CASEFOLD (directories,
+/// with the feature) and EA_INODE (regular files). An inode keeping
+/// EA_INODE is an EA inode for the later passes, referred to or not.
+fn check_type_flags(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
+    let ino = c.ino;
+    if inode.has_flag(flags::CASEFOLD) {
+        if !inode.is_dir() {
+            c.report(Problem::new(Code::InodeCasefoldNonDir).ino(ino));
+        }
+        if !ctx.casefold {
+            c.report(Problem::new(Code::InodeCasefold).ino(ino));
+        } else {
+            c.set_flag(iflag::CASEFOLD);
+        }
+    }
+    if inode.has_flag(flags::EA_INODE) {
+        if !inode.is_reg() {
+            c.report(Problem::new(Code::InodeEaInodeNonReg).ino(ino));
+        }
+        // Declined (-n), the flag stays and e2fsck tracks the inode; the
+        // repair clears it before the next round looks again.
+        c.set_flag(iflag::EA_INODE);
+    }
 }
 
 /// e2fsck's guess that an inode whose mode is neither a directory, a
@@ -1208,6 +1227,9 @@ pub(crate) fn has_valid_blocks(inode: &Inode) -> bool {
             if inode.blocks_raw & 0xFFFF_FFFF == 0 {
                 return false;
             }
+            // i_blocks also counts the EA-inode values charged to the
+            // owner, so a short size still means a fast symlink.
+            return !is_fast_symlink(inode);
         } else {
             if inode.size >= 60 {
                 return true;

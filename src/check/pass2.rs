@@ -121,6 +121,7 @@ impl Targets for StateTargets<'_> {
             bad: s.has_iflag(ino, iflag::BAD),
             in_bad_block,
             ftype: s.ftype(ino),
+            ea_inode: s.has_iflag(ino, iflag::EA_INODE),
         }
     }
     fn add_link(&self, ino: u32) {
@@ -273,6 +274,14 @@ pub(crate) fn finish(
     let inline_sinks = check_inline_dirs(fs, &fsp, st, &dirs, &targets, threads);
     for s in &inline_sinks {
         problems.append_range(&s.problems, 0..s.problems.mark());
+    }
+    // e2fsck's rule: an entry may not name an inode that xattrs refer to
+    // for their values (an EA_INODE_FL inode no xattr uses is pass 4's).
+    if problems.codes().any(|c| c == Code::DirEntryEaInode) {
+        problems.retain(|p| {
+            p.code != Code::DirEntryEaInode
+                || p.args().num.is_some_and(|n| st.ea_refs(n as u32) > 0)
+        });
     }
 
     // What follows depends on no order: parents are decided by sorted

@@ -8,12 +8,13 @@
 //! Collects nothing.
 //!
 //! Relies on pass 1 (`inode_used`, `inode_dir`, `i_links`, `iflags`,
-//! `ea_inode_refs`) and pass 2 (`links_seen`). Reads an inode only when no
-//! directory entry names it: an EA inode (EA_INODE flag) that xattr
-//! entries refer to counts as linked once, and the count it keeps of those
-//! entries is compared with the entries pass 1 found; any other such inode
-//! is unattached (zero-length ones told apart). Like e2fsck 1.47.0, an EA
-//! inode no entry refers to is simply unattached.
+//! `ea_inode_refs`) and pass 2 (`links_seen`). Reads an inode only when
+//! xattrs refer to it or no directory entry names it. As in e2fsck 1.47.4,
+//! an inode xattr entries refer to counts as linked once (with or without
+//! EA_INODE_FL, and whatever entries name it), and the count it keeps of
+//! those entries is compared with the entries pass 1 found; any other
+//! inode no entry names is unattached (zero-length ones told apart), and
+//! one carrying EA_INODE_FL is reported for the flag first.
 //!
 //! Rules that make a count acceptable although it differs: a directory
 //! with more than 65000 links counts as 1 (dir_nlink), and an indexed
@@ -25,7 +26,7 @@ use super::state::{State, iflag};
 use crate::engine::{Threads, par_map};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
-use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO, flags};
+use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO};
 use crate::fs::superblock::ro_compat;
 use crate::fs::xattr;
 use crate::volume::Fs;
@@ -136,36 +137,41 @@ fn check_range(
         while other.next_if(|&&(i, _)| i < ino).is_some() {}
         let have = other.next_if(|&&(i, _)| i == ino).map_or(1, |&(_, n)| n);
         let mut seen = st.links_seen.get(ino as usize);
-        if seen == 0 {
-            let raw = read(ino);
-            let refs = st.ea_refs(ino);
-            match &raw {
-                Some(raw) if refs > 0 && Inode::parse(raw).has_flag(flags::EA_INODE) => {
-                    let i = Inode::parse(raw);
-                    let stored = xattr::ea_inode_refcount(raw);
-                    // Old Lustre-style EA inodes keep no count; they are
-                    // told by equal ctime and atime.
-                    if stored != refs && i.ctime != i.atime {
-                        out.push(
-                            Problem::new(Code::InodeEaInodeRefs)
-                                .ino(ino)
-                                .num(stored)
-                                .num2(refs),
-                        );
-                    }
-                    seen = 1;
-                }
-                _ => {
-                    let kind = raw.map_or(Unreferenced::Other, |raw| classify(&raw));
-                    let code = match kind {
-                        Unreferenced::ZeroLength => Code::InodeUnattachedZero,
-                        Unreferenced::Other => Code::InodeUnattached,
-                    };
-                    out.push(Problem::new(code).ino(ino));
-                    // Left unattached, the count is not worth comparing.
-                    continue;
+        let refs = st.ea_refs(ino);
+        if refs > 0 {
+            // Xattrs keep their values in it: it counts as linked once,
+            // whatever entries name it (pass 2 reports those), and the
+            // count it keeps of those xattrs must be theirs.
+            if let Some(raw) = read(ino) {
+                let i = Inode::parse(&raw);
+                let stored = xattr::ea_inode_refcount(&raw);
+                // Old Lustre-style EA inodes keep no count; they are told
+                // by equal ctime and atime.
+                if stored != refs && i.ctime != i.atime {
+                    out.push(
+                        Problem::new(Code::InodeEaInodeRefs)
+                            .ino(ino)
+                            .num(stored)
+                            .num2(refs),
+                    );
                 }
             }
+            seen = 1;
+        } else if seen == 0 {
+            // EA_INODE_FL on an inode nothing refers to: the flag goes
+            // (e2fsck takes it for a stray one) and the file is
+            // reconnected as any other.
+            if st.has_iflag(ino, iflag::EA_INODE) {
+                out.push(Problem::new(Code::InodeEaInodeSpurious).ino(ino));
+            }
+            let kind = read(ino).map_or(Unreferenced::Other, |raw| classify(&raw));
+            let code = match kind {
+                Unreferenced::ZeroLength => Code::InodeUnattachedZero,
+                Unreferenced::Other => Code::InodeUnattached,
+            };
+            out.push(Problem::new(code).ino(ino));
+            // Left unattached, the count is not worth comparing.
+            continue;
         }
         let dir = st.inode_dir.get(ino64);
         if dir && seen > LINK_MAX {
@@ -191,6 +197,7 @@ fn check_range(
 mod tests {
     use super::*;
     use crate::fs::bytes::{put_le16, put_le32};
+    use crate::fs::inode::flags;
 
     fn raw(mode: u16, blocks: u32, iflags: u32) -> Vec<u8> {
         let mut b = vec![0u8; 256];
@@ -220,6 +227,7 @@ mod tests {
         }
         st.links_seen.incr(11);
         st.links_seen.incr(12);
+        st.set_iflag(16, iflag::EA_INODE);
         let p = check(&st, 32, 11, &[], Threads(2), |ino| {
             Some(match ino {
                 13 => raw(0o100644, 0, 0),
@@ -235,8 +243,11 @@ mod tests {
                 (Code::InodeLinkCount, 12),
                 (Code::InodeUnattachedZero, 13),
                 (Code::InodeUnattached, 14),
-                // An EA inode no xattr refers to is unattached like any.
+                // EA_INODE_FL as pass 1 left it counts, not the raw flag.
                 (Code::InodeUnattached, 15),
+                // A tracked EA inode nothing refers to loses the flag and
+                // is reconnected.
+                (Code::InodeEaInodeSpurious, 16),
                 (Code::InodeUnattachedZero, 16),
             ]
         );
@@ -251,6 +262,9 @@ mod tests {
         }
         st.set_i_links(14, 2);
         st.ea_inode_refs = vec![(12, 2), (13, 1), (14, 1)];
+        // An entry naming an EA inode changes nothing here: it counts once.
+        st.links_seen.incr(13);
+        st.links_seen.incr(13);
         let ea = |refcount: u32| {
             let mut b = raw(0o100600, 8, flags::EA_INODE);
             put_le32(&mut b, 0x24, refcount);

@@ -83,6 +83,7 @@ problems! {
     SbBlocksCountTooBig = ("0x0005", Super, Fatal, false, "The file system size (according to the superblock) is {num} blocks, but the device holds only {num2} blocks"),
     SbFirstDataBlock = ("0x0006", Super, Fatal, false, "Superblock first_data_block = {num}, should have been {num2}"),
     SbInodesCount = ("0x0007", Super, Error, false, "Inode count in superblock is {num}, should be {num2}"),
+    SbFirstMetaBg = ("0x0017", Super, Error, false, "The first meta_bg ({num}) is beyond the descriptor blocks (at most {num2})"),
     SbFreeBlocksInvalid = ("0x0008", Super, Notice, true, "Superblock free blocks count {num} is larger than the block count {num2}"),
     SbFreeInodesInvalid = ("0x0009", Super, Notice, true, "Superblock free inodes count {num} is larger than the inode count {num2}"),
     SbFirstIno = ("0x000A", Super, Error, false, "Superblock first_ino = {num} is invalid"),
@@ -109,6 +110,9 @@ problems! {
     GdMetadataOverlap = ("0x0109", Super, Error, false, "{detail} for group {group} (block {blk}) overlaps other file system metadata"),
     GdBlockUninitLastGroup = ("0x010A", Super, Error, true, "Last group block bitmap uninitialized"),
     GdInodeUninitNotZeroed = ("0x010B", Super, Notice, true, "Group {group} inode table not zeroed"),
+    // e2fsck's library refuses such descriptors; with no backup to fall
+    // back on it checks with them as they are, and so does pfsck.
+    GdRejectedNoBackup = ("0x010C", Super, Notice, false, "Group descriptors look bad ({detail}); no usable backup, checking with them as they are"),
     JournalSuperblockCorrupt = ("0x0201", Super, Error, true, "The journal superblock is corrupt: {detail}"),
     JournalInodeInvalid = ("0x0202", Super, Error, true, "Superblock has an invalid journal (inode {ino}): {detail}"),
     JournalFeatureUnsupported = ("0x0203", Super, Fatal, false, "The journal has unsupported feature(s): {detail}"),
@@ -165,6 +169,11 @@ problems! {
     // More valid levels than pfsck walks: a repair cannot rebuild what it
     // cannot read, and clears the inode.
     InodeExtentTreeUnwalkable = ("0x1042", P1, Error, false, "Inode {ino} extent tree has more than {num} levels of valid nodes, too deep to check"),
+    // An index node reached twice in one tree (index entries sharing a
+    // child): walking every path costs the product of the fan-outs, not
+    // the tree's size. e2fsck ends up clearing such an inode (-y); a
+    // repair clears it.
+    InodeExtentTreeShared = ("0x1043", P1, Error, false, "Inode {ino} extent tree reaches node {blk} more than once (index nodes shared), walk stopped"),
     InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino} extent node at block {blk} is invalid ({detail})"),
     InodeExtentIndexEnd = ("0x1014", P1, Error, false, "Inode {ino} extent index start {num} does not match its node's first extent {num2}"),
     InodeExtentPastEof = ("0x1015", P1, Error, false, "Inode {ino}, end of extent exceeds allowed value (logical block {num}, physical block {blk}, len {num2})"),
@@ -195,6 +204,7 @@ problems! {
     InodeEaInodeFlag = ("0x102E", P1, Error, true, "Inode {ino} has EA_INODE flag set but ea_inode is not supported"),
     InodeCasefold = ("0x102F", P1, Error, false, "Inode {ino} has CASEFOLD flag set on a file system without casefold support"),
     InodeCasefoldNonDir = ("0x10E1", P1, Error, false, "Inode {ino} has the casefold flag set but is not a directory"),
+    InodeEaInodeNonReg = ("0x10E6", P1, Error, false, "Inode {ino} carries the EA_INODE flag but is not a regular file"),
     InodeEncryptNoXattr = ("0x10E2", P1, Error, false, "Inode {ino} has encrypt flag but no encryption extended attribute"),
     InodeEncryptCorrupt = ("0x10E3", P1, Error, false, "Encrypted inode {ino} has corrupt encryption extended attribute"),
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
@@ -255,6 +265,7 @@ problems! {
     DirEntryEncryptedShort = ("0x2024", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) is too short"),
     DirEntryUnencrypted = ("0x20E1", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) references unencrypted inode {num}"),
     DirEntryPolicyMismatch = ("0x20E2", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) references inode {num}, which has a different encryption policy"),
+    DirEntryEaInode = ("0x20E4", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) names EA inode {num}, which holds an extended attribute value"),
     DirEntryBadUtf8 = ("0x20E3", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has illegal UTF-8 characters in its name"),
     DirEntryUnusedArea = ("0x2026", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) references inode {num} found in group {group}'s unused inodes area"),
     DirEntryUninitGroup = ("0x2027", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) references inode {num} in group {group} where _INODE_UNINIT is set"),
@@ -289,6 +300,7 @@ problems! {
     InodeUnattachedZero = ("0x4002", P4, Error, true, "Unattached zero-length inode {ino}"),
     InodeLinkCount = ("0x4003", P4, Error, true, "Inode {ino} ref count is {num}, should be {num2}"),
     DirNlinkFeature = ("0x4005", P4, Error, false, "Directory exceeds max links, but no DIR_NLINK feature in superblock"),
+    InodeEaInodeSpurious = ("0x4006", P4, Error, true, "Inode {ino} has the EA_INODE flag but no extended attribute or directory entry refers to it"),
     InodeEaInodeRefs = ("0x4004", P4, Error, true, "Extended attribute inode {ino} ref count is {num}, should be {num2}"),
 
     // ---- Pass 5: bitmaps and summaries ----

@@ -26,8 +26,11 @@ pub mod iflag {
     /// Lies in an inode table block the bad-block list names: in use, never
     /// read (pass 4 leaves its count alone, as e2fsck does).
     pub const IN_BAD_BLOCK: u8 = 0x20;
+    /// Carries EA_INODE_FL (in use or reserved): e2fsck tracks it as an EA
+    /// inode, so pass 4 judges it as one even when no xattr refers to it.
+    pub const EA_INODE: u8 = 0x40;
     /// How many flags there are (bits 0..COUNT).
-    pub const COUNT: usize = 6;
+    pub const COUNT: usize = 7;
 }
 
 /// Bits of a file type (`FileType as u8`, 0..=7).

@@ -92,6 +92,15 @@ fn read_descriptors(
     Ok((gds, raw))
 }
 
+/// Does a metadata_csum superblock carry its checksum? libext2fs refuses
+/// one that does not, so e2fsck tries the backups first and comes back to
+/// this primary (reporting the checksum) only when none is usable: a
+/// damaged UUID, which seeds every other checksum, must not make the
+/// whole file system look corrupt.
+fn csum_ok(sb: &Superblock) -> bool {
+    !sb.metadata_csum() || sb.compute_checksum() == sb.checksum
+}
+
 /// Where e2fsck looks for a backup superblock: group 1 for each possible
 /// block size.
 fn backup_candidates() -> Vec<(u64, u32)> {
@@ -150,9 +159,10 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         }
     } else {
         match load_at(&dev, SUPERBLOCK_OFFSET, None) {
-            Ok(l) if desc_problems(&l.sb, &l.geo, &l.gds).is_empty() => l,
+            Ok(l) if desc_problems(&l.sb, &l.geo, &l.gds).is_empty() && csum_ok(&l.sb) => l,
             primary => {
                 let why = match &primary {
+                    Ok(l) if !csum_ok(&l.sb) => "its checksum does not match".to_string(),
                     Ok(_) => "group descriptors look bad".to_string(),
                     Err(e) => e.clone(),
                 };
@@ -168,7 +178,7 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
                     .into_iter()
                     .chain(backup_candidates())
                     .filter_map(|(off, bs)| load_at(&dev, off, Some(bs)).ok())
-                    .find(|l| desc_problems(&l.sb, &l.geo, &l.gds).is_empty());
+                    .find(|l| desc_problems(&l.sb, &l.geo, &l.gds).is_empty() && csum_ok(&l.sb));
                 // No backup where e2fsck looks: like e2fsck, load the
                 // primary again overlooking a wrong inodes count (the one
                 // field its second try forgives), which pass 0 reports.
@@ -180,40 +190,80 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
                         Geometry::despite_inodes_count,
                     )
                     .ok()
-                    .filter(|l| l.sb.inodes_count != l.geo.inodes_count)
+                    .filter(|l| {
+                        l.sb.inodes_count != l.geo.inodes_count || l.geo.first_meta_bg_too_big()
+                    })
                 };
                 match (primary, backup) {
-                    (_, Some(b)) => {
+                    (primary, Some(b)) => {
+                        // e2fsck logs why its library refused the
+                        // primary: the superblock itself, or its group
+                        // descriptors.
+                        let e2 = if primary.is_ok() { 0x000045 } else { 0x000044 };
                         probs.push(
                             Problem::new(Code::SbUsedBackup)
                                 .blk(b.sb_block)
-                                .detail(format!("the primary superblock is damaged: {why}")),
+                                .detail(format!("the primary superblock is damaged: {why}"))
+                                .e2fsck(e2),
                         );
                         b
                     }
-                    (Ok(p), None) => p,
+                    (Ok(p), None) => {
+                        probs.push(Problem::new(Code::GdRejectedNoBackup).detail(why));
+                        p
+                    }
                     (Err(_), None) if let Some(l) = despite() => {
-                        probs.push(
-                            Problem::new(Code::SbInodesCount)
-                                .num(u64::from(l.sb.inodes_count))
-                                .num2(u64::from(l.geo.inodes_count)),
-                        );
-                        if !opts.repairing {
-                            // e2fsck -n answers no and stops there.
+                        if l.geo.first_meta_bg_too_big() {
+                            // e2fsck -n declines and checks on with the
+                            // descriptors where the field can put them.
                             probs.push(
-                                Problem::new(Code::SbCorrupt)
-                                    .detail(format!("inodes_count = {}", l.sb.inodes_count)),
+                                Problem::new(Code::SbFirstMetaBg)
+                                    .num(u64::from(l.sb.first_meta_bg))
+                                    .num2(u64::from(l.geo.desc_blocks)),
                             );
-                            return Ok(Opened::Fatal(probs));
                         }
-                        l
+                        if l.sb.inodes_count == l.geo.inodes_count {
+                            l
+                        } else {
+                            probs.push(
+                                Problem::new(Code::SbInodesCount)
+                                    .num(u64::from(l.sb.inodes_count))
+                                    .num2(u64::from(l.geo.inodes_count)),
+                            );
+                            if !opts.repairing {
+                                // e2fsck -n answers no and stops there.
+                                probs.push(
+                                    Problem::new(Code::SbCorrupt)
+                                        .detail(format!("inodes_count = {}", l.sb.inodes_count)),
+                                );
+                                return Ok(Opened::Fatal(probs));
+                            }
+                            l
+                        }
                     }
                     (Err(e), None) => {
                         let e = match other_fs_signature(&dev) {
                             Some(kind) => format!("{e} (the device holds {kind})"),
                             None => e,
                         };
-                        probs.push(Problem::new(Code::SbCorrupt).detail(e));
+                        // e2fsck logs each open its library refuses: a
+                        // second one where the magic number is right, as
+                        // it tries again overlooking the superblock's
+                        // errors.
+                        let mut magic = [0u8; 2];
+                        let tries = if dev.read_at(SUPERBLOCK_OFFSET + 0x38, &mut magic).is_ok()
+                            && u16::from_le_bytes(magic) == EXT2_MAGIC
+                        {
+                            2
+                        } else {
+                            1
+                        };
+                        probs.push(
+                            Problem::new(Code::SbCorrupt)
+                                .detail(e)
+                                .num(tries)
+                                .e2fsck(0x000044),
+                        );
                         return Ok(Opened::Fatal(probs));
                     }
                 }

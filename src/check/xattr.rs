@@ -313,20 +313,12 @@ fn in_inode_problem(
     None
 }
 
-/// Finds the value size of `system.data` among the entries of `area`
-/// (value offsets relative to `vbase`).
-fn find_system_data(area: &[u8], first: usize) -> Option<u64> {
-    let entries = xattr::read_entries(area, first).ok()?;
-    entries
-        .iter()
-        .find(|e| e.name_index == SYSTEM_INDEX && e.name == b"data")
-        .map(|e| e.value_size as u64)
-}
-
 /// Size of an inode's inline data: 60 bytes in i_block plus the value of
 /// its `system.data` xattr. Without the xattr the size is 60, unless
 /// `require` (e2fsck's "INLINE_DATA_FL flag but extended attribute not
-/// found"); xattrs that cannot be read are an error either way.
+/// found"); xattrs that cannot be read are an error either way. They are
+/// read as libext2fs reads them for e2fsck (`library_read`): the in-inode
+/// area, then the xattr block, any error in either hiding the value.
 pub fn inline_data_size(
     fs: &Fs,
     raw: &[u8],
@@ -334,34 +326,122 @@ pub fn inline_data_size(
     buf: &mut [u8],
     require: bool,
 ) -> Result<u64, &'static str> {
+    let ea_inode = fs.sb.has_incompat(incompat::EA_INODE);
+    let read_inode = |ino: u32| fs.read_inode_raw(ino).ok();
+    let mut found = None;
     if let Some(area) = inode_area(raw, inode) {
-        match xattr::read_entries(area, 0) {
-            Ok(es) => {
-                if let Some(e) = es
-                    .iter()
-                    .find(|e| e.name_index == SYSTEM_INDEX && e.name == b"data")
-                {
-                    return Ok(MIN_INLINE_DATA_SIZE + e.value_size as u64);
-                }
-            }
-            Err(_) => return Err("corrupt in-inode extended attributes"),
-        }
+        found = library_read(area, 0, ea_inode, &read_inode)
+            .map_err(|_| "corrupt in-inode extended attributes")?;
     }
-    if inode.file_acl != 0 && fs.geo.block_in_fs(inode.file_acl) {
+    if inode.file_acl != 0 {
+        if !fs.geo.block_in_fs(inode.file_acl) {
+            return Err("xattr block out of range");
+        }
         if fs.read_block_into(inode.file_acl, buf).is_err() {
             return Err("xattr block unreadable");
         }
-        if le32(buf, 0) == XATTR_MAGIC
-            && let Some(sz) = find_system_data(buf, xattr::BLOCK_HEADER_LEN)
-        {
-            return Ok(MIN_INLINE_DATA_SIZE + sz);
+        if le32(buf, 0) != XATTR_MAGIC {
+            return Err("xattr block has a bad header");
         }
+        let in_block = library_read(buf, xattr::BLOCK_HEADER_LEN, ea_inode, &read_inode)
+            .map_err(|_| "corrupt xattr block")?;
+        found = found.or(in_block);
     }
-    if require {
-        Err("no system.data extended attribute")
-    } else {
-        Ok(MIN_INLINE_DATA_SIZE)
+    match found {
+        Some(sz) => Ok(MIN_INLINE_DATA_SIZE + sz),
+        None if require => Err("no system.data extended attribute"),
+        None => Ok(MIN_INLINE_DATA_SIZE),
     }
+}
+
+/// Reads an xattr table the way libext2fs does before e2fsck may use a
+/// value (stricter than e2fsck's own checks of the table): `buf` is what
+/// value offsets count from, the entries start at `first`. Returns the
+/// value size of `system.data`, if there. The error is the first rule
+/// broken; e2fsck then takes the inline data for missing.
+fn library_read(
+    buf: &[u8],
+    first: usize,
+    ea_inode: bool,
+    read_inode: &dyn Fn(u32) -> Option<Vec<u8>>,
+) -> Result<Option<u64>, &'static str> {
+    let storage = buf.len().saturating_sub(first);
+    let round = |n: usize| (n + 3) & !3;
+    let last = |at: usize| at + 4 > buf.len() || le32(buf, at) == 0;
+    // The end of the table: every name must fit.
+    let (mut end, mut remain) = (first, storage);
+    while remain >= xattr::ENTRY_HEADER_LEN && !last(end) {
+        remain -= xattr::ENTRY_HEADER_LEN;
+        let name = round(usize::from(buf[end]));
+        if name > remain {
+            return Err("name runs past the table");
+        }
+        remain -= name;
+        end += xattr::ENTRY_HEADER_LEN + name;
+    }
+    let (mut at, mut remain) = (first, storage);
+    let mut data = None;
+    while remain >= xattr::ENTRY_HEADER_LEN && !last(at) {
+        let e = xattr::entry_at(buf, at);
+        remain -= xattr::ENTRY_HEADER_LEN + round(e.name.len());
+        let size = e.value_size as usize;
+        let offs = usize::from(e.value_offs);
+        let value: &[u8] = if e.value_inum == 0 {
+            if size > remain {
+                return Err("value larger than the table");
+            }
+            if offs + size > buf.len() || (size > 0 && offs < end + 4) {
+                return Err("value outside the value area");
+            }
+            remain -= size;
+            &buf[offs..offs + size]
+        } else {
+            if !ea_inode {
+                return Err("value in an inode without ea_inode");
+            }
+            if offs != 0 {
+                return Err("value offset with an EA inode");
+            }
+            if size > 64 * 1024 {
+                return Err("EA inode value too large");
+            }
+            let Some(raw) = read_inode(e.value_inum) else {
+                return Err("EA inode unreadable");
+            };
+            let child = Inode::parse(&raw);
+            if child.has_flag(flags::INLINE_DATA)
+                || !child.has_flag(flags::EA_INODE)
+                || child.links_count == 0
+            {
+                return Err("EA inode corrupted");
+            }
+            if child.size != e.value_size as u64 {
+                return Err("EA inode size is not the value size");
+            }
+            &[]
+        };
+        if e.hash != 0 {
+            let ok = if e.value_inum == 0 {
+                e.hash == xattr::entry_hash(e.name, value, false)
+                    || e.hash == xattr::entry_hash(e.name, value, true)
+            } else {
+                // (libext2fs also takes an old Lustre-style reference,
+                // which no inline-data inode has.)
+                let raw = read_inode(e.value_inum).unwrap_or_default();
+                let vh = xattr::ea_inode_value_hash(&raw);
+                e.hash == xattr::ea_inode_entry_hash(e.name, vh, false)
+                    || e.hash == xattr::ea_inode_entry_hash(e.name, vh, true)
+            };
+            if !ok {
+                return Err("entry hash is wrong");
+            }
+        }
+        if e.name_index == SYSTEM_INDEX && e.name == b"data" && data.is_none() {
+            data = Some(u64::from(e.value_size));
+        }
+        at += xattr::ENTRY_HEADER_LEN + round(e.name.len());
+    }
+    Ok(data)
 }
 
 /// The value of xattr (`index`, `name`) of an inode: the in-inode area

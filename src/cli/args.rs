@@ -45,6 +45,10 @@ pub struct Args {
     pub undo: Option<PathBuf>,
     /// `--rollback`.
     pub rollback: Option<PathBuf>,
+    /// `--force`: as `-f`; with `--rollback`, also restore blocks changed
+    /// since the repair. Never implied by `-f`, which e2fsck users type by
+    /// habit.
+    pub force_rollback: bool,
     /// `--online`: the device is a mounted file system (or its mount
     /// point), checked through a snapshot.
     pub online: bool,
@@ -152,7 +156,10 @@ const OPTIONS: &[(&str, &str)] = &[
         "-r",
         "Accepted for compatibility (repairs are interactive without -n, -p or -y)",
     ),
-    ("-f", "Check even if the file system seems clean"),
+    (
+        "-f, --force",
+        "Check even if the file system seems clean. With --rollback, --force (not -f) restores blocks changed since the repair, losing those changes",
+    ),
     ("-v", "Verbose: print statistics at the end"),
     (
         "-j <JOURNAL>",
@@ -325,6 +332,10 @@ fn parse_inner(argv: Vec<OsString>) -> Result<Parsed, String> {
             Short('p') => a.preen = true,
             Short('a') => a.auto = true,
             Short('f') => a.force = true,
+            Long("force") => {
+                a.force = true;
+                a.force_rollback = true;
+            }
             Short('v') => a.verbose = true,
             Short('t') => a.timing = true,
             // e2fsck's -r does nothing; -d is its debugging output; -I and

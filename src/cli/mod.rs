@@ -136,7 +136,7 @@ fn cancelled(device: &str) -> i32 {
 
 pub fn run(args: &Args) -> i32 {
     if let Some(log) = &args.rollback {
-        return rollback::run(log, &args.device);
+        return rollback::run(log, &args.device, args.force_rollback);
     }
     if args.online {
         return online::run(args);

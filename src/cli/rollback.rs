@@ -6,11 +6,12 @@
 //! repair layer's.
 
 use super::{EXIT_OK, EXIT_OPERATIONAL};
-use crate::repair::commit::{RollbackOutcome, RollbackScope, rollback};
+use crate::repair::commit::{RollbackOutcome, RollbackScope, rollback_with};
 use crate::repair::faults::NoFaults;
 use std::path::Path;
 
-pub fn run(log: &Path, device: &Path) -> i32 {
+/// `force`: restore blocks changed since the repair too.
+pub fn run(log: &Path, device: &Path, force: bool) -> i32 {
     let _lock = match crate::io::writable::DeviceLock::acquire(device, super::repair::LOCK_WAIT) {
         Ok(l) => l,
         Err(e) => {
@@ -18,7 +19,8 @@ pub fn run(log: &Path, device: &Path) -> i32 {
             return EXIT_OPERATIONAL;
         }
     };
-    match rollback(log, device, RollbackScope::IncludingComplete, &mut NoFaults) {
+    let scope = RollbackScope::IncludingComplete;
+    match rollback_with(log, device, scope, force, &mut NoFaults) {
         Ok(RollbackOutcome::DeviceUntouched) => {
             println!(
                 "{}: the repair logged in {} never wrote to the device; nothing to restore",
@@ -27,7 +29,26 @@ pub fn run(log: &Path, device: &Path) -> i32 {
             );
             EXIT_OK
         }
-        Ok(RollbackOutcome::Restored { blocks, was }) => {
+        Ok(RollbackOutcome::Restored {
+            blocks,
+            was,
+            overwritten,
+            unverified,
+        }) => {
+            if unverified {
+                println!(
+                    "{}: {} is an old-format undo log, without the repaired contents: blocks \
+                     changed since the repair could not be detected",
+                    device.display(),
+                    log.display()
+                );
+            }
+            if overwritten > 0 {
+                println!(
+                    "{}: --force: {overwritten} blocks changed since the repair were restored too",
+                    device.display()
+                );
+            }
             println!(
                 "{}: restored {blocks} blocks from {} (the repair was {was})",
                 device.display(),

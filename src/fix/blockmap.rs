@@ -44,6 +44,7 @@ pub(super) const CODES: &[Code] = &[
     Code::InodeTooManyIllegalBlocks,
     Code::InodeExtentHeader,
     Code::InodeExtentTreeUnwalkable,
+    Code::InodeExtentTreeShared,
     Code::InodeExtentBad,
     Code::InodeExtentOrder,
     Code::InodeExtentNodeChecksum,
@@ -99,6 +100,7 @@ pub(super) fn fix(
                 Code::InodeExtentHeader
                     | Code::InodeTooManyIllegalBlocks
                     | Code::InodeExtentTreeUnwalkable
+                    | Code::InodeExtentTreeShared
             )
         });
     if clear_it {

@@ -122,6 +122,10 @@ pub(super) fn fix(
             if ea == 0 || ea > fs.geo.inodes_count || round.cleared.contains(&ea) {
                 return Ok(false);
             }
+            // With the flag set the entry is valid and its value charged
+            // to the owner again: the owner's i_blocks, found without the
+            // charge, is judged by the next round.
+            round.modified.extend(p.args().ino);
             return edit(fs, overlay, ea, |m| {
                 m.set_flags(m.flags() | flags::EA_INODE)
             });

@@ -36,6 +36,8 @@ pub(super) const REMOVE: &[Code] = &[
     Code::DirEntryEncryptedShort,
     Code::DirEntryUnencrypted,
     Code::DirEntryPolicyMismatch,
+    // A name for an inode xattrs keep their values in.
+    Code::DirEntryEaInode,
 ];
 
 /// Stages the fix of one entry problem (`REMOVE`, `DirEntryFileType`,

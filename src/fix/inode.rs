@@ -91,6 +91,9 @@ pub(super) fn fix(
         // e2fsck clears the flag the inode may not carry.
         (Code::InodeEncryptNoXattr, _) => Edit::ClearFlags(flags::ENCRYPT),
         (Code::InodeCasefold | Code::InodeCasefoldNonDir, _) => Edit::ClearFlags(flags::CASEFOLD),
+        (Code::InodeEaInodeNonReg | Code::InodeEaInodeSpurious, _) => {
+            Edit::ClearFlags(flags::EA_INODE)
+        }
         (Code::InodeChecksum, _) if fs.metadata_csum() => Edit::Checksum,
         (Code::InodeISize, Some(n)) => {
             if n >= LARGE_FILE_SIZE {

@@ -133,6 +133,8 @@ const INODE: &[Code] = &[
     Code::InodeEncryptNoXattr,
     Code::InodeCasefold,
     Code::InodeCasefoldNonDir,
+    Code::InodeEaInodeNonReg,
+    Code::InodeEaInodeSpurious,
 ];
 
 /// Problems fixed by changing the directory tree (`lostfound.rs`); staged
@@ -168,6 +170,7 @@ pub fn supported(code: Code) -> bool {
         || quota::REWRITE.contains(&code)
         || code == Code::SbResizeInodeNoFeature
         || code == Code::SbInodesCount
+        || code == Code::SbFirstMetaBg
         || code == Code::LostFoundEncrypted
 }
 
@@ -223,6 +226,7 @@ const DIR: &[Code] = &[
     Code::DirEntryEncryptedShort,
     Code::DirEntryUnencrypted,
     Code::DirEntryPolicyMismatch,
+    Code::DirEntryEaInode,
     Code::DirDotDotWrong,
     Code::DirBlockChecksum,
 ];
@@ -789,6 +793,8 @@ pub fn plan(
             fixed[k] = true;
         } else if p.code == Code::SbInodesCount {
             fixed[k] = superblock::fix_inodes_count(fs, &mut overlay).map_err(Refusal::Failed)?;
+        } else if p.code == Code::SbFirstMetaBg {
+            fixed[k] = superblock::fix_first_meta_bg(fs, &mut overlay).map_err(Refusal::Failed)?;
         } else if p.code == Code::SbResizeInodeNoFeature {
             if resize.is_some() {
                 continue;

@@ -51,6 +51,23 @@ pub(super) fn fix_inodes_count(fs: &Fs, overlay: &mut Overlay) -> Result<bool, S
     Ok(true)
 }
 
+/// A first meta_bg beyond the descriptor blocks: e2fsck turns meta_bg off
+/// and zeroes the field. Staged only where that keeps every descriptor
+/// where the check read it (one descriptor block, which both layouts put
+/// right after the superblock); the next round judges the rest with the
+/// classic layout.
+pub(super) fn fix_first_meta_bg(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
+    use crate::fs::superblock::incompat;
+    if !fs.geo.first_meta_bg_too_big() || fs.geo.desc_blocks != 1 {
+        return Ok(false);
+    }
+    vol::edit_superblock(fs, overlay, |sb| {
+        sb.set_incompat(sb.incompat() & !incompat::META_BG);
+        sb.set_first_meta_bg(0);
+    })?;
+    Ok(true)
+}
+
 /// The resize inode, as e2fsck's pass 0 settles it: with meta_bg the
 /// feature cannot work and is turned off; without the feature the inode
 /// must be empty, so it is cleared, and there are no reserved GDT blocks.

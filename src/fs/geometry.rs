@@ -46,7 +46,16 @@ impl Geometry {
         Geometry::build(sb, false)
     }
 
-    fn build(sb: &Superblock, trust_inodes_count: bool) -> Result<Geometry, String> {
+    /// With meta_bg, a first meta group beyond the descriptor blocks
+    /// (libext2fs refuses it unless told to overlook superblock errors).
+    pub fn first_meta_bg_too_big(&self) -> bool {
+        self.meta_bg && self.first_meta_bg > self.desc_blocks
+    }
+
+    /// `strict`: refuse what libext2fs refuses to open; otherwise overlook
+    /// what e2fsck overlooks when it loads the superblock despite errors
+    /// (the inodes count, first_meta_bg), which pass 0 then reports.
+    fn build(sb: &Superblock, strict: bool) -> Result<Geometry, String> {
         let bs = sb
             .block_size()
             .ok_or_else(|| format!("invalid block size (log {})", sb.log_block_size))?;
@@ -129,7 +138,7 @@ impl Geometry {
         let ic = groups as u64 * sb.inodes_per_group as u64;
         let inodes_count = if ic == sb.inodes_count as u64 {
             sb.inodes_count
-        } else if trust_inodes_count || ic > u32::MAX as u64 {
+        } else if strict || ic > u32::MAX as u64 {
             return Err(format!(
                 "inodes count {} is not {} groups x {} inodes",
                 sb.inodes_count, groups, sb.inodes_per_group
@@ -143,13 +152,27 @@ impl Geometry {
         }
         let desc_per_block = bs / desc_size;
         let desc_blocks = groups.div_ceil(desc_per_block);
+        if strict && sb.has_incompat(incompat::META_BG) && sb.first_meta_bg > desc_blocks {
+            return Err(format!(
+                "first meta_bg {} is beyond the {desc_blocks} descriptor blocks",
+                sb.first_meta_bg
+            ));
+        }
         let inode_table_blocks =
             (sb.inodes_per_group as u64 * inode_size as u64).div_ceil(bs as u64);
         // A first inode out of range is not a reason to look for a backup
         // (libext2fs opens the superblock); pass 0 stops on it as e2fsck's
         // check of the superblock's values does, before any pass uses it.
         let first_ino = sb.first_ino();
-        let flex_bg_size = if sb.has_incompat(incompat::FLEX_BG) && sb.log_groups_per_flex < 32 {
+        // libext2fs refuses a flex group size it cannot shift by, flex_bg
+        // or not, and e2fsck then looks for a backup.
+        if sb.log_groups_per_flex >= 32 {
+            return Err(format!(
+                "log groups per flex {} is invalid",
+                sb.log_groups_per_flex
+            ));
+        }
+        let flex_bg_size = if sb.has_incompat(incompat::FLEX_BG) {
             1u64 << sb.log_groups_per_flex
         } else {
             1

@@ -79,6 +79,7 @@ pub mod field {
     pub const S_FEATURE_RO_COMPAT: usize = 0x64;
     pub const S_PREALLOC_DIR_BLOCKS: usize = 0xCD;
     pub const S_RESERVED_GDT_BLOCKS: usize = 0xCE;
+    pub const S_FIRST_META_BG: usize = 0x104;
     pub const S_JOURNAL_UUID: usize = 0xD0;
     pub const S_JOURNAL_INUM: usize = 0xE0;
     pub const S_JOURNAL_DEV: usize = 0xE4;
@@ -171,6 +172,9 @@ impl SuperblockMut<'_> {
     }
     pub fn set_reserved_gdt_blocks(&mut self, v: u16) {
         put_le16(self.0, field::S_RESERVED_GDT_BLOCKS, v);
+    }
+    pub fn set_first_meta_bg(&mut self, v: u32) {
+        put_le32(self.0, field::S_FIRST_META_BG, v);
     }
     pub fn set_last_orphan(&mut self, v: u32) {
         put_le32(self.0, field::S_LAST_ORPHAN, v);
@@ -526,7 +530,8 @@ pub const SUPPORTED_RO_COMPAT: u32 = ro_compat::SPARSE_SUPER
     | ro_compat::QUOTA
     | ro_compat::SHARED_BLOCKS
     | ro_compat::BIGALLOC
-    | ro_compat::ORPHAN_PRESENT;
+    | ro_compat::ORPHAN_PRESENT
+    | ro_compat::VERITY;
 
 /// Human names of feature bits, for messages.
 pub fn incompat_name(bit: u32) -> &'static str {

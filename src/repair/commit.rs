@@ -84,7 +84,15 @@ pub enum RollbackOutcome {
     /// The log is `Prepared`: the repair never wrote to the device.
     DeviceUntouched,
     /// The before-images of `blocks` blocks were written back.
-    Restored { blocks: u64, was: State },
+    Restored {
+        blocks: u64,
+        was: State,
+        /// Blocks changed since the repair and restored anyway (`force`).
+        overwritten: u64,
+        /// The log (version 1) cannot tell whether its blocks changed
+        /// since the repair: none was checked.
+        unverified: bool,
+    },
 }
 
 /// Runs every durable operation through the fault hook.
@@ -402,6 +410,7 @@ pub fn commit(
     let rlen = undo::record_len(bs);
     let count = changes.len() as u64;
     let header = Header {
+        version: undo::VERSION,
         block_size: bs,
         identity: Identity {
             device_size: dev.size(),
@@ -422,7 +431,9 @@ pub fn commit(
     // disk included. An injected crash leaves it, as a dead process would.
     let (file, tmp) = files::create_unique(&tmp_base(log), "undo log")?;
     let mut guard = files::RemoveOnDrop::new(&tmp);
-    let written = write_log(&mut steps, &file, &tmp, log, &dev, &header, &changes, opts);
+    let written = write_log(
+        &mut steps, &file, &tmp, log, &dev, overlay, &header, &changes, opts,
+    );
     match &written {
         Err(RepairError::Crash) => guard.keep(),
         Err(_) => {}
@@ -524,12 +535,14 @@ fn write_log(
     tmp: &Path,
     log: &Path,
     dev: &WritableDevice,
+    overlay: &Overlay,
     header: &Header,
     changes: &[u64],
     opts: &CommitOptions,
 ) -> Result<()> {
     let bsu = u64::from(header.block_size);
     let mut before = vec![0u8; header.block_size as usize];
+    let mut after = vec![0u8; header.block_size as usize];
     let head = undo::encode_header(header, State::Prepared);
     steps.write_file(file, tmp, 0, &head)?;
     let mut pos = undo::HEADER_LEN as u64;
@@ -537,7 +550,8 @@ fn write_log(
     let mut acc = 0u32;
     for &block in changes {
         dev.read_at(offset_of(block, bsu)?, &mut before)?;
-        let c = undo::encode_record(&mut buf, block, &before);
+        overlay.read_block(block, &mut after)?;
+        let c = undo::encode_record(&mut buf, block, &before, Some(&after));
         acc = undo::fold_record_crc(acc, c);
         if buf.len() >= opts.log_write_chunk {
             steps.write_file(file, tmp, pos, &buf)?;
@@ -623,6 +637,31 @@ fn open_log(path: &Path) -> Result<File> {
     Ok(file)
 }
 
+/// A record read from a log file.
+struct OwnedRecord {
+    block: u64,
+    data: Vec<u8>,
+    after: Vec<u8>,
+}
+
+impl OwnedRecord {
+    fn of(r: &undo::Record<'_>) -> OwnedRecord {
+        OwnedRecord {
+            block: r.block,
+            data: r.data.to_vec(),
+            after: r.after.to_vec(),
+        }
+    }
+
+    fn record(&self) -> undo::Record<'_> {
+        undo::Record {
+            block: self.block,
+            data: &self.data,
+            after: &self.after,
+        }
+    }
+}
+
 /// A log opened for rollback, its header validated and its length the one
 /// the header describes; records are read one at a time.
 struct LogFile {
@@ -657,8 +696,8 @@ impl LogFile {
 
     /// The records in order, each verified; the trailer checked after the
     /// last. Memory: one record.
-    fn records(&self) -> impl Iterator<Item = Result<(u64, Cow<'static, [u8]>)>> + '_ {
-        let rlen = undo::record_len(self.header.block_size) as usize;
+    fn records(&self) -> impl Iterator<Item = Result<OwnedRecord>> + '_ {
+        let rlen = self.header.record_len() as usize;
         let count = self.header.record_count;
         let mut i = 0u64;
         let mut prev = None;
@@ -691,15 +730,15 @@ impl LogFile {
                 .map_err(|e| RepairError::BadLog(format!("{}: {e}", self.path.display())))
                 .and_then(|()| {
                     undo::parse_record(&self.header, i, pos, &buf, prev)
-                        .map(|(r, c)| (r.block, r.data.to_vec(), c))
+                        .map(|(r, c)| (OwnedRecord::of(&r), c))
                         .map_err(|e| bad(&self.path, e))
                 });
             match r {
-                Ok((block, data, c)) => {
-                    prev = Some(block);
+                Ok((rec, c)) => {
+                    prev = Some(rec.block);
                     acc = undo::fold_record_crc(acc, c);
                     i += 1;
-                    Some(Ok((block, Cow::Owned(data))))
+                    Some(Ok(rec))
                 }
                 Err(e) => {
                     done = true;
@@ -718,11 +757,28 @@ impl LogFile {
     }
 }
 
-/// Restores the before-images recorded in `log` onto `device`.
+/// Blocks named in the message of a refused rollback.
+const CHANGED_SHOWN: usize = 10;
+
+/// Restores the before-images recorded in `log` onto `device`, refusing if
+/// any block no longer holds what the repair wrote.
 pub fn rollback(
     log_path: &Path,
     device: &Path,
     scope: RollbackScope,
+    faults: &mut dyn Faults,
+) -> Result<RollbackOutcome> {
+    rollback_with(log_path, device, scope, false, faults)
+}
+
+/// [`rollback`]; with `force`, blocks changed since the repair (and a
+/// superblock that is neither the one before nor after it) are restored
+/// anyway, losing those changes.
+pub fn rollback_with(
+    log_path: &Path,
+    device: &Path,
+    scope: RollbackScope,
+    force: bool,
     faults: &mut dyn Faults,
 ) -> Result<RollbackOutcome> {
     // Bounded memory whatever the file: the header first, then the
@@ -754,19 +810,42 @@ pub fn rollback(
     dev.read_at(SB_OFFSET.min(dev.size()), &mut sb)?;
     let now = superblock_crcs(&sb);
     let known = (0..2).all(|i| now[i] == id.sb_before[i] || now[i] == id.sb_after[i]);
-    if !known {
+    if !known && !force {
         return Err(RepairError::Refused(format!(
             "the superblock of {} is neither the one before nor the one after the repair \
-             recorded in {}: wrong device, or it changed since (mounted?); refusing to roll back",
+             recorded in {}: wrong device, or it changed since (mounted?); refusing to roll back \
+             (--force restores it anyway)",
             device.display(),
             log_path.display()
+        )));
+    }
+    // Every block must still hold what the repair wrote (or what it held
+    // before): anything else is a later change that the before-image
+    // would silently undo.
+    let (changed, shown) = changed_since(&log, &dev)?;
+    if changed > 0 && !force {
+        let list: Vec<String> = shown.iter().map(u64::to_string).collect();
+        let more = if changed > shown.len() as u64 {
+            ", ..."
+        } else {
+            ""
+        };
+        return Err(RepairError::Refused(format!(
+            "{changed} of the {} blocks to restore changed since the repair recorded in {} \
+             (block{} {}{more}); rolling back would lose those changes. Refusing to roll back \
+             (--force restores them anyway)",
+            log.header.record_count,
+            log_path.display(),
+            if changed == 1 { "" } else { "s" },
+            list.join(", ")
         )));
     }
     let mut steps = Steps { faults };
     let blocks = steps.write_blocks(
         &dev,
         log.header.block_size,
-        log.records(),
+        log.records()
+            .map(|r| r.map(|r| (r.block, Cow::Owned(r.data)))),
         CommitOptions::default().device_write_run,
     )?;
     steps.write_file(
@@ -779,5 +858,27 @@ pub fn rollback(
     Ok(RollbackOutcome::Restored {
         blocks,
         was: log.state,
+        overwritten: changed,
+        unverified: log.header.version == undo::VERSION_1,
     })
+}
+
+/// How many of the log's blocks the device holds neither as the repair
+/// wrote them nor as they were before, and the first few of them.
+fn changed_since(log: &LogFile, dev: &WritableDevice) -> Result<(u64, Vec<u64>)> {
+    let bsu = u64::from(log.header.block_size);
+    let mut now = vec![0u8; log.header.block_size as usize];
+    let mut changed = 0u64;
+    let mut shown = Vec::new();
+    for rec in log.records() {
+        let rec = rec?;
+        dev.read_at(offset_of(rec.block, bsu)?, &mut now)?;
+        if rec.record().unchanged(&now) == Some(false) {
+            changed += 1;
+            if shown.len() < CHANGED_SHOWN {
+                shown.push(rec.block);
+            }
+        }
+    }
+    Ok((changed, shown))
 }

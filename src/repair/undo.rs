@@ -11,8 +11,10 @@
 //!          record count, length of the record area, reserved zeros
 //! 512    state slot (16 bytes): "STAT", state, reserved, crc32c of 0..12
 //! 4096   records, in increasing block order, each:
-//!          "UREC", length, block number, crc32c (of the 16 header bytes
-//!          and the data), data (one block)
+//!          "UREC", length, block number, crc32c (of the 16 header bytes,
+//!          the after-image crcs and the data), the crc32c of each
+//!          512-byte sector of the block as the repair wrote it (version 2
+//!          only), data (the block before the repair)
 //! end    trailer (24 bytes): "UEND", reserved, record count,
 //!          crc32c over the records' crcs, crc32c of trailer bytes 0..20
 //! ```
@@ -25,11 +27,24 @@
 //! temporary file that is renamed into place only after it is complete and
 //! synced, so a log at its final name without a valid trailer is damage,
 //! never an interrupted write, and is refused.
+//!
+//! The after-image crcs let a rollback tell whether a block still holds what
+//! the repair wrote: a block changed since (the file system mounted, or
+//! edited with debugfs) would lose that change if its before-image were
+//! written back. They are per sector for the reason the superblock's are: a
+//! repair cut by a power loss may leave a block half old, half new, and that
+//! block is still the repair's. Version 1 logs, without them, are still read;
+//! their rollback cannot make that check.
 
 use std::fmt;
 
 pub const MAGIC: [u8; 8] = *b"PFSCKUND";
-pub const VERSION: u32 = 1;
+/// The version written.
+pub const VERSION: u32 = 2;
+/// The first format, without the after-image crcs; still read.
+pub const VERSION_1: u32 = 1;
+/// The unit of the after-image crcs: the smallest write a device tears.
+pub const SECTOR: usize = 512;
 pub const HEADER_LEN: usize = 4096;
 /// Where the header's checksum sits (it covers the bytes before it).
 const HEADER_CRC_AT: usize = 124;
@@ -99,6 +114,8 @@ pub struct Identity {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Header {
+    /// [`VERSION`] or [`VERSION_1`].
+    pub version: u32,
     pub block_size: u32,
     pub identity: Identity,
     pub record_count: u64,
@@ -111,6 +128,33 @@ pub struct Header {
 pub struct Record<'a> {
     pub block: u64,
     pub data: &'a [u8],
+    /// crc32c (4 bytes, little-endian) of each sector of the block as the
+    /// repair wrote it; empty in a version 1 log.
+    pub after: &'a [u8],
+}
+
+impl Record<'_> {
+    /// Whether `current` (the block as the device holds it now) is still
+    /// the repair's: each sector either as the repair wrote it or as it
+    /// was before (not yet written, or already restored). `None` when the
+    /// log cannot tell (version 1).
+    pub fn unchanged(&self, current: &[u8]) -> Option<bool> {
+        if self.after.is_empty() {
+            return None;
+        }
+        if current.len() != self.data.len() {
+            return Some(false);
+        }
+        let sectors = current
+            .chunks(SECTOR)
+            .zip(self.data.chunks(SECTOR))
+            .zip(self.after.chunks_exact(4));
+        Some(
+            sectors
+                .into_iter()
+                .all(|((now, before), want)| now == before || crc(now).to_le_bytes() == want),
+        )
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -150,16 +194,37 @@ fn u64_at(b: &[u8], off: usize) -> Option<u64> {
     Some(u64::from_le_bytes(s.try_into().ok()?))
 }
 
-/// Length of one record holding a block of `block_size` bytes.
+/// Length of one record of the current version holding a block of
+/// `block_size` bytes.
 pub fn record_len(block_size: u32) -> u64 {
-    RECORD_HEADER_LEN as u64 + u64::from(block_size)
+    record_len_of(VERSION, block_size)
+}
+
+/// Bytes of after-image crcs in a record of `version`.
+fn after_len(version: u32, block_size: u32) -> usize {
+    if version == VERSION_1 {
+        0
+    } else {
+        (block_size as usize).div_ceil(SECTOR) * 4
+    }
+}
+
+/// Length of one record of `version` holding a block of `block_size` bytes.
+pub fn record_len_of(version: u32, block_size: u32) -> u64 {
+    RECORD_HEADER_LEN as u64 + after_len(version, block_size) as u64 + u64::from(block_size)
+}
+
+impl Header {
+    pub fn record_len(&self) -> u64 {
+        record_len_of(self.version, self.block_size)
+    }
 }
 
 /// The header block (4096 bytes), with the state slot set to `state`.
 pub fn encode_header(h: &Header, state: State) -> Vec<u8> {
     let mut b = vec![0u8; HEADER_LEN];
     b[0..8].copy_from_slice(&MAGIC);
-    b[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    b[8..12].copy_from_slice(&h.version.to_le_bytes());
     b[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
     b[16..20].copy_from_slice(&h.block_size.to_le_bytes());
     b[24..32].copy_from_slice(&h.identity.device_size.to_le_bytes());
@@ -186,15 +251,25 @@ pub fn encode_state(state: State) -> [u8; STATE_LEN] {
     b
 }
 
-/// Appends one record to `out`; returns its crc (folded into the trailer).
-pub fn encode_record(out: &mut Vec<u8>, block: u64, data: &[u8]) -> u32 {
+/// Appends one record to `out`: block `block`, `data` before the repair,
+/// `after` as the repair writes it (`None`: a version 1 record). Returns
+/// its crc (folded into the trailer).
+pub fn encode_record(out: &mut Vec<u8>, block: u64, data: &[u8], after: Option<&[u8]>) -> u32 {
     let start = out.len();
     out.extend_from_slice(&RECORD_MAGIC);
     out.extend_from_slice(&(data.len() as u32).to_le_bytes());
     out.extend_from_slice(&block.to_le_bytes());
     let mut c = crc32c::crc32c(&out[start..start + 16]);
+    let mut crcs = Vec::new();
+    if let Some(after) = after {
+        for sector in after.chunks(SECTOR) {
+            crcs.extend_from_slice(&crc(sector).to_le_bytes());
+        }
+    }
+    c = crc32c::crc32c_append(c, &crcs);
     c = crc32c::crc32c_append(c, data);
     out.extend_from_slice(&c.to_le_bytes());
+    out.extend_from_slice(&crcs);
     out.extend_from_slice(data);
     c
 }
@@ -233,9 +308,10 @@ pub fn parse_header(b: &[u8]) -> Result<(Header, State, bool), LogError> {
         return bad("undo log header checksum mismatch");
     }
     let version = field(8);
-    if version != VERSION {
+    if version != VERSION && version != VERSION_1 {
         return bad(format!(
-            "undo log version {version} is not supported (this pfsck reads version {VERSION})"
+            "undo log version {version} is not supported (this pfsck reads versions \
+             {VERSION_1} and {VERSION})"
         ));
     }
     if field(12) as usize != HEADER_LEN {
@@ -249,6 +325,7 @@ pub fn parse_header(b: &[u8]) -> Result<(Header, State, bool), LogError> {
         return bad(format!("undo log has unknown flags {:#x}", field(20)));
     }
     let header = Header {
+        version,
         block_size,
         identity: Identity {
             device_size: field64(24),
@@ -276,7 +353,7 @@ pub fn parse_header(b: &[u8]) -> Result<(Header, State, bool), LogError> {
 /// order and bounds, and the trailer. Any damage is an error.
 pub fn parse(b: &[u8]) -> Result<UndoLog<'_>, LogError> {
     let (header, state, state_damaged) = parse_header(b)?;
-    let rlen = record_len(header.block_size);
+    let rlen = header.record_len();
     let expected_records_len = header.record_count.checked_mul(rlen);
     if expected_records_len != Some(header.records_len) {
         return bad("undo log header: record count and record area length disagree");
@@ -302,18 +379,18 @@ pub fn parse(b: &[u8]) -> Result<UndoLog<'_>, LogError> {
     }
     // Fits in memory: checked against the slice's length just above.
     let count = header.record_count as usize;
-    let bs = header.block_size as usize;
+    let rlen = rlen as usize;
     let mut records = Vec::with_capacity(count);
     let mut pos = HEADER_LEN;
     let mut acc = 0u32;
     let mut prev: Option<u64> = None;
     for i in 0..count {
-        let rec = &b[pos..pos + RECORD_HEADER_LEN + bs];
+        let rec = &b[pos..pos + rlen];
         let (record, c) = parse_record(&header, i as u64, pos as u64, rec, prev)?;
         prev = Some(record.block);
         acc = fold_record_crc(acc, c);
         records.push(record);
-        pos += RECORD_HEADER_LEN + bs;
+        pos += rlen;
     }
     check_trailer(&header, &b[pos..pos + TRAILER_LEN], acc)?;
     Ok(UndoLog {
@@ -326,7 +403,7 @@ pub fn parse(b: &[u8]) -> Result<UndoLog<'_>, LogError> {
 
 /// Length of the whole log a header describes, if it is consistent.
 pub fn expected_len(header: &Header) -> Result<u64, LogError> {
-    let rlen = record_len(header.block_size);
+    let rlen = header.record_len();
     if header.record_count.checked_mul(rlen) != Some(header.records_len) {
         return bad("undo log header: record count and record area length disagree");
     }
@@ -347,7 +424,8 @@ pub fn parse_record<'a>(
     prev: Option<u64>,
 ) -> Result<(Record<'a>, u32), LogError> {
     let bs = header.block_size as usize;
-    if rec.len() != RECORD_HEADER_LEN + bs {
+    let alen = after_len(header.version, header.block_size);
+    if rec.len() as u64 != header.record_len() {
         return bad(format!("undo log record {i} (at byte {pos}): truncated"));
     }
     if rec[0..4] != RECORD_MAGIC {
@@ -381,7 +459,8 @@ pub fn parse_record<'a>(
     Ok((
         Record {
             block,
-            data: &rec[RECORD_HEADER_LEN..],
+            data: &rec[RECORD_HEADER_LEN + alen..],
+            after: &rec[RECORD_HEADER_LEN..RECORD_HEADER_LEN + alen],
         },
         c,
     ))
@@ -404,13 +483,20 @@ mod tests {
     use super::*;
 
     fn sample(state: State) -> Vec<u8> {
+        sample_of(VERSION, state)
+    }
+
+    fn sample_of(version: u32, state: State) -> Vec<u8> {
         let blocks: [(u64, u8); 3] = [(1, 0x11), (5, 0x55), (6, 0x66)];
         let mut recs = Vec::new();
         let mut acc = 0;
         for &(b, v) in &blocks {
-            acc = fold_record_crc(acc, encode_record(&mut recs, b, &[v; 1024]));
+            let new = [!v; 1024];
+            let after = (version == VERSION).then_some(&new[..]);
+            acc = fold_record_crc(acc, encode_record(&mut recs, b, &[v; 1024], after));
         }
         let h = Header {
+            version,
             block_size: 1024,
             identity: Identity {
                 device_size: 8192,
@@ -438,6 +524,33 @@ mod tests {
     }
 
     #[test]
+    fn after_images_tell_a_changed_block() {
+        let b = sample(State::Complete);
+        let log = parse(&b).unwrap();
+        let r = log.records[0];
+        assert_eq!(r.unchanged(&[!0x11; 1024]), Some(true));
+        assert_eq!(r.unchanged(&[0x11; 1024]), Some(true));
+        // Torn: the first sector restored, the second still the repair's.
+        let mut torn = [!0x11u8; 1024];
+        torn[..512].fill(0x11);
+        assert_eq!(r.unchanged(&torn), Some(true));
+        let mut edited = [!0x11u8; 1024];
+        edited[700] = 0;
+        assert_eq!(r.unchanged(&edited), Some(false));
+    }
+
+    #[test]
+    fn version_1_logs_are_still_read() {
+        let b = sample_of(VERSION_1, State::Complete);
+        let log = parse(&b).unwrap();
+        assert_eq!(log.header.version, VERSION_1);
+        assert_eq!(log.records.len(), 3);
+        assert_eq!(log.records[1].data, &[0x55; 1024][..]);
+        assert_eq!(log.records[1].unchanged(&[0; 1024]), None);
+        assert_eq!(b.len() as u64, expected_len(&log.header).unwrap());
+    }
+
+    #[test]
     fn state_changes_in_its_slot() {
         let mut b = sample(State::Prepared);
         let s = STATE_OFFSET as usize;
@@ -462,7 +575,12 @@ mod tests {
 
     #[test]
     fn every_flipped_byte_outside_the_state_slot_is_refused() {
-        let b = sample(State::Applying);
+        for version in [VERSION_1, VERSION] {
+            flipped_bytes_refused(&sample_of(version, State::Applying));
+        }
+    }
+
+    fn flipped_bytes_refused(b: &[u8]) {
         let s = STATE_OFFSET as usize;
         for i in 0..b.len() {
             if (s..s + STATE_LEN).contains(&i) {
@@ -473,7 +591,7 @@ mod tests {
             if (HEADER_CRC_AT + 4..HEADER_LEN).contains(&i) {
                 continue;
             }
-            let mut c = b.clone();
+            let mut c = b.to_vec();
             c[i] ^= 0x40;
             assert!(parse(&c).is_err(), "flip at byte {i} accepted");
         }
@@ -495,6 +613,7 @@ mod tests {
         }
         // A valid header claiming an absurd record count.
         let h = Header {
+            version: VERSION,
             block_size: 4096,
             identity: Identity {
                 device_size: u64::MAX,

@@ -173,17 +173,6 @@ fn ea_inode_corruptions() {
     assert_both_dirty("owner-blocks", &img, &[format!("sif <{a}> blocks 8")]);
 }
 
-#[test]
-fn ea_inode_flag_on_directory_is_not_an_error() {
-    if !tools() {
-        return;
-    }
-    // e2fsck 1.47.0 leaves a stray EA_INODE flag on a linked directory
-    // alone.
-    let img = ea_base();
-    assert_agree("dir-flag", &img, &["sif /sub flags 0x280000".to_string()]);
-}
-
 fn quota_base() -> PathBuf {
     base("quota-base.img", "quota", false)
 }

@@ -131,6 +131,25 @@ fn zeroed_primary_superblock() {
     }
 }
 
+/// A primary superblock whose metadata_csum checksum does not match (a
+/// flipped UUID byte, which also seeds every other checksum): like
+/// e2fsck, pfsck checks through the backup and restores the primary from
+/// it. It used to check through the primary and "fix" every checksum of
+/// the file system, clearing inodes e2fsck keeps (difffuzz seed 1, 111).
+#[test]
+fn primary_superblock_checksum_wrong() {
+    repairs(
+        "sb-csum",
+        Base::Ext4Default,
+        "backup superblock",
+        false,
+        |img| {
+            let uuid0 = read_at(img, 1024 + 0x68, 1)[0];
+            write_at(img, 1024 + 0x68, &[uuid0 ^ 0x0b]);
+        },
+    );
+}
+
 /// A wrong inodes count. With groups of 2048 blocks no backup lies where
 /// both checkers look (group 1 of mke2fs's default geometry): e2fsck loads
 /// the primary despite the count and sets it to groups x inodes per group,

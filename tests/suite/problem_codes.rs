@@ -1,0 +1,243 @@
+//! e2fsck's problem codes on the public images (issue 13): for each image
+//! of `../shared/conformance`, e2fsck 1.47.4 `-fn` writes its problem log
+//! (`problem_log_filename` in the file named by `E2FSCK_CONFIG`), and
+//! `pfsck -fn --json` gives, per problem, the (code, inode, block) entries
+//! that log would hold (`e2fsck_map::refs`). An image agrees when the two
+//! multisets are equal.
+//!
+//! The log names every field e2fsck's context holds; only those the
+//! code's message prints are compared (the catalogue's `names`: `i` the
+//! inode, `d` the directory, `b` the block slot), as pfsck's entries do.
+//!
+//! The test prints, per image that differs, the entries only e2fsck logs
+//! and those only pfsck gives, and asserts at least `PFSCK_CODES_FLOOR`
+//! agreeing images (default: the figure reached so far), so agreement
+//! cannot regress. Skipped without the images or the oracle.
+//! `PFSCK_CODES_ONLY=name[,name]` runs only the named images.
+
+use crate::common::*;
+use pfsck::check::catalogue::{self, Kind};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+/// Images agreeing when this floor was last raised.
+const FLOOR: usize = 91;
+
+/// (code, inode, block), as the log's message would name them.
+type Entry = (u32, Option<u64>, Option<u64>);
+
+/// The multiset of entries: entry → count.
+type Multiset = BTreeMap<Entry, usize>;
+
+fn attr(tag: &str, name: &str) -> Option<u64> {
+    let key = format!(" {name}=\"");
+    let at = tag.find(&key)? + key.len();
+    let val = &tag[at..at + tag[at..].find('"')?];
+    match val.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => val.parse().ok(),
+    }
+}
+
+/// Which kinds of entries are compared: problems, and e2fsck's own
+/// failures (it cannot open the file system as it is). Headers, latch
+/// questions and list items are how e2fsck prints; messages inform about
+/// what is already logged (pass 1D lists again the files pass 1B found
+/// sharing blocks) or advise.
+fn compared(kind: Kind) -> bool {
+    matches!(kind, Kind::Problem | Kind::Internal)
+}
+
+/// The entries of an e2fsck problem log that are compared.
+fn parse_log(text: &str) -> Multiset {
+    let mut set = Multiset::new();
+    for tag in text.split('<').filter(|t| t.starts_with("problem ")) {
+        let Some(code) = attr(tag, "code").map(|c| c as u32) else {
+            continue;
+        };
+        let names = match catalogue::entry(code) {
+            Some(e) if !compared(e.kind) => continue,
+            Some(e) => e.names,
+            None => "",
+        };
+        let ino = if names.contains('i') {
+            attr(tag, "ino")
+        } else if names.contains('d') {
+            attr(tag, "dir")
+        } else {
+            None
+        };
+        let blk = names.contains('b').then(|| attr(tag, "blk")).flatten();
+        *set.entry(norm((code, ino, blk))).or_default() += 1;
+    }
+    set
+}
+
+/// The log leaves out fields that are 0; pfsck may give them.
+fn norm((code, ino, blk): Entry) -> Entry {
+    (code, ino.filter(|&i| i != 0), blk.filter(|&b| b != 0))
+}
+
+fn pfsck_entries(json: &serde_json::Value) -> Multiset {
+    let mut set = Multiset::new();
+    for p in json["problems"].as_array().into_iter().flatten() {
+        for r in p["e2fsck"].as_array().into_iter().flatten() {
+            let code = r["code"]
+                .as_str()
+                .and_then(|c| u32::from_str_radix(c.trim_start_matches("0x"), 16).ok())
+                .expect("e2fsck code");
+            if catalogue::entry(code).is_some_and(|e| !compared(e.kind)) {
+                continue;
+            }
+            *set.entry(norm((code, r["ino"].as_u64(), r["block"].as_u64())))
+                .or_default() += 1;
+        }
+    }
+    set
+}
+
+fn show(e: &Entry, n: usize) -> String {
+    let mut s = format!("{:06x}", e.0);
+    if let Some(i) = e.1 {
+        let _ = write!(s, " i{i}");
+    }
+    if let Some(b) = e.2 {
+        let _ = write!(s, " b{b}");
+    }
+    if n > 1 {
+        let _ = write!(s, " x{n}");
+    }
+    s
+}
+
+/// What `a` holds more of than `b`.
+fn minus(a: &Multiset, b: &Multiset) -> Vec<String> {
+    a.iter()
+        .filter_map(|(e, &n)| {
+            let m = b.get(e).copied().unwrap_or(0);
+            (n > m).then(|| show(e, n - m))
+        })
+        .collect()
+}
+
+/// The first entries of a list, and how many more there are.
+fn head(list: &[String]) -> String {
+    const SHOWN: usize = 12;
+    let mut s = list[..list.len().min(SHOWN)].join(", ");
+    if list.len() > SHOWN {
+        let _ = write!(s, ", ... {} more", list.len() - SHOWN);
+    }
+    s
+}
+
+struct Outcome {
+    test: String,
+    /// None: compared; Some: why not (no image, e2fsck killed, ...).
+    skipped: Option<String>,
+    only_e2fsck: Vec<String>,
+    only_pfsck: Vec<String>,
+}
+
+fn compare(dir: &Path, oracle: &Path, test: &str) -> Outcome {
+    let mut out = Outcome {
+        test: test.to_string(),
+        skipped: None,
+        only_e2fsck: Vec::new(),
+        only_pfsck: Vec::new(),
+    };
+    let tmp = TempDir::new(&format!("codes-{test}"));
+    let img = tmp.join("image");
+    if let Err(e) = extract_image(&dir.join("e2fsprogs").join(test), &img) {
+        out.skipped = Some(format!("not run: {e}"));
+        return out;
+    }
+    let log = tmp.join("problems.log");
+    let conf = tmp.join("e2fsck.conf");
+    std::fs::write(
+        &conf,
+        format!("[options]\n\tproblem_log_filename = {}\n", log.display()),
+    )
+    .unwrap();
+    let mut cmd = Command::new(oracle);
+    cmd.env("E2FSCK_CONFIG", &conf).arg("-fn").arg(&img);
+    let e2 = run_timeout(cmd, Duration::from_secs(60));
+    // The log is complete only when e2fsck ends by itself (it deadlocks
+    // on two images under -n).
+    let Some(text) = (!e2.timed_out && e2.signal().is_none())
+        .then(|| std::fs::read(&log).ok())
+        .flatten()
+    else {
+        out.skipped = Some(format!("e2fsck {}", e2.describe()));
+        return out;
+    };
+    let want = parse_log(&String::from_utf8_lossy(&text));
+    let run = pfsck_timeout(
+        &["-fn".as_ref(), "--json".as_ref(), img.as_os_str()],
+        Duration::from_secs(60),
+    );
+    let got = match serde_json::from_str::<serde_json::Value>(&run.stdout) {
+        Ok(json) => pfsck_entries(&json),
+        Err(e) => {
+            out.only_e2fsck = vec![format!("pfsck {} gave no JSON: {e}", run.describe())];
+            return out;
+        }
+    };
+    out.only_e2fsck = minus(&want, &got);
+    out.only_pfsck = minus(&got, &want);
+    out
+}
+
+#[test]
+fn e2fsck_problem_codes_on_public_images() {
+    let (Some(dir), Some(oracle)) = (conformance_dir(), oracle()) else {
+        println!("conformance images or e2fsck 1.47.4 not found, skipped");
+        return;
+    };
+    let only: Option<Vec<String>> = std::env::var("PFSCK_CODES_ONLY")
+        .ok()
+        .map(|v| v.split(',').map(str::to_string).collect());
+    let mut tests: Vec<String> = std::fs::read_dir(dir.join("e2fsprogs"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|t| only.as_ref().is_none_or(|o| o.contains(t)))
+        .collect();
+    tests.sort();
+    let outcomes = parallel_map(&tests, test_threads(), |_, t| compare(&dir, &oracle, t));
+    let mut agree = Vec::new();
+    let mut report = String::new();
+    for o in &outcomes {
+        if let Some(why) = &o.skipped {
+            let _ = writeln!(report, "{:<28} DIFFERS ({why})", o.test);
+        } else if o.only_e2fsck.is_empty() && o.only_pfsck.is_empty() {
+            agree.push(o.test.as_str());
+        } else {
+            let _ = writeln!(
+                report,
+                "{:<28} DIFFERS  e2fsck only: [{}]  pfsck only: [{}]",
+                o.test,
+                head(&o.only_e2fsck),
+                head(&o.only_pfsck)
+            );
+        }
+    }
+    let floor = std::env::var("PFSCK_CODES_FLOOR")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if only.is_some() { 0 } else { FLOOR });
+    println!(
+        "{report}\nsame e2fsck codes on the same objects: {} of {} images (floor {floor})",
+        agree.len(),
+        outcomes.len()
+    );
+    assert!(
+        agree.len() >= floor,
+        "{} of {} images agree, below the floor of {floor}",
+        agree.len(),
+        outcomes.len()
+    );
+}

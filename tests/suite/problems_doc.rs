@@ -1,0 +1,489 @@
+//! `docs/problems.md`, generated from the code (issue 13): every code of
+//! e2fsck 1.47.4's problem table (`check::catalogue`), the pfsck problems
+//! standing for it (`check::e2fsck_map::codes`), whether pfsck detects and
+//! fixes it (`fix::supported`), whether its flags agree, and the test that
+//! makes that damage from scratch ([`DAMAGE`]).
+//!
+//! `problems_md_is_current` fails when the file differs from what the code
+//! says; `PFSCK_WRITE_DOCS=1 cargo test --release --test suite
+//! problems_doc` writes it anew.
+
+use pfsck::check::catalogue::{self, Entry, Kind};
+use pfsck::check::e2fsck_map;
+use pfsck::check::problem::{Code, Problem, Severity};
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// A test that makes the damage a pfsck problem reports, from a freshly
+/// made file system: `module::test_fn`, or `corruptions::case` for one
+/// case of the table in `corruptions.rs`. Found by running each test's
+/// images through `pfsck -fn --json`; the first test giving the code is
+/// named. `damage_tests_exist` keeps the names true. Problems made only
+/// by other tests (`repair_*.rs`, `pass234.rs`, ...) are not named yet.
+const DAMAGE: &[(Code, &str)] = &[
+    (Code::SbCorrupt, "corruptions::ext2-sb-r-blocks-count"),
+    (
+        Code::SbUsedBackup,
+        "corruptions::ext2-bg-block-bitmap-in-group0",
+    ),
+    (
+        Code::SbFeatureUnsupported,
+        "corruptions::ext3-unknown-incompat-feature",
+    ),
+    (Code::SbChecksum, "corruptions::ext4-raw-sb-checksum"),
+    (Code::SbInodesCount, "corruptions::ext4-sb-inodes-count"),
+    (
+        Code::SbResizeInodeNoFeature,
+        "corruptions::ext2-resize-inode-cleared",
+    ),
+    (Code::GdChecksum, "corruptions::ext4-bg-checksum"),
+    (
+        Code::GdItableUnused,
+        "corruptions::ext4-bg-itable-unused-too-big",
+    ),
+    (
+        Code::JournalSuperblockCorrupt,
+        "corruptions::ext3-raw-journal-sb-magic",
+    ),
+    (
+        Code::JournalInodeInvalid,
+        "corruptions::ext2-sb-journal-inum",
+    ),
+    (
+        Code::JournalCannotProceed,
+        "corruptions::ext2-sb-journal-inum",
+    ),
+    (
+        Code::JournalExternalBad,
+        "corruptions::ext4-sb-journal-uuid",
+    ),
+    (
+        Code::JournalExternalCannotProceed,
+        "corruptions::ext4-sb-journal-uuid",
+    ),
+    (
+        Code::OrphansPendingHarmless,
+        "corruptions::ext3-orphan-list-head-live-inode",
+    ),
+    (
+        Code::OrphanReleased,
+        "corruptions::ext3-orphan-list-head-live-inode",
+    ),
+    (Code::InodeChecksum, "corruptions::ext4-raw-inode-checksum"),
+    (Code::InodeBadMode, "corruptions::ext2-raw-inode-bad-mode"),
+    (Code::InodeDtimeSet, "corruptions::ext2-dtime-on-live-inode"),
+    (
+        Code::InodeZeroDtimeDeleted,
+        "corruptions::ext2-links-count-zero",
+    ),
+    (
+        Code::InodeBadFlags,
+        "corruptions::ext4-extents-flag-cleared",
+    ),
+    (
+        Code::InodeExtentsNoFeature,
+        "corruptions::ext2-extents-flag-without-feature",
+    ),
+    (
+        Code::InodeInlineNoFeature,
+        "corruptions::ext4-inline-flag-without-feature",
+    ),
+    (
+        Code::InodeIllegalBlock,
+        "corruptions::ext2-illegal-direct-block",
+    ),
+    (
+        Code::InodeTooManyIllegalBlocks,
+        "corruptions::ext2-dind-equals-ind",
+    ),
+    (Code::InodeISize, "corruptions::ext2-dind-equals-ind"),
+    (Code::InodeIBlocks, "corruptions::ext2-illegal-direct-block"),
+    (
+        Code::InodeExtentHeader,
+        "corruptions::ext4-extent-header-magic",
+    ),
+    (
+        Code::InodeExtentBad,
+        "corruptions::ext4-extent-start-past-end",
+    ),
+    (
+        Code::InodeExtentTooDeep,
+        "corruptions::ext4-extent-depth-too-big",
+    ),
+    (
+        Code::InodeFastSymlink,
+        "corruptions::ext2-slow-symlink-size-zero",
+    ),
+    (
+        Code::InodeDeviceBlocks,
+        "corruptions::ext2-immutable-fifo-with-block",
+    ),
+    (
+        Code::InodeExtraIsize,
+        "corruptions::ext4-extra-isize-invalid",
+    ),
+    (
+        Code::InodeFileAcl,
+        "corruptions::ext2-file-acl-out-of-range",
+    ),
+    (
+        Code::InodeReservedBad,
+        "corruptions::ext3-journal-inode-cleared",
+    ),
+    (Code::RootNotDirectory, "corruptions::ext2-root-not-dir"),
+    (Code::InodeBadSize, "corruptions::ext4-socket-with-size"),
+    (
+        Code::HtreeRootInvalid,
+        "corruptions::ext2-index-flag-on-small-dir",
+    ),
+    (Code::DupBlocks, "corruptions::ext2-dup-block-two-files"),
+    (
+        Code::DirEntryBadInode,
+        "corruptions::ext2-raw-dirent-inode-too-big",
+    ),
+    (
+        Code::DirEntryDeletedInode,
+        "corruptions::ext2-links-count-zero",
+    ),
+    (
+        Code::DirEntryLinkToDir,
+        "corruptions::ext2-hard-link-to-dir",
+    ),
+    (
+        Code::DirEntryIllegalChars,
+        "corruptions::ext2-raw-dirent-slash-in-name",
+    ),
+    (Code::DirEntryFileType, "corruptions::ext2-root-not-dir"),
+    (
+        Code::DirEntryBadInodeTarget,
+        "corruptions::ext2-file-acl-out-of-range",
+    ),
+    (Code::DirDotMissing, "corruptions::ext4nc-raw-dot-renamed"),
+    (Code::DirDotBadInode, "corruptions::ext3-dup-block-two-dirs"),
+    (
+        Code::DirBlockChecksum,
+        "corruptions::ext4-raw-dir-block-checksum",
+    ),
+    (
+        Code::DirBlockCorrupt,
+        "corruptions::ext2-raw-dir-dot-reclen-zero",
+    ),
+    (
+        Code::HtreeRootBad,
+        "corruptions::ext2-index-flag-on-small-dir",
+    ),
+    (
+        Code::HtreeLimit,
+        "corruptions::ext2-index-flag-on-small-dir",
+    ),
+    (
+        Code::HtreeNodeChecksum,
+        "corruptions::ext4-raw-htree-hash-version",
+    ),
+    (Code::HtreeInvalid, "corruptions::ext4-raw-htree-depth"),
+    (Code::HtreeLeafDepth, "corruptions::ext4-raw-htree-depth"),
+    (
+        Code::StoppedAtCorruptDir,
+        "corruptions::ext2-raw-dir-dot-reclen-zero",
+    ),
+    (
+        Code::RootMissing,
+        "corruptions::ext4-bg-itable-unused-too-big",
+    ),
+    (Code::DirUnconnected, "corruptions::ext2-clri-dir"),
+    (Code::DirDotDotWrong, "corruptions::ext2-clri-dir"),
+    (Code::LostFoundMissing, "corruptions::ext2-root-not-dir"),
+    (Code::InodeUnattached, "corruptions::ext2-clri-dir"),
+    (Code::InodeUnattachedZero, "corruptions::ext2-root-not-dir"),
+    (
+        Code::InodeLinkCount,
+        "corruptions::ext2-links-count-too-high",
+    ),
+    (
+        Code::BlockBitmapDiff,
+        "corruptions::ext2-illegal-direct-block",
+    ),
+    (Code::InodeBitmapDiff, "corruptions::ext2-links-count-zero"),
+    (Code::GroupFreeBlocks, "corruptions::ext2-freeb-used-block"),
+    (Code::GroupFreeInodes, "corruptions::ext2-freei-used-inode"),
+    (Code::GroupDirsCount, "corruptions::ext2-clri-dir"),
+    (Code::SuperFreeBlocks, "corruptions::ext2-freeb-used-block"),
+    (Code::SuperFreeInodes, "corruptions::ext2-freei-used-inode"),
+    (Code::BlockBitmapChecksum, "corruptions::ext4-bg-checksum"),
+    (Code::InodeBitmapChecksum, "corruptions::ext4-bg-checksum"),
+    (Code::BlockBitmapPadding, "corruptions::ext4-bg-checksum"),
+    (Code::InodeBitmapPadding, "corruptions::ext4-bg-checksum"),
+];
+
+/// The pfsck problems batching a latch group's entries into one problem,
+/// asked once, as e2fsck's latch asks once for the group. Elsewhere pfsck
+/// asks each problem on its own (and `a` answers all).
+const BATCHED: &[Code] = &[Code::BlockBitmapDiff, Code::InodeBitmapDiff];
+
+/// Why an e2fsck problem is not detected, where the reason is known.
+const WHY_NOT: &[(u32, &str)] = &[];
+
+fn damage(c: Code) -> Option<&'static str> {
+    DAMAGE.iter().find(|(d, _)| *d == c).map(|(_, t)| *t)
+}
+
+/// The pfsck codes standing for `code`.
+fn pfsck_for(code: u32) -> Vec<Code> {
+    Code::ALL
+        .iter()
+        .copied()
+        .filter(|&c| e2fsck_map::codes(c).contains(&code))
+        .collect()
+}
+
+fn yes(b: bool) -> &'static str {
+    if b { "yes" } else { "**no**" }
+}
+
+/// pfsck's preen answer for `c` standing for `e`.
+fn preens(c: Code, e: &Entry) -> bool {
+    e2fsck_map::preen_ok(&Problem::new(c).e2fsck(e.code))
+}
+
+fn preen_fixes(e: &Entry) -> bool {
+    e.preen_ok() && e.flags & catalogue::PREEN_NO == 0
+}
+
+/// A "no" leaves the file system unmarked: a notice in pfsck, which does
+/// not count toward the verdict.
+fn no_ok(c: Code) -> bool {
+    c.spec().severity == Severity::Notice
+}
+
+struct Row {
+    entry: &'static Entry,
+    pfsck: Vec<Code>,
+    fixed: bool,
+    preen: Option<bool>,
+    no_ok: Option<bool>,
+    latch: Option<bool>,
+    test: Option<&'static str>,
+}
+
+fn row(e: &'static Entry) -> Row {
+    let pfsck = pfsck_for(e.code);
+    let all = |f: &dyn Fn(Code) -> bool| (!pfsck.is_empty()).then(|| pfsck.iter().all(|&c| f(c)));
+    let latch = e.flags & catalogue::LATCH_MASK != 0;
+    Row {
+        entry: e,
+        fixed: pfsck.iter().any(|&c| pfsck::fix::supported(c)),
+        preen: all(&|c| preens(c, e) == preen_fixes(e)),
+        no_ok: all(&|c| no_ok(c) == e.no_ok()),
+        latch: all(&|c| BATCHED.contains(&c) == latch),
+        test: pfsck.iter().find_map(|&c| damage(c)),
+        pfsck,
+    }
+}
+
+fn mark(b: Option<bool>) -> &'static str {
+    match b {
+        None => "",
+        Some(true) => "yes",
+        Some(false) => "**no**",
+    }
+}
+
+fn render() -> String {
+    let rows: Vec<Row> = catalogue::TABLE.iter().map(row).collect();
+    let problems: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.entry.kind == Kind::Problem)
+        .collect();
+    let detected = problems.iter().filter(|r| !r.pfsck.is_empty()).count();
+    let fixed = problems.iter().filter(|r| r.fixed).count();
+    let flags_ok = |r: &&&Row| r.preen != Some(false) && r.no_ok != Some(false);
+    let flags = problems
+        .iter()
+        .filter(|r| !r.pfsck.is_empty())
+        .filter(flags_ok)
+        .count();
+    let tested = problems.iter().filter(|r| r.test.is_some()).count();
+    let pct = |n: usize| 100.0 * n as f64 / problems.len() as f64;
+
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# e2fsck's problem codes in pfsck\n\n\
+         Generated from the code by `PFSCK_WRITE_DOCS=1 cargo test --release \
+         --test suite problems_doc` (`tests/suite/problems_doc.rs`), which fails \
+         while this file is stale. Sources: e2fsck 1.47.4's problem table \
+         (`src/check/catalogue.rs`, descriptions in pfsck's words), the pfsck \
+         problems standing for each code (`src/check/e2fsck_map.rs`), the fixes \
+         pfsck makes (`fix::supported`) and the tests that make each damage.\n\n\
+         Columns: **pfsck**: the pfsck problem codes standing for the e2fsck \
+         code (`--json` gives the e2fsck code of every problem, with the inode \
+         and block e2fsck's message names, under `e2fsck`); **fixed**: `pfsck \
+         -y` repairs it; **preen**: `-p` fixes it exactly where e2fsck's \
+         PREEN_OK (without PREEN_NO) says so; **no-ok**: answering no leaves \
+         the file system unmarked in both (pfsck: a notice) or in neither; \
+         **latch**: e2fsck asks once for a group of such problems (latch), and \
+         pfsck batches them into one problem, or neither does; **test**: a test \
+         that makes that damage from scratch.\n"
+    );
+    let _ = writeln!(s, "## Summary\n");
+    let _ = writeln!(
+        s,
+        "- e2fsck's table: {} codes, {} of them problems found on disk (the rest: \
+         pass headers, latch questions, list items, messages and e2fsck's own \
+         failures, listed at the end).",
+        rows.len(),
+        problems.len()
+    );
+    let _ = writeln!(
+        s,
+        "- Detected: {detected} of {} problems ({:.1}%).",
+        problems.len(),
+        pct(detected)
+    );
+    let _ = writeln!(
+        s,
+        "- Fixed: {fixed} of {} problems ({:.1}%).",
+        problems.len(),
+        pct(fixed)
+    );
+    let _ = writeln!(
+        s,
+        "- Preen-ok and no-ok flags as e2fsck's: {flags} of the {detected} detected."
+    );
+    let _ = writeln!(
+        s,
+        "- A test making the damage: {tested} of {} problems.\n",
+        problems.len()
+    );
+
+    let _ = writeln!(s, "### Not detected\n");
+    for r in problems.iter().filter(|r| r.pfsck.is_empty()) {
+        let why = WHY_NOT
+            .iter()
+            .find(|(c, _)| *c == r.entry.code)
+            .map_or("no pfsck problem stands for it", |(_, w)| *w);
+        let _ = writeln!(s, "- `0x{:06x}` {}: {why}", r.entry.code, r.entry.what);
+    }
+    let _ = writeln!(s, "\n### Detected, not fixed\n");
+    for r in problems.iter().filter(|r| !r.pfsck.is_empty() && !r.fixed) {
+        let _ = writeln!(
+            s,
+            "- `0x{:06x}` {} ({}): reported, `-y` leaves it",
+            r.entry.code,
+            r.entry.what,
+            codes(&r.pfsck)
+        );
+    }
+    let _ = writeln!(s, "\n### Flags that differ\n");
+    for r in problems
+        .iter()
+        .filter(|r| r.preen == Some(false) || r.no_ok == Some(false))
+    {
+        let mut what = Vec::new();
+        if r.preen == Some(false) {
+            what.push("preen");
+        }
+        if r.no_ok == Some(false) {
+            what.push("no-ok");
+        }
+        let _ = writeln!(
+            s,
+            "- `0x{:06x}` {} ({}): {}",
+            r.entry.code,
+            r.entry.what,
+            codes(&r.pfsck),
+            what.join(", ")
+        );
+    }
+
+    let _ = writeln!(
+        s,
+        "\n## Problems\n\n\
+         | e2fsck | flags | what | pfsck | fixed | preen | no-ok | latch | test |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
+    for r in &problems {
+        let _ = writeln!(
+            s,
+            "| `0x{:06x}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.entry.code,
+            r.entry.flag_names().join(" "),
+            r.entry.what,
+            if r.pfsck.is_empty() {
+                "**not detected**".to_string()
+            } else {
+                codes(&r.pfsck)
+            },
+            if r.pfsck.is_empty() { "" } else { yes(r.fixed) },
+            mark(r.preen),
+            mark(r.no_ok),
+            mark(r.latch),
+            r.test.map_or(String::new(), |t| format!("`{t}`")),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n## Other entries\n\n\
+         | e2fsck | kind | flags | what | pfsck |\n\
+         | --- | --- | --- | --- | --- |"
+    );
+    for r in rows.iter().filter(|r| r.entry.kind != Kind::Problem) {
+        let _ = writeln!(
+            s,
+            "| `0x{:06x}` | {:?} | {} | {} | {} |",
+            r.entry.code,
+            r.entry.kind,
+            r.entry.flag_names().join(" "),
+            r.entry.what,
+            codes(&r.pfsck)
+        );
+    }
+    let none: Vec<String> = e2fsck_map::NONE
+        .iter()
+        .map(|c| format!("`{}` {c:?}", c.spec().code))
+        .collect();
+    let _ = writeln!(
+        s,
+        "\n## pfsck problems without an e2fsck code\n\n{}",
+        none.join(", ")
+    );
+    s
+}
+
+fn codes(cs: &[Code]) -> String {
+    cs.iter()
+        .map(|c| format!("`{}` {c:?}", c.spec().code))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn problems_md_is_current() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/problems.md");
+    let want = render();
+    if std::env::var_os("PFSCK_WRITE_DOCS").is_some() {
+        std::fs::write(&path, &want).unwrap();
+        return;
+    }
+    let have = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        have == want,
+        "docs/problems.md is stale: run PFSCK_WRITE_DOCS=1 cargo test --release --test suite \
+         problems_doc"
+    );
+}
+
+/// Every test [`DAMAGE`] names exists: a test function of that module,
+/// or a case of the corruption table.
+#[test]
+fn damage_tests_exist() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite");
+    for (c, t) in DAMAGE {
+        let (module, name) = t.split_once("::").expect("module::name");
+        let src = std::fs::read_to_string(dir.join(format!("{module}.rs")))
+            .unwrap_or_else(|e| panic!("{c:?}: {t}: {e}"));
+        let found = src.contains(&format!("fn {name}("))
+            || (module == "corruptions" && src.contains(&format!("case(\"{name}\"")));
+        assert!(found, "{c:?}: no test {t}");
+    }
+}
