@@ -301,6 +301,14 @@ pub fn preen_quiet(p: &Problem) -> bool {
         .is_some_and(|e| e.flags & catalogue::PREEN_NOMSG != 0)
 }
 
+/// Does e2fsck -n leave `p` unsaid (NO_NOMSG: the file type it would set
+/// on an entry that has none)?
+pub fn no_quiet(p: &Problem) -> bool {
+    p.e2fsck_code()
+        .and_then(catalogue::entry)
+        .is_some_and(|e| e.flags & catalogue::NO_NOMSG != 0)
+}
+
 /// May `-p` fix `p` without asking? e2fsck's flag (PREEN_OK) on the code
 /// the problem stands for, where that code asks a question; pfsck's own
 /// table where e2fsck has no such code (a message, whose answer comes

@@ -19,6 +19,7 @@ pub mod pass2;
 pub mod pass3;
 pub mod pass4;
 pub mod pass5;
+pub mod paths;
 pub(crate) mod pipeline;
 pub mod problem;
 pub mod problem_list;
@@ -84,6 +85,12 @@ pub struct Summary {
     pub blocks_used: u64,
     pub blocks_count: u64,
     pub noncontiguous_pct: f64,
+    /// Files and directories in more than one piece.
+    pub fragmented: u64,
+    /// Inodes and blocks in use as the superblock's free counts say (what
+    /// e2fsck's closing line shows; after a repair, the counted values).
+    pub sb_inodes_used: Option<u64>,
+    pub sb_blocks_used: Option<u64>,
     pub regular: u64,
     pub directories: u64,
     pub symlinks: u64,
@@ -128,6 +135,9 @@ pub struct Report {
     pub notes: Vec<String>,
     pub timings: Vec<PassTiming>,
     pub volume_label: String,
+    /// Directory paths for the messages that name a directory by its
+    /// path; None before pass 2 has run.
+    pub tree: Option<std::sync::Arc<paths::DirTree>>,
 }
 
 impl Report {
@@ -142,6 +152,7 @@ impl Report {
             notes: self.notes.clone(),
             timings: self.timings.clone(),
             volume_label: self.volume_label.clone(),
+            tree: self.tree.clone(),
         }
     }
 
@@ -350,6 +361,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     let start2 = Instant::now();
     let bytes2 = fs.dev.bytes_read();
     let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, t);
+    r.tree = state.tree.clone();
     let stop = !opts.repairing && stop_at_corrupt_dir(&mut found2);
     r.problems.append(found2);
     crate::engine::memory::release_free();
@@ -445,6 +457,10 @@ fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
     } else {
         0.0
     };
+    s.fragmented = st.fragmented;
+    s.sb_inodes_used =
+        Some((fs.geo.inodes_count as u64).saturating_sub(fs.sb.free_inodes_count as u64));
+    s.sb_blocks_used = Some(fs.geo.blocks_count.saturating_sub(fs.sb.free_blocks_count));
     s.regular = st.regular;
     s.directories = st.directories;
     s.symlinks = st.symlinks;

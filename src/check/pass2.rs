@@ -291,7 +291,7 @@ pub(crate) fn finish(
         .map(|o| &o.sink)
         .chain(inline_sinks.iter())
         .collect();
-    let (parent, dotdot, lf, link_probs) = merge_links(st, &all);
+    let (parent, dotdot, lf, link_probs, named_by) = merge_links(st, &all);
     problems.extend(link_probs);
     verify_htrees(st, &dirs, &all, &mut problems);
     if st.stats.large_files > 0
@@ -305,6 +305,13 @@ pub(crate) fn finish(
     state.dir_parent = parent;
     state.dir_dotdot = dotdot;
     state.lost_found = lf;
+    let name = |k: usize| {
+        let (s, j) = named_by.get(k).copied().flatten()?;
+        let r = all[s].subdirs[j];
+        let start = r.name_start as usize;
+        all[s].names.get(start..start + r.name_len as usize)
+    };
+    state.tree = Some(std::sync::Arc::new(super::paths::DirTree::new(state, name)));
     problems
 }
 
@@ -981,9 +988,21 @@ fn inline_ea(raw: &[u8]) -> &[u8] {
 
 /// Decides each directory's parent (the first entry naming it, in e2fsck's
 /// block order) and '..'; reports second links to directories.
-fn merge_links(st: &State, sinks: &[&Sink]) -> (Vec<u32>, Vec<u32>, u32, Vec<Problem>) {
+/// Each directory's parent, '..', lost+found, the problems of second
+/// links to directories, and per directory the entry (sink, index in its
+/// `subdirs`) that decided its parent.
+type Links = (
+    Vec<u32>,
+    Vec<u32>,
+    u32,
+    Vec<Problem>,
+    Vec<Option<(usize, usize)>>,
+);
+
+fn merge_links(st: &State, sinks: &[&Sink]) -> Links {
     let n = st.dirs.len();
     let mut parent = vec![0u32; n];
+    let mut named_by = vec![None; n];
     let mut dotdot = vec![0u32; n];
     let mut probs = Vec::new();
     if let Some(r) = dir_index_of(st, ROOT_INO) {
@@ -1011,6 +1030,7 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> (Vec<u32>, Vec<u32>, u32, Vec<Pro
         };
         if parent[i] == 0 {
             parent[i] = r.parent();
+            named_by[i] = Some((k, j));
         } else {
             let s = r.name_start as usize;
             let name = sinks[k]
@@ -1031,7 +1051,7 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> (Vec<u32>, Vec<u32>, u32, Vec<Pro
         .flat_map(|s| s.lost_found.iter())
         .min()
         .map_or(0, |&(_, ino)| ino);
-    (parent, dotdot, lf, probs)
+    (parent, dotdot, lf, probs, named_by)
 }
 
 /// Runs the whole-tree checks of every indexed directory.

@@ -225,26 +225,26 @@ problems! {
 
     // ---- Pass 2: directory structure ----
     DirEntryBadRecLen = ("0x2001", P2, Error, false, "Entry at offset {num} in directory inode {ino} block {blk} has a bad rec_len ({detail})"),
-    DirEntryBadInode = ("0x2002", P2, Error, false, "Entry '{detail}' in directory inode {ino} has bad inode #: {num}"),
-    DirEntryDeletedInode = ("0x2003", P2, Error, true, "Entry '{detail}' in directory inode {ino} has deleted/unused inode {num}"),
-    DirEntryLinkToDir = ("0x2004", P2, Error, false, "Entry '{detail}' in directory inode {ino} is a link to directory {num}"),
-    DirEntryLinkToRoot = ("0x2005", P2, Error, false, "Entry '{detail}' in directory inode {ino} is a link to the root inode"),
-    DirEntryIllegalChars = ("0x2006", P2, Error, false, "Entry '{detail}' in directory inode {ino} has illegal characters in its name"),
+    DirEntryBadInode = ("0x2002", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has bad inode #: {num}"),
+    DirEntryDeletedInode = ("0x2003", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) has deleted/unused inode {num}"),
+    DirEntryLinkToDir = ("0x2004", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a link to directory {num}"),
+    DirEntryLinkToRoot = ("0x2005", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a link to the root inode"),
+    DirEntryIllegalChars = ("0x2006", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has illegal characters in its name"),
     DirEntryZeroLenName = ("0x2007", P2, Error, false, "Entry in directory inode {ino} at offset {num} has a zero-length name"),
-    DirEntryFileType = ("0x2008", P2, Error, false, "Entry '{detail}' in directory inode {ino} has an incorrect filetype (was {num}, should be {num2})"),
+    DirEntryFileType = ("0x2008", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has an incorrect filetype (was {num}, should be {num2})"),
     // e2fsck's PR_2_SET_FILETYPE: a type of 0 where the feature wants one
     // is filled in by a repair and not an error for a read-only check.
-    DirEntryFileTypeUnset = ("0x2050", P2, Notice, true, "Setting filetype for entry '{detail}' in directory inode {ino} to {num2}"),
-    DirEntryFileTypeSet = ("0x2009", P2, Error, true, "Entry '{detail}' in directory inode {ino} has filetype set on a file system without the filetype feature"),
-    DirEntryReservedInode = ("0x200A", P2, Error, false, "Entry '{detail}' in directory inode {ino} points to reserved inode {num}"),
-    DirEntryBadInodeTarget = ("0x200B", P2, Error, false, "Entry '{detail}' in directory inode {ino} points to inode {num} which is bad"),
-    DirEntryDuplicate = ("0x200C", P2, Error, false, "Duplicate entry '{detail}' found in directory inode {ino}"),
+    DirEntryFileTypeUnset = ("0x2050", P2, Notice, true, "Setting filetype for entry '{detail}' in {path:ino} ({ino}) to {num2}"),
+    DirEntryFileTypeSet = ("0x2009", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) has filetype set on a file system without the filetype feature"),
+    DirEntryReservedInode = ("0x200A", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) points to reserved inode {num}"),
+    DirEntryBadInodeTarget = ("0x200B", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) points to inode {num} which is bad"),
+    DirEntryDuplicate = ("0x200C", P2, Error, false, "Duplicate entry '{detail}' found in {path:ino} ({ino})"),
     DirDotMissing = ("0x200D", P2, Error, false, "Missing '.' in directory inode {ino}"),
     DirDotDotMissing = ("0x200E", P2, Error, false, "Missing '..' in directory inode {ino}"),
     DirDotBadInode = ("0x200F", P2, Error, false, "'.' in directory inode {ino} has wrong inode number {num}"),
     DirDotRecLen = ("0x2010", P2, Error, false, "'.' directory entry in directory inode {ino} has a bad rec_len {num}"),
     DirDotDotBadForm = ("0x2011", P2, Error, false, "'..' in directory inode {ino} is malformed"),
-    DirDotSecondEntry = ("0x2012", P2, Error, false, "Entry '{detail}' in directory inode {ino} is a '.' or '..' entry in the wrong place"),
+    DirDotSecondEntry = ("0x2012", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a '.' or '..' entry in the wrong place"),
     DirBlockChecksum = ("0x2013", P2, Error, true, "Directory inode {ino}, block #{num}, offset 0: directory passes checks but fails checksum"),
     DirBlockNoTail = ("0x2014", P2, Error, true, "Directory inode {ino}, block #{num}: directory block has no checksum tail"),
     DirBlockCorrupt = ("0x2015", P2, Error, false, "Directory inode {ino}, block #{num}, offset {num2}: directory corrupted"),
@@ -262,18 +262,18 @@ problems! {
     HtreeNoIndexFlag = ("0x2021", P2, Error, false, "Directory inode {ino} has an htree root but not the INDEX flag"),
     HtreeInvalid = ("0x2022", P2, Error, false, "Directory inode {ino} has an invalid htree index"),
     DirInlineBad = ("0x2023", P2, Error, false, "Directory inode {ino} has corrupt inline data ({detail})"),
-    DirEntryEncryptedShort = ("0x2024", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} is too short"),
-    DirEntryUnencrypted = ("0x20E1", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} references unencrypted inode {num}"),
-    DirEntryPolicyMismatch = ("0x20E2", P2, Error, false, "Encrypted entry '{detail}' in directory inode {ino} references inode {num}, which has a different encryption policy"),
-    DirEntryEaInode = ("0x20E4", P2, Error, false, "Entry '{detail}' in directory inode {ino} names EA inode {num}, which holds an extended attribute value"),
-    DirEntryBadUtf8 = ("0x20E3", P2, Error, false, "Entry '{detail}' in directory inode {ino} has illegal UTF-8 characters in its name"),
-    DirEntryUnusedArea = ("0x2026", P2, Error, true, "Entry '{detail}' in directory inode {ino} references inode {num} found in group {group}'s unused inodes area"),
-    DirEntryUninitGroup = ("0x2027", P2, Error, true, "Entry '{detail}' in directory inode {ino} references inode {num} in group {group} where _INODE_UNINIT is set"),
+    DirEntryEncryptedShort = ("0x2024", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) is too short"),
+    DirEntryUnencrypted = ("0x20E1", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) references unencrypted inode {num}"),
+    DirEntryPolicyMismatch = ("0x20E2", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) references inode {num}, which has a different encryption policy"),
+    DirEntryEaInode = ("0x20E4", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) names EA inode {num}, which holds an extended attribute value"),
+    DirEntryBadUtf8 = ("0x20E3", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has illegal UTF-8 characters in its name"),
+    DirEntryUnusedArea = ("0x2026", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) references inode {num} found in group {group}'s unused inodes area"),
+    DirEntryUninitGroup = ("0x2027", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) references inode {num} in group {group} where _INODE_UNINIT is set"),
     DirBlockEmpty = ("0x2025", P2, Error, false, "Directory inode {ino} block #{num} should be a directory block but is empty or garbage"),
     DirHole = ("0x2028", P2, Error, false, "Directory inode {ino} has an unallocated block #{num}"),
-    DirEntryLinkToDot = ("0x2029", P2, Error, false, "Entry '{detail}' in directory inode {ino} is a link to '.'"),
+    DirEntryLinkToDot = ("0x2029", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a link to '.'"),
     DirDotNotTerminated = ("0x202A", P2, Error, false, "'{detail}' directory entry in directory inode {ino} is not NULL terminated"),
-    DirEntryInodeInBadBlock = ("0x202C", P2, Error, false, "Entry '{detail}' in directory inode {ino} points to inode {num} located in a bad block"),
+    DirEntryInodeInBadBlock = ("0x202C", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) points to inode {num} located in a bad block"),
     HtreeLeafDepth = ("0x202B", P2, Error, false, "Directory inode {ino} htree leaf block #{num} is not at depth {num2}"),
     // e2fsck counts regular files of 2 GiB or more in pass 1 and asks at
     // the end of pass 2: kernels without the feature would refuse them.
@@ -284,8 +284,8 @@ problems! {
 
     // ---- Pass 3: directory connectivity ----
     RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),
-    DirUnconnected = ("0x3002", P3, Error, false, "Unconnected directory inode {ino} (was in {num})"),
-    DirDotDotWrong = ("0x3003", P3, Error, false, "'..' in directory inode {ino} ({num}) is {num2}, should be {detail}"),
+    DirUnconnected = ("0x3002", P3, Error, false, "Unconnected directory inode {ino} (was in {path:num})"),
+    DirDotDotWrong = ("0x3003", P3, Error, false, "'..' in {path:detail/ino} ({ino}) is {path:num2} ({num2}), should be {path:detail} ({detail})"),
     // e2fsck -n only looks for lost+found when it has something to
     // reconnect, so its absence alone does not make the file system dirty.
     LostFoundMissing = ("0x3004", P3, Notice, true, "/lost+found not found"),
@@ -467,7 +467,13 @@ impl Problem {
     /// The message with its placeholders filled in (the detail as it is:
     /// for JSON, which escapes it itself).
     pub fn message(&self) -> String {
-        self.render(|d| d.to_string())
+        self.message_in(None)
+    }
+
+    /// [`Problem::message`], with directories named by their path in
+    /// `tree` where e2fsck names them so.
+    pub fn message_in(&self, tree: Option<&super::paths::DirTree>) -> String {
+        self.render(|d| d.to_string(), tree)
     }
 
     /// The message for a terminal: the detail (mostly a file name, chosen
@@ -475,10 +481,27 @@ impl Problem {
     /// that none of its bytes moves the cursor, clears the screen or
     /// starts a line that looks like pfsck's own.
     pub fn text(&self) -> String {
-        self.render(|d| escape_name(d.as_bytes()))
+        self.text_in(None)
     }
 
-    fn render(&self, detail: impl Fn(&str) -> String) -> String {
+    /// [`Problem::text`], with directories named by their path in `tree`
+    /// where e2fsck names them so.
+    pub fn text_in(&self, tree: Option<&super::paths::DirTree>) -> String {
+        self.render(|d| escape_name(d.as_bytes()), tree)
+    }
+
+    /// `{path:ino}`, `{path:num}`: the path of that directory, or `???`
+    /// (what e2fsck prints when it cannot find one) without a tree.
+    fn render(
+        &self,
+        detail: impl Fn(&str) -> String,
+        tree: Option<&super::paths::DirTree>,
+    ) -> String {
+        // As e2fsck's %p: the path of a directory (inode 0 by its role).
+        let path = |n: Option<u64>| match (tree, n) {
+            (Some(t), Some(n)) => t.pathname(n as u32, 0),
+            _ => "???".to_string(),
+        };
         let mut out = String::new();
         let mut rest = self.spec().message;
         while let Some(start) = rest.find('{') {
@@ -496,6 +519,15 @@ impl Problem {
                 "num" => out.push_str(&opt(a.num)),
                 "num2" => out.push_str(&opt(a.num2)),
                 "detail" => out.push_str(&detail(a.detail)),
+                "path:ino" => out.push_str(&path(a.ino.map(u64::from))),
+                "path:num" => out.push_str(&path(a.num)),
+                "path:num2" => out.push_str(&path(a.num2)),
+                // The detail is the number of a directory.
+                "path:detail" => out.push_str(&path(a.detail.parse().ok())),
+                "path:detail/ino" => out.push_str(&match (tree, a.detail.parse().ok(), a.ino) {
+                    (Some(t), Some(d), Some(i)) => t.pathname(d, i),
+                    _ => "???".to_string(),
+                }),
                 other => {
                     out.push('{');
                     out.push_str(other);

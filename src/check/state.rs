@@ -182,6 +182,8 @@ pub struct State {
     pub dir_gen: Vec<u32>,
     /// The inode named "lost+found" in the root directory (pass 2); 0 if none.
     pub lost_found: u32,
+    /// Directory paths for messages (pass 2).
+    pub tree: Option<std::sync::Arc<super::paths::DirTree>>,
     /// Xattr blocks referenced by inodes, sorted by block.
     pub xattr_blocks: Vec<XattrBlockRef>,
     /// (EA inode, xattr entries referring to it), sorted; ea_inode only.
@@ -227,6 +229,7 @@ impl State {
             dir_dotdot: Vec::new(),
             dir_gen: Vec::new(),
             lost_found: 0,
+            tree: None,
             xattr_blocks: Vec::new(),
             ea_inode_refs: Vec::new(),
             quota: None,

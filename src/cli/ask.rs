@@ -46,7 +46,7 @@ impl<R: BufRead, W: Write> Asker<R, W> {
             .iter()
             .map(|p| {
                 let ask = crate::check::e2fsck_map::prompt(&p).question();
-                crate::fix::supported(p.code) && self.question(&p.text(), ask)
+                crate::fix::supported(p.code) && self.question(&p.text_in(rep.tree.as_deref()), ask)
             })
             .collect()
     }

@@ -397,7 +397,9 @@ fn preen_halt(
             after: None,
             refusal: Some(format!(
                 "UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY: preen may not fix: {}",
-                halt.as_ref().map(|p| p.message()).unwrap_or_default()
+                halt.as_ref()
+                    .map(|p| p.message_in(rep.tree.as_deref()))
+                    .unwrap_or_default()
             )),
         };
         report::print_repair(
@@ -422,10 +424,10 @@ fn preen_halt(
     let said = |p: &crate::check::problem::Problem| !crate::check::e2fsck_map::preen_quiet(p);
     for p in earlier.iter().chain(fixed_now.map(|(p, _)| p)).filter(said) {
         let done = crate::check::e2fsck_map::prompt(&p).preen_done();
-        println!("{name}: {}.  {done}.", p.text());
+        println!("{name}: {}.  {done}.", p.text_in(rep.tree.as_deref()));
     }
     if let Some(p) = &halt {
-        println!("{name}: {}.", p.text());
+        println!("{name}: {}.", p.text_in(rep.tree.as_deref()));
     }
     eprintln!(
         "\n\n{name}: UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.\n\t(i.e., without -a or -p options)"

@@ -125,6 +125,7 @@ fn write_text(
         label.as_str()
     };
     let fixed = |k: usize| repaired.is_some_and(|r| r.fixed.get(k).copied().unwrap_or(false));
+    let tree = rep.tree.as_deref();
     // The summary describes the file system as it was left.
     let s = &repaired.and_then(|r| r.after).unwrap_or(rep).summary;
     if let Some(note) = &rep.skipped_clean {
@@ -147,7 +148,7 @@ fn write_text(
         let shown = |&(k, ref p): &(usize, Problem)| fixed(k) && !e2fsck_map::preen_quiet(p);
         for (_, p) in numbered().filter(shown) {
             let done = e2fsck_map::prompt(&p).preen_done();
-            writeln!(out, "{name}: {}.  {done}.", p.text())?;
+            writeln!(out, "{name}: {}.  {done}.", p.text_in(tree))?;
         }
         return preen_tail(out, name, repaired, code, s);
     }
@@ -156,7 +157,10 @@ fn write_text(
     }
     forced(out)?;
     let render = |out: &mut dyn Write, k: usize, p: &Problem| {
-        let msg = p.text();
+        if repaired.is_none() && e2fsck_map::no_quiet(p) {
+            return Ok(());
+        }
+        let msg = p.text_in(tree);
         // The question e2fsck asks there (Clear?, Salvage?, ...).
         let ask = e2fsck_map::prompt(p).question();
         if fixed(k) {
@@ -213,7 +217,7 @@ fn write_text(
             if left.peek().is_some() {
                 out.write_all(b"\nProblems left after the repair:\n")?;
                 for p in left {
-                    writeln!(out, "{}", p.text())?;
+                    writeln!(out, "{}", p.text_in(after.tree.as_deref()))?;
                 }
             }
         }
@@ -379,13 +383,14 @@ fn preen_tail(
         if let Some(why) = &r.refusal {
             writeln!(out, "{name}: {why}")?;
         }
+        let tree = r.after.and_then(|a| a.tree.as_deref());
         for p in r
             .after
             .iter()
             .flat_map(|a| a.problems.iter())
             .filter(|p| p.spec().severity != Severity::Notice)
         {
-            writeln!(out, "{name}: {}.", p.text())?;
+            writeln!(out, "{name}: {}.", p.text_in(tree))?;
         }
     }
     if code & EXIT_UNCORRECTED != 0 {
@@ -397,16 +402,28 @@ fn preen_tail(
     summary_line(out, name, s)
 }
 
-/// e2fsck's closing line.
+/// e2fsck's closing line. Like e2fsck it shows what the superblock's
+/// free counts say (under `-n` they may disagree with what was counted;
+/// after a repair they are the counted values), and the share of files
+/// in pieces in tenths of a percent, rounded half up.
 fn summary_line(
     out: &mut impl Write,
     name: &str,
     s: &crate::check::Summary,
 ) -> std::io::Result<()> {
+    let inodes = s.sb_inodes_used.unwrap_or(s.inodes_used);
+    let blocks = s.sb_blocks_used.unwrap_or(s.blocks_used);
+    let tenths = match inodes {
+        0 => 0,
+        n => (s.fragmented * 10_000 / n + 5) / 10,
+    };
     writeln!(
         out,
-        "{name}: {}/{} files ({:.1}% non-contiguous), {}/{} blocks",
-        s.inodes_used, s.inodes_count, s.noncontiguous_pct, s.blocks_used, s.blocks_count
+        "{name}: {inodes}/{} files ({}.{}% non-contiguous), {blocks}/{} blocks",
+        s.inodes_count,
+        tenths / 10,
+        tenths % 10,
+        s.blocks_count
     )
 }
 
@@ -478,12 +495,16 @@ impl Serialize for JsonReport<'_> {
                 rep.problems
                     .iter()
                     .enumerate()
-                    .map(|(k, p)| JsonProblem(p, fixed(k), run))
+                    .map(|(k, p)| JsonProblem(p, fixed(k), run, rep.tree.as_deref()))
             }),
         )?;
         m.serialize_entry(
             "problems_after_repair",
-            &Seq(|| after.into_iter().flat_map(|a| a.problems.iter().map(Left))),
+            &Seq(|| {
+                after
+                    .into_iter()
+                    .flat_map(|a| a.problems.iter().map(|p| Left(p, a.tree.as_deref())))
+            }),
         )?;
         m.serialize_entry("refusal", &r.and_then(|r| r.refusal.as_deref()))?;
         m.serialize_entry("skipped_clean", &rep.skipped_clean.is_some())?;
@@ -494,10 +515,15 @@ impl Serialize for JsonReport<'_> {
 }
 
 /// One problem of the report; `.1`: a fix was staged for it; `.2`: the
-/// run it was found by.
-struct JsonProblem(Problem, bool, e2fsck_map::Run);
+/// run it was found by; `.3`: the report's directory paths.
+struct JsonProblem<'a>(
+    Problem,
+    bool,
+    e2fsck_map::Run,
+    Option<&'a crate::check::paths::DirTree>,
+);
 
-impl Serialize for JsonProblem {
+impl Serialize for JsonProblem<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let (p, spec) = (&self.0, self.0.spec());
         let severity = match spec.severity {
@@ -516,7 +542,7 @@ impl Serialize for JsonProblem {
         m.serialize_entry("fixed", &self.1)?;
         m.serialize_entry("group", &p.args().group)?;
         m.serialize_entry("ino", &p.args().ino)?;
-        m.serialize_entry("message", &p.message())?;
+        m.serialize_entry("message", &p.message_in(self.3))?;
         m.serialize_entry("num", &p.args().num)?;
         m.serialize_entry("num2", &p.args().num2)?;
         m.serialize_entry("pass", &spec.pass.number())?;
@@ -539,14 +565,14 @@ impl Serialize for JsonRef {
     }
 }
 
-/// A problem the repair left.
-struct Left(Problem);
+/// A problem the repair left, and the paths of the check that found it.
+struct Left<'a>(Problem, Option<&'a crate::check::paths::DirTree>);
 
-impl Serialize for Left {
+impl Serialize for Left<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(2))?;
         m.serialize_entry("code", self.0.spec().code)?;
-        m.serialize_entry("message", &self.0.message())?;
+        m.serialize_entry("message", &self.0.message_in(self.1))?;
         m.end()
     }
 }

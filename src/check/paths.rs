@@ -1,0 +1,183 @@
+//! Path names of directories, for messages that name a directory by its
+//! path as e2fsck does ("Entry 'x' in /doc/examples (19)").
+//!
+//! e2fsck finds a path when it prints a message: from the directory it
+//! reads '..', then in that parent the entry naming the directory, and so
+//! on up to the root. pfsck has both facts from pass 2 (each directory's
+//! '..' and the first entry naming it), so the path is put together from
+//! them with no further read, following e2fsck's rules where a step
+//! fails: `...` past a directory with no '..' (or past 32 levels, as in a
+//! loop), `???` for a name its parent does not hold, `<N>` for an inode
+//! that is not a directory.
+
+use super::state::State;
+
+/// How e2fsck names the reserved inodes when no directory is known.
+const SPECIAL: [&str; 11] = [
+    "<The NULL inode>",
+    "<The bad blocks inode>",
+    "/",
+    "<The user quota inode>",
+    "<The group quota inode>",
+    "<The boot loader inode>",
+    "<The undelete directory inode>",
+    "<The group descriptor inode>",
+    "<The journal inode>",
+    "<Reserved inode 9>",
+    "<Reserved inode 10>",
+];
+
+/// How deep e2fsck follows '..' before giving up.
+const MAX_DEPTH: i32 = 32;
+const ROOT_INO: u32 = 2;
+
+/// Each directory's '..' and its name in that directory, as pass 2 found
+/// them.
+#[derive(Clone, Debug, Default)]
+pub struct DirTree {
+    /// Directories, sorted; the other vectors are parallel.
+    dirs: Vec<u32>,
+    dotdot: Vec<u32>,
+    /// The directory holding the first entry naming each directory.
+    parent: Vec<u32>,
+    /// End of each directory's name (in `parent`) in `names` (the start is
+    /// the previous end).
+    ends: Vec<u32>,
+    names: Vec<u8>,
+}
+
+impl DirTree {
+    /// The tree of `state` after pass 2; `name(k)`: the name of the entry
+    /// that made `state.dirs[k]`'s parent (`dir_parent`) its parent.
+    pub fn new<'a>(state: &State, name: impl Fn(usize) -> Option<&'a [u8]>) -> DirTree {
+        let mut t = DirTree {
+            dirs: state.dirs.clone(),
+            dotdot: state.dir_dotdot.clone(),
+            parent: state.dir_parent.clone(),
+            ends: Vec::with_capacity(state.dirs.len()),
+            names: Vec::new(),
+        };
+        t.dotdot.resize(t.dirs.len(), 0);
+        t.parent.resize(t.dirs.len(), 0);
+        for k in 0..t.dirs.len() {
+            if let Some(n) = name(k) {
+                t.names.extend_from_slice(n);
+            }
+            t.ends.push(t.names.len() as u32);
+        }
+        t
+    }
+
+    fn index(&self, ino: u32) -> Option<usize> {
+        self.dirs.binary_search(&ino).ok()
+    }
+
+    /// The path of directory `dir`, as e2fsck prints it (escaped as a
+    /// name is).
+    pub fn path(&self, dir: u32) -> String {
+        self.pathname(dir, 0)
+    }
+
+    /// The path of `ino` as named in directory `dir` (0: of `dir`
+    /// itself), as e2fsck prints it: with no directory, a reserved inode
+    /// by its role. Only directories' names are known, so a file's is
+    /// `???`.
+    pub fn pathname(&self, dir: u32, ino: u32) -> String {
+        if dir == 0
+            && let Some(name) = SPECIAL.get(ino as usize)
+        {
+            return name.to_string();
+        }
+        let ino = if dir == ino { 0 } else { ino };
+        super::problem::escape_name(&self.resolve(dir, ino, MAX_DEPTH))
+    }
+
+    /// The name of `ino` (0: of `dir` itself) under `dir`'s path.
+    fn resolve(&self, dir: u32, ino: u32, depth: i32) -> Vec<u8> {
+        if dir == ino {
+            return if dir == ROOT_INO {
+                b"/".to_vec()
+            } else {
+                b".".to_vec()
+            };
+        }
+        if dir == 0 || depth < 0 {
+            return b"...".to_vec();
+        }
+        let Some(k) = self.index(dir) else {
+            let s = if ino != 0 {
+                format!("<{dir}>/<{ino}>")
+            } else {
+                format!("<{dir}>")
+            };
+            return s.into_bytes();
+        };
+        let parent = self.resolve(self.dotdot[k], dir, depth - 1);
+        if ino == 0 {
+            return parent;
+        }
+        let name = self.index(ino).and_then(|j| {
+            let start = if j == 0 { 0 } else { self.ends[j - 1] as usize };
+            let end = self.ends[j] as usize;
+            // The first entry naming it is the one e2fsck finds in `dir`
+            // if it is there.
+            (self.parent[j] == dir && end > start).then(|| &self.names[start..end])
+        });
+        // A one-character parent ("/" or ".") is left out.
+        let mut out = if parent.len() > 1 { parent } else { Vec::new() };
+        out.push(b'/');
+        out.extend_from_slice(name.unwrap_or(b"???"));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (directory, its '..', the directory naming it first, that name).
+    fn tree(rows: &[(u32, u32, u32, &str)]) -> DirTree {
+        let mut t = DirTree::default();
+        for &(d, dd, p, n) in rows {
+            t.dirs.push(d);
+            t.dotdot.push(dd);
+            t.parent.push(p);
+            t.names.extend_from_slice(n.as_bytes());
+            t.ends.push(t.names.len() as u32);
+        }
+        t
+    }
+
+    #[test]
+    fn paths_follow_e2fscks_rules() {
+        let t = tree(&[
+            (2, 2, 2, ""),
+            (12, 2, 2, "doc"),
+            (13, 12, 12, "examples"),
+            (14, 0, 0, ""),
+            (15, 14, 14, "below"),
+            (16, 12, 13, "elsewhere"),
+            (17, 18, 18, "a"),
+            (18, 17, 17, "b"),
+            (19, 0, 2, "lost+found"),
+        ]);
+        assert_eq!(t.path(2), "/");
+        assert_eq!(t.path(12), "/doc");
+        assert_eq!(t.path(13), "/doc/examples");
+        // No '..': e2fsck cannot go up.
+        assert_eq!(t.path(14), "...");
+        assert_eq!(t.path(15), ".../below");
+        // Its '..' does not name it.
+        assert_eq!(t.path(16), "/doc/???");
+        // Not a directory.
+        assert_eq!(t.path(40), "<40>");
+        assert_eq!(t.pathname(0, 0), "<The NULL inode>");
+        assert_eq!(t.pathname(0, 18), "...");
+        assert_eq!(t.pathname(12, 13), "/doc/examples");
+        assert_eq!(t.pathname(12, 40), "/doc/???");
+        // Named by the root, though its own '..' is lost.
+        assert_eq!(t.pathname(2, 19), "/lost+found");
+        // A loop ends after 32 levels.
+        assert!(t.path(17).starts_with(".../"), "{}", t.path(17));
+    }
+}
