@@ -185,6 +185,17 @@ pub fn find_mounts(path: &Path, mountinfo: &str, sys_block: &Path) -> Result<Vec
     Ok(hits)
 }
 
+/// Where `path` is mounted read-write, if it is (and mountinfo can be
+/// read): a repair refuses that before it checks anything. A read-only
+/// mount (the root at boot) is left to the commit's own refusal.
+pub fn mounted_read_write(path: &Path) -> Option<String> {
+    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let hits = find_mounts(path, &mountinfo, Path::new("/sys/block")).ok()?;
+    hits.iter()
+        .find(|(_, m)| !m.read_only)
+        .map(|(what, m)| format!("{what} is mounted read-write on {}", m.mount_point))
+}
+
 /// Fails with [`RepairError::Mounted`] when `path` (a block device or an
 /// image file) is mounted anywhere this process can see.
 pub fn ensure_not_mounted(path: &Path) -> Result<()> {

@@ -710,3 +710,30 @@ fn extent_tree_with_shared_index_nodes_is_bounded() {
     let after = oracle_run(&img, &["-fn"]);
     assert_eq!(after.code(), Some(0), "{}", after.stdout);
 }
+
+/// A repair of a file system mounted read-write is refused before the
+/// check (before: after a full check), exit 8 as e2fsck's "is mounted".
+#[test]
+fn repair_of_a_mounted_file_system_is_refused_before_the_check() {
+    let dir = TempDir::new("safety-mounted");
+    let img = broken(&dir, "disk.img");
+    let mnt = dir.join("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    let ok = Command::new("mount")
+        .arg("-o")
+        .arg("loop")
+        .arg(&img)
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: loop mounts are not permitted here");
+        return;
+    }
+    let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    let _ = Command::new("umount").arg(&mnt).status();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(8), "{t}");
+    assert!(t.contains("refusing to repair a mounted"), "{t}");
+    assert!(!t.contains("Pass 1"), "checked before refusing: {t}");
+}
