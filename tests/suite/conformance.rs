@@ -3,7 +3,8 @@
 //! named by `PFSCK_CONFORMANCE_DIR`); a checkout without them passes with a
 //! notice.
 //!
-//! Every image of `e2fsprogs-baseline.tsv` is decompressed to a temporary
+//! Every image of the baseline (`e2fsprogs-baseline-1.47.4.tsv`, else
+//! `e2fsprogs-baseline.tsv`) is decompressed to a temporary
 //! file and checked with `pfsck -fn` under a time limit (60 s, or
 //! `PFSCK_CONFORMANCE_TIMEOUT` seconds). The test records crashes (a signal
 //! or exit 101, a Rust panic), hangs (killed at the limit), writes to the
@@ -145,7 +146,7 @@ fn e2fsprogs_conformance_images() {
         eprintln!("conformance images not found, skipped");
         return;
     };
-    let rows = read_baseline(&dir.join(BASELINE));
+    let rows = read_baseline(&baseline_path(&dir));
     let timeout = Duration::from_secs_f64(env_number("PFSCK_CONFORMANCE_TIMEOUT", 60.0));
     let min_agreement = env_number("PFSCK_CONFORMANCE_MIN", 95.0);
     let outcomes = parallel_map(&rows, test_threads(), |_, row| {
@@ -332,7 +333,7 @@ fn e2fsprogs_conformance_repair() {
         println!("conformance images not found, skipped");
         return;
     };
-    let text = std::fs::read_to_string(dir.join(BASELINE)).unwrap();
+    let text = std::fs::read_to_string(baseline_path(&dir)).unwrap();
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let header: Vec<&str> = lines.next().unwrap().split('\t').map(str::trim).collect();
     let col = |n: &str| header.iter().position(|h| *h == n).unwrap();

@@ -5,7 +5,6 @@
 //! still maps.
 
 use crate::common::*;
-use std::ffi::OsStr;
 use std::path::Path;
 
 const MIB: u64 = 1 << 20;
@@ -22,21 +21,6 @@ fn image_with_file(img: &Path, features: &str, len: usize) {
     std::fs::write(&data, file_content("f", len)).unwrap();
     debugfs_w(img, &[format!("write {} f", data.display())]);
     std::fs::remove_file(&data).unwrap();
-}
-
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn pfsck_code(args: &[&str], img: &Path) -> (i32, String) {
-    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-    all.push(img.as_os_str());
-    let out = pfsck(&all);
-    (out.status.code().unwrap_or(-1), text(&out))
 }
 
 /// `pfsck -fn` exits `want` as the oracle does; `pfsck -fy` exits

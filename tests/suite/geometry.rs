@@ -12,25 +12,9 @@
 //! too when `../shared/conformance` is there.
 
 use crate::common::*;
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 const SIZE: u64 = 32 << 20;
-
-fn text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn pfsck_code(args: &[&str], img: &Path) -> (i32, String) {
-    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-    all.push(img.as_os_str());
-    let out = pfsck(&all);
-    (out.status.code().unwrap_or(-1), text(&out))
-}
 
 /// The oracle's `-fn` exit on `img` is `want`, and pfsck's too (without
 /// writing); then `pfsck -fy` exits 1 (0 when clean) and the oracle finds

@@ -42,14 +42,6 @@ fn tmp_of(img: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn text(o: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 /// Files in `dir` other than `keep`.
 fn others(dir: &Path, keep: &[&Path]) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir)
@@ -84,7 +76,7 @@ fn planted_symlink_at_the_tmp_name_is_not_followed() {
     fs::write(&victim, b"precious").unwrap();
     std::os::unix::fs::symlink(&victim, tmp_of(&img)).unwrap();
     let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
     assert_eq!(fs::read(&victim).unwrap(), b"precious");
     assert!(
         fs::symlink_metadata(tmp_of(&img))
@@ -104,7 +96,7 @@ fn symlink_to_the_image_at_the_tmp_name_does_not_truncate_it() {
     let img = broken(&dir, "disk.img");
     std::os::unix::fs::symlink(&img, tmp_of(&img)).unwrap();
     let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
     assert_eq!(fs::metadata(&img).unwrap().len(), 8 * MIB);
     assert_eq!(e2fsck_fn(&img), 0);
     // The log restores the image as it was.
@@ -113,7 +105,7 @@ fn symlink_to_the_image_at_the_tmp_name_does_not_truncate_it() {
         undo_of(&img).as_os_str(),
         img.as_os_str(),
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", output_text(&o));
     assert_ne!(e2fsck_fn(&img), 0);
 }
 
@@ -126,7 +118,7 @@ fn precreated_world_writable_tmp_is_not_reused() {
     fs::set_permissions(&tmp, fs::Permissions::from_mode(0o666)).unwrap();
     let ino = fs::metadata(&tmp).unwrap().ino();
     let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
     assert_eq!(fs::read(&tmp).unwrap(), b"attacker");
     let log = undo_of(&img);
     assert_private_log(&log);
@@ -179,7 +171,7 @@ fn full_disk_leaves_no_tmp_log_and_suggests_no_rollback() {
         log.as_os_str(),
         img.as_os_str(),
     ]);
-    let out = text(&o);
+    let out = output_text(&o);
     assert_eq!(o.status.code(), Some(8), "{out}");
     assert!(fs::read(&img).unwrap() == before, "image touched");
     assert!(!out.contains("--rollback"), "suggests a rollback: {out}");
@@ -281,7 +273,7 @@ fn a_repair_refuses_while_another_holds_the_image() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let t = std::time::Instant::now();
     let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
-    let out = text(&o);
+    let out = output_text(&o);
     assert_eq!(o.status.code(), Some(8), "{out}");
     assert!(t.elapsed() >= std::time::Duration::from_secs(1), "no wait");
     assert!(out.contains("cannot lock"), "{out}");
@@ -289,7 +281,7 @@ fn a_repair_refuses_while_another_holds_the_image() {
     assert!(fs::read(&img).unwrap() == before, "image touched");
     drop(holder);
     let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
 }
 
 #[test]
@@ -311,7 +303,7 @@ fn two_concurrent_repairs_never_both_claim_fixes() {
     let fixed = outs.iter().filter(|o| o.status.code() == Some(1)).count();
     assert_eq!(fixed, 1, "{codes:?}");
     for o in &outs {
-        let t = text(o);
+        let t = output_text(o);
         match o.status.code() {
             Some(1) => assert!(t.contains("? yes"), "{t}"),
             // Waited for the first, then found it clean; or gave up.
@@ -328,7 +320,7 @@ fn two_concurrent_repairs_never_both_claim_fixes() {
 fn repaired(dir: &TempDir) -> (PathBuf, PathBuf) {
     let img = broken(dir, "disk.img");
     let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", output_text(&o));
     (img.clone(), undo_of(&img))
 }
 
@@ -458,7 +450,7 @@ fn boot_repair_moves_an_unwritable_log_to_the_run_dir() {
         ],
         &run,
     );
-    let out = text(&o);
+    let out = output_text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert_eq!(e2fsck_fn(&img), 0, "not repaired: {out}");
     let log = run.join("disk.undo");
@@ -473,7 +465,7 @@ fn boot_repair_moves_an_unwritable_log_to_the_run_dir() {
     );
     // The moved log undoes the repair.
     let r = pfsck(&[OsStr::new("--rollback"), log.as_os_str(), img.as_os_str()]);
-    assert_eq!(r.status.code(), Some(0), "{}", text(&r));
+    assert_eq!(r.status.code(), Some(0), "{}", output_text(&r));
     assert_ne!(e2fsck_fn(&img), 0, "rollback did not restore the damage");
 }
 
@@ -495,7 +487,7 @@ fn boot_repair_without_any_writable_log_goes_on_and_says_so() {
         ],
         &ro.join("run"),
     );
-    let out = text(&o);
+    let out = output_text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert_eq!(e2fsck_fn(&img), 0, "not repaired: {out}");
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -526,7 +518,7 @@ fn attended_repair_keeps_an_explicit_unwritable_log_and_refuses() {
         ],
         &run,
     );
-    let out = text(&o);
+    let out = output_text(&o);
     assert_eq!(o.status.code(), Some(8), "{out}");
     assert!(fs::read(&img).unwrap() == before, "image touched");
     assert!(!run.exists(), "fallback used under -y with an explicit -z");
@@ -732,7 +724,7 @@ fn repair_of_a_mounted_file_system_is_refused_before_the_check() {
     }
     let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
     let _ = Command::new("umount").arg(&mnt).status();
-    let t = text(&o);
+    let t = output_text(&o);
     assert_eq!(o.status.code(), Some(8), "{t}");
     assert!(t.contains("refusing to repair a mounted"), "{t}");
     assert!(!t.contains("Pass 1"), "checked before refusing: {t}");

@@ -1522,8 +1522,40 @@ pub fn test_threads() -> usize {
 // Conformance images (../shared/conformance)
 // ---------------------------------------------------------------------------
 
-/// File name of the baseline verdicts in the conformance directory.
+/// File name of the baseline verdicts in the conformance directory
+/// (e2fsck 1.47.0's, the installed version's).
 pub const BASELINE: &str = "e2fsprogs-baseline.tsv";
+
+/// The same verdicts from e2fsck 1.47.4, the reference where the two
+/// versions differ (the EA-inode checks 1.47.1-1.47.4 added).
+pub const BASELINE_1474: &str = "e2fsprogs-baseline-1.47.4.tsv";
+
+/// The baseline to judge pfsck by: 1.47.4's where the directory has it.
+pub fn baseline_path(dir: &Path) -> PathBuf {
+    let newer = dir.join(BASELINE_1474);
+    if newer.is_file() {
+        newer
+    } else {
+        dir.join(BASELINE)
+    }
+}
+
+/// stdout, then stderr, of a finished command, as text.
+pub fn output_text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// pfsck's exit code (-1 for a signal) and output for `args` and `img`.
+pub fn pfsck_code(args: &[&str], img: &Path) -> (i32, String) {
+    let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
+    all.push(img.as_os_str());
+    let out = pfsck(&all);
+    (out.status.code().unwrap_or(-1), output_text(&out))
+}
 
 /// The conformance directory: `$PFSCK_CONFORMANCE_DIR` (the directory
 /// holding the baseline, or its parent) or `<crate>/../shared/conformance`.
