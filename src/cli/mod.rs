@@ -1,5 +1,21 @@
 //! Command line: e2fsck's options, the report, exit codes (fsck(8)).
 
+/// `println!`/`print!` to stdout that ignore a closed stdout: `pfsck ... |
+/// head` must finish its repair and exit with its code, as e2fsck does,
+/// not panic on the broken pipe.
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($t)*);
+    }};
+}
+
 mod args;
 mod ask;
 mod badblocks;
@@ -50,11 +66,11 @@ pub fn main() -> i32 {
     match args::parse(argv) {
         Ok(args::Parsed::Run(a)) => run(&a),
         Ok(args::Parsed::Help(text)) => {
-            print!("{text}");
+            out!("{text}");
             EXIT_OK
         }
         Ok(args::Parsed::Version) => {
-            println!(
+            outln!(
                 "pfsck {} (git {})",
                 env!("CARGO_PKG_VERSION"),
                 env!("PFSCK_GIT_COMMIT")

@@ -347,7 +347,7 @@ fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: O
         code |= EXIT_CORRECTED;
     }
     if plan.replayed && !args.json && fix::journal::journal_replayed(rep) {
-        println!("{device}: recovering journal");
+        outln!("{device}: recovering journal");
     }
     code |= report::exit_code(&after);
     let r = Repaired {
@@ -358,7 +358,7 @@ fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: O
     };
     report::print_repair(rep, device, args, &r, code);
     if written > 0 && !args.json && mode != Mode::Preen {
-        println!("Undo log: {}", log.display());
+        outln!("Undo log: {}", log.display());
     }
     code
 }
@@ -425,16 +425,16 @@ fn preen_halt(
         crate::check::problem::escape_name(rep.volume_label.as_bytes())
     };
     if plan.replayed && fix::journal::journal_replayed(rep) {
-        println!("{name}: recovering journal");
+        outln!("{name}: recovering journal");
     }
     let fixed_now = rep.problems.iter().zip(&plan.fixed).filter(|(_, f)| **f);
     let said = |p: &crate::check::problem::Problem| !crate::check::e2fsck_map::preen_quiet(p);
     for p in earlier.iter().chain(fixed_now.map(|(p, _)| p)).filter(said) {
         let done = crate::check::e2fsck_map::prompt(&p).preen_done();
-        println!("{name}: {}.  {done}.", p.text_in(rep.tree.as_deref()));
+        outln!("{name}: {}.  {done}.", p.text_in(rep.tree.as_deref()));
     }
     if let Some(p) = &halt {
-        println!("{name}: {}.", p.text_in(rep.tree.as_deref()));
+        outln!("{name}: {}.", p.text_in(rep.tree.as_deref()));
     }
     eprintln!(
         "\n\n{name}: UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.\n\t(i.e., without -a or -p options)"
@@ -612,7 +612,7 @@ fn replay_only(
         .map_err(|e| not_written("journal replay", &e, &log, &args.device))?;
     reset_external(opts, fs, rep)?;
     if !args.json && fix::journal::journal_replayed(rep) {
-        println!("{device}: recovering journal");
+        outln!("{device}: recovering journal");
     }
     Ok(())
 }

@@ -695,6 +695,6 @@ pub fn print_error_json(device: &str, error: &str, code: i32) {
         "problems": [],
         "exit_code": code,
     });
-    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     let _ = EXIT_OPERATIONAL;
 }

@@ -22,7 +22,7 @@ pub fn run(log: &Path, device: &Path, force: bool) -> i32 {
     let scope = RollbackScope::IncludingComplete;
     match rollback_with(log, device, scope, force, &mut NoFaults) {
         Ok(RollbackOutcome::DeviceUntouched) => {
-            println!(
+            outln!(
                 "{}: the repair logged in {} never wrote to the device; nothing to restore",
                 device.display(),
                 log.display()
@@ -36,7 +36,7 @@ pub fn run(log: &Path, device: &Path, force: bool) -> i32 {
             unverified,
         }) => {
             if unverified {
-                println!(
+                outln!(
                     "{}: {} is an old-format undo log, without the repaired contents: blocks \
                      changed since the repair could not be detected",
                     device.display(),
@@ -44,12 +44,12 @@ pub fn run(log: &Path, device: &Path, force: bool) -> i32 {
                 );
             }
             if overwritten > 0 {
-                println!(
+                outln!(
                     "{}: --force: {overwritten} blocks changed since the repair were restored too",
                     device.display()
                 );
             }
-            println!(
+            outln!(
                 "{}: restored {blocks} blocks from {} (the repair was {was})",
                 device.display(),
                 log.display()

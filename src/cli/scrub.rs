@@ -37,7 +37,7 @@ pub fn invoked(argv: &[OsString]) -> bool {
 }
 
 fn help() {
-    println!(
+    outln!(
         "Usage: pfsck {ARG} [OPTIONS] MOUNTPOINT|DEVICE\n\n\
          Checks a mounted ext2/3/4 file system through a snapshot (LVM, or a reflink\n\
          copy of a loop device's backing file on XFS/btrfs), as e2scrub does.\n\
@@ -75,7 +75,7 @@ fn parse(args: &[OsString]) -> Result<Opts, i32> {
                 'r' => o.reap = true,
                 't' => o.trim = true,
                 'V' => {
-                    println!(
+                    outln!(
                         "pfsck {} (git {}, e2scrub mode)",
                         env!("CARGO_PKG_VERSION"),
                         env!("PFSCK_GIT_COMMIT")
@@ -117,11 +117,11 @@ fn scrub(o: &Opts) -> i32 {
     };
     let arg = target.display();
     if !online::sys::is_root() {
-        println!("pfsck {ARG} must be run as root");
+        outln!("pfsck {ARG} must be run as root");
         return EXIT_GENERIC;
     }
     let refused = |e: OnlineError| {
-        println!("{arg}: {e}");
+        outln!("{arg}: {e}");
         match e {
             OnlineError::Unsupported(_) => EXIT_NOT_SUPPORTED,
             OnlineError::Cancelled => EXIT_GENERIC,
@@ -131,7 +131,7 @@ fn scrub(o: &Opts) -> i32 {
     if o.reap {
         return match online::reap(target) {
             Ok(true) => {
-                println!("{arg}: leftover snapshot removed");
+                outln!("{arg}: leftover snapshot removed");
                 EXIT_CLEAN
             }
             Ok(false) => EXIT_CLEAN,
@@ -141,7 +141,7 @@ fn scrub(o: &Opts) -> i32 {
     if o.dry_run {
         return match online::describe(target) {
             Ok(plan) => {
-                println!("Would {plan}");
+                outln!("Would {plan}");
                 EXIT_CLEAN
             }
             Err(e) => refused(e),
@@ -167,20 +167,18 @@ fn scrub(o: &Opts) -> i32 {
     };
     report::print_online(&out.report, &args, &out.info);
     if out.report.has_fatal() || out.info.mark_error.is_some() {
-        println!("{arg}: online check could not be completed");
+        outln!("{arg}: online check could not be completed");
         return EXIT_OPERATIONAL;
     }
     if out.report.has_errors() {
-        println!(
-            "{arg}: online check found problems; unmount it and run pfsck -fy (or e2fsck -fy)"
-        );
+        outln!("{arg}: online check found problems; unmount it and run pfsck -fy (or e2fsck -fy)");
         return EXIT_CORRUPT;
     }
-    println!("{arg}: online check found no problems");
+    outln!("{arg}: online check found no problems");
     if o.trim {
         match online::trim(target) {
-            Ok(n) => println!("{arg}: {n} bytes trimmed"),
-            Err(e) => println!("{arg}: {e}"),
+            Ok(n) => outln!("{arg}: {n} bytes trimmed"),
+            Err(e) => outln!("{arg}: {e}"),
         }
     }
     EXIT_CLEAN

@@ -148,3 +148,35 @@ fn zeroed_device_fails_as_e2fsck() {
         assert!(out.contains("-b 8193") && out.contains("-b 32768"), "{out}");
     }
 }
+
+/// A closed stdout (`pfsck -fy IMG | head -1` once head has gone) must
+/// not stop a repair: it finishes, and the exit code is the repair's, as
+/// e2fsck's is; pfsck used to panic on the first write to the pipe.
+#[test]
+fn closed_stdout_does_not_stop_the_repair() {
+    let dir = TempDir::new("cli-compat-pipe");
+    let img = dir.join("fs.img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4(), None);
+    debugfs_w(&img, &["mkdir d", "sif d links_count 7", "freeb 200 30"]);
+    let mut child = Command::new(pfsck_bin())
+        .args(["-fy"])
+        .arg(&img)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Nobody reads: the first write fails with EPIPE.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let after = e2fsck(&img, &["-fn"]);
+    assert_eq!(
+        after.status.and_then(|s| s.code()),
+        Some(0),
+        "the repair did not finish: {}",
+        after.stdout
+    );
+}
