@@ -23,31 +23,9 @@ fn image_with_file(img: &Path, features: &str, len: usize) {
     std::fs::remove_file(&data).unwrap();
 }
 
-/// `pfsck -fn` exits `want` as the oracle does; `pfsck -fy` exits
-/// `want_fy` and leaves the oracle's `-fn` clean. Returns the outputs of
-/// -fn and -fy.
+/// [`judged_by_oracle`] (which also checks that -fn writes nothing).
 fn judged(ctx: &str, img: &Path, want: i32, want_fy: i32) -> (String, String) {
-    let tmp = TempDir::new(ctx);
-    let oracle = oracle_run(img, &["-fn"]);
-    assert_eq!(
-        oracle.code(),
-        Some(want),
-        "[{ctx}] e2fsck -fn:\n{}",
-        oracle.stdout
-    );
-    let (code, fn_out) = pfsck_code(&["-fn"], img);
-    assert_eq!(code, want, "[{ctx}] pfsck -fn:\n{fn_out}");
-    let undo = tmp.join("undo");
-    let (code, out) = pfsck_code(&["-fy", "-z", undo.to_str().unwrap()], img);
-    assert_eq!(code, want_fy, "[{ctx}] pfsck -fy:\n{out}");
-    let after = oracle_run(img, &["-fn"]);
-    assert_eq!(
-        after.code(),
-        Some(0),
-        "[{ctx}] e2fsck -fn after pfsck -fy:\n{}\npfsck -fy:\n{out}",
-        after.stdout
-    );
-    (fn_out, out)
+    judged_by_oracle(ctx, img, want, want_fy)
 }
 
 /// Whether every block of `first..first+len` is marked in use.

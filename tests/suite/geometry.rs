@@ -16,39 +16,10 @@ use std::path::{Path, PathBuf};
 
 const SIZE: u64 = 32 << 20;
 
-/// The oracle's `-fn` exit on `img` is `want`, and pfsck's too (without
-/// writing); then `pfsck -fy` exits 1 (0 when clean) and the oracle finds
-/// the result clean. Returns pfsck's -fn and -fy outputs.
+/// [`judged_by_oracle`], with `pfsck -fy` exiting 1 (0 when clean).
 #[track_caller]
 fn judged(ctx: &str, img: &Path, want: i32) -> (String, String) {
-    let tmp = TempDir::new(ctx);
-    let oracle = oracle_run(img, &["-fn"]);
-    assert_eq!(
-        oracle.code(),
-        Some(want),
-        "[{ctx}] e2fsck -fn:\n{}",
-        oracle.stdout
-    );
-    let before = hash_file(img);
-    let (code, fn_out) = pfsck_code(&["-fn"], img);
-    assert_eq!(
-        code, want,
-        "[{ctx}] pfsck -fn:\n{fn_out}\ne2fsck -fn:\n{}",
-        oracle.stdout
-    );
-    assert_eq!(before, hash_file(img), "[{ctx}] pfsck -fn wrote");
-    let undo = tmp.join("undo");
-    let (code, out) = pfsck_code(&["-fy", "-z", undo.to_str().unwrap()], img);
-    let want_fy = if want == 0 { 0 } else { 1 };
-    assert_eq!(code, want_fy, "[{ctx}] pfsck -fy:\n{out}");
-    let after = oracle_run(img, &["-fn"]);
-    assert_eq!(
-        after.code(),
-        Some(0),
-        "[{ctx}] e2fsck -fn after pfsck -fy:\n{}\npfsck -fy:\n{out}",
-        after.stdout
-    );
-    (fn_out, out)
+    judged_by_oracle(ctx, img, want, if want == 0 { 0 } else { 1 })
 }
 
 /// Repairs `img` with the oracle (values set by debugfs are not charged to

@@ -1540,6 +1540,40 @@ pub fn baseline_path(dir: &Path) -> PathBuf {
     }
 }
 
+/// The oracle's `-fn` exit on `img` is `want`, and pfsck's too (without
+/// writing); then `pfsck -fy` exits `want_fy` and the oracle finds the
+/// result clean. Returns pfsck's -fn and -fy outputs.
+#[track_caller]
+pub fn judged_by_oracle(ctx: &str, img: &Path, want: i32, want_fy: i32) -> (String, String) {
+    let tmp = TempDir::new(ctx);
+    let oracle = oracle_run(img, &["-fn"]);
+    assert_eq!(
+        oracle.code(),
+        Some(want),
+        "[{ctx}] e2fsck -fn:\n{}",
+        oracle.stdout
+    );
+    let before = hash_file(img);
+    let (code, fn_out) = pfsck_code(&["-fn"], img);
+    assert_eq!(
+        code, want,
+        "[{ctx}] pfsck -fn:\n{fn_out}\ne2fsck -fn:\n{}",
+        oracle.stdout
+    );
+    assert_eq!(before, hash_file(img), "[{ctx}] pfsck -fn wrote");
+    let undo = tmp.join("undo");
+    let (code, out) = pfsck_code(&["-fy", "-z", undo.to_str().unwrap()], img);
+    assert_eq!(code, want_fy, "[{ctx}] pfsck -fy:\n{out}");
+    let after = oracle_run(img, &["-fn"]);
+    assert_eq!(
+        after.code(),
+        Some(0),
+        "[{ctx}] e2fsck -fn after pfsck -fy:\n{}\npfsck -fy:\n{out}",
+        after.stdout
+    );
+    (fn_out, out)
+}
+
 /// stdout, then stderr, of a finished command, as text.
 pub fn output_text(out: &Output) -> String {
     format!(
