@@ -137,7 +137,7 @@ fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: O
             )
             .unwrap_or_else(fail);
         }
-        Err(Refusal::Unsupported(why)) | Err(Refusal::Failed(why)) => {
+        Err(why @ (Refusal::Unsupported(_) | Refusal::Failed(_))) => {
             let code = report::exit_code(rep);
             let r = Repaired {
                 fixed: &no_fix,
@@ -286,7 +286,7 @@ fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: O
             check::now(),
         ) {
             Ok(v) => v,
-            Err(e) => return fail(e),
+            Err(e) => return fail(e.to_string()),
         };
         // The last check's device reads through the staging: gone, the
         // two layers merge.
@@ -383,7 +383,7 @@ fn preen_halt(
     device: &str,
     staging: &Staging,
 ) -> Result<i32, String> {
-    let plan = fix::plan_preen_halt(fs, state, rep, staging)?;
+    let plan = fix::plan_preen_halt(fs, state, rep, staging).map_err(|e| e.to_string())?;
     let log = undo_log(args);
     let mut written = 0;
     if !plan.overlay.is_empty() {
@@ -494,7 +494,7 @@ fn plan_round(
         return fix::plan(fs, state, rep, mode, staging);
     };
     let yes = ask(rep);
-    let (kept, idx) = super::ask::keep(rep, &yes);
+    let (kept, idx) = fix::answered(rep, &yes);
     let mut plan = fix::plan(fs, state, &kept, Mode::Yes, staging)?;
     let mut fixed = vec![false; rep.problems.len()];
     for (j, &k) in idx.iter().enumerate() {
@@ -587,7 +587,8 @@ fn record_check(
 ) -> Result<fix::finish::Recorded, String> {
     let mut overlay = Overlay::with_staging(fs.geo.block_size, fs.dev.size(), staging)
         .map_err(|e| e.to_string())?;
-    let recorded = fix::finish::stage(fs, &mut overlay, !rep.has_errors(), check::now())?;
+    let recorded = fix::finish::stage(fs, &mut overlay, !rep.has_errors(), check::now())
+        .map_err(|e| e.to_string())?;
     commit::record(&args.device, &overlay).map_err(|e| format!("check record not written: {e}"))?;
     Ok(recorded)
 }
@@ -603,7 +604,8 @@ fn replay_only(
     rep: &check::Report,
     device: &str,
 ) -> Result<(), String> {
-    let overlay = fix::journal::staged_before_passes(fs, &staging(args))?;
+    let overlay =
+        fix::journal::staged_before_passes(fs, &staging(args)).map_err(|e| e.to_string())?;
     if overlay.is_empty() {
         return Ok(());
     }

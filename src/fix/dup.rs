@@ -102,7 +102,7 @@ impl Claims {
 }
 
 /// Resolves every multiply-claimed block pass 1B found.
-pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outcome, String> {
+pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Result<Outcome> {
     let mut count: BTreeMap<u64, u32> = BTreeMap::new();
     // The inodes claiming each cluster (in inode order, each once).
     let mut owners: BTreeMap<u64, Vec<u32>> = BTreeMap::new();

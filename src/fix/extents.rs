@@ -69,7 +69,7 @@ pub(super) fn rebuild(
     state: &State,
     overlay: &mut Overlay,
     ino: u32,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     if !fs.sb.has_incompat(incompat::EXTENTS) {
         // e2fsck answers yes and does nothing without the feature.
         return Ok(false);
