@@ -6,7 +6,7 @@
 //! contents of the blocks concerned in a [`crate::repair::overlay::Overlay`].
 //! Nothing here writes; `repair::commit` does, afterwards.
 //!
-//! A repair runs in rounds (`cli/repair.rs`): each round's plan comes from
+//! A repair runs in rounds (`repair::session`): each round's plan comes from
 //! a check of what the earlier rounds staged. Fixes that change what the
 //! passes could read run alone in their round, in this order, and the next
 //! round's check judges the result: the replay and orphans, the primary
