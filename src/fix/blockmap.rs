@@ -181,9 +181,7 @@ fn fill_dir_holes(
             break;
         };
         from = blk + 1;
-        overlay
-            .stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))
-            .map_err(|e| e.to_string())?;
+        overlay.stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))?;
         put_le32(root, 4 * i, blk as u32);
         changed = true;
     }
@@ -345,7 +343,7 @@ pub(super) fn relocate_bitmaps(
             } else {
                 vec![0u8; bs as usize]
             };
-            overlay.stage(b, data).map_err(|e| e.to_string())?;
+            overlay.stage(b, data)?;
             // Not into a block bitmap that is itself moving (a bad block,
             // or outside its group): the next round writes the new one.
             let h = geo.group_of_block(b);
@@ -573,7 +571,7 @@ impl ExtentRewrite<'_> {
                 let off = extent::tail_offset(extent::parse_header(&buf).max);
                 put_le32(&mut buf, off, c);
             }
-            self.overlay.stage(pblk, buf).map_err(|e| e.to_string())?;
+            self.overlay.stage(pblk, buf)?;
             self.staged = true;
         }
         Ok(Child::Keep(first))
@@ -671,7 +669,7 @@ impl IndirectRewrite<'_> {
         // The resize inode's are its own reserved GDT blocks: e2fsck zeroes
         // an illegal entry there (pass 0 only judges the first quarter).
         if changed && (self.resize || !self.state.block_meta.get(blk)) {
-            self.overlay.stage(blk, buf).map_err(|e| e.to_string())?;
+            self.overlay.stage(blk, buf)?;
             self.staged = true;
         }
         Ok(())

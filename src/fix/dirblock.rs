@@ -248,7 +248,7 @@ fn edit(
         crate::fs::dir_entry::set_tail_checksum(seed, &mut b);
     }
     if b != before {
-        overlay.stage(pblk, b).map_err(|e| e.to_string())?;
+        overlay.stage(pblk, b)?;
     }
     Ok(true)
 }

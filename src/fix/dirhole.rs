@@ -112,9 +112,7 @@ fn allocate(
             break;
         };
         search = blk + 1;
-        overlay
-            .stage(blk, dir_entry::empty_block(bs, seed))
-            .map_err(|e| e.to_string())?;
+        overlay.stage(blk, dir_entry::empty_block(bs, seed))?;
         given.push((h, blk as u32));
     }
     if given.is_empty() {

@@ -172,7 +172,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
         match res {
             Ok(()) => {
                 for (b, data) in writes {
-                    overlay.stage(b, data).map_err(|e| e.to_string())?;
+                    overlay.stage(b, data)?;
                 }
                 claims = tx_claims;
                 vol::write_inode(fs, overlay, ino, &raw)?;

@@ -111,7 +111,7 @@ pub(super) fn rebuild(
         return Ok(false);
     };
     for (b, node) in &tree.leaves {
-        overlay.stage(*b, node.clone()).map_err(|e| e.to_string())?;
+        overlay.stage(*b, node.clone())?;
     }
     let (root, leaves) = (tree.root, tree.leaves);
     // i_blocks loses the mapping blocks and gains the leaves, each

@@ -100,7 +100,7 @@ pub(super) fn fix(
                 // Regular files of that size need large_file, which the
                 // caller sets; a directory that large is beyond what the
                 // fixes handle yet.
-                let raw = fs.read_inode_raw(ino).map_err(|e| e.to_string())?;
+                let raw = fs.read_inode_raw(ino)?;
                 if !Inode::parse(&raw).is_reg() {
                     return Ok(false);
                 }

@@ -37,7 +37,7 @@ pub fn staged(fs: &Fs, staging: &Staging) -> super::Result<Arc<Overlay>> {
     let bs = fs.geo.block_size;
     let layers = fs.dev.read_overlays();
     if layers.is_empty() {
-        let o = Overlay::with_staging(bs, fs.dev.size(), staging).map_err(|e| e.to_string())?;
+        let o = Overlay::with_staging(bs, fs.dev.size(), staging)?;
         return Ok(Arc::new(o));
     }
     // The replay view rewrites the primary superblock; a check that fell
@@ -67,7 +67,7 @@ pub fn staged(fs: &Fs, staging: &Staging) -> super::Result<Arc<Overlay>> {
     }
     let mut overlay = match below {
         Some(b) => Overlay::over(b),
-        None => Overlay::with_staging(bs, fs.dev.size(), staging).map_err(|e| e.to_string())?,
+        None => Overlay::with_staging(bs, fs.dev.size(), staging)?,
     };
     for layer in rest {
         let Some(ranges) = (&**layer as &dyn Any).downcast_ref::<RangeOverlay>() else {

@@ -182,14 +182,14 @@ pub(super) fn recreate(
             .read_at(&fs.dev, p * bs as u64, &mut cur)
             .map_err(|e| format!("cannot read block {p}: {e}"))?;
         if cur != zero {
-            overlay.stage(p, zero.clone()).map_err(|e| e.to_string())?;
+            overlay.stage(p, zero.clone())?;
         }
     }
     for (p, bytes) in ind_blocks {
-        overlay.stage(p, bytes).map_err(|e| e.to_string())?;
+        overlay.stage(p, bytes)?;
     }
     let jsb = crate::fs::journal::new_superblock(geo.block_size, n as u32, &sb.uuid);
-    overlay.stage(data[0], jsb).map_err(|e| e.to_string())?;
+    overlay.stage(data[0], jsb)?;
 
     // The inode.
     let now = crate::check::now().min(u32::MAX as u64) as u32;
@@ -274,7 +274,7 @@ pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> super::Result<b
     let inode = crate::check::journal::journal_inode(fs)?;
     let blk = crate::check::journal::first_block(fs, &inode)?;
     let bs = u64::from(fs.geo.block_size);
-    let before = vol::read_block(fs, overlay, blk).map_err(|e| e.to_string())?;
+    let before = vol::read_block(fs, overlay, blk)?;
     let mut after = before.clone();
     crate::check::journal::clear_v2_fields(&mut after);
     if after == before {
@@ -282,8 +282,7 @@ pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> super::Result<b
     }
     vol::edit_bytes(fs, overlay, blk * bs, bs as usize, |b| {
         b.copy_from_slice(&after)
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     Ok(true)
 }
 

@@ -400,9 +400,7 @@ fn expand(
     } else {
         None
     };
-    overlay
-        .stage(blk, dir_entry::empty_block(bs, seed))
-        .map_err(|e| e.to_string())?;
+    overlay.stage(blk, dir_entry::empty_block(bs, seed))?;
     lf.blocks.push(blk);
     Ok(Some(blk))
 }
@@ -554,7 +552,7 @@ pub(super) fn write_dir(
         .metadata_csum()
         .then(|| inode_csum_seed(fs.csum_seed, ino, 0));
     let b = dir_entry::dots_block(bs, ino, parent, filetype.then_some(FT_DIR), seed);
-    overlay.stage(blk, b).map_err(|e| e.to_string())?;
+    overlay.stage(blk, b)?;
     Ok(())
 }
 

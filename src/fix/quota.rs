@@ -146,10 +146,10 @@ pub(super) fn rewrite(
         if let Some(src) = bytes.get(from..(from + bs).min(bytes.len())) {
             b[..src.len()].copy_from_slice(src);
         }
-        overlay.stage(pblk, b).map_err(|e| e.to_string())?;
+        overlay.stage(pblk, b)?;
     }
     for (b, data) in &plan.map_blocks {
-        overlay.stage(*b, data.clone()).map_err(|e| e.to_string())?;
+        overlay.stage(*b, data.clone())?;
     }
     let raw = new_inode(fs, &plan, bytes.len() as u64, now);
     if !vol::write_inode(fs, overlay, ino, &raw)? {
