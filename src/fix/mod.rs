@@ -642,7 +642,11 @@ pub fn plan(
     if resize.is_some() {
         gone.insert(crate::fs::inode::RESIZE_INO);
     }
-    let later = |p: &Problem| changed_inodes(&round) && p.spec().pass > Pass::P1B;
+    // Pass 1D waits for this round's pass 1 fixes (see above), and e2fsck
+    // copies a shared block as passes 0-1 left it: a later pass's fix of
+    // a block that is also a copied file's data (an inode table block a
+    // torn file maps) must not land in the copy, so it waits as well.
+    let later = |p: &Problem| (changed_inodes(&round) || sharing) && p.spec().pass > Pass::P1B;
     let wanted = |p: &Problem| wanted(p) && !later(p);
     // Tree and entry fixes first, in problem order: what they change in
     // link counts (`links`) and in the in-use maps is then part of the link
