@@ -642,7 +642,15 @@ pub fn plan(
     if resize.is_some() {
         gone.insert(crate::fs::inode::RESIZE_INO);
     }
-    let later = |p: &Problem| changed_inodes(&round) && p.spec().pass > Pass::P1B;
+    // Pass 1D waits for this round's pass 1 fixes (see above), and e2fsck
+    // copies a shared block as passes 0-1 left it: a later pass's fix of
+    // a block that is also a copied file's data (an inode table block a
+    // torn file maps) must not land in the copy, so it waits as well.
+    // (Only when pass 1D is still to come: with no pass 1 fix left, it
+    // ran above and staged nothing, and the later passes go on.)
+    let copies_pending = sharing && report.problems.iter().any(|p| early(&p));
+    let later =
+        |p: &Problem| (changed_inodes(&round) || copies_pending) && p.spec().pass > Pass::P1B;
     let wanted = |p: &Problem| wanted(p) && !later(p);
     // Tree and entry fixes first, in problem order: what they change in
     // link counts (`links`) and in the in-use maps is then part of the link
