@@ -538,6 +538,9 @@ table! {
     (0x014003, None, PREEN_NOHDR | LATCH_OPTIMIZE_EXT, 0x000000, ListItem, "i", "an inode whose extent tree is rebuilt"),
     (0x014004, None, PREEN_NOHDR, 0x000000, ListItem, "", "end of the rebuilt list"),
     (0x014005, None, FATAL, 0x000000, Internal, "b", "extent tree deeper than the rebuild allows"),
+    // Pass 1E's optimisations: not detected nor made by pfsck; why, with
+    // e2fsck's rule, in WHY_NOT of tests/suite/problems_doc.rs
+    // (docs/problems.md).
     (0x014006, Optimize, PREEN_OK | NO_OK | PREEN_NO | NOT_A_FIX, 0x000000, Problem, "ib", "an extent tree could be shorter"),
     (0x014007, Optimize, PREEN_OK | NO_OK | PREEN_NO | NOT_A_FIX, 0x000000, Problem, "ib", "an extent tree could be narrower"),
     (0x020000, None, HEADER, 0x000000, Header, "", "pass 2 header"),

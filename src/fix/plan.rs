@@ -71,7 +71,7 @@ pub fn plan(
             return Ok(r.plan(true));
         }
     }
-    r.main(want)
+    r.main(want, early)
 }
 
 /// Which problems this round fixes: those the mode allows and the table
@@ -84,7 +84,8 @@ struct Wanted<'a> {
     state: &'a State,
     /// Pass 1D is due (a wanted `DupBlocks`).
     sharing: bool,
-    /// Pass 1's fixes cleared or changed inodes.
+    /// Pass 1's fixes cleared or changed inodes, or pass 1D's copies are
+    /// still to come: what passes 2-5 found waits for the next round.
     changed: bool,
 }
 
@@ -310,9 +311,17 @@ impl<'a> Round<'a> {
     /// The main round: whole inodes, the tree, block maps, fields, quota
     /// files, the journal, the summary; or, when none of them staged
     /// anything, the late round.
-    fn main(mut self, mut want: Wanted) -> Fixed<Plan> {
+    fn main(mut self, mut want: Wanted, early: bool) -> Fixed<Plan> {
         let mut m = self.inodes(&want)?;
-        want.changed = !m.round.cleared.is_empty() || !m.round.modified.is_empty();
+        // Pass 1D waits for this round's pass 1 fixes, and e2fsck copies
+        // a shared block as passes 0-1 left it: a later pass's fix of a
+        // block that is also a copied file's data (an inode table block a
+        // torn file maps) must not land in the copy, so it waits as well.
+        // (Only when pass 1D is still to come: with no pass 1 fix left,
+        // it ran before this round and staged nothing.)
+        let copies_pending = want.sharing && early;
+        want.changed =
+            !m.round.cleared.is_empty() || !m.round.modified.is_empty() || copies_pending;
         self.tree(&want, &mut m)?;
         self.maps(&want, &mut m)?;
         self.fields(&want, &mut m)?;

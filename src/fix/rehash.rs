@@ -218,76 +218,102 @@ fn names_dotdot(b: &[u8], off: usize) -> bool {
     b.get(off + 6) == Some(&2) && b.get(off + HEADER_LEN..off + HEADER_LEN + 2) == Some(b"..")
 }
 
-/// Resolves repeated names: a later entry naming the same inode is
-/// dropped (its inode is returned, one per dropped entry), one naming
-/// another inode renamed to a free name.
+/// Resolves repeated names as e2fsck's pass 3A does: the entries are
+/// sorted by name, equal names by inode, highest first (a dropped entry
+/// counting as inode 0), and each entry is compared with the one before
+/// it; an entry naming the same inode is dropped (its inode is returned,
+/// one per dropped entry), one naming another inode is renamed to a name
+/// no entry carries (dropped ones included). Sorting and comparing repeat
+/// until a pass changes nothing, so the entry naming the highest inode
+/// keeps the name and the others get `~0`, `~1`... in falling inode order.
 fn dedup(ents: &mut Vec<Ent>) -> Vec<u32> {
-    let mut seen: BTreeMap<Vec<u8>, u32> = BTreeMap::new();
+    let mut names: BTreeMap<Vec<u8>, usize> = BTreeMap::new();
+    for e in ents.iter() {
+        *names.entry(e.name.clone()).or_default() += 1;
+    }
+    if names.len() == ents.len() {
+        return Vec::new();
+    }
+    let mut alive = vec![true; ents.len()];
     let mut dropped = Vec::new();
-    let mut keep = vec![true; ents.len()];
-    for i in 0..ents.len() {
-        let e = &ents[i];
-        match seen.get(&e.name) {
-            None => {
-                seen.insert(e.name.clone(), e.ino);
+    let mut order: Vec<usize> = (0..ents.len()).collect();
+    for _ in 0..MAX_RENAMES {
+        let key = |k: usize| (std::cmp::Reverse(if alive[k] { ents[k].ino } else { 0 }), k);
+        order.sort_by(|&a, &b| (&ents[a].name, key(a)).cmp(&(&ents[b].name, key(b))));
+        let mut changed = false;
+        for w in 1..order.len() {
+            let (prev, i) = (order[w - 1], order[w]);
+            if !alive[i] || ents[i].name != ents[prev].name {
+                continue;
             }
-            Some(&ino) if ino == e.ino => {
-                keep[i] = false;
-                dropped.push(e.ino);
+            changed = true;
+            if alive[prev] && ents[prev].ino == ents[i].ino {
+                alive[i] = false;
+                dropped.push(ents[i].ino);
+                continue;
             }
-            Some(_) => {
-                let mut name = e.name.clone();
-                let mut tries = 0;
-                loop {
-                    tries += 1;
-                    if tries > MAX_RENAMES || !mutate(&mut name) {
-                        // No free name: the entry goes; the inode then
-                        // shows up unattached and goes to lost+found.
-                        keep[i] = false;
-                        dropped.push(e.ino);
-                        break;
-                    }
-                    if !seen.contains_key(&name) {
-                        break;
-                    }
+            let mut name = ents[i].name.clone();
+            let mut tries = 0;
+            let free = loop {
+                tries += 1;
+                if tries > MAX_RENAMES || !mutate(&mut name) {
+                    break false;
                 }
-                if keep[i] {
-                    seen.insert(name.clone(), ents[i].ino);
-                    ents[i].name = name;
+                if !names.contains_key(&name) {
+                    break true;
                 }
+            };
+            if !free {
+                // No free name: the entry goes; the inode then shows up
+                // unattached and goes to lost+found.
+                alive[i] = false;
+                dropped.push(ents[i].ino);
+                continue;
             }
+            if let Some(n) = names.get_mut(&ents[i].name) {
+                *n -= 1;
+            }
+            *names.entry(name.clone()).or_default() += 1;
+            ents[i].name = name;
+        }
+        if !changed {
+            break;
         }
     }
     let mut i = 0;
     ents.retain(|_| {
         i += 1;
-        keep[i - 1]
+        alive[i - 1]
     });
     dropped
 }
 
 /// The next candidate name for a duplicate, as e2fsck forms it: a name
 /// not yet ending in `~digits` gets `~0` in its last two bytes of padding
-/// (so the record keeps its length where it can); one that does has the
-/// number counted up. False when no further name can be formed.
+/// (so the record keeps its length where it can; a name at the 255-byte
+/// limit has its last two bytes replaced); one that does has the number
+/// counted up within the same length: past all nines, the character
+/// before the `~` becomes `~` and the `~` a `1` (`ab~9` gives `a~10`), and
+/// with a single character before it, that character is counted up instead
+/// (`x~9` gives `y~0`). False when no name can be formed.
 fn mutate(name: &mut Vec<u8>) -> bool {
-    let digits = name.iter().rev().take_while(|c| c.is_ascii_digit()).count();
     let len = name.len();
+    if len == 0 {
+        return false;
+    }
+    let digits = name.iter().rev().take_while(|c| c.is_ascii_digit()).count();
     if digits == 0 || digits >= len || name[len - digits - 1] != b'~' {
-        let l = if (len.saturating_sub(1) & 3) < 2 {
+        let l = if ((len - 1) & 3) < 2 {
             len + 2
         } else {
             (len + 3) & !3
         };
-        if !(2..=255).contains(&l) {
-            return false;
-        }
+        let l = l.min(255);
         name.resize(l, 0);
         name[l - 2] = b'~';
         name[l - 1] = b'0';
         return true;
     }
-    // Count the trailing number up; past all nines it grows a digit.
     for i in (len - digits..len).rev() {
         if name[i] == b'9' {
             name[i] = b'0';
@@ -296,10 +322,26 @@ fn mutate(name: &mut Vec<u8>) -> bool {
             return true;
         }
     }
-    if len >= 255 {
-        return false;
+    let tilde = len - digits - 1;
+    if tilde == 1 {
+        match name[0] {
+            b'z' => name[0] = b'A',
+            b'Z' => {
+                name[0] = b'~';
+                name[1] = b'0';
+            }
+            c => name[0] = c.wrapping_add(1),
+        }
+    } else if tilde > 1 {
+        name[tilde] = b'1';
+        name[tilde - 1] = b'~';
+    } else {
+        name[0] = if name[0] == b'~' {
+            b'a'
+        } else {
+            name[0].wrapping_add(1)
+        };
     }
-    name.insert(len - digits, b'1');
     true
 }
 
@@ -609,25 +651,39 @@ mod tests {
             ent(23, "modules.conf.old"),
             ent(24, "modules.conf.old"),
         ];
-        assert_eq!(dedup(&mut v), vec![20]);
-        let names: Vec<&[u8]> = v.iter().map(|e| &e.name[..]).collect();
+        // As e2fsck 1.47.4 leaves them: the highest inode keeps a name;
+        // inode 20's second entry is renamed too (the first, renamed in
+        // the same pass, no longer sits next to it).
+        assert_eq!(dedup(&mut v), Vec::<u32>::new());
+        let got: Vec<(u32, &[u8])> = v.iter().map(|e| (e.ino, &e.name[..])).collect();
         assert_eq!(
-            names,
+            got,
             vec![
-                &b"a"[..],
-                b"b",
-                b"a~0",
-                b"modules.conf.old",
-                b"modules.conf.o~0"
+                (20, &b"a~0"[..]),
+                (21, b"b"),
+                (20, b"a~1"),
+                (22, b"a"),
+                (23, b"modules.conf.o~0"),
+                (24, b"modules.conf.old"),
             ]
         );
+        let mut v = vec![ent(30, "x"), ent(30, "x"), ent(31, "y")];
+        assert_eq!(dedup(&mut v), vec![30]);
+        assert_eq!(v.len(), 2);
     }
 
     #[test]
     fn mutations_count_up() {
         let mut n = b"x~9".to_vec();
         assert!(mutate(&mut n));
-        assert_eq!(n, b"x~10");
+        assert_eq!(n, b"y~0");
+        let mut n = b"ab~99".to_vec();
+        assert!(mutate(&mut n));
+        assert_eq!(n, b"a~100");
+        let mut n = vec![b'a'; 254];
+        assert!(mutate(&mut n));
+        assert_eq!(n.len(), 255);
+        assert_eq!(&n[252..], b"a~0");
         let mut n = b"ab~3".to_vec();
         assert!(mutate(&mut n));
         assert_eq!(n, b"ab~4");
