@@ -104,22 +104,6 @@ impl<R: BufRead, W: Write> Asker<R, W> {
     }
 }
 
-/// The problems of `rep` answered yes, with those not asked about (no fix
-/// exists, but the planner reads some of them: a failed journal recovery,
-/// other damage of an inode whose checksum it would otherwise recompute),
-/// and for each kept problem its index in `rep`.
-pub fn keep(rep: &Report, yes: &[bool]) -> (Report, Vec<usize>) {
-    let mut idx = Vec::new();
-    let mut kept = crate::check::problem::ProblemList::new();
-    for (k, p) in rep.problems.iter().enumerate() {
-        if yes.get(k).copied().unwrap_or(false) || !crate::fix::supported(p.code) {
-            idx.push(k);
-            kept.push(p);
-        }
-    }
-    (rep.with_problems(kept), idx)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,7 +139,7 @@ mod tests {
         let r = report();
         let mut r = r;
         r.problems.push(Problem::new(Code::JournalRecoveryFails));
-        let (k, idx) = keep(&r, &[true, false, true, false]);
+        let (k, idx) = crate::fix::answered(&r, &[true, false, true, false]);
         assert_eq!(idx, vec![0, 2, 3]);
         assert_eq!(k.problems.get(1).and_then(|p| p.args().ino), Some(14));
     }

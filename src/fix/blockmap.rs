@@ -38,29 +38,6 @@ use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
-/// Problems fixed by rewriting (or clearing) an inode's block map.
-pub(super) const CODES: &[Code] = &[
-    Code::InodeIllegalBlock,
-    Code::InodeTooManyIllegalBlocks,
-    Code::InodeExtentHeader,
-    Code::InodeExtentTreeUnwalkable,
-    Code::InodeExtentTreeShared,
-    Code::InodeExtentBad,
-    Code::InodeExtentOrder,
-    Code::InodeExtentNodeChecksum,
-    Code::InodeExtentNodeBad,
-    Code::InodeExtentIndexEnd,
-    Code::InodeExtentPastEof,
-    Code::InodeDirHole,
-    Code::DirHole,
-    Code::BadBlocksInodeInBadBlock,
-    Code::BadBlockInMetadata,
-    Code::GdBlockBitmapLocation,
-    Code::GdInodeBitmapLocation,
-    Code::GdInodeTableLocation,
-    Code::GdMetadataOverlap,
-];
-
 /// Problems that put the kind of an inode's map in doubt (extent tree,
 /// block pointers or inline data): e2fsck first settles the kind (sets the
 /// feature, the flag, or clears the inode), so a map read as the wrong
@@ -83,7 +60,7 @@ pub(super) fn fix(
     ino: u32,
     codes: &[Code],
     all: &[&Problem],
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     if all.iter().any(|p| kind_in_doubt(p)) {
         return Ok(false);
     }
@@ -189,7 +166,7 @@ fn fill_dir_holes(
     ino: u32,
     ind: &Inode,
     root: &mut [u8; I_BLOCK_LEN],
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let ptrs: Vec<u32> = (0..15).map(|i| le32(root, 4 * i)).collect();
     let mapped_after = |i: usize| ptrs[i + 1..].iter().any(|&p| p != 0);
     let mut alloc = Allocator::new(fs, &state.block_used);
@@ -204,9 +181,7 @@ fn fill_dir_holes(
             break;
         };
         from = blk + 1;
-        overlay
-            .stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))
-            .map_err(|e| e.to_string())?;
+        overlay.stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))?;
         put_le32(root, 4 * i, blk as u32);
         changed = true;
     }
@@ -234,7 +209,7 @@ const FT_DIR: u8 = 2;
 /// Clears inode `ino` as e2fsck does when its map is beyond repair: the
 /// next check finds it free (and the entries naming it deleted); a
 /// reserved inode also loses its map. The root is never cleared here.
-fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool, String> {
+fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> super::Result<bool> {
     if ino == inode::ROOT_INO {
         return Ok(false);
     }
@@ -247,7 +222,7 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool
 
 /// Clears the bad blocks inode entirely (e2fsck zeroes its whole base
 /// inode), which empties the bad-block list.
-pub(super) fn clear_bad_blocks_inode(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
+pub(super) fn clear_bad_blocks_inode(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
     Ok(vol::edit_inode(fs, overlay, inode::BAD_INO, |m| {
         m.0[..inode::GOOD_OLD_INODE_SIZE].fill(0);
     })?)
@@ -326,7 +301,7 @@ pub(super) fn relocate_bitmaps(
     state: &State,
     overlay: &mut Overlay,
     moves: &[Move],
-) -> Result<Vec<bool>, String> {
+) -> super::Result<Vec<bool>> {
     let geo = &fs.geo;
     let bs = u64::from(geo.block_size);
     let mut alloc = Allocator::new(fs, &state.block_used);
@@ -368,7 +343,7 @@ pub(super) fn relocate_bitmaps(
             } else {
                 vec![0u8; bs as usize]
             };
-            overlay.stage(b, data).map_err(|e| e.to_string())?;
+            overlay.stage(b, data)?;
             // Not into a block bitmap that is itself moving (a bad block,
             // or outside its group): the next round writes the new one.
             let h = geo.group_of_block(b);
@@ -387,7 +362,7 @@ pub(super) fn relocate_bitmaps(
 /// does not miss the bit when the moved metadata belongs to an uninit
 /// group (it reads as used through that group), but the checksum e2fsck
 /// computes over the bitmap it reads would then be wrong.
-fn mark_in_bitmap(fs: &Fs, overlay: &mut Overlay, blk: u64) -> Result<(), String> {
+fn mark_in_bitmap(fs: &Fs, overlay: &mut Overlay, blk: u64) -> super::Result<()> {
     let geo = &fs.geo;
     let h = geo.group_of_block(blk);
     let Some(gd) = fs.gds.get(h as usize) else {
@@ -450,7 +425,7 @@ impl ExtentRewrite<'_> {
         depth: u16,
         start: u64,
         end: Option<u64>,
-    ) -> Result<bool, String> {
+    ) -> super::Result<bool> {
         let h = extent::parse_header(b);
         let leaf = depth == 0;
         let mut keep: Vec<[u8; ENTRY]> = Vec::with_capacity(h.entries as usize);
@@ -556,7 +531,7 @@ impl ExtentRewrite<'_> {
 
     /// Repairs the node at `pblk` below an index of a depth-`depth` node
     /// that maps [lblk, end].
-    fn child(&mut self, pblk: u64, depth: u16, end: u64) -> Result<Child, String> {
+    fn child(&mut self, pblk: u64, depth: u16, end: u64) -> super::Result<Child> {
         // A node on critical metadata is not repaired, nor anything below
         // it (e2fsck: "conflicts with critical metadata, skipping block
         // checks"); the duplicate block repair moves it first. A node that
@@ -596,7 +571,7 @@ impl ExtentRewrite<'_> {
                 let off = extent::tail_offset(extent::parse_header(&buf).max);
                 put_le32(&mut buf, off, c);
             }
-            self.overlay.stage(pblk, buf).map_err(|e| e.to_string())?;
+            self.overlay.stage(pblk, buf)?;
             self.staged = true;
         }
         Ok(Child::Keep(first))
@@ -640,7 +615,7 @@ impl IndirectRewrite<'_> {
 
     /// Zeroes the illegal pointers of i_block and below. Returns whether
     /// i_block changed.
-    fn root(&mut self, root: &mut [u8; I_BLOCK_LEN]) -> Result<bool, String> {
+    fn root(&mut self, root: &mut [u8; I_BLOCK_LEN]) -> super::Result<bool> {
         let mut changed = false;
         let mut base = 12u64;
         for i in 0..15 {
@@ -666,7 +641,7 @@ impl IndirectRewrite<'_> {
     /// Zeroes the illegal pointers of indirect block `blk` (`level` 1 to
     /// 3, mapping from logical block `lblk`) and below, staging every
     /// block that changes.
-    fn indirect(&mut self, blk: u64, level: u32, lblk: u64) -> Result<(), String> {
+    fn indirect(&mut self, blk: u64, level: u32, lblk: u64) -> super::Result<()> {
         if self.budget == 0 {
             return Ok(());
         }
@@ -694,7 +669,7 @@ impl IndirectRewrite<'_> {
         // The resize inode's are its own reserved GDT blocks: e2fsck zeroes
         // an illegal entry there (pass 0 only judges the first quarter).
         if changed && (self.resize || !self.state.block_meta.get(blk)) {
-            self.overlay.stage(blk, buf).map_err(|e| e.to_string())?;
+            self.overlay.stage(blk, buf)?;
             self.staged = true;
         }
         Ok(())

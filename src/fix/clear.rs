@@ -31,39 +31,6 @@ use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::BTreeSet;
 
-/// The problems fixed here.
-pub(super) const CODES: &[Code] = &[
-    Code::InodeGarbage,
-    Code::InodeBadMode,
-    Code::InodeDeviceBlocks,
-    Code::InodeFastSymlink,
-    Code::SpecialImmutable,
-    Code::InodeBadSize,
-    Code::InodeBadFlags,
-    Code::InodeFileAcl,
-    Code::InodeImagic,
-    Code::InodeExtraIsize,
-    Code::InodeXattrInInode,
-    Code::XattrHash,
-    Code::XattrEaInodeInvalid,
-    Code::XattrEaInodeNoFlag,
-    Code::XattrBlockHeader,
-    Code::XattrBlockEntries,
-    Code::XattrBlockChecksum,
-    Code::XattrBlockRefcount,
-    Code::InodeEaInodeRefs,
-    Code::InodeInlineNoFeature,
-    Code::InodeInlineData,
-    Code::InodeExtentsNoFeature,
-    Code::DirNlinkFeature,
-    Code::InodeReallyDir,
-    Code::RootMissing,
-    Code::RootNotDirectory,
-    Code::InodeReservedBad,
-    Code::InodeIndexNotDir,
-    Code::InodeIndexNoFeature,
-];
-
 /// What this round's fixes did so far.
 #[derive(Default)]
 pub(super) struct Round {
@@ -82,7 +49,7 @@ pub(super) struct Round {
 /// Inline data lives in i_block (60 bytes) and the system.data value.
 const MIN_INLINE_DATA_SIZE: u64 = 60;
 
-/// Stages the fix of `p` (one of `CODES`). Returns whether the problem is
+/// Stages the fix of `p` (its fixer in the fix table is `Clear`). Returns whether the problem is
 /// taken care of.
 pub(super) fn fix(
     fs: &Fs,
@@ -90,7 +57,7 @@ pub(super) fn fix(
     overlay: &mut Overlay,
     p: &Problem,
     round: &mut Round,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     // Problems of blocks or of the file system, not of one inode.
     match p.code {
         Code::DirNlinkFeature => {
@@ -300,12 +267,12 @@ fn edit(
     overlay: &mut Overlay,
     ino: u32,
     change: impl FnOnce(&mut InodeMut),
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     Ok(vol::edit_inode(fs, overlay, ino, change)?)
 }
 
 /// Sets the superblock features the round found in use.
-pub(super) fn finish(fs: &Fs, overlay: &mut Overlay, round: &Round) -> Result<(), String> {
+pub(super) fn finish(fs: &Fs, overlay: &mut Overlay, round: &Round) -> super::Result<()> {
     if round.incompat == 0 && round.ro_compat == 0 {
         return Ok(());
     }
@@ -324,7 +291,7 @@ fn clear(
     overlay: &mut Overlay,
     ino: u32,
     round: &mut Round,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     if ino == ROOT_INO {
         return Ok(false);
     }
@@ -349,7 +316,7 @@ fn make_root(
     state: &State,
     overlay: &mut Overlay,
     round: &mut Round,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     // Both "not a directory" (pass 1) and "not allocated" (pass 3) may be
     // reported: one new root.
     if round.modified.contains(&ROOT_INO) {
@@ -376,7 +343,7 @@ fn set_flags(
     round: &mut Round,
     add: u32,
     remove: u32,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     round.modified.insert(ino);
     edit(fs, overlay, ino, |m| {
         m.set_flags((m.flags() | add) & !remove)
@@ -398,7 +365,7 @@ fn inline_and_extents(
     round: &mut Round,
     extents_fs: bool,
     inline_fs: bool,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let node = Inode::parse(raw);
     if !node.has_flag(flags::INLINE_DATA) || !node.has_flag(flags::EXTENTS) {
         return Ok(true);
@@ -510,7 +477,7 @@ fn xattr_block(
     overlay: &mut Overlay,
     blk: Option<u64>,
     refcount: Option<u32>,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let Some(blk) = blk.filter(|&b| fs.geo.block_in_fs(b)) else {
         return Ok(false);
     };

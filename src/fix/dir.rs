@@ -48,7 +48,7 @@ pub(super) fn fix(
     overlay: &mut Overlay,
     p: &Problem,
     links: &mut Links,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let Some(dir) = p.args().ino else {
         return Ok(false);
     };
@@ -189,7 +189,7 @@ pub(super) fn unlink(
     ino: u32,
     name: &str,
     links: &mut Links,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let drop_entry = |b: &mut [u8]| match find(b, Key::Inode(ino), name, filetype) {
         Some((prev, off)) => {
@@ -231,7 +231,7 @@ fn edit_inline(
     overlay: &mut Overlay,
     dir: u32,
     edit: impl FnOnce(&mut [u8]) -> bool,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let mut changed = false;
     crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
         changed = edit(&mut m.i_block_mut()[4..]);
@@ -297,7 +297,7 @@ fn dotdot(
     overlay: &mut Overlay,
     dir: u32,
     links: &mut Links,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let Some(k) = state.dir_index(dir) else {
         return Ok(false);
     };
@@ -325,7 +325,7 @@ pub(super) fn set_inline_dotdot(
     dir: u32,
     to: u32,
     links: &mut Links,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let mut old = 0;
     let done = crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
         let b = m.i_block_mut();
@@ -351,7 +351,7 @@ pub(super) fn set_dotdot(
     pblk: u64,
     to: u32,
     links: &mut Links,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let mut old = 0;
     let done = edit_dir_block(fs, state, overlay, dir, pblk, |b| {
         let first = decode_rec_len(le16(b, 4), b.len());

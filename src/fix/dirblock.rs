@@ -33,14 +33,6 @@ use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::Fs;
 
-/// Problems fixed here.
-pub(super) const CODES: &[Code] = &[
-    Code::DirBlockCorrupt,
-    Code::DirBlockNoTail,
-    Code::DirEntryZeroLenName,
-    Code::DirEntryLinkToDot,
-];
-
 /// Smallest record holding a name.
 const MIN_REC: usize = 12;
 
@@ -52,7 +44,7 @@ pub(super) fn fix(
     state: &State,
     overlay: &mut Overlay,
     p: &Problem,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let (Some(dir), Some(pblk)) = (p.args().ino, p.args().blk) else {
         return Ok(false);
     };
@@ -114,7 +106,7 @@ pub(super) fn fix_dot(
     state: &State,
     overlay: &mut Overlay,
     p: &Problem,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let (Some(dir), Some(pblk)) = (p.args().ino, p.args().blk) else {
         return Ok(false);
     };
@@ -176,7 +168,7 @@ const XATTR_INDEX_SYSTEM: u8 = 7;
 
 /// Salvages part `part` of an inline directory: 0 the entries in i_block
 /// (after the parent's number), 1 those in the system.data attribute.
-fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: u32, part: u64) -> Result<bool, String> {
+fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: u32, part: u64) -> super::Result<bool> {
     let pos = fs
         .inode_offset(dir)
         .ok_or_else(|| format!("inode {dir} lies beyond the addressable range"))?;
@@ -239,7 +231,7 @@ fn edit(
     dir: u32,
     pblk: u64,
     f: impl FnOnce(&mut [u8]) -> bool,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let seed = if fs.metadata_csum() {
         Some(dir_seed(fs, state, overlay, dir)?)
     } else {
@@ -256,7 +248,7 @@ fn edit(
         crate::fs::dir_entry::set_tail_checksum(seed, &mut b);
     }
     if b != before {
-        overlay.stage(pblk, b).map_err(|e| e.to_string())?;
+        overlay.stage(pblk, b)?;
     }
     Ok(true)
 }

@@ -26,12 +26,12 @@ use crate::volume::{Allocator, Fs, edit as vol};
 const DIRECT: usize = 12;
 
 /// Closes the holes of directory `dir`; returns whether anything was staged.
-pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay, dir: u32) -> Result<bool, String> {
+pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay, dir: u32) -> super::Result<bool> {
     if !state.inode_dir.get(dir as u64) || state.has_iflag(dir, iflag::INLINE) {
         return Ok(false);
     }
     let Some(mut raw) = vol::read_inode(fs, overlay, dir)? else {
-        return Err(format!("inode {dir} lies beyond the addressable range"));
+        return Err(format!("inode {dir} lies beyond the addressable range").into());
     };
     if InodeMut(&mut raw).flags() & flags::EXTENTS != 0 {
         collapse(fs, overlay, dir, &mut raw)
@@ -42,7 +42,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay, dir: u32) -> Re
 
 /// Moves the extents of an inode-held (depth 0) extent tree down so that
 /// each starts where the one before ends.
-fn collapse(fs: &Fs, overlay: &mut Overlay, dir: u32, raw: &mut [u8]) -> Result<bool, String> {
+fn collapse(fs: &Fs, overlay: &mut Overlay, dir: u32, raw: &mut [u8]) -> super::Result<bool> {
     let root = InodeMut(raw).i_block().to_vec();
     let h = extent::parse_header(&root);
     let n = usize::from(h.entries);
@@ -78,7 +78,7 @@ fn allocate(
     overlay: &mut Overlay,
     dir: u32,
     raw: &mut [u8],
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let node = InodeMut(raw);
     if node.flags() & flags::HUGE_FILE != 0 {
         return Ok(false);
@@ -112,9 +112,7 @@ fn allocate(
             break;
         };
         search = blk + 1;
-        overlay
-            .stage(blk, dir_entry::empty_block(bs, seed))
-            .map_err(|e| e.to_string())?;
+        overlay.stage(blk, dir_entry::empty_block(bs, seed))?;
         given.push((h, blk as u32));
     }
     if given.is_empty() {

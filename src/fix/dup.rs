@@ -102,7 +102,7 @@ impl Claims {
 }
 
 /// Resolves every multiply-claimed block pass 1B found.
-pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outcome, String> {
+pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Result<Outcome> {
     let mut count: BTreeMap<u64, u32> = BTreeMap::new();
     // The inodes claiming each cluster (in inode order, each once).
     let mut owners: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
@@ -172,7 +172,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> Result<Outco
         match res {
             Ok(()) => {
                 for (b, data) in writes {
-                    overlay.stage(b, data).map_err(|e| e.to_string())?;
+                    overlay.stage(b, data)?;
                 }
                 claims = tx_claims;
                 vol::write_inode(fs, overlay, ino, &raw)?;

@@ -69,7 +69,7 @@ pub(super) fn rebuild(
     state: &State,
     overlay: &mut Overlay,
     ino: u32,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     if !fs.sb.has_incompat(incompat::EXTENTS) {
         // e2fsck answers yes and does nothing without the feature.
         return Ok(false);
@@ -111,7 +111,7 @@ pub(super) fn rebuild(
         return Ok(false);
     };
     for (b, node) in &tree.leaves {
-        overlay.stage(*b, node.clone()).map_err(|e| e.to_string())?;
+        overlay.stage(*b, node.clone())?;
     }
     let (root, leaves) = (tree.root, tree.leaves);
     // i_blocks loses the mapping blocks and gains the leaves, each

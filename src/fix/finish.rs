@@ -28,7 +28,7 @@ pub struct Recorded {
 
 /// Stages the end-of-check record for a check that ended `clean` at
 /// `now` (seconds since the epoch).
-pub fn stage(fs: &Fs, overlay: &mut Overlay, clean: bool, now: u64) -> Result<Recorded, String> {
+pub fn stage(fs: &Fs, overlay: &mut Overlay, clean: bool, now: u64) -> super::Result<Recorded> {
     // e2fsck turns an error recorded in the journal into the error state
     // and clears it from the journal; the check counted it already.
     let journal_errno_cleared = crate::check::journal::recorded_errno(fs) != 0;

@@ -63,7 +63,7 @@ pub(super) fn fix(
     overlay: &mut Overlay,
     p: &Problem,
     large_file: &mut bool,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let Some(ino) = p.args().ino else {
         return Ok(false);
     };
@@ -100,7 +100,7 @@ pub(super) fn fix(
                 // Regular files of that size need large_file, which the
                 // caller sets; a directory that large is beyond what the
                 // fixes handle yet.
-                let raw = fs.read_inode_raw(ino).map_err(|e| e.to_string())?;
+                let raw = fs.read_inode_raw(ino)?;
                 if !Inode::parse(&raw).is_reg() {
                     return Ok(false);
                 }
@@ -138,7 +138,7 @@ pub(super) fn release(
     overlay: &mut Overlay,
     ino: u32,
     how: Release,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let t = super::lostfound::now();
     let wipe_map = how.reserved_map && ino < fs.geo.first_ino;
     if !vol::edit_inode(fs, overlay, ino, |m| {

@@ -33,11 +33,11 @@ use std::sync::Arc;
 /// carry is the journal replay. Or from a repair's re-check, whose device
 /// reads through the earlier rounds' staging: that overlay is returned
 /// itself (shared, not copied), with whatever the re-check laid over it.
-pub fn staged(fs: &Fs, staging: &Staging) -> Result<Arc<Overlay>, String> {
+pub fn staged(fs: &Fs, staging: &Staging) -> super::Result<Arc<Overlay>> {
     let bs = fs.geo.block_size;
     let layers = fs.dev.read_overlays();
     if layers.is_empty() {
-        let o = Overlay::with_staging(bs, fs.dev.size(), staging).map_err(|e| e.to_string())?;
+        let o = Overlay::with_staging(bs, fs.dev.size(), staging)?;
         return Ok(Arc::new(o));
     }
     // The replay view rewrites the primary superblock; a check that fell
@@ -67,7 +67,7 @@ pub fn staged(fs: &Fs, staging: &Staging) -> Result<Arc<Overlay>, String> {
     }
     let mut overlay = match below {
         Some(b) => Overlay::over(b),
-        None => Overlay::with_staging(bs, fs.dev.size(), staging).map_err(|e| e.to_string())?,
+        None => Overlay::with_staging(bs, fs.dev.size(), staging)?,
     };
     for layer in rest {
         let Some(ranges) = (&**layer as &dyn Any).downcast_ref::<RangeOverlay>() else {
@@ -79,7 +79,8 @@ pub fn staged(fs: &Fs, staging: &Staging) -> Result<Arc<Overlay>, String> {
             if off % u64::from(bs) != 0 || data.len() != bs as usize {
                 return Err(format!(
                     "journal replay view has a partial block at byte {off}; not writing it"
-                ));
+                )
+                .into());
             }
             overlay
                 .stage(off / u64::from(bs), data.to_vec())
@@ -95,7 +96,7 @@ pub fn staged(fs: &Fs, staging: &Staging) -> Result<Arc<Overlay>, String> {
 /// orphans ([`staged`]), and a journal inode it made from the
 /// superblock's backup (it looks at the journal first and writes that
 /// inode back whenever it may write).
-pub fn staged_before_passes(fs: &Fs, staging: &Staging) -> Result<Overlay, String> {
+pub fn staged_before_passes(fs: &Fs, staging: &Staging) -> super::Result<Overlay> {
     let mut overlay = Overlay::over(staged(fs, staging)?);
     if crate::check::journal::check(fs, true)
         .iter()
@@ -146,7 +147,7 @@ pub fn replay_is_correction(report: &Report) -> bool {
 /// marked not cleanly unmounted (see `check::recovery`); e2fsck marks it
 /// valid again at the end of the full check it then runs, which this
 /// stages over the replay (the state field, checksum redone).
-pub fn mark_valid(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+pub fn mark_valid(fs: &Fs, overlay: &mut Overlay) -> super::Result<()> {
     Ok(crate::volume::edit::edit_superblock(fs, overlay, |sb| {
         sb.set_state(sb.state() | STATE_VALID);
     })?)

@@ -71,7 +71,7 @@ pub(super) fn recreate(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-) -> Result<Option<String>, String> {
+) -> super::Result<Option<String>> {
     let sb = &fs.sb;
     let geo = &fs.geo;
     if sb.has_compat(compat::FAST_COMMIT) {
@@ -182,14 +182,14 @@ pub(super) fn recreate(
             .read_at(&fs.dev, p * bs as u64, &mut cur)
             .map_err(|e| format!("cannot read block {p}: {e}"))?;
         if cur != zero {
-            overlay.stage(p, zero.clone()).map_err(|e| e.to_string())?;
+            overlay.stage(p, zero.clone())?;
         }
     }
     for (p, bytes) in ind_blocks {
-        overlay.stage(p, bytes).map_err(|e| e.to_string())?;
+        overlay.stage(p, bytes)?;
     }
     let jsb = crate::fs::journal::new_superblock(geo.block_size, n as u32, &sb.uuid);
-    overlay.stage(data[0], jsb).map_err(|e| e.to_string())?;
+    overlay.stage(data[0], jsb)?;
 
     // The inode.
     let now = crate::check::now().min(u32::MAX as u64) as u32;
@@ -252,7 +252,7 @@ fn pick(alloc: &mut Allocator, overlay: &Overlay, goal: u64, need: u64) -> Vec<u
 /// (`check::journal::backup_inode_bytes`) over the invalid one, as e2fsck
 /// does before pass 1: its first 128 bytes, the rest of the on-disk inode
 /// kept, the checksum recomputed. Whether it staged something.
-pub(super) fn restore_from_backup(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
+pub(super) fn restore_from_backup(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
     let Some(small) = crate::check::journal::backup_inode_bytes(fs) else {
         return Ok(false);
     };
@@ -270,11 +270,11 @@ pub(super) fn restore_from_backup(fs: &Fs, overlay: &mut Overlay) -> Result<bool
 /// Clears the journal superblock's fields past the version 1 layout
 /// (`check::journal::stray_v2_fields`), as e2fsck does before it reads the
 /// journal. Whether it staged something.
-pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
+pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
     let inode = crate::check::journal::journal_inode(fs)?;
     let blk = crate::check::journal::first_block(fs, &inode)?;
     let bs = u64::from(fs.geo.block_size);
-    let before = vol::read_block(fs, overlay, blk).map_err(|e| e.to_string())?;
+    let before = vol::read_block(fs, overlay, blk)?;
     let mut after = before.clone();
     crate::check::journal::clear_v2_fields(&mut after);
     if after == before {
@@ -282,8 +282,7 @@ pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> Result<bool, St
     }
     vol::edit_bytes(fs, overlay, blk * bs, bs as usize, |b| {
         b.copy_from_slice(&after)
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
     Ok(true)
 }
 

@@ -72,7 +72,7 @@ pub(super) fn fix(
     lf: &mut LostFound,
     p: &Problem,
     links: &mut Links,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let Some(ino) = p.args().ino else {
         return Ok(false);
     };
@@ -97,7 +97,7 @@ pub(super) fn dir_block(state: &State, ino: u32, lblk: u32) -> Option<u64> {
 /// The checksum seed of directory `ino`'s blocks. The inode is read
 /// through the overlay: a lost+found created by this repair exists only
 /// there.
-pub(super) fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> Result<u32, String> {
+pub(super) fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> super::Result<u32> {
     let generation = match (state.dir_index(ino), state.dir_gen.is_empty()) {
         (Some(k), false) => state.dir_gen.get(k).copied().unwrap_or(0),
         _ => {
@@ -119,7 +119,7 @@ pub(super) fn edit_dir_block(
     dir: u32,
     pblk: u64,
     edit: impl FnOnce(&mut [u8]) -> bool,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let bs = fs.block_size();
     let seed = if fs.metadata_csum() {
         Some(dir_seed(fs, state, overlay, dir)?)
@@ -219,7 +219,7 @@ fn reconnect(
     lost_found: &mut LostFound,
     ino: u32,
     links: &mut Links,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let lf = lost_found.ino;
     if lf == 0 || lf == ino || !plain_dir(state, lf) {
         return Ok(false);
@@ -297,7 +297,7 @@ fn expand(
     state: &State,
     overlay: &mut Overlay,
     lf: &mut LostFound,
-) -> Result<Option<u64>, String> {
+) -> super::Result<Option<u64>> {
     let ino = lf.ino;
     let Some(mut raw) = vol::read_inode(fs, overlay, ino)? else {
         return Ok(None);
@@ -400,9 +400,7 @@ fn expand(
     } else {
         None
     };
-    overlay
-        .stage(blk, dir_entry::empty_block(bs, seed))
-        .map_err(|e| e.to_string())?;
+    overlay.stage(blk, dir_entry::empty_block(bs, seed))?;
     lf.blocks.push(blk);
     Ok(Some(blk))
 }
@@ -427,7 +425,7 @@ pub(super) fn create(
     state: &State,
     overlay: &mut Overlay,
     links: &mut Links,
-) -> Result<Option<LostFound>, String> {
+) -> super::Result<Option<LostFound>> {
     if !plain_dir(state, ROOT_INO) {
         return Ok(None);
     }
@@ -503,7 +501,7 @@ pub(super) fn write_dir(
     parent: u32,
     blk: u64,
     mode: u16,
-) -> Result<(), String> {
+) -> super::Result<()> {
     let bs = fs.block_size();
     let bits = fs.geo.cluster_bits;
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
@@ -547,21 +545,21 @@ pub(super) fn write_dir(
         }
     })?;
     if !placed {
-        return Err(format!("inode {ino} lies beyond the addressable range"));
+        return Err(format!("inode {ino} lies beyond the addressable range").into());
     }
     // Its block: '.', '..' (the rest of the block), the checksum tail.
     let seed = fs
         .metadata_csum()
         .then(|| inode_csum_seed(fs.csum_seed, ino, 0));
     let b = dir_entry::dots_block(bs, ino, parent, filetype.then_some(FT_DIR), seed);
-    overlay.stage(blk, b).map_err(|e| e.to_string())?;
+    overlay.stage(blk, b)?;
     Ok(())
 }
 
 /// Clears an unattached zero-length inode, as e2fsck does (with quota,
 /// the next round's check finds the usage it had and the quota files are
 /// rewritten then).
-fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> Result<bool, String> {
+fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> super::Result<bool> {
     if ino == ROOT_INO {
         return Ok(false);
     }

@@ -8,7 +8,7 @@ use crate::repair::overlay::Overlay;
 use crate::volume::{Fs, edit as vol};
 
 /// Stages a fresh MMP block ("clean") over an invalid one.
-pub(super) fn rewrite(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+pub(super) fn rewrite(fs: &Fs, overlay: &mut Overlay) -> super::Result<()> {
     let name = fs
         .dev
         .path()
@@ -17,5 +17,5 @@ pub(super) fn rewrite(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
         .unwrap_or_default();
     let seed = fs.metadata_csum().then(|| fs.sb.csum_seed());
     let b = block(fs.block_size(), SEQ_CLEAN, interval(&fs.sb), &name, seed);
-    vol::stage_if_changed(fs, overlay, fs.sb.mmp_block, b).map_err(|e| e.to_string())
+    Ok(vol::stage_if_changed(fs, overlay, fs.sb.mmp_block, b)?)
 }

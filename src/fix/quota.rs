@@ -41,17 +41,10 @@ use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Problems the rewrite of their quota type's file fixes.
-pub(super) const REWRITE: &[Code] = &[
-    Code::QuotaUsage,
-    Code::QuotaEntryMissing,
-    Code::QuotaFileBad,
-];
-
 const TYPE_NAMES: [&str; 3] = ["user", "group", "project"];
 
 /// Clears the field `p` (an `SbQuotaInode`) names. Returns whether it did.
-pub(super) fn clear_inum(fs: &Fs, overlay: &mut Overlay, p: &Problem) -> Result<bool, String> {
+pub(super) fn clear_inum(fs: &Fs, overlay: &mut Overlay, p: &Problem) -> super::Result<bool> {
     if p.code != Code::SbQuotaInode {
         return Ok(false);
     }
@@ -70,7 +63,7 @@ fn inums(fs: &Fs) -> [u32; 3] {
     ]
 }
 
-/// The quota type a problem of `REWRITE` is about.
+/// The quota type a problem fixed by the rewrite (`Fixer::QuotaFile`) is about.
 pub(super) fn problem_type(fs: &Fs, p: &Problem) -> Option<usize> {
     match p.code {
         Code::QuotaUsage | Code::QuotaEntryMissing => TYPE_NAMES
@@ -99,7 +92,7 @@ pub(super) fn rewrite(
     state: &State,
     overlay: &mut Overlay,
     qtype: usize,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let Some(&ino) = inums(fs).get(qtype) else {
         return Ok(false);
     };
@@ -153,16 +146,14 @@ pub(super) fn rewrite(
         if let Some(src) = bytes.get(from..(from + bs).min(bytes.len())) {
             b[..src.len()].copy_from_slice(src);
         }
-        overlay.stage(pblk, b).map_err(|e| e.to_string())?;
+        overlay.stage(pblk, b)?;
     }
     for (b, data) in &plan.map_blocks {
-        overlay.stage(*b, data.clone()).map_err(|e| e.to_string())?;
+        overlay.stage(*b, data.clone())?;
     }
     let raw = new_inode(fs, &plan, bytes.len() as u64, now);
     if !vol::write_inode(fs, overlay, ino, &raw)? {
-        return Err(format!(
-            "quota inode {ino} has no place in the inode tables"
-        ));
+        return Err(format!("quota inode {ino} has no place in the inode tables").into());
     }
     Ok(true)
 }
@@ -239,7 +230,7 @@ impl Layout {
         alloc: &mut Allocator,
         ino: u32,
         file: &quota::Written,
-    ) -> Result<Option<Layout>, String> {
+    ) -> super::Result<Option<Layout>> {
         let geo = &fs.geo;
         let bs = u64::from(geo.block_size);
         let bits = geo.cluster_bits;

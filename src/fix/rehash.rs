@@ -21,7 +21,6 @@
 //! the next round's check reports them and `dir.rs` removes them.
 
 use super::lostfound::{Links, add, dir_seed};
-use crate::check::problem::Code;
 use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::dir_entry::{HEADER_LEN, TAIL_LEN, decode_rec_len, encode_rec_len, rec_len_for};
@@ -34,32 +33,6 @@ use crate::repair::overlay::Overlay;
 use crate::volume::Fs;
 use crate::volume::edit as vol;
 use std::collections::BTreeMap;
-
-/// Problems fixed by rebuilding the directory they name.
-pub(super) const CODES: &[Code] = &[
-    Code::DirEntryDuplicate,
-    Code::DirDotMissing,
-    Code::DirDotDotMissing,
-    Code::DirDotBadInode,
-    Code::DirDotRecLen,
-    Code::DirDotNotTerminated,
-    Code::DirDotDotBadForm,
-    Code::DirDotSecondEntry,
-    Code::HtreeRootInvalid,
-    Code::HtreeRootBad,
-    Code::HtreeHashVersion,
-    Code::HtreeDepth,
-    Code::HtreeLimit,
-    Code::HtreeCount,
-    Code::HtreeHashOrder,
-    Code::HtreeBadBlock,
-    Code::HtreeNodeChecksum,
-    Code::HtreeHashRange,
-    Code::HtreeBlockReferenced,
-    Code::HtreeNoIndexFlag,
-    Code::HtreeInvalid,
-    Code::HtreeLeafDepth,
-];
 
 /// dx_root_info and the index after it in block 0; a node's index.
 const ROOT_INFO: usize = htree::ROOT_INFO_OFFSET;
@@ -90,7 +63,7 @@ pub(super) fn rebuild(
     overlay: &mut Overlay,
     dir: u32,
     links: &mut Links,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let Some(k) = state.dir_index(dir) else {
         return Ok(false);
     };
@@ -114,7 +87,7 @@ pub(super) fn rebuild(
         return Ok(false);
     }
     let Some(mut raw) = vol::read_inode(fs, overlay, dir)? else {
-        return Err(format!("inode {dir} lies beyond the addressable range"));
+        return Err(format!("inode {dir} lies beyond the addressable range").into());
     };
     let iflags = crate::fs::inode::InodeMut(&mut raw).flags();
     if iflags & flags::ENCRYPT != 0 && iflags & flags::CASEFOLD != 0 {

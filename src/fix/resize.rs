@@ -99,7 +99,7 @@ pub(super) fn recreate(
     state: &State,
     overlay: &mut Overlay,
     large_file: &mut bool,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     let geo = &fs.geo;
     let bs = fs.block_size();
     let apb = u64::from(geo.block_size / 4);

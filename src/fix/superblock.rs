@@ -19,7 +19,7 @@ pub(super) fn used_backup(fs: &Fs) -> bool {
 }
 
 /// Stages the loaded superblock and descriptor table as the primary ones.
-pub(super) fn restore_primary(fs: &Fs, overlay: &mut Overlay) -> Result<(), String> {
+pub(super) fn restore_primary(fs: &Fs, overlay: &mut Overlay) -> super::Result<()> {
     let mut sb = fs.sb.raw.clone();
     sb.resize(SUPERBLOCK_SIZE, 0);
     let mut m = SuperblockMut(&mut sb);
@@ -42,7 +42,7 @@ pub(super) fn restore_primary(fs: &Fs, overlay: &mut Overlay) -> Result<(), Stri
 /// A wrong inodes count (the check went on with the groups times the
 /// inodes per group, as e2fsck does after loading the superblock despite
 /// it) is set to that product.
-pub(super) fn fix_inodes_count(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
+pub(super) fn fix_inodes_count(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
     let want = fs.geo.inodes_count;
     if fs.sb.inodes_count == want {
         return Ok(false);
@@ -56,7 +56,7 @@ pub(super) fn fix_inodes_count(fs: &Fs, overlay: &mut Overlay) -> Result<bool, S
 /// where the check read it (one descriptor block, which both layouts put
 /// right after the superblock); the next round judges the rest with the
 /// classic layout.
-pub(super) fn fix_first_meta_bg(fs: &Fs, overlay: &mut Overlay) -> Result<bool, String> {
+pub(super) fn fix_first_meta_bg(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
     use crate::fs::superblock::incompat;
     if !fs.geo.first_meta_bg_too_big() || fs.geo.desc_blocks != 1 {
         return Ok(false);
@@ -77,7 +77,7 @@ pub(super) fn fix_resize_inode(
     fs: &Fs,
     overlay: &mut Overlay,
     p: &crate::check::problem::Problem,
-) -> Result<bool, String> {
+) -> super::Result<bool> {
     use crate::fs::superblock::{compat, incompat};
     if p.code != crate::check::problem::Code::SbResizeInodeNoFeature {
         return Ok(false);

@@ -14,7 +14,9 @@
 //! hook the protocol runs every write and fsync through), `files.rs`
 //! (creating files safely in directories others may write), `mmp.rs`
 //! (claiming a multi-mount protection block for a repair, as e2fsck
-//! does), `mounted.rs` (refusing mounted file systems).
+//! does), `mounted.rs` (refusing mounted file systems), `session.rs`
+//! (a whole repair: check, plan, stage, re-check, commit, returning what
+//! became of each problem).
 
 pub mod commit;
 pub mod faults;
@@ -22,6 +24,7 @@ pub mod files;
 pub mod mmp;
 pub mod mounted;
 pub mod overlay;
+pub mod session;
 pub mod undo;
 
 use std::fmt;

@@ -1,0 +1,842 @@
+//! A repair (`-y`, `-p`/`-a`, interactive): check, plan, stage, re-check,
+//! commit, as a library type. [`Session::run`] returns what happened
+//! ([`Outcome`]), with a [`Status`] per problem shown; the caller prints
+//! it and picks the exit code. Nothing here prints.
+//!
+//! The re-check runs before the commit, read-only, on the device seen
+//! through the staged blocks: exactly the bytes the commit will leave (the
+//! commit writes the overlay and nothing else). So the verdict and the
+//! exit code describe the repaired file system, and a fix that does not
+//! achieve what it claims shows up as a problem left.
+//!
+//! Rounds: a fix often uncovers the next problem (a cleared inode leaves
+//! entries naming it, a removed entry changes a link count), so the staged
+//! result is checked again and fixed again until nothing more can be
+//! fixed, at most [`MAX_ROUNDS`] times; the last check is the verdict.
+
+use super::commit::{self, CommitOptions};
+use super::faults::NoFaults;
+use super::overlay::{Overlay, Staging};
+use super::{RepairError, UndoTarget};
+use crate::check::problem::{Pass, Problem, ProblemList};
+use crate::check::{self, Options, Report};
+use crate::error::Error;
+use crate::fix::{self, FixError, Mode, Refusal};
+use crate::io::Device;
+use crate::io::writable::DeviceLock;
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+/// Check-and-fix rounds at most: each round's fixes come from a check of
+/// the previous rounds' staged result.
+pub const MAX_ROUNDS: u32 = 16;
+
+/// How long a repair waits for another one on the same device to finish.
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Answers, per problem of a check, whether to fix it (interactive mode).
+pub type Ask<'a> = &'a mut dyn FnMut(&Report) -> Vec<bool>;
+
+/// What became of a problem shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// A fix was staged and committed for it.
+    Fixed,
+    /// Answered no (interactive mode).
+    Declined,
+    /// pfsck has no fix for it.
+    NotFixable,
+    /// Left as it is: the mode does not allow its fix, or the fix did not
+    /// apply (the last check says whether it is still there).
+    Unfixed,
+}
+
+/// Said while the session runs, before the device is written.
+#[derive(Debug)]
+pub enum Notice<'a> {
+    /// The undo log goes to `path`, since `wanted` cannot be written.
+    UndoMoved {
+        wanted: &'a Path,
+        path: &'a Path,
+        why: &'a str,
+    },
+    /// No undo log can be written: the repair goes without.
+    NoUndo { wanted: &'a Path, why: &'a str },
+}
+
+/// What a session did.
+#[derive(Debug)]
+pub enum Outcome {
+    /// No file system, a fatal problem, or marked clean and not forced:
+    /// the check's verdict stands. `replay_written`: the journal replay
+    /// and orphan processing the check read through were committed.
+    Checked {
+        report: Report,
+        replay_written: bool,
+    },
+    /// The repair could not start; nothing was staged.
+    Refused { report: Report, why: Refusal },
+    /// `-p` stopped at a problem preen may not fix (e2fsck's preenhalt).
+    PreenHalt(Box<PreenHalt>),
+    /// Nothing to stage: the first check is the verdict; only its record
+    /// was written.
+    Unchanged {
+        report: Report,
+        status: Vec<Status>,
+        recorded: fix::finish::Recorded,
+    },
+    /// The fixes were committed.
+    Repaired(Box<Repaired>),
+    /// The commit failed; `report` is what would have been shown.
+    NotWritten { report: Report, error: SessionError },
+}
+
+/// A committed repair.
+#[derive(Debug)]
+pub struct Repaired {
+    /// The first check's problems, then those later rounds found and
+    /// fixed, each in its pass.
+    pub report: Report,
+    /// Parallel to `report`'s problems.
+    pub status: Vec<Status>,
+    /// The last check: the verdict on the repaired file system.
+    pub after: Report,
+    pub blocks_written: u64,
+    /// Some fix beyond the journal replay was staged.
+    pub fixes_staged: bool,
+    /// The first round started with a journal replay.
+    pub replayed: bool,
+    pub recorded: fix::finish::Recorded,
+    pub undo_log: PathBuf,
+}
+
+/// A preen run stopped, with what e2fsck has written by then.
+#[derive(Debug)]
+pub struct PreenHalt {
+    /// The check of the round that stopped.
+    pub report: Report,
+    /// What earlier rounds fixed.
+    pub earlier: ProblemList,
+    /// Parallel to `report`'s problems: fixed before the stop.
+    pub fixed: Vec<bool>,
+    /// The problem preen may not fix.
+    pub halt: Option<Problem>,
+    pub blocks_written: u64,
+    pub replayed: bool,
+}
+
+/// Why a session stopped; the device is untouched unless the error says
+/// otherwise.
+#[derive(Debug)]
+pub enum SessionError {
+    /// A signal cancelled the run before anything was written.
+    Interrupted,
+    /// The multi-mount protection block could not be claimed.
+    Mmp(String),
+    /// The device could not be locked, opened or checked.
+    Device(Error),
+    /// A read-write mount (the message says where).
+    Mounted(String),
+    /// The check of the staged result failed.
+    Recheck(Error),
+    /// Staging failed: nothing was written.
+    Staging(FixError),
+    /// A commit failed (see [`NotWritten`]).
+    NotWritten(NotWritten),
+    /// The record of a check that fixed nothing could not be written.
+    Record(RepairError),
+    /// The replayed external journal could not be reset; the file system
+    /// itself is repaired.
+    JournalReset(String),
+}
+
+/// A commit that failed: what, why, and whether the log says the device
+/// may have been written (then a rollback is suggested).
+#[derive(Debug)]
+pub struct NotWritten {
+    pub what: &'static str,
+    pub source: RepairError,
+    /// The log that can roll it back, when the device may be partly
+    /// written.
+    pub rollback: Option<(PathBuf, PathBuf)>,
+}
+
+impl fmt::Display for NotWritten {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (what, e) = (self.what, &self.source);
+        match &self.rollback {
+            Some((log, device)) => write!(
+                f,
+                "{what} not written completely: {e}; the device may be partly written, \
+                 `pfsck --rollback {} {}` restores it",
+                log.display(),
+                device.display()
+            ),
+            None => write!(f, "{what} not written: {e}; the device was not modified"),
+        }
+    }
+}
+
+impl fmt::Display for SessionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SessionError::Interrupted => write!(f, "interrupted"),
+            SessionError::Mmp(s) | SessionError::JournalReset(s) => write!(f, "{s}"),
+            SessionError::Device(e) => write!(f, "{e}"),
+            SessionError::Mounted(m) => write!(
+                f,
+                "{m}; refusing to repair a mounted file system: unmount it first"
+            ),
+            SessionError::Recheck(e) => write!(f, "re-check of the repaired file system: {e}"),
+            SessionError::Staging(e) => write!(f, "{e}"),
+            SessionError::NotWritten(e) => write!(f, "{e}"),
+            SessionError::Record(e) => write!(f, "check record not written: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for SessionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SessionError::Device(e) | SessionError::Recheck(e) => Some(e),
+            SessionError::Staging(e) => Some(e),
+            SessionError::NotWritten(e) => Some(&e.source),
+            SessionError::Record(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<FixError> for SessionError {
+    fn from(e: FixError) -> SessionError {
+        SessionError::Staging(e)
+    }
+}
+
+impl From<RepairError> for SessionError {
+    fn from(e: RepairError) -> SessionError {
+        SessionError::Staging(FixError::from(e))
+    }
+}
+
+type Result<T> = std::result::Result<T, SessionError>;
+
+/// Where the undo log goes, decided the first time it is needed.
+#[derive(Clone, Debug)]
+pub struct UndoChoice {
+    /// `--undo`.
+    pub explicit: Option<PathBuf>,
+    /// `-p`/`-a`: the unattended boot check, which must not stop the
+    /// machine for want of a log.
+    pub unattended: bool,
+    /// `-y`.
+    pub yes: bool,
+}
+
+/// One repair of one device.
+pub struct Session<'a, 'q> {
+    device: PathBuf,
+    opts: Options,
+    mode: Mode,
+    undo: UndoChoice,
+    target: OnceLock<UndoTarget>,
+    warned: bool,
+    ask: Option<Ask<'q>>,
+    notify: &'a mut dyn FnMut(Notice),
+    before_commit: &'a dyn Fn(),
+    /// Keys of the problems answered no.
+    declined: HashSet<Vec<u8>>,
+}
+
+impl<'a, 'q> Session<'a, 'q> {
+    /// A repair of `device` with the check options `opts`. With `ask`,
+    /// the problems answered yes are fixed as `-y` would (`mode` is then
+    /// Yes); without, `mode` decides. `notify` hears of the undo log's
+    /// change of place before the device is written; `before_commit` runs
+    /// last before the commit (a test's fault point).
+    pub fn new(
+        device: &Path,
+        opts: &Options,
+        mode: Mode,
+        undo: UndoChoice,
+        ask: Option<Ask<'q>>,
+        notify: &'a mut dyn FnMut(Notice),
+        before_commit: &'a dyn Fn(),
+    ) -> Session<'a, 'q> {
+        Session {
+            device: device.to_path_buf(),
+            opts: opts.clone(),
+            mode,
+            undo,
+            target: OnceLock::new(),
+            warned: false,
+            ask,
+            notify,
+            before_commit,
+            declined: HashSet::new(),
+        }
+    }
+
+    /// Runs the repair. e2fsck holds the MMP block from before its check
+    /// until it is done: a node mounting the file system meanwhile sees it
+    /// being checked. The second result is the MMP block's release, which
+    /// fails after the rest is done.
+    pub fn run(mut self) -> (Result<Outcome>, std::result::Result<(), String>) {
+        let claim = match super::mmp::claim(&self.device) {
+            Ok(c) => c,
+            Err(e) => return (Err(SessionError::Mmp(e)), Ok(())),
+        };
+        self.opts.mmp_claimed = claim.is_some();
+        // -y and -p replace an unusable journal (e2fsck clears and
+        // recreates it, preen included) and fix a wrong inodes count, so
+        // the check goes on past them.
+        self.opts.repairing = true;
+        let result = self.run_claimed();
+        let released = match claim {
+            Some(c) => c.release(),
+            None => Ok(()),
+        };
+        (result, released)
+    }
+
+    fn run_claimed(&mut self) -> Result<Outcome> {
+        // Held until the commit is done: a second repair waits briefly,
+        // then refuses before it has checked anything.
+        let _lock = DeviceLock::acquire(&self.device, LOCK_WAIT).map_err(SessionError::Device)?;
+        // Refused before the check, not after it: the repair could not be
+        // written anyway.
+        if let Some(m) = super::mounted::mounted_read_write(&self.device) {
+            return Err(SessionError::Mounted(m));
+        }
+        let dev = Device::open_read_only(&self.device).map_err(SessionError::Device)?;
+        let checked = match check::check_device(dev, &self.opts) {
+            Ok(c) => c,
+            Err(Error::Interrupted) => return Err(SessionError::Interrupted),
+            Err(e) => return Err(SessionError::Device(e)),
+        };
+        let (Some(fs), false) = (&checked.fs, checked.report.has_fatal()) else {
+            // No file system or a fatal problem: the check's verdict stands.
+            return Ok(Outcome::Checked {
+                report: checked.report,
+                replay_written: false,
+            });
+        };
+        let Some(state) = &checked.state else {
+            // Marked clean and not forced: nothing to fix, but e2fsck still
+            // replays a journal that needs it (the check ran on the
+            // replayed view, which is what was found clean).
+            let replay_written = self.replay_only(fs, &checked.report)?;
+            return Ok(Outcome::Checked {
+                report: checked.report,
+                replay_written,
+            });
+        };
+        let rep = &checked.report;
+        let staging = &self.staging();
+        let plan = match self.plan_round(fs, state, rep, staging) {
+            Ok(p) => p,
+            Err(Refusal::Unexpected) => {
+                return self.preen_halt(fs, state, rep, &ProblemList::new(), staging);
+            }
+            Err(why) => {
+                return Ok(Outcome::Refused {
+                    report: checked.report,
+                    why,
+                });
+            }
+        };
+        if plan.overlay.is_empty() {
+            // Nothing to fix: either nothing we may fix, or fixes that
+            // change no byte. The first check is the verdict, and only the
+            // record of the check is written (not after an interactive
+            // user declined a fix: answering no leaves the disk as it was).
+            let mut recorded = fix::finish::Recorded::default();
+            if self.ask.is_none() || !rep.has_errors() {
+                recorded = self.record_check(fs, rep, staging)?;
+            }
+            let status = self.status(&rep.problems, &plan.fixed);
+            return Ok(Outcome::Unchanged {
+                report: checked.report,
+                status,
+                recorded,
+            });
+        }
+        let shown = Shown {
+            problems: rep.problems.clone(),
+            fixed: plan.fixed.clone(),
+            fixes_staged: plan.fixes_staged,
+        };
+        let overlay = Arc::new(plan.overlay.flattened()?);
+        drop(checked.state);
+        let (shown, overlay, last) = match self.rounds(shown, overlay, staging)? {
+            Ended::Done(shown, overlay, last) => (shown, overlay, last),
+            Ended::Halted(halted) => return Ok(*halted),
+        };
+        self.commit_repair(fs, rep, plan.replayed, shown, overlay, last)
+    }
+
+    /// The later rounds, each planned from a check of the staging so far,
+    /// until one stages nothing new. The problems shown, the staging and
+    /// the last check; or a preen run's stop.
+    fn rounds(
+        &mut self,
+        mut shown: Shown,
+        mut overlay: Arc<Overlay>,
+        staging: &Staging,
+    ) -> Result<Ended> {
+        let mut round = 1;
+        // A check that read a backup superblock (found by itself, or named
+        // with -b) restores the primary copies in the first round, alone;
+        // the later rounds read the restored primary, as the kernel will.
+        let recheck_opts = &Options {
+            superblock: None,
+            blocksize: None,
+            ..self.opts.clone()
+        };
+        loop {
+            let dev = Device::open_read_only(&self.device)
+                .map_err(SessionError::Device)?
+                .with_read_overlay(overlay.clone());
+            let again = match check::check_device(dev, recheck_opts) {
+                Ok(c) => c,
+                Err(Error::Interrupted) => return Err(SessionError::Interrupted),
+                Err(e) => return Err(SessionError::Recheck(e)),
+            };
+            round += 1;
+            let (Some(fs2), Some(state2)) = (&again.fs, &again.state) else {
+                return Ok(Ended::Done(shown, overlay, Box::new(again)));
+            };
+            if round > MAX_ROUNDS || !again.report.has_errors() || again.report.has_fatal() {
+                return Ok(Ended::Done(shown, overlay, Box::new(again)));
+            }
+            let next = match self.plan_round(fs2, state2, &again.report, staging) {
+                Ok(next) => next,
+                // A fix uncovered a problem preen may not fix: e2fsck
+                // would stop there too, with what it fixed so far written.
+                Err(Refusal::Unexpected) => {
+                    let earlier: ProblemList = shown
+                        .problems
+                        .iter()
+                        .zip(&shown.fixed)
+                        .filter(|(_, f)| **f)
+                        .map(|(p, _)| p)
+                        .collect();
+                    let halted = self.preen_halt(fs2, state2, &again.report, &earlier, staging)?;
+                    return Ok(Ended::Halted(Box::new(halted)));
+                }
+                Err(_) => return Ok(Ended::Done(shown, overlay, Box::new(again))),
+            };
+            if !next.fixes_staged {
+                return Ok(Ended::Done(shown, overlay, Box::new(again)));
+            }
+            shown.merge(&again.report, &next.fixed);
+            // This round's staging lies over the one the re-check read;
+            // with the re-check's device gone, the two merge into one.
+            drop(again);
+            drop(overlay);
+            overlay = Arc::new(next.overlay.flattened()?);
+        }
+    }
+
+    /// Stages the record of the check over the repair, picks the problems
+    /// shown, and commits.
+    fn commit_repair(
+        &mut self,
+        fs: &check::Fs,
+        rep: &Report,
+        replayed: bool,
+        shown: Shown,
+        mut overlay: Arc<Overlay>,
+        last: Box<check::Checked>,
+    ) -> Result<Outcome> {
+        let check::Checked {
+            report: after,
+            fs: last_fs,
+            ..
+        } = *last;
+        // The record of the check goes with the repair, staged over it on
+        // the file system as the last check read it.
+        let mut recorded = fix::finish::Recorded::default();
+        if !after.has_fatal() {
+            let mut top = Overlay::over(overlay.clone());
+            recorded = fix::finish::stage(
+                last_fs.as_ref().unwrap_or(fs),
+                &mut top,
+                !after.has_errors(),
+                check::now(),
+            )?;
+            // The last check's device reads through the staging: gone, the
+            // two layers merge.
+            drop(last_fs);
+            drop(overlay);
+            overlay = Arc::new(top.flattened()?);
+        }
+        let fixes_staged = shown.fixes_staged;
+        let (report, fixed) = shown.kept(rep, &after);
+        (self.before_commit)();
+        // The last moment a signal cancels the repair: nothing written yet.
+        if crate::engine::cancelled() {
+            return Err(SessionError::Interrupted);
+        }
+        let log = self.undo_log();
+        let written = match self.commit_run(&overlay) {
+            Ok(r) => r.blocks_written,
+            Err(e) => {
+                let error = SessionError::NotWritten(self.not_written("repair", e, &log));
+                return Ok(Outcome::NotWritten { report, error });
+            }
+        };
+        self.reset_external(fs, &report)?;
+        let status = self.status(&report.problems, &fixed);
+        Ok(Outcome::Repaired(Box::new(Repaired {
+            report,
+            status,
+            after,
+            blocks_written: written,
+            fixes_staged,
+            replayed,
+            recorded,
+            undo_log: log,
+        })))
+    }
+
+    /// Plans one round's fixes; in interactive mode, only for the problems
+    /// answered yes, with `fixed` mapped back onto all of `rep`'s problems.
+    fn plan_round(
+        &mut self,
+        fs: &check::Fs,
+        state: &check::state::State,
+        rep: &Report,
+        staging: &Staging,
+    ) -> std::result::Result<fix::Plan, Refusal> {
+        let Some(ask) = &mut self.ask else {
+            return fix::plan(fs, state, rep, self.mode, staging);
+        };
+        let yes = ask(rep);
+        for (k, (key, code)) in rep.problems.keys().zip(rep.problems.codes()).enumerate() {
+            if !yes.get(k).copied().unwrap_or(false) && fix::supported(code) {
+                self.declined.insert(key.to_vec());
+            }
+        }
+        let (kept, idx) = fix::answered(rep, &yes);
+        let mut plan = fix::plan(fs, state, &kept, Mode::Yes, staging)?;
+        let mut fixed = vec![false; rep.problems.len()];
+        for (j, &k) in idx.iter().enumerate() {
+            fixed[k] = plan.fixed[j];
+        }
+        plan.fixed = fixed;
+        Ok(plan)
+    }
+
+    /// e2fsck -p stopping at a problem it may not fix (its preenhalt), in
+    /// the round whose check is `fs`, `state`, `rep`, after `earlier`
+    /// rounds fixed the problems listed: stages what e2fsck has written by
+    /// then and at the stop (`fix::plan_preen_halt`: the preen fixes
+    /// before that problem, the superblock marked with errors) and commits
+    /// it through the undo log.
+    fn preen_halt(
+        &mut self,
+        fs: &check::Fs,
+        state: &check::state::State,
+        rep: &Report,
+        earlier: &ProblemList,
+        staging: &Staging,
+    ) -> Result<Outcome> {
+        let plan = fix::plan_preen_halt(fs, state, rep, staging)?;
+        let mut written = 0;
+        if !plan.overlay.is_empty() {
+            let log = self.undo_log();
+            written = self
+                .commit_run(&plan.overlay)
+                .map_err(|e| SessionError::NotWritten(self.not_written("preen stop", e, &log)))?
+                .blocks_written;
+            self.reset_external(fs, rep)?;
+        }
+        Ok(Outcome::PreenHalt(Box::new(PreenHalt {
+            report: rep.with_problems(rep.problems.clone()),
+            earlier: earlier.clone(),
+            fixed: plan.fixed,
+            halt: fix::preen_halt_at(rep).and_then(|k| rep.problems.get(k)),
+            blocks_written: written,
+            replayed: plan.replayed,
+        })))
+    }
+
+    /// What became of each problem of `problems`, fixed or not.
+    fn status(&self, problems: &ProblemList, fixed: &[bool]) -> Vec<Status> {
+        problems
+            .keys()
+            .zip(problems.codes())
+            .enumerate()
+            .map(|(k, (key, code))| {
+                if fixed.get(k).copied().unwrap_or(false) {
+                    Status::Fixed
+                } else if !fix::supported(code) {
+                    Status::NotFixable
+                } else if self.declined.contains(key) {
+                    Status::Declined
+                } else {
+                    Status::Unfixed
+                }
+            })
+            .collect()
+    }
+
+    /// Where a repair stages: blocks beyond a small budget spill to a file
+    /// beside the undo log (never on the device being repaired).
+    fn staging(&self) -> Staging {
+        Staging::beside_log(&self.undo_log())
+    }
+
+    /// The undo log path: the resolved log, or the one wanted when the
+    /// repair goes without (for messages and staging).
+    fn undo_log(&self) -> PathBuf {
+        self.undo_target().path().to_path_buf()
+    }
+
+    /// The undo log of this run, decided once: `--undo`, or the default
+    /// beside the image (or in `/var/lib/pfsck` for a block device). When
+    /// its directory cannot be written, as `/var/lib` at boot, the default
+    /// moves to the run directory (`/run/pfsck`); an explicit `--undo`
+    /// moves only under -p, the unattended boot check, which must not stop
+    /// the machine. When the run directory fails too, -p and -y (with the
+    /// default log; -p with an explicit one) repair without a log, as
+    /// e2fsck always does; other runs keep the log and the commit refuses.
+    fn undo_target(&self) -> &UndoTarget {
+        self.target.get_or_init(|| {
+            let u = &self.undo;
+            let (wanted, may_move) = match &u.explicit {
+                Some(p) => (p.clone(), u.unattended),
+                None => (super::default_undo_path(&self.device), true),
+            };
+            super::resolve_undo(&wanted, may_move, may_move && (u.unattended || u.yes))
+        })
+    }
+
+    /// Commits `overlay` through this run's undo log, or without one when
+    /// none can be written; either change of plan is told, once, before
+    /// the device is written.
+    fn commit_run(&mut self, overlay: &Overlay) -> super::Result<commit::CommitReport> {
+        let target = self.undo_target().clone();
+        if !overlay.is_empty() && !self.warned {
+            self.warned = true;
+            match &target {
+                UndoTarget::Log {
+                    path,
+                    moved: Some((wanted, why)),
+                } => (self.notify)(Notice::UndoMoved { wanted, path, why }),
+                UndoTarget::Without { wanted, why } => {
+                    (self.notify)(Notice::NoUndo { wanted, why })
+                }
+                UndoTarget::Log { moved: None, .. } => {}
+            }
+        }
+        match &target {
+            UndoTarget::Log { path, .. } => commit::commit(
+                &self.device,
+                overlay,
+                path,
+                &mut NoFaults,
+                &CommitOptions::default(),
+            ),
+            UndoTarget::Without { .. } => commit::commit_unlogged(
+                &self.device,
+                overlay,
+                &mut NoFaults,
+                &CommitOptions::default(),
+            ),
+        }
+    }
+
+    /// Writes the end-of-check record (`fix::finish`) of a run that stages
+    /// no fix, straight to the device (`commit::record`).
+    fn record_check(
+        &self,
+        fs: &check::Fs,
+        rep: &Report,
+        staging: &Staging,
+    ) -> Result<fix::finish::Recorded> {
+        let mut overlay = Overlay::with_staging(fs.geo.block_size, fs.dev.size(), staging)?;
+        let recorded = fix::finish::stage(fs, &mut overlay, !rep.has_errors(), check::now())?;
+        commit::record(&self.device, &overlay).map_err(SessionError::Record)?;
+        Ok(recorded)
+    }
+
+    /// Writes the journal replay and orphan processing the check read
+    /// through (and a journal inode restored from the superblock's
+    /// backup), and nothing else, for the runs that stage no fix (clean
+    /// and not forced). Whether there was anything to write.
+    fn replay_only(&mut self, fs: &check::Fs, rep: &Report) -> Result<bool> {
+        let overlay = fix::journal::staged_before_passes(fs, &self.staging())?;
+        if overlay.is_empty() {
+            return Ok(false);
+        }
+        let log = self.undo_log();
+        self.commit_run(&overlay)
+            .map_err(|e| SessionError::NotWritten(self.not_written("journal replay", e, &log)))?;
+        self.reset_external(fs, rep)?;
+        Ok(true)
+    }
+
+    /// After the file system's commit (its superblock no longer asks for
+    /// recovery), an external journal that was replayed is reset on its
+    /// own device, in a commit of its own: a crash between the two leaves
+    /// a journal the kernel wipes, since the file system says nothing is
+    /// due.
+    fn reset_external(&self, fs: &check::Fs, rep: &Report) -> Result<()> {
+        if !check::journal::external(fs) || !fix::journal::journal_replayed(rep) {
+            return Ok(());
+        }
+        let Some(path) = check::journal::external_path(fs, self.opts.journal_device.as_deref())
+        else {
+            return Ok(());
+        };
+        let path = &path;
+        let ext = check::external_journal::open(fs, path).map_err(SessionError::JournalReset)?;
+        let bs = fs.geo.block_size;
+        let dev =
+            Device::open_read_only(path).map_err(|e| SessionError::JournalReset(e.to_string()))?;
+        let mut overlay = Overlay::new(bs, dev.size(), super::overlay::DEFAULT_LIMIT)
+            .map_err(|e| SessionError::JournalReset(e.to_string()))?;
+        overlay
+            .stage(ext.jsb_block, check::external_journal::reset_block(&ext))
+            .map_err(|e| SessionError::JournalReset(e.to_string()))?;
+        let log = super::default_undo_path(path);
+        commit::commit(
+            path,
+            &overlay,
+            &log,
+            &mut NoFaults,
+            &CommitOptions::default(),
+        )
+        .map_err(|e| {
+            let e = not_written("external journal reset", e, &log, path);
+            SessionError::JournalReset(format!("{e} (the file system itself is repaired)"))
+        })?;
+        Ok(())
+    }
+
+    fn not_written(&self, what: &'static str, e: RepairError, log: &Path) -> NotWritten {
+        not_written(what, e, log, &self.device)
+    }
+}
+
+/// A commit that failed: a rollback is suggested only when a log at
+/// `log` says the device may have been written (never a log that was not
+/// written, nor whatever file `--undo` named).
+fn not_written(what: &'static str, e: RepairError, log: &Path, device: &Path) -> NotWritten {
+    let rollback = commit::interrupted_log(log).then(|| (log.to_path_buf(), device.to_path_buf()));
+    NotWritten {
+        what,
+        source: e,
+        rollback,
+    }
+}
+
+/// How the later rounds ended: with the problems shown, the staging and
+/// the last check; or with a preen run's stop.
+enum Ended {
+    Done(Shown, Arc<Overlay>, Box<check::Checked>),
+    Halted(Box<Outcome>),
+}
+
+/// The problems shown so far: the first check's, then those later rounds
+/// found and fixed.
+struct Shown {
+    problems: ProblemList,
+    /// Parallel to `problems`.
+    fixed: Vec<bool>,
+    /// Some round staged a fix beyond the journal replay.
+    fixes_staged: bool,
+}
+
+impl Shown {
+    /// Adds a later round's fixes: a problem an earlier round left for
+    /// later (directory structure goes first) is shown once, as fixed.
+    fn merge(&mut self, rep: &Report, fixed: &[bool]) {
+        let unfixed = by_key(&self.problems, |k| !self.fixed[k]);
+        for (key, f) in rep.problems.keys().zip(fixed) {
+            if !*f {
+                continue;
+            }
+            let same = equal_keys(&unfixed, &self.problems, key).find(|&k| !self.fixed[k]);
+            match same {
+                Some(k) => self.fixed[k] = true,
+                None => {
+                    self.problems.push_key(key);
+                    self.fixed.push(true);
+                }
+            }
+        }
+        self.fixes_staged = true;
+    }
+
+    /// What is shown: the first check's problems, then those later rounds
+    /// found and fixed, each in its pass. A first-check problem of passes
+    /// 1-5 neither fixed nor found by the last check was a consequence of
+    /// another problem (inodes an impossible itable_unused hid, say) and
+    /// is not shown; pass 0's notes (the journal replay) stay. The report
+    /// (`rep`'s, with those problems) and which were fixed.
+    fn kept(self, rep: &Report, after: &Report) -> (Report, Vec<bool>) {
+        let Shown {
+            problems: shown,
+            fixed: shown_fixed,
+            ..
+        } = self;
+        let mut keep: Vec<bool> = shown
+            .iter()
+            .zip(&shown_fixed)
+            .map(|(p, &f)| f || p.spec().pass == Pass::Super)
+            .collect();
+        let unfixed = by_key(&shown, |k| !keep[k]);
+        for key in after.problems.keys() {
+            for k in equal_keys(&unfixed, &shown, key) {
+                keep[k] = true;
+            }
+        }
+        let mut kept_fixed = Vec::new();
+        let report =
+            rep.with_problems(shown.select_by_pass(&keep, |k| kept_fixed.push(shown_fixed[k])));
+        (report, kept_fixed)
+    }
+}
+
+/// The problems of `list` that `pick` names, as (hash of key, index,
+/// offset) sorted: problems of another list are found among them by
+/// their key with a binary search (a linear search per problem was
+/// quadratic with a hundred thousand problems).
+fn by_key(list: &ProblemList, pick: impl Fn(usize) -> bool) -> Vec<(u64, usize, usize)> {
+    let mut v: Vec<(u64, usize, usize)> = list
+        .keys_at()
+        .enumerate()
+        .filter(|&(k, _)| pick(k))
+        .map(|(k, (at, key))| (key_hash(key), k, at))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// Indices, in order, of the problems of `list` in `index` (from
+/// [`by_key`]) equal to the problem whose key is `key`.
+fn equal_keys<'a>(
+    index: &'a [(u64, usize, usize)],
+    list: &'a ProblemList,
+    key: &'a [u8],
+) -> impl Iterator<Item = usize> + 'a {
+    let h = key_hash(key);
+    let from = index.partition_point(|&(x, _, _)| x < h);
+    index[from..]
+        .iter()
+        .take_while(move |&&(x, _, _)| x == h)
+        .filter(move |&&(_, _, at)| list.key_at(at) == Some(key))
+        .map(|&(_, k, _)| k)
+}
+
+fn key_hash(key: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    key.hash(&mut h);
+    h.finish()
+}
