@@ -28,7 +28,7 @@ use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, POLICY_UNRECOGNIZED, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
-use crate::engine::Threads;
+use crate::engine::{Control, Threads};
 use crate::fs::bytes::{le16, le32};
 use crate::fs::crypt::{self, Policy};
 use crate::fs::inode::{self, FileType, Inode, flags};
@@ -286,9 +286,6 @@ impl<'a> Scan<'a> {
     /// Scans unit `u`, reading the inode table into `table` (any
     /// buffer: it is resized).
     pub fn scan(&self, w: &mut Worker, table: &mut Vec<u8>, u: usize) -> UnitOut {
-        if crate::engine::cancelled() {
-            return UnitOut::default();
-        }
         std::mem::swap(&mut w.table, table);
         let out = scan_unit(&self.ctx, w, self.units[u]);
         std::mem::swap(&mut w.table, table);
@@ -355,6 +352,7 @@ pub(crate) fn finish(
     merged: Merged,
     enc_policy: Vec<(u32, u32)>,
     threads: Threads,
+    ctl: &Control,
 ) -> ProblemList {
     let UnitOut {
         links_other,
@@ -387,7 +385,14 @@ pub(crate) fn finish(
     // keeping it here spares pass 2 a second read of the inode tables.
     state.dir_gen = dirs.iter().map(|d| d.1).collect();
     // dir_parent and dir_dotdot are pass 2's to fill.
-    problems.extend(xattr::check_blocks(fs, state, xrefs, &mut ea_refs, threads));
+    problems.extend(xattr::check_blocks(
+        fs,
+        state,
+        xrefs,
+        &mut ea_refs,
+        threads,
+        ctl,
+    ));
     for p in pending {
         // A valid block counts once, plus the EA-inode values it holds.
         let charge = state

@@ -19,12 +19,13 @@
 //! (`pass2::finish`), which also puts the block problems back in e2fsck's
 //! block order.
 
+use super::Options;
 use super::pass1;
 use super::pass2::{self, Gated, StateTargets, Unit2, UnitOut2, Units2};
 use super::problem::ProblemList;
 use super::state::{DirBlock, State};
+use crate::engine::Budget;
 use crate::engine::pipeline::{self as pipe, Emit, Help};
-use crate::engine::{Budget, CANCEL};
 use crate::error::{Error, Result};
 use crate::volume::Fs;
 use std::cell::RefCell;
@@ -75,8 +76,15 @@ pub(crate) struct Piped {
 }
 
 /// Runs pass 1 with pass 2's directory blocks behind it, then pass 1's
-/// end. `auto`: the pool is re-sized from the idle CPUs while it runs.
-pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -> Result<Piped> {
+/// end. `opts.auto_threads`: the pool is re-sized from the idle CPUs
+/// while it runs.
+pub(crate) fn run(
+    fs: &Fs,
+    state: &mut State,
+    budget: &mut Budget,
+    opts: &Options,
+) -> Result<Piped> {
+    let (auto, ctl) = (opts.auto_threads, &opts.control);
     let threads = budget.threads();
     let most = if auto {
         budget.allowed().max(threads.0)
@@ -109,10 +117,8 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
             prior: PRIOR,
             bound: (BOUND_PER_WORKER * threads.0 as u64, BOUND_MAX),
             readahead: (0, 0, READAHEAD_MAX),
-            cancel: &CANCEL,
-            // PFSCK_NO_OVERLAP=1: pass 2 after pass 1, as before the
-            // pipeline (tests compare the two; benchmarks measure it).
-            overlap: std::env::var_os("PFSCK_NO_OVERLAP").is_none_or(|v| v != "1"),
+            control: ctl,
+            overlap: opts.overlap,
         };
         let mut merge = |u: usize, o: pass1::UnitOut, emit: &mut Emit<Unit2>| {
             let (dirs, blocks) = merged.absorb(o, &policies);
@@ -134,6 +140,9 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
             &|w, u| {
                 // Reads of a pass-1 unit run while a pass-2 unit waits
                 // count for pass 1 only.
+                if ctl.cancelled() {
+                    return pass1::UnitOut::default();
+                }
                 let before = crate::io::thread_bytes();
                 let mut table = take_buffer();
                 let r = scan.scan(w, &mut table, u);
@@ -201,13 +210,13 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
             },
         )
     };
-    if crate::engine::cancelled() {
+    if ctl.cancelled() {
         return Err(Error::Interrupted);
     }
     let t = Instant::now();
     let b = fs.dev.bytes_read();
     let enc = policies.into_inner().unwrap_or_else(|e| e.into_inner());
-    let pass1 = pass1::finish(fs, state, merged, enc, budget.threads());
+    let pass1 = pass1::finish(fs, state, merged, enc, budget.threads(), ctl);
     let end = t.elapsed().as_secs_f64();
     let end_bytes = fs.dev.bytes_read() - b;
     Ok(Piped {

@@ -352,6 +352,7 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         gds,
         gd_raw,
         csum_seed,
+        clock: opts.clock,
     };
     Ok(Opened::Fs(Box::new(fs), probs))
 }

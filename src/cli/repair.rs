@@ -283,7 +283,7 @@ fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: O
             last_fs.as_ref().unwrap_or(fs),
             &mut top,
             !after.has_errors(),
-            check::now(),
+            opts.clock.now(),
         ) {
             Ok(v) => v,
             Err(e) => return fail(e),
@@ -320,7 +320,7 @@ fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: O
     let rep = &shown_rep;
     super::fault("before-commit");
     // The last moment a signal cancels the repair: nothing written yet.
-    if crate::engine::cancelled() {
+    if opts.control.cancelled() {
         return super::cancelled(device);
     }
     let log = undo_log(args);
@@ -587,7 +587,7 @@ fn record_check(
 ) -> Result<fix::finish::Recorded, String> {
     let mut overlay = Overlay::with_staging(fs.geo.block_size, fs.dev.size(), staging)
         .map_err(|e| e.to_string())?;
-    let recorded = fix::finish::stage(fs, &mut overlay, !rep.has_errors(), check::now())?;
+    let recorded = fix::finish::stage(fs, &mut overlay, !rep.has_errors(), fs.clock.now())?;
     commit::record(&args.device, &overlay).map_err(|e| format!("check record not written: {e}"))?;
     Ok(recorded)
 }

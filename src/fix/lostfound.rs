@@ -408,8 +408,8 @@ fn expand(
 }
 
 /// The time stamps written (dtime, a new directory's times).
-pub(super) fn now() -> u32 {
-    crate::check::now().min(u64::from(u32::MAX)) as u32
+pub(super) fn now(fs: &Fs) -> u32 {
+    fs.clock.now_u32()
 }
 
 const EXTENTS_FL: u32 = crate::fs::inode::flags::EXTENTS;
@@ -525,7 +525,7 @@ pub(super) fn write_dir(
         unwritten: false,
     };
     let root = crate::volume::extent::build(&[one], bs, 0, None, || None).map(|t| t.root);
-    let t = now();
+    let t = now(fs);
     // The inode: a directory of one block, generation 0.
     let placed = vol::edit_inode(fs, overlay, ino, |m| {
         m.0.fill(0);
