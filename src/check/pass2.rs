@@ -33,6 +33,7 @@ use super::state::{DirBlock, State, iflag};
 use crate::engine::{Control, Threads, par_map};
 use crate::fs::bytes::{le16, le32};
 use crate::fs::casefold;
+use crate::fs::dir_entry::{inode_at, rec_len_at};
 use crate::fs::group_desc::BG_INODE_UNINIT;
 use crate::fs::htree;
 use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, ROOT_INO};
@@ -363,8 +364,8 @@ pub(crate) fn max_target(fsp: &FsParams, b: &[u8]) -> u32 {
         if off + 8 > b.len() {
             return u32::MAX;
         }
-        let ino = le32(b, off);
-        let rec_len = crate::fs::dir_entry::decode_rec_len(le16(b, off + 4), b.len());
+        let ino = inode_at(b, off);
+        let rec_len = rec_len_at(b, off, b.len());
         if rec_len < 8 || off + rec_len > b.len() {
             return u32::MAX;
         }
