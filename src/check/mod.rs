@@ -225,10 +225,33 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
 
 /// Checks the file system on `dev` read-only and keeps the view and state.
 pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
-    let ctl = &opts.control;
     let mut report = Report::default();
     let mut timer = Timer::new();
+    let fs = match pass0(dev, opts, &mut report, &mut timer)? {
+        Pass0::Go(fs) => fs,
+        Pass0::Stop(fs) => {
+            return Ok(Checked {
+                report,
+                fs,
+                state: None,
+            });
+        }
+    };
+    check_interrupt(&opts.control)?;
+    passes(fs, opts, report, timer)
+}
 
+/// Whether the passes follow pass 0.
+enum Pass0 {
+    Go(Fs),
+    /// The check ends here (no usable superblock, a fatal problem, a clean
+    /// file system skipped).
+    Stop(Option<Fs>),
+}
+
+/// Opens the file system (the journal replayed and the orphans processed
+/// in read overlays) and makes the pass 0 checks.
+fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) -> Result<Pass0> {
     let opened = match superblock::open(dev, opts)? {
         // -n never writes: a journal that needs recovery is replayed into a
         // read overlay and the file system is checked as it will be after.
@@ -247,11 +270,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
         }
         superblock::Opened::Fatal(probs) => {
             report.problems.extend(probs);
-            return Ok(Checked {
-                report,
-                fs: None,
-                state: None,
-            });
+            return Ok(Pass0::Stop(None));
         }
     };
     report.volume_label = fs.sb.volume_label();
@@ -263,11 +282,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     let external = journal::external_problems(&fs, opts.journal_device.as_deref());
     if !external.is_empty() {
         report.problems.extend(external);
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: None,
-        });
+        return Ok(Pass0::Stop(Some(fs)));
     }
     // e2fsck looks at the journal before it decides to skip a clean file
     // system: an unusable one is cleared (or stops -n) even then.
@@ -286,11 +301,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
         report
             .problems
             .retain(|p| p.code != problem::Code::OrphansPending);
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: None,
-        });
+        return Ok(Pass0::Stop(Some(fs)));
     }
 
     report.problems.extend(superblock::check(&fs));
@@ -298,23 +309,19 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
         .problems
         .extend(mmp::check(&fs, opts.repairing, opts.mmp_claimed));
     if report.has_fatal() {
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: None,
-        });
+        return Ok(Pass0::Stop(Some(fs)));
     }
     report.problems.extend(journal::check(&fs, opts.repairing));
-    timer.lap(&mut report, "pass0", &fs);
+    timer.lap(report, "pass0", &fs);
     if report.has_fatal() {
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: None,
-        });
+        return Ok(Pass0::Stop(Some(fs)));
     }
-    check_interrupt(ctl)?;
+    Ok(Pass0::Go(fs))
+}
 
+/// Passes 1 to 5 (and the quota check) after pass 0.
+fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Result<Checked> {
+    let ctl = &opts.control;
     let mut state = State::with_clusters(
         fs.geo.blocks_count,
         fs.geo.inodes_count,

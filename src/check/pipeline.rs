@@ -20,6 +20,7 @@
 //! block order.
 
 use super::Options;
+use super::dirblock::FsParams;
 use super::pass1;
 use super::pass2::{self, Gated, StateTargets, Unit2, UnitOut2, Units2};
 use super::problem::ProblemList;
@@ -156,57 +157,15 @@ pub(crate) fn run(
             &|unit| pass2::prefetch(fs, unit),
             &|| (),
             &|_, unit: &Unit2, help: &mut Help<Unit2>| {
-                let before = crate::io::thread_bytes();
-                let mut buf = take_buffer();
-                let own_hint = help.readahead();
-                let help = RefCell::new(help);
-                // A block whose entries name inodes pass 1 will reach soon
-                // is checked now (entries wait, the worker scanning
-                // meanwhile); one that needs much more of pass 1 is parked
-                // until then, rather than holding the worker — as long as
-                // what is parked stays within the queue's bound (it is read
-                // again when it runs).
-                let mut parked: Vec<(usize, DirBlock)> = Vec::new();
-                let mut plan = |db: &DirBlock, b: &[u8]| {
-                    let top = pass2::max_target(&fsp, b);
-                    if top < final_below.load(Ordering::Acquire) {
-                        return true;
-                    }
-                    let need = scan.units_needed(top);
-                    let h = help.borrow();
-                    if h.near(need) || !h.may_park(parked.len() as u64 + 1) {
-                        return true;
-                    }
-                    parked.push((need, *db));
-                    false
+                let at = Stage2 {
+                    fs,
+                    fsp: &fsp,
+                    scan: &scan,
+                    final_below: &final_below,
+                    targets: &targets,
+                    bytes: &bytes[1],
                 };
-                let gate = |ino: u32| {
-                    if ino >= final_below.load(Ordering::Acquire) {
-                        help.borrow_mut()
-                            .until(&|| ino < final_below.load(Ordering::Acquire));
-                    }
-                };
-                let gated = Gated {
-                    base: &targets,
-                    gate,
-                };
-                let (out, ready) =
-                    pass2::check_unit2(fs, &fsp, unit, &gated, &mut plan, &mut buf, own_hint);
-                put_buffer(buf);
-                let help = help.into_inner();
-                if let Some(r) = ready {
-                    help.reads_ready(r);
-                }
-                // One parked unit per point of pass 1 its blocks need.
-                parked.sort_unstable();
-                for group in parked.chunk_by(|a, b| a.0 == b.0) {
-                    let blocks: Vec<DirBlock> = group.iter().map(|&(_, b)| b).collect();
-                    let n = blocks.len() as u64;
-                    help.defer(unit.subset(blocks), n, group[0].0);
-                }
-                let read = crate::io::thread_bytes() - before;
-                bytes[1].fetch_add(read, Ordering::Relaxed);
-                out
+                at.run(unit, help)
             },
         )
     };
@@ -234,4 +193,81 @@ pub(crate) fn run(
         ),
         stats,
     })
+}
+
+/// What a pass-2 unit of the pipeline works with.
+struct Stage2<'a> {
+    fs: &'a Fs,
+    fsp: &'a FsParams,
+    scan: &'a pass1::Scan<'a>,
+    /// Inodes below this are final (pass 1 has merged them).
+    final_below: &'a AtomicU32,
+    targets: &'a StateTargets<'a>,
+    /// Bytes pass 2 read.
+    bytes: &'a AtomicU64,
+}
+
+impl Stage2<'_> {
+    /// Checks the directory blocks of `unit` that pass 1 has got far
+    /// enough for, and parks the others (`help.defer`).
+    fn run(&self, unit: &Unit2, help: &mut Help<Unit2>) -> UnitOut2 {
+        let (fs, fsp, scan, final_below, targets, bytes) = (
+            self.fs,
+            self.fsp,
+            self.scan,
+            self.final_below,
+            self.targets,
+            self.bytes,
+        );
+        let before = crate::io::thread_bytes();
+        let mut buf = take_buffer();
+        let own_hint = help.readahead();
+        let help = RefCell::new(help);
+        // A block whose entries name inodes pass 1 will reach soon
+        // is checked now (entries wait, the worker scanning
+        // meanwhile); one that needs much more of pass 1 is parked
+        // until then, rather than holding the worker — as long as
+        // what is parked stays within the queue's bound (it is read
+        // again when it runs).
+        let mut parked: Vec<(usize, DirBlock)> = Vec::new();
+        let mut plan = |db: &DirBlock, b: &[u8]| {
+            let top = pass2::max_target(fsp, b);
+            if top < final_below.load(Ordering::Acquire) {
+                return true;
+            }
+            let need = scan.units_needed(top);
+            let h = help.borrow();
+            if h.near(need) || !h.may_park(parked.len() as u64 + 1) {
+                return true;
+            }
+            parked.push((need, *db));
+            false
+        };
+        let gate = |ino: u32| {
+            if ino >= final_below.load(Ordering::Acquire) {
+                help.borrow_mut()
+                    .until(&|| ino < final_below.load(Ordering::Acquire));
+            }
+        };
+        let gated = Gated {
+            base: targets,
+            gate,
+        };
+        let (out, ready) = pass2::check_unit2(fs, fsp, unit, &gated, &mut plan, &mut buf, own_hint);
+        put_buffer(buf);
+        let help = help.into_inner();
+        if let Some(r) = ready {
+            help.reads_ready(r);
+        }
+        // One parked unit per point of pass 1 its blocks need.
+        parked.sort_unstable();
+        for group in parked.chunk_by(|a, b| a.0 == b.0) {
+            let blocks: Vec<DirBlock> = group.iter().map(|&(_, b)| b).collect();
+            let n = blocks.len() as u64;
+            help.defer(unit.subset(blocks), n, group[0].0);
+        }
+        let read = crate::io::thread_bytes() - before;
+        bytes.fetch_add(read, Ordering::Relaxed);
+        out
+    }
 }
