@@ -18,6 +18,7 @@ mod external_journal;
 mod fast_commit;
 mod features;
 mod geometry;
+mod huge_files;
 mod install;
 mod interactive;
 mod journal_recovery;
