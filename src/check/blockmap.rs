@@ -1153,6 +1153,7 @@ mod tests {
             gds: vec![Default::default()],
             gd_raw: vec![0u8; 32],
             csum_seed: 0,
+            clock: crate::engine::Clock::System,
         };
         (fs, path)
     }

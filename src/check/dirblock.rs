@@ -12,7 +12,8 @@ use super::problem::{Code, Problem, ProblemList};
 use crate::fs::bytes::{le16, le32, u8_at};
 use crate::fs::casefold;
 use crate::fs::crypt;
-use crate::fs::dir_entry::{self, decode_rec_len};
+use crate::fs::dir_entry::rec_len_at;
+use crate::fs::dir_entry::{self};
 use crate::fs::dx_hash::{DX_HASH_SIPHASH, dx_hash};
 use crate::fs::htree;
 use crate::fs::inode::ROOT_INO;
@@ -268,7 +269,7 @@ pub fn dx_kind(fsp: &FsParams, lblk: u32, b: &[u8]) -> Option<DxKind> {
     // A node hides behind one empty entry spanning the block; its limit
     // must be what a node of this block size holds, otherwise an empty
     // leaf would be taken for a node.
-    let rec_len = decode_rec_len(le16(b, 4), fsp.bs);
+    let rec_len = rec_len_at(b, 0, fsp.bs);
     let csum = if fsp.metadata_csum { 8 } else { 0 };
     let expect = (fsp.bs.saturating_sub(htree::NODE_COUNT_OFFSET + csum) / 8) as u16;
     if le32(b, 0) == 0 && rec_len == fsp.bs && u8_at(b, 6) == 0 && le16(b, 8) == expect {
@@ -398,7 +399,7 @@ pub fn check_inline<T: Targets>(
             off: 0,
             rec_len: MIN_REC_LEN,
             real: false,
-            inode: le32(iblock, 0),
+            inode: dir_entry::inline_parent(iblock),
             name: b"..",
             file_type: ft_dir,
             after_name: 0,
@@ -445,7 +446,7 @@ pub fn tail_state(b: &[u8]) -> Tail {
     let mut off = 0usize;
     // Each step advances by at least 8 bytes, so this ends within the block.
     while off < top {
-        let rl = le16(b, off + 4) as usize;
+        let rl = usize::from(dir_entry::stored_rec_len(b, off));
         if rl < dir_entry::HEADER_LEN || !rl.is_multiple_of(4) || rl > b.len() - off {
             return Tail::Corrupt;
         }
@@ -654,11 +655,11 @@ fn walk<T: Targets>(
     while off < max {
         let fits = max - off >= dir_entry::HEADER_LEN;
         let rec_len = if fits {
-            decode_rec_len(le16(b, off + 4), bs)
+            rec_len_at(b, off, bs)
         } else {
             MIN_REC_LEN
         };
-        let name_len = u8_at(b, off + 6) as usize;
+        let name_len = dir_entry::name_len_at(b, off);
         // Entries after '..' that carry a hash need room for it.
         let extra = if state > 1 && cx.d.hash_in_dirent() {
             DIRENT_HASH_LEN
@@ -686,14 +687,11 @@ fn walk<T: Targets>(
             off,
             rec_len,
             real: true,
-            inode: le32(b, off),
+            inode: dir_entry::inode_at(b, off),
             name: &b[name_at..name_at + name_len],
-            file_type: u8_at(b, off + 7),
+            file_type: dir_entry::file_type_at(b, off),
             after_name: u8_at(b, name_at + name_len),
-            stored_hash: le32(
-                b,
-                name_at + dir_entry::rec_len_for(name_len) - dir_entry::HEADER_LEN,
-            ),
+            stored_hash: dir_entry::hash_after_name(b, off, name_len),
         };
         cx.entry(&e, state, out);
         off += rec_len;

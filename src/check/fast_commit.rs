@@ -32,6 +32,7 @@
 //! extent lists needing more than one leaf.
 
 use crate::fs::dir_entry;
+use crate::fs::dir_entry::{inode_at, rec_len_at, set_file_type_at, set_inode_at, set_name_len_at};
 use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN, ROOT_MAX};
 use crate::fs::fast_commit::{DentryOp, Tag};
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT, DescMut};
@@ -738,8 +739,8 @@ impl Replay<'_> {
                     break;
                 };
                 let next = off + cur;
-                if next < bs - (8 + csum_size) && crate::fs::bytes::le32(&b, next) == 0 {
-                    let nrec = dir_entry::decode_rec_len(crate::fs::bytes::le16(&b, next + 4), bs);
+                if next < bs - (8 + csum_size) && inode_at(&b, next) == 0 {
+                    let nrec = rec_len_at(&b, next, bs);
                     if next + nrec <= bs {
                         cur += nrec;
                         dir_entry::put_rec_len(&mut b, off, cur);
@@ -751,23 +752,21 @@ impl Replay<'_> {
                     if cur >= min + need {
                         dir_entry::put_rec_len(&mut b, off, min);
                         let n = off + min;
-                        b[n..n + 4].fill(0);
-                        b[n + 6] = 0;
-                        b[n + 7] = 0;
+                        set_inode_at(&mut b, n, 0);
+                        set_name_len_at(&mut b, n, 0);
+                        set_file_type_at(&mut b, n, 0);
                         dir_entry::put_rec_len(&mut b, n, cur - min);
                         changed = true;
                     }
-                    off += dir_entry::decode_rec_len(crate::fs::bytes::le16(&b, off + 4), bs);
+                    off += rec_len_at(&b, off, bs);
                     continue;
                 }
                 if cur < need {
                     off += cur;
                     continue;
                 }
-                b[off..off + 4].copy_from_slice(&ino.to_le_bytes());
-                b[off + 6] = name.len() as u8;
-                b[off + 7] = if filetype { ft } else { 0 };
-                b[off + 8..off + 8 + name.len()].copy_from_slice(name);
+                set_inode_at(&mut b, off, ino);
+                dir_entry::put_name(&mut b, off, name, Some(if filetype { ft } else { 0 }));
                 self.write_dir_block(blk, b, &draw, parent);
                 return Ok(());
             }

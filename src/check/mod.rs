@@ -29,7 +29,7 @@ pub mod state;
 pub mod superblock;
 pub mod xattr;
 
-use crate::engine::{Budget, Threads};
+use crate::engine::{Budget, Clock, Control, Threads};
 use crate::error::{Error, Result};
 use crate::io::Device;
 pub use crate::volume::Fs;
@@ -60,6 +60,15 @@ pub struct Options {
     pub mmp_claimed: bool,
     /// `-j`: the external journal device.
     pub journal_device: Option<std::path::PathBuf>,
+    /// Cancellation and progress of this run (a repair's rounds share
+    /// one).
+    pub control: Control,
+    /// The time the run works with (and a repair stamps).
+    pub clock: Clock,
+    /// False: pass 2 starts once pass 1 is whole, as before the pipeline
+    /// (the binary's `PFSCK_NO_OVERLAP=1`: tests compare the two,
+    /// benchmarks measure it).
+    pub overlap: bool,
 }
 
 impl Default for Options {
@@ -73,6 +82,9 @@ impl Default for Options {
             repairing: false,
             mmp_claimed: false,
             journal_device: None,
+            control: Control::default(),
+            clock: Clock::System,
+            overlap: true,
         }
     }
 }
@@ -182,30 +194,10 @@ impl Report {
     }
 }
 
-/// Set by the SIGINT handler: the engine stops handing out units, and the
-/// check stops after the current pass.
-pub fn interrupt() {
-    crate::engine::CANCEL.store(true, std::sync::atomic::Ordering::Relaxed);
-}
-
-/// The time a run works with, in seconds since the epoch: `PFSCK_TIME`
-/// when set (like e2fsck's `E2FSCK_TIME`: tests and reproducible repairs —
-/// the time stamps a repair writes are then the same in every run), else
-/// the clock. At least 1, since a zero dtime means "not deleted".
-pub fn now() -> u64 {
-    std::env::var("PFSCK_TIME")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_secs())
-        })
-        .max(1)
-}
-
-fn check_interrupt() -> Result<()> {
-    if crate::engine::cancelled() {
+/// After a cancellation (`opts.control`) the engine stops handing out
+/// units, and the check stops after the current pass.
+fn check_interrupt(ctl: &Control) -> Result<()> {
+    if ctl.cancelled() {
         Err(Error::Interrupted)
     } else {
         Ok(())
@@ -233,10 +225,33 @@ pub fn run_device(dev: Device, opts: &Options) -> Result<Report> {
 
 /// Checks the file system on `dev` read-only and keeps the view and state.
 pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
-    crate::engine::memory::tune_allocator();
     let mut report = Report::default();
     let mut timer = Timer::new();
+    let fs = match pass0(dev, opts, &mut report, &mut timer)? {
+        Pass0::Go(fs) => fs,
+        Pass0::Stop(fs) => {
+            return Ok(Checked {
+                report,
+                fs,
+                state: None,
+            });
+        }
+    };
+    check_interrupt(&opts.control)?;
+    passes(fs, opts, report, timer)
+}
 
+/// Whether the passes follow pass 0.
+enum Pass0 {
+    Go(Fs),
+    /// The check ends here (no usable superblock, a fatal problem, a clean
+    /// file system skipped).
+    Stop(Option<Fs>),
+}
+
+/// Opens the file system (the journal replayed and the orphans processed
+/// in read overlays) and makes the pass 0 checks.
+fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) -> Result<Pass0> {
     let opened = match superblock::open(dev, opts)? {
         // -n never writes: a journal that needs recovery is replayed into a
         // read overlay and the file system is checked as it will be after.
@@ -255,11 +270,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
         }
         superblock::Opened::Fatal(probs) => {
             report.problems.extend(probs);
-            return Ok(Checked {
-                report,
-                fs: None,
-                state: None,
-            });
+            return Ok(Pass0::Stop(None));
         }
     };
     report.volume_label = fs.sb.volume_label();
@@ -271,19 +282,15 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     let external = journal::external_problems(&fs, opts.journal_device.as_deref());
     if !external.is_empty() {
         report.problems.extend(external);
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: None,
-        });
+        return Ok(Pass0::Stop(Some(fs)));
     }
     // e2fsck looks at the journal before it decides to skip a clean file
     // system: an unusable one is cleared (or stops -n) even then.
     if !opts.force {
-        report.forced = superblock::forced_reason(&fs, now());
+        report.forced = superblock::forced_reason(&fs, opts.clock.now());
     }
     if !opts.force
-        && let Some(reason) = superblock::clean_skip_reason(&fs, now())
+        && let Some(reason) = superblock::clean_skip_reason(&fs, opts.clock.now())
         && !journal::unusable(&fs)
     {
         report.summary.inodes_used = fs.geo.inodes_count as u64 - fs.sb.free_inodes_count as u64;
@@ -294,11 +301,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
         report
             .problems
             .retain(|p| p.code != problem::Code::OrphansPending);
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: None,
-        });
+        return Ok(Pass0::Stop(Some(fs)));
     }
 
     report.problems.extend(superblock::check(&fs));
@@ -306,23 +309,19 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
         .problems
         .extend(mmp::check(&fs, opts.repairing, opts.mmp_claimed));
     if report.has_fatal() {
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: None,
-        });
+        return Ok(Pass0::Stop(Some(fs)));
     }
     report.problems.extend(journal::check(&fs, opts.repairing));
-    timer.lap(&mut report, "pass0", &fs);
+    timer.lap(report, "pass0", &fs);
     if report.has_fatal() {
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: None,
-        });
+        return Ok(Pass0::Stop(Some(fs)));
     }
-    check_interrupt()?;
+    Ok(Pass0::Go(fs))
+}
 
+/// Passes 1 to 5 (and the quota check) after pass 0.
+fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Result<Checked> {
+    let ctl = &opts.control;
     let mut state = State::with_clusters(
         fs.geo.blocks_count,
         fs.geo.inodes_count,
@@ -333,8 +332,8 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     // Passes 1 and 2 overlap: pass 2 checks directory blocks while pass
     // 1 scans (`pipeline.rs`); pass 1's end, pass 1B and the rest of pass
     // 2 follow once pass 1 is whole.
-    crate::engine::progress::begin_overlap(1, 2);
-    let piped = pipeline::run(&fs, &mut state, &mut budget, opts.auto_threads)?;
+    ctl.progress().begin_overlap(1, 2);
+    let piped = pipeline::run(&fs, &mut state, &mut budget, opts)?;
     crate::engine::memory::release_free();
     let r = &mut report;
     r.problems.append(piped.pass1);
@@ -349,18 +348,18 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
             state: Some(state),
         });
     }
-    check_interrupt()?;
+    check_interrupt(ctl)?;
     let t = budget.threads();
     timer.restart(&fs);
     // Shown under pass 2, which the pipeline has reached: pass numbers
     // in progress output only grow.
-    step(r, &mut timer, &fs, "pass1b", 2, || {
-        pass1b::run(&fs, &mut state, t).map(ProblemList::from)
+    step(r, &mut timer, &fs, ctl, "pass1b", 2, || {
+        pass1b::run(&fs, &mut state, t, ctl).map(ProblemList::from)
     })?;
     let t = budget.threads();
     let start2 = Instant::now();
     let bytes2 = fs.dev.bytes_read();
-    let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, t);
+    let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, t, ctl);
     r.tree = state.tree.clone();
     let stop = !opts.repairing && stop_at_corrupt_dir(&mut found2);
     r.problems.append(found2);
@@ -373,7 +372,7 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     if let Some(row) = r.timings.last_mut() {
         row.scheduler = Some(piped.stats);
     }
-    check_interrupt()?;
+    check_interrupt(ctl)?;
     if stop {
         return Ok(Checked {
             report,
@@ -382,18 +381,18 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
         });
     }
     timer.restart(&fs);
-    step(r, &mut timer, &fs, "pass3", 3, || {
+    step(r, &mut timer, &fs, ctl, "pass3", 3, || {
         pass3::run(&fs, &mut state).map(ProblemList::from)
     })?;
     let t = budget.threads();
-    step(r, &mut timer, &fs, "pass4", 4, || {
-        pass4::run(&fs, &state, t)
+    step(r, &mut timer, &fs, ctl, "pass4", 4, || {
+        pass4::run(&fs, &state, t, ctl)
     })?;
     let t = budget.threads();
-    step(r, &mut timer, &fs, "pass5", 5, || {
-        pass5::run(&fs, &state, t, opts.repairing)
+    step(r, &mut timer, &fs, ctl, "pass5", 5, || {
+        pass5::run(&fs, &state, t, ctl, opts.repairing)
     })?;
-    step(r, &mut timer, &fs, "quota", 5, || {
+    step(r, &mut timer, &fs, ctl, "quota", 5, || {
         Ok(quota::run(&fs, &state).into())
     })?;
 
@@ -434,16 +433,17 @@ fn step(
     report: &mut Report,
     timer: &mut Timer,
     fs: &Fs,
+    ctl: &Control,
     name: &str,
     number: u8,
     pass: impl FnOnce() -> Result<ProblemList>,
 ) -> Result<()> {
-    crate::engine::progress::begin_pass(number);
+    ctl.progress().begin_pass(number);
     let found = pass()?;
     report.problems.append(found);
     crate::engine::memory::release_free();
     timer.lap(report, name, fs);
-    check_interrupt()
+    check_interrupt(ctl)
 }
 
 fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
@@ -544,5 +544,41 @@ impl Timer {
         });
         self.start = now;
         self.bytes = bytes;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A library user runs one check after another in one process: a
+    /// cancelled run leaves nothing behind that stops or skews the next.
+    #[test]
+    fn checks_after_a_cancelled_one_run_whole() {
+        let path = std::env::temp_dir().join(format!("pfsck-two-runs-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let made = std::process::Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-b", "1024", "-E", "nodiscard"])
+            .arg(&path)
+            .arg("4096")
+            .stdout(std::process::Stdio::null())
+            .status()
+            .expect("mkfs.ext4 runs");
+        assert!(made.success());
+        let stopped = Options::default();
+        stopped.control.cancel();
+        assert!(matches!(run(&path, &stopped), Err(Error::Interrupted)));
+        for _ in 0..2 {
+            let opts = Options {
+                threads: Threads(2),
+                ..Options::default()
+            };
+            let report = run(&path, &opts).expect("the check runs");
+            assert!(!report.has_errors() && !report.has_fatal());
+            assert_eq!(report.passes_run(), 5);
+            let (pass, done, total) = opts.control.progress().snapshot();
+            assert_eq!((pass, done), (5, total));
+        }
+        let _ = std::fs::remove_file(&path);
     }
 }

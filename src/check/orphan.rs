@@ -222,7 +222,7 @@ struct Work<'a> {
 
 impl<'a> Work<'a> {
     fn new(fs: &'a Fs) -> Work<'a> {
-        let now = super::now().min(u32::MAX as u64) as u32;
+        let now = fs.clock.now_u32();
         Work {
             fs,
             bs: fs.block_size(),

@@ -28,9 +28,10 @@ use super::blockmap::{self, MapInfo, MapVisitor, Scratch, Subtree};
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, POLICY_UNRECOGNIZED, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
-use crate::engine::Threads;
+use crate::engine::{Control, Threads};
 use crate::fs::bytes::{le16, le32};
 use crate::fs::crypt::{self, Policy};
+use crate::fs::dir_entry;
 use crate::fs::inode::{self, FileType, Inode, flags};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::volume::Fs;
@@ -299,9 +300,6 @@ impl<'a> Scan<'a> {
     /// Scans unit `u`, reading the inode table into `table` (any
     /// buffer: it is resized).
     pub fn scan(&self, w: &mut Worker, table: &mut Vec<u8>, u: usize) -> UnitOut {
-        if crate::engine::cancelled() {
-            return UnitOut::default();
-        }
         std::mem::swap(&mut w.table, table);
         let out = scan_unit(&self.ctx, w, self.units[u]);
         std::mem::swap(&mut w.table, table);
@@ -373,6 +371,7 @@ pub(crate) fn finish(
     merged: Merged,
     enc_policy: Vec<(u32, u32)>,
     threads: Threads,
+    ctl: &Control,
 ) -> ProblemList {
     let UnitOut {
         links_other,
@@ -406,7 +405,14 @@ pub(crate) fn finish(
     // keeping it here spares pass 2 a second read of the inode tables.
     state.dir_gen = dirs.iter().map(|d| d.1).collect();
     // dir_parent and dir_dotdot are pass 2's to fill.
-    problems.extend(xattr::check_blocks(fs, state, xrefs, &mut ea_refs, threads));
+    problems.extend(xattr::check_blocks(
+        fs,
+        state,
+        xrefs,
+        &mut ea_refs,
+        threads,
+        ctl,
+    ));
     for p in pending {
         // A valid block counts once, plus the EA-inode values it holds.
         let charge = state
@@ -1141,10 +1147,11 @@ fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) ->
     let blk = if ctx.inline_data && inode.has_flag(flags::INLINE_DATA) {
         let size = xattr::inline_data_size(fs, raw, inode, &mut w.block, true).ok()?;
         let b = &inode.block;
-        let rec_len = crate::fs::dir_entry::decode_rec_len(le16(b, 8), fs.block_size());
+        let first = dir_entry::INLINE_ENTRIES_OFFSET;
+        let rec_len = dir_entry::rec_len_at(b, first, fs.block_size());
         if size & 3 != 0
-            || !good_ino(le32(b, 0), false)
-            || !good_ino(le32(b, 4), true)
+            || !good_ino(dir_entry::inline_parent(b), false)
+            || !good_ino(dir_entry::inode_at(b, first), true)
             || rec_len > 56
         {
             return None;
@@ -1184,13 +1191,19 @@ fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) ->
     }
     let b = &w.block;
     let bs = b.len();
-    let rec = |off: usize| crate::fs::dir_entry::decode_rec_len(le16(b, off + 4), bs);
+    let rec = |off: usize| dir_entry::rec_len_at(b, off, bs);
     let r1 = rec(0);
-    if b[6] != 1 || b[8] != b'.' || le32(b, 0) != ino || r1 < 12 || r1 % 4 != 0 || r1 >= bs - 12 {
+    let named = |off: usize, name: &[u8]| dir_entry::name_is(b, off, name);
+    if !named(0, b".")
+        || dir_entry::inode_at(b, 0) != ino
+        || r1 < 12
+        || r1 % 4 != 0
+        || r1 >= bs - 12
+    {
         return None;
     }
     let r2 = rec(r1);
-    if b[r1 + 6] != 2 || b[r1 + 8] != b'.' || b[r1 + 9] != b'.' || r2 < 12 || r2 % 4 != 0 {
+    if !named(r1, b"..") || r2 < 12 || r2 % 4 != 0 {
         return None;
     }
     Some(what)

@@ -18,7 +18,7 @@ use super::blockmap::{MapVisitor, Scratch};
 use super::pass1::{self, Ctx};
 use super::problem::{Code, Problem};
 use super::state::State;
-use crate::engine::{Threads, par_map};
+use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::inode::{self, Inode};
 use crate::volume::Fs;
@@ -160,7 +160,7 @@ fn dup_list(state: &State) -> Vec<u64> {
     out
 }
 
-pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>> {
+pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Result<Vec<Problem>> {
     // With shared_blocks, files may share blocks on purpose (deduplicated
     // images); e2fsck leaves them be unless asked to unshare.
     if fs
@@ -179,6 +179,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads) -> Result<Vec<Problem>>
     let per_unit: Vec<Vec<(u32, Vec<u64>)>> = par_map(
         units.len(),
         threads,
+        ctl,
         || (Vec::new(), Scratch::new()),
         |(table, scratch), u| {
             let unit = units[u];

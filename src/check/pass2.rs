@@ -30,9 +30,10 @@ use super::dirblock::{
 use super::htree_check;
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, State, iflag};
-use crate::engine::{Threads, par_map};
+use crate::engine::{Control, Threads, par_map};
 use crate::fs::bytes::{le16, le32};
 use crate::fs::casefold;
+use crate::fs::dir_entry::{inode_at, rec_len_at};
 use crate::fs::group_desc::BG_INODE_UNINIT;
 use crate::fs::htree;
 use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, ROOT_INO};
@@ -251,11 +252,12 @@ pub(crate) fn finish(
     state: &mut State,
     outs: Vec<UnitOut2>,
     threads: Threads,
+    ctl: &Control,
 ) -> ProblemList {
     let fsp = fs_params(fs);
     let limit = lblk_limit(fs);
     let st: &State = state;
-    let dirs = dir_table(fs, &fsp, st, limit, threads);
+    let dirs = dir_table(fs, &fsp, st, limit, threads, ctl);
     let mut problems = ProblemList::new();
     find_holes(&fsp, st, &dirs, limit, &mut problems);
 
@@ -271,7 +273,7 @@ pub(crate) fn finish(
         problems.append_range(&outs[k].sink.problems, s as usize..e as usize);
     }
     let targets = StateTargets::new(fs, st, None);
-    let inline_sinks = check_inline_dirs(fs, &fsp, st, &dirs, &targets, threads);
+    let inline_sinks = check_inline_dirs(fs, &fsp, st, &dirs, &targets, threads, ctl);
     for s in &inline_sinks {
         problems.append_range(&s.problems, 0..s.problems.mark());
     }
@@ -362,8 +364,8 @@ pub(crate) fn max_target(fsp: &FsParams, b: &[u8]) -> u32 {
         if off + 8 > b.len() {
             return u32::MAX;
         }
-        let ino = le32(b, off);
-        let rec_len = crate::fs::dir_entry::decode_rec_len(le16(b, off + 4), b.len());
+        let ino = inode_at(b, off);
+        let rec_len = rec_len_at(b, off, b.len());
         if rec_len < 8 || off + rec_len > b.len() {
             return u32::MAX;
         }
@@ -662,7 +664,14 @@ fn dir_index_of(st: &State, ino: u32) -> Option<usize> {
 }
 
 /// Builds the per-directory table: flags, checksum seed, block counts.
-fn dir_table(fs: &Fs, fsp: &FsParams, st: &State, limit: u32, threads: Threads) -> Vec<DirInfo> {
+fn dir_table(
+    fs: &Fs,
+    fsp: &FsParams,
+    st: &State,
+    limit: u32,
+    threads: Threads,
+    ctl: &Control,
+) -> Vec<DirInfo> {
     let mut dirs: Vec<DirInfo> = st
         .dirs
         .iter()
@@ -702,7 +711,7 @@ fn dir_table(fs: &Fs, fsp: &FsParams, st: &State, limit: u32, threads: Threads) 
         let gens = if st.dir_gen.len() == st.dirs.len() {
             st.dir_gen.clone()
         } else {
-            read_generations(fs, &st.dirs, threads)
+            read_generations(fs, &st.dirs, threads, ctl)
         };
         for (d, g) in dirs.iter_mut().zip(gens) {
             d.params.csum_seed = inode::inode_csum_seed(fs.csum_seed, d.params.ino, g);
@@ -713,11 +722,12 @@ fn dir_table(fs: &Fs, fsp: &FsParams, st: &State, limit: u32, threads: Threads) 
 
 /// Reads i_generation of each directory, visiting inode tables in order and
 /// each table block once per unit.
-fn read_generations(fs: &Fs, inos: &[u32], threads: Threads) -> Vec<u32> {
+fn read_generations(fs: &Fs, inos: &[u32], threads: Threads, ctl: &Control) -> Vec<u32> {
     let units = inos.len().div_ceil(INODE_UNIT);
     let parts: Vec<Vec<u32>> = par_map(
         units,
         threads,
+        ctl,
         || (u64::MAX, vec![0u8; fs.block_size()]),
         |(cur, buf), u| {
             let chunk = &inos[u * INODE_UNIT..((u + 1) * INODE_UNIT).min(inos.len())];
@@ -924,6 +934,7 @@ fn check_inline_dirs<T: Targets + Sync>(
     dirs: &[DirInfo],
     targets: &T,
     threads: Threads,
+    ctl: &Control,
 ) -> Vec<Sink> {
     let inl: Vec<&DirInfo> = dirs
         .iter()
@@ -933,6 +944,7 @@ fn check_inline_dirs<T: Targets + Sync>(
     par_map(
         units,
         threads,
+        ctl,
         || (),
         |_, u| {
             let mut sink = Sink::default();

@@ -23,7 +23,7 @@
 
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{State, iflag};
-use crate::engine::{Threads, par_map};
+use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO};
@@ -37,7 +37,7 @@ const XATTR_IN_INODE_MAGIC: u32 = 0xEA02_0000;
 /// Inodes per work unit (a multiple of 64: units start on bitmap words).
 const UNIT_INODES: u64 = 1 << 16;
 
-pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<ProblemList> {
+pub fn run(fs: &Fs, state: &State, threads: Threads, ctl: &Control) -> Result<ProblemList> {
     let skip = [fs.sb.prj_quota_inum, fs.sb.orphan_file_inum];
     let mut out = ProblemList::new();
     // A directory with more subdirectories than a link count can say
@@ -56,6 +56,7 @@ pub fn run(fs: &Fs, state: &State, threads: Threads) -> Result<ProblemList> {
         fs.geo.first_ino,
         &skip,
         threads,
+        ctl,
         |ino| fs.read_inode_raw(ino).ok(),
     ));
     Ok(out)
@@ -93,6 +94,7 @@ pub fn check(
     first_ino: u32,
     skip: &[u32],
     threads: Threads,
+    ctl: &Control,
     read: impl Fn(u32) -> Option<Vec<u8>> + Sync,
 ) -> ProblemList {
     let end = inodes_count as u64 + 1;
@@ -100,6 +102,7 @@ pub fn check(
     par_map(
         units,
         threads,
+        ctl,
         || (),
         |_, u| {
             let a = (u as u64 * UNIT_INODES).max(1);
@@ -228,7 +231,7 @@ mod tests {
         st.links_seen.incr(11);
         st.links_seen.incr(12);
         st.set_iflag(16, iflag::EA_INODE);
-        let p = check(&st, 32, 11, &[], Threads(2), |ino| {
+        let p = check(&st, 32, 11, &[], Threads(2), &Control::default(), |ino| {
             Some(match ino {
                 13 => raw(0o100644, 0, 0),
                 14 => raw(0o100644, 8, 0),
@@ -271,7 +274,7 @@ mod tests {
             put_le32(&mut b, 0x08, 0x1234);
             b
         };
-        let p = check(&st, 32, 11, &[], Threads(2), |ino| {
+        let p = check(&st, 32, 11, &[], Threads(2), &Control::default(), |ino| {
             Some(ea(if ino == 12 { 5 } else { 1 }))
         });
         let c: Vec<_> = p
@@ -302,6 +305,6 @@ mod tests {
         for _ in 0..5 {
             st.links_seen.incr(13);
         }
-        assert!(check(&st, 32, 11, &[], Threads(2), |_| None).is_empty());
+        assert!(check(&st, 32, 11, &[], Threads(2), &Control::default(), |_| None).is_empty());
     }
 }

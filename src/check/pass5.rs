@@ -27,7 +27,7 @@
 
 use super::problem::{Code, Problem, ProblemList};
 use super::state::State;
-use crate::engine::{AtomicBitmap, Threads, par_map};
+use crate::engine::{AtomicBitmap, Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
 use crate::volume::Fs;
@@ -316,12 +316,19 @@ fn merge_runs(all: &mut Vec<(u64, u64, bool)>, more: Vec<(u64, u64, bool)>) {
 }
 
 /// `repairing`: a repair follows (see the module's comment on counts).
-pub fn run(fs: &Fs, state: &State, threads: Threads, repairing: bool) -> Result<ProblemList> {
+pub fn run(
+    fs: &Fs,
+    state: &State,
+    threads: Threads,
+    ctl: &Control,
+    repairing: bool,
+) -> Result<ProblemList> {
     let overlay = uninit_overlay(fs);
     let bs = fs.block_size();
     let outs = par_map(
         fs.geo.groups as usize,
         threads,
+        ctl,
         || vec![0u8; bs],
         |buf, g| check_group(fs, state, overlay.as_ref(), buf, g as u32, !repairing),
     );

@@ -19,12 +19,14 @@
 //! (`pass2::finish`), which also puts the block problems back in e2fsck's
 //! block order.
 
+use super::Options;
+use super::dirblock::FsParams;
 use super::pass1;
 use super::pass2::{self, Gated, StateTargets, Unit2, UnitOut2, Units2};
 use super::problem::ProblemList;
 use super::state::{DirBlock, State};
+use crate::engine::Budget;
 use crate::engine::pipeline::{self as pipe, Emit, Help};
-use crate::engine::{Budget, CANCEL};
 use crate::error::{Error, Result};
 use crate::volume::Fs;
 use std::cell::RefCell;
@@ -75,8 +77,15 @@ pub(crate) struct Piped {
 }
 
 /// Runs pass 1 with pass 2's directory blocks behind it, then pass 1's
-/// end. `auto`: the pool is re-sized from the idle CPUs while it runs.
-pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -> Result<Piped> {
+/// end. `opts.auto_threads`: the pool is re-sized from the idle CPUs
+/// while it runs.
+pub(crate) fn run(
+    fs: &Fs,
+    state: &mut State,
+    budget: &mut Budget,
+    opts: &Options,
+) -> Result<Piped> {
+    let (auto, ctl) = (opts.auto_threads, &opts.control);
     let threads = budget.threads();
     let most = if auto {
         budget.allowed().max(threads.0)
@@ -110,10 +119,8 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
             prior: PRIOR,
             bound: (BOUND_PER_WORKER * threads.0 as u64, BOUND_MAX),
             readahead: (0, 0, READAHEAD_MAX),
-            cancel: &CANCEL,
-            // PFSCK_NO_OVERLAP=1: pass 2 after pass 1, as before the
-            // pipeline (tests compare the two; benchmarks measure it).
-            overlap: std::env::var_os("PFSCK_NO_OVERLAP").is_none_or(|v| v != "1"),
+            control: ctl,
+            overlap: opts.overlap,
         };
         let mut merge = |u: usize, o: pass1::UnitOut, emit: &mut Emit<Unit2>| {
             let (dirs, blocks) = merged.absorb(o, &policies);
@@ -135,6 +142,9 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
             &|w, u| {
                 // Reads of a pass-1 unit run while a pass-2 unit waits
                 // count for pass 1 only.
+                if ctl.cancelled() {
+                    return pass1::UnitOut::default();
+                }
                 let before = crate::io::thread_bytes();
                 let mut table = take_buffer();
                 let r = scan.scan(w, &mut table, u);
@@ -148,61 +158,19 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
             &|unit| pass2::prefetch(fs, unit),
             &|| (),
             &|_, unit: &Unit2, help: &mut Help<Unit2>| {
-                let before = crate::io::thread_bytes();
-                let mut buf = take_buffer();
-                let own_hint = help.readahead();
-                let help = RefCell::new(help);
-                // A block whose entries name inodes pass 1 will reach soon
-                // is checked now (entries wait, the worker scanning
-                // meanwhile); one that needs much more of pass 1 is parked
-                // until then, rather than holding the worker — as long as
-                // what is parked stays within the queue's bound (it is read
-                // again when it runs).
-                let mut parked: Vec<(usize, DirBlock)> = Vec::new();
-                let mut plan = |db: &DirBlock, b: &[u8]| {
-                    let top = pass2::max_target(&fsp, b);
-                    if top < final_below.load(Ordering::Acquire) {
-                        return true;
-                    }
-                    let need = scan.units_needed(top);
-                    let h = help.borrow();
-                    if h.near(need) || !h.may_park(parked.len() as u64 + 1) {
-                        return true;
-                    }
-                    parked.push((need, *db));
-                    false
+                let at = Stage2 {
+                    fs,
+                    fsp: &fsp,
+                    scan: &scan,
+                    final_below: &final_below,
+                    targets: &targets,
+                    bytes: &bytes[1],
                 };
-                let gate = |ino: u32| {
-                    if ino >= final_below.load(Ordering::Acquire) {
-                        help.borrow_mut()
-                            .until(&|| ino < final_below.load(Ordering::Acquire));
-                    }
-                };
-                let gated = Gated {
-                    base: &targets,
-                    gate,
-                };
-                let (out, ready) =
-                    pass2::check_unit2(fs, &fsp, unit, &gated, &mut plan, &mut buf, own_hint);
-                put_buffer(buf);
-                let help = help.into_inner();
-                if let Some(r) = ready {
-                    help.reads_ready(r);
-                }
-                // One parked unit per point of pass 1 its blocks need.
-                parked.sort_unstable();
-                for group in parked.chunk_by(|a, b| a.0 == b.0) {
-                    let blocks: Vec<DirBlock> = group.iter().map(|&(_, b)| b).collect();
-                    let n = blocks.len() as u64;
-                    help.defer(unit.subset(blocks), n, group[0].0);
-                }
-                let read = crate::io::thread_bytes() - before;
-                bytes[1].fetch_add(read, Ordering::Relaxed);
-                out
+                at.run(unit, help)
             },
         )
     };
-    if crate::engine::cancelled() {
+    if ctl.cancelled() {
         return Err(Error::Interrupted);
     }
     let t = Instant::now();
@@ -210,7 +178,7 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
     let enc = policies.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut stats = stats;
     stats.split = merged.split();
-    let pass1 = pass1::finish(fs, state, merged, enc, budget.threads());
+    let pass1 = pass1::finish(fs, state, merged, enc, budget.threads(), ctl);
     let end = t.elapsed().as_secs_f64();
     let end_bytes = fs.dev.bytes_read() - b;
     Ok(Piped {
@@ -228,4 +196,81 @@ pub(crate) fn run(fs: &Fs, state: &mut State, budget: &mut Budget, auto: bool) -
         ),
         stats,
     })
+}
+
+/// What a pass-2 unit of the pipeline works with.
+struct Stage2<'a> {
+    fs: &'a Fs,
+    fsp: &'a FsParams,
+    scan: &'a pass1::Scan<'a>,
+    /// Inodes below this are final (pass 1 has merged them).
+    final_below: &'a AtomicU32,
+    targets: &'a StateTargets<'a>,
+    /// Bytes pass 2 read.
+    bytes: &'a AtomicU64,
+}
+
+impl Stage2<'_> {
+    /// Checks the directory blocks of `unit` that pass 1 has got far
+    /// enough for, and parks the others (`help.defer`).
+    fn run(&self, unit: &Unit2, help: &mut Help<Unit2>) -> UnitOut2 {
+        let (fs, fsp, scan, final_below, targets, bytes) = (
+            self.fs,
+            self.fsp,
+            self.scan,
+            self.final_below,
+            self.targets,
+            self.bytes,
+        );
+        let before = crate::io::thread_bytes();
+        let mut buf = take_buffer();
+        let own_hint = help.readahead();
+        let help = RefCell::new(help);
+        // A block whose entries name inodes pass 1 will reach soon
+        // is checked now (entries wait, the worker scanning
+        // meanwhile); one that needs much more of pass 1 is parked
+        // until then, rather than holding the worker — as long as
+        // what is parked stays within the queue's bound (it is read
+        // again when it runs).
+        let mut parked: Vec<(usize, DirBlock)> = Vec::new();
+        let mut plan = |db: &DirBlock, b: &[u8]| {
+            let top = pass2::max_target(fsp, b);
+            if top < final_below.load(Ordering::Acquire) {
+                return true;
+            }
+            let need = scan.units_needed(top);
+            let h = help.borrow();
+            if h.near(need) || !h.may_park(parked.len() as u64 + 1) {
+                return true;
+            }
+            parked.push((need, *db));
+            false
+        };
+        let gate = |ino: u32| {
+            if ino >= final_below.load(Ordering::Acquire) {
+                help.borrow_mut()
+                    .until(&|| ino < final_below.load(Ordering::Acquire));
+            }
+        };
+        let gated = Gated {
+            base: targets,
+            gate,
+        };
+        let (out, ready) = pass2::check_unit2(fs, fsp, unit, &gated, &mut plan, &mut buf, own_hint);
+        put_buffer(buf);
+        let help = help.into_inner();
+        if let Some(r) = ready {
+            help.reads_ready(r);
+        }
+        // One parked unit per point of pass 1 its blocks need.
+        parked.sort_unstable();
+        for group in parked.chunk_by(|a, b| a.0 == b.0) {
+            let blocks: Vec<DirBlock> = group.iter().map(|&(_, b)| b).collect();
+            let n = blocks.len() as u64;
+            help.defer(unit.subset(blocks), n, group[0].0);
+        }
+        let read = crate::io::thread_bytes() - before;
+        bytes.fetch_add(read, Ordering::Relaxed);
+        out
+    }
 }

@@ -113,162 +113,170 @@ fn backup_candidates() -> Vec<(u64, u32)> {
         .collect()
 }
 
-pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
-    let mut probs = Vec::new();
-    let loaded = if let Some(sbn) = opts.superblock {
-        let sizes: Vec<u32> = match opts.blocksize {
-            Some(bs) => vec![bs],
-            None => (0..=6).map(|l| 1024u32 << l).collect(),
+/// The superblock named with -b, tried with each block size (or the one
+/// given); None: none is usable (a fatal problem pushed).
+fn load_named(dev: &Device, sbn: u64, opts: &Options, probs: &mut Vec<Problem>) -> Option<Loaded> {
+    let sizes: Vec<u32> = match opts.blocksize {
+        Some(bs) => vec![bs],
+        None => (0..=6).map(|l| 1024u32 << l).collect(),
+    };
+    let mut found = None;
+    let mut last_err = String::from("no block size matched");
+    for bs in sizes {
+        let Some(off) = sbn.checked_mul(bs as u64) else {
+            continue;
         };
-        let mut found = None;
-        let mut last_err = String::from("no block size matched");
-        for bs in sizes {
-            let Some(off) = sbn.checked_mul(bs as u64) else {
-                continue;
+        match load_at(dev, off, Some(bs)) {
+            Ok(l) => {
+                found = Some(l);
+                break;
+            }
+            Err(e) => last_err = e,
+        }
+    }
+    Some(match found {
+        // e2fsck writes a superblock named with -b back as the primary
+        // (it marks it dirty when it may write): the repair restores
+        // the primary copies from it as from a backup it found itself.
+        Some(l)
+            if opts.repairing && l.sb_block != SUPERBLOCK_OFFSET / u64::from(l.geo.block_size) =>
+        {
+            let why = match load_at(dev, SUPERBLOCK_OFFSET, None) {
+                Ok(_) => "named with -b".to_string(),
+                Err(e) => format!("named with -b; the primary superblock is damaged: {e}"),
             };
-            match load_at(&dev, off, Some(bs)) {
-                Ok(l) => {
-                    found = Some(l);
-                    break;
-                }
-                Err(e) => last_err = e,
-            }
+            probs.push(Problem::new(Code::SbUsedBackup).blk(l.sb_block).detail(why));
+            l
         }
-        match found {
-            // e2fsck writes a superblock named with -b back as the primary
-            // (it marks it dirty when it may write): the repair restores
-            // the primary copies from it as from a backup it found itself.
-            Some(l)
-                if opts.repairing
-                    && l.sb_block != SUPERBLOCK_OFFSET / u64::from(l.geo.block_size) =>
-            {
-                let why = match load_at(&dev, SUPERBLOCK_OFFSET, None) {
-                    Ok(_) => "named with -b".to_string(),
-                    Err(e) => format!("named with -b; the primary superblock is damaged: {e}"),
-                };
-                probs.push(Problem::new(Code::SbUsedBackup).blk(l.sb_block).detail(why));
-                l
-            }
-            Some(l) => l,
-            None => {
-                probs.push(
-                    Problem::new(Code::SbCorrupt).detail(format!("superblock {sbn}: {last_err}")),
-                );
-                return Ok(Opened::Fatal(probs));
-            }
+        Some(l) => l,
+        None => {
+            probs.push(
+                Problem::new(Code::SbCorrupt).detail(format!("superblock {sbn}: {last_err}")),
+            );
+            return None;
         }
-    } else {
-        match load_at(&dev, SUPERBLOCK_OFFSET, None) {
-            Ok(l) if desc_problems(&l.sb, &l.geo, &l.gds).is_empty() && csum_ok(&l.sb) => l,
-            primary => {
-                let why = match &primary {
-                    Ok(l) if !csum_ok(&l.sb) => "its checksum does not match".to_string(),
-                    Ok(_) => "group descriptors look bad".to_string(),
-                    Err(e) => e.clone(),
-                };
-                // A readable primary says where group 1 starts (e2fsck
-                // looks there first); otherwise mke2fs's default geometry.
-                let from_primary = primary.as_ref().ok().and_then(|p| {
-                    let blk = p.geo.group_first_block(1);
-                    let bs = p.geo.block_size;
-                    (p.geo.groups > 1).then(|| (blk.checked_mul(u64::from(bs)), bs))
-                });
-                let backup = from_primary
-                    .and_then(|(off, bs)| off.map(|o| (o, bs)))
-                    .into_iter()
-                    .chain(backup_candidates())
-                    .filter_map(|(off, bs)| load_at(&dev, off, Some(bs)).ok())
-                    .find(|l| desc_problems(&l.sb, &l.geo, &l.gds).is_empty() && csum_ok(&l.sb));
-                // No backup where e2fsck looks: like e2fsck, load the
-                // primary again overlooking a wrong inodes count (the one
-                // field its second try forgives), which pass 0 reports.
-                let despite = || {
-                    load(
-                        &dev,
-                        SUPERBLOCK_OFFSET,
-                        None,
-                        Geometry::despite_inodes_count,
-                    )
+    })
+}
+
+/// The primary superblock, or the first good backup where e2fsck looks;
+/// None: no usable one (a fatal problem pushed).
+fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<Loaded> {
+    Some(match load_at(dev, SUPERBLOCK_OFFSET, None) {
+        Ok(l) if desc_problems(&l.sb, &l.geo, &l.gds).is_empty() && csum_ok(&l.sb) => l,
+        primary => {
+            let why = match &primary {
+                Ok(l) if !csum_ok(&l.sb) => "its checksum does not match".to_string(),
+                Ok(_) => "group descriptors look bad".to_string(),
+                Err(e) => e.clone(),
+            };
+            // A readable primary says where group 1 starts (e2fsck
+            // looks there first); otherwise mke2fs's default geometry.
+            let from_primary = primary.as_ref().ok().and_then(|p| {
+                let blk = p.geo.group_first_block(1);
+                let bs = p.geo.block_size;
+                (p.geo.groups > 1).then(|| (blk.checked_mul(u64::from(bs)), bs))
+            });
+            let backup = from_primary
+                .and_then(|(off, bs)| off.map(|o| (o, bs)))
+                .into_iter()
+                .chain(backup_candidates())
+                .filter_map(|(off, bs)| load_at(dev, off, Some(bs)).ok())
+                .find(|l| desc_problems(&l.sb, &l.geo, &l.gds).is_empty() && csum_ok(&l.sb));
+            // No backup where e2fsck looks: like e2fsck, load the
+            // primary again overlooking a wrong inodes count (the one
+            // field its second try forgives), which pass 0 reports.
+            let despite = || {
+                load(dev, SUPERBLOCK_OFFSET, None, Geometry::despite_inodes_count)
                     .ok()
                     .filter(|l| {
                         l.sb.inodes_count != l.geo.inodes_count || l.geo.first_meta_bg_too_big()
                     })
-                };
-                match (primary, backup) {
-                    (primary, Some(b)) => {
-                        // e2fsck logs why its library refused the
-                        // primary: the superblock itself, or its group
-                        // descriptors.
-                        let e2 = if primary.is_ok() { 0x000045 } else { 0x000044 };
+            };
+            match (primary, backup) {
+                (primary, Some(b)) => {
+                    // e2fsck logs why its library refused the
+                    // primary: the superblock itself, or its group
+                    // descriptors.
+                    let e2 = if primary.is_ok() { 0x000045 } else { 0x000044 };
+                    probs.push(
+                        Problem::new(Code::SbUsedBackup)
+                            .blk(b.sb_block)
+                            .detail(format!("the primary superblock is damaged: {why}"))
+                            .e2fsck(e2),
+                    );
+                    b
+                }
+                (Ok(p), None) => {
+                    probs.push(Problem::new(Code::GdRejectedNoBackup).detail(why));
+                    p
+                }
+                (Err(_), None) if let Some(l) = despite() => {
+                    if l.geo.first_meta_bg_too_big() {
+                        // e2fsck -n declines and checks on with the
+                        // descriptors where the field can put them.
                         probs.push(
-                            Problem::new(Code::SbUsedBackup)
-                                .blk(b.sb_block)
-                                .detail(format!("the primary superblock is damaged: {why}"))
-                                .e2fsck(e2),
+                            Problem::new(Code::SbFirstMetaBg)
+                                .num(u64::from(l.sb.first_meta_bg))
+                                .num2(u64::from(l.geo.desc_blocks)),
                         );
-                        b
                     }
-                    (Ok(p), None) => {
-                        probs.push(Problem::new(Code::GdRejectedNoBackup).detail(why));
-                        p
-                    }
-                    (Err(_), None) if let Some(l) = despite() => {
-                        if l.geo.first_meta_bg_too_big() {
-                            // e2fsck -n declines and checks on with the
-                            // descriptors where the field can put them.
-                            probs.push(
-                                Problem::new(Code::SbFirstMetaBg)
-                                    .num(u64::from(l.sb.first_meta_bg))
-                                    .num2(u64::from(l.geo.desc_blocks)),
-                            );
-                        }
-                        if l.sb.inodes_count == l.geo.inodes_count {
-                            l
-                        } else {
-                            probs.push(
-                                Problem::new(Code::SbInodesCount)
-                                    .num(u64::from(l.sb.inodes_count))
-                                    .num2(u64::from(l.geo.inodes_count)),
-                            );
-                            if !opts.repairing {
-                                // e2fsck -n answers no and stops there.
-                                probs.push(
-                                    Problem::new(Code::SbCorrupt)
-                                        .detail(format!("inodes_count = {}", l.sb.inodes_count)),
-                                );
-                                return Ok(Opened::Fatal(probs));
-                            }
-                            l
-                        }
-                    }
-                    (Err(e), None) => {
-                        let e = match other_fs_signature(&dev) {
-                            Some(kind) => format!("{e} (the device holds {kind})"),
-                            None => e,
-                        };
-                        // e2fsck logs each open its library refuses: a
-                        // second one where the magic number is right, as
-                        // it tries again overlooking the superblock's
-                        // errors.
-                        let mut magic = [0u8; 2];
-                        let tries = if dev.read_at(SUPERBLOCK_OFFSET + 0x38, &mut magic).is_ok()
-                            && u16::from_le_bytes(magic) == EXT2_MAGIC
-                        {
-                            2
-                        } else {
-                            1
-                        };
+                    if l.sb.inodes_count == l.geo.inodes_count {
+                        l
+                    } else {
                         probs.push(
-                            Problem::new(Code::SbCorrupt)
-                                .detail(e)
-                                .num(tries)
-                                .e2fsck(0x000044),
+                            Problem::new(Code::SbInodesCount)
+                                .num(u64::from(l.sb.inodes_count))
+                                .num2(u64::from(l.geo.inodes_count)),
                         );
-                        return Ok(Opened::Fatal(probs));
+                        if !opts.repairing {
+                            // e2fsck -n answers no and stops there.
+                            probs.push(
+                                Problem::new(Code::SbCorrupt)
+                                    .detail(format!("inodes_count = {}", l.sb.inodes_count)),
+                            );
+                            return None;
+                        }
+                        l
                     }
+                }
+                (Err(e), None) => {
+                    let e = match other_fs_signature(dev) {
+                        Some(kind) => format!("{e} (the device holds {kind})"),
+                        None => e,
+                    };
+                    // e2fsck logs each open its library refuses: a
+                    // second one where the magic number is right, as
+                    // it tries again overlooking the superblock's
+                    // errors.
+                    let mut magic = [0u8; 2];
+                    let tries = if dev.read_at(SUPERBLOCK_OFFSET + 0x38, &mut magic).is_ok()
+                        && u16::from_le_bytes(magic) == EXT2_MAGIC
+                    {
+                        2
+                    } else {
+                        1
+                    };
+                    probs.push(
+                        Problem::new(Code::SbCorrupt)
+                            .detail(e)
+                            .num(tries)
+                            .e2fsck(0x000044),
+                    );
+                    return None;
                 }
             }
         }
+    })
+}
+
+pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
+    let mut probs = Vec::new();
+    let loaded = match opts.superblock {
+        Some(sbn) => load_named(&dev, sbn, opts, &mut probs),
+        None => load_found(&dev, opts, &mut probs),
+    };
+    let Some(loaded) = loaded else {
+        return Ok(Opened::Fatal(probs));
     };
     let Loaded {
         sb,
@@ -352,6 +360,7 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         gds,
         gd_raw,
         csum_seed,
+        clock: opts.clock,
     };
     Ok(Opened::Fs(Box::new(fs), probs))
 }

@@ -12,7 +12,7 @@
 
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{State, XattrBlockRef};
-use crate::engine::{Threads, par_map};
+use crate::engine::{Control, Threads, par_map};
 use crate::fs::bytes::{le32, u8_at};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, flags};
 use crate::fs::superblock::incompat;
@@ -624,6 +624,7 @@ pub fn check_blocks(
     mut xrefs: Vec<(u64, u32, u32)>,
     ea_refs: &mut Vec<u32>,
     threads: Threads,
+    ctl: &Control,
 ) -> Vec<Problem> {
     xrefs.sort_unstable();
     // (block, first inode, its generation, inodes referencing it)
@@ -640,6 +641,7 @@ pub fn check_blocks(
     let results = par_map(
         nunits,
         threads,
+        ctl,
         || vec![0u8; bs],
         |buf, u| {
             let lo = u * CHUNK;

@@ -27,7 +27,7 @@ mod rollback;
 mod scrub;
 
 use crate::check::{self, Options};
-use crate::engine::Threads;
+use crate::engine::{Clock, Control, Threads};
 use crate::error::Error;
 use crate::fix;
 pub use args::Args;
@@ -50,6 +50,30 @@ fn parse_threads(s: &str) -> Result<Threads, String> {
             "invalid thread count '{s}' (a number from 1 to 1024, or auto)"
         )),
     }
+}
+
+/// The process's run control: the signal handlers cancel it, the progress
+/// reporter reads it, every check this process runs shares it. Process
+/// state, so the binary's (a library user makes a `Control` per run).
+static CONTROL: std::sync::OnceLock<Control> = std::sync::OnceLock::new();
+
+fn control() -> &'static Control {
+    CONTROL.get_or_init(Control::default)
+}
+
+/// `PFSCK_TIME=SECONDS` fixes the clock of a run (like e2fsck's
+/// `E2FSCK_TIME`: tests and reproducible repairs).
+fn clock() -> Clock {
+    std::env::var("PFSCK_TIME")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map_or(Clock::System, Clock::Fixed)
+}
+
+/// `PFSCK_NO_OVERLAP=1`: pass 2 after pass 1, as before the pipeline
+/// (tests compare the two; benchmarks measure it).
+fn overlap() -> bool {
+    std::env::var_os("PFSCK_NO_OVERLAP").is_none_or(|v| v != "1")
 }
 
 pub fn main() -> i32 {
@@ -96,7 +120,7 @@ fn progress_reporter(args: &Args, device: &str) -> Result<Option<progress::Repor
         }
         (false, None) => return Ok(None),
     };
-    progress::Reporter::start(target, device.to_string())
+    progress::Reporter::start(target, device.to_string(), control().clone())
         .map(Some)
         .map_err(|e| {
             eprintln!("pfsck: cannot write progress: {e}");
@@ -206,7 +230,7 @@ pub fn run(args: &Args) -> i32 {
         // once begun, finishes: its undo log covers a kill).
         let device = args.device.display().to_string();
         let _ = ctrlc::set_handler(move || {
-            check::interrupt();
+            control().cancel();
             if ask::ASKING.load(std::sync::atomic::Ordering::Relaxed) {
                 eprintln!("\n{device}: check cancelled by user");
                 std::process::exit(EXIT_CANCELLED);
@@ -251,6 +275,9 @@ pub fn run(args: &Args) -> i32 {
         repairing: false,
         mmp_claimed: false,
         journal_device: args.journal.clone(),
+        control: control().clone(),
+        clock: clock(),
+        overlap: overlap(),
     };
     let device = args.device.display().to_string();
     let reporter = match progress_reporter(args, &device) {

@@ -19,14 +19,31 @@ pub fn check_options(args: &Args) -> Result<check::Options, String> {
         repairing: false,
         mmp_claimed: false,
         journal_device: args.journal.clone(),
+        control: super::control().clone(),
+        clock: super::clock(),
+        overlap: super::overlap(),
     })
 }
 
 /// Ctrl-C, SIGTERM and SIGHUP cancel the check; the snapshot is then
 /// removed and the file system is never left frozen.
 pub fn cancel_on_signals() {
-    let _ = ctrlc::set_handler(check::interrupt);
-    online::sys::cancel_on_terminate();
+    extern "C" fn on_signal(_: libc::c_int) {
+        // An atomic store: async-signal-safe (the control exists: made
+        // before the handler is installed).
+        if let Some(c) = super::CONTROL.get() {
+            c.cancel();
+        }
+    }
+    let _ = ctrlc::set_handler(|| super::control().cancel());
+    super::control();
+    online::sys::cancel_on_terminate(on_signal);
+}
+
+/// `PFSCK_ONLINE_FAULT=POINT`: the online check's test hook (see
+/// `online::Options::fault`).
+pub fn fault_point() -> Option<String> {
+    std::env::var("PFSCK_ONLINE_FAULT").ok()
 }
 
 /// e2scrub's configuration also sizes pfsck's LVM snapshots.
@@ -54,6 +71,7 @@ pub fn run(args: &Args) -> i32 {
             check: &opts,
             mark: !args.no,
             lvm_snap_mb: lvm_snap_mb(),
+            fault: fault_point(),
         },
     );
     if let Some(r) = reporter {

@@ -3,7 +3,7 @@
 //! DEVICE` on a file descriptor (`-C FD`), which systemd-fsck and
 //! libblockdev parse. Samples the engine's counters from its own thread.
 
-use crate::engine::progress;
+use crate::engine::Control;
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,7 +31,7 @@ const PASS_NAMES: [&str; 6] = [
 ];
 
 impl Reporter {
-    pub fn start(target: Target, device: String) -> std::io::Result<Reporter> {
+    pub fn start(target: Target, device: String, ctl: Control) -> std::io::Result<Reporter> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = match target {
@@ -43,7 +43,7 @@ impl Reporter {
                     let mut last = (0, 0, 0);
                     loop {
                         let done = flag.load(Ordering::Relaxed);
-                        let now = progress::snapshot();
+                        let now = ctl.progress().snapshot();
                         if now != last && now.0 > 0 {
                             let _ = writeln!(out, "{} {} {} {}", now.0, now.1, now.2, device);
                             last = now;
@@ -68,7 +68,7 @@ impl Reporter {
                 bar.set_style(style);
                 let mut pass = 0;
                 while !flag.load(Ordering::Relaxed) {
-                    let (p, done, total) = progress::snapshot();
+                    let (p, done, total) = ctl.progress().snapshot();
                     if p != pass {
                         pass = p;
                         bar.reset();

@@ -1,9 +1,9 @@
 //! Rendering a check report: e2fsck-style text, or JSON.
 
 use super::{Args, EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
-use crate::check::Report;
 use crate::check::e2fsck_map;
 use crate::check::problem::{Pass, Problem, Severity};
+use crate::check::{Report, Summary};
 use crate::online;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::json;
@@ -203,27 +203,7 @@ fn write_text(
         }
     }
     if let Some(r) = repaired {
-        if let Some(why) = &r.refusal {
-            write!(out, "\n{name}: {why}\n")?;
-        }
-        // Problems the repair left, or met only after fixing others: listed
-        // so that exit 4 always comes with its reason.
-        if let Some(after) = r.after {
-            let mut left = after
-                .problems
-                .iter()
-                .filter(|p| p.spec().severity != Severity::Notice)
-                .peekable();
-            if left.peek().is_some() {
-                out.write_all(b"\nProblems left after the repair:\n")?;
-                for p in left {
-                    writeln!(out, "{}", p.text_in(after.tree.as_deref()))?;
-                }
-            }
-        }
-        if r.modified {
-            write!(out, "\n{name}: ***** FILE SYSTEM WAS MODIFIED *****\n")?;
-        }
+        repair_lines(out, name, r)?;
     }
     // e2fsck -n prints no summary after giving up.
     let stopped = rep.problems.codes().any(|c| {
@@ -243,6 +223,37 @@ fn write_text(
             summary_line(out, name, s)?;
         }
     }
+    details(out, rep, args, s)
+}
+
+/// What the repair refused, left and changed, after the passes.
+fn repair_lines(out: &mut impl Write, name: &str, r: &Repaired<'_>) -> std::io::Result<()> {
+    if let Some(why) = &r.refusal {
+        write!(out, "\n{name}: {why}\n")?;
+    }
+    // Problems the repair left, or met only after fixing others: listed
+    // so that exit 4 always comes with its reason.
+    if let Some(after) = r.after {
+        let mut left = after
+            .problems
+            .iter()
+            .filter(|p| p.spec().severity != Severity::Notice)
+            .peekable();
+        if left.peek().is_some() {
+            out.write_all(b"\nProblems left after the repair:\n")?;
+            for p in left {
+                writeln!(out, "{}", p.text_in(after.tree.as_deref()))?;
+            }
+        }
+    }
+    if r.modified {
+        write!(out, "\n{name}: ***** FILE SYSTEM WAS MODIFIED *****\n")?;
+    }
+    Ok(())
+}
+
+/// `-v`'s counts and `-t`'s timings, after the summary.
+fn details(out: &mut impl Write, rep: &Report, args: &Args, s: &Summary) -> std::io::Result<()> {
     if args.verbose && !rep.has_fatal() {
         write!(
             out,

@@ -160,6 +160,7 @@ fn scrub(o: &Opts) -> i32 {
         check: &check,
         mark: true,
         lvm_snap_mb: cli_online::lvm_snap_mb(),
+        fault: cli_online::fault_point(),
     };
     let out = match online::run(target, &opts) {
         Ok(out) => out,

@@ -10,25 +10,9 @@
 //! A fixed threshold keeps large allocations in mappings: zero pages stay
 //! untouched until written, growth is `mremap` without copies or holes,
 //! and freeing returns the pages at once. `release_free` gives back the
-//! free pages left in the heap between passes.
-
-/// Blocks of at least this many bytes get their own mapping.
-const MMAP_THRESHOLD: i32 = 128 * 1024;
-
-/// Fixes the allocator's mapping threshold (see the module comment), and
-/// keeps every thread in one arena: a worker's own arena holds its freed
-/// blocks resident apart from the others' (measured: about 400 KiB more
-/// per extra thread), while workers allocate too rarely to contend.
-#[allow(unsafe_code)]
-pub fn tune_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator parameters; any value is
-    // accepted or refused with a return code, never undefined behaviour.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
-}
+//! free pages left in the heap between passes. The tuning is
+//! process-wide, so the binary makes it once (`tune_allocator` in
+//! main.rs), not the library.
 
 /// Returns free heap pages to the kernel (between passes: what one pass
 /// freed does not stay resident under the next one's peak).

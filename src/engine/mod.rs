@@ -5,6 +5,7 @@
 
 pub mod bitmap;
 pub mod budget;
+pub mod clock;
 pub mod memory;
 pub mod pipeline;
 pub mod pool;
@@ -13,4 +14,6 @@ pub mod readahead;
 
 pub use bitmap::{AtomicBitmap, LinkCounts};
 pub use budget::Budget;
-pub use pool::{CANCEL, Threads, cancelled, par_fold, par_fold_io, par_map};
+pub use clock::Clock;
+pub use pool::{Control, Threads, par_fold, par_fold_io, par_map};
+pub use progress::Progress;

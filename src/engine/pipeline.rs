@@ -34,10 +34,10 @@
 //!
 //! Knows nothing of ext4.
 
-use super::progress;
+use super::pool::Control;
 use super::readahead::Readahead;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -66,8 +66,8 @@ pub struct Config<'a> {
     pub bound: (u64, u64),
     /// Readahead window over the stage-1 queue, in items: start, least, most.
     pub readahead: (u64, u64, u64),
-    /// Set to stop handing out units (`pool::CANCEL` in a check).
-    pub cancel: &'a AtomicBool,
+    /// Cancellation (stops handing out units) and progress counters.
+    pub control: &'a Control,
     /// False: stage 1 starts only once stage 0 is wholly merged (the
     /// passes one after the other, for comparison).
     pub overlap: bool,
@@ -336,7 +336,7 @@ impl<U> Sched<U> {
 /// Runs the two stages (see the module comment) and returns stage 1's
 /// results in emission order, with what the scheduler did. After a
 /// cancellation, units not started are skipped and `Help::until` returns
-/// at once: the caller checks `cancelled()`.
+/// at once: the caller checks `cfg.control.cancelled()`.
 #[allow(clippy::too_many_arguments)]
 pub fn run<S0, R0, U1, S1, R1>(
     cfg: &Config<'_>,
@@ -358,7 +358,7 @@ where
     let start = Instant::now();
     let limit = cfg.resize.map_or(threads, |r| r().clamp(1, threads));
     let pending0 = (0..n0).map(items0).sum();
-    progress::add_total_at(0, n0 as u64);
+    cfg.control.progress().add_total_at(0, n0 as u64);
     let lo = cfg.bound.0;
     let (ra0, ra_lo, ra_hi) = cfg.readahead;
     let pipe = Pipe {
@@ -400,7 +400,7 @@ where
         start,
     };
     if n0 == 0 {
-        progress::stage_finished(0);
+        cfg.control.progress().stage_finished(0);
     }
     let results: Mutex<Vec<Option<R1>>> = Mutex::new(Vec::new());
     let extra = if cfg.extra > 0 && (cfg.io_bound)() {
@@ -451,7 +451,7 @@ where
 
 impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
     fn cancelled(&self) -> bool {
-        self.cfg.cancel.load(Ordering::Relaxed)
+        self.cfg.control.cancelled()
     }
 
     fn since_start(&self) -> f64 {
@@ -512,7 +512,7 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
                         }
                         r_[q.id] = Some(r);
                     }
-                    progress::unit_done_at(1);
+                    self.cfg.control.progress().unit_done_at(1);
                     let end = self.since_start();
                     let mut s = lock(&self.sched);
                     s.running[1] -= 1;
@@ -665,7 +665,7 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
         let t = Instant::now();
         let r = (self.work0)(s0.get_or_insert_with(self.init0), u);
         let own = t.elapsed().as_secs_f64();
-        progress::unit_done_at(0);
+        self.cfg.control.progress().unit_done_at(0);
         {
             let mut o = lock(&self.order);
             let o = &mut *o;
@@ -696,7 +696,7 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
                 });
             }
             s.stats.queue_max = s.stats.queue_max.max(s.pending1);
-            progress::add_total_at(1, new);
+            self.cfg.control.progress().add_total_at(1, new);
             s.running[0] -= 1;
             s.learn(0, own, (self.items0)(u));
             s.stats.work_seconds[0] += own;
@@ -709,7 +709,7 @@ impl<'a, 'm, S0, R0: Send, U1: Send + Sync> Pipe<'a, 'm, S0, R0, U1> {
                 if o.next >= self.n0 && !s.merged_all {
                     s.merged_all = true;
                     s.stats.stage0_merged = self.since_start();
-                    progress::stage_finished(0);
+                    self.cfg.control.progress().stage_finished(0);
                 }
             }
         }
@@ -820,7 +820,7 @@ impl<S0, R0: Send, U1: Send + Sync> HelpInner<U1> for Helper<'_, '_, '_, S0, R0,
                 s.deferred.insert((need, id), q);
             }
         }
-        progress::add_total_at(1, 1);
+        p.cfg.control.progress().add_total_at(1, 1);
         p.wake.notify_all();
     }
 }
@@ -828,12 +828,13 @@ impl<S0, R0: Send, U1: Send + Sync> HelpInner<U1> for Helper<'_, '_, '_, S0, R0,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicBool;
 
-    static NEVER: AtomicBool = AtomicBool::new(false);
+    static NEVER: std::sync::LazyLock<Control> = std::sync::LazyLock::new(Control::default);
 
     fn cfg(threads: usize) -> Config<'static> {
         Config {
-            cancel: &NEVER,
+            control: &NEVER,
             overlap: true,
             threads,
             extra: 0,
@@ -998,14 +999,14 @@ mod tests {
         for round in 0..8 {
             let limit = AtomicUsize::new(2);
             let resize = || limit.load(Ordering::Relaxed);
-            let cancel = AtomicBool::new(false);
+            let cancel = Control::default();
             let finished = AtomicBool::new(false);
             std::thread::scope(|sc| {
                 let pipeline = sc.spawn(|| {
                     let (r, _) = run(
                         &Config {
                             resize: Some(&resize),
-                            cancel: &cancel,
+                            control: &cancel,
                             ..cfg(2)
                         },
                         1,
@@ -1035,7 +1036,7 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 let hung = !finished.load(Ordering::Acquire);
-                cancel.store(true, Ordering::Relaxed);
+                cancel.cancel();
                 let r = pipeline.join().unwrap();
                 assert!(!hung, "round {round}: the parked work never ran");
                 assert_eq!(r, vec![0, 1, 2]);
@@ -1171,10 +1172,10 @@ mod tests {
 
     #[test]
     fn cancellation_stops_handing_out_units() {
-        let cancel = AtomicBool::new(false);
+        let cancel = Control::default();
         let (r, _) = run(
             &Config {
-                cancel: &cancel,
+                control: &cancel,
                 ..cfg(2)
             },
             100,
@@ -1182,7 +1183,7 @@ mod tests {
             &|| (),
             &|_, u| {
                 if u == 10 {
-                    cancel.store(true, Ordering::Relaxed);
+                    cancel.cancel();
                 }
                 u
             },

@@ -1,15 +1,35 @@
 //! Runs independent work units on N threads and returns their results in
 //! unit order, so the caller's merge is deterministic.
 
-use std::sync::Mutex;
+use super::progress::Progress;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
-/// Set (by a signal handler) to stop handing out work; the caller sees
-/// missing results and reports the cancellation.
-pub static CANCEL: AtomicBool = AtomicBool::new(false);
+/// What one run shares with whoever drives it: a cancellation flag (set,
+/// e.g. by the binary's signal handler, to stop handing out work; the
+/// caller sees missing results and reports the cancellation) and the
+/// progress counters. Clones share both; a new `Control` starts afresh,
+/// so a library user runs one check after a cancelled one with a new
+/// one.
+#[derive(Clone, Debug, Default)]
+pub struct Control {
+    cancel: Arc<AtomicBool>,
+    progress: Arc<Progress>,
+}
 
-pub fn cancelled() -> bool {
-    CANCEL.load(Ordering::Relaxed)
+impl Control {
+    /// Stops the run at its next unit (async-signal-safe: one store).
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+
+    pub fn progress(&self) -> &Progress {
+        &self.progress
+    }
 }
 
 /// How many worker threads a pass may use.
@@ -27,22 +47,22 @@ impl Threads {
 /// threads, each with its own `state` built by `init`. Units are handed out
 /// dynamically (small atomic counter), results are returned indexed by unit.
 /// After a cancellation, units not yet started are skipped, so the result
-/// may be shorter than `n`: callers check `cancelled()`.
-pub fn par_map<S, R, I, W>(n: usize, threads: Threads, init: I, work: W) -> Vec<R>
+/// may be shorter than `n`: callers check `ctl.cancelled()`.
+pub fn par_map<S, R, I, W>(n: usize, threads: Threads, ctl: &Control, init: I, work: W) -> Vec<R>
 where
     R: Send,
     I: Fn() -> S + Sync,
     W: Fn(&mut S, usize) -> R + Sync,
 {
     let t = threads.0.clamp(1, n.max(1));
-    super::progress::add_total(n as u64);
+    ctl.progress.add_total(n as u64);
     if t == 1 {
         let mut s = init();
         return (0..n)
-            .take_while(|_| !cancelled())
+            .take_while(|_| !ctl.cancelled())
             .map(|u| {
                 let r = work(&mut s, u);
-                super::progress::unit_done();
+                ctl.progress.unit_done();
                 r
             })
             .collect();
@@ -55,11 +75,11 @@ where
                 let mut s = init();
                 loop {
                     let u = next.fetch_add(1, Ordering::Relaxed);
-                    if u >= n || cancelled() {
+                    if u >= n || ctl.cancelled() {
                         break;
                     }
                     let r = work(&mut s, u);
-                    super::progress::unit_done();
+                    ctl.progress.unit_done();
                     *slots[u].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                 }
             });
@@ -78,14 +98,20 @@ where
 /// whole pass. `merge` runs on whichever thread completes the next unit in
 /// order, one call at a time. After a cancellation the merge stops at the
 /// first unit not done.
-pub fn par_fold<S, R, I, W, M>(n: usize, threads: Threads, init: I, work: W, merge: M)
-where
+pub fn par_fold<S, R, I, W, M>(
+    n: usize,
+    threads: Threads,
+    ctl: &Control,
+    init: I,
+    work: W,
+    merge: M,
+) where
     R: Send,
     I: Fn() -> S + Sync,
     W: Fn(&mut S, usize) -> R + Sync,
     M: FnMut(usize, R) + Send,
 {
-    par_fold_io(n, threads, 0, &|| false, init, work, merge)
+    par_fold_io(n, threads, ctl, 0, &|| false, init, work, merge)
 }
 
 /// `par_fold` with up to `extra` more workers for while `io_bound()` says
@@ -95,9 +121,11 @@ where
 /// nothing but a thread start (their `init` runs on their first unit).
 /// More threads than CPUs then keep more reads in flight; the results
 /// are the same, merged in unit order.
+#[allow(clippy::too_many_arguments)]
 pub fn par_fold_io<S, R, I, W, M>(
     n: usize,
     threads: Threads,
+    ctl: &Control,
     extra: usize,
     io_bound: &(dyn Fn() -> bool + Sync),
     init: I,
@@ -115,13 +143,13 @@ pub fn par_fold_io<S, R, I, W, M>(
     } else {
         0
     };
-    super::progress::add_total(n as u64);
+    ctl.progress.add_total(n as u64);
     if t == 1 && extra == 0 {
         let mut s = init();
         let mut merge = merge;
-        for u in (0..n).take_while(|_| !cancelled()) {
+        for u in (0..n).take_while(|_| !ctl.cancelled()) {
             let r = work(&mut s, u);
-            super::progress::unit_done();
+            ctl.progress.unit_done();
             merge(u, r);
         }
         return;
@@ -149,11 +177,11 @@ pub fn par_fold_io<S, R, I, W, M>(
                         break;
                     }
                     let u = next_unit.fetch_add(1, Ordering::Relaxed);
-                    if u >= n || cancelled() {
+                    if u >= n || ctl.cancelled() {
                         break;
                     }
                     let r = work(s.get_or_insert_with(init), u);
-                    super::progress::unit_done();
+                    ctl.progress.unit_done();
                     let mut o = order.lock().unwrap_or_else(|e| e.into_inner());
                     let o = &mut *o;
                     if u != o.next {
@@ -219,6 +247,7 @@ mod tests {
             let r = par_map(
                 100,
                 Threads(t),
+                &Control::default(),
                 || 0usize,
                 |s, u| {
                     *s += 1;
@@ -236,6 +265,7 @@ mod tests {
             par_fold(
                 1000,
                 Threads(t),
+                &Control::default(),
                 || (),
                 |_, u| {
                     if u % 7 == 0 {
@@ -253,6 +283,7 @@ mod tests {
         par_fold_io(
             500,
             Threads(2),
+            &Control::default(),
             6,
             &|| busy.load(Ordering::Relaxed) < 250,
             || (),

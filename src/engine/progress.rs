@@ -1,7 +1,8 @@
 //! Progress counters: which pass runs, how many work units it has and how
 //! many are done. `par_map` and the pipeline count units themselves, so
 //! passes need no code for it; a reporter thread (the CLI's) samples the
-//! counters.
+//! counters. Each run has its own (`Control`), so two checks in one
+//! process do not mix their figures.
 //!
 //! Two passes may overlap (the pipeline): each has its own counters, and
 //! the one shown is the earlier pass until it is finished, then the later
@@ -9,7 +10,8 @@
 
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 
-struct Counters {
+#[derive(Debug, Default)]
+pub struct Progress {
     /// Pass number of each stage (0: none).
     pass: [AtomicU8; 2],
     done: [AtomicU64; 2],
@@ -18,16 +20,25 @@ struct Counters {
     shown: AtomicUsize,
 }
 
-static COUNTERS: Counters = Counters::new();
-
-impl Counters {
-    const fn new() -> Counters {
-        Counters {
+impl Progress {
+    pub const fn new() -> Progress {
+        Progress {
             pass: [AtomicU8::new(0), AtomicU8::new(0)],
             done: [AtomicU64::new(0), AtomicU64::new(0)],
             total: [AtomicU64::new(0), AtomicU64::new(0)],
             shown: AtomicUsize::new(0),
         }
+    }
+
+    /// Starts counting pass `pass` (1–5) from zero.
+    pub fn begin_pass(&self, pass: u8) {
+        self.reset(pass, 0);
+    }
+
+    /// Starts counting two overlapping passes: `first` is shown until
+    /// `stage_finished(0)`, then `second`.
+    pub fn begin_overlap(&self, first: u8, second: u8) {
+        self.reset(first, second);
     }
 
     fn reset(&self, first: u8, second: u8) {
@@ -44,21 +55,31 @@ impl Counters {
         self.shown.load(Ordering::Relaxed).min(1)
     }
 
-    fn add_total_at(&self, stage: usize, n: u64) {
+    pub(crate) fn add_total(&self, n: u64) {
+        self.add_total_at(self.shown(), n);
+    }
+
+    pub(crate) fn unit_done(&self) {
+        self.unit_done_at(self.shown());
+    }
+
+    pub(crate) fn add_total_at(&self, stage: usize, n: u64) {
         self.total[stage.min(1)].fetch_add(n, Ordering::Relaxed);
     }
 
-    fn unit_done_at(&self, stage: usize) {
+    pub(crate) fn unit_done_at(&self, stage: usize) {
         self.done[stage.min(1)].fetch_add(1, Ordering::Relaxed);
     }
 
-    fn stage_finished(&self, stage: usize) {
+    /// Stage `stage` has no more units: show the next one (if it is a pass).
+    pub(crate) fn stage_finished(&self, stage: usize) {
         if stage == 0 && self.pass[1].load(Ordering::Relaxed) != 0 {
             self.shown.store(1, Ordering::Relaxed);
         }
     }
 
-    fn snapshot(&self) -> (u8, u64, u64) {
+    /// (pass, units done, units known) at this instant.
+    pub fn snapshot(&self) -> (u8, u64, u64) {
         let i = self.shown();
         (
             self.pass[i].load(Ordering::Relaxed),
@@ -68,50 +89,13 @@ impl Counters {
     }
 }
 
-/// Starts counting pass `pass` (1–5) from zero.
-pub fn begin_pass(pass: u8) {
-    COUNTERS.reset(pass, 0);
-}
-
-/// Starts counting two overlapping passes: `first` is shown until
-/// `stage_finished(0)`, then `second`.
-pub fn begin_overlap(first: u8, second: u8) {
-    COUNTERS.reset(first, second);
-}
-
-pub(crate) fn add_total(n: u64) {
-    COUNTERS.add_total_at(COUNTERS.shown(), n);
-}
-
-pub(crate) fn unit_done() {
-    COUNTERS.unit_done_at(COUNTERS.shown());
-}
-
-pub(crate) fn add_total_at(stage: usize, n: u64) {
-    COUNTERS.add_total_at(stage, n);
-}
-
-pub(crate) fn unit_done_at(stage: usize) {
-    COUNTERS.unit_done_at(stage);
-}
-
-/// Stage `stage` has no more units: show the next one (if it is a pass).
-pub(crate) fn stage_finished(stage: usize) {
-    COUNTERS.stage_finished(stage);
-}
-
-/// (pass, units done, units known) at this instant.
-pub fn snapshot() -> (u8, u64, u64) {
-    COUNTERS.snapshot()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn overlapping_passes_show_in_order() {
-        let c = Counters::new();
+        let c = Progress::new();
         c.reset(1, 2);
         c.add_total_at(0, 10);
         c.add_total_at(1, 4);

@@ -15,8 +15,11 @@
 use super::lostfound::{Links, add, dir_block, edit_dir_block};
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
-use crate::fs::bytes::{le16, le32, put_le32};
-use crate::fs::dir_entry::{HEADER_LEN, decode_rec_len, put_rec_len};
+use crate::fs::dir_entry::{HEADER_LEN, put_rec_len};
+use crate::fs::dir_entry::{
+    file_type_at, inline_parent, inode_at, name_len_at, name_len16_at, rec_len_at,
+    set_file_type_at, set_inline_parent, set_inode_at,
+};
 use crate::fs::inode::ROOT_INO;
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
@@ -131,7 +134,7 @@ pub(super) fn fix(
         match code {
             Code::DirEntryFileType | Code::DirEntryFileTypeUnset if filetype => match want_ft {
                 Some(ft) => {
-                    b[off + 7] = ft;
+                    set_file_type_at(b, off, ft);
                     true
                 }
                 None => false,
@@ -150,7 +153,7 @@ pub(super) fn fix(
                 // e2fsck's repair: from the first byte that does not start
                 // a valid character up to a NUL or the end, bytes become '.'.
                 // The detail is a lossy rendering: the length is the entry's.
-                let len = b[off + 6] as usize;
+                let len = name_len_at(b, off);
                 let n = &mut b[off + HEADER_LEN..off + HEADER_LEN + len];
                 let Some(at) = crate::fs::casefold::invalid_at(n) else {
                     return false;
@@ -254,20 +257,20 @@ fn find(b: &[u8], key: Key, name: &str, filetype: bool) -> Option<(Option<usize>
     let mut off = 0;
     let mut prev = None;
     while off + HEADER_LEN <= b.len() {
-        let rec = decode_rec_len(le16(b, off + 4), b.len());
+        let rec = rec_len_at(b, off, b.len());
         if rec < HEADER_LEN || !rec.is_multiple_of(4) || off + rec > b.len() {
             return None;
         }
         let name_len = if filetype {
-            b[off + 6] as usize
+            name_len_at(b, off)
         } else {
-            le16(b, off + 6) as usize
+            name_len16_at(b, off)
         };
         let n = b.get(off + HEADER_LEN..off + HEADER_LEN + name_len)?;
         let hit = match key {
-            Key::Inode(i) => le32(b, off) == i,
-            Key::FileType(t) => filetype && le32(b, off) != 0 && b[off + 7] == t,
-            Key::Any => le32(b, off) != 0,
+            Key::Inode(i) => inode_at(b, off) == i,
+            Key::FileType(t) => filetype && inode_at(b, off) != 0 && file_type_at(b, off) == t,
+            Key::Any => inode_at(b, off) != 0,
         };
         if hit && String::from_utf8_lossy(n) == name {
             return Some((prev, off));
@@ -282,11 +285,10 @@ fn find(b: &[u8], key: Key, name: &str, filetype: bool) -> Option<(Option<usize>
 fn remove(b: &mut [u8], prev: Option<usize>, off: usize) {
     match prev {
         Some(p) => {
-            let merged =
-                decode_rec_len(le16(b, p + 4), b.len()) + decode_rec_len(le16(b, off + 4), b.len());
+            let merged = rec_len_at(b, p, b.len()) + rec_len_at(b, off, b.len());
             put_rec_len(b, p, merged);
         }
-        None => put_le32(b, off, 0),
+        None => set_inode_at(b, off, 0),
     }
 }
 
@@ -329,8 +331,8 @@ pub(super) fn set_inline_dotdot(
     let mut old = 0;
     let done = crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
         let b = m.i_block_mut();
-        old = le32(b, 0);
-        put_le32(b, 0, to);
+        old = inline_parent(b);
+        set_inline_parent(b, to);
     })?;
     if done {
         if old != 0 {
@@ -354,12 +356,12 @@ pub(super) fn set_dotdot(
 ) -> super::Result<bool> {
     let mut old = 0;
     let done = edit_dir_block(fs, state, overlay, dir, pblk, |b| {
-        let first = decode_rec_len(le16(b, 4), b.len());
+        let first = rec_len_at(b, 0, b.len());
         if first < HEADER_LEN || first + HEADER_LEN > b.len() || b.get(first + 8) != Some(&b'.') {
             return false;
         }
-        old = le32(b, first);
-        put_le32(b, first, to);
+        old = inode_at(b, first);
+        set_inode_at(b, first, to);
         true
     })?;
     if done {
@@ -375,6 +377,7 @@ pub(super) fn set_dotdot(
 mod tests {
     use super::*;
     use crate::fs::bytes::put_le16;
+    use crate::fs::bytes::{le16, le32, put_le32};
 
     fn block() -> Vec<u8> {
         let mut b = vec![0u8; 64];

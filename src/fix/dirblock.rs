@@ -24,9 +24,11 @@ use super::lostfound::dir_seed;
 use crate::check::dirblock::{Tail, tail_state};
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
-use crate::fs::bytes::{le16, le32, put_le16, put_le32};
+use crate::fs::bytes::{le16, le32, put_le32};
+use crate::fs::dir_entry::{HEADER_LEN, TAIL_LEN, put_tail_header, rec_len_for};
 use crate::fs::dir_entry::{
-    HEADER_LEN, TAIL_LEN, decode_rec_len, encode_rec_len, put_tail_header, rec_len_for,
+    inode_at, name_len_at, put_name, rec_len_at, set_file_type_at, set_inode_at, set_name_len_at,
+    set_rec_len_at,
 };
 use crate::fs::inode::field::*;
 use crate::fs::superblock::incompat;
@@ -133,18 +135,17 @@ pub(super) fn fix_dot(
         let Some(rec) = readable(b, bs, 0) else {
             return false;
         };
-        put_le32(b, 0, dir);
-        b[6] = 1;
-        b[7] = ftype;
-        b[8] = b'.';
-        b[9] = 0;
+        set_inode_at(b, 0, dir);
+        // '.', its padding's first byte cleared.
+        put_name(b, 0, b".\0", Some(ftype));
+        set_name_len_at(b, 0, 1);
         if rec > 2 * MIN_REC {
-            put_le16(b, 4, encode_rec_len(MIN_REC, bs));
+            set_rec_len_at(b, 0, MIN_REC, bs);
             if b[MIN_REC + HEADER_LEN..MIN_REC + HEADER_LEN + 3] != *b"..\0" {
-                put_le32(b, MIN_REC, 0);
-                put_le16(b, MIN_REC + 4, encode_rec_len(rec - MIN_REC, bs));
-                b[MIN_REC + 6] = 0;
-                b[MIN_REC + 7] = ftype;
+                set_inode_at(b, MIN_REC, 0);
+                set_rec_len_at(b, MIN_REC, rec - MIN_REC, bs);
+                set_name_len_at(b, MIN_REC, 0);
+                set_file_type_at(b, MIN_REC, ftype);
             }
         }
         true
@@ -260,8 +261,8 @@ fn readable(b: &[u8], bs: usize, off: usize) -> Option<usize> {
     if room < HEADER_LEN {
         return None;
     }
-    let rec = decode_rec_len(le16(b, off + 4), bs);
-    let name_len = b[off + 6] as usize;
+    let rec = rec_len_at(b, off, bs);
+    let name_len = name_len_at(b, off);
     (rec >= MIN_REC && rec.is_multiple_of(4) && rec <= room && name_len + HEADER_LEN <= rec)
         .then_some(rec)
 }
@@ -291,7 +292,7 @@ pub(super) fn salvage(b: &mut [u8], bs: usize, inodes: u32) -> bool {
         let (rec, name_len) = if room < HEADER_LEN {
             (room, 0)
         } else {
-            (decode_rec_len(le16(b, off + 4), bs), b[off + 6] as usize)
+            (rec_len_at(b, off, bs), name_len_at(b, off))
         };
         if rec == HEADER_LEN && room >= HEADER_LEN + MIN_REC {
             b.copy_within(off + HEADER_LEN..max, off);
@@ -301,10 +302,10 @@ pub(super) fn salvage(b: &mut [u8], bs: usize, inodes: u32) -> bool {
         if rec > room
             && room > HEADER_LEN
             && rec_len_for(name_len) <= room
-            && le32(b, off) <= inodes
+            && inode_at(b, off) <= inodes
             && !b[off + HEADER_LEN..off + HEADER_LEN + name_len].contains(&0)
         {
-            put_le16(b, off + 4, encode_rec_len(room, bs));
+            set_rec_len_at(b, off, room, bs);
             continue;
         }
         match prev {
@@ -317,10 +318,10 @@ pub(super) fn salvage(b: &mut [u8], bs: usize, inodes: u32) -> bool {
                 break;
             }
             None => {
-                put_le32(b, off, 0);
-                put_le16(b, off + 4, encode_rec_len(room, bs));
-                b[off + 6] = 0;
-                b[off + 7] = 0;
+                set_inode_at(b, off, 0);
+                set_rec_len_at(b, off, room, bs);
+                set_name_len_at(b, off, 0);
+                set_file_type_at(b, off, 0);
                 break;
             }
         }
@@ -330,8 +331,8 @@ pub(super) fn salvage(b: &mut [u8], bs: usize, inodes: u32) -> bool {
 
 /// Adds `by` bytes to the record at `p`.
 fn grow(b: &mut [u8], bs: usize, p: usize, by: usize) {
-    let rec = decode_rec_len(le16(b, p + 4), bs) + by;
-    put_le16(b, p + 4, encode_rec_len(rec, bs));
+    let rec = rec_len_at(b, p, bs) + by;
+    set_rec_len_at(b, p, rec, bs);
 }
 
 /// Adds a checksum tail to a block whose records run to its end: the last
@@ -359,15 +360,15 @@ fn insert_tail(b: &mut [u8]) -> bool {
     }
     // An empty record keeps the smallest valid length; a used one what
     // its name needs.
-    let need = if le32(b, lo) == 0 {
+    let need = if inode_at(b, lo) == 0 {
         MIN_REC
     } else {
-        rec_len_for(b[lo + 6] as usize).max(MIN_REC)
+        rec_len_for(name_len_at(b, lo)).max(MIN_REC)
     };
     if off != bs || rec < need + TAIL_LEN {
         return false;
     }
-    put_le16(b, lo + 4, encode_rec_len(rec - TAIL_LEN, bs));
+    set_rec_len_at(b, lo, rec - TAIL_LEN, bs);
     b[top..].fill(0);
     put_tail_header(b);
     true
@@ -383,12 +384,12 @@ fn remove_at(b: &mut [u8], bs: usize, off: usize) -> bool {
             return false;
         };
         if cur == off {
-            if le32(b, cur) == 0 {
+            if inode_at(b, cur) == 0 {
                 return false;
             }
             match prev {
                 Some(p) => grow(b, bs, p, rec),
-                None => put_le32(b, cur, 0),
+                None => set_inode_at(b, cur, 0),
             }
             return true;
         }
@@ -404,6 +405,7 @@ fn remove_at(b: &mut [u8], bs: usize, off: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::bytes::put_le16;
 
     const BS: usize = 1024;
 

@@ -77,13 +77,13 @@ pub(super) fn fix(
             Err(_) => return Ok(false),
         },
         (Code::InodeDtimeSet, _) => Edit::ClearDtime,
-        (Code::InodeZeroDtimeDeleted, _) => Edit::SetDtime(super::lostfound::now()),
+        (Code::InodeZeroDtimeDeleted, _) => Edit::SetDtime(super::lostfound::now(fs)),
         // A dtime that is an orphan-list link of a list no longer there:
         // e2fsck deletes the inode when it has no links, else keeps it.
         (Code::InodeOrphanInUse, _) => {
             let raw = vol::read_inode(fs, overlay, ino)?.ok_or("inode has no place on disk")?;
             if Inode::parse(&raw).links_count == 0 {
-                Edit::SetDtime(super::lostfound::now())
+                Edit::SetDtime(super::lostfound::now(fs))
             } else {
                 Edit::ClearDtime
             }
@@ -139,7 +139,7 @@ pub(super) fn release(
     ino: u32,
     how: Release,
 ) -> super::Result<bool> {
-    let t = super::lostfound::now();
+    let t = super::lostfound::now(fs);
     let wipe_map = how.reserved_map && ino < fs.geo.first_ino;
     if !vol::edit_inode(fs, overlay, ino, |m| {
         if how.flags {

@@ -192,7 +192,7 @@ pub(super) fn recreate(
     overlay.stage(data[0], jsb)?;
 
     // The inode.
-    let now = crate::check::now().min(u32::MAX as u64) as u32;
+    let now = fs.clock.now_u32();
     let isz = geo.inode_size as usize;
     let size = n * geo.block_size as u64;
     let sectors = (n + ind_count) * (geo.block_size as u64 / 512);

@@ -19,10 +19,10 @@
 
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
-use crate::fs::bytes::{le16, le32, put_le32};
 use crate::fs::dir_entry::{
-    self, HEADER_LEN, TAIL_LEN, decode_rec_len, has_tail, put_name, put_rec_len, rec_len_for,
+    self, HEADER_LEN, TAIL_LEN, has_tail, put_name, put_rec_len, rec_len_for,
 };
+use crate::fs::dir_entry::{inode_at, name_len_at, name_len16_at, rec_len_at, set_inode_at};
 use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN};
 use crate::fs::inode::{InodeMut, ROOT_INO, inode_csum_seed};
 use crate::fs::superblock::incompat;
@@ -147,13 +147,13 @@ pub(super) fn edit_dir_block(
 /// of `dir` ('.' naming it, the standard 8-byte root info).
 fn dx_root_reseal(b: &mut [u8], dir: u32, seed: u32) {
     use crate::fs::htree;
-    if le32(b, 0) != dir || b.get(htree::ROOT_INFO_OFFSET + 5) != Some(&8) {
+    if inode_at(b, 0) != dir || htree::parse_root_info(b).info_length != htree::ROOT_INFO_LEN {
         return;
     }
     let count_off = htree::ROOT_INFO_OFFSET + 8;
     let cl = htree::parse_count_limit(b, count_off);
     if let Some(c) = htree::compute_tail_checksum(seed, b, count_off, cl) {
-        put_le32(b, count_off + cl.limit as usize * 8 + 4, c);
+        htree::set_tail_checksum(b, count_off, cl, c);
     }
 }
 
@@ -163,16 +163,16 @@ fn insert_entry(b: &mut [u8], ino: u32, name: &[u8], ft: u8, filetype: bool) -> 
     let need = rec_len_for(name.len());
     let mut off = 0;
     while off + HEADER_LEN <= b.len() {
-        let rec = decode_rec_len(le16(b, off + 4), b.len());
+        let rec = rec_len_at(b, off, b.len());
         if rec < HEADER_LEN || !rec.is_multiple_of(4) || off + rec > b.len() {
             // A broken block is pass 2's to report; nothing is added to it.
             return false;
         }
-        let used = le32(b, off);
+        let used = inode_at(b, off);
         let name_len = if filetype {
-            b[off + 6] as usize
+            name_len_at(b, off)
         } else {
-            le16(b, off + 6) as usize
+            name_len16_at(b, off)
         };
         // An empty record (inode 0) is reused whole, except the first of
         // the block, which is kept as it is so '.' is never overwritten.
@@ -188,7 +188,7 @@ fn insert_entry(b: &mut [u8], ino: u32, name: &[u8], ft: u8, filetype: bool) -> 
                 put_rec_len(b, off, at - off);
                 put_rec_len(b, at, len);
             }
-            put_le32(b, at, ino);
+            set_inode_at(b, at, ino);
             put_name(b, at, name, filetype.then_some(ft));
             // Bytes after the name are zeroed so no old name shows through.
             b[at + HEADER_LEN + name.len()..at + len].fill(0);
@@ -262,7 +262,7 @@ fn reconnect(
         // The new block's one empty record becomes the entry.
         let n = name.as_bytes();
         edit_dir_block(fs, state, overlay, lf, pblk, |b| {
-            put_le32(b, 0, ino);
+            set_inode_at(b, 0, ino);
             put_name(b, 0, n, filetype.then_some(ft));
             true
         })?;
@@ -406,8 +406,8 @@ fn expand(
 }
 
 /// The time stamps written (dtime, a new directory's times).
-pub(super) fn now() -> u32 {
-    crate::check::now().min(u64::from(u32::MAX)) as u32
+pub(super) fn now(fs: &Fs) -> u32 {
+    fs.clock.now_u32()
 }
 
 const EXTENTS_FL: u32 = crate::fs::inode::flags::EXTENTS;
@@ -523,7 +523,7 @@ pub(super) fn write_dir(
         unwritten: false,
     };
     let root = crate::volume::extent::build(&[one], bs, 0, None, || None).map(|t| t.root);
-    let t = now();
+    let t = now(fs);
     // The inode: a directory of one block, generation 0.
     let placed = vol::edit_inode(fs, overlay, ino, |m| {
         m.0.fill(0);
@@ -575,6 +575,8 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> super::Resu
 mod tests {
     use super::*;
     use crate::fs::bytes::put_le16;
+    use crate::fs::bytes::{le16, le32, put_le32};
+    use crate::fs::dir_entry::decode_rec_len;
 
     fn block() -> Vec<u8> {
         let mut b = vec![0u8; 1024];

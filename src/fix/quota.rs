@@ -127,7 +127,7 @@ pub(super) fn rewrite(
         e.inodes = u.inodes;
     }
     let entries: Vec<Dquot> = entries.into_values().collect();
-    let now = crate::check::now();
+    let now = fs.clock.now();
     let Some(file) = quota::write_file(qtype, &entries, now) else {
         return Ok(false);
     };

@@ -22,8 +22,9 @@
 
 use super::lostfound::{Links, add, dir_seed};
 use crate::check::state::{State, iflag};
-use crate::fs::bytes::{le16, le32, put_le16, put_le32};
-use crate::fs::dir_entry::{HEADER_LEN, TAIL_LEN, decode_rec_len, encode_rec_len, rec_len_for};
+use crate::fs::bytes::put_le16;
+use crate::fs::dir_entry::{HEADER_LEN, TAIL_LEN, encode_rec_len, rec_len_for};
+use crate::fs::dir_entry::{file_type_at, inode_at, name_len_at, rec_len_at, set_rec_len_at};
 use crate::fs::dir_entry::{put_entry, put_tail_header, set_tail_checksum};
 use crate::fs::dx_hash::{DX_HASH_HALF_MD4, DX_HASH_LEGACY, DX_HASH_TEA, dx_hash};
 use crate::fs::htree;
@@ -36,7 +37,7 @@ use std::collections::BTreeMap;
 
 /// dx_root_info and the index after it in block 0; a node's index.
 const ROOT_INFO: usize = htree::ROOT_INFO_OFFSET;
-const ROOT_INFO_LEN: u8 = 8;
+const ROOT_INFO_LEN: u8 = htree::ROOT_INFO_LEN;
 const ROOT_COUNT_OFF: usize = ROOT_INFO + ROOT_INFO_LEN as usize;
 const NODE_COUNT_OFF: usize = htree::NODE_COUNT_OFFSET;
 /// The checksum tail of an index block.
@@ -182,13 +183,13 @@ fn collect(b: &[u8], first: bool, filetype: bool, out: &mut Vec<Ent>, dotdot: &m
     let mut off = 0;
     let mut n = 0;
     while off + HEADER_LEN <= bs {
-        let rec = decode_rec_len(le16(b, off + 4), bs);
-        let name_len = b[off + 6] as usize;
+        let rec = rec_len_at(b, off, bs);
+        let name_len = name_len_at(b, off);
         if rec < MIN_REC || !rec.is_multiple_of(4) || rec > bs - off || name_len + HEADER_LEN > rec
         {
             break;
         }
-        let ino = le32(b, off);
+        let ino = inode_at(b, off);
         let name = &b[off + HEADER_LEN..off + HEADER_LEN + name_len];
         if first && n == 1 && name == b".." {
             *dotdot = ino;
@@ -197,7 +198,7 @@ fn collect(b: &[u8], first: bool, filetype: bool, out: &mut Vec<Ent>, dotdot: &m
             out.push(Ent {
                 ino,
                 name: name.to_vec(),
-                ft: if filetype { b[off + 7] } else { 0 },
+                ft: if filetype { file_type_at(b, off) } else { 0 },
             });
         }
         // A first record longer than '.' needs (an empty one left by a
@@ -471,15 +472,13 @@ fn htree(
         g.dir_ft(),
         g.bs - MIN_REC,
     );
-    root[ROOT_INFO + 4] = hv;
-    root[ROOT_INFO + 5] = ROOT_INFO_LEN;
-    root[ROOT_INFO + 6] = u8::from(nodes > 0);
+    htree::put_root_info(&mut root, hv, u8::from(nodes > 0));
     let leaf_base = 1 + nodes;
     if nodes == 0 {
         let entries: Vec<(u32, u32)> = (0..nleaves)
             .map(|j| (first_hash(j), (leaf_base + j) as u32))
             .collect();
-        put_index(&mut root, ROOT_COUNT_OFF, root_limit, &entries);
+        htree::put_index(&mut root, ROOT_COUNT_OFF, root_limit, &entries);
         out.push(root);
     } else {
         // Leaves shared out evenly over the nodes.
@@ -495,7 +494,7 @@ fn htree(
             .enumerate()
             .map(|(k, &(a, _))| (first_hash(a), (1 + k) as u32))
             .collect();
-        put_index(&mut root, ROOT_COUNT_OFF, root_limit, &top);
+        htree::put_index(&mut root, ROOT_COUNT_OFF, root_limit, &top);
         out.push(root);
         for &(a, z) in &groups {
             let mut n = vec![0u8; g.bs];
@@ -503,7 +502,7 @@ fn htree(
             let entries: Vec<(u32, u32)> = (a..z)
                 .map(|j| (first_hash(j), (leaf_base + j) as u32))
                 .collect();
-            put_index(&mut n, NODE_COUNT_OFF, node_limit, &entries);
+            htree::put_index(&mut n, NODE_COUNT_OFF, node_limit, &entries);
             out.push(n);
         }
     }
@@ -549,19 +548,6 @@ fn spread(g: &Geom, sorted: &[(u32, u32, &Ent)], n: usize) -> Option<Vec<(usize,
     (spans.len() == n).then_some(spans)
 }
 
-/// Writes an index (count, limit, entries) at `count_off`; the first
-/// entry's hash slot holds the count and limit.
-fn put_index(b: &mut [u8], count_off: usize, limit: usize, entries: &[(u32, u32)]) {
-    put_le16(b, count_off, limit as u16);
-    put_le16(b, count_off + 2, entries.len() as u16);
-    for (i, &(h, blk)) in entries.iter().enumerate() {
-        if i > 0 {
-            put_le32(b, count_off + 8 * i, h);
-        }
-        put_le32(b, count_off + 8 * i + 4, blk);
-    }
-}
-
 /// Stores the checksum of a block made by the layouts: a leaf's in its
 /// dirent tail, a root's or node's in the dx tail after its index.
 fn seal(b: &mut [u8], seed: u32) {
@@ -569,14 +555,14 @@ fn seal(b: &mut [u8], seed: u32) {
         set_tail_checksum(seed, b);
         return;
     }
-    let count_off = if le32(b, 0) == 0 {
+    let count_off = if inode_at(b, 0) == 0 {
         NODE_COUNT_OFF
     } else {
         ROOT_COUNT_OFF
     };
     let cl = htree::parse_count_limit(b, count_off);
     if let Some(c) = htree::compute_tail_checksum(seed, b, count_off, cl) {
-        put_le32(b, count_off + cl.limit as usize * 8 + 4, c);
+        htree::set_tail_checksum(b, count_off, cl, c);
     }
 }
 
@@ -587,7 +573,7 @@ fn put(b: &mut [u8], bs: usize, off: usize, ino: u32, name: &[u8], ft: u8, rec: 
 
 /// Stretches the record at `last` to `cap` and writes the tail header.
 fn finish(b: &mut [u8], bs: usize, last: usize, cap: usize, csum: bool) {
-    put_le16(b, last + 4, encode_rec_len(cap - last, bs));
+    set_rec_len_at(b, last, cap - last, bs);
     if csum {
         put_tail_header(b);
     }
@@ -596,6 +582,7 @@ fn finish(b: &mut [u8], bs: usize, last: usize, cap: usize, csum: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::bytes::le32;
 
     fn geom(bs: usize, csum: bool) -> Geom {
         Geom {

@@ -172,7 +172,7 @@ pub(super) fn recreate(
     vol::stage_if_changed(fs, overlay, dind, dind_buf)?;
 
     // The inode, as the library writes a new one.
-    let now = super::lostfound::now();
+    let now = super::lostfound::now(fs);
     let size = (apb * apb + apb + NDIR_BLOCKS) * bs as u64;
     let i_blocks = count * (bs as u64 / 512);
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);

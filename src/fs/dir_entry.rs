@@ -107,6 +107,87 @@ pub fn compute_tail_checksum(inode_seed: u32, b: &[u8]) -> u32 {
     crc32c_raw(inode_seed, &b[..b.len().saturating_sub(TAIL_LEN)])
 }
 
+/// Whether the record at `off` names exactly `name` (one name length
+/// byte, as with the filetype feature).
+pub fn name_is(b: &[u8], off: usize, name: &[u8]) -> bool {
+    name_len_at(b, off) == name.len()
+        && b.get(off + HEADER_LEN..off + HEADER_LEN + name.len()) == Some(name)
+}
+
+/// Where an inline directory's entries start in i_block: after the
+/// parent's inode number.
+pub const INLINE_ENTRIES_OFFSET: usize = 4;
+
+/// An inline directory's parent: the first 4 bytes of i_block (its
+/// entries follow).
+pub fn inline_parent(i_block: &[u8]) -> u32 {
+    le32(i_block, 0)
+}
+
+pub fn set_inline_parent(i_block: &mut [u8], ino: u32) {
+    put_le32(i_block, 0, ino);
+}
+
+/// The rec_len of the record at `off` as stored (not decoded).
+pub fn stored_rec_len(b: &[u8], off: usize) -> u16 {
+    le16(b, off.wrapping_add(4))
+}
+
+/// The hash stored after the name of the record at `off` (casefolded and
+/// encrypted names), for a name of `name_len` bytes.
+pub fn hash_after_name(b: &[u8], off: usize, name_len: usize) -> u32 {
+    le32(b, off + rec_len_for(name_len))
+}
+
+/// The inode number of the record at `off`.
+pub fn inode_at(b: &[u8], off: usize) -> u32 {
+    le32(b, off)
+}
+
+pub fn set_inode_at(b: &mut [u8], off: usize, ino: u32) {
+    put_le32(b, off, ino);
+}
+
+/// The rec_len of the record at `off`, decoded for a block of `bs` bytes.
+pub fn rec_len_at(b: &[u8], off: usize, bs: usize) -> usize {
+    decode_rec_len(le16(b, off.wrapping_add(4)), bs)
+}
+
+/// Stores `len` as the rec_len of the record at `off`, encoded for a
+/// block of `bs` bytes.
+pub fn set_rec_len_at(b: &mut [u8], off: usize, len: usize, bs: usize) {
+    put_le16(b, off.wrapping_add(4), encode_rec_len(len, bs));
+}
+
+/// The name length of the record at `off` with the filetype feature (one
+/// byte). Like `fs::bytes`, past the end reads 0 and writes are dropped.
+pub fn name_len_at(b: &[u8], off: usize) -> usize {
+    usize::from(u8_at(b, off.wrapping_add(6)))
+}
+
+/// The name length of the record at `off` without the filetype feature
+/// (both bytes).
+pub fn name_len16_at(b: &[u8], off: usize) -> usize {
+    usize::from(le16(b, off.wrapping_add(6)))
+}
+
+pub fn set_name_len_at(b: &mut [u8], off: usize, len: u8) {
+    if let Some(x) = b.get_mut(off.wrapping_add(6)) {
+        *x = len;
+    }
+}
+
+/// The file type byte of the record at `off` (filetype feature).
+pub fn file_type_at(b: &[u8], off: usize) -> u8 {
+    u8_at(b, off.wrapping_add(7))
+}
+
+pub fn set_file_type_at(b: &mut [u8], off: usize, ft: u8) {
+    if let Some(x) = b.get_mut(off.wrapping_add(7)) {
+        *x = ft;
+    }
+}
+
 /// Stores the rec_len of the record at `off` in `b` (a block, or its part
 /// before a checksum tail), encoded for a block of `b.len()` bytes.
 pub fn put_rec_len(b: &mut [u8], off: usize, len: usize) {

@@ -2,7 +2,7 @@
 //! block and dx_node blocks below it. Both hide inside what looks like an
 //! ordinary directory block to old readers.
 
-use super::bytes::{le16, le32, u8_at};
+use super::bytes::{le16, le32, put_le16, put_le32, u8_at};
 use super::checksum::crc32c_raw;
 
 /// Offset of dx_root_info in block 0 (after the fake "." and ".." entries).
@@ -29,6 +29,17 @@ pub fn parse_root_info(b: &[u8]) -> DxRootInfo {
         unused_flags: u8_at(b, ROOT_INFO_OFFSET + 7),
     }
 }
+
+/// Writes a dx_root_info (reserved field left as it is) with the
+/// standard 8-byte length.
+pub fn put_root_info(b: &mut [u8], hash_version: u8, indirect_levels: u8) {
+    b[ROOT_INFO_OFFSET + 4] = hash_version;
+    b[ROOT_INFO_OFFSET + 5] = ROOT_INFO_LEN;
+    b[ROOT_INFO_OFFSET + 6] = indirect_levels;
+}
+
+/// The standard dx_root_info length.
+pub const ROOT_INFO_LEN: u8 = 8;
 
 /// Offset of the count/limit header of a dx_root (given its info length).
 pub fn root_count_offset(info: &DxRootInfo) -> usize {
@@ -87,6 +98,23 @@ pub fn compute_tail_checksum(
 
 pub fn stored_tail_checksum(b: &[u8], count_off: usize, cl: CountLimit) -> u32 {
     le32(b, count_off + cl.limit as usize * 8 + 4)
+}
+
+pub fn set_tail_checksum(b: &mut [u8], count_off: usize, cl: CountLimit, c: u32) {
+    put_le32(b, count_off + cl.limit as usize * 8 + 4, c);
+}
+
+/// Writes an index (count, limit, entries) at `count_off`; the first
+/// entry's hash slot holds the count and limit.
+pub fn put_index(b: &mut [u8], count_off: usize, limit: usize, entries: &[(u32, u32)]) {
+    put_le16(b, count_off, limit as u16);
+    put_le16(b, count_off + 2, entries.len() as u16);
+    for (i, &(h, blk)) in entries.iter().enumerate() {
+        if i > 0 {
+            put_le32(b, count_off + 8 * i, h);
+        }
+        put_le32(b, count_off + 8 * i + 4, blk);
+    }
 }
 
 #[cfg(test)]

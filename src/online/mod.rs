@@ -13,10 +13,10 @@
 //! freeze could be starved by the very workload it blocks. System calls
 //! std lacks are in `sys.rs`.
 //!
-//! `PFSCK_ONLINE_FAULT` is a test hook: `kill-frozen` kills pfsck with
-//! SIGKILL inside the snapshot's freeze window, `stop-before-check` stops
-//! it (SIGSTOP) once the snapshot is taken, so that tests can deliver
-//! signals at a known point.
+//! `Options::fault` is a test hook (the binary's `PFSCK_ONLINE_FAULT`):
+//! `kill-frozen` kills pfsck with SIGKILL inside the snapshot's freeze
+//! window, `stop-before-check` stops it (SIGSTOP) once the snapshot is
+//! taken, so that tests can deliver signals at a known point.
 
 pub mod lvm;
 pub mod mark;
@@ -104,6 +104,8 @@ pub struct Options<'a> {
     pub mark: bool,
     /// Size of an LVM snapshot's copy-on-write space.
     pub lvm_snap_mb: u64,
+    /// The test hook's point (see the module's documentation).
+    pub fault: Option<String>,
 }
 
 /// What an online check did, besides the report.
@@ -131,8 +133,8 @@ pub struct Outcome {
 }
 
 /// The test hook (see the module's documentation).
-fn fault(point: &str) {
-    if std::env::var_os("PFSCK_ONLINE_FAULT").is_some_and(|v| v == point) {
+fn fault(armed: Option<&str>, point: &str) {
+    if armed == Some(point) {
         match point {
             "kill-frozen" => sys::raise(libc::SIGKILL),
             "stop-before-check" => sys::raise(libc::SIGSTOP),
@@ -147,8 +149,8 @@ fn normal_priority() {
     let _ = sys::set_io_idle(false);
 }
 
-fn cancelled() -> Result<(), OnlineError> {
-    if crate::engine::cancelled() {
+fn cancelled(ctl: &crate::engine::Control) -> Result<(), OnlineError> {
+    if ctl.cancelled() {
         Err(OnlineError::Cancelled)
     } else {
         Ok(())
@@ -156,14 +158,10 @@ fn cancelled() -> Result<(), OnlineError> {
 }
 
 /// Takes the snapshot the target's device allows.
-fn take<'a>(
-    t: &Target,
-    guard: &'a Watchdog,
-    lvm_snap_mb: u64,
-) -> Result<Snapshot<'a>, OnlineError> {
+fn take<'a>(t: &Target, guard: &'a Watchdog, opts: &Options) -> Result<Snapshot<'a>, OnlineError> {
     match &t.kind {
-        Kind::Loop(l) => reflink::take(t, l, guard),
-        Kind::Lvm => lvm::take(&lvm::System, guard, &t.device, lvm_snap_mb),
+        Kind::Loop(l) => reflink::take(t, l, guard, opts.fault.as_deref()),
+        Kind::Lvm => lvm::take(&lvm::System, guard, &t.device, opts.lvm_snap_mb),
         Kind::Other(what) => Err(no_mechanism(t, what)),
     }
 }
@@ -201,9 +199,9 @@ pub fn run(target: &Path, opts: &Options) -> Result<Outcome, OnlineError> {
     let t = Target::resolve(target)?;
     let guard = Watchdog::start()
         .map_err(|e| OnlineError::Failed(format!("cannot start the watchdog process: {e}")))?;
-    let snapshot = take(&t, &guard, opts.lvm_snap_mb)?;
-    cancelled()?;
-    fault("stop-before-check");
+    let snapshot = take(&t, &guard, opts)?;
+    cancelled(&opts.check.control)?;
+    fault(opts.fault.as_deref(), "stop-before-check");
 
     let dev = Device::open_read_only(&snapshot.path)
         .map_err(|e| OnlineError::Failed(format!("cannot open the snapshot: {e}")))?;
@@ -258,7 +256,7 @@ pub fn run(target: &Path, opts: &Options) -> Result<Outcome, OnlineError> {
             mark::Mark::Checked
         };
         match origin {
-            Some(o) => match mark::record(&t, &o, m, check::now(), &guard) {
+            Some(o) => match mark::record(&t, &o, m, opts.check.clock.now(), &guard) {
                 Ok(r) => info.recorded = Some(r),
                 Err(e) => info.mark_error = Some(e),
             },

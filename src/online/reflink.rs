@@ -78,6 +78,7 @@ pub(super) fn take<'a>(
     t: &Target,
     l: &LoopPart,
     guard: &dyn Guard,
+    fault_at: Option<&str>,
 ) -> Result<Snapshot<'a>, OnlineError> {
     let (path, backing, loop_offset) = backing_file(l)?;
     let (magic, bsize) = sys::fs_type_and_block(&backing).map_err(|e| {
@@ -129,7 +130,7 @@ pub(super) fn take<'a>(
     // backing file, which the clone would otherwise write inside the window.
     let _ = sys::syncfs(&mount);
     let _ = backing.sync_data();
-    let frozen = freeze_and_clone(t, &mount, &snap, &backing, start, len, guard)?;
+    let frozen = freeze_and_clone(t, &mount, &snap, &backing, start, len, guard, fault_at)?;
 
     // The clone must hold the mounted file system, not some other image
     // of it: same UUID as the device reads now.
@@ -162,6 +163,7 @@ pub(super) fn take<'a>(
 
 /// The freeze window: nothing in it allocates much, prints, or waits on
 /// anything but the clone. Returns how long the file system was frozen.
+#[allow(clippy::too_many_arguments)]
 fn freeze_and_clone(
     t: &Target,
     mount: &File,
@@ -170,6 +172,7 @@ fn freeze_and_clone(
     start: u64,
     len: u64,
     guard: &dyn Guard,
+    fault_at: Option<&str>,
 ) -> Result<std::time::Duration, OnlineError> {
     let mp = t.mount_point.display();
     guard
@@ -191,7 +194,7 @@ fn freeze_and_clone(
             });
         }
     };
-    fault("kill-frozen");
+    fault(fault_at, "kill-frozen");
     let cloned = sys::clone_range(snap, backing, start, len);
     let thawed = frozen.thaw();
     let window = t0.elapsed();

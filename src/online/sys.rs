@@ -194,11 +194,8 @@ pub fn ignore_stop_signals() {
 
 /// Makes `SIGTERM` and `SIGHUP` cancel the check as Ctrl-C does (the
 /// online check must get to removing its snapshot).
-pub fn cancel_on_terminate() {
-    extern "C" fn on_signal(_: libc::c_int) {
-        // An atomic store: async-signal-safe.
-        crate::check::interrupt();
-    }
+/// `on_signal` must be async-signal-safe (an atomic store).
+pub fn cancel_on_terminate(on_signal: extern "C" fn(libc::c_int)) {
     for sig in [libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only stores to an atomic.
         unsafe {

@@ -465,7 +465,7 @@ impl<'a, 'q> Session<'a, 'q> {
                 last_fs.as_ref().unwrap_or(fs),
                 &mut top,
                 !after.has_errors(),
-                check::now(),
+                self.opts.clock.now(),
             )?;
             // The last check's device reads through the staging: gone, the
             // two layers merge.
@@ -477,7 +477,7 @@ impl<'a, 'q> Session<'a, 'q> {
         let (report, fixed) = shown.kept(rep, &after);
         (self.before_commit)();
         // The last moment a signal cancels the repair: nothing written yet.
-        if crate::engine::cancelled() {
+        if self.opts.control.cancelled() {
             return Err(SessionError::Interrupted);
         }
         let log = self.undo_log();
@@ -659,7 +659,7 @@ impl<'a, 'q> Session<'a, 'q> {
         staging: &Staging,
     ) -> Result<fix::finish::Recorded> {
         let mut overlay = Overlay::with_staging(fs.geo.block_size, fs.dev.size(), staging)?;
-        let recorded = fix::finish::stage(fs, &mut overlay, !rep.has_errors(), check::now())?;
+        let recorded = fix::finish::stage(fs, &mut overlay, !rep.has_errors(), fs.clock.now())?;
         commit::record(&self.device, &overlay).map_err(SessionError::Record)?;
         Ok(recorded)
     }

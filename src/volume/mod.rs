@@ -47,6 +47,8 @@ pub struct Fs {
     /// The raw descriptors, `desc_size` bytes each, for checksums.
     pub gd_raw: Vec<u8>,
     pub csum_seed: u32,
+    /// The run's time (`check::Options::clock`): what a repair stamps.
+    pub clock: crate::engine::Clock,
 }
 
 impl Fs {
