@@ -13,7 +13,7 @@
 
 use super::report::{self, Repaired};
 use super::{Args, EXIT_CORRECTED, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
-use crate::check::problem::ProblemList;
+use crate::check::problem::{Code, ProblemList};
 use crate::check::{self, Options};
 use crate::error::Error;
 use crate::fix::{self, Mode, Refusal};
@@ -212,7 +212,18 @@ fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: O
         let (Some(fs2), Some(state2)) = (&again.fs, &again.state) else {
             break again;
         };
-        if round > MAX_ROUNDS || !again.report.has_errors() || again.report.has_fatal() {
+        // A missing /lost+found is only a notice, but e2fsck -y creates it
+        // whenever it finds it missing (a root recreated in this round
+        // has none yet).
+        let lost_found = again
+            .report
+            .problems
+            .iter()
+            .any(|p| p.code == Code::LostFoundMissing);
+        if round > MAX_ROUNDS
+            || !(again.report.has_errors() || lost_found)
+            || again.report.has_fatal()
+        {
             break again;
         }
         let next = match plan_round(fs2, state2, &again.report, mode, staging, &mut ask) {

@@ -108,6 +108,8 @@ const SUMMARY: &[Code] = &[
     Code::SbFreeInodesInvalid,
     Code::GdItableUnused,
     Code::GroupUninitFlags,
+    Code::GdUninitWithoutCsum,
+    Code::GdBlockUninitLastGroup,
 ];
 
 /// Orphan processing, done by staging the view the check read through.
@@ -167,6 +169,7 @@ pub fn supported(code: Code) -> bool {
         || code == Code::InodeBigallocBlockMap
         || code == Code::SbUsedBackup
         || code == Code::SbQuotaInode
+        || code == Code::SbInodeFieldNoFeature
         || quota::REWRITE.contains(&code)
         || code == Code::SbResizeInodeNoFeature
         || code == Code::SbInodesCount
@@ -190,6 +193,8 @@ fn cluster_safe(code: Code) -> bool {
         || code == Code::LostFoundMissing
         || code == Code::LostFoundEncrypted
         || code == Code::JournalInodeFromBackup
+        || code == Code::SbQuotaInode
+        || code == Code::SbInodeFieldNoFeature
 }
 
 /// Pass 1 problems fixed after pass 1D, as e2fsck fixes them: a block
@@ -803,7 +808,7 @@ pub fn plan(
                 superblock::fix_resize_inode(fs, &mut overlay, p).map_err(Refusal::Failed)?;
         } else if quota::REWRITE.contains(&p.code) {
             // Below, once the other fixes of this round are known.
-        } else if p.code == Code::SbQuotaInode {
+        } else if matches!(p.code, Code::SbQuotaInode | Code::SbInodeFieldNoFeature) {
             fixed[k] = quota::clear_inum(fs, &mut overlay, p).map_err(Refusal::Failed)?;
             if fixed[k] {
                 cleared_quota.extend(p.args().ino);
