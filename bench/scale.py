@@ -14,6 +14,7 @@ reads (`pfsck -t`) divided by this machine's page-cache copy bandwidth
 
     bench/scale.py --sizes 10M --kinds files,dir50 --runs 5
     bench/scale.py --sizes 1M,10M,50M --kinds files --runs 3
+    bench/scale.py --sizes 3M --kinds frag --runs 5   (3M extents in 4 files)
 
 Writes bench/SCALE.md and bench/scale.json (merged with earlier entries, so a
 run of one size keeps the others).
@@ -61,7 +62,9 @@ def image(kind, size, e2fsck):
             return path, json.load(fh)
     log(f"generating {path}")
     t0 = time.perf_counter()
-    subprocess.run(["nice", "-n", "10", MKIMAGE, "--kind", kind, "--inodes", size,
+    # frag: SIZE counts extents, over four files (linux-ext4's Case-4).
+    shape = ["--extents", size, "--files", "4"] if kind == "frag" else ["--inodes", size]
+    subprocess.run(["nice", "-n", "10", MKIMAGE, "--kind", kind, *shape,
                     "--check", e2fsck, path], check=True, stdout=subprocess.DEVNULL)
     gen_s = time.perf_counter() - t0
     out = subprocess.run(["dumpe2fs", "-h", path], capture_output=True, text=True).stdout

@@ -51,6 +51,10 @@ enum Kind {
     Zero,
     /// A realistic mix of file sizes and directory widths (`mix`).
     Mix,
+    /// A few huge files of one-block extents with one-block holes between
+    /// them (bench/run.py's `frag`, linux-ext4's "Case-4"): `--extents`
+    /// in all, over `--files` files in one directory.
+    Frag,
 }
 
 impl Kind {
@@ -61,6 +65,7 @@ impl Kind {
             "dir50" => Kind::Dir50,
             "zero" => Kind::Zero,
             "mix" => Kind::Mix,
+            "frag" => Kind::Frag,
             _ => return None,
         })
     }
@@ -72,6 +77,7 @@ impl Kind {
             Kind::Dir50 => 1,
             Kind::Zero => 1000,
             Kind::Mix => 7,
+            Kind::Frag => 4,
         }
     }
 }
@@ -82,12 +88,16 @@ struct Args {
     out: PathBuf,
     seed: u64,
     check: Option<String>,
+    /// `frag`: extents in all, and the files holding them.
+    extents: u64,
+    files: u64,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: mkimage --kind files|dir25|dir50|zero|mix --inodes N[k|M] [--seed S] \
-         [--check E2FSCK | --no-check] OUT.img"
+         [--check E2FSCK | --no-check] OUT.img\n       \
+         mkimage --kind frag --extents N[k|M] [--files F] [--check E2FSCK | --no-check] OUT.img"
     );
     std::process::exit(2)
 }
@@ -107,11 +117,15 @@ fn parse_args() -> Args {
     let mut out = None;
     let mut seed = 1;
     let mut check = Some("e2fsck".to_string());
+    let mut extents = 0;
+    let mut files = 4;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--kind" => kind = it.next().as_deref().and_then(Kind::parse),
             "--inodes" => inodes = it.next().as_deref().and_then(parse_count),
+            "--extents" => extents = it.next().as_deref().and_then(parse_count).unwrap_or(0),
+            "--files" => files = it.next().as_deref().and_then(parse_count).unwrap_or(0),
             "--seed" => {
                 seed = it
                     .next()
@@ -124,13 +138,19 @@ fn parse_args() -> Args {
             _ => usage(),
         }
     }
+    if kind == Some(Kind::Frag) && inodes.is_none() {
+        inodes = Some(100);
+    }
     match (kind, inodes, out) {
+        (Some(Kind::Frag), _, _) if extents < files || files == 0 => usage(),
         (Some(kind), Some(inodes), Some(out)) if inodes >= 100 => Args {
             kind,
             inodes,
             out,
             seed,
             check,
+            extents,
+            files,
         },
         _ => usage(),
     }
@@ -391,6 +411,25 @@ impl Image {
         Ok(out)
     }
 
+    /// `n` one-block extents at even logical blocks, each followed by a
+    /// free block on disk: a file fallocated, then punched at every other
+    /// block.
+    fn alloc_holey(&mut self, n: u64) -> Res<Vec<Extent>> {
+        let mut out = Vec::with_capacity(n as usize);
+        for i in 0..n {
+            let b = self.alloc_block()?;
+            let hole = self.alloc_block()?;
+            self.free_block(hole);
+            out.push(Extent {
+                lblk: u32::try_from(2 * i).map_err(|_| "file too large")?,
+                len: 1,
+                pblk: b,
+                unwritten: false,
+            });
+        }
+        Ok(out)
+    }
+
     fn inode_offset(&self, ino: u32) -> u64 {
         let ipg = self.geo.inodes_per_group;
         let g = (ino - 1) / ipg;
@@ -417,35 +456,39 @@ impl Image {
             let entries: Vec<_> = extents.iter().map(Extent::encode).collect();
             extent::put_entries(&mut i_block, &entries);
         } else {
-            let per_leaf = extent::max_entries(self.bs) as usize;
-            let leaves = extents.len().div_ceil(per_leaf);
-            if leaves > 4 {
-                return Err(format!(
-                    "inode {ino}: {} extents need a deeper tree",
-                    extents.len()
-                ));
-            }
+            // Leaves full of extents, then index levels over them until the
+            // four entries of the inode hold the top one.
+            let per_node = extent::max_entries(self.bs) as usize;
             let iseed = inode::inode_csum_seed(self.seed, ino, 0);
-            let mut index = Vec::new();
-            for chunk in extents.chunks(per_leaf) {
-                let leaf = self.alloc_block()?;
-                blocks += 1;
-                let mut b = vec![0u8; self.bs];
-                extent::put_header(&mut b, chunk.len() as u16, per_leaf as u16, 0);
-                let entries: Vec<_> = chunk.iter().map(Extent::encode).collect();
-                extent::put_entries(&mut b, &entries);
-                extent::set_block_checksum(iseed, &mut b);
-                io("write extent block", data.write(leaf * self.bs as u64, &b))?;
-                index.push(
-                    ExtentIndex {
-                        lblk: chunk[0].lblk,
-                        leaf,
-                    }
-                    .encode(),
-                );
+            let mut level: Vec<[u8; 12]> = extents.iter().map(Extent::encode).collect();
+            let mut firsts: Vec<u32> = extents.iter().map(|e| e.lblk).collect();
+            let mut depth = 0u16;
+            while level.len() > 4 {
+                let mut up = Vec::with_capacity(level.len().div_ceil(per_node));
+                let mut up_firsts = Vec::with_capacity(up.capacity());
+                for (chunk, lblks) in level.chunks(per_node).zip(firsts.chunks(per_node)) {
+                    let node = self.alloc_block()?;
+                    blocks += 1;
+                    let mut b = vec![0u8; self.bs];
+                    extent::put_header(&mut b, chunk.len() as u16, per_node as u16, depth);
+                    extent::put_entries(&mut b, chunk);
+                    extent::set_block_checksum(iseed, &mut b);
+                    io("write extent block", data.write(node * self.bs as u64, &b))?;
+                    up.push(
+                        ExtentIndex {
+                            lblk: lblks[0],
+                            leaf: node,
+                        }
+                        .encode(),
+                    );
+                    up_firsts.push(lblks[0]);
+                }
+                level = up;
+                firsts = up_firsts;
+                depth += 1;
             }
-            extent::put_header(&mut i_block, index.len() as u16, 4, 1);
-            extent::put_entries(&mut i_block, &index);
+            extent::put_header(&mut i_block, level.len() as u16, 4, depth);
+            extent::put_entries(&mut i_block, &level);
         }
         let mut m = InodeMut(raw);
         m.set_mode(meta.mode);
@@ -643,7 +686,16 @@ struct Plan {
     data_blocks: u64,
 }
 
-fn plan(kind: Kind, inodes: u64) -> Plan {
+fn plan(args: &Args) -> Plan {
+    let (kind, inodes) = (args.kind, args.inodes);
+    if kind == Kind::Frag {
+        // Each extent's block and the hole after it, the tree's nodes.
+        return Plan {
+            dirs: 1,
+            files: args.files,
+            data_blocks: args.extents * 2 + args.extents / 300 + 16,
+        };
+    }
     let per = kind.files_per_dir();
     let dirs = (inodes - FIRST_INO as u64 + 1).div_ceil(per + 1);
     let files = dirs * per;
@@ -662,7 +714,7 @@ fn plan(kind: Kind, inodes: u64) -> Plan {
 
 fn run(args: &Args) -> Res<()> {
     let t0 = Instant::now();
-    let p = plan(args.kind, args.inodes);
+    let p = plan(args);
     let total_inodes = FIRST_INO as u64 + p.dirs + p.files;
     let itable_blocks = total_inodes * 256 / 4096;
     // Room for the data, the inode tables, a journal of up to 1 GiB, and a
@@ -708,6 +760,7 @@ fn fill(img: &mut Image, args: &Args, dirs: u64) -> Res<()> {
     for _ in 0..dirs {
         let w = match args.kind {
             Kind::Mix => mix_files_in_dir(&mut rng),
+            Kind::Frag => args.files,
             k => k.files_per_dir(),
         };
         if next + 1 + w > img.geo.inodes_count as u64 + 1 {
@@ -747,12 +800,21 @@ fn fill(img: &mut Image, args: &Args, dirs: u64) -> Res<()> {
         let (dir_raw, files_raw) = buf.split_at_mut(isz);
         img.write_dir(ino, parent, &entries, nsub as u16, dir_raw, &mut data)?;
         for (f, raw) in files_raw.chunks_mut(isz).enumerate() {
-            let size = match args.kind {
-                Kind::Mix => mix_file_size(&mut rng),
-                Kind::Zero => 0,
-                _ => 100,
+            let (size, ext) = match args.kind {
+                Kind::Frag => {
+                    let n = args.extents / args.files
+                        + u64::from((f as u64) < args.extents % args.files);
+                    (n.max(1) * 2 * 4096 - 4096, img.alloc_holey(n)?)
+                }
+                k => {
+                    let size = match k {
+                        Kind::Mix => mix_file_size(&mut rng),
+                        Kind::Zero => 0,
+                        _ => 100,
+                    };
+                    (size, img.alloc_extents(size.div_ceil(4096))?)
+                }
             };
-            let ext = img.alloc_extents(size.div_ceil(4096))?;
             let meta = Meta {
                 mode: S_IFREG | 0o644,
                 size,
