@@ -36,6 +36,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         SbDescSize => &[0x00000B],
         SbResizeInodeNoFeature => &[0x000030, 0x00002E, 0x00002F, 0x000051],
         SbQuotaInode => &[0x00004F],
+        SbInodeFieldNoFeature => &[0x020002, 0x010063, 0x010090, 0x050009],
         SbBlocksPerGroupInvalid => &[0x000007],
         GdBlockBitmapLocation => &[0x000001],
         GdInodeBitmapLocation => &[0x000002],

@@ -1296,6 +1296,18 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
         };
     }
     let fs = ctx.fs;
+    // Without its encryption context the flag goes (`check_encryption`,
+    // e2fsck clears it first): the target is then judged as plain text.
+    let encrypted = inode.has_flag(flags::ENCRYPT)
+        && xattr::find_value(
+            fs,
+            raw,
+            inode,
+            &mut w.block,
+            crypt::XATTR_INDEX,
+            crypt::XATTR_NAME,
+        )
+        .is_some();
     let target: &[u8] = if is_fast_symlink(inode) {
         if inode.has_flag(flags::EXTENTS) {
             return Some("fast symlink with EXTENTS_FL");
@@ -1316,8 +1328,14 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
             }
             e.pblk
         } else {
+            // Pointers outside the file system are illegal blocks, which
+            // e2fsck's -y clears before it judges the symlink (declined,
+            // they leave it invalid, and the illegal block says so).
             let p = inode.block_ptrs();
-            if p[1..].iter().any(|&x| x != 0) {
+            if p[1..]
+                .iter()
+                .any(|&x| x != 0 && fs.geo.block_in_fs(u64::from(x)))
+            {
                 return Some("more than one block");
             }
             p[0] as u64
@@ -1331,7 +1349,7 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
         &w.block
     };
     // An encrypted target is a 16-bit length and ciphertext (NULs allowed).
-    let len = if inode.has_flag(flags::ENCRYPT) {
+    let len = if encrypted {
         crypt::symlink_len(target)
     } else {
         target.iter().position(|&b| b == 0).unwrap_or(target.len())

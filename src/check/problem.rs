@@ -98,6 +98,7 @@ problems! {
     SbDescSize = ("0x0013", Super, Fatal, false, "Superblock 64bit filesystem has an invalid group descriptor size {num}"),
     SbResizeInodeNoFeature = ("0x0014", Super, Error, false, "Resize inode not valid: {detail}"),
     SbQuotaInode = ("0x0016", Super, Error, false, "Invalid {detail} quota inode {ino}"),
+    SbInodeFieldNoFeature = ("0x0018", Super, Error, false, "Superblock names inode {ino} as its {detail} file, but that feature is off"),
     SbBlocksPerGroupInvalid = ("0x0015", Super, Fatal, false, "Superblock blocks per group {num} is invalid"),
     GdBlockBitmapLocation = ("0x0101", Super, Error, false, "Block bitmap for group {group} is not in group (block {blk})"),
     GdInodeBitmapLocation = ("0x0102", Super, Error, false, "Inode bitmap for group {group} is not in group (block {blk})"),
@@ -108,7 +109,7 @@ problems! {
     GdFreeBlocksInvalid = ("0x0107", Super, Error, true, "Group descriptor {group} free blocks count {num} is invalid"),
     GdFreeInodesInvalid = ("0x0108", Super, Error, true, "Group descriptor {group} free inodes count {num} is invalid"),
     GdMetadataOverlap = ("0x0109", Super, Error, false, "{detail} for group {group} (block {blk}) overlaps other file system metadata"),
-    GdBlockUninitLastGroup = ("0x010A", Super, Error, true, "Last group block bitmap uninitialized"),
+    GdBlockUninitLastGroup = ("0x010A", Super, Notice, true, "Last group block bitmap uninitialized"),
     GdInodeUninitNotZeroed = ("0x010B", Super, Notice, true, "Group {group} inode table not zeroed"),
     // e2fsck's library refuses such descriptors; with no backup to fall
     // back on it checks with them as they are, and so does pfsck.

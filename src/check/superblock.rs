@@ -332,6 +332,13 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
             ));
         }
     }
+    // Names of casefolded directories cannot be compared, nor their
+    // hashes computed, in an encoding nobody defined (e2fsck stops too).
+    if sb.feature_incompat & incompat::CASEFOLD != 0
+        && sb.encoding != crate::fs::casefold::ENCODING_UTF8_12_1
+    {
+        names.push(format!("casefold with unknown encoding {}", sb.encoding));
+    }
     if !names.is_empty() {
         probs.push(Problem::new(Code::SbFeatureUnsupported).detail(names.join(", ")));
         return Ok(Opened::Fatal(probs));
@@ -542,16 +549,18 @@ pub fn forced_reason(fs: &Fs, now: u64) -> Option<String> {
 fn desc_problems(sb: &Superblock, geo: &Geometry, gds: &[GroupDesc]) -> Vec<Problem> {
     let mut out = Vec::new();
     let meta = AtomicBitmap::new(geo.blocks_count);
-    for g in 0..geo.groups {
+    let flex = sb.has_incompat(incompat::FLEX_BG);
+    // Group by group, as e2fsck's pass 1 marks them: the group's
+    // superblock and descriptor copies, then its inode table, then its
+    // bitmaps. Of two that overlap, the later one is relocated: a bitmap
+    // pointed into an inode table moves, the table and its inodes stay.
+    for (g, gd) in gds.iter().enumerate() {
+        let g = g as u32;
         for (start, len) in geo.group_super_and_gdt(g) {
             for b in start..start.saturating_add(len).min(geo.blocks_count) {
                 meta.set(b);
             }
         }
-    }
-    let flex = sb.has_incompat(incompat::FLEX_BG);
-    for (g, gd) in gds.iter().enumerate() {
-        let g = g as u32;
         let (first, last) = if flex {
             (geo.first_data_block, geo.blocks_count - 1)
         } else {
@@ -584,6 +593,12 @@ fn desc_problems(sb: &Superblock, geo: &Geometry, gds: &[GroupDesc]) -> Vec<Prob
             }
         };
         check(
+            gd.inode_table,
+            geo.inode_table_blocks as u64,
+            Code::GdInodeTableLocation,
+            "Inode table",
+        );
+        check(
             gd.block_bitmap,
             1,
             Code::GdBlockBitmapLocation,
@@ -595,14 +610,92 @@ fn desc_problems(sb: &Superblock, geo: &Geometry, gds: &[GroupDesc]) -> Vec<Prob
             Code::GdInodeBitmapLocation,
             "Inode bitmap",
         );
-        check(
-            gd.inode_table,
-            geo.inode_table_blocks as u64,
-            Code::GdInodeTableLocation,
-            "Inode table",
+    }
+    out
+}
+
+/// Is `ino` a quota inode number e2fsck rejects (and clears)?
+fn quota_inum_invalid(ino: u32, inodes_count: u32) -> bool {
+    // The reserved inodes but 3 and 4 (the hidden quota files): bad
+    // blocks, root, boot loader, undelete directory, resize, journal,
+    // exclude and replica.
+    matches!(ino, 1 | 2 | 5..=10) || ino > inodes_count
+}
+
+/// Superblock fields naming the inode of a feature the file system does
+/// not have (quota files, the orphan file), where e2fsck would trip on
+/// them: the kernel ignores such a field, but e2fsck marks the inode in
+/// use whatever it holds, clears the project quota or orphan file inode
+/// when it holds anything, and treats a directory entry naming any of
+/// them as invalid, then reconnects the inode it unlinked, run after run.
+/// The field is what is wrong; the file it names is kept.
+fn fields_without_feature(fs: &Fs) -> Vec<Problem> {
+    let sb = &fs.sb;
+    let geo = &fs.geo;
+    let quota = sb.has_ro_compat(ro_compat::QUOTA);
+    let orphan_file = sb.has_compat(superblock::compat::ORPHAN_FILE);
+    let mut out = Vec::new();
+    // (detail, inode, feature on, e2fsck marks it in use)
+    let fields = [
+        (FIELD_NAMES[0], sb.usr_quota_inum, quota, false),
+        (FIELD_NAMES[1], sb.grp_quota_inum, quota, false),
+        (FIELD_NAMES[2], sb.prj_quota_inum, quota, true),
+        (FIELD_NAMES[3], sb.orphan_file_inum, orphan_file, true),
+    ];
+    for (what, ino, feature, reserved) in fields {
+        if feature || ino < geo.first_ino || ino > geo.inodes_count {
+            continue;
+        }
+        let Ok(raw) = fs.read_inode_raw(ino) else {
+            continue;
+        };
+        let inode = crate::fs::inode::Inode::parse(&raw);
+        let holds = inode.links_count > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0;
+        let e2 = if !reserved {
+            // A linked inode: e2fsck's pass 2 rejects the entries naming it.
+            if inode.links_count == 0 {
+                continue;
+            }
+            0x020002
+        } else if holds {
+            if what == FIELD_NAMES[3] {
+                0x010090
+            } else {
+                0x010063
+            }
+        } else if inode_bitmap_bit(fs, ino) == Some(false) {
+            0x050009
+        } else {
+            continue;
+        };
+        out.push(
+            Problem::new(Code::SbInodeFieldNoFeature)
+                .ino(ino)
+                .detail(what)
+                .e2fsck(e2),
         );
     }
     out
+}
+
+/// The `detail` of an `SbInodeFieldNoFeature`: which field it is about.
+pub const FIELD_NAMES: [&str; 4] = ["user quota", "group quota", "project quota", "orphan"];
+
+/// Inode `ino`'s bit in its group's bitmap on disk, when readable.
+fn inode_bitmap_bit(fs: &Fs, ino: u32) -> Option<bool> {
+    let geo = &fs.geo;
+    let g = geo.group_of_inode(ino);
+    let gd = fs.gds.get(g as usize)?;
+    if sb_group_inode_uninit(fs, gd) || !geo.block_in_fs(gd.inode_bitmap) {
+        return None;
+    }
+    let bm = fs.read_block(gd.inode_bitmap).ok()?;
+    let idx = ((ino - 1) % geo.inodes_per_group) as usize;
+    bm.get(idx / 8).map(|b| b & (1 << (idx % 8)) != 0)
+}
+
+fn sb_group_inode_uninit(fs: &Fs, gd: &GroupDesc) -> bool {
+    fs.sb.group_desc_csum() && gd.flags & BG_INODE_UNINIT != 0
 }
 
 /// The checks of pass 0 on the superblock in use and its descriptors.
@@ -655,23 +748,19 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
                 .num2(geo.inodes_count as u64),
         );
     }
-    if sb.has_ro_compat(ro_compat::QUOTA) || sb.has_ro_compat(ro_compat::PROJECT) {
-        for (kind, ino) in [
-            ("user", sb.usr_quota_inum),
-            ("group", sb.grp_quota_inum),
-            ("project", sb.prj_quota_inum),
-        ] {
-            // Quota files are reserved inodes 3 and 4, or ordinary inodes
-            // (project quota, or quota made by newer tools).
-            let valid = ino == 0
-                || ino == crate::fs::inode::USR_QUOTA_INO
-                || ino == crate::fs::inode::GRP_QUOTA_INO
-                || (ino >= geo.first_ino && ino <= geo.inodes_count);
-            if !valid {
-                out.push(Problem::new(Code::SbQuotaInode).ino(ino).detail(kind));
-            }
+    // e2fsck judges the quota fields whatever the features say: only the
+    // reserved inodes that are not quota files and numbers past the last
+    // inode are invalid.
+    for (kind, ino) in [
+        ("user", sb.usr_quota_inum),
+        ("group", sb.grp_quota_inum),
+        ("project", sb.prj_quota_inum),
+    ] {
+        if quota_inum_invalid(ino, geo.inodes_count) {
+            out.push(Problem::new(Code::SbQuotaInode).ino(ino).detail(kind));
         }
     }
+    out.extend(fields_without_feature(fs));
     if sb.last_orphan != 0 {
         out.push(Problem::new(Code::SbOrphanList).ino(sb.last_orphan));
     }
@@ -690,6 +779,11 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
         // ITABLE_ZEROED alone is harmless: mke2fs sets it without uninit_bg.
         if !csum && (gd.flags & (BG_INODE_UNINIT | BG_BLOCK_UNINIT) != 0 || gd.itable_unused != 0) {
             out.push(Problem::new(Code::GdUninitWithoutCsum).group(g));
+        }
+        // The last group's block bitmap covers blocks past the end; the
+        // kernel never leaves it uninitialised.
+        if g + 1 == geo.groups && gd.flags & BG_BLOCK_UNINIT != 0 {
+            out.push(Problem::new(Code::GdBlockUninitLastGroup).group(g));
         }
         let gblocks = geo.group_blocks(g);
         if gd.free_blocks_count > gblocks {

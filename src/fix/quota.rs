@@ -32,6 +32,7 @@ use crate::check::blockmap::{MapVisitor, Scratch};
 use crate::check::pass1;
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
+use crate::check::superblock::FIELD_NAMES;
 use crate::fs::bytes::put_le32;
 use crate::fs::extent::{Extent, INIT_MAX_LEN};
 use crate::fs::inode::{Inode, InodeMut, flags, inode_csum_seed};
@@ -43,15 +44,28 @@ use std::collections::{BTreeMap, BTreeSet};
 
 const TYPE_NAMES: [&str; 3] = ["user", "group", "project"];
 
-/// Clears the field `p` (an `SbQuotaInode`) names. Returns whether it did.
+/// Clears the field `p` (an `SbQuotaInode`, or an
+/// `SbInodeFieldNoFeature`) names. Returns whether it did.
 pub(super) fn clear_inum(fs: &Fs, overlay: &mut Overlay, p: &Problem) -> super::Result<bool> {
-    if p.code != Code::SbQuotaInode {
-        return Ok(false);
+    let detail = p.args().detail;
+    match p.code {
+        Code::SbQuotaInode => {
+            let Some(qtype) = TYPE_NAMES.iter().position(|&n| n == detail) else {
+                return Ok(false);
+            };
+            vol::edit_superblock(fs, overlay, |sb| sb.set_quota_inum(qtype, 0))?;
+        }
+        Code::SbInodeFieldNoFeature => {
+            let Some(field) = FIELD_NAMES.iter().position(|&n| n == detail) else {
+                return Ok(false);
+            };
+            vol::edit_superblock(fs, overlay, |sb| match field {
+                0..=2 => sb.set_quota_inum(field, 0),
+                _ => sb.set_orphan_file_inum(0),
+            })?;
+        }
+        _ => return Ok(false),
     }
-    let Some(qtype) = TYPE_NAMES.iter().position(|&n| n == p.args().detail) else {
-        return Ok(false);
-    };
-    vol::edit_superblock(fs, overlay, |sb| sb.set_quota_inum(qtype, 0))?;
     Ok(true)
 }
 

@@ -268,7 +268,8 @@ const TABLE: &[Entry] = &[
     row(Code::FeatureLargeFiles, F::Feature, S),
     row(Code::SbInodesCount, F::InodesCount, 0),
     row(Code::SbFirstMetaBg, F::FirstMetaBg, 0),
-    row(Code::SbQuotaInode, F::QuotaInode, 0),
+    row(Code::SbQuotaInode, F::QuotaInode, S),
+    row(Code::SbInodeFieldNoFeature, F::QuotaInode, S),
     row(Code::QuotaUsage, F::QuotaFile, S),
     row(Code::QuotaEntryMissing, F::QuotaFile, S),
     row(Code::QuotaFileBad, F::QuotaFile, S),
@@ -292,6 +293,8 @@ const TABLE: &[Entry] = &[
     // Alone when the value is impossible: pass 1 skipped inodes.
     row(Code::GdItableUnused, F::Summary, S | ALONE),
     row(Code::GroupUninitFlags, F::Summary, S),
+    row(Code::GdUninitWithoutCsum, F::Summary, S),
+    row(Code::GdBlockUninitLastGroup, F::Summary, S),
     row(Code::DirBlockCorrupt, F::DirBlock, 0),
     row(Code::DirBlockNoTail, F::DirBlock, 0),
     row(Code::DirEntryZeroLenName, F::DirBlock, 0),

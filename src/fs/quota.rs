@@ -103,6 +103,9 @@ pub enum QuotaError {
     BadVersion(u32),
     /// Info fields that do not fit the file (e2fsprogs refuses the file).
     BadInfo(String),
+    /// A tree reference past the blocks the info block counts (e2fsprogs
+    /// stops reading the tree there).
+    BadReference(u32, u32),
 }
 
 impl std::fmt::Display for QuotaError {
@@ -112,6 +115,9 @@ impl std::fmt::Display for QuotaError {
             QuotaError::WrongEndian => write!(f, "stored in the wrong byte order"),
             QuotaError::BadVersion(v) => write!(f, "unsupported version {v}"),
             QuotaError::BadInfo(why) => write!(f, "{why}"),
+            QuotaError::BadReference(r, n) => {
+                write!(f, "a tree reference to block {r} of {n}")
+            }
         }
     }
 }
@@ -213,6 +219,7 @@ pub fn read_dquots(
     let header = parse_header(&buf, qtype, size)?;
     let mut walk = TreeWalk {
         version: header.version,
+        blocks: header.blocks,
         index_seen: BTreeSet::new(),
         data_seen: BTreeSet::new(),
         out: Vec::new(),
@@ -224,6 +231,8 @@ pub fn read_dquots(
 
 struct TreeWalk<'a> {
     version: u32,
+    /// Blocks in the file according to the info block.
+    blocks: u32,
     /// (block, depth) of index blocks read: the same block at the same
     /// depth has the same subtree.
     index_seen: BTreeSet<(u32, usize)>,
@@ -253,6 +262,9 @@ impl TreeWalk<'_> {
             let r = le32(&buf, i * 4);
             if r == 0 {
                 continue;
+            }
+            if r >= self.blocks {
+                return Err(QuotaError::BadReference(r, self.blocks));
             }
             if depth + 1 < TREE_DEPTH {
                 self.node(r, depth + 1)?;
@@ -531,10 +543,14 @@ mod tests {
             read_dquots(0, n, &mut |_, _| false),
             Err(QuotaError::Unreadable(0))
         );
-        // A reference past the declared blocks is followed (to zeros).
+        // A reference past the declared blocks ends the read (e2fsck
+        // 1.47.4: "Illegal reference (77 >= 6)").
         let mut g = file();
         put_le32(&mut g[2], 8, 77);
-        assert_eq!(read_dquots(0, n, &mut reader(&g)).unwrap().len(), 2);
+        assert_eq!(
+            read_dquots(0, n, &mut reader(&g)),
+            Err(QuotaError::BadReference(77, 6))
+        );
     }
 
     #[test]
@@ -573,6 +589,21 @@ mod tests {
         };
         assert!(read_dquots(0, size(&g), &mut counting).is_ok());
         assert!(reads <= 1 + g.len() * (TREE_DEPTH + 1), "{reads} reads");
+    }
+
+    #[test]
+    fn rejects_references_past_the_info_blocks() {
+        // The info block counts 6 blocks: a reference to block 6 or past
+        // it is illegal to e2fsprogs, at any depth.
+        for (blk, slot) in [(1, 7), (3, 0), (4, 0xE8)] {
+            let mut g = file();
+            put_le32(&mut g[blk], slot * 4, 6);
+            assert_eq!(
+                read_dquots(0, size(&g), &mut reader(&g)),
+                Err(QuotaError::BadReference(6, 6)),
+                "block {blk} slot {slot}"
+            );
+        }
     }
 
     fn dq(id: u32, space: u64, inodes: u64) -> Dquot {

@@ -93,6 +93,7 @@ pub mod field {
     pub const S_USR_QUOTA_INUM: usize = 0x240;
     pub const S_GRP_QUOTA_INUM: usize = 0x244;
     pub const S_PRJ_QUOTA_INUM: usize = 0x26C;
+    pub const S_ORPHAN_FILE_INUM: usize = 0x280;
     pub const S_LASTCHECK_HI: usize = 0x277;
     pub const S_CHECKSUM: usize = 0x3FC;
     /// The error record the kernel keeps (s_error_count up to
@@ -188,6 +189,9 @@ impl SuperblockMut<'_> {
             _ => return,
         };
         put_le32(self.0, off, v);
+    }
+    pub fn set_orphan_file_inum(&mut self, v: u32) {
+        put_le32(self.0, field::S_ORPHAN_FILE_INUM, v);
     }
     /// Forgets the journal: its UUID, inode, device and the backup of its
     /// inode's map.
@@ -404,7 +408,7 @@ impl Superblock {
             checksum_seed: le32(b, 0x270),
             encoding: le16(b, 0x27C),
             encoding_flags: le16(b, 0x27E),
-            orphan_file_inum: le32(b, 0x280),
+            orphan_file_inum: le32(b, field::S_ORPHAN_FILE_INUM),
             checksum: le32(b, 0x3FC),
             raw,
         }

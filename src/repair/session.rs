@@ -18,7 +18,7 @@ use super::commit::{self, CommitOptions};
 use super::faults::NoFaults;
 use super::overlay::{Overlay, Staging};
 use super::{RepairError, UndoTarget};
-use crate::check::problem::{Pass, Problem, ProblemList};
+use crate::check::problem::{Code, Pass, Problem, ProblemList};
 use crate::check::{self, Options, Report};
 use crate::error::Error;
 use crate::fix::{self, FixError, Mode, Refusal};
@@ -408,7 +408,18 @@ impl<'a, 'q> Session<'a, 'q> {
             let (Some(fs2), Some(state2)) = (&again.fs, &again.state) else {
                 return Ok(Ended::Done(shown, overlay, Box::new(again)));
             };
-            if round > MAX_ROUNDS || !again.report.has_errors() || again.report.has_fatal() {
+            // A missing /lost+found is only a notice, but e2fsck -y
+            // creates it whenever it finds it missing (a root recreated
+            // in this round has none yet).
+            let lost_found = again
+                .report
+                .problems
+                .iter()
+                .any(|p| p.code == Code::LostFoundMissing);
+            if round > MAX_ROUNDS
+                || !(again.report.has_errors() || lost_found)
+                || again.report.has_fatal()
+            {
                 return Ok(Ended::Done(shown, overlay, Box::new(again)));
             }
             let next = match self.plan_round(fs2, state2, &again.report, staging) {

@@ -114,8 +114,10 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
     // group losing its flag takes its metadata (which with flex_bg may lie
     // in another group) out of the view, so decide until nothing changes;
     // the set only shrinks, so this ends.
+    // The last group's bitmap covers blocks past the end of the file
+    // system: it is always written out.
     let mut keep: Vec<bool> = (0..geo.groups)
-        .map(|g| flagged(g, BG_BLOCK_UNINIT))
+        .map(|g| g + 1 < geo.groups && flagged(g, BG_BLOCK_UNINIT))
         .collect();
     let view = loop {
         let view = fs.uninit_view(|g| keep[g as usize]);
@@ -225,6 +227,12 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
             let last = (0..ipg).rev().find(|&i| used.inodes.get(ino0 + i));
             let unused = last.map_or(ipg, |l| ipg - (l + 1));
             d.set_itable_unused(unused as u32);
+        }
+        if !uninit_bg {
+            // Without group checksums the kernel ignores these; e2fsck
+            // clears them.
+            flags &= !(BG_BLOCK_UNINIT | BG_INODE_UNINIT);
+            d.set_itable_unused(0);
         }
         d.set_flags(flags);
         d.set_checksum(&fs.sb, g);
