@@ -85,13 +85,6 @@ fn run_claimed(args: &Args, opts: &Options, mode: Mode, device: &str, mut ask: O
         Ok(l) => l,
         Err(e) => return fail(e.to_string()),
     };
-    // Refused before the check, not after it: the repair could not be
-    // written anyway.
-    if let Some(m) = crate::repair::mounted::mounted_read_write(&args.device) {
-        return fail(format!(
-            "{m}; refusing to repair a mounted file system: unmount it first"
-        ));
-    }
     let dev = match Device::open_read_only(&args.device) {
         Ok(d) => d,
         Err(e) => return fail(e.to_string()),

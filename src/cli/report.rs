@@ -9,6 +9,18 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::json;
 use std::io::Write;
 
+/// Set when the device is the root mounted read-only: a repair that
+/// modifies it ends with e2fsck's "REBOOT SYSTEM" line.
+pub static REBOOT_IF_MODIFIED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+fn reboot_line(out: &mut impl Write, name: &str) -> std::io::Result<()> {
+    if REBOOT_IF_MODIFIED.load(std::sync::atomic::Ordering::Relaxed) {
+        writeln!(out, "{name}: ***** REBOOT SYSTEM *****")?;
+    }
+    Ok(())
+}
+
 const PASS_HEADERS: [(Pass, &str); 5] = [
     (Pass::P1, "Pass 1: Checking inodes, blocks, and sizes"),
     (Pass::P2, "Pass 2: Checking directory structure"),
@@ -223,6 +235,7 @@ fn write_text(
         }
         if r.modified {
             write!(out, "\n{name}: ***** FILE SYSTEM WAS MODIFIED *****\n")?;
+            reboot_line(out, name)?;
         }
     }
     // e2fsck -n prints no summary after giving up.
@@ -391,6 +404,9 @@ fn preen_tail(
             .filter(|p| p.spec().severity != Severity::Notice)
         {
             writeln!(out, "{name}: {}.", p.text_in(tree))?;
+        }
+        if r.modified {
+            reboot_line(out, name)?;
         }
     }
     if code & EXIT_UNCORRECTED != 0 {
