@@ -45,6 +45,7 @@ pub(super) const CODES: &[Code] = &[
     Code::InodeExtentHeader,
     Code::InodeExtentTreeUnwalkable,
     Code::InodeExtentTreeShared,
+    Code::InodeBlockMapShared,
     Code::InodeExtentBad,
     Code::InodeExtentOrder,
     Code::InodeExtentNodeChecksum,
@@ -101,6 +102,7 @@ pub(super) fn fix(
                     | Code::InodeTooManyIllegalBlocks
                     | Code::InodeExtentTreeUnwalkable
                     | Code::InodeExtentTreeShared
+                    | Code::InodeBlockMapShared
             )
         });
     if clear_it {
