@@ -950,10 +950,12 @@ pub fn walk_indirect_limited<V: MapVisitor>(
         illegal: 0,
         limit,
         too_big,
+        seen: std::collections::HashSet::new(),
+        stopped: false,
     };
     let levels = scratch.begin();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
-        if v.done() {
+        if v.done() || illegal.stopped {
             return;
         }
         if p != 0 {
@@ -974,7 +976,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
     let mut base = 12u64;
     for level in 1..=3u32 {
         let p = ptrs[11 + level as usize];
-        if p != 0 {
+        if p != 0 && !illegal.stopped {
             visit_ptr(
                 fs,
                 ino,
@@ -999,7 +1001,17 @@ struct PtrCount {
     /// e2fsck's code for a block past `limit`: a directory or a symlink
     /// made too big.
     too_big: u32,
+    /// Indirect blocks walked so far. A map reaches each once; one
+    /// reached again (pointers sharing an indirect block) stops the walk,
+    /// so work and problems stay those of a map of the same size.
+    seen: std::collections::HashSet<u64>,
+    stopped: bool,
 }
+
+/// Illegal pointers after which the walk of one inode stops: e2fsck -y
+/// clears the inode at the twelfth, and its -n asks again at every
+/// twelfth without end; a hundred questions are enough to tell.
+const ILLEGAL_PTRS_SHOWN: u32 = 12 * 100;
 
 /// The last logical block a block-mapped inode may map (None: no limit
 /// but the map's own): e2fsck clears blocks past 2^21 bytes' worth of
@@ -1028,7 +1040,7 @@ fn visit_ptr<V: MapVisitor>(
     illegal: &mut PtrCount,
     v: &mut V,
 ) {
-    if v.done() {
+    if v.done() || illegal.stopped {
         return;
     }
     let too_big = level == 0 && illegal.limit.is_some_and(|l| lblk > l);
@@ -1057,11 +1069,19 @@ fn visit_ptr<V: MapVisitor>(
         // each question; a repair clears the inode at the first).
         if illegal.illegal.is_multiple_of(12) {
             v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(ino));
+            illegal.stopped = illegal.illegal >= ILLEGAL_PTRS_SHOWN;
         }
         return;
     }
     if level == 0 {
         v.data(lblk, blk, 1, false);
+        return;
+    }
+    if !illegal.seen.insert(blk) {
+        // The blocks below other paths are neither claimed nor known: the
+        // inode cannot keep them (a repair clears it).
+        illegal.stopped = true;
+        v.problem(Problem::new(Code::InodeBlockMapShared).ino(ino).blk(blk));
         return;
     }
     v.node(blk);
@@ -1103,7 +1123,7 @@ fn visit_ptr<V: MapVisitor>(
                 v,
             );
         }
-        if v.done() {
+        if v.done() || illegal.stopped {
             return;
         }
     }

@@ -249,6 +249,9 @@ pub const NONE: &[Code] = &[
     // e2fsck walks every path through shared nodes, printing without end
     // under -n; under -y it clears the inode, as pfsck's repair does.
     Code::InodeExtentTreeShared,
+    // Likewise for indirect blocks: e2fsck walks every path (a dup block
+    // each time; with illegal pointers below, its -n prints without end).
+    Code::InodeBlockMapShared,
     // e2fsck reports the target's own problem there (pfsck did in pass 1).
     Code::DirEntryBadInodeTarget,
 ];

@@ -113,6 +113,20 @@ pub struct Summary {
     pub sockets: u64,
     pub extent_files: u64,
     pub large_files: u64,
+    /// Directories among `fragmented`.
+    pub fragmented_dirs: u64,
+    /// Block-mapped inodes with an indirect, double, triple indirect block.
+    pub ind_inodes: [u64; 3],
+    /// Extent-mapped inodes by tree depth (0 to 3, then 4 and deeper).
+    pub extent_depths: [u64; 5],
+    pub bad_blocks: u64,
+    /// Extra names of files (hard links beyond the first), as e2fsck
+    /// counts them: directory entries past an inode's first, less those a
+    /// directory tree has anyway ('..' and the names of directories).
+    pub links: u64,
+    /// Directory entries less those of the directory tree itself: the
+    /// files and their extra names.
+    pub files: u64,
 }
 
 /// Time and bytes read by one pass.
@@ -471,6 +485,21 @@ fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
     s.sockets = st.sockets;
     s.extent_files = st.extent_files;
     s.large_files = st.large_files;
+    s.fragmented_dirs = st.fragmented_dirs;
+    s.ind_inodes = st.ind_inodes;
+    s.extent_depths = st.extent_depths;
+    s.bad_blocks = st.bad_blocks;
+    // Entries every directory tree has: each directory's own name (but
+    // the root's) and its '..', the root's '..' naming the root.
+    let tree_links = (2 * st.directories).saturating_sub(1);
+    let (mut entries, mut extra) = (0u64, 0u64);
+    for ino in 1..=fs.geo.inodes_count as usize {
+        let n = u64::from(state.links_seen.get(ino));
+        entries += n;
+        extra += n.saturating_sub(1);
+    }
+    s.links = extra.saturating_sub(tree_links);
+    s.files = entries.saturating_sub(tree_links);
 }
 
 struct Timer {

@@ -1798,7 +1798,8 @@ fn check_blocks(
     };
     let inline = ctx.inline_data && inode.has_flag(flags::INLINE_DATA);
     let dir_blocks_start = claimer.dir_blocks.len();
-    if walk_map(ctx, ino, inode, bad_blocks, &mut w.scratch, &mut claimer) && !extent_mapped {
+    let walked = walk_map(ctx, ino, inode, bad_blocks, &mut w.scratch, &mut claimer);
+    if walked && !extent_mapped {
         claimer.last_init = claimer.last_block;
     }
     if ino == inode::RESIZE_INO {
@@ -1834,8 +1835,18 @@ fn check_blocks(
     }
     if extent_mapped {
         c.out.stats.extent_files += 1;
+        let depth = crate::fs::extent::parse_header(&inode.block).depth;
+        c.out.stats.extent_depths[usize::from(depth).min(4)] += 1;
+    } else if walked && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino) {
+        // e2fsck counts the files' maps, not those of the journal or the
+        // other reserved inodes.
+        let ptrs = inode.block_ptrs();
+        for (n, &p) in c.out.stats.ind_inodes.iter_mut().zip(&ptrs[12..]) {
+            *n += u64::from(p != 0);
+        }
     }
     if bad_blocks {
+        c.out.stats.bad_blocks += mapped;
         return;
     }
     if inline {
@@ -1854,6 +1865,7 @@ fn check_blocks(
     }
     if fragmented && mapped < fs.geo.blocks_per_group as u64 {
         c.out.stats.fragmented += 1;
+        c.out.stats.fragmented_dirs += u64::from(is_dir);
     }
 
     // i_size against the mapped blocks (symlinks are checked on their own).

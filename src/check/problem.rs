@@ -175,6 +175,9 @@ problems! {
     // the tree's size. e2fsck ends up clearing such an inode (-y); a
     // repair clears it.
     InodeExtentTreeShared = ("0x1043", P1, Error, false, "Inode {ino} extent tree reaches node {blk} more than once (index nodes shared), walk stopped"),
+    // An indirect block reached twice in one inode's map (pointers
+    // sharing it): the same product of fan-outs; a repair clears it.
+    InodeBlockMapShared = ("0x1044", P1, Error, false, "Inode {ino} block map reaches indirect block {blk} more than once (indirect blocks shared), walk stopped"),
     InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino} extent node at block {blk} is invalid ({detail})"),
     InodeExtentIndexEnd = ("0x1014", P1, Error, false, "Inode {ino} extent index start {num} does not match its node's first extent {num2}"),
     InodeExtentPastEof = ("0x1015", P1, Error, false, "Inode {ino}, end of extent exceeds allowed value (logical block {num}, physical block {blk}, len {num2})"),

@@ -68,6 +68,16 @@ pub struct Stats {
     pub extent_files: u64,
     pub inline_files: u64,
     pub large_files: u64,
+    /// Directories among `fragmented`.
+    pub fragmented_dirs: u64,
+    /// Block-mapped inodes with an indirect, double and triple indirect
+    /// block.
+    pub ind_inodes: [u64; 3],
+    /// Extent-mapped inodes by the depth of their tree (the last counts
+    /// that depth and deeper, as e2fsck's histogram).
+    pub extent_depths: [u64; 5],
+    /// Blocks listed in the bad blocks inode.
+    pub bad_blocks: u64,
 }
 
 impl Stats {
@@ -85,6 +95,14 @@ impl Stats {
         self.extent_files += o.extent_files;
         self.inline_files += o.inline_files;
         self.large_files += o.large_files;
+        self.fragmented_dirs += o.fragmented_dirs;
+        for (a, b) in self.ind_inodes.iter_mut().zip(o.ind_inodes) {
+            *a += b;
+        }
+        for (a, b) in self.extent_depths.iter_mut().zip(o.extent_depths) {
+            *a += b;
+        }
+        self.bad_blocks += o.bad_blocks;
     }
 }
 

@@ -35,6 +35,8 @@ use std::io::IsTerminal;
 
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_CORRECTED: i32 = 1;
+/// The root file system was repaired while mounted: reboot before use.
+pub const EXIT_REBOOT: i32 = 2;
 pub const EXIT_UNCORRECTED: i32 = 4;
 pub const EXIT_OPERATIONAL: i32 = 8;
 pub const EXIT_USAGE: i32 = 16;
@@ -168,6 +170,45 @@ fn fault(point: &str) {
     }
 }
 
+/// e2fsck's rules for a mounted file system, decided before the check:
+/// a check (`-n`) of one goes on after a warning; a repair of one mounted
+/// read-write, or read-only without `-f`, is refused (exit 8); with `-f`
+/// a read-only mount is checked after the warning, and the commit refuses
+/// to write to it; the root mounted read-only (the boot case) is checked
+/// and repaired silently, as e2fsck does. Ok(true): that last case.
+fn mounted_policy(args: &Args, device: &str) -> Result<bool, i32> {
+    use crate::repair::mounted::{MountState, mount_state};
+    let warn = || {
+        if args.json {
+            eprintln!("pfsck: warning: {device} is mounted");
+        } else {
+            outln!("Warning!  {device} is mounted.");
+        }
+    };
+    match mount_state(&args.device) {
+        MountState::NotMounted => Ok(false),
+        MountState::ReadOnlyRoot => Ok(true),
+        _ if args.no => {
+            warn();
+            Ok(false)
+        }
+        MountState::ReadOnly(_) if args.force => {
+            warn();
+            Ok(false)
+        }
+        MountState::ReadOnly(m) | MountState::ReadWrite(m) => {
+            let msg = format!("{m}; refusing to repair a mounted file system: unmount it first");
+            if args.json {
+                report::print_error_json(device, &msg, EXIT_OPERATIONAL);
+            } else {
+                outln!("{device} is mounted.");
+            }
+            eprintln!("pfsck: {msg}");
+            Err(EXIT_OPERATIONAL)
+        }
+    }
+}
+
 /// A run stopped by a signal before anything was written: exit 32.
 fn cancelled(device: &str) -> i32 {
     eprintln!("{device}: check cancelled by user");
@@ -284,9 +325,19 @@ pub fn run(args: &Args) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
+    let root = match mounted_policy(args, &device) {
+        Ok(root) => root,
+        Err(code) => {
+            if let Some(r) = reporter {
+                r.finish();
+            }
+            return code;
+        }
+    };
     fault("before-check");
     if !args.no {
-        let code = match mode {
+        report::REBOOT_IF_MODIFIED.store(root, std::sync::atomic::Ordering::Relaxed);
+        let mut code = match mode {
             Some(mode) => repair::run(args, &opts, mode, &device, None),
             None => {
                 let stdin = std::io::stdin();
@@ -297,6 +348,9 @@ pub fn run(args: &Args) -> i32 {
         };
         if let Some(r) = reporter {
             r.finish();
+        }
+        if root && code & EXIT_CORRECTED != 0 {
+            code |= EXIT_REBOOT;
         }
         return code;
     }

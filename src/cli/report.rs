@@ -1,13 +1,25 @@
 //! Rendering a check report: e2fsck-style text, or JSON.
 
 use super::{Args, EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
+use crate::check::Report;
 use crate::check::e2fsck_map;
 use crate::check::problem::{Pass, Problem, Severity};
-use crate::check::{Report, Summary};
 use crate::online;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::json;
 use std::io::Write;
+
+/// Set when the device is the root mounted read-only: a repair that
+/// modifies it ends with e2fsck's "REBOOT SYSTEM" line.
+pub static REBOOT_IF_MODIFIED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+fn reboot_line(out: &mut impl Write, name: &str) -> std::io::Result<()> {
+    if REBOOT_IF_MODIFIED.load(std::sync::atomic::Ordering::Relaxed) {
+        writeln!(out, "{name}: ***** REBOOT SYSTEM *****")?;
+    }
+    Ok(())
+}
 
 const PASS_HEADERS: [(Pass, &str); 5] = [
     (Pass::P1, "Pass 1: Checking inodes, blocks, and sizes"),
@@ -150,7 +162,7 @@ fn write_text(
             let done = e2fsck_map::prompt(&p).preen_done();
             writeln!(out, "{name}: {}.  {done}.", p.text_in(tree))?;
         }
-        return preen_tail(out, name, repaired, code, s);
+        return preen_tail(out, name, repaired, code, s, args.verbose);
     }
     for n in &rep.notes {
         writeln!(out, "{n}")?;
@@ -220,10 +232,10 @@ fn write_text(
             )?;
         }
         if !stopped {
-            summary_line(out, name, s)?;
+            summary_line(out, name, s, args.verbose)?;
         }
     }
-    details(out, rep, args, s)
+    details(out, rep, args)
 }
 
 /// What the repair refused, left and changed, after the passes.
@@ -248,29 +260,13 @@ fn repair_lines(out: &mut impl Write, name: &str, r: &Repaired<'_>) -> std::io::
     }
     if r.modified {
         write!(out, "\n{name}: ***** FILE SYSTEM WAS MODIFIED *****\n")?;
+        reboot_line(out, name)?;
     }
     Ok(())
 }
 
-/// `-v`'s counts and `-t`'s timings, after the summary.
-fn details(out: &mut impl Write, rep: &Report, args: &Args, s: &Summary) -> std::io::Result<()> {
-    if args.verbose && !rep.has_fatal() {
-        write!(
-            out,
-            "\n{:>12} inodes used\n{:>12} regular files\n{:>12} directories\n{:>12} character device files\n{:>12} block device files\n{:>12} fifos\n{:>12} symbolic links ({} fast symbolic links)\n{:>12} sockets\n{:>12} extent-mapped files\n{:>12} large files\n",
-            s.inodes_used,
-            s.regular,
-            s.directories,
-            s.chardev,
-            s.blockdev,
-            s.fifos,
-            s.symlinks,
-            s.fast_symlinks,
-            s.sockets,
-            s.extent_files,
-            s.large_files
-        )?;
-    }
+/// `-t`'s timings, after the summary.
+fn details(out: &mut impl Write, rep: &Report, args: &Args) -> std::io::Result<()> {
     if args.timing {
         for t in &rep.timings {
             let work = t
@@ -400,6 +396,7 @@ fn preen_tail(
     repaired: Option<&Repaired<'_>>,
     code: i32,
     s: &crate::check::Summary,
+    args_verbose: bool,
 ) -> std::io::Result<()> {
     if let Some(r) = repaired {
         if let Some(why) = &r.refusal {
@@ -414,6 +411,9 @@ fn preen_tail(
         {
             writeln!(out, "{name}: {}.", p.text_in(tree))?;
         }
+        if r.modified {
+            reboot_line(out, name)?;
+        }
     }
     if code & EXIT_UNCORRECTED != 0 {
         write!(
@@ -421,32 +421,131 @@ fn preen_tail(
             "\n{name}: ********** WARNING: Filesystem still has errors **********\n\n"
         )?;
     }
-    summary_line(out, name, s)
+    summary_line(out, name, s, args_verbose)
 }
 
-/// e2fsck's closing line. Like e2fsck it shows what the superblock's
-/// free counts say (under `-n` they may disagree with what was counted;
-/// after a repair they are the counted values), and the share of files
-/// in pieces in tenths of a percent, rounded half up.
+/// e2fsck's closing line, or with `-v` its statistics instead. Like
+/// e2fsck it shows what the superblock's free counts say (under `-n` they
+/// may disagree with what was counted; after a repair they are the
+/// counted values), and the share of files in pieces in tenths of a
+/// percent, rounded half up.
 fn summary_line(
     out: &mut impl Write,
     name: &str,
     s: &crate::check::Summary,
+    verbose: bool,
 ) -> std::io::Result<()> {
     let inodes = s.sb_inodes_used.unwrap_or(s.inodes_used);
     let blocks = s.sb_blocks_used.unwrap_or(s.blocks_used);
-    let tenths = match inodes {
+    let tenths = |n: u64| match inodes {
         0 => 0,
-        n => (s.fragmented * 10_000 / n + 5) / 10,
+        used => (n * 10_000 / used + 5) / 10,
     };
+    if verbose {
+        return statistics(out, s, inodes, blocks, tenths);
+    }
+    let t = tenths(s.fragmented);
     writeln!(
         out,
         "{name}: {inodes}/{} files ({}.{}% non-contiguous), {blocks}/{} blocks",
         s.inodes_count,
-        tenths / 10,
-        tenths % 10,
+        t / 10,
+        t % 10,
         s.blocks_count
     )
+}
+
+/// `-v`: e2fsck's statistics, line for line (scripts read them): counts
+/// right-aligned in 12 columns, singular for exactly one.
+fn statistics(
+    out: &mut impl Write,
+    s: &crate::check::Summary,
+    inodes: u64,
+    blocks: u64,
+    tenths: impl Fn(u64) -> u64,
+) -> std::io::Result<()> {
+    let word = |n: u64, one: &'static str, many: &'static str| if n == 1 { one } else { many };
+    let pct = |n: u64, of: u64| {
+        if of == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / of as f64
+        }
+    };
+    let files_frag = s.fragmented.saturating_sub(s.fragmented_dirs);
+    let (tf, td) = (tenths(files_frag), tenths(s.fragmented_dirs));
+    writeln!(
+        out,
+        "\n{inodes:>12} {} ({:.2}%, out of {})",
+        word(inodes, "inode used", "inodes used"),
+        pct(inodes, s.inodes_count),
+        s.inodes_count
+    )?;
+    writeln!(
+        out,
+        "{files_frag:>12} non-contiguous {} ({}.{}%)",
+        word(files_frag, "file", "files"),
+        tf / 10,
+        tf % 10
+    )?;
+    writeln!(
+        out,
+        "{:>12} non-contiguous {} ({}.{}%)",
+        s.fragmented_dirs,
+        word(s.fragmented_dirs, "directory", "directories"),
+        td / 10,
+        td % 10
+    )?;
+    let [ind, dind, tind] = s.ind_inodes;
+    writeln!(
+        out,
+        "             # of inodes with ind/dind/tind blocks: {ind}/{dind}/{tind}"
+    )?;
+    if let Some(last) = s.extent_depths.iter().rposition(|&n| n > 0) {
+        let shown: Vec<String> = s.extent_depths[..=last]
+            .iter()
+            .map(u64::to_string)
+            .collect();
+        writeln!(
+            out,
+            "             Extent depth histogram: {}",
+            shown.join("/")
+        )?;
+    }
+    writeln!(
+        out,
+        "{blocks:>12} {} ({:.2}%, out of {})",
+        word(blocks, "block used", "blocks used"),
+        pct(blocks, s.blocks_count),
+        s.blocks_count
+    )?;
+    let line =
+        |out: &mut dyn Write, n: u64, one, many| writeln!(out, "{n:>12} {}", word(n, one, many));
+    line(out, s.bad_blocks, "bad block", "bad blocks")?;
+    line(out, s.large_files, "large file", "large files")?;
+    writeln!(out)?;
+    line(out, s.regular, "regular file", "regular files")?;
+    line(out, s.directories, "directory", "directories")?;
+    line(
+        out,
+        s.chardev,
+        "character device file",
+        "character device files",
+    )?;
+    line(out, s.blockdev, "block device file", "block device files")?;
+    line(out, s.fifos, "fifo", "fifos")?;
+    line(out, s.links, "link", "links")?;
+    writeln!(
+        out,
+        "{:>12} {} ({} {})",
+        s.symlinks,
+        word(s.symlinks, "symbolic link", "symbolic links"),
+        s.fast_symlinks,
+        word(s.fast_symlinks, "fast symbolic link", "fast symbolic links")
+    )?;
+    line(out, s.sockets, "socket", "sockets")?;
+    writeln!(out, "------------")?;
+    line(out, s.files, "file", "files")
 }
 
 /// The JSON report, serialised straight to `out` (no value tree: a report
@@ -633,18 +732,25 @@ struct JsonSummary<'a>(&'a crate::check::Summary);
 impl Serialize for JsonSummary<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let v = self.0;
-        let mut m = s.serialize_map(Some(15))?;
+        let mut m = s.serialize_map(Some(22))?;
+        m.serialize_entry("bad_blocks", &v.bad_blocks)?;
         m.serialize_entry("blockdev", &v.blockdev)?;
         m.serialize_entry("blocks_count", &v.blocks_count)?;
         m.serialize_entry("blocks_used", &v.blocks_used)?;
         m.serialize_entry("chardev", &v.chardev)?;
         m.serialize_entry("directories", &v.directories)?;
+        m.serialize_entry("extent_depths", &v.extent_depths)?;
         m.serialize_entry("extent_files", &v.extent_files)?;
         m.serialize_entry("fast_symlinks", &v.fast_symlinks)?;
         m.serialize_entry("fifos", &v.fifos)?;
+        m.serialize_entry("files", &v.files)?;
+        m.serialize_entry("fragmented_dirs", &v.fragmented_dirs)?;
+        m.serialize_entry("fragmented_files", &(v.fragmented - v.fragmented_dirs))?;
+        m.serialize_entry("ind_inodes", &v.ind_inodes)?;
         m.serialize_entry("inodes_count", &v.inodes_count)?;
         m.serialize_entry("inodes_used", &v.inodes_used)?;
         m.serialize_entry("large_files", &v.large_files)?;
+        m.serialize_entry("links", &v.links)?;
         m.serialize_entry("noncontiguous_pct", &v.noncontiguous_pct)?;
         m.serialize_entry("regular", &v.regular)?;
         m.serialize_entry("sockets", &v.sockets)?;

@@ -78,6 +78,7 @@ pub(super) fn fix(
                     | Code::InodeTooManyIllegalBlocks
                     | Code::InodeExtentTreeUnwalkable
                     | Code::InodeExtentTreeShared
+                    | Code::InodeBlockMapShared
             )
         });
     if clear_it {

@@ -189,6 +189,7 @@ const TABLE: &[Entry] = &[
     row(Code::InodeExtentHeader, F::BlockMap, 0),
     row(Code::InodeExtentTreeUnwalkable, F::BlockMap, 0),
     row(Code::InodeExtentTreeShared, F::BlockMap, 0),
+    row(Code::InodeBlockMapShared, F::BlockMap, 0),
     row(Code::InodeExtentBad, F::BlockMap, 0),
     row(Code::InodeExtentOrder, F::BlockMap, 0),
     row(Code::InodeExtentNodeChecksum, F::BlockMap, WAITS_FOR_COPY),

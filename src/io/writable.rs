@@ -112,6 +112,16 @@ impl WritableDevice {
     /// Opens `path` for reading and writing. Callers must have checked that
     /// the file system is not mounted (see `repair::mounted`).
     pub(crate) fn open(path: &Path) -> Result<WritableDevice> {
+        Self::open_with(path, true)
+    }
+
+    /// Opens the root file system's device while it is mounted read-only
+    /// (the boot case): not exclusively, which the mount would refuse.
+    pub(crate) fn open_mounted_root(path: &Path) -> Result<WritableDevice> {
+        Self::open_with(path, false)
+    }
+
+    fn open_with(path: &Path, exclusive: bool) -> Result<WritableDevice> {
         let meta =
             std::fs::metadata(path).map_err(io_err(format!("cannot stat {}", path.display())))?;
         let is_block = meta.file_type().is_block_device();
@@ -123,7 +133,7 @@ impl WritableDevice {
         }
         let mut opts = OpenOptions::new();
         opts.read(true).write(true);
-        if is_block {
+        if is_block && exclusive {
             // Linux gives O_EXCL without O_CREAT on a block device the
             // meaning "claim exclusively"; on regular files it is undefined,
             // hence only here.

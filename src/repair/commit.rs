@@ -247,11 +247,17 @@ fn open_staged_for(device: &Path, overlay: &Overlay) -> Result<WritableDevice> {
     Ok(dev)
 }
 
-/// Opens the device for writing, refusing a mounted file system. The only
-/// place a `WritableDevice` is made.
+/// Opens the device for writing, refusing a mounted file system (but the
+/// root mounted read-only, as e2fsck). The only place a `WritableDevice`
+/// is made.
 fn open_for_write(device: &Path) -> Result<WritableDevice> {
     mounted::ensure_not_mounted(device)?;
-    WritableDevice::open(device).map_err(|e| match e {
+    let open = if mounted::mount_state(device) == mounted::MountState::ReadOnlyRoot {
+        WritableDevice::open_mounted_root
+    } else {
+        WritableDevice::open
+    };
+    open(device).map_err(|e| match e {
         crate::error::Error::Io { what, source } if source.raw_os_error() == Some(libc::EBUSY) => {
             RepairError::Mounted(format!("{what}: {source}"))
         }

@@ -185,19 +185,57 @@ pub fn find_mounts(path: &Path, mountinfo: &str, sys_block: &Path) -> Result<Vec
     Ok(hits)
 }
 
-/// Where `path` is mounted read-write, if it is (and mountinfo can be
-/// read): a repair refuses that before it checks anything. A read-only
-/// mount (the root at boot) is left to the commit's own refusal.
-pub fn mounted_read_write(path: &Path) -> Option<String> {
-    let mountinfo = fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let hits = find_mounts(path, &mountinfo, Path::new("/sys/block")).ok()?;
-    hits.iter()
-        .find(|(_, m)| !m.read_only)
-        .map(|(what, m)| format!("{what} is mounted read-write on {}", m.mount_point))
+/// How a file system is mounted, as far as a check or a repair cares
+/// (e2fsck's rules, from its mount flags).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MountState {
+    NotMounted,
+    /// Mounted read-only on `/` and nowhere read-write: the root at boot,
+    /// which e2fsck checks and repairs in place (then asks for a reboot).
+    ReadOnlyRoot,
+    /// Mounted read-only elsewhere; the text says where.
+    ReadOnly(String),
+    /// Mounted read-write somewhere; the text says where.
+    ReadWrite(String),
+}
+
+/// Classifies the mounts `find_mounts` found.
+pub fn classify(hits: &[(String, Mount)]) -> MountState {
+    let describe = |(what, m): &(String, Mount)| {
+        let how = if m.read_only {
+            "read-only"
+        } else {
+            "read-write"
+        };
+        format!("{what} is mounted {how} on {}", m.mount_point)
+    };
+    if let Some(h) = hits.iter().find(|(_, m)| !m.read_only) {
+        return MountState::ReadWrite(describe(h));
+    }
+    if hits.iter().any(|(_, m)| m.mount_point == "/") {
+        return MountState::ReadOnlyRoot;
+    }
+    match hits.first() {
+        Some(h) => MountState::ReadOnly(describe(h)),
+        None => MountState::NotMounted,
+    }
+}
+
+/// How `path` is mounted in this process's view (`NotMounted` when
+/// mountinfo cannot be read: the commit's own check refuses then).
+pub fn mount_state(path: &Path) -> MountState {
+    let Ok(mountinfo) = fs::read_to_string("/proc/self/mountinfo") else {
+        return MountState::NotMounted;
+    };
+    match find_mounts(path, &mountinfo, Path::new("/sys/block")) {
+        Ok(hits) => classify(&hits),
+        Err(_) => MountState::NotMounted,
+    }
 }
 
 /// Fails with [`RepairError::Mounted`] when `path` (a block device or an
-/// image file) is mounted anywhere this process can see.
+/// image file) is mounted anywhere this process can see, but for the root
+/// file system mounted read-only (see [`MountState::ReadOnlyRoot`]).
 pub fn ensure_not_mounted(path: &Path) -> Result<()> {
     let mountinfo = match fs::read_to_string("/proc/self/mountinfo") {
         Ok(s) => s,
@@ -213,6 +251,11 @@ pub fn ensure_not_mounted(path: &Path) -> Result<()> {
         }
     };
     let hits = find_mounts(path, &mountinfo, Path::new("/sys/block"))?;
+    if classify(&hits) == MountState::ReadOnlyRoot {
+        // e2fsck repairs the root mounted read-only (the boot case), and
+        // asks for a reboot so that the kernel drops what it cached.
+        return Ok(());
+    }
     match hits.first() {
         None => Ok(()),
         Some((what, m)) => Err(RepairError::Mounted(format!(

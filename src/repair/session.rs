@@ -307,7 +307,9 @@ impl<'a, 'q> Session<'a, 'q> {
         let _lock = DeviceLock::acquire(&self.device, LOCK_WAIT).map_err(SessionError::Device)?;
         // Refused before the check, not after it: the repair could not be
         // written anyway.
-        if let Some(m) = super::mounted::mounted_read_write(&self.device) {
+        if let super::mounted::MountState::ReadWrite(m) =
+            super::mounted::mount_state(std::path::Path::new(&self.device))
+        {
             return Err(SessionError::Mounted(m));
         }
         let dev = Device::open_read_only(&self.device).map_err(SessionError::Device)?;
