@@ -47,34 +47,6 @@ pub trait MapVisitor {
     fn done(&self) -> bool {
         false
     }
-    /// Whether subtrees of a large extent tree may be walked apart, on
-    /// other threads, and taken in with `absorb`: true only for a visitor
-    /// whose state does not depend on the order of the blocks beyond what
-    /// `Subtree` carries, and whose claims are `claim` of the split walk.
-    fn splittable(&self) -> bool {
-        false
-    }
-    /// Takes in a subtree walked apart: what `data` and `node` would have
-    /// done for it, except the claims, which the walk makes. False when it
-    /// cannot (a budget the subtree would use up): the subtree is then
-    /// walked in place.
-    fn absorb(&mut self, _s: &Subtree) -> bool {
-        false
-    }
-}
-
-/// What a subtree walked apart mapped, for `MapVisitor::absorb`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Subtree {
-    /// Data blocks and tree nodes below the subtree's root.
-    pub blocks: u64,
-    /// First block of its first data run, last block of its last one.
-    pub first_pblk: Option<u64>,
-    pub last_pblk: u64,
-    /// A data run that does not follow the previous one on disk.
-    pub fragmented: bool,
-    pub last_block: Option<u64>,
-    pub last_init: Option<u64>,
 }
 
 /// What the caller knows about the inode, for the checks that depend on it.
@@ -99,9 +71,6 @@ pub struct Scratch {
     /// levels deep, and 33 blocks for every worker were ~130 KiB each
     /// (issue 4: peak RSS).
     levels: Vec<Level>,
-    /// Subtrees of huge files walked apart on other threads, and how many
-    /// of them were taken in (for `-t`).
-    pub split: [u64; 2],
 }
 
 /// A level of a walk: the node being scanned, and the nodes its parent
@@ -126,7 +95,6 @@ impl Scratch {
                     ahead: Prefetch::new(0),
                 })
                 .collect(),
-            split: [0; 2],
         }
     }
 
@@ -260,12 +228,6 @@ struct ExtentWalk<'a, V: MapVisitor> {
     /// walk, so memory and problems stay those of a tree of the same size.
     seen: std::collections::HashSet<u64>,
     stopped: bool,
-    /// The lowest first logical block of the leaf entries judged while no
-    /// extent was taken yet (`last_lblk` None): a subtree walked apart
-    /// judged them without its predecessors' last block, which is right
-    /// only when they all lie past it.
-    pending_min: Option<u64>,
-    spec: Option<Spec<'a>>,
 }
 
 /// Blocks a directory may have without large_dir (2^21 bytes' worth of
@@ -313,372 +275,8 @@ pub fn walk_extents<V: MapVisitor>(
         problems: 0,
         seen: std::collections::HashSet::new(),
         stopped: false,
-        pending_min: None,
-        spec: None,
     };
     w.node(root, h.depth, 0, None, scratch.begin());
-}
-
-/// `walk_extents` for a visitor that is `splittable`: a tree with enough
-/// nodes has its lower subtrees walked ahead on `threads` threads, and
-/// the walk takes each one in where it reaches it, when what it assumed
-/// holds, or walks it in place. The result (problems, their order, what
-/// the visitor ends with) is the walk's on one thread; `claim` is made
-/// for every block a subtree taken in maps, before this returns.
-pub fn walk_extents_split<V: MapVisitor>(
-    fs: &Fs,
-    info: MapInfo,
-    root: &[u8],
-    scratch: &mut Scratch,
-    v: &mut V,
-    threads: usize,
-    claim: &(dyn Fn(u64) + Sync),
-) {
-    let h = extent::parse_header(root);
-    let tasks = if threads > 1 && v.splittable() && header_problem(root, 60).is_none() {
-        frontier(fs, root, h.depth, SPLIT_TASKS_PER_THREAD * threads)
-    } else {
-        Vec::new()
-    };
-    if tasks.len() < SPLIT_MIN_TASKS {
-        return walk_extents(fs, info, root, scratch, v);
-    }
-    let shallow = max_tree_depth(fs.geo.block_size);
-    if h.depth > shallow {
-        v.problem(
-            Problem::new(Code::InodeExtentTooDeep)
-                .ino(info.ino)
-                .num(u64::from(h.depth))
-                .num2(u64::from(shallow)),
-        );
-    }
-    let mut w = ExtentWalk {
-        fs,
-        info,
-        v,
-        nodes_left: fs.geo.blocks_count,
-        last_lblk: None,
-        dir_limit: dir_block_limit(fs),
-        problems: 0,
-        seen: std::collections::HashSet::new(),
-        stopped: false,
-        pending_min: None,
-        spec: Some(Spec::new(tasks, threads, claim)),
-    };
-    w.node(root, h.depth, 0, None, scratch.begin());
-    if let Some(spec) = w.spec.as_mut() {
-        spec.claim_pending();
-        scratch.split[0] += spec.walked;
-        scratch.split[1] += spec.taken;
-    }
-}
-
-/// A tree is split when its frontier has this many subtrees at least
-/// (about 64 leaves: below, a walk takes tens of microseconds).
-const SPLIT_MIN_TASKS: usize = 64;
-/// Subtrees per thread the frontier aims at: enough to even out their
-/// sizes.
-const SPLIT_TASKS_PER_THREAD: usize = 64;
-/// Subtrees walked ahead at a time: bounds the memory of their results
-/// (a leaf's are about 340 runs).
-const SPLIT_CHUNK: usize = 256;
-
-/// A subtree to walk apart: the child an index entry names, with what the
-/// walk passes down to it (its parent's bounds, the scratch levels left).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Task {
-    pblk: u64,
-    lblk: u64,
-    end: u64,
-    depth: u16,
-    room: usize,
-}
-
-/// The nodes at the highest level of the tree (below the root) that has
-/// `want` of them, or the leaves: each a subtree to walk apart, in the
-/// walk's order. Only nodes that read and look like nodes are followed;
-/// the walk itself judges everything again, so a wrong guess here only
-/// costs a subtree walked in place.
-fn frontier(fs: &Fs, root: &[u8], depth: u16, want: usize) -> Vec<Task> {
-    if depth == 0 {
-        return Vec::new();
-    }
-    let bs = fs.block_size();
-    let room = WALK_DEPTH_LIMIT as usize;
-    let mut seen = std::collections::HashSet::new();
-    let children = |b: &[u8],
-                    depth: u16,
-                    end: Option<u64>,
-                    room: usize,
-                    seen: &mut std::collections::HashSet<u64>,
-                    out: &mut Vec<Task>| {
-        let n = extent::parse_header(b).entries as usize;
-        for i in 0..n {
-            let (lblk, pblk, len, _) = node_entry(b, i, false, end);
-            if fs.geo.block_in_fs(pblk) && seen.insert(pblk) {
-                out.push(Task {
-                    pblk,
-                    lblk,
-                    end: lblk + len - 1,
-                    depth: depth - 1,
-                    room,
-                });
-            }
-        }
-    };
-    let mut level = Vec::new();
-    children(root, depth, None, room, &mut seen, &mut level);
-    let mut buf = vec![0u8; bs];
-    while level.len() < want && level.first().is_some_and(|t| t.depth > 0 && t.room > 1) {
-        let mut next = Vec::new();
-        for t in &level {
-            let ok = fs.dev.read_at(t.pblk * bs as u64, &mut buf).is_ok()
-                && header_problem(&buf, bs).is_none()
-                && extent::parse_header(&buf).depth == t.depth;
-            if ok {
-                children(&buf, t.depth, Some(t.end), t.room - 1, &mut seen, &mut next);
-            }
-        }
-        level = next;
-    }
-    level
-}
-
-/// A child node's header as its parent judges it.
-#[derive(Clone, Debug, Default)]
-struct ChildHead {
-    read_err: Option<String>,
-    why: Option<&'static str>,
-    entries: u16,
-    first: u64,
-    csum_bad: bool,
-}
-
-fn child_head(info: &MapInfo, buf: &[u8], depth: u16) -> ChildHead {
-    let ch = extent::parse_header(buf);
-    let why = header_problem(buf, buf.len()).or(if ch.depth + 1 != depth {
-        Some("depth does not match its parent")
-    } else {
-        None
-    });
-    ChildHead {
-        read_err: None,
-        why,
-        entries: ch.entries,
-        first: le32(buf, 12) as u64,
-        csum_bad: info.csum_seed.is_some_and(|seed| {
-            extent::compute_block_checksum(seed, buf)
-                .is_none_or(|c| c != extent::stored_block_checksum(buf))
-        }),
-    }
-}
-
-/// A subtree walked apart, as if its predecessors had taken no extent.
-struct Walked {
-    head: ChildHead,
-    problems: Vec<Problem>,
-    /// Blocks to claim: its nodes and data runs, as (first, count).
-    runs: Vec<(u64, u64)>,
-    /// Nodes below its root.
-    nodes: Vec<u64>,
-    sub: Subtree,
-    last_lblk: Option<u64>,
-    pending_min: Option<u64>,
-    stopped: bool,
-}
-
-/// The visitor of a subtree walked apart: records, claims nothing.
-#[derive(Default)]
-struct Recorder {
-    problems: Vec<Problem>,
-    runs: Vec<(u64, u64)>,
-    sub: Subtree,
-}
-
-impl MapVisitor for Recorder {
-    fn data(&mut self, lblk: u64, pblk: u64, len: u64, unwritten: bool) {
-        let s = &mut self.sub;
-        if s.first_pblk.is_none() {
-            s.first_pblk = Some(pblk);
-        } else if pblk != s.last_pblk + 1 {
-            s.fragmented = true;
-        }
-        s.last_pblk = pblk + len.saturating_sub(1);
-        s.blocks += len;
-        let last = lblk + len.saturating_sub(1);
-        s.last_block = Some(s.last_block.map_or(last, |l| l.max(last)));
-        if !unwritten {
-            s.last_init = Some(s.last_init.map_or(last, |l| l.max(last)));
-        }
-        self.runs.push((pblk, len));
-    }
-    fn node(&mut self, pblk: u64) {
-        self.sub.blocks += 1;
-        self.runs.push((pblk, 1));
-    }
-    fn problem(&mut self, p: Problem) {
-        self.problems.push(p);
-    }
-}
-
-/// Walks the subtree of `t` apart, reading its root with `ahead`.
-fn walk_apart(
-    fs: &Fs,
-    info: MapInfo,
-    t: Task,
-    next: impl Iterator<Item = u64>,
-    scratch: &mut Scratch,
-    buf: &mut Vec<u8>,
-) -> Walked {
-    let levels = scratch.begin();
-    let (first_level, rest) = levels.split_at_mut(1);
-    let ahead = &mut first_level[0].ahead;
-    ahead.set_block_size(fs.block_size());
-    buf.resize(fs.block_size(), 0);
-    let mut walked = Walked {
-        head: ChildHead::default(),
-        problems: Vec::new(),
-        runs: Vec::new(),
-        nodes: Vec::new(),
-        sub: Subtree::default(),
-        last_lblk: None,
-        pending_min: None,
-        stopped: false,
-    };
-    if let Err(e) = ahead.read(&fs.dev, t.pblk, next, buf) {
-        walked.head.read_err = Some(e.to_string());
-        return walked;
-    }
-    walked.head = child_head(&info, buf, t.depth + 1);
-    if walked.head.why.is_some() || walked.head.entries == 0 {
-        return walked;
-    }
-    let mut rec = Recorder::default();
-    let mut w = ExtentWalk {
-        fs,
-        info,
-        v: &mut rec,
-        nodes_left: fs.geo.blocks_count,
-        last_lblk: None,
-        dir_limit: dir_block_limit(fs),
-        problems: 0,
-        seen: std::collections::HashSet::new(),
-        stopped: false,
-        pending_min: None,
-        spec: None,
-    };
-    let room = t.room.min(rest.len());
-    w.node(
-        buf,
-        t.depth,
-        walked.head.first,
-        Some(t.end),
-        &mut rest[..room],
-    );
-    walked.last_lblk = w.last_lblk;
-    walked.pending_min = w.pending_min;
-    walked.stopped = w.stopped;
-    walked.nodes = w.seen.into_iter().collect();
-    walked.problems = rec.problems;
-    walked.runs = rec.runs;
-    walked.sub = rec.sub;
-    walked
-}
-
-/// The subtrees of a split walk, walked ahead a chunk at a time.
-struct Spec<'a> {
-    threads: usize,
-    tasks: Vec<Task>,
-    /// Index of each task by its block.
-    index: std::collections::HashMap<u64, usize>,
-    /// Results of tasks `first_ready..first_ready + ready.len()`.
-    ready: std::collections::VecDeque<Walked>,
-    first_ready: usize,
-    /// Runs of the subtrees taken in, not claimed yet.
-    pending: Vec<Vec<(u64, u64)>>,
-    claim: &'a (dyn Fn(u64) + Sync),
-    walked: u64,
-    taken: u64,
-}
-
-impl<'a> Spec<'a> {
-    fn new(tasks: Vec<Task>, threads: usize, claim: &'a (dyn Fn(u64) + Sync)) -> Spec<'a> {
-        let index = tasks.iter().enumerate().map(|(i, t)| (t.pblk, i)).collect();
-        Spec {
-            threads,
-            tasks,
-            index,
-            ready: std::collections::VecDeque::new(),
-            first_ready: 0,
-            pending: Vec::new(),
-            claim,
-            walked: 0,
-            taken: 0,
-        }
-    }
-
-    /// The subtree walked apart for `t`, when `t` is one of the tasks
-    /// still ahead (tasks the walk skipped are dropped).
-    fn take(&mut self, fs: &Fs, info: MapInfo, t: Task) -> Option<Walked> {
-        let &i = self.index.get(&t.pblk)?;
-        if self.tasks[i] != t || i < self.first_ready {
-            return None;
-        }
-        while self.first_ready < i && !self.ready.is_empty() {
-            self.ready.pop_front();
-            self.first_ready += 1;
-        }
-        if self.ready.is_empty() {
-            self.first_ready = i;
-            self.walk_chunk(fs, info);
-        }
-        let w = self.ready.pop_front()?;
-        self.first_ready += 1;
-        Some(w)
-    }
-
-    /// Walks the next chunk of tasks from `first_ready` on the threads,
-    /// claiming what was taken in so far alongside.
-    fn walk_chunk(&mut self, fs: &Fs, info: MapInfo) {
-        self.claim_pending();
-        let end = (self.first_ready + SPLIT_CHUNK).min(self.tasks.len());
-        let chunk = &self.tasks[self.first_ready..end];
-        // Consecutive tasks per batch, so that each thread reads its
-        // subtrees' roots ahead together.
-        let batches = (self.threads * 4).min(chunk.len()).max(1);
-        let per = chunk.len().div_ceil(batches);
-        let parts = crate::engine::pool::par_map_unmetered(
-            chunk.len().div_ceil(per),
-            self.threads,
-            || (Scratch::new(), Vec::new()),
-            |(scratch, buf), b| {
-                let part = &chunk[b * per..((b + 1) * per).min(chunk.len())];
-                (0..part.len())
-                    .map(|k| {
-                        let next = part[k + 1..].iter().map(|t| t.pblk);
-                        walk_apart(fs, info, part[k], next, scratch, buf)
-                    })
-                    .collect::<Vec<_>>()
-            },
-        );
-        self.walked += chunk.len() as u64;
-        self.ready.extend(parts.into_iter().flatten());
-    }
-
-    fn claim_pending(&mut self) {
-        let pending = std::mem::take(&mut self.pending);
-        let claim = self.claim;
-        crate::engine::pool::par_map_unmetered(
-            pending.len(),
-            self.threads,
-            || (),
-            |_, i| {
-                for &(first, n) in &pending[i] {
-                    (first..first + n).for_each(claim);
-                }
-            },
-        );
-    }
 }
 
 impl<V: MapVisitor> ExtentWalk<'_, V> {
@@ -701,9 +299,6 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
             }
             let leaf = depth == 0;
             let (lblk, pblk, len, unwritten) = node_entry(b, i, leaf, end);
-            if leaf && self.last_lblk.is_none() && pblk != 0 && pblk >= fdb && pblk < nblocks {
-                self.pending_min = Some(self.pending_min.map_or(lblk, |m| m.min(lblk)));
-            }
             let fault = entry_fault(
                 &Entry {
                     leaf,
@@ -785,37 +380,12 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 );
                 return;
             };
-            let node_end = lblk + len - 1;
-            let task = Task {
-                pblk,
-                lblk,
-                end: node_end,
-                depth: depth - 1,
-                room: rest.len(),
-            };
-            let (fs, info) = (self.fs, self.info);
-            let walked = self.spec.as_mut().and_then(|s| s.take(fs, info, task));
-            let mut read = false;
-            let head = match &walked {
-                Some(w) => w.head.clone(),
-                None => {
-                    read = true;
-                    // The children this node lists next are read ahead
-                    // with it.
-                    let geo = &fs.geo;
-                    let next = (i + 1..h.entries as usize)
-                        .map(|j| extent::parse_index(b, j).leaf)
-                        .filter(|&p| geo.block_in_fs(p));
-                    match ahead.read(&fs.dev, pblk, next, buf) {
-                        Ok(()) => child_head(&info, buf, depth),
-                        Err(e) => ChildHead {
-                            read_err: Some(e.to_string()),
-                            ..ChildHead::default()
-                        },
-                    }
-                }
-            };
-            if let Some(e) = head.read_err {
+            // The children this node lists next are read ahead with it.
+            let geo = &self.fs.geo;
+            let next = (i + 1..h.entries as usize)
+                .map(|j| extent::parse_index(b, j).leaf)
+                .filter(|&p| geo.block_in_fs(p));
+            if let Err(e) = ahead.read(&self.fs.dev, pblk, next, buf) {
                 self.report(
                     Problem::new(Code::InodeBlockBitmapUnreadable)
                         .ino(ino)
@@ -824,7 +394,14 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 );
                 continue;
             }
-            if let Some(why) = head.why {
+            let bs = buf.len();
+            let ch = extent::parse_header(buf);
+            let why = header_problem(buf, bs).or(if ch.depth + 1 != depth {
+                Some("depth does not match its parent")
+            } else {
+                None
+            });
+            if let Some(why) = why {
                 self.report(
                     Problem::new(Code::InodeExtentNodeBad)
                         .ino(ino)
@@ -834,7 +411,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 continue;
             }
             self.v.node(pblk);
-            if head.entries == 0 {
+            if ch.entries == 0 {
                 self.report(
                     Problem::new(Code::InodeExtentNodeBad)
                         .ino(ino)
@@ -843,7 +420,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 );
                 continue;
             }
-            let first = head.first;
+            let first = le32(buf, 12) as u64;
             let mut had_problem = false;
             if first != lblk {
                 had_problem = true;
@@ -854,28 +431,17 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                         .num2(first),
                 );
             }
+            let csum_bad = self.info.csum_seed.is_some_and(|seed| {
+                extent::compute_block_checksum(seed, buf)
+                    .is_none_or(|c| c != extent::stored_block_checksum(buf))
+            });
+            let node_end = lblk + len - 1;
             let before = self.problems;
             // e2fsck scans the child from its own first block (after
             // moving the index there when it may).
-            match walked {
-                Some(w) if self.fits(&w) => self.take_in(w),
-                _ => {
-                    if !read && ahead.read(&fs.dev, pblk, std::iter::empty(), buf).is_err() {
-                        // Read once already: a device failing now is
-                        // reported as the first read would have been.
-                        self.report(
-                            Problem::new(Code::InodeBlockBitmapUnreadable)
-                                .ino(ino)
-                                .blk(pblk)
-                                .detail("extent node: read failed".to_string()),
-                        );
-                        continue;
-                    }
-                    self.node(buf, depth - 1, first, Some(node_end), rest);
-                }
-            }
+            self.node(buf, depth - 1, first, Some(node_end), rest);
             had_problem |= self.problems != before;
-            if head.csum_bad && !had_problem {
+            if csum_bad && !had_problem {
                 self.report(
                     Problem::new(Code::InodeExtentNodeChecksum)
                         .ino(ino)
@@ -883,37 +449,6 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 );
             }
             start_block = lblk;
-        }
-    }
-
-    /// Whether a subtree walked apart is what walking it here would give:
-    /// the leaf entries it judged before taking an extent lie past the
-    /// last one taken so far, it shares no node with what was walked, and
-    /// neither budget runs out inside it. Then the visitor takes it in.
-    fn fits(&mut self, w: &Walked) -> bool {
-        let order_ok = match (self.last_lblk, w.pending_min) {
-            (Some(l), Some(m)) => m > l,
-            _ => true,
-        };
-        order_ok
-            && (w.nodes.len() as u64) < self.nodes_left
-            && !w.nodes.iter().any(|n| self.seen.contains(n))
-            && self.v.absorb(&w.sub)
-    }
-
-    fn take_in(&mut self, w: Walked) {
-        self.nodes_left -= w.nodes.len() as u64;
-        self.seen.extend(w.nodes);
-        for p in w.problems {
-            self.report(p);
-        }
-        if w.last_lblk.is_some() {
-            self.last_lblk = w.last_lblk;
-        }
-        self.stopped |= w.stopped;
-        if let Some(spec) = self.spec.as_mut() {
-            spec.pending.push(w.runs);
-            spec.taken += 1;
         }
     }
 }

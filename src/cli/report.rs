@@ -374,17 +374,6 @@ fn scheduler_lines(s: &crate::engine::pipeline::Stats) -> String {
         s.readahead_max,
         s.readahead_grows,
         s.readahead_shrinks,
-    ) + &split_line(s)
-}
-
-/// `-t`: huge files whose extent trees were walked on several threads.
-fn split_line(s: &crate::engine::pipeline::Stats) -> String {
-    if s.split[0] == 0 {
-        return String::new();
-    }
-    format!(
-        "  huge files: {} subtrees walked on other threads, {} of them used\n",
-        s.split[0], s.split[1]
     )
 }
 
@@ -805,7 +794,6 @@ impl Serialize for JsonScheduler<'_> {
         m.serialize_entry("readahead_grows", &v.readahead_grows)?;
         m.serialize_entry("readahead_max", &v.readahead_max)?;
         m.serialize_entry("readahead_shrinks", &v.readahead_shrinks)?;
-        m.serialize_entry("split", &v.split)?;
         m.serialize_entry("stage0_merged", &v.stage0_merged)?;
         m.serialize_entry("units", &v.units)?;
         m.serialize_entry("waited_units", &v.waited_units)?;

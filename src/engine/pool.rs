@@ -200,43 +200,6 @@ pub fn par_fold_io<S, R, I, W, M>(
     });
 }
 
-/// `par_map` for work inside a unit (one huge inode's subtrees): the
-/// same results in the same order, without counting units for progress
-/// and without stopping on a cancellation (the unit itself stops).
-pub fn par_map_unmetered<S, R, I, W>(n: usize, threads: usize, init: I, work: W) -> Vec<R>
-where
-    R: Send,
-    I: Fn() -> S + Sync,
-    W: Fn(&mut S, usize) -> R + Sync,
-{
-    let t = threads.clamp(1, n.max(1));
-    if t == 1 {
-        let mut s = init();
-        return (0..n).map(|u| work(&mut s, u)).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let slots: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    std::thread::scope(|sc| {
-        for _ in 0..t {
-            sc.spawn(|| {
-                let mut s = init();
-                loop {
-                    let u = next.fetch_add(1, Ordering::Relaxed);
-                    if u >= n {
-                        break;
-                    }
-                    let r = work(&mut s, u);
-                    *slots[u].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-                }
-            });
-        }
-    });
-    slots
-        .into_iter()
-        .filter_map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
