@@ -612,7 +612,10 @@ fn visit_ptr<V: MapVisitor>(
         v.data(lblk, blk, 1, false);
         return;
     }
-    if !illegal.seen.insert(blk) {
+    // The resize inode's map is judged by its own check (pass 1 counts
+    // its blocks only): e2fsck accepts reserved blocks listed twice past
+    // the part it reads, and its map is two levels, bounded anyway.
+    if ino != crate::fs::inode::RESIZE_INO && !illegal.seen.insert(blk) {
         // The blocks below other paths are neither claimed nor known: the
         // inode cannot keep them (a repair clears it).
         illegal.stopped = true;
