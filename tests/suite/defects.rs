@@ -80,17 +80,9 @@ fn deep_chain(img: &Path, depth: u16) {
         .filter_map(|w| w.parse().ok())
         .collect();
     assert_eq!(free.len(), usize::from(depth));
-    let header = |entries: u16, max: u16, d: u16| {
-        let mut h = vec![0x0a, 0xf3];
-        for v in [entries, max, d] {
-            h.extend_from_slice(&v.to_le_bytes());
-        }
-        h.extend_from_slice(&[0; 4]);
-        h
-    };
     for (k, &blk) in free.iter().enumerate() {
         let d = depth - 1 - k as u16;
-        let mut node = header(1, 84, d);
+        let mut node = extent_header(1, 84, d);
         node.extend_from_slice(&0u32.to_le_bytes());
         if d == 0 {
             node.extend_from_slice(&1u16.to_le_bytes());
@@ -102,7 +94,7 @@ fn deep_chain(img: &Path, depth: u16) {
         }
         write_at(img, blk * BS, &node);
     }
-    let mut root = header(1, 4, depth);
+    let mut root = extent_header(1, 4, depth);
     root.extend_from_slice(&0u32.to_le_bytes());
     root.extend_from_slice(&(free[0] as u32).to_le_bytes());
     root.resize(60, 0);

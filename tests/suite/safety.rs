@@ -614,17 +614,9 @@ fn dag_image(dir: &TempDir) -> PathBuf {
         .collect();
     assert_eq!(nodes.len(), usize::from(DEPTH));
     let per_node = ((BS - 12) / 12) as u16;
-    let header = |entries: u16, max: u16, depth: u16| {
-        let mut h = vec![0x0a, 0xf3];
-        for v in [entries, max, depth] {
-            h.extend_from_slice(&v.to_le_bytes());
-        }
-        h.extend_from_slice(&[0; 4]);
-        h
-    };
     for (k, &blk) in nodes.iter().enumerate() {
         let depth = DEPTH - 1 - k as u16;
-        let mut node = header(per_node, per_node, depth);
+        let mut node = extent_header(per_node, per_node, depth);
         for i in 0..u32::from(per_node) {
             node.extend_from_slice(&i.to_le_bytes());
             if depth == 0 {
@@ -638,7 +630,7 @@ fn dag_image(dir: &TempDir) -> PathBuf {
         }
         write_at(&img, blk * BS, &node);
     }
-    let mut root = header(4, 4, DEPTH);
+    let mut root = extent_header(4, 4, DEPTH);
     for i in 0..4u32 {
         root.extend_from_slice(&i.to_le_bytes());
         root.extend_from_slice(&(nodes[0] as u32).to_le_bytes());

@@ -1027,6 +1027,17 @@ pub fn dumpe2fs(img: &Path) -> FsInfo {
     info
 }
 
+/// A 12-byte extent tree node header (magic, entries, max, depth, a zero
+/// generation), to build hand-made trees.
+pub fn extent_header(entries: u16, max: u16, depth: u16) -> Vec<u8> {
+    let mut h = vec![0x0a, 0xf3];
+    for v in [entries, max, depth] {
+        h.extend_from_slice(&v.to_le_bytes());
+    }
+    h.extend_from_slice(&[0; 4]);
+    h
+}
+
 /// Overwrites bytes of an image at an absolute offset.
 pub fn write_at(img: &Path, offset: u64, bytes: &[u8]) {
     let mut f = OpenOptions::new()
