@@ -537,7 +537,7 @@ impl ExtentRewrite<'_> {
         // it (e2fsck: "conflicts with critical metadata, skipping block
         // checks"); the duplicate block repair moves it first. A node that
         // cannot be read is left as it is too.
-        if self.state.block_meta.get(pblk) || self.levels >= WALK_DEPTH_LIMIT {
+        if self.state.block_meta.get(self.state.cluster(pblk)) || self.levels >= WALK_DEPTH_LIMIT {
             return Ok(Child::Same);
         }
         let Ok(mut buf) = vol::read_block(self.fs, &*self.overlay, pblk) else {
@@ -669,7 +669,7 @@ impl IndirectRewrite<'_> {
         // the metadata's block); e2fsck only forgets the pointers in core.
         // The resize inode's are its own reserved GDT blocks: e2fsck zeroes
         // an illegal entry there (pass 0 only judges the first quarter).
-        if changed && (self.resize || !self.state.block_meta.get(blk)) {
+        if changed && (self.resize || !self.state.block_meta.get(self.state.cluster(blk))) {
             self.overlay.stage(blk, buf)?;
             self.staged = true;
         }

@@ -99,11 +99,16 @@ pub(super) fn recreate(
 
     // The old journal's blocks that only it claimed become free.
     let old = old_blocks(fs);
-    let only_old = |b: u64| old.contains(&b) && !state.block_dup.get(b) && !state.block_meta.get(b);
+    let only_old = |b: u64| {
+        let c = state.cluster(b);
+        old.contains(&b) && !state.block_dup.get(c) && !state.block_meta.get(c)
+    };
     let group_free = |g: u32| {
         let first = geo.group_first_block(g);
         let end = first + geo.group_blocks(g) as u64;
-        let used = state.block_used.count_range(first, end);
+        let used = state
+            .block_used
+            .count_range(state.cluster(first), state.cluster(end));
         let back = old.range(first..end).filter(|&&b| only_old(b)).count() as u64;
         (end - first).saturating_sub(used) + back
     };
