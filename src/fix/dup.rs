@@ -279,9 +279,10 @@ impl Tx<'_, '_> {
 
     /// The lowest free cluster whose first block lies below `limit`.
     fn take_below(&mut self, limit: u64) -> Result<u64, Stop> {
-        let first = self.fs.geo.first_data_block;
+        let first = self.alloc.first_data_block();
         self.alloc
-            .take_from(self.overlay, first, limit)
+            .take_from(self.overlay, first, Blk(limit))
+            .map(Blk::get)
             .ok_or(Stop::NoSpace)
     }
 

@@ -88,6 +88,10 @@ number!(
 );
 
 impl Blk {
+    /// The first block a 32-bit block pointer (indirect maps, direct
+    /// pointers in the inode) cannot name.
+    pub const PTR32_END: Blk = Blk(1 << 32);
+
     /// The cluster holding this block, `cluster_bits` being log2 of the
     /// blocks per cluster (`Geometry::cluster_bits`).
     pub const fn cluster(self, cluster_bits: u32) -> Cluster {

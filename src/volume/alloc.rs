@@ -53,12 +53,13 @@ impl<'a> Allocator<'a> {
         }
     }
 
-    pub fn first_data_block(&self) -> u64 {
-        self.geo.first_data_block
+    pub fn first_data_block(&self) -> Blk {
+        Blk(self.geo.first_data_block)
     }
 
-    pub fn blocks_count(&self) -> u64 {
-        self.geo.blocks_count
+    /// The block past the last of the file system.
+    pub fn end_block(&self) -> Blk {
+        Blk(self.geo.blocks_count)
     }
 
     fn bits(&self) -> u32 {
@@ -66,8 +67,8 @@ impl<'a> Allocator<'a> {
     }
 
     /// The cluster holding block `blk`.
-    pub fn cluster(&self, blk: u64) -> Cluster {
-        Blk(blk).cluster(self.bits())
+    pub fn cluster(&self, blk: Blk) -> Cluster {
+        blk.cluster(self.bits())
     }
 
     /// Clusters that lie wholly inside the file system: those below this.
@@ -82,8 +83,8 @@ impl<'a> Allocator<'a> {
     }
 
     /// Is block `blk`'s cluster free?
-    pub fn block_free<S: Stage + ?Sized>(&self, st: &S, blk: u64) -> bool {
-        blk >= self.geo.first_data_block && self.is_free(st, self.cluster(blk))
+    pub fn block_free<S: Stage + ?Sized>(&self, st: &S, blk: Blk) -> bool {
+        blk >= self.first_data_block() && self.is_free(st, self.cluster(blk))
     }
 
     /// The lowest free cluster in [from, to), not taken.
@@ -129,18 +130,18 @@ impl<'a> Allocator<'a> {
     }
 
     /// Takes cluster `c`; returns its first block.
-    fn take_cluster(&mut self, c: Cluster) -> u64 {
+    fn take_cluster(&mut self, c: Cluster) -> Blk {
         self.mark(c, true);
-        c.first_block(self.bits()).get()
+        c.first_block(self.bits())
     }
 
     /// Takes the lowest free cluster whose blocks lie in [from, to) (block
     /// numbers; from rounded down to its cluster); its first block.
-    pub fn take_from<S: Stage + ?Sized>(&mut self, st: &S, from: u64, to: u64) -> Option<u64> {
+    pub fn take_from<S: Stage + ?Sized>(&mut self, st: &S, from: Blk, to: Blk) -> Option<Blk> {
         let start = self.cluster(from);
         let lowest = start <= self.low;
         let start = start.max(self.low);
-        let end = Blk(to.saturating_add((1 << self.bits()) - 1)).cluster(self.bits());
+        let end = Blk(to.0.saturating_add((1 << self.bits()) - 1)).cluster(self.bits());
         let Some(c) = self.find(st, start, end) else {
             if lowest && end >= self.end() {
                 self.low = self.low.max(end);
@@ -157,24 +158,24 @@ impl<'a> Allocator<'a> {
     /// `goal`'s on, else from the first data block's up to it (a goal
     /// outside the file system counts as the first data block); taken,
     /// its first block returned.
-    pub fn take<S: Stage + ?Sized>(&mut self, st: &S, goal: u64) -> Option<u64> {
-        let first = self.geo.first_data_block;
-        let goal = if goal < first || goal >= self.geo.blocks_count {
+    pub fn take<S: Stage + ?Sized>(&mut self, st: &S, goal: Blk) -> Option<Blk> {
+        let (first, end) = (self.first_data_block(), self.end_block());
+        let goal = if goal < first || goal >= end {
             first
         } else {
             goal
         };
-        self.take_from(st, goal, self.geo.blocks_count)
+        self.take_from(st, goal, end)
             .or_else(|| self.take_from(st, first, goal))
     }
 
     /// Takes the lowest free cluster (from the first data block on).
-    pub fn take_lowest<S: Stage + ?Sized>(&mut self, st: &S) -> Option<u64> {
-        self.take_from(st, self.geo.first_data_block, self.geo.blocks_count)
+    pub fn take_lowest<S: Stage + ?Sized>(&mut self, st: &S) -> Option<Blk> {
+        self.take_from(st, self.first_data_block(), self.end_block())
     }
 
     /// Takes block `blk`'s cluster if it is free; whether it did.
-    pub fn take_at<S: Stage + ?Sized>(&mut self, st: &S, blk: u64) -> bool {
+    pub fn take_at<S: Stage + ?Sized>(&mut self, st: &S, blk: Blk) -> bool {
         if !self.block_free(st, blk) {
             return false;
         }
@@ -187,10 +188,10 @@ impl<'a> Allocator<'a> {
     pub fn take_run<S: Stage + ?Sized>(
         &mut self,
         st: &S,
-        from: u64,
-        to: u64,
+        from: Blk,
+        to: Blk,
         n: u64,
-    ) -> Option<u64> {
+    ) -> Option<Blk> {
         let (first, last) = (self.cluster(from), self.cluster(to));
         let n = n.div_ceil(1 << self.bits()).max(1);
         let mut start = first;
@@ -202,7 +203,7 @@ impl<'a> Allocator<'a> {
                 for k in 0..n {
                     self.take_cluster(start + k);
                 }
-                return Some(start.first_block(self.bits()).get());
+                return Some(start.first_block(self.bits()));
             }
             c = c.next();
         }
@@ -210,7 +211,7 @@ impl<'a> Allocator<'a> {
     }
 
     /// Gives block `blk`'s cluster back (a file that no longer maps it).
-    pub fn free(&mut self, blk: u64) {
+    pub fn free(&mut self, blk: Blk) {
         self.mark(self.cluster(blk), false);
     }
 
@@ -235,11 +236,11 @@ impl<'a> Allocator<'a> {
     }
 
     /// Clusters taken since `cp` (their first blocks), in the order taken.
-    pub fn taken_since(&self, cp: Checkpoint) -> Vec<u64> {
+    pub fn taken_since(&self, cp: Checkpoint) -> Vec<Blk> {
         self.log[cp.0..]
             .iter()
             .filter(|&&(_, was)| !was)
-            .map(|&(c, _)| c.first_block(self.bits()).get())
+            .map(|&(c, _)| c.first_block(self.bits()))
             .collect()
     }
 }
@@ -288,11 +289,11 @@ mod tests {
         }
         let st = Blocks::new(1024);
         let mut a = alloc(&g, &used);
-        assert_eq!(a.take_lowest(&st), Some(3));
-        assert_eq!(a.take(&st, 60), Some(60));
-        assert_eq!(a.take(&st, 63), Some(63));
+        assert_eq!(a.take_lowest(&st), Some(Blk(3)));
+        assert_eq!(a.take(&st, Blk(60)), Some(Blk(60)));
+        assert_eq!(a.take(&st, Blk(63)), Some(Blk(63)));
         // Nothing left above the goal: from the first data block.
-        assert_eq!(a.take(&st, 63), Some(4));
+        assert_eq!(a.take(&st, Blk(63)), Some(Blk(4)));
         assert!([3, 60, 4].iter().all(|&c| used.get(Cluster(c))));
     }
 
@@ -304,8 +305,8 @@ mod tests {
         st.map.insert(0, vec![0; 1024]);
         st.map.insert(1, vec![0; 1024]);
         let mut a = alloc(&g, &used);
-        assert_eq!(a.take_lowest(&st), Some(2));
-        assert!(!a.take_at(&st, 1));
+        assert_eq!(a.take_lowest(&st), Some(Blk(2)));
+        assert!(!a.take_at(&st, Blk(1)));
     }
 
     #[test]
@@ -317,12 +318,12 @@ mod tests {
         let mut st = Blocks::new(1024);
         st.map.insert(6, vec![0; 1024]);
         let mut a = alloc(&g, &used);
-        assert_eq!(a.take_lowest(&st), Some(8));
-        assert_eq!(a.cluster(9), Cluster(2));
-        assert_eq!(a.take(&st, 25), Some(24));
-        assert_eq!(a.take(&st, 25), Some(12));
+        assert_eq!(a.take_lowest(&st), Some(Blk(8)));
+        assert_eq!(a.cluster(Blk(9)), Cluster(2));
+        assert_eq!(a.take(&st, Blk(25)), Some(Blk(24)));
+        assert_eq!(a.take(&st, Blk(25)), Some(Blk(12)));
         assert!([2, 6, 3].iter().all(|&c| used.get(Cluster(c))));
-        assert!(!a.block_free(&st, 29));
+        assert!(!a.block_free(&st, Blk(29)));
     }
 
     #[test]
@@ -333,10 +334,10 @@ mod tests {
         let st = Blocks::new(1024);
         let mut a = alloc(&g, &used);
         let cp = a.checkpoint();
-        a.free(3);
-        assert_eq!(a.take_lowest(&st), Some(0));
-        assert_eq!(a.take_run(&st, 2, 15, 3), Some(2));
-        assert_eq!(a.taken_since(cp), vec![0, 2, 3, 4]);
+        a.free(Blk(3));
+        assert_eq!(a.take_lowest(&st), Some(Blk(0)));
+        assert_eq!(a.take_run(&st, Blk(2), Blk(15), 3), Some(Blk(2)));
+        assert_eq!(a.taken_since(cp), [0, 2, 3, 4].map(Blk));
         a.rollback(cp);
         assert_eq!(
             (0..16)
@@ -344,6 +345,6 @@ mod tests {
                 .collect::<Vec<_>>(),
             vec![3]
         );
-        assert_eq!(a.take_lowest(&st), Some(0));
+        assert_eq!(a.take_lowest(&st), Some(Blk(0)));
     }
 }
