@@ -104,8 +104,8 @@ impl Blk {
     }
 
     /// Its first byte on the device, for blocks of `block_size` bytes.
-    pub const fn byte(self, block_size: u32) -> u64 {
-        self.0 * block_size as u64
+    pub fn byte(self, block_size: u32) -> u64 {
+        self.0 * u64::from(block_size)
     }
 
     /// The number as a 32-bit block pointer (indirect maps), when it fits.
@@ -139,8 +139,8 @@ impl Ino {
 
     /// Its bit in the in-use maps of inodes, which are indexed by the
     /// inode number itself (bit 0 unused).
-    pub const fn bit(self) -> u64 {
-        self.0 as u64
+    pub fn bit(self) -> u64 {
+        u64::from(self.0)
     }
 }
 
@@ -151,8 +151,8 @@ impl LBlk {
     }
 
     /// Where this block lies in its logical cluster.
-    pub const fn in_cluster(self, cluster_bits: u32) -> u64 {
-        (self.0 as u64) & ((1 << cluster_bits) - 1)
+    pub fn in_cluster(self, cluster_bits: u32) -> u64 {
+        u64::from(self.0) & ((1 << cluster_bits) - 1)
     }
 }
 
