@@ -33,6 +33,7 @@ use crate::fs::bytes::{le16, le32};
 use crate::fs::crypt::{self, Policy};
 use crate::fs::dir_entry;
 use crate::fs::inode::{self, FileType, Inode, flags};
+use crate::fs::num::Cluster;
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::volume::Fs;
 
@@ -76,7 +77,7 @@ pub fn mark_metadata(fs: &Fs, state: &State) {
     // With 1 KiB blocks, block 0 (boot block) belongs to no group but is
     // never free: e2fsck counts it as used in the summary.
     if geo.first_data_block > 0 {
-        state.block_used.set(0);
+        state.block_used.set(Cluster(0));
     }
     for g in 0..geo.groups {
         fs.group_metadata_blocks(g).for_each(&mark);
