@@ -617,6 +617,7 @@ impl<'a> Round<'a> {
             }
             Fixer::InodesCount => superblock::fix_inodes_count(fs, overlay)?,
             Fixer::FirstMetaBg => superblock::fix_first_meta_bg(fs, overlay)?,
+            Fixer::OrphanFile => superblock::drop_orphan_file(fs, overlay)?,
             // Recreated whole in pass 1's phase.
             Fixer::ResizeInode if m.resize.is_some() => return Ok(()),
             Fixer::ResizeInode => superblock::fix_resize_inode(fs, overlay, p)?,

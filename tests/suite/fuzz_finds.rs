@@ -268,3 +268,61 @@ fn symlink_with_a_stray_encrypt_flag() {
     assert_eq!(pfsck_code(&["-fn"], &img).0, 4);
     symlink_kept(&img, "/s", "/short/target");
 }
+
+// ---- seed 2 ----
+
+/// The orphan_file feature with an orphan file inode number that cannot
+/// be an inode (seed 2, damages 105 and 747: `feature orphan_file` set by
+/// debugfs, leaving the number 0). e2fsck reads that inode after its
+/// passes and stops (exit 8), -fn and -fy alike; pfsck said clean, or
+/// only noted that orphan processing stopped, and exited 1 after -fy.
+/// pfsck turns the feature off; the kernel then keeps its orphans in the
+/// superblock's list.
+#[test]
+fn orphan_file_feature_without_a_valid_inode() {
+    let tmp = TempDir::new("fuzz-orphan-file-inum");
+    let cases: [(&str, MkfsOpts, &str); 3] = [
+        (
+            "ext3 feature orphan_file",
+            MkfsOpts::ext3().block_size(1024),
+            "feature orphan_file",
+        ),
+        (
+            "ext4 orphan_file_inum 0",
+            MkfsOpts::ext4().block_size(1024).features("orphan_file"),
+            "ssv orphan_file_inum 0",
+        ),
+        (
+            "ext4 orphan_file_inum past the last inode",
+            MkfsOpts::ext4().block_size(1024).features("orphan_file"),
+            "ssv orphan_file_inum 999999",
+        ),
+    ];
+    for (ctx, opts, damage) in cases {
+        let img = tmp.join("disk.img");
+        mkfs(&img, 8 * MIB, &opts, None);
+        let data = tmp.join("f.data");
+        std::fs::write(&data, file_content("f", 3000)).unwrap();
+        debugfs_w(&img, &[format!("write {} f", data.display())]);
+        debugfs_w(&img, &[damage]);
+        // 12 where it also finds the old orphan file unattached.
+        assert_ne!(oracle_fn(&img) & 8, 0, "[{ctx}]");
+        let before = hash_file(&img);
+        let (code, out) = pfsck_code(&["-fn"], &img);
+        assert_eq!(code, 4, "[{ctx}] pfsck -fn:\n{out}");
+        assert!(out.contains("orphan file inode"), "[{ctx}] {out}");
+        assert_eq!(before, hash_file(&img), "[{ctx}] pfsck -fn wrote");
+        let (code, out) = pfsck_code(&["-fy"], &img);
+        assert_eq!(code, 1, "[{ctx}] pfsck -fy:\n{out}");
+        let after = oracle_run(&img, &["-fn"]);
+        assert_eq!(
+            after.code(),
+            Some(0),
+            "[{ctx}] after:\n{}\n{out}",
+            after.stdout
+        );
+        let stat = debugfs_r(&img, "stat /f");
+        assert!(stat.contains("Size: 3000"), "[{ctx}] {stat}");
+        std::fs::remove_file(&img).unwrap();
+    }
+}
