@@ -326,3 +326,47 @@ fn orphan_file_feature_without_a_valid_inode() {
         std::fs::remove_file(&img).unwrap();
     }
 }
+
+/// e2fsck bounds the last subtree of an extent tree's root by i_size (its
+/// library measures the root's last index entry up to i_size in blocks):
+/// a file whose size falls short of the extents in that subtree has them
+/// "exceed the allowed value", and e2fsck clears them. pfsck let the root's
+/// last index run to 2^32 and fixed i_size instead (seed 2, extent header
+/// bound finds). A size of one block leaves that entry of length 1, which
+/// bounds nothing (an end of 0 is none): then i_size is what is wrong.
+#[test]
+fn extent_root_last_index_bounded_by_i_size() {
+    let tmp = TempDir::new("fuzz-extent-root-bound");
+    let tree = tmp.join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    // 40 blocks, every other one: a depth-1 tree of 40 one-block extents.
+    let mut data = vec![0u8; 79 * 4096];
+    for i in 0..40 {
+        data[i * 2 * 4096..(i * 2 + 1) * 4096].fill(b'x');
+    }
+    std::fs::write(tree.join("sp"), &data).unwrap();
+    let cases = [
+        (200000u64, "end of extent exceeds allowed value", 15),
+        (4096, "i_size is 4096, should be 323584", 0),
+    ];
+    for (size, msg, cleared) in cases {
+        let img = tmp.join("disk.img");
+        mkfs(
+            &img,
+            16 * MIB,
+            &MkfsOpts::ext4().block_size(4096),
+            Some(&tree),
+        );
+        debugfs_w(&img, &[format!("sif /sp size {size}")]);
+        let oracle = oracle_run(&img, &["-fn"]);
+        assert!(oracle.stdout.contains(msg), "{}", oracle.stdout);
+        let (fn_out, _) = judged_by_oracle(&format!("size {size}"), &img, 4, 1);
+        assert!(fn_out.contains(msg), "{fn_out}");
+        assert_eq!(
+            fn_out.matches("exceeds allowed value").count(),
+            cleared,
+            "{fn_out}"
+        );
+        std::fs::remove_file(&img).unwrap();
+    }
+}
