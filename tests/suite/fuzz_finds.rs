@@ -370,3 +370,61 @@ fn extent_root_last_index_bounded_by_i_size() {
         std::fs::remove_file(&img).unwrap();
     }
 }
+
+/// Group 0 marked INODE_UNINIT by a descriptor whose checksum then fails
+/// (seed 2, descriptor flag finds): e2fsck's pass 0 clears the uninit
+/// marks of such a descriptor before pass 1 and finds everything in
+/// place. pfsck's pass 1 skipped the group's inodes, found the root
+/// unallocated and made a new, empty one: every file was lost.
+#[test]
+fn uninit_marks_on_a_descriptor_failing_its_checksum() {
+    let tmp = TempDir::new("fuzz-gd-uninit-csum");
+    for (ctx, opts) in [
+        (
+            "uninit_bg",
+            MkfsOpts::ext4().features("^metadata_csum,uninit_bg"),
+        ),
+        ("metadata_csum", MkfsOpts::ext4()),
+    ] {
+        let img = tmp.join("disk.img");
+        mkfs(&img, 16 * MIB, &opts.block_size(4096), None);
+        debugfs_w(&img, &["mkdir d", "write /etc/hostname d/f"]);
+        debugfs_w(&img, &["set_bg 0 flags 1"]);
+        let oracle = oracle_run(&img, &["-fn"]);
+        assert!(
+            oracle.stdout.contains("checksum"),
+            "[{ctx}] {}",
+            oracle.stdout
+        );
+        assert_ne!(oracle.code(), Some(0), "[{ctx}]");
+        assert_eq!(pfsck_code(&["-fn"], &img).0, 4, "[{ctx}]");
+        let (code, out) = pfsck_code(&["-fy"], &img);
+        assert_eq!(code, 1, "[{ctx}] {out}");
+        assert!(!out.contains("Root inode not allocated"), "[{ctx}] {out}");
+        let after = oracle_run(&img, &["-fn"]);
+        assert_eq!(after.code(), Some(0), "[{ctx}] {}\n{out}", after.stdout);
+        assert!(
+            debugfs_r(&img, "ls /d").contains(" f "),
+            "[{ctx}] /d/f lost"
+        );
+        std::fs::remove_file(&img).unwrap();
+    }
+}
+
+/// INODE_UNINIT on group 0 without group checksums: e2fsck's pass 0 only
+/// clears the mark when it may write, so under -n its pass 2 finds every
+/// entry naming an inode of that group to lie in an uninit group (exit 4).
+/// pfsck looked at the marks only with group checksums and said clean.
+#[test]
+fn inode_uninit_without_group_checksums_under_n() {
+    let tmp = TempDir::new("fuzz-gd-uninit-nocsum");
+    let img = tmp.join("disk.img");
+    let opts = MkfsOpts::ext4()
+        .block_size(4096)
+        .features("^metadata_csum,^uninit_bg");
+    mkfs(&img, 16 * MIB, &opts, None);
+    debugfs_w(&img, &["mkdir d", "set_bg 0 flags 1"]);
+    let (fn_out, _) = judged_by_oracle("nocsum INODE_UNINIT", &img, 4, 1);
+    assert!(fn_out.contains("where _INODE_UNINIT is set"), "{fn_out}");
+    assert!(debugfs_r(&img, "ls /").contains(" d "));
+}
