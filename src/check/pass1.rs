@@ -427,7 +427,6 @@ pub(crate) fn finish(
         }
     }
     state.quota = quota;
-    problems.extend(check_resize_inode(fs));
     state.stats.inodes_used = state.inode_used.count_range(0, state.inode_used.len());
     problems
 }
@@ -471,7 +470,7 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
 /// resize_inode it must be empty; with it, only the double indirect block
 /// is set, and it maps the reserved GDT blocks, each of which maps the
 /// same block's backups in the groups that carry a superblock copy.
-fn check_resize_inode(fs: &Fs) -> Option<Problem> {
+pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
     let bad = |why: &str| Some(Problem::new(Code::SbResizeInodeNoFeature).detail(why.to_string()));
     let raw = fs.read_inode_raw(inode::RESIZE_INO).ok()?;
     let ri = Inode::parse(&raw);
