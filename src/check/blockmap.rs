@@ -96,7 +96,26 @@ pub struct ClaimLog {
 }
 
 impl ClaimLog {
+    #[inline]
     pub fn add(&mut self, pblk: u64, len: u64) {
+        if len == 1 {
+            // Most runs of a fragmented file: one bit.
+            let (w, bit) = (pblk / 64, 1u64 << (pblk % 64));
+            match self.words.last_mut() {
+                Some((lw, bits)) if *lw == w => {
+                    if *bits & bit != 0 {
+                        self.again.push(pblk);
+                    }
+                    *bits |= bit;
+                }
+                _ => self.words.push((w, bit)),
+            }
+            return;
+        }
+        self.add_run(pblk, len);
+    }
+
+    fn add_run(&mut self, pblk: u64, len: u64) {
         let (mut b, end) = (pblk, pblk.saturating_add(len));
         while b < end {
             let w = b / 64;

@@ -41,6 +41,10 @@ const WINDOW_LEAVES: usize = 256;
 const WINDOW_SUBTREES: usize = 8;
 /// Leaves a thread takes at a time, read together when they are adjacent.
 const LEAF_BATCH: usize = 4;
+/// Spins the walk waits for a subtree a helper is walking, with nothing
+/// else to walk, before it walks the subtree itself: a few microseconds,
+/// a fraction of a leaf's walk.
+const WAIT_SPINS: u32 = 4096;
 
 /// `walk_extents` for a visitor that is `splittable`, on `threads`
 /// threads when the tree has enough subtrees (else on this one). The
@@ -104,13 +108,16 @@ pub fn walk_extents_split<V: MapVisitor>(
         .map(|(i, t)| (t.pblk, i))
         .collect();
     let taken = std::thread::scope(|sc| {
-        let mut helpers = Vec::with_capacity(threads - 1);
+        let mut handles = Vec::with_capacity(threads - 1);
         for _ in 1..threads {
             let spawned = std::thread::Builder::new()
                 .name("pfsck-split".into())
-                .spawn_scoped(sc, || shared.help());
+                .spawn_scoped(sc, || {
+                    shared.help();
+                    crate::io::thread_bytes()
+                });
             match spawned {
-                Ok(h) => helpers.push(h.thread().clone()),
+                Ok(h) => handles.push(h),
                 // No thread: the walk produces alone, as it does while
                 // it waits.
                 Err(_) => break,
@@ -120,7 +127,7 @@ pub fn walk_extents_split<V: MapVisitor>(
             shared: &shared,
             index,
             pos: 0,
-            helpers,
+            helpers: handles.iter().map(|h| h.thread().clone()).collect(),
             own: Producer::default(),
             taken: 0,
         };
@@ -142,6 +149,9 @@ pub fn walk_extents_split<V: MapVisitor>(
         for t in &spec.helpers {
             t.unpark();
         }
+        // The helpers' reads count as the walk's (pass 1's, for -t).
+        let read: u64 = handles.into_iter().filter_map(|h| h.join().ok()).sum();
+        crate::io::set_thread_bytes(crate::io::thread_bytes() + read);
         spec.taken
     });
     scratch.split[0] += shared.walked.load(Ordering::Relaxed);
@@ -485,11 +495,13 @@ impl Spec<'_> {
                 continue;
             }
             spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
+            if spins > WAIT_SPINS {
+                // Nothing else to do and the helper is slow (descheduled
+                // on a busy machine): walk it here; its result is
+                // dropped, unclaimed.
+                return None;
             }
+            std::hint::spin_loop();
         }
         sh.slots[i]
             .walked
