@@ -159,9 +159,9 @@ pub struct Scratch {
     /// levels deep, and 33 blocks for every worker were ~130 KiB each
     /// (issue 4: peak RSS).
     levels: Vec<Level>,
-    /// Subtrees of huge files walked apart (`walk_extents_split`), and
-    /// how many of them were taken in (for `-t`).
-    pub split: [u64; 2],
+    /// Subtrees of huge files walked apart (`walk_extents_split`), how
+    /// many of them were taken in, and how many helpers walked (for `-t`).
+    pub split: [u64; 3],
 }
 
 /// A level of a walk: the node being scanned, and the nodes its parent
@@ -186,7 +186,7 @@ impl Scratch {
                     ahead: Prefetch::new(0),
                 })
                 .collect(),
-            split: [0; 2],
+            split: [0; 3],
         }
     }
 

@@ -150,8 +150,8 @@ pub(crate) struct UnitOut {
     /// Encrypted inodes with a readable policy, in inode order.
     policies: Vec<(u32, Policy)>,
     stats: Stats,
-    /// Huge files' subtrees walked apart, and taken in.
-    pub split: [u64; 2],
+    /// Huge files' subtrees walked apart, taken in, and walked by helpers.
+    pub split: [u64; 3],
 }
 
 impl UnitOut {
@@ -170,8 +170,9 @@ impl UnitOut {
         self.pending_iblocks.extend(o.pending_iblocks);
         self.policies.extend(o.policies);
         self.stats.add(&o.stats);
-        self.split[0] += o.split[0];
-        self.split[1] += o.split[1];
+        for (a, b) in self.split.iter_mut().zip(o.split) {
+            *a += b;
+        }
     }
 }
 
@@ -315,8 +316,9 @@ pub(crate) struct Merged {
 }
 
 impl Merged {
-    /// Huge files' subtrees walked apart so far, and taken in.
-    pub fn split(&self) -> [u64; 2] {
+    /// Huge files' subtrees walked apart so far, taken in, and walked by
+    /// helpers.
+    pub fn split(&self) -> [u64; 3] {
         self.all.split
     }
 

@@ -383,8 +383,8 @@ fn split_line(s: &crate::engine::pipeline::Stats) -> String {
         return String::new();
     }
     format!(
-        "  huge files: {} subtrees walked apart, {} of them taken in\n",
-        s.split[0], s.split[1]
+        "  huge files: {} subtrees walked apart, {} of them taken in; helpers walked {}\n",
+        s.split[0], s.split[1], s.split[2]
     )
 }
 

@@ -90,6 +90,7 @@ pub fn walk_extents_split<V: MapVisitor>(
         stop: AtomicBool::new(false),
         sleeping: AtomicUsize::new(0),
         walked: AtomicU64::new(0),
+        by_helpers: AtomicU64::new(0),
         slots: tasks
             .iter()
             .map(|_| Slot {
@@ -156,6 +157,7 @@ pub fn walk_extents_split<V: MapVisitor>(
     });
     scratch.split[0] += shared.walked.load(Ordering::Relaxed);
     scratch.split[1] += taken;
+    scratch.split[2] += shared.by_helpers.load(Ordering::Relaxed);
 }
 
 /// A subtree to walk apart: the child an index entry names, with what the
@@ -392,6 +394,7 @@ struct Shared<'a> {
     /// Helpers waiting for the walk to move on.
     sleeping: AtomicUsize,
     walked: AtomicU64,
+    by_helpers: AtomicU64,
     fs: &'a Fs,
     info: MapInfo,
 }
@@ -439,6 +442,7 @@ impl Shared<'_> {
                 return;
             }
             if let Some(r) = self.grab() {
+                self.by_helpers.fetch_add(r.len() as u64, Ordering::Relaxed);
                 self.produce(r, &mut p);
                 continue;
             }
