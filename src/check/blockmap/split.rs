@@ -514,3 +514,56 @@ impl Spec<'_> {
             .take()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::ClaimLog;
+    use crate::check::state::State;
+
+    /// A claim log ORed in word by word leaves the maps as claiming its
+    /// blocks one by one would: used, and shared where claimed twice
+    /// (within the log, across logs, or by others), bits past the end
+    /// ignored.
+    #[test]
+    fn claim_log_claims_as_block_by_block() {
+        let blocks = 64 * 40 + 13;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..200 {
+            let (one, words) = (State::new(blocks, 16), State::new(blocks, 16));
+            for _log in 0..3 {
+                let mut log = ClaimLog::default();
+                let mut at = rand(blocks);
+                for _ in 0..rand(40) + 1 {
+                    // Runs near each other, a few far, some past the end.
+                    at = match rand(8) {
+                        0 => rand(blocks + 70),
+                        1 => at.saturating_sub(rand(5)),
+                        _ => at + rand(3),
+                    };
+                    let len = if round % 3 == 0 { rand(150) + 1 } else { 1 };
+                    log.add(at, len);
+                    for b in at..at + len {
+                        one.claim_block(b);
+                    }
+                    at += len;
+                }
+                for &(w, bits) in &log.words {
+                    words.claim_word(w, bits);
+                }
+                for &b in &log.again {
+                    words.claim_block(b);
+                }
+            }
+            for b in 0..blocks + 64 {
+                assert_eq!(one.block_used.get(b), words.block_used.get(b), "used {b}");
+                assert_eq!(one.block_dup.get(b), words.block_dup.get(b), "dup {b}");
+            }
+        }
+    }
+}
