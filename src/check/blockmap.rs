@@ -15,6 +15,9 @@ use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::io::readahead::Prefetch;
 use crate::volume::Fs;
 
+mod split;
+pub use split::walk_extents_split;
+
 /// Deepest tree walked at all: bounds recursion and scratch space. A
 /// deeper root is still walked, since its entries are read as index
 /// entries whatever they hold and are rejected on the way down; only a
@@ -47,6 +50,91 @@ pub trait MapVisitor {
     fn done(&self) -> bool {
         false
     }
+    /// Whether subtrees of a large extent tree may be walked apart, on
+    /// other threads, and taken in with `absorb`: true only for a visitor
+    /// whose state does not depend on the order of the blocks beyond what
+    /// `Subtree` carries, and whose claims commute (a set union, a second
+    /// claim marking a block shared, in any order).
+    fn splittable(&self) -> bool {
+        false
+    }
+    /// Takes in a subtree walked apart: what `data` and `node` would have
+    /// done for it, its claims included. False when it cannot (a budget
+    /// the subtree would use up), having done nothing: the subtree is then
+    /// walked in place.
+    fn absorb(&mut self, _s: &Subtree) -> bool {
+        false
+    }
+}
+
+/// What a subtree walked apart mapped, for `MapVisitor::absorb`.
+#[derive(Clone, Debug, Default)]
+pub struct Subtree {
+    /// Data blocks and tree nodes below the subtree's root.
+    pub blocks: u64,
+    /// First block of its first data run, last block of its last one.
+    pub first_pblk: Option<u64>,
+    pub last_pblk: u64,
+    /// A data run that does not follow the previous one on disk.
+    pub fragmented: bool,
+    pub last_block: Option<u64>,
+    pub last_init: Option<u64>,
+    /// Every block `data` and `node` were given.
+    pub claims: ClaimLog,
+}
+
+/// Blocks to claim, 64 to an entry: a leaf of one-block extents is a
+/// dozen words to OR into the shared map instead of hundreds of atomic
+/// claims, so taking a subtree in costs little beside walking it.
+#[derive(Clone, Debug, Default)]
+pub struct ClaimLog {
+    /// (word, bits): block `64 * word + k` for each bit k.
+    pub words: Vec<(u64, u64)>,
+    /// Blocks logged again while their bit was already in the last word:
+    /// each is one claim more (the map then marks it shared).
+    pub again: Vec<u64>,
+}
+
+impl ClaimLog {
+    #[inline]
+    pub fn add(&mut self, pblk: u64, len: u64) {
+        if len == 1 {
+            // Most runs of a fragmented file: one bit.
+            let (w, bit) = (pblk / 64, 1u64 << (pblk % 64));
+            match self.words.last_mut() {
+                Some((lw, bits)) if *lw == w => {
+                    if *bits & bit != 0 {
+                        self.again.push(pblk);
+                    }
+                    *bits |= bit;
+                }
+                _ => self.words.push((w, bit)),
+            }
+            return;
+        }
+        self.add_run(pblk, len);
+    }
+
+    fn add_run(&mut self, pblk: u64, len: u64) {
+        let (mut b, end) = (pblk, pblk.saturating_add(len));
+        while b < end {
+            let w = b / 64;
+            let n = (end - b).min(64 - b % 64);
+            let mask = (u64::MAX >> (64 - n)) << (b % 64);
+            match self.words.last_mut() {
+                Some((lw, bits)) if *lw == w => {
+                    let mut twice = *bits & mask;
+                    while twice != 0 {
+                        self.again.push(w * 64 + u64::from(twice.trailing_zeros()));
+                        twice &= twice - 1;
+                    }
+                    *bits |= mask;
+                }
+                _ => self.words.push((w, mask)),
+            }
+            b += n;
+        }
+    }
 }
 
 /// What the caller knows about the inode, for the checks that depend on it.
@@ -71,6 +159,9 @@ pub struct Scratch {
     /// levels deep, and 33 blocks for every worker were ~130 KiB each
     /// (issue 4: peak RSS).
     levels: Vec<Level>,
+    /// Subtrees of huge files walked apart (`walk_extents_split`), how
+    /// many of them were taken in, and how many helpers walked (for `-t`).
+    pub split: [u64; 3],
 }
 
 /// A level of a walk: the node being scanned, and the nodes its parent
@@ -95,6 +186,7 @@ impl Scratch {
                     ahead: Prefetch::new(0),
                 })
                 .collect(),
+            split: [0; 3],
         }
     }
 
@@ -236,7 +328,7 @@ pub fn entry_fault(e: &Entry, b: &Bounds) -> Option<EntryFault> {
     }
 }
 
-struct ExtentWalk<'a, V: MapVisitor> {
+struct ExtentWalk<'a, 's, V: MapVisitor> {
     fs: &'a Fs,
     info: MapInfo,
     v: &'a mut V,
@@ -253,6 +345,13 @@ struct ExtentWalk<'a, V: MapVisitor> {
     /// walk, so memory and problems stay those of a tree of the same size.
     seen: std::collections::HashSet<u64>,
     stopped: bool,
+    /// The lowest first logical block of the leaf entries judged while no
+    /// extent was taken yet (`last_lblk` None): a subtree walked apart
+    /// judged them without its predecessors' last block, which is right
+    /// only when they all lie past it.
+    pending_min: Option<u64>,
+    /// Subtrees walked ahead on other threads (`split`).
+    spec: Option<&'a mut split::Spec<'s>>,
 }
 
 /// Blocks a directory may have without large_dir (2^21 bytes' worth of
@@ -300,12 +399,14 @@ pub fn walk_extents<V: MapVisitor>(
         problems: 0,
         seen: std::collections::HashSet::new(),
         stopped: false,
+        pending_min: None,
+        spec: None,
     };
     let end_blk = root_end_blk(info.eof_block);
     w.node(root, h.depth, 0, None, end_blk, scratch.begin());
 }
 
-impl<V: MapVisitor> ExtentWalk<'_, V> {
+impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
     fn report(&mut self, p: Problem) {
         self.problems += 1;
         self.v.problem(p);
@@ -333,6 +434,9 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
             }
             let leaf = depth == 0;
             let (lblk, pblk, len, unwritten) = node_entry(b, i, leaf, end_blk);
+            if leaf && self.last_lblk.is_none() && pblk != 0 && pblk >= fdb && pblk < nblocks {
+                self.pending_min = Some(self.pending_min.map_or(lblk, |m| m.min(lblk)));
+            }
             let fault = entry_fault(
                 &Entry {
                     leaf,
@@ -414,12 +518,38 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 );
                 return;
             };
-            // The children this node lists next are read ahead with it.
-            let geo = &self.fs.geo;
-            let next = (i + 1..h.entries as usize)
-                .map(|j| extent::parse_index(b, j).leaf)
-                .filter(|&p| geo.block_in_fs(p));
-            if let Err(e) = ahead.read(&self.fs.dev, pblk, next, buf) {
+            let node_end = child_bound(lblk, len);
+            let node_end_blk = child_end_blk(b, i, end_blk);
+            let task = split::Task {
+                pblk,
+                lblk,
+                end: node_end,
+                end_blk: node_end_blk,
+                depth: depth - 1,
+                room: rest.len(),
+            };
+            let walked = self.spec.as_deref_mut().and_then(|s| s.take(task));
+            let mut read = false;
+            let head = match &walked {
+                Some(w) => w.head.clone(),
+                None => {
+                    read = true;
+                    // The children this node lists next are read ahead
+                    // with it.
+                    let geo = &self.fs.geo;
+                    let next = (i + 1..h.entries as usize)
+                        .map(|j| extent::parse_index(b, j).leaf)
+                        .filter(|&p| geo.block_in_fs(p));
+                    match ahead.read(&self.fs.dev, pblk, next, buf) {
+                        Ok(()) => split::child_head(&self.info, buf, depth),
+                        Err(e) => split::ChildHead {
+                            read_err: Some(e.to_string()),
+                            ..split::ChildHead::default()
+                        },
+                    }
+                }
+            };
+            if let Some(e) = head.read_err {
                 self.report(
                     Problem::new(Code::InodeBlockBitmapUnreadable)
                         .ino(ino)
@@ -428,14 +558,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 );
                 continue;
             }
-            let bs = buf.len();
-            let ch = extent::parse_header(buf);
-            let why = header_problem(buf, bs).or(if ch.depth + 1 != depth {
-                Some("depth does not match its parent")
-            } else {
-                None
-            });
-            if let Some(why) = why {
+            if let Some(why) = head.why {
                 self.report(
                     Problem::new(Code::InodeExtentNodeBad)
                         .ino(ino)
@@ -445,7 +568,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 continue;
             }
             self.v.node(pblk);
-            if ch.entries == 0 {
+            if head.entries == 0 {
                 self.report(
                     Problem::new(Code::InodeExtentNodeBad)
                         .ino(ino)
@@ -454,7 +577,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 );
                 continue;
             }
-            let first = le32(buf, 12) as u64;
+            let first = head.first;
             let mut had_problem = false;
             if first != lblk {
                 had_problem = true;
@@ -465,18 +588,32 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                         .num2(first),
                 );
             }
-            let csum_bad = self.info.csum_seed.is_some_and(|seed| {
-                extent::compute_block_checksum(seed, buf)
-                    .is_none_or(|c| c != extent::stored_block_checksum(buf))
-            });
-            let node_end = child_bound(lblk, len);
-            let node_end_blk = child_end_blk(b, i, end_blk);
             let before = self.problems;
             // e2fsck scans the child from its own first block (after
             // moving the index there when it may).
-            self.node(buf, depth - 1, first, node_end, node_end_blk, rest);
+            match walked {
+                Some(w) if self.fits(&w) => self.take_in(w),
+                _ => {
+                    if !read
+                        && ahead
+                            .read(&self.fs.dev, pblk, std::iter::empty(), buf)
+                            .is_err()
+                    {
+                        // Read once already (by a helper): a device failing
+                        // now is reported as the first read would have been.
+                        self.report(
+                            Problem::new(Code::InodeBlockBitmapUnreadable)
+                                .ino(ino)
+                                .blk(pblk)
+                                .detail("extent node: read failed".to_string()),
+                        );
+                        continue;
+                    }
+                    self.node(buf, depth - 1, first, node_end, node_end_blk, rest);
+                }
+            }
             had_problem |= self.problems != before;
-            if csum_bad && !had_problem {
+            if head.csum_bad && !had_problem {
                 self.report(
                     Problem::new(Code::InodeExtentNodeChecksum)
                         .ino(ino)
@@ -484,6 +621,37 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 );
             }
             start_block = lblk;
+        }
+    }
+
+    /// Whether a subtree walked apart is what walking it here would give:
+    /// the leaf entries it judged before taking an extent lie past the
+    /// last one taken so far, it shares no node with what was walked, and
+    /// neither budget runs out inside it. Then the visitor takes it in
+    /// (its claims included).
+    fn fits(&mut self, w: &split::Walked) -> bool {
+        let order_ok = match (self.last_lblk, w.pending_min) {
+            (Some(l), Some(m)) => m > l,
+            _ => true,
+        };
+        order_ok
+            && (w.nodes.len() as u64) < self.nodes_left
+            && !w.nodes.iter().any(|n| self.seen.contains(n))
+            && self.v.absorb(&w.sub)
+    }
+
+    fn take_in(&mut self, w: split::Walked) {
+        self.nodes_left -= w.nodes.len() as u64;
+        self.seen.extend(w.nodes);
+        for p in w.problems {
+            self.report(p);
+        }
+        if w.last_lblk.is_some() {
+            self.last_lblk = w.last_lblk;
+        }
+        self.stopped |= w.stopped;
+        if let Some(s) = self.spec.as_deref_mut() {
+            s.taken += 1;
         }
     }
 }

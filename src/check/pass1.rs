@@ -24,7 +24,7 @@
 //! report. Blocks are claimed in the shared atomic map; which thread claims
 //! a shared block first does not matter, only that it is claimed twice.
 
-use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
+use super::blockmap::{self, MapInfo, MapVisitor, Scratch, Subtree};
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, POLICY_UNRECOGNIZED, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
@@ -151,6 +151,8 @@ pub(crate) struct UnitOut {
     /// Encrypted inodes with a readable policy, in inode order.
     policies: Vec<(u32, Policy)>,
     stats: Stats,
+    /// Huge files' subtrees walked apart, taken in, and walked by helpers.
+    pub split: [u64; 3],
 }
 
 impl UnitOut {
@@ -169,6 +171,9 @@ impl UnitOut {
         self.pending_iblocks.extend(o.pending_iblocks);
         self.policies.extend(o.policies);
         self.stats.add(&o.stats);
+        for (a, b) in self.split.iter_mut().zip(o.split) {
+            *a += b;
+        }
     }
 }
 
@@ -200,6 +205,9 @@ pub(crate) struct Ctx<'a> {
     /// Inode table blocks the bad-block list names (sorted): their inodes
     /// cannot be read, so they count as in use and are not checked.
     pub bad_itable: Vec<u64>,
+    /// Threads a huge extent tree's subtrees may be walked on (1: none):
+    /// the walk and helpers that live as long as it.
+    pub split: usize,
 }
 
 impl<'a> Ctx<'a> {
@@ -228,6 +236,7 @@ impl<'a> Ctx<'a> {
             },
             prealloc_dir_blocks: sb.raw.get(S_PREALLOC_DIR_BLOCKS_OFF).copied().unwrap_or(0) as u64,
             bad_itable: Vec::new(),
+            split: 1,
         }
     }
 }
@@ -251,6 +260,11 @@ impl<'a> Scan<'a> {
         let units = make_units(fs);
         let firsts = units.iter().map(|&u| unit_first_ino(fs, u)).collect();
         Scan { ctx, units, firsts }
+    }
+
+    /// Lets a huge file's extent tree be walked on `threads` threads.
+    pub fn split_huge_files(&mut self, threads: usize) {
+        self.ctx.split = threads;
     }
 
     pub fn len(&self) -> usize {
@@ -303,6 +317,12 @@ pub(crate) struct Merged {
 }
 
 impl Merged {
+    /// Huge files' subtrees walked apart so far, taken in, and walked by
+    /// helpers.
+    pub fn split(&self) -> [u64; 3] {
+        self.all.split
+    }
+
     pub fn new(fs: &Fs) -> Merged {
         Merged {
             all: UnitOut {
@@ -368,6 +388,7 @@ pub(crate) fn finish(
         pending_iblocks: pending,
         policies: _,
         stats,
+        split: _,
     } = merged.all;
     state.enc_policy = enc_policy;
     state.add_links_other(links_other);
@@ -463,6 +484,7 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
         check_inode(ctx, w, &mut out, ino, raw, (csum_ok[i], garbage));
     }
     w.table = table_buf;
+    out.split = std::mem::take(&mut w.scratch.split);
     out
 }
 
@@ -1552,6 +1574,43 @@ impl MapVisitor for Claimer<'_> {
     fn done(&self) -> bool {
         self.budget == 0
     }
+
+    /// A regular file's claims are plain claims, in any order; what else
+    /// it keeps is sums, maxima and the ends of its runs.
+    fn splittable(&self) -> bool {
+        !self.no_claim
+            && !self.bad_blocks
+            && !self.indirect
+            && !self.is_dir
+            && self.cluster_bits == 0
+            && self.ino != inode::RESIZE_INO
+    }
+
+    fn absorb(&mut self, s: &Subtree) -> bool {
+        if s.blocks >= self.budget {
+            return false;
+        }
+        self.budget -= s.blocks;
+        self.blocks += s.blocks;
+        if let Some(first) = s.first_pblk {
+            self.note_position(first, 1);
+            self.fragmented |= s.fragmented;
+            self.prev_pblk = s.last_pblk;
+        }
+        let max = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        };
+        self.last_block = max(self.last_block, s.last_block);
+        self.last_init = max(self.last_init, s.last_init);
+        for &(w, bits) in &s.claims.words {
+            self.state.claim_word(w, bits);
+        }
+        for &b in &s.claims.again {
+            self.state.claim_block(b);
+        }
+        true
+    }
 }
 
 /// Walks the block map of `ino` the way pass 1 does (pass 1B repeats it):
@@ -1587,7 +1646,11 @@ pub(crate) fn walk_map<V: MapVisitor>(
                 .then(|| inode::inode_csum_seed(fs.csum_seed, ino, inode.generation)),
             large_dir: ctx.large_dir,
         };
-        blockmap::walk_extents(fs, info, &inode.block, scratch, v);
+        if ctx.split > 1 && v.splittable() {
+            blockmap::walk_extents_split(fs, info, &inode.block, scratch, v, ctx.split);
+        } else {
+            blockmap::walk_extents(fs, info, &inode.block, scratch, v);
+        }
     } else {
         let limit = if bad_blocks {
             None

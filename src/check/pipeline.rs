@@ -99,7 +99,8 @@ pub(crate) fn run(
         let shared = Mutex::new(&mut *budget);
         let resize = || shared.lock().unwrap_or_else(|e| e.into_inner()).threads().0;
         let st: &State = state;
-        let scan = pass1::Scan::new(fs, st);
+        let mut scan = pass1::Scan::new(fs, st);
+        scan.split_huge_files(threads.0);
         let n0 = scan.len();
         let final_below = AtomicU32::new(0);
         let mut units2 = Units2::new(fs);
@@ -175,6 +176,8 @@ pub(crate) fn run(
     let t = Instant::now();
     let b = fs.dev.bytes_read();
     let enc = policies.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut stats = stats;
+    stats.split = merged.split();
     let pass1 = pass1::finish(fs, state, merged, enc, budget.threads(), ctl);
     let end = t.elapsed().as_secs_f64();
     let end_bytes = fs.dev.bytes_read() - b;

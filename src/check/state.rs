@@ -424,6 +424,16 @@ impl State {
         Blk(blk).cluster(self.cluster_bits)
     }
 
+    /// `claim_block` for the blocks of `mask` in word `w` of the map (a
+    /// file system without bigalloc: a block is its own cluster).
+    pub fn claim_word(&self, w: u64, mask: u64) {
+        debug_assert_eq!(self.cluster_bits, 0);
+        let twice = self.block_used.set_word(w, mask);
+        if twice != 0 {
+            self.block_dup.set_word(w, twice);
+        }
+    }
+
     /// Claims `blk` (its cluster) for a file; returns false (and marks it
     /// as duplicate) if it was already claimed.
     pub fn claim_block(&self, blk: u64) -> bool {

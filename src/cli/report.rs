@@ -456,6 +456,17 @@ fn scheduler_lines(s: &crate::engine::pipeline::Stats) -> String {
         s.readahead_max,
         s.readahead_grows,
         s.readahead_shrinks,
+    ) + &split_line(s)
+}
+
+/// `-t`: subtrees of huge files walked apart on several threads.
+fn split_line(s: &crate::engine::pipeline::Stats) -> String {
+    if s.split[0] == 0 {
+        return String::new();
+    }
+    format!(
+        "  huge files: {} subtrees walked apart, {} of them taken in; helpers walked {}\n",
+        s.split[0], s.split[1], s.split[2]
     )
 }
 
@@ -876,6 +887,7 @@ impl Serialize for JsonScheduler<'_> {
         m.serialize_entry("readahead_grows", &v.readahead_grows)?;
         m.serialize_entry("readahead_max", &v.readahead_max)?;
         m.serialize_entry("readahead_shrinks", &v.readahead_shrinks)?;
+        m.serialize_entry("split", &v.split)?;
         m.serialize_entry("stage0_merged", &v.stage0_merged)?;
         m.serialize_entry("units", &v.units)?;
         m.serialize_entry("waited_units", &v.waited_units)?;

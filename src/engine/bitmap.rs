@@ -140,6 +140,24 @@ impl AtomicBitmap {
         self.words[(i / 64) as usize].fetch_or(bit, Ordering::Relaxed) & bit != 0
     }
 
+    /// Sets the bits of `mask` in word `w` (bits 64w..64w+63); returns
+    /// those of them that were already set. Bits past the end count as
+    /// set and are not written, as with `set`.
+    pub fn set_word(&self, w: u64, mask: u64) -> u64 {
+        let first = w.saturating_mul(64);
+        if first >= self.len {
+            return mask;
+        }
+        let left = self.len - first;
+        let valid = if left < 64 {
+            (1u64 << left) - 1
+        } else {
+            u64::MAX
+        };
+        let old = self.words[w as usize].fetch_or(mask & valid, Ordering::Relaxed);
+        (old | !valid) & mask
+    }
+
     /// Clears bit `i` (a bit already clear is not written: its page may
     /// never have been touched).
     pub fn clear(&self, i: u64) {

@@ -115,6 +115,10 @@ pub struct Stats {
     pub readahead_max: u64,
     pub readahead_grows: u64,
     pub readahead_shrinks: u64,
+    /// Work split inside units (a huge file's subtrees walked apart):
+    /// parts run, parts used, parts run by helper threads. Filled by the
+    /// caller.
+    pub split: [u64; 3],
 }
 
 /// Stage-1 units a stage-0 merge emits.

@@ -39,6 +39,12 @@ impl ClusterMap {
         self.0.get(c.0)
     }
 
+    /// Marks the clusters of `mask` in word `w` (cluster `64 * w + k` for
+    /// bit k); returns the bits that were marked already.
+    pub fn set_word(&self, w: u64, mask: u64) -> u64 {
+        self.0.set_word(w, mask)
+    }
+
     /// The 64 bits from cluster `start` on (bit k is `start + k`), clear
     /// past the end.
     pub fn word_at(&self, start: Cluster) -> u64 {

@@ -19,6 +19,7 @@ mod fast_commit;
 mod features;
 mod fuzz_finds;
 mod geometry;
+mod huge_files;
 mod install;
 mod interactive;
 mod journal_recovery;

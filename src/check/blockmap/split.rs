@@ -1,0 +1,588 @@
+//! One huge file's extent tree walked on several threads (issue 17,
+//! linux-ext4's "Case-4": a few fragmented files hold most of the blocks,
+//! and one pass-1 unit would walk them alone).
+//!
+//! The subtrees below one level of the tree (the frontier) are walked
+//! apart, each as if no extent came before it, by helper threads that
+//! live as long as the file's walk, and by the walk itself while it waits.
+//! The walk goes on in order, as on one thread: where it reaches a subtree
+//! already walked, it takes it in when what the subtree assumed holds (its
+//! first leaf entries lie past the last extent taken, it shares no node
+//! with what was walked, no budget runs out inside it), and walks it again
+//! in place otherwise. Taking in is cheap: the visitor adds the subtree's
+//! sums and ORs its claims, 64 blocks to a word, into the shared map.
+//! Nothing is claimed for a subtree not taken in, so problems, their
+//! order and every claim are those of one thread.
+
+use super::{
+    ExtentWalk, MapInfo, MapVisitor, Scratch, Subtree, WALK_DEPTH_LIMIT, child_bound,
+    child_end_blk, dir_block_limit, header_problem, le32, max_tree_depth, node_entry, root_end_blk,
+};
+use crate::check::problem::{Code, Problem};
+use crate::fs::extent;
+use crate::volume::Fs;
+use std::collections::{HashMap, HashSet};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::thread::Thread;
+use std::time::Duration;
+
+/// A tree is split when its frontier has this many subtrees at least
+/// (about 64 leaves, 20,000 extents: below, the walk takes a millisecond
+/// or so, not worth a thread).
+const SPLIT_MIN_TASKS: usize = 64;
+/// Subtrees per thread the frontier aims at: enough to even out their
+/// sizes.
+const TASKS_PER_THREAD: usize = 64;
+/// How far ahead of the walk subtrees may be walked, in leaves and in
+/// larger subtrees: bounds the memory their results hold (a leaf's is a
+/// few hundred bytes, a subtree's up to a few hundred KiB).
+const WINDOW_LEAVES: usize = 256;
+const WINDOW_SUBTREES: usize = 8;
+/// Leaves a thread takes at a time, read together when they are adjacent.
+const LEAF_BATCH: usize = 4;
+/// Spins the walk waits for a subtree a helper is walking, with nothing
+/// else to walk, before it walks the subtree itself: a few microseconds,
+/// a fraction of a leaf's walk.
+const WAIT_SPINS: u32 = 4096;
+
+/// `walk_extents` for a visitor that is `splittable`, on `threads`
+/// threads when the tree has enough subtrees (else on this one). The
+/// result (problems, their order, what the visitor ends with, its
+/// claims) is the walk's on one thread. Adds to `scratch.split` the
+/// subtrees walked apart and how many were taken in.
+pub fn walk_extents_split<V: MapVisitor>(
+    fs: &Fs,
+    info: MapInfo,
+    root: &[u8],
+    scratch: &mut Scratch,
+    v: &mut V,
+    threads: usize,
+) {
+    let h = extent::parse_header(root);
+    let tasks = if threads > 1 && v.splittable() && header_problem(root, 60).is_none() {
+        frontier(
+            fs,
+            root,
+            root_end_blk(info.eof_block),
+            h.depth,
+            TASKS_PER_THREAD * threads,
+        )
+    } else {
+        Vec::new()
+    };
+    if tasks.len() < SPLIT_MIN_TASKS {
+        return super::walk_extents(fs, info, root, scratch, v);
+    }
+    let shallow = max_tree_depth(fs.geo.block_size);
+    if h.depth > shallow {
+        v.problem(
+            Problem::new(Code::InodeExtentTooDeep)
+                .ino(info.ino)
+                .num(u64::from(h.depth))
+                .num2(u64::from(shallow)),
+        );
+    }
+    let leaves = tasks[0].depth == 0;
+    let shared = Shared {
+        next: AtomicUsize::new(0),
+        at: AtomicUsize::new(0),
+        window: if leaves {
+            WINDOW_LEAVES
+        } else {
+            WINDOW_SUBTREES.max(4 * threads)
+        },
+        batch: if leaves { LEAF_BATCH } else { 1 },
+        stop: AtomicBool::new(false),
+        sleeping: AtomicUsize::new(0),
+        walked: AtomicU64::new(0),
+        by_helpers: AtomicU64::new(0),
+        slots: tasks
+            .iter()
+            .map(|_| Slot {
+                done: AtomicBool::new(false),
+                walked: Mutex::new(None),
+            })
+            .collect(),
+        tasks,
+        fs,
+        info,
+    };
+    let index = shared
+        .tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.pblk, i))
+        .collect();
+    let taken = std::thread::scope(|sc| {
+        let mut handles = Vec::with_capacity(threads - 1);
+        for _ in 1..threads {
+            let spawned = std::thread::Builder::new()
+                .name("pfsck-split".into())
+                .spawn_scoped(sc, || {
+                    shared.help();
+                    crate::io::thread_bytes()
+                });
+            match spawned {
+                Ok(h) => handles.push(h),
+                // No thread: the walk produces alone, as it does while
+                // it waits.
+                Err(_) => break,
+            }
+        }
+        let mut spec = Spec {
+            shared: &shared,
+            index,
+            pos: 0,
+            helpers: handles.iter().map(|h| h.thread().clone()).collect(),
+            own: Producer::default(),
+            taken: 0,
+        };
+        let mut w = ExtentWalk {
+            fs,
+            info,
+            v,
+            nodes_left: fs.geo.blocks_count,
+            last_lblk: None,
+            dir_limit: dir_block_limit(fs),
+            problems: 0,
+            seen: HashSet::new(),
+            stopped: false,
+            pending_min: None,
+            spec: Some(&mut spec),
+        };
+        w.node(
+            root,
+            h.depth,
+            0,
+            None,
+            root_end_blk(info.eof_block),
+            scratch.begin(),
+        );
+        shared.stop.store(true, Ordering::Release);
+        for t in &spec.helpers {
+            t.unpark();
+        }
+        // The helpers' reads count as the walk's (pass 1's, for -t).
+        let read: u64 = handles.into_iter().filter_map(|h| h.join().ok()).sum();
+        crate::io::set_thread_bytes(crate::io::thread_bytes() + read);
+        spec.taken
+    });
+    scratch.split[0] += shared.walked.load(Ordering::Relaxed);
+    scratch.split[1] += taken;
+    scratch.split[2] += shared.by_helpers.load(Ordering::Relaxed);
+}
+
+/// A subtree to walk apart: the child an index entry names, with what the
+/// walk passes down to it (its parent's bounds, the scratch levels left).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Task {
+    pub pblk: u64,
+    pub lblk: u64,
+    /// Last logical block the subtree may map (None: no bound).
+    pub end: Option<u64>,
+    /// Where the subtree ends for its last index entry (`child_end_blk`).
+    pub end_blk: u64,
+    pub depth: u16,
+    pub room: usize,
+}
+
+/// The nodes at the highest level of the tree (below the root) that has
+/// `want` of them, or the leaves: each a subtree to walk apart, in the
+/// walk's order. Only nodes that read and look like nodes are followed;
+/// the walk itself judges everything again, so a wrong guess here only
+/// costs a subtree walked in place.
+fn frontier(fs: &Fs, root: &[u8], end_blk: u64, depth: u16, want: usize) -> Vec<Task> {
+    if depth == 0 {
+        return Vec::new();
+    }
+    let bs = fs.block_size();
+    let mut seen = HashSet::new();
+    let children = |b: &[u8],
+                    depth: u16,
+                    end_blk: u64,
+                    room: usize,
+                    seen: &mut HashSet<u64>,
+                    out: &mut Vec<Task>| {
+        let n = extent::parse_header(b).entries as usize;
+        for i in 0..n {
+            let (lblk, pblk, len, _) = node_entry(b, i, false, end_blk);
+            if fs.geo.block_in_fs(pblk) && seen.insert(pblk) {
+                out.push(Task {
+                    pblk,
+                    lblk,
+                    end: child_bound(lblk, len),
+                    end_blk: child_end_blk(b, i, end_blk),
+                    depth: depth - 1,
+                    room,
+                });
+            }
+        }
+    };
+    let mut level = Vec::new();
+    children(
+        root,
+        depth,
+        end_blk,
+        WALK_DEPTH_LIMIT as usize,
+        &mut seen,
+        &mut level,
+    );
+    let mut buf = vec![0u8; bs];
+    while level.len() < want && level.first().is_some_and(|t| t.depth > 0 && t.room > 1) {
+        let mut next = Vec::new();
+        for t in &level {
+            let ok = fs.dev.read_at(t.pblk * bs as u64, &mut buf).is_ok()
+                && header_problem(&buf, bs).is_none()
+                && extent::parse_header(&buf).depth == t.depth;
+            if ok {
+                children(&buf, t.depth, t.end_blk, t.room - 1, &mut seen, &mut next);
+            }
+        }
+        level = next;
+    }
+    level
+}
+
+/// A child node's header as its parent judges it.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ChildHead {
+    pub read_err: Option<String>,
+    pub why: Option<&'static str>,
+    pub entries: u16,
+    pub first: u64,
+    pub csum_bad: bool,
+}
+
+/// Judges the header of `buf`, a child of a node at `depth`.
+pub(super) fn child_head(info: &MapInfo, buf: &[u8], depth: u16) -> ChildHead {
+    let ch = extent::parse_header(buf);
+    let why = header_problem(buf, buf.len()).or(if ch.depth + 1 != depth {
+        Some("depth does not match its parent")
+    } else {
+        None
+    });
+    ChildHead {
+        read_err: None,
+        why,
+        entries: ch.entries,
+        first: le32(buf, 12) as u64,
+        csum_bad: info.csum_seed.is_some_and(|seed| {
+            extent::compute_block_checksum(seed, buf)
+                .is_none_or(|c| c != extent::stored_block_checksum(buf))
+        }),
+    }
+}
+
+/// A subtree walked apart, as if its predecessors had taken no extent.
+pub(super) struct Walked {
+    pub head: ChildHead,
+    pub problems: Vec<Problem>,
+    /// Nodes below its root.
+    pub nodes: Vec<u64>,
+    pub sub: Subtree,
+    pub last_lblk: Option<u64>,
+    pub pending_min: Option<u64>,
+    pub stopped: bool,
+}
+
+/// The visitor of a subtree walked apart: records, claims nothing.
+#[derive(Default)]
+struct Recorder {
+    problems: Vec<Problem>,
+    sub: Subtree,
+}
+
+impl MapVisitor for Recorder {
+    fn data(&mut self, lblk: u64, pblk: u64, len: u64, unwritten: bool) {
+        let s = &mut self.sub;
+        if s.first_pblk.is_none() {
+            s.first_pblk = Some(pblk);
+        } else if pblk != s.last_pblk + 1 {
+            s.fragmented = true;
+        }
+        s.last_pblk = pblk + len.saturating_sub(1);
+        s.blocks += len;
+        let last = lblk + len.saturating_sub(1);
+        s.last_block = Some(s.last_block.map_or(last, |l| l.max(last)));
+        if !unwritten {
+            s.last_init = Some(s.last_init.map_or(last, |l| l.max(last)));
+        }
+        s.claims.add(pblk, len);
+    }
+    fn node(&mut self, pblk: u64) {
+        self.sub.blocks += 1;
+        self.sub.claims.add(pblk, 1);
+    }
+    fn problem(&mut self, p: Problem) {
+        self.problems.push(p);
+    }
+}
+
+/// What a thread walks subtrees apart with.
+#[derive(Default)]
+struct Producer {
+    scratch: Scratch,
+    buf: Vec<u8>,
+}
+
+/// Walks the subtree of `t` apart, reading its root with `ahead` (with
+/// `next`, the roots this thread walks after it).
+fn walk_apart(
+    fs: &Fs,
+    info: MapInfo,
+    t: Task,
+    next: impl Iterator<Item = u64>,
+    p: &mut Producer,
+) -> Walked {
+    let levels = p.scratch.begin();
+    let (first_level, rest) = levels.split_at_mut(1);
+    let ahead = &mut first_level[0].ahead;
+    ahead.set_block_size(fs.block_size());
+    let buf = &mut p.buf;
+    buf.resize(fs.block_size(), 0);
+    let mut walked = Walked {
+        head: ChildHead::default(),
+        problems: Vec::new(),
+        nodes: Vec::new(),
+        sub: Subtree::default(),
+        last_lblk: None,
+        pending_min: None,
+        stopped: false,
+    };
+    if let Err(e) = ahead.read(&fs.dev, t.pblk, next, buf) {
+        walked.head.read_err = Some(e.to_string());
+        return walked;
+    }
+    walked.head = child_head(&info, buf, t.depth + 1);
+    if walked.head.why.is_some() || walked.head.entries == 0 {
+        return walked;
+    }
+    let mut rec = Recorder::default();
+    let mut w = ExtentWalk {
+        fs,
+        info,
+        v: &mut rec,
+        nodes_left: fs.geo.blocks_count,
+        last_lblk: None,
+        dir_limit: dir_block_limit(fs),
+        problems: 0,
+        seen: HashSet::new(),
+        stopped: false,
+        pending_min: None,
+        spec: None,
+    };
+    let room = t.room.min(rest.len());
+    w.node(
+        buf,
+        t.depth,
+        walked.head.first,
+        t.end,
+        t.end_blk,
+        &mut rest[..room],
+    );
+    walked.last_lblk = w.last_lblk;
+    walked.pending_min = w.pending_min;
+    walked.stopped = w.stopped;
+    walked.nodes = w.seen.into_iter().collect();
+    walked.problems = rec.problems;
+    walked.sub = rec.sub;
+    walked
+}
+
+/// A task's result, once walked.
+struct Slot {
+    done: AtomicBool,
+    walked: Mutex<Option<Walked>>,
+}
+
+/// What the walk and its helpers share.
+struct Shared<'a> {
+    tasks: Vec<Task>,
+    slots: Vec<Slot>,
+    /// The next task nobody has taken to walk apart.
+    next: AtomicUsize,
+    /// The task the walk waits for or last took in: tasks from `at +
+    /// window` on wait.
+    at: AtomicUsize,
+    window: usize,
+    /// Tasks a thread takes at a time.
+    batch: usize,
+    stop: AtomicBool,
+    /// Helpers waiting for the walk to move on.
+    sleeping: AtomicUsize,
+    walked: AtomicU64,
+    by_helpers: AtomicU64,
+    fs: &'a Fs,
+    info: MapInfo,
+}
+
+impl Shared<'_> {
+    /// Takes the next tasks to walk apart, when within the window.
+    fn grab(&self) -> Option<std::ops::Range<usize>> {
+        let n = self.tasks.len();
+        let mut j = self.next.load(Ordering::Acquire);
+        loop {
+            let limit = (self.at.load(Ordering::Acquire) + self.window).min(n);
+            if j >= limit || self.stop.load(Ordering::Relaxed) {
+                return None;
+            }
+            let end = (j + self.batch).min(limit);
+            match self
+                .next
+                .compare_exchange_weak(j, end, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(j..end),
+                Err(now) => j = now,
+            }
+        }
+    }
+
+    fn produce(&self, r: std::ops::Range<usize>, p: &mut Producer) {
+        for k in r.clone() {
+            let next = self.tasks[k + 1..r.end].iter().map(|t| t.pblk);
+            let w = walk_apart(self.fs, self.info, self.tasks[k], next, p);
+            *self.slots[k]
+                .walked
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = Some(w);
+            self.slots[k].done.store(true, Ordering::Release);
+        }
+        self.walked.fetch_add(r.len() as u64, Ordering::Relaxed);
+    }
+
+    /// A helper thread: walks tasks apart until all are taken or the walk
+    /// ends, waiting while it is a window ahead.
+    fn help(&self) {
+        let mut p = Producer::default();
+        loop {
+            if self.stop.load(Ordering::Acquire) {
+                return;
+            }
+            if let Some(r) = self.grab() {
+                self.by_helpers.fetch_add(r.len() as u64, Ordering::Relaxed);
+                self.produce(r, &mut p);
+                continue;
+            }
+            if self.next.load(Ordering::Acquire) >= self.tasks.len() {
+                return;
+            }
+            // The walk is a window behind: it wakes the helpers when it
+            // moves (the timeout covers a wake-up sent just before).
+            self.sleeping.fetch_add(1, Ordering::AcqRel);
+            std::thread::park_timeout(Duration::from_micros(200));
+            self.sleeping.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// The walk's side of a split walk.
+pub(in crate::check) struct Spec<'a> {
+    shared: &'a Shared<'a>,
+    /// Task of each block of the frontier.
+    index: HashMap<u64, usize>,
+    /// Tasks before this one were passed.
+    pos: usize,
+    helpers: Vec<Thread>,
+    /// For walking tasks apart while the walk waits.
+    own: Producer,
+    /// Subtrees taken in.
+    pub taken: u64,
+}
+
+impl Spec<'_> {
+    /// The subtree walked apart for `t`, when `t` is one of the tasks
+    /// still ahead; tasks the walk skipped are dropped.
+    pub(super) fn take(&mut self, t: Task) -> Option<Walked> {
+        let sh = self.shared;
+        let &i = self.index.get(&t.pblk)?;
+        if sh.tasks[i] != t || i < self.pos {
+            return None;
+        }
+        self.pos = i + 1;
+        sh.at.store(i, Ordering::Release);
+        // Tasks skipped are walked apart by nobody.
+        sh.next.fetch_max(i, Ordering::AcqRel);
+        if sh.sleeping.load(Ordering::Acquire) > 0 {
+            for h in &self.helpers {
+                h.unpark();
+            }
+        }
+        let mut spins = 0u32;
+        while !sh.slots[i].done.load(Ordering::Acquire) {
+            // Taken by a helper and not done yet: walk the next ones
+            // meanwhile rather than wait.
+            if let Some(r) = sh.grab() {
+                sh.produce(r, &mut self.own);
+                continue;
+            }
+            spins += 1;
+            if spins > WAIT_SPINS {
+                // Nothing else to do and the helper is slow (descheduled
+                // on a busy machine): walk it here; its result is
+                // dropped, unclaimed.
+                return None;
+            }
+            std::hint::spin_loop();
+        }
+        sh.slots[i]
+            .walked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ClaimLog;
+    use crate::check::state::State;
+
+    /// A claim log ORed in word by word leaves the maps as claiming its
+    /// blocks one by one would: used, and shared where claimed twice
+    /// (within the log, across logs, or by others), bits past the end
+    /// ignored.
+    #[test]
+    fn claim_log_claims_as_block_by_block() {
+        let blocks = 64 * 40 + 13;
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rand = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for round in 0..200 {
+            let (one, words) = (State::new(blocks, 16), State::new(blocks, 16));
+            for _log in 0..3 {
+                let mut log = ClaimLog::default();
+                let mut at = rand(blocks);
+                for _ in 0..rand(40) + 1 {
+                    // Runs near each other, a few far, some past the end.
+                    at = match rand(8) {
+                        0 => rand(blocks + 70),
+                        1 => at.saturating_sub(rand(5)),
+                        _ => at + rand(3),
+                    };
+                    let len = if round % 3 == 0 { rand(150) + 1 } else { 1 };
+                    log.add(at, len);
+                    for b in at..at + len {
+                        one.claim_block(b);
+                    }
+                    at += len;
+                }
+                for &(w, bits) in &log.words {
+                    words.claim_word(w, bits);
+                }
+                for &b in &log.again {
+                    words.claim_block(b);
+                }
+            }
+            for b in 0..blocks + 64 {
+                let c = one.cluster(b);
+                assert_eq!(one.block_used.get(c), words.block_used.get(c), "used {b}");
+                assert_eq!(one.block_dup.get(c), words.block_dup.get(c), "dup {b}");
+            }
+        }
+    }
+}
