@@ -25,6 +25,7 @@ mod repair;
 pub mod report;
 mod rollback;
 mod scrub;
+mod stream;
 
 use crate::check::{self, Options};
 use crate::engine::{Clock, Control, Threads};
@@ -159,7 +160,8 @@ fn option_conflicts(args: &Args) -> Result<(), i32> {
 }
 
 /// Test hook: `PFSCK_FAULT=POINT` stops pfsck (SIGSTOP) at that point
-/// (`before-check`, `before-commit`), so that a test can deliver a signal
+/// (`before-check`, `before-commit`, `pass-N` once pass N's header is
+/// printed), so that a test can deliver a signal or read the output
 /// there.
 fn fault(point: &str) {
     if std::env::var_os("PFSCK_FAULT").is_some_and(|v| v == point) {
@@ -289,7 +291,7 @@ pub fn run(args: &Args) -> i32 {
         eprintln!("pfsck: cannot switch to SCHED_IDLE: {e}");
         return EXIT_OPERATIONAL;
     }
-    let opts = Options {
+    let mut opts = Options {
         auto_threads: args.threads == "auto",
         threads,
         force: args.force,
@@ -301,6 +303,7 @@ pub fn run(args: &Args) -> i32 {
         control: control().clone(),
         clock: clock(),
         overlap: overlap(),
+        events: None,
     };
     let device = args.device.display().to_string();
     let reporter = match progress_reporter(args, &device) {
@@ -315,13 +318,25 @@ pub fn run(args: &Args) -> i32 {
         }
     }
     fault("before-check");
+    let bar = reporter.as_ref().and_then(|r| r.bar());
     if !args.no {
         let mut code = match mode {
             Some(mode) => repair::run(args, &opts, mode, &device, None),
             None => {
-                let stdin = std::io::stdin();
-                let mut asker = ask::Asker::new(stdin.lock(), std::io::stdout());
-                let mut answer = |r: &check::Report| asker.ask(r);
+                // Questions are asked as the check goes, under their
+                // pass's header.
+                let asker =
+                    ask::Asker::new(std::io::BufReader::new(std::io::stdin()), std::io::stdout());
+                let streamer = std::sync::Arc::new(std::sync::Mutex::new(stream::Streamer::new(
+                    &device,
+                    Some(asker),
+                    bar,
+                )));
+                opts.events = Some(stream::Streamer::events(&streamer));
+                let mut answer = |r: &check::Report| match streamer.lock() {
+                    Ok(mut s) => s.ask(r),
+                    Err(_) => vec![false; r.problems.len()],
+                };
                 repair::run(args, &opts, fix::Mode::Yes, &device, Some(&mut answer))
             }
         };
@@ -333,6 +348,12 @@ pub fn run(args: &Args) -> i32 {
             code |= EXIT_REBOOT;
         }
         return code;
+    }
+    if !args.json {
+        let streamer = std::sync::Arc::new(std::sync::Mutex::new(stream::Streamer::new(
+            &device, None, bar,
+        )));
+        opts.events = Some(stream::Streamer::events(&streamer));
     }
     let result = check::run(&args.device, &opts);
     if let Some(r) = reporter {

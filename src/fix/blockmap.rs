@@ -23,8 +23,8 @@
 //! naming a cleared inode are left to the next round's check and fixes.
 
 use crate::check::blockmap::{
-    Bounds, Entry, WALK_DEPTH_LIMIT, dir_block_limit, entry_fault, header_problem, indirect_limit,
-    node_entry,
+    Bounds, Entry, WALK_DEPTH_LIMIT, child_bound, child_end_blk, dir_block_limit, entry_fault,
+    header_problem, indirect_limit, node_entry, root_end_blk,
 };
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
@@ -114,7 +114,8 @@ pub(super) fn fix(
             levels: 0,
             staged: false,
         };
-        let changed = rw.node(&mut root, depth, 0, None)?;
+        let end_blk = root_end_blk(rw.eof_block);
+        let changed = rw.node(&mut root, depth, 0, None, end_blk)?;
         staged_below = rw.staged;
         changed
     } else {
@@ -427,6 +428,7 @@ impl ExtentRewrite<'_> {
         depth: u16,
         start: u64,
         end: Option<u64>,
+        end_blk: u64,
     ) -> super::Result<bool> {
         let h = extent::parse_header(b);
         let leaf = depth == 0;
@@ -445,7 +447,7 @@ impl ExtentRewrite<'_> {
                 keep.push(raw);
                 continue;
             }
-            let (lblk, pblk, len, unwritten) = node_entry(b, i, leaf, end);
+            let (lblk, pblk, len, unwritten) = node_entry(b, i, leaf, end_blk);
             let e = Entry {
                 leaf,
                 lblk,
@@ -494,7 +496,8 @@ impl ExtentRewrite<'_> {
                 continue;
             }
             self.nodes_left -= 1;
-            match self.child(pblk, depth, lblk + len - 1)? {
+            let (bound, below) = (child_bound(lblk, len), child_end_blk(b, i, end_blk));
+            match self.child(pblk, depth, bound, below)? {
                 Child::Drop => changed = true,
                 Child::Same => {
                     start_block = lblk;
@@ -532,8 +535,14 @@ impl ExtentRewrite<'_> {
     }
 
     /// Repairs the node at `pblk` below an index of a depth-`depth` node
-    /// that maps [lblk, end].
-    fn child(&mut self, pblk: u64, depth: u16, end: u64) -> super::Result<Child> {
+    /// that maps [lblk, end] (end None: unbounded) and runs to `end_blk`.
+    fn child(
+        &mut self,
+        pblk: u64,
+        depth: u16,
+        end: Option<u64>,
+        end_blk: u64,
+    ) -> super::Result<Child> {
         // A node on critical metadata is not repaired, nor anything below
         // it (e2fsck: "conflicts with critical metadata, skipping block
         // checks"); the duplicate block repair moves it first. A node that
@@ -558,7 +567,7 @@ impl ExtentRewrite<'_> {
         // Scanned from its own first block, as the check does.
         let first = u64::from(le32(&buf, ENTRY));
         self.levels += 1;
-        let changed = self.node(&mut buf, depth - 1, first, Some(end));
+        let changed = self.node(&mut buf, depth - 1, first, end, end_blk);
         self.levels -= 1;
         let changed = changed?;
         if extent::parse_header(&buf).entries == 0 {

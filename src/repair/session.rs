@@ -442,6 +442,9 @@ impl<'a, 'q> Session<'a, 'q> {
         let recheck_opts = &Options {
             superblock: None,
             blocksize: None,
+            // The re-checks are not shown pass by pass: their problems
+            // are asked about, or listed, after them.
+            events: None,
             ..self.opts.clone()
         };
         loop {

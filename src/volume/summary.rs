@@ -78,18 +78,32 @@ fn group_clusters(geo: &crate::fs::geometry::Geometry, g: u32) -> (Cluster, u64)
     )
 }
 
-/// Sets itable_unused to 0 in `groups`' descriptors (and their checksums),
-/// nothing else: a round of its own, since pass 1 trusted the impossible
-/// mark and skipped the inodes behind it, so nothing else the check found
+/// Sets itable_unused to 0 in the descriptors of `unused` and also clears
+/// INODE_UNINIT and BLOCK_UNINIT in those of `marks` (setting their
+/// checksums), nothing else. A round of its own: pass 1 trusted the
+/// impossible mark, or the marks of a descriptor whose checksum fails,
+/// and skipped the inodes behind them, so nothing else the check found
 /// can be relied on until a check reads every inode of those groups (as
-/// e2fsck fixes the count before its pass 1).
-pub fn reset_itable_unused<S: Stage + ?Sized>(fs: &Fs, st: &mut S, groups: &[u32]) -> Result<()> {
+/// e2fsck resets them before its pass 1).
+pub fn reset_uninit_marks<S: Stage + ?Sized>(
+    fs: &Fs,
+    st: &mut S,
+    unused: &[u32],
+    marks: &[u32],
+) -> Result<()> {
     let mut table = DescTable::loaded(fs);
-    for &g in groups {
+    for (&g, flags) in unused
+        .iter()
+        .map(|g| (g, false))
+        .chain(marks.iter().map(|g| (g, true)))
+    {
         if fs.gds.get(g as usize).is_none() {
             continue;
         }
         let mut d = table.desc(g).ok_or_else(|| missing(g))?;
+        if flags {
+            d.set_flags(d.flags() & !(BG_INODE_UNINIT | BG_BLOCK_UNINIT));
+        }
         d.set_itable_unused(0);
         d.set_checksum(&fs.sb, g);
     }
