@@ -58,46 +58,8 @@ pub(super) fn fix(
     p: &Problem,
     round: &mut Round,
 ) -> super::Result<bool> {
-    // Problems of blocks or of the file system, not of one inode.
-    match p.code {
-        Code::DirNlinkFeature => {
-            round.ro_compat |= ro_compat::DIR_NLINK;
-            return Ok(true);
-        }
-        // e2fsck clears a root that is no directory in pass 1 and makes a
-        // new one in pass 3: the new one directly.
-        Code::RootMissing | Code::RootNotDirectory => {
-            return make_root(fs, state, overlay, round);
-        }
-        Code::XattrBlockChecksum => return xattr_block(fs, overlay, p.args().blk, None),
-        Code::XattrBlockRefcount => {
-            let Some(n) = p.args().num2.and_then(|n| u32::try_from(n).ok()) else {
-                return Ok(false);
-            };
-            return xattr_block(fs, overlay, p.args().blk, Some(n));
-        }
-        Code::InodeEaInodeRefs => {
-            let (Some(ino), Some(n)) = (p.args().ino, p.args().num2) else {
-                return Ok(false);
-            };
-            return edit(fs, overlay, ino, |m| m.set_ea_refcount(n));
-        }
-        Code::XattrEaInodeNoFlag => {
-            let Some(ea) = p.args().num.and_then(|n| u32::try_from(n).ok()) else {
-                return Ok(false);
-            };
-            if ea == 0 || ea > fs.geo.inodes_count || round.cleared.contains(&ea) {
-                return Ok(false);
-            }
-            // With the flag set the entry is valid and its value charged
-            // to the owner again: the owner's i_blocks, found without the
-            // charge, is judged by the next round.
-            round.modified.extend(p.args().ino);
-            return edit(fs, overlay, ea, |m| {
-                m.set_flags(m.flags() | flags::EA_INODE)
-            });
-        }
-        _ => {}
+    if let Some(done) = fix_fs_wide(fs, state, overlay, p, round)? {
+        return Ok(done);
     }
     let Some(ino) = p.args().ino else {
         return Ok(false);
@@ -118,10 +80,92 @@ pub(super) fn fix(
         fs.sb.has_incompat(incompat::EXTENTS) || round.incompat & incompat::EXTENTS != 0;
     let inline_fs =
         fs.sb.has_incompat(incompat::INLINE_DATA) || round.incompat & incompat::INLINE_DATA != 0;
+    let target = Target {
+        ino,
+        raw: &raw,
+        node,
+        extents_fs,
+        inline_fs,
+    };
+    fix_inode(fs, state, overlay, p, round, &target)
+}
+
+/// The inode a problem names, as this round read it.
+struct Target<'r> {
+    ino: u32,
+    raw: &'r [u8],
+    node: Inode,
+    /// The file system uses extents (its feature, or an inode showed it).
+    extents_fs: bool,
+    /// Likewise inline data.
+    inline_fs: bool,
+}
+
+/// Problems of blocks or of the file system, not of one inode: Some
+/// (whether taken care of) for those, None for the others.
+fn fix_fs_wide(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    p: &Problem,
+    round: &mut Round,
+) -> super::Result<Option<bool>> {
+    let done = match p.code {
+        Code::DirNlinkFeature => {
+            round.ro_compat |= ro_compat::DIR_NLINK;
+            Ok(true)
+        }
+        // e2fsck clears a root that is no directory in pass 1 and makes a
+        // new one in pass 3: the new one directly.
+        Code::RootMissing | Code::RootNotDirectory => make_root(fs, state, overlay, round),
+        Code::XattrBlockChecksum => xattr_block(fs, overlay, p.args().blk, None),
+        Code::XattrBlockRefcount => {
+            let Some(n) = p.args().num2.and_then(|n| u32::try_from(n).ok()) else {
+                return Ok(Some(false));
+            };
+            xattr_block(fs, overlay, p.args().blk, Some(n))
+        }
+        Code::InodeEaInodeRefs => {
+            let (Some(ino), Some(n)) = (p.args().ino, p.args().num2) else {
+                return Ok(Some(false));
+            };
+            edit(fs, overlay, ino, |m| m.set_ea_refcount(n))
+        }
+        Code::XattrEaInodeNoFlag => {
+            let Some(ea) = p.args().num.and_then(|n| u32::try_from(n).ok()) else {
+                return Ok(Some(false));
+            };
+            if ea == 0 || ea > fs.geo.inodes_count || round.cleared.contains(&ea) {
+                return Ok(Some(false));
+            }
+            // With the flag set the entry is valid and its value charged
+            // to the owner again: the owner's i_blocks, found without the
+            // charge, is judged by the next round.
+            round.modified.extend(p.args().ino);
+            edit(fs, overlay, ea, |m| {
+                m.set_flags(m.flags() | flags::EA_INODE)
+            })
+        }
+        _ => return Ok(None),
+    };
+    done.map(Some)
+}
+
+/// The problems of one inode.
+fn fix_inode(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    p: &Problem,
+    round: &mut Round,
+    t: &Target,
+) -> super::Result<bool> {
+    let (ino, raw, node) = (t.ino, t.raw, &t.node);
+    let (extents_fs, inline_fs) = (t.extents_fs, t.inline_fs);
     match p.code {
         Code::InodeGarbage | Code::InodeBadMode => clear(fs, state, overlay, ino, round),
         Code::InodeDeviceBlocks => {
-            if pass1::device_ok(&node) {
+            if pass1::device_ok(node) {
                 set_flags(
                     fs,
                     overlay,
@@ -138,7 +182,7 @@ pub(super) fn fix(
             if extents_fs
                 && node.is_symlink()
                 && node.has_flag(flags::EXTENTS)
-                && !pass1::has_valid_blocks(&node)
+                && !pass1::has_valid_blocks(node)
             {
                 set_flags(fs, overlay, ino, round, 0, flags::EXTENTS)
             } else {
@@ -165,7 +209,7 @@ pub(super) fn fix(
         },
         Code::InodeBadFlags => match p.args().detail {
             d::INLINE_AND_EXTENTS => {
-                inline_and_extents(fs, state, overlay, ino, &raw, round, extents_fs, inline_fs)
+                inline_and_extents(fs, state, overlay, ino, raw, round, extents_fs, inline_fs)
             }
             d::EXTENTS_FL_MISSING => set_flags(fs, overlay, ino, round, flags::EXTENTS, 0),
             d::FADDR => edit(fs, overlay, ino, |m| m.set_faddr(0)),
@@ -203,6 +247,22 @@ pub(super) fn fix(
             let want = fs.sb.want_extra_isize;
             edit(fs, overlay, ino, |m| fix_extra_isize(m.0, want))
         }
+        Code::InodeXattrInInode
+        | Code::XattrHash
+        | Code::XattrEaInodeInvalid
+        | Code::XattrBlockHeader
+        | Code::XattrBlockEntries => fix_xattrs(fs, overlay, p, t),
+        Code::InodeInlineNoFeature | Code::InodeInlineData | Code::InodeExtentsNoFeature => {
+            fix_features(fs, state, overlay, p, round, t)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// An inode's extended attributes, in the inode or in their block.
+fn fix_xattrs(fs: &Fs, overlay: &mut Overlay, p: &Problem, t: &Target) -> super::Result<bool> {
+    let (ino, node) = (t.ino, &t.node);
+    match p.code {
         Code::InodeXattrInInode | Code::XattrHash | Code::XattrEaInodeInvalid
             if p.args().blk.is_none() =>
         {
@@ -225,12 +285,29 @@ pub(super) fn fix(
             let bit64 = fs.sb.is_64bit();
             edit(fs, overlay, ino, |m| m.set_file_acl(0, bit64))
         }
+        _ => Ok(false),
+    }
+}
+
+/// An inode using inline data or extents the file system does not
+/// declare, or inline data that is lost.
+fn fix_features(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    p: &Problem,
+    round: &mut Round,
+    t: &Target,
+) -> super::Result<bool> {
+    let (ino, raw, node) = (t.ino, t.raw, &t.node);
+    let (extents_fs, inline_fs) = (t.extents_fs, t.inline_fs);
+    match p.code {
         Code::InodeInlineNoFeature => {
             if inline_fs {
                 return Ok(true);
             }
             let mut buf = vec![0u8; fs.block_size()];
-            if xcheck::inline_data_size(fs, &raw, &node, &mut buf, true).is_ok() {
+            if xcheck::inline_data_size(fs, raw, node, &mut buf, true).is_ok() {
                 round.incompat |= incompat::INLINE_DATA;
                 Ok(true)
             } else {
