@@ -644,7 +644,9 @@ impl<'a> Round<'a> {
     fn relinked(&mut self, m: &mut Main) -> Fixed<()> {
         let state = self.state;
         for (&ino, &d) in &m.links {
-            if m.link_fixed.contains(&ino) || !state.inode_used.get(ino as u64) {
+            // A cleared inode keeps the count its clearing wrote.
+            let cleared = m.gone.contains(&ino) && !m.round.modified.contains(&ino);
+            if m.link_fixed.contains(&ino) || cleared || !state.inode_used.get(ino as u64) {
                 continue;
             }
             let have = state.i_links(ino);
@@ -901,12 +903,20 @@ fn structure(
 /// judges it.
 const LINK_MAX: i64 = 65000;
 
-/// The link count inode `ino` should carry when `n` entries name it.
+/// The link count inode `ino`, still in use, should carry when `n`
+/// entries name it.
+///
+/// Never 0: a count of 0 on an inode in use reads as a deleted inode
+/// with zero dtime to the next round's pass 1, which clears it, while
+/// e2fsck's pass 4 reconnects an in-use inode nothing names. A round
+/// that drops the last entry of a file (a duplicate name, a second link
+/// to a directory, a '..' moved) leaves it with one link, and the next
+/// round's pass 4 finds it unattached and reconnects it to /lost+found.
 fn link_target(state: &State, ino: u32, n: i64) -> u64 {
     if state.inode_dir.get(ino as u64) && n > LINK_MAX {
         1
     } else {
-        n.max(0) as u64
+        n.max(1) as u64
     }
 }
 
@@ -917,4 +927,25 @@ fn set_large_file(fs: &Fs, overlay: &mut Overlay) -> super::Result<()> {
         sb.make_dynamic();
         sb.set_ro_compat(sb.ro_compat() | ro_compat::LARGE_FILE);
     })?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_in_use_never_gets_a_link_count_of_zero() {
+        let state = State::new(1024, 64);
+        state.inode_used.set(12);
+        state.inode_used.set(13);
+        state.inode_dir.set(13);
+        // The one entry naming file 12 dropped this round: one link is
+        // left, for the next round's pass 4 to find it unattached.
+        assert_eq!(link_target(&state, 12, 1 - 1), 1);
+        assert_eq!(link_target(&state, 12, -1), 1);
+        assert_eq!(link_target(&state, 12, 3), 3);
+        assert_eq!(link_target(&state, 13, 0), 1);
+        assert_eq!(link_target(&state, 13, 70000), 1);
+        assert_eq!(link_target(&state, 13, 5), 5);
+    }
 }
