@@ -42,6 +42,10 @@ pub trait MapVisitor {
     fn node(&mut self, pblk: u64);
     /// A problem found on the way; pass 1B ignores them.
     fn problem(&mut self, p: Problem);
+    /// An extent node reached, with a valid header: its level (0 the
+    /// root in the inode, counting down the tree), its entries in use and
+    /// their room (pass 1E's statistics).
+    fn extent_node(&mut self, _level: u16, _entries: u16, _max: u16) {}
     /// Whether to stop early (a budget ran out, or the caller found what it
     /// wanted).
     fn done(&self) -> bool {
@@ -214,6 +218,7 @@ pub fn entry_fault(e: &Entry, b: &Bounds) -> Option<EntryFault> {
 struct ExtentWalk<'a, V: MapVisitor> {
     fs: &'a Fs,
     info: MapInfo,
+    root_depth: u16,
     v: &'a mut V,
     nodes_left: u64,
     /// Last logical block of the previous leaf extent (or None before the
@@ -266,6 +271,7 @@ pub fn walk_extents<V: MapVisitor>(
     let mut w = ExtentWalk {
         fs,
         info,
+        root_depth: h.depth,
         v,
         // Each node occupies a distinct claim; more nodes than blocks
         // means loops or sharing, and walking further proves nothing.
@@ -289,6 +295,8 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
     /// limit, the root).
     fn node(&mut self, b: &[u8], depth: u16, start: u64, end: Option<u64>, levels: &mut [Level]) {
         let h = extent::parse_header(b);
+        self.v
+            .extent_node(self.root_depth.saturating_sub(depth), h.entries, h.max);
         let ino = self.info.ino;
         let nblocks = self.fs.geo.blocks_count;
         let fdb = self.fs.geo.first_data_block;

@@ -199,6 +199,10 @@ pub(crate) struct Ctx<'a> {
     /// Inode table blocks the bad-block list names (sorted): their inodes
     /// cannot be read, so they count as in use and are not checked.
     pub bad_itable: Vec<u64>,
+    /// Pass 1E's offers made (`check::Options::optimize_extents`), and
+    /// not for directories (`-D` rebuilds them all).
+    pub optimize_extents: bool,
+    pub rehash_dirs: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -227,6 +231,8 @@ impl<'a> Ctx<'a> {
             },
             prealloc_dir_blocks: sb.raw.get(S_PREALLOC_DIR_BLOCKS_OFF).copied().unwrap_or(0) as u64,
             bad_itable: Vec::new(),
+            optimize_extents: true,
+            rehash_dirs: false,
         }
     }
 }
@@ -250,6 +256,12 @@ impl<'a> Scan<'a> {
         let units = make_units(fs);
         let firsts = units.iter().map(|&u| unit_first_ino(fs, u)).collect();
         Scan { ctx, units, firsts }
+    }
+
+    /// Whether pass 1E's offers are made, and for directories.
+    pub fn optimize_extents(&mut self, on: bool, rehash_dirs: bool) {
+        self.ctx.optimize_extents = on;
+        self.ctx.rehash_dirs = rehash_dirs;
     }
 
     pub fn len(&self) -> usize {
@@ -1377,6 +1389,8 @@ struct Claimer<'a> {
     /// claimed as (physical, logical).
     cluster_bits: u32,
     prev: Option<(u64, u64)>,
+    /// Pass 1E's statistics of the extent tree.
+    tree: super::pass1e::TreeStats,
 }
 
 impl Claimer<'_> {
@@ -1477,6 +1491,10 @@ impl Claimer<'_> {
 }
 
 impl MapVisitor for Claimer<'_> {
+    fn extent_node(&mut self, level: u16, entries: u16, max: u16) {
+        self.tree.node(level, entries, max);
+    }
+
     fn data(&mut self, lblk: u64, pblk: u64, len: u64, unwritten: bool) {
         let len = len.min(self.budget);
         self.budget -= len;
@@ -1589,6 +1607,21 @@ pub(crate) fn walk_map<V: MapVisitor>(
         blockmap::walk_indirect_limited(fs, ino, &inode.block_ptrs(), limit, scratch, v);
     }
     true
+}
+
+/// Pass 1E's offer for the extent tree just walked, as e2fsck makes it at
+/// the end of the walk. Not for a directory `-D` rebuilds anyway. A tree
+/// too deep (`InodeExtentTooDeep`) is offered it too, as by e2fsck when
+/// it declines that problem's forced rebuild (-n, -p).
+fn offer_pass1e(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode, tree: &super::pass1e::TreeStats) {
+    if !ctx.optimize_extents || (inode.is_dir() && ctx.rehash_dirs) {
+        return;
+    }
+    let bs = ctx.fs.geo.block_size;
+    let depth = crate::fs::extent::parse_header(&inode.block).depth;
+    if let Some(p) = tree.problem(c.ino, depth, bs) {
+        c.report(p);
+    }
 }
 
 /// e2fsck's first look at an htree directory (pass 1): block 0 must be
@@ -1737,6 +1770,7 @@ fn check_blocks(
         budget: fs.geo.blocks_count,
         cluster_bits: fs.geo.cluster_bits,
         prev: None,
+        tree: Default::default(),
     };
     let inline = ctx.inline_data && inode.has_flag(flags::INLINE_DATA);
     let dir_blocks_start = claimer.dir_blocks.len();
@@ -1758,8 +1792,12 @@ fn check_blocks(
         last_block,
         last_init,
         fragmented,
+        tree,
         ..
     } = claimer;
+    if walked && extent_mapped && !bad_blocks {
+        offer_pass1e(ctx, c, inode, &tree);
+    }
     blocks += mapped;
     if is_dir && !inline && inode.has_flag(flags::INDEX) && ctx.dir_index {
         let root = c.out.dir_blocks[dir_blocks_start..]

@@ -99,7 +99,8 @@ pub(crate) fn run(
         let shared = Mutex::new(&mut *budget);
         let resize = || shared.lock().unwrap_or_else(|e| e.into_inner()).threads().0;
         let st: &State = state;
-        let scan = pass1::Scan::new(fs, st);
+        let mut scan = pass1::Scan::new(fs, st);
+        scan.optimize_extents(opts.optimize_extents, opts.rehash_dirs);
         let n0 = scan.len();
         let final_below = AtomicU32::new(0);
         let mut units2 = Units2::new(fs);
