@@ -42,6 +42,17 @@ mk() { # IMG SIZE MKFS-ARGS...
     shift 2
     mkfs.ext4 -q -F -U 6b33f2a8-1c3e-4b7a-9d2e-5f0a1b2c3d4e \
         -E hash_seed=0d7a7c8e-2b1f-4e6a-8c3d-9e0f1a2b3c4d "$@" "$img" "$size" >/dev/null
+    # mkfs -d copies each file's ctime, which touch cannot set: fix it, so
+    # that the image is the same whenever it is built.
+    local prev= a
+    for a in "$@"; do
+        if [ "$prev" = -d ]; then
+            (cd "$a" && find . -mindepth 1 | sed 's|^\.||') |
+                awk '{print "sif \"" $0 "\" ctime 1690000000"}' | dfs "$img"
+            echo 'sif / ctime 1690000000' | dfs "$img"
+        fi
+        prev=$a
+    done
 }
 tree() {
     local t=$work/tree
@@ -147,6 +158,8 @@ run() { # LABEL IMG
         rm -f "$work/undo"
         timeout 120 "$PFSCK" -fy --threads "$t" -z "$work/undo" "$work/img" \
             >"$out/$label.t$t.fy" 2>&1 </dev/null || fyx=$?
+        # The work path differs between worktrees; reports name it.
+        sed -i "s|$work|WORK|g" "$out/$label.t$t.fn" "$out/$label.t$t.fy"
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$label" "$t" "$(md5sum <"$img" | cut -c1-32)" \
             "$fnx" "$fyx" "$(md5sum <"$work/img" | cut -c1-32)" \
             "$(cat "$out/$label.t$t.fn" "$out/$label.t$t.fy" | md5sum | cut -c1-32)" \

@@ -17,4 +17,6 @@ pub mod fs;
 pub mod io;
 pub mod online;
 pub mod repair;
+#[cfg(test)]
+pub(crate) mod testfs;
 pub mod volume;

@@ -28,6 +28,8 @@ pub mod quota;
 pub mod recovery;
 pub mod state;
 pub mod superblock;
+#[cfg(test)]
+mod unit;
 pub mod xattr;
 
 use crate::engine::{Budget, Clock, Control, Threads};

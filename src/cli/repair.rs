@@ -33,6 +33,9 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, ask: Option<As
         explicit: args.undo.clone(),
         unattended: args.preen || args.auto,
         yes: args.yes,
+        memory: std::env::var("PFSCK_STAGING_MEMORY")
+            .ok()
+            .and_then(|v| v.parse().ok()),
     };
     let before_commit = || super::fault("before-commit");
     let session = Session::new(

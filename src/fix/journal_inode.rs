@@ -36,7 +36,7 @@ use crate::fs::bytes::put_le32;
 use crate::fs::extent::Extent;
 use crate::fs::inode::{self as finode, InodeMut, flags};
 use crate::fs::superblock::{JNL_BACKUP_BLOCKS, compat, incompat};
-use crate::repair::overlay::{DEFAULT_LIMIT, Overlay};
+use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 use std::collections::BTreeSet;
 
@@ -46,6 +46,10 @@ const JOURNAL_INO: u32 = 8;
 const MIN_BACKUP_SIZE: i64 = 1024;
 /// Longest initialised extent.
 const MAX_EXTENT: u64 = 32768;
+/// Bytes of old journal contents zeroed at most. A journal whose s_start
+/// is 0 is never read past its superblock, so leftovers are harmless;
+/// zeroing more would only grow the undo log.
+const ZEROING_BUDGET: u64 = 256 * 1024 * 1024;
 
 /// e2fsck's default journal size in blocks for a file system of `blocks`
 /// blocks; None when it is too small for a journal.
@@ -175,7 +179,7 @@ pub(super) fn recreate(
     let zero = vec![0u8; bs];
     let mut cur = vec![0u8; bs];
     for &p in data.iter().skip(1) {
-        if overlay.staged_bytes() + (bs as u64) * 64 > DEFAULT_LIMIT / 2 {
+        if overlay.staged_bytes() + (bs as u64) * 64 > ZEROING_BUDGET {
             break;
         }
         overlay

@@ -23,10 +23,13 @@
 //! fixes stage on top, and once the re-check is gone the rounds are merged
 //! ([`Overlay::flattened`]).
 //!
-//! The total is bounded ([`DEFAULT_LIMIT`]): the undo log holds a
+//! A repair's total is not capped: however large the file system, a
+//! repair may rewrite as much of it as it needs. The undo log holds a
 //! before-image of every changed block and the spill file a copy of every
-//! staged one, both beside each other on the log's disk, and `rollback`
-//! reads the log whole.
+//! staged one, both beside each other on the log's disk, so that disk's
+//! free space is the real bound; running out of it fails the repair before
+//! the device is written. A repair with no undo log (no directory could be
+//! written, as at boot) stages everything in memory ([`Staging::without_log`]).
 
 use super::{RepairError, Result};
 use crate::io::{Device, ReadOverlay};
@@ -35,10 +38,6 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// Default bound on staged bytes: about twice that on the undo log's disk
-/// at the commit (spill file and log), and in memory for a rollback.
-pub const DEFAULT_LIMIT: u64 = 512 * 1024 * 1024;
 
 /// Staged bytes kept in memory per overlay before blocks spill to the
 /// file: 256 blocks of 4 KiB. Repairs of a few directories or inodes (the
@@ -70,17 +69,27 @@ impl Staging {
         }
     }
 
-    /// A repair whose undo log is `log`: the spill file goes beside it.
-    pub fn beside_log(log: &Path) -> Staging {
+    /// A repair whose undo log is `log`: the spill file goes beside it,
+    /// past `memory` bytes ([`MEMORY_BUDGET`] unless a test says). The
+    /// device's size is the only bound on the total.
+    pub fn beside_log(log: &Path, memory: Option<u64>) -> Staging {
         let dir = match log.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
         Staging {
-            limit: DEFAULT_LIMIT,
-            memory: MEMORY_BUDGET,
+            limit: u64::MAX,
+            memory: memory.unwrap_or(MEMORY_BUDGET),
             spill_dir: Some(dir),
         }
+    }
+
+    /// A repair that goes without an undo log because no directory could
+    /// be written (the log's, the run directory): nowhere to spill either,
+    /// so every staged block stays in memory, with no cap. e2fsck writes
+    /// in place there; pfsck needs the staged blocks for its re-checks.
+    pub fn without_log() -> Staging {
+        Staging::in_memory(u64::MAX)
     }
 }
 
@@ -909,5 +918,36 @@ mod tests {
             "no spill file, no staging"
         );
         assert!(o.is_empty());
+    }
+
+    /// A repair beside its log is bounded by the device, not by a byte
+    /// count: 520 MiB staged (more than the 512 MiB cap there once was),
+    /// nearly all of it spilled, reads back as staged.
+    #[test]
+    fn beside_a_log_the_total_is_not_capped() {
+        let dir = Dir::new("uncapped");
+        let staging = Staging::beside_log(&dir.0.join("x.undo"), Some(64 * 1024));
+        let bs = 64 * 1024u32;
+        let blocks = 520 * 16u64;
+        let mut o = Overlay::with_staging(bs, (blocks + 1) * u64::from(bs), &staging).unwrap();
+        for b in 0..blocks {
+            o.stage(b, vec![b as u8; bs as usize]).unwrap();
+        }
+        assert_eq!(o.staged_bytes(), blocks * u64::from(bs));
+        assert_eq!(o.spilled_blocks(), blocks - 1);
+        for b in [0, 4099, blocks - 1] {
+            assert_eq!(o.get(b).unwrap().unwrap(), vec![b as u8; bs as usize]);
+        }
+        assert_eq!(dir.entries(), 0, "the spill file has no name");
+    }
+
+    #[test]
+    fn without_a_log_everything_stays_in_memory() {
+        let mut o = Overlay::with_staging(1024, 1 << 20, &Staging::without_log()).unwrap();
+        for b in 0..1000 {
+            o.stage(b, vec![b as u8; 1024]).unwrap();
+        }
+        assert_eq!(o.spilled_blocks(), 0);
+        assert_eq!(o.memory_bytes(), 1000 * 1024);
     }
 }

@@ -233,6 +233,9 @@ pub struct UndoChoice {
     pub unattended: bool,
     /// `-y`.
     pub yes: bool,
+    /// Bytes of staged blocks kept in memory before they spill beside the
+    /// log; `None`: the default budget. A test hook (`PFSCK_STAGING_MEMORY`).
+    pub memory: Option<u64>,
 }
 
 /// One repair of one device.
@@ -598,9 +601,14 @@ impl<'a, 'q> Session<'a, 'q> {
     }
 
     /// Where a repair stages: blocks beyond a small budget spill to a file
-    /// beside the undo log (never on the device being repaired).
+    /// beside the undo log (never on the device being repaired), or stay in
+    /// memory when there is no log, since its directory could not be
+    /// written either.
     fn staging(&self) -> Staging {
-        Staging::beside_log(&self.undo_log())
+        match self.undo_target() {
+            UndoTarget::Log { path, .. } => Staging::beside_log(path, self.undo.memory),
+            UndoTarget::Without { .. } => Staging::without_log(),
+        }
     }
 
     /// The undo log path: the resolved log, or the one wanted when the
@@ -711,7 +719,7 @@ impl<'a, 'q> Session<'a, 'q> {
         let bs = fs.geo.block_size;
         let dev =
             Device::open_read_only(path).map_err(|e| SessionError::JournalReset(e.to_string()))?;
-        let mut overlay = Overlay::new(bs, dev.size(), super::overlay::DEFAULT_LIMIT)
+        let mut overlay = Overlay::new(bs, dev.size(), u64::from(bs))
             .map_err(|e| SessionError::JournalReset(e.to_string()))?;
         overlay
             .stage(ext.jsb_block, check::external_journal::reset_block(&ext))

@@ -498,6 +498,31 @@ fn boot_repair_without_any_writable_log_goes_on_and_says_so() {
     assert!(!out.contains("--rollback"), "suggests a rollback: {out}");
 }
 
+/// With no log there is no directory to spill staged blocks to either:
+/// they stay in memory, so a repair larger than the memory budget (here
+/// set to nothing) still completes at boot.
+#[test]
+fn boot_repair_without_any_writable_log_stages_in_memory() {
+    let dir = TempDir::new("safety-boot-nolog-spill");
+    let img = broken_at_boot(&dir);
+    let ro = dir.join("ro");
+    let Some(_ro) = read_only_mount(&ro) else {
+        eprintln!("NOTICE: skipped: cannot mount a read-only tmpfs");
+        return;
+    };
+    let o = Command::new(pfsck_bin())
+        .args([OsStr::new("-p"), OsStr::new("-z")])
+        .arg(ro.join("disk.undo"))
+        .arg(&img)
+        .env("PFSCK_RUN_DIR", ro.join("run"))
+        .env("PFSCK_STAGING_MEMORY", "0")
+        .output()
+        .unwrap();
+    let out = output_text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(e2fsck_fn(&img), 0, "not repaired: {out}");
+}
+
 #[test]
 fn attended_repair_keeps_an_explicit_unwritable_log_and_refuses() {
     let dir = TempDir::new("safety-attended-ro");
