@@ -223,6 +223,11 @@ fn write_text(
                 render(out, k, &p)?;
             }
         }
+        // e2fsck's header when it rebuilds extent trees, after pass 1D.
+        let optimized = |&(k, ref p): &(usize, Problem)| fixed(k) && e2fsck_map::not_a_fix(p);
+        if pass == Pass::P1 && in_pass(Pass::P1).any(|kp| optimized(&kp)) {
+            out.write_all(b"Pass 1E: Optimizing extent trees\n")?;
+        }
     }
     if let Some(r) = repaired {
         repair_lines(out, name, r)?;

@@ -366,7 +366,11 @@ impl<'a> Round<'a> {
         let mut m = Main {
             damaged: report
                 .problems
-                .iter_where(|c| c != Code::InodeChecksum && c.spec().pass == Pass::P1)
+                .iter_where(|c| {
+                    c != Code::InodeChecksum
+                        && c.spec().pass == Pass::P1
+                        && !matches!(c, Code::ExtentTreeShorter | Code::ExtentTreeNarrower)
+                })
                 .filter_map(|(_, p)| p.args().ino)
                 .collect(),
             ..Main::default()
@@ -393,7 +397,7 @@ impl<'a> Round<'a> {
             m.summary |= self.fixed[k];
         }
         if !self.any(want, |c| c == Code::DupBlocks) {
-            self.extents(want, &mut m.round)?;
+            self.extents(want, &mut m)?;
         }
         // Cleared inodes need nothing more; changed ones are judged again
         // by the next round. Once pass 1 cleared or changed an inode, what
@@ -408,9 +412,11 @@ impl<'a> Round<'a> {
     }
 
     /// Pass 1E, once pass 1D has nothing left: a block map on bigalloc
-    /// becomes an extent tree. Not over other map fixes of the same inode
+    /// becomes an extent tree, an extent tree that could be shorter or
+    /// narrower is rebuilt. Not over other map fixes of the same inode
     /// (they go first, the next round converts what they leave).
-    fn extents(&mut self, want: &Wanted, round: &mut clear::Round) -> Fixed<()> {
+    fn extents(&mut self, want: &Wanted, m: &mut Main) -> Fixed<()> {
+        let round = &mut m.round;
         let report = self.report;
         let mapped: BTreeSet<u32> = report
             .problems
@@ -418,11 +424,15 @@ impl<'a> Round<'a> {
             .filter(|(_, q)| want.ok(q))
             .filter_map(|(_, q)| q.args().ino)
             .collect();
-        for (k, p) in report
-            .problems
-            .iter_where(|c| c == Code::InodeBigallocBlockMap)
-        {
+        // Inodes whose tree pass 1E rebuilt: their other offers (and a
+        // tree too deep) are fixed with it.
+        let mut rebuilt = BTreeSet::new();
+        for (k, p) in report.problems.iter_where(|c| table::is(c, Fixer::Extents)) {
             let Some(ino) = p.args().ino else { continue };
+            if p.code != Code::InodeBigallocBlockMap && rebuilt.contains(&ino) {
+                self.fixed[k] = true;
+                continue;
+            }
             if !want.ok(&p)
                 || round.cleared.contains(&ino)
                 || round.modified.contains(&ino)
@@ -430,7 +440,18 @@ impl<'a> Round<'a> {
             {
                 continue;
             }
-            if extents::rebuild(self.fs, self.state, &mut self.overlay, ino)? {
+            let done = if p.code == Code::InodeBigallocBlockMap {
+                extents::rebuild(self.fs, self.state, &mut self.overlay, ino)?
+            } else {
+                // Tree blocks given back: the summary follows.
+                let done = extents::optimize(self.fs, self.state, &mut self.overlay, ino)?;
+                m.summary |= done;
+                if done {
+                    rebuilt.insert(ino);
+                }
+                done
+            };
+            if done {
                 self.fixed[k] = true;
                 round.modified.insert(ino);
             }

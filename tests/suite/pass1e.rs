@@ -109,3 +109,74 @@ fn no_optimize_extents_and_fixes_only_make_no_offer() {
         assert!(offers(&pf.stdout).is_empty(), "{opt}: {}", pf.stdout);
     }
 }
+
+/// `-fy` rebuilds the tree as e2fsck's pass 1E does: the same output
+/// lines for the offer and the pass header, exit 0 as e2fsck (not a
+/// correction), e2fsck -fn clean and offering nothing after, the file's
+/// contents unchanged.
+fn rebuilt_as_e2fsck_rebuilds(img: &Path, want: &str) {
+    let (a, b) = (img.with_extension("e2"), img.with_extension("pf"));
+    copy_image(img, &a);
+    copy_image(img, &b);
+    let e2 = oracle_run(&a, &["-fy"]);
+    let pf = pfsck_timeout(&["-fy".as_ref(), b.as_os_str()], E2FSCK_TIMEOUT);
+    assert_eq!(e2.code(), Some(0), "{}", e2.stdout);
+    assert_eq!(pf.code(), Some(0), "{}", pf.stdout);
+    let line = format!("{want}  Optimize? yes");
+    assert_eq!(offers(&e2.stdout), vec![line.clone()], "{}", e2.stdout);
+    assert_eq!(offers(&pf.stdout), vec![line], "{}", pf.stdout);
+    for out in [&e2.stdout, &pf.stdout] {
+        assert!(
+            out.contains("\nPass 1E: Optimizing extent trees\nPass 2:"),
+            "{out}"
+        );
+        assert!(
+            out.contains("***** FILE SYSTEM WAS MODIFIED *****"),
+            "{out}"
+        );
+    }
+    let after = oracle_run(&b, &["-fn"]);
+    assert_eq!(after.code(), Some(0), "{}", after.stdout);
+    assert!(offers(&after.stdout).is_empty(), "{}", after.stdout);
+    let again = pfsck_timeout(&["-fn".as_ref(), b.as_os_str()], E2FSCK_TIMEOUT);
+    assert_eq!(again.code(), Some(0), "{}", again.stdout);
+    assert!(offers(&again.stdout).is_empty(), "{}", again.stdout);
+    let dump = |i: &Path| {
+        let out = i.with_extension("dump");
+        debugfs_r(i, &format!("dump /sparse {}", out.display()));
+        std::fs::read(&out).unwrap()
+    };
+    let before = dump(img);
+    assert!(!before.is_empty());
+    assert_eq!(dump(&b), before);
+    assert_eq!(dump(&a), before);
+}
+
+#[test]
+fn a_tree_that_could_be_shorter_is_rebuilt_under_y() {
+    let dir = TempDir::new("pass1e-shorter-y");
+    let img = shorter(&dir);
+    rebuilt_as_e2fsck_rebuilds(&img, "Inode 12 extent tree (at level 1) could be shorter.");
+    // The extents went back into the inode.
+    let b = img.with_extension("pf");
+    assert!(!debugfs_r(&b, "ex /sparse").contains(" 1/ 1 "));
+}
+
+#[test]
+fn a_tree_that_could_be_narrower_is_rebuilt_under_y() {
+    let dir = TempDir::new("pass1e-narrower-y");
+    let img = narrower(&dir);
+    rebuilt_as_e2fsck_rebuilds(&img, "Inode 12 extent tree (at level 1) could be narrower.");
+}
+
+#[test]
+fn a_tree_of_two_index_levels_is_rebuilt_with_two() {
+    // 1000 extents in 13 leaves of 1 KiB under an index node, 100 of
+    // them punched: 900 extents need 11 full leaves, still two levels.
+    let dir = TempDir::new("pass1e-deep-y");
+    let img = image(&dir, "deep", 1024, 1000, &[(100, 300)]);
+    rebuilt_as_e2fsck_rebuilds(&img, "Inode 12 extent tree (at level 2) could be narrower.");
+    let b = img.with_extension("pf");
+    let ex = debugfs_r(&b, "ex /sparse");
+    assert!(ex.contains(" 1/ 2  11/ 11 "), "{ex}");
+}
