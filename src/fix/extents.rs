@@ -22,6 +22,7 @@ use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::extent::{Extent, INIT_MAX_LEN};
 use crate::fs::inode::{Inode, flags, inode_csum_seed};
+use crate::fs::num::Blk;
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
@@ -104,7 +105,7 @@ pub(super) fn rebuild(
     let checkpoint = alloc.checkpoint();
     let view: &Overlay = overlay;
     let built = extent::build(&extents, fs.block_size(), 4, seed, || {
-        alloc.take_lowest(view)
+        alloc.take_lowest(view).map(Blk::get)
     });
     let Some(tree) = built else {
         alloc.rollback(checkpoint);
@@ -248,7 +249,9 @@ pub(super) fn optimize(
     let mut reuse = c.nodes.iter().copied();
     let view: &Overlay = overlay;
     let built = extent::build(&extents, fs.block_size(), usize::MAX, seed, || {
-        reuse.next().or_else(|| alloc.take_lowest(view))
+        reuse
+            .next()
+            .or_else(|| alloc.take_lowest(view).map(Blk::get))
     });
     let Some(tree) = built else {
         alloc.rollback(checkpoint);
@@ -266,7 +269,7 @@ pub(super) fn optimize(
     };
     for &b in &c.nodes {
         if !kept.contains(&b) && !data_in(b) {
-            alloc.free(b);
+            alloc.free(Blk(b));
         }
     }
     for (b, node) in &tree.leaves {
