@@ -63,7 +63,9 @@ FALLOC_FL_PUNCH_HOLE = 2
 
 
 def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, timeout=kw.pop("timeout", LIMIT), **kw)
+    return subprocess.run(
+        cmd, capture_output=True, stdin=subprocess.DEVNULL, timeout=kw.pop("timeout", LIMIT), **kw
+    )
 
 
 def can_mount(work):
@@ -373,6 +375,16 @@ def fsck(tool, args, img):
         return -1, "timeout"
 
 
+def offers(out):
+    """Pass 1E's offers in a -n output: (inode, level, shorter or narrower)."""
+    found = []
+    for line in out.splitlines():
+        w = line.split()
+        if len(w) >= 9 and w[0] == "Inode" and w[2:5] == ["extent", "tree", "(at"] and w[7] == "be":
+            found.append("%s %s %s" % (w[1], w[6].rstrip(")"), w[8].rstrip(".")))
+    return found
+
+
 def compare(copy, pfsck, e2fsck):
     res = {"copy": os.path.basename(copy)}
     # e2fsck -n skips journal recovery and orphan processing, which pfsck -n
@@ -381,8 +393,10 @@ def compare(copy, pfsck, e2fsck):
     a, b = copy + ".e2", copy + ".pf"
     shutil.copyfile(copy, a)
     fsck(e2fsck, ["-E", "journal_only", "-y"], a)
-    res["e2_n"], _ = fsck(e2fsck, ["-fn"], a)
+    res["e2_n"], e2_out = fsck(e2fsck, ["-fn"], a)
     res["pf_n"], res["pf_n_out"] = fsck(pfsck, ["-fn"], a)
+    res["offers_e2"] = offers(e2_out)
+    res["offers_pf"] = offers(res["pf_n_out"])
     res["pf_n_raw"], _ = fsck(pfsck, ["-fn"], copy)
     shutil.copyfile(copy, a)
     shutil.copyfile(copy, b)
@@ -503,6 +517,25 @@ def report(results, json_path):
         if r["pf_n"] not in (0, 4) or r["pf_n_raw"] not in (0, 4) or r["pf_y"] not in (0, 1)
     ]
     print("pfsck exits other than 0/4 (-n) or 0/1 (-y): %d" % len(bad_exit))
+    offered = [r for r in results if r.get("offers_e2")]
+    offers_ok = [r for r in results if r.get("offers_e2") == r.get("offers_pf")]
+    print("pass 1E offers (extent tree could be shorter/narrower) equal under -fn: %d/%d copies"
+          " (e2fsck offers on %d copies, %d trees)"
+          % (len(offers_ok), len(results), len(offered),
+             sum(len(r["offers_e2"]) for r in offered)))
+    per = {}
+    for r in results:
+        t = per.setdefault(r["variant"], [0, 0, 0, 0, 0, 0])
+        t[0] += 1
+        t[1] += (r["e2_n"] == 0) == (r["pf_n"] == 0)
+        t[2] += r["e2_after"] == 0
+        t[3] += r["e2_after"] == 0 and r["pf_after"] == 0
+        t[4] += len(r["lost"])
+        t[5] += not r["path_diff"]
+    print("per variant: copies, verdicts equal, converged/base, lost, paths equal")
+    for v in sorted(per):
+        t = per[v]
+        print("  %-16s %3d  %3d  %3d/%-3d  %d  %3d" % (v, t[0], t[1], t[3], t[2], t[4], t[5]))
     for r in results:
         if r["bad"]:
             print("  disagrees: %s %s" % (r["variant"], r["copy"]))

@@ -45,6 +45,10 @@ pub trait MapVisitor {
     fn node(&mut self, pblk: u64);
     /// A problem found on the way; pass 1B ignores them.
     fn problem(&mut self, p: Problem);
+    /// An extent node reached, with a valid header: its level (0 the
+    /// root in the inode, counting down the tree), its entries in use and
+    /// their room (pass 1E's statistics).
+    fn extent_node(&mut self, _level: u16, _entries: u16, _max: u16) {}
     /// Whether to stop early (a budget ran out, or the caller found what it
     /// wanted).
     fn done(&self) -> bool {
@@ -81,6 +85,8 @@ pub struct Subtree {
     pub last_init: Option<u64>,
     /// Every block `data` and `node` were given.
     pub claims: ClaimLog,
+    /// Pass 1E's per-level statistics of its nodes (`extent_node`).
+    pub tree: crate::check::pass1e::TreeStats,
 }
 
 /// Blocks to claim, 64 to an entry: a leaf of one-block extents is a
@@ -331,6 +337,7 @@ pub fn entry_fault(e: &Entry, b: &Bounds) -> Option<EntryFault> {
 struct ExtentWalk<'a, 's, V: MapVisitor> {
     fs: &'a Fs,
     info: MapInfo,
+    root_depth: u16,
     v: &'a mut V,
     nodes_left: u64,
     /// Last logical block of the previous leaf extent (or None before the
@@ -390,6 +397,7 @@ pub fn walk_extents<V: MapVisitor>(
     let mut w = ExtentWalk {
         fs,
         info,
+        root_depth: h.depth,
         v,
         // Each node occupies a distinct claim; more nodes than blocks
         // means loops or sharing, and walking further proves nothing.
@@ -424,6 +432,8 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
         levels: &mut [Level],
     ) {
         let h = extent::parse_header(b);
+        self.v
+            .extent_node(self.root_depth.saturating_sub(depth), h.entries, h.max);
         let ino = self.info.ino;
         let nblocks = self.fs.geo.blocks_count;
         let fdb = self.fs.geo.first_data_block;
@@ -523,6 +533,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             let task = split::Task {
                 pblk,
                 lblk,
+                root_depth: self.root_depth,
                 end: node_end,
                 end_blk: node_end_blk,
                 depth: depth - 1,

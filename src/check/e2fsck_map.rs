@@ -85,6 +85,8 @@ pub fn codes(code: Code) -> &'static [u32] {
         InodeExtentOrder => &[0x01005E],
         InodeExtentNodeChecksum => &[0x01006A],
         InodeExtentTooDeep => &[0x01007F],
+        ExtentTreeShorter => &[0x014006],
+        ExtentTreeNarrower => &[0x014007],
         InodeExtentNodeBad => &[0x01005F],
         InodeExtentIndexEnd => &[0x01006D],
         InodeExtentPastEof => &[0x01006E],
@@ -308,6 +310,15 @@ pub fn preen_quiet(p: &Problem) -> bool {
         .is_some_and(|e| e.flags & catalogue::PREEN_NOMSG != 0)
 }
 
+/// Is `p` an offer rather than a fix (NOT_A_FIX: pass 1E's optimisation
+/// of an extent tree)? e2fsck asks it in every mode, and neither answer
+/// changes the exit code.
+pub fn not_a_fix(p: &Problem) -> bool {
+    p.e2fsck_code()
+        .and_then(catalogue::entry)
+        .is_some_and(|e| e.flags & catalogue::NOT_A_FIX != 0)
+}
+
 /// Does e2fsck -n leave `p` unsaid (NO_NOMSG: the file type it would set
 /// on an entry that has none)?
 pub fn no_quiet(p: &Problem) -> bool {
@@ -515,7 +526,9 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         // The logical block stands in the block slot there.
         Code::ClusterMisaligned => (a.ino, a.num),
         // The depth stands in the block slot there.
-        Code::InodeExtentTooDeep => (a.ino, a.num),
+        Code::InodeExtentTooDeep | Code::ExtentTreeShorter | Code::ExtentTreeNarrower => {
+            (a.ino, a.num)
+        }
         Code::GdItableUnused => (None, a.num),
         _ => (a.ino, a.blk),
     };

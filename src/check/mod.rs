@@ -15,6 +15,7 @@ pub mod mmp;
 pub mod orphan;
 pub mod pass1;
 pub mod pass1b;
+pub mod pass1e;
 pub mod pass2;
 pub mod pass3;
 pub mod pass4;
@@ -72,6 +73,11 @@ pub struct Options {
     /// (the binary's `PFSCK_NO_OVERLAP=1`: tests compare the two,
     /// benchmarks measure it).
     pub overlap: bool,
+    /// Pass 1E's offers to make extent trees shorter or narrower (off
+    /// with `-E no_optimize_extents` or `-E fixes_only`, as in e2fsck).
+    pub optimize_extents: bool,
+    /// `-D`: every directory is rebuilt, so none is offered pass 1E.
+    pub rehash_dirs: bool,
     /// Told of each pass as it begins (the CLI prints as the check goes).
     pub events: Option<Events>,
 }
@@ -118,6 +124,8 @@ impl Default for Options {
             control: Control::default(),
             clock: Clock::System,
             overlap: true,
+            optimize_extents: true,
+            rehash_dirs: false,
             events: None,
         }
     }

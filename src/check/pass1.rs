@@ -208,6 +208,10 @@ pub(crate) struct Ctx<'a> {
     /// Threads a huge extent tree's subtrees may be walked on (1: none):
     /// the walk and helpers that live as long as it.
     pub split: usize,
+    /// Pass 1E's offers made (`check::Options::optimize_extents`), and
+    /// not for directories (`-D` rebuilds them all).
+    pub optimize_extents: bool,
+    pub rehash_dirs: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -237,6 +241,8 @@ impl<'a> Ctx<'a> {
             prealloc_dir_blocks: sb.raw.get(S_PREALLOC_DIR_BLOCKS_OFF).copied().unwrap_or(0) as u64,
             bad_itable: Vec::new(),
             split: 1,
+            optimize_extents: true,
+            rehash_dirs: false,
         }
     }
 }
@@ -265,6 +271,12 @@ impl<'a> Scan<'a> {
     /// Lets a huge file's extent tree be walked on `threads` threads.
     pub fn split_huge_files(&mut self, threads: usize) {
         self.ctx.split = threads;
+    }
+
+    /// Whether pass 1E's offers are made, and for directories.
+    pub fn optimize_extents(&mut self, on: bool, rehash_dirs: bool) {
+        self.ctx.optimize_extents = on;
+        self.ctx.rehash_dirs = rehash_dirs;
     }
 
     pub fn len(&self) -> usize {
@@ -1401,6 +1413,8 @@ struct Claimer<'a> {
     /// claimed as (physical, logical).
     cluster_bits: u32,
     prev: Option<(u64, u64)>,
+    /// Pass 1E's statistics of the extent tree.
+    tree: super::pass1e::TreeStats,
 }
 
 impl Claimer<'_> {
@@ -1506,6 +1520,10 @@ impl Claimer<'_> {
 }
 
 impl MapVisitor for Claimer<'_> {
+    fn extent_node(&mut self, level: u16, entries: u16, max: u16) {
+        self.tree.node(level, entries, max);
+    }
+
     fn data(&mut self, lblk: u64, pblk: u64, len: u64, unwritten: bool) {
         let len = len.min(self.budget);
         self.budget -= len;
@@ -1603,6 +1621,7 @@ impl MapVisitor for Claimer<'_> {
         };
         self.last_block = max(self.last_block, s.last_block);
         self.last_init = max(self.last_init, s.last_init);
+        self.tree.add(&s.tree);
         for &(w, bits) in &s.claims.words {
             self.state.claim_word(w, bits);
         }
@@ -1660,6 +1679,21 @@ pub(crate) fn walk_map<V: MapVisitor>(
         blockmap::walk_indirect_limited(fs, ino, &inode.block_ptrs(), limit, scratch, v);
     }
     true
+}
+
+/// Pass 1E's offer for the extent tree just walked, as e2fsck makes it at
+/// the end of the walk. Not for a directory `-D` rebuilds anyway. A tree
+/// too deep (`InodeExtentTooDeep`) is offered it too, as by e2fsck when
+/// it declines that problem's forced rebuild (-n, -p).
+fn offer_pass1e(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode, tree: &super::pass1e::TreeStats) {
+    if !ctx.optimize_extents || (inode.is_dir() && ctx.rehash_dirs) {
+        return;
+    }
+    let bs = ctx.fs.geo.block_size;
+    let depth = crate::fs::extent::parse_header(&inode.block).depth;
+    if let Some(p) = tree.problem(c.ino, depth, bs) {
+        c.report(p);
+    }
 }
 
 /// e2fsck's first look at an htree directory (pass 1): block 0 must be
@@ -1809,6 +1843,7 @@ fn check_blocks(
         budget: fs.geo.blocks_count,
         cluster_bits: fs.geo.cluster_bits,
         prev: None,
+        tree: Default::default(),
     };
     let inline = ctx.inline_data && inode.has_flag(flags::INLINE_DATA);
     let dir_blocks_start = claimer.dir_blocks.len();
@@ -1831,8 +1866,12 @@ fn check_blocks(
         last_block,
         last_init,
         fragmented,
+        tree,
         ..
     } = claimer;
+    if walked && extent_mapped && !bad_blocks {
+        offer_pass1e(ctx, c, inode, &tree);
+    }
     blocks += mapped;
     if is_dir && !inline && inode.has_flag(flags::INDEX) && ctx.dir_index {
         let root = c.out.dir_blocks[dir_blocks_start..]

@@ -101,6 +101,7 @@ pub(crate) fn run(
         let st: &State = state;
         let mut scan = pass1::Scan::new(fs, st);
         scan.split_huge_files(threads.0);
+        scan.optimize_extents(opts.optimize_extents, opts.rehash_dirs);
         let n0 = scan.len();
         let final_below = AtomicU32::new(0);
         let mut units2 = Units2::new(fs);

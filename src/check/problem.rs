@@ -179,6 +179,11 @@ problems! {
     // An indirect block reached twice in one inode's map (pointers
     // sharing it): the same product of fan-outs; a repair clears it.
     InodeBlockMapShared = ("0x1044", P1, Error, false, "Inode {ino} block map reaches indirect block {blk} more than once (indirect blocks shared), walk stopped"),
+    // Pass 1E's offers (e2fsck's NOT_A_FIX): the tree is consistent, it
+    // could only take fewer blocks or levels. Declining leaves the file
+    // system clean; making it is not a correction either (exit 0).
+    ExtentTreeShorter = ("0x1045", P1, Notice, false, "Inode {ino} extent tree (at level {num}) could be shorter"),
+    ExtentTreeNarrower = ("0x1046", P1, Notice, false, "Inode {ino} extent tree (at level {num}) could be narrower"),
     InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino} extent node at block {blk} is invalid ({detail})"),
     InodeExtentIndexEnd = ("0x1014", P1, Error, false, "Inode {ino} extent index start {num} does not match its node's first extent {num2}"),
     InodeExtentPastEof = ("0x1015", P1, Error, false, "Inode {ino}, end of extent exceeds allowed value (logical block {num}, physical block {blk}, len {num2})"),

@@ -78,9 +78,11 @@ pub struct Extended {
     pub bmap2extent: bool,
     pub unshare_blocks: bool,
     pub fragcheck: bool,
+    /// `no_optimize_extents` (the last of it and `optimize_extents`
+    /// counts): no pass 1E offers.
+    pub no_optimize_extents: bool,
     /// Accepted and ignored: discard, nodiscard, readahead_kb, ea_ver,
-    /// optimize_extents, inode_count_fullmap, check_encoding and their
-    /// no_ forms.
+    /// inode_count_fullmap, check_encoding and their no_ forms.
     pub ignored: Vec<String>,
 }
 
@@ -102,11 +104,11 @@ impl Extended {
                 ("bmap2extent", None) => self.bmap2extent = true,
                 ("unshare_blocks", None) => self.unshare_blocks = true,
                 ("fragcheck", None) => self.fragcheck = true,
+                ("optimize_extents", None) => self.no_optimize_extents = false,
+                ("no_optimize_extents", None) => self.no_optimize_extents = true,
                 (
                     "discard"
                     | "nodiscard"
-                    | "optimize_extents"
-                    | "no_optimize_extents"
                     | "inode_count_fullmap"
                     | "no_inode_count_fullmap"
                     | "check_encoding",

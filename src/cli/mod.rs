@@ -303,6 +303,8 @@ pub fn run(args: &Args) -> i32 {
         control: control().clone(),
         clock: clock(),
         overlap: overlap(),
+        optimize_extents: !args.extended.no_optimize_extents && !args.extended.fixes_only,
+        rehash_dirs: args.optimize_dirs,
         events: None,
     };
     let device = args.device.display().to_string();

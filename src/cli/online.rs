@@ -22,6 +22,8 @@ pub fn check_options(args: &Args) -> Result<check::Options, String> {
         control: super::control().clone(),
         clock: super::clock(),
         overlap: super::overlap(),
+        optimize_extents: !args.extended.no_optimize_extents && !args.extended.fixes_only,
+        rehash_dirs: false,
         events: None,
     })
 }

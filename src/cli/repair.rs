@@ -146,8 +146,20 @@ fn fixed(status: &[Status]) -> Vec<bool> {
 fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> i32 {
     let written = done.blocks_written;
     let mut code = 0;
+    // Pass 1E's optimisations alone are no correction either (e2fsck's
+    // NOT_A_FIX): the file system is modified, the exit is 0.
+    let status = &done.status;
+    let offers_only = status.contains(&Status::Fixed)
+        && done
+            .report
+            .problems
+            .iter()
+            .zip(status)
+            .all(|(p, &s)| s != Status::Fixed || crate::check::e2fsck_map::not_a_fix(&p));
     // A journal replay alone is not a correction: e2fsck exits 0 after it.
-    if (written > 0 && (done.fixes_staged || !done.replayed)) || done.recorded.became_valid {
+    if (written > 0 && (done.fixes_staged || !done.replayed) && !offers_only)
+        || done.recorded.became_valid
+    {
         code |= EXIT_CORRECTED;
     }
     let rep: &Report = &done.report;
@@ -157,7 +169,9 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
     code |= report::exit_code(&done.after);
     let r = Repaired {
         fixed: &fixed(&done.status),
-        modified: code & EXIT_CORRECTED != 0 || done.recorded.journal_errno_cleared,
+        modified: code & EXIT_CORRECTED != 0
+            || done.recorded.journal_errno_cleared
+            || (offers_only && written > 0),
         after: Some(&done.after),
         refusal: None,
     };

@@ -150,9 +150,16 @@ fn write_text(
         // silently), no pass headers, then the summary line; boot scripts and people reading boot logs
         // expect exactly this.
         forced(out)?;
-        let shown = |&(k, ref p): &(usize, Problem)| fixed(k) && !e2fsck_map::preen_quiet(p);
-        for (_, p) in numbered().filter(shown) {
-            let done = e2fsck_map::prompt(&p).preen_done();
+        // An offer preen declines (PREEN_NO) is said, with its answer.
+        let shown = |&(k, ref p): &(usize, Problem)| {
+            (fixed(k) || e2fsck_map::not_a_fix(p)) && !e2fsck_map::preen_quiet(p)
+        };
+        for (k, p) in numbered().filter(shown) {
+            let done = if fixed(k) {
+                e2fsck_map::prompt(&p).preen_done()
+            } else {
+                "IGNORED"
+            };
             writeln!(out, "{name}: {}.  {done}.", p.text_in(tree))?;
         }
         return preen_tail(out, name, repaired, code, s, args.verbose);
@@ -171,6 +178,14 @@ fn write_text(
         }
         if pass > shown.sections {
             section(out, rep, pass, &mut render)?;
+            // e2fsck's header when it rebuilds extent trees, after pass 1D.
+            let optimized = rep
+                .problems
+                .iter_where(|c| c.spec().pass == Pass::P1)
+                .any(|(k, p)| fixed(k) && e2fsck_map::not_a_fix(&p));
+            if pass == 1 && optimized {
+                out.write_all(b"Pass 1E: Optimizing extent trees\n")?;
+            }
         }
     }
     if let Some(r) = repaired {
@@ -313,6 +328,9 @@ pub fn render_problem(
              pfsck -b 8193 <device>    (1 KiB blocks)\n or\n    \
              pfsck -b 32768 <device>   (4 KiB blocks)\n"
         );
+    }
+    if e2fsck_map::not_a_fix(p) {
+        return write!(out, "{msg}.  {ask}? no\n\n");
     }
     match p.spec().severity {
         Severity::Error => write!(out, "{msg}.  {ask}? no\n\n"),

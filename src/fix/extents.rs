@@ -18,9 +18,9 @@
 
 use crate::check::blockmap::{MapVisitor, Scratch};
 use crate::check::pass1;
-use crate::check::problem::Problem;
+use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
-use crate::fs::extent::INIT_MAX_LEN;
+use crate::fs::extent::{Extent, INIT_MAX_LEN};
 use crate::fs::inode::{Inode, flags, inode_csum_seed};
 use crate::fs::num::Blk;
 use crate::fs::superblock::{incompat, ro_compat};
@@ -132,6 +132,164 @@ pub(super) fn rebuild(
             .saturating_add(new_leaves * unit);
         m.set_blocks(blocks, hi_ok);
         m.set_flags(m.flags() | flags::EXTENTS);
+        m.i_block_mut().copy_from_slice(&root);
+    })?)
+}
+
+/// The leaf extents and tree blocks of an extent tree, as pass 1E reads
+/// them back.
+struct Leaves {
+    /// (logical, physical, length, unwritten), merged as e2fsck merges
+    /// them: continuing each other logically and physically, both
+    /// written or both unwritten, under 2^32 blocks.
+    runs: Vec<(u64, u64, u64, bool)>,
+    nodes: Vec<u64>,
+    problems: bool,
+    budget: u64,
+}
+
+impl MapVisitor for Leaves {
+    fn data(&mut self, lblk: u64, pblk: u64, len: u64, unwritten: bool) {
+        let len = len.min(self.budget);
+        self.budget -= len;
+        if len == 0 {
+            return;
+        }
+        if let Some(r) = self.runs.last_mut()
+            && r.0 + r.2 == lblk
+            && r.1 + r.2 == pblk
+            && r.3 == unwritten
+            && r.2 + len < 1 << 32
+        {
+            r.2 += len;
+            return;
+        }
+        self.runs.push((lblk, pblk, len, unwritten));
+    }
+    fn node(&mut self, pblk: u64) {
+        self.budget = self.budget.saturating_sub(1);
+        self.nodes.push(pblk);
+    }
+    fn problem(&mut self, p: Problem) {
+        // A tree too deep is what the rebuild mends.
+        self.problems |= p.code != Code::InodeExtentTooDeep;
+    }
+    fn done(&self) -> bool {
+        self.budget == 0
+    }
+}
+
+/// Pass 1E's optimisation: inode `ino`'s extent tree rebuilt with as few
+/// levels and blocks as its extents need (`check::pass1e` judged it
+/// could be shorter or narrower). The mapping stays what it is; extents
+/// that continue each other are merged (at most 32768 blocks written,
+/// 32767 unwritten). The tree blocks are reused in order for the new
+/// tree, any more taken from the allocator, those left over given back
+/// (the summary follows); i_blocks follows the count of tree blocks.
+/// Returns whether it staged the new tree (false: no longer an extent
+/// tree, a deleted or inline inode, a reserved inode e2fsck leaves, or a
+/// tree the walk found anything wrong with).
+pub(super) fn optimize(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    ino: u32,
+) -> super::Result<bool> {
+    if !fs.sb.has_incompat(incompat::EXTENTS)
+        || (ino != crate::fs::inode::ROOT_INO && ino < fs.geo.first_ino)
+    {
+        return Ok(false);
+    }
+    let Some(raw) = vol::read_inode(fs, overlay, ino)? else {
+        return Ok(false);
+    };
+    let inode = Inode::parse(&raw);
+    if !inode.has_flag(flags::EXTENTS)
+        || inode.has_flag(flags::INLINE_DATA)
+        || inode.links_count == 0
+    {
+        return Ok(false);
+    }
+    let ctx = pass1::Ctx::new(fs, state);
+    let mut c = Leaves {
+        runs: Vec::new(),
+        nodes: Vec::new(),
+        problems: false,
+        budget: fs.geo.blocks_count,
+    };
+    let mut scratch = Scratch::new();
+    pass1::walk_map(&ctx, ino, &inode, false, &mut scratch, &mut c);
+    if c.problems || c.done() {
+        return Ok(false);
+    }
+    let mut extents = Vec::new();
+    for &(l, p, n, unwritten) in &c.runs {
+        // The longest extent of each kind.
+        let max = u64::from(INIT_MAX_LEN) - u64::from(unwritten);
+        let mut k = 0;
+        while k < n {
+            let len = (n - k).min(max);
+            let Ok(lblk) = u32::try_from(l + k) else {
+                return Ok(false);
+            };
+            extents.push(Extent {
+                lblk,
+                len: len as u32,
+                pblk: p + k,
+                unwritten,
+            });
+            k += len;
+        }
+    }
+    let seed = fs
+        .metadata_csum()
+        .then(|| inode_csum_seed(fs.csum_seed, ino, inode.generation));
+    let mut alloc = Allocator::new(fs, &state.block_used);
+    let checkpoint = alloc.checkpoint();
+    let mut reuse = c.nodes.iter().copied();
+    let view: &Overlay = overlay;
+    let built = extent::build(&extents, fs.block_size(), usize::MAX, seed, || {
+        reuse
+            .next()
+            .or_else(|| alloc.take_lowest(view).map(Blk::get))
+    });
+    let Some(tree) = built else {
+        alloc.rollback(checkpoint);
+        return Ok(false);
+    };
+    // A tree block left over is given back, unless its cluster (bigalloc)
+    // also holds the file's data.
+    let kept: Vec<u64> = tree.leaves.iter().map(|l| l.0).collect();
+    let bits = fs.geo.cluster_bits;
+    let data_in = |b: u64| {
+        let cl = b >> bits;
+        c.runs
+            .iter()
+            .any(|&(_, p, n, _)| p >> bits <= cl && cl <= (p + n - 1) >> bits)
+    };
+    for &b in &c.nodes {
+        if !kept.contains(&b) && !data_in(b) {
+            alloc.free(Blk(b));
+        }
+    }
+    for (b, node) in &tree.leaves {
+        overlay.stage(*b, node.clone())?;
+    }
+    let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE) && inode.has_flag(flags::HUGE_FILE);
+    let unit = if huge {
+        1
+    } else {
+        u64::from(fs.geo.block_size / 512)
+    } << fs.geo.cluster_bits;
+    let hi_ok = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
+    let (old, new) = (c.nodes.len() as u64, tree.leaves.len() as u64);
+    let root = tree.root;
+    Ok(vol::edit_inode(fs, overlay, ino, |m| {
+        let blocks = m
+            .blocks(hi_ok)
+            .saturating_sub(old.saturating_mul(unit))
+            .saturating_add(new * unit);
+        m.set_blocks(blocks, hi_ok);
         m.i_block_mut().copy_from_slice(&root);
     })?)
 }

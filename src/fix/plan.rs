@@ -387,7 +387,11 @@ impl<'a> Round<'a> {
         let mut m = Main {
             damaged: report
                 .problems
-                .iter_where(|c| c != Code::InodeChecksum && c.spec().pass == Pass::P1)
+                .iter_where(|c| {
+                    c != Code::InodeChecksum
+                        && c.spec().pass == Pass::P1
+                        && !matches!(c, Code::ExtentTreeShorter | Code::ExtentTreeNarrower)
+                })
                 .filter_map(|(_, p)| p.args().ino)
                 .collect(),
             ..Main::default()
@@ -414,7 +418,7 @@ impl<'a> Round<'a> {
             m.summary |= self.fixed[k];
         }
         if !self.any(want, |c| c == Code::DupBlocks) {
-            self.extents(want, &mut m.round)?;
+            self.extents(want, &mut m)?;
         }
         // Cleared inodes need nothing more; changed ones are judged again
         // by the next round. Once pass 1 cleared or changed an inode, what
@@ -429,9 +433,11 @@ impl<'a> Round<'a> {
     }
 
     /// Pass 1E, once pass 1D has nothing left: a block map on bigalloc
-    /// becomes an extent tree. Not over other map fixes of the same inode
+    /// becomes an extent tree, an extent tree that could be shorter or
+    /// narrower is rebuilt. Not over other map fixes of the same inode
     /// (they go first, the next round converts what they leave).
-    fn extents(&mut self, want: &Wanted, round: &mut clear::Round) -> Fixed<()> {
+    fn extents(&mut self, want: &Wanted, m: &mut Main) -> Fixed<()> {
+        let round = &mut m.round;
         let report = self.report;
         let mapped: BTreeSet<u32> = report
             .problems
@@ -439,11 +445,15 @@ impl<'a> Round<'a> {
             .filter(|(_, q)| want.ok(q))
             .filter_map(|(_, q)| q.args().ino)
             .collect();
-        for (k, p) in report
-            .problems
-            .iter_where(|c| c == Code::InodeBigallocBlockMap)
-        {
+        // Inodes whose tree pass 1E rebuilt: their other offers (and a
+        // tree too deep) are fixed with it.
+        let mut rebuilt = BTreeSet::new();
+        for (k, p) in report.problems.iter_where(|c| table::is(c, Fixer::Extents)) {
             let Some(ino) = p.args().ino else { continue };
+            if p.code != Code::InodeBigallocBlockMap && rebuilt.contains(&ino) {
+                self.fixed[k] = true;
+                continue;
+            }
             if !want.ok(&p)
                 || round.cleared.contains(&ino)
                 || round.modified.contains(&ino)
@@ -451,7 +461,18 @@ impl<'a> Round<'a> {
             {
                 continue;
             }
-            if extents::rebuild(self.fs, self.state, &mut self.overlay, ino)? {
+            let done = if p.code == Code::InodeBigallocBlockMap {
+                extents::rebuild(self.fs, self.state, &mut self.overlay, ino)?
+            } else {
+                // Tree blocks given back: the summary follows.
+                let done = extents::optimize(self.fs, self.state, &mut self.overlay, ino)?;
+                m.summary |= done;
+                if done {
+                    rebuilt.insert(ino);
+                }
+                done
+            };
+            if done {
                 self.fixed[k] = true;
                 round.modified.insert(ino);
             }
@@ -666,7 +687,9 @@ impl<'a> Round<'a> {
     fn relinked(&mut self, m: &mut Main) -> Fixed<()> {
         let state = self.state;
         for (&ino, &d) in &m.links {
-            if m.link_fixed.contains(&ino) || !state.inode_used.get(ino as u64) {
+            // A cleared inode keeps the count its clearing wrote.
+            let cleared = m.gone.contains(&ino) && !m.round.modified.contains(&ino);
+            if m.link_fixed.contains(&ino) || cleared || !state.inode_used.get(ino as u64) {
                 continue;
             }
             let have = state.i_links(ino);
@@ -923,12 +946,20 @@ fn structure(
 /// judges it.
 const LINK_MAX: i64 = 65000;
 
-/// The link count inode `ino` should carry when `n` entries name it.
+/// The link count inode `ino`, still in use, should carry when `n`
+/// entries name it.
+///
+/// Never 0: a count of 0 on an inode in use reads as a deleted inode
+/// with zero dtime to the next round's pass 1, which clears it, while
+/// e2fsck's pass 4 reconnects an in-use inode nothing names. A round
+/// that drops the last entry of a file (a duplicate name, a second link
+/// to a directory, a '..' moved) leaves it with one link, and the next
+/// round's pass 4 finds it unattached and reconnects it to /lost+found.
 fn link_target(state: &State, ino: u32, n: i64) -> u64 {
     if state.inode_dir.get(ino as u64) && n > LINK_MAX {
         1
     } else {
-        n.max(0) as u64
+        n.max(1) as u64
     }
 }
 
@@ -939,4 +970,25 @@ fn set_large_file(fs: &Fs, overlay: &mut Overlay) -> super::Result<()> {
         sb.make_dynamic();
         sb.set_ro_compat(sb.ro_compat() | ro_compat::LARGE_FILE);
     })?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_in_use_never_gets_a_link_count_of_zero() {
+        let state = State::new(1024, 64);
+        state.inode_used.set(12);
+        state.inode_used.set(13);
+        state.inode_dir.set(13);
+        // The one entry naming file 12 dropped this round: one link is
+        // left, for the next round's pass 4 to find it unattached.
+        assert_eq!(link_target(&state, 12, 1 - 1), 1);
+        assert_eq!(link_target(&state, 12, -1), 1);
+        assert_eq!(link_target(&state, 12, 3), 3);
+        assert_eq!(link_target(&state, 13, 0), 1);
+        assert_eq!(link_target(&state, 13, 70000), 1);
+        assert_eq!(link_target(&state, 13, 5), 5);
+    }
 }

@@ -35,7 +35,8 @@ pub(super) enum Fixer {
     BlockMap,
     /// Pass 1D's copies of multiply-claimed blocks (`dup::fix`).
     Dup,
-    /// Pass 1E: a block map on bigalloc as an extent tree (`extents.rs`).
+    /// Pass 1E: a block map on bigalloc as an extent tree, an extent tree
+    /// rebuilt shorter or narrower (`extents.rs`).
     Extents,
     /// Whole inodes: cleared, or bad flags and fields (`clear.rs`).
     Clear,
@@ -204,6 +205,10 @@ const TABLE: &[Entry] = &[
     row(Code::DupBlocks, F::Dup, AFTER_1D | S),
     row(Code::ClusterMisaligned, F::Dup, AFTER_1D | S),
     row(Code::InodeBigallocBlockMap, F::Extents, AFTER_1D | S),
+    // e2fsck's forced rebuild of a tree deeper than it can be.
+    row(Code::InodeExtentTooDeep, F::Extents, AFTER_1D | S),
+    row(Code::ExtentTreeShorter, F::Extents, AFTER_1D | S),
+    row(Code::ExtentTreeNarrower, F::Extents, AFTER_1D | S),
     row(Code::InodeGarbage, F::Clear, 0),
     row(Code::InodeBadMode, F::Clear, 0),
     row(Code::InodeDeviceBlocks, F::Clear, 0),

@@ -468,8 +468,16 @@ impl<'a, 'q> Session<'a, 'q> {
                 .problems
                 .iter()
                 .any(|p| p.code == Code::LostFoundMissing);
+            // Nor is pass 1E's offer on a tree an earlier round mended
+            // (e2fsck makes it in the same run).
+            let offer = again.report.problems.iter().any(|p| {
+                matches!(
+                    p.code,
+                    Code::ExtentTreeShorter | Code::ExtentTreeNarrower | Code::InodeExtentTooDeep
+                )
+            });
             if round > MAX_ROUNDS
-                || !(again.report.has_errors() || lost_found)
+                || !(again.report.has_errors() || lost_found || offer)
                 || again.report.has_fatal()
             {
                 return Ok(Ended::Done(shown, overlay, Box::new(again)));

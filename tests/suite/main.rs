@@ -30,6 +30,7 @@ mod messages_compat;
 mod online;
 mod orphans;
 mod pass1_pass5_images;
+mod pass1e;
 mod pass234;
 mod pipeline;
 mod preen_output;

@@ -111,6 +111,14 @@ const DAMAGE: &[(Code, &str)] = &[
         "corruptions::ext4-extent-depth-too-big",
     ),
     (
+        Code::ExtentTreeShorter,
+        "pass1e::a_tree_that_could_be_shorter_is_offered_under_n_and_p",
+    ),
+    (
+        Code::ExtentTreeNarrower,
+        "pass1e::a_tree_that_could_be_narrower_is_offered_under_n_and_p",
+    ),
+    (
         Code::InodeFastSymlink,
         "corruptions::ext2-slow-symlink-size-zero",
     ),
@@ -221,35 +229,7 @@ const DAMAGE: &[(Code, &str)] = &[
 const BATCHED: &[Code] = &[Code::BlockBitmapDiff, Code::InodeBitmapDiff];
 
 /// Why an e2fsck problem is not detected, where the reason is known.
-const WHY_NOT: &[(u32, &str)] = &[
-    (
-        0x014006,
-        "pass 1E's offer to rebuild an extent tree with fewer levels. e2fsck \
-         sums, level by level, the entries in use and the room of the nodes (a \
-         non-root node that is not full counts one entry less) and offers it \
-         when a level's entries would fit in the room of a level above it, or \
-         the tree is deeper than 5 levels; not with `-E no_optimize_extents` \
-         (or `no_optimize_extents` in e2fsck.conf) or `-E fixes_only`, nor for a directory pass \
-         3A rebuilds. NOT_A_FIX: `-n` prints `Optimize? no` and still exits \
-         0, `-y` rebuilds the tree in pass 1E (its blocks freed and new ones \
-         allocated) and exits 0. pfsck neither reports nor makes it: it \
-         changes no verdict and no file (issue 19: e2fsck offered it on 13 of \
-         16 clean kernel-made images, where pfsck's -fy leaves the image \
-         untouched); reporting it under -n needs the rebuild under -y, which \
-         pfsck's write library does not make yet (it builds trees of at most \
-         one index level and four leaves, not e2fsck's pass 1E)",
-    ),
-    (
-        0x014007,
-        "pass 1E's offer to rebuild an extent tree with fewer blocks at a \
-         level: e2fsck offers it when the room of a level's nodes exceeds its \
-         entries in use by more than one block's worth ((block size - 12) / \
-         12 entries; a non-root node that is not full counts one entry less), \
-         with the same exceptions, flags and exit codes as `0x014006` (could \
-         be shorter); pfsck neither reports nor makes it, for the same \
-         reasons",
-    ),
-];
+const WHY_NOT: &[(u32, &str)] = &[];
 
 fn damage(c: Code) -> Option<&'static str> {
     DAMAGE.iter().find(|(d, _)| *d == c).map(|(_, t)| *t)

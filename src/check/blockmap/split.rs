@@ -149,6 +149,7 @@ pub fn walk_extents_split<V: MapVisitor>(
             seen: HashSet::new(),
             stopped: false,
             pending_min: None,
+            root_depth: h.depth,
             spec: Some(&mut spec),
         };
         w.node(
@@ -179,6 +180,8 @@ pub fn walk_extents_split<V: MapVisitor>(
 pub(super) struct Task {
     pub pblk: u64,
     pub lblk: u64,
+    /// The depth the tree's root says: levels count down from it.
+    pub root_depth: u16,
     /// Last logical block the subtree may map (None: no bound).
     pub end: Option<u64>,
     /// Where the subtree ends for its last index entry (`child_end_blk`).
@@ -197,6 +200,7 @@ fn frontier(fs: &Fs, root: &[u8], end_blk: u64, depth: u16, want: usize) -> Vec<
         return Vec::new();
     }
     let bs = fs.block_size();
+    let root_depth = depth;
     let mut seen = HashSet::new();
     let children = |b: &[u8],
                     depth: u16,
@@ -211,6 +215,7 @@ fn frontier(fs: &Fs, root: &[u8], end_blk: u64, depth: u16, want: usize) -> Vec<
                 out.push(Task {
                     pblk,
                     lblk,
+                    root_depth,
                     end: child_bound(lblk, len),
                     end_blk: child_end_blk(b, i, end_blk),
                     depth: depth - 1,
@@ -314,6 +319,9 @@ impl MapVisitor for Recorder {
         self.sub.blocks += 1;
         self.sub.claims.add(pblk, 1);
     }
+    fn extent_node(&mut self, level: u16, entries: u16, max: u16) {
+        self.sub.tree.node(level, entries, max);
+    }
     fn problem(&mut self, p: Problem) {
         self.problems.push(p);
     }
@@ -370,6 +378,7 @@ fn walk_apart(
         seen: HashSet::new(),
         stopped: false,
         pending_min: None,
+        root_depth: t.root_depth,
         spec: None,
     };
     let room = t.room.min(rest.len());
