@@ -247,8 +247,16 @@ fn is_dotdot(name: &[u8]) -> bool {
     name == b".."
 }
 
-fn name_str(name: &[u8]) -> String {
-    String::from_utf8_lossy(name).into_owned()
+/// An entry's name as a problem's detail: as it is when it is UTF-8,
+/// else escaped as e2fsck prints names (`M-^?` for byte 0xFF), so that
+/// the bytes that are not UTF-8 are still told apart. Escaping again for
+/// the terminal leaves that form as it is. The repair finds the entry
+/// again through the same function.
+pub fn name_str(name: &[u8]) -> String {
+    match std::str::from_utf8(name) {
+        Ok(s) => s.to_string(),
+        Err(_) => super::problem::escape_name(name),
+    }
 }
 
 /// FNV-1a: names of one block only need to be told apart cheaply.

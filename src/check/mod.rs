@@ -33,6 +33,7 @@ pub mod xattr;
 
 use crate::engine::{Budget, Clock, Control, Threads};
 use crate::error::{Error, Result};
+use crate::fs::num::Cluster;
 use crate::io::Device;
 pub use crate::volume::Fs;
 use problem::{ProblemList, Severity};
@@ -71,6 +72,36 @@ pub struct Options {
     /// (the binary's `PFSCK_NO_OVERLAP=1`: tests compare the two,
     /// benchmarks measure it).
     pub overlap: bool,
+    /// Told of each pass as it begins (the CLI prints as the check goes).
+    pub events: Option<Events>,
+}
+
+/// What a running check tells its caller; the caller may print, checks
+/// never do.
+pub enum Event<'a> {
+    /// Pass `pass` (1–5) begins. `report` holds what the check found so
+    /// far: the problems of every earlier pass (and pass 1B before pass
+    /// 2) are final, in the order of the finished report.
+    PassStart { pass: u8, report: &'a Report },
+}
+
+/// The receiver of a check's events, called on the thread that runs the
+/// check, between passes.
+#[derive(Clone)]
+pub struct Events(pub std::sync::Arc<dyn Fn(Event<'_>) + Send + Sync>);
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Events")
+    }
+}
+
+impl Options {
+    fn emit(&self, pass: u8, report: &Report) {
+        if let Some(e) = &self.events {
+            (e.0)(Event::PassStart { pass, report });
+        }
+    }
 }
 
 impl Default for Options {
@@ -87,6 +118,7 @@ impl Default for Options {
             control: Control::default(),
             clock: Clock::System,
             overlap: true,
+            events: None,
         }
     }
 }
@@ -290,6 +322,10 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         }
     };
     report.volume_label = fs.sb.volume_label();
+    // e2fsck's progress lines name the file system by its label.
+    opts.control
+        .progress()
+        .set_name(Some(report.volume_label.clone()).filter(|l| !l.is_empty()));
     report.summary.inodes_count = fs.geo.inodes_count as u64;
     report.summary.blocks_count = fs.geo.blocks_count;
 
@@ -328,6 +364,11 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         return Ok(Pass0::Stop(Some(fs)));
     }
     report.problems.extend(journal::check(&fs, opts.repairing));
+    if !report.has_fatal() {
+        // Before pass 1, as e2fsck: its problem is printed before the
+        // pass 1 header, which a streamed report prints as pass 1 begins.
+        report.problems.extend(pass1::check_resize_inode(&fs));
+    }
     timer.lap(report, "pass0", &fs);
     if report.has_fatal() {
         return Ok(Pass0::Stop(Some(fs)));
@@ -348,9 +389,23 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     // Passes 1 and 2 overlap: pass 2 checks directory blocks while pass
     // 1 scans (`pipeline.rs`); pass 1's end, pass 1B and the rest of pass
     // 2 follow once pass 1 is whole.
-    ctl.progress().begin_overlap(1, 2);
+    // e2fsck's progress steps: groups in passes 1 and 4, each group's
+    // two bitmaps in pass 5 (passes 2 and 3 as soon as they are known).
+    let groups = u64::from(fs.geo.groups);
+    let progress = ctl.progress();
+    progress.pass_complete(0);
+    progress.set_steps(1, groups);
+    progress.set_steps(2, 0);
+    progress.set_steps(3, 0);
+    progress.set_steps(4, groups);
+    progress.set_steps(5, 2 * groups);
+    progress.begin_overlap(1, 2);
+    opts.emit(1, &report);
     let piped = pipeline::run(&fs, &mut state, &mut budget, opts)?;
     crate::engine::memory::release_free();
+    // Pass 2's steps are directory blocks: all known once pass 1 is.
+    progress.set_steps(2, state.dir_blocks.len() as u64);
+    progress.pass_complete(1);
     let r = &mut report;
     r.problems.append(piped.pass1);
     let (s1, w1, b1) = piped.pass1_time;
@@ -373,6 +428,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
         pass1b::run(&fs, &mut state, t, ctl).map(ProblemList::from)
     })?;
     let t = budget.threads();
+    opts.emit(2, r);
     let start2 = Instant::now();
     let bytes2 = fs.dev.bytes_read();
     let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, t, ctl);
@@ -396,21 +452,29 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
             state: Some(state),
         });
     }
+    progress.set_steps(3, state.dirs.len() as u64);
+    progress.pass_complete(2);
     timer.restart(&fs);
+    opts.emit(3, r);
     step(r, &mut timer, &fs, ctl, "pass3", 3, || {
         pass3::run(&fs, &mut state).map(ProblemList::from)
     })?;
+    progress.pass_complete(3);
     let t = budget.threads();
+    opts.emit(4, r);
     step(r, &mut timer, &fs, ctl, "pass4", 4, || {
         pass4::run(&fs, &state, t, ctl)
     })?;
+    progress.pass_complete(4);
     let t = budget.threads();
+    opts.emit(5, r);
     step(r, &mut timer, &fs, ctl, "pass5", 5, || {
         pass5::run(&fs, &state, t, ctl, opts.repairing)
     })?;
     step(r, &mut timer, &fs, ctl, "quota", 5, || {
         Ok(quota::run(&fs, &state).into())
     })?;
+    progress.pass_complete(5);
 
     fill_summary(&mut report.summary, &fs, &state);
     // Problems are produced in a deterministic order within each pass; a
@@ -465,7 +529,9 @@ fn step(
 fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
     let st: &Stats = &state.stats;
     s.inodes_used = st.inodes_used;
-    s.blocks_used = (state.block_used.count_range(0, fs.geo.clusters_count())
+    s.blocks_used = (state
+        .block_used
+        .count_range(Cluster(0), Cluster(fs.geo.clusters_count()))
         << fs.geo.cluster_bits)
         .min(fs.geo.blocks_count);
     s.noncontiguous_pct = if st.inodes_used > 0 {

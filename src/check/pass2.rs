@@ -1054,7 +1054,7 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> Links {
                     .ino(r.parent())
                     .num(r.child as u64)
                     .num2(parent[i] as u64)
-                    .detail(String::from_utf8_lossy(name).into_owned()),
+                    .detail(super::dirblock::name_str(name)),
             );
         }
     }

@@ -8,6 +8,8 @@
 //! new problems it finds.
 
 use crate::check::Report;
+use crate::check::paths::DirTree;
+use crate::check::problem::Problem;
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -49,6 +51,12 @@ impl<R: BufRead, W: Write> Asker<R, W> {
                 crate::fix::supported(p.code) && self.question(&p.text_in(rep.tree.as_deref()), ask)
             })
             .collect()
+    }
+
+    /// Asks about one problem, with e2fsck's word for its fix.
+    pub fn question_of(&mut self, p: &Problem, tree: Option<&DirTree>) -> bool {
+        let ask = crate::check::e2fsck_map::prompt(p).question();
+        self.question(&p.text_in(tree), ask)
     }
 
     fn question(&mut self, msg: &str, ask: &str) -> bool {

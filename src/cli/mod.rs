@@ -25,6 +25,7 @@ mod repair;
 pub mod report;
 mod rollback;
 mod scrub;
+mod stream;
 
 use crate::check::{self, Options};
 use crate::engine::{Clock, Control, Threads};
@@ -159,7 +160,8 @@ fn option_conflicts(args: &Args) -> Result<(), i32> {
 }
 
 /// Test hook: `PFSCK_FAULT=POINT` stops pfsck (SIGSTOP) at that point
-/// (`before-check`, `before-commit`), so that a test can deliver a signal
+/// (`before-check`, `before-commit`, `pass-N` once pass N's header is
+/// printed), so that a test can deliver a signal or read the output
 /// there.
 fn fault(point: &str) {
     if std::env::var_os("PFSCK_FAULT").is_some_and(|v| v == point) {
@@ -170,43 +172,25 @@ fn fault(point: &str) {
     }
 }
 
-/// e2fsck's rules for a mounted file system, decided before the check:
-/// a check (`-n`) of one goes on after a warning; a repair of one mounted
-/// read-write, or read-only without `-f`, is refused (exit 8); with `-f`
-/// a read-only mount is checked after the warning, and the commit refuses
-/// to write to it; the root mounted read-only (the boot case) is checked
-/// and repaired silently, as e2fsck does. Ok(true): that last case.
-fn mounted_policy(args: &Args, device: &str) -> Result<bool, i32> {
-    use crate::repair::mounted::{MountState, mount_state};
-    let warn = || {
-        if args.json {
-            eprintln!("pfsck: warning: {device} is mounted");
-        } else {
-            outln!("Warning!  {device} is mounted.");
-        }
-    };
-    match mount_state(&args.device) {
-        MountState::NotMounted => Ok(false),
-        MountState::ReadOnlyRoot => Ok(true),
-        _ if args.no => {
-            warn();
-            Ok(false)
-        }
-        MountState::ReadOnly(_) if args.force => {
-            warn();
-            Ok(false)
-        }
-        MountState::ReadOnly(m) | MountState::ReadWrite(m) => {
-            let msg = format!("{m}; refusing to repair a mounted file system: unmount it first");
-            if args.json {
-                report::print_error_json(device, &msg, EXIT_OPERATIONAL);
-            } else {
-                outln!("{device} is mounted.");
-            }
-            eprintln!("pfsck: {msg}");
-            Err(EXIT_OPERATIONAL)
-        }
+/// e2fsck's warning before a check of a mounted file system.
+fn warn_mounted(args: &Args, device: &str) {
+    if args.json {
+        eprintln!("pfsck: warning: {device} is mounted");
+    } else {
+        outln!("Warning!  {device} is mounted.");
     }
+}
+
+/// A repair of a mounted file system refused (`repair::session::
+/// mount_policy`): e2fsck's "is mounted." line, exit 8.
+fn refuse_mounted(args: &Args, device: &str, msg: &str) -> i32 {
+    if args.json {
+        report::print_error_json(device, msg, EXIT_OPERATIONAL);
+    } else {
+        outln!("{device} is mounted.");
+    }
+    eprintln!("pfsck: {msg}");
+    EXIT_OPERATIONAL
 }
 
 /// A run stopped by a signal before anything was written: exit 32.
@@ -307,7 +291,7 @@ pub fn run(args: &Args) -> i32 {
         eprintln!("pfsck: cannot switch to SCHED_IDLE: {e}");
         return EXIT_OPERATIONAL;
     }
-    let opts = Options {
+    let mut opts = Options {
         auto_threads: args.threads == "auto",
         threads,
         force: args.force,
@@ -319,40 +303,57 @@ pub fn run(args: &Args) -> i32 {
         control: control().clone(),
         clock: clock(),
         overlap: overlap(),
+        events: None,
     };
     let device = args.device.display().to_string();
     let reporter = match progress_reporter(args, &device) {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let root = match mounted_policy(args, &device) {
-        Ok(root) => root,
-        Err(code) => {
-            if let Some(r) = reporter {
-                r.finish();
-            }
-            return code;
+    if args.no {
+        // A repair's session judges the mount itself.
+        use crate::repair::session::{MountVerdict, mount_policy};
+        if let Ok(MountVerdict::Warn) = mount_policy(&args.device, false, args.force) {
+            warn_mounted(args, &device);
         }
-    };
+    }
     fault("before-check");
+    let bar = reporter.as_ref().and_then(|r| r.bar());
     if !args.no {
-        report::REBOOT_IF_MODIFIED.store(root, std::sync::atomic::Ordering::Relaxed);
         let mut code = match mode {
             Some(mode) => repair::run(args, &opts, mode, &device, None),
             None => {
-                let stdin = std::io::stdin();
-                let mut asker = ask::Asker::new(stdin.lock(), std::io::stdout());
-                let mut answer = |r: &check::Report| asker.ask(r);
+                // Questions are asked as the check goes, under their
+                // pass's header.
+                let asker =
+                    ask::Asker::new(std::io::BufReader::new(std::io::stdin()), std::io::stdout());
+                let streamer = std::sync::Arc::new(std::sync::Mutex::new(stream::Streamer::new(
+                    &device,
+                    Some(asker),
+                    bar,
+                )));
+                opts.events = Some(stream::Streamer::events(&streamer));
+                let mut answer = |r: &check::Report| match streamer.lock() {
+                    Ok(mut s) => s.ask(r),
+                    Err(_) => vec![false; r.problems.len()],
+                };
                 repair::run(args, &opts, fix::Mode::Yes, &device, Some(&mut answer))
             }
         };
         if let Some(r) = reporter {
             r.finish();
         }
+        let root = report::REBOOT_IF_MODIFIED.load(std::sync::atomic::Ordering::Relaxed);
         if root && code & EXIT_CORRECTED != 0 {
             code |= EXIT_REBOOT;
         }
         return code;
+    }
+    if !args.json {
+        let streamer = std::sync::Arc::new(std::sync::Mutex::new(stream::Streamer::new(
+            &device, None, bar,
+        )));
+        opts.events = Some(stream::Streamer::events(&streamer));
     }
     let result = check::run(&args.device, &opts);
     if let Some(r) = reporter {

@@ -22,6 +22,7 @@ pub fn check_options(args: &Args) -> Result<check::Options, String> {
         control: super::control().clone(),
         clock: super::clock(),
         overlap: super::overlap(),
+        events: None,
     })
 }
 

@@ -128,14 +128,7 @@ fn write_text(
     repaired: Option<&Repaired<'_>>,
     code: i32,
 ) -> std::io::Result<()> {
-    // A label is the file system's maker's choice: escaped like a name.
-    let label;
-    let name = if rep.volume_label.is_empty() {
-        device
-    } else {
-        label = crate::check::problem::escape_name(rep.volume_label.as_bytes());
-        label.as_str()
-    };
+    let name = &name_of(rep, device);
     let fixed = |k: usize| repaired.is_some_and(|r| r.fixed.get(k).copied().unwrap_or(false));
     let tree = rep.tree.as_deref();
     // The summary describes the file system as it was left.
@@ -164,54 +157,20 @@ fn write_text(
         }
         return preen_tail(out, name, repaired, code, s, args.verbose);
     }
-    for n in &rep.notes {
-        writeln!(out, "{n}")?;
-    }
-    forced(out)?;
-    let render = |out: &mut dyn Write, k: usize, p: &Problem| {
-        if repaired.is_none() && e2fsck_map::no_quiet(p) {
-            return Ok(());
-        }
-        let msg = p.text_in(tree);
-        // The question e2fsck asks there (Clear?, Salvage?, ...).
-        let ask = e2fsck_map::prompt(p).question();
-        if fixed(k) {
-            return write!(out, "{msg}.  {ask}? yes\n\n");
-        }
-        if p.code == crate::check::problem::Code::SbCorrupt {
-            // What e2fsck suggests too: the backups of 1 KiB and 4 KiB
-            // block file systems.
-            return write!(
-                out,
-                "{msg}\n\nIf the device does hold an ext2/ext3/ext4 file system (not swap or another\n\
-                 file system), its primary superblock is damaged; a backup may be good:\n    \
-                 pfsck -b 8193 <device>    (1 KiB blocks)\n or\n    \
-                 pfsck -b 32768 <device>   (4 KiB blocks)\n"
-            );
-        }
-        match p.spec().severity {
-            Severity::Error => write!(out, "{msg}.  {ask}? no\n\n"),
-            Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
-        }
+    let shown = streamed();
+    let mut render = |out: &mut dyn Write, k: usize, p: &Problem| {
+        render_problem(out, p, tree, repaired.is_some(), fixed(k))
     };
-    let in_pass = |pass: Pass| rep.problems.iter_where(move |c| c.spec().pass == pass);
-    for (k, p) in in_pass(Pass::Super) {
-        render(out, k, &p)?;
+    if !shown.opening {
+        opening(out, rep, name, &mut render)?;
     }
     let ran = rep.passes_run();
-    for (pass, header) in PASS_HEADERS {
-        if pass.number() > ran {
-            break;
+    for pass in 1..=ran {
+        if pass > shown.headers {
+            header(out, pass)?;
         }
-        writeln!(out, "{header}")?;
-        for (k, p) in in_pass(pass) {
-            render(out, k, &p)?;
-        }
-        if pass == Pass::P1 && in_pass(Pass::P1B).next().is_some() {
-            out.write_all(b"\nRunning additional passes to resolve blocks claimed by more than one inode...\nPass 1B: Rescanning for multiply-claimed blocks\n")?;
-            for (k, p) in in_pass(Pass::P1B) {
-                render(out, k, &p)?;
-            }
+        if pass > shown.sections {
+            section(out, rep, pass, &mut render)?;
         }
     }
     if let Some(r) = repaired {
@@ -236,6 +195,129 @@ fn write_text(
         }
     }
     details(out, rep, args)
+}
+
+/// The file system's name in the report: its label, or the device.
+pub fn name_of(rep: &Report, device: &str) -> String {
+    if rep.volume_label.is_empty() {
+        device.to_string()
+    } else {
+        // A label is the file system's maker's choice: escaped like a name.
+        crate::check::problem::escape_name(rep.volume_label.as_bytes())
+    }
+}
+
+/// What of a report was printed while its check ran: the report printed
+/// at the end leaves it out. Process state, like the run's control: one
+/// check of one device is printed per run of the binary.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Streamed {
+    /// The lines before pass 1 (notes, "check forced", pass 0's problems).
+    pub opening: bool,
+    /// Pass headers printed: passes 1 to `headers`.
+    pub headers: u8,
+    /// Passes whose problems were printed: 1 to `sections`.
+    pub sections: u8,
+}
+
+pub static STREAMED: std::sync::Mutex<Streamed> = std::sync::Mutex::new(Streamed {
+    opening: false,
+    headers: 0,
+    sections: 0,
+});
+
+fn streamed() -> Streamed {
+    STREAMED.lock().map(|g| *g).unwrap_or_default()
+}
+
+/// How one problem is printed: its index in the report and the problem.
+pub type Render<'a> = dyn FnMut(&mut dyn Write, usize, &Problem) -> std::io::Result<()> + 'a;
+
+/// The lines before pass 1: notes, "check forced", pass 0's problems.
+pub fn opening(
+    out: &mut dyn Write,
+    rep: &Report,
+    name: &str,
+    render: &mut Render<'_>,
+) -> std::io::Result<()> {
+    for n in &rep.notes {
+        writeln!(out, "{n}")?;
+    }
+    if let Some(why) = &rep.forced {
+        writeln!(out, "{name} {why}, check forced.")?;
+    }
+    for (k, p) in rep.problems.iter_where(|c| c.spec().pass == Pass::Super) {
+        render(out, k, &p)?;
+    }
+    Ok(())
+}
+
+/// Pass `pass`'s header (1–5).
+pub fn header(out: &mut dyn Write, pass: u8) -> std::io::Result<()> {
+    match PASS_HEADERS.get(usize::from(pass).wrapping_sub(1)) {
+        Some((_, h)) => writeln!(out, "{h}"),
+        None => Ok(()),
+    }
+}
+
+/// Pass `pass`'s problems, and after pass 1's those of pass 1B with
+/// their header.
+pub fn section(
+    out: &mut dyn Write,
+    rep: &Report,
+    pass: u8,
+    render: &mut Render<'_>,
+) -> std::io::Result<()> {
+    let Some(&(pass, _)) = PASS_HEADERS.get(usize::from(pass).wrapping_sub(1)) else {
+        return Ok(());
+    };
+    let in_pass = |pass: Pass| rep.problems.iter_where(move |c| c.spec().pass == pass);
+    for (k, p) in in_pass(pass) {
+        render(out, k, &p)?;
+    }
+    if pass == Pass::P1 && in_pass(Pass::P1B).next().is_some() {
+        out.write_all(b"\nRunning additional passes to resolve blocks claimed by more than one inode...\nPass 1B: Rescanning for multiply-claimed blocks\n")?;
+        for (k, p) in in_pass(Pass::P1B) {
+            render(out, k, &p)?;
+        }
+    }
+    Ok(())
+}
+
+/// One problem as the report shows it: with the answer to e2fsck's
+/// question when it is an error (yes when `fixed`). A read-only check
+/// (not `repair`) leaves out what `e2fsck -n` does not print.
+pub fn render_problem(
+    out: &mut dyn Write,
+    p: &Problem,
+    tree: Option<&crate::check::paths::DirTree>,
+    repair: bool,
+    fixed: bool,
+) -> std::io::Result<()> {
+    if !repair && e2fsck_map::no_quiet(p) {
+        return Ok(());
+    }
+    let msg = p.text_in(tree);
+    // The question e2fsck asks there (Clear?, Salvage?, ...).
+    let ask = e2fsck_map::prompt(p).question();
+    if fixed {
+        return write!(out, "{msg}.  {ask}? yes\n\n");
+    }
+    if p.code == crate::check::problem::Code::SbCorrupt {
+        // What e2fsck suggests too: the backups of 1 KiB and 4 KiB
+        // block file systems.
+        return write!(
+            out,
+            "{msg}\n\nIf the device does hold an ext2/ext3/ext4 file system (not swap or another\n\
+             file system), its primary superblock is damaged; a backup may be good:\n    \
+             pfsck -b 8193 <device>    (1 KiB blocks)\n or\n    \
+             pfsck -b 32768 <device>   (4 KiB blocks)\n"
+        );
+    }
+    match p.spec().severity {
+        Severity::Error => write!(out, "{msg}.  {ask}? no\n\n"),
+        Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
+    }
 }
 
 /// What the repair refused, left and changed, after the passes.

@@ -8,10 +8,21 @@
 //! the one shown is the earlier pass until it is finished, then the later
 //! one, so a reader sees pass numbers that only grow, as from e2fsck.
 
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+
+/// Passes a reader may follow (1–5; index 0 unused).
+const PASSES: usize = 6;
 
 #[derive(Debug, Default)]
 pub struct Progress {
+    /// Per pass, how many steps a reader following e2fsck's progress
+    /// lines shows (0: not known yet); the units above are the engine's.
+    steps: [AtomicU64; PASSES],
+    /// The highest pass the check finished.
+    completed: AtomicU8,
+    /// What a reader names the run by (e2fsck: the file system's label).
+    name: Mutex<Option<String>>,
     /// Pass number of each stage (0: none).
     pass: [AtomicU8; 2],
     done: [AtomicU64; 2],
@@ -23,6 +34,9 @@ pub struct Progress {
 impl Progress {
     pub const fn new() -> Progress {
         Progress {
+            steps: [const { AtomicU64::new(0) }; PASSES],
+            completed: AtomicU8::new(0),
+            name: Mutex::new(None),
             pass: [AtomicU8::new(0), AtomicU8::new(0)],
             done: [AtomicU64::new(0), AtomicU64::new(0)],
             total: [AtomicU64::new(0), AtomicU64::new(0)],
@@ -49,6 +63,38 @@ impl Progress {
         self.pass[1].store(second, Ordering::Relaxed);
         self.shown.store(0, Ordering::Relaxed);
         self.pass[0].store(first, Ordering::Relaxed);
+    }
+
+    /// Pass `pass` shows `n` steps to a reader of e2fsck's progress lines.
+    pub fn set_steps(&self, pass: u8, n: u64) {
+        if let Some(s) = self.steps.get(usize::from(pass)) {
+            s.store(n, Ordering::Relaxed);
+        }
+    }
+
+    pub fn steps(&self, pass: u8) -> u64 {
+        self.steps
+            .get(usize::from(pass))
+            .map_or(0, |s| s.load(Ordering::Relaxed))
+    }
+
+    /// Pass `pass` is over (a later round of a repair starts again at 1).
+    pub fn pass_complete(&self, pass: u8) {
+        self.completed.store(pass, Ordering::Relaxed);
+    }
+
+    pub fn completed(&self) -> u8 {
+        self.completed.load(Ordering::Relaxed)
+    }
+
+    pub fn set_name(&self, name: Option<String>) {
+        if let Ok(mut n) = self.name.lock() {
+            *n = name;
+        }
+    }
+
+    pub fn name(&self) -> Option<String> {
+        self.name.lock().ok().and_then(|n| n.clone())
     }
 
     fn shown(&self) -> usize {

@@ -34,6 +34,7 @@ use crate::fs::extent;
 use crate::fs::group_desc::{self, Location};
 use crate::fs::inode::field::*;
 use crate::fs::inode::{self, Inode, flags};
+use crate::fs::num::Blk;
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
@@ -173,18 +174,17 @@ fn fill_dir_holes(
     let mapped_after = |i: usize| ptrs[i + 1..].iter().any(|&p| p != 0);
     let mut alloc = Allocator::new(fs, &state.block_used);
     let mut changed = false;
-    let mut from = fs.geo.first_data_block;
+    let mut from = alloc.first_data_block();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
         if p != 0 || !mapped_after(i) {
             continue;
         }
-        // Block pointers are 32 bits.
-        let Some(blk) = alloc.take_from(overlay, from, 1 << 32) else {
+        let Some(blk) = alloc.take_from(overlay, from, Blk::PTR32_END) else {
             break;
         };
-        from = blk + 1;
-        overlay.stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))?;
-        put_le32(root, 4 * i, blk as u32);
+        from = blk.next();
+        overlay.stage(blk.get(), empty_dir_block(fs, ino, ind.generation, i == 0))?;
+        put_le32(root, 4 * i, blk.get() as u32);
         changed = true;
     }
     Ok(changed)
@@ -333,9 +333,10 @@ pub(super) fn relocate_bitmaps(
         let first_g = (u64::from(g) / flex * flex) as u32;
         let last_g = (u64::from(first_g) + flex - 1).min(u64::from(geo.groups) - 1) as u32;
         let view: &Overlay = overlay;
-        let mut free = |from: u64, to: u64| alloc.take_run(view, from, to, n);
+        let mut free = |from: u64, to: u64| alloc.take_run(view, Blk(from), Blk(to), n);
         let Some(new) = free(geo.group_first_block(first_g), geo.group_last_block(last_g))
             .or_else(|| free(geo.first_data_block, geo.blocks_count - 1))
+            .map(Blk::get)
         else {
             continue;
         };
@@ -546,7 +547,7 @@ impl ExtentRewrite<'_> {
         // it (e2fsck: "conflicts with critical metadata, skipping block
         // checks"); the duplicate block repair moves it first. A node that
         // cannot be read is left as it is too.
-        if self.state.block_meta.get(pblk) || self.levels >= WALK_DEPTH_LIMIT {
+        if self.state.block_meta.get(self.state.cluster(pblk)) || self.levels >= WALK_DEPTH_LIMIT {
             return Ok(Child::Same);
         }
         let Ok(mut buf) = vol::read_block(self.fs, &*self.overlay, pblk) else {
@@ -678,7 +679,7 @@ impl IndirectRewrite<'_> {
         // the metadata's block); e2fsck only forgets the pointers in core.
         // The resize inode's are its own reserved GDT blocks: e2fsck zeroes
         // an illegal entry there (pass 0 only judges the first quarter).
-        if changed && (self.resize || !self.state.block_meta.get(blk)) {
+        if changed && (self.resize || !self.state.block_meta.get(self.state.cluster(blk))) {
             self.overlay.stage(blk, buf)?;
             self.staged = true;
         }

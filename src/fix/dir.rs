@@ -152,7 +152,8 @@ pub(super) fn fix(
             Code::DirEntryBadUtf8 => {
                 // e2fsck's repair: from the first byte that does not start
                 // a valid character up to a NUL or the end, bytes become '.'.
-                // The detail is a lossy rendering: the length is the entry's.
+                // The detail is an escaped rendering: the length is the
+                // entry's.
                 let len = name_len_at(b, off);
                 let n = &mut b[off + HEADER_LEN..off + HEADER_LEN + len];
                 let Some(at) = crate::fs::casefold::invalid_at(n) else {
@@ -272,7 +273,7 @@ fn find(b: &[u8], key: Key, name: &str, filetype: bool) -> Option<(Option<usize>
             Key::FileType(t) => filetype && inode_at(b, off) != 0 && file_type_at(b, off) == t,
             Key::Any => inode_at(b, off) != 0,
         };
-        if hit && String::from_utf8_lossy(n) == name {
+        if hit && crate::check::dirblock::name_str(n) == name {
             return Some((prev, off));
         }
         prev = Some(off);

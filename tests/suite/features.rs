@@ -382,6 +382,31 @@ fn casefold_conformance_image() {
     repaired(&img, "f_bad_fname");
 }
 
+/// Names that are not UTF-8 are printed escaped as e2fsck prints them,
+/// byte by byte (`M-^?` for 0xFF), not as replacement characters: the
+/// same quoted names as in e2fsck -fn's report.
+#[test]
+fn names_print_escaped_as_e2fsck_prints_them() {
+    let tmp = TempDir::new("escaped-names");
+    for test in ["f_bad_fname", "f_dup_de_crypt"] {
+        let Some(img) = conformance_image(test, &tmp) else {
+            return;
+        };
+        // The names, each once (e2fsck may name one twice).
+        let quoted = |text: &str| -> std::collections::BTreeSet<String> {
+            text.lines()
+                .filter(|l| l.starts_with("Entry '") || l.starts_with("Duplicate entry '"))
+                .filter_map(|l| Some(l.split('\'').nth(1)?.to_string()))
+                .collect()
+        };
+        let e2 = e2fsck_fn_run(&img);
+        let out = pfsck(&["-fn", img.to_str().unwrap()]);
+        let ours = quoted(&String::from_utf8_lossy(&out.stdout));
+        assert!(!ours.is_empty(), "{test}: no names");
+        assert_eq!(ours, quoted(&e2.stdout), "{test}");
+    }
+}
+
 // ---------------------------------------------------------------------------
 // bigalloc
 // ---------------------------------------------------------------------------

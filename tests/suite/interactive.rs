@@ -61,6 +61,15 @@ fn answers_choose_the_fixes() {
     assert!(out.contains("should be 1.  Fix<y>? yes"), "{out}");
     // The declined problem is asked once, not again by a later round.
     assert_eq!(out.matches("dtime set.  Fix<y>?").count(), 1, "{out}");
+    // Asked in place, under the pass's header, and not shown again in a
+    // report afterwards.
+    let at = |s: &str| out.find(s).unwrap_or_else(|| panic!("{s:?} in {out}"));
+    assert!(at("Pass 1: ") < at("dtime set.  Fix<y>?"), "{out}");
+    assert!(at("dtime set.  Fix<y>?") < at("Pass 2: "), "{out}");
+    assert!(at("Pass 4: ") < at("should be 1.  Fix<y>?"), "{out}");
+    assert!(at("should be 1.  Fix<y>?") < at("Pass 5: "), "{out}");
+    assert_eq!(out.matches("ref count is 5").count(), 1, "{out}");
+    assert_eq!(out.matches("Pass 1: ").count(), 1, "{out}");
     assert_eq!(code, 5, "fixed one, one left: {out}");
     let e2 = e2fsck_fn_run(&img);
     assert_eq!(e2.code(), Some(4), "{}", e2.stdout);

@@ -1,0 +1,175 @@
+//! The report as the check goes: each pass's header when the pass begins,
+//! each pass's problems once the pass is over (their order is then final,
+//! the same for any number of threads). In interactive mode the questions
+//! are asked there, under their pass's header, once.
+//!
+//! The check tells of its passes through `check::Events`; what is printed
+//! here is recorded in `report::STREAMED`, and the report printed at the
+//! end leaves it out, so that the bytes are those of the whole report.
+
+use super::ask::Asker;
+use super::report::{self, STREAMED, Streamed};
+use crate::check::problem::Problem;
+use crate::check::{Event, Events, Report};
+use std::io::{BufReader, Stdin, Stdout, Write};
+use std::sync::{Arc, Mutex};
+
+pub type StdAsker = Asker<BufReader<Stdin>, Stdout>;
+
+pub struct Streamer {
+    device: String,
+    /// Interactive mode: asks about the problems pfsck can fix.
+    asker: Option<StdAsker>,
+    /// `-C 0`: the bar is hidden while lines are printed.
+    bar: Option<indicatif::ProgressBar>,
+    /// The answers of the first check, in the order its problems were
+    /// printed (pass by pass); false for those not asked.
+    answers: Vec<bool>,
+    /// The first check was printed whole (its questions all asked).
+    first_done: bool,
+}
+
+impl Streamer {
+    pub fn new(device: &str, asker: Option<StdAsker>, bar: Option<indicatif::ProgressBar>) -> Self {
+        if let Ok(mut s) = STREAMED.lock() {
+            *s = Streamed::default();
+        }
+        Streamer {
+            device: device.to_string(),
+            asker,
+            bar,
+            answers: Vec::new(),
+            first_done: false,
+        }
+    }
+
+    /// The check's events, delivered to `this`.
+    pub fn events(this: &Arc<Mutex<Streamer>>) -> Events {
+        let this = this.clone();
+        Events(Arc::new(move |ev: Event<'_>| {
+            let Ok(mut s) = this.lock() else {
+                return;
+            };
+            match ev {
+                Event::PassStart { pass, report } => s.show(report, pass),
+            }
+        }))
+    }
+
+    /// Prints what is final when pass `pass` begins: the opening, the
+    /// earlier passes' problems, then the pass's header.
+    fn show(&mut self, rep: &Report, pass: u8) {
+        if self.first_done {
+            return;
+        }
+        let bar = self.bar.clone();
+        let mut go = || {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let _ = self.print(&mut out, rep, pass.saturating_sub(1), Some(pass));
+            let _ = out.flush();
+        };
+        match bar {
+            Some(b) => b.suspend(go),
+            None => go(),
+        }
+        // Test hook: a test reads what was printed when pass N began.
+        super::fault(&format!("pass-{pass}"));
+    }
+
+    /// The opening and passes up to `sections` (with their headers), then
+    /// the header of `then`.
+    fn print(
+        &mut self,
+        out: &mut dyn Write,
+        rep: &Report,
+        sections: u8,
+        then: Option<u8>,
+    ) -> std::io::Result<()> {
+        let mut st = STREAMED.lock().map(|g| *g).unwrap_or_default();
+        let name = report::name_of(rep, &self.device);
+        let tree = rep.tree.as_deref();
+        let asker = &mut self.asker;
+        let answers = &mut self.answers;
+        let mut render = |out: &mut dyn Write, _k: usize, p: &Problem| {
+            let Some(a) = asker.as_mut() else {
+                return report::render_problem(out, p, tree, false, false);
+            };
+            let yes = if crate::fix::supported(p.code) {
+                out.flush()?;
+                a.question_of(p, tree)
+            } else {
+                report::render_problem(out, p, tree, true, false)?;
+                false
+            };
+            answers.push(yes);
+            Ok(())
+        };
+        let result = (|| {
+            if !st.opening {
+                report::opening(out, rep, &name, &mut render)?;
+                st.opening = true;
+            }
+            for pass in st.sections + 1..=sections {
+                if pass > st.headers {
+                    report::header(out, pass)?;
+                    st.headers = pass;
+                }
+                report::section(out, rep, pass, &mut render)?;
+                st.sections = pass;
+            }
+            if let Some(p) = then
+                && p > st.headers
+            {
+                report::header(out, p)?;
+                st.headers = p;
+            }
+            Ok(())
+        })();
+        if let Ok(mut g) = STREAMED.lock() {
+            *g = st;
+        }
+        result
+    }
+
+    /// Interactive mode, the session's question: for the first check,
+    /// the rest of its report with the questions in place, and all its
+    /// answers; for a later round's check, the questions about what it
+    /// found anew. Parallel to `rep.problems`.
+    pub fn ask(&mut self, rep: &Report) -> Vec<bool> {
+        if self.first_done {
+            return match self.asker.as_mut() {
+                Some(a) => a.ask(rep),
+                None => vec![false; rep.problems.len()],
+            };
+        }
+        {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let _ = self.print(&mut out, rep, rep.passes_run(), None);
+            let _ = out.flush();
+        }
+        self.first_done = true;
+        // The answers were given in the order the problems were printed,
+        // pass by pass; the report lists them in that order too, but a
+        // check that ended early may not have sorted them.
+        let mut yes = vec![false; rep.problems.len()];
+        use crate::check::problem::Pass;
+        let order = [
+            Pass::Super,
+            Pass::P1,
+            Pass::P1B,
+            Pass::P2,
+            Pass::P3,
+            Pass::P4,
+            Pass::P5,
+        ]
+        .into_iter()
+        .flat_map(|pass| rep.problems.iter_where(move |c| c.spec().pass == pass))
+        .map(|(k, _)| k);
+        for (k, a) in order.zip(self.answers.iter()) {
+            yes[k] = *a;
+        }
+        yes
+    }
+}
