@@ -101,7 +101,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         XattrBlockChecksum => &[0x01006C],
         XattrBlockRefcount => &[0x01003C],
         XattrHash => &[0x010054],
-        InodeReservedBad => &[0x010003, 0x010065],
+        InodeReservedBad => &[0x010003, 0x010065, 0x01008F],
         RootNotDirectory => &[0x010001],
         InodeHugeFileNoFeature => &[0x020044],
         InodeLargeFileNoFeature => &[0x020033],

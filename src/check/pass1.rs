@@ -50,6 +50,7 @@ pub mod detail {
     pub const OLD_EXTRA_TIMES: &str = "extra time fields in the old, invalid format";
     pub const BAD_BLOCKS_INODE: &str = "bad blocks inode";
     pub const RESERVED_BAD_MODE: &str = "reserved inode has bad mode";
+    pub const ORPHAN_FILE_MODE: &str = "the orphan file is not a regular file";
 }
 
 /// Inode-table blocks per unit: one read of 128 KiB with 4 KiB blocks (the
@@ -935,6 +936,21 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             let wanted = ctx.quota && (sb.usr_quota_inum == ino || sb.grp_quota_inum == ino);
             reserved_file(ctx, w, c, raw, inode, ino, wanted, "quota");
             return;
+        }
+        // e2fsck makes the orphan file a regular file (mode 0100000) in
+        // its pass 1; read as a directory, its blocks would be judged as
+        // directory blocks.
+        _ if ino == fs.sb.orphan_file_inum
+            && ino >= first_ino
+            && fs.sb.has_compat(compat::ORPHAN_FILE)
+            && !inode.is_reg() =>
+        {
+            c.report(
+                Problem::new(Code::InodeReservedBad)
+                    .ino(ino)
+                    .e2fsck(0x01008F)
+                    .detail(detail::ORPHAN_FILE_MODE),
+            );
         }
         _ if ino < first_ino => {
             ctx.state.inode_used.set(ino as u64);

@@ -233,6 +233,11 @@ fn fix_inode(
                 edit(fs, overlay, ino, |m| m.0[..GOOD_OLD_INODE_SIZE].fill(0))
             }
             d::RESERVED_BAD_MODE => edit(fs, overlay, ino, |m| m.set_mode(0)),
+            // Judged again as a regular file by the next round.
+            d::ORPHAN_FILE_MODE => {
+                round.modified.insert(ino);
+                edit(fs, overlay, ino, |m| m.set_mode(0o100000))
+            }
             _ => Ok(false),
         },
         // An index flag where it cannot be (not a directory, or no

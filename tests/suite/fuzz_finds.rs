@@ -428,3 +428,29 @@ fn inode_uninit_without_group_checksums_under_n() {
     assert!(fn_out.contains("where _INODE_UNINIT is set"), "{fn_out}");
     assert!(debugfs_r(&img, "ls /").contains(" d "));
 }
+
+/// The orphan file inode made a directory: e2fsck's pass 1 makes it a
+/// regular file again (mode 0100000) and all is well. pfsck judged it as
+/// a directory, rewrote its blocks as orphan blocks and left it a
+/// directory whose blocks e2fsck then found invalid (exit 5).
+#[test]
+fn orphan_file_inode_not_a_regular_file() {
+    let tmp = TempDir::new("fuzz-orphan-file-mode");
+    let img = tmp.join("disk.img");
+    let opts = MkfsOpts::ext4().block_size(1024).features("orphan_file");
+    mkfs(&img, 16 * MIB, &opts, None);
+    assert_eq!(inode_of(&img, "/lost+found"), 11);
+    debugfs_w(&img, &["mkdir d", "sif <12> mode 040600"]);
+    // e2fsck -n then reads it as a directory and aborts in pass 2.
+    assert_eq!(oracle_fn(&img), 12);
+    let (code, fn_out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 4, "{fn_out}");
+    assert!(fn_out.contains("not a regular file"), "{fn_out}");
+    let (code, out) = pfsck_code(&["-fy"], &img);
+    assert_eq!(code, 1, "{out}");
+    let after = oracle_run(&img, &["-fn"]);
+    assert_eq!(after.code(), Some(0), "{}\n{out}", after.stdout);
+    let stat = debugfs_r(&img, "stat <12>");
+    assert!(stat.contains("Type: regular"), "{stat}");
+    assert!(stat.contains("Size: 32768"), "{stat}");
+}
