@@ -174,21 +174,46 @@ pub struct Bounds {
     pub dir_limit: Option<u64>,
 }
 
-/// Entry `i` of node `b` as (lblk, pblk, len, unwritten).
-pub fn node_entry(b: &[u8], i: usize, leaf: bool, end: Option<u64>) -> (u64, u64, u64, bool) {
+/// Entry `i` of node `b` as (lblk, pblk, len, unwritten). An index
+/// entry's length runs to the next entry's start or, for the last one, to
+/// `end_blk`, the node's own end (`child_end_blk`), as e2fsck's library
+/// measures it: in 32 bits, so it wraps where the end lies before the
+/// entry, and is 0 where they meet.
+pub fn node_entry(b: &[u8], i: usize, leaf: bool, end_blk: u64) -> (u64, u64, u64, bool) {
     if leaf {
         let e = extent::parse_leaf(b, i);
         return (e.lblk as u64, e.pblk, e.len as u64, e.unwritten);
     }
     let ix = extent::parse_index(b, i);
-    let entries = extent::parse_header(b).entries as usize;
-    let next = if i + 1 < entries {
-        extent::parse_index(b, i + 1).lblk as u64
-    } else {
-        end.map_or(1u64 << 32, |e| e + 1)
-    };
-    let len = next.saturating_sub(ix.lblk as u64).max(1);
+    let next = child_end_blk(b, i, end_blk);
+    let len = u64::from(next.wrapping_sub(u64::from(ix.lblk)) as u32);
     (ix.lblk as u64, ix.leaf, len, false)
+}
+
+/// Where the subtree below index entry `i` of node `b` ends (exclusive):
+/// the next entry's start, or for the last entry the node's own end
+/// `end_blk`. At the root that end is i_size in blocks, so e2fsck bounds
+/// the last subtree by the file's size.
+pub fn child_end_blk(b: &[u8], i: usize, end_blk: u64) -> u64 {
+    let entries = extent::parse_header(b).entries as usize;
+    if i + 1 < entries {
+        u64::from(extent::parse_index(b, i + 1).lblk)
+    } else {
+        end_blk
+    }
+}
+
+/// The last logical block an index entry's subtree may map, None for no
+/// bound: e2fsck takes an end of 0 as none (an entry at 0 of length 0
+/// wraps to the largest block, which bounds nothing either).
+pub fn child_bound(lblk: u64, len: u64) -> Option<u64> {
+    (lblk + len).checked_sub(1).filter(|&e| e != 0)
+}
+
+/// The end of the root node for an inode whose last block inside i_size
+/// is `eof_block`: i_size in blocks.
+pub fn root_end_blk(eof_block: u64) -> u64 {
+    eof_block.wrapping_add(1)
 }
 
 /// e2fsck's tests of one entry, in its order.
@@ -276,7 +301,8 @@ pub fn walk_extents<V: MapVisitor>(
         seen: std::collections::HashSet::new(),
         stopped: false,
     };
-    w.node(root, h.depth, 0, None, scratch.begin());
+    let end_blk = root_end_blk(info.eof_block);
+    w.node(root, h.depth, 0, None, end_blk, scratch.begin());
 }
 
 impl<V: MapVisitor> ExtentWalk<'_, V> {
@@ -286,8 +312,16 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
     }
 
     /// Scans one node whose entries must lie in [start, end] (end None: no
-    /// limit, the root).
-    fn node(&mut self, b: &[u8], depth: u16, start: u64, end: Option<u64>, levels: &mut [Level]) {
+    /// limit, as at the root) and whose last index runs to `end_blk`.
+    fn node(
+        &mut self,
+        b: &[u8],
+        depth: u16,
+        start: u64,
+        end: Option<u64>,
+        end_blk: u64,
+        levels: &mut [Level],
+    ) {
         let h = extent::parse_header(b);
         let ino = self.info.ino;
         let nblocks = self.fs.geo.blocks_count;
@@ -298,7 +332,7 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 return;
             }
             let leaf = depth == 0;
-            let (lblk, pblk, len, unwritten) = node_entry(b, i, leaf, end);
+            let (lblk, pblk, len, unwritten) = node_entry(b, i, leaf, end_blk);
             let fault = entry_fault(
                 &Entry {
                     leaf,
@@ -435,11 +469,12 @@ impl<V: MapVisitor> ExtentWalk<'_, V> {
                 extent::compute_block_checksum(seed, buf)
                     .is_none_or(|c| c != extent::stored_block_checksum(buf))
             });
-            let node_end = lblk + len - 1;
+            let node_end = child_bound(lblk, len);
+            let node_end_blk = child_end_blk(b, i, end_blk);
             let before = self.problems;
             // e2fsck scans the child from its own first block (after
             // moving the index there when it may).
-            self.node(buf, depth - 1, first, Some(node_end), rest);
+            self.node(buf, depth - 1, first, node_end, node_end_blk, rest);
             had_problem |= self.problems != before;
             if csum_bad && !had_problem {
                 self.report(

@@ -232,6 +232,9 @@ pub const NONE: &[Code] = &[
     // e2fsck prints its MMP refusals outside its table.
     Code::MmpCannotProceed,
     Code::MmpBusy,
+    // e2fsck stops with an error reading that inode (exit 8) before it
+    // asks anything about it.
+    Code::OrphanFileInodeInvalid,
     Code::JournalAfterReplay,
     Code::JournalBlockChecksum,
     Code::JournalRecoveryFails,

@@ -40,6 +40,7 @@ use crate::fs::inode::{
     GOOD_OLD_INODE_SIZE, InodeMut, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG,
     S_IFSOCK, field, flags, inode_csum_seed,
 };
+use crate::fs::num::Blk;
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::volume::edit::{self, read_block, read_inode, write_desc_table};
 use crate::volume::{Blocks, Fs};
@@ -175,7 +176,8 @@ impl Replay<'_> {
             let n = u64::from(geo.group_blocks(g));
             if trusted(g, BG_BLOCK_UNINIT) {
                 for b in first..first + n {
-                    self.blocks.set(b, view.as_ref().is_some_and(|m| m.get(b)));
+                    let c = Blk(b).cluster(geo.cluster_bits);
+                    self.blocks.set(b, view.as_ref().is_some_and(|m| m.get(c)));
                 }
             } else {
                 let bm = read_block(fs, &self.st, fs.gds[g as usize].block_bitmap).map_err(io)?;

@@ -33,6 +33,7 @@ pub mod xattr;
 
 use crate::engine::{Budget, Clock, Control, Threads};
 use crate::error::{Error, Result};
+use crate::fs::num::Cluster;
 use crate::io::Device;
 pub use crate::volume::Fs;
 use problem::{ProblemList, Severity};
@@ -536,7 +537,9 @@ fn step(
 fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
     let st: &Stats = &state.stats;
     s.inodes_used = st.inodes_used;
-    s.blocks_used = (state.block_used.count_range(0, fs.geo.clusters_count())
+    s.blocks_used = (state
+        .block_used
+        .count_range(Cluster(0), Cluster(fs.geo.clusters_count()))
         << fs.geo.cluster_bits)
         .min(fs.geo.blocks_count);
     s.noncontiguous_pct = if st.inodes_used > 0 {

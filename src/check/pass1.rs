@@ -33,6 +33,7 @@ use crate::fs::bytes::{le16, le32};
 use crate::fs::crypt::{self, Policy};
 use crate::fs::dir_entry;
 use crate::fs::inode::{self, FileType, Inode, flags};
+use crate::fs::num::Cluster;
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::volume::Fs;
 
@@ -76,7 +77,7 @@ pub fn mark_metadata(fs: &Fs, state: &State) {
     // With 1 KiB blocks, block 0 (boot block) belongs to no group but is
     // never free: e2fsck counts it as used in the summary.
     if geo.first_data_block > 0 {
-        state.block_used.set(0);
+        state.block_used.set(Cluster(0));
     }
     for g in 0..geo.groups {
         fs.group_metadata_blocks(g).for_each(&mark);
@@ -1362,6 +1363,8 @@ struct Claimer<'a> {
     no_claim: bool,
     is_dir: bool,
     blocks: u64,
+    /// Of `blocks`, the map's own: indirect blocks, extent tree nodes.
+    nodes: u64,
     last_block: Option<u64>,
     last_init: Option<u64>,
     prev_pblk: u64,
@@ -1453,21 +1456,26 @@ impl Claimer<'_> {
                 // e2fsck names what the bad block holds (bad blocks are
                 // few: the descriptors are searched for each).
                 let gds = &self.fs.gds;
-                let e2 = if gds.iter().any(|gd| gd.block_bitmap == b) {
-                    0x01000A
-                } else if gds.iter().any(|gd| gd.inode_bitmap == b) {
-                    0x01000B
-                } else if b == geo.first_data_block {
-                    0x010019
-                } else {
-                    0x01001A
+                let bitmap_of = |is: fn(&crate::fs::group_desc::GroupDesc) -> u64| {
+                    gds.iter().position(|gd| is(gd) == b)
                 };
-                self.problems.push(
-                    Problem::new(Code::BadBlockInMetadata)
-                        .ino(self.ino)
-                        .e2fsck(e2)
-                        .blk(b),
-                );
+                let (e2, group) = if let Some(g) = bitmap_of(|gd| gd.block_bitmap) {
+                    (0x01000A, Some(g))
+                } else if let Some(g) = bitmap_of(|gd| gd.inode_bitmap) {
+                    (0x01000B, Some(g))
+                } else if b == geo.first_data_block {
+                    (0x010019, None)
+                } else {
+                    (0x01001A, None)
+                };
+                let mut p = Problem::new(Code::BadBlockInMetadata)
+                    .ino(self.ino)
+                    .e2fsck(e2)
+                    .blk(b);
+                if let Some(g) = group {
+                    p = p.group(g as u32);
+                }
+                self.problems.push(p);
             }
             return;
         }
@@ -1534,6 +1542,7 @@ impl MapVisitor for Claimer<'_> {
         }
         self.claim(pblk);
         self.blocks += 1;
+        self.nodes += 1;
     }
 
     fn problem(&mut self, p: Problem) {
@@ -1725,6 +1734,7 @@ fn check_blocks(
         no_claim: ino == inode::RESIZE_INO,
         is_dir,
         blocks: 0,
+        nodes: 0,
         last_block: None,
         last_init: None,
         prev_pblk: 0,
@@ -1754,6 +1764,7 @@ fn check_blocks(
     c.mapped = true;
     let Claimer {
         blocks: mapped,
+        nodes,
         last_block,
         last_init,
         fragmented,
@@ -1787,7 +1798,9 @@ fn check_blocks(
         }
     }
     if bad_blocks {
-        c.out.stats.bad_blocks += mapped;
+        // e2fsck counts the listed blocks, not the indirect blocks that
+        // list them.
+        c.out.stats.bad_blocks += mapped - nodes;
         return;
     }
     if inline {

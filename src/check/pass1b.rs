@@ -21,6 +21,7 @@ use super::state::State;
 use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::inode::{self, Inode};
+use crate::fs::num::Cluster;
 use crate::volume::Fs;
 
 /// Longest list of owners kept in a problem's detail.
@@ -149,7 +150,7 @@ fn dup_list(state: &State) -> Vec<u64> {
     let mut out = Vec::new();
     let mut base = 0u64;
     while base < n {
-        let mut w = state.block_dup.word_at(base);
+        let mut w = state.block_dup.word_at(Cluster(base));
         while w != 0 {
             let k = w.trailing_zeros() as u64;
             w &= w - 1;
@@ -213,7 +214,9 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
                         .xattr_blocks
                         .binary_search_by_key(&inode.file_acl, |x| x.blk)
                         .is_ok()
-                    && dups.binary_search(&state.cluster(inode.file_acl)).is_ok()
+                    && dups
+                        .binary_search(&state.cluster(inode.file_acl).get())
+                        .is_ok()
                 {
                     f.hits.push(inode.file_acl);
                 }
@@ -244,8 +247,9 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
         let mut others: Vec<u32> = Vec::new();
         let mut meta = false;
         for &b in hits {
-            let b = state.cluster(b);
-            meta |= state.block_meta.get(b);
+            let c = state.cluster(b);
+            meta |= state.block_meta.get(c);
+            let b = c.get();
             let lo = by_block.partition_point(|&(x, _)| x < b);
             for &(x, o) in &by_block[lo..] {
                 if x != b {

@@ -191,18 +191,18 @@ pub(crate) fn bad_itable_blocks(fs: &Fs) -> Vec<u64> {
 
 pub fn fs_params(fs: &Fs) -> FsParams {
     let sb = &fs.sb;
-    let groups = if fs.uninit_bg() {
-        let ipg = fs.geo.inodes_per_group;
-        fs.gds
-            .iter()
-            .map(|gd| GroupInodes {
-                inode_uninit: gd.has_flag(BG_INODE_UNINIT),
-                first_unused: ipg.saturating_sub(gd.itable_unused.min(ipg)),
-            })
-            .collect()
-    } else {
-        Vec::new()
-    };
+    // e2fsck reads the marks whatever the features say: without group
+    // checksums they are wrong (pass 0 clears them when it may), and -n
+    // leaves them for pass 2 to trip on.
+    let ipg = fs.geo.inodes_per_group;
+    let groups = fs
+        .gds
+        .iter()
+        .map(|gd| GroupInodes {
+            inode_uninit: gd.has_flag(BG_INODE_UNINIT),
+            first_unused: ipg.saturating_sub(gd.itable_unused.min(ipg)),
+        })
+        .collect();
     FsParams {
         bs: fs.block_size(),
         inodes_count: fs.geo.inodes_count,

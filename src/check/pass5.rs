@@ -27,10 +27,11 @@
 
 use super::problem::{Code, Problem, ProblemList};
 use super::state::State;
-use crate::engine::{AtomicBitmap, Control, Threads, par_map};
+use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
-use crate::volume::Fs;
+use crate::fs::num::Blk;
+use crate::volume::{ClusterMap, Fs};
 
 /// Longest difference list kept in a problem's detail.
 const DETAIL_CAP: usize = 4000;
@@ -67,7 +68,7 @@ fn inode_uninit(fs: &Fs, g: u32) -> bool {
 
 /// Blocks the library marks for BLOCK_UNINIT groups (possibly in other
 /// groups, with flex_bg), ORed into the bitmaps as read.
-fn uninit_overlay(fs: &Fs) -> Option<AtomicBitmap> {
+fn uninit_overlay(fs: &Fs) -> Option<ClusterMap> {
     fs.uninit_view(|g| block_uninit(fs, g))
 }
 
@@ -115,7 +116,7 @@ fn push_diffs(out: &mut Vec<(u64, u64, bool)>, base: u64, found: u64, disk: u64,
 fn check_group(
     fs: &Fs,
     state: &State,
-    overlay: Option<&AtomicBitmap>,
+    overlay: Option<&ClusterMap>,
     buf: &mut [u8],
     g: u32,
     by_disk: bool,
@@ -128,7 +129,7 @@ fn check_group(
     // ---- blocks ----
     // Bits of the block bitmap are clusters (blocks without bigalloc).
     let bits = geo.cluster_bits;
-    let first = geo.cluster_of(geo.group_first_block(g));
+    let first = Blk(geo.group_first_block(g)).cluster(bits);
     let n = (geo.group_blocks(g) as u64).div_ceil(1 << bits);
     let bpg = (geo.blocks_per_group as u64) >> bits;
     let uninit = block_uninit(fs, g);
@@ -178,7 +179,7 @@ fn check_group(
             }
             disk_used += u64::from(disk.count_ones());
             out.block_uninit_used |= uninit && found & !disk != 0;
-            push_diffs(&mut out.block_diffs, first + i, found, disk, take);
+            push_diffs(&mut out.block_diffs, first.get() + i, found, disk, take);
             i += 64;
         }
         if by_disk {

@@ -145,6 +145,7 @@ problems! {
     OrphanFileBlockDirty = ("0x0223", Super, Error, true, "Orphan file (inode {ino}) block {num} is not clean"),
     OrphanPresentClean = ("0x0224", Super, Error, true, "Flag orphan_present is set but orphan file is clean"),
     OrphanNotProcessed = ("0x0222", Super, Notice, true, "Orphan processing stopped: {detail}; the full check follows"),
+    OrphanFileInodeInvalid = ("0x0226", Super, Error, true, "The orphan_file feature is set, but the orphan file inode {ino} is invalid"),
 
     // ---- Pass 1: inodes, blocks and sizes ----
     InodeChecksum = ("0x1001", P1, Error, true, "Inode {ino} passes checks, but checksum does not match inode"),
@@ -494,6 +495,20 @@ impl Problem {
         self.render(|d| escape_name(d.as_bytes()), tree)
     }
 
+    /// The message template: the code's own, or e2fsck's wording for the
+    /// e2fsck problem the check named where one code stands for several.
+    fn template(&self) -> &'static str {
+        match (self.code, self.e2fsck_override()) {
+            (Code::BadBlockInMetadata, Some(0x01000A)) if self.args().group.is_some() => {
+                "Group {group}'s block bitmap ({blk}) is bad"
+            }
+            (Code::BadBlockInMetadata, Some(0x01000B)) if self.args().group.is_some() => {
+                "Group {group}'s inode bitmap ({blk}) is bad"
+            }
+            _ => self.spec().message,
+        }
+    }
+
     /// `{path:ino}`, `{path:num}`: the path of that directory, or `???`
     /// (what e2fsck prints when it cannot find one) without a tree.
     fn render(
@@ -507,7 +522,7 @@ impl Problem {
             _ => "???".to_string(),
         };
         let mut out = String::new();
-        let mut rest = self.spec().message;
+        let mut rest = self.template();
         while let Some(start) = rest.find('{') {
             out.push_str(&rest[..start]);
             let Some(len) = rest[start..].find('}') else {

@@ -6,6 +6,8 @@
 
 use super::xattr::EaCharge;
 use crate::engine::{AtomicBitmap, LinkCounts};
+use crate::fs::num::{Blk, Cluster};
+use crate::volume::ClusterMap;
 use std::collections::BTreeMap;
 
 /// Per-inode flag bits kept by pass 1 (`State::has_iflag`), one bitmap
@@ -160,12 +162,12 @@ pub struct State {
     /// by cluster (`cluster`), which is the block itself without bigalloc.
     pub cluster_bits: u32,
     /// Blocks in use: file system metadata and every block an inode claims.
-    pub block_used: AtomicBitmap,
+    pub block_used: ClusterMap,
     /// Blocks claimed more than once (for pass 1B).
-    pub block_dup: AtomicBitmap,
+    pub block_dup: ClusterMap,
     /// File system metadata (superblock and descriptor copies, reserved GDT
     /// blocks, bitmaps, inode tables): pass 1B names it as an owner.
-    pub block_meta: AtomicBitmap,
+    pub block_meta: ClusterMap,
     /// Indexed by inode number (bit 0 unused): in use per pass 1.
     pub inode_used: AtomicBitmap,
     pub inode_dir: AtomicBitmap,
@@ -231,9 +233,9 @@ impl State {
         let clusters = blocks_count.div_ceil(1 << bits);
         State {
             cluster_bits: bits,
-            block_used: AtomicBitmap::new(clusters),
-            block_dup: AtomicBitmap::new(clusters),
-            block_meta: AtomicBitmap::new(clusters),
+            block_used: ClusterMap::new(clusters),
+            block_dup: ClusterMap::new(clusters),
+            block_meta: ClusterMap::new(clusters),
             inode_used: AtomicBitmap::new(n as u64),
             inode_dir: AtomicBitmap::new(n as u64),
             unmapped: Vec::new(),
@@ -418,8 +420,8 @@ impl State {
     }
 
     /// The index of block `blk` in the block maps.
-    pub fn cluster(&self, blk: u64) -> u64 {
-        blk >> self.cluster_bits
+    pub fn cluster(&self, blk: u64) -> Cluster {
+        Blk(blk).cluster(self.cluster_bits)
     }
 
     /// Claims `blk` (its cluster) for a file; returns false (and marks it

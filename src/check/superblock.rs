@@ -761,6 +761,14 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
         }
     }
     out.extend(fields_without_feature(fs));
+    // e2fsck reads this inode after its passes to set the orphan file up
+    // and stops (exit 8) when the number cannot be an inode; the kernel
+    // refuses to mount such a file system.
+    if sb.has_compat(superblock::compat::ORPHAN_FILE)
+        && (sb.orphan_file_inum == 0 || sb.orphan_file_inum > geo.inodes_count)
+    {
+        out.push(Problem::new(Code::OrphanFileInodeInvalid).ino(sb.orphan_file_inum));
+    }
     if sb.last_orphan != 0 {
         out.push(Problem::new(Code::SbOrphanList).ino(sb.last_orphan));
     }

@@ -172,43 +172,25 @@ fn fault(point: &str) {
     }
 }
 
-/// e2fsck's rules for a mounted file system, decided before the check:
-/// a check (`-n`) of one goes on after a warning; a repair of one mounted
-/// read-write, or read-only without `-f`, is refused (exit 8); with `-f`
-/// a read-only mount is checked after the warning, and the commit refuses
-/// to write to it; the root mounted read-only (the boot case) is checked
-/// and repaired silently, as e2fsck does. Ok(true): that last case.
-fn mounted_policy(args: &Args, device: &str) -> Result<bool, i32> {
-    use crate::repair::mounted::{MountState, mount_state};
-    let warn = || {
-        if args.json {
-            eprintln!("pfsck: warning: {device} is mounted");
-        } else {
-            outln!("Warning!  {device} is mounted.");
-        }
-    };
-    match mount_state(&args.device) {
-        MountState::NotMounted => Ok(false),
-        MountState::ReadOnlyRoot => Ok(true),
-        _ if args.no => {
-            warn();
-            Ok(false)
-        }
-        MountState::ReadOnly(_) if args.force => {
-            warn();
-            Ok(false)
-        }
-        MountState::ReadOnly(m) | MountState::ReadWrite(m) => {
-            let msg = format!("{m}; refusing to repair a mounted file system: unmount it first");
-            if args.json {
-                report::print_error_json(device, &msg, EXIT_OPERATIONAL);
-            } else {
-                outln!("{device} is mounted.");
-            }
-            eprintln!("pfsck: {msg}");
-            Err(EXIT_OPERATIONAL)
-        }
+/// e2fsck's warning before a check of a mounted file system.
+fn warn_mounted(args: &Args, device: &str) {
+    if args.json {
+        eprintln!("pfsck: warning: {device} is mounted");
+    } else {
+        outln!("Warning!  {device} is mounted.");
     }
+}
+
+/// A repair of a mounted file system refused (`repair::session::
+/// mount_policy`): e2fsck's "is mounted." line, exit 8.
+fn refuse_mounted(args: &Args, device: &str, msg: &str) -> i32 {
+    if args.json {
+        report::print_error_json(device, msg, EXIT_OPERATIONAL);
+    } else {
+        outln!("{device} is mounted.");
+    }
+    eprintln!("pfsck: {msg}");
+    EXIT_OPERATIONAL
 }
 
 /// A run stopped by a signal before anything was written: exit 32.
@@ -328,19 +310,16 @@ pub fn run(args: &Args) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let root = match mounted_policy(args, &device) {
-        Ok(root) => root,
-        Err(code) => {
-            if let Some(r) = reporter {
-                r.finish();
-            }
-            return code;
+    if args.no {
+        // A repair's session judges the mount itself.
+        use crate::repair::session::{MountVerdict, mount_policy};
+        if let Ok(MountVerdict::Warn) = mount_policy(&args.device, false, args.force) {
+            warn_mounted(args, &device);
         }
-    };
+    }
     fault("before-check");
     let bar = reporter.as_ref().and_then(|r| r.bar());
     if !args.no {
-        report::REBOOT_IF_MODIFIED.store(root, std::sync::atomic::Ordering::Relaxed);
         let mut code = match mode {
             Some(mode) => repair::run(args, &opts, mode, &device, None),
             None => {
@@ -364,6 +343,7 @@ pub fn run(args: &Args) -> i32 {
         if let Some(r) = reporter {
             r.finish();
         }
+        let root = report::REBOOT_IF_MODIFIED.load(std::sync::atomic::Ordering::Relaxed);
         if root && code & EXIT_CORRECTED != 0 {
             code |= EXIT_REBOOT;
         }

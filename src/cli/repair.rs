@@ -28,6 +28,10 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, ask: Option<As
              repairing without one: this repair cannot be rolled back",
             wanted.display()
         ),
+        Notice::MountedWarning => super::warn_mounted(args, device),
+        Notice::ReadOnlyRoot => {
+            report::REBOOT_IF_MODIFIED.store(true, std::sync::atomic::Ordering::Relaxed)
+        }
     };
     let undo = UndoChoice {
         explicit: args.undo.clone(),
@@ -58,6 +62,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, ask: Option<As
             return EXIT_UNCORRECTED | EXIT_OPERATIONAL;
         }
         Err(SessionError::Interrupted) => super::cancelled(device),
+        Err(e @ SessionError::Mounted(_)) => super::refuse_mounted(args, device, &e.to_string()),
         Err(e) => fail(args, device, &e),
     };
     if let Err(e) = released {

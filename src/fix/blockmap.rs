@@ -23,8 +23,8 @@
 //! naming a cleared inode are left to the next round's check and fixes.
 
 use crate::check::blockmap::{
-    Bounds, Entry, WALK_DEPTH_LIMIT, dir_block_limit, entry_fault, header_problem, indirect_limit,
-    node_entry,
+    Bounds, Entry, WALK_DEPTH_LIMIT, child_bound, child_end_blk, dir_block_limit, entry_fault,
+    header_problem, indirect_limit, node_entry, root_end_blk,
 };
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
@@ -34,6 +34,7 @@ use crate::fs::extent;
 use crate::fs::group_desc::{self, Location};
 use crate::fs::inode::field::*;
 use crate::fs::inode::{self, Inode, flags};
+use crate::fs::num::Blk;
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
@@ -113,7 +114,8 @@ pub(super) fn fix(
             levels: 0,
             staged: false,
         };
-        let changed = rw.node(&mut root, depth, 0, None)?;
+        let end_blk = root_end_blk(rw.eof_block);
+        let changed = rw.node(&mut root, depth, 0, None, end_blk)?;
         staged_below = rw.staged;
         changed
     } else {
@@ -172,18 +174,17 @@ fn fill_dir_holes(
     let mapped_after = |i: usize| ptrs[i + 1..].iter().any(|&p| p != 0);
     let mut alloc = Allocator::new(fs, &state.block_used);
     let mut changed = false;
-    let mut from = fs.geo.first_data_block;
+    let mut from = alloc.first_data_block();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
         if p != 0 || !mapped_after(i) {
             continue;
         }
-        // Block pointers are 32 bits.
-        let Some(blk) = alloc.take_from(overlay, from, 1 << 32) else {
+        let Some(blk) = alloc.take_from(overlay, from, Blk::PTR32_END) else {
             break;
         };
-        from = blk + 1;
-        overlay.stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))?;
-        put_le32(root, 4 * i, blk as u32);
+        from = blk.next();
+        overlay.stage(blk.get(), empty_dir_block(fs, ino, ind.generation, i == 0))?;
+        put_le32(root, 4 * i, blk.get() as u32);
         changed = true;
     }
     Ok(changed)
@@ -332,9 +333,10 @@ pub(super) fn relocate_bitmaps(
         let first_g = (u64::from(g) / flex * flex) as u32;
         let last_g = (u64::from(first_g) + flex - 1).min(u64::from(geo.groups) - 1) as u32;
         let view: &Overlay = overlay;
-        let mut free = |from: u64, to: u64| alloc.take_run(view, from, to, n);
+        let mut free = |from: u64, to: u64| alloc.take_run(view, Blk(from), Blk(to), n);
         let Some(new) = free(geo.group_first_block(first_g), geo.group_last_block(last_g))
             .or_else(|| free(geo.first_data_block, geo.blocks_count - 1))
+            .map(Blk::get)
         else {
             continue;
         };
@@ -426,6 +428,7 @@ impl ExtentRewrite<'_> {
         depth: u16,
         start: u64,
         end: Option<u64>,
+        end_blk: u64,
     ) -> super::Result<bool> {
         let h = extent::parse_header(b);
         let leaf = depth == 0;
@@ -444,7 +447,7 @@ impl ExtentRewrite<'_> {
                 keep.push(raw);
                 continue;
             }
-            let (lblk, pblk, len, unwritten) = node_entry(b, i, leaf, end);
+            let (lblk, pblk, len, unwritten) = node_entry(b, i, leaf, end_blk);
             let e = Entry {
                 leaf,
                 lblk,
@@ -493,7 +496,8 @@ impl ExtentRewrite<'_> {
                 continue;
             }
             self.nodes_left -= 1;
-            match self.child(pblk, depth, lblk + len - 1)? {
+            let (bound, below) = (child_bound(lblk, len), child_end_blk(b, i, end_blk));
+            match self.child(pblk, depth, bound, below)? {
                 Child::Drop => changed = true,
                 Child::Same => {
                     start_block = lblk;
@@ -531,13 +535,19 @@ impl ExtentRewrite<'_> {
     }
 
     /// Repairs the node at `pblk` below an index of a depth-`depth` node
-    /// that maps [lblk, end].
-    fn child(&mut self, pblk: u64, depth: u16, end: u64) -> super::Result<Child> {
+    /// that maps [lblk, end] (end None: unbounded) and runs to `end_blk`.
+    fn child(
+        &mut self,
+        pblk: u64,
+        depth: u16,
+        end: Option<u64>,
+        end_blk: u64,
+    ) -> super::Result<Child> {
         // A node on critical metadata is not repaired, nor anything below
         // it (e2fsck: "conflicts with critical metadata, skipping block
         // checks"); the duplicate block repair moves it first. A node that
         // cannot be read is left as it is too.
-        if self.state.block_meta.get(pblk) || self.levels >= WALK_DEPTH_LIMIT {
+        if self.state.block_meta.get(self.state.cluster(pblk)) || self.levels >= WALK_DEPTH_LIMIT {
             return Ok(Child::Same);
         }
         let Ok(mut buf) = vol::read_block(self.fs, &*self.overlay, pblk) else {
@@ -557,7 +567,7 @@ impl ExtentRewrite<'_> {
         // Scanned from its own first block, as the check does.
         let first = u64::from(le32(&buf, ENTRY));
         self.levels += 1;
-        let changed = self.node(&mut buf, depth - 1, first, Some(end));
+        let changed = self.node(&mut buf, depth - 1, first, end, end_blk);
         self.levels -= 1;
         let changed = changed?;
         if extent::parse_header(&buf).entries == 0 {
@@ -669,7 +679,7 @@ impl IndirectRewrite<'_> {
         // the metadata's block); e2fsck only forgets the pointers in core.
         // The resize inode's are its own reserved GDT blocks: e2fsck zeroes
         // an illegal entry there (pass 0 only judges the first quarter).
-        if changed && (self.resize || !self.state.block_meta.get(blk)) {
+        if changed && (self.resize || !self.state.block_meta.get(self.state.cluster(blk))) {
             self.overlay.stage(blk, buf)?;
             self.staged = true;
         }

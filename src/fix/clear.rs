@@ -328,6 +328,7 @@ fn make_root(
     let Some(blk) = Allocator::new(fs, &state.block_used).take_lowest(overlay) else {
         return Ok(false);
     };
+    let blk = blk.get();
     super::lostfound::write_dir(fs, overlay, ROOT_INO, ROOT_INO, blk, S_IFDIR | 0o755)?;
     state.inode_used.set(ROOT_INO as u64);
     state.inode_dir.set(ROOT_INO as u64);

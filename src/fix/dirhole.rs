@@ -19,6 +19,7 @@ use crate::check::state::{State, iflag};
 use crate::fs::dir_entry;
 use crate::fs::extent::{self, EXTENT_MAGIC, ROOT_MAX};
 use crate::fs::inode::{InodeMut, flags};
+use crate::fs::num::Blk;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
@@ -104,16 +105,15 @@ fn allocate(
         None
     };
     let mut alloc = Allocator::new(fs, &state.block_used);
-    let mut search = fs.geo.first_data_block;
+    let mut search = alloc.first_data_block();
     let mut given = Vec::new();
     for &h in &holes {
-        // Block pointers are 32 bits.
-        let Some(blk) = alloc.take_from(overlay, search, 1 << 32) else {
+        let Some(blk) = alloc.take_from(overlay, search, Blk::PTR32_END) else {
             break;
         };
-        search = blk + 1;
-        overlay.stage(blk, dir_entry::empty_block(bs, seed))?;
-        given.push((h, blk as u32));
+        search = blk.next();
+        overlay.stage(blk.get(), dir_entry::empty_block(bs, seed))?;
+        given.push((h, blk.get() as u32));
     }
     if given.is_empty() {
         return Ok(false);

@@ -45,6 +45,7 @@ use crate::check::state::State;
 use crate::fs::bytes::{le32, put_le32};
 use crate::fs::extent::{self, Extent, ExtentIndex, INIT_MAX_LEN, RawEntry};
 use crate::fs::inode::{self, Inode, InodeMut, flags, inode_csum_seed};
+use crate::fs::num::{Blk, Cluster};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr;
 use crate::repair::overlay::Overlay;
@@ -82,16 +83,16 @@ enum Stop {
 #[derive(Clone)]
 struct Claims {
     /// Claims pass 1B found on each cluster, less those given up since.
-    count: BTreeMap<u64, u32>,
+    count: BTreeMap<Cluster, u32>,
     /// Clusters still duplicate: copies are made of their blocks.
-    dup: BTreeSet<u64>,
+    dup: BTreeSet<Cluster>,
 }
 
 impl Claims {
     /// One claim on cluster `c` is given up (a copy made, its owner
     /// deleted); below two claims the cluster is no longer duplicate,
     /// unless it is metadata.
-    fn give_up(&mut self, state: &State, c: u64) {
+    fn give_up(&mut self, state: &State, c: Cluster) {
         if let Some(n) = self.count.get_mut(&c) {
             *n = n.saturating_sub(1);
             if *n <= 1 && !state.block_meta.get(c) {
@@ -103,9 +104,9 @@ impl Claims {
 
 /// Resolves every multiply-claimed block pass 1B found.
 pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Result<Outcome> {
-    let mut count: BTreeMap<u64, u32> = BTreeMap::new();
+    let mut count: BTreeMap<Cluster, u32> = BTreeMap::new();
     // The inodes claiming each cluster (in inode order, each once).
-    let mut owners: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    let mut owners: BTreeMap<Cluster, Vec<u32>> = BTreeMap::new();
     for (ino, hits) in &state.dup_owners {
         for &b in hits {
             let c = state.cluster(b);
@@ -278,9 +279,10 @@ impl Tx<'_, '_> {
 
     /// The lowest free cluster whose first block lies below `limit`.
     fn take_below(&mut self, limit: u64) -> Result<u64, Stop> {
-        let first = self.fs.geo.first_data_block;
+        let first = self.alloc.first_data_block();
         self.alloc
-            .take_from(self.overlay, first, limit)
+            .take_from(self.overlay, first, Blk(limit))
+            .map(Blk::get)
             .ok_or(Stop::NoSpace)
     }
 
@@ -562,11 +564,12 @@ impl Tx<'_, '_> {
         if self.state.cluster_bits > 0 {
             return self.split_clusters(lblk, pblk, len, edit);
         }
+        // Without bigalloc a cluster is its block.
         let candidates: Vec<u64> = self
             .claims
             .count
-            .range(pblk..pblk.saturating_add(len))
-            .map(|(&b, _)| b)
+            .range(Cluster(pblk)..Cluster(pblk.saturating_add(len)))
+            .map(|(&c, _)| c.first_block(0).get())
             .collect();
         for b in candidates {
             self.tick()?;
@@ -598,7 +601,7 @@ impl Tx<'_, '_> {
                 .min(mask + 1 - (p & mask))
                 .min(len - k);
             let lc = l >> bits;
-            let pc = p >> bits;
+            let pc = Blk(p).cluster(bits);
             let to = match self.clusters.last {
                 Some((c, base)) if c == lc => Some(base),
                 _ if self.claims.dup.contains(&pc) => {

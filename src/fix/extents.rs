@@ -22,6 +22,7 @@ use crate::check::problem::Problem;
 use crate::check::state::State;
 use crate::fs::extent::INIT_MAX_LEN;
 use crate::fs::inode::{Inode, flags, inode_csum_seed};
+use crate::fs::num::Blk;
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
@@ -104,7 +105,7 @@ pub(super) fn rebuild(
     let checkpoint = alloc.checkpoint();
     let view: &Overlay = overlay;
     let built = extent::build(&extents, fs.block_size(), 4, seed, || {
-        alloc.take_lowest(view)
+        alloc.take_lowest(view).map(Blk::get)
     });
     let Some(tree) = built else {
         alloc.rollback(checkpoint);

@@ -35,6 +35,7 @@ use crate::check::state::State;
 use crate::fs::bytes::put_le32;
 use crate::fs::extent::Extent;
 use crate::fs::inode::{self as finode, InodeMut, flags};
+use crate::fs::num::Blk;
 use crate::fs::superblock::{JNL_BACKUP_BLOCKS, compat, incompat};
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
@@ -103,11 +104,16 @@ pub(super) fn recreate(
 
     // The old journal's blocks that only it claimed become free.
     let old = old_blocks(fs);
-    let only_old = |b: u64| old.contains(&b) && !state.block_dup.get(b) && !state.block_meta.get(b);
+    let only_old = |b: u64| {
+        let c = state.cluster(b);
+        old.contains(&b) && !state.block_dup.get(c) && !state.block_meta.get(c)
+    };
     let group_free = |g: u32| {
         let first = geo.group_first_block(g);
         let end = first + geo.group_blocks(g) as u64;
-        let used = state.block_used.count_range(first, end);
+        let used = state
+            .block_used
+            .count_range(state.cluster(first), state.cluster(end));
         let back = old.range(first..end).filter(|&&b| only_old(b)).count() as u64;
         (end - first).saturating_sub(used) + back
     };
@@ -128,7 +134,7 @@ pub(super) fn recreate(
     let checkpoint = alloc.checkpoint();
     for &b in &old {
         if only_old(b) {
-            alloc.free(b);
+            alloc.free(Blk(b));
         }
     }
     let picked = pick(&mut alloc, overlay, goal, need);
@@ -236,14 +242,14 @@ pub(super) fn recreate(
 /// from the first data block up to it; fewer when there are not as many.
 fn pick(alloc: &mut Allocator, overlay: &Overlay, goal: u64, need: u64) -> Vec<u64> {
     let first = alloc.first_data_block();
-    let start = goal.max(first);
+    let start = Blk(goal).max(first);
     let mut picked = Vec::new();
-    let (mut at, mut end, mut wrapped) = (start, alloc.blocks_count(), false);
+    let (mut at, mut end, mut wrapped) = (start, alloc.end_block(), false);
     while (picked.len() as u64) < need {
         match alloc.take_from(overlay, at, end) {
             Some(b) => {
-                picked.push(b);
-                at = b + 1;
+                picked.push(b.get());
+                at = b.next();
             }
             None if !wrapped => (at, end, wrapped) = (first, start, true),
             None => break,

@@ -25,6 +25,7 @@ use crate::fs::dir_entry::{
 use crate::fs::dir_entry::{inode_at, name_len_at, name_len16_at, rec_len_at, set_inode_at};
 use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN};
 use crate::fs::inode::{InodeMut, ROOT_INO, inode_csum_seed};
+use crate::fs::num::{Blk, LBlk};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
@@ -45,16 +46,16 @@ const FT_DIR: u8 = 2;
 pub(super) struct LostFound {
     pub ino: u32,
     /// Its blocks in logical order.
-    blocks: Vec<u64>,
+    blocks: Vec<Blk>,
 }
 
 impl LostFound {
     pub(super) fn new(state: &State) -> LostFound {
-        let mut blocks: Vec<(u32, u64)> = state
+        let mut blocks: Vec<(u32, Blk)> = state
             .dir_blocks
             .iter()
             .filter(|d| d.ino == state.lost_found && state.lost_found != 0)
-            .map(|d| (d.lblk, d.pblk))
+            .map(|d| (d.lblk, Blk(d.pblk)))
             .collect();
         blocks.sort_unstable();
         LostFound {
@@ -247,7 +248,7 @@ fn reconnect(
     let name = format!("#{ino}");
     let mut added = false;
     for &pblk in &lost_found.blocks {
-        if edit_dir_block(fs, state, overlay, lf, pblk, |b| {
+        if edit_dir_block(fs, state, overlay, lf, pblk.get(), |b| {
             insert_entry(b, ino, name.as_bytes(), ft, filetype)
         })? {
             added = true;
@@ -261,7 +262,7 @@ fn reconnect(
         };
         // The new block's one empty record becomes the entry.
         let n = name.as_bytes();
-        edit_dir_block(fs, state, overlay, lf, pblk, |b| {
+        edit_dir_block(fs, state, overlay, lf, pblk.get(), |b| {
             set_inode_at(b, 0, ino);
             put_name(b, 0, n, filetype.then_some(ft));
             true
@@ -297,17 +298,21 @@ fn expand(
     state: &State,
     overlay: &mut Overlay,
     lf: &mut LostFound,
-) -> super::Result<Option<u64>> {
+) -> super::Result<Option<Blk>> {
     let ino = lf.ino;
     let Some(mut raw) = vol::read_inode(fs, overlay, ino)? else {
         return Ok(None);
     };
     let node = InodeMut(&mut raw);
     let bs = fs.block_size();
-    let lblk = lf.blocks.len();
-    let mask = (1u64 << fs.geo.cluster_bits) - 1;
+    let bits = fs.geo.cluster_bits;
+    // The new block's place in the directory.
+    let count = lf.blocks.len();
+    let Ok(lblk) = u32::try_from(count).map(LBlk) else {
+        return Ok(None);
+    };
     // With bigalloc, where the block lies in its cluster.
-    let offset = lblk as u64 & mask;
+    let offset = lblk.in_cluster(bits);
     let mut alloc = Allocator::new(fs, &state.block_used);
     let view: &Overlay = overlay;
     // A new cluster costs its sectors in i_blocks; a block of the last
@@ -326,13 +331,13 @@ fn expand(
         if last.len == 0
             || last.unwritten
             || last.len >= u32::from(INIT_MAX_LEN)
-            || last.lblk as usize + last.len as usize != lblk
+            || last.lblk as usize + last.len as usize != count
         {
             return Ok(None);
         }
-        let next = last.pblk + u64::from(last.len);
+        let next = Blk(last.pblk) + u64::from(last.len);
         let room = last.len < u32::from(INIT_MAX_LEN) - 1;
-        if room && offset != 0 && next & mask == offset {
+        if room && offset != 0 && next.in_cluster(bits) == offset {
             taken = false;
             (next, MapEdit::Grow)
         } else if room && alloc.take_at(view, next) {
@@ -346,16 +351,16 @@ fn expand(
             return Ok(None);
         }
     } else {
-        if lblk >= 12 || node.block_ptr(lblk) != 0 {
+        if count >= 12 || node.block_ptr(count) != 0 {
             return Ok(None);
         }
-        // Block pointers are 32 bits.
-        let Some(blk) = alloc.take_from(view, fs.geo.first_data_block, 1 << 32) else {
+        let first = alloc.first_data_block();
+        let Some(blk) = alloc.take_from(view, first, Blk::PTR32_END) else {
             return Ok(None);
         };
         (blk + offset, MapEdit::Direct)
     };
-    let size = ((lblk + 1) * bs) as u32;
+    let size = ((count + 1) * bs) as u32;
     let sectors = if taken {
         ((bs as u64) << fs.geo.cluster_bits) / 512
     } else {
@@ -376,9 +381,9 @@ fn expand(
                     }
                     _ => entries.push(
                         Extent {
-                            lblk: lblk as u32,
+                            lblk: lblk.get(),
                             len: 1,
-                            pblk: blk,
+                            pblk: blk.get(),
                             unwritten: false,
                         }
                         .encode(),
@@ -386,7 +391,7 @@ fn expand(
                 }
                 extent::put_entries(root, &entries);
             }
-            MapEdit::Direct => m.set_block_ptr(lblk, blk as u32),
+            MapEdit::Direct => m.set_block_ptr(count, blk.get() as u32),
         }
         m.set_size_lo(size);
         let blocks = m
@@ -400,7 +405,7 @@ fn expand(
     } else {
         None
     };
-    overlay.stage(blk, dir_entry::empty_block(bs, seed))?;
+    overlay.stage(blk.get(), dir_entry::empty_block(bs, seed))?;
     lf.blocks.push(blk);
     Ok(Some(blk))
 }
@@ -474,7 +479,7 @@ pub(super) fn create(
         return Ok(None);
     }
 
-    write_dir(fs, overlay, ino, ROOT_INO, blk, 0o040700)?;
+    write_dir(fs, overlay, ino, ROOT_INO, blk.get(), 0o040700)?;
 
     // The summary allocates what is marked here; the root gains a link
     // from the new '..'.

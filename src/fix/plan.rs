@@ -10,6 +10,7 @@ use super::{
 use crate::check::Report;
 use crate::check::problem::{Code, Pass, Problem};
 use crate::check::state::State;
+use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT};
 use crate::fs::inode::{RESIZE_INO, ROOT_INO};
 use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::{Overlay, Staging};
@@ -250,8 +251,9 @@ impl<'a> Round<'a> {
         self.relocate(want)
     }
 
-    /// An impossible itable_unused made pass 1 skip inodes: fixed alone,
-    /// and the next round checks every inode.
+    /// An impossible itable_unused, or uninit marks on a descriptor whose
+    /// checksum fails, made pass 1 skip inodes: fixed alone, and the next
+    /// round checks every inode.
     fn itable_unused_reset(&mut self, want: &Wanted) -> Fixed<bool> {
         let fs = self.fs;
         let unused: Vec<(usize, u32)> = self
@@ -267,12 +269,31 @@ impl<'a> Round<'a> {
                 })
             })
             .collect();
-        if unused.is_empty() {
+        // A descriptor whose checksum fails loses its uninit marks (as
+        // e2fsck's pass 0 clears them): pass 1 skipped what they hid.
+        let marked: Vec<(usize, u32)> = self
+            .report
+            .problems
+            .iter_where(|c| c == Code::GdChecksum)
+            .filter(|(_, p)| want.ok(p))
+            .filter_map(|(k, p)| p.args().group.map(|g| (k, g)))
+            .filter(|&(_, g)| {
+                fs.gds.get(g as usize).is_some_and(|d| {
+                    d.has_flag(BG_INODE_UNINIT | BG_BLOCK_UNINIT) || d.itable_unused != 0
+                })
+            })
+            .collect();
+        if unused.is_empty() && marked.is_empty() {
             return Ok(false);
         }
-        let groups: Vec<u32> = unused.iter().map(|&(_, g)| g).collect();
-        crate::volume::summary::reset_itable_unused(fs, &mut self.overlay, &groups)?;
-        for &(k, _) in &unused {
+        let groups = |v: &[(usize, u32)]| v.iter().map(|&(_, g)| g).collect::<Vec<u32>>();
+        crate::volume::summary::reset_uninit_marks(
+            fs,
+            &mut self.overlay,
+            &groups(&unused),
+            &groups(&marked),
+        )?;
+        for &(k, _) in unused.iter().chain(&marked) {
             self.fixed[k] = true;
         }
         Ok(true)
@@ -617,6 +638,7 @@ impl<'a> Round<'a> {
             }
             Fixer::InodesCount => superblock::fix_inodes_count(fs, overlay)?,
             Fixer::FirstMetaBg => superblock::fix_first_meta_bg(fs, overlay)?,
+            Fixer::OrphanFile => superblock::drop_orphan_file(fs, overlay)?,
             // Recreated whole in pass 1's phase.
             Fixer::ResizeInode if m.resize.is_some() => return Ok(()),
             Fixer::ResizeInode => superblock::fix_resize_inode(fs, overlay, p)?,

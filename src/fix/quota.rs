@@ -36,6 +36,7 @@ use crate::check::superblock::FIELD_NAMES;
 use crate::fs::bytes::put_le32;
 use crate::fs::extent::{Extent, INIT_MAX_LEN};
 use crate::fs::inode::{Inode, InodeMut, flags, inode_csum_seed};
+use crate::fs::num::Blk;
 use crate::fs::quota::{self, Dquot, Limits, QUOTA_BLOCK};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
@@ -268,7 +269,7 @@ impl Layout {
         for &b in &old.blocks {
             let c = state.cluster(b);
             if !state.block_meta.get(c) && !state.block_dup.get(c) {
-                alloc.free(b);
+                alloc.free(Blk(b));
             }
         }
         // File system blocks in the order the quota writer first writes
@@ -310,7 +311,7 @@ impl Layout {
                     } else if l >= NDIR {
                         if ind.is_none() {
                             let g = map.get(&(NDIR - 1)).copied().unwrap_or(0);
-                            let Some(b) = alloc.take(overlay, g) else {
+                            let Some(b) = alloc.take(overlay, Blk(g)).map(Blk::get) else {
                                 return Ok(None);
                             };
                             allocated += 1;
@@ -327,7 +328,7 @@ impl Layout {
                     } else {
                         map.get(&(l - 1)).copied().unwrap_or(0)
                     };
-                    let Some(b) = alloc.take(overlay, goal) else {
+                    let Some(b) = alloc.take(overlay, Blk(goal)).map(Blk::get) else {
                         return Ok(None);
                     };
                     allocated += 1;
@@ -351,7 +352,7 @@ impl Layout {
                 .then(|| inode_csum_seed(fs.csum_seed, ino, 0));
             // One leaf at most (the new inode's generation is 0).
             let tree = extent::build(&ext.extents(), bs as usize, 1, seed, || {
-                alloc.take(overlay, 0)
+                alloc.take(overlay, Blk(0)).map(Blk::get)
             });
             let Some(tree) = tree else {
                 return Ok(None);

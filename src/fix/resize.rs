@@ -37,6 +37,7 @@ use crate::check::state::State;
 use crate::fs::bytes::put_le32;
 use crate::fs::inode::field::I_CRTIME;
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, InodeMut, RESIZE_INO, ROOT_INO};
+use crate::fs::num::Blk;
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
@@ -135,21 +136,21 @@ pub(super) fn recreate(
     let mut alloc = Allocator::new(fs, &state.block_used);
     let checkpoint = alloc.checkpoint();
     if freed {
-        alloc.free(old_dind);
+        alloc.free(Blk(old_dind));
     }
     // Blocks e2fsck's pass 1 sets aside for a missing root and a missing
     // lost+found before it recreates this inode: the lowest free ones.
     let set_aside = usize::from(!state.inode_used.get(u64::from(ROOT_INO)))
         + usize::from(state.lost_found == 0);
-    let aside: Vec<u64> = (0..set_aside)
+    let aside: Vec<Blk> = (0..set_aside)
         .map_while(|_| alloc.take_lowest(overlay))
         .collect();
     let goal = sb_blk + desc + rsv + 2 + u64::from(geo.inode_table_blocks);
-    let dind = alloc.take(overlay, goal);
+    let dind = alloc.take(overlay, Blk(goal));
     for &b in &aside {
         alloc.free(b);
     }
-    let Some(dind32) = dind.and_then(|d| u32::try_from(d).ok()) else {
+    let Some(dind32) = dind.and_then(Blk::ptr32) else {
         alloc.rollback(checkpoint);
         return Ok(false);
     };

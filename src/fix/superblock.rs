@@ -68,6 +68,28 @@ pub(super) fn fix_first_meta_bg(fs: &Fs, overlay: &mut Overlay) -> super::Result
     Ok(true)
 }
 
+/// An orphan_file feature whose inode number cannot be an inode: e2fsck
+/// would recreate the file but stops on reading that inode, so nothing it
+/// does converges. The feature (and orphan_present with it) is turned
+/// off, as e2fsck turns it off for an orphan file without a journal: the
+/// kernel then keeps orphans in the superblock's list. No file is lost:
+/// there was no orphan file inode.
+pub(super) fn drop_orphan_file(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
+    use crate::fs::superblock::{compat, ro_compat};
+    let sb = &fs.sb;
+    if !sb.has_compat(compat::ORPHAN_FILE)
+        || (sb.orphan_file_inum != 0 && sb.orphan_file_inum <= fs.geo.inodes_count)
+    {
+        return Ok(false);
+    }
+    vol::edit_superblock(fs, overlay, |s| {
+        s.set_compat(s.compat() & !compat::ORPHAN_FILE);
+        s.set_ro_compat(s.ro_compat() & !ro_compat::ORPHAN_PRESENT);
+        s.set_orphan_file_inum(0);
+    })?;
+    Ok(true)
+}
+
 /// The resize inode, as e2fsck's pass 0 settles it: with meta_bg the
 /// feature cannot work and is turned off; without the feature the inode
 /// must be empty, so it is cleared, and there are no reserved GDT blocks.

@@ -58,6 +58,9 @@ pub(super) enum Fixer {
     InodesCount,
     /// The superblock's first_meta_bg (`superblock::fix_first_meta_bg`).
     FirstMetaBg,
+    /// The orphan_file feature without a usable inode, dropped
+    /// (`superblock::drop_orphan_file`).
+    OrphanFile,
     /// A quota inode number cleared in the superblock (`quota::clear_inum`).
     QuotaInode,
     /// A quota file rewritten from the counted usage (`quota::rewrite`).
@@ -107,7 +110,7 @@ impl Fixer {
             Clear | ResizeInode | Extents => Phase::Inodes,
             LostFound | Tree | Entry => Phase::Tree,
             BlockMap => Phase::Maps,
-            Field | Feature | InodesCount | FirstMetaBg | QuotaInode => Phase::Fields,
+            Field | Feature | InodesCount | FirstMetaBg | OrphanFile | QuotaInode => Phase::Fields,
             QuotaFile => Phase::Quota,
             NewJournal => Phase::Journal,
             Summary => Phase::Summary,
@@ -269,6 +272,7 @@ const TABLE: &[Entry] = &[
     row(Code::FeatureLargeFiles, F::Feature, S),
     row(Code::SbInodesCount, F::InodesCount, 0),
     row(Code::SbFirstMetaBg, F::FirstMetaBg, 0),
+    row(Code::OrphanFileInodeInvalid, F::OrphanFile, S),
     row(Code::SbQuotaInode, F::QuotaInode, S),
     row(Code::SbInodeFieldNoFeature, F::QuotaInode, S),
     row(Code::QuotaUsage, F::QuotaFile, S),

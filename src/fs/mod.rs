@@ -18,6 +18,7 @@ pub mod htree;
 pub mod inode;
 pub mod journal;
 pub mod mmp;
+pub mod num;
 pub mod orphan;
 pub mod quota;
 pub mod superblock;

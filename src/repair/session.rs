@@ -64,6 +64,48 @@ pub enum Notice<'a> {
     },
     /// No undo log can be written: the repair goes without.
     NoUndo { wanted: &'a Path, why: &'a str },
+    /// The file system is mounted and the repair goes on all the same
+    /// (`-f` on a read-only mount): e2fsck's warning. The commit still
+    /// refuses to write under a mount.
+    MountedWarning,
+    /// The root file system mounted read-only (the boot case): repaired
+    /// in place; a repair that changes it asks for a reboot.
+    ReadOnlyRoot,
+}
+
+/// How a run may go on with a mounted file system, judged once before
+/// the check with e2fsck's rules ([`mount_policy`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MountVerdict {
+    /// Not mounted.
+    NotMounted,
+    /// The root mounted read-only (the boot case): checked, and repaired,
+    /// without a word; a repair asks for a reboot.
+    ReadOnlyRoot,
+    /// Mounted: a check (`-n`), or a forced repair of a read-only mount,
+    /// goes on after e2fsck's warning.
+    Warn,
+}
+
+/// e2fsck's rules for a mounted file system: a check (`repair` false) of
+/// one goes on after a warning; a repair of one mounted read-write, or
+/// read-only without `force` (`-f`), is refused ([`SessionError::Mounted`],
+/// exit 8); with `force` a read-only mount is repaired after the warning
+/// (and the commit refuses to write under it); the root mounted read-only
+/// is checked and repaired silently.
+pub fn mount_policy(
+    device: &Path,
+    repair: bool,
+    force: bool,
+) -> std::result::Result<MountVerdict, SessionError> {
+    use super::mounted::{MountState, mount_state};
+    match mount_state(device) {
+        MountState::NotMounted => Ok(MountVerdict::NotMounted),
+        MountState::ReadOnlyRoot => Ok(MountVerdict::ReadOnlyRoot),
+        _ if !repair => Ok(MountVerdict::Warn),
+        MountState::ReadOnly(_) if force => Ok(MountVerdict::Warn),
+        MountState::ReadOnly(m) | MountState::ReadWrite(m) => Err(SessionError::Mounted(m)),
+    }
 }
 
 /// What a session did.
@@ -137,7 +179,8 @@ pub enum SessionError {
     Mmp(String),
     /// The device could not be locked, opened or checked.
     Device(Error),
-    /// A read-write mount (the message says where).
+    /// A repair of a mounted file system, refused before the check (the
+    /// message says where; see [`mount_policy`]).
     Mounted(String),
     /// The check of the staged result failed.
     Recheck(Error),
@@ -287,6 +330,14 @@ impl<'a, 'q> Session<'a, 'q> {
     /// being checked. The second result is the MMP block's release, which
     /// fails after the rest is done.
     pub fn run(mut self) -> (Result<Outcome>, std::result::Result<(), String>) {
+        // Judged before anything is claimed or read: a refused repair
+        // leaves no trace. A mount made later is the commit's to refuse.
+        match mount_policy(&self.device, true, self.opts.force) {
+            Ok(MountVerdict::NotMounted) => {}
+            Ok(MountVerdict::ReadOnlyRoot) => (self.notify)(Notice::ReadOnlyRoot),
+            Ok(MountVerdict::Warn) => (self.notify)(Notice::MountedWarning),
+            Err(e) => return (Err(e), Ok(())),
+        }
         let claim = match super::mmp::claim(&self.device) {
             Ok(c) => c,
             Err(e) => return (Err(SessionError::Mmp(e)), Ok(())),
@@ -308,13 +359,6 @@ impl<'a, 'q> Session<'a, 'q> {
         // Held until the commit is done: a second repair waits briefly,
         // then refuses before it has checked anything.
         let _lock = DeviceLock::acquire(&self.device, LOCK_WAIT).map_err(SessionError::Device)?;
-        // Refused before the check, not after it: the repair could not be
-        // written anyway.
-        if let super::mounted::MountState::ReadWrite(m) =
-            super::mounted::mount_state(std::path::Path::new(&self.device))
-        {
-            return Err(SessionError::Mounted(m));
-        }
         let dev = Device::open_read_only(&self.device).map_err(SessionError::Device)?;
         let checked = match check::check_device(dev, &self.opts) {
             Ok(c) => c,

@@ -19,18 +19,18 @@
 //! (`checkpoint`, `rollback`): a fix that finds halfway that it cannot be
 //! made leaves the map as it found it.
 
-use super::{Fs, Stage};
-use crate::engine::AtomicBitmap;
+use super::{ClusterMap, Fs, Stage};
 use crate::fs::geometry::Geometry;
+use crate::fs::num::{Blk, Cluster};
 
 pub struct Allocator<'a> {
     geo: &'a Geometry,
-    used: &'a AtomicBitmap,
+    used: &'a ClusterMap,
     /// Every cluster below this one is in use (a search from lower down
     /// starts here). Only clusters given back through `free` lower it.
-    low: u64,
+    low: Cluster,
     /// What changed, to undo: (cluster, was in use before).
-    log: Vec<(u64, bool)>,
+    log: Vec<(Cluster, bool)>,
 }
 
 /// A point to roll back to.
@@ -40,25 +40,26 @@ pub struct Checkpoint(usize);
 impl<'a> Allocator<'a> {
     /// An allocator over `used`, the in-use map (one bit per cluster) of
     /// the file system `fs`.
-    pub fn new(fs: &'a Fs, used: &'a AtomicBitmap) -> Allocator<'a> {
+    pub fn new(fs: &'a Fs, used: &'a ClusterMap) -> Allocator<'a> {
         Allocator::with_geometry(&fs.geo, used)
     }
 
-    fn with_geometry(geo: &'a Geometry, used: &'a AtomicBitmap) -> Allocator<'a> {
+    fn with_geometry(geo: &'a Geometry, used: &'a ClusterMap) -> Allocator<'a> {
         Allocator {
             geo,
             used,
-            low: 0,
+            low: Cluster(0),
             log: Vec::new(),
         }
     }
 
-    pub fn first_data_block(&self) -> u64 {
-        self.geo.first_data_block
+    pub fn first_data_block(&self) -> Blk {
+        Blk(self.geo.first_data_block)
     }
 
-    pub fn blocks_count(&self) -> u64 {
-        self.geo.blocks_count
+    /// The block past the last of the file system.
+    pub fn end_block(&self) -> Blk {
+        Blk(self.geo.blocks_count)
     }
 
     fn bits(&self) -> u32 {
@@ -66,43 +67,42 @@ impl<'a> Allocator<'a> {
     }
 
     /// The cluster holding block `blk`.
-    pub fn cluster(&self, blk: u64) -> u64 {
-        blk >> self.bits()
+    pub fn cluster(&self, blk: Blk) -> Cluster {
+        blk.cluster(self.bits())
     }
 
-    /// Clusters that lie wholly inside the file system.
-    fn clusters(&self) -> u64 {
-        self.geo.blocks_count >> self.bits()
+    /// Clusters that lie wholly inside the file system: those below this.
+    fn end(&self) -> Cluster {
+        Blk(self.geo.blocks_count).cluster(self.bits())
     }
 
     /// Is cluster `c` free: not in use, inside the file system, and with
     /// no block staged in `st`?
-    pub fn is_free<S: Stage + ?Sized>(&self, st: &S, c: u64) -> bool {
-        let bits = self.bits();
-        c < self.clusters() && !self.used.get(c) && !st.any_in(c << bits..(c + 1) << bits)
+    pub fn is_free<S: Stage + ?Sized>(&self, st: &S, c: Cluster) -> bool {
+        c < self.end() && !self.used.get(c) && !st.any_in(c.blocks(self.bits()))
     }
 
     /// Is block `blk`'s cluster free?
-    pub fn block_free<S: Stage + ?Sized>(&self, st: &S, blk: u64) -> bool {
-        blk >= self.geo.first_data_block && self.is_free(st, self.cluster(blk))
+    pub fn block_free<S: Stage + ?Sized>(&self, st: &S, blk: Blk) -> bool {
+        blk >= self.first_data_block() && self.is_free(st, self.cluster(blk))
     }
 
     /// The lowest free cluster in [from, to), not taken.
-    fn find<S: Stage + ?Sized>(&self, st: &S, from: u64, to: u64) -> Option<u64> {
-        let to = to.min(self.clusters());
+    fn find<S: Stage + ?Sized>(&self, st: &S, from: Cluster, to: Cluster) -> Option<Cluster> {
+        let to = to.min(self.end());
         let mut c = from;
         while c < to {
             let next = self.next_clear(c, to)?;
             if self.is_free(st, next) {
                 return Some(next);
             }
-            c = next + 1;
+            c = next.next();
         }
         None
     }
 
     /// The first cluster in [from, to) the in-use map has clear.
-    fn next_clear(&self, from: u64, to: u64) -> Option<u64> {
+    fn next_clear(&self, from: Cluster, to: Cluster) -> Option<Cluster> {
         let mut c = from;
         while c < to {
             let w = !self.used.word_at(c);
@@ -115,7 +115,7 @@ impl<'a> Allocator<'a> {
         None
     }
 
-    fn mark(&mut self, c: u64, used: bool) {
+    fn mark(&mut self, c: Cluster, used: bool) {
         let was = self.used.get(c);
         if was == used {
             return;
@@ -130,20 +130,20 @@ impl<'a> Allocator<'a> {
     }
 
     /// Takes cluster `c`; returns its first block.
-    fn take_cluster(&mut self, c: u64) -> u64 {
+    fn take_cluster(&mut self, c: Cluster) -> Blk {
         self.mark(c, true);
-        c << self.bits()
+        c.first_block(self.bits())
     }
 
     /// Takes the lowest free cluster whose blocks lie in [from, to) (block
     /// numbers; from rounded down to its cluster); its first block.
-    pub fn take_from<S: Stage + ?Sized>(&mut self, st: &S, from: u64, to: u64) -> Option<u64> {
+    pub fn take_from<S: Stage + ?Sized>(&mut self, st: &S, from: Blk, to: Blk) -> Option<Blk> {
         let start = self.cluster(from);
         let lowest = start <= self.low;
         let start = start.max(self.low);
-        let end = to.saturating_add((1 << self.bits()) - 1) >> self.bits();
+        let end = Blk(to.0.saturating_add((1 << self.bits()) - 1)).cluster(self.bits());
         let Some(c) = self.find(st, start, end) else {
-            if lowest && end >= self.clusters() {
+            if lowest && end >= self.end() {
                 self.low = self.low.max(end);
             }
             return None;
@@ -158,24 +158,24 @@ impl<'a> Allocator<'a> {
     /// `goal`'s on, else from the first data block's up to it (a goal
     /// outside the file system counts as the first data block); taken,
     /// its first block returned.
-    pub fn take<S: Stage + ?Sized>(&mut self, st: &S, goal: u64) -> Option<u64> {
-        let first = self.geo.first_data_block;
-        let goal = if goal < first || goal >= self.geo.blocks_count {
+    pub fn take<S: Stage + ?Sized>(&mut self, st: &S, goal: Blk) -> Option<Blk> {
+        let (first, end) = (self.first_data_block(), self.end_block());
+        let goal = if goal < first || goal >= end {
             first
         } else {
             goal
         };
-        self.take_from(st, goal, self.geo.blocks_count)
+        self.take_from(st, goal, end)
             .or_else(|| self.take_from(st, first, goal))
     }
 
     /// Takes the lowest free cluster (from the first data block on).
-    pub fn take_lowest<S: Stage + ?Sized>(&mut self, st: &S) -> Option<u64> {
-        self.take_from(st, self.geo.first_data_block, self.geo.blocks_count)
+    pub fn take_lowest<S: Stage + ?Sized>(&mut self, st: &S) -> Option<Blk> {
+        self.take_from(st, self.first_data_block(), self.end_block())
     }
 
     /// Takes block `blk`'s cluster if it is free; whether it did.
-    pub fn take_at<S: Stage + ?Sized>(&mut self, st: &S, blk: u64) -> bool {
+    pub fn take_at<S: Stage + ?Sized>(&mut self, st: &S, blk: Blk) -> bool {
         if !self.block_free(st, blk) {
             return false;
         }
@@ -188,30 +188,30 @@ impl<'a> Allocator<'a> {
     pub fn take_run<S: Stage + ?Sized>(
         &mut self,
         st: &S,
-        from: u64,
-        to: u64,
+        from: Blk,
+        to: Blk,
         n: u64,
-    ) -> Option<u64> {
+    ) -> Option<Blk> {
         let (first, last) = (self.cluster(from), self.cluster(to));
         let n = n.div_ceil(1 << self.bits()).max(1);
         let mut start = first;
         let mut c = first;
         while c <= last {
             if !self.is_free(st, c) {
-                start = c + 1;
-            } else if c + 1 - start >= n {
-                for k in start..start + n {
-                    self.take_cluster(k);
+                start = c.next();
+            } else if c.next() - start >= n {
+                for k in 0..n {
+                    self.take_cluster(start + k);
                 }
-                return Some(start << self.bits());
+                return Some(start.first_block(self.bits()));
             }
-            c += 1;
+            c = c.next();
         }
         None
     }
 
     /// Gives block `blk`'s cluster back (a file that no longer maps it).
-    pub fn free(&mut self, blk: u64) {
+    pub fn free(&mut self, blk: Blk) {
         self.mark(self.cluster(blk), false);
     }
 
@@ -236,11 +236,11 @@ impl<'a> Allocator<'a> {
     }
 
     /// Clusters taken since `cp` (their first blocks), in the order taken.
-    pub fn taken_since(&self, cp: Checkpoint) -> Vec<u64> {
+    pub fn taken_since(&self, cp: Checkpoint) -> Vec<Blk> {
         self.log[cp.0..]
             .iter()
             .filter(|&&(_, was)| !was)
-            .map(|&(c, _)| c << self.bits())
+            .map(|&(c, _)| c.first_block(self.bits()))
             .collect()
     }
 }
@@ -276,73 +276,75 @@ mod tests {
         }
     }
 
-    fn alloc<'a>(g: &'a Geometry, used: &'a AtomicBitmap) -> Allocator<'a> {
+    fn alloc<'a>(g: &'a Geometry, used: &'a ClusterMap) -> Allocator<'a> {
         Allocator::with_geometry(g, used)
     }
 
     #[test]
     fn takes_lowest_from_the_goal_then_wraps() {
         let g = geo(64, 1, 0);
-        let used = AtomicBitmap::new(64);
+        let used = ClusterMap::new(64);
         for b in [0, 1, 2, 5] {
-            used.set(b);
+            used.set(Cluster(b));
         }
         let st = Blocks::new(1024);
         let mut a = alloc(&g, &used);
-        assert_eq!(a.take_lowest(&st), Some(3));
-        assert_eq!(a.take(&st, 60), Some(60));
-        assert_eq!(a.take(&st, 63), Some(63));
+        assert_eq!(a.take_lowest(&st), Some(Blk(3)));
+        assert_eq!(a.take(&st, Blk(60)), Some(Blk(60)));
+        assert_eq!(a.take(&st, Blk(63)), Some(Blk(63)));
         // Nothing left above the goal: from the first data block.
-        assert_eq!(a.take(&st, 63), Some(4));
-        assert!(used.get(3) && used.get(60) && used.get(4));
+        assert_eq!(a.take(&st, Blk(63)), Some(Blk(4)));
+        assert!([3, 60, 4].iter().all(|&c| used.get(Cluster(c))));
     }
 
     #[test]
     fn staged_blocks_are_never_handed_out() {
         let g = geo(64, 0, 0);
-        let used = AtomicBitmap::new(64);
+        let used = ClusterMap::new(64);
         let mut st = Blocks::new(1024);
         st.map.insert(0, vec![0; 1024]);
         st.map.insert(1, vec![0; 1024]);
         let mut a = alloc(&g, &used);
-        assert_eq!(a.take_lowest(&st), Some(2));
-        assert!(!a.take_at(&st, 1));
+        assert_eq!(a.take_lowest(&st), Some(Blk(2)));
+        assert!(!a.take_at(&st, Blk(1)));
     }
 
     #[test]
     fn bigalloc_hands_out_whole_clusters_inside_the_file_system() {
         // 4 blocks per cluster, 30 blocks: cluster 7 (28..32) is partial.
         let g = geo(30, 0, 2);
-        let used = AtomicBitmap::new(8);
-        used.set(0);
+        let used = ClusterMap::new(8);
+        used.set(Cluster(0));
         let mut st = Blocks::new(1024);
         st.map.insert(6, vec![0; 1024]);
         let mut a = alloc(&g, &used);
-        assert_eq!(a.take_lowest(&st), Some(8));
-        assert_eq!(a.cluster(9), 2);
-        assert_eq!(a.take(&st, 25), Some(24));
-        assert_eq!(a.take(&st, 25), Some(12));
-        assert!(used.get(2) && used.get(6) && used.get(3));
-        assert!(!a.block_free(&st, 29));
+        assert_eq!(a.take_lowest(&st), Some(Blk(8)));
+        assert_eq!(a.cluster(Blk(9)), Cluster(2));
+        assert_eq!(a.take(&st, Blk(25)), Some(Blk(24)));
+        assert_eq!(a.take(&st, Blk(25)), Some(Blk(12)));
+        assert!([2, 6, 3].iter().all(|&c| used.get(Cluster(c))));
+        assert!(!a.block_free(&st, Blk(29)));
     }
 
     #[test]
     fn rollback_restores_the_map() {
         let g = geo(16, 0, 0);
-        let used = AtomicBitmap::new(16);
-        used.set(3);
+        let used = ClusterMap::new(16);
+        used.set(Cluster(3));
         let st = Blocks::new(1024);
         let mut a = alloc(&g, &used);
         let cp = a.checkpoint();
-        a.free(3);
-        assert_eq!(a.take_lowest(&st), Some(0));
-        assert_eq!(a.take_run(&st, 2, 15, 3), Some(2));
-        assert_eq!(a.taken_since(cp), vec![0, 2, 3, 4]);
+        a.free(Blk(3));
+        assert_eq!(a.take_lowest(&st), Some(Blk(0)));
+        assert_eq!(a.take_run(&st, Blk(2), Blk(15), 3), Some(Blk(2)));
+        assert_eq!(a.taken_since(cp), [0, 2, 3, 4].map(Blk));
         a.rollback(cp);
         assert_eq!(
-            (0..16).filter(|&b| used.get(b)).collect::<Vec<_>>(),
+            (0..16)
+                .filter(|&c| used.get(Cluster(c)))
+                .collect::<Vec<_>>(),
             vec![3]
         );
-        assert_eq!(a.take_lowest(&st), Some(0));
+        assert_eq!(a.take_lowest(&st), Some(Blk(0)));
     }
 }

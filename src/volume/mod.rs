@@ -22,17 +22,19 @@
 pub mod alloc;
 pub mod edit;
 pub mod extent;
+pub mod map;
 pub mod stage;
 pub mod stats;
 pub mod summary;
 
 pub use alloc::Allocator;
+pub use map::ClusterMap;
 pub use stage::{Blocks, Stage};
 
-use crate::engine::AtomicBitmap;
 use crate::error::Result;
 use crate::fs::geometry::Geometry;
 use crate::fs::group_desc::{self, GroupDesc};
+use crate::fs::num::Blk;
 use crate::fs::superblock::Superblock;
 use crate::io::Device;
 
@@ -171,16 +173,16 @@ impl Fs {
     /// copies, reserved GDT blocks, bitmaps and inode table, by cluster
     /// (as the block bitmaps). Pass 5 and the summary rewrite each say
     /// which flags they trust.
-    pub fn uninit_view(&self, uninit: impl Fn(u32) -> bool) -> Option<AtomicBitmap> {
+    pub fn uninit_view(&self, uninit: impl Fn(u32) -> bool) -> Option<ClusterMap> {
         let geo = &self.geo;
         let groups: Vec<u32> = (0..geo.groups).filter(|&g| uninit(g)).collect();
         if groups.is_empty() {
             return None;
         }
-        let map = AtomicBitmap::new(geo.clusters_count());
+        let map = ClusterMap::new(geo.clusters_count());
         for g in groups {
             for b in self.group_metadata_blocks(g) {
-                map.set(geo.cluster_of(b));
+                map.set(Blk(b).cluster(geo.cluster_bits));
             }
         }
         Some(map)

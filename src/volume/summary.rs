@@ -20,15 +20,16 @@
 //! does by default; the backups are not compared by either checker.
 
 use super::edit::{DescTable, edit_superblock, write_desc_table};
-use super::{Fs, Stage};
+use super::{ClusterMap, Fs, Stage};
 use crate::engine::AtomicBitmap;
 use crate::error::{Error, Result};
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
+use crate::fs::num::{Blk, Cluster};
 
 /// What the passes found in use, which the summary is written from.
 pub struct InUse<'a> {
     /// One bit per cluster (per block without bigalloc).
-    pub clusters: &'a AtomicBitmap,
+    pub clusters: &'a ClusterMap,
     /// By inode number (bit 0 unused).
     pub inodes: &'a AtomicBitmap,
     pub dirs: &'a AtomicBitmap,
@@ -70,25 +71,39 @@ fn build(bs: usize, n: u64, used: impl Fn(u64) -> bool) -> Vec<u8> {
 }
 
 /// The first cluster of group `g` and how many it has.
-fn group_clusters(geo: &crate::fs::geometry::Geometry, g: u32) -> (u64, u64) {
+fn group_clusters(geo: &crate::fs::geometry::Geometry, g: u32) -> (Cluster, u64) {
     (
-        geo.cluster_of(geo.group_first_block(g)),
+        Blk(geo.group_first_block(g)).cluster(geo.cluster_bits),
         (geo.group_blocks(g) as u64).div_ceil(1 << geo.cluster_bits),
     )
 }
 
-/// Sets itable_unused to 0 in `groups`' descriptors (and their checksums),
-/// nothing else: a round of its own, since pass 1 trusted the impossible
-/// mark and skipped the inodes behind it, so nothing else the check found
+/// Sets itable_unused to 0 in the descriptors of `unused` and also clears
+/// INODE_UNINIT and BLOCK_UNINIT in those of `marks` (setting their
+/// checksums), nothing else. A round of its own: pass 1 trusted the
+/// impossible mark, or the marks of a descriptor whose checksum fails,
+/// and skipped the inodes behind them, so nothing else the check found
 /// can be relied on until a check reads every inode of those groups (as
-/// e2fsck fixes the count before its pass 1).
-pub fn reset_itable_unused<S: Stage + ?Sized>(fs: &Fs, st: &mut S, groups: &[u32]) -> Result<()> {
+/// e2fsck resets them before its pass 1).
+pub fn reset_uninit_marks<S: Stage + ?Sized>(
+    fs: &Fs,
+    st: &mut S,
+    unused: &[u32],
+    marks: &[u32],
+) -> Result<()> {
     let mut table = DescTable::loaded(fs);
-    for &g in groups {
+    for (&g, flags) in unused
+        .iter()
+        .map(|g| (g, false))
+        .chain(marks.iter().map(|g| (g, true)))
+    {
         if fs.gds.get(g as usize).is_none() {
             continue;
         }
         let mut d = table.desc(g).ok_or_else(|| missing(g))?;
+        if flags {
+            d.set_flags(d.flags() & !(BG_INODE_UNINIT | BG_BLOCK_UNINIT));
+        }
         d.set_itable_unused(0);
         d.set_checksum(&fs.sb, g);
     }
@@ -107,8 +122,8 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
     let csum = fs.metadata_csum();
     let uninit_bg = fs.uninit_bg();
     let flagged = |g: u32, f: u16| uninit_bg && fs.gds[g as usize].has_flag(f);
-    let view_bit = |v: &Option<AtomicBitmap>, b: u64| v.as_ref().is_some_and(|m| m.get(b));
-    let found = |b: u64| used.clusters.get(b);
+    let view_bit = |v: &Option<ClusterMap>, c: Cluster| v.as_ref().is_some_and(|m| m.get(c));
+    let found = |c: Cluster| used.clusters.get(c);
     // Which groups keep BLOCK_UNINIT: those whose blocks, read through the
     // metadata of the groups that stay uninit, are what pass 1 found. A
     // group losing its flag takes its metadata (which with flex_bg may lie
@@ -125,7 +140,7 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
         for g in 0..geo.groups {
             if keep[g as usize] {
                 let (first, n) = group_clusters(geo, g);
-                if !(first..first + n).all(|b| found(b) == view_bit(&view, b)) {
+                if !(0..n).all(|i| found(first + i) == view_bit(&view, first + i)) {
                     keep[g as usize] = false;
                     changed = true;
                 }

@@ -268,3 +268,163 @@ fn symlink_with_a_stray_encrypt_flag() {
     assert_eq!(pfsck_code(&["-fn"], &img).0, 4);
     symlink_kept(&img, "/s", "/short/target");
 }
+
+// ---- seed 2 ----
+
+/// The orphan_file feature with an orphan file inode number that cannot
+/// be an inode (seed 2, damages 105 and 747: `feature orphan_file` set by
+/// debugfs, leaving the number 0). e2fsck reads that inode after its
+/// passes and stops (exit 8), -fn and -fy alike; pfsck said clean, or
+/// only noted that orphan processing stopped, and exited 1 after -fy.
+/// pfsck turns the feature off; the kernel then keeps its orphans in the
+/// superblock's list.
+#[test]
+fn orphan_file_feature_without_a_valid_inode() {
+    let tmp = TempDir::new("fuzz-orphan-file-inum");
+    let cases: [(&str, MkfsOpts, &str); 3] = [
+        (
+            "ext3 feature orphan_file",
+            MkfsOpts::ext3().block_size(1024),
+            "feature orphan_file",
+        ),
+        (
+            "ext4 orphan_file_inum 0",
+            MkfsOpts::ext4().block_size(1024).features("orphan_file"),
+            "ssv orphan_file_inum 0",
+        ),
+        (
+            "ext4 orphan_file_inum past the last inode",
+            MkfsOpts::ext4().block_size(1024).features("orphan_file"),
+            "ssv orphan_file_inum 999999",
+        ),
+    ];
+    for (ctx, opts, damage) in cases {
+        let img = tmp.join("disk.img");
+        mkfs(&img, 8 * MIB, &opts, None);
+        let data = tmp.join("f.data");
+        std::fs::write(&data, file_content("f", 3000)).unwrap();
+        debugfs_w(&img, &[format!("write {} f", data.display())]);
+        debugfs_w(&img, &[damage]);
+        // 12 where it also finds the old orphan file unattached.
+        assert_ne!(oracle_fn(&img) & 8, 0, "[{ctx}]");
+        let before = hash_file(&img);
+        let (code, out) = pfsck_code(&["-fn"], &img);
+        assert_eq!(code, 4, "[{ctx}] pfsck -fn:\n{out}");
+        assert!(out.contains("orphan file inode"), "[{ctx}] {out}");
+        assert_eq!(before, hash_file(&img), "[{ctx}] pfsck -fn wrote");
+        let (code, out) = pfsck_code(&["-fy"], &img);
+        assert_eq!(code, 1, "[{ctx}] pfsck -fy:\n{out}");
+        let after = oracle_run(&img, &["-fn"]);
+        assert_eq!(
+            after.code(),
+            Some(0),
+            "[{ctx}] after:\n{}\n{out}",
+            after.stdout
+        );
+        let stat = debugfs_r(&img, "stat /f");
+        assert!(stat.contains("Size: 3000"), "[{ctx}] {stat}");
+        std::fs::remove_file(&img).unwrap();
+    }
+}
+
+/// e2fsck bounds the last subtree of an extent tree's root by i_size (its
+/// library measures the root's last index entry up to i_size in blocks):
+/// a file whose size falls short of the extents in that subtree has them
+/// "exceed the allowed value", and e2fsck clears them. pfsck let the root's
+/// last index run to 2^32 and fixed i_size instead (seed 2, extent header
+/// bound finds). A size of one block leaves that entry of length 1, which
+/// bounds nothing (an end of 0 is none): then i_size is what is wrong.
+#[test]
+fn extent_root_last_index_bounded_by_i_size() {
+    let tmp = TempDir::new("fuzz-extent-root-bound");
+    let tree = tmp.join("tree");
+    std::fs::create_dir(&tree).unwrap();
+    // 40 blocks, every other one: a depth-1 tree of 40 one-block extents.
+    let mut data = vec![0u8; 79 * 4096];
+    for i in 0..40 {
+        data[i * 2 * 4096..(i * 2 + 1) * 4096].fill(b'x');
+    }
+    std::fs::write(tree.join("sp"), &data).unwrap();
+    let cases = [
+        (200000u64, "end of extent exceeds allowed value", 15),
+        (4096, "i_size is 4096, should be 323584", 0),
+    ];
+    for (size, msg, cleared) in cases {
+        let img = tmp.join("disk.img");
+        mkfs(
+            &img,
+            16 * MIB,
+            &MkfsOpts::ext4().block_size(4096),
+            Some(&tree),
+        );
+        debugfs_w(&img, &[format!("sif /sp size {size}")]);
+        let oracle = oracle_run(&img, &["-fn"]);
+        assert!(oracle.stdout.contains(msg), "{}", oracle.stdout);
+        let (fn_out, _) = judged_by_oracle(&format!("size {size}"), &img, 4, 1);
+        assert!(fn_out.contains(msg), "{fn_out}");
+        assert_eq!(
+            fn_out.matches("exceeds allowed value").count(),
+            cleared,
+            "{fn_out}"
+        );
+        std::fs::remove_file(&img).unwrap();
+    }
+}
+
+/// Group 0 marked INODE_UNINIT by a descriptor whose checksum then fails
+/// (seed 2, descriptor flag finds): e2fsck's pass 0 clears the uninit
+/// marks of such a descriptor before pass 1 and finds everything in
+/// place. pfsck's pass 1 skipped the group's inodes, found the root
+/// unallocated and made a new, empty one: every file was lost.
+#[test]
+fn uninit_marks_on_a_descriptor_failing_its_checksum() {
+    let tmp = TempDir::new("fuzz-gd-uninit-csum");
+    for (ctx, opts) in [
+        (
+            "uninit_bg",
+            MkfsOpts::ext4().features("^metadata_csum,uninit_bg"),
+        ),
+        ("metadata_csum", MkfsOpts::ext4()),
+    ] {
+        let img = tmp.join("disk.img");
+        mkfs(&img, 16 * MIB, &opts.block_size(4096), None);
+        debugfs_w(&img, &["mkdir d", "write /etc/hostname d/f"]);
+        debugfs_w(&img, &["set_bg 0 flags 1"]);
+        let oracle = oracle_run(&img, &["-fn"]);
+        assert!(
+            oracle.stdout.contains("checksum"),
+            "[{ctx}] {}",
+            oracle.stdout
+        );
+        assert_ne!(oracle.code(), Some(0), "[{ctx}]");
+        assert_eq!(pfsck_code(&["-fn"], &img).0, 4, "[{ctx}]");
+        let (code, out) = pfsck_code(&["-fy"], &img);
+        assert_eq!(code, 1, "[{ctx}] {out}");
+        assert!(!out.contains("Root inode not allocated"), "[{ctx}] {out}");
+        let after = oracle_run(&img, &["-fn"]);
+        assert_eq!(after.code(), Some(0), "[{ctx}] {}\n{out}", after.stdout);
+        assert!(
+            debugfs_r(&img, "ls /d").contains(" f "),
+            "[{ctx}] /d/f lost"
+        );
+        std::fs::remove_file(&img).unwrap();
+    }
+}
+
+/// INODE_UNINIT on group 0 without group checksums: e2fsck's pass 0 only
+/// clears the mark when it may write, so under -n its pass 2 finds every
+/// entry naming an inode of that group to lie in an uninit group (exit 4).
+/// pfsck looked at the marks only with group checksums and said clean.
+#[test]
+fn inode_uninit_without_group_checksums_under_n() {
+    let tmp = TempDir::new("fuzz-gd-uninit-nocsum");
+    let img = tmp.join("disk.img");
+    let opts = MkfsOpts::ext4()
+        .block_size(4096)
+        .features("^metadata_csum,^uninit_bg");
+    mkfs(&img, 16 * MIB, &opts, None);
+    debugfs_w(&img, &["mkdir d", "set_bg 0 flags 1"]);
+    let (fn_out, _) = judged_by_oracle("nocsum INODE_UNINIT", &img, 4, 1);
+    assert!(fn_out.contains("where _INODE_UNINIT is set"), "{fn_out}");
+    assert!(debugfs_r(&img, "ls /").contains(" d "));
+}

@@ -235,3 +235,35 @@ fn verbose_statistics_are_e2fscks() {
         );
     }
 }
+
+/// A bad-block list long enough for an indirect block, one of its blocks
+/// on group 0's inode bitmap: e2fsck names the bitmap ("Group 0's inode
+/// bitmap (N) is bad.  Relocate?") and its -v statistics count the listed
+/// blocks, not the indirect block. pfsck said "Bad block N is in use by
+/// file system metadata" and counted one bad block too many.
+#[test]
+fn bad_blocks_are_named_and_counted_as_e2fsck() {
+    let dir = TempDir::new("messages-badblocks");
+    let img = dir.join("img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext2().block_size(1024), None);
+    let list = dir.join("bad");
+    let blocks: Vec<String> = (6000..6014).map(|b: u32| b.to_string()).collect();
+    std::fs::write(&list, blocks.join("\n") + "\n").unwrap();
+    let added = oracle_run(&img, &["-fy", "-l", list.to_str().unwrap()]);
+    assert!(added.code().is_some_and(|c| c <= 1), "{}", added.stdout);
+    let ibitmap = dumpe2fs(&img).groups[0].inode_bitmap;
+    debugfs_w(&img, &[format!("sif <1> block[0] {ibitmap}")]);
+    let ours = run_pfsck(&img, &["-fnv"]);
+    let theirs = oracle_run(&img, &["-fnv"]).stdout;
+    let named = format!("Group 0's inode bitmap ({ibitmap}) is bad.  Relocate? no");
+    assert!(theirs.contains(&named), "e2fsck:\n{theirs}");
+    assert!(ours.contains(&named), "pfsck:\n{ours}");
+    let count = |out: &str| {
+        out.lines()
+            .find(|l| l.ends_with(" bad blocks") || l.ends_with(" bad block"))
+            .map(str::trim)
+            .map(str::to_string)
+    };
+    assert_eq!(count(&theirs).as_deref(), Some("14 bad blocks"), "{theirs}");
+    assert_eq!(count(&ours), count(&theirs), "pfsck:\n{ours}");
+}

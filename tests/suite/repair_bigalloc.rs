@@ -234,11 +234,28 @@ fn e2fsprogs_bigalloc_images() {
 /// unattached inodes e2fsck finds, and the result is e2fsck's.
 #[test]
 fn full_lost_found_grows_inside_its_cluster() {
-    let tmp = TempDir::new("ba-full-lost-found");
+    full_lost_found_grows("ba-full-lost-found", 1024, 16384, 3);
+}
+
+/// A full /lost+found whose cluster is full (4 KiB blocks, 16 KiB
+/// clusters: its 4 blocks are the whole cluster) takes a new cluster to
+/// grow, and then blocks of that cluster: the in-use map (one bit per
+/// cluster) gets the new cluster, not the block number, and i_blocks grows
+/// by one cluster. Enough unattached inodes for two new blocks.
+#[test]
+fn full_lost_found_grows_into_a_new_cluster() {
+    full_lost_found_grows("ba-full-lost-found-new", 4096, 16384, 400);
+}
+
+/// Fills /lost+found of a new bigalloc file system (blocks of `bs`,
+/// clusters of `cluster` bytes) and unlinks `files` files: a repair must
+/// grow /lost+found to reconnect them, and end as e2fsck does.
+fn full_lost_found_grows(name: &str, bs: u32, cluster: u32, files: u32) {
+    let tmp = TempDir::new(name);
     let img = tmp.join("disk.img");
-    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    let mut opts = MkfsOpts::ext4().block_size(bs).features("bigalloc");
     opts.inodes = Some(2048);
-    opts.extra_args = vec!["-C".into(), "16384".into()];
+    opts.extra_args = vec!["-C".into(), cluster.to_string()];
     mkfs(&img, 64 * MIB, &opts, None);
     let info = dumpe2fs(&img);
     let size = lost_found_size(&img);
@@ -255,7 +272,7 @@ fn full_lost_found_grows_inside_its_cluster() {
     cmds.extend((1..=room).map(|i| format!("mknod {i:04x} p")));
     cmds.push("cd /".into());
     cmds.push("mkdir d".into());
-    for i in 1..=3 {
+    for i in 1..=files {
         cmds.push(format!("write /etc/hostname d/f{i}"));
         cmds.push(format!("unlink d/f{i}"));
     }
@@ -268,7 +285,7 @@ fn full_lost_found_grows_inside_its_cluster() {
     let seen = e2fsck(&img, &["-fn"]);
     assert_eq!(
         seen.stdout.matches("Unattached inode").count(),
-        3,
+        files as usize,
         "{}",
         seen.describe()
     );
@@ -288,10 +305,11 @@ fn full_lost_found_grows_inside_its_cluster() {
             "pfsck reports '{made_up}':\n{text}"
         );
     }
-    assert_both_clean("full lost+found", &mine);
+    assert_both_clean(name, &mine);
+    assert!(lost_found_size(&mine) > size, "lost+found did not grow");
     let theirs = tmp.join("e2fsck.img");
     copy_image(&img, &theirs);
-    e2fsck_until_clean(&theirs, "full lost+found");
+    e2fsck_until_clean(&theirs, name);
     let diff = differing_blocks(&mine, &theirs, bs as usize);
     assert!(
         diff.is_empty(),
