@@ -203,6 +203,10 @@ pub struct Report {
     pub notes: Vec<String>,
     pub timings: Vec<PassTiming>,
     pub volume_label: String,
+    /// The superblock's UUID (8-4-4-4-12); empty when none was read.
+    pub uuid: String,
+    /// The features set, by their mke2fs names.
+    pub features: Vec<String>,
     /// Directory paths for the messages that name a directory by its
     /// path; None before pass 2 has run.
     pub tree: Option<std::sync::Arc<paths::DirTree>>,
@@ -220,6 +224,8 @@ impl Report {
             notes: self.notes.clone(),
             timings: self.timings.clone(),
             volume_label: self.volume_label.clone(),
+            uuid: self.uuid.clone(),
+            features: self.features.clone(),
             tree: self.tree.clone(),
         }
     }
@@ -330,6 +336,8 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         }
     };
     report.volume_label = fs.sb.volume_label();
+    report.uuid = fs.sb.uuid_text();
+    report.features = fs.sb.feature_names();
     // e2fsck's progress lines name the file system by its label.
     opts.control
         .progress()

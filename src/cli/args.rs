@@ -297,6 +297,92 @@ pub fn man_page() -> String {
     s
 }
 
+/// `-E`'s option names, for completion.
+const EXTENDED: &[&str] = &[
+    "journal_only",
+    "fixes_only",
+    "bmap2extent",
+    "unshare_blocks",
+    "fragcheck",
+    "discard",
+    "nodiscard",
+    "readahead_kb=",
+    "optimize_extents",
+    "no_optimize_extents",
+    "inode_count_fullmap",
+    "no_inode_count_fullmap",
+    "ea_ver=",
+    "check_encoding",
+];
+
+/// bash completion for pfsck, from the same table as `--help` (hidden
+/// `--help-bash`; the copy in docs/pfsck.bash is checked against it by
+/// the test suite): the options, files after the options that take one,
+/// `-E`'s names (after a comma too), and devices or images otherwise.
+pub fn bash_completion() -> String {
+    let (mut all, mut files, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    for (opt, _) in OPTIONS {
+        let (names, arg) = match opt.trim().split_once(' ') {
+            Some((n, a)) if a.starts_with('<') => (n, Some(a)),
+            _ => (opt.trim(), None),
+        };
+        let names: Vec<&str> = names.split(", ").map(str::trim).collect();
+        // A `-m, --threads <N|auto>` table row: the value after its names.
+        let (names, arg) = match names.last().and_then(|n| n.split_once(' ')) {
+            Some((last, a)) => {
+                let mut v = names.clone();
+                v.pop();
+                v.push(last);
+                (v, Some(a))
+            }
+            None => (names, arg),
+        };
+        all.extend(names.iter().map(|n| n.to_string()));
+        match arg {
+            Some("<FILE>" | "<JOURNAL>") => files.extend(names),
+            Some(_) => values.extend(names),
+            None => {}
+        }
+    }
+    let files = files.join("|");
+    let values: Vec<&str> = values
+        .into_iter()
+        .filter(|n| !["-E", "-m", "--threads"].contains(n))
+        .collect();
+    format!(
+        "# bash completion for pfsck; made by `pfsck --help-bash` from its option table.\n\
+         _pfsck() {{\n\
+         \x20   local cur=${{COMP_WORDS[COMP_CWORD]}} prev=${{COMP_WORDS[COMP_CWORD-1]}}\n\
+         \x20   case $prev in\n\
+         \x20   {files})\n\
+         \x20       COMPREPLY=($(compgen -f -- \"$cur\"))\n\
+         \x20       return ;;\n\
+         \x20   -m|--threads)\n\
+         \x20       COMPREPLY=($(compgen -W \"auto\" -- \"$cur\"))\n\
+         \x20       return ;;\n\
+         \x20   -E)\n\
+         \x20       local head=\n\
+         \x20       [[ $cur == *,* ]] && head=${{cur%,*}},\n\
+         \x20       COMPREPLY=($(compgen -P \"$head\" -W \"{extended}\" -- \"${{cur##*,}}\"))\n\
+         \x20       compopt -o nospace 2>/dev/null\n\
+         \x20       return ;;\n\
+         \x20   {values})\n\
+         \x20       COMPREPLY=()\n\
+         \x20       return ;;\n\
+         \x20   esac\n\
+         \x20   if [[ $cur == -* ]]; then\n\
+         \x20       COMPREPLY=($(compgen -W \"{all}\" -- \"$cur\"))\n\
+         \x20       return\n\
+         \x20   fi\n\
+         \x20   COMPREPLY=($(compgen -f -- \"$cur\"))\n\
+         }}\n\
+         complete -o filenames -F _pfsck pfsck\n",
+        values = values.join("|"),
+        extended = EXTENDED.join(" "),
+        all = all.join(" "),
+    )
+}
+
 /// A usage error: the message and the usage line, as the caller prints it
 /// on stderr (exit 16).
 pub fn usage_error(bin: &str, msg: &str) -> String {
@@ -372,6 +458,7 @@ fn parse_inner(argv: Vec<OsString>) -> Result<Parsed, String> {
             Short('h') | Long("help") => return Ok(Parsed::Help(help(&bin))),
             Short('V') | Long("version") => return Ok(Parsed::Version),
             Long("help-man") => return Ok(Parsed::Help(man_page())),
+            Long("help-bash") => return Ok(Parsed::Help(bash_completion())),
             Value(v) if device.is_none() => device = Some(PathBuf::from(v)),
             _ => return Err(arg.unexpected().to_string()),
         }

@@ -6,7 +6,6 @@ use crate::check::e2fsck_map;
 use crate::check::problem::{Pass, Problem, Severity};
 use crate::online;
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::json;
 use std::io::Write;
 
 /// Set when the device is the root mounted read-only: a repair that
@@ -660,6 +659,7 @@ fn print_json(
     online: Option<&online::Info>,
 ) -> std::io::Result<()> {
     let doc = JsonReport {
+        error: None,
         rep,
         device,
         code,
@@ -670,7 +670,14 @@ fn print_json(
     out.write_all(b"\n")
 }
 
+/// The version of the JSON report's shape (docs/report.schema.json): a
+/// field removed or changed in meaning raises it; fields are only added
+/// within a version.
+pub const SCHEMA_VERSION: u32 = 1;
+
 struct JsonReport<'a> {
+    /// Set when the check could not be made (the report is then empty).
+    error: Option<&'a str>,
     rep: &'a Report,
     device: &'a str,
     code: i32,
@@ -703,9 +710,21 @@ impl Serialize for JsonReport<'_> {
         } else {
             e2fsck_map::Run::ReadOnly
         };
-        let mut m = s.serialize_map(Some(9 + usize::from(self.online.is_some())))?;
+        let mut m = s.serialize_map(Some(12 + usize::from(self.online.is_some())))?;
         m.serialize_entry("device", self.device)?;
+        // No file system to report on: the reason is the error, as when
+        // the device could not be opened at all.
+        let no_fs = (rep.uuid.is_empty() && rep.has_fatal())
+            .then(|| {
+                rep.problems
+                    .iter()
+                    .find(|p| p.spec().severity == Severity::Fatal)
+                    .map(|p| p.message())
+            })
+            .flatten();
+        m.serialize_entry("error", &self.error.map(str::to_string).or(no_fs))?;
         m.serialize_entry("exit_code", &self.code)?;
+        m.serialize_entry("filesystem", &(!rep.uuid.is_empty()).then_some(JsonFs(rep)))?;
         m.serialize_entry("modified", &r.is_some_and(|r| r.modified))?;
         if let Some(info) = self.online {
             m.serialize_entry("online", &JsonOnline(info))?;
@@ -728,9 +747,23 @@ impl Serialize for JsonReport<'_> {
             }),
         )?;
         m.serialize_entry("refusal", &r.and_then(|r| r.refusal.as_deref()))?;
+        m.serialize_entry("schema_version", &SCHEMA_VERSION)?;
         m.serialize_entry("skipped_clean", &rep.skipped_clean.is_some())?;
         m.serialize_entry("summary", &JsonSummary(&after.unwrap_or(rep).summary))?;
         m.serialize_entry("timings", &Seq(|| rep.timings.iter().map(JsonTiming)))?;
+        m.end()
+    }
+}
+
+/// Which file system was checked: UUID, label, features.
+struct JsonFs<'a>(&'a Report);
+
+impl Serialize for JsonFs<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(3))?;
+        m.serialize_entry("features", &self.0.features)?;
+        m.serialize_entry("label", &self.0.volume_label)?;
+        m.serialize_entry("uuid", &self.0.uuid)?;
         m.end()
     }
 }
@@ -917,13 +950,21 @@ impl Serialize for JsonScheduler<'_> {
     }
 }
 
+/// A run that could not check anything (the device cannot be opened, is
+/// mounted, ...): the report's shape, empty, with `error` set.
 pub fn print_error_json(device: &str, error: &str, code: i32) {
-    let v = json!({
-        "device": device,
-        "error": error,
-        "problems": [],
-        "exit_code": code,
-    });
-    outln!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-    let _ = EXIT_OPERATIONAL;
+    let rep = Report::default();
+    let doc = JsonReport {
+        error: Some(error),
+        rep: &rep,
+        device,
+        code,
+        repaired: None,
+        online: None,
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let _ = serde_json::to_writer_pretty(&mut out, &doc)
+        .map_err(std::io::Error::other)
+        .and_then(|()| out.write_all(b"\n"));
 }

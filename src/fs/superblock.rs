@@ -492,7 +492,100 @@ impl Superblock {
         let end = self.volume_name.iter().position(|&c| c == 0).unwrap_or(16);
         String::from_utf8_lossy(&self.volume_name[..end]).into_owned()
     }
+
+    /// The file system's UUID as it is written (lowercase, 8-4-4-4-12).
+    pub fn uuid_text(&self) -> String {
+        let hex: Vec<String> = self.uuid.iter().map(|b| format!("{b:02x}")).collect();
+        format!(
+            "{}-{}-{}-{}-{}",
+            hex[..4].concat(),
+            hex[4..6].concat(),
+            hex[6..8].concat(),
+            hex[8..10].concat(),
+            hex[10..].concat()
+        )
+    }
+
+    /// The features set, by the names mke2fs and tune2fs take: compatible,
+    /// incompatible, then read-only compatible ones, each by bit; a bit
+    /// with no name as `FEATURE_C12` (I, R), as dumpe2fs shows it.
+    pub fn feature_names(&self) -> Vec<String> {
+        let sets: [(u32, char, FeatureNames); 3] = [
+            (self.feature_compat, 'C', COMPAT_NAMES),
+            (self.feature_incompat, 'I', INCOMPAT_NAMES),
+            (self.feature_ro_compat, 'R', RO_COMPAT_NAMES),
+        ];
+        let mut out = Vec::new();
+        for (bits, letter, names) in sets {
+            for bit in 0..32 {
+                let f = 1u32 << bit;
+                if bits & f == 0 {
+                    continue;
+                }
+                match names.iter().find(|(v, _)| *v == f) {
+                    Some((_, n)) => out.push((*n).to_string()),
+                    None => out.push(format!("FEATURE_{letter}{bit}")),
+                }
+            }
+        }
+        out
+    }
 }
+
+/// A feature set's bits and their names.
+type FeatureNames = &'static [(u32, &'static str)];
+
+const COMPAT_NAMES: FeatureNames = &[
+    (compat::DIR_PREALLOC, "dir_prealloc"),
+    (compat::IMAGIC_INODES, "imagic_inodes"),
+    (compat::HAS_JOURNAL, "has_journal"),
+    (compat::EXT_ATTR, "ext_attr"),
+    (compat::RESIZE_INODE, "resize_inode"),
+    (compat::DIR_INDEX, "dir_index"),
+    (compat::LAZY_BG, "lazy_bg"),
+    (compat::EXCLUDE_BITMAP, "snapshot_bitmap"),
+    (compat::SPARSE_SUPER2, "sparse_super2"),
+    (compat::FAST_COMMIT, "fast_commit"),
+    (compat::STABLE_INODES, "stable_inodes"),
+    (compat::ORPHAN_FILE, "orphan_file"),
+];
+
+const INCOMPAT_NAMES: FeatureNames = &[
+    (incompat::COMPRESSION, "compression"),
+    (incompat::FILETYPE, "filetype"),
+    (incompat::RECOVER, "needs_recovery"),
+    (incompat::JOURNAL_DEV, "journal_dev"),
+    (incompat::META_BG, "meta_bg"),
+    (incompat::EXTENTS, "extent"),
+    (incompat::BIT64, "64bit"),
+    (incompat::MMP, "mmp"),
+    (incompat::FLEX_BG, "flex_bg"),
+    (incompat::EA_INODE, "ea_inode"),
+    (incompat::DIRDATA, "dirdata"),
+    (incompat::CSUM_SEED, "metadata_csum_seed"),
+    (incompat::LARGEDIR, "large_dir"),
+    (incompat::INLINE_DATA, "inline_data"),
+    (incompat::ENCRYPT, "encrypt"),
+    (incompat::CASEFOLD, "casefold"),
+];
+
+const RO_COMPAT_NAMES: FeatureNames = &[
+    (ro_compat::SPARSE_SUPER, "sparse_super"),
+    (ro_compat::LARGE_FILE, "large_file"),
+    (ro_compat::HUGE_FILE, "huge_file"),
+    (ro_compat::GDT_CSUM, "uninit_bg"),
+    (ro_compat::DIR_NLINK, "dir_nlink"),
+    (ro_compat::EXTRA_ISIZE, "extra_isize"),
+    (ro_compat::QUOTA, "quota"),
+    (ro_compat::BIGALLOC, "bigalloc"),
+    (ro_compat::METADATA_CSUM, "metadata_csum"),
+    (ro_compat::REPLICA, "replica"),
+    (ro_compat::READONLY, "read-only"),
+    (ro_compat::PROJECT, "project"),
+    (ro_compat::SHARED_BLOCKS, "shared_blocks"),
+    (ro_compat::VERITY, "verity"),
+    (ro_compat::ORPHAN_PRESENT, "orphan_present"),
+];
 
 /// Compatible features e2fsck accepts (a kernel may ignore the others,
 /// but e2fsck stops on them, "Get a newer version of e2fsck", and so does

@@ -54,3 +54,37 @@ fn man_page_is_current() {
         "docs/pfsck.8 is stale: run `target/release/pfsck --help-man > docs/pfsck.8`"
     );
 }
+
+/// docs/pfsck.bash is what `--help-bash` makes from the option table: run
+/// `target/release/pfsck --help-bash > docs/pfsck.bash` after changing it.
+/// bash, sourcing it, completes options, `-E`'s names and files.
+#[test]
+fn bash_completion_is_current_and_completes() {
+    let out = pfsck(&["--help-bash"]);
+    assert_eq!(out.status.code(), Some(0));
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/pfsck.bash");
+    let committed = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        String::from_utf8_lossy(&out.stdout) == committed,
+        "docs/pfsck.bash is stale: run `target/release/pfsck --help-bash > docs/pfsck.bash`"
+    );
+    let Some(bash) = try_tool("bash") else {
+        eprintln!("NOTICE: bash not found: completion not tried");
+        return;
+    };
+    let script = format!(
+        "source '{}'\n\
+         t() {{ COMP_WORDS=(\"$@\"); COMP_CWORD=$((${{#COMP_WORDS[@]}}-1)); _pfsck; echo \"${{COMPREPLY[*]}}\"; }}\n\
+         t pfsck --thr; t pfsck -E journal_only,fix; t pfsck -m a; t pfsck -fn '{}/docs/pfsck.ba'\n",
+        file.display(),
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = Command::new(bash).args(["-c", &script]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert_eq!(lines[0], "--threads");
+    assert_eq!(lines[1], "journal_only,fixes_only");
+    assert_eq!(lines[2], "auto");
+    assert!(lines[3].ends_with("docs/pfsck.bash"), "{text}");
+}

@@ -25,6 +25,7 @@ mod interactive;
 mod journal_recovery;
 mod journal_recreate;
 mod journal_replay_repair;
+mod json_schema;
 mod kept_paths;
 mod messages_compat;
 mod online;
