@@ -230,10 +230,11 @@ fn bitmaps_on_bad_blocks_relocated() {
             g1.block_bitmap
         };
         let bs = info.block_size;
+        let expect = format!("Group 1's {which} bitmap ({blk}) is bad.  Relocate? yes");
         repairs(
             "bad-bitmap",
             b,
-            "is in use by file system metadata",
+            &expect,
             false,
             |img| {
                 debugfs_w(
