@@ -115,9 +115,10 @@ impl WritableDevice {
         Self::open_with(path, true)
     }
 
-    /// Opens the root file system's device while it is mounted read-only
-    /// (the boot case): not exclusively, which the mount would refuse.
-    pub(crate) fn open_mounted_root(path: &Path) -> Result<WritableDevice> {
+    /// Opens a device while it is mounted read-only (the root at boot, or
+    /// `-f` on a read-only mount): not exclusively, which the mount would
+    /// refuse.
+    pub(crate) fn open_mounted(path: &Path) -> Result<WritableDevice> {
         Self::open_with(path, false)
     }
 

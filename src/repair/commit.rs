@@ -48,6 +48,9 @@ pub struct CommitOptions {
     /// Longest run of adjacent blocks written to the device at once
     /// (0: one write per block).
     pub device_write_run: usize,
+    /// The device may be mounted read-only (`-f` on a read-only mount,
+    /// which e2fsck repairs after its warning; the caller warned).
+    pub read_only_mount: bool,
 }
 
 /// 256 KiB each: large enough that a write's cost is the bytes, small
@@ -57,6 +60,7 @@ impl Default for CommitOptions {
         CommitOptions {
             log_write_chunk: 256 << 10,
             device_write_run: 256 << 10,
+            read_only_mount: false,
         }
     }
 }
@@ -234,8 +238,12 @@ fn write_new_blocks(
 
 /// [`open_for_write`], refusing a device whose size is not the one
 /// `overlay` was staged for.
-fn open_staged_for(device: &Path, overlay: &Overlay) -> Result<WritableDevice> {
-    let dev = open_for_write(device)?;
+fn open_staged_for(
+    device: &Path,
+    overlay: &Overlay,
+    opts: &CommitOptions,
+) -> Result<WritableDevice> {
+    let dev = open_for_write(device, opts.read_only_mount)?;
     if dev.size() != overlay.device_size() {
         return Err(RepairError::Refused(format!(
             "{} has {} bytes, the repair was staged for {}",
@@ -248,14 +256,15 @@ fn open_staged_for(device: &Path, overlay: &Overlay) -> Result<WritableDevice> {
 }
 
 /// Opens the device for writing, refusing a mounted file system (but the
-/// root mounted read-only, as e2fsck). The only place a `WritableDevice`
-/// is made.
-fn open_for_write(device: &Path) -> Result<WritableDevice> {
-    mounted::ensure_not_mounted(device)?;
-    let open = if mounted::mount_state(device) == mounted::MountState::ReadOnlyRoot {
-        WritableDevice::open_mounted_root
-    } else {
-        WritableDevice::open
+/// root mounted read-only, as e2fsck, and with `read_only_ok` any
+/// read-only mount). The only place a `WritableDevice` is made.
+fn open_for_write(device: &Path, read_only_ok: bool) -> Result<WritableDevice> {
+    mounted::ensure_not_mounted(device, read_only_ok)?;
+    // A mounted device cannot be claimed exclusively.
+    let open = match mounted::mount_state(device) {
+        mounted::MountState::ReadOnlyRoot => WritableDevice::open_mounted,
+        mounted::MountState::ReadOnly(_) if read_only_ok => WritableDevice::open_mounted,
+        _ => WritableDevice::open,
     };
     open(device).map_err(|e| match e {
         crate::error::Error::Io { what, source } if source.raw_os_error() == Some(libc::EBUSY) => {
@@ -380,7 +389,7 @@ pub fn commit(
     faults: &mut dyn Faults,
     opts: &CommitOptions,
 ) -> Result<CommitReport> {
-    let dev = open_staged_for(device, overlay)?;
+    let dev = open_staged_for(device, overlay, opts)?;
     let bs = overlay.block_size();
     let bsu = u64::from(bs);
 
@@ -485,7 +494,7 @@ pub fn commit_unlogged(
     faults: &mut dyn Faults,
     opts: &CommitOptions,
 ) -> Result<CommitReport> {
-    let dev = open_staged_for(device, overlay)?;
+    let dev = open_staged_for(device, overlay, opts)?;
     let bs = overlay.block_size();
     let bsu = u64::from(bs);
     let mut changes: Vec<u64> = Vec::new();
@@ -516,20 +525,14 @@ pub const RECORD_MAX_BLOCKS: usize = 2;
 /// e2fsck writes it: a log for every clean check would be noise, and the
 /// record has nothing a rollback should restore. Anything larger is
 /// refused: it belongs in [`commit`]. Returns the blocks written.
-pub fn record(device: &Path, overlay: &Overlay) -> Result<u64> {
+pub fn record(device: &Path, overlay: &Overlay, opts: &CommitOptions) -> Result<u64> {
     let blocks = overlay.len();
     if blocks > RECORD_MAX_BLOCKS {
         return Err(RepairError::Refused(format!(
             "a check record of {blocks} blocks needs the undo log"
         )));
     }
-    Ok(commit_unlogged(
-        device,
-        overlay,
-        &mut super::faults::NoFaults,
-        &CommitOptions::default(),
-    )?
-    .blocks_written)
+    Ok(commit_unlogged(device, overlay, &mut super::faults::NoFaults, opts)?.blocks_written)
 }
 
 /// Writes the whole log (state `Prepared`) to `tmp`, syncs it and renames
@@ -801,7 +804,7 @@ pub fn rollback_with(
         }
         _ => {}
     }
-    let dev = open_for_write(device)?;
+    let dev = open_for_write(device, false)?;
     let id = log.header.identity;
     if dev.size() != id.device_size {
         return Err(RepairError::Refused(format!(

@@ -76,7 +76,7 @@ fn read(file: &File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
 /// judge first (unreadable, invalid, or held by a checker: the check
 /// stops there). Err when a node is still using the file system.
 pub fn claim(path: &Path) -> Result<Option<Claim>, String> {
-    if super::mounted::ensure_not_mounted(path).is_err() {
+    if super::mounted::ensure_not_mounted(path, false).is_err() {
         // The repair refuses a mounted file system before it writes.
         return Ok(None);
     }

@@ -235,8 +235,10 @@ pub fn mount_state(path: &Path) -> MountState {
 
 /// Fails with [`RepairError::Mounted`] when `path` (a block device or an
 /// image file) is mounted anywhere this process can see, but for the root
-/// file system mounted read-only (see [`MountState::ReadOnlyRoot`]).
-pub fn ensure_not_mounted(path: &Path) -> Result<()> {
+/// file system mounted read-only (see [`MountState::ReadOnlyRoot`]) and,
+/// with `read_only_ok`, any read-only mount (e2fsck -f repairs one after
+/// its warning).
+pub fn ensure_not_mounted(path: &Path, read_only_ok: bool) -> Result<()> {
     let mountinfo = match fs::read_to_string("/proc/self/mountinfo") {
         Ok(s) => s,
         Err(e) => {
@@ -251,10 +253,12 @@ pub fn ensure_not_mounted(path: &Path) -> Result<()> {
         }
     };
     let hits = find_mounts(path, &mountinfo, Path::new("/sys/block"))?;
-    if classify(&hits) == MountState::ReadOnlyRoot {
+    match classify(&hits) {
         // e2fsck repairs the root mounted read-only (the boot case), and
         // asks for a reboot so that the kernel drops what it cached.
-        return Ok(());
+        MountState::ReadOnlyRoot => return Ok(()),
+        MountState::ReadOnly(_) if read_only_ok => return Ok(()),
+        _ => {}
     }
     match hits.first() {
         None => Ok(()),

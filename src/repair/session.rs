@@ -90,8 +90,8 @@ pub enum MountVerdict {
 /// e2fsck's rules for a mounted file system: a check (`repair` false) of
 /// one goes on after a warning; a repair of one mounted read-write, or
 /// read-only without `force` (`-f`), is refused ([`SessionError::Mounted`],
-/// exit 8); with `force` a read-only mount is repaired after the warning
-/// (and the commit refuses to write under it); the root mounted read-only
+/// exit 8); with `force` a read-only mount is repaired after the warning,
+/// written under the mount as e2fsck writes it; the root mounted read-only
 /// is checked and repaired silently.
 pub fn mount_policy(
     device: &Path,
@@ -294,6 +294,9 @@ pub struct Session<'a, 'q> {
     before_commit: &'a dyn Fn(),
     /// Keys of the problems answered no.
     declined: HashSet<Vec<u8>>,
+    /// The device is mounted read-only and `-f` was given: the commit
+    /// writes under the mount, as e2fsck does.
+    read_only_mount: bool,
 }
 
 impl<'a, 'q> Session<'a, 'q> {
@@ -322,6 +325,7 @@ impl<'a, 'q> Session<'a, 'q> {
             notify,
             before_commit,
             declined: HashSet::new(),
+            read_only_mount: false,
         }
     }
 
@@ -335,7 +339,12 @@ impl<'a, 'q> Session<'a, 'q> {
         match mount_policy(&self.device, true, self.opts.force) {
             Ok(MountVerdict::NotMounted) => {}
             Ok(MountVerdict::ReadOnlyRoot) => (self.notify)(Notice::ReadOnlyRoot),
-            Ok(MountVerdict::Warn) => (self.notify)(Notice::MountedWarning),
+            Ok(MountVerdict::Warn) => {
+                // Only a read-only mount under -f gets here: e2fsck
+                // repairs it after the warning, and so does the commit.
+                self.read_only_mount = true;
+                (self.notify)(Notice::MountedWarning)
+            }
             Err(e) => return (Err(e), Ok(())),
         }
         let claim = match super::mmp::claim(&self.device) {
@@ -715,14 +724,22 @@ impl<'a, 'q> Session<'a, 'q> {
                 overlay,
                 path,
                 &mut NoFaults,
-                &CommitOptions::default(),
+                &self.commit_options(),
             ),
             UndoTarget::Without { .. } => commit::commit_unlogged(
                 &self.device,
                 overlay,
                 &mut NoFaults,
-                &CommitOptions::default(),
+                &self.commit_options(),
             ),
+        }
+    }
+
+    /// How this session's commits write to its device.
+    fn commit_options(&self) -> CommitOptions {
+        CommitOptions {
+            read_only_mount: self.read_only_mount,
+            ..CommitOptions::default()
         }
     }
 
@@ -736,7 +753,8 @@ impl<'a, 'q> Session<'a, 'q> {
     ) -> Result<fix::finish::Recorded> {
         let mut overlay = Overlay::with_staging(fs.geo.block_size, fs.dev.size(), staging)?;
         let recorded = fix::finish::stage(fs, &mut overlay, !rep.has_errors(), fs.clock.now())?;
-        commit::record(&self.device, &overlay).map_err(SessionError::Record)?;
+        commit::record(&self.device, &overlay, &self.commit_options())
+            .map_err(SessionError::Record)?;
         Ok(recorded)
     }
 

@@ -217,6 +217,7 @@ fn dense() -> CommitOptions {
     CommitOptions {
         log_write_chunk: 0,
         device_write_run: 0,
+        read_only_mount: false,
     }
 }
 
@@ -595,7 +596,7 @@ fn mounted_image_is_refused() {
     let guard = Mounted { dir: dir.clone() };
     let before = fs::read(&img).unwrap();
     let log = tmp.join("disk.undo");
-    let e = pfsck::repair::mounted::ensure_not_mounted(&img).unwrap_err();
+    let e = pfsck::repair::mounted::ensure_not_mounted(&img, false).unwrap_err();
     let msg = e.to_string();
     assert!(matches!(e, RepairError::Mounted(_)), "{e:?}");
     assert!(msg.contains(&dir.display().to_string()), "{msg}");

@@ -811,8 +811,8 @@ fn check_of_a_mounted_file_system_warns_as_e2fsck() {
 
 /// A repair of a file system mounted read-only elsewhere than on `/` is
 /// refused before the check without `-f` (exit 8, "IMG is mounted.", as
-/// e2fsck); with `-f` e2fsck checks it after a warning, and so does pfsck
-/// (whose commit then still refuses to write under the mount).
+/// e2fsck); with `-f` e2fsck repairs it after a warning, and so does pfsck
+/// (before, pfsck checked it and then its commit refused, exit 8).
 #[test]
 fn repair_of_a_read_only_mount_follows_e2fsck() {
     let dir = TempDir::new("safety-mounted-ro");
@@ -836,15 +836,35 @@ fn repair_of_a_read_only_mount_follows_e2fsck() {
         );
         assert_eq!(oracle_run(&img, &[flags]).code(), Some(8), "e2fsck {flags}");
     }
-    let o = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
+    drop(m);
+    assert_eq!(hash_file(&img), before, "a mounted image was written");
+    let theirs = dir.join("theirs.img");
+    copy_image(&img, &theirs);
+    let Some(_m) = LoopMount::new(&img, &dir.join("mnt"), "loop,ro") else {
+        eprintln!("NOTICE: skipped: loop mounts are not permitted here");
+        return;
+    };
+    let Some(_m2) = LoopMount::new(&theirs, &dir.join("mnt2"), "loop,ro") else {
+        eprintln!("NOTICE: skipped: loop mounts are not permitted here");
+        return;
+    };
+    let o = pfsck(&[
+        OsStr::new("-fy"),
+        OsStr::new("-z"),
+        dir.join("undo").as_os_str(),
+        img.as_os_str(),
+    ]);
     let t = output_text(&o);
     assert!(
         t.starts_with(&format!("Warning!  {} is mounted.\n", img.display())),
         "{t}"
     );
-    assert_eq!(o.status.code(), Some(8), "{t}");
-    drop(m);
-    assert_eq!(hash_file(&img), before, "a mounted image was written");
+    let e = oracle_run(&theirs, &["-fy"]);
+    assert_eq!(e.code(), Some(1), "e2fsck -fy: {}", e.stdout);
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    assert!(!t.contains("REBOOT"), "not the root: {t}");
+    drop((_m, _m2));
+    assert_eq!(e2fsck_fn(&img), 0, "not repaired: {t}");
 }
 
 /// The boot case: the root file system mounted read-only. e2fsck repairs
