@@ -460,7 +460,7 @@ impl<'a, 'q> Session<'a, 'q> {
             let dev = Device::open_read_only(&self.device)
                 .map_err(SessionError::Device)?
                 .with_read_overlay(overlay.clone());
-            let again = match check::check_device(dev, recheck_opts) {
+            let mut again = match check::check_device(dev, recheck_opts) {
                 Ok(c) => c,
                 Err(Error::Interrupted) => return Err(SessionError::Interrupted),
                 Err(e) => return Err(SessionError::Recheck(e)),
@@ -477,6 +477,20 @@ impl<'a, 'q> Session<'a, 'q> {
                 .problems
                 .iter()
                 .any(|p| p.code == Code::LostFoundMissing);
+            // e2fsck judges a tree for pass 1E once, in pass 1, after
+            // its pass-1 fixes: an offer made now on an inode no earlier
+            // round found a pass-1 problem on (a tree only pass 1D's copy
+            // changed) is one e2fsck's run never makes.
+            let pass1: HashSet<u32> = shown
+                .problems
+                .iter()
+                .filter(|p| p.spec().pass == check::problem::Pass::P1)
+                .filter_map(|p| p.args().ino)
+                .collect();
+            again.report.problems.retain(|p| {
+                !matches!(p.code, Code::ExtentTreeShorter | Code::ExtentTreeNarrower)
+                    || p.args().ino.is_some_and(|i| pass1.contains(&i))
+            });
             // Nor is pass 1E's offer on a tree an earlier round mended
             // (e2fsck makes it in the same run).
             let offer = again.report.problems.iter().any(|p| {

@@ -231,22 +231,16 @@ fn bitmaps_on_bad_blocks_relocated() {
         };
         let bs = info.block_size;
         let expect = format!("Group 1's {which} bitmap ({blk}) is bad.  Relocate? yes");
-        repairs(
-            "bad-bitmap",
-            b,
-            &expect,
-            false,
-            |img| {
-                debugfs_w(
-                    img,
-                    &[
-                        format!("sif <1> block[0] {blk}"),
-                        format!("sif <1> size {bs}"),
-                        format!("sif <1> blocks {}", bs / 512),
-                    ],
-                );
-            },
-        );
+        repairs("bad-bitmap", b, &expect, false, |img| {
+            debugfs_w(
+                img,
+                &[
+                    format!("sif <1> block[0] {blk}"),
+                    format!("sif <1> size {bs}"),
+                    format!("sif <1> blocks {}", bs / 512),
+                ],
+            );
+        });
     }
 }
 
