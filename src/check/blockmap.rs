@@ -385,33 +385,59 @@ pub fn walk_extents<V: MapVisitor>(
         return;
     }
     let h = extent::parse_header(root);
+    too_deep(fs, info.ino, h.depth, v);
+    let end_blk = root_end_blk(info.eof_block);
+    ExtentWalk::new(fs, info, v, h.depth, None).node(
+        root,
+        h.depth,
+        0,
+        None,
+        end_blk,
+        scratch.begin(),
+    );
+}
+
+/// e2fsck's "could be more shallow": a root deeper than any tree of the
+/// file system's block size needs.
+fn too_deep<V: MapVisitor>(fs: &Fs, ino: u32, depth: u16, v: &mut V) {
     let shallow = max_tree_depth(fs.geo.block_size);
-    if h.depth > shallow {
+    if depth > shallow {
         v.problem(
             Problem::new(Code::InodeExtentTooDeep)
-                .ino(info.ino)
-                .num(u64::from(h.depth))
+                .ino(ino)
+                .num(u64::from(depth))
                 .num2(u64::from(shallow)),
         );
     }
-    let mut w = ExtentWalk {
-        fs,
-        info,
-        root_depth: h.depth,
-        v,
-        // Each node occupies a distinct claim; more nodes than blocks
-        // means loops or sharing, and walking further proves nothing.
-        nodes_left: fs.geo.blocks_count,
-        last_lblk: None,
-        dir_limit: dir_block_limit(fs),
-        problems: 0,
-        seen: std::collections::HashSet::new(),
-        stopped: false,
-        pending_min: None,
-        spec: None,
-    };
-    let end_blk = root_end_blk(info.eof_block);
-    w.node(root, h.depth, 0, None, end_blk, scratch.begin());
+}
+
+impl<'a, 's, V: MapVisitor> ExtentWalk<'a, 's, V> {
+    /// A walk of a tree whose root says `root_depth`, with subtrees
+    /// walked ahead by `spec`'s helpers, if any.
+    fn new(
+        fs: &'a Fs,
+        info: MapInfo,
+        v: &'a mut V,
+        root_depth: u16,
+        spec: Option<&'a mut split::Spec<'s>>,
+    ) -> Self {
+        ExtentWalk {
+            fs,
+            info,
+            root_depth,
+            v,
+            // Each node occupies a distinct claim; more nodes than blocks
+            // means loops or sharing, and walking further proves nothing.
+            nodes_left: fs.geo.blocks_count,
+            last_lblk: None,
+            dir_limit: dir_block_limit(fs),
+            problems: 0,
+            seen: std::collections::HashSet::new(),
+            stopped: false,
+            pending_min: None,
+            spec,
+        }
+    }
 }
 
 impl<V: MapVisitor> ExtentWalk<'_, '_, V> {

@@ -27,6 +27,13 @@ use crate::fs::superblock::{incompat, ro_compat};
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 
+/// Whether the run (lblk, pblk, len) continues `r` (logical, physical,
+/// length) both logically and physically, the two together under 2^32
+/// blocks: e2fsck merges such runs into one extent.
+fn continues(r: (u64, u64, u64), lblk: u64, pblk: u64, len: u64) -> bool {
+    r.0 + r.2 == lblk && r.1 + r.2 == pblk && r.2 + len < 1 << 32
+}
+
 /// The data runs and mapping blocks of a block map.
 struct Collect {
     /// (logical, physical, length), merged as e2fsck merges them.
@@ -43,9 +50,7 @@ impl MapVisitor for Collect {
             return;
         }
         if let Some(r) = self.runs.last_mut()
-            && r.0 + r.2 == lblk
-            && r.1 + r.2 == pblk
-            && r.2 + len < 1 << 32
+            && continues((r.0, r.1, r.2), lblk, pblk, len)
         {
             r.2 += len;
             return;
@@ -156,10 +161,8 @@ impl MapVisitor for Leaves {
             return;
         }
         if let Some(r) = self.runs.last_mut()
-            && r.0 + r.2 == lblk
-            && r.1 + r.2 == pblk
             && r.3 == unwritten
-            && r.2 + len < 1 << 32
+            && continues((r.0, r.1, r.2), lblk, pblk, len)
         {
             r.2 += len;
             return;

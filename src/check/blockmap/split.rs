@@ -16,9 +16,9 @@
 
 use super::{
     ExtentWalk, MapInfo, MapVisitor, Scratch, Subtree, WALK_DEPTH_LIMIT, child_bound,
-    child_end_blk, dir_block_limit, header_problem, le32, max_tree_depth, node_entry, root_end_blk,
+    child_end_blk, header_problem, le32, node_entry, root_end_blk, too_deep,
 };
-use crate::check::problem::{Code, Problem};
+use crate::check::problem::Problem;
 use crate::fs::extent;
 use crate::volume::Fs;
 use std::collections::{HashMap, HashSet};
@@ -74,15 +74,7 @@ pub fn walk_extents_split<V: MapVisitor>(
     if tasks.len() < SPLIT_MIN_TASKS {
         return super::walk_extents(fs, info, root, scratch, v);
     }
-    let shallow = max_tree_depth(fs.geo.block_size);
-    if h.depth > shallow {
-        v.problem(
-            Problem::new(Code::InodeExtentTooDeep)
-                .ino(info.ino)
-                .num(u64::from(h.depth))
-                .num2(u64::from(shallow)),
-        );
-    }
+    too_deep(fs, info.ino, h.depth, v);
     let leaves = tasks[0].depth == 0;
     let shared = Shared {
         next: AtomicUsize::new(0),
@@ -138,20 +130,7 @@ pub fn walk_extents_split<V: MapVisitor>(
             own: Producer::default(),
             taken: 0,
         };
-        let mut w = ExtentWalk {
-            fs,
-            info,
-            v,
-            nodes_left: fs.geo.blocks_count,
-            last_lblk: None,
-            dir_limit: dir_block_limit(fs),
-            problems: 0,
-            seen: HashSet::new(),
-            stopped: false,
-            pending_min: None,
-            root_depth: h.depth,
-            spec: Some(&mut spec),
-        };
+        let mut w = ExtentWalk::new(fs, info, v, h.depth, Some(&mut spec));
         w.node(
             root,
             h.depth,
@@ -367,20 +346,7 @@ fn walk_apart(
         return walked;
     }
     let mut rec = Recorder::default();
-    let mut w = ExtentWalk {
-        fs,
-        info,
-        v: &mut rec,
-        nodes_left: fs.geo.blocks_count,
-        last_lblk: None,
-        dir_limit: dir_block_limit(fs),
-        problems: 0,
-        seen: HashSet::new(),
-        stopped: false,
-        pending_min: None,
-        root_depth: t.root_depth,
-        spec: None,
-    };
+    let mut w = ExtentWalk::new(fs, info, &mut rec, t.root_depth, None);
     let room = t.room.min(rest.len());
     w.node(
         buf,
