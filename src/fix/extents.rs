@@ -27,46 +27,6 @@ use crate::fs::superblock::{incompat, ro_compat};
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 
-/// Whether the run (lblk, pblk, len) continues `r` (logical, physical,
-/// length) both logically and physically, the two together under 2^32
-/// blocks: e2fsck merges such runs into one extent.
-fn continues(r: (u64, u64, u64), lblk: u64, pblk: u64, len: u64) -> bool {
-    r.0 + r.2 == lblk && r.1 + r.2 == pblk && r.2 + len < 1 << 32
-}
-
-/// The data runs and mapping blocks of a block map.
-struct Collect {
-    /// (logical, physical, length), merged as e2fsck merges them.
-    runs: Vec<(u64, u64, u64)>,
-    nodes: u64,
-    budget: u64,
-}
-
-impl MapVisitor for Collect {
-    fn data(&mut self, lblk: u64, pblk: u64, len: u64, _unwritten: bool) {
-        let len = len.min(self.budget);
-        self.budget -= len;
-        if len == 0 {
-            return;
-        }
-        if let Some(r) = self.runs.last_mut()
-            && continues((r.0, r.1, r.2), lblk, pblk, len)
-        {
-            r.2 += len;
-            return;
-        }
-        self.runs.push((lblk, pblk, len));
-    }
-    fn node(&mut self, _pblk: u64) {
-        self.budget = self.budget.saturating_sub(1);
-        self.nodes += 1;
-    }
-    fn problem(&mut self, _p: Problem) {}
-    fn done(&self) -> bool {
-        self.budget == 0
-    }
-}
-
 /// Rebuilds inode `ino`'s block map as an extent tree. Returns whether it
 /// staged the new inode (false: not a block map, no extents feature, or
 /// too many extents for a one-level tree).
@@ -92,15 +52,18 @@ pub(super) fn rebuild(
         return Ok(false);
     }
     let ctx = pass1::Ctx::new(fs, state);
-    let mut c = Collect {
+    let mut c = Leaves {
         runs: Vec::new(),
-        nodes: 0,
+        nodes: Vec::new(),
+        problems: false,
         budget: fs.geo.blocks_count,
     };
     let mut scratch = Scratch::new();
     pass1::walk_map(&ctx, ino, &inode, false, &mut scratch, &mut c);
+    // A block map has no unwritten runs.
+    let runs: Vec<(u64, u64, u64)> = c.runs.iter().map(|&(l, p, n, _)| (l, p, n)).collect();
     // Extents hold at most 32768 blocks and a 32-bit logical start.
-    let Some(extents) = extent::split_runs(&c.runs, u64::from(INIT_MAX_LEN)) else {
+    let Some(extents) = extent::split_runs(&runs, u64::from(INIT_MAX_LEN)) else {
         return Ok(false);
     };
     let seed = fs
@@ -133,7 +96,7 @@ pub(super) fn rebuild(
     Ok(vol::edit_inode(fs, overlay, ino, |m| {
         let blocks = m
             .blocks(hi_ok)
-            .saturating_sub(c.nodes.saturating_mul(unit))
+            .saturating_sub((c.nodes.len() as u64).saturating_mul(unit))
             .saturating_add(new_leaves * unit);
         m.set_blocks(blocks, hi_ok);
         m.set_flags(m.flags() | flags::EXTENTS);
@@ -141,8 +104,9 @@ pub(super) fn rebuild(
     })?)
 }
 
-/// The leaf extents and tree blocks of an extent tree, as pass 1E reads
-/// them back.
+/// The data runs and mapping blocks of a block map or extent tree: what
+/// a rebuild as an extent tree starts from (a block map's, or pass 1E's
+/// read of the tree).
 struct Leaves {
     /// (logical, physical, length, unwritten), merged as e2fsck merges
     /// them: continuing each other logically and physically, both
@@ -161,8 +125,10 @@ impl MapVisitor for Leaves {
             return;
         }
         if let Some(r) = self.runs.last_mut()
+            && r.0 + r.2 == lblk
+            && r.1 + r.2 == pblk
             && r.3 == unwritten
-            && continues((r.0, r.1, r.2), lblk, pblk, len)
+            && r.2 + len < 1 << 32
         {
             r.2 += len;
             return;
