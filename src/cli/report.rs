@@ -176,7 +176,7 @@ fn write_text(
             header(out, pass)?;
         }
         if pass > shown.sections {
-            section(out, rep, pass, &mut render)?;
+            section(out, rep, pass, &mut render, &fixed)?;
             // e2fsck's header when it rebuilds extent trees, after pass 1D.
             let optimized = rep
                 .problems
@@ -281,6 +281,7 @@ pub fn section(
     rep: &Report,
     pass: u8,
     render: &mut Render<'_>,
+    fixed: &dyn Fn(usize) -> bool,
 ) -> std::io::Result<()> {
     let Some(&(pass, _)) = PASS_HEADERS.get(usize::from(pass).wrapping_sub(1)) else {
         return Ok(());
@@ -291,11 +292,134 @@ pub fn section(
     }
     if pass == Pass::P1 && in_pass(Pass::P1B).next().is_some() {
         out.write_all(b"\nRunning additional passes to resolve blocks claimed by more than one inode...\nPass 1B: Rescanning for multiply-claimed blocks\n")?;
-        for (k, p) in in_pass(Pass::P1B) {
-            render(out, k, &p)?;
+        match rep.dups.as_deref() {
+            Some(dups) => dup_passes(out, rep, dups, render, fixed)?,
+            None => {
+                for (k, p) in in_pass(Pass::P1B) {
+                    render(out, k, &p)?;
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// e2fsck's passes 1B to 1D, after pass 1B's header: each owner's
+/// multiply-claimed blocks, then each file with those it shares them
+/// with and what became of it (`fixed`: the report's problem `k` was
+/// fixed; a file given copies has its `DupBlocks` problem fixed).
+fn dup_passes(
+    out: &mut dyn Write,
+    rep: &Report,
+    dups: &crate::check::pass1b::Dups,
+    render: &mut Render<'_>,
+    fixed: &dyn Fn(usize) -> bool,
+) -> std::io::Result<()> {
+    use crate::check::pass1b::DupFate;
+    use crate::check::problem::Code;
+    use crate::fs::inode::{BAD_INO, ROOT_INO};
+    let problem: std::collections::HashMap<u32, (usize, Problem)> = rep
+        .problems
+        .iter_where(|c| c == Code::DupBlocks)
+        .filter_map(|(k, p)| Some((p.args().ino?, (k, p))))
+        .collect();
+    for o in dups.owners.iter().filter(|o| o.ino != BAD_INO) {
+        write!(out, "Multiply-claimed block(s) in inode {}:", o.ino)?;
+        for &(a, b) in &o.runs {
+            if a == b {
+                write!(out, " {a}")?;
+            } else {
+                write!(out, " {a}--{b}")?;
+            }
+        }
+        out.write_all(b"\n")?;
+    }
+    out.write_all(b"Pass 1C: Scanning directories for inodes with multiply-claimed blocks\nPass 1D: Reconciling multiply-claimed blocks\n")?;
+    writeln!(
+        out,
+        "(There are {} inodes containing multiply-claimed blocks.)\n",
+        dups.files
+    )?;
+    let empty = crate::check::paths::DirTree::default();
+    let tree = rep.tree.as_deref().unwrap_or(&empty);
+    let name = |ino: u32| match dups.names.get(&ino) {
+        _ if ino == ROOT_INO => "/".to_string(),
+        Some((dir, name)) => tree.path_of_entry(*dir, name),
+        None => tree.pathname(0, ino),
+    };
+    let mtime = |ino: u32| {
+        dups.owners
+            .binary_search_by_key(&ino, |o| o.ino)
+            .map_or(0, |i| dups.owners[i].mtime)
+    };
+    let cloned = |ino: u32| problem.get(&ino).is_some_and(|(k, _)| fixed(*k));
+    let fates = dups.fates(cloned);
+    // Once a file shares a block with the metadata, e2fsck counts the
+    // metadata among the sharers of every file after it too.
+    let mut meta = false;
+    for (o, fate) in dups.owners.iter().zip(fates) {
+        let Some(fate) = fate else { continue };
+        meta |= o.clusters.iter().any(|&(_, m)| m);
+        writeln!(
+            out,
+            "File {} (inode #{}, mod time {}) \n  has {} multiply-claimed block(s), shared with {} file(s):",
+            name(o.ino),
+            o.ino,
+            ctime(o.mtime),
+            o.claims,
+            o.shared.len() + usize::from(meta)
+        )?;
+        if meta {
+            out.write_all(b"\t<filesystem metadata>\n")?;
+        }
+        for &s in &o.shared {
+            writeln!(
+                out,
+                "\t{} (inode #{s}, mod time {})",
+                name(s),
+                ctime(mtime(s))
+            )?;
+        }
+        match (fate, problem.get(&o.ino)) {
+            (DupFate::Resolved, _) => {
+                out.write_all(b"Multiply-claimed blocks already reassigned or cloned.\n\n")?
+            }
+            (_, Some((k, p))) => render(out, *k, p)?,
+            (_, None) => {
+                out.write_all(b"Clone multiply-claimed blocks? no\n\nDelete file? no\n\n")?
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A time as e2fsck prints an inode's (`Tue Sep 21 03:19:14 1993`), in
+/// UTC.
+pub fn ctime(secs: u32) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = i64::from(secs);
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's method).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {day:>2} {:02}:{:02}:{:02} {year}",
+        DAYS[days.rem_euclid(7) as usize],
+        MONTHS[(month - 1) as usize],
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 /// One problem as the report shows it: with the answer to e2fsck's
@@ -310,6 +434,14 @@ pub fn render_problem(
 ) -> std::io::Result<()> {
     if !repair && e2fsck_map::no_quiet(p) {
         return Ok(());
+    }
+    if p.code == crate::check::problem::Code::DupBlocks {
+        // Pass 1D's question; its file was described before.
+        return out.write_all(if fixed {
+            b"Clone multiply-claimed blocks? yes\n\n"
+        } else {
+            b"Clone multiply-claimed blocks? no\n\nDelete file? no\n\n"
+        });
     }
     let msg = p.text_in(tree);
     // The question e2fsck asks there (Clear?, Salvage?, ...).
