@@ -595,8 +595,11 @@ fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
         entries += n;
         extra += n.saturating_sub(1);
     }
-    s.links = extra.saturating_sub(tree_links);
-    s.files = entries.saturating_sub(tree_links);
+    // e2fsck subtracts in 32 bits: a tree with fewer entries than
+    // directories (entries lost) shows the wrapped difference.
+    let wrapped = |n: u64| u64::from((n as u32).wrapping_sub(tree_links as u32));
+    s.links = wrapped(extra);
+    s.files = wrapped(entries);
 }
 
 struct Timer {

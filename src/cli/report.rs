@@ -446,8 +446,9 @@ pub fn render_problem(
     let msg = p.text_in(tree);
     // The question e2fsck asks there (Clear?, Salvage?, ...).
     let ask = e2fsck_map::prompt(p).question();
+    let sep = question_sep(p);
     if fixed {
-        return write!(out, "{msg}.  {ask}? yes\n\n");
+        return write!(out, "{msg}{sep}{ask}? yes\n\n");
     }
     if p.code == crate::check::problem::Code::SbCorrupt {
         // What e2fsck suggests too: the backups of 1 KiB and 4 KiB
@@ -461,11 +462,50 @@ pub fn render_problem(
         );
     }
     if e2fsck_map::not_a_fix(p) {
-        return write!(out, "{msg}.  {ask}? no\n\n");
+        return write!(out, "{msg}{sep}{ask}? no\n\n");
     }
     match p.spec().severity {
-        Severity::Error => write!(out, "{msg}.  {ask}? no\n\n"),
+        Severity::Error => write!(out, "{msg}{sep}{ask}? no\n\n"),
         Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
+    }
+}
+
+/// What separates a problem's message from its question where e2fsck
+/// ends the message otherwise than with ".  ": its line (after a period
+/// or not), or one space.
+fn question_sep(p: &Problem) -> &'static str {
+    /// e2fsck codes whose message ends its line, with no period (the
+    /// bitmap differences' list items: the question follows the list).
+    const LINE: &[u32] = &[
+        0x000001, 0x000002, 0x000005, 0x01004a, 0x01004c, 0x01004f, 0x010050, 0x010051, 0x010052,
+        0x010053, 0x010054, 0x010057, 0x010058, 0x010059, 0x01005b, 0x01005c, 0x01005e, 0x01005f,
+        0x010066, 0x01006a, 0x01006e, 0x01006f, 0x01007d, 0x01007f, 0x010092, 0x02000b, 0x02000c,
+        0x020013, 0x020014, 0x020016, 0x020017, 0x02003c, 0x02003d, 0x02003e, 0x02003f, 0x030003,
+        0x030017, 0x030018, 0x03001b, 0x03001d, 0x040002, 0x050004, 0x050005, 0x050008, 0x050009,
+        0x050014, 0x050015, 0x050016, 0x050017, 0x050018, 0x050019,
+    ];
+    /// e2fsck codes whose message ends its line after a period.
+    const PERIOD_LINE: &[u32] = &[
+        0x000003, 0x00000d, 0x00000e, 0x00000f, 0x000014, 0x000015, 0x000016, 0x000017, 0x000025,
+        0x000026, 0x000027, 0x000031, 0x000032, 0x000036, 0x010007, 0x010008, 0x010009, 0x010011,
+        0x010016, 0x010047, 0x010048, 0x010049, 0x01004b, 0x010055, 0x01005a, 0x010070, 0x010077,
+        0x010078, 0x010079, 0x01007a, 0x010082, 0x010083, 0x010085, 0x01008a, 0x01008b, 0x020001,
+        0x020002, 0x020005, 0x020006, 0x020007, 0x020008, 0x020009, 0x02000a, 0x02000d, 0x02000e,
+        0x02000f, 0x020010, 0x020011, 0x020012, 0x020018, 0x020019, 0x02001a, 0x02001b, 0x02001d,
+        0x020024, 0x020025, 0x020026, 0x020028, 0x020029, 0x020030, 0x020031, 0x020032, 0x020033,
+        0x020039, 0x02003a, 0x020044, 0x020045, 0x020046, 0x020047, 0x020048, 0x020049, 0x02004a,
+        0x02004c, 0x02004d, 0x02004e, 0x02004f, 0x020050, 0x020051, 0x020052, 0x020053, 0x020055,
+        0x030005, 0x040006, 0x05000b, 0x05000c, 0x05000d, 0x05000e, 0x05000f, 0x05001a, 0x05001b,
+        0x060007, 0x060009, 0x06000c, 0x06000d, 0x06000e,
+    ];
+    /// e2fsck codes whose message ends with a period and one space.
+    const PERIOD_SPACE: &[u32] = &[0x040005, 0x040008, 0x050001, 0x050002];
+    match p.e2fsck_code() {
+        Some(c) if LINE.contains(&c) => "\n",
+        Some(c) if PERIOD_LINE.contains(&c) => ".\n",
+        Some(c) if PERIOD_SPACE.contains(&c) => ". ",
+        Some(0x010018) => ".\n\n",
+        _ => ".  ",
     }
 }
 

@@ -87,3 +87,46 @@ fn mod_times_print_as_ctime() {
         "Tue Feb 29 00:00:00 2000"
     );
 }
+
+/// Where e2fsck ends a message's line before its question (pass 5's
+/// bitmap differences and free counts), pfsck does too.
+#[test]
+fn questions_on_their_own_line_as_e2fscks() {
+    let dir = TempDir::new("dup-output-lines");
+    let img = dir.join("img");
+    copy_image(&shared_image(), &img);
+    let e2 = oracle_run(&img, &["-fn"]).stdout;
+    let ours = run_pfsck(&img, "-fn");
+    let tail = |s: &str| s[s.find("Pass 5:").unwrap_or(0)..].to_string();
+    assert!(tail(&e2).contains("differences:"), "{e2}");
+    assert_eq!(
+        tail(&ours),
+        tail(&e2),
+        "pfsck:\n{ours}\n--- e2fsck ---\n{e2}"
+    );
+
+    let counts = cached_image("dup-output-counts", |img| {
+        mkfs(img, 8 * MIB, &MkfsOpts::ext2().block_size(1024), None);
+        debugfs_w(
+            img,
+            &[
+                "write /etc/services f1",
+                "set_bg 0 free_blocks_count 123",
+                "set_bg 0 free_inodes_count 77",
+            ],
+        );
+    });
+    copy_image(&counts, &img);
+    let e2 = oracle_run(&img, &["-fn"]).stdout;
+    let ours = run_pfsck(&img, "-fn");
+    let paras = e2
+        .split("\n\n")
+        .filter_map(|p| p.find("Free ").map(|k| &p[k..]));
+    for para in paras {
+        assert!(para.ends_with(".\nFix? no"), "{para}");
+        assert!(
+            ours.contains(para),
+            "pfsck -fn lacks e2fsck's\n{para}\n---\n{ours}"
+        );
+    }
+}
