@@ -328,7 +328,7 @@ fn dup_passes(
     let problem: std::collections::HashMap<u32, (usize, Problem)> = rep
         .problems
         .iter_where(|c| c == Code::DupBlocks)
-        .filter_map(|(k, p)| Some((p.args().ino?, (k, p))))
+        .filter_map(|(k, p)| Some((p.args().ino?.get(), (k, p))))
         .collect();
     for o in dups.owners.iter().filter(|o| o.ino != BAD_INO) {
         write!(out, "Multiply-claimed block(s) in inode {}:", o.ino)?;
