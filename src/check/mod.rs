@@ -210,6 +210,9 @@ pub struct Report {
     /// Directory paths for the messages that name a directory by its
     /// path; None before pass 2 has run.
     pub tree: Option<std::sync::Arc<paths::DirTree>>,
+    /// Passes 1B to 1C's account of the multiply-claimed blocks, when
+    /// there are some.
+    pub dups: Option<std::sync::Arc<pass1b::Dups>>,
 }
 
 impl Report {
@@ -227,6 +230,7 @@ impl Report {
             uuid: self.uuid.clone(),
             features: self.features.clone(),
             tree: self.tree.clone(),
+            dups: self.dups.clone(),
         }
     }
 
@@ -445,12 +449,21 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     step(r, &mut timer, &fs, ctl, "pass1b", 2, || {
         pass1b::run(&fs, &mut state, t, ctl).map(ProblemList::from)
     })?;
+    r.dups = state.dups.clone();
     let t = budget.threads();
-    opts.emit(2, r);
+    // Pass 1D's lines name files by their paths: with shared blocks the
+    // report up to pass 2 waits for pass 2's directory tree.
+    let late = r.dups.is_some();
+    if !late {
+        opts.emit(2, r);
+    }
     let start2 = Instant::now();
     let bytes2 = fs.dev.bytes_read();
     let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, t, ctl);
     r.tree = state.tree.clone();
+    if late {
+        opts.emit(2, r);
+    }
     let stop = !opts.repairing && stop_at_corrupt_dir(&mut found2);
     r.problems.append(found2);
     crate::engine::memory::release_free();
@@ -609,8 +622,11 @@ fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
         entries += n;
         extra += n.saturating_sub(1);
     }
-    s.links = extra.saturating_sub(tree_links);
-    s.files = entries.saturating_sub(tree_links);
+    // e2fsck subtracts in 32 bits: a tree with fewer entries than
+    // directories (entries lost) shows the wrapped difference.
+    let wrapped = |n: u64| u64::from((n as u32).wrapping_sub(tree_links as u32));
+    s.links = wrapped(extra);
+    s.files = wrapped(entries);
 }
 
 struct Timer {

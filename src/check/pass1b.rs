@@ -37,6 +37,9 @@ const DETAIL_CAP: usize = 2000;
 struct Finder<'a> {
     dups: &'a [u64],
     hits: Vec<u64>,
+    /// Every mapped block of a duplicate cluster, in map order, as runs of
+    /// consecutive blocks (e2fsck's pass 1B list).
+    runs: Vec<(u64, u64)>,
     /// Skip blocks that are metadata (the bad blocks inode, whose blocks
     /// inside metadata pass 1 did not claim).
     skip_meta: Option<&'a State>,
@@ -55,6 +58,32 @@ struct Finder<'a> {
 const NODE: u64 = u64::MAX;
 
 impl Finder<'_> {
+    /// Blocks `first..=last` were met, in map order.
+    fn mark(&mut self, first: u64, last: u64) {
+        match self.runs.last_mut() {
+            Some(r) if r.1.checked_add(1) == Some(first) => r.1 = last,
+            _ => self.runs.push((first, last)),
+        }
+    }
+
+    /// Bigalloc: the blocks of `pblk..pblk+len` in duplicate clusters.
+    fn mark_clusters(&mut self, pblk: u64, len: u64) {
+        let bits = self.bits;
+        let (first_c, last_c) = (pblk >> bits, (pblk + len - 1) >> bits);
+        let mut i = self.dups.partition_point(|&c| c < first_c);
+        while let Some(&c) = self.dups.get(i) {
+            if c > last_c {
+                break;
+            }
+            let lo = (c << bits).max(pblk);
+            let hi = (((c + 1) << bits) - 1).min(pblk + len - 1);
+            if self.keep(lo) {
+                self.mark(lo, hi);
+            }
+            i += 1;
+        }
+    }
+
     fn look(&mut self, pblk: u64, len: u64) {
         let mut i = self.dups.partition_point(|&d| d < pblk);
         while let Some(&d) = self.dups.get(i) {
@@ -67,6 +96,7 @@ impl Finder<'_> {
                     .is_none_or(|s| !s.block_meta.get(s.cluster(d)))
             {
                 self.hits.push(d);
+                self.mark(d, d);
             }
             i += 1;
         }
@@ -117,6 +147,7 @@ impl MapVisitor for Finder<'_> {
         if self.bits > 0 {
             if self.only.is_none() {
                 self.cluster_run(lblk, pblk, len);
+                self.mark_clusters(pblk, len);
             }
         } else {
             self.look(pblk, len);
@@ -131,6 +162,7 @@ impl MapVisitor for Finder<'_> {
             let c = pblk >> self.bits;
             if self.only.is_none_or(|o| o == pblk) && self.is_dup_cluster(c) && self.keep(pblk) {
                 self.hits.push(pblk);
+                self.mark(pblk, pblk);
             }
             self.last = Some((NODE, c));
         } else {
@@ -177,7 +209,8 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
     let ctx = Ctx::new(fs, state);
     let units = pass1::make_units(fs);
     let isz = fs.geo.inode_size as usize;
-    let per_unit: Vec<Vec<(u32, Vec<u64>)>> = par_map(
+    type Found = (u32, Vec<u64>, Vec<(u64, u64)>, u32);
+    let per_unit: Vec<Vec<Found>> = par_map(
         units.len(),
         threads,
         ctl,
@@ -202,6 +235,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
                 let mut f = Finder {
                     dups: &dups,
                     hits: Vec::new(),
+                    runs: Vec::new(),
                     skip_meta: (ino == inode::BAD_INO).then_some(state),
                     only: (ino == inode::RESIZE_INO).then(|| inode.block_ptrs()[13] as u64),
                     budget: fs.geo.blocks_count,
@@ -219,15 +253,22 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
                         .is_ok()
                 {
                     f.hits.push(inode.file_acl);
+                    f.mark(inode.file_acl, inode.file_acl);
                 }
                 if !f.hits.is_empty() {
-                    found.push((ino, f.hits));
+                    found.push((ino, f.hits, f.runs, inode.mtime));
                 }
             }
             found
         },
     );
-    let owners: Vec<(u32, Vec<u64>)> = per_unit.into_iter().flatten().collect();
+    let found: Vec<Found> = per_unit.into_iter().flatten().collect();
+    let mut listed = Vec::with_capacity(found.len());
+    let mut owners: Vec<(u32, Vec<u64>)> = Vec::with_capacity(found.len());
+    for (ino, hits, runs, mtime) in found {
+        listed.push((ino, runs, mtime));
+        owners.push((ino, hits));
+    }
     // (cluster, owner) pairs, to find who else holds each cluster (the
     // block itself without bigalloc).
     let bits = state.cluster_bits;
@@ -292,7 +333,193 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
                 .detail(detail),
         );
     }
+    let mut dups = listing(fs, state, &owners, listed);
+    dups.names = pass1c(fs, state, &dups);
+    state.dups = Some(std::sync::Arc::new(dups));
     // The repair (pass 1D) resolves the sharing from this list alone.
     state.dup_owners = owners;
     Ok(problems)
+}
+
+/// What e2fsck's passes 1B to 1D tell of the multiply-claimed blocks:
+/// each owner's blocks, whom it shares them with and in which order, the
+/// entry naming it. The report prints it; the repair's outcome decides
+/// the answers (`Dups::fates`).
+#[derive(Clone, Debug, Default)]
+pub struct Dups {
+    /// Owners that are files (from the first non-reserved inode on, and
+    /// the root): the number e2fsck gives.
+    pub files: u64,
+    /// Every owner, the reserved ones included, in inode order.
+    pub owners: Vec<DupOwner>,
+    /// The directory and name of the first entry naming each owner that
+    /// is a file, in disk order of the directory blocks (pass 1C).
+    pub names: std::collections::BTreeMap<u32, (u32, Vec<u8>)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct DupOwner {
+    pub ino: u32,
+    /// Its modification time (seconds since the epoch).
+    pub mtime: u32,
+    /// Its mapped blocks in duplicate clusters, in map order, as runs of
+    /// consecutive blocks.
+    pub runs: Vec<(u64, u64)>,
+    /// Its claims on duplicate clusters (e2fsck's block count).
+    pub claims: u64,
+    /// The inodes it shares clusters with, in the order e2fsck lists them
+    /// (its claims from the last, each cluster's claimants from the last).
+    pub shared: Vec<u32>,
+    /// Its claimed clusters, in map order, and whether each is metadata.
+    pub clusters: Vec<(u64, bool)>,
+}
+
+/// How pass 1D ends for an owner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DupFate {
+    /// Nothing of its clusters is shared any more (others were copied).
+    Resolved,
+    /// Its shared blocks were copied.
+    Cloned,
+    /// Left sharing.
+    Left,
+}
+
+impl Dups {
+    /// Each owner's pass 1D outcome when those `cloned` says were given
+    /// copies, in e2fsck's bookkeeping: an owner needs copies while one of
+    /// its clusters is metadata or has more than one claim; a copy gives
+    /// up one claim on each cluster it copies. Parallel to `owners`; the
+    /// bad blocks and resize inodes are never resolved.
+    pub fn fates(&self, cloned: impl Fn(u32) -> bool) -> Vec<Option<DupFate>> {
+        let mut count: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+        for o in &self.owners {
+            for &(c, _) in &o.clusters {
+                *count.entry(c).or_default() += 1;
+            }
+        }
+        let mut dup: std::collections::HashSet<u64> = count.keys().copied().collect();
+        self.owners
+            .iter()
+            .map(|o| {
+                if o.ino == inode::BAD_INO || o.ino == inode::RESIZE_INO {
+                    return None;
+                }
+                let busy = o
+                    .clusters
+                    .iter()
+                    .any(|&(c, meta)| meta || count.get(&c).is_some_and(|&n| n > 1));
+                if !busy {
+                    return Some(DupFate::Resolved);
+                }
+                if !cloned(o.ino) {
+                    return Some(DupFate::Left);
+                }
+                for &(c, meta) in &o.clusters {
+                    if meta || !dup.contains(&c) {
+                        continue;
+                    }
+                    if let Some(n) = count.get_mut(&c) {
+                        *n = n.saturating_sub(1);
+                        if *n <= 1 {
+                            dup.remove(&c);
+                        }
+                    }
+                }
+                Some(DupFate::Cloned)
+            })
+            .collect()
+    }
+}
+
+/// An owner's (inode, runs of duplicate blocks, modification time).
+type Listed = (u32, Vec<(u64, u64)>, u32);
+
+/// The owners as e2fsck lists them: runs, claims and sharers.
+fn listing(fs: &Fs, state: &State, owners: &[(u32, Vec<u64>)], listed: Vec<Listed>) -> Dups {
+    // Each cluster's claimants, in the order pass 1B met them.
+    let mut claimants: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
+    for (ino, hits) in owners {
+        for &b in hits {
+            claimants
+                .entry(state.cluster(b).get())
+                .or_default()
+                .push(*ino);
+        }
+    }
+    let first = fs.geo.first_ino;
+    let mut dups = Dups::default();
+    for ((ino, hits), (_, runs, mtime)) in owners.iter().zip(listed) {
+        let ino = *ino;
+        if ino >= first || ino == inode::ROOT_INO {
+            dups.files += 1;
+        }
+        let mut shared = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for &b in hits.iter().rev() {
+            let c = state.cluster(b).get();
+            for &o in claimants.get(&c).into_iter().flatten().rev() {
+                if o != ino && seen.insert(o) {
+                    shared.push(o);
+                }
+            }
+        }
+        let clusters = hits
+            .iter()
+            .map(|&b| {
+                let c = state.cluster(b);
+                (c.get(), state.block_meta.get(c))
+            })
+            .collect();
+        dups.owners.push(DupOwner {
+            ino,
+            mtime,
+            runs,
+            claims: hits.len() as u64,
+            shared,
+            clusters,
+        });
+    }
+    dups
+}
+
+/// e2fsck's pass 1C: the first entry naming each owner that is a file,
+/// directory blocks read in disk order (the dots left out). Like e2fsck it
+/// stops once every owner is named, or at a block it cannot read or parse.
+fn pass1c(fs: &Fs, state: &State, dups: &Dups) -> std::collections::BTreeMap<u32, (u32, Vec<u8>)> {
+    use crate::fs::dir_entry::read_entry;
+    let first = fs.geo.first_ino;
+    let mut wanted: std::collections::HashSet<u32> = dups
+        .owners
+        .iter()
+        .map(|o| o.ino)
+        .filter(|&i| i >= first)
+        .collect();
+    let mut names = std::collections::BTreeMap::new();
+    let mut order: Vec<&super::state::DirBlock> = state.dir_blocks.iter().collect();
+    order.sort_by_key(|d| (d.pblk, d.ino, d.lblk));
+    let max = fs.geo.inodes_count;
+    for d in order {
+        if wanted.is_empty() {
+            break;
+        }
+        let Ok(b) = fs.read_block(d.pblk) else {
+            break;
+        };
+        let mut off = 0;
+        let mut entry = 0u32;
+        while off < b.len() {
+            let Ok(e) = read_entry(&b, off, true) else {
+                return names;
+            };
+            let dot = d.lblk == 0 && entry < 2;
+            entry += 1;
+            off += e.rec_len;
+            if dot || e.inode < first || e.inode > max || !wanted.remove(&e.inode) {
+                continue;
+            }
+            names.insert(e.inode, (d.ino, e.name.to_vec()));
+        }
+    }
+    names
 }

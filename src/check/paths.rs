@@ -92,6 +92,16 @@ impl DirTree {
         super::problem::escape_name(&self.resolve(dir, ino, MAX_DEPTH))
     }
 
+    /// The path of the entry `name` in directory `dir`, as e2fsck prints
+    /// it.
+    pub fn path_of_entry(&self, dir: u32, name: &[u8]) -> String {
+        let parent = self.resolve(dir, 0, MAX_DEPTH);
+        let mut out = if parent.len() > 1 { parent } else { Vec::new() };
+        out.push(b'/');
+        out.extend_from_slice(name);
+        super::problem::escape_name(&out)
+    }
+
     /// The name of `ino` (0: of `dir` itself) under `dir`'s path.
     fn resolve(&self, dir: u32, ino: u32, depth: i32) -> Vec<u8> {
         if dir == ino {

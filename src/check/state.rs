@@ -216,6 +216,8 @@ pub struct State {
     /// of blocks in one logical and one physical cluster). Empty when no
     /// block is shared.
     pub dup_owners: Vec<(u32, Vec<u64>)>,
+    /// Pass 1B to 1C's account of the sharing, for the report.
+    pub dups: Option<std::sync::Arc<super::pass1b::Dups>>,
     /// (inode, encryption policy id) of the inodes flagged `ENCRYPTED`,
     /// sorted; equal ids mean equal policies.
     pub enc_policy: Vec<(u32, u32)>,
@@ -254,6 +256,7 @@ impl State {
             ea_inode_refs: Vec::new(),
             quota: None,
             dup_owners: Vec::new(),
+            dups: None,
             enc_policy: Vec::new(),
             stats: Stats::default(),
         }

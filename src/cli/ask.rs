@@ -41,14 +41,29 @@ impl<R: BufRead, W: Write> Asker<R, W> {
         }
     }
 
-    /// Asks about each problem of `rep` that pfsck can fix; the answers,
-    /// parallel to `rep.problems` (false for those not asked).
+    /// Asks about each problem of `rep` that pfsck can fix, under its
+    /// pass's header (a later round's check: the first's questions are
+    /// asked as it goes); the answers, parallel to `rep.problems` (false
+    /// for those not asked).
     pub fn ask(&mut self, rep: &Report) -> Vec<bool> {
+        let mut shown = 0;
         rep.problems
             .iter()
             .map(|p| {
+                if !crate::fix::supported(p.code) {
+                    return false;
+                }
+                let msg = p.text_in(rep.tree.as_deref());
+                if self.eof || self.declined.contains(&msg) {
+                    return false;
+                }
+                let pass = p.spec().pass.number();
+                if pass > shown {
+                    let _ = super::report::header(&mut self.output, pass);
+                    shown = pass;
+                }
                 let ask = crate::check::e2fsck_map::prompt(&p).question();
-                crate::fix::supported(p.code) && self.question(&p.text_in(rep.tree.as_deref()), ask)
+                self.question(&msg, ask)
             })
             .collect()
     }
@@ -137,10 +152,14 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("Please answer"));
         assert_eq!(text.matches("Fix<y>? ").count(), 4);
+        // Questions under their pass's header; none once input ended.
+        assert_eq!(text.matches("Pass 1: ").count(), 1, "{text}");
         let mut out = Vec::new();
         let mut a = Asker::new(&b"y\na\n"[..], &mut out);
         assert_eq!(a.ask(&report()), vec![true, true, true]);
         assert_eq!(a.ask(&report()), vec![true, true, true]);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.matches("Pass 1: ").count(), 2, "{text}");
     }
 
     #[test]

@@ -189,7 +189,7 @@ fn write_text(
             header(out, pass)?;
         }
         if pass > shown.sections {
-            section(out, rep, pass, &mut render)?;
+            section(out, rep, pass, &mut render, &fixed)?;
             // e2fsck's header when it rebuilds extent trees, after pass 1D.
             let optimized = rep
                 .problems
@@ -291,6 +291,7 @@ pub fn section(
     rep: &Report,
     pass: u8,
     render: &mut Render<'_>,
+    fixed: &dyn Fn(usize) -> bool,
 ) -> std::io::Result<()> {
     let Some(&(pass, _)) = PASS_HEADERS.get(usize::from(pass).wrapping_sub(1)) else {
         return Ok(());
@@ -301,11 +302,134 @@ pub fn section(
     }
     if pass == Pass::P1 && in_pass(Pass::P1B).next().is_some() {
         out.write_all(b"\nRunning additional passes to resolve blocks claimed by more than one inode...\nPass 1B: Rescanning for multiply-claimed blocks\n")?;
-        for (k, p) in in_pass(Pass::P1B) {
-            render(out, k, &p)?;
+        match rep.dups.as_deref() {
+            Some(dups) => dup_passes(out, rep, dups, render, fixed)?,
+            None => {
+                for (k, p) in in_pass(Pass::P1B) {
+                    render(out, k, &p)?;
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// e2fsck's passes 1B to 1D, after pass 1B's header: each owner's
+/// multiply-claimed blocks, then each file with those it shares them
+/// with and what became of it (`fixed`: the report's problem `k` was
+/// fixed; a file given copies has its `DupBlocks` problem fixed).
+fn dup_passes(
+    out: &mut dyn Write,
+    rep: &Report,
+    dups: &crate::check::pass1b::Dups,
+    render: &mut Render<'_>,
+    fixed: &dyn Fn(usize) -> bool,
+) -> std::io::Result<()> {
+    use crate::check::pass1b::DupFate;
+    use crate::check::problem::Code;
+    use crate::fs::inode::{BAD_INO, ROOT_INO};
+    let problem: std::collections::HashMap<u32, (usize, Problem)> = rep
+        .problems
+        .iter_where(|c| c == Code::DupBlocks)
+        .filter_map(|(k, p)| Some((p.args().ino?.get(), (k, p))))
+        .collect();
+    for o in dups.owners.iter().filter(|o| o.ino != BAD_INO) {
+        write!(out, "Multiply-claimed block(s) in inode {}:", o.ino)?;
+        for &(a, b) in &o.runs {
+            if a == b {
+                write!(out, " {a}")?;
+            } else {
+                write!(out, " {a}--{b}")?;
+            }
+        }
+        out.write_all(b"\n")?;
+    }
+    out.write_all(b"Pass 1C: Scanning directories for inodes with multiply-claimed blocks\nPass 1D: Reconciling multiply-claimed blocks\n")?;
+    writeln!(
+        out,
+        "(There are {} inodes containing multiply-claimed blocks.)\n",
+        dups.files
+    )?;
+    let empty = crate::check::paths::DirTree::default();
+    let tree = rep.tree.as_deref().unwrap_or(&empty);
+    let name = |ino: u32| match dups.names.get(&ino) {
+        _ if ino == ROOT_INO => "/".to_string(),
+        Some((dir, name)) => tree.path_of_entry(*dir, name),
+        None => tree.pathname(0, ino),
+    };
+    let mtime = |ino: u32| {
+        dups.owners
+            .binary_search_by_key(&ino, |o| o.ino)
+            .map_or(0, |i| dups.owners[i].mtime)
+    };
+    let cloned = |ino: u32| problem.get(&ino).is_some_and(|(k, _)| fixed(*k));
+    let fates = dups.fates(cloned);
+    // Once a file shares a block with the metadata, e2fsck counts the
+    // metadata among the sharers of every file after it too.
+    let mut meta = false;
+    for (o, fate) in dups.owners.iter().zip(fates) {
+        let Some(fate) = fate else { continue };
+        meta |= o.clusters.iter().any(|&(_, m)| m);
+        writeln!(
+            out,
+            "File {} (inode #{}, mod time {}) \n  has {} multiply-claimed block(s), shared with {} file(s):",
+            name(o.ino),
+            o.ino,
+            ctime(o.mtime),
+            o.claims,
+            o.shared.len() + usize::from(meta)
+        )?;
+        if meta {
+            out.write_all(b"\t<filesystem metadata>\n")?;
+        }
+        for &s in &o.shared {
+            writeln!(
+                out,
+                "\t{} (inode #{s}, mod time {})",
+                name(s),
+                ctime(mtime(s))
+            )?;
+        }
+        match (fate, problem.get(&o.ino)) {
+            (DupFate::Resolved, _) => {
+                out.write_all(b"Multiply-claimed blocks already reassigned or cloned.\n\n")?
+            }
+            (_, Some((k, p))) => render(out, *k, p)?,
+            (_, None) => {
+                out.write_all(b"Clone multiply-claimed blocks? no\n\nDelete file? no\n\n")?
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A time as e2fsck prints an inode's (`Tue Sep 21 03:19:14 1993`), in
+/// UTC.
+pub fn ctime(secs: u32) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = i64::from(secs);
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's method).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {day:>2} {:02}:{:02}:{:02} {year}",
+        DAYS[days.rem_euclid(7) as usize],
+        MONTHS[(month - 1) as usize],
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 /// One problem as the report shows it: with the answer to e2fsck's
@@ -321,11 +445,20 @@ pub fn render_problem(
     if !repair && e2fsck_map::no_quiet(p) {
         return Ok(());
     }
+    if p.code == crate::check::problem::Code::DupBlocks {
+        // Pass 1D's question; its file was described before.
+        return out.write_all(if fixed {
+            b"Clone multiply-claimed blocks? yes\n\n"
+        } else {
+            b"Clone multiply-claimed blocks? no\n\nDelete file? no\n\n"
+        });
+    }
     let msg = p.text_in(tree);
     // The question e2fsck asks there (Clear?, Salvage?, ...).
     let ask = e2fsck_map::prompt(p).question();
+    let sep = question_sep(p);
     if fixed {
-        return write!(out, "{msg}.  {ask}? yes\n\n");
+        return write!(out, "{msg}{sep}{ask}? yes\n\n");
     }
     if p.code == crate::check::problem::Code::SbCorrupt {
         // What e2fsck suggests too: the backups of 1 KiB and 4 KiB
@@ -339,11 +472,50 @@ pub fn render_problem(
         );
     }
     if e2fsck_map::not_a_fix(p) {
-        return write!(out, "{msg}.  {ask}? no\n\n");
+        return write!(out, "{msg}{sep}{ask}? no\n\n");
     }
     match p.spec().severity {
-        Severity::Error => write!(out, "{msg}.  {ask}? no\n\n"),
+        Severity::Error => write!(out, "{msg}{sep}{ask}? no\n\n"),
         Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
+    }
+}
+
+/// What separates a problem's message from its question where e2fsck
+/// ends the message otherwise than with ".  ": its line (after a period
+/// or not), or one space.
+fn question_sep(p: &Problem) -> &'static str {
+    /// e2fsck codes whose message ends its line, with no period (the
+    /// bitmap differences' list items: the question follows the list).
+    const LINE: &[u32] = &[
+        0x000001, 0x000002, 0x000005, 0x01004a, 0x01004c, 0x01004f, 0x010050, 0x010051, 0x010052,
+        0x010053, 0x010054, 0x010057, 0x010058, 0x010059, 0x01005b, 0x01005c, 0x01005e, 0x01005f,
+        0x010066, 0x01006a, 0x01006e, 0x01006f, 0x01007d, 0x01007f, 0x010092, 0x02000b, 0x02000c,
+        0x020013, 0x020014, 0x020016, 0x020017, 0x02003c, 0x02003d, 0x02003e, 0x02003f, 0x030003,
+        0x030017, 0x030018, 0x03001b, 0x03001d, 0x040002, 0x050004, 0x050005, 0x050008, 0x050009,
+        0x050014, 0x050015, 0x050016, 0x050017, 0x050018, 0x050019,
+    ];
+    /// e2fsck codes whose message ends its line after a period.
+    const PERIOD_LINE: &[u32] = &[
+        0x000003, 0x00000d, 0x00000e, 0x00000f, 0x000014, 0x000015, 0x000016, 0x000017, 0x000025,
+        0x000026, 0x000027, 0x000031, 0x000032, 0x000036, 0x010007, 0x010008, 0x010009, 0x010011,
+        0x010016, 0x010047, 0x010048, 0x010049, 0x01004b, 0x010055, 0x01005a, 0x010070, 0x010077,
+        0x010078, 0x010079, 0x01007a, 0x010082, 0x010083, 0x010085, 0x01008a, 0x01008b, 0x020001,
+        0x020002, 0x020005, 0x020006, 0x020007, 0x020008, 0x020009, 0x02000a, 0x02000d, 0x02000e,
+        0x02000f, 0x020010, 0x020011, 0x020012, 0x020018, 0x020019, 0x02001a, 0x02001b, 0x02001d,
+        0x020024, 0x020025, 0x020026, 0x020028, 0x020029, 0x020030, 0x020031, 0x020032, 0x020033,
+        0x020039, 0x02003a, 0x020044, 0x020045, 0x020046, 0x020047, 0x020048, 0x020049, 0x02004a,
+        0x02004c, 0x02004d, 0x02004e, 0x02004f, 0x020050, 0x020051, 0x020052, 0x020053, 0x020055,
+        0x030005, 0x040006, 0x05000b, 0x05000c, 0x05000d, 0x05000e, 0x05000f, 0x05001a, 0x05001b,
+        0x060007, 0x060009, 0x06000c, 0x06000d, 0x06000e,
+    ];
+    /// e2fsck codes whose message ends with a period and one space.
+    const PERIOD_SPACE: &[u32] = &[0x040005, 0x040008, 0x050001, 0x050002];
+    match p.e2fsck_code() {
+        Some(c) if LINE.contains(&c) => "\n",
+        Some(c) if PERIOD_LINE.contains(&c) => ".\n",
+        Some(c) if PERIOD_SPACE.contains(&c) => ". ",
+        Some(0x010018) => ".\n\n",
+        _ => ".  ",
     }
 }
 

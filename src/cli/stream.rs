@@ -115,7 +115,7 @@ impl Streamer {
                     report::header(out, pass)?;
                     st.headers = pass;
                 }
-                report::section(out, rep, pass, &mut render)?;
+                report::section(out, rep, pass, &mut render, &|_| false)?;
                 st.sections = pass;
             }
             if let Some(p) = then

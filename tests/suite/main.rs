@@ -13,6 +13,7 @@ mod crash_images;
 mod defects;
 mod determinism;
 mod difffuzz;
+mod dup_output;
 mod ea_inode_quota;
 mod external_journal;
 mod fast_commit;
