@@ -286,7 +286,7 @@ pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> super::Result<b
     let bs = u64::from(fs.geo.block_size);
     let before = vol::read_block(fs, overlay, blk)?;
     let mut after = before.clone();
-    crate::check::journal::clear_v2_fields(&mut after);
+    crate::fs::journal::clear_v2_fields(&mut after);
     if after == before {
         return Ok(false);
     }
