@@ -174,7 +174,7 @@ fn fill_dir_holes(
             break;
         };
         from = blk.next();
-        overlay.stage(blk.get(), empty_dir_block(fs, ino, ind.generation, i == 0))?;
+        overlay.stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))?;
         inode::set_map_ptr(root, i, blk.get() as u32);
         changed = true;
     }
@@ -338,7 +338,7 @@ pub(super) fn relocate_bitmaps(
             } else {
                 vec![0u8; bs as usize]
             };
-            overlay.stage(b, data)?;
+            overlay.stage(Blk(b), data)?;
             // Not into a block bitmap that is itself moving (a bad block,
             // or outside its group): the next round writes the new one.
             let h = geo.group_of_block(b);
@@ -574,7 +574,7 @@ impl ExtentRewrite<'_> {
                 let off = extent::tail_offset(extent::parse_header(&buf).max);
                 put_le32(&mut buf, off, c);
             }
-            self.overlay.stage(pblk, buf)?;
+            self.overlay.stage(Blk(pblk), buf)?;
             self.staged = true;
         }
         Ok(Child::Keep(first))
@@ -748,7 +748,7 @@ impl<'a> IndirectRewrite<'a> {
         // The resize inode's are its own reserved GDT blocks: e2fsck zeroes
         // an illegal entry there (pass 0 only judges the first quarter).
         if changed && (self.resize || !self.state.block_meta.get(self.state.cluster(blk))) {
-            self.overlay.stage(blk, buf)?;
+            self.overlay.stage(Blk(blk), buf)?;
             self.staged = true;
         }
         Ok(())

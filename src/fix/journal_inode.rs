@@ -192,14 +192,14 @@ pub(super) fn recreate(
             .read_at(&fs.dev, p * bs as u64, &mut cur)
             .map_err(|e| format!("cannot read block {p}: {e}"))?;
         if cur != zero {
-            overlay.stage(p, zero.clone())?;
+            overlay.stage(Blk(p), zero.clone())?;
         }
     }
     for (p, bytes) in ind_blocks {
-        overlay.stage(p, bytes)?;
+        overlay.stage(Blk(p), bytes)?;
     }
     let jsb = crate::fs::journal::new_superblock(geo.block_size, n as u32, &sb.uuid);
-    overlay.stage(data[0], jsb)?;
+    overlay.stage(Blk(data[0]), jsb)?;
 
     // The inode.
     let now = fs.clock.now_u32();
