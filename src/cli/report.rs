@@ -34,10 +34,22 @@ pub fn exit_code(rep: &Report) -> i32 {
     if rep.has_errors() {
         code |= EXIT_UNCORRECTED;
     }
-    if rep.has_fatal() {
+    // e2fsck -n aborts where it stops, and an abort adds 8 to its code.
+    if rep.has_fatal() || stopped(rep) {
         code |= EXIT_OPERATIONAL;
     }
     code
+}
+
+/// The read-only check stopped where e2fsck -n gives up.
+fn stopped(rep: &Report) -> bool {
+    use crate::check::problem::Code;
+    rep.problems.codes().any(|c| {
+        matches!(
+            c,
+            Code::StoppedAtCorruptDir | Code::StoppedAtUninitGroup | Code::StoppedAtIllegalIndirect
+        )
+    })
 }
 
 /// What a repair run did, for the report of its first check.
@@ -192,10 +204,7 @@ fn write_text(
         repair_lines(out, name, r)?;
     }
     // e2fsck -n prints no summary after giving up.
-    let stopped = rep.problems.codes().any(|c| {
-        use crate::check::problem::Code;
-        matches!(c, Code::StoppedAtCorruptDir | Code::StoppedAtUninitGroup)
-    });
+    let stopped = stopped(rep);
     if rep.has_fatal() {
         out.write_all(b"\n")?;
     } else {
