@@ -97,6 +97,12 @@ impl Image {
             .collect()
     }
 
+    /// What dumpe2fs prints of the image (groups included): libext2fs's
+    /// own reading of it.
+    pub fn dumpe2fs(&self) -> String {
+        run(Command::new(tool("dumpe2fs")).arg(&self.img))
+    }
+
     /// The image's bytes.
     pub fn bytes(&self) -> Vec<u8> {
         std::fs::read(&self.img).unwrap()

@@ -12,6 +12,7 @@
 use super::problem::{Code, Problem};
 use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
+use crate::fs::inode;
 use crate::fs::num::{Blk, Ino};
 use crate::io::readahead::Prefetch;
 use crate::volume::Fs;
@@ -877,9 +878,8 @@ fn visit_ptr<V: MapVisitor>(
     };
     // The indirect blocks the parent lists after this one are read ahead
     // with it (for level 1 these are the file's next indirect blocks).
-    let next = siblings
-        .chunks_exact(4)
-        .map(|p| le32(p, 0) as u64)
+    let next = inode::map_ptrs(siblings)
+        .map(u64::from)
         .filter(|&p| p != 0 && fs.geo.block_in_fs(p));
     if let Err(e) = ahead.read(&fs.dev, blk, next, buf) {
         v.problem(

@@ -9,11 +9,11 @@
 //! owned by one worker; the caller merges sinks in unit order.
 
 use super::problem::{Code, Problem, ProblemList};
-use crate::fs::bytes::{le16, le32, u8_at};
+use crate::fs::bytes::u8_at;
 use crate::fs::casefold;
 use crate::fs::crypt;
-use crate::fs::dir_entry::rec_len_at;
 use crate::fs::dir_entry::{self};
+use crate::fs::dir_entry::{inode_at, name_len_at, rec_len_at};
 use crate::fs::dx_hash::{DX_HASH_SIPHASH, dx_hash};
 use crate::fs::htree;
 use crate::fs::inode::ROOT_INO;
@@ -281,7 +281,11 @@ pub fn dx_kind(fsp: &FsParams, lblk: u32, b: &[u8]) -> Option<DxKind> {
     let rec_len = rec_len_at(b, 0, fsp.bs);
     let csum = if fsp.metadata_csum { 8 } else { 0 };
     let expect = (fsp.bs.saturating_sub(htree::NODE_COUNT_OFFSET + csum) / 8) as u16;
-    if le32(b, 0) == 0 && rec_len == fsp.bs && u8_at(b, 6) == 0 && le16(b, 8) == expect {
+    if inode_at(b, 0) == 0
+        && rec_len == fsp.bs
+        && name_len_at(b, 0) == 0
+        && htree::parse_count_limit(b, htree::NODE_COUNT_OFFSET).limit == expect
+    {
         Some(DxKind::Node)
     } else {
         None

@@ -8,7 +8,6 @@
 
 use super::blockmap::{MapInfo, MapVisitor, Scratch, walk_extents, walk_indirect};
 use super::problem::{Code, Problem};
-use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode::{Inode, flags};
 use crate::fs::journal::{self, JBD2_MAGIC};
@@ -95,7 +94,7 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                 if clear_bad {
                     // The repair clears them first; the rest is judged on
                     // what it leaves.
-                    clear_v2_fields(&mut jsb_bytes);
+                    journal::clear_v2_fields(&mut jsb_bytes);
                     j = journal::parse_superblock(&jsb_bytes);
                 }
             }
@@ -381,7 +380,7 @@ pub fn journal_first_block(fs: &Fs, inode: &Inode) -> Result<Vec<u8>, String> {
 /// the first direct pointer.
 pub fn first_block(fs: &Fs, inode: &Inode) -> Result<u64, String> {
     if !inode.has_flag(flags::EXTENTS) {
-        return match le32(&inode.block, 0) {
+        return match inode.block_ptr(0) {
             0 => Err("first block is a hole".into()),
             b => Ok(b as u64),
         };
@@ -422,15 +421,6 @@ pub fn stray_v2_fields(j: &journal::JournalSuperblock) -> bool {
         }
         journal::BLOCKTYPE_SB_V2 => j.nr_users > 1,
         _ => false,
-    }
-}
-
-/// Zeroes what follows the version 1 layout of a journal superblock
-/// (header, block size, length, first block, sequence, start, errno).
-pub fn clear_v2_fields(jsb: &mut [u8]) {
-    const V1_LEN: usize = 0x24;
-    if let Some(rest) = jsb.get_mut(V1_LEN..) {
-        rest.fill(0);
     }
 }
 

@@ -800,7 +800,7 @@ fn has_valid_blocks(inode: &Inode) -> bool {
             if inode.size >= 60 {
                 return true;
             }
-            if inode.size > 4 && le32(&inode.block, 4) == 0 {
+            if inode.size > 4 && inode.block_ptr(1) == 0 {
                 return true;
             }
             return false;

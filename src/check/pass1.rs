@@ -29,7 +29,7 @@ use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, POLICY_UNRECOGNIZED, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
 use crate::engine::{Control, Threads};
-use crate::fs::bytes::{le16, le32};
+use crate::fs::bytes::le32;
 use crate::fs::crypt::{self, Policy};
 use crate::fs::dir_entry;
 use crate::fs::inode::{self, FileType, Inode, flags};
@@ -58,11 +58,6 @@ pub mod detail {
 /// measured no faster), small enough that units balance across threads and
 /// that each worker's buffer stays small beside e2fsck's whole footprint.
 const UNIT_BLOCKS: u64 = 32;
-
-/// Largest directory e2fsck accepts without large_dir, in blocks, is
-/// checked by the block map walker; this is e2fsck's default for
-/// s_prealloc_dir_blocks when the superblock leaves it at 0.
-const S_PREALLOC_DIR_BLOCKS_OFF: usize = 0xCD;
 
 /// Marks every block of file system metadata (superblock and descriptor
 /// copies, reserved GDT blocks, bitmaps, inode tables, the MMP block) in
@@ -234,12 +229,12 @@ impl<'a> Ctx<'a> {
             quota: sb.has_ro_compat(ro_compat::QUOTA),
             low_dtime_check: {
                 let ic = sb.inodes_count;
-                let mkfs_time = le32(&sb.raw, 0x108);
+                let mkfs_time = sb.mkfs_time();
                 !((sb.wtime != 0 && sb.wtime < ic)
                     || (sb.mtime != 0 && sb.mtime < ic)
                     || (mkfs_time != 0 && mkfs_time < ic))
             },
-            prealloc_dir_blocks: sb.raw.get(S_PREALLOC_DIR_BLOCKS_OFF).copied().unwrap_or(0) as u64,
+            prealloc_dir_blocks: u64::from(sb.prealloc_dir_blocks()),
             bad_itable: Vec::new(),
             split: 1,
             optimize_extents: true,
@@ -1180,7 +1175,7 @@ fn check_type_flags(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
 fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) -> Option<String> {
     let fs = ctx.fs;
     let geo = &fs.geo;
-    if inode.is_dir() || inode.is_reg() || inode.is_symlink() || le32(&inode.block, 0) == 0 {
+    if inode.is_dir() || inode.is_reg() || inode.is_symlink() || inode.block_ptr(0) == 0 {
         return None;
     }
     let what = match inode.file_type() {
@@ -1800,11 +1795,7 @@ fn max_indirect_size(bs: u64) -> u64 {
 /// The quota ids of an inode: uid, gid and the project id, which exists
 /// only when i_extra_isize covers it.
 fn quota_ids(raw: &[u8], inode: &Inode) -> [u32; QUOTA_TYPES] {
-    const PROJID: usize = 0x9C;
-    let covered = raw.len() >= PROJID + 4
-        && inode::GOOD_OLD_INODE_SIZE + le16(raw, 0x80) as usize >= PROJID + 4;
-    let projid = if covered { le32(raw, PROJID) } else { 0 };
-    [inode.uid, inode.gid, projid]
+    [inode.uid, inode.gid, inode::projid(raw)]
 }
 
 /// Walks the inode's blocks, claims them, and checks i_size and i_blocks.

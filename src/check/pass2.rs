@@ -31,7 +31,7 @@ use super::htree_check;
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, State, iflag};
 use crate::engine::{Control, Threads, par_map};
-use crate::fs::bytes::{le16, le32};
+use crate::fs::bytes::le32;
 use crate::fs::casefold;
 use crate::fs::dir_entry::{inode_at, rec_len_at};
 use crate::fs::group_desc::BG_INODE_UNINIT;
@@ -979,7 +979,7 @@ fn inline_ea(raw: &[u8]) -> &[u8] {
     if raw.len() <= GOOD_OLD_INODE_SIZE {
         return &[];
     }
-    let extra = le16(raw, 0x80) as usize;
+    let extra = usize::from(inode::extra_isize(raw));
     let start = GOOD_OLD_INODE_SIZE + extra;
     if le32(raw, start) != XATTR_IN_INODE_MAGIC {
         return &[];

@@ -25,8 +25,8 @@ use super::problem::{Code, Problem, ProblemList};
 use super::state::{State, iflag};
 use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
-use crate::fs::bytes::{le16, le32};
-use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO};
+use crate::fs::bytes::le32;
+use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, Inode, ROOT_INO};
 use crate::fs::num::Ino;
 use crate::fs::superblock::ro_compat;
 use crate::fs::xattr;
@@ -73,11 +73,7 @@ pub enum Unreferenced {
 pub fn classify(raw: &[u8]) -> Unreferenced {
     let i = Inode::parse(raw);
     // An inode whose only content may be extended attributes is kept.
-    let extra = if raw.len() > GOOD_OLD_INODE_SIZE {
-        le16(raw, 0x80) as usize
-    } else {
-        0
-    };
+    let extra = usize::from(inode::extra_isize(raw));
     let has_ea = raw.len() > GOOD_OLD_INODE_SIZE + extra
         && le32(raw, GOOD_OLD_INODE_SIZE + extra) == XATTR_IN_INODE_MAGIC;
     if i.blocks_raw == 0 && !has_ea && (i.is_reg() || i.is_dir()) {

@@ -341,7 +341,7 @@ pub fn inline_data_size(
         if fs.read_block_into(inode.file_acl, buf).is_err() {
             return Err("xattr block unreadable");
         }
-        if le32(buf, 0) != XATTR_MAGIC {
+        if xattr::parse_block_header(buf).magic != XATTR_MAGIC {
             return Err("xattr block has a bad header");
         }
         let in_block = library_read(buf, xattr::BLOCK_HEADER_LEN, ea_inode, &read_inode)
@@ -476,7 +476,7 @@ pub fn find_value(
     if inode.file_acl != 0
         && fs.geo.block_in_fs(inode.file_acl)
         && fs.read_block_into(inode.file_acl, buf).is_ok()
-        && le32(buf, 0) == XATTR_MAGIC
+        && xattr::parse_block_header(buf).magic == XATTR_MAGIC
     {
         return pick(buf, xattr::BLOCK_HEADER_LEN)?;
     }

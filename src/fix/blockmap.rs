@@ -30,7 +30,7 @@ use crate::check::blockmap::{
 };
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
-use crate::fs::bytes::{le32, put_le16, put_le32};
+use crate::fs::bytes::{le32, put_le32};
 use crate::fs::dir_entry;
 use crate::fs::extent;
 use crate::fs::group_desc::{self, Location};
@@ -161,7 +161,7 @@ fn fill_dir_holes(
     ind: &Inode,
     root: &mut [u8; I_BLOCK_LEN],
 ) -> super::Result<bool> {
-    let ptrs: Vec<u32> = (0..15).map(|i| le32(root, 4 * i)).collect();
+    let ptrs: Vec<u32> = inode::map_ptrs(root).collect();
     let mapped_after = |i: usize| ptrs[i + 1..].iter().any(|&p| p != 0);
     let mut alloc = Allocator::new(fs, &state.block_used);
     let mut changed = false;
@@ -174,8 +174,8 @@ fn fill_dir_holes(
             break;
         };
         from = blk.next();
-        overlay.stage(blk.get(), empty_dir_block(fs, ino, ind.generation, i == 0))?;
-        put_le32(root, 4 * i, blk.get() as u32);
+        overlay.stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))?;
+        inode::set_map_ptr(root, i, blk.get() as u32);
         changed = true;
     }
     Ok(changed)
@@ -338,7 +338,7 @@ pub(super) fn relocate_bitmaps(
             } else {
                 vec![0u8; bs as usize]
             };
-            overlay.stage(b, data)?;
+            overlay.stage(Blk(b), data)?;
             // Not into a block bitmap that is itself moving (a bad block,
             // or outside its group): the next round writes the new one.
             let h = geo.group_of_block(b);
@@ -464,7 +464,7 @@ impl ExtentRewrite<'_> {
             if leaf {
                 if unwritten && self.is_dir {
                     // The blocks are read as directory blocks from now on.
-                    put_le16(&mut raw, 4, len as u16);
+                    extent::set_leaf_raw_len(&mut raw, len as u16);
                     changed = true;
                 }
                 // A directory's extents follow each other without holes:
@@ -472,7 +472,7 @@ impl ExtentRewrite<'_> {
                 // (pass 3 would otherwise fill the gap block by block).
                 let next = self.last_lblk.map_or(0, |l| l + 1);
                 if self.is_dir && lblk > next {
-                    put_le32(&mut raw, 0, next as u32);
+                    extent::set_entry_lblk(&mut raw, next as u32);
                     last = next + len - 1;
                     changed = true;
                 }
@@ -497,7 +497,7 @@ impl ExtentRewrite<'_> {
                 }
                 Child::Keep(first) => {
                     if first != lblk as u32 {
-                        put_le32(&mut raw, 0, first);
+                        extent::set_entry_lblk(&mut raw, first);
                         changed = true;
                     }
                     start_block = lblk;
@@ -506,11 +506,11 @@ impl ExtentRewrite<'_> {
             }
         }
         if changed {
-            put_le16(b, 2, keep.len() as u16);
+            extent::set_entry_count(b, keep.len() as u16);
             if keep.is_empty() {
                 // An empty root maps nothing at depth 0 (as e2fsck leaves
                 // it); an empty lower node is dropped by its parent.
-                put_le16(b, 6, 0);
+                extent::set_depth(b, 0);
             }
             let max = h.max as usize;
             for k in 0..max {
@@ -574,7 +574,7 @@ impl ExtentRewrite<'_> {
                 let off = extent::tail_offset(extent::parse_header(&buf).max);
                 put_le32(&mut buf, off, c);
             }
-            self.overlay.stage(pblk, buf)?;
+            self.overlay.stage(Blk(pblk), buf)?;
             self.staged = true;
         }
         Ok(Child::Keep(first))
@@ -691,7 +691,7 @@ impl<'a> IndirectRewrite<'a> {
             if self.stopped {
                 break;
             }
-            let p = u64::from(le32(root, 4 * i));
+            let p = u64::from(inode::map_ptr(root, i));
             let level = i.saturating_sub(11) as u32;
             let lblk = if i < 12 { i as u64 } else { base };
             if i >= 12 {
@@ -702,7 +702,7 @@ impl<'a> IndirectRewrite<'a> {
             }
             if self.illegal(p, lblk, level == 0) {
                 if self.zero_this_one() {
-                    put_le32(root, 4 * i, 0);
+                    inode::set_map_ptr(root, i, 0);
                     changed = true;
                 }
             } else if level > 0 {
@@ -729,14 +729,14 @@ impl<'a> IndirectRewrite<'a> {
             if self.stopped {
                 break;
             }
-            let p = u64::from(le32(&buf, 4 * k));
+            let p = u64::from(inode::map_ptr(&buf, k));
             if p == 0 {
                 continue;
             }
             let l = lblk.saturating_add((k as u64).saturating_mul(span));
             if self.illegal(p, l, level == 1) {
                 if self.zero_this_one() {
-                    put_le32(&mut buf, 4 * k, 0);
+                    inode::set_map_ptr(&mut buf, k, 0);
                     changed = true;
                 }
             } else if level > 1 {
@@ -748,7 +748,7 @@ impl<'a> IndirectRewrite<'a> {
         // The resize inode's are its own reserved GDT blocks: e2fsck zeroes
         // an illegal entry there (pass 0 only judges the first quarter).
         if changed && (self.resize || !self.state.block_meta.get(self.state.cluster(blk))) {
-            self.overlay.stage(blk, buf)?;
+            self.overlay.stage(Blk(blk), buf)?;
             self.staged = true;
         }
         Ok(())

@@ -250,7 +250,7 @@ fn edit(
         crate::fs::dir_entry::set_tail_checksum(seed, &mut b);
     }
     if b != before {
-        overlay.stage(pblk, b)?;
+        overlay.stage(Blk(pblk), b)?;
     }
     Ok(true)
 }

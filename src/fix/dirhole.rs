@@ -112,7 +112,7 @@ fn allocate(
             break;
         };
         search = blk.next();
-        overlay.stage(blk.get(), dir_entry::empty_block(bs, seed))?;
+        overlay.stage(blk, dir_entry::empty_block(bs, seed))?;
         given.push((h, blk.get() as u32));
     }
     if given.is_empty() {

@@ -173,7 +173,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
         match res {
             Ok(()) => {
                 for (b, data) in writes {
-                    overlay.stage(b, data)?;
+                    overlay.stage(Blk(b), data)?;
                 }
                 claims = tx_claims;
                 vol::write_inode(fs, overlay, ino, &raw)?;

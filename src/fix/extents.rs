@@ -80,7 +80,7 @@ pub(super) fn rebuild(
         return Ok(false);
     };
     for (b, node) in &tree.leaves {
-        overlay.stage(*b, node.clone())?;
+        overlay.stage(Blk(*b), node.clone())?;
     }
     let (root, leaves) = (tree.root, tree.leaves);
     // i_blocks loses the mapping blocks and gains the leaves, each
@@ -242,7 +242,7 @@ pub(super) fn optimize(
         }
     }
     for (b, node) in &tree.leaves {
-        overlay.stage(*b, node.clone())?;
+        overlay.stage(Blk(*b), node.clone())?;
     }
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE) && inode.has_flag(flags::HUGE_FILE);
     let unit = if huge {

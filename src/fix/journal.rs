@@ -18,6 +18,7 @@
 
 use crate::check::Report;
 use crate::check::problem::Code;
+use crate::fs::num::Blk;
 use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, incompat};
 use crate::io::RangeOverlay;
 use crate::repair::overlay::{Overlay, Staging};
@@ -83,7 +84,7 @@ pub fn staged(fs: &Fs, staging: &Staging) -> super::Result<Arc<Overlay>> {
                 .into());
             }
             overlay
-                .stage(off / u64::from(bs), data.to_vec())
+                .stage(Blk(off / u64::from(bs)), data.to_vec())
                 .map_err(|e| format!("staging the journal replay: {e}"))?;
         }
     }

@@ -192,14 +192,14 @@ pub(super) fn recreate(
             .read_at(&fs.dev, p * bs as u64, &mut cur)
             .map_err(|e| format!("cannot read block {p}: {e}"))?;
         if cur != zero {
-            overlay.stage(p, zero.clone())?;
+            overlay.stage(Blk(p), zero.clone())?;
         }
     }
     for (p, bytes) in ind_blocks {
-        overlay.stage(p, bytes)?;
+        overlay.stage(Blk(p), bytes)?;
     }
     let jsb = crate::fs::journal::new_superblock(geo.block_size, n as u32, &sb.uuid);
-    overlay.stage(data[0], jsb)?;
+    overlay.stage(Blk(data[0]), jsb)?;
 
     // The inode.
     let now = fs.clock.now_u32();
@@ -286,7 +286,7 @@ pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> super::Result<b
     let bs = u64::from(fs.geo.block_size);
     let before = vol::read_block(fs, overlay, blk)?;
     let mut after = before.clone();
-    crate::check::journal::clear_v2_fields(&mut after);
+    crate::fs::journal::clear_v2_fields(&mut after);
     if after == before {
         return Ok(false);
     }

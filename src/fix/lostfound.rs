@@ -405,7 +405,7 @@ fn expand(
     } else {
         None
     };
-    overlay.stage(blk.get(), dir_entry::empty_block(bs, seed))?;
+    overlay.stage(blk, dir_entry::empty_block(bs, seed))?;
     lf.blocks.push(blk);
     Ok(Some(blk))
 }
@@ -557,7 +557,7 @@ pub(super) fn write_dir(
         .metadata_csum()
         .then(|| inode_csum_seed(fs.csum_seed, ino, 0));
     let b = dir_entry::dots_block(bs, ino, parent, filetype.then_some(FT_DIR), seed);
-    overlay.stage(blk, b)?;
+    overlay.stage(Blk(blk), b)?;
     Ok(())
 }
 

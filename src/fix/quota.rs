@@ -161,10 +161,10 @@ pub(super) fn rewrite(
         if let Some(src) = bytes.get(from..(from + bs).min(bytes.len())) {
             b[..src.len()].copy_from_slice(src);
         }
-        overlay.stage(pblk, b)?;
+        overlay.stage(Blk(pblk), b)?;
     }
     for (b, data) in &plan.map_blocks {
-        overlay.stage(*b, data.clone())?;
+        overlay.stage(Blk(*b), data.clone())?;
     }
     let raw = new_inode(fs, &plan, bytes.len() as u64, now);
     if !vol::write_inode(fs, overlay, ino, &raw)? {

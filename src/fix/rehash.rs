@@ -22,8 +22,7 @@
 
 use super::lostfound::{Links, add, dir_seed};
 use crate::check::state::{State, iflag};
-use crate::fs::bytes::put_le16;
-use crate::fs::dir_entry::{HEADER_LEN, TAIL_LEN, encode_rec_len, rec_len_for};
+use crate::fs::dir_entry::{HEADER_LEN, TAIL_LEN, rec_len_for};
 use crate::fs::dir_entry::{file_type_at, inode_at, name_len_at, rec_len_at, set_rec_len_at};
 use crate::fs::dir_entry::{put_entry, put_tail_header, set_tail_checksum};
 use crate::fs::dx_hash::{DX_HASH_HALF_MD4, DX_HASH_LEGACY, DX_HASH_TEA, dx_hash};
@@ -498,7 +497,7 @@ fn htree(
         out.push(root);
         for &(a, z) in &groups {
             let mut n = vec![0u8; g.bs];
-            put_le16(&mut n, 4, encode_rec_len(g.bs, g.bs));
+            set_rec_len_at(&mut n, 0, g.bs, g.bs);
             let entries: Vec<(u32, u32)> = (a..z)
                 .map(|j| (first_hash(j), (leaf_base + j) as u32))
                 .collect();

@@ -88,6 +88,23 @@ pub fn set_depth(b: &mut [u8], depth: u16) {
     put_le16(b, 6, depth);
 }
 
+/// The logical block of the node's first entry (leaf and index entries
+/// both start with it).
+pub fn first_lblk(b: &[u8]) -> u32 {
+    le32(b, HEADER_LEN)
+}
+
+/// Sets the logical block of a raw entry, leaf or index.
+pub fn set_entry_lblk(e: &mut [u8], lblk: u32) {
+    put_le32(e, 0, lblk);
+}
+
+/// Sets the raw ee_len of a leaf entry: up to `INIT_MAX_LEN` an
+/// initialized extent of that length, above it an unwritten one.
+pub fn set_leaf_raw_len(e: &mut [u8], raw_len: u16) {
+    put_le16(e, 4, raw_len);
+}
+
 /// The raw bytes of entry `i`; None past the end of `b`.
 pub fn raw_entry(b: &[u8], i: usize) -> Option<RawEntry> {
     let off = HEADER_LEN + ENTRY_LEN * i;

@@ -81,6 +81,7 @@ pub mod field {
     pub const I_EXTRA_ISIZE: usize = 0x80;
     pub const I_CHECKSUM_HI: usize = 0x82;
     pub const I_CRTIME: usize = 0x90;
+    pub const I_PROJID: usize = 0x9C;
     /// Block pointers 12, 13 and 14: indirect, double, triple.
     pub const I_IND: usize = I_BLOCK + 4 * 12;
     pub const I_DIND: usize = I_BLOCK + 4 * 13;
@@ -209,6 +210,12 @@ impl Inode {
             *v = le32(&self.block, i * 4);
         }
         p
+    }
+
+    /// Word `i` (0..15) of i_block: a block pointer of a block-mapped
+    /// inode, raw bytes of any other.
+    pub fn block_ptr(&self, i: usize) -> u32 {
+        le32(&self.block, 4 * i)
     }
 
     /// Device number for character and block special files.
@@ -365,6 +372,41 @@ impl InodeMut<'_> {
             put_le16(self.0, CSUM_HI, (c >> 16) as u16);
         }
     }
+}
+
+/// Pointer `i` of a block map array: i_block of a block-mapped inode
+/// (15 of them) or an indirect block, little-endian 32-bit block numbers.
+pub fn map_ptr(b: &[u8], i: usize) -> u32 {
+    le32(b, 4 * i)
+}
+
+/// Stores pointer `i` of a block map array (see `map_ptr`).
+pub fn set_map_ptr(b: &mut [u8], i: usize, v: u32) {
+    put_le32(b, 4 * i, v);
+}
+
+/// The pointers of a block map array, in order.
+pub fn map_ptrs(b: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    b.chunks_exact(4).map(|p| le32(p, 0))
+}
+
+/// i_extra_isize of raw inode `b`; 0 for a 128-byte inode, which has
+/// none.
+pub fn extra_isize(b: &[u8]) -> u16 {
+    if b.len() > GOOD_OLD_INODE_SIZE {
+        le16(b, field::I_EXTRA_ISIZE)
+    } else {
+        0
+    }
+}
+
+/// i_projid of raw inode `b`; 0 where the inode or its i_extra_isize does
+/// not reach the field.
+pub fn projid(b: &[u8]) -> u32 {
+    let end = field::I_PROJID + 4;
+    let covered =
+        b.len() >= end && GOOD_OLD_INODE_SIZE + usize::from(le16(b, field::I_EXTRA_ISIZE)) >= end;
+    if covered { le32(b, field::I_PROJID) } else { 0 }
 }
 
 /// Seed of every checksum of metadata owned by an inode (extent blocks,

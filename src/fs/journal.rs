@@ -101,6 +101,17 @@ pub struct JournalSuperblock {
     pub checksum: u32,
 }
 
+/// Bytes of the version 1 superblock layout: header, block size, length,
+/// first block, sequence, start and errno.
+pub const SUPERBLOCK_V1_LEN: usize = 0x24;
+
+/// Zeroes what follows the version 1 layout of a journal superblock.
+pub fn clear_v2_fields(jsb: &mut [u8]) {
+    if let Some(rest) = jsb.get_mut(SUPERBLOCK_V1_LEN..) {
+        rest.fill(0);
+    }
+}
+
 pub fn parse_superblock(b: &[u8]) -> JournalSuperblock {
     let mut uuid = [0u8; 16];
     if let Some(s) = b.get(0x30..0x40) {

@@ -121,8 +121,8 @@ impl Cluster {
     }
 
     /// Its blocks, [first, first of the next).
-    pub const fn blocks(self, cluster_bits: u32) -> std::ops::Range<u64> {
-        (self.0 << cluster_bits)..((self.0 + 1) << cluster_bits)
+    pub const fn blocks(self, cluster_bits: u32) -> std::ops::Range<Blk> {
+        Blk(self.0 << cluster_bits)..Blk((self.0 + 1) << cluster_bits)
     }
 }
 
@@ -167,7 +167,7 @@ mod tests {
         assert_eq!(b.in_cluster(4), 4);
         assert_eq!(b.cluster(0), Cluster(0x1234));
         assert_eq!(Cluster(0x123).first_block(4), Blk(0x1230));
-        assert_eq!(Cluster(2).blocks(2), 8..12);
+        assert_eq!(Cluster(2).blocks(2), Blk(8)..Blk(12));
         assert_eq!(Blk(3).byte(4096), 3 * 4096);
         assert_eq!(Blk(1 << 32).ptr32(), None);
         assert_eq!(LBlk(17).cluster(4), 1);

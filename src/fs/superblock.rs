@@ -86,6 +86,7 @@ pub mod field {
     pub const S_LAST_ORPHAN: usize = 0xE8;
     pub const S_JNL_BACKUP_TYPE: usize = 0xFD;
     pub const S_MKFS_TIME: usize = 0x108;
+    pub const S_MMP_UPDATE_INTERVAL: usize = 0x166;
     /// s_jnl_blocks: 15 words of i_block, then the size's two halves.
     pub const S_JNL_BLOCKS: usize = 0x10C;
     pub const S_JNL_BLOCKS_LEN: usize = 68;
@@ -334,6 +335,21 @@ pub struct Superblock {
 impl Superblock {
     /// Parses the 1024 superblock bytes. Never fails: validation is the
     /// checker's job, so even garbage is returned as fields.
+    /// s_mkfs_time.
+    pub fn mkfs_time(&self) -> u32 {
+        le32(&self.raw, field::S_MKFS_TIME)
+    }
+
+    /// s_mmp_update_interval (seconds).
+    pub fn mmp_update_interval(&self) -> u16 {
+        le16(&self.raw, field::S_MMP_UPDATE_INTERVAL)
+    }
+
+    /// s_prealloc_dir_blocks.
+    pub fn prealloc_dir_blocks(&self) -> u8 {
+        u8_at(&self.raw, field::S_PREALLOC_DIR_BLOCKS)
+    }
+
     pub fn parse(b: &[u8]) -> Superblock {
         let mut raw = b.to_vec();
         raw.resize(SUPERBLOCK_SIZE, 0);

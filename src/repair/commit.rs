@@ -25,6 +25,7 @@ use super::faults::{Faults, Op};
 use super::overlay::Overlay;
 use super::undo::{self, Header, Identity, State};
 use super::{RepairError, Result, files, mounted};
+use crate::fs::num::Blk;
 use crate::io::writable::WritableDevice;
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
@@ -229,7 +230,7 @@ fn write_new_blocks(
         bs,
         changes.iter().map(|&b| {
             let mut data = vec![0u8; bs as usize];
-            overlay.read_block(b, &mut data)?;
+            overlay.read_block(Blk(b), &mut data)?;
             Ok((b, Cow::Owned(data)))
         }),
         opts.device_write_run,
@@ -405,8 +406,9 @@ pub fn commit(
     let mut changes: Vec<u64> = Vec::new();
     let mut before = vec![0u8; bs as usize];
     let mut new = vec![0u8; bs as usize];
-    for block in overlay.blocks() {
-        overlay.read_block(block, &mut new)?;
+    for blk in overlay.blocks() {
+        let block = blk.get();
+        overlay.read_block(blk, &mut new)?;
         dev.read_at(offset_of(block, bsu)?, &mut before)?;
         if before != new {
             changes.push(block);
@@ -500,8 +502,9 @@ pub fn commit_unlogged(
     let mut changes: Vec<u64> = Vec::new();
     let mut before = vec![0u8; bs as usize];
     let mut new = vec![0u8; bs as usize];
-    for block in overlay.blocks() {
-        overlay.read_block(block, &mut new)?;
+    for blk in overlay.blocks() {
+        let block = blk.get();
+        overlay.read_block(blk, &mut new)?;
         dev.read_at(offset_of(block, bsu)?, &mut before)?;
         if before != new {
             changes.push(block);
@@ -559,7 +562,7 @@ fn write_log(
     let mut acc = 0u32;
     for &block in changes {
         dev.read_at(offset_of(block, bsu)?, &mut before)?;
-        overlay.read_block(block, &mut after)?;
+        overlay.read_block(Blk(block), &mut after)?;
         let c = undo::encode_record(&mut buf, block, &before, Some(&after));
         acc = undo::fold_record_crc(acc, c);
         if buf.len() >= opts.log_write_chunk {

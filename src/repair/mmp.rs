@@ -4,7 +4,6 @@
 //! "being checked" sequence with this node's name); when the repair is
 //! done it is released ("clean"). A read-only check never writes it.
 
-use crate::fs::bytes::le16;
 use crate::fs::mmp::{self, MMP_MAGIC, Mmp, SEQ_CLEAN, SEQ_FSCK, SEQ_MAX};
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, Superblock, incompat};
 use std::fs::{File, OpenOptions};
@@ -12,8 +11,6 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// s_mmp_update_interval, in the superblock.
-const UPDATE_INTERVAL: usize = 0x166;
 /// The shortest interval a node may use between rewrites (seconds).
 const MIN_INTERVAL: u16 = 5;
 
@@ -52,7 +49,7 @@ pub fn block(
 
 /// The update interval of a superblock (`MIN_INTERVAL` at least).
 pub fn interval(sb: &Superblock) -> u16 {
-    le16(&sb.raw, UPDATE_INTERVAL).max(MIN_INTERVAL)
+    sb.mmp_update_interval().max(MIN_INTERVAL)
 }
 
 /// A claim held on a device's MMP block.

@@ -32,6 +32,7 @@
 //! written, as at boot) stages everything in memory ([`Staging::without_log`]).
 
 use super::{RepairError, Result};
+use crate::fs::num::Blk;
 use crate::io::{Device, ReadOverlay};
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::{File, OpenOptions};
@@ -261,8 +262,8 @@ impl Overlay {
     }
 
     /// Byte offset of `block`, if the whole block lies inside the device.
-    pub fn block_offset(&self, block: u64) -> Option<u64> {
-        let off = block.checked_mul(u64::from(self.block_size))?;
+    pub fn block_offset(&self, block: Blk) -> Option<u64> {
+        let off = block.get().checked_mul(u64::from(self.block_size))?;
         let end = off.checked_add(u64::from(self.block_size))?;
         (end <= self.device_size).then_some(off)
     }
@@ -288,7 +289,7 @@ impl Overlay {
     }
 
     /// Stages the new contents of `block`, replacing any earlier staging.
-    pub fn stage(&mut self, block: u64, data: Vec<u8>) -> Result<()> {
+    pub fn stage(&mut self, block: Blk, data: Vec<u8>) -> Result<()> {
         let bs = u64::from(self.block_size);
         if data.len() as u64 != bs {
             return Err(RepairError::Invalid(format!(
@@ -303,6 +304,7 @@ impl Overlay {
                 self.device_size
             )));
         }
+        let block = block.get();
         let new_block = !self.contains(block);
         if new_block {
             let total = self.staged_bytes().checked_add(bs);
@@ -413,7 +415,8 @@ impl Overlay {
     }
 
     /// Forgets a staged block (a later fix decided the block stays as it is).
-    pub fn unstage(&mut self, block: u64) {
+    pub fn unstage(&mut self, block: Blk) {
+        let block = block.get();
         if !self.contains(block) {
             return;
         }
@@ -499,7 +502,8 @@ impl Overlay {
 
     /// Fills `buf` (one block) with the staged contents of `block`;
     /// false (and `buf` untouched) when it is not staged.
-    pub fn read_block(&self, block: u64, buf: &mut [u8]) -> Result<bool> {
+    pub fn read_block(&self, block: Blk, buf: &mut [u8]) -> Result<bool> {
+        let block = block.get();
         if buf.len() != self.block_size as usize {
             return Err(RepairError::Invalid(format!(
                 "a buffer of {} bytes for a block of {}",
@@ -517,13 +521,14 @@ impl Overlay {
     }
 
     /// The staged contents of `block`, if any.
-    pub fn get(&self, block: u64) -> Result<Option<Vec<u8>>> {
+    pub fn get(&self, block: Blk) -> Result<Option<Vec<u8>>> {
         let mut buf = vec![0u8; self.block_size as usize];
         Ok(self.read_block(block, &mut buf)?.then_some(buf))
     }
 
     /// Whether any block in `blocks` is staged.
-    pub fn any_in(&self, blocks: std::ops::Range<u64>) -> bool {
+    pub fn any_in(&self, blocks: std::ops::Range<Blk>) -> bool {
+        let blocks = blocks.start.get()..blocks.end.get();
         // Blocks unstaged by an overlay above hide those below.
         let mut hidden: Vec<u64> = Vec::new();
         let mut layer = Some(self);
@@ -573,15 +578,15 @@ impl Overlay {
     }
 
     /// The staged block numbers in block order.
-    pub fn blocks(&self) -> Vec<u64> {
+    pub fn blocks(&self) -> Vec<Blk> {
         self.resolved(0..=u64::MAX)
             .into_iter()
-            .map(|(b, _, _)| b)
+            .map(|(b, _, _)| Blk(b))
             .collect()
     }
 
     /// Staged blocks in block order, each read when its turn comes.
-    pub fn iter(&self) -> impl Iterator<Item = Result<(u64, Vec<u8>)>> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = Result<(Blk, Vec<u8>)>> + '_ {
         self.blocks().into_iter().map(move |b| {
             let mut buf = vec![0u8; self.block_size as usize];
             self.read_block(b, &mut buf)?;
@@ -602,7 +607,7 @@ impl Overlay {
                 return Ok(true);
             }
             self.read_slot(slot, 0, &mut mine)?;
-            if !base.read_block(b, &mut theirs)? || mine != theirs {
+            if !base.read_block(Blk(b), &mut theirs)? || mine != theirs {
                 return Ok(true);
             }
         }
@@ -716,29 +721,29 @@ mod tests {
     fn reads_see_staged_blocks_over_the_device() {
         let d = dev(8192);
         let mut o = Overlay::new(1024, 8192, 1 << 20).unwrap();
-        o.stage(2, vec![0xAA; 1024]).unwrap();
-        o.stage(3, vec![0xBB; 1024]).unwrap();
+        o.stage(Blk(2), vec![0xAA; 1024]).unwrap();
+        o.stage(Blk(3), vec![0xBB; 1024]).unwrap();
         let mut buf = vec![0u8; 3000];
         o.read_at(&d, 1500, &mut buf).unwrap();
         let mut want: Vec<u8> = (1500..4500).map(|i| (i % 251) as u8).collect();
         want[548..1572].fill(0xAA);
         want[1572..2596].fill(0xBB);
         assert_eq!(buf, want);
-        assert_eq!(o.blocks(), vec![2, 3]);
+        assert_eq!(o.blocks(), vec![Blk(2), Blk(3)]);
     }
 
     #[test]
     fn bounds_are_enforced() {
         let mut o = Overlay::new(1024, 4096, 2048).unwrap();
-        assert!(o.stage(4, vec![0; 1024]).is_err(), "beyond the device");
-        assert!(o.stage(u64::MAX, vec![0; 1024]).is_err());
-        assert!(o.stage(0, vec![0; 100]).is_err(), "short block");
-        o.stage(0, vec![1; 1024]).unwrap();
-        o.stage(1, vec![1; 1024]).unwrap();
-        o.stage(1, vec![2; 1024]).unwrap(); // restaging costs nothing
-        assert!(o.stage(2, vec![0; 1024]).is_err(), "over the limit");
-        o.unstage(0);
-        o.stage(2, vec![0; 1024]).unwrap();
+        assert!(o.stage(Blk(4), vec![0; 1024]).is_err(), "beyond the device");
+        assert!(o.stage(Blk(u64::MAX), vec![0; 1024]).is_err());
+        assert!(o.stage(Blk(0), vec![0; 100]).is_err(), "short block");
+        o.stage(Blk(0), vec![1; 1024]).unwrap();
+        o.stage(Blk(1), vec![1; 1024]).unwrap();
+        o.stage(Blk(1), vec![2; 1024]).unwrap(); // restaging costs nothing
+        assert!(o.stage(Blk(2), vec![0; 1024]).is_err(), "over the limit");
+        o.unstage(Blk(0));
+        o.stage(Blk(2), vec![0; 1024]).unwrap();
         assert_eq!(o.staged_bytes(), 2048);
         assert!(Overlay::new(1000, 4096, 1).is_err());
     }
@@ -792,15 +797,15 @@ mod tests {
         // Out of order, so slot order is not block order.
         let order: Vec<u64> = (0..500u64).map(|i| (i * 263) % 500).collect();
         for &b in &order {
-            s.stage(b, block(b, 0)).unwrap();
-            m.stage(b, block(b, 0)).unwrap();
+            s.stage(Blk(b), block(b, 0)).unwrap();
+            m.stage(Blk(b), block(b, 0)).unwrap();
         }
         assert_eq!(s.memory_bytes(), 4 * 1024);
         assert_eq!(s.spilled_blocks(), 496);
         assert_eq!(dir.entries(), 0, "the spill file has no name");
         for &b in order.iter().step_by(3) {
-            s.stage(b, block(b, 1)).unwrap();
-            m.stage(b, block(b, 1)).unwrap();
+            s.stage(Blk(b), block(b, 1)).unwrap();
+            m.stage(Blk(b), block(b, 1)).unwrap();
         }
         assert_eq!(
             s.spilled_blocks(),
@@ -808,20 +813,20 @@ mod tests {
             "a restaged block comes back, another goes"
         );
         for b in (0..500).step_by(7) {
-            s.unstage(b);
-            m.unstage(b);
+            s.unstage(Blk(b));
+            m.unstage(Blk(b));
         }
         let spilled = s.spilled_blocks();
         for b in 500..520 {
-            s.stage(b, block(b, 2)).unwrap();
-            m.stage(b, block(b, 2)).unwrap();
+            s.stage(Blk(b), block(b, 2)).unwrap();
+            m.stage(Blk(b), block(b, 2)).unwrap();
         }
         assert!(s.spilled_blocks() <= spilled + 20);
         assert_eq!(s.len(), m.len());
         assert_eq!(s.staged_bytes(), m.staged_bytes());
         assert_eq!(s.blocks(), m.blocks());
-        let a: Vec<(u64, Vec<u8>)> = s.iter().map(|r| r.unwrap()).collect();
-        let b: Vec<(u64, Vec<u8>)> = m.iter().map(|r| r.unwrap()).collect();
+        let a: Vec<(Blk, Vec<u8>)> = s.iter().map(|r| r.unwrap()).collect();
+        let b: Vec<(Blk, Vec<u8>)> = m.iter().map(|r| r.unwrap()).collect();
         assert_eq!(a, b);
         assert!(a.windows(2).all(|w| w[0].0 < w[1].0), "block order");
         // Reads across block edges, partial blocks at both ends.
@@ -836,9 +841,9 @@ mod tests {
             m.read_at(&d, off as u64, &mut y).unwrap();
             assert_eq!(x, y, "read of {len} at {off}");
         }
-        assert_eq!(s.get(7).unwrap(), None);
-        assert_eq!(s.get(8).unwrap(), Some(block(8, 0)));
-        assert!(s.any_in(6..8) && !s.any_in(7..8));
+        assert_eq!(s.get(Blk(7)).unwrap(), None);
+        assert_eq!(s.get(Blk(8)).unwrap(), Some(block(8, 0)));
+        assert!(s.any_in(Blk(6)..Blk(8)) && !s.any_in(Blk(7)..Blk(8)));
     }
 
     /// A round's overlay over the previous one's: reads through both,
@@ -852,24 +857,24 @@ mod tests {
         let mut one = Overlay::with_staging(1024, size as u64, &tiny(&dir.0)).unwrap();
         let mut flat = Overlay::new(1024, size as u64, 1 << 30).unwrap();
         for b in 0..40 {
-            one.stage(b * 3, block(b, 0)).unwrap();
-            flat.stage(b * 3, block(b, 0)).unwrap();
+            one.stage(Blk(b * 3), block(b, 0)).unwrap();
+            flat.stage(Blk(b * 3), block(b, 0)).unwrap();
         }
         let base = Arc::new(one);
         let mut two = Overlay::over(Arc::clone(&base));
         assert!(!two.differs_from_base().unwrap());
         assert_eq!(two.len(), 40);
         for b in 0..40 {
-            two.stage(b * 2, block(b, 5)).unwrap();
-            flat.stage(b * 2, block(b, 5)).unwrap();
+            two.stage(Blk(b * 2), block(b, 5)).unwrap();
+            flat.stage(Blk(b * 2), block(b, 5)).unwrap();
         }
-        two.unstage(9);
-        flat.unstage(9);
-        two.unstage(10);
-        flat.unstage(10);
+        two.unstage(Blk(9));
+        flat.unstage(Blk(9));
+        two.unstage(Blk(10));
+        flat.unstage(Blk(10));
         assert!(two.differs_from_base().unwrap());
         assert_eq!(two.len(), flat.len());
-        assert!(!two.any_in(9..10) && base.any_in(9..10));
+        assert!(!two.any_in(Blk(9)..Blk(10)) && base.any_in(Blk(9)..Blk(10)));
         let (mut x, mut y) = (vec![0u8; size], vec![0u8; size]);
         two.read_at(&d, 0, &mut x).unwrap();
         flat.read_at(&d, 0, &mut y).unwrap();
@@ -892,9 +897,11 @@ mod tests {
         // Restaging a block as it was below changes nothing.
         let base = Arc::new(merged);
         let mut three = Overlay::over(Arc::clone(&base));
-        three.stage(0, base.get(0).unwrap().unwrap()).unwrap();
+        three
+            .stage(Blk(0), base.get(Blk(0)).unwrap().unwrap())
+            .unwrap();
         assert!(!three.differs_from_base().unwrap());
-        three.stage(1, vec![0; 1024]).unwrap();
+        three.stage(Blk(1), vec![0; 1024]).unwrap();
         assert!(three.differs_from_base().unwrap());
         assert_eq!(dir.entries(), 0);
     }
@@ -903,7 +910,7 @@ mod tests {
     fn without_a_directory_nothing_spills() {
         let mut o = Overlay::with_staging(1024, 1 << 20, &Staging::in_memory(1 << 20)).unwrap();
         for b in 0..100 {
-            o.stage(b, vec![b as u8; 1024]).unwrap();
+            o.stage(Blk(b), vec![b as u8; 1024]).unwrap();
         }
         assert_eq!(o.spilled_blocks(), 0);
         assert_eq!(o.memory_bytes(), 100 * 1024);
@@ -914,7 +921,7 @@ mod tests {
         };
         let mut o = Overlay::with_staging(1024, 1 << 20, &bad).unwrap();
         assert!(
-            o.stage(1, vec![0; 1024]).is_err(),
+            o.stage(Blk(1), vec![0; 1024]).is_err(),
             "no spill file, no staging"
         );
         assert!(o.is_empty());
@@ -931,12 +938,12 @@ mod tests {
         let blocks = 520 * 16u64;
         let mut o = Overlay::with_staging(bs, (blocks + 1) * u64::from(bs), &staging).unwrap();
         for b in 0..blocks {
-            o.stage(b, vec![b as u8; bs as usize]).unwrap();
+            o.stage(Blk(b), vec![b as u8; bs as usize]).unwrap();
         }
         assert_eq!(o.staged_bytes(), blocks * u64::from(bs));
         assert_eq!(o.spilled_blocks(), blocks - 1);
         for b in [0, 4099, blocks - 1] {
-            assert_eq!(o.get(b).unwrap().unwrap(), vec![b as u8; bs as usize]);
+            assert_eq!(o.get(Blk(b)).unwrap().unwrap(), vec![b as u8; bs as usize]);
         }
         assert_eq!(dir.entries(), 0, "the spill file has no name");
     }
@@ -945,7 +952,7 @@ mod tests {
     fn without_a_log_everything_stays_in_memory() {
         let mut o = Overlay::with_staging(1024, 1 << 20, &Staging::without_log()).unwrap();
         for b in 0..1000 {
-            o.stage(b, vec![b as u8; 1024]).unwrap();
+            o.stage(Blk(b), vec![b as u8; 1024]).unwrap();
         }
         assert_eq!(o.spilled_blocks(), 0);
         assert_eq!(o.memory_bytes(), 1000 * 1024);

@@ -22,7 +22,7 @@ use crate::check::problem::{Code, Pass, Problem, ProblemList};
 use crate::check::{self, Options, Report};
 use crate::error::Error;
 use crate::fix::{self, FixError, Mode, Refusal};
-use crate::fs::num::Ino;
+use crate::fs::num::{Blk, Ino};
 use crate::io::Device;
 use crate::io::writable::DeviceLock;
 use std::collections::HashSet;
@@ -810,7 +810,10 @@ impl<'a, 'q> Session<'a, 'q> {
         let mut overlay = Overlay::new(bs, dev.size(), u64::from(bs))
             .map_err(|e| SessionError::JournalReset(e.to_string()))?;
         overlay
-            .stage(ext.jsb_block, check::external_journal::reset_block(&ext))
+            .stage(
+                Blk(ext.jsb_block),
+                check::external_journal::reset_block(&ext),
+            )
             .map_err(|e| SessionError::JournalReset(e.to_string()))?;
         let log = super::default_undo_path(path);
         commit::commit(

@@ -7,6 +7,7 @@ use super::{Fs, Stage};
 use crate::error::{Error, Result};
 use crate::fs::group_desc::DescMut;
 use crate::fs::inode::InodeMut;
+use crate::fs::num::Blk;
 use crate::fs::superblock::{
     STATE_VALID, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, SuperblockMut, incompat,
 };
@@ -46,7 +47,7 @@ pub fn edit_bytes<S: Stage + ?Sized>(
     let before = buf.clone();
     edit(&mut buf[start..start + len]);
     if buf != before {
-        st.stage(block, buf)?;
+        st.stage(Blk(block), buf)?;
     }
     Ok(())
 }
@@ -59,7 +60,7 @@ pub fn stage_if_changed<S: Stage + ?Sized>(
     data: Vec<u8>,
 ) -> Result<()> {
     if read_block(fs, st, blk)? != data {
-        st.stage(blk, data)?;
+        st.stage(Blk(blk), data)?;
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! over the device and read back through it, never written to it.
 
 use crate::error::Result;
+use crate::fs::num::Blk;
 use crate::io::Device;
 use crate::repair::overlay::Overlay;
 use std::collections::BTreeMap;
@@ -13,20 +14,20 @@ pub trait Stage {
     /// blocks leave them.
     fn read_at(&self, dev: &Device, offset: u64, buf: &mut [u8]) -> Result<()>;
     /// Stages the new contents of block `blk` (a whole block).
-    fn stage(&mut self, blk: u64, data: Vec<u8>) -> Result<()>;
+    fn stage(&mut self, blk: Blk, data: Vec<u8>) -> Result<()>;
     /// Is any block of `blocks` staged? (The allocator never hands those
     /// out.)
-    fn any_in(&self, blocks: Range<u64>) -> bool;
+    fn any_in(&self, blocks: Range<Blk>) -> bool;
 }
 
 impl Stage for Overlay {
     fn read_at(&self, dev: &Device, offset: u64, buf: &mut [u8]) -> Result<()> {
         Ok(Overlay::read_at(self, dev, offset, buf)?)
     }
-    fn stage(&mut self, blk: u64, data: Vec<u8>) -> Result<()> {
+    fn stage(&mut self, blk: Blk, data: Vec<u8>) -> Result<()> {
         Ok(Overlay::stage(self, blk, data)?)
     }
-    fn any_in(&self, blocks: Range<u64>) -> bool {
+    fn any_in(&self, blocks: Range<Blk>) -> bool {
         Overlay::any_in(self, blocks)
     }
 }
@@ -67,11 +68,14 @@ impl Stage for Blocks {
         }
         Ok(())
     }
-    fn stage(&mut self, blk: u64, data: Vec<u8>) -> Result<()> {
-        self.map.insert(blk, data);
+    fn stage(&mut self, blk: Blk, data: Vec<u8>) -> Result<()> {
+        self.map.insert(blk.get(), data);
         Ok(())
     }
-    fn any_in(&self, blocks: Range<u64>) -> bool {
-        self.map.range(blocks).next().is_some()
+    fn any_in(&self, blocks: Range<Blk>) -> bool {
+        self.map
+            .range(blocks.start.get()..blocks.end.get())
+            .next()
+            .is_some()
     }
 }

@@ -9,6 +9,7 @@
 use super::edit::{DescTable, read_block, write_desc_table};
 use super::{Fs, Stage};
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
+use crate::fs::num::Blk;
 use crate::fs::superblock::SuperblockMut;
 use std::collections::BTreeSet;
 
@@ -66,7 +67,7 @@ impl<'a> AllocStats<'a> {
             ));
         }
         bm[byte] &= !mask;
-        st.stage(bm_blk, bm).map_err(|e| e.to_string())?;
+        st.stage(Blk(bm_blk), bm).map_err(|e| e.to_string())?;
         if let Some(mut d) = self.table.desc(g) {
             d.set_free_blocks(d.free_blocks().saturating_add(1));
         }
@@ -92,7 +93,7 @@ impl<'a> AllocStats<'a> {
             if let Some(b) = bm.get_mut(byte) {
                 *b &= !mask;
             }
-            if st.stage(bm_blk, bm).is_ok() {
+            if st.stage(Blk(bm_blk), bm).is_ok() {
                 self.inode_bm_dirty.insert(g);
             }
         }

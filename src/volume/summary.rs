@@ -181,7 +181,7 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
                 }) || !padded(&disk, bpg)
             };
             if differs {
-                st.stage(gd.block_bitmap, want.clone())?;
+                st.stage(Blk(gd.block_bitmap), want.clone())?;
             }
             if uninit_bg {
                 flags &= !BG_BLOCK_UNINIT;
@@ -215,7 +215,7 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
                 (0..ipg).any(|i| bit(&disk, i) != used.inodes.get(ino0 + i)) || !padded(&disk, ipg)
             };
             if differs {
-                st.stage(gd.inode_bitmap, want.clone())?;
+                st.stage(Blk(gd.inode_bitmap), want.clone())?;
             }
             if uninit_bg {
                 flags &= !BG_INODE_UNINIT;

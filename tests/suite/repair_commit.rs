@@ -13,6 +13,7 @@
 //! is refused (skipped with a notice where mounting is not permitted).
 
 use crate::common::*;
+use pfsck::fs::num::Blk;
 use pfsck::repair::RepairError;
 use pfsck::repair::commit::{
     self, CommitOptions, RollbackOutcome, RollbackScope, commit, rollback,
@@ -74,7 +75,7 @@ fn stage_random_in(block_size: u32, n: usize, seed: u64, staging: &Staging) -> O
     for b in blocks {
         let mut data = vec![0u8; block_size as usize];
         rng.fill(&mut data);
-        o.stage(b, data).unwrap();
+        o.stage(Blk(b), data).unwrap();
     }
     o
 }
@@ -84,7 +85,7 @@ fn expected_after(original: &[u8], o: &Overlay) -> Vec<u8> {
     let bs = o.block_size() as usize;
     for r in o.iter() {
         let (b, data) = r.unwrap();
-        let off = b as usize * bs;
+        let off = b.get() as usize * bs;
         img[off..off + bs].copy_from_slice(&data);
     }
     img
@@ -508,7 +509,7 @@ fn nothing_to_write_writes_no_log() {
     let log = tmp.join("disk.undo");
     copy_image(&base_image(4096), &img);
     let mut o = Overlay::new(4096, IMAGE_SIZE, 1 << 20).unwrap();
-    o.stage(3, read_at(&img, 3 * 4096, 4096)).unwrap();
+    o.stage(Blk(3), read_at(&img, 3 * 4096, 4096)).unwrap();
     let rep = commit(&img, &o, &log, &mut NoFaults, &dense()).unwrap();
     assert_eq!(rep.blocks_written, 0);
     assert!(!log.exists());
@@ -699,7 +700,7 @@ fn spilled_staging_commits_as_in_memory_staging_does() {
     assert!(spilled.spilled_blocks() >= 50);
     // The first half's staging in one overlay, the last two thirds in one
     // over it (a block staged below with other contents, staged again).
-    let all: Vec<(u64, Vec<u8>)> = memory.iter().map(|r| r.unwrap()).collect();
+    let all: Vec<(Blk, Vec<u8>)> = memory.iter().map(|r| r.unwrap()).collect();
     let n = all.len();
     assert!(n > 50, "random blocks repeat rarely");
     let dir = TempDir::new("spill-layers");

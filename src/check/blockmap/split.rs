@@ -16,7 +16,7 @@
 
 use super::{
     ExtentWalk, MapInfo, MapVisitor, Scratch, Subtree, WALK_DEPTH_LIMIT, child_bound,
-    child_end_blk, header_problem, le32, node_entry, root_end_blk, too_deep,
+    child_end_blk, header_problem, node_entry, root_end_blk, too_deep,
 };
 use crate::check::problem::Problem;
 use crate::fs::extent;
@@ -250,7 +250,7 @@ pub(super) fn child_head(info: &MapInfo, buf: &[u8], depth: u16) -> ChildHead {
         read_err: None,
         why,
         entries: ch.entries,
-        first: le32(buf, 12) as u64,
+        first: u64::from(extent::first_lblk(buf)),
         csum_bad: info.csum_seed.is_some_and(|seed| {
             extent::compute_block_checksum(seed, buf)
                 .is_none_or(|c| c != extent::stored_block_checksum(buf))

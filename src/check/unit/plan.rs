@@ -4,6 +4,7 @@
 use crate::check::problem::Code;
 use crate::check::{self, Report};
 use crate::fix::{self, Mode};
+use crate::fs::num::Blk;
 use crate::io::Device;
 use crate::repair::overlay::Staging;
 use crate::testfs::{Image, check, options};
@@ -24,7 +25,7 @@ fn plan_and_apply(bytes: &[u8], mode: Mode) -> (Report, fix::Plan, Vec<u8>) {
     let mut out = bytes.to_vec();
     for b in plan.overlay.blocks() {
         let data = plan.overlay.get(b).unwrap().unwrap();
-        out[b as usize * bs..][..bs].copy_from_slice(&data);
+        out[b.get() as usize * bs..][..bs].copy_from_slice(&data);
     }
     (checked.report, plan, out)
 }
@@ -53,7 +54,7 @@ fn a_wrong_i_blocks_stages_its_inode_table_block_only() {
         .unwrap();
     assert!(plan.fixed[k]);
     assert!(plan.fixes_staged);
-    assert_eq!(plan.overlay.blocks(), vec![itable]);
+    assert_eq!(plan.overlay.blocks(), vec![Blk(itable)]);
     let after = check(fixed);
     assert!(after.problems.is_empty(), "{:?}", after.problems);
 }
