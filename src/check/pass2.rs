@@ -510,6 +510,28 @@ pub(crate) struct UnitOut2 {
     marks: Vec<(DirBlock, u32, u32)>,
 }
 
+/// Bytes the units' results hold (`-t`'s census).
+pub(crate) fn out_bytes(outs: &[UnitOut2]) -> u64 {
+    fn cap<T>(v: &Vec<T>) -> usize {
+        v.capacity() * std::mem::size_of::<T>()
+    }
+    let per: usize = outs
+        .iter()
+        .map(|o| {
+            let k = &o.sink;
+            cap(&o.marks)
+                + cap(&k.subdirs)
+                + cap(&k.names)
+                + cap(&k.dotdots)
+                + cap(&k.lost_found)
+                + cap(&k.dx)
+                + cap(&k.leaves)
+                + k.problems.heap_bytes()
+        })
+        .sum();
+    (per + std::mem::size_of_val(outs)) as u64
+}
+
 /// Asks the kernel for a unit's blocks (readahead, `hint_blocks`), unless
 /// its first block is in the page cache already (then the rest most
 /// likely is too). Returns whether it was (None: the device cannot say).
