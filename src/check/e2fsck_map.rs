@@ -76,6 +76,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         InodeInlineNoFeature => &[0x010070, 0x01006F],
         InodeIllegalBlock => &[0x01000E, 0x010012, 0x010044, 0x010046],
         InodeTooManyIllegalBlocks => &[0x010011],
+        StoppedAtIllegalIndirect => &[0x010029],
         InodeBlockOnMetadata => &[0x01000F],
         InodeISize => &[0x01000C],
         InodeIBlocks => &[0x01000D],

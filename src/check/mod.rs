@@ -442,10 +442,12 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     progress.set_steps(2, state.dir_blocks.len() as u64);
     progress.pass_complete(1);
     let r = &mut report;
-    r.problems.append(piped.pass1);
+    let mut found1 = piped.pass1;
+    let stop1 = !opts.repairing && stop_at_illegal_indirect(&mut found1);
+    r.problems.append(found1);
     let (s1, w1, b1) = piped.pass1_time;
     timer.push(r, "pass1", s1, Some(w1), b1);
-    if r.has_fatal() {
+    if r.has_fatal() || stop1 {
         // As if pass 2 had not run: what it counted is dropped.
         state.links_seen = crate::engine::LinkCounts::new(fs.geo.inodes_count as usize + 1);
         return Ok(Checked {
@@ -542,6 +544,31 @@ fn stop_at_corrupt_dir(problems: &mut ProblemList) -> bool {
         k <= at + 1
     });
     problems.push(problem::Problem::new(problem::Code::StoppedAtCorruptDir));
+    true
+}
+
+/// A read-only check stops after pass 1 at the first indirect pointer
+/// outside the file system, as e2fsck -n does: its block walk fails there
+/// (it may not zero the pointer, so it cannot go below it) and it aborts.
+/// `problems` (pass 1's, in e2fsck's order) end at that pointer, with a
+/// notice naming the inode. Whether it stopped.
+fn stop_at_illegal_indirect(problems: &mut ProblemList) -> bool {
+    let Some(at) = problems.iter().position(|p| {
+        p.code == problem::Code::InodeIllegalBlock && !p.args().detail.starts_with("data block")
+    }) else {
+        return false;
+    };
+    let ino = problems.iter().nth(at).and_then(|p| p.args().ino);
+    let mut k = 0;
+    problems.retain(|_| {
+        k += 1;
+        k <= at + 1
+    });
+    let mut stop = problem::Problem::new(problem::Code::StoppedAtIllegalIndirect);
+    if let Some(ino) = ino {
+        stop = stop.ino(ino);
+    }
+    problems.push(stop);
     true
 }
 

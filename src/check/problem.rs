@@ -292,6 +292,9 @@ problems! {
     FeatureLargeFiles = ("0x202D", P2, Error, true, "Filesystem contains large files, but lacks LARGE_FILE flag in superblock"),
     // e2fsck -n gives up at a directory block it may not salvage: what
     // the later passes would say rests on that directory.
+    // e2fsck -n cannot walk below an indirect pointer it may not zero:
+    // its block walk fails and it aborts after that inode.
+    StoppedAtIllegalIndirect = ("0x10E7", P1, Notice, false, "The check stops at inode {ino}'s indirect block outside the file system, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtCorruptDir = ("0x202E", P2, Notice, false, "The check stops at the directory block it may not salvage, as e2fsck -n does; run a repair to check the rest"),
 
     // ---- Pass 3: directory connectivity ----

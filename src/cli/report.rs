@@ -44,9 +44,12 @@ pub fn exit_code(rep: &Report) -> i32 {
 /// The read-only check stopped where e2fsck -n gives up.
 fn stopped(rep: &Report) -> bool {
     use crate::check::problem::Code;
-    rep.problems
-        .codes()
-        .any(|c| matches!(c, Code::StoppedAtCorruptDir | Code::StoppedAtUninitGroup))
+    rep.problems.codes().any(|c| {
+        matches!(
+            c,
+            Code::StoppedAtCorruptDir | Code::StoppedAtUninitGroup | Code::StoppedAtIllegalIndirect
+        )
+    })
 }
 
 /// What a repair run did, for the report of its first check.

@@ -207,3 +207,38 @@ fn a_read_only_check_that_stops_exits_as_e2fsck_aborts() {
     assert_eq!(e.code, Some(12), "the oracle no longer aborts here");
     assert_eq!(p.code, e.code);
 }
+
+/// e2fsck -n cannot walk below an indirect pointer outside the file
+/// system that it may not zero: its block walk fails and it aborts (12)
+/// after that inode. pfsck went on through pass 5 and exited 4.
+#[test]
+fn a_read_only_check_stops_at_an_illegal_indirect_block() {
+    let Some(e2fsck) = oracle() else {
+        eprintln!("skipped: no e2fsck 1.47.4 oracle");
+        return;
+    };
+    let dir = TempDir::new("cli-compat-ind");
+    let img = dir.join("ind.img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext2().block_size(1024), None);
+    debugfs_w(
+        &img,
+        &[
+            "write /etc/services a",
+            "write /etc/services b",
+            "sif a block[IND] 99999999",
+        ],
+    );
+    // A later problem e2fsck -n never reaches.
+    debugfs_w(&img, &["sif b links_count 7"]);
+    let e = run(&e2fsck, &["-fn"], &img);
+    let p = run(pfsck_bin(), &["-fn"], &img);
+    assert_eq!(e.code, Some(12), "the oracle no longer aborts here");
+    assert_eq!(p.code, e.code);
+    let out = pfsck(&[std::ffi::OsStr::new("-fn"), img.as_os_str()]);
+    let text = output_text(&out);
+    assert!(
+        text.contains("The check stops at inode 12's indirect block"),
+        "{text}"
+    );
+    assert!(!text.contains("Pass 2"), "{text}");
+}

@@ -191,6 +191,10 @@ const DAMAGE: &[(Code, &str)] = &[
     (Code::HtreeInvalid, "corruptions::ext4-raw-htree-depth"),
     (Code::HtreeLeafDepth, "corruptions::ext4-raw-htree-depth"),
     (
+        Code::StoppedAtIllegalIndirect,
+        "cli_compat::a_read_only_check_stops_at_an_illegal_indirect_block",
+    ),
+    (
         Code::StoppedAtCorruptDir,
         "corruptions::ext2-raw-dir-dot-reclen-zero",
     ),
