@@ -80,6 +80,9 @@ pub struct Options {
     pub rehash_dirs: bool,
     /// Told of each pass as it begins (the CLI prints as the check goes).
     pub events: Option<Events>,
+    /// `--max-memory`: the scratch file the per-inode and per-block maps
+    /// live in, trimmed from memory past the cap (`engine::spill`).
+    pub spill: Option<std::sync::Arc<crate::engine::Spill>>,
 }
 
 /// What a running check tells its caller; the caller may print, checks
@@ -127,6 +130,7 @@ impl Default for Options {
             optimize_extents: true,
             rehash_dirs: false,
             events: None,
+            spill: None,
         }
     }
 }
@@ -213,6 +217,10 @@ pub struct Report {
     /// Passes 1B to 1C's account of the multiply-claimed blocks, when
     /// there are some.
     pub dups: Option<std::sync::Arc<pass1b::Dups>>,
+    /// Bytes in memory by structure once passes 1 and 2 are done (`-t`).
+    pub census: Vec<(&'static str, u64)>,
+    /// What `--max-memory` did; None without it.
+    pub spill: Option<crate::engine::SpillStats>,
 }
 
 impl Report {
@@ -231,6 +239,8 @@ impl Report {
             features: self.features.clone(),
             tree: self.tree.clone(),
             dups: self.dups.clone(),
+            census: self.census.clone(),
+            spill: self.spill,
         }
     }
 
@@ -399,10 +409,12 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
 /// Passes 1 to 5 (and the quota check) after pass 0.
 fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Result<Checked> {
     let ctl = &opts.control;
-    let mut state = State::with_clusters(
+    let spill = opts.spill.as_ref();
+    let mut state = State::with_clusters_in(
         fs.geo.blocks_count,
         fs.geo.inodes_count,
         fs.geo.cluster_bits,
+        spill,
     );
     // Fixed, or sized again before each pass from the CPUs left idle.
     let mut budget = Budget::new((!opts.auto_threads).then_some(opts.threads.0));
@@ -423,6 +435,13 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     opts.emit(1, &report);
     let piped = pipeline::run(&fs, &mut state, &mut budget, opts)?;
     crate::engine::memory::release_free();
+    if let Some(s) = spill {
+        s.check();
+    }
+    report.census = state.census();
+    report
+        .census
+        .push(("pass-2 results", pass2::out_bytes(&piped.outs2)));
     // Pass 2's steps are directory blocks: all known once pass 1 is.
     progress.set_steps(2, state.dir_blocks.len() as u64);
     progress.pass_complete(1);
@@ -506,6 +525,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
         Ok(quota::run(&fs, &state).into())
     })?;
     progress.pass_complete(5);
+    r.spill = spill.map(|s| s.stats());
 
     fill_summary(&mut report.summary, &fs, &state);
     // Problems are produced in a deterministic order within each pass; a

@@ -178,7 +178,11 @@ impl MapVisitor for Finder<'_> {
 /// The duplicate blocks, in increasing order; with bigalloc the duplicate
 /// clusters.
 fn dup_list(state: &State) -> Vec<u64> {
-    let n = state.block_dup.len();
+    let n = if state.any_dup() {
+        state.block_dup.len()
+    } else {
+        0
+    };
     let mut out = Vec::new();
     let mut base = 0u64;
     while base < n {

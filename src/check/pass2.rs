@@ -294,9 +294,16 @@ pub(crate) fn finish(
         .map(|o| &o.sink)
         .chain(inline_sinks.iter())
         .collect();
+    // The htrees first, reported after the links: the directory table
+    // (tens of bytes a directory) is gone before merge_links and the tree
+    // of paths add theirs (files-10M: the peak of the check, 27.7 MiB,
+    // was here).
+    let mut htree_probs = ProblemList::new();
+    verify_htrees(st, &dirs, &all, &mut htree_probs);
+    drop(dirs);
     let (parent, dotdot, lf, link_probs, named_by) = merge_links(st, &all);
     problems.extend(link_probs);
-    verify_htrees(st, &dirs, &all, &mut problems);
+    problems.append(htree_probs);
     if st.stats.large_files > 0
         && !fs
             .sb
@@ -310,6 +317,7 @@ pub(crate) fn finish(
     state.lost_found = lf;
     let name = |k: usize| {
         let (s, j) = named_by.get(k).copied().flatten()?;
+        let (s, j) = (s as usize, j as usize);
         let r = all[s].subdirs[j];
         let start = r.name_start as usize;
         all[s].names.get(start..start + r.name_len as usize)
@@ -509,6 +517,28 @@ pub(crate) struct UnitOut2 {
     /// (block, start, end) of each block's problems in `sink.problems`
     /// (its marks: byte offsets).
     marks: Vec<(DirBlock, u32, u32)>,
+}
+
+/// Bytes the units' results hold (`-t`'s census).
+pub(crate) fn out_bytes(outs: &[UnitOut2]) -> u64 {
+    fn cap<T>(v: &Vec<T>) -> usize {
+        v.capacity() * std::mem::size_of::<T>()
+    }
+    let per: usize = outs
+        .iter()
+        .map(|o| {
+            let k = &o.sink;
+            cap(&o.marks)
+                + cap(&k.subdirs)
+                + cap(&k.names)
+                + cap(&k.dotdots)
+                + cap(&k.lost_found)
+                + cap(&k.dx)
+                + cap(&k.leaves)
+                + k.problems.heap_bytes()
+        })
+        .sum();
+    (per + std::mem::size_of_val(outs)) as u64
 }
 
 /// Asks the kernel for a unit's blocks (readahead, `hint_blocks`), unless
@@ -1009,7 +1039,7 @@ type Links = (
     Vec<u32>,
     u32,
     Vec<Problem>,
-    Vec<Option<(usize, usize)>>,
+    Vec<Option<(u32, u32)>>,
 );
 
 fn merge_links(st: &State, sinks: &[&Sink]) -> Links {
@@ -1030,14 +1060,16 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> Links {
             }
         }
     }
-    let mut refs: Vec<(usize, usize)> = sinks
+    // (sink, entry) as u32 pairs: one per subdirectory entry, held with
+    // all of pass 2's results (8 bytes, not 16).
+    let mut refs: Vec<(u32, u32)> = sinks
         .iter()
         .enumerate()
-        .flat_map(|(k, s)| (0..s.subdirs.len()).map(move |j| (k, j)))
+        .flat_map(|(k, s)| (0..s.subdirs.len()).map(move |j| (k as u32, j as u32)))
         .collect();
-    refs.sort_by_key(|&(k, j)| sinks[k].subdirs[j].key());
+    refs.sort_by_key(|&(k, j)| sinks[k as usize].subdirs[j as usize].key());
     for (k, j) in refs {
-        let r = sinks[k].subdirs[j];
+        let r = sinks[k as usize].subdirs[j as usize];
         let Some(i) = dir_index_of(st, r.child) else {
             continue;
         };
@@ -1046,7 +1078,7 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> Links {
             named_by[i] = Some((k, j));
         } else {
             let s = r.name_start as usize;
-            let name = sinks[k]
+            let name = sinks[k as usize]
                 .names
                 .get(s..s + r.name_len as usize)
                 .unwrap_or(&[]);

@@ -102,6 +102,7 @@ pub fn check(
         ctl,
         || (),
         |_, u| {
+            st.tick();
             let a = (u as u64 * UNIT_INODES).max(1);
             let z = ((u as u64 + 1) * UNIT_INODES).min(end);
             check_range(st, a, z, first_ino, skip, &read)

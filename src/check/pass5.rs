@@ -331,7 +331,10 @@ pub fn run(
         threads,
         ctl,
         || vec![0u8; bs],
-        |buf, g| check_group(fs, state, overlay.as_ref(), buf, g as u32, !repairing),
+        |buf, g| {
+            state.tick();
+            check_group(fs, state, overlay.as_ref(), buf, g as u32, !repairing)
+        },
     );
     let mut problems = ProblemList::new();
     let mut block_diffs = Vec::new();

@@ -123,7 +123,11 @@ pub(crate) fn run(
             control: ctl,
             overlap: opts.overlap,
         };
+        let spill = st.spill.as_deref();
         let mut merge = |u: usize, o: pass1::UnitOut, emit: &mut Emit<Unit2>| {
+            if let Some(s) = spill {
+                s.tick();
+            }
             let (dirs, blocks) = merged.absorb(o, &policies);
             let mut out = |unit: Unit2| {
                 let n = unit.len() as u64;
@@ -159,6 +163,9 @@ pub(crate) fn run(
             &|unit| pass2::prefetch(fs, unit),
             &|| (),
             &|_, unit: &Unit2, help: &mut Help<Unit2>| {
+                if let Some(s) = spill {
+                    s.tick();
+                }
                 let at = Stage2 {
                     fs,
                     fsp: &fsp,

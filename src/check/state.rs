@@ -5,10 +5,11 @@
 //! per-worker results merged once, in unit order.
 
 use super::xattr::EaCharge;
-use crate::engine::{AtomicBitmap, LinkCounts};
+use crate::engine::{AtomicBitmap, LinkCounts, Spill};
 use crate::fs::num::{Blk, Cluster};
 use crate::volume::ClusterMap;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// Per-inode flag bits kept by pass 1 (`State::has_iflag`), one bitmap
 /// each.
@@ -222,6 +223,10 @@ pub struct State {
     /// sorted; equal ids mean equal policies.
     pub enc_policy: Vec<(u32, u32)>,
     pub stats: Stats,
+    /// `--max-memory`: the scratch file the maps above live in.
+    pub spill: Option<Arc<Spill>>,
+    /// Has any block been claimed twice (is `block_dup` worth reading)?
+    dup_seen: std::sync::atomic::AtomicBool,
 }
 
 impl State {
@@ -231,20 +236,32 @@ impl State {
 
     /// A state whose block maps have one bit per cluster of 2^`bits` blocks.
     pub fn with_clusters(blocks_count: u64, inodes_count: u32, bits: u32) -> State {
+        State::with_clusters_in(blocks_count, inodes_count, bits, None)
+    }
+
+    /// The same, its per-inode and per-block maps in `spill`'s scratch
+    /// file (`--max-memory`).
+    pub fn with_clusters_in(
+        blocks_count: u64,
+        inodes_count: u32,
+        bits: u32,
+        spill: Option<&Arc<Spill>>,
+    ) -> State {
         let n = inodes_count as usize + 1;
         let clusters = blocks_count.div_ceil(1 << bits);
+        let inode_map = || AtomicBitmap::new_in(n as u64, spill);
         State {
             cluster_bits: bits,
-            block_used: ClusterMap::new(clusters),
-            block_dup: ClusterMap::new(clusters),
-            block_meta: ClusterMap::new(clusters),
-            inode_used: AtomicBitmap::new(n as u64),
-            inode_dir: AtomicBitmap::new(n as u64),
+            block_used: ClusterMap::new_in(clusters, spill),
+            block_dup: ClusterMap::new_in(clusters, spill),
+            block_meta: ClusterMap::new_in(clusters, spill),
+            inode_used: inode_map(),
+            inode_dir: inode_map(),
             unmapped: Vec::new(),
-            ftype_bits: std::array::from_fn(|_| AtomicBitmap::new(n as u64)),
+            ftype_bits: std::array::from_fn(|_| inode_map()),
             links_other: Vec::new(),
-            iflags: std::array::from_fn(|_| AtomicBitmap::new(n as u64)),
-            links_seen: LinkCounts::new(n),
+            iflags: std::array::from_fn(|_| inode_map()),
+            links_seen: LinkCounts::new_in(n, spill),
             dir_blocks: Vec::new(),
             dirs: Vec::new(),
             dir_parent: Vec::new(),
@@ -259,7 +276,59 @@ impl State {
             dups: None,
             enc_policy: Vec::new(),
             stats: Stats::default(),
+            spill: spill.cloned(),
+            dup_seen: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether `block_dup` may have a bit set: pass 1B does not read an
+    /// empty map (whose every page, read from the scratch file, would
+    /// become resident).
+    pub fn any_dup(&self) -> bool {
+        self.dup_seen.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// One step of a pass over the maps: with `--max-memory`, now and then
+    /// a look at the resident size (`Spill::tick`).
+    pub fn tick(&self) {
+        if let Some(s) = &self.spill {
+            s.tick();
+        }
+    }
+
+    /// Bytes each structure holds in memory now, by name (`-t`): maps by
+    /// their resident pages, lists by their capacity.
+    pub fn census(&self) -> Vec<(&'static str, u64)> {
+        fn cap<T>(v: &[T], capacity: usize) -> u64 {
+            let _ = v;
+            (capacity * std::mem::size_of::<T>()) as u64
+        }
+        let flags: u64 = self.iflags.iter().map(|m| m.resident_bytes()).sum();
+        let ftype: u64 = self.ftype_bits.iter().map(|m| m.resident_bytes()).sum();
+        let dir_lists = cap(&self.dirs, self.dirs.capacity())
+            + cap(&self.dir_parent, self.dir_parent.capacity())
+            + cap(&self.dir_dotdot, self.dir_dotdot.capacity())
+            + cap(&self.dir_gen, self.dir_gen.capacity());
+        vec![
+            ("block_used", self.block_used.resident_bytes()),
+            ("block_dup", self.block_dup.resident_bytes()),
+            ("block_meta", self.block_meta.resident_bytes()),
+            ("inode_used", self.inode_used.resident_bytes()),
+            ("inode_dir", self.inode_dir.resident_bytes()),
+            ("file types", ftype),
+            ("inode flags", flags),
+            ("links_seen", self.links_seen.resident_bytes()),
+            (
+                "links_other",
+                cap(&self.links_other, self.links_other.capacity()),
+            ),
+            ("unmapped", cap(&self.unmapped, self.unmapped.capacity())),
+            (
+                "dir_blocks",
+                cap(&self.dir_blocks, self.dir_blocks.capacity()),
+            ),
+            ("dirs (4 lists)", dir_lists),
+        ]
     }
 
     /// Index of directory `ino` in `dirs`, if it is one.
@@ -431,8 +500,13 @@ impl State {
     /// file system without bigalloc: a block is its own cluster).
     pub fn claim_word(&self, w: u64, mask: u64) {
         debug_assert_eq!(self.cluster_bits, 0);
+        if let Some(s) = &self.spill {
+            s.tick_often();
+        }
         let twice = self.block_used.set_word(w, mask);
         if twice != 0 {
+            self.dup_seen
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             self.block_dup.set_word(w, twice);
         }
     }
@@ -441,7 +515,12 @@ impl State {
     /// as duplicate) if it was already claimed.
     pub fn claim_block(&self, blk: u64) -> bool {
         let c = self.cluster(blk);
+        if let Some(s) = &self.spill {
+            s.tick_often();
+        }
         if self.block_used.set(c) {
+            self.dup_seen
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             self.block_dup.set(c);
             false
         } else {

@@ -33,6 +33,8 @@ pub struct Args {
     pub threads: String,
     /// `--idle`: SCHED_IDLE.
     pub idle: bool,
+    /// `--max-memory SIZE`, in bytes.
+    pub max_memory: Option<u64>,
     /// `--json`.
     pub json: bool,
     /// `-t`: time, bytes and memory per pass.
@@ -204,6 +206,10 @@ const OPTIONS: &[(&str, &str)] = &[
     (
         "-m, --threads <N|auto>",
         "Worker threads: a number, or \"auto\" for the usable CPUs [default: auto]",
+    ),
+    (
+        "    --max-memory <SIZE>",
+        "Keep the resident memory under SIZE (bytes, or with K, M, G, T: 256M, 1G): past it the per-inode and per-block maps move to a scratch file in $TMPDIR (default /var/tmp)",
     ),
     (
         "    --idle",
@@ -391,6 +397,32 @@ pub fn usage_error(bin: &str, msg: &str) -> String {
     )
 }
 
+/// A size: a number of bytes, or with a suffix K, M, G or T (powers of
+/// 1024, as e2fsprogs' sizes; a trailing "iB" or "B" allowed). Zero is no
+/// size.
+pub fn parse_size(s: &str) -> Option<u64> {
+    let t = s.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (num, shift) = match t.char_indices().last()? {
+        (i, c) if c.is_ascii_alphabetic() => {
+            let shift = match c.to_ascii_uppercase() {
+                'K' => 10,
+                'M' => 20,
+                'G' => 30,
+                'T' => 40,
+                _ => return None,
+            };
+            (&t[..i], shift)
+        }
+        _ => (t, 0),
+    };
+    let n: u64 = num.parse().ok()?;
+    n.checked_mul(1u64 << shift).filter(|&b| b > 0)
+}
+
 /// Parses `argv` (program name first). Err: the text of a usage error.
 pub fn parse(argv: Vec<OsString>) -> Result<Parsed, String> {
     let bin = bin_name(argv.first());
@@ -441,6 +473,15 @@ fn parse_inner(argv: Vec<OsString>) -> Result<Parsed, String> {
             Short('E') => {
                 let v = p.value().map_err(text)?;
                 a.extended.parse(&v.to_string_lossy())?;
+            }
+            Long("max-memory") => {
+                let v = p.value().map_err(text)?;
+                let s = v.to_string_lossy();
+                a.max_memory = Some(parse_size(&s).ok_or_else(|| {
+                    format!(
+                        "invalid value '{s}' for '--max-memory <SIZE>': a size such as 256M or 1G"
+                    )
+                })?);
             }
             Long("idle") => a.idle = true,
             Long("json") => a.json = true,
@@ -499,6 +540,20 @@ mod tests {
             Parsed::Run(a) => Ok(*a),
             other => Err(format!("{other:?}")),
         }
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("256M"), Some(256 << 20));
+        assert_eq!(parse_size("1G"), Some(1 << 30));
+        assert_eq!(parse_size("1GiB"), Some(1 << 30));
+        assert_eq!(parse_size("64k"), Some(64 << 10));
+        assert_eq!(parse_size("1000"), Some(1000));
+        for bad in ["", "0", "M", "12X", "-1M", "99999999999T"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+        let a = run(&["--max-memory", "6M", "img"]).unwrap();
+        assert_eq!(a.max_memory, Some(6 << 20));
     }
 
     #[test]

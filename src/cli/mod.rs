@@ -306,7 +306,21 @@ pub fn run(args: &Args) -> i32 {
         optimize_extents: !args.extended.no_optimize_extents && !args.extended.fixes_only,
         rehash_dirs: args.optimize_dirs,
         events: None,
+        spill: None,
     };
+    if let Some(cap) = args.max_memory {
+        let dir = crate::engine::spill::scratch_dir();
+        match crate::engine::Spill::new(cap, &dir) {
+            Ok(s) => opts.spill = Some(std::sync::Arc::new(s)),
+            Err(e) => {
+                eprintln!(
+                    "pfsck: --max-memory: cannot create a scratch file in {}: {e}",
+                    dir.display()
+                );
+                return EXIT_OPERATIONAL;
+            }
+        }
+    }
     let device = args.device.display().to_string();
     let reporter = match progress_reporter(args, &device) {
         Ok(r) => r,

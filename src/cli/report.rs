@@ -562,6 +562,25 @@ fn details(out: &mut impl Write, rep: &Report, args: &Args) -> std::io::Result<(
         if let Some(s) = rep.timings.iter().find_map(|t| t.scheduler.as_ref()) {
             out.write_all(scheduler_lines(s).as_bytes())?;
         }
+        if !rep.census.is_empty() {
+            let inodes = rep.summary.inodes_used.max(1) as f64;
+            let parts: Vec<String> = rep
+                .census
+                .iter()
+                .map(|(k, b)| format!("{k} {} KiB ({:.2} B/inode)", b / 1024, *b as f64 / inodes))
+                .collect();
+            writeln!(out, "memory after passes 1-2: {}", parts.join(", "))?;
+        }
+        if let Some(sp) = rep.spill {
+            writeln!(
+                out,
+                "--max-memory {} KiB: {} KiB of maps in the scratch file; over the cap {} times, {} KiB dropped from memory",
+                sp.cap / 1024,
+                sp.mapped_bytes / 1024,
+                sp.trims,
+                sp.spilled_bytes / 1024
+            )?;
+        }
     }
     Ok(())
 }
@@ -892,7 +911,7 @@ impl Serialize for JsonReport<'_> {
         } else {
             e2fsck_map::Run::ReadOnly
         };
-        let mut m = s.serialize_map(Some(12 + usize::from(self.online.is_some())))?;
+        let mut m = s.serialize_map(Some(13 + usize::from(self.online.is_some())))?;
         m.serialize_entry("device", self.device)?;
         // No file system to report on: the reason is the error, as when
         // the device could not be opened at all.
@@ -907,6 +926,7 @@ impl Serialize for JsonReport<'_> {
         m.serialize_entry("error", &self.error.map(str::to_string).or(no_fs))?;
         m.serialize_entry("exit_code", &self.code)?;
         m.serialize_entry("filesystem", &(!rep.uuid.is_empty()).then_some(JsonFs(rep)))?;
+        m.serialize_entry("memory", &JsonMemory(rep))?;
         m.serialize_entry("modified", &r.is_some_and(|r| r.modified))?;
         if let Some(info) = self.online {
             m.serialize_entry("online", &JsonOnline(info))?;
@@ -933,6 +953,39 @@ impl Serialize for JsonReport<'_> {
         m.serialize_entry("skipped_clean", &rep.skipped_clean.is_some())?;
         m.serialize_entry("summary", &JsonSummary(&after.unwrap_or(rep).summary))?;
         m.serialize_entry("timings", &Seq(|| rep.timings.iter().map(JsonTiming)))?;
+        m.end()
+    }
+}
+
+/// Memory by structure after passes 1 and 2, and what `--max-memory` did.
+struct JsonMemory<'a>(&'a Report);
+
+impl Serialize for JsonMemory<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        struct Census<'a>(&'a [(&'static str, u64)]);
+        impl Serialize for Census<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(Some(self.0.len()))?;
+                for (k, v) in self.0 {
+                    m.serialize_entry(k, v)?;
+                }
+                m.end()
+            }
+        }
+        struct Spill(crate::engine::SpillStats);
+        impl Serialize for Spill {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(Some(4))?;
+                m.serialize_entry("cap", &self.0.cap)?;
+                m.serialize_entry("mapped_bytes", &self.0.mapped_bytes)?;
+                m.serialize_entry("trims", &self.0.trims)?;
+                m.serialize_entry("spilled_bytes", &self.0.spilled_bytes)?;
+                m.end()
+            }
+        }
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("census", &Census(&self.0.census))?;
+        m.serialize_entry("max_memory", &self.0.spill.map(Spill))?;
         m.end()
     }
 }

@@ -8,9 +8,10 @@
 //! range (duplicate blocks, special file types, flags) costs next to
 //! nothing; sizes are still those of the file system.
 
+use super::spill::Spill;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Zeroed words whose pages cost memory only once written: large arrays
 /// are their own anonymous mapping (the kernel's zero pages until a bit is
@@ -20,7 +21,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) struct ZeroedWords {
     ptr: std::ptr::NonNull<AtomicU64>,
     len: usize,
-    mapped: bool,
+    backing: Backing,
+}
+
+/// Where a `ZeroedWords` lives.
+enum Backing {
+    Heap,
+    Anonymous,
+    /// A stretch of `--max-memory`'s scratch file.
+    Scratch(Arc<Spill>),
 }
 
 // SAFETY: the words are atomics, shared as `&[AtomicU64]` only.
@@ -33,11 +42,22 @@ unsafe impl Sync for ZeroedWords {}
 const MAP_MIN_BYTES: usize = 16 * 1024;
 
 impl ZeroedWords {
+    /// `spill`: place the words in its scratch file (a page or more).
     #[allow(unsafe_code)]
-    pub(crate) fn new(len: usize) -> ZeroedWords {
+    pub(crate) fn new(len: usize, spill: Option<&Arc<Spill>>) -> ZeroedWords {
         let bytes = len
             .checked_mul(std::mem::size_of::<AtomicU64>())
             .expect("map size fits in memory");
+        if let Some(s) = spill
+            && bytes >= 4096
+            && let Some(p) = s.map(bytes)
+        {
+            return ZeroedWords {
+                ptr: p.cast(),
+                len,
+                backing: Backing::Scratch(Arc::clone(s)),
+            };
+        }
         if bytes >= MAP_MIN_BYTES {
             // SAFETY: a fresh private anonymous mapping; the result is
             // checked before use and unmapped once, in Drop, with the
@@ -58,7 +78,7 @@ impl ZeroedWords {
                 return ZeroedWords {
                     ptr,
                     len,
-                    mapped: true,
+                    backing: Backing::Anonymous,
                 };
             }
         }
@@ -68,9 +88,50 @@ impl ZeroedWords {
         ZeroedWords {
             ptr,
             len,
-            mapped: false,
+            backing: Backing::Heap,
         }
     }
+}
+
+impl ZeroedWords {
+    /// Bytes of the words in this process's memory now: the pages of a
+    /// mapping written (a page only read maps the shared zero page, or a
+    /// page of the scratch file's cache: neither is this process's), all
+    /// of a heap array.
+    pub(crate) fn resident_bytes(&self) -> u64 {
+        let bytes = self.len * std::mem::size_of::<AtomicU64>();
+        if matches!(self.backing, Backing::Heap) {
+            return bytes as u64;
+        }
+        owned_pages(self.ptr.as_ptr() as usize, bytes).unwrap_or(bytes as u64)
+    }
+}
+
+/// Bytes of the pages of [addr, addr + bytes) mapped into this process
+/// and its own (`/proc/self/pagemap`: present, and mapped exclusively,
+/// which the shared zero page never is).
+pub(crate) fn owned_pages(addr: usize, bytes: usize) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    const PAGE: usize = 4096;
+    const PRESENT: u64 = 1 << 63;
+    const EXCLUSIVE: u64 = 1 << 56;
+    let f = std::fs::File::open("/proc/self/pagemap").ok()?;
+    let (first, n) = (addr / PAGE, bytes.div_ceil(PAGE));
+    let mut buf = vec![0u8; 8 * 512];
+    let mut owned = 0u64;
+    let mut k = 0;
+    while k < n {
+        let m = (n - k).min(512);
+        let b = &mut buf[..8 * m];
+        f.read_exact_at(b, ((first + k) * 8) as u64).ok()?;
+        owned += b
+            .chunks_exact(8)
+            .map(|e| u64::from_le_bytes(e.try_into().unwrap_or_default()))
+            .filter(|&e| e & PRESENT != 0 && e & EXCLUSIVE != 0)
+            .count() as u64;
+        k += m;
+    }
+    Some(owned * PAGE as u64)
 }
 
 impl std::ops::Deref for ZeroedWords {
@@ -88,24 +149,24 @@ impl Drop for ZeroedWords {
     fn drop(&mut self) {
         // SAFETY: exactly what `new` made: the mapping of len words, or
         // the boxed slice of len words.
+        let bytes = self.len * std::mem::size_of::<AtomicU64>();
         unsafe {
-            if self.mapped {
-                libc::munmap(
-                    self.ptr.as_ptr() as *mut libc::c_void,
-                    self.len * std::mem::size_of::<AtomicU64>(),
-                );
-            } else {
-                drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+            match &self.backing {
+                Backing::Anonymous => {
+                    libc::munmap(self.ptr.as_ptr() as *mut libc::c_void, bytes);
+                }
+                Backing::Scratch(s) => s.unmap(self.ptr.cast(), bytes),
+                Backing::Heap => drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
                     self.ptr.as_ptr(),
                     self.len,
-                )));
+                ))),
             }
         }
     }
 }
 
-fn zeroed_words(n: usize) -> ZeroedWords {
-    ZeroedWords::new(n)
+fn zeroed_words(n: usize, spill: Option<&Arc<Spill>>) -> ZeroedWords {
+    ZeroedWords::new(n, spill)
 }
 
 pub struct AtomicBitmap {
@@ -115,15 +176,25 @@ pub struct AtomicBitmap {
 
 impl AtomicBitmap {
     pub fn new(len: u64) -> AtomicBitmap {
+        AtomicBitmap::new_in(len, None)
+    }
+
+    /// A map in `spill`'s scratch file (`--max-memory`), or in memory.
+    pub fn new_in(len: u64, spill: Option<&Arc<Spill>>) -> AtomicBitmap {
         let n = usize::try_from(len.div_ceil(64)).expect("bitmap size fits in memory");
         AtomicBitmap {
-            words: zeroed_words(n),
+            words: zeroed_words(n, spill),
             len,
         }
     }
 
     pub fn len(&self) -> u64 {
         self.len
+    }
+
+    /// Bytes of the map in memory now (`-t`'s census).
+    pub fn resident_bytes(&self) -> u64 {
+        self.words.resident_bytes()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -261,8 +332,13 @@ pub struct LinkCounts {
 
 impl LinkCounts {
     pub fn new(n: usize) -> LinkCounts {
+        LinkCounts::new_in(n, None)
+    }
+
+    /// Counters in `spill`'s scratch file (`--max-memory`), or in memory.
+    pub fn new_in(n: usize, spill: Option<&Arc<Spill>>) -> LinkCounts {
         LinkCounts {
-            bits: zeroed_words(n.div_ceil(32)),
+            bits: zeroed_words(n.div_ceil(32), spill),
             len: n,
             excess: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
         }
@@ -272,6 +348,13 @@ impl LinkCounts {
         self.excess[i % SHARDS]
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Bytes in memory now: the dense counters' resident pages and the
+    /// excess tables' entries (`-t`'s census).
+    pub fn resident_bytes(&self) -> u64 {
+        let excess: usize = (0..SHARDS).map(|k| self.shard(k).capacity()).sum();
+        self.bits.resident_bytes() + (excess * 16) as u64
     }
 
     /// Adds one reference to `i`.

@@ -11,9 +11,11 @@ pub mod pipeline;
 pub mod pool;
 pub mod progress;
 pub mod readahead;
+pub mod spill;
 
 pub use bitmap::{AtomicBitmap, LinkCounts};
 pub use budget::Budget;
 pub use clock::Clock;
 pub use pool::{Control, Threads, par_fold, par_fold_io, par_map};
 pub use progress::Progress;
+pub use spill::{Spill, SpillStats};

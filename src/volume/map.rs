@@ -17,6 +17,19 @@ impl ClusterMap {
         ClusterMap(AtomicBitmap::new(clusters))
     }
 
+    /// A map in `spill`'s scratch file (`--max-memory`), or in memory.
+    pub fn new_in(
+        clusters: u64,
+        spill: Option<&std::sync::Arc<crate::engine::Spill>>,
+    ) -> ClusterMap {
+        ClusterMap(AtomicBitmap::new_in(clusters, spill))
+    }
+
+    /// Bytes of the map in memory now.
+    pub fn resident_bytes(&self) -> u64 {
+        self.0.resident_bytes()
+    }
+
     /// Clusters the map covers.
     pub fn len(&self) -> u64 {
         self.0.len()

@@ -81,10 +81,14 @@ fn run(img: &Path, args: &[&str], overlap: bool) -> RunResult {
     r
 }
 
-/// The JSON report without the timings (and the scheduler's figures).
+/// The JSON report without the timings (and the scheduler's figures) and
+/// the bytes held by structure.
 fn report(img: &Path, threads: &str, overlap: bool) -> (serde_json::Value, String) {
     let r = run(img, &["-fn", "--json", "-t", "--threads", threads], overlap);
     let mut v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON report");
+    if let Some(o) = v.as_object_mut() {
+        o.remove("memory");
+    }
     let timings = v
         .as_object_mut()
         .and_then(|o| o.remove("timings"))
