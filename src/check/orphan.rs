@@ -44,6 +44,9 @@ use crate::volume::stats::AllocStats;
 use crate::volume::{Blocks, Fs, edit as vol};
 use std::collections::BTreeMap;
 
+/// How the note of an orphan kept with its links begins.
+pub const TRUNCATING: &str = "Truncating";
+
 /// Largest orphan file mapped (mke2fs makes at most 512 blocks).
 const MAX_ORPHAN_FILE_BLOCKS: u64 = 1 << 16;
 
@@ -309,25 +312,42 @@ impl<'a> Work<'a> {
         let mut raw = self.read_inode(ino)?;
         let inode = Inode::parse(&raw);
         let truncating = inode.links_count != 0;
-        self.notes
-            .push(Problem::new(Code::OrphanReleased).ino(ino).detail(format!(
-                "{} orphaned inode {} (uid={}, gid={}, mode=0{:o}, size={})",
-                if truncating { "Truncating" } else { "Clearing" },
-                ino,
-                inode.uid,
-                inode.gid,
-                inode.mode,
-                inode.size
-            )));
+        // The dtime as found: what e2fsck -n's pass 1, which leaves the
+        // orphans alone, judges (e2fsck_map::refs).
+        let at = self.notes.len();
+        self.notes.push(
+            Problem::new(Code::OrphanReleased)
+                .ino(ino)
+                .num(u64::from(inode.dtime))
+                .detail(format!(
+                    "{} orphaned inode {} (uid={}, gid={}, mode=0{:o}, size={})",
+                    if truncating { TRUNCATING } else { "Clearing" },
+                    ino,
+                    inode.uid,
+                    inode.gid,
+                    inode.mode,
+                    inode.size
+                )),
+        );
         let next = inode.dtime;
         if next != 0 && (next < geo.first_ino || next > geo.inodes_count) {
             return Err(format!("illegal inode {next} in orphaned inode list"));
         }
         if has_valid_blocks(&inode) {
-            if truncating {
-                self.truncate_blocks(ino, &mut raw, &inode)?;
+            let (first, count) = if truncating {
+                self.truncate_blocks(ino, &mut raw, &inode)?
             } else {
-                self.delete_blocks(ino, &inode)?;
+                self.delete_blocks(ino, &inode)?
+            };
+            // The blocks the release frees, which e2fsck -n finds still
+            // mapped past i_size (a truncation) or marked in use by no
+            // file (a deletion).
+            if count > 0 {
+                let note = &mut self.notes[at];
+                *note = note.clone().num2(count);
+                if let Some(b) = first {
+                    *note = note.clone().blk(b);
+                }
             }
         }
         self.release_acl(&mut raw, &inode)?;
@@ -344,7 +364,12 @@ impl<'a> Work<'a> {
     }
 
     /// Every block of a deleted orphan is freed; the inode keeps its map.
-    fn delete_blocks(&mut self, ino: u32, inode: &Inode) -> std::result::Result<(), Abort> {
+    /// Returns the first block freed and how many.
+    fn delete_blocks(
+        &mut self,
+        ino: u32,
+        inode: &Inode,
+    ) -> std::result::Result<(Option<u64>, u64), Abort> {
         let mut c = Collect::default();
         let mut scratch = Scratch::new();
         let info = MapInfo {
@@ -362,23 +387,27 @@ impl<'a> Work<'a> {
         if let Some(why) = c.broken {
             return Err(format!("inode {ino}: {why}"));
         }
+        let first = c.runs.first().map(|r| r.0);
+        let mut count = 0u64;
         for (pblk, len) in c.runs {
             for b in pblk..pblk.saturating_add(len) {
                 self.spend()?;
                 self.free_block(b)?;
+                count += 1;
             }
         }
-        Ok(())
+        Ok((first, count))
     }
 
     /// Truncation to i_size: the blocks from `ceil(size / bs)` on go,
-    /// emptied extent nodes and indirect blocks with them.
+    /// emptied extent nodes and indirect blocks with them. Returns how
+    /// many (no first block: e2fsck -n names the inode, not them).
     fn truncate_blocks(
         &mut self,
         ino: u32,
         raw: &mut [u8],
         inode: &Inode,
-    ) -> std::result::Result<(), Abort> {
+    ) -> std::result::Result<(Option<u64>, u64), Abort> {
         let bs = self.bs as u64;
         let t = Trunc {
             first: inode.size.div_ceil(bs),
@@ -429,7 +458,7 @@ impl<'a> Work<'a> {
             let blocks = inode.blocks_raw.saturating_sub(freed.saturating_mul(unit));
             m.set_blocks(blocks, true);
         }
-        Ok(())
+        Ok((None, freed))
     }
 
     /// One data block at logical `lblk`: freed when at or past the cut.
