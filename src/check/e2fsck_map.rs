@@ -209,7 +209,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         GroupUninitFlags => &[0x050018, 0x050019],
         QuotaUsage | QuotaEntryMissing | QuotaFileBad => &[0x060002],
         SbUsedBackup => &[0x000044, 0x000045],
-        GdRejectedNoBackup => &[0x000045],
+        GdRejectedNoBackup => &[0x000045, 0x000044],
         _ => &[],
     }
 }
@@ -500,6 +500,30 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 }))
                 .collect();
         }
+        // The primary refused for its checksum, with no backup: the
+        // refusal, then the superblock judged unusable.
+        (Code::GdRejectedNoBackup, 0x000044) => {
+            return [0x000044, 0x000004]
+                .into_iter()
+                .map(|code| Ref {
+                    code,
+                    ino: None,
+                    blk: None,
+                })
+                .collect();
+        }
+        // The primary refused, read again despite its errors: the
+        // refusal, the superblock judged unusable, the field named.
+        (Code::SbCorrupt, 0x00000B) => {
+            return [0x000044, 0x000004, 0x00000B]
+                .into_iter()
+                .map(|code| Ref {
+                    code,
+                    ino: None,
+                    blk: None,
+                })
+                .collect();
+        }
         // Declined, clearing a journal inode without the magic number
         // leaves its superblock judged corrupt.
         (Code::JournalSuperblockCorrupt, 0x00000F) if run == Run::ReadOnly => {
@@ -679,6 +703,10 @@ const LATCHES: &[Latch] = &[
 ///
 /// Read-only, e2fsck leaves the orphans unreleased: the extent trees
 /// pfsck's view truncates are not the trees e2fsck offers to shorten.
+///
+/// Where the check stopped as e2fsck -n stops (`stopped`), e2fsck logs
+/// nothing of the later passes: the orphans' pass 5 and orphan file
+/// entries stay out.
 #[derive(Default)]
 pub struct LatchLog {
     /// The latch groups asked so far: flag, and the inode where the set
@@ -686,10 +714,34 @@ pub struct LatchLog {
     asked: Vec<(u32, Option<u32>)>,
     /// Orphans the view truncates, in a read-only check.
     truncated: Vec<u32>,
+    /// The pass the check stopped in, if it did.
+    stop: Option<u32>,
 }
 
 impl LatchLog {
+    /// For the problems `codes` of one report.
+    pub fn new(codes: impl IntoIterator<Item = Code>) -> LatchLog {
+        let stop = codes.into_iter().find_map(|c| match c {
+            Code::StoppedAtCorruptDir => Some(2),
+            Code::StoppedAtUninitGroup => Some(5),
+            _ => None,
+        });
+        LatchLog {
+            stop,
+            ..LatchLog::default()
+        }
+    }
+
     pub fn refs(&mut self, p: &Problem, run: Run) -> Vec<Ref> {
+        let mut out = self.refs_all(p, run);
+        if let Some(stop) = self.stop {
+            // Pass 1B-1E codes are pass 1's, 3A pass 3's.
+            out.retain(|r| r.code >> 16 <= stop);
+        }
+        out
+    }
+
+    fn refs_all(&mut self, p: &Problem, run: Run) -> Vec<Ref> {
         let a = p.args();
         if run == Run::ReadOnly {
             if p.code == Code::OrphanReleased

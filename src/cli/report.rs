@@ -732,7 +732,7 @@ impl Serialize for JsonReport<'_> {
         m.serialize_entry(
             "problems",
             &Seq(|| {
-                let mut log = e2fsck_map::LatchLog::default();
+                let mut log = e2fsck_map::LatchLog::new(rep.problems.codes());
                 rep.problems.iter().enumerate().map(move |(k, p)| {
                     let refs = log.refs(&p, run);
                     JsonProblem(p, fixed(k), refs, rep.tree.as_deref())
