@@ -14,6 +14,7 @@
 
 use super::catalogue;
 use super::problem::{Code, Problem};
+use crate::fs::num::{Blk, Ino};
 
 /// The e2fsck codes `code` can stand for, the usual one first; empty for
 /// the codes of [`NONE`].
@@ -403,6 +404,8 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
     if run == Run::ReadOnly && REPAIR_ONLY.contains(&p.code) {
         return Vec::new();
     }
+    // e2fsck's slots are bare numbers: counts stand in them in pass 5.
+    let (a_ino, a_blk) = (a.ino.map(Ino::get), a.blk.map(Blk::get));
     match p.code {
         Code::BlockBitmapDiff | Code::InodeBitmapDiff => {
             let inodes = p.code == Code::InodeBitmapDiff;
@@ -461,7 +464,7 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 },
                 Ref {
                     code: 0x010005,
-                    ino: a.ino,
+                    ino: a_ino,
                     blk: None,
                 },
             ];
@@ -472,12 +475,12 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             return vec![
                 Ref {
                     code,
-                    ino: a.ino,
+                    ino: a_ino,
                     blk: None,
                 },
                 Ref {
                     code: 0x02004D,
-                    ino: a.ino,
+                    ino: a_ino,
                     blk: None,
                 },
             ];
@@ -530,7 +533,7 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             return vec![
                 Ref {
                     code,
-                    ino: a.ino,
+                    ino: a_ino,
                     blk: None,
                 },
                 Ref {
@@ -546,7 +549,7 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             return vec![
                 Ref {
                     code,
-                    ino: a.ino,
+                    ino: a_ino,
                     blk: None,
                 },
                 Ref {
@@ -563,17 +566,17 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .into_iter()
                 .map(|code| Ref {
                     code,
-                    ino: a.ino,
+                    ino: a_ino,
                     blk: None,
                 })
                 .collect();
         }
         // The bad blocks inode's illegal blocks have a code of their own.
-        (Code::InodeIllegalBlock, _) if a.ino == Some(crate::fs::inode::BAD_INO) => {
+        (Code::InodeIllegalBlock, _) if a.ino == Some(Ino(crate::fs::inode::BAD_INO)) => {
             return vec![Ref {
                 code: 0x010012,
                 ino: None,
-                blk: a.blk,
+                blk: a_blk,
             }];
         }
         _ => {}
@@ -585,13 +588,13 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             (a.num.map(|n| n as u32), None)
         }
         // The logical block stands in the block slot there.
-        Code::ClusterMisaligned => (a.ino, a.num),
+        Code::ClusterMisaligned => (a_ino, a.num),
         // The depth stands in the block slot there.
         Code::InodeExtentTooDeep | Code::ExtentTreeShorter | Code::ExtentTreeNarrower => {
-            (a.ino, a.num)
+            (a_ino, a.num)
         }
         Code::GdItableUnused => (None, a.num),
-        _ => (a.ino, a.blk),
+        _ => (a_ino, a_blk),
     };
     vec![Ref {
         code,
@@ -610,31 +613,32 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
 /// is one too many, and the blocks past i_size make i_size wrong.
 fn orphan_left(p: &Problem) -> Vec<Ref> {
     let a = p.args();
+    let (a_ino, a_blk) = (a.ino.map(Ino::get), a.blk.map(Blk::get));
     let dtime = a.num.unwrap_or(0);
     let freed = a.num2.unwrap_or(0);
     let at = |code, ino, blk| Ref { code, ino, blk };
     let mut out = Vec::new();
     if a.detail.starts_with(super::orphan::TRUNCATING) {
         if dtime != 0 {
-            out.push(at(0x010036, a.ino, None));
-            out.push(at(0x010005, a.ino, None));
+            out.push(at(0x010036, a_ino, None));
+            out.push(at(0x010005, a_ino, None));
         }
         if freed > 0 {
-            out.push(at(0x01000C, a.ino, None));
+            out.push(at(0x01000C, a_ino, None));
         }
         return out;
     }
     out.push(at(
         if dtime == 0 { 0x010004 } else { 0x010036 },
-        a.ino,
+        a_ino,
         None,
     ));
     if freed > 0 {
         let code = if freed == 1 { 0x050004 } else { 0x050014 };
-        out.push(at(code, None, a.blk));
+        out.push(at(code, None, a_blk));
         out.push(at(0x050006, None, None));
     }
-    out.push(at(0x050008, a.ino, None));
+    out.push(at(0x050008, a_ino, None));
     out.push(at(0x05000A, None, None));
     out
 }
@@ -746,12 +750,12 @@ impl LatchLog {
         if run == Run::ReadOnly {
             if p.code == Code::OrphanReleased
                 && a.detail.starts_with(super::orphan::TRUNCATING)
-                && let Some(ino) = a.ino
+                && let Some(ino) = a.ino.map(Ino::get)
             {
                 self.truncated.push(ino);
             }
             if matches!(p.code, Code::ExtentTreeShorter | Code::ExtentTreeNarrower)
-                && a.ino.is_some_and(|i| self.truncated.contains(&i))
+                && a.ino.is_some_and(|i| self.truncated.contains(&i.get()))
             {
                 return Vec::new();
             }
@@ -766,7 +770,7 @@ impl LatchLog {
             if own.iter().any(|o| o.code == latch.question) {
                 continue;
             }
-            let ino = r.ino.or(p.args().ino);
+            let ino = r.ino.or(p.args().ino.map(Ino::get));
             let key = (flag, latch.per_inode.then_some(ino).flatten());
             if self.asked.contains(&key) {
                 continue;
@@ -809,6 +813,7 @@ mod tests {
     use super::*;
     use crate::check::catalogue::Kind;
     use crate::check::problem::Severity;
+    use crate::fs::num::Group;
 
     #[test]
     fn every_code_is_mapped_or_listed_as_unmapped() {
@@ -865,7 +870,11 @@ mod tests {
     fn latch_questions_once_per_set() {
         let mut log = LatchLog::default();
         let codes = |v: Vec<Ref>| v.iter().map(|r| (r.code, r.ino)).collect::<Vec<_>>();
-        let bad = |ino| Problem::new(Code::InodeIllegalBlock).ino(ino).blk(7);
+        let bad = |ino| {
+            Problem::new(Code::InodeIllegalBlock)
+                .ino(Ino(ino))
+                .blk(Blk(7))
+        };
         assert_eq!(
             codes(log.refs(&bad(12), Run::ReadOnly)),
             vec![(0x010010, Some(12)), (0x01000E, Some(12))]
@@ -878,7 +887,7 @@ mod tests {
             codes(log.refs(&bad(13), Run::ReadOnly)),
             vec![(0x010010, Some(13)), (0x01000E, Some(13))]
         );
-        let gd = |g| Problem::new(Code::GdChecksum).group(g);
+        let gd = |g| Problem::new(Code::GdChecksum).group(Group(g));
         assert_eq!(
             codes(log.refs(&gd(0), Run::ReadOnly)),
             vec![(0x00003E, None), (0x000035, None)]
@@ -887,7 +896,7 @@ mod tests {
             codes(log.refs(&gd(1), Run::ReadOnly)),
             vec![(0x000035, None)]
         );
-        let csum = |g| Problem::new(Code::InodeBitmapChecksum).group(g);
+        let csum = |g| Problem::new(Code::InodeBitmapChecksum).group(Group(g));
         let diff = Problem::new(Code::InodeBitmapDiff).detail("+14");
         assert_eq!(log.refs(&diff, Run::ReadOnly).len(), 3);
         assert_eq!(
@@ -903,9 +912,9 @@ mod tests {
     #[test]
     fn objects_follow_the_message() {
         let p = Problem::new(Code::DirEntryDeletedInode)
-            .ino(2)
+            .ino(Ino(2))
             .num(13)
-            .blk(99);
+            .blk(Blk(99));
         assert_eq!(
             refs(&p, Run::Repair),
             vec![Ref {
@@ -915,7 +924,7 @@ mod tests {
             }]
         );
         let p = Problem::new(Code::GroupFreeBlocks)
-            .group(0)
+            .group(Group(0))
             .num(50)
             .num2(49);
         assert_eq!(refs(&p, Run::Repair)[0].blk, Some(50));

@@ -38,6 +38,7 @@ use crate::error::Result;
 use crate::fs::bytes::{le32, put_le32};
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode::{self as finode, Inode, InodeMut, flags};
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SuperblockMut, compat, ro_compat};
 use crate::fs::{orphan as ofile, xattr};
 use crate::volume::stats::AllocStats;
@@ -177,7 +178,7 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
                 for (l, _) in &dirty {
                     w.notes.push(
                         Problem::new(Code::OrphanFileBlockDirty)
-                            .ino(sb.orphan_file_inum)
+                            .ino(Ino(sb.orphan_file_inum))
                             .num(*l),
                     );
                 }
@@ -317,7 +318,7 @@ impl<'a> Work<'a> {
         let at = self.notes.len();
         self.notes.push(
             Problem::new(Code::OrphanReleased)
-                .ino(ino)
+                .ino(Ino(ino))
                 .num(u64::from(inode.dtime))
                 .detail(format!(
                     "{} orphaned inode {} (uid={}, gid={}, mode=0{:o}, size={})",
@@ -346,7 +347,7 @@ impl<'a> Work<'a> {
                 let note = &mut self.notes[at];
                 *note = note.clone().num2(count);
                 if let Some(b) = first {
-                    *note = note.clone().blk(b);
+                    *note = note.clone().blk(Blk(b));
                 }
             }
         }

@@ -36,7 +36,7 @@ use crate::fs::extent;
 use crate::fs::group_desc::{self, Location};
 use crate::fs::inode::field::*;
 use crate::fs::inode::{self, Inode, flags};
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Group};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
@@ -240,7 +240,7 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
     };
     match p.code {
         Code::BadBlockInMetadata => {
-            let Some(blk) = p.args().blk else {
+            let Some(Blk(blk)) = p.args().blk else {
                 return Vec::new();
             };
             let mut v = Vec::new();
@@ -257,24 +257,25 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
         Code::GdBlockBitmapLocation => p
             .args()
             .group
-            .map(|g| (g, BLOCK_BITMAP))
+            .map(|Group(g)| (g, BLOCK_BITMAP))
             .into_iter()
             .collect(),
         Code::GdInodeBitmapLocation => p
             .args()
             .group
-            .map(|g| (g, INODE_BITMAP))
+            .map(|Group(g)| (g, INODE_BITMAP))
             .into_iter()
             .collect(),
         Code::GdInodeTableLocation => p
             .args()
             .group
-            .map(|g| (g, INODE_TABLE))
+            .map(|Group(g)| (g, INODE_TABLE))
             .into_iter()
             .collect(),
         Code::GdMetadataOverlap => p
             .args()
             .group
+            .map(Group::get)
             .zip(which(p.args().detail))
             .into_iter()
             .collect(),
