@@ -945,11 +945,19 @@ impl<T: Targets> EntryCx<'_, T> {
         out: &mut Sink,
     ) -> (bool, bool) {
         if e.inode == 0 || !is_name(e.name) {
-            out.problems.push(
-                Problem::new(missing)
-                    .ino(Ino(self.d.ino))
-                    .blk(Blk(self.pos.pblk)),
-            );
+            let mut p = Problem::new(missing)
+                .ino(Ino(self.d.ino))
+                .blk(Blk(self.pos.pblk));
+            // An entry in use under another name has e2fsck codes of its
+            // own ("not '.'", "not '..'").
+            if e.inode != 0 {
+                p = p.e2fsck(if missing == Code::DirDotMissing {
+                    0x02000B
+                } else {
+                    0x02000C
+                });
+            }
+            out.problems.push(p);
             return (false, false);
         }
         if e.after_name != 0 {

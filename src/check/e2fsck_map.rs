@@ -211,7 +211,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         GroupUninitFlags => &[0x050018, 0x050019],
         QuotaUsage | QuotaEntryMissing | QuotaFileBad => &[0x060002],
         SbUsedBackup => &[0x000044, 0x000045],
-        GdRejectedNoBackup => &[0x000045],
+        GdRejectedNoBackup => &[0x000045, 0x000044],
         _ => &[],
     }
 }
@@ -398,16 +398,30 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
     let Some(code) = p.e2fsck_code() else {
         return Vec::new();
     };
+    let a = p.args();
+    if run == Run::ReadOnly && p.code == Code::OrphanReleased {
+        return orphan_left(p);
+    }
     if run == Run::ReadOnly && REPAIR_ONLY.contains(&p.code) {
         return Vec::new();
     }
-    let a = p.args();
     // e2fsck's slots are bare numbers: counts stand in them in pass 5.
     let (a_ino, a_blk) = (a.ino.map(Ino::get), a.blk.map(Blk::get));
     match p.code {
         Code::BlockBitmapDiff | Code::InodeBitmapDiff => {
             let inodes = p.code == Code::InodeBitmapDiff;
-            return bitmap_runs(a.detail)
+            // The set's question, the runs, its end.
+            let (question, end) = if inodes {
+                (0x050007, 0x05000A)
+            } else {
+                (0x050003, 0x050006)
+            };
+            let bare = |code| Ref {
+                code,
+                ino: None,
+                blk: None,
+            };
+            let runs: Vec<Ref> = bitmap_runs(a.detail)
                 .map(|(sign, first, last)| {
                     // -N, +N, -(N--M), +(N--M), in e2fsck's code order.
                     let k = usize::from(sign == '+') + if last > first { 2 } else { 0 };
@@ -426,6 +440,13 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                         }
                     }
                 })
+                .collect();
+            if runs.is_empty() {
+                return runs;
+            }
+            return std::iter::once(bare(question))
+                .chain(runs)
+                .chain(std::iter::once(bare(end)))
                 .collect();
         }
         _ => {}
@@ -483,6 +504,30 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 }))
                 .collect();
         }
+        // The primary refused for its checksum, with no backup: the
+        // refusal, then the superblock judged unusable.
+        (Code::GdRejectedNoBackup, 0x000044) => {
+            return [0x000044, 0x000004]
+                .into_iter()
+                .map(|code| Ref {
+                    code,
+                    ino: None,
+                    blk: None,
+                })
+                .collect();
+        }
+        // The primary refused, read again despite its errors: the
+        // refusal, the superblock judged unusable, the field named.
+        (Code::SbCorrupt, 0x00000B) => {
+            return [0x000044, 0x000004, 0x00000B]
+                .into_iter()
+                .map(|code| Ref {
+                    code,
+                    ino: None,
+                    blk: None,
+                })
+                .collect();
+        }
         // Declined, clearing a journal inode without the magic number
         // leaves its superblock judged corrupt.
         (Code::JournalSuperblockCorrupt, 0x00000F) if run == Run::ReadOnly => {
@@ -494,6 +539,22 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 },
                 Ref {
                     code: 0x000015,
+                    ino: None,
+                    blk: None,
+                },
+            ];
+        }
+        // Declined, a dirty orphan file block leaves the orphan file
+        // unusable, which e2fsck then offers to recreate.
+        (Code::OrphanFileBlockDirty, _) if run == Run::ReadOnly => {
+            return vec![
+                Ref {
+                    code,
+                    ino: a_ino,
+                    blk: None,
+                },
+                Ref {
+                    code: 0x060009,
                     ino: None,
                     blk: None,
                 },
@@ -541,6 +602,191 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         ino: if ino_named { ino } else { None },
         blk: if names.contains('b') { blk } else { None },
     }]
+}
+
+/// What e2fsck -n, which leaves the orphans unreleased, logs for one
+/// orphan pfsck's view releases (its dtime in `num`, the blocks the
+/// release frees in `num2`, the first of them in `blk`). A chain link
+/// in i_dtime is an inode number, below the inode count: a deletion
+/// time too low to be one. An orphan to delete has no links: with no
+/// dtime it is a deleted inode without one, and its inode and blocks
+/// are marked in use by no file. One to truncate is in use: any dtime
+/// is one too many, and the blocks past i_size make i_size wrong.
+fn orphan_left(p: &Problem) -> Vec<Ref> {
+    let a = p.args();
+    let (a_ino, a_blk) = (a.ino.map(Ino::get), a.blk.map(Blk::get));
+    let dtime = a.num.unwrap_or(0);
+    let freed = a.num2.unwrap_or(0);
+    let at = |code, ino, blk| Ref { code, ino, blk };
+    let mut out = Vec::new();
+    if a.detail.starts_with(super::orphan::TRUNCATING) {
+        if dtime != 0 {
+            out.push(at(0x010036, a_ino, None));
+            out.push(at(0x010005, a_ino, None));
+        }
+        if freed > 0 {
+            out.push(at(0x01000C, a_ino, None));
+        }
+        return out;
+    }
+    out.push(at(
+        if dtime == 0 { 0x010004 } else { 0x010036 },
+        a_ino,
+        None,
+    ));
+    if freed > 0 {
+        let code = if freed == 1 { 0x050004 } else { 0x050014 };
+        out.push(at(code, None, a_blk));
+        out.push(at(0x050006, None, None));
+    }
+    out.push(at(0x050008, a_ino, None));
+    out.push(at(0x05000A, None, None));
+    out
+}
+
+/// A latch group of e2fsck: problems it asks about as a set. It logs
+/// the group's question before the first problem of the set, named by
+/// that problem's objects, and, where the group has one, an end entry
+/// after the last.
+struct Latch {
+    flag: u32,
+    question: u32,
+    /// The set is a file's (e2fsck ends the group after each inode), not
+    /// the whole check's.
+    per_inode: bool,
+}
+
+/// e2fsck's latch groups whose question pfsck's problems can raise; the
+/// bitmap differences of pass 5 carry their question and end themselves
+/// (one pfsck problem is one whole set).
+const LATCHES: &[Latch] = &[
+    Latch {
+        flag: catalogue::LATCH_BLOCK,
+        question: 0x010010,
+        per_inode: true,
+    },
+    Latch {
+        flag: catalogue::LATCH_BBLOCK,
+        question: 0x010013,
+        per_inode: false,
+    },
+    Latch {
+        flag: catalogue::LATCH_IBITMAP,
+        question: 0x050007,
+        per_inode: false,
+    },
+    Latch {
+        flag: catalogue::LATCH_BBITMAP,
+        question: 0x050003,
+        per_inode: false,
+    },
+    Latch {
+        flag: catalogue::LATCH_RELOC,
+        question: 0x00000A,
+        per_inode: false,
+    },
+    Latch {
+        flag: catalogue::LATCH_LOW_DTIME,
+        question: 0x010037,
+        per_inode: false,
+    },
+    Latch {
+        flag: catalogue::LATCH_TOOBIG,
+        question: 0x010043,
+        per_inode: true,
+    },
+    Latch {
+        flag: catalogue::LATCH_BG_CHECKSUM,
+        question: 0x00003E,
+        per_inode: false,
+    },
+];
+
+/// The entries of e2fsck's problem log for the problems of one report,
+/// taken in order: [`refs`] of each, and before the first problem of a
+/// latch group, the group's question.
+///
+/// Read-only, e2fsck leaves the orphans unreleased: the extent trees
+/// pfsck's view truncates are not the trees e2fsck offers to shorten.
+///
+/// Where the check stopped as e2fsck -n stops (`stopped`), e2fsck logs
+/// nothing of the later passes: the orphans' pass 5 and orphan file
+/// entries stay out.
+#[derive(Default)]
+pub struct LatchLog {
+    /// The latch groups asked so far: flag, and the inode where the set
+    /// is one file's.
+    asked: Vec<(u32, Option<u32>)>,
+    /// Orphans the view truncates, in a read-only check.
+    truncated: Vec<u32>,
+    /// The pass the check stopped in, if it did.
+    stop: Option<u32>,
+}
+
+impl LatchLog {
+    /// For the problems `codes` of one report.
+    pub fn new(codes: impl IntoIterator<Item = Code>) -> LatchLog {
+        let stop = codes.into_iter().find_map(|c| match c {
+            Code::StoppedAtCorruptDir => Some(2),
+            Code::StoppedAtUninitGroup => Some(5),
+            _ => None,
+        });
+        LatchLog {
+            stop,
+            ..LatchLog::default()
+        }
+    }
+
+    pub fn refs(&mut self, p: &Problem, run: Run) -> Vec<Ref> {
+        let mut out = self.refs_all(p, run);
+        if let Some(stop) = self.stop {
+            // Pass 1B-1E codes are pass 1's, 3A pass 3's.
+            out.retain(|r| r.code >> 16 <= stop);
+        }
+        out
+    }
+
+    fn refs_all(&mut self, p: &Problem, run: Run) -> Vec<Ref> {
+        let a = p.args();
+        if run == Run::ReadOnly {
+            if p.code == Code::OrphanReleased
+                && a.detail.starts_with(super::orphan::TRUNCATING)
+                && let Some(ino) = a.ino.map(Ino::get)
+            {
+                self.truncated.push(ino);
+            }
+            if matches!(p.code, Code::ExtentTreeShorter | Code::ExtentTreeNarrower)
+                && a.ino.is_some_and(|i| self.truncated.contains(&i.get()))
+            {
+                return Vec::new();
+            }
+        }
+        let own = refs(p, run);
+        let mut out = Vec::with_capacity(own.len() + 1);
+        for r in &own {
+            let flag = catalogue::entry(r.code).map_or(0, |e| e.flags & catalogue::LATCH_MASK);
+            let Some(latch) = LATCHES.iter().find(|l| l.flag == flag && flag != 0) else {
+                continue;
+            };
+            if own.iter().any(|o| o.code == latch.question) {
+                continue;
+            }
+            let ino = r.ino.or(p.args().ino.map(Ino::get));
+            let key = (flag, latch.per_inode.then_some(ino).flatten());
+            if self.asked.contains(&key) {
+                continue;
+            }
+            self.asked.push(key);
+            let names = catalogue::entry(latch.question).map_or("", |e| e.names);
+            out.push(Ref {
+                code: latch.question,
+                ino: if names.contains('i') { ino } else { None },
+                blk: if names.contains('b') { r.blk } else { None },
+            });
+        }
+        out.extend(own);
+        out
+    }
 }
 
 /// The runs of a bitmap difference's detail (`+5 -(7--9)`): sign, first
@@ -600,20 +846,67 @@ mod tests {
         assert_eq!(
             got,
             vec![
+                (0x050003, None),
                 (0x050004, Some(25)),
                 (0x050015, Some(30)),
                 (0x050014, Some(40)),
-                (0x050005, Some(7))
+                (0x050005, Some(7)),
+                (0x050006, None)
             ]
         );
         let p = Problem::new(Code::InodeBitmapDiff).detail("-(12--32)");
+        let got: Vec<(u32, Option<u32>)> = refs(&p, Run::Repair)
+            .iter()
+            .map(|r| (r.code, r.ino))
+            .collect();
         assert_eq!(
-            refs(&p, Run::Repair),
-            vec![Ref {
-                code: 0x050016,
-                ino: Some(12),
-                blk: None
-            }]
+            got,
+            vec![(0x050007, None), (0x050016, Some(12)), (0x05000A, None)]
+        );
+    }
+
+    /// e2fsck asks a latch group's question once per set: per inode for
+    /// illegal blocks, once per check for the others.
+    #[test]
+    fn latch_questions_once_per_set() {
+        let mut log = LatchLog::default();
+        let codes = |v: Vec<Ref>| v.iter().map(|r| (r.code, r.ino)).collect::<Vec<_>>();
+        let bad = |ino| {
+            Problem::new(Code::InodeIllegalBlock)
+                .ino(Ino(ino))
+                .blk(Blk(7))
+        };
+        assert_eq!(
+            codes(log.refs(&bad(12), Run::ReadOnly)),
+            vec![(0x010010, Some(12)), (0x01000E, Some(12))]
+        );
+        assert_eq!(
+            codes(log.refs(&bad(12), Run::ReadOnly)),
+            vec![(0x01000E, Some(12))]
+        );
+        assert_eq!(
+            codes(log.refs(&bad(13), Run::ReadOnly)),
+            vec![(0x010010, Some(13)), (0x01000E, Some(13))]
+        );
+        let gd = |g| Problem::new(Code::GdChecksum).group(Group(g));
+        assert_eq!(
+            codes(log.refs(&gd(0), Run::ReadOnly)),
+            vec![(0x00003E, None), (0x000035, None)]
+        );
+        assert_eq!(
+            codes(log.refs(&gd(1), Run::ReadOnly)),
+            vec![(0x000035, None)]
+        );
+        let csum = |g| Problem::new(Code::InodeBitmapChecksum).group(Group(g));
+        let diff = Problem::new(Code::InodeBitmapDiff).detail("+14");
+        assert_eq!(log.refs(&diff, Run::ReadOnly).len(), 3);
+        assert_eq!(
+            codes(log.refs(&csum(0), Run::ReadOnly)),
+            vec![(0x050007, None), (0x05001A, None)]
+        );
+        assert_eq!(
+            codes(log.refs(&csum(1), Run::ReadOnly)),
+            vec![(0x05001A, None)]
         );
     }
 

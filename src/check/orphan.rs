@@ -38,12 +38,15 @@ use crate::error::Result;
 use crate::fs::bytes::{le32, put_le32};
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode::{self as finode, Inode, InodeMut, flags};
-use crate::fs::num::Ino;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SuperblockMut, compat, ro_compat};
 use crate::fs::{orphan as ofile, xattr};
 use crate::volume::stats::AllocStats;
 use crate::volume::{Blocks, Fs, edit as vol};
 use std::collections::BTreeMap;
+
+/// How the note of an orphan kept with its links begins.
+pub const TRUNCATING: &str = "Truncating";
 
 /// Largest orphan file mapped (mke2fs makes at most 512 blocks).
 const MAX_ORPHAN_FILE_BLOCKS: u64 = 1 << 16;
@@ -310,12 +313,16 @@ impl<'a> Work<'a> {
         let mut raw = self.read_inode(ino)?;
         let inode = Inode::parse(&raw);
         let truncating = inode.links_count != 0;
+        // The dtime as found: what e2fsck -n's pass 1, which leaves the
+        // orphans alone, judges (e2fsck_map::refs).
+        let at = self.notes.len();
         self.notes.push(
             Problem::new(Code::OrphanReleased)
                 .ino(Ino(ino))
+                .num(u64::from(inode.dtime))
                 .detail(format!(
                     "{} orphaned inode {} (uid={}, gid={}, mode=0{:o}, size={})",
-                    if truncating { "Truncating" } else { "Clearing" },
+                    if truncating { TRUNCATING } else { "Clearing" },
                     ino,
                     inode.uid,
                     inode.gid,
@@ -328,10 +335,20 @@ impl<'a> Work<'a> {
             return Err(format!("illegal inode {next} in orphaned inode list"));
         }
         if has_valid_blocks(&inode) {
-            if truncating {
-                self.truncate_blocks(ino, &mut raw, &inode)?;
+            let (first, count) = if truncating {
+                self.truncate_blocks(ino, &mut raw, &inode)?
             } else {
-                self.delete_blocks(ino, &inode)?;
+                self.delete_blocks(ino, &inode)?
+            };
+            // The blocks the release frees, which e2fsck -n finds still
+            // mapped past i_size (a truncation) or marked in use by no
+            // file (a deletion).
+            if count > 0 {
+                let note = &mut self.notes[at];
+                *note = note.clone().num2(count);
+                if let Some(b) = first {
+                    *note = note.clone().blk(Blk(b));
+                }
             }
         }
         self.release_acl(&mut raw, &inode)?;
@@ -348,7 +365,12 @@ impl<'a> Work<'a> {
     }
 
     /// Every block of a deleted orphan is freed; the inode keeps its map.
-    fn delete_blocks(&mut self, ino: u32, inode: &Inode) -> std::result::Result<(), Abort> {
+    /// Returns the first block freed and how many.
+    fn delete_blocks(
+        &mut self,
+        ino: u32,
+        inode: &Inode,
+    ) -> std::result::Result<(Option<u64>, u64), Abort> {
         let mut c = Collect::default();
         let mut scratch = Scratch::new();
         let info = MapInfo {
@@ -366,23 +388,27 @@ impl<'a> Work<'a> {
         if let Some(why) = c.broken {
             return Err(format!("inode {ino}: {why}"));
         }
+        let first = c.runs.first().map(|r| r.0);
+        let mut count = 0u64;
         for (pblk, len) in c.runs {
             for b in pblk..pblk.saturating_add(len) {
                 self.spend()?;
                 self.free_block(b)?;
+                count += 1;
             }
         }
-        Ok(())
+        Ok((first, count))
     }
 
     /// Truncation to i_size: the blocks from `ceil(size / bs)` on go,
-    /// emptied extent nodes and indirect blocks with them.
+    /// emptied extent nodes and indirect blocks with them. Returns how
+    /// many (no first block: e2fsck -n names the inode, not them).
     fn truncate_blocks(
         &mut self,
         ino: u32,
         raw: &mut [u8],
         inode: &Inode,
-    ) -> std::result::Result<(), Abort> {
+    ) -> std::result::Result<(Option<u64>, u64), Abort> {
         let bs = self.bs as u64;
         let t = Trunc {
             first: inode.size.div_ceil(bs),
@@ -433,7 +459,7 @@ impl<'a> Work<'a> {
             let blocks = inode.blocks_raw.saturating_sub(freed.saturating_mul(unit));
             m.set_blocks(blocks, true);
         }
-        Ok(())
+        Ok((None, freed))
     }
 
     /// One data block at logical `lblk`: freed when at or past the cut.

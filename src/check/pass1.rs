@@ -381,6 +381,7 @@ pub(crate) fn finish(
     state: &mut State,
     merged: Merged,
     enc_policy: Vec<(u32, u32)>,
+    repairing: bool,
     threads: Threads,
     ctl: &Control,
 ) -> ProblemList {
@@ -421,6 +422,7 @@ pub(crate) fn finish(
         state,
         xrefs,
         &mut ea_refs,
+        repairing,
         threads,
         ctl,
     ));

@@ -148,7 +148,10 @@ fn check_group(
             );
         } else {
             have_disk = true;
-            if csum {
+            // e2fsck skips the checksum of a group flagged uninitialised
+            // even where a bad descriptor checksum makes it read the
+            // bitmap.
+            if csum && !gd.has_flag(BG_BLOCK_UNINIT) {
                 let bytes = &buf[..(bpg / 8) as usize];
                 let c = group_desc::bitmap_checksum(&fs.sb, bytes, gd.wide);
                 let stored = if gd.wide {
@@ -225,7 +228,7 @@ fn check_group(
             out.problems
                 .push(Problem::new(Code::InodeBitmapPadding).group(Group(g)));
         }
-        if csum {
+        if csum && !gd.has_flag(BG_INODE_UNINIT) {
             let bytes = &buf[..(ipg / 8) as usize];
             let c = group_desc::bitmap_checksum(&fs.sb, bytes, gd.wide);
             let stored = if gd.wide {

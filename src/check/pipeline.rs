@@ -186,7 +186,15 @@ pub(crate) fn run(
     let enc = policies.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut stats = stats;
     stats.split = merged.split();
-    let pass1 = pass1::finish(fs, state, merged, enc, budget.threads(), ctl);
+    let pass1 = pass1::finish(
+        fs,
+        state,
+        merged,
+        enc,
+        opts.repairing,
+        budget.threads(),
+        ctl,
+    );
     let end = t.elapsed().as_secs_f64();
     let end_bytes = fs.dev.bytes_read() - b;
     Ok(Piped {

@@ -202,7 +202,10 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
                     // e2fsck logs why its library refused the
                     // primary: the superblock itself, or its group
                     // descriptors.
-                    let e2 = if primary.is_ok() { 0x000045 } else { 0x000044 };
+                    let e2 = match &primary {
+                        Ok(l) if csum_ok(&l.sb) => 0x000045,
+                        _ => 0x000044,
+                    };
                     probs.push(
                         Problem::new(Code::SbUsedBackup)
                             .blk(Blk(b.sb_block))
@@ -212,7 +215,14 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
                     b
                 }
                 (Ok(p), None) => {
-                    probs.push(Problem::new(Code::GdRejectedNoBackup).detail(why));
+                    // A wrong superblock checksum: e2fsck logs its
+                    // library's refusal and judges the superblock
+                    // unusable (it stops there; pfsck checks on).
+                    let mut gd = Problem::new(Code::GdRejectedNoBackup).detail(why);
+                    if !csum_ok(&p.sb) {
+                        gd = gd.e2fsck(0x000044);
+                    }
+                    probs.push(gd);
                     p
                 }
                 (Err(_), None) if let Some(l) = despite() => {
@@ -237,7 +247,8 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
                             // e2fsck -n answers no and stops there.
                             probs.push(
                                 Problem::new(Code::SbCorrupt)
-                                    .detail(format!("inodes_count = {}", l.sb.inodes_count)),
+                                    .detail(format!("inodes_count = {}", l.sb.inodes_count))
+                                    .e2fsck(0x00000B),
                             );
                             return None;
                         }

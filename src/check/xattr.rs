@@ -493,11 +493,14 @@ struct BlockCheck {
     refcount: u32,
     charge: EaCharge,
     ea_refs: Vec<u32>,
+    /// The block could be read.
+    read: bool,
 }
 
 /// Validates one xattr block like e2fsck (`owner` is the first inode
-/// referring to it).
-fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
+/// referring to it). `repairing`: e2fsck clears the block at its first
+/// problem; declined (-n), it goes on checking the rest of it.
+fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool) -> BlockCheck {
     let ino = owner.ino;
     let mut out = BlockCheck::default();
     if let Err(e) = fs.read_block_into(blk, buf) {
@@ -509,6 +512,7 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
         );
         return out;
     }
+    out.read = true;
     let h = xattr::parse_block_header(buf);
     out.refcount = h.refcount;
     if h.magic != XATTR_MAGIC {
@@ -527,7 +531,9 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
                 .blk(Blk(blk))
                 .detail(format!("h_blocks is {}", h.blocks)),
         );
-        return out;
+        if repairing {
+            return out;
+        }
     }
     let ea_inode = fs.sb.has_incompat(incompat::EA_INODE);
     let bs = buf.len();
@@ -601,7 +607,7 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
         out.problems
             .push(entries("entry table overlaps values", overlap));
     }
-    if out.problems.is_empty()
+    if (out.problems.is_empty() || !repairing)
         && fs.metadata_csum()
         && xattr::compute_block_checksum(fs.csum_seed, blk, buf) != h.checksum
     {
@@ -622,11 +628,16 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
 /// compares their reference counts with the inodes that point at them.
 /// `xrefs` holds (block, referencing inode, its i_generation). The EA
 /// inodes the blocks refer to are pushed onto `ea_refs`, once per block.
+///
+/// Declined (`repairing` false), e2fsck keeps a readable block whatever
+/// it found in it: it counts it for the inode and in use, and checks its
+/// reference count.
 pub fn check_blocks(
     fs: &Fs,
     state: &mut State,
     mut xrefs: Vec<(u64, u32, u32)>,
     ea_refs: &mut Vec<u32>,
+    repairing: bool,
     threads: Threads,
     ctl: &Control,
 ) -> Vec<Problem> {
@@ -652,7 +663,7 @@ pub fn check_blocks(
             let hi = (lo + CHUNK).min(blocks.len());
             blocks[lo..hi]
                 .iter()
-                .map(|&(blk, owner, _)| check_block(fs, blk, owner, buf))
+                .map(|&(blk, owner, _)| check_block(fs, blk, owner, buf, repairing))
                 .collect::<Vec<_>>()
         },
     );
@@ -661,7 +672,8 @@ pub fn check_blocks(
         let good = r
             .problems
             .iter()
-            .all(|x| x.code == Code::XattrBlockChecksum);
+            .all(|x| x.code == Code::XattrBlockChecksum)
+            || (!repairing && r.read);
         probs.extend(r.problems);
         probs.extend(r.ea_problems);
         ea_refs.extend(r.ea_refs);

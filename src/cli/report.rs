@@ -934,10 +934,11 @@ impl Serialize for JsonReport<'_> {
         m.serialize_entry(
             "problems",
             &Seq(|| {
-                rep.problems
-                    .iter()
-                    .enumerate()
-                    .map(|(k, p)| JsonProblem(p, fixed(k), run, rep.tree.as_deref()))
+                let mut log = e2fsck_map::LatchLog::new(rep.problems.codes());
+                rep.problems.iter().enumerate().map(move |(k, p)| {
+                    let refs = log.refs(&p, run);
+                    JsonProblem(p, fixed(k), refs, rep.tree.as_deref())
+                })
             }),
         )?;
         m.serialize_entry(
@@ -1004,11 +1005,12 @@ impl Serialize for JsonFs<'_> {
 }
 
 /// One problem of the report; `.1`: a fix was staged for it; `.2`: the
-/// run it was found by; `.3`: the report's directory paths.
+/// entries e2fsck's problem log would hold for it; `.3`: the report's
+/// directory paths.
 struct JsonProblem<'a>(
     Problem,
     bool,
-    e2fsck_map::Run,
+    Vec<e2fsck_map::Ref>,
     Option<&'a crate::check::paths::DirTree>,
 );
 
@@ -1024,10 +1026,7 @@ impl Serialize for JsonProblem<'_> {
         m.serialize_entry("block", &p.args().blk.map(Blk::get))?;
         m.serialize_entry("code", spec.code)?;
         m.serialize_entry("detail", &p.args().detail)?;
-        m.serialize_entry(
-            "e2fsck",
-            &Seq(|| e2fsck_map::refs(p, self.2).into_iter().map(JsonRef)),
-        )?;
+        m.serialize_entry("e2fsck", &Seq(|| self.2.iter().copied().map(JsonRef)))?;
         m.serialize_entry("fixed", &self.1)?;
         m.serialize_entry("group", &p.args().group.map(Group::get))?;
         m.serialize_entry("ino", &p.args().ino.map(Ino::get))?;
