@@ -255,6 +255,34 @@ fn symlink_with_illegal_block_pointers() {
     symlink_kept(&img, "/l", &target);
 }
 
+/// A slow symlink mapping an in-range block past its first (seed 4,
+/// damage 135: bits flipped in `i_block[2]`): e2fsck's pass 1 clears the
+/// block as making the symlink too big, and its pass 2 then finds the
+/// symlink valid (and its entry's file type right). pfsck judged the
+/// symlink before the block fix and cleared it.
+#[test]
+fn symlink_with_a_block_past_its_first() {
+    let tmp = TempDir::new("fuzz-symlink-toobig");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 64 * MIB, &MkfsOpts::ext2().block_size(4096), None);
+    let target = format!("/{}", "b".repeat(79));
+    debugfs_w(
+        &img,
+        &[
+            "mkdir /d".to_string(),
+            format!("symlink /d/l {target}"),
+            "sif /d/l block[2] 8".to_string(),
+        ],
+    );
+    let oracle = oracle_run(&img, &["-fn"]);
+    assert_eq!(oracle.code(), Some(4), "{}", oracle.stdout);
+    assert!(oracle.stdout.contains("causes symlink to be too big"));
+    assert_eq!(pfsck_code(&["-fn"], &img).0, 4);
+    symlink_kept(&img, "/d/l", &target);
+    let ls = debugfs_r(&img, "ls -l /d");
+    assert!(ls.contains("120777 (7)"), "{ls}");
+}
+
 /// A fast symlink with the encrypt flag and no encryption context
 /// (damage 1666): e2fsck clears the flag and reads the target as plain
 /// text. pfsck read it as ciphertext, found it invalid and cleared it.
