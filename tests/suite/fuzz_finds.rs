@@ -213,6 +213,31 @@ fn casefold_with_an_unknown_encoding() {
     assert_eq!(before, hash_file(&img), "pfsck wrote");
 }
 
+/// The reserved GDT block count raised over group 0's bitmaps and inode
+/// table, and a backup superblock failing its checksum (seed 3, damage
+/// 181): e2fsck goes back to the primary, relocates the bitmaps and the
+/// inode table and copies the table's inodes along. pfsck moved the table
+/// but started it zeroed: the root, the journal and every file were lost.
+#[test]
+fn inode_table_under_reserved_gdt_blocks_keeps_its_inodes() {
+    let tmp = TempDir::new("fuzz-itable-overlap");
+    let img = tmp.join("disk.img");
+    let opts = MkfsOpts::ext4().block_size(1024).features("^orphan_file");
+    mkfs(&img, 12 * MIB, &opts, None);
+    let data = tmp.join("f.data");
+    std::fs::write(&data, file_content("f", 5000)).unwrap();
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    let imap = debugfs_r(&img, "imap <2>");
+    assert!(imap.contains("located at block 102,"), "{imap}");
+    debugfs_w(&img, &["ssv reserved_gdt_blocks 194"]);
+    // s_volume_name of the backup in group 1: its checksum fails.
+    write_at(&img, 8193 * 1024 + 120, b"X");
+    let (fn_out, fy_out) = judged_by_oracle("itable under reserved GDT", &img, 4, 1);
+    assert!(fn_out.contains("Inode table for group 0"), "{fn_out}");
+    assert!(!fy_out.contains("Root inode"), "{fy_out}");
+    file_kept(&img, 5000);
+}
+
 // ---- symlinks ----
 
 /// One `pfsck -fy`, then e2fsck -fn must find the image clean and
