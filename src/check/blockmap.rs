@@ -12,6 +12,7 @@
 use super::problem::{Code, Problem};
 use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
+use crate::fs::num::{Blk, Ino};
 use crate::io::readahead::Prefetch;
 use crate::volume::Fs;
 
@@ -379,7 +380,7 @@ pub fn walk_extents<V: MapVisitor>(
     if let Some(why) = header_problem(root, 60) {
         v.problem(
             Problem::new(Code::InodeExtentHeader)
-                .ino(info.ino)
+                .ino(Ino(info.ino))
                 .detail(why),
         );
         return;
@@ -404,7 +405,7 @@ fn too_deep<V: MapVisitor>(fs: &Fs, ino: u32, depth: u16, v: &mut V) {
     if depth > shallow {
         v.problem(
             Problem::new(Code::InodeExtentTooDeep)
-                .ino(ino)
+                .ino(Ino(ino))
                 .num(u64::from(depth))
                 .num2(u64::from(shallow)),
         );
@@ -494,9 +495,9 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             let last = lblk + len.max(1) - 1;
             let bad = |what: &str, e2: u32| {
                 Problem::new(Code::InodeExtentBad)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .num(lblk)
-                    .blk(pblk)
+                    .blk(Blk(pblk))
                     .num2(len)
                     .e2fsck(e2)
                     .detail(what.to_string())
@@ -504,13 +505,13 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             let problem = fault.map(|f| match f {
                 EntryFault::BadStart => bad("bad start block", 0x010058),
                 EntryFault::Order => Problem::new(Code::InodeExtentOrder)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .num(lblk)
-                    .blk(pblk),
+                    .blk(Blk(pblk)),
                 EntryFault::PastEnd => Problem::new(Code::InodeExtentPastEof)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .num(lblk)
-                    .blk(pblk)
+                    .blk(Blk(pblk))
                     .num2(len),
                 EntryFault::ZeroLength => bad("zero length", 0x010066),
                 EntryFault::EndsBeyond => bad("ends beyond the file system", 0x010059),
@@ -538,7 +539,11 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                 // known, as with a tree too deep: the inode cannot keep
                 // them.
                 self.stopped = true;
-                self.report(Problem::new(Code::InodeExtentTreeShared).ino(ino).blk(pblk));
+                self.report(
+                    Problem::new(Code::InodeExtentTreeShared)
+                        .ino(Ino(ino))
+                        .blk(Blk(pblk)),
+                );
                 return;
             }
             self.nodes_left -= 1;
@@ -549,7 +554,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                 // what it still maps).
                 self.report(
                     Problem::new(Code::InodeExtentTreeUnwalkable)
-                        .ino(ino)
+                        .ino(Ino(ino))
                         .num(u64::from(WALK_DEPTH_LIMIT)),
                 );
                 return;
@@ -589,8 +594,8 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             if let Some(e) = head.read_err {
                 self.report(
                     Problem::new(Code::InodeBlockBitmapUnreadable)
-                        .ino(ino)
-                        .blk(pblk)
+                        .ino(Ino(ino))
+                        .blk(Blk(pblk))
                         .detail(format!("extent node: {e}")),
                 );
                 continue;
@@ -598,8 +603,8 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             if let Some(why) = head.why {
                 self.report(
                     Problem::new(Code::InodeExtentNodeBad)
-                        .ino(ino)
-                        .blk(pblk)
+                        .ino(Ino(ino))
+                        .blk(Blk(pblk))
                         .detail(why),
                 );
                 continue;
@@ -608,8 +613,8 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             if head.entries == 0 {
                 self.report(
                     Problem::new(Code::InodeExtentNodeBad)
-                        .ino(ino)
-                        .blk(pblk)
+                        .ino(Ino(ino))
+                        .blk(Blk(pblk))
                         .detail("empty node"),
                 );
                 continue;
@@ -620,7 +625,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                 had_problem = true;
                 self.report(
                     Problem::new(Code::InodeExtentIndexEnd)
-                        .ino(ino)
+                        .ino(Ino(ino))
                         .num(lblk)
                         .num2(first),
                 );
@@ -640,8 +645,8 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                         // now is reported as the first read would have been.
                         self.report(
                             Problem::new(Code::InodeBlockBitmapUnreadable)
-                                .ino(ino)
-                                .blk(pblk)
+                                .ino(Ino(ino))
+                                .blk(Blk(pblk))
                                 .detail("extent node: read failed".to_string()),
                         );
                         continue;
@@ -653,8 +658,8 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             if head.csum_bad && !had_problem {
                 self.report(
                     Problem::new(Code::InodeExtentNodeChecksum)
-                        .ino(ino)
-                        .blk(pblk),
+                        .ino(Ino(ino))
+                        .blk(Blk(pblk)),
                 );
             }
             start_block = lblk;
@@ -835,15 +840,15 @@ fn visit_ptr<V: MapVisitor>(
         let e2 = if too_big { illegal.too_big } else { 0x01000E };
         v.problem(
             Problem::new(Code::InodeIllegalBlock)
-                .ino(ino)
-                .blk(blk)
+                .ino(Ino(ino))
+                .blk(Blk(blk))
                 .e2fsck(e2)
                 .detail(format!("{what}, logical {lblk}{why}")),
         );
         // e2fsck asks again at every twelfth (a read-only check hears
         // each question; a repair clears the inode at the first).
         if illegal.illegal.is_multiple_of(12) {
-            v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(ino));
+            v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(Ino(ino)));
             illegal.stopped = illegal.illegal >= ILLEGAL_PTRS_SHOWN;
         }
         return;
@@ -859,7 +864,11 @@ fn visit_ptr<V: MapVisitor>(
         // The blocks below other paths are neither claimed nor known: the
         // inode cannot keep them (a repair clears it).
         illegal.stopped = true;
-        v.problem(Problem::new(Code::InodeBlockMapShared).ino(ino).blk(blk));
+        v.problem(
+            Problem::new(Code::InodeBlockMapShared)
+                .ino(Ino(ino))
+                .blk(Blk(blk)),
+        );
         return;
     }
     v.node(blk);
@@ -875,8 +884,8 @@ fn visit_ptr<V: MapVisitor>(
     if let Err(e) = ahead.read(&fs.dev, blk, next, buf) {
         v.problem(
             Problem::new(Code::InodeBlockBitmapUnreadable)
-                .ino(ino)
-                .blk(blk)
+                .ino(Ino(ino))
+                .blk(Blk(blk))
                 .detail(format!("indirect block: {e}")),
         );
         return;

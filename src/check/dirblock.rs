@@ -17,6 +17,7 @@ use crate::fs::dir_entry::{self};
 use crate::fs::dx_hash::{DX_HASH_SIPHASH, dx_hash};
 use crate::fs::htree;
 use crate::fs::inode::ROOT_INO;
+use crate::fs::num::{Blk, Group, Ino};
 
 /// Smallest record that can hold an entry with a name (header + 1..4 bytes).
 const MIN_REC_LEN: usize = 12;
@@ -314,8 +315,8 @@ pub fn check_block<T: Targets>(
             } else if tail == Tail::Missing {
                 out.problems.push(
                     Problem::new(Code::DirBlockNoTail)
-                        .ino(d.ino)
-                        .blk(pos.pblk)
+                        .ino(Ino(d.ino))
+                        .blk(Blk(pos.pblk))
                         .num(pos.lblk as u64),
                 );
             }
@@ -343,8 +344,8 @@ pub fn check_block<T: Targets>(
     if walked && bad_csum && kind.is_none() {
         out.problems.push(
             Problem::new(Code::DirBlockChecksum)
-                .ino(d.ino)
-                .blk(pos.pblk)
+                .ino(Ino(d.ino))
+                .blk(Blk(pos.pblk))
                 .num(pos.lblk as u64),
         );
     }
@@ -518,11 +519,14 @@ fn parse_index(
                 || info.info_length < 8
                 || info.indirect_levels >= fsp.max_dx_levels()
             {
-                out.problems
-                    .push(Problem::new(Code::HtreeRootBad).ino(ino).detail(format!(
-                        "reserved {:#x}, info length {}, depth {}",
-                        info.reserved_zero, info.info_length, info.indirect_levels
-                    )));
+                out.problems.push(
+                    Problem::new(Code::HtreeRootBad)
+                        .ino(Ino(ino))
+                        .detail(format!(
+                            "reserved {:#x}, info length {}, depth {}",
+                            info.reserved_zero, info.info_length, info.indirect_levels
+                        )),
+                );
             }
             htree::root_count_offset(&info)
         }
@@ -536,7 +540,7 @@ fn parse_index(
         };
         out.problems.push(
             Problem::new(Code::HtreeNodeChecksum)
-                .ino(ino)
+                .ino(Ino(ino))
                 .num(pos.lblk as u64)
                 .e2fsck(e2),
         );
@@ -547,7 +551,7 @@ fn parse_index(
     if cl.limit as usize != expect {
         out.problems.push(
             Problem::new(Code::HtreeLimit)
-                .ino(ino)
+                .ino(Ino(ino))
                 .num(pos.lblk as u64)
                 .num2(cl.limit as u64),
         );
@@ -556,7 +560,7 @@ fn parse_index(
     if count > expect {
         out.problems.push(
             Problem::new(Code::HtreeCount)
-                .ino(ino)
+                .ino(Ino(ino))
                 .num(pos.lblk as u64)
                 .num2(count as u64),
         );
@@ -570,8 +574,11 @@ fn parse_index(
         let hash = raw_hash & !1;
         let blk = raw_blk & DX_BLOCK_MASK;
         if blk >= h.numblocks {
-            out.problems
-                .push(Problem::new(Code::HtreeBadBlock).ino(ino).num(blk as u64));
+            out.problems.push(
+                Problem::new(Code::HtreeBadBlock)
+                    .ino(Ino(ino))
+                    .num(blk as u64),
+            );
         } else if hash < prev {
             unordered = true;
         }
@@ -581,7 +588,7 @@ fn parse_index(
     if unordered {
         out.problems.push(
             Problem::new(Code::HtreeHashOrder)
-                .ino(ino)
+                .ino(Ino(ino))
                 .num(pos.lblk as u64),
         );
     }
@@ -632,7 +639,7 @@ fn report_duplicate(ino: u32, b: &[u8], cf: bool, out: &mut Sink) {
     if let Some((off, len)) = best {
         out.problems.push(
             Problem::new(Code::DirEntryDuplicate)
-                .ino(ino)
+                .ino(Ino(ino))
                 .detail(name_str(name(off, len))),
         );
     }
@@ -683,8 +690,8 @@ fn walk<T: Targets>(
         {
             out.problems.push(
                 Problem::new(Code::DirBlockCorrupt)
-                    .ino(cx.d.ino)
-                    .blk(cx.pos.pblk)
+                    .ino(Ino(cx.d.ino))
+                    .blk(Blk(cx.pos.pblk))
                     .num(cx.pos.lblk as u64)
                     .num2(off as u64),
             );
@@ -711,8 +718,8 @@ fn walk<T: Targets>(
 impl<T: Targets> EntryCx<'_, T> {
     fn problem(&self, code: Code, e: &Entry<'_>) -> Problem {
         Problem::new(code)
-            .ino(self.d.ino)
-            .blk(self.pos.pblk)
+            .ino(Ino(self.d.ino))
+            .blk(Blk(self.pos.pblk))
             .detail(name_str(e.name))
     }
 
@@ -756,8 +763,8 @@ impl<T: Targets> EntryCx<'_, T> {
             } else if e.name.is_empty() {
                 out.problems.push(
                     Problem::new(Code::DirEntryZeroLenName)
-                        .ino(dir)
-                        .blk(self.pos.pblk)
+                        .ino(Ino(dir))
+                        .blk(Blk(self.pos.pblk))
                         .num(e.off as u64),
                 );
             } else {
@@ -934,8 +941,11 @@ impl<T: Targets> EntryCx<'_, T> {
         out: &mut Sink,
     ) -> (bool, bool) {
         if e.inode == 0 || !is_name(e.name) {
-            out.problems
-                .push(Problem::new(missing).ino(self.d.ino).blk(self.pos.pblk));
+            out.problems.push(
+                Problem::new(missing)
+                    .ino(Ino(self.d.ino))
+                    .blk(Blk(self.pos.pblk)),
+            );
             return (false, false);
         }
         if e.after_name != 0 {
@@ -954,7 +964,7 @@ impl<T: Targets> EntryCx<'_, T> {
         if e.inode != dir {
             out.problems.push(
                 Problem::new(Code::DirDotBadInode)
-                    .ino(dir)
+                    .ino(Ino(dir))
                     .num(e.inode as u64),
             );
         }
@@ -963,7 +973,7 @@ impl<T: Targets> EntryCx<'_, T> {
         if e.rec_len > 2 * MIN_REC_LEN {
             out.problems.push(
                 Problem::new(Code::DirDotRecLen)
-                    .ino(dir)
+                    .ino(Ino(dir))
                     .num(e.rec_len as u64),
             );
         }
@@ -989,13 +999,13 @@ impl<T: Targets> EntryCx<'_, T> {
             out.problems.push(
                 self.problem(Code::DirEntryUninitGroup, e)
                     .num(e.inode as u64)
-                    .group(g),
+                    .group(Group(g)),
             );
         } else if idx >= gi.first_unused {
             out.problems.push(
                 self.problem(Code::DirEntryUnusedArea, e)
                     .num(e.inode as u64)
-                    .group(g),
+                    .group(Group(g)),
             );
         }
     }

@@ -14,6 +14,7 @@
 
 use super::catalogue;
 use super::problem::{Code, Problem};
+use crate::fs::num::{Blk, Ino};
 
 /// The e2fsck codes `code` can stand for, the usual one first; empty for
 /// the codes of [`NONE`].
@@ -400,6 +401,8 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         return Vec::new();
     }
     let a = p.args();
+    // e2fsck's slots are bare numbers: counts stand in them in pass 5.
+    let (a_ino, a_blk) = (a.ino.map(Ino::get), a.blk.map(Blk::get));
     match p.code {
         Code::BlockBitmapDiff | Code::InodeBitmapDiff => {
             let inodes = p.code == Code::InodeBitmapDiff;
@@ -440,7 +443,7 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 },
                 Ref {
                     code: 0x010005,
-                    ino: a.ino,
+                    ino: a_ino,
                     blk: None,
                 },
             ];
@@ -451,12 +454,12 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             return vec![
                 Ref {
                     code,
-                    ino: a.ino,
+                    ino: a_ino,
                     blk: None,
                 },
                 Ref {
                     code: 0x02004D,
-                    ino: a.ino,
+                    ino: a_ino,
                     blk: None,
                 },
             ];
@@ -485,7 +488,7 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             return vec![
                 Ref {
                     code,
-                    ino: a.ino,
+                    ino: a_ino,
                     blk: None,
                 },
                 Ref {
@@ -502,17 +505,17 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .into_iter()
                 .map(|code| Ref {
                     code,
-                    ino: a.ino,
+                    ino: a_ino,
                     blk: None,
                 })
                 .collect();
         }
         // The bad blocks inode's illegal blocks have a code of their own.
-        (Code::InodeIllegalBlock, _) if a.ino == Some(crate::fs::inode::BAD_INO) => {
+        (Code::InodeIllegalBlock, _) if a.ino == Some(Ino(crate::fs::inode::BAD_INO)) => {
             return vec![Ref {
                 code: 0x010012,
                 ino: None,
-                blk: a.blk,
+                blk: a_blk,
             }];
         }
         _ => {}
@@ -524,13 +527,13 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             (a.num.map(|n| n as u32), None)
         }
         // The logical block stands in the block slot there.
-        Code::ClusterMisaligned => (a.ino, a.num),
+        Code::ClusterMisaligned => (a_ino, a.num),
         // The depth stands in the block slot there.
         Code::InodeExtentTooDeep | Code::ExtentTreeShorter | Code::ExtentTreeNarrower => {
-            (a.ino, a.num)
+            (a_ino, a.num)
         }
         Code::GdItableUnused => (None, a.num),
-        _ => (a.ino, a.blk),
+        _ => (a_ino, a_blk),
     };
     vec![Ref {
         code,
@@ -564,6 +567,7 @@ mod tests {
     use super::*;
     use crate::check::catalogue::Kind;
     use crate::check::problem::Severity;
+    use crate::fs::num::Group;
 
     #[test]
     fn every_code_is_mapped_or_listed_as_unmapped() {
@@ -615,9 +619,9 @@ mod tests {
     #[test]
     fn objects_follow_the_message() {
         let p = Problem::new(Code::DirEntryDeletedInode)
-            .ino(2)
+            .ino(Ino(2))
             .num(13)
-            .blk(99);
+            .blk(Blk(99));
         assert_eq!(
             refs(&p, Run::Repair),
             vec![Ref {
@@ -627,7 +631,7 @@ mod tests {
             }]
         );
         let p = Problem::new(Code::GroupFreeBlocks)
-            .group(0)
+            .group(Group(0))
             .num(50)
             .num2(49);
         assert_eq!(refs(&p, Run::Repair)[0].blk, Some(50));

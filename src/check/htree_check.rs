@@ -12,6 +12,7 @@
 
 use super::dirblock::{DxKind, DxRec, LeafRec};
 use super::problem::{Code, Problem, ProblemList};
+use crate::fs::num::Ino;
 
 /// Upper bound of the last entry of a node: e2fsck's highest even hash.
 const TOP_HASH: u32 = 0xFFFF_FFFE;
@@ -114,7 +115,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
         if !b.first && b.min_hash < b.node_min {
             out.push(
                 Problem::new(Code::HtreeHashRange)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .num(lblk)
                     .detail(format!("min {:#010x} < {:#010x}", b.min_hash, b.node_min)),
             );
@@ -124,7 +125,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
             if d != depth {
                 out.push(
                     Problem::new(Code::HtreeLeafDepth)
-                        .ino(ino)
+                        .ino(Ino(ino))
                         .num(lblk)
                         .num2(depth as u64),
                 );
@@ -133,7 +134,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
         if i != 0 && b.max_hash > b.node_max {
             out.push(
                 Problem::new(Code::HtreeHashRange)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .num(lblk)
                     .e2fsck(0x020037)
                     .detail(format!("max {:#010x} > {:#010x}", b.max_hash, b.node_max)),
@@ -142,14 +143,14 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
         if !b.referenced {
             out.push(
                 Problem::new(Code::HtreeBlockReferenced)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .num(lblk)
                     .num2(0),
             );
         } else if b.dup_ref {
             out.push(
                 Problem::new(Code::HtreeBlockReferenced)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .num(lblk)
                     .num2(2),
             );
@@ -158,7 +159,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
     // As e2fsck, any of these makes the index invalid as a whole (its
     // repair rebuilds the directory).
     if out.len() > before {
-        out.push(Problem::new(Code::HtreeInvalid).ino(ino));
+        out.push(Problem::new(Code::HtreeInvalid).ino(Ino(ino)));
     }
 }
 

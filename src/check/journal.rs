@@ -12,6 +12,7 @@ use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode::{Inode, flags};
 use crate::fs::journal::{self, JBD2_MAGIC};
+use crate::fs::num::Ino;
 use crate::fs::superblock::{compat, incompat};
 use crate::volume::Fs;
 use std::path::{Path, PathBuf};
@@ -47,7 +48,7 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
         // 0)", cleared and recreated like a bad inode.
         out.push(
             Problem::new(Code::JournalInodeInvalid)
-                .ino(0)
+                .ino(Ino(0))
                 .detail("no journal inode"),
         );
         if !clear_bad {
@@ -62,7 +63,7 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
         // lost ("has_journal flag is clear, but a journal is present").
         match find_journal_inode(fs).and_then(|(inode, _)| journal_first_block(fs, &inode)) {
             Err(why) => invalid_journal(&mut out, sb.journal_inum, why, clear_bad),
-            Ok(_) => out.push(Problem::new(Code::JournalInodeNoFeature).ino(sb.journal_inum)),
+            Ok(_) => out.push(Problem::new(Code::JournalInodeNoFeature).ino(Ino(sb.journal_inum))),
         }
         return out;
     }
@@ -77,7 +78,7 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
         // -n only reads with it, as here.
         out.push(
             Problem::new(Code::JournalInodeFromBackup)
-                .ino(sb.journal_inum)
+                .ino(Ino(sb.journal_inum))
                 .detail(why.clone()),
         );
     }
@@ -90,7 +91,7 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                 .unwrap_or(0);
             let v2_fields = j.magic == JBD2_MAGIC && stray_v2_fields(&j);
             if v2_fields {
-                out.push(Problem::new(Code::JournalStrayV2Fields).ino(sb.journal_inum));
+                out.push(Problem::new(Code::JournalStrayV2Fields).ino(Ino(sb.journal_inum)));
                 if clear_bad {
                     // The repair clears them first; the rest is judged on
                     // what it leaves.
@@ -108,7 +109,7 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                 };
                 out.push(
                     Problem::new(Code::JournalSuperblockCorrupt)
-                        .ino(sb.journal_inum)
+                        .ino(Ino(sb.journal_inum))
                         .detail(why)
                         .e2fsck(e2),
                 );
@@ -475,7 +476,11 @@ fn superblock_problem(
 /// A journal inode that cannot be used: cleared when the mode may (a new
 /// journal follows), else the check cannot go on, as e2fsck.
 fn invalid_journal(out: &mut Vec<Problem>, ino: u32, why: String, clear_bad: bool) {
-    out.push(Problem::new(Code::JournalInodeInvalid).ino(ino).detail(why));
+    out.push(
+        Problem::new(Code::JournalInodeInvalid)
+            .ino(Ino(ino))
+            .detail(why),
+    );
     if !clear_bad {
         out.push(Problem::new(Code::JournalCannotProceed));
     }

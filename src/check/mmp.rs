@@ -7,6 +7,7 @@
 
 use super::problem::{Code, Problem};
 use crate::fs::mmp::{self, MMP_MAGIC, SEQ_CLEAN, SEQ_FSCK, SEQ_MAX};
+use crate::fs::num::Blk;
 use crate::fs::superblock::incompat;
 use crate::volume::Fs;
 
@@ -19,7 +20,7 @@ pub fn check(fs: &Fs, repairing: bool, claimed: bool) -> Vec<Problem> {
     }
     let blk = fs.sb.mmp_block;
     if blk < fs.geo.first_data_block.max(1) || !fs.geo.block_in_fs(blk) {
-        out.push(Problem::new(Code::MmpBlockInvalid).blk(blk));
+        out.push(Problem::new(Code::MmpBlockInvalid).blk(Blk(blk)));
         return out;
     }
     let raw = match fs.read_block(blk) {
@@ -27,7 +28,7 @@ pub fn check(fs: &Fs, repairing: bool, claimed: bool) -> Vec<Problem> {
         Err(e) => {
             out.push(
                 Problem::new(Code::MmpBusy)
-                    .blk(blk)
+                    .blk(Blk(blk))
                     .detail(format!("the MMP block cannot be read: {e}")),
             );
             out.push(Problem::new(Code::MmpCannotProceed));
@@ -43,14 +44,14 @@ pub fn check(fs: &Fs, repairing: bool, claimed: bool) -> Vec<Problem> {
         None
     };
     if let Some(code) = bad {
-        out.push(Problem::new(code).blk(blk));
+        out.push(Problem::new(code).blk(Blk(blk)));
         if !repairing {
             out.push(Problem::new(Code::MmpCannotProceed));
         }
         return out;
     }
     if let Some(why) = busy(&m).filter(|_| !claimed) {
-        out.push(Problem::new(Code::MmpBusy).blk(blk).detail(why));
+        out.push(Problem::new(Code::MmpBusy).blk(Blk(blk)).detail(why));
         out.push(Problem::new(Code::MmpCannotProceed));
     }
     out

@@ -38,6 +38,7 @@ use crate::error::Result;
 use crate::fs::bytes::{le32, put_le32};
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode::{self as finode, Inode, InodeMut, flags};
+use crate::fs::num::Ino;
 use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SuperblockMut, compat, ro_compat};
 use crate::fs::{orphan as ofile, xattr};
 use crate::volume::stats::AllocStats;
@@ -174,7 +175,7 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
                 for (l, _) in &dirty {
                     w.notes.push(
                         Problem::new(Code::OrphanFileBlockDirty)
-                            .ino(sb.orphan_file_inum)
+                            .ino(Ino(sb.orphan_file_inum))
                             .num(*l),
                     );
                 }
@@ -309,16 +310,19 @@ impl<'a> Work<'a> {
         let mut raw = self.read_inode(ino)?;
         let inode = Inode::parse(&raw);
         let truncating = inode.links_count != 0;
-        self.notes
-            .push(Problem::new(Code::OrphanReleased).ino(ino).detail(format!(
-                "{} orphaned inode {} (uid={}, gid={}, mode=0{:o}, size={})",
-                if truncating { "Truncating" } else { "Clearing" },
-                ino,
-                inode.uid,
-                inode.gid,
-                inode.mode,
-                inode.size
-            )));
+        self.notes.push(
+            Problem::new(Code::OrphanReleased)
+                .ino(Ino(ino))
+                .detail(format!(
+                    "{} orphaned inode {} (uid={}, gid={}, mode=0{:o}, size={})",
+                    if truncating { "Truncating" } else { "Clearing" },
+                    ino,
+                    inode.uid,
+                    inode.gid,
+                    inode.mode,
+                    inode.size
+                )),
+        );
         let next = inode.dtime;
         if next != 0 && (next < geo.first_ino || next > geo.inodes_count) {
             return Err(format!("illegal inode {next} in orphaned inode list"));

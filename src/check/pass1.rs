@@ -33,7 +33,7 @@ use crate::fs::bytes::{le16, le32};
 use crate::fs::crypt::{self, Policy};
 use crate::fs::dir_entry;
 use crate::fs::inode::{self, DIRECT_BLOCKS, FileType, Inode, flags};
-use crate::fs::num::Cluster;
+use crate::fs::num::{Blk, Cluster, Group, Ino};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::volume::Fs;
 
@@ -451,7 +451,7 @@ pub(crate) fn finish(
         if expect != p.stored || p.hi_bad {
             problems.push(
                 Problem::new(Code::InodeIBlocks)
-                    .ino(p.ino)
+                    .ino(Ino(p.ino))
                     .num(p.stored)
                     .num2(expect),
             );
@@ -620,8 +620,8 @@ pub(crate) fn read_unit(
     let off = start_blk * bsz + byte0 % bsz;
     fs.dev.read_at(off, &mut buf[at.clone()]).map_err(|e| {
         Problem::new(Code::InodeTableUnreadable)
-            .group(u.group)
-            .blk(start_blk)
+            .group(Group(u.group))
+            .blk(Blk(start_blk))
             .detail(e.to_string())
     })?;
     Ok(Some(at))
@@ -771,8 +771,8 @@ fn check_inode(
         if ino == inode::BAD_INO {
             c.report(
                 Problem::new(Code::BadBlocksInodeInBadBlock)
-                    .ino(ino)
-                    .blk(blk),
+                    .ino(Ino(ino))
+                    .blk(Blk(blk)),
             );
         }
         c.finish();
@@ -780,7 +780,7 @@ fn check_inode(
     }
     let inode = Inode::parse(raw);
     if garbage && inode.links_count > 0 {
-        c.report(Problem::new(Code::InodeGarbage).ino(ino));
+        c.report(Problem::new(Code::InodeGarbage).ino(Ino(ino)));
     }
     check_inode_body(ctx, w, &mut c, raw, &inode);
     c.finish();
@@ -788,7 +788,7 @@ fn check_inode(
     // match") after its other checks unless one of them rewrote the inode;
     // read-only, nothing is rewritten, so it is always reported.
     if !csum_ok {
-        c.report(Problem::new(Code::InodeChecksum).ino(ino));
+        c.report(Problem::new(Code::InodeChecksum).ino(Ino(ino)));
     }
 }
 
@@ -819,7 +819,7 @@ fn reserved_file(
         if !inode.is_reg() {
             c.report(
                 Problem::new(Code::InodeReservedBad)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .detail(format!("{what} inode is not a regular file")),
             );
         }
@@ -828,7 +828,7 @@ fn reserved_file(
     } else if inode.links_count > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0 {
         c.report(
             Problem::new(Code::InodeReservedBad)
-                .ino(ino)
+                .ino(Ino(ino))
                 .detail(format!("{what} inode is not in use, but contains data")),
         );
     }
@@ -857,20 +857,20 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         // either way the inode is wrong as it stands.
         c.report(
             Problem::new(Code::InodeBadFlags)
-                .ino(ino)
+                .ino(Ino(ino))
                 .detail(detail::INLINE_AND_EXTENTS),
         );
     }
     if inode.has_flag(flags::INLINE_DATA) && !ctx.inline_data && ino >= first_ino {
         // Declined, the flag stays and the inode is checked on (its
         // i_block then maps nothing).
-        c.report(Problem::new(Code::InodeInlineNoFeature).ino(ino));
+        c.report(Problem::new(Code::InodeInlineNoFeature).ino(Ino(ino)));
     }
     if inode.has_flag(flags::EXTENTS)
         && !ctx.extents
         && (links > 0 || matches!(ino, inode::BAD_INO | inode::ROOT_INO | inode::JOURNAL_INO))
     {
-        c.report(Problem::new(Code::InodeExtentsNoFeature).ino(ino));
+        c.report(Problem::new(Code::InodeExtentsNoFeature).ino(Ino(ino)));
     }
     if ctx.extents
         && !inode.has_flag(flags::EXTENTS)
@@ -880,7 +880,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     {
         c.report(
             Problem::new(Code::InodeBadFlags)
-                .ino(ino)
+                .ino(Ino(ino))
                 .e2fsck(0x01005C)
                 .detail(detail::EXTENTS_FL_MISSING),
         );
@@ -890,7 +890,11 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         && ino >= first_ino
         && let Err(why) = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, true)
     {
-        c.report(Problem::new(Code::InodeInlineData).ino(ino).detail(why));
+        c.report(
+            Problem::new(Code::InodeInlineData)
+                .ino(Ino(ino))
+                .detail(why),
+        );
     }
 
     // A dtime smaller than the inode count is an orphan list link: the
@@ -898,7 +902,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     if ctx.low_dtime_check && inode.dtime != 0 && inode.dtime < fs.geo.inodes_count {
         c.report(
             Problem::new(Code::InodeOrphanInUse)
-                .ino(ino)
+                .ino(Ino(ino))
                 .detail("part of a corrupted orphan linked list"),
         );
     }
@@ -914,7 +918,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             {
                 c.report(
                     Problem::new(Code::InodeReservedBad)
-                        .ino(ino)
+                        .ino(Ino(ino))
                         .detail(detail::BAD_BLOCKS_INODE),
                 );
             }
@@ -924,10 +928,14 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         }
         inode::ROOT_INO => {
             if !inode.is_dir() {
-                c.report(Problem::new(Code::RootNotDirectory).ino(ino));
+                c.report(Problem::new(Code::RootNotDirectory).ino(Ino(ino)));
             }
             if inode.dtime != 0 && links > 0 {
-                c.report(Problem::new(Code::InodeDtimeSet).ino(ino).e2fsck(0x010002));
+                c.report(
+                    Problem::new(Code::InodeDtimeSet)
+                        .ino(Ino(ino))
+                        .e2fsck(0x010002),
+                );
             }
         }
         inode::JOURNAL_INO => {
@@ -951,7 +959,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         {
             c.report(
                 Problem::new(Code::InodeReservedBad)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .e2fsck(0x01008F)
                     .detail(detail::ORPHAN_FILE_MODE),
             );
@@ -966,7 +974,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             if bad_mode {
                 c.report(
                     Problem::new(Code::InodeReservedBad)
-                        .ino(ino)
+                        .ino(Ino(ino))
                         .detail(detail::RESERVED_BAD_MODE),
                 );
             }
@@ -981,19 +989,19 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         // The kernel sets dtime when it frees an inode; a typed inode
         // without links and without dtime was never properly deleted.
         if ino >= first_ino && inode.dtime == 0 && inode.mode != 0 {
-            c.report(Problem::new(Code::InodeZeroDtimeDeleted).ino(ino));
+            c.report(Problem::new(Code::InodeZeroDtimeDeleted).ino(Ino(ino)));
         }
         return;
     }
     if inode.dtime != 0 && ino != inode::ROOT_INO {
-        c.report(Problem::new(Code::InodeDtimeSet).ino(ino));
+        c.report(Problem::new(Code::InodeDtimeSet).ino(Ino(ino)));
     }
     mark_used(ctx, c, inode);
 
     if inode.faddr != 0 {
         c.bad(
             Problem::new(Code::InodeBadFlags)
-                .ino(ino)
+                .ino(Ino(ino))
                 .e2fsck(0x02000D)
                 .detail(detail::FADDR),
         );
@@ -1001,7 +1009,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     if inode.is_dir() && !ctx.large_dir && inode.size_high != 0 {
         c.bad(
             Problem::new(Code::InodeBadSize)
-                .ino(ino)
+                .ino(Ino(ino))
                 .num(inode.size)
                 .detail(detail::DIR_SIZE_HIGH),
         );
@@ -1009,21 +1017,21 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     if !ctx.bit64 && inode.file_acl >> 32 != 0 {
         c.bad(
             Problem::new(Code::InodeFileAcl)
-                .ino(ino)
+                .ino(Ino(ino))
                 .e2fsck(0x020048)
-                .blk(inode.file_acl),
+                .blk(Blk(inode.file_acl)),
         );
     }
     if !ctx.huge_file && inode.blocks_raw >> 32 != 0 {
         c.bad(
             Problem::new(Code::InodeBadFlags)
-                .ino(ino)
+                .ino(Ino(ino))
                 .e2fsck(0x020044)
                 .detail(detail::BLOCKS_HI),
         );
     }
     if inode.has_flag(flags::IMAGIC) && !ctx.imagic {
-        c.report(Problem::new(Code::InodeImagic).ino(ino));
+        c.report(Problem::new(Code::InodeImagic).ino(Ino(ino)));
     }
     let owner = xattr::Owner {
         ino,
@@ -1044,7 +1052,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     {
         c.report(
             Problem::new(Code::InodeFastSymlink)
-                .ino(ino)
+                .ino(Ino(ino))
                 .e2fsck(0x01005D)
                 .detail("fast symlink has EXTENTS_FL set"),
         );
@@ -1055,7 +1063,11 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     if let Some(what) = really_dir(ctx, w, ino, raw, inode) {
         // Read-only, the mode stays what it is and the inode is checked
         // as such; the fix makes it a directory for the next round.
-        c.report(Problem::new(Code::InodeReallyDir).ino(ino).detail(what));
+        c.report(
+            Problem::new(Code::InodeReallyDir)
+                .ino(Ino(ino))
+                .detail(what),
+        );
     }
     match inode.file_type() {
         FileType::Directory => {
@@ -1074,22 +1086,26 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                     FileType::Fifo => 0x020025,
                     _ => 0x020026,
                 };
-                c.bad(Problem::new(Code::InodeDeviceBlocks).ino(ino).e2fsck(e2));
+                c.bad(
+                    Problem::new(Code::InodeDeviceBlocks)
+                        .ino(Ino(ino))
+                        .e2fsck(e2),
+                );
             } else {
                 if inode.has_flag(flags::INLINE_DATA) || inode.has_flag(flags::EXTENTS) {
                     c.report(
                         Problem::new(Code::InodeDeviceBlocks)
-                            .ino(ino)
+                            .ino(Ino(ino))
                             .e2fsck(0x010076),
                     );
                 }
                 if inode.has_flag(flags::IMMUTABLE) || inode.has_flag(flags::APPEND) {
-                    c.report(Problem::new(Code::SpecialImmutable).ino(ino));
+                    c.report(Problem::new(Code::SpecialImmutable).ino(Ino(ino)));
                 }
                 if inode.size != 0 {
                     c.report(
                         Problem::new(Code::InodeBadSize)
-                            .ino(ino)
+                            .ino(Ino(ino))
                             .e2fsck(0x010032)
                             .num(inode.size)
                             .detail(detail::SPECIAL_SIZE),
@@ -1104,10 +1120,14 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             }
         }
         FileType::Symlink => match symlink_problem(ctx, w, raw, inode) {
-            Some(why) => c.bad(Problem::new(Code::InodeFastSymlink).ino(ino).detail(why)),
+            Some(why) => c.bad(
+                Problem::new(Code::InodeFastSymlink)
+                    .ino(Ino(ino))
+                    .detail(why),
+            ),
             None => {
                 if inode.has_flag(flags::IMMUTABLE) || inode.has_flag(flags::APPEND) {
-                    c.report(Problem::new(Code::SpecialImmutable).ino(ino));
+                    c.report(Problem::new(Code::SpecialImmutable).ino(Ino(ino)));
                 }
                 c.out.stats.symlinks += 1;
                 if inode.has_flag(flags::INLINE_DATA) {
@@ -1122,7 +1142,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         FileType::Unknown => {
             c.bad(
                 Problem::new(Code::InodeBadMode)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .num(inode.mode as u64),
             );
         }
@@ -1137,17 +1157,17 @@ fn check_type_flags(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
     let ino = c.ino;
     if inode.has_flag(flags::CASEFOLD) {
         if !inode.is_dir() {
-            c.report(Problem::new(Code::InodeCasefoldNonDir).ino(ino));
+            c.report(Problem::new(Code::InodeCasefoldNonDir).ino(Ino(ino)));
         }
         if !ctx.casefold {
-            c.report(Problem::new(Code::InodeCasefold).ino(ino));
+            c.report(Problem::new(Code::InodeCasefold).ino(Ino(ino)));
         } else {
             c.set_flag(iflag::CASEFOLD);
         }
     }
     if inode.has_flag(flags::EA_INODE) {
         if !inode.is_reg() {
-            c.report(Problem::new(Code::InodeEaInodeNonReg).ino(ino));
+            c.report(Problem::new(Code::InodeEaInodeNonReg).ino(Ino(ino)));
         }
         // Declined (-n), the flag stays and e2fsck tracks the inode; the
         // repair clears it before the next round looks again.
@@ -1257,8 +1277,8 @@ fn check_encryption(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         crypt::XATTR_NAME,
     );
     match value.map(|v| crypt::parse_context(&v)) {
-        None => c.report(Problem::new(Code::InodeEncryptNoXattr).ino(ino)),
-        Some(Policy::Corrupt) => c.report(Problem::new(Code::InodeEncryptCorrupt).ino(ino)),
+        None => c.report(Problem::new(Code::InodeEncryptNoXattr).ino(Ino(ino))),
+        Some(Policy::Corrupt) => c.report(Problem::new(Code::InodeEncryptCorrupt).ino(Ino(ino))),
         Some(p) => {
             c.set_flag(iflag::ENCRYPTED);
             c.out.policies.push((ino, p));
@@ -1463,9 +1483,9 @@ impl Claimer<'_> {
                 if self.problems.len() < MAX_CLUSTER_REPORTS {
                     self.problems.push(
                         Problem::new(Code::ClusterMisaligned)
-                            .ino(self.ino)
+                            .ino(Ino(self.ino))
                             .num(lblk + k)
-                            .blk(pblk + k),
+                            .blk(Blk(pblk + k)),
                     );
                 }
                 self.claim(pblk + k);
@@ -1529,11 +1549,11 @@ impl Claimer<'_> {
                     (0x01001A, None)
                 };
                 let mut p = Problem::new(Code::BadBlockInMetadata)
-                    .ino(self.ino)
+                    .ino(Ino(self.ino))
                     .e2fsck(e2)
-                    .blk(b);
+                    .blk(Blk(b));
                 if let Some(g) = group {
-                    p = p.group(g as u32);
+                    p = p.group(Group(g as u32));
                 }
                 self.problems.push(p);
             }
@@ -1575,7 +1595,7 @@ impl MapVisitor for Claimer<'_> {
                 let shown = gap.min(16u64.saturating_sub(self.holes as u64));
                 for h in self.dir_next..self.dir_next + shown {
                     self.problems
-                        .push(Problem::new(Code::InodeDirHole).ino(self.ino).num(h));
+                        .push(Problem::new(Code::InodeDirHole).ino(Ino(self.ino)).num(h));
                 }
                 self.holes = self
                     .holes
@@ -1822,9 +1842,9 @@ fn check_blocks(
             let e2 = if ctx.ext_attr { 0x020032 } else { 0x02000E };
             c.bad(
                 Problem::new(Code::InodeFileAcl)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .e2fsck(e2)
-                    .blk(inode.file_acl),
+                    .blk(Blk(inode.file_acl)),
             );
         } else {
             c.out.xrefs.push((inode.file_acl, ino, inode.generation));
@@ -1837,9 +1857,9 @@ fn check_blocks(
     let extent_mapped = ctx.extents && inode.has_flag(flags::EXTENTS);
     if inode.has_flag(flags::INDEX) {
         if !is_dir {
-            c.report(Problem::new(Code::InodeIndexNotDir).ino(ino));
+            c.report(Problem::new(Code::InodeIndexNotDir).ino(Ino(ino)));
         } else if !ctx.dir_index {
-            c.report(Problem::new(Code::InodeIndexNoFeature).ino(ino));
+            c.report(Problem::new(Code::InodeIndexNoFeature).ino(Ino(ino)));
         } else {
             c.set_flag(iflag::HTREE);
         }
@@ -1905,7 +1925,7 @@ fn check_blocks(
         if let Some((e2, why)) = htree_root_problem(ctx, w, inode, root) {
             c.report(
                 Problem::new(Code::HtreeRootInvalid)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .e2fsck(e2)
                     .detail(why),
             );
@@ -1937,7 +1957,7 @@ fn check_blocks(
     if is_dir && !inline && mapped == 0 {
         c.report(
             Problem::new(Code::InodeBadSize)
-                .ino(ino)
+                .ino(Ino(ino))
                 .e2fsck(0x010006)
                 .num(size)
                 .detail(detail::ZERO_LENGTH_DIR),
@@ -1976,7 +1996,7 @@ fn check_blocks(
     if bad_size && !inode.is_symlink() {
         c.report(
             Problem::new(Code::InodeISize)
-                .ino(ino)
+                .ino(Ino(ino))
                 .num(size)
                 .num2(want_size),
         );
@@ -2017,7 +2037,7 @@ fn check_blocks(
     } else if expect != stored || hi_bad {
         c.report(
             Problem::new(Code::InodeIBlocks)
-                .ino(ino)
+                .ino(Ino(ino))
                 .num(stored)
                 .num2(expect),
         );
@@ -2031,7 +2051,7 @@ fn check_blocks(
         && mapped > 0
         && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
     {
-        c.report(Problem::new(Code::InodeBigallocBlockMap).ino(ino));
+        c.report(Problem::new(Code::InodeBigallocBlockMap).ino(Ino(ino)));
     }
     if let (None, Some((ids, blocks, inodes))) = (acl, quota) {
         // `blocks` are clusters with bigalloc: e2fsck charges cluster size.

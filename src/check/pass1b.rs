@@ -21,7 +21,7 @@ use super::state::State;
 use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::inode::{self, Inode};
-use crate::fs::num::Cluster;
+use crate::fs::num::{Cluster, Ino};
 use crate::volume::Fs;
 
 /// Longest list of owners kept in a problem's detail.
@@ -286,7 +286,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
         let nshared = others.len() as u64 + meta as u64;
         problems.push(
             Problem::new(Code::DupBlocks)
-                .ino(*ino)
+                .ino(Ino(*ino))
                 .num(hits.len() as u64)
                 .num2(nshared)
                 .detail(detail),

@@ -17,6 +17,7 @@
 //! from there down are not counted.
 
 use super::problem::{Code, Problem};
+use crate::fs::num::Ino;
 
 /// Levels whose statistics are kept (e2fsck's MAX_EXTENT_DEPTH_COUNT).
 pub const LEVELS: usize = 8;
@@ -72,7 +73,7 @@ impl TreeStats {
     /// The problem for inode `ino`, if its tree is offered pass 1E.
     pub fn problem(&self, ino: u32, depth: u16, block_size: u32) -> Option<Problem> {
         self.offer(depth, block_size)
-            .map(|(code, level)| Problem::new(code).ino(ino).num(u64::from(level)))
+            .map(|(code, level)| Problem::new(code).ino(Ino(ino)).num(u64::from(level)))
     }
 }
 

@@ -37,6 +37,7 @@ use crate::fs::dir_entry::{inode_at, rec_len_at};
 use crate::fs::group_desc::BG_INODE_UNINIT;
 use crate::fs::htree;
 use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, ROOT_INO};
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::fs::xattr;
 use crate::volume::Fs;
@@ -786,7 +787,7 @@ fn find_holes(fsp: &FsParams, st: &State, dirs: &[DirInfo], limit: u32, out: &mu
             if lb > expect {
                 out.push(
                     Problem::new(Code::DirHole)
-                        .ino(dirs[i].params.ino)
+                        .ino(Ino(dirs[i].params.ino))
                         .num(expect as u64),
                 );
             }
@@ -901,8 +902,8 @@ fn check_unit<'d, T: Targets>(
                 if io.time(|| fs.read_block_into(db.pblk, b)).is_err() {
                     sink.problems.push(
                         Problem::new(Code::DirBlockUnreadable)
-                            .ino(db.ino)
-                            .blk(db.pblk),
+                            .ino(Ino(db.ino))
+                            .blk(Blk(db.pblk)),
                     );
                     out.marks.push((*db, start, sink.problems.mark() as u32));
                     continue;
@@ -961,7 +962,7 @@ fn check_inline_dirs<T: Targets + Sync>(
                 if !size.is_multiple_of(4) || (size > INLINE_IBLOCK && size < INLINE_IBLOCK + 12) {
                     sink.problems.push(
                         Problem::new(Code::DirInlineBad)
-                            .ino(ino)
+                            .ino(Ino(ino))
                             .detail(format!("size {size}")),
                     );
                 }
@@ -1051,7 +1052,7 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> Links {
                 .unwrap_or(&[]);
             probs.push(
                 Problem::new(Code::DirEntryLinkToDir)
-                    .ino(r.parent())
+                    .ino(Ino(r.parent()))
                     .num(r.child as u64)
                     .num2(parent[i] as u64)
                     .detail(super::dirblock::name_str(name)),

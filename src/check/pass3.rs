@@ -21,6 +21,7 @@ use super::problem::{Code, Problem};
 use super::state::{State, iflag};
 use crate::error::Result;
 use crate::fs::inode::ROOT_INO;
+use crate::fs::num::Ino;
 use crate::volume::Fs;
 
 pub fn run(_fs: &Fs, state: &mut State) -> Result<Vec<Problem>> {
@@ -54,7 +55,7 @@ pub fn check(st: &State) -> Vec<Problem> {
                 None => {
                     out.push(
                         Problem::new(Code::DirUnconnected)
-                            .ino(st.dirs[cur])
+                            .ino(Ino(st.dirs[cur]))
                             .num(dotdot(cur) as u64),
                     );
                     break;
@@ -64,7 +65,7 @@ pub fn check(st: &State) -> Vec<Problem> {
         if dotdot(i) != parent(i) {
             out.push(
                 Problem::new(Code::DirDotDotWrong)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .num(ino as u64)
                     .num2(dotdot(i) as u64)
                     .detail(parent(i).to_string()),
@@ -74,10 +75,10 @@ pub fn check(st: &State) -> Vec<Problem> {
     if st.lost_found == 0 {
         out.push(Problem::new(Code::LostFoundMissing));
     } else if !st.inode_dir.get(st.lost_found as u64) {
-        out.push(Problem::new(Code::LostFoundNotDir).ino(st.lost_found));
+        out.push(Problem::new(Code::LostFoundNotDir).ino(Ino(st.lost_found)));
     } else if st.has_iflag(st.lost_found, iflag::ENCRYPTED) {
         // Names put there by the repair would have to be encrypted.
-        out.push(Problem::new(Code::LostFoundEncrypted).ino(st.lost_found));
+        out.push(Problem::new(Code::LostFoundEncrypted).ino(Ino(st.lost_found)));
     }
     out
 }
@@ -100,7 +101,9 @@ mod tests {
     }
 
     fn codes(p: &[Problem]) -> Vec<(Code, Option<u32>)> {
-        p.iter().map(|p| (p.code, p.args().ino)).collect()
+        p.iter()
+            .map(|p| (p.code, p.args().ino.map(Ino::get)))
+            .collect()
     }
 
     #[test]

@@ -27,6 +27,7 @@ use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::bytes::{le16, le32};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, ROOT_INO};
+use crate::fs::num::Ino;
 use crate::fs::superblock::ro_compat;
 use crate::fs::xattr;
 use crate::volume::Fs;
@@ -153,7 +154,7 @@ fn check_range(
                 if stored != refs && i.ctime != i.atime {
                     out.push(
                         Problem::new(Code::InodeEaInodeRefs)
-                            .ino(ino)
+                            .ino(Ino(ino))
                             .num(stored)
                             .num2(refs),
                     );
@@ -165,14 +166,14 @@ fn check_range(
             // (e2fsck takes it for a stray one) and the file is
             // reconnected as any other.
             if st.has_iflag(ino, iflag::EA_INODE) {
-                out.push(Problem::new(Code::InodeEaInodeSpurious).ino(ino));
+                out.push(Problem::new(Code::InodeEaInodeSpurious).ino(Ino(ino)));
             }
             let kind = read(ino).map_or(Unreferenced::Other, |raw| classify(&raw));
             let code = match kind {
                 Unreferenced::ZeroLength => Code::InodeUnattachedZero,
                 Unreferenced::Other => Code::InodeUnattached,
             };
-            out.push(Problem::new(code).ino(ino));
+            out.push(Problem::new(code).ino(Ino(ino)));
             // Left unattached, the count is not worth comparing.
             continue;
         }
@@ -188,7 +189,7 @@ fn check_range(
         }
         out.push(
             Problem::new(Code::InodeLinkCount)
-                .ino(ino)
+                .ino(Ino(ino))
                 .num(have as u64)
                 .num2(seen as u64),
         );
@@ -239,7 +240,10 @@ mod tests {
                 _ => raw(0o100644, 0, 0),
             })
         });
-        let c: Vec<_> = p.iter().map(|p| (p.code, p.args().ino.unwrap())).collect();
+        let c: Vec<_> = p
+            .iter()
+            .map(|p| (p.code, p.args().ino.unwrap().get()))
+            .collect();
         assert_eq!(
             c,
             vec![
@@ -279,7 +283,14 @@ mod tests {
         });
         let c: Vec<_> = p
             .iter()
-            .map(|p| (p.code, p.args().ino.unwrap(), p.args().num, p.args().num2))
+            .map(|p| {
+                (
+                    p.code,
+                    p.args().ino.unwrap().get(),
+                    p.args().num,
+                    p.args().num2,
+                )
+            })
             .collect();
         assert_eq!(
             c,

@@ -30,7 +30,7 @@ use super::state::State;
 use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Group};
 use crate::volume::{ClusterMap, Fs};
 
 /// Longest difference list kept in a problem's detail.
@@ -142,8 +142,8 @@ fn check_group(
         } else if let Err(e) = fs.read_block_into(gd.block_bitmap, buf) {
             out.problems.push(
                 Problem::new(Code::BitmapUnreadable)
-                    .group(g)
-                    .blk(gd.block_bitmap)
+                    .group(Group(g))
+                    .blk(Blk(gd.block_bitmap))
                     .detail(format!("block ({e})")),
             );
         } else {
@@ -190,14 +190,14 @@ fn check_group(
                 || !tail_set(buf, bpg))
         {
             out.problems
-                .push(Problem::new(Code::BlockBitmapPadding).group(g));
+                .push(Problem::new(Code::BlockBitmapPadding).group(Group(g)));
         }
     }
     out.free_blocks = n - used;
     if gd.free_blocks_count as u64 != out.free_blocks {
         out.problems.push(
             Problem::new(Code::GroupFreeBlocks)
-                .group(g)
+                .group(Group(g))
                 .num(gd.free_blocks_count as u64)
                 .num2(out.free_blocks),
         );
@@ -215,15 +215,15 @@ fn check_group(
     } else if let Err(e) = fs.read_block_into(gd.inode_bitmap, buf) {
         out.problems.push(
             Problem::new(Code::BitmapUnreadable)
-                .group(g)
-                .blk(gd.inode_bitmap)
+                .group(Group(g))
+                .blk(Blk(gd.inode_bitmap))
                 .detail(format!("inode ({e})")),
         );
     } else {
         have_disk = true;
         if !tail_set(buf, ipg) {
             out.problems
-                .push(Problem::new(Code::InodeBitmapPadding).group(g));
+                .push(Problem::new(Code::InodeBitmapPadding).group(Group(g)));
         }
         if csum {
             let bytes = &buf[..(ipg / 8) as usize];
@@ -262,7 +262,7 @@ fn check_group(
     if gd.free_inodes_count as u64 != out.free_inodes {
         out.problems.push(
             Problem::new(Code::GroupFreeInodes)
-                .group(g)
+                .group(Group(g))
                 .num(gd.free_inodes_count as u64)
                 .num2(out.free_inodes),
         );
@@ -270,7 +270,7 @@ fn check_group(
     if gd.used_dirs_count as u64 != dirs {
         out.problems.push(
             Problem::new(Code::GroupDirsCount)
-                .group(g)
+                .group(Group(g))
                 .num(gd.used_dirs_count as u64)
                 .num2(dirs),
         );
@@ -370,7 +370,7 @@ pub fn run(
             "inode(s) in use but the group is marked INODE_UNINIT"
         };
         Problem::new(Code::GroupUninitFlags)
-            .group(g)
+            .group(Group(g))
             .e2fsck(e2)
             .detail(what)
     };
@@ -400,7 +400,7 @@ pub fn run(
     // repair reports checksums only for bitmaps that are otherwise right.
     if block_diffs.is_empty() || !repairing {
         for g in block_csum {
-            problems.push(Problem::new(Code::BlockBitmapChecksum).group(g));
+            problems.push(Problem::new(Code::BlockBitmapChecksum).group(Group(g)));
         }
     }
     let (block_counts, inode_counts): (Vec<Problem>, Vec<Problem>) = group_probs
@@ -429,7 +429,7 @@ pub fn run(
     }
     if inode_diffs.is_empty() || !repairing {
         for g in inode_csum {
-            problems.push(Problem::new(Code::InodeBitmapChecksum).group(g));
+            problems.push(Problem::new(Code::InodeBitmapChecksum).group(Group(g)));
         }
     }
     problems.extend(inode_counts);

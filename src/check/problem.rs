@@ -5,6 +5,8 @@
 //! the CLI renders it. Message templates use `{ino}`, `{blk}`, `{group}`,
 //! `{num}`, `{num2}` and `{detail}`.
 
+use crate::fs::num::{Blk, Group, Ino};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Pass {
     /// Superblock, group descriptors, journal: before pass 1.
@@ -347,9 +349,9 @@ pub struct Problem {
     pub code: Code,
     /// Which of the numbers are set (`HAS_*` bits).
     has: u8,
-    ino: u32,
-    group: u32,
-    blk: u64,
+    ino: Ino,
+    group: Group,
+    blk: Blk,
     num: u64,
     num2: u64,
     /// The e2fsck code the check named (`HAS_E2`), where the code's
@@ -370,9 +372,9 @@ const HAS_E2: u8 = 32;
 /// where the problem has none.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Args<'a> {
-    pub ino: Option<u32>,
-    pub blk: Option<u64>,
-    pub group: Option<u32>,
+    pub ino: Option<Ino>,
+    pub blk: Option<Blk>,
+    pub group: Option<Group>,
     pub num: Option<u64>,
     pub num2: Option<u64>,
     /// Empty when there is none.
@@ -400,26 +402,26 @@ impl Problem {
         Problem {
             code,
             has: 0,
-            ino: 0,
-            group: 0,
-            blk: 0,
+            ino: Ino(0),
+            group: Group(0),
+            blk: Blk(0),
             num: 0,
             num2: 0,
             e2: 0,
             detail: None,
         }
     }
-    pub fn ino(mut self, ino: u32) -> Problem {
+    pub fn ino(mut self, ino: Ino) -> Problem {
         self.ino = ino;
         self.has |= HAS_INO;
         self
     }
-    pub fn blk(mut self, blk: u64) -> Problem {
+    pub fn blk(mut self, blk: Blk) -> Problem {
         self.blk = blk;
         self.has |= HAS_BLK;
         self
     }
-    pub fn group(mut self, g: u32) -> Problem {
+    pub fn group(mut self, g: Group) -> Problem {
         self.group = g;
         self.has |= HAS_GROUP;
         self
@@ -537,19 +539,19 @@ impl Problem {
             let opt = |v: Option<u64>| v.map_or_else(|| "?".to_string(), |n| n.to_string());
             let a = self.args();
             match key {
-                "ino" => out.push_str(&opt(a.ino.map(u64::from))),
-                "blk" => out.push_str(&opt(a.blk)),
-                "group" => out.push_str(&opt(a.group.map(u64::from))),
+                "ino" => out.push_str(&opt(a.ino.map(|i| u64::from(i.get())))),
+                "blk" => out.push_str(&opt(a.blk.map(Blk::get))),
+                "group" => out.push_str(&opt(a.group.map(|g| u64::from(g.get())))),
                 "num" => out.push_str(&opt(a.num)),
                 "num2" => out.push_str(&opt(a.num2)),
                 "detail" => out.push_str(&detail(a.detail)),
-                "path:ino" => out.push_str(&path(a.ino.map(u64::from))),
+                "path:ino" => out.push_str(&path(a.ino.map(|i| u64::from(i.get())))),
                 "path:num" => out.push_str(&path(a.num)),
                 "path:num2" => out.push_str(&path(a.num2)),
                 // The detail is the number of a directory.
                 "path:detail" => out.push_str(&path(a.detail.parse().ok())),
                 "path:detail/ino" => out.push_str(&match (tree, a.detail.parse().ok(), a.ino) {
-                    (Some(t), Some(d), Some(i)) => t.pathname(d, i),
+                    (Some(t), Some(d), Some(i)) => t.pathname(d, i.get()),
                     _ => "???".to_string(),
                 }),
                 other => {
@@ -615,7 +617,7 @@ mod tests {
         assert_eq!(escape_name("é".as_bytes()), "M-CM-)");
         assert_eq!(escape_name(b"\x9b\xff\x80"), "M-^[M-^?M-^@");
         let p = Problem::new(Code::DirEntryDeletedInode)
-            .ino(2)
+            .ino(Ino(2))
             .num(12)
             .detail("nl\nPass 5");
         assert!(p.text().starts_with("Entry 'nl^JPass 5' in"));
@@ -624,7 +626,10 @@ mod tests {
 
     #[test]
     fn message_fills_placeholders() {
-        let p = Problem::new(Code::InodeISize).ino(12).num(0).num2(1024);
+        let p = Problem::new(Code::InodeISize)
+            .ino(Ino(12))
+            .num(0)
+            .num2(1024);
         assert_eq!(p.message(), "Inode 12, i_size is 0, should be 1024");
     }
 }

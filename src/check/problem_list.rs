@@ -19,6 +19,7 @@
 //! `HAS_DETAIL`, the detail's length as LEB128 and its bytes.
 
 use super::problem::{Code, Pass, Problem};
+use crate::fs::num::{Blk, Group, Ino};
 use std::ops::Range;
 
 const HAS_INO: u8 = 1;
@@ -377,9 +378,9 @@ fn encode(p: &Problem, out: &mut Vec<u8>) {
     out.push(p.code as u8);
     out.push(has);
     let nums = [
-        a.ino.map(u64::from),
-        a.blk,
-        a.group.map(u64::from),
+        a.ino.map(|i| u64::from(i.get())),
+        a.blk.map(Blk::get),
+        a.group.map(|g| u64::from(g.get())),
         a.num,
         a.num2,
     ];
@@ -429,13 +430,13 @@ fn decode_len(rec: &[u8]) -> Option<(Problem, usize)> {
         Some(v)
     };
     if has & HAS_INO != 0 {
-        p = p.ino(next(&mut at)? as u32);
+        p = p.ino(Ino(next(&mut at)? as u32));
     }
     if has & HAS_BLK != 0 {
-        p = p.blk(next(&mut at)?);
+        p = p.blk(Blk(next(&mut at)?));
     }
     if has & HAS_GROUP != 0 {
-        p = p.group(next(&mut at)? as u32);
+        p = p.group(Group(next(&mut at)? as u32));
     }
     if has & HAS_NUM != 0 {
         p = p.num(next(&mut at)?);
@@ -461,20 +462,25 @@ mod tests {
 
     fn sample() -> Vec<Problem> {
         vec![
-            Problem::new(Code::InodeDtimeSet).ino(13),
-            Problem::new(Code::InodeIBlocks).ino(17).num(16).num2(8),
+            Problem::new(Code::InodeDtimeSet).ino(Ino(13)),
+            Problem::new(Code::InodeIBlocks)
+                .ino(Ino(17))
+                .num(16)
+                .num2(8),
             Problem::new(Code::SuperFreeBlocks).num(u64::MAX).num2(0),
             Problem::new(Code::DirEntryFileType)
-                .ino(u32::MAX)
+                .ino(Ino(u32::MAX))
                 .num(1)
                 .num2(2)
                 .detail("naïve name"),
             Problem::new(Code::RootMissing),
             Problem::new(Code::InodeBitmapDiff).detail("-(12--40)".repeat(100)),
-            Problem::new(Code::GdChecksum).group(7).blk(1 << 40),
+            Problem::new(Code::GdChecksum)
+                .group(Group(7))
+                .blk(Blk(1 << 40)),
             Problem::new(Code::SbExtraIsize).num(0).detail(""),
             Problem::new(Code::InodeBadFlags)
-                .ino(9)
+                .ino(Ino(9))
                 .e2fsck(0x01005C)
                 .detail("x"),
         ]
@@ -498,12 +504,12 @@ mod tests {
             assert!(l.contains(p));
         }
         assert_eq!(l.get(v.len()), None);
-        assert!(!l.contains(&Problem::new(Code::InodeDtimeSet).ino(14)));
+        assert!(!l.contains(&Problem::new(Code::InodeDtimeSet).ino(Ino(14))));
         // The common inode problems take a few bytes each.
         let small: ProblemList = (0..1000u32)
             .map(|i| {
                 Problem::new(Code::InodeLinkCount)
-                    .ino(200_000 + i)
+                    .ino(Ino(200_000 + i))
                     .num(2)
                     .num2(1)
             })
@@ -515,7 +521,9 @@ mod tests {
     fn get_and_append_across_strides() {
         let v: Vec<Problem> = (0..1000u32)
             .map(|i| {
-                let p = Problem::new(Code::InodeISize).ino(i).num(i as u64 * 77);
+                let p = Problem::new(Code::InodeISize)
+                    .ino(Ino(i))
+                    .num(i as u64 * 77);
                 if i % 7 == 0 {
                     p.detail(format!("d{i}"))
                 } else {
@@ -558,17 +566,23 @@ mod tests {
     #[test]
     fn retain_and_sort_by_pass_keep_order() {
         let v = vec![
-            Problem::new(Code::InodeLinkCount).ino(1).num(1).num2(2),
-            Problem::new(Code::InodeDtimeSet).ino(2),
+            Problem::new(Code::InodeLinkCount)
+                .ino(Ino(1))
+                .num(1)
+                .num2(2),
+            Problem::new(Code::InodeDtimeSet).ino(Ino(2)),
             Problem::new(Code::SbChecksum),
-            Problem::new(Code::InodeDtimeSet).ino(3),
-            Problem::new(Code::InodeLinkCount).ino(4).num(1).num2(2),
+            Problem::new(Code::InodeDtimeSet).ino(Ino(3)),
+            Problem::new(Code::InodeLinkCount)
+                .ino(Ino(4))
+                .num(1)
+                .num2(2),
         ];
         let mut l: ProblemList = v.clone().into();
         assert!(!l.is_sorted_by_pass());
         l.sort_by_pass();
         assert!(l.is_sorted_by_pass());
-        let order: Vec<u32> = l.iter().map(|p| p.args().ino.unwrap_or(0)).collect();
+        let order: Vec<u32> = l.iter().map(|p| p.args().ino.map_or(0, Ino::get)).collect();
         assert_eq!(order, vec![0, 2, 3, 1, 4]);
         let mut picked = Vec::new();
         let keep = [true, false, true, true, true];

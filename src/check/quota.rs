@@ -18,6 +18,7 @@ use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use super::problem::{Code, Problem};
 use super::state::{QUOTA_TYPES, QuotaUse, State};
 use crate::fs::inode::{self, Inode, flags};
+use crate::fs::num::Ino;
 use crate::fs::quota::{self, QUOTA_BLOCK};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::volume::Fs;
@@ -49,7 +50,7 @@ pub fn run(fs: &Fs, state: &State) -> Vec<Problem> {
         let name = TYPE_NAMES[qtype];
         let bad = |why: String| {
             Problem::new(Code::QuotaFileBad)
-                .ino(ino)
+                .ino(Ino(ino))
                 .detail(format!("{name} quota file (inode {ino}): {why}"))
         };
         let first = out.len();

@@ -39,6 +39,7 @@ use crate::fs::journal::{
     self as jfmt, BLOCKTYPE_COMMIT, BLOCKTYPE_DESCRIPTOR, BLOCKTYPE_REVOKE, JBD2_MAGIC,
     JournalSuperblock, tag_flags,
 };
+use crate::fs::num::Blk;
 use crate::fs::superblock::{
     STATE_VALID, SUPERBLOCK_OFFSET, SuperblockMut, compat, incompat, ro_compat,
 };
@@ -673,7 +674,7 @@ pub fn after_replay(
         notes.push(Problem::new(Code::JournalTransactionCorrupt).num(t as u64));
     }
     for &b in &plan.bad_data_blocks {
-        notes.push(Problem::new(Code::JournalBlockChecksum).blk(b));
+        notes.push(Problem::new(Code::JournalBlockChecksum).blk(Blk(b)));
     }
     if let Some(f) = &plan.failure {
         notes.push(Problem::new(Code::JournalRecoveryFails).detail(f.to_string()));

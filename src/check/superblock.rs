@@ -9,6 +9,7 @@ use crate::engine::AtomicBitmap;
 use crate::error::Result;
 use crate::fs::geometry::Geometry;
 use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT, GroupDesc};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::{
     self, EXT2_MAGIC, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, Superblock, incompat, ro_compat,
 };
@@ -145,7 +146,11 @@ fn load_named(dev: &Device, sbn: u64, opts: &Options, probs: &mut Vec<Problem>) 
                 Ok(_) => "named with -b".to_string(),
                 Err(e) => format!("named with -b; the primary superblock is damaged: {e}"),
             };
-            probs.push(Problem::new(Code::SbUsedBackup).blk(l.sb_block).detail(why));
+            probs.push(
+                Problem::new(Code::SbUsedBackup)
+                    .blk(Blk(l.sb_block))
+                    .detail(why),
+            );
             l
         }
         Some(l) => l,
@@ -200,7 +205,7 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
                     let e2 = if primary.is_ok() { 0x000045 } else { 0x000044 };
                     probs.push(
                         Problem::new(Code::SbUsedBackup)
-                            .blk(b.sb_block)
+                            .blk(Blk(b.sb_block))
                             .detail(format!("the primary superblock is damaged: {why}"))
                             .e2fsck(e2),
                     );
@@ -570,7 +575,7 @@ fn desc_problems(sb: &Superblock, geo: &Geometry, gds: &[GroupDesc]) -> Vec<Prob
         let mut check = |blk: u64, len: u64, loc: Code, what: &str| {
             let end = blk.checked_add(len - 1);
             if !inside(blk) || end.is_none_or(|e| !inside(e)) {
-                out.push(Problem::new(loc).group(g).blk(blk));
+                out.push(Problem::new(loc).group(Group(g)).blk(Blk(blk)));
                 return;
             }
             for b in blk..blk + len {
@@ -583,8 +588,8 @@ fn desc_problems(sb: &Superblock, geo: &Geometry, gds: &[GroupDesc]) -> Vec<Prob
                     };
                     out.push(
                         Problem::new(Code::GdMetadataOverlap)
-                            .group(g)
-                            .blk(b)
+                            .group(Group(g))
+                            .blk(Blk(b))
                             .e2fsck(e2)
                             .detail(what.to_string()),
                     );
@@ -670,7 +675,7 @@ fn fields_without_feature(fs: &Fs) -> Vec<Problem> {
         };
         out.push(
             Problem::new(Code::SbInodeFieldNoFeature)
-                .ino(ino)
+                .ino(Ino(ino))
                 .detail(what)
                 .e2fsck(e2),
         );
@@ -757,7 +762,7 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
         ("project", sb.prj_quota_inum),
     ] {
         if quota_inum_invalid(ino, geo.inodes_count) {
-            out.push(Problem::new(Code::SbQuotaInode).ino(ino).detail(kind));
+            out.push(Problem::new(Code::SbQuotaInode).ino(Ino(ino)).detail(kind));
         }
     }
     out.extend(fields_without_feature(fs));
@@ -767,10 +772,10 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     if sb.has_compat(superblock::compat::ORPHAN_FILE)
         && (sb.orphan_file_inum == 0 || sb.orphan_file_inum > geo.inodes_count)
     {
-        out.push(Problem::new(Code::OrphanFileInodeInvalid).ino(sb.orphan_file_inum));
+        out.push(Problem::new(Code::OrphanFileInodeInvalid).ino(Ino(sb.orphan_file_inum)));
     }
     if sb.last_orphan != 0 {
-        out.push(Problem::new(Code::SbOrphanList).ino(sb.last_orphan));
+        out.push(Problem::new(Code::SbOrphanList).ino(Ino(sb.last_orphan)));
     }
     if sb.has_incompat(incompat::RECOVER) {
         out.push(Problem::new(Code::SbNeedsRecovery));
@@ -782,29 +787,29 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     for g in 0..geo.groups {
         let gd = &fs.gds[g as usize];
         if csum && !fs.gd_checksum_ok(g) {
-            out.push(Problem::new(Code::GdChecksum).group(g));
+            out.push(Problem::new(Code::GdChecksum).group(Group(g)));
         }
         // ITABLE_ZEROED alone is harmless: mke2fs sets it without uninit_bg.
         if !csum && (gd.flags & (BG_INODE_UNINIT | BG_BLOCK_UNINIT) != 0 || gd.itable_unused != 0) {
-            out.push(Problem::new(Code::GdUninitWithoutCsum).group(g));
+            out.push(Problem::new(Code::GdUninitWithoutCsum).group(Group(g)));
         }
         // The last group's block bitmap covers blocks past the end; the
         // kernel never leaves it uninitialised.
         if g + 1 == geo.groups && gd.flags & BG_BLOCK_UNINIT != 0 {
-            out.push(Problem::new(Code::GdBlockUninitLastGroup).group(g));
+            out.push(Problem::new(Code::GdBlockUninitLastGroup).group(Group(g)));
         }
         let gblocks = geo.group_blocks(g);
         if gd.free_blocks_count > gblocks {
             out.push(
                 Problem::new(Code::GdFreeBlocksInvalid)
-                    .group(g)
+                    .group(Group(g))
                     .num(gd.free_blocks_count as u64),
             );
         }
         if gd.free_inodes_count > geo.inodes_per_group {
             out.push(
                 Problem::new(Code::GdFreeInodesInvalid)
-                    .group(g)
+                    .group(Group(g))
                     .num(gd.free_inodes_count as u64),
             );
         }
@@ -813,7 +818,7 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
         {
             out.push(
                 Problem::new(Code::GdItableUnused)
-                    .group(g)
+                    .group(Group(g))
                     .num(gd.itable_unused as u64),
             );
         }

@@ -15,6 +15,7 @@ use super::state::{State, XattrBlockRef};
 use crate::engine::{Control, Threads, par_map};
 use crate::fs::bytes::{le32, u8_at};
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, flags};
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr::{self, ENTRY_HEADER_LEN, XATTR_MAGIC};
 use crate::volume::Fs;
@@ -95,7 +96,7 @@ struct EaEntry<'a> {
 fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
     let illegal = || {
         Problem::new(Code::XattrEaInodeInvalid)
-            .ino(owner.ino)
+            .ino(Ino(owner.ino))
             .num(e.value_inum as u64)
     };
     if e.value_inum < fs.geo.first_ino || e.value_inum > fs.geo.inodes_count {
@@ -117,12 +118,12 @@ fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
         return Err(illegal());
     } else {
         return Err(Problem::new(Code::XattrHash)
-            .ino(owner.ino)
+            .ino(Ino(owner.ino))
             .num(e.hash as u64));
     };
     if !has_flag {
         return Err(Problem::new(Code::XattrEaInodeNoFlag)
-            .ino(owner.ino)
+            .ino(Ino(owner.ino))
             .num(e.value_inum as u64));
     }
     Ok(blocks)
@@ -176,7 +177,7 @@ pub fn check_inode_extra(
     if extra != 0 && (extra < 4 || extra > max || extra & 3 != 0) {
         probs.push(
             Problem::new(Code::InodeExtraIsize)
-                .ino(ino)
+                .ino(Ino(ino))
                 .num(extra as u64),
         );
         return charge;
@@ -190,7 +191,7 @@ pub fn check_inode_extra(
                 check_ea_ref(fs, owner, e)
             } else {
                 Err(Problem::new(Code::InodeXattrInInode)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .detail("value stored in an inode without ea_inode"))
             }
         };
@@ -198,7 +199,7 @@ pub fn check_inode_extra(
             Some(InInodeIssue::Corrupt(why, e2)) => {
                 probs.push(
                     Problem::new(Code::InodeXattrInInode)
-                        .ino(ino)
+                        .ino(Ino(ino))
                         .e2fsck(e2)
                         .detail(why),
                 );
@@ -226,7 +227,7 @@ pub fn check_inode_extra(
         {
             probs.push(
                 Problem::new(Code::InodeBadFlags)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .e2fsck(0x010082)
                     .detail(super::pass1::detail::OLD_EXTRA_TIMES),
             );
@@ -502,8 +503,8 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
     if let Err(e) = fs.read_block_into(blk, buf) {
         out.problems.push(
             Problem::new(Code::XattrBlockHeader)
-                .ino(ino)
-                .blk(blk)
+                .ino(Ino(ino))
+                .blk(Blk(blk))
                 .detail(format!("cannot read: {e}")),
         );
         return out;
@@ -513,8 +514,8 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
     if h.magic != XATTR_MAGIC {
         out.problems.push(
             Problem::new(Code::XattrBlockHeader)
-                .ino(ino)
-                .blk(blk)
+                .ino(Ino(ino))
+                .blk(Blk(blk))
                 .detail("bad magic"),
         );
         return out;
@@ -522,8 +523,8 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
     if h.blocks != 1 {
         out.problems.push(
             Problem::new(Code::XattrBlockHeader)
-                .ino(ino)
-                .blk(blk)
+                .ino(Ino(ino))
+                .blk(Blk(blk))
                 .detail(format!("h_blocks is {}", h.blocks)),
         );
         return out;
@@ -537,8 +538,8 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
     let (overlap, bad_name, bad_value) = (0x010040, 0x010041, 0x010042);
     let entries = |why: &str, e2: u32| {
         Problem::new(Code::XattrBlockEntries)
-            .ino(ino)
-            .blk(blk)
+            .ino(Ino(ino))
+            .blk(Blk(blk))
             .e2fsck(e2)
             .detail(why.to_string())
     };
@@ -570,7 +571,7 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
             // Declined, e2fsck keeps the entry and counts it for quota.
             match check_ea_ref(fs, owner, &e) {
                 Ok(blocks) => out.charge.blocks += blocks,
-                Err(p) => out.ea_problems.push(p.blk(blk)),
+                Err(p) => out.ea_problems.push(p.blk(Blk(blk))),
             }
             out.charge.inodes += 1;
         } else {
@@ -588,9 +589,9 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
             if !hash_ok(hash, name, value) {
                 out.problems.push(
                     Problem::new(Code::XattrHash)
-                        .ino(ino)
+                        .ino(Ino(ino))
                         .num(hash as u64)
-                        .blk(blk),
+                        .blk(Blk(blk)),
                 );
             }
         }
@@ -604,8 +605,11 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8]) -> BlockCheck {
         && fs.metadata_csum()
         && xattr::compute_block_checksum(fs.csum_seed, blk, buf) != h.checksum
     {
-        out.problems
-            .push(Problem::new(Code::XattrBlockChecksum).ino(ino).blk(blk));
+        out.problems.push(
+            Problem::new(Code::XattrBlockChecksum)
+                .ino(Ino(ino))
+                .blk(Blk(blk)),
+        );
     }
     if ea_inode {
         collect_ea_refs(buf, xattr::BLOCK_HEADER_LEN, &mut out.ea_refs);
@@ -674,7 +678,7 @@ pub fn check_blocks(
         if r.refcount != seen {
             probs.push(
                 Problem::new(Code::XattrBlockRefcount)
-                    .blk(blk)
+                    .blk(Blk(blk))
                     .num(r.refcount as u64)
                     .num2(seen as u64),
             );

@@ -116,12 +116,13 @@ impl<R: BufRead, W: Write> Asker<R, W> {
 mod tests {
     use super::*;
     use crate::check::problem::{Code, Problem};
+    use crate::fs::num::Ino;
 
     fn report() -> Report {
         let mut r = Report::default();
         for ino in [12, 13, 14] {
             r.problems
-                .push(Problem::new(Code::InodeDtimeSet).ino(ino).num(1));
+                .push(Problem::new(Code::InodeDtimeSet).ino(Ino(ino)).num(1));
         }
         r
     }
@@ -149,6 +150,6 @@ mod tests {
         r.problems.push(Problem::new(Code::JournalRecoveryFails));
         let (k, idx) = crate::fix::answered(&r, &[true, false, true, false]);
         assert_eq!(idx, vec![0, 2, 3]);
-        assert_eq!(k.problems.get(1).and_then(|p| p.args().ino), Some(14));
+        assert_eq!(k.problems.get(1).and_then(|p| p.args().ino), Some(Ino(14)));
     }
 }

@@ -4,6 +4,7 @@ use super::{Args, EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
 use crate::check::Report;
 use crate::check::e2fsck_map;
 use crate::check::problem::{Pass, Problem, Severity};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::online;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::io::Write;
@@ -33,10 +34,19 @@ pub fn exit_code(rep: &Report) -> i32 {
     if rep.has_errors() {
         code |= EXIT_UNCORRECTED;
     }
-    if rep.has_fatal() {
+    // e2fsck -n aborts where it stops, and an abort adds 8 to its code.
+    if rep.has_fatal() || stopped(rep) {
         code |= EXIT_OPERATIONAL;
     }
     code
+}
+
+/// The read-only check stopped where e2fsck -n gives up.
+fn stopped(rep: &Report) -> bool {
+    use crate::check::problem::Code;
+    rep.problems
+        .codes()
+        .any(|c| matches!(c, Code::StoppedAtCorruptDir | Code::StoppedAtUninitGroup))
 }
 
 /// What a repair run did, for the report of its first check.
@@ -191,10 +201,7 @@ fn write_text(
         repair_lines(out, name, r)?;
     }
     // e2fsck -n prints no summary after giving up.
-    let stopped = rep.problems.codes().any(|c| {
-        use crate::check::problem::Code;
-        matches!(c, Code::StoppedAtCorruptDir | Code::StoppedAtUninitGroup)
-    });
+    let stopped = stopped(rep);
     if rep.has_fatal() {
         out.write_all(b"\n")?;
     } else {
@@ -786,7 +793,7 @@ impl Serialize for JsonProblem<'_> {
             Severity::Fatal => "Fatal",
         };
         let mut m = s.serialize_map(Some(12))?;
-        m.serialize_entry("block", &p.args().blk)?;
+        m.serialize_entry("block", &p.args().blk.map(Blk::get))?;
         m.serialize_entry("code", spec.code)?;
         m.serialize_entry("detail", &p.args().detail)?;
         m.serialize_entry(
@@ -794,8 +801,8 @@ impl Serialize for JsonProblem<'_> {
             &Seq(|| e2fsck_map::refs(p, self.2).into_iter().map(JsonRef)),
         )?;
         m.serialize_entry("fixed", &self.1)?;
-        m.serialize_entry("group", &p.args().group)?;
-        m.serialize_entry("ino", &p.args().ino)?;
+        m.serialize_entry("group", &p.args().group.map(Group::get))?;
+        m.serialize_entry("ino", &p.args().ino.map(Ino::get))?;
         m.serialize_entry("message", &p.message_in(self.3))?;
         m.serialize_entry("num", &p.args().num)?;
         m.serialize_entry("num2", &p.args().num2)?;

@@ -14,7 +14,9 @@
 //! - illegal block pointers (direct or inside indirect blocks) are zeroed,
 //!   with whatever an illegal indirect pointer would have mapped;
 //! - an inode whose root header is invalid, or with too many illegal
-//!   blocks, is cleared, as e2fsck clears it (`clear`); so is one whose
+//!   blocks, is cleared, as e2fsck clears it (`clear`; with too many, the
+//!   first eleven illegal pointers in its indirect blocks are zeroed
+//!   first, as e2fsck writes them before it gives up); so is one whose
 //!   tree holds more valid levels than the check walks (e2fsck walks and
 //!   rebuilds it; pfsck cannot rebuild what it did not read, and leaving
 //!   it would let pass 5 free blocks it still maps).
@@ -34,7 +36,7 @@ use crate::fs::extent;
 use crate::fs::group_desc::{self, Location};
 use crate::fs::inode::field::*;
 use crate::fs::inode::{self, Inode, flags};
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Group};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
@@ -82,13 +84,20 @@ pub(super) fn fix(
                     | Code::InodeBlockMapShared
             )
         });
-    if clear_it {
-        return clear(fs, state, overlay, ino);
-    }
-    let mut root = ind.block;
     let extents = fs.sb.has_incompat(incompat::EXTENTS)
         && ind.has_flag(flags::EXTENTS)
         && ino != inode::BAD_INO;
+    if clear_it {
+        let mut staged = false;
+        if !extents
+            && codes.contains(&Code::InodeTooManyIllegalBlocks)
+            && !codes.contains(&Code::InodeBlockMapShared)
+        {
+            staged = zero_first_illegal(fs, state, overlay, ino, &ind)?;
+        }
+        return Ok(clear(fs, state, overlay, ino)? || staged);
+    }
+    let mut root = ind.block;
     // Blocks below i_block that were rewritten.
     let staged_below;
     let changed = if extents {
@@ -119,25 +128,7 @@ pub(super) fn fix(
         staged_below = rw.staged;
         changed
     } else {
-        let mut ir = IndirectRewrite {
-            fs,
-            state,
-            overlay,
-            apb: u64::from(fs.geo.block_size / 4),
-            staged: false,
-            limit: (ino != inode::BAD_INO)
-                .then(|| {
-                    indirect_limit(
-                        fs,
-                        ind.is_dir(),
-                        ind.is_symlink(),
-                        fs.sb.has_incompat(incompat::LARGEDIR),
-                    )
-                })
-                .flatten(),
-            budget: fs.geo.blocks_count,
-            resize: ino == inode::RESIZE_INO,
-        };
+        let mut ir = IndirectRewrite::new(fs, state, overlay, ino, &ind, None);
         let mut changed = ir.root(&mut root)?;
         if ind.is_dir()
             && codes
@@ -260,7 +251,7 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
     let one = |field: Location, copied: bool| {
         p.args()
             .group
-            .map(|group| Move {
+            .map(|Group(group)| Move {
                 group,
                 field,
                 copied,
@@ -270,7 +261,7 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
     };
     match p.code {
         Code::BadBlockInMetadata => {
-            let Some(blk) = p.args().blk else {
+            let Some(Blk(blk)) = p.args().blk else {
                 return Vec::new();
             };
             let mut v = Vec::new();
@@ -632,9 +623,75 @@ struct IndirectRewrite<'a> {
     /// The map is the resize inode's: its indirect blocks are the reserved
     /// GDT blocks, metadata it owns, which e2fsck rewrites too.
     resize: bool,
+    /// Illegal pointers met so far, when the walk stops at the twelfth
+    /// (`zero_first_illegal`).
+    illegal_seen: Option<u32>,
+    /// The twelfth was met: nothing more is read or zeroed.
+    stopped: bool,
 }
 
-impl IndirectRewrite<'_> {
+/// Stages what e2fsck writes of a block map it gives up on: it zeroes
+/// the first eleven illegal pointers as it meets them, writing each
+/// indirect block they sit in, and asks to clear the inode at the
+/// twelfth. A garbage pointer that names another file's block as an
+/// indirect block so damages that block, as it does under e2fsck, and the
+/// next round judges it there. The inode itself is cleared by the caller.
+fn zero_first_illegal(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    ino: u32,
+    ind: &Inode,
+) -> super::Result<bool> {
+    let mut ir = IndirectRewrite::new(fs, state, overlay, ino, ind, Some(0));
+    let mut root = ind.block;
+    ir.root(&mut root)?;
+    Ok(ir.staged)
+}
+
+impl<'a> IndirectRewrite<'a> {
+    fn new(
+        fs: &'a Fs,
+        state: &'a State,
+        overlay: &'a mut Overlay,
+        ino: u32,
+        ind: &Inode,
+        illegal_seen: Option<u32>,
+    ) -> Self {
+        IndirectRewrite {
+            fs,
+            state,
+            overlay,
+            apb: u64::from(fs.geo.block_size / 4),
+            staged: false,
+            limit: (ino != inode::BAD_INO)
+                .then(|| {
+                    indirect_limit(
+                        fs,
+                        ind.is_dir(),
+                        ind.is_symlink(),
+                        fs.sb.has_incompat(incompat::LARGEDIR),
+                    )
+                })
+                .flatten(),
+            budget: fs.geo.blocks_count,
+            resize: ino == inode::RESIZE_INO,
+            illegal_seen,
+            stopped: false,
+        }
+    }
+
+    /// Whether an illegal pointer just met is zeroed: always, unless the
+    /// walk counts toward e2fsck's twelfth, where it stops.
+    fn zero_this_one(&mut self) -> bool {
+        let Some(n) = self.illegal_seen.as_mut() else {
+            return true;
+        };
+        *n += 1;
+        self.stopped = n.is_multiple_of(12);
+        !self.stopped
+    }
+
     /// Is the pointer to `blk` (a data block at `lblk` when `data`) one the
     /// check rejects?
     fn illegal(&self, blk: u64, lblk: u64, data: bool) -> bool {
@@ -647,6 +704,9 @@ impl IndirectRewrite<'_> {
         let mut changed = false;
         let mut base = 12u64;
         for i in 0..15 {
+            if self.stopped {
+                break;
+            }
             let p = u64::from(le32(root, 4 * i));
             let level = i.saturating_sub(11) as u32;
             let lblk = if i < 12 { i as u64 } else { base };
@@ -657,8 +717,10 @@ impl IndirectRewrite<'_> {
                 continue;
             }
             if self.illegal(p, lblk, level == 0) {
-                put_le32(root, 4 * i, 0);
-                changed = true;
+                if self.zero_this_one() {
+                    put_le32(root, 4 * i, 0);
+                    changed = true;
+                }
             } else if level > 0 {
                 self.indirect(p, level, lblk)?;
             }
@@ -670,7 +732,7 @@ impl IndirectRewrite<'_> {
     /// 3, mapping from logical block `lblk`) and below, staging every
     /// block that changes.
     fn indirect(&mut self, blk: u64, level: u32, lblk: u64) -> super::Result<()> {
-        if self.budget == 0 {
+        if self.budget == 0 || self.stopped {
             return Ok(());
         }
         self.budget -= 1;
@@ -680,14 +742,19 @@ impl IndirectRewrite<'_> {
         let span = self.apb.saturating_pow(level - 1);
         let mut changed = false;
         for k in 0..self.apb as usize {
+            if self.stopped {
+                break;
+            }
             let p = u64::from(le32(&buf, 4 * k));
             if p == 0 {
                 continue;
             }
             let l = lblk.saturating_add((k as u64).saturating_mul(span));
             if self.illegal(p, l, level == 1) {
-                put_le32(&mut buf, 4 * k, 0);
-                changed = true;
+                if self.zero_this_one() {
+                    put_le32(&mut buf, 4 * k, 0);
+                    changed = true;
+                }
             } else if level > 1 {
                 self.indirect(p, level - 1, l)?;
             }

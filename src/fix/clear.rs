@@ -25,6 +25,7 @@ use crate::check::{blockmap, pass1, xattr as xcheck};
 use crate::fs::bytes::{le16, le32, put_le16, put_le32};
 use crate::fs::inode::field::*;
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, InodeMut, ROOT_INO, S_IFDIR, flags};
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::fs::xattr;
 use crate::repair::overlay::Overlay;
@@ -61,7 +62,7 @@ pub(super) fn fix(
     if let Some(done) = fix_fs_wide(fs, state, overlay, p, round)? {
         return Ok(done);
     }
-    let Some(ino) = p.args().ino else {
+    let Some(Ino(ino)) = p.args().ino else {
         return Ok(false);
     };
     if round.cleared.contains(&ino) {
@@ -118,15 +119,15 @@ fn fix_fs_wide(
         // e2fsck clears a root that is no directory in pass 1 and makes a
         // new one in pass 3: the new one directly.
         Code::RootMissing | Code::RootNotDirectory => make_root(fs, state, overlay, round),
-        Code::XattrBlockChecksum => xattr_block(fs, overlay, p.args().blk, None),
+        Code::XattrBlockChecksum => xattr_block(fs, overlay, p.args().blk.map(Blk::get), None),
         Code::XattrBlockRefcount => {
             let Some(n) = p.args().num2.and_then(|n| u32::try_from(n).ok()) else {
                 return Ok(Some(false));
             };
-            xattr_block(fs, overlay, p.args().blk, Some(n))
+            xattr_block(fs, overlay, p.args().blk.map(Blk::get), Some(n))
         }
         Code::InodeEaInodeRefs => {
-            let (Some(ino), Some(n)) = (p.args().ino, p.args().num2) else {
+            let (Some(Ino(ino)), Some(n)) = (p.args().ino, p.args().num2) else {
                 return Ok(Some(false));
             };
             edit(fs, overlay, ino, |m| m.set_ea_refcount(n))
@@ -141,7 +142,7 @@ fn fix_fs_wide(
             // With the flag set the entry is valid and its value charged
             // to the owner again: the owner's i_blocks, found without the
             // charge, is judged by the next round.
-            round.modified.extend(p.args().ino);
+            round.modified.extend(p.args().ino.map(Ino::get));
             edit(fs, overlay, ea, |m| {
                 m.set_flags(m.flags() | flags::EA_INODE)
             })
@@ -284,7 +285,7 @@ fn fix_xattrs(fs: &Fs, overlay: &mut Overlay, p: &Problem, t: &Target) -> super:
         | Code::XattrBlockHeader
         | Code::XattrBlockEntries => {
             // A bad xattr block: the inode loses its reference to it.
-            if p.args().blk.is_none_or(|blk| blk != node.file_acl) {
+            if p.args().blk.is_none_or(|blk| blk != Blk(node.file_acl)) {
                 return Ok(false);
             }
             let bit64 = fs.sb.is_64bit();

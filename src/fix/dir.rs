@@ -21,6 +21,7 @@ use crate::fs::dir_entry::{
     set_file_type_at, set_inline_parent, set_inode_at,
 };
 use crate::fs::inode::ROOT_INO;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::Fs;
@@ -52,7 +53,7 @@ pub(super) fn fix(
     p: &Problem,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let Some(dir) = p.args().ino else {
+    let Some(Ino(dir)) = p.args().ino else {
         return Ok(false);
     };
     let inline = state.has_iflag(dir, iflag::INLINE);
@@ -84,7 +85,7 @@ pub(super) fn fix(
         // The entries passed every check: only the tail is rewritten
         // (`edit_dir_block` recomputes it over whatever the other fixes of
         // this block staged).
-        let Some(pblk) = p.args().blk else {
+        let Some(Blk(pblk)) = p.args().blk else {
             return Ok(false);
         };
         return edit_dir_block(fs, state, overlay, dir, pblk, |_| true);
@@ -113,7 +114,7 @@ pub(super) fn fix(
     let Some(key) = key else {
         return Ok(false);
     };
-    let pblk = p.args().blk;
+    let pblk = p.args().blk.map(Blk::get);
     if pblk.is_none() && !inline {
         return Ok(false);
     }

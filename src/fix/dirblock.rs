@@ -31,6 +31,7 @@ use crate::fs::dir_entry::{
     set_rec_len_at,
 };
 use crate::fs::inode::field::*;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::Fs;
@@ -47,7 +48,7 @@ pub(super) fn fix(
     overlay: &mut Overlay,
     p: &Problem,
 ) -> super::Result<bool> {
-    let (Some(dir), Some(pblk)) = (p.args().ino, p.args().blk) else {
+    let (Some(Ino(dir)), Some(Blk(pblk))) = (p.args().ino, p.args().blk) else {
         return Ok(false);
     };
     if state.has_iflag(dir, iflag::INLINE) {
@@ -109,7 +110,7 @@ pub(super) fn fix_dot(
     overlay: &mut Overlay,
     p: &Problem,
 ) -> super::Result<bool> {
-    let (Some(dir), Some(pblk)) = (p.args().ino, p.args().blk) else {
+    let (Some(Ino(dir)), Some(Blk(pblk))) = (p.args().ino, p.args().blk) else {
         return Ok(false);
     };
     if p.code != Code::DirDotMissing

@@ -11,6 +11,7 @@
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::inode::{Inode, InodeMut, flags};
+use crate::fs::num::Ino;
 use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Fs, edit as vol};
@@ -64,7 +65,7 @@ pub(super) fn fix(
     p: &Problem,
     large_file: &mut bool,
 ) -> super::Result<bool> {
-    let Some(ino) = p.args().ino else {
+    let Some(Ino(ino)) = p.args().ino else {
         return Ok(false);
     };
     if fs.inode_location(ino).is_none() {

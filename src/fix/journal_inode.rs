@@ -35,7 +35,7 @@ use crate::check::state::State;
 use crate::fs::bytes::put_le32;
 use crate::fs::extent::Extent;
 use crate::fs::inode::{self as finode, InodeMut, flags};
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{JNL_BACKUP_BLOCKS, compat, incompat};
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
@@ -460,7 +460,7 @@ pub(super) fn resolves(p: &Problem) -> bool {
     matches!(
         p.code,
         Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
-    ) || p.args().ino == Some(JOURNAL_INO)
+    ) || p.args().ino == Some(Ino(JOURNAL_INO))
 }
 
 #[cfg(test)]

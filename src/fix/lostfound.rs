@@ -25,7 +25,7 @@ use crate::fs::dir_entry::{
 use crate::fs::dir_entry::{inode_at, name_len_at, name_len16_at, rec_len_at, set_inode_at};
 use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN};
 use crate::fs::inode::{InodeMut, ROOT_INO, inode_csum_seed};
-use crate::fs::num::{Blk, LBlk};
+use crate::fs::num::{Blk, Ino, LBlk};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
@@ -74,7 +74,7 @@ pub(super) fn fix(
     p: &Problem,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let Some(ino) = p.args().ino else {
+    let Some(Ino(ino)) = p.args().ino else {
         return Ok(false);
     };
     match p.code {

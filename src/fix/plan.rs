@@ -12,6 +12,7 @@ use crate::check::state::State;
 use crate::check::{Report, pass1};
 use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT};
 use crate::fs::inode::{RESIZE_INO, ROOT_INO};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::{Overlay, Staging};
 use crate::volume::Fs;
@@ -104,7 +105,7 @@ impl Wanted<'_> {
             && table::has(p.code, WAITS_FOR_COPY)
             && p.args()
                 .blk
-                .is_some_and(|b| self.state.block_dup.get(self.state.cluster(b)))
+                .is_some_and(|Blk(b)| self.state.block_dup.get(self.state.cluster(b)))
     }
 }
 
@@ -261,7 +262,7 @@ impl<'a> Round<'a> {
             .problems
             .iter_where(|c| c == Code::GdItableUnused)
             .filter(|(_, p)| want.ok(p))
-            .filter_map(|(k, p)| p.args().group.map(|g| (k, g)))
+            .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, g)))
             .filter(|&(_, g)| {
                 fs.gds.get(g as usize).is_some_and(|d| {
                     d.itable_unused > fs.geo.inodes_per_group
@@ -276,7 +277,7 @@ impl<'a> Round<'a> {
             .problems
             .iter_where(|c| c == Code::GdChecksum)
             .filter(|(_, p)| want.ok(p))
-            .filter_map(|(k, p)| p.args().group.map(|g| (k, g)))
+            .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, g)))
             .filter(|&(_, g)| {
                 fs.gds.get(g as usize).is_some_and(|d| {
                     d.has_flag(BG_INODE_UNINIT | BG_BLOCK_UNINIT) || d.itable_unused != 0
@@ -394,7 +395,7 @@ impl<'a> Round<'a> {
                         && c.spec().pass == Pass::P1
                         && !matches!(c, Code::ExtentTreeShorter | Code::ExtentTreeNarrower)
                 })
-                .filter_map(|(_, p)| p.args().ino)
+                .filter_map(|(_, p)| p.args().ino.map(Ino::get))
                 .collect(),
             ..Main::default()
         };
@@ -405,7 +406,7 @@ impl<'a> Round<'a> {
             .iter_where(|c| c == Code::SbResizeInodeNoFeature)
             .find(|(_, p)| want.ok(p) && resize::recreates(fs, p))
             .map(|(k, _)| k);
-        let resize_ino = |p: &Problem| m.resize.is_some() && p.args().ino == Some(RESIZE_INO);
+        let resize_ino = |p: &Problem| m.resize.is_some() && p.args().ino == Some(Ino(RESIZE_INO));
         // A symlink whose only fault is direct blocks past the first
         // waits for the block map fix that zeroes them (e2fsck's pass 1
         // does, then its pass 2 judges the symlink again): cleared now,
@@ -414,12 +415,12 @@ impl<'a> Round<'a> {
             .problems
             .iter_where(|c| table::is(c, Fixer::BlockMap))
             .filter(|(_, q)| want.ok(q))
-            .filter_map(|(_, q)| q.args().ino)
+            .filter_map(|(_, q)| q.args().ino.map(Ino::get))
             .collect();
         let waits_for_map = |p: &Problem| {
             p.code == Code::InodeFastSymlink
                 && p.args().detail == pass1::detail::SYMLINK_EXTRA_BLOCKS
-                && p.args().ino.is_some_and(|i| mapped.contains(&i))
+                && p.args().ino.is_some_and(|i| mapped.contains(&i.get()))
         };
         let codes = |c: Code| table::is(c, Fixer::Clear);
         for (k, p) in report.problems.iter_where(codes) {
@@ -465,13 +466,15 @@ impl<'a> Round<'a> {
             .problems
             .iter_where(|c| table::is(c, Fixer::BlockMap))
             .filter(|(_, q)| want.ok(q))
-            .filter_map(|(_, q)| q.args().ino)
+            .filter_map(|(_, q)| q.args().ino.map(Ino::get))
             .collect();
         // Inodes whose tree pass 1E rebuilt: their other offers (and a
         // tree too deep) are fixed with it.
         let mut rebuilt = BTreeSet::new();
         for (k, p) in report.problems.iter_where(|c| table::is(c, Fixer::Extents)) {
-            let Some(ino) = p.args().ino else { continue };
+            let Some(Ino(ino)) = p.args().ino else {
+                continue;
+            };
             if p.code != Code::InodeBigallocBlockMap && rebuilt.contains(&ino) {
                 self.fixed[k] = true;
                 continue;
@@ -515,7 +518,7 @@ impl<'a> Round<'a> {
         let mut reconnected = BTreeSet::new();
         let codes = |c: Code| matches!(table::fixer(c), Some(Fixer::Tree | Fixer::Entry));
         for (k, p) in self.report.problems.iter_where(codes) {
-            if !want.ok(&p) || p.args().ino.is_some_and(|i| m.gone.contains(&i)) {
+            if !want.ok(&p) || p.args().ino.is_some_and(|Ino(i)| m.gone.contains(&i)) {
                 continue;
             }
             if table::is(p.code, Fixer::Tree) {
@@ -524,13 +527,13 @@ impl<'a> Round<'a> {
                 if self.fixed[k] {
                     m.summary = true;
                     if p.code == Code::InodeUnattachedZero {
-                        m.gone.extend(p.args().ino);
+                        m.gone.extend(p.args().ino.map(Ino::get));
                     } else {
-                        reconnected.extend(p.args().ino);
+                        reconnected.extend(p.args().ino.map(Ino::get));
                     }
                 }
             } else if p.code == Code::DirDotDotWrong
-                && p.args().ino.is_some_and(|i| reconnected.contains(&i))
+                && p.args().ino.is_some_and(|Ino(i)| reconnected.contains(&i))
             {
                 // Reconnecting the directory (its problem comes first)
                 // pointed its '..' at lost+found, where the re-check finds
@@ -596,7 +599,7 @@ impl<'a> Round<'a> {
             .problems
             .iter_where(|c| table::is(c, Fixer::BlockMap))
         {
-            if let Some(ino) = p.args().ino
+            if let Some(Ino(ino)) = p.args().ino
                 && want.ok(&p)
                 && !m.gone.contains(&ino)
                 && !(m.new_journal && journal_inode::resolves(&p))
@@ -606,7 +609,7 @@ impl<'a> Round<'a> {
         }
         if !maps.is_empty() {
             for p in &report.problems {
-                if let Some(e) = p.args().ino.and_then(|i| maps.get_mut(&i)) {
+                if let Some(e) = p.args().ino.and_then(|Ino(i)| maps.get_mut(&i)) {
                     e.1.push(p);
                 }
             }
@@ -637,7 +640,9 @@ impl<'a> Round<'a> {
         for (k, p) in self.report.problems.iter_where(codes) {
             if p.code == Code::QuotaFileBad
                 && allowed(&p, self.mode)
-                && p.args().ino.is_some_and(|i| m.cleared_quota.contains(&i))
+                && p.args()
+                    .ino
+                    .is_some_and(|Ino(i)| m.cleared_quota.contains(&i))
             {
                 // The superblock no longer names that file.
                 self.fixed[k] = true;
@@ -645,9 +650,9 @@ impl<'a> Round<'a> {
             }
             if (m.new_journal && journal_inode::resolves(&p))
                 || !want.ok(&p)
-                || p.args().ino.is_some_and(|i| m.gone.contains(&i))
+                || p.args().ino.is_some_and(|Ino(i)| m.gone.contains(&i))
                 || (p.code == Code::InodeChecksum
-                    && p.args().ino.is_some_and(|i| m.damaged.contains(&i)))
+                    && p.args().ino.is_some_and(|Ino(i)| m.damaged.contains(&i)))
             {
                 continue;
             }
@@ -665,7 +670,7 @@ impl<'a> Round<'a> {
         let fixed = match fixer {
             Fixer::Field if p.code == Code::InodeLinkCount => {
                 // The count pass 2 found, plus what the tree fixes changed.
-                let ino = p.args().ino.unwrap_or(0);
+                let ino = p.args().ino.map_or(0, Ino::get);
                 let d = m.links.get(&ino).copied().unwrap_or(0);
                 let mut q = p.clone();
                 if let Some(n) = p.args().num2 {
@@ -688,7 +693,7 @@ impl<'a> Round<'a> {
             Fixer::QuotaInode => {
                 let done = quota::clear_inum(fs, overlay, p)?;
                 if done {
-                    m.cleared_quota.extend(p.args().ino);
+                    m.cleared_quota.extend(p.args().ino.map(Ino::get));
                 }
                 done
             }
@@ -719,7 +724,7 @@ impl<'a> Round<'a> {
             let want = link_target(state, ino, seen + d);
             if want != u64::from(have) {
                 let q = Problem::new(Code::InodeLinkCount)
-                    .ino(ino)
+                    .ino(Ino(ino))
                     .num(u64::from(have))
                     .num2(want);
                 inode::fix(self.fs, &mut self.overlay, &q, &mut m.large_file)?;
@@ -746,7 +751,12 @@ impl<'a> Round<'a> {
         let codes = |c: Code| table::is(c, Fixer::QuotaFile);
         let mut types = BTreeSet::new();
         for (_, p) in report.problems.iter_where(codes) {
-            if want.ok(&p) && !p.args().ino.is_some_and(|i| m.cleared_quota.contains(&i)) {
+            if want.ok(&p)
+                && !p
+                    .args()
+                    .ino
+                    .is_some_and(|Ino(i)| m.cleared_quota.contains(&i))
+            {
                 types.extend(quota::problem_type(fs, &p));
             }
         }
@@ -892,7 +902,7 @@ fn dup_round(
     }
     let mut fixed = vec![false; report.problems.len()];
     for (k, p) in report.problems.iter_where(|c| table::is(c, Fixer::Dup)) {
-        fixed[k] = p.args().ino.is_some_and(|i| out.resolved.contains(&i));
+        fixed[k] = p.args().ino.is_some_and(|Ino(i)| out.resolved.contains(&i));
     }
     Ok(Some(fixed))
 }
@@ -919,7 +929,7 @@ fn structure(
         if !want.ok(&p) {
             continue;
         }
-        let Some(dir) = p.args().ino else {
+        let Some(Ino(dir)) = p.args().ino else {
             continue;
         };
         if table::is(p.code, Fixer::DirBlock) {

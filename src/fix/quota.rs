@@ -85,7 +85,7 @@ pub(super) fn problem_type(fs: &Fs, p: &Problem) -> Option<usize> {
             .iter()
             .position(|n| p.args().detail == *n || p.args().detail.starts_with(&format!("{n} "))),
         Code::QuotaFileBad => {
-            let ino = p.args().ino?;
+            let ino = p.args().ino?.get();
             inums(fs).iter().position(|&i| i == ino)
         }
         _ => None,

@@ -317,6 +317,7 @@ pub fn trim(target: &Path) -> Result<u64, OnlineError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::num::Ino;
 
     #[test]
     fn pending_orphans_of_a_live_file_system_are_notices() {
@@ -324,7 +325,7 @@ mod tests {
         r.problems
             .push(Problem::new(Code::OrphansPending).detail("1 inode to clear, 0 to truncate"));
         r.problems
-            .push(Problem::new(Code::InodeBadMode).ino(12).num(7));
+            .push(Problem::new(Code::InodeBadMode).ino(Ino(12)).num(7));
         assert!(r.has_errors());
         live_orphans_are_not_errors(&mut r);
         let codes: Vec<Code> = r.problems.codes().collect();

@@ -22,6 +22,7 @@ use crate::check::problem::{Code, Pass, Problem, ProblemList};
 use crate::check::{self, Options, Report};
 use crate::error::Error;
 use crate::fix::{self, FixError, Mode, Refusal};
+use crate::fs::num::Ino;
 use crate::io::Device;
 use crate::io::writable::DeviceLock;
 use std::collections::HashSet;
@@ -485,11 +486,11 @@ impl<'a, 'q> Session<'a, 'q> {
                 .problems
                 .iter()
                 .filter(|p| p.spec().pass == check::problem::Pass::P1)
-                .filter_map(|p| p.args().ino)
+                .filter_map(|p| p.args().ino.map(Ino::get))
                 .collect();
             again.report.problems.retain(|p| {
                 !matches!(p.code, Code::ExtentTreeShorter | Code::ExtentTreeNarrower)
-                    || p.args().ino.is_some_and(|i| pass1.contains(&i))
+                    || p.args().ino.is_some_and(|Ino(i)| pass1.contains(&i))
             });
             // Nor is pass 1E's offer on a tree an earlier round mended
             // (e2fsck makes it in the same run).

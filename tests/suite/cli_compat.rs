@@ -180,3 +180,30 @@ fn closed_stdout_does_not_stop_the_repair() {
         after.stdout
     );
 }
+
+/// e2fsck -n gives up at a directory block it may not salvage ("e2fsck:
+/// aborted"), which adds 8 to its exit code: 12. pfsck stops there too
+/// and exited 4.
+#[test]
+fn a_read_only_check_that_stops_exits_as_e2fsck_aborts() {
+    let Some(e2fsck) = oracle() else {
+        eprintln!("skipped: no e2fsck 1.47.4 oracle");
+        return;
+    };
+    let dir = TempDir::new("cli-compat-stop");
+    let img = dir.join("stop.img");
+    mkfs(
+        &img,
+        8 << 20,
+        &MkfsOpts::ext4().block_size(1024).features("^metadata_csum"),
+        None,
+    );
+    debugfs_w(&img, &["mkdir d", "write /etc/hostname d/f"]);
+    let blk = blocks_of(&img, "/d")[0];
+    // The '.' entry's rec_len becomes 0.
+    write_at(&img, blk * 1024 + 4, &[0, 0]);
+    let e = run(&e2fsck, &["-fn"], &img);
+    let p = run(pfsck_bin(), &["-fn"], &img);
+    assert_eq!(e.code, Some(12), "the oracle no longer aborts here");
+    assert_eq!(p.code, e.code);
+}

@@ -313,3 +313,32 @@ fn a_shared_block_is_copied_before_later_passes_change_it() {
     );
     same_paths("copy-order", &img);
 }
+
+/// A file whose garbage block map names a directory's block as its
+/// indirect block (a torn ext2 copy): the entries' name and length words
+/// are illegal block numbers. e2fsck zeroes the first eleven before it
+/// gives up and clears the file, and writes that block: the directory
+/// loses the block's entries to a salvage and pass 4 reconnects their
+/// files to /lost+found. pfsck cleared the file without the writes and
+/// kept the entries where they were.
+#[test]
+fn a_garbage_indirect_block_on_a_directory_block() {
+    if !with_oracle() {
+        return;
+    }
+    let tmp = TempDir::new("kept-garbage-ind");
+    let img = tmp.path().join("garbage-ind.img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext2().block_size(BS as u32).inode_size(256),
+        None,
+    );
+    let mut c = cmds(&["mkdir d"]);
+    c.extend((0..40).map(|i| format!("write /etc/hostname d/entry-with-a-long-name-{i:04}")));
+    c.push("write /etc/services victim".into());
+    debugfs_w_unchecked(&img, &c);
+    let second = blocks_of(&img, "/d")[1];
+    debugfs_w(&img, &[format!("sif victim block[IND] {second}")]);
+    same_paths("garbage-ind", &img);
+}
