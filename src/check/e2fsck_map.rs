@@ -312,6 +312,14 @@ pub fn preen_quiet(p: &Problem) -> bool {
         .is_some_and(|e| e.flags & catalogue::PREEN_NOMSG != 0)
 }
 
+/// Is `p` fixed without e2fsck marking the file system changed? Its
+/// pass 0 resets a descriptor whose checksum fails (uninit marks,
+/// unused-inodes count) in memory only, and its closing checksum pass
+/// writes the descriptors: alone, that exits 0 without "MODIFIED".
+pub fn unmarked_fix(p: &Problem) -> bool {
+    p.code == Code::GdChecksum
+}
+
 /// Is `p` an offer rather than a fix (NOT_A_FIX: pass 1E's optimisation
 /// of an extent tree)? e2fsck asks it in every mode, and neither answer
 /// changes the exit code.

@@ -32,7 +32,7 @@ use crate::engine::{Control, Threads};
 use crate::fs::bytes::le32;
 use crate::fs::crypt::{self, Policy};
 use crate::fs::dir_entry;
-use crate::fs::inode::{self, FileType, Inode, flags};
+use crate::fs::inode::{self, DIRECT_BLOCKS, FileType, Inode, flags};
 use crate::fs::num::{Blk, Cluster, Group, Ino};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::volume::Fs;
@@ -51,6 +51,10 @@ pub mod detail {
     pub const BAD_BLOCKS_INODE: &str = "bad blocks inode";
     pub const RESERVED_BAD_MODE: &str = "reserved inode has bad mode";
     pub const ORPHAN_FILE_MODE: &str = "the orphan file is not a regular file";
+    /// A slow symlink that maps blocks in direct slots past the first:
+    /// each is an illegal or too-big block, which e2fsck -y zeroes in
+    /// pass 1 before its pass 2 judges the symlink again.
+    pub const SYMLINK_EXTRA_BLOCKS: &str = "more than one block";
 }
 
 /// Inode-table blocks per unit: one read of 128 KiB with 4 KiB blocks (the
@@ -1378,12 +1382,16 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
             // Pointers outside the file system are illegal blocks, which
             // e2fsck's -y clears before it judges the symlink (declined,
             // they leave it invalid, and the illegal block says so).
+            // An indirect block stays mapped once the blocks it lists are
+            // cleared; direct blocks past the first go (the repair waits
+            // for them before it judges the symlink again).
             let p = inode.block_ptrs();
-            if p[1..]
-                .iter()
-                .any(|&x| x != 0 && fs.geo.block_in_fs(u64::from(x)))
-            {
-                return Some("more than one block");
+            let kept = |x: &u32| *x != 0 && fs.geo.block_in_fs(u64::from(*x));
+            if p[DIRECT_BLOCKS..].iter().any(kept) {
+                return Some("an indirect block");
+            }
+            if p[1..DIRECT_BLOCKS].iter().any(kept) {
+                return Some(detail::SYMLINK_EXTRA_BLOCKS);
             }
             p[0] as u64
         };

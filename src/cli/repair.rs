@@ -156,8 +156,18 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
             .iter()
             .zip(status)
             .all(|(p, &s)| s != Status::Fixed || crate::check::e2fsck_map::not_a_fix(&p));
+    // Nor are descriptor checksum resets alone (e2fsck never marks its
+    // file system changed for them): exit 0, not modified.
+    let unmarked_only = status.contains(&Status::Fixed)
+        && done
+            .report
+            .problems
+            .iter()
+            .zip(status)
+            .all(|(p, &s)| s != Status::Fixed || crate::check::e2fsck_map::unmarked_fix(&p))
+        && !done.replayed;
     // A journal replay alone is not a correction: e2fsck exits 0 after it.
-    if (written > 0 && (done.fixes_staged || !done.replayed) && !offers_only)
+    if (written > 0 && (done.fixes_staged || !done.replayed) && !offers_only && !unmarked_only)
         || done.recorded.became_valid
     {
         code |= EXIT_CORRECTED;
@@ -171,7 +181,7 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
         fixed: &fixed(&done.status),
         modified: code & EXIT_CORRECTED != 0
             || done.recorded.journal_errno_cleared
-            || (offers_only && written > 0),
+            || (offers_only && written > 0 && !unmarked_only),
         after: Some(&done.after),
         refusal: None,
     };

@@ -221,8 +221,18 @@ pub(super) fn clear_bad_blocks_inode(fs: &Fs, overlay: &mut Overlay) -> super::R
     })?)
 }
 
-/// A bitmap (or inode table) to move: its group and which.
-pub(super) type Move = (u32, Location);
+/// A bitmap (or inode table) to move: its group and which, and whether
+/// its contents go with it.
+#[derive(Clone, Copy)]
+pub(super) struct Move {
+    group: u32,
+    field: Location,
+    /// e2fsck copies what the old location holds unless the check let go
+    /// of it (outside the group: the descriptor's field is zeroed first).
+    /// Bitmaps are rewritten by pass 5 whatever they start with; an inode
+    /// table that overlaps other metadata keeps its inodes.
+    copied: bool,
+}
 
 const BLOCK_BITMAP: Location = Location::BlockBitmap;
 const INODE_BITMAP: Location = Location::InodeBitmap;
@@ -238,6 +248,17 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
         "Inode table" => Some(INODE_TABLE),
         _ => None,
     };
+    let one = |field: Location, copied: bool| {
+        p.args()
+            .group
+            .map(|Group(group)| Move {
+                group,
+                field,
+                copied,
+            })
+            .into_iter()
+            .collect()
+    };
     match p.code {
         Code::BadBlockInMetadata => {
             let Some(Blk(blk)) = p.args().blk else {
@@ -245,49 +266,38 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
             };
             let mut v = Vec::new();
             for (g, gd) in fs.gds.iter().enumerate() {
-                if gd.block_bitmap == blk {
-                    v.push((g as u32, BLOCK_BITMAP));
-                }
-                if gd.inode_bitmap == blk {
-                    v.push((g as u32, INODE_BITMAP));
+                for (at, field) in [
+                    (gd.block_bitmap, BLOCK_BITMAP),
+                    (gd.inode_bitmap, INODE_BITMAP),
+                ] {
+                    if at == blk {
+                        v.push(Move {
+                            group: g as u32,
+                            field,
+                            copied: true,
+                        });
+                    }
                 }
             }
             v
         }
-        Code::GdBlockBitmapLocation => p
-            .args()
-            .group
-            .map(|Group(g)| (g, BLOCK_BITMAP))
-            .into_iter()
-            .collect(),
-        Code::GdInodeBitmapLocation => p
-            .args()
-            .group
-            .map(|Group(g)| (g, INODE_BITMAP))
-            .into_iter()
-            .collect(),
-        Code::GdInodeTableLocation => p
-            .args()
-            .group
-            .map(|Group(g)| (g, INODE_TABLE))
-            .into_iter()
-            .collect(),
-        Code::GdMetadataOverlap => p
-            .args()
-            .group
-            .map(Group::get)
-            .zip(which(p.args().detail))
-            .into_iter()
-            .collect(),
+        Code::GdBlockBitmapLocation => one(BLOCK_BITMAP, true),
+        Code::GdInodeBitmapLocation => one(INODE_BITMAP, true),
+        Code::GdInodeTableLocation => one(INODE_TABLE, false),
+        Code::GdMetadataOverlap => match which(p.args().detail) {
+            Some(field) => one(field, true),
+            None => Vec::new(),
+        },
         _ => Vec::new(),
     }
 }
 
 /// Moves bitmaps (and inode tables) to free blocks, as e2fsck does at the end of its pass 1:
 /// the first block pass 1 left free in the group (with flex_bg, in its
-/// flex group), else anywhere; the old contents are copied when the old
-/// block lies in the file system (pass 5 of the next round corrects them
-/// either way) and the primary descriptor points at the new block.
+/// flex group), else anywhere; the old contents are copied when the move
+/// keeps them and the old block lies in the file system (pass 5 of the
+/// next round corrects bitmaps either way) and the primary descriptor
+/// points at the new block.
 /// Returns, per move, whether it was made. The caller fixes nothing else
 /// in this round: the summary rewrite would put the descriptors back.
 pub(super) fn relocate_bitmaps(
@@ -301,7 +311,8 @@ pub(super) fn relocate_bitmaps(
     let mut alloc = Allocator::new(fs, &state.block_used);
     let mut moved = vec![false; moves.len()];
     let mut done = std::collections::BTreeSet::new();
-    for (k, &(g, field)) in moves.iter().enumerate() {
+    for (k, mv) in moves.iter().enumerate() {
+        let (g, field) = (mv.group, mv.field);
         let Some(gd) = fs.gds.get(g as usize) else {
             continue;
         };
@@ -314,8 +325,9 @@ pub(super) fn relocate_bitmaps(
             INODE_BITMAP => gd.inode_bitmap,
             _ => gd.inode_table,
         };
-        // An inode table needs its blocks in one run; its inodes are lost
-        // (e2fsck: "SEVERE DATA LOSS POSSIBLE") and it starts zeroed.
+        // An inode table needs its blocks in one run; one moved from
+        // outside its group loses its inodes (e2fsck: "SEVERE DATA LOSS
+        // POSSIBLE") and starts zeroed.
         let n = if field == INODE_TABLE {
             u64::from(geo.inode_table_blocks)
         } else {
@@ -332,9 +344,10 @@ pub(super) fn relocate_bitmaps(
         else {
             continue;
         };
-        for b in new..new + n {
-            let data = if field != INODE_TABLE && geo.block_in_fs(old) {
-                vol::read_block(fs, overlay, old).unwrap_or_else(|_| vec![0u8; bs as usize])
+        for (i, b) in (new..new + n).enumerate() {
+            let from = old + i as u64;
+            let data = if mv.copied && geo.block_in_fs(old) && geo.block_in_fs(from) {
+                vol::read_block(fs, overlay, from).unwrap_or_else(|_| vec![0u8; bs as usize])
             } else {
                 vec![0u8; bs as usize]
             };
@@ -342,7 +355,10 @@ pub(super) fn relocate_bitmaps(
             // Not into a block bitmap that is itself moving (a bad block,
             // or outside its group): the next round writes the new one.
             let h = geo.group_of_block(b);
-            if !moves.iter().any(|&(mg, f)| mg == h && f == BLOCK_BITMAP) {
+            if !moves
+                .iter()
+                .any(|m| m.group == h && m.field == BLOCK_BITMAP)
+            {
                 mark_in_bitmap(fs, overlay, b)?;
             }
         }

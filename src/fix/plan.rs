@@ -7,9 +7,9 @@ use super::{
     Mode, Plan, Refusal, allowed, blockmap, clear, dir, dirblock, dirhole, dup, extents, inode,
     journal, journal_inode, lostfound, mmp, preen_halt_at, quota, rehash, resize, superblock,
 };
-use crate::check::Report;
 use crate::check::problem::{Code, Pass, Problem};
 use crate::check::state::State;
+use crate::check::{Report, pass1};
 use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT};
 use crate::fs::inode::{RESIZE_INO, ROOT_INO};
 use crate::fs::num::{Blk, Group, Ino};
@@ -342,8 +342,10 @@ impl<'a> Round<'a> {
         // (Only when pass 1D is still to come: with no pass 1 fix left,
         // it ran before this round and staged nothing.)
         let copies_pending = want.sharing && early;
-        want.changed =
-            !m.round.cleared.is_empty() || !m.round.modified.is_empty() || copies_pending;
+        want.changed = !m.round.cleared.is_empty()
+            || !m.round.modified.is_empty()
+            || m.symlink_waits
+            || copies_pending;
         self.tree(&want, &mut m)?;
         self.maps(&want, &mut m)?;
         self.fields(&want, &mut m)?;
@@ -405,11 +407,31 @@ impl<'a> Round<'a> {
             .find(|(_, p)| want.ok(p) && resize::recreates(fs, p))
             .map(|(k, _)| k);
         let resize_ino = |p: &Problem| m.resize.is_some() && p.args().ino == Some(Ino(RESIZE_INO));
+        // A symlink whose only fault is direct blocks past the first
+        // waits for the block map fix that zeroes them (e2fsck's pass 1
+        // does, then its pass 2 judges the symlink again): cleared now,
+        // a symlink e2fsck keeps would be lost.
+        let mapped: BTreeSet<u32> = report
+            .problems
+            .iter_where(|c| table::is(c, Fixer::BlockMap))
+            .filter(|(_, q)| want.ok(q))
+            .filter_map(|(_, q)| q.args().ino.map(Ino::get))
+            .collect();
+        let waits_for_map = |p: &Problem| {
+            p.code == Code::InodeFastSymlink
+                && p.args().detail == pass1::detail::SYMLINK_EXTRA_BLOCKS
+                && p.args().ino.is_some_and(|i| mapped.contains(&i.get()))
+        };
         let codes = |c: Code| table::is(c, Fixer::Clear);
         for (k, p) in report.problems.iter_where(codes) {
-            if want.ok(&p) && !resize_ino(&p) {
-                self.fixed[k] = clear::fix(fs, state, &mut self.overlay, &p, &mut m.round)?;
+            if !want.ok(&p) || resize_ino(&p) {
+                continue;
             }
+            if waits_for_map(&p) {
+                m.symlink_waits = true;
+                continue;
+            }
+            self.fixed[k] = clear::fix(fs, state, &mut self.overlay, &p, &mut m.round)?;
         }
         clear::finish(fs, &mut self.overlay, &m.round)?;
         // e2fsck recreates it at the end of its pass 1, before anything
@@ -789,6 +811,9 @@ struct Main {
     journal_made: bool,
     summary: bool,
     large_file: bool,
+    /// A symlink waits for its map fix to be judged again: what passes
+    /// 2-5 found on it (its entries' file type) waits as well.
+    symlink_waits: bool,
 }
 
 /// The replay, with the journal superblock's stray version 2 fields

@@ -87,6 +87,8 @@ pub mod field {
     pub const I_DIND: usize = I_BLOCK + 4 * 13;
     pub const I_TIND: usize = I_BLOCK + 4 * 14;
 }
+/// Block pointers of a block-mapped inode that name data blocks directly.
+pub const DIRECT_BLOCKS: usize = 12;
 const CSUM_LO: usize = 0x7C;
 const CSUM_HI: usize = 0x82;
 
@@ -203,7 +205,8 @@ impl Inode {
         self.flags & f != 0
     }
 
-    /// i_block as 15 little-endian u32 block pointers.
+    /// i_block as 15 little-endian u32 block pointers ([`DIRECT_BLOCKS`]
+    /// direct ones, then indirect, double and triple indirect).
     pub fn block_ptrs(&self) -> [u32; 15] {
         let mut p = [0u32; 15];
         for (i, v) in p.iter_mut().enumerate() {

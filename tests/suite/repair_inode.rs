@@ -175,7 +175,7 @@ fn invalid_symlinks_are_cleared() {
             b,
             sif(&[
                 "sif /fastlink size 200".into(),
-                "sif /slowlink block[1] 5".into(),
+                "sif /slowlink size 150".into(),
                 "sif /dir1/dangling size 0".into(),
             ]),
             |ctx, img| {
@@ -185,6 +185,24 @@ fn invalid_symlinks_are_cleared() {
             },
         );
     }
+}
+
+/// A block-mapped slow symlink mapping a second block: e2fsck -y clears
+/// the block (it makes the symlink too big) and keeps the symlink.
+#[test]
+fn symlink_loses_a_second_block() {
+    repairs(
+        "symlink-second-block",
+        Base::Ext2,
+        sif(&["sif /slowlink block[1] 5".into()]),
+        |ctx, img| {
+            let out = debugfs_r(img, "stat /slowlink");
+            assert!(out.contains("Type: symlink"), "[{ctx}] {out}");
+            assert!(out.contains("TOTAL: 1"), "[{ctx}] {out}");
+            let size = format!("Size: {}", slow_symlink_target().len());
+            assert!(out.contains(&size), "[{ctx}] {out}");
+        },
+    );
 }
 
 #[test]
