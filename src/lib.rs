@@ -15,6 +15,7 @@ pub mod error;
 pub mod fix;
 pub mod fs;
 pub mod io;
+pub mod newfile;
 pub mod online;
 pub mod repair;
 #[cfg(test)]

@@ -272,6 +272,17 @@ pub struct Ref {
     pub blk: Option<u64>,
 }
 
+impl Ref {
+    /// An entry naming no block.
+    fn of(code: u32, ino: Option<u32>) -> Ref {
+        Ref {
+            code,
+            ino,
+            blk: None,
+        }
+    }
+}
+
 impl Problem {
     /// The e2fsck code this problem stands for, if e2fsck has one.
     pub fn e2fsck_code(&self) -> Option<u32> {
@@ -424,22 +435,14 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             } else {
                 (0x050003, 0x050006)
             };
-            let bare = |code| Ref {
-                code,
-                ino: None,
-                blk: None,
-            };
+            let bare = |code| Ref::of(code, None);
             let runs: Vec<Ref> = bitmap_runs(a.detail)
                 .map(|(sign, first, last)| {
                     // -N, +N, -(N--M), +(N--M), in e2fsck's code order.
                     let k = usize::from(sign == '+') + if last > first { 2 } else { 0 };
                     let code = codes(p.code)[k];
                     if inodes {
-                        Ref {
-                            code,
-                            ino: Some(first as u32),
-                            blk: None,
-                        }
+                        Ref::of(code, Some(first as u32))
                     } else {
                         Ref {
                             code,
@@ -465,34 +468,12 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         // The root's deletion time is asked about twice: as the root's,
         // then as any in-use inode's.
         (Code::InodeDtimeSet, 0x010002) => {
-            return vec![
-                Ref {
-                    code,
-                    ino: None,
-                    blk: None,
-                },
-                Ref {
-                    code: 0x010005,
-                    ino: a_ino,
-                    blk: None,
-                },
-            ];
+            return vec![Ref::of(code, None), Ref::of(0x010005, a_ino)];
         }
         // Declined, a missing tail leaves the block failing its checksum,
         // which e2fsck then asks about too.
         (Code::DirBlockNoTail, _) if run == Run::ReadOnly => {
-            return vec![
-                Ref {
-                    code,
-                    ino: a_ino,
-                    blk: None,
-                },
-                Ref {
-                    code: 0x02004D,
-                    ino: a_ino,
-                    blk: None,
-                },
-            ];
+            return vec![Ref::of(code, a_ino), Ref::of(0x02004D, a_ino)];
         }
         // An open the library refused (`num` times: e2fsck tries again
         // where the magic number is right), then the superblock judged
@@ -500,16 +481,8 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         (Code::SbCorrupt, 0x000044) => {
             let tries = a.num.unwrap_or(1);
             return (0..tries)
-                .map(|_| Ref {
-                    code,
-                    ino: None,
-                    blk: None,
-                })
-                .chain(std::iter::once(Ref {
-                    code: 0x000004,
-                    ino: None,
-                    blk: None,
-                }))
+                .map(|_| Ref::of(code, None))
+                .chain(std::iter::once(Ref::of(0x000004, None)))
                 .collect();
         }
         // The primary refused for its checksum, with no backup: the
@@ -517,11 +490,7 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         (Code::GdRejectedNoBackup, 0x000044) => {
             return [0x000044, 0x000004]
                 .into_iter()
-                .map(|code| Ref {
-                    code,
-                    ino: None,
-                    blk: None,
-                })
+                .map(|code| Ref::of(code, None))
                 .collect();
         }
         // The primary refused, read again despite its errors: the
@@ -529,55 +498,25 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         (Code::SbCorrupt, 0x00000B) => {
             return [0x000044, 0x000004, 0x00000B]
                 .into_iter()
-                .map(|code| Ref {
-                    code,
-                    ino: None,
-                    blk: None,
-                })
+                .map(|code| Ref::of(code, None))
                 .collect();
         }
         // Declined, clearing a journal inode without the magic number
         // leaves its superblock judged corrupt.
         (Code::JournalSuperblockCorrupt, 0x00000F) if run == Run::ReadOnly => {
-            return vec![
-                Ref {
-                    code,
-                    ino: a_ino,
-                    blk: None,
-                },
-                Ref {
-                    code: 0x000015,
-                    ino: None,
-                    blk: None,
-                },
-            ];
+            return vec![Ref::of(code, a_ino), Ref::of(0x000015, None)];
         }
         // Declined, a dirty orphan file block leaves the orphan file
         // unusable, which e2fsck then offers to recreate.
         (Code::OrphanFileBlockDirty, _) if run == Run::ReadOnly => {
-            return vec![
-                Ref {
-                    code,
-                    ino: a_ino,
-                    blk: None,
-                },
-                Ref {
-                    code: 0x060009,
-                    ino: None,
-                    blk: None,
-                },
-            ];
+            return vec![Ref::of(code, a_ino), Ref::of(0x060009, None)];
         }
         // Declined, clearing an empty unattached inode gives way to
         // connecting it, which e2fsck then asks about too.
         (Code::InodeUnattachedZero, _) if run == Run::ReadOnly => {
             return [code, 0x040002]
                 .into_iter()
-                .map(|code| Ref {
-                    code,
-                    ino: a_ino,
-                    blk: None,
-                })
+                .map(|code| Ref::of(code, a_ino))
                 .collect();
         }
         // The bad blocks inode's illegal blocks have a code of their own.

@@ -17,7 +17,6 @@
 //! counts on disk instead, and go to it on every lookup.)
 
 use std::fs::File;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -73,59 +72,11 @@ pub fn scratch_dir() -> PathBuf {
         .map_or_else(|| PathBuf::from("/var/tmp"), PathBuf::from)
 }
 
-/// An unlinked file in `dir`: `O_TMPFILE`, or where the file system lacks
-/// it a new owner-only file under a name nobody can guess, removed at
-/// once. Never an existing file, never through a symlink.
-fn create_scratch(dir: &Path) -> std::io::Result<File> {
-    let open = |flags: i32, path: &Path, new: bool| {
-        std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(new)
-            .mode(0o600)
-            .custom_flags(flags | libc::O_CLOEXEC)
-            .open(path)
-    };
-    match open(libc::O_TMPFILE, dir, false) {
-        Ok(f) => return Ok(f),
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
-            ) => {}
-        Err(e) => return Err(e),
-    }
-    let mut last = std::io::Error::from(std::io::ErrorKind::AlreadyExists);
-    for _ in 0..64 {
-        use std::hash::{BuildHasher, Hasher};
-        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos()),
-        );
-        let path = dir.join(format!(
-            ".pfsck-scratch.{}-{:016x}",
-            std::process::id(),
-            h.finish()
-        ));
-        match open(libc::O_NOFOLLOW, &path, true) {
-            Ok(f) => {
-                std::fs::remove_file(&path)?;
-                return Ok(f);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = e,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(last)
-}
-
 impl Spill {
     /// A scratch file in `dir` for maps, to be dropped from memory past
     /// `cap` bytes resident.
     pub fn new(cap: u64, dir: &Path) -> std::io::Result<Spill> {
-        let file = create_scratch(dir)?;
+        let file = crate::newfile::unlinked(dir, ".pfsck-scratch")?;
         #[allow(unsafe_code)]
         // SAFETY: sysconf only reads a configuration value.
         let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })

@@ -196,6 +196,16 @@ impl<'a> Round<'a> {
     }
 
     /// The first wanted problem of code `code`.
+    /// The inodes whose block map this round fixes.
+    fn map_fixed(&self, want: &Wanted) -> BTreeSet<u32> {
+        self.report
+            .problems
+            .iter_where(|c| table::is(c, Fixer::BlockMap))
+            .filter(|(_, q)| want.ok(q))
+            .filter_map(|(_, q)| q.args().ino.map(Ino::get))
+            .collect()
+    }
+
     fn first(&self, want: &Wanted, code: Code) -> Option<(usize, Problem)> {
         self.report
             .problems
@@ -411,12 +421,7 @@ impl<'a> Round<'a> {
         // waits for the block map fix that zeroes them (e2fsck's pass 1
         // does, then its pass 2 judges the symlink again): cleared now,
         // a symlink e2fsck keeps would be lost.
-        let mapped: BTreeSet<u32> = report
-            .problems
-            .iter_where(|c| table::is(c, Fixer::BlockMap))
-            .filter(|(_, q)| want.ok(q))
-            .filter_map(|(_, q)| q.args().ino.map(Ino::get))
-            .collect();
+        let mapped = self.map_fixed(want);
         let waits_for_map = |p: &Problem| {
             p.code == Code::InodeFastSymlink
                 && p.args().detail == pass1::detail::SYMLINK_EXTRA_BLOCKS
@@ -462,12 +467,7 @@ impl<'a> Round<'a> {
     fn extents(&mut self, want: &Wanted, m: &mut Main) -> Fixed<()> {
         let round = &mut m.round;
         let report = self.report;
-        let mapped: BTreeSet<u32> = report
-            .problems
-            .iter_where(|c| table::is(c, Fixer::BlockMap))
-            .filter(|(_, q)| want.ok(q))
-            .filter_map(|(_, q)| q.args().ino.map(Ino::get))
-            .collect();
+        let mapped = self.map_fixed(want);
         // Inodes whose tree pass 1E rebuilt: their other offers (and a
         // tree too deep) are fixed with it.
         let mut rebuilt = BTreeSet::new();

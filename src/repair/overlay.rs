@@ -35,8 +35,8 @@ use super::{RepairError, Result};
 use crate::fs::num::Blk;
 use crate::io::{Device, ReadOverlay};
 use std::collections::{BTreeMap, VecDeque};
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -681,32 +681,13 @@ impl ReadOverlay for Overlay {
     }
 }
 
-/// An unlinked file in `dir` for spilled blocks: `O_TMPFILE`, or where the
-/// file system lacks it a new, private name (see `files`) removed at once. Either way it goes
-/// away with the process, however that ends.
+/// An unlinked file in `dir` for spilled blocks (`crate::newfile::unlinked`):
+/// it goes away with the process, however that ends.
 fn create_spill_file(dir: &Path) -> Result<File> {
-    let io_err = |e| RepairError::Io {
+    crate::newfile::unlinked(dir, ".pfsck-spill").map_err(|e| RepairError::Io {
         what: format!("cannot create a spill file in {}", dir.display()),
         source: e,
-    };
-    match OpenOptions::new()
-        .read(true)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_TMPFILE)
-        .open(dir)
-    {
-        Ok(f) => return Ok(f),
-        Err(e)
-            if matches!(
-                e.raw_os_error(),
-                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
-            ) => {}
-        Err(e) => return Err(io_err(e)),
-    }
-    let (f, path) = super::files::create_unique(&dir.join(".pfsck-spill"), "spill file")?;
-    std::fs::remove_file(&path).map_err(io_err)?;
-    Ok(f)
+    })
 }
 
 #[cfg(test)]
