@@ -51,15 +51,7 @@ pub(super) fn rebuild(
     {
         return Ok(false);
     }
-    let ctx = pass1::Ctx::new(fs, state);
-    let mut c = Leaves {
-        runs: Vec::new(),
-        nodes: Vec::new(),
-        problems: false,
-        budget: fs.geo.blocks_count,
-    };
-    let mut scratch = Scratch::new();
-    pass1::walk_map(&ctx, ino, &inode, false, &mut scratch, &mut c);
+    let c = Leaves::walk(fs, state, ino, &inode);
     // A block map has no unwritten runs.
     let runs: Vec<(u64, u64, u64)> = c.runs.iter().map(|&(l, p, n, _)| (l, p, n)).collect();
     // Extents hold at most 32768 blocks and a 32-bit logical start.
@@ -115,6 +107,23 @@ struct Leaves {
     nodes: Vec<u64>,
     problems: bool,
     budget: u64,
+}
+
+impl Leaves {
+    /// Walks inode `ino`'s map with pass 1's rules, collecting its runs
+    /// and tree nodes.
+    fn walk(fs: &Fs, state: &State, ino: u32, inode: &Inode) -> Leaves {
+        let ctx = pass1::Ctx::new(fs, state);
+        let mut c = Leaves {
+            runs: Vec::new(),
+            nodes: Vec::new(),
+            problems: false,
+            budget: fs.geo.blocks_count,
+        };
+        let mut scratch = Scratch::new();
+        pass1::walk_map(&ctx, ino, inode, false, &mut scratch, &mut c);
+        c
+    }
 }
 
 impl MapVisitor for Leaves {
@@ -179,15 +188,7 @@ pub(super) fn optimize(
     {
         return Ok(false);
     }
-    let ctx = pass1::Ctx::new(fs, state);
-    let mut c = Leaves {
-        runs: Vec::new(),
-        nodes: Vec::new(),
-        problems: false,
-        budget: fs.geo.blocks_count,
-    };
-    let mut scratch = Scratch::new();
-    pass1::walk_map(&ctx, ino, &inode, false, &mut scratch, &mut c);
+    let c = Leaves::walk(fs, state, ino, &inode);
     if c.problems || c.done() {
         return Ok(false);
     }
