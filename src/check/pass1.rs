@@ -844,6 +844,73 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     let first_ino = fs.geo.first_ino;
     let links = inode.links_count;
 
+    check_flag_features(ctx, w, c, raw, inode);
+    if check_reserved(ctx, w, c, raw, inode) {
+        return;
+    }
+
+    if links == 0 {
+        // The kernel sets dtime when it frees an inode; a typed inode
+        // without links and without dtime was never properly deleted.
+        if ino >= first_ino && inode.dtime == 0 && inode.mode != 0 {
+            c.report(Problem::new(Code::InodeZeroDtimeDeleted).ino(Ino(ino)));
+        }
+        return;
+    }
+    if inode.dtime != 0 && ino != inode::ROOT_INO {
+        c.report(Problem::new(Code::InodeDtimeSet).ino(Ino(ino)));
+    }
+    mark_used(ctx, c, inode);
+    check_used_fields(ctx, c, inode);
+    let owner = xattr::Owner {
+        ino,
+        generation: inode.generation,
+    };
+    let ibody = xattr::check_inode_extra(
+        fs,
+        &mut c.out.problems,
+        &mut c.out.ea_refs,
+        owner,
+        raw,
+        inode,
+    );
+    if ctx.extents
+        && inode.has_flag(flags::EXTENTS)
+        && inode.is_symlink()
+        && !has_valid_blocks(inode)
+    {
+        c.report(
+            Problem::new(Code::InodeFastSymlink)
+                .ino(Ino(ino))
+                .e2fsck(0x01005D)
+                .detail("fast symlink has EXTENTS_FL set"),
+        );
+    }
+    if inode.has_flag(flags::ENCRYPT) {
+        check_encryption(ctx, w, c, raw, inode);
+    }
+    if let Some(what) = really_dir(ctx, w, ino, raw, inode) {
+        // Read-only, the mode stays what it is and the inode is checked
+        // as such; the fix makes it a directory for the next round.
+        c.report(
+            Problem::new(Code::InodeReallyDir)
+                .ino(Ino(ino))
+                .detail(what),
+        );
+    }
+    if check_file_type(ctx, w, c, raw, inode) {
+        check_blocks(ctx, w, c, raw, inode, false, ibody);
+    }
+}
+
+/// The inode's flags against the features and each other, and a dtime
+/// that is an orphan list link.
+fn check_flag_features(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], inode: &Inode) {
+    let fs = ctx.fs;
+    let ino = c.ino;
+    let first_ino = fs.geo.first_ino;
+    let links = inode.links_count;
+
     // e2fsck judges these flags on every inode it does not skip as
     // deleted: the reserved ones too, whatever their link count.
     if links > 0 || ino < first_ino {
@@ -903,6 +970,21 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                 .detail("part of a corrupted orphan linked list"),
         );
     }
+}
+
+/// The reserved inodes (below the first ordinary one): true when the
+/// inode is checked in full here.
+fn check_reserved(
+    ctx: &Ctx,
+    w: &mut Worker,
+    c: &mut InodeCheck,
+    raw: &[u8],
+    inode: &Inode,
+) -> bool {
+    let fs = ctx.fs;
+    let ino = c.ino;
+    let first_ino = fs.geo.first_ino;
+    let links = inode.links_count;
 
     match ino {
         inode::BAD_INO => {
@@ -921,7 +1003,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             }
             ctx.state.inode_used.set(ino as u64);
             check_blocks(ctx, w, c, raw, inode, true, EaCharge::default());
-            return;
+            return true;
         }
         inode::ROOT_INO => {
             if !inode.is_dir() {
@@ -938,13 +1020,13 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
         inode::JOURNAL_INO => {
             let wanted = fs.sb.journal_inum == inode::JOURNAL_INO;
             reserved_file(ctx, w, c, raw, inode, ino, wanted, "journal");
-            return;
+            return true;
         }
         inode::USR_QUOTA_INO | inode::GRP_QUOTA_INO => {
             let sb = &fs.sb;
             let wanted = ctx.quota && (sb.usr_quota_inum == ino || sb.grp_quota_inum == ino);
             reserved_file(ctx, w, c, raw, inode, ino, wanted, "quota");
-            return;
+            return true;
         }
         // e2fsck makes the orphan file a regular file (mode 0100000) in
         // its pass 1; read as a directory, its blocks would be judged as
@@ -977,24 +1059,17 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             }
             c.set_links(links);
             check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
-            return;
+            return true;
         }
         _ => {}
     }
+    false
+}
 
-    if links == 0 {
-        // The kernel sets dtime when it frees an inode; a typed inode
-        // without links and without dtime was never properly deleted.
-        if ino >= first_ino && inode.dtime == 0 && inode.mode != 0 {
-            c.report(Problem::new(Code::InodeZeroDtimeDeleted).ino(Ino(ino)));
-        }
-        return;
-    }
-    if inode.dtime != 0 && ino != inode::ROOT_INO {
-        c.report(Problem::new(Code::InodeDtimeSet).ino(Ino(ino)));
-    }
-    mark_used(ctx, c, inode);
-
+/// Fields a used inode must keep clear without the features that use
+/// them.
+fn check_used_fields(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
+    let ino = c.ino;
     if inode.faddr != 0 {
         c.bad(
             Problem::new(Code::InodeBadFlags)
@@ -1030,42 +1105,18 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
     if inode.has_flag(flags::IMAGIC) && !ctx.imagic {
         c.report(Problem::new(Code::InodeImagic).ino(Ino(ino)));
     }
-    let owner = xattr::Owner {
-        ino,
-        generation: inode.generation,
-    };
-    let ibody = xattr::check_inode_extra(
-        fs,
-        &mut c.out.problems,
-        &mut c.out.ea_refs,
-        owner,
-        raw,
-        inode,
-    );
-    if ctx.extents
-        && inode.has_flag(flags::EXTENTS)
-        && inode.is_symlink()
-        && !has_valid_blocks(inode)
-    {
-        c.report(
-            Problem::new(Code::InodeFastSymlink)
-                .ino(Ino(ino))
-                .e2fsck(0x01005D)
-                .detail("fast symlink has EXTENTS_FL set"),
-        );
-    }
-    if inode.has_flag(flags::ENCRYPT) {
-        check_encryption(ctx, w, c, raw, inode);
-    }
-    if let Some(what) = really_dir(ctx, w, ino, raw, inode) {
-        // Read-only, the mode stays what it is and the inode is checked
-        // as such; the fix makes it a directory for the next round.
-        c.report(
-            Problem::new(Code::InodeReallyDir)
-                .ino(Ino(ino))
-                .detail(what),
-        );
-    }
+}
+
+/// What each file type asks of the inode, counted in the statistics:
+/// false when its blocks are not to be walked (inline symlinks).
+fn check_file_type(
+    ctx: &Ctx,
+    w: &mut Worker,
+    c: &mut InodeCheck,
+    raw: &[u8],
+    inode: &Inode,
+) -> bool {
+    let ino = c.ino;
     match inode.file_type() {
         FileType::Directory => {
             ctx.state.inode_dir.set(ino as u64);
@@ -1129,7 +1180,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
                 c.out.stats.symlinks += 1;
                 if inode.has_flag(flags::INLINE_DATA) {
                     c.set_flag(iflag::INLINE);
-                    return;
+                    return false;
                 }
                 if is_fast_symlink(inode) {
                     c.out.stats.fast_symlinks += 1;
@@ -1144,7 +1195,7 @@ fn check_inode_body(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8], i
             );
         }
     }
-    check_blocks(ctx, w, c, raw, inode, false, ibody);
+    true
 }
 
 /// Flags that only one type of inode may carry: CASEFOLD (directories,
@@ -1808,6 +1859,17 @@ fn quota_ids(raw: &[u8], inode: &Inode) -> [u32; QUOTA_TYPES] {
     [inode.uid, inode.gid, inode::projid(raw)]
 }
 
+/// What walking an inode's block map found, for the size and count checks.
+struct MapWalk {
+    /// Blocks (clusters with bigalloc) the map claims, its own included.
+    mapped: u64,
+    last_block: Option<u64>,
+    last_init: Option<u64>,
+    is_dir: bool,
+    inline: bool,
+    extent_mapped: bool,
+}
+
 /// Walks the inode's blocks, claims them, and checks i_size and i_blocks.
 /// `ibody` is what the inode's in-inode EA-inode entries charge to it.
 fn check_blocks(
@@ -1821,32 +1883,11 @@ fn check_blocks(
 ) {
     let fs = ctx.fs;
     let ino = c.ino;
-    let bs = fs.geo.block_size as u64;
-    // Values kept in EA inodes count in their owner's i_blocks.
-    let mut blocks: u64 = ibody.blocks;
-
     // The xattr block counts in i_blocks only if it turns out valid, which
     // is known after the scan (blocks are validated once, in order).
-    let mut acl = None;
-    if inode.file_acl != 0 {
-        if !ctx.ext_attr || !fs.geo.block_in_fs(inode.file_acl) {
-            // e2fsck: "should be zero" without the feature, "invalid"
-            // with it.
-            let e2 = if ctx.ext_attr { 0x020032 } else { 0x02000E };
-            c.bad(
-                Problem::new(Code::InodeFileAcl)
-                    .ino(Ino(ino))
-                    .e2fsck(e2)
-                    .blk(Blk(inode.file_acl)),
-            );
-        } else {
-            c.out.xrefs.push((inode.file_acl, ino, inode.generation));
-            acl = Some(inode.file_acl);
-        }
-    }
+    let acl = check_file_acl(ctx, c, inode);
 
     let is_dir = inode.is_dir();
-    let size = inode.size;
     let extent_mapped = ctx.extents && inode.has_flag(flags::EXTENTS);
     if inode.has_flag(flags::INDEX) {
         if !is_dir {
@@ -1891,7 +1932,7 @@ fn check_blocks(
     if ino == inode::RESIZE_INO {
         // Only the double indirect block is the inode's own; what it maps
         // are reserved GDT blocks, already marked as metadata.
-        let dind = inode.block_ptrs()[13] as u64;
+        let dind = u64::from(inode.block_ptrs()[13]);
         if fs.geo.block_in_fs(dind) {
             ctx.state.claim_block(dind);
         }
@@ -1909,7 +1950,6 @@ fn check_blocks(
     if walked && extent_mapped && !bad_blocks {
         offer_pass1e(ctx, c, inode, &tree);
     }
-    blocks += mapped;
     if is_dir && !inline && inode.has_flag(flags::INDEX) && ctx.dir_index {
         let root = c.out.dir_blocks[dir_blocks_start..]
             .iter()
@@ -1952,22 +1992,67 @@ fn check_blocks(
             Problem::new(Code::InodeBadSize)
                 .ino(Ino(ino))
                 .e2fsck(0x010006)
-                .num(size)
+                .num(inode.size)
                 .detail(detail::ZERO_LENGTH_DIR),
         );
     }
-    if fragmented && mapped < fs.geo.blocks_per_group as u64 {
+    if fragmented && mapped < u64::from(fs.geo.blocks_per_group) {
         c.out.stats.fragmented += 1;
         c.out.stats.fragmented_dirs += u64::from(is_dir);
     }
+    let walk = MapWalk {
+        mapped,
+        last_block,
+        last_init,
+        is_dir,
+        inline,
+        extent_mapped,
+    };
+    check_size(ctx, w, c, raw, inode, &walk);
+    check_iblocks(ctx, c, raw, inode, &walk, acl, ibody);
+}
 
-    // i_size against the mapped blocks (symlinks are checked on their own).
-    let nlast = last_block.map_or(0, |l| l + 1);
+/// The inode's xattr block (i_file_acl): its number when it is to be
+/// checked (later, in block order), None when there is none or it is
+/// invalid (reported).
+fn check_file_acl(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) -> Option<u64> {
+    if inode.file_acl == 0 {
+        return None;
+    }
+    if !ctx.ext_attr || !ctx.fs.geo.block_in_fs(inode.file_acl) {
+        // e2fsck: "should be zero" without the feature, "invalid"
+        // with it.
+        let e2 = if ctx.ext_attr { 0x020032 } else { 0x02000E };
+        c.bad(
+            Problem::new(Code::InodeFileAcl)
+                .ino(Ino(c.ino))
+                .e2fsck(e2)
+                .blk(Blk(inode.file_acl)),
+        );
+        None
+    } else {
+        c.out.xrefs.push((inode.file_acl, c.ino, inode.generation));
+        Some(inode.file_acl)
+    }
+}
+
+/// i_size against the mapped blocks (symlinks are checked on their own).
+fn check_size(
+    ctx: &Ctx,
+    w: &mut Worker,
+    c: &mut InodeCheck,
+    raw: &[u8],
+    inode: &Inode,
+    walk: &MapWalk,
+) {
+    let bs = u64::from(ctx.fs.geo.block_size);
+    let size = inode.size;
+    let nlast = walk.last_block.map_or(0, |l| l + 1);
     // What i_size should be: the mapped blocks, or for an inline
     // directory the inline data (0 when it cannot be sized, as e2fsck).
     let mut want_size = nlast * bs;
-    let bad_size = if is_dir {
-        if inline {
+    let bad_size = if walk.is_dir {
+        if walk.inline {
             let sz = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, false);
             want_size = *sz.as_ref().unwrap_or(&0);
             sz.is_err() || want_size != size
@@ -1977,11 +2062,11 @@ fn check_blocks(
             let nblock = size / bs;
             nblock > nlast || (nblock < nlast && nlast - nblock > ctx.prealloc_dir_blocks)
         }
-    } else if last_init.is_some_and(|l| size < l.saturating_mul(bs))
+    } else if walk.last_init.is_some_and(|l| size < l.saturating_mul(bs))
         && !inode.has_flag(flags::VERITY)
     {
         true
-    } else if !extent_mapped {
+    } else if !walk.extent_mapped {
         size > max_indirect_size(bs)
     } else {
         size > (1u64 << (32 + bs.trailing_zeros())) - 1
@@ -1989,7 +2074,7 @@ fn check_blocks(
     if bad_size && !inode.is_symlink() {
         c.report(
             Problem::new(Code::InodeISize)
-                .ino(Ino(ino))
+                .ino(Ino(c.ino))
                 .num(size)
                 .num2(want_size),
         );
@@ -1997,7 +2082,24 @@ fn check_blocks(
     if inode.is_reg() && size >= 0x8000_0000 {
         c.out.stats.large_files += 1;
     }
+}
 
+/// i_blocks against the blocks counted, and the quota charge: both wait
+/// for the xattr block's verdict when the inode has one.
+fn check_iblocks(
+    ctx: &Ctx,
+    c: &mut InodeCheck,
+    raw: &[u8],
+    inode: &Inode,
+    walk: &MapWalk,
+    acl: Option<u64>,
+    ibody: EaCharge,
+) {
+    let fs = ctx.fs;
+    let ino = c.ino;
+    let bs = u64::from(fs.geo.block_size);
+    // Values kept in EA inodes count in their owner's i_blocks.
+    let blocks = ibody.blocks + walk.mapped;
     // i_blocks: 512-byte units, or file system blocks with HUGE_FILE;
     // with bigalloc what was counted are clusters.
     let huge = ctx.huge_file && inode.has_flag(flags::HUGE_FILE);
@@ -2038,10 +2140,10 @@ fn check_blocks(
     // Block maps cannot express clusters: e2fsck rebuilds regular files
     // and directories as extent trees (symlinks are never rewritten).
     if fs.geo.cluster_bits > 0
-        && (inode.is_reg() || is_dir)
-        && !extent_mapped
-        && !inline
-        && mapped > 0
+        && (inode.is_reg() || walk.is_dir)
+        && !walk.extent_mapped
+        && !walk.inline
+        && walk.mapped > 0
         && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
     {
         c.report(Problem::new(Code::InodeBigallocBlockMap).ino(Ino(ino)));
