@@ -442,6 +442,17 @@ impl<'a, 's, V: MapVisitor> ExtentWalk<'a, 's, V> {
     }
 }
 
+/// What follows an index entry's descent in its node's scan.
+enum Step {
+    /// The walk stops here (a budget ran out, a shared node).
+    Stop,
+    /// The entry is judged bad: the next one is checked against the same
+    /// start.
+    Skip,
+    /// The child was walked: the next entry starts past this one.
+    Next,
+}
+
 impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
     fn report(&mut self, p: Problem) {
         self.problems += 1;
@@ -532,139 +543,160 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                 continue;
             }
             // Index entry: descend.
-            if self.nodes_left == 0 {
-                return;
-            }
-            if !self.seen.insert(pblk) {
-                // The blocks below other paths are neither claimed nor
-                // known, as with a tree too deep: the inode cannot keep
-                // them.
-                self.stopped = true;
-                self.report(
-                    Problem::new(Code::InodeExtentTreeShared)
-                        .ino(Ino(ino))
-                        .blk(Blk(pblk)),
-                );
-                return;
-            }
-            self.nodes_left -= 1;
-            let Some((Level { buf, ahead }, rest)) = next_level(levels, self.fs.block_size())
-            else {
-                // The blocks below are neither claimed nor known: the
-                // inode must not keep them unclaimed (pass 5 would free
-                // what it still maps).
-                self.report(
-                    Problem::new(Code::InodeExtentTreeUnwalkable)
-                        .ino(Ino(ino))
-                        .num(u64::from(WALK_DEPTH_LIMIT)),
-                );
-                return;
-            };
-            let node_end = child_bound(lblk, len);
-            let node_end_blk = child_end_blk(b, i, end_blk);
-            let task = split::Task {
-                pblk,
-                lblk,
-                root_depth: self.root_depth,
-                end: node_end,
-                end_blk: node_end_blk,
-                depth: depth - 1,
-                room: rest.len(),
-            };
-            let walked = self.spec.as_deref_mut().and_then(|s| s.take(task));
-            let mut read = false;
-            let head = match &walked {
-                Some(w) => w.head.clone(),
-                None => {
-                    read = true;
-                    // The children this node lists next are read ahead
-                    // with it.
-                    let geo = &self.fs.geo;
-                    let next = (i + 1..h.entries as usize)
-                        .map(|j| extent::parse_index(b, j).leaf)
-                        .filter(|&p| geo.block_in_fs(p));
-                    match ahead.read(&self.fs.dev, pblk, next, buf) {
-                        Ok(()) => split::child_head(&self.info, buf, depth),
-                        Err(e) => split::ChildHead {
-                            read_err: Some(e.to_string()),
-                            ..split::ChildHead::default()
-                        },
-                    }
-                }
-            };
-            if let Some(e) = head.read_err {
-                self.report(
-                    Problem::new(Code::InodeBlockBitmapUnreadable)
-                        .ino(Ino(ino))
-                        .blk(Blk(pblk))
-                        .detail(format!("extent node: {e}")),
-                );
-                continue;
-            }
-            if let Some(why) = head.why {
-                self.report(
-                    Problem::new(Code::InodeExtentNodeBad)
-                        .ino(Ino(ino))
-                        .blk(Blk(pblk))
-                        .detail(why),
-                );
-                continue;
-            }
-            self.v.node(pblk);
-            if head.entries == 0 {
-                self.report(
-                    Problem::new(Code::InodeExtentNodeBad)
-                        .ino(Ino(ino))
-                        .blk(Blk(pblk))
-                        .detail("empty node"),
-                );
-                continue;
-            }
-            let first = head.first;
-            let mut had_problem = false;
-            if first != lblk {
-                had_problem = true;
-                self.report(
-                    Problem::new(Code::InodeExtentIndexEnd)
-                        .ino(Ino(ino))
-                        .num(lblk)
-                        .num2(first),
-                );
-            }
-            let before = self.problems;
-            // e2fsck scans the child from its own first block (after
-            // moving the index there when it may).
-            match walked {
-                Some(w) if self.fits(&w) => self.take_in(w),
-                _ => {
-                    if !read
-                        && ahead
-                            .read(&self.fs.dev, pblk, std::iter::empty(), buf)
-                            .is_err()
-                    {
-                        // Read once already (by a helper): a device failing
-                        // now is reported as the first read would have been.
-                        self.report(
-                            Problem::new(Code::InodeBlockBitmapUnreadable)
-                                .ino(Ino(ino))
-                                .blk(Blk(pblk))
-                                .detail("extent node: read failed".to_string()),
-                        );
-                        continue;
-                    }
-                    self.node(buf, depth - 1, first, node_end, node_end_blk, rest);
-                }
-            }
-            had_problem |= self.problems != before;
-            if head.csum_bad && !had_problem {
-                self.report(
-                    Problem::new(Code::InodeExtentNodeChecksum)
-                        .ino(Ino(ino))
-                        .blk(Blk(pblk)),
-                );
+            match self.descend(b, i, h.entries, depth, (lblk, pblk, len), end_blk, levels) {
+                Step::Stop => return,
+                Step::Skip => continue,
+                Step::Next => {}
             }
             start_block = lblk;
         }
+    }
+
+    /// Walks the child node an index entry of `b` (entry `i` of `entries`,
+    /// at `depth`) names: `(lblk, pblk, len)` as `node_entry` reads it.
+    #[allow(clippy::too_many_arguments)]
+    fn descend(
+        &mut self,
+        b: &[u8],
+        i: usize,
+        entries: u16,
+        depth: u16,
+        (lblk, pblk, len): (u64, u64, u64),
+        end_blk: u64,
+        levels: &mut [Level],
+    ) -> Step {
+        let ino = self.info.ino;
+        if self.nodes_left == 0 {
+            return Step::Stop;
+        }
+        if !self.seen.insert(pblk) {
+            // The blocks below other paths are neither claimed nor
+            // known, as with a tree too deep: the inode cannot keep
+            // them.
+            self.stopped = true;
+            self.report(
+                Problem::new(Code::InodeExtentTreeShared)
+                    .ino(Ino(ino))
+                    .blk(Blk(pblk)),
+            );
+            return Step::Stop;
+        }
+        self.nodes_left -= 1;
+        let Some((Level { buf, ahead }, rest)) = next_level(levels, self.fs.block_size()) else {
+            // The blocks below are neither claimed nor known: the
+            // inode must not keep them unclaimed (pass 5 would free
+            // what it still maps).
+            self.report(
+                Problem::new(Code::InodeExtentTreeUnwalkable)
+                    .ino(Ino(ino))
+                    .num(u64::from(WALK_DEPTH_LIMIT)),
+            );
+            return Step::Stop;
+        };
+        let node_end = child_bound(lblk, len);
+        let node_end_blk = child_end_blk(b, i, end_blk);
+        let task = split::Task {
+            pblk,
+            lblk,
+            root_depth: self.root_depth,
+            end: node_end,
+            end_blk: node_end_blk,
+            depth: depth - 1,
+            room: rest.len(),
+        };
+        let walked = self.spec.as_deref_mut().and_then(|s| s.take(task));
+        let mut read = false;
+        let head = match &walked {
+            Some(w) => w.head.clone(),
+            None => {
+                read = true;
+                // The children this node lists next are read ahead
+                // with it.
+                let geo = &self.fs.geo;
+                let next = (i + 1..entries as usize)
+                    .map(|j| extent::parse_index(b, j).leaf)
+                    .filter(|&p| geo.block_in_fs(p));
+                match ahead.read(&self.fs.dev, pblk, next, buf) {
+                    Ok(()) => split::child_head(&self.info, buf, depth),
+                    Err(e) => split::ChildHead {
+                        read_err: Some(e.to_string()),
+                        ..split::ChildHead::default()
+                    },
+                }
+            }
+        };
+        if let Some(e) = head.read_err {
+            self.report(
+                Problem::new(Code::InodeBlockBitmapUnreadable)
+                    .ino(Ino(ino))
+                    .blk(Blk(pblk))
+                    .detail(format!("extent node: {e}")),
+            );
+            return Step::Skip;
+        }
+        if let Some(why) = head.why {
+            self.report(
+                Problem::new(Code::InodeExtentNodeBad)
+                    .ino(Ino(ino))
+                    .blk(Blk(pblk))
+                    .detail(why),
+            );
+            return Step::Skip;
+        }
+        self.v.node(pblk);
+        if head.entries == 0 {
+            self.report(
+                Problem::new(Code::InodeExtentNodeBad)
+                    .ino(Ino(ino))
+                    .blk(Blk(pblk))
+                    .detail("empty node"),
+            );
+            return Step::Skip;
+        }
+        let first = head.first;
+        let mut had_problem = false;
+        if first != lblk {
+            had_problem = true;
+            self.report(
+                Problem::new(Code::InodeExtentIndexEnd)
+                    .ino(Ino(ino))
+                    .num(lblk)
+                    .num2(first),
+            );
+        }
+        let before = self.problems;
+        // e2fsck scans the child from its own first block (after
+        // moving the index there when it may).
+        match walked {
+            Some(w) if self.fits(&w) => self.take_in(w),
+            _ => {
+                if !read
+                    && ahead
+                        .read(&self.fs.dev, pblk, std::iter::empty(), buf)
+                        .is_err()
+                {
+                    // Read once already (by a helper): a device failing
+                    // now is reported as the first read would have been.
+                    self.report(
+                        Problem::new(Code::InodeBlockBitmapUnreadable)
+                            .ino(Ino(ino))
+                            .blk(Blk(pblk))
+                            .detail("extent node: read failed".to_string()),
+                    );
+                    return Step::Skip;
+                }
+                self.node(buf, depth - 1, first, node_end, node_end_blk, rest);
+            }
+        }
+        had_problem |= self.problems != before;
+        if head.csum_bad && !had_problem {
+            self.report(
+                Problem::new(Code::InodeExtentNodeChecksum)
+                    .ino(Ino(ino))
+                    .blk(Blk(pblk)),
+            );
+        }
+        Step::Next
     }
 
     /// Whether a subtree walked apart is what walking it here would give:
