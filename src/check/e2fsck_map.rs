@@ -66,7 +66,14 @@ pub fn codes(code: Code) -> &'static [u32] {
         OrphanFileBlockDirty => &[0x06000C],
         OrphanPresentClean => &[0x06000D],
         OrphanNotProcessed => &[0x000023, 0x000024, 0x000052, 0x000053, 0x000054, 0x000055],
+        _ => inode_codes(code),
+    }
+}
 
+/// Pass 1 and 1B problems.
+fn inode_codes(code: Code) -> &'static [u32] {
+    use Code::*;
+    match code {
         InodeChecksum => &[0x010068],
         InodeBadMode => &[0x020012],
         InodeDtimeSet => &[0x010005, 0x010002],
@@ -130,7 +137,15 @@ pub fn codes(code: Code) -> &'static [u32] {
         InodeGarbage => &[0x010067],
         SpecialImmutable => &[0x010030],
         DupBlocks => &[0x011001],
+        _ => dir_codes(code),
+    }
+}
 
+/// Pass 2 to 5 problems, quota usage and the superblock a check fell
+/// back to.
+fn dir_codes(code: Code) -> &'static [u32] {
+    use Code::*;
+    match code {
         DirEntryBadRecLen => &[0x020013, 0x02001D],
         DirEntryBadInode => &[0x020002],
         DirEntryDeletedInode => &[0x020003],
