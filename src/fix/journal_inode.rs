@@ -84,17 +84,7 @@ pub(super) fn recreate(
             "recreating a journal with fast-commit blocks is not implemented yet".into(),
         ));
     }
-    let backup = if sb.jnl_backup_type == JNL_BACKUP_BLOCKS {
-        (i64::from(sb.jnl_blocks[15]) << 12) | (i64::from(sb.jnl_blocks[16]) >> 20)
-    } else {
-        -1
-    };
-    let blocks = if backup < MIN_BACKUP_SIZE {
-        default_journal_blocks(geo.blocks_count)
-    } else {
-        Some(backup as u64)
-    };
-    let Some(n) = blocks else {
+    let Some(n) = journal_blocks(fs) else {
         vol::edit_superblock(fs, overlay, |s| {
             s.set_compat(s.compat() & !compat::HAS_JOURNAL);
             s.clear_journal();
@@ -151,37 +141,93 @@ pub(super) fn recreate(
     let mut ind_blocks: Vec<(u64, Vec<u8>)> = Vec::new();
     if extents {
         data.extend_from_slice(&picked);
-        let mut runs: Vec<Extent> = Vec::new();
-        for (l, &p) in picked.iter().enumerate() {
-            match runs.last_mut() {
-                Some(e) if e.pblk + u64::from(e.len) == p && u64::from(e.len) < MAX_EXTENT => {
-                    e.len += 1
-                }
-                _ => runs.push(Extent {
-                    lblk: l as u32,
-                    len: 1,
-                    pblk: p,
-                    unwritten: false,
-                }),
+        match extent_root(&picked, bs) {
+            Ok(root) => block = root,
+            Err(extents) => {
+                alloc.rollback(checkpoint);
+                return Ok(Some(format!(
+                    "the free space would give the journal {extents} extents; more than the \
+                     inode holds is not implemented yet"
+                )));
             }
         }
-        // In the inode only (no leaf blocks).
-        let Some(tree) = extent::build(&runs, bs, 0, None, || None) else {
-            alloc.rollback(checkpoint);
-            return Ok(Some(format!(
-                "the free space would give the journal {} extents; more than the inode \
-                 holds is not implemented yet",
-                runs.len()
-            )));
-        };
-        block = tree.root;
     } else {
         map_indirect(&picked, n, apb, bs, &mut block, &mut data, &mut ind_blocks);
     }
 
-    // Contents: zeroed blocks (only where not zero already, and within the
-    // staging budget: a journal with s_start 0 is never read past its
-    // superblock, so leftovers there are harmless), the superblock.
+    stage_contents(fs, overlay, &data, ind_blocks, n)?;
+
+    let size = n * u64::from(geo.block_size);
+    let raw = journal_inode(fs, size, n + ind_count, extents, &block);
+    if !vol::write_inode(fs, overlay, JOURNAL_INO, &raw)? {
+        return Err("the journal inode has no valid location".into());
+    }
+
+    // The superblock.
+    vol::edit_superblock(fs, overlay, |s| {
+        s.set_compat(s.compat() | compat::HAS_JOURNAL);
+        s.set_incompat(s.incompat() & !incompat::RECOVER);
+        s.clear_journal();
+        s.set_journal_inum(JOURNAL_INO);
+        s.set_journal_backup(&block, size);
+    })?;
+    Ok(None)
+}
+
+/// The new journal's size in blocks, as e2fsck picks it: the old one's
+/// from the superblock's backup when that is large enough, else the
+/// default for the file system's size; None when it is too small for one.
+fn journal_blocks(fs: &Fs) -> Option<u64> {
+    let sb = &fs.sb;
+    let backup = if sb.jnl_backup_type == JNL_BACKUP_BLOCKS {
+        (i64::from(sb.jnl_blocks[15]) << 12) | (i64::from(sb.jnl_blocks[16]) >> 20)
+    } else {
+        -1
+    };
+    if backup < MIN_BACKUP_SIZE {
+        default_journal_blocks(fs.geo.blocks_count)
+    } else {
+        Some(backup as u64)
+    }
+}
+
+/// The inode's i_block for a journal on the blocks `picked` (in logical
+/// order): an extent tree in the inode, or Err(the extents it would need)
+/// when more than the inode holds.
+fn extent_root(picked: &[u64], bs: usize) -> Result<[u8; 60], usize> {
+    let mut runs: Vec<Extent> = Vec::new();
+    for (l, &p) in picked.iter().enumerate() {
+        match runs.last_mut() {
+            Some(e) if e.pblk + u64::from(e.len) == p && u64::from(e.len) < MAX_EXTENT => {
+                e.len += 1
+            }
+            _ => runs.push(Extent {
+                lblk: l as u32,
+                len: 1,
+                pblk: p,
+                unwritten: false,
+            }),
+        }
+    }
+    // In the inode only (no leaf blocks).
+    match extent::build(&runs, bs, 0, None, || None) {
+        Some(tree) => Ok(tree.root),
+        None => Err(runs.len()),
+    }
+}
+
+/// Stages the journal's contents: zeroed blocks (only where not zero
+/// already, and within the staging budget: a journal with s_start 0 is
+/// never read past its superblock, so leftovers there are harmless), the
+/// indirect blocks, the journal superblock in block 0.
+fn stage_contents(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    data: &[u64],
+    ind_blocks: Vec<(u64, Vec<u8>)>,
+    n: u64,
+) -> super::Result<()> {
+    let bs = fs.block_size();
     let zero = vec![0u8; bs];
     let mut cur = vec![0u8; bs];
     for &p in data.iter().skip(1) {
@@ -198,14 +244,18 @@ pub(super) fn recreate(
     for (p, bytes) in ind_blocks {
         overlay.stage(Blk(p), bytes)?;
     }
-    let jsb = crate::fs::journal::new_superblock(geo.block_size, n as u32, &sb.uuid);
+    let jsb = crate::fs::journal::new_superblock(fs.geo.block_size, n as u32, &fs.sb.uuid);
     overlay.stage(Blk(data[0]), jsb)?;
+    Ok(())
+}
 
-    // The inode.
+/// The journal inode: a regular file 0600 with one link, `size` bytes on
+/// `blocks` blocks (its map's own included), i_block as given.
+fn journal_inode(fs: &Fs, size: u64, blocks: u64, extents: bool, i_block: &[u8; 60]) -> Vec<u8> {
+    let geo = &fs.geo;
     let now = fs.clock.now_u32();
     let isz = geo.inode_size as usize;
-    let size = n * geo.block_size as u64;
-    let sectors = (n + ind_count) * (geo.block_size as u64 / 512);
+    let sectors = blocks * (u64::from(geo.block_size) / 512);
     let mut raw = vec![0u8; isz];
     let mut m = InodeMut(&mut raw);
     m.set_mode(0o100600);
@@ -216,26 +266,14 @@ pub(super) fn recreate(
     if extents {
         m.set_flags(flags::EXTENTS);
     }
-    m.i_block_mut().copy_from_slice(&block);
+    m.i_block_mut().copy_from_slice(i_block);
     if isz > finode::GOOD_OLD_INODE_SIZE {
         m.set_extra_isize(32.min(isz as u16 - 128));
         if isz >= crate::fs::inode::field::I_CRTIME + 4 {
             m.set_crtime(now);
         }
     }
-    if !vol::write_inode(fs, overlay, JOURNAL_INO, &raw)? {
-        return Err("the journal inode has no valid location".into());
-    }
-
-    // The superblock.
-    vol::edit_superblock(fs, overlay, |s| {
-        s.set_compat(s.compat() | compat::HAS_JOURNAL);
-        s.set_incompat(s.incompat() & !incompat::RECOVER);
-        s.clear_journal();
-        s.set_journal_inum(JOURNAL_INO);
-        s.set_journal_backup(&block, size);
-    })?;
-    Ok(None)
+    raw
 }
 
 /// `need` free blocks in libext2fs' order: ascending from `goal`, then
