@@ -121,12 +121,26 @@ fn check_group(
     g: u32,
     by_disk: bool,
 ) -> GroupOut {
+    let mut out = GroupOut::default();
+    check_group_blocks(fs, state, overlay, buf, g, by_disk, &mut out);
+    check_group_inodes(fs, state, buf, g, by_disk, &mut out);
+    out
+}
+
+/// The group's block bitmap against the blocks found in use (and staged
+/// by `overlay`), and its free blocks count.
+fn check_group_blocks(
+    fs: &Fs,
+    state: &State,
+    overlay: Option<&ClusterMap>,
+    buf: &mut [u8],
+    g: u32,
+    by_disk: bool,
+    out: &mut GroupOut,
+) {
     let geo = &fs.geo;
     let gd = &fs.gds[g as usize];
-    let mut out = GroupOut::default();
     let csum = fs.metadata_csum();
-
-    // ---- blocks ----
     // Bits of the block bitmap are clusters (blocks without bigalloc).
     let bits = geo.cluster_bits;
     let first = Blk(geo.group_first_block(g)).cluster(bits);
@@ -205,8 +219,21 @@ fn check_group(
                 .num2(out.free_blocks),
         );
     }
+}
 
-    // ---- inodes ----
+/// The group's inode bitmap against the inodes found in use, its free
+/// inodes and directories counts.
+fn check_group_inodes(
+    fs: &Fs,
+    state: &State,
+    buf: &mut [u8],
+    g: u32,
+    by_disk: bool,
+    out: &mut GroupOut,
+) {
+    let geo = &fs.geo;
+    let gd = &fs.gds[g as usize];
+    let csum = fs.metadata_csum();
     let ipg = geo.inodes_per_group as u64;
     let ino0 = g as u64 * ipg + 1;
     let uninit = inode_uninit(fs, g);
@@ -278,7 +305,6 @@ fn check_group(
                 .num2(dirs),
         );
     }
-    out
 }
 
 /// Are the bytes of a bitmap block past its group's `bits` all ones? The
