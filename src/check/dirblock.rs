@@ -802,11 +802,25 @@ impl<T: Targets> EntryCx<'_, T> {
                     .num(e.inode as u64),
             );
         }
+        self.check_name_and_type(e, state, &ti, out);
+        if let Some(v) = self.hash_version
+            && let Some(h) = self.name_hash(e, v, state)
+        {
+            self.hashes.0 = self.hashes.0.min(h);
+            self.hashes.1 = self.hashes.1.max(h);
+        }
+        self.record(e, state, &ti, out);
+    }
+
+    /// The entry's name (its characters, or as ciphertext in an encrypted
+    /// directory) and its file type against its target's.
+    fn check_name_and_type(&self, e: &Entry<'_>, state: u32, ti: &TargetInfo, out: &mut Sink) {
+        let fsp = self.fsp;
         if let Some(dp) = self.d.policy {
             // Names are ciphertext: any byte may appear, but the cipher
             // pads them to at least one block.
             if state > 1 {
-                self.check_encrypted(e, dp, &ti, out);
+                self.check_encrypted(e, dp, ti, out);
             }
         } else {
             if self.d.casefold && fsp.strict_names && casefold::invalid_at(e.name).is_some() {
@@ -845,12 +859,12 @@ impl<T: Targets> EntryCx<'_, T> {
                 );
             }
         }
-        if let Some(v) = self.hash_version
-            && let Some(h) = self.name_hash(e, v, state)
-        {
-            self.hashes.0 = self.hashes.0.min(h);
-            self.hashes.1 = self.hashes.1.max(h);
-        }
+    }
+
+    /// Keeps what the later passes need of the entry: subdirectories with
+    /// their names, lost+found, names for the duplicate search, the link.
+    fn record(&self, e: &Entry<'_>, state: u32, ti: &TargetInfo, out: &mut Sink) {
+        let dir = self.d.ino;
         if state > 1 && ti.dir && e.inode != ROOT_INO {
             let start = out.names.len() as u32;
             out.names.extend_from_slice(e.name);
