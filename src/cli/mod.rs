@@ -199,22 +199,17 @@ fn cancelled(device: &str) -> i32 {
     EXIT_CANCELLED
 }
 
-pub fn run(args: &Args) -> i32 {
-    if let Some(log) = &args.rollback {
-        return rollback::run(log, &args.device, args.force_rollback);
-    }
-    if args.online {
-        return online::run(args);
-    }
+/// The repair mode the options ask for (None: interactive, or `-n`)
+/// and the threads, once the options are known to go together; Err(the
+/// exit code) when they do not.
+fn modes(args: &Args) -> Result<(Option<fix::Mode>, Threads), i32> {
     let preen = args.preen || args.auto;
     if [args.no, args.yes, preen].iter().filter(|&&m| m).count() > 1 {
         // e2fsck exits 8 here, not 16.
         eprintln!("pfsck: only one of the options -p/-a, -n or -y may be specified");
-        return EXIT_OPERATIONAL;
+        return Err(EXIT_OPERATIONAL);
     }
-    if let Err(code) = option_conflicts(args) {
-        return code;
-    }
+    option_conflicts(args)?;
     let mode = if args.yes {
         Some(fix::Mode::Yes)
     } else if preen {
@@ -228,11 +223,11 @@ pub fn run(args: &Args) -> i32 {
             eprintln!(
                 "pfsck: need a terminal for interactive repairs; use -n to check, -p or -y to repair"
             );
-            return EXIT_OPERATIONAL;
+            return Err(EXIT_OPERATIONAL);
         }
         if args.json {
             eprintln!("pfsck: --json needs -n, -p or -y (questions would mix with the JSON)");
-            return EXIT_USAGE;
+            return Err(EXIT_USAGE);
         }
     }
     if args
@@ -240,15 +235,21 @@ pub fn run(args: &Args) -> i32 {
         .is_some_and(|b| !(b.is_power_of_two() && (1024..=65536).contains(&b)))
     {
         eprintln!("pfsck: invalid block size for -B (1024 to 65536, a power of two)");
-        return EXIT_USAGE;
+        return Err(EXIT_USAGE);
     }
     let threads = match parse_threads(&args.threads) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("pfsck: {e}");
-            return EXIT_USAGE;
+            return Err(EXIT_USAGE);
         }
     };
+    Ok((mode, threads))
+}
+
+/// What the run sets up before the check: the signal handlers, the
+/// flush (`-F`), the bad blocks list (refused), the idle priority.
+fn prepare(args: &Args) -> Result<(), i32> {
     {
         // Ctrl-C, SIGTERM, SIGHUP: the check stops at its next unit and
         // exits 32 (nothing is written before the commit, and the commit,
@@ -266,7 +267,7 @@ pub fn run(args: &Args) -> i32 {
         && let Err(e) = std::fs::File::open(&args.device).and_then(|f| f.sync_all())
     {
         eprintln!("pfsck: {e} while trying to flush {}", args.device.display());
-        return EXIT_OPERATIONAL;
+        return Err(EXIT_OPERATIONAL);
     }
     match badblocks::gather(args, &args.device.display().to_string()) {
         Ok(list) if list.is_empty() => {}
@@ -278,19 +279,24 @@ pub fn run(args: &Args) -> i32 {
                 shown.join(" "),
                 if list.len() > 20 { " ..." } else { "" }
             );
-            return EXIT_OPERATIONAL;
+            return Err(EXIT_OPERATIONAL);
         }
         Err(e) => {
             eprintln!("pfsck: {e}");
-            return EXIT_OPERATIONAL;
+            return Err(EXIT_OPERATIONAL);
         }
     }
     if args.idle
         && let Err(e) = crate::engine::budget::set_idle_priority()
     {
         eprintln!("pfsck: cannot switch to SCHED_IDLE: {e}");
-        return EXIT_OPERATIONAL;
+        return Err(EXIT_OPERATIONAL);
     }
+    Ok(())
+}
+
+/// The check's options from the command line.
+fn options(args: &Args, threads: Threads) -> Result<Options, i32> {
     let mut opts = Options {
         auto_threads: args.threads == "auto",
         threads,
@@ -317,10 +323,31 @@ pub fn run(args: &Args) -> i32 {
                     "pfsck: --max-memory: cannot create a scratch file in {}: {e}",
                     dir.display()
                 );
-                return EXIT_OPERATIONAL;
+                return Err(EXIT_OPERATIONAL);
             }
         }
     }
+    Ok(opts)
+}
+
+pub fn run(args: &Args) -> i32 {
+    if let Some(log) = &args.rollback {
+        return rollback::run(log, &args.device, args.force_rollback);
+    }
+    if args.online {
+        return online::run(args);
+    }
+    let (mode, threads) = match modes(args) {
+        Ok(m) => m,
+        Err(code) => return code,
+    };
+    if let Err(code) = prepare(args) {
+        return code;
+    }
+    let mut opts = match options(args, threads) {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
     let device = args.device.display().to_string();
     let reporter = match progress_reporter(args, &device) {
         Ok(r) => r,
