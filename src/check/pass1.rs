@@ -462,7 +462,7 @@ pub(crate) fn finish(
         }
     }
     state.quota = quota;
-    state.stats.inodes_used = state.inode_used.count_range(0, state.inode_used.len());
+    state.stats.inodes_used = state.inode_used.count();
     problems
 }
 
@@ -670,7 +670,7 @@ impl InodeCheck<'_> {
     /// A used inode whose count and type pass 1 never read (in a bad
     /// block, or an unused reserved inode) has count 0 and no type.
     fn finish(&mut self) {
-        if !self.state.inode_used.get(self.ino as u64) {
+        if !self.state.inode_used.get(Ino(self.ino)) {
             return;
         }
         if !self.linked {
@@ -763,7 +763,7 @@ fn check_inode(
         // (pass 2 then drops the entries naming it). When it is the bad
         // block inode itself, the list is not believed: e2fsck offers to
         // clear it.
-        ctx.state.inode_used.set(ino as u64);
+        ctx.state.inode_used.set(Ino(ino));
         c.set_flag(iflag::IN_BAD_BLOCK);
         if ino == inode::BAD_INO {
             c.report(
@@ -811,7 +811,7 @@ fn reserved_file(
     wanted: bool,
     what: &str,
 ) {
-    ctx.state.inode_used.set(ino as u64);
+    ctx.state.inode_used.set(Ino(ino));
     if wanted {
         if !inode.is_reg() {
             c.report(
@@ -832,7 +832,7 @@ fn reserved_file(
 }
 
 fn mark_used(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
-    ctx.state.inode_used.set(c.ino as u64);
+    ctx.state.inode_used.set(Ino(c.ino));
     c.set_links(inode.links_count);
     ctx.state.set_ftype(c.ino, inode.file_type() as u8);
     c.typed = true;
@@ -1001,7 +1001,7 @@ fn check_reserved(
                         .detail(detail::BAD_BLOCKS_INODE),
                 );
             }
-            ctx.state.inode_used.set(ino as u64);
+            ctx.state.inode_used.set(Ino(ino));
             check_blocks(ctx, w, c, raw, inode, true, EaCharge::default());
             return true;
         }
@@ -1044,7 +1044,7 @@ fn check_reserved(
             );
         }
         _ if ino < first_ino => {
-            ctx.state.inode_used.set(ino as u64);
+            ctx.state.inode_used.set(Ino(ino));
             let bad_mode = match ino {
                 inode::BOOT_LOADER_INO => inode.is_dir(),
                 inode::RESIZE_INO => inode.mode != 0 && !inode.is_reg(),
@@ -1119,7 +1119,7 @@ fn check_file_type(
     let ino = c.ino;
     match inode.file_type() {
         FileType::Directory => {
-            ctx.state.inode_dir.set(ino as u64);
+            ctx.state.inode_dir.set(Ino(ino));
             c.out.dirs.push((ino, inode.generation));
             c.out.stats.directories += 1;
         }

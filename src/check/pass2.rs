@@ -110,7 +110,7 @@ impl<G: Fn(u32)> Targets for Gated<'_, G> {
 impl Targets for StateTargets<'_> {
     fn info(&self, ino: u32) -> TargetInfo {
         let s = self.st;
-        let i = ino as u64;
+        let i = Ino(ino);
         let in_bad_block = !self.bad_itable.is_empty()
             && self
                 .fs
@@ -468,7 +468,7 @@ impl Units2 {
             if let Some(i) = find(&infos, b.ino)
                 && !infos[i].info.inline
                 && b.lblk <= self.limit
-                && st.inode_used.get(b.ino as u64)
+                && st.inode_used.get(Ino(b.ino))
             {
                 self.blocks.push(*b);
                 self.dirs.entry(b.ino).or_insert_with(|| infos[i].clone());
@@ -969,7 +969,7 @@ fn check_inline_dirs<T: Targets + Sync>(
 ) -> Vec<Sink> {
     let inl: Vec<&DirInfo> = dirs
         .iter()
-        .filter(|d| d.inline && st.inode_used.get(d.params.ino as u64))
+        .filter(|d| d.inline && st.inode_used.get(Ino(d.params.ino)))
         .collect();
     let units = inl.len().div_ceil(INODE_UNIT);
     par_map(

@@ -30,7 +30,7 @@ pub fn run(_fs: &Fs, state: &mut State) -> Result<Vec<Problem>> {
 
 pub fn check(st: &State) -> Vec<Problem> {
     let mut out = Vec::new();
-    if !st.inode_used.get(ROOT_INO as u64) {
+    if !st.inode_used.get(Ino(ROOT_INO)) {
         out.push(Problem::new(Code::RootMissing));
     }
     let n = st.dirs.len();
@@ -42,7 +42,7 @@ pub fn check(st: &State) -> Vec<Problem> {
     }
     for i in 0..n {
         let ino = st.dirs[i];
-        if !st.inode_dir.get(ino as u64) {
+        if !st.inode_dir.get(Ino(ino)) {
             continue;
         }
         let mut cur = i;
@@ -74,7 +74,7 @@ pub fn check(st: &State) -> Vec<Problem> {
     }
     if st.lost_found == 0 {
         out.push(Problem::new(Code::LostFoundMissing));
-    } else if !st.inode_dir.get(st.lost_found as u64) {
+    } else if !st.inode_dir.get(Ino(st.lost_found)) {
         out.push(Problem::new(Code::LostFoundNotDir).ino(Ino(st.lost_found)));
     } else if st.has_iflag(st.lost_found, iflag::ENCRYPTED) {
         // Names put there by the repair would have to be encrypted.
@@ -90,8 +90,8 @@ mod tests {
     fn state(dirs: &[(u32, u32, u32)]) -> State {
         let mut st = State::new(100, 64);
         for &(d, p, dd) in dirs {
-            st.inode_used.set(d as u64);
-            st.inode_dir.set(d as u64);
+            st.inode_used.set(Ino(d));
+            st.inode_dir.set(Ino(d));
             st.dirs.push(d);
             st.dir_parent.push(p);
             st.dir_dotdot.push(dd);

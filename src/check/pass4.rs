@@ -125,8 +125,8 @@ fn check_range(
 ) -> ProblemList {
     let mut out = ProblemList::new();
     let mut other = st.links_other_from(start as u32).iter().peekable();
-    for ino64 in st.inode_used.iter_set(start, end) {
-        let ino = ino64 as u32;
+    for i in st.inode_used.iter_set(start, end) {
+        let ino = i.get();
         if ino == 1
             || (ino > ROOT_INO && ino < first_ino)
             || skip.contains(&ino)
@@ -174,7 +174,7 @@ fn check_range(
             // Left unattached, the count is not worth comparing.
             continue;
         }
-        let dir = st.inode_dir.get(ino64);
+        let dir = st.inode_dir.get(i);
         if dir && seen > LINK_MAX {
             seen = 1;
         }
@@ -213,10 +213,10 @@ mod tests {
     fn counts_and_unattached() {
         let st = State::new(10, 32);
         for ino in [2u32, 11, 12, 13, 14, 15, 16] {
-            st.inode_used.set(ino as u64);
+            st.inode_used.set(Ino(ino));
         }
         let mut st = st;
-        st.inode_dir.set(2);
+        st.inode_dir.set(Ino(2));
         st.set_i_links(2, 3);
         st.set_i_links(11, 1);
         st.set_i_links(12, 2);
@@ -261,7 +261,7 @@ mod tests {
     fn ea_inode_references() {
         let mut st = State::new(10, 32);
         for ino in [12u32, 13, 14] {
-            st.inode_used.set(ino as u64);
+            st.inode_used.set(Ino(ino));
             st.set_i_links(ino, 1);
         }
         st.set_i_links(14, 2);
@@ -302,8 +302,8 @@ mod tests {
     fn dir_nlink_rules() {
         let mut st = State::new(10, 32);
         for ino in [12u32, 13] {
-            st.inode_used.set(ino as u64);
-            st.inode_dir.set(ino as u64);
+            st.inode_used.set(Ino(ino));
+            st.inode_dir.set(Ino(ino));
             st.set_i_links(ino, 1);
         }
         st.set_iflag(13, iflag::HTREE);

@@ -5,9 +5,9 @@
 //! per-worker results merged once, in unit order.
 
 use super::xattr::EaCharge;
-use crate::engine::{AtomicBitmap, LinkCounts, Spill};
-use crate::fs::num::{Blk, Cluster};
-use crate::volume::ClusterMap;
+use crate::engine::{LinkCounts, Spill};
+use crate::fs::num::{Blk, Cluster, Ino};
+use crate::volume::{ClusterMap, InodeMap};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -170,8 +170,8 @@ pub struct State {
     /// blocks, bitmaps, inode tables): pass 1B names it as an owner.
     pub block_meta: ClusterMap,
     /// Indexed by inode number (bit 0 unused): in use per pass 1.
-    pub inode_used: AtomicBitmap,
-    pub inode_dir: AtomicBitmap,
+    pub inode_used: InodeMap,
+    pub inode_dir: InodeMap,
     /// Used inodes whose block map pass 1 did not walk (inline symlinks,
     /// unused reserved inodes), sorted: pass 1B walks every other used
     /// inode again. Read with `map_walked`.
@@ -180,13 +180,13 @@ pub struct State {
     /// `inode_dir`), as `FileType as u8` XOR 1, bit k in map k: regular
     /// files are all zeros, so these maps cost memory only where special
     /// files are. Read with `ftype` and `is_reg`.
-    ftype_bits: [AtomicBitmap; FTYPE_BITS],
+    ftype_bits: [InodeMap; FTYPE_BITS],
     /// i_links_count of used inodes whose count is not 1, sorted by inode;
     /// every other used inode has 1 (nearly all files). Read with
     /// `i_links`.
     links_other: Vec<(u32, u16)>,
     /// One map per `iflag` bit. Read with `has_iflag`.
-    iflags: [AtomicBitmap; iflag::COUNT],
+    iflags: [InodeMap; iflag::COUNT],
     /// References found in directories (pass 2), by inode number.
     pub links_seen: LinkCounts,
     /// Directory blocks, sorted by physical block.
@@ -249,7 +249,7 @@ impl State {
     ) -> State {
         let n = inodes_count as usize + 1;
         let clusters = blocks_count.div_ceil(1 << bits);
-        let inode_map = || AtomicBitmap::new_in(n as u64, spill);
+        let inode_map = || InodeMap::new_in(inodes_count, spill);
         State {
             cluster_bits: bits,
             block_used: ClusterMap::new_in(clusters, spill),
@@ -361,7 +361,7 @@ impl State {
         let mut rest = f;
         while rest != 0 {
             let k = rest.trailing_zeros() as usize;
-            if self.iflags.get(k).is_some_and(|m| m.get(ino as u64)) {
+            if self.iflags.get(k).is_some_and(|m| m.get(Ino(ino))) {
                 return true;
             }
             rest &= rest - 1;
@@ -373,14 +373,14 @@ impl State {
     pub fn set_iflag(&self, ino: u32, f: u8) {
         for (k, m) in self.iflags.iter().enumerate() {
             if f & (1 << k) != 0 {
-                m.set(ino as u64);
+                m.set(Ino(ino));
             }
         }
     }
 
     /// The file type pass 1 found (`FileType as u8`); 0 for unused inodes.
     pub fn ftype(&self, ino: u32) -> u8 {
-        let i = ino as u64;
+        let i = Ino(ino);
         if !self.inode_used.get(i) {
             return 0;
         }
@@ -407,7 +407,7 @@ impl State {
         if t == FT_DIR {
             return;
         }
-        let i = ino as u64;
+        let i = Ino(ino);
         for (k, m) in self.ftype_bits.iter().enumerate() {
             if (t ^ FT_REG) & (1 << k) != 0 {
                 m.set(i);
@@ -419,7 +419,7 @@ impl State {
 
     /// i_links_count of `ino` as pass 1 read it (0 for unused inodes).
     pub fn i_links(&self, ino: u32) -> u16 {
-        if !self.inode_used.get(ino as u64) {
+        if !self.inode_used.get(Ino(ino)) {
             return 0;
         }
         self.links_other
@@ -454,7 +454,7 @@ impl State {
     /// Did pass 1 walk the block map of `ino`? (Every used inode but the
     /// few in `unmapped`.)
     pub fn map_walked(&self, ino: u32) -> bool {
-        self.inode_used.get(ino as u64) && self.unmapped.binary_search(&ino).is_err()
+        self.inode_used.get(Ino(ino)) && self.unmapped.binary_search(&ino).is_err()
     }
 
     /// Appends used inodes whose map pass 1 did not walk, in increasing

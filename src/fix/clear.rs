@@ -413,8 +413,8 @@ fn make_root(
     };
     let blk = blk.get();
     super::lostfound::write_dir(fs, overlay, ROOT_INO, ROOT_INO, blk, S_IFDIR | 0o755)?;
-    state.inode_used.set(ROOT_INO as u64);
-    state.inode_dir.set(ROOT_INO as u64);
+    state.inode_used.set(Ino(ROOT_INO));
+    state.inode_dir.set(Ino(ROOT_INO));
     round.modified.insert(ROOT_INO);
     Ok(true)
 }

@@ -19,7 +19,7 @@ use crate::check::state::{State, iflag};
 use crate::fs::dir_entry;
 use crate::fs::extent::{self, EXTENT_MAGIC, ROOT_MAX};
 use crate::fs::inode::{InodeMut, flags};
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Ino};
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
@@ -28,7 +28,7 @@ const DIRECT: usize = 12;
 
 /// Closes the holes of directory `dir`; returns whether anything was staged.
 pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay, dir: u32) -> super::Result<bool> {
-    if !state.inode_dir.get(dir as u64) || state.has_iflag(dir, iflag::INLINE) {
+    if !state.inode_dir.get(Ino(dir)) || state.has_iflag(dir, iflag::INLINE) {
         return Ok(false);
     }
     let Some(mut raw) = vol::read_inode(fs, overlay, dir)? else {

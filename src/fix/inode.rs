@@ -155,7 +155,7 @@ pub(super) fn release(
         return Ok(false);
     }
     for map in [&state.inode_used, &state.inode_dir] {
-        map.clear(ino as u64);
+        map.clear(Ino(ino));
     }
     Ok(true)
 }

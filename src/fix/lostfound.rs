@@ -207,7 +207,7 @@ fn file_type(state: &State, ino: u32) -> u8 {
 
 /// Can entries be added to / rewritten in directory `dir` by these fixes?
 fn plain_dir(state: &State, dir: u32) -> bool {
-    state.inode_dir.get(dir as u64)
+    state.inode_dir.get(Ino(dir))
         && !state.has_iflag(dir, iflag::HTREE | iflag::INLINE | iflag::BAD)
 }
 
@@ -225,7 +225,7 @@ fn reconnect(
     if lf == 0 || lf == ino || !plain_dir(state, lf) {
         return Ok(false);
     }
-    let is_dir = state.inode_dir.get(ino as u64);
+    let is_dir = state.inode_dir.get(Ino(ino));
     // A directory's '..' must be rewritten too; find where it is before
     // adding the entry, so a directory that cannot be fixed is left whole.
     let inline = is_dir && state.has_iflag(ino, iflag::INLINE);
@@ -438,7 +438,7 @@ pub(super) fn create(
     // The first free inode of a group whose inode table is initialised
     // (past the group's itable_unused mark, the summary lowers the mark).
     let ino = (geo.first_ino.max(ROOT_INO + 1)..=geo.inodes_count).find(|&i| {
-        if state.inode_used.get(i as u64) {
+        if state.inode_used.get(Ino(i)) {
             return false;
         }
         let g = geo.group_of_inode(i);
@@ -483,8 +483,8 @@ pub(super) fn create(
 
     // The summary allocates what is marked here; the root gains a link
     // from the new '..'.
-    state.inode_used.set(ino as u64);
-    state.inode_dir.set(ino as u64);
+    state.inode_used.set(Ino(ino));
+    state.inode_dir.set(Ino(ino));
     add(links, ROOT_INO, 1);
     // Its own count is the one written ('.' and the root's entry) plus
     // the subdirectories reconnected into it: recorded like any change,

@@ -716,7 +716,7 @@ impl<'a> Round<'a> {
         for (&ino, &d) in &m.links {
             // A cleared inode keeps the count its clearing wrote.
             let cleared = m.gone.contains(&ino) && !m.round.modified.contains(&ino);
-            if m.link_fixed.contains(&ino) || cleared || !state.inode_used.get(ino as u64) {
+            if m.link_fixed.contains(&ino) || cleared || !state.inode_used.get(Ino(ino)) {
                 continue;
             }
             let have = state.i_links(ino);
@@ -991,7 +991,7 @@ const LINK_MAX: i64 = 65000;
 /// to a directory, a '..' moved) leaves it with one link, and the next
 /// round's pass 4 finds it unattached and reconnects it to /lost+found.
 fn link_target(state: &State, ino: u32, n: i64) -> u64 {
-    if state.inode_dir.get(ino as u64) && n > LINK_MAX {
+    if state.inode_dir.get(Ino(ino)) && n > LINK_MAX {
         1
     } else {
         n.max(1) as u64
@@ -1014,9 +1014,9 @@ mod tests {
     #[test]
     fn a_file_in_use_never_gets_a_link_count_of_zero() {
         let state = State::new(1024, 64);
-        state.inode_used.set(12);
-        state.inode_used.set(13);
-        state.inode_dir.set(13);
+        state.inode_used.set(Ino(12));
+        state.inode_used.set(Ino(13));
+        state.inode_dir.set(Ino(13));
         // The one entry naming file 12 dropped this round: one link is
         // left, for the next round's pass 4 to find it unattached.
         assert_eq!(link_target(&state, 12, 1 - 1), 1);

@@ -36,7 +36,7 @@ use crate::check::superblock::FIELD_NAMES;
 use crate::fs::bytes::put_le32;
 use crate::fs::extent::{Extent, INIT_MAX_LEN};
 use crate::fs::inode::{Inode, InodeMut, flags, inode_csum_seed};
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::quota::{self, Dquot, Limits, QUOTA_BLOCK};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
@@ -114,7 +114,7 @@ pub(super) fn rewrite(
     let Some(usage) = &state.quota else {
         return Ok(false);
     };
-    if ino == 0 || ino > fs.geo.inodes_count || !state.inode_used.get(u64::from(ino)) {
+    if ino == 0 || ino > fs.geo.inodes_count || !state.inode_used.get(Ino(ino)) {
         return Ok(false);
     }
     let Some(counted) = usage.by_type.get(qtype) else {

@@ -28,6 +28,7 @@ use crate::fs::dir_entry::{put_entry, put_tail_header, set_tail_checksum};
 use crate::fs::dx_hash::{DX_HASH_HALF_MD4, DX_HASH_LEGACY, DX_HASH_TEA, dx_hash};
 use crate::fs::htree;
 use crate::fs::inode::{ROOT_INO, flags};
+use crate::fs::num::Ino;
 use crate::fs::superblock::{compat, incompat};
 use crate::repair::overlay::Overlay;
 use crate::volume::Fs;
@@ -67,7 +68,7 @@ pub(super) fn rebuild(
     let Some(k) = state.dir_index(dir) else {
         return Ok(false);
     };
-    if !state.inode_used.get(dir as u64) || state.has_iflag(dir, iflag::INLINE) {
+    if !state.inode_used.get(Ino(dir)) || state.has_iflag(dir, iflag::INLINE) {
         return Ok(false);
     }
     let mut blocks: Vec<(u32, u64)> = state

@@ -37,7 +37,7 @@ use crate::check::state::State;
 use crate::fs::bytes::put_le32;
 use crate::fs::inode::field::I_CRTIME;
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, InodeMut, RESIZE_INO, ROOT_INO};
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
@@ -140,8 +140,8 @@ pub(super) fn recreate(
     }
     // Blocks e2fsck's pass 1 sets aside for a missing root and a missing
     // lost+found before it recreates this inode: the lowest free ones.
-    let set_aside = usize::from(!state.inode_used.get(u64::from(ROOT_INO)))
-        + usize::from(state.lost_found == 0);
+    let set_aside =
+        usize::from(!state.inode_used.get(Ino(ROOT_INO))) + usize::from(state.lost_found == 0);
     let aside: Vec<Blk> = (0..set_aside)
         .map_while(|_| alloc.take_lowest(overlay))
         .collect();

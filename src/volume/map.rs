@@ -6,7 +6,7 @@
 //! (`Blk::cluster`) before it reaches one.
 
 use crate::engine::AtomicBitmap;
-use crate::fs::num::Cluster;
+use crate::fs::num::{Cluster, Ino};
 
 /// One bit per cluster, shared between threads (`AtomicBitmap`).
 pub struct ClusterMap(AtomicBitmap);
@@ -72,5 +72,73 @@ impl ClusterMap {
     /// The marked clusters in [start, end), in increasing order.
     pub fn iter_set(&self, start: Cluster, end: Cluster) -> impl Iterator<Item = Cluster> + '_ {
         self.0.iter_set(start.0, end.0).map(Cluster)
+    }
+}
+
+/// One bit per inode, indexed by the inode number itself (bit 0 unused),
+/// shared between threads: the per-inode maps of a check take only an
+/// [`Ino`].
+pub struct InodeMap(AtomicBitmap);
+
+impl InodeMap {
+    /// A map for inodes 1 to `inodes_count` (all clear).
+    pub fn new(inodes_count: u32) -> InodeMap {
+        InodeMap::new_in(inodes_count, None)
+    }
+
+    /// The same in `spill`'s scratch file (`--max-memory`), or in memory.
+    pub fn new_in(
+        inodes_count: u32,
+        spill: Option<&std::sync::Arc<crate::engine::Spill>>,
+    ) -> InodeMap {
+        InodeMap(AtomicBitmap::new_in(u64::from(inodes_count) + 1, spill))
+    }
+
+    /// Bytes of the map in memory now.
+    pub fn resident_bytes(&self) -> u64 {
+        self.0.resident_bytes()
+    }
+
+    /// Marks `ino`; returns whether it was marked already.
+    pub fn set(&self, ino: Ino) -> bool {
+        self.0.set(ino.bit())
+    }
+
+    pub fn clear(&self, ino: Ino) {
+        self.0.clear(ino.bit())
+    }
+
+    pub fn get(&self, ino: Ino) -> bool {
+        self.0.get(ino.bit())
+    }
+
+    // Ranges are inode numbers widened to u64: a range's end, one past
+    // the last inode, may not fit an inode number.
+
+    /// The 64 bits from inode `start` on (bit k is `start + k`), clear
+    /// past the last inode.
+    pub fn word_at(&self, start: u64) -> u64 {
+        self.0.word_at(start)
+    }
+
+    /// `get` by an inode number widened to u64, for walks over ranges.
+    pub fn get_wide(&self, ino: u64) -> bool {
+        self.0.get(ino)
+    }
+
+    /// Marked inodes in [start, end).
+    pub fn count_range(&self, start: u64, end: u64) -> u64 {
+        self.0.count_range(start, end)
+    }
+
+    /// Marked inodes of the whole map.
+    pub fn count(&self) -> u64 {
+        self.0.count_range(0, self.0.len())
+    }
+
+    /// The marked inodes in [start, end), in increasing order.
+    pub fn iter_set(&self, start: u64, end: u64) -> impl Iterator<Item = Ino> + '_ {
+        // The map has inodes_count + 1 bits: its marks are inode numbers.
+        self.0.iter_set(start, end).map(|i| Ino(i as u32))
     }
 }

@@ -20,8 +20,7 @@
 //! does by default; the backups are not compared by either checker.
 
 use super::edit::{DescTable, edit_superblock, write_desc_table};
-use super::{ClusterMap, Fs, Stage};
-use crate::engine::AtomicBitmap;
+use super::{ClusterMap, Fs, InodeMap, Stage};
 use crate::error::{Error, Result};
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
 use crate::fs::num::{Blk, Cluster};
@@ -31,8 +30,8 @@ pub struct InUse<'a> {
     /// One bit per cluster (per block without bigalloc).
     pub clusters: &'a ClusterMap,
     /// By inode number (bit 0 unused).
-    pub inodes: &'a AtomicBitmap,
-    pub dirs: &'a AtomicBitmap,
+    pub inodes: &'a InodeMap,
+    pub dirs: &'a InodeMap,
 }
 
 /// Bit `i` of a bitmap block.
@@ -202,17 +201,18 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
         d.set_free_blocks(group_free as u32);
 
         // ---- inode bitmap ----
-        let ino0 = g as u64 * ipg + 1;
+        let ino0 = u64::from(g) * ipg + 1;
+        let in_use = |i: u64| used.inodes.get_wide(ino0 + i);
         let used_here = used.inodes.count_range(ino0, ino0 + ipg);
         let ino_bm = if flagged(g, BG_INODE_UNINIT) && used_here == 0 {
             None
         } else if writable(fs, gd.inode_bitmap) {
-            let want = build(bs, ipg, |i| used.inodes.get(ino0 + i));
+            let want = build(bs, ipg, in_use);
             let differs = if flagged(g, BG_INODE_UNINIT) {
                 true
             } else {
                 st.read_at(&fs.dev, gd.inode_bitmap * bs as u64, &mut disk)?;
-                (0..ipg).any(|i| bit(&disk, i) != used.inodes.get(ino0 + i)) || !padded(&disk, ipg)
+                (0..ipg).any(|i| bit(&disk, i) != in_use(i)) || !padded(&disk, ipg)
             };
             if differs {
                 st.stage(Blk(gd.inode_bitmap), want.clone())?;
@@ -239,7 +239,7 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
             // which puts the never-used mark right behind the group's last
             // inode in use (an impossible mark, or one a fix allocated
             // past, included); the same rule leaves e2fsck's bytes.
-            let last = (0..ipg).rev().find(|&i| used.inodes.get(ino0 + i));
+            let last = (0..ipg).rev().find(|&i| in_use(i));
             let unused = last.map_or(ipg, |l| ipg - (l + 1));
             d.set_itable_unused(unused as u32);
         }
@@ -258,12 +258,16 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
     // keeps the device's bytes.
     write_desc_table(fs, st, fs.sb_block, &table.raw, Some(&fs.gd_raw))?;
 
-    // The superblock: counts, of blocks (its checksum is redone by the edit).
-    let free_blocks = free_blocks << geo.cluster_bits;
+    super_counts(fs, st, free_blocks << geo.cluster_bits, free_inodes)
+}
+
+/// The superblock's free counts, in blocks (its checksum is redone by
+/// the edit).
+fn super_counts<S: Stage + ?Sized>(fs: &Fs, st: &mut S, blocks: u64, inodes: u64) -> Result<()> {
     let is_64 = fs.sb.is_64bit();
     edit_superblock(fs, st, |sb| {
-        sb.set_free_blocks(free_blocks, is_64);
-        sb.set_free_inodes(free_inodes as u32);
+        sb.set_free_blocks(blocks, is_64);
+        sb.set_free_inodes(inodes as u32);
     })
 }
 
