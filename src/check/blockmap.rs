@@ -282,12 +282,12 @@ pub struct Bounds {
 pub fn node_entry(b: &[u8], i: usize, leaf: bool, end_blk: u64) -> (u64, u64, u64, bool) {
     if leaf {
         let e = extent::parse_leaf(b, i);
-        return (e.lblk as u64, e.pblk, e.len as u64, e.unwritten);
+        return (u64::from(e.lblk), e.pblk, u64::from(e.len), e.unwritten);
     }
     let ix = extent::parse_index(b, i);
     let next = child_end_blk(b, i, end_blk);
     let len = u64::from(next.wrapping_sub(u64::from(ix.lblk)) as u32);
-    (ix.lblk as u64, ix.leaf, len, false)
+    (u64::from(ix.lblk), ix.leaf, len, false)
 }
 
 /// Where the subtree below index entry `i` of node `b` ends (exclusive):
@@ -366,7 +366,7 @@ struct ExtentWalk<'a, 's, V: MapVisitor> {
 /// Blocks a directory may have without large_dir (2^21 bytes' worth of
 /// 1 KiB blocks, scaled to the block size, as e2fsck counts).
 pub fn dir_block_limit(fs: &Fs) -> u64 {
-    let log = fs.geo.block_size.trailing_zeros() as u64;
+    let log = u64::from(fs.geo.block_size.trailing_zeros());
     1u64 << (21u64.saturating_sub(log.saturating_sub(10)))
 }
 
@@ -756,7 +756,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
     scratch: &mut Scratch,
     v: &mut V,
 ) {
-    let apb = (fs.geo.block_size / 4) as u64;
+    let apb = u64::from(fs.geo.block_size / 4);
     // Only a slow symlink is limited to block 0 (see `indirect_limit`).
     let too_big = if limit == Some(0) { 0x010046 } else { 0x010044 };
     let mut illegal = PtrCount {
@@ -775,7 +775,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
             visit_ptr(
                 fs,
                 ino,
-                p as u64,
+                u64::from(p),
                 i as u64,
                 0,
                 apb,
@@ -793,7 +793,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
             visit_ptr(
                 fs,
                 ino,
-                p as u64,
+                u64::from(p),
                 base,
                 level,
                 apb,
@@ -932,7 +932,7 @@ fn visit_ptr<V: MapVisitor>(
             visit_ptr(
                 fs,
                 ino,
-                p as u64,
+                u64::from(p),
                 lblk + k as u64 * span,
                 level - 1,
                 apb,

@@ -264,7 +264,7 @@ pub fn name_str(name: &[u8]) -> String {
 fn fingerprint(name: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &c in name {
-        h ^= c as u64;
+        h ^= u64::from(c);
         h = h.wrapping_mul(0x100_0000_01b3);
     }
     h
@@ -321,7 +321,7 @@ pub fn check_block<T: Targets>(
                     Problem::new(Code::DirBlockNoTail)
                         .ino(Ino(d.ino))
                         .blk(Blk(pos.pblk))
-                        .num(pos.lblk as u64),
+                        .num(u64::from(pos.lblk)),
                 );
             }
         } else {
@@ -350,7 +350,7 @@ pub fn check_block<T: Targets>(
             Problem::new(Code::DirBlockChecksum)
                 .ino(Ino(d.ino))
                 .blk(Blk(pos.pblk))
-                .num(pos.lblk as u64),
+                .num(u64::from(pos.lblk)),
         );
     }
     report_duplicate(d.ino, b, cf_names(fsp, d), out);
@@ -545,7 +545,7 @@ fn parse_index(
         out.problems.push(
             Problem::new(Code::HtreeNodeChecksum)
                 .ino(Ino(ino))
-                .num(pos.lblk as u64)
+                .num(u64::from(pos.lblk))
                 .e2fsck(e2),
         );
     }
@@ -556,8 +556,8 @@ fn parse_index(
         out.problems.push(
             Problem::new(Code::HtreeLimit)
                 .ino(Ino(ino))
-                .num(pos.lblk as u64)
-                .num2(cl.limit as u64),
+                .num(u64::from(pos.lblk))
+                .num2(u64::from(cl.limit)),
         );
     }
     let mut count = cl.count as usize;
@@ -565,7 +565,7 @@ fn parse_index(
         out.problems.push(
             Problem::new(Code::HtreeCount)
                 .ino(Ino(ino))
-                .num(pos.lblk as u64)
+                .num(u64::from(pos.lblk))
                 .num2(count as u64),
         );
         count = expect;
@@ -581,7 +581,7 @@ fn parse_index(
             out.problems.push(
                 Problem::new(Code::HtreeBadBlock)
                     .ino(Ino(ino))
-                    .num(blk as u64),
+                    .num(u64::from(blk)),
             );
         } else if hash < prev {
             unordered = true;
@@ -593,7 +593,7 @@ fn parse_index(
         out.problems.push(
             Problem::new(Code::HtreeHashOrder)
                 .ino(Ino(ino))
-                .num(pos.lblk as u64),
+                .num(u64::from(pos.lblk)),
         );
     }
     out.dx.push(DxRec {
@@ -696,7 +696,7 @@ fn walk<T: Targets>(
                 Problem::new(Code::DirBlockCorrupt)
                     .ino(Ino(cx.d.ino))
                     .blk(Blk(cx.pos.pblk))
-                    .num(cx.pos.lblk as u64)
+                    .num(u64::from(cx.pos.lblk))
                     .num2(off as u64),
             );
             return false;
@@ -745,14 +745,16 @@ impl<T: Targets> EntryCx<'_, T> {
         }
         let fsp = self.fsp;
         if e.inode > fsp.inodes_count {
-            out.problems
-                .push(self.problem(Code::DirEntryBadInode, e).num(e.inode as u64));
+            out.problems.push(
+                self.problem(Code::DirEntryBadInode, e)
+                    .num(u64::from(e.inode)),
+            );
             return;
         }
         if e.inode != ROOT_INO && e.inode < fsp.first_ino {
             out.problems.push(
                 self.problem(Code::DirEntryReservedInode, e)
-                    .num(e.inode as u64),
+                    .num(u64::from(e.inode)),
             );
             return;
         }
@@ -780,26 +782,28 @@ impl<T: Targets> EntryCx<'_, T> {
             // A candidate: whether xattrs refer to the inode is known only
             // after pass 1, which drops the candidates they do not
             // (`pass2::finish`).
-            out.problems
-                .push(self.problem(Code::DirEntryEaInode, e).num(e.inode as u64));
+            out.problems.push(
+                self.problem(Code::DirEntryEaInode, e)
+                    .num(u64::from(e.inode)),
+            );
         }
         if ti.in_bad_block {
             out.problems.push(
                 self.problem(Code::DirEntryInodeInBadBlock, e)
-                    .num(e.inode as u64),
+                    .num(u64::from(e.inode)),
             );
         }
         self.check_group_area(e, out);
         if ti.bad {
             out.problems.push(
                 self.problem(Code::DirEntryBadInodeTarget, e)
-                    .num(e.inode as u64),
+                    .num(u64::from(e.inode)),
             );
         }
         if !ti.used {
             out.problems.push(
                 self.problem(Code::DirEntryDeletedInode, e)
-                    .num(e.inode as u64),
+                    .num(u64::from(e.inode)),
             );
         }
         self.check_name_and_type(e, state, &ti, out);
@@ -854,8 +858,8 @@ impl<T: Targets> EntryCx<'_, T> {
                 };
                 out.problems.push(
                     self.problem(code, e)
-                        .num(e.file_type as u64)
-                        .num2(should as u64),
+                        .num(u64::from(e.file_type))
+                        .num2(u64::from(should)),
                 );
             }
         }
@@ -925,14 +929,14 @@ impl<T: Targets> EntryCx<'_, T> {
         if e.name.len() < crypt::NAME_MIN {
             out.problems.push(
                 self.problem(Code::DirEntryEncryptedShort, e)
-                    .num(e.inode as u64),
+                    .num(u64::from(e.inode)),
             );
         }
         match self.t.policy(e.inode) {
             Some(p) if p == dir_policy => {}
             Some(_) => out.problems.push(
                 self.problem(Code::DirEntryPolicyMismatch, e)
-                    .num(e.inode as u64),
+                    .num(u64::from(e.inode)),
             ),
             None => {
                 let needs = match e.file_type {
@@ -942,7 +946,7 @@ impl<T: Targets> EntryCx<'_, T> {
                 if needs {
                     out.problems.push(
                         self.problem(Code::DirEntryUnencrypted, e)
-                            .num(e.inode as u64),
+                            .num(u64::from(e.inode)),
                     );
                 }
             }
@@ -991,7 +995,7 @@ impl<T: Targets> EntryCx<'_, T> {
             out.problems.push(
                 Problem::new(Code::DirDotBadInode)
                     .ino(Ino(dir))
-                    .num(e.inode as u64),
+                    .num(u64::from(e.inode)),
             );
         }
         // Room for at least one more entry after '.' is wasted space the
@@ -1024,13 +1028,13 @@ impl<T: Targets> EntryCx<'_, T> {
         if gi.inode_uninit {
             out.problems.push(
                 self.problem(Code::DirEntryUninitGroup, e)
-                    .num(e.inode as u64)
+                    .num(u64::from(e.inode))
                     .group(Group(g)),
             );
         } else if idx >= gi.first_unused {
             out.problems.push(
                 self.problem(Code::DirEntryUnusedArea, e)
-                    .num(e.inode as u64)
+                    .num(u64::from(e.inode))
                     .group(Group(g)),
             );
         }

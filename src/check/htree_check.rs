@@ -72,7 +72,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
     if numblocks == 0 || numblocks > MAX_BLOCKS {
         return;
     }
-    let depth = root.indirect_levels as u32 + 1;
+    let depth = u32::from(root.indirect_levels) + 1;
     let mut blks = vec![Blk::new(); numblocks as usize];
     for l in leaves {
         if let Some(b) = blks.get_mut(l.lblk as usize) {
@@ -127,7 +127,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
                     Problem::new(Code::HtreeLeafDepth)
                         .ino(Ino(ino))
                         .num(lblk)
-                        .num2(depth as u64),
+                        .num2(u64::from(depth)),
                 );
             }
         }

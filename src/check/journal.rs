@@ -365,7 +365,7 @@ pub fn backup_inode_bytes(fs: &Fs) -> Option<Vec<u8>> {
 
 /// Reads the journal's superblock block (its logical block 0).
 pub fn journal_first_block(fs: &Fs, inode: &Inode) -> Result<Vec<u8>, String> {
-    let bs = fs.geo.block_size as u64;
+    let bs = u64::from(fs.geo.block_size);
     if inode.size / bs < MIN_JOURNAL_BLOCKS {
         return Err(format!("too small ({} bytes)", inode.size));
     }
@@ -382,7 +382,7 @@ pub fn first_block(fs: &Fs, inode: &Inode) -> Result<u64, String> {
     if !inode.has_flag(flags::EXTENTS) {
         return match inode.block_ptr(0) {
             0 => Err("first block is a hole".into()),
-            b => Ok(b as u64),
+            b => Ok(u64::from(b)),
         };
     }
     let mut node = inode.block.to_vec();

@@ -356,7 +356,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     opts.control
         .progress()
         .set_name(Some(report.volume_label.clone()).filter(|l| !l.is_empty()));
-    report.summary.inodes_count = fs.geo.inodes_count as u64;
+    report.summary.inodes_count = u64::from(fs.geo.inodes_count);
     report.summary.blocks_count = fs.geo.blocks_count;
 
     // An external journal that cannot be found or used stops the check
@@ -375,7 +375,8 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         && let Some(reason) = superblock::clean_skip_reason(&fs, opts.clock.now())
         && !journal::unusable(&fs)
     {
-        report.summary.inodes_used = fs.geo.inodes_count as u64 - fs.sb.free_inodes_count as u64;
+        report.summary.inodes_used =
+            u64::from(fs.geo.inodes_count) - u64::from(fs.sb.free_inodes_count);
         report.summary.blocks_used = fs.geo.blocks_count.saturating_sub(fs.sb.free_blocks_count);
         report.skipped_clean = Some(reason);
         // e2fsck processes the orphans and then finds the file system
@@ -617,7 +618,7 @@ fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
     };
     s.fragmented = st.fragmented;
     s.sb_inodes_used =
-        Some((fs.geo.inodes_count as u64).saturating_sub(fs.sb.free_inodes_count as u64));
+        Some(u64::from(fs.geo.inodes_count).saturating_sub(u64::from(fs.sb.free_inodes_count)));
     s.sb_blocks_used = Some(fs.geo.blocks_count.saturating_sub(fs.sb.free_blocks_count));
     s.regular = st.regular;
     s.directories = st.directories;

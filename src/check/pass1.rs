@@ -98,7 +98,7 @@ pub(crate) struct Unit {
 
 pub(crate) fn make_units(fs: &Fs) -> Vec<Unit> {
     let geo = &fs.geo;
-    let per_unit = (UNIT_BLOCKS * geo.inodes_per_block() as u64).max(1) as u32;
+    let per_unit = (UNIT_BLOCKS * u64::from(geo.inodes_per_block())).max(1) as u32;
     let mut units = Vec::new();
     for g in 0..geo.groups {
         let n = fs.inodes_to_scan(g);
@@ -285,7 +285,7 @@ impl<'a> Scan<'a> {
 
     /// Inodes in unit `u` (its cost, for the scheduler).
     pub fn items(&self, u: usize) -> u64 {
-        self.units.get(u).map_or(0, |x| x.count as u64)
+        self.units.get(u).map_or(0, |x| u64::from(x.count))
     }
 
     /// Every inode below this number is final once units 0..=u are
@@ -517,7 +517,7 @@ pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
         }
         return None;
     }
-    let dind = ptrs[13] as u64;
+    let dind = u64::from(ptrs[13]);
     if ptrs.iter().enumerate().any(|(i, &p)| i != 13 && p != 0)
         || dind == 0
         || ri.links_count == 0
@@ -527,11 +527,11 @@ pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
         return bad("bad block pointers, mode or link count");
     }
     let geo = &fs.geo;
-    let apb = (geo.block_size / 4) as u64;
+    let apb = u64::from(geo.block_size / 4);
     let Ok(dbuf) = fs.read_block(dind) else {
         return bad("double indirect block unreadable");
     };
-    let mut first = geo.first_data_block + 1 + geo.desc_blocks as u64;
+    let mut first = geo.first_data_block + 1 + u64::from(geo.desc_blocks);
     if geo.block_size == 1024 && geo.first_data_block == 0 {
         // 1 KiB bigalloc: the superblock is block 1 of group 0's cluster.
         first += 1;
@@ -540,14 +540,14 @@ pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
     // only (its loop runs to s_reserved_gdt_blocks / 4): a wrong entry
     // past that is not "not valid" (pass 1 judges those blocks as any
     // other map, its i_blocks included), so the verdicts agree.
-    let n = geo.reserved_gdt_blocks as u64 / 4;
+    let n = u64::from(geo.reserved_gdt_blocks) / 4;
     // The double indirect block must map each of those reserved GDT
     // blocks; the first one it does not decides, unless a block before it
     // is wrong.
     let mapped = (0..n)
         .take_while(|&k| {
-            let gdt_off = (geo.desc_blocks as u64 + k) % apb;
-            le32(&dbuf, (gdt_off * 4) as usize) as u64 == first + k
+            let gdt_off = (u64::from(geo.desc_blocks) + k) % apb;
+            u64::from(le32(&dbuf, (gdt_off * 4) as usize)) == first + k
         })
         .count() as u64;
     // Each mapped block lists the block's backups; read 16 at a time, all
@@ -560,7 +560,7 @@ pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
         let mut reqs: Vec<(u64, &mut [u8])> = bufs[..m * bsz]
             .chunks_mut(bsz)
             .enumerate()
-            .map(|(i, c)| ((first + k + i as u64) * geo.block_size as u64, c))
+            .map(|(i, c)| ((first + k + i as u64) * u64::from(geo.block_size), c))
             .collect();
         let results = fs.dev.read_many(&mut reqs);
         for (i, r) in results.iter().enumerate() {
@@ -574,8 +574,8 @@ pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
                 if !geo.group_has_super(g) {
                     continue;
                 }
-                let expect = pblk + g as u64 * geo.blocks_per_group as u64;
-                if le32(ibuf, j * 4) as u64 != expect {
+                let expect = pblk + u64::from(g) * u64::from(geo.blocks_per_group);
+                if u64::from(le32(ibuf, j * 4)) != expect {
                     return bad("reserved GDT backup not mapped");
                 }
                 j += 1;
@@ -603,12 +603,12 @@ pub(crate) fn read_unit(
     buf: &mut Vec<u8>,
 ) -> std::result::Result<Option<std::ops::Range<usize>>, Problem> {
     let geo = &fs.geo;
-    let isz = geo.inode_size as u64;
+    let isz = u64::from(geo.inode_size);
     let table = fs.gds[u.group as usize].inode_table;
-    let byte0 = u.first as u64 * isz;
-    let bsz = geo.block_size as u64;
+    let byte0 = u64::from(u.first) * isz;
+    let bsz = u64::from(geo.block_size);
     let start_blk = table.saturating_add(byte0 / bsz);
-    let nbytes = u.count as u64 * isz;
+    let nbytes = u64::from(u.count) * isz;
     let end_blk = start_blk.saturating_add(nbytes.div_ceil(bsz));
     if !geo.block_in_fs(table) || end_blk > geo.blocks_count {
         return Ok(None);
@@ -737,7 +737,7 @@ fn block_map_insane(fs: &Fs, inode: &Inode) -> bool {
     let bad = inode
         .block_ptrs()
         .iter()
-        .filter(|&&p| p != 0 && !fs.geo.block_in_fs(p as u64))
+        .filter(|&&p| p != 0 && !fs.geo.block_in_fs(u64::from(p)))
         .count();
     bad > 15 / 2
 }
@@ -1191,7 +1191,7 @@ fn check_file_type(
             c.bad(
                 Problem::new(Code::InodeBadMode)
                     .ino(Ino(ino))
-                    .num(inode.mode as u64),
+                    .num(u64::from(inode.mode)),
             );
         }
     }
@@ -1276,11 +1276,13 @@ fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) ->
                 continue;
             }
             not_device |= i >= 4;
-            if !geo.block_in_fs(p as u64) || ctx.state.block_meta.get(ctx.state.cluster(p as u64)) {
+            if !geo.block_in_fs(u64::from(p))
+                || ctx.state.block_meta.get(ctx.state.cluster(u64::from(p)))
+            {
                 return None;
             }
         }
-        inode.block_ptrs()[0] as u64
+        u64::from(inode.block_ptrs()[0])
     };
     if matches!(inode.file_type(), FileType::CharDev | FileType::BlockDev)
         && inode.links_count == 1
@@ -1444,7 +1446,7 @@ fn symlink_problem(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> Opti
             if p[1..DIRECT_BLOCKS].iter().any(kept) {
                 return Some(detail::SYMLINK_EXTRA_BLOCKS);
             }
-            p[0] as u64
+            u64::from(p[0])
         };
         if !fs.geo.block_in_fs(blk) {
             return Some("block out of range");
@@ -1640,7 +1642,7 @@ impl MapVisitor for Claimer<'_> {
                 // A gap can span billions of blocks: report the first few,
                 // count the rest without walking them.
                 let gap = lblk - self.dir_next;
-                let shown = gap.min(16u64.saturating_sub(self.holes as u64));
+                let shown = gap.min(16u64.saturating_sub(u64::from(self.holes)));
                 for h in self.dir_next..self.dir_next + shown {
                     self.problems
                         .push(Problem::new(Code::InodeDirHole).ino(Ino(self.ino)).num(h));
@@ -1744,7 +1746,7 @@ pub(crate) fn walk_map<V: MapVisitor>(
         return false;
     }
     if ctx.extents && inode.has_flag(flags::EXTENTS) && !bad_blocks {
-        let bs = fs.geo.block_size as u64;
+        let bs = u64::from(fs.geo.block_size);
         // Unsigned like e2fsck's: an empty file has every block past EOF
         // wrapped to "no block is past EOF".
         let eof_block = inode.size.div_ceil(bs).wrapping_sub(1);
@@ -1837,7 +1839,7 @@ fn htree_root_problem(
         return Some((0x01004C, format!("tree depth {levels} is too big")));
     }
     if levels > 2 && !ctx.large_dir {
-        let blockbits = fs.geo.block_size.trailing_zeros() as u64;
+        let blockbits = u64::from(fs.geo.block_size.trailing_zeros());
         let idx_pb = 1u64 << (blockbits - 3);
         let max = (idx_pb - 1) * (idx_pb - 2);
         if inode.size < max << blockbits && inode.blocks_raw < max << (blockbits - 9) {

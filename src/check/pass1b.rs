@@ -188,7 +188,7 @@ fn dup_list(state: &State) -> Vec<u64> {
     while base < n {
         let mut w = state.block_dup.word_at(Cluster(base));
         while w != 0 {
-            let k = w.trailing_zeros() as u64;
+            let k = u64::from(w.trailing_zeros());
             w &= w - 1;
             out.push(base + k);
         }
@@ -241,7 +241,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
                     hits: Vec::new(),
                     runs: Vec::new(),
                     skip_meta: (ino == inode::BAD_INO).then_some(state),
-                    only: (ino == inode::RESIZE_INO).then(|| inode.block_ptrs()[13] as u64),
+                    only: (ino == inode::RESIZE_INO).then(|| u64::from(inode.block_ptrs()[13])),
                     budget: fs.geo.blocks_count,
                     bits: state.cluster_bits,
                     last: None,
@@ -328,7 +328,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
             }
             detail.push_str("<file system metadata>");
         }
-        let nshared = others.len() as u64 + meta as u64;
+        let nshared = others.len() as u64 + u64::from(meta);
         problems.push(
             Problem::new(Code::DupBlocks)
                 .ino(Ino(*ino))

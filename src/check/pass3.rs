@@ -56,7 +56,7 @@ pub fn check(st: &State) -> Vec<Problem> {
                     out.push(
                         Problem::new(Code::DirUnconnected)
                             .ino(Ino(st.dirs[cur]))
-                            .num(dotdot(cur) as u64),
+                            .num(u64::from(dotdot(cur))),
                     );
                     break;
                 }
@@ -66,8 +66,8 @@ pub fn check(st: &State) -> Vec<Problem> {
             out.push(
                 Problem::new(Code::DirDotDotWrong)
                     .ino(Ino(ino))
-                    .num(ino as u64)
-                    .num2(dotdot(i) as u64)
+                    .num(u64::from(ino))
+                    .num2(u64::from(dotdot(i)))
                     .detail(parent(i).to_string()),
             );
         }

@@ -94,7 +94,7 @@ pub fn check(
     ctl: &Control,
     read: impl Fn(u32) -> Option<Vec<u8>> + Sync,
 ) -> ProblemList {
-    let end = inodes_count as u64 + 1;
+    let end = u64::from(inodes_count) + 1;
     let units = end.div_ceil(UNIT_INODES) as usize;
     par_map(
         units,
@@ -187,8 +187,8 @@ fn check_range(
         out.push(
             Problem::new(Code::InodeLinkCount)
                 .ino(Ino(ino))
-                .num(have as u64)
-                .num2(seen as u64),
+                .num(u64::from(have))
+                .num2(u64::from(seen)),
         );
     }
     out

@@ -100,7 +100,7 @@ fn push_diffs(out: &mut Vec<(u64, u64, bool)>, base: u64, found: u64, disk: u64,
         diff &= (1u64 << n) - 1;
     }
     while diff != 0 {
-        let k = diff.trailing_zeros() as u64;
+        let k = u64::from(diff.trailing_zeros());
         diff &= diff - 1;
         let idx = base + k;
         let used = found & (1 << k) != 0;
@@ -144,8 +144,8 @@ fn check_group_blocks(
     // Bits of the block bitmap are clusters (blocks without bigalloc).
     let bits = geo.cluster_bits;
     let first = Blk(geo.group_first_block(g)).cluster(bits);
-    let n = (geo.group_blocks(g) as u64).div_ceil(1 << bits);
-    let bpg = (geo.blocks_per_group as u64) >> bits;
+    let n = u64::from(geo.group_blocks(g)).div_ceil(1 << bits);
+    let bpg = u64::from(geo.blocks_per_group) >> bits;
     let uninit = block_uninit(fs, g);
     let mut have_disk = false;
     if !uninit {
@@ -211,11 +211,11 @@ fn check_group_blocks(
         }
     }
     out.free_blocks = n - used;
-    if gd.free_blocks_count as u64 != out.free_blocks {
+    if u64::from(gd.free_blocks_count) != out.free_blocks {
         out.problems.push(
             Problem::new(Code::GroupFreeBlocks)
                 .group(Group(g))
-                .num(gd.free_blocks_count as u64)
+                .num(u64::from(gd.free_blocks_count))
                 .num2(out.free_blocks),
         );
     }
@@ -234,8 +234,8 @@ fn check_group_inodes(
     let geo = &fs.geo;
     let gd = &fs.gds[g as usize];
     let csum = fs.metadata_csum();
-    let ipg = geo.inodes_per_group as u64;
-    let ino0 = g as u64 * ipg + 1;
+    let ipg = u64::from(geo.inodes_per_group);
+    let ino0 = u64::from(g) * ipg + 1;
     let uninit = inode_uninit(fs, g);
     let mut have_disk = false;
     if uninit || !geo.block_in_fs(gd.inode_bitmap) {
@@ -289,19 +289,19 @@ fn check_group_inodes(
         }
     }
     out.free_inodes = ipg - used;
-    if gd.free_inodes_count as u64 != out.free_inodes {
+    if u64::from(gd.free_inodes_count) != out.free_inodes {
         out.problems.push(
             Problem::new(Code::GroupFreeInodes)
                 .group(Group(g))
-                .num(gd.free_inodes_count as u64)
+                .num(u64::from(gd.free_inodes_count))
                 .num2(out.free_inodes),
         );
     }
-    if gd.used_dirs_count as u64 != dirs {
+    if u64::from(gd.used_dirs_count) != dirs {
         out.problems.push(
             Problem::new(Code::GroupDirsCount)
                 .group(Group(g))
-                .num(gd.used_dirs_count as u64)
+                .num(u64::from(gd.used_dirs_count))
                 .num2(dirs),
         );
     }
@@ -465,10 +465,10 @@ pub fn run(
         }
     }
     problems.extend(inode_counts);
-    if fs.sb.free_inodes_count as u64 != free_inodes {
+    if u64::from(fs.sb.free_inodes_count) != free_inodes {
         problems.push(
             Problem::new(Code::SuperFreeInodes)
-                .num(fs.sb.free_inodes_count as u64)
+                .num(u64::from(fs.sb.free_inodes_count))
                 .num2(free_inodes),
         );
     }

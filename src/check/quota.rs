@@ -83,7 +83,7 @@ fn compare(
         if c.space != d.space || c.inodes != d.inodes {
             out.push(
                 Problem::new(Code::QuotaUsage)
-                    .num(d.id as u64)
+                    .num(u64::from(d.id))
                     .detail(format!(
                         "{name} quota ID {}: actual ({}, {}) != expected ({}, {})",
                         d.id, c.space, c.inodes, d.space, d.inodes
@@ -95,7 +95,7 @@ fn compare(
         if !seen.contains(id) {
             out.push(
                 Problem::new(Code::QuotaEntryMissing)
-                    .num(*id as u64)
+                    .num(u64::from(*id))
                     .detail(name),
             );
         }
@@ -127,7 +127,7 @@ pub(crate) fn read_file(fs: &Fs, ino: u32, qtype: usize) -> Result<Vec<quota::Dq
         .read_inode_raw(ino)
         .map_err(|e| format!("cannot read the inode: {e}"))?;
     let inode = Inode::parse(&raw);
-    let bs = fs.geo.block_size as u64;
+    let bs = u64::from(fs.geo.block_size);
     let mut v = Runs::default();
     let mut scratch = Scratch::new();
     let extents = fs.sb.has_incompat(incompat::EXTENTS) && inode.has_flag(flags::EXTENTS);
@@ -153,7 +153,7 @@ pub(crate) fn read_file(fs: &Fs, ino: u32, qtype: usize) -> Result<Vec<quota::Dq
     let mut fsblock = vec![0u8; fs.block_size()];
     let mut read = |n: u32, buf: &mut [u8; QUOTA_BLOCK]| -> bool {
         buf.fill(0);
-        let off = n as u64 * QUOTA_BLOCK as u64;
+        let off = u64::from(n) * QUOTA_BLOCK as u64;
         // Like a file read: nothing past i_size, holes read as zeros.
         if off >= size {
             return true;

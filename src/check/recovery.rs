@@ -141,7 +141,7 @@ impl Log<'_> {
     /// log block at or past `last`, so positions wrap to `first`.
     fn advance(&self, pos: u32, by: u32) -> u32 {
         let ring = self.last - self.first;
-        let off = (pos.saturating_sub(self.first) as u64 + by as u64) % ring as u64;
+        let off = (u64::from(pos.saturating_sub(self.first)) + u64::from(by)) % u64::from(ring);
         self.first + off as u32
     }
 
@@ -278,7 +278,7 @@ fn scan(log: &Log, plan: &mut Plan) -> std::result::Result<(), Failure> {
     let mut need_check_commit_time = false;
     let mut last_commit_time = 0u64;
     let mut crc_sum = !0u32;
-    let mut budget = log.maxlen as u64;
+    let mut budget = u64::from(log.maxlen);
     loop {
         if budget == 0 {
             break;
@@ -296,7 +296,7 @@ fn scan(log: &Log, plan: &mut Plan) -> std::result::Result<(), Failure> {
                     need_check_commit_time = true;
                 }
                 let n = jfmt::parse_tags(j, &b).len() as u32;
-                budget = budget.saturating_sub(n as u64);
+                budget = budget.saturating_sub(u64::from(n));
                 if j.has_v1_checksum() && !need_check_commit_time && end.is_none() {
                     crc_sum = jfmt::crc32_be(crc_sum, &b);
                     let mut readable = true;
@@ -379,7 +379,7 @@ fn walk(
     let j = log.j;
     let mut next_id = j.sequence;
     let mut pos = j.start;
-    let mut budget = log.maxlen as u64;
+    let mut budget = u64::from(log.maxlen);
     while !tid_geq(next_id, end) && budget > 0 {
         budget -= 1;
         let b = log.read(pos)?;
@@ -397,7 +397,7 @@ fn walk(
                     )));
                 }
                 let n = jfmt::parse_tags(j, &b).len() as u32;
-                budget = budget.saturating_sub(n as u64);
+                budget = budget.saturating_sub(u64::from(n));
                 visit(next_id, pos, &b, h.sequence)?;
                 pos = log.advance(pos, n);
             }
@@ -548,10 +548,10 @@ impl MapVisitor for Collect {
 }
 
 fn map_journal(fs: &Fs, ino: u32, inode: &Inode, maxlen: u32) -> JournalMap {
-    let bs = fs.geo.block_size as u64;
+    let bs = u64::from(fs.geo.block_size);
     let mut c = Collect {
         runs: Vec::new(),
-        want: maxlen as u64,
+        want: u64::from(maxlen),
         mapped: 0,
     };
     let mut scratch = Scratch::new();
@@ -587,8 +587,8 @@ pub fn plan_internal(fs: &Fs) -> std::result::Result<(JournalSuperblock, Plan, u
         return Err("unknown journal features".into());
     }
     let map = map_journal(fs, ino, &inode, j.maxlen);
-    let inode_blocks = inode.size / fs.geo.block_size as u64;
-    if j.maxlen as u64 > inode_blocks {
+    let inode_blocks = inode.size / u64::from(fs.geo.block_size);
+    if u64::from(j.maxlen) > inode_blocks {
         return Err(format!(
             "journal length {} exceeds its inode ({inode_blocks} blocks)",
             j.maxlen
@@ -599,7 +599,7 @@ pub fn plan_internal(fs: &Fs) -> std::result::Result<(JournalSuperblock, Plan, u
     };
     let read = |n: u32| -> std::result::Result<Vec<u8>, String> {
         let p = map
-            .physical(n as u64)
+            .physical(u64::from(n))
             .ok_or_else(|| format!("journal block {n} is not mapped"))?;
         if !fs.geo.block_in_fs(p) {
             return Err(format!("journal block {n} maps outside the file system"));
@@ -671,7 +671,7 @@ pub fn after_replay(
         if plan.blocks.len() == 1 { "" } else { "s" }
     )));
     if let Some(t) = plan.failed_commit {
-        notes.push(Problem::new(Code::JournalTransactionCorrupt).num(t as u64));
+        notes.push(Problem::new(Code::JournalTransactionCorrupt).num(u64::from(t)));
     }
     for &b in &plan.bad_data_blocks {
         notes.push(Problem::new(Code::JournalBlockChecksum).blk(Blk(b)));
@@ -726,7 +726,7 @@ pub fn after_replay(
 /// primary superblock with needs_recovery cleared (checksum redone) and
 /// the journal superblock reset to start empty at the next sequence.
 fn overlay_after(fs: &Fs, plan: &Plan, jsb_phys: Option<u64>) -> BTreeMap<u64, Vec<u8>> {
-    let bs = fs.geo.block_size as u64;
+    let bs = u64::from(fs.geo.block_size);
     let dev_size = fs.dev.size();
     let mut out: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     for (&blk, data) in &plan.blocks {

@@ -54,7 +54,7 @@ fn load(
     if want_bs.is_some_and(|bs| bs != geo.block_size) {
         return Err("block size does not match".into());
     }
-    let sb_block = offset / geo.block_size as u64;
+    let sb_block = offset / u64::from(geo.block_size);
     let (gds, gd_raw) = read_descriptors(dev, &geo, sb_block)?;
     Ok(Loaded {
         sb,
@@ -108,8 +108,8 @@ fn backup_candidates() -> Vec<(u64, u32)> {
     (0..=6)
         .map(|l| {
             let bs = 1024u32 << l;
-            let blk = bs as u64 * 8 + if bs == 1024 { 1 } else { 0 };
-            (blk * bs as u64, bs)
+            let blk = u64::from(bs) * 8 + if bs == 1024 { 1 } else { 0 };
+            (blk * u64::from(bs), bs)
         })
         .collect()
 }
@@ -124,7 +124,7 @@ fn load_named(dev: &Device, sbn: u64, opts: &Options, probs: &mut Vec<Problem>) 
     let mut found = None;
     let mut last_err = String::from("no block size matched");
     for bs in sizes {
-        let Some(off) = sbn.checked_mul(bs as u64) else {
+        let Some(off) = sbn.checked_mul(u64::from(bs)) else {
             continue;
         };
         match load_at(dev, off, Some(bs)) {
@@ -610,7 +610,7 @@ fn desc_problems(sb: &Superblock, geo: &Geometry, gds: &[GroupDesc]) -> Vec<Prob
         };
         check(
             gd.inode_table,
-            geo.inode_table_blocks as u64,
+            u64::from(geo.inode_table_blocks),
             Code::GdInodeTableLocation,
             "Inode table",
         );
@@ -720,7 +720,7 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     let geo = &fs.geo;
     let mut out = Vec::new();
 
-    let dev_blocks = fs.dev.size() / geo.block_size as u64;
+    let dev_blocks = fs.dev.size() / u64::from(geo.block_size);
     if dev_blocks < geo.blocks_count {
         out.push(
             Problem::new(Code::SbBlocksCountTooBig)
@@ -743,7 +743,7 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
             if v > room || v % 4 != 0 {
                 out.push(
                     Problem::new(Code::SbExtraIsize)
-                        .num(v as u64)
+                        .num(u64::from(v))
                         .e2fsck(e2)
                         .detail(name),
                 );
@@ -760,8 +760,8 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     if sb.free_inodes_count > geo.inodes_count {
         out.push(
             Problem::new(Code::SbFreeInodesInvalid)
-                .num(sb.free_inodes_count as u64)
-                .num2(geo.inodes_count as u64),
+                .num(u64::from(sb.free_inodes_count))
+                .num2(u64::from(geo.inodes_count)),
         );
     }
     // e2fsck judges the quota fields whatever the features say: only the
@@ -814,14 +814,14 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
             out.push(
                 Problem::new(Code::GdFreeBlocksInvalid)
                     .group(Group(g))
-                    .num(gd.free_blocks_count as u64),
+                    .num(u64::from(gd.free_blocks_count)),
             );
         }
         if gd.free_inodes_count > geo.inodes_per_group {
             out.push(
                 Problem::new(Code::GdFreeInodesInvalid)
                     .group(Group(g))
-                    .num(gd.free_inodes_count as u64),
+                    .num(u64::from(gd.free_inodes_count)),
             );
         }
         if csum
@@ -830,7 +830,7 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
             out.push(
                 Problem::new(Code::GdItableUnused)
                     .group(Group(g))
-                    .num(gd.itable_unused as u64),
+                    .num(u64::from(gd.itable_unused)),
             );
         }
     }

@@ -97,7 +97,7 @@ fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
     let illegal = || {
         Problem::new(Code::XattrEaInodeInvalid)
             .ino(Ino(owner.ino))
-            .num(e.value_inum as u64)
+            .num(u64::from(e.value_inum))
     };
     if e.value_inum < fs.geo.first_ino || e.value_inum > fs.geo.inodes_count {
         return Err(illegal());
@@ -111,7 +111,7 @@ fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
         || e.hash == xattr::ea_inode_entry_hash(e.name, value_hash, true);
     let has_flag = ea.has_flag(flags::EA_INODE);
     let blocks = if hash_ok {
-        (e.value_size as u64).div_ceil(fs.geo.block_size as u64)
+        u64::from(e.value_size).div_ceil(u64::from(fs.geo.block_size))
     } else if ea.mtime == owner.ino && ea.generation == owner.generation {
         0
     } else if !has_flag {
@@ -119,12 +119,12 @@ fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
     } else {
         return Err(Problem::new(Code::XattrHash)
             .ino(Ino(owner.ino))
-            .num(e.hash as u64));
+            .num(u64::from(e.hash)));
     };
     if !has_flag {
         return Err(Problem::new(Code::XattrEaInodeNoFlag)
             .ino(Ino(owner.ino))
-            .num(e.value_inum as u64));
+            .num(u64::from(e.value_inum)));
     }
     Ok(blocks)
 }
@@ -416,7 +416,7 @@ fn library_read(
             {
                 return Err("EA inode corrupted");
             }
-            if child.size != e.value_size as u64 {
+            if child.size != u64::from(e.value_size) {
                 return Err("EA inode size is not the value size");
             }
             &[]
@@ -596,7 +596,7 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool)
                 out.problems.push(
                     Problem::new(Code::XattrHash)
                         .ino(Ino(ino))
-                        .num(hash as u64)
+                        .num(u64::from(hash))
                         .blk(Blk(blk)),
                 );
             }
@@ -691,8 +691,8 @@ pub fn check_blocks(
             probs.push(
                 Problem::new(Code::XattrBlockRefcount)
                     .blk(Blk(blk))
-                    .num(r.refcount as u64)
-                    .num2(seen as u64),
+                    .num(u64::from(r.refcount))
+                    .num2(u64::from(seen)),
             );
         }
     }

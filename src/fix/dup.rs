@@ -351,14 +351,14 @@ impl Tx<'_, '_> {
     /// Visits pointer `p` of a block at `level` (0: data); returns the
     /// pointer to store (the copy's number when `p` was copied).
     fn indirect(&mut self, p: u32, level: u32) -> Result<u32, Stop> {
-        if p == 0 || !self.fs.geo.block_in_fs(p as u64) {
+        if p == 0 || !self.fs.geo.block_in_fs(u64::from(p)) {
             return Ok(p);
         }
         self.tick()?;
         // Block pointers are 32 bits: copies must stay below 2^32.
         let target = self
-            .copy(p as u64, 1 << 32, NODE_COUNT)?
-            .unwrap_or(p as u64);
+            .copy(u64::from(p), 1 << 32, NODE_COUNT)?
+            .unwrap_or(u64::from(p));
         if level > 0 {
             let mut buf = self.read(target)?;
             let mut changed = false;
@@ -387,7 +387,7 @@ impl Tx<'_, '_> {
         if h.depth > crate::check::blockmap::WALK_DEPTH_LIMIT {
             return Ok(());
         }
-        let bs = self.fs.geo.block_size as u64;
+        let bs = u64::from(self.fs.geo.block_size);
         let mut walk = ExtWalk {
             last: None,
             eof_block: inode.size.div_ceil(bs).wrapping_sub(1),
@@ -459,18 +459,18 @@ impl Tx<'_, '_> {
             let leaf = depth == 0;
             let (lblk, pblk, len, unwritten) = if leaf {
                 let e = extent::parse_leaf(b, i);
-                (e.lblk as u64, e.pblk, e.len as u64, e.unwritten)
+                (u64::from(e.lblk), e.pblk, u64::from(e.len), e.unwritten)
             } else {
                 let ix = extent::parse_index(b, i);
                 let next = if i + 1 < h.entries as usize {
-                    extent::parse_index(b, i + 1).lblk as u64
+                    u64::from(extent::parse_index(b, i + 1).lblk)
                 } else {
                     end.map_or(1u64 << 32, |e| e + 1)
                 };
                 (
-                    ix.lblk as u64,
+                    u64::from(ix.lblk),
                     ix.leaf,
-                    next.saturating_sub(ix.lblk as u64).max(1),
+                    next.saturating_sub(u64::from(ix.lblk)).max(1),
                     false,
                 )
             };
@@ -733,7 +733,7 @@ impl<'a> Remap<'a> {
         let max_len = if unwritten {
             UNWRITTEN_MAX_LEN
         } else {
-            INIT_MAX_LEN as u64
+            u64::from(INIT_MAX_LEN)
         };
         if e.unwritten != unwritten || ll + n != l || lp + n != new || n + 1 >= max_len {
             return false;

@@ -100,7 +100,7 @@ pub(super) fn recreate(
     };
     let group_free = |g: u32| {
         let first = geo.group_first_block(g);
-        let end = first + geo.group_blocks(g) as u64;
+        let end = first + u64::from(geo.group_blocks(g));
         let used = state
             .block_used
             .count_range(state.cluster(first), state.cluster(end));
@@ -117,7 +117,7 @@ pub(super) fn recreate(
     } else {
         inode_group_goal(fs)
     };
-    let apb = (geo.block_size / 4) as u64;
+    let apb = u64::from(geo.block_size / 4);
     let ind_count = if extents { 0 } else { indirect_blocks(n, apb) };
     let need = n + ind_count;
     let mut alloc = Allocator::new(fs, &state.block_used);

@@ -18,7 +18,7 @@ pub fn le32(b: &[u8], off: usize) -> u32 {
 
 #[inline]
 pub fn le64(b: &[u8], off: usize) -> u64 {
-    (le32(b, off) as u64) | ((le32(b, off.wrapping_add(4)) as u64) << 32)
+    u64::from(le32(b, off)) | (u64::from(le32(b, off.wrapping_add(4))) << 32)
 }
 
 #[inline]

@@ -33,7 +33,7 @@ const CRC16_TABLE: [u16; 256] = {
 /// crc16 (poly 0x8005 reflected) continued from `seed`, as gdt_csum chains it.
 pub fn crc16(seed: u16, data: &[u8]) -> u16 {
     data.iter().fold(seed, |c, &b| {
-        (c >> 8) ^ CRC16_TABLE[((c ^ b as u16) & 0xFF) as usize]
+        (c >> 8) ^ CRC16_TABLE[((c ^ u16::from(b)) & 0xFF) as usize]
     })
 }
 

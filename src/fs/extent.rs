@@ -195,7 +195,7 @@ pub fn parse_index(b: &[u8], i: usize) -> ExtentIndex {
     let e = entry(b, i);
     ExtentIndex {
         lblk: le32(e, 0),
-        leaf: ((le16(e, 8) as u64) << 32) | le32(e, 4) as u64,
+        leaf: (u64::from(le16(e, 8)) << 32) | u64::from(le32(e, 4)),
     }
 }
 

@@ -91,28 +91,29 @@ impl Geometry {
             }
             0
         };
-        let bits = bs as u64 * 8;
+        let bits = u64::from(bs) * 8;
         let per_bitmap = if cluster_bits > 0 {
             if sb.clusters_per_group == 0
-                || sb.clusters_per_group as u64 > bits
-                || (sb.clusters_per_group as u64) << cluster_bits != sb.blocks_per_group as u64
+                || u64::from(sb.clusters_per_group) > bits
+                || u64::from(sb.clusters_per_group) << cluster_bits
+                    != u64::from(sb.blocks_per_group)
             {
                 return Err(format!(
                     "clusters per group {} is invalid",
                     sb.clusters_per_group
                 ));
             }
-            sb.blocks_per_group as u64
+            u64::from(sb.blocks_per_group)
         } else {
             bits
         };
-        if sb.blocks_per_group == 0 || sb.blocks_per_group as u64 > per_bitmap {
+        if sb.blocks_per_group == 0 || u64::from(sb.blocks_per_group) > per_bitmap {
             return Err(format!(
                 "blocks per group {} is invalid",
                 sb.blocks_per_group
             ));
         }
-        if sb.inodes_per_group == 0 || sb.inodes_per_group as u64 > bits {
+        if sb.inodes_per_group == 0 || u64::from(sb.inodes_per_group) > bits {
             return Err(format!(
                 "inodes per group {} is invalid",
                 sb.inodes_per_group
@@ -122,7 +123,7 @@ impl Geometry {
         if inode_size < 128 || inode_size > bs || !inode_size.is_power_of_two() {
             return Err(format!("inode size {inode_size} is invalid"));
         }
-        let fdb = sb.first_data_block as u64;
+        let fdb = u64::from(sb.first_data_block);
         let expect_fdb = if bs == 1024 { 1 } else { 0 };
         if fdb != expect_fdb && fdb >= sb.blocks_count {
             return Err(format!("first data block {fdb} is invalid"));
@@ -130,15 +131,15 @@ impl Geometry {
         if sb.blocks_count <= fdb {
             return Err(format!("block count {} is invalid", sb.blocks_count));
         }
-        let groups64 = (sb.blocks_count - fdb).div_ceil(sb.blocks_per_group as u64);
-        if groups64 == 0 || groups64 > u32::MAX as u64 {
+        let groups64 = (sb.blocks_count - fdb).div_ceil(u64::from(sb.blocks_per_group));
+        if groups64 == 0 || groups64 > u64::from(u32::MAX) {
             return Err(format!("group count {groups64} is invalid"));
         }
         let groups = groups64 as u32;
-        let ic = groups as u64 * sb.inodes_per_group as u64;
-        let inodes_count = if ic == sb.inodes_count as u64 {
+        let ic = u64::from(groups) * u64::from(sb.inodes_per_group);
+        let inodes_count = if ic == u64::from(sb.inodes_count) {
             sb.inodes_count
-        } else if strict || ic > u32::MAX as u64 {
+        } else if strict || ic > u64::from(u32::MAX) {
             return Err(format!(
                 "inodes count {} is not {} groups x {} inodes",
                 sb.inodes_count, groups, sb.inodes_per_group
@@ -159,7 +160,7 @@ impl Geometry {
             ));
         }
         let inode_table_blocks =
-            (sb.inodes_per_group as u64 * inode_size as u64).div_ceil(bs as u64);
+            (u64::from(sb.inodes_per_group) * u64::from(inode_size)).div_ceil(u64::from(bs));
         // A first inode out of range is not a reason to look for a backup
         // (libext2fs opens the superblock); pass 0 stops on it as e2fsck's
         // check of the superblock's values does, before any pass uses it.
@@ -193,7 +194,7 @@ impl Geometry {
             first_ino,
             meta_bg: sb.has_incompat(incompat::META_BG),
             first_meta_bg: sb.first_meta_bg,
-            reserved_gdt_blocks: sb.reserved_gdt_blocks as u32,
+            reserved_gdt_blocks: u32::from(sb.reserved_gdt_blocks),
             sparse_super: sb.has_ro_compat(ro_compat::SPARSE_SUPER),
             sparse_super2: if sb.has_compat(compat::SPARSE_SUPER2) {
                 Some(sb.backup_bgs)
@@ -216,11 +217,12 @@ impl Geometry {
     }
 
     pub fn group_first_block(&self, g: u32) -> u64 {
-        self.first_data_block + g as u64 * self.blocks_per_group as u64
+        self.first_data_block + u64::from(g) * u64::from(self.blocks_per_group)
     }
 
     pub fn group_last_block(&self, g: u32) -> u64 {
-        (self.group_first_block(g) + self.blocks_per_group as u64 - 1).min(self.blocks_count - 1)
+        (self.group_first_block(g) + u64::from(self.blocks_per_group) - 1)
+            .min(self.blocks_count - 1)
     }
 
     pub fn group_blocks(&self, g: u32) -> u32 {
@@ -228,7 +230,7 @@ impl Geometry {
     }
 
     pub fn group_of_block(&self, blk: u64) -> u32 {
-        ((blk.saturating_sub(self.first_data_block)) / self.blocks_per_group as u64) as u32
+        ((blk.saturating_sub(self.first_data_block)) / u64::from(self.blocks_per_group)) as u32
     }
 
     pub fn group_of_inode(&self, ino: u32) -> u32 {
@@ -266,9 +268,9 @@ impl Geometry {
         // For 1 KiB blocks group 0 starts at block 1; block 0 (boot) belongs
         // to no group. For larger blocks the superblock shares block 0.
         let old_desc = if self.meta_bg {
-            self.first_meta_bg.min(self.desc_blocks) as u64
+            u64::from(self.first_meta_bg.min(self.desc_blocks))
         } else {
-            self.desc_blocks as u64 + self.reserved_gdt_blocks as u64
+            u64::from(self.desc_blocks) + u64::from(self.reserved_gdt_blocks)
         };
         let meta_group = g / self.desc_per_block;
         if !self.meta_bg || meta_group < self.first_meta_bg {
@@ -295,9 +297,9 @@ impl Geometry {
         let bg = i.saturating_mul(self.desc_per_block);
         if self.meta_bg && i >= self.first_meta_bg {
             let start = self.group_first_block(bg);
-            start + self.group_has_super(bg) as u64
+            start + u64::from(self.group_has_super(bg))
         } else {
-            sb_block + 1 + i as u64
+            sb_block + 1 + u64::from(i)
         }
     }
 

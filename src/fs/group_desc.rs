@@ -135,20 +135,32 @@ impl GroupDesc {
     /// Parses one descriptor; `b` is exactly `desc_size` bytes (32 or more).
     pub fn parse(b: &[u8]) -> GroupDesc {
         let wide = b.len() >= 64;
-        let hi32 = |off| if wide { (le32(b, off) as u64) << 32 } else { 0 };
-        let hi16 = |off| if wide { (le16(b, off) as u32) << 16 } else { 0 };
+        let hi32 = |off| {
+            if wide {
+                u64::from(le32(b, off)) << 32
+            } else {
+                0
+            }
+        };
+        let hi16 = |off| {
+            if wide {
+                u32::from(le16(b, off)) << 16
+            } else {
+                0
+            }
+        };
         GroupDesc {
-            block_bitmap: le32(b, 0x0) as u64 | hi32(0x20),
-            inode_bitmap: le32(b, 0x4) as u64 | hi32(0x24),
-            inode_table: le32(b, 0x8) as u64 | hi32(0x28),
-            free_blocks_count: le16(b, 0xC) as u32 | hi16(0x2C),
-            free_inodes_count: le16(b, 0xE) as u32 | hi16(0x2E),
-            used_dirs_count: le16(b, 0x10) as u32 | hi16(0x30),
+            block_bitmap: u64::from(le32(b, 0x0)) | hi32(0x20),
+            inode_bitmap: u64::from(le32(b, 0x4)) | hi32(0x24),
+            inode_table: u64::from(le32(b, 0x8)) | hi32(0x28),
+            free_blocks_count: u32::from(le16(b, 0xC)) | hi16(0x2C),
+            free_inodes_count: u32::from(le16(b, 0xE)) | hi16(0x2E),
+            used_dirs_count: u32::from(le16(b, 0x10)) | hi16(0x30),
             flags: le16(b, 0x12),
-            exclude_bitmap: le32(b, 0x14) as u64 | hi32(0x34),
-            block_bitmap_csum: le16(b, 0x18) as u32 | hi16(0x38),
-            inode_bitmap_csum: le16(b, 0x1A) as u32 | hi16(0x3A),
-            itable_unused: le16(b, 0x1C) as u32 | hi16(0x32),
+            exclude_bitmap: u64::from(le32(b, 0x14)) | hi32(0x34),
+            block_bitmap_csum: u32::from(le16(b, 0x18)) | hi16(0x38),
+            inode_bitmap_csum: u32::from(le16(b, 0x1A)) | hi16(0x3A),
+            itable_unused: u32::from(le16(b, 0x1C)) | hi16(0x32),
             checksum: le16(b, CHECKSUM_OFFSET),
             wide,
         }

@@ -162,20 +162,20 @@ impl Inode {
         };
         Inode {
             mode: le16(b, 0x0),
-            uid: le16(b, 0x2) as u32 | ((le16(b, 0x78) as u32) << 16),
-            size: le32(b, 0x4) as u64 | ((le32(b, 0x6C) as u64) << 32),
+            uid: u32::from(le16(b, 0x2)) | (u32::from(le16(b, 0x78)) << 16),
+            size: u64::from(le32(b, 0x4)) | (u64::from(le32(b, 0x6C)) << 32),
             atime: le32(b, 0x8),
             ctime: le32(b, 0xC),
             mtime: le32(b, 0x10),
             dtime: le32(b, 0x14),
-            gid: le16(b, 0x18) as u32 | ((le16(b, 0x7A) as u32) << 16),
+            gid: u32::from(le16(b, 0x18)) | (u32::from(le16(b, 0x7A)) << 16),
             links_count: le16(b, 0x1A),
-            blocks_raw: le32(b, 0x1C) as u64 | ((le16(b, 0x74) as u64) << 32),
+            blocks_raw: u64::from(le32(b, 0x1C)) | (u64::from(le16(b, 0x74)) << 32),
             flags: le32(b, 0x20),
             version: le32(b, 0x24),
             block,
             generation: le32(b, 0x64),
-            file_acl: le32(b, 0x68) as u64 | ((le16(b, 0x76) as u64) << 32),
+            file_acl: u64::from(le32(b, 0x68)) | (u64::from(le16(b, 0x76)) << 32),
             size_high: le32(b, 0x6C),
             faddr: le32(b, 0x70),
             checksum_lo: le16(b, CSUM_LO),
@@ -233,9 +233,9 @@ impl Inode {
 
     pub fn stored_checksum(&self) -> u32 {
         if self.has_csum_hi() {
-            self.checksum_lo as u32 | ((self.checksum_hi as u32) << 16)
+            u32::from(self.checksum_lo) | (u32::from(self.checksum_hi) << 16)
         } else {
-            self.checksum_lo as u32
+            u32::from(self.checksum_lo)
         }
     }
 }

@@ -78,7 +78,7 @@ pub fn be32(b: &[u8], off: usize) -> u32 {
 }
 
 pub fn be64(b: &[u8], off: usize) -> u64 {
-    ((be32(b, off) as u64) << 32) | be32(b, off.wrapping_add(4)) as u64
+    (u64::from(be32(b, off)) << 32) | u64::from(be32(b, off.wrapping_add(4)))
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -315,11 +315,14 @@ pub fn parse_tags(j: &JournalSuperblock, block: &[u8]) -> Vec<Tag> {
         let (flags, checksum) = if j.csum_v3() {
             (be32(block, off + 4), be32(block, off + 12))
         } else {
-            (be16(block, off + 6) as u32, be16(block, off + 4) as u32)
+            (
+                u32::from(be16(block, off + 6)),
+                u32::from(be16(block, off + 4)),
+            )
         };
-        let mut blocknr = be32(block, off) as u64;
+        let mut blocknr = u64::from(be32(block, off));
         if j.is_64bit() {
-            blocknr |= (be32(block, off + 8) as u64) << 32;
+            blocknr |= u64::from(be32(block, off + 8)) << 32;
         }
         let tag = Tag {
             blocknr,
@@ -442,7 +445,7 @@ pub fn parse_revoke(j: &JournalSuperblock, block: &[u8]) -> Result<Vec<u64>, Rev
         out.push(if rec == 8 {
             be64(block, off)
         } else {
-            be32(block, off) as u64
+            u64::from(be32(block, off))
         });
         off += rec;
     }

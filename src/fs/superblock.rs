@@ -355,7 +355,13 @@ impl Superblock {
         raw.resize(SUPERBLOCK_SIZE, 0);
         let b = &raw[..];
         let is64 = le32(b, 0x60) & incompat::BIT64 != 0;
-        let hi = |off: usize| if is64 { (le32(b, off) as u64) << 32 } else { 0 };
+        let hi = |off: usize| {
+            if is64 {
+                u64::from(le32(b, off)) << 32
+            } else {
+                0
+            }
+        };
         let mut uuid = [0u8; 16];
         uuid.copy_from_slice(&b[0x68..0x78]);
         let mut volume_name = [0u8; 16];
@@ -368,9 +374,9 @@ impl Superblock {
         }
         Superblock {
             inodes_count: le32(b, 0x0),
-            blocks_count: le32(b, 0x4) as u64 | hi(0x150),
-            r_blocks_count: le32(b, 0x8) as u64 | hi(0x154),
-            free_blocks_count: le32(b, 0xC) as u64 | hi(0x158),
+            blocks_count: u64::from(le32(b, 0x4)) | hi(0x150),
+            r_blocks_count: u64::from(le32(b, 0x8)) | hi(0x154),
+            free_blocks_count: u64::from(le32(b, 0xC)) | hi(0x158),
             free_inodes_count: le32(b, 0x10),
             first_data_block: le32(b, 0x14),
             log_block_size: le32(b, 0x18),
@@ -413,7 +419,7 @@ impl Superblock {
             min_extra_isize: le16(b, 0x15C),
             want_extra_isize: le16(b, 0x15E),
             flags: le32(b, 0x160),
-            mmp_block: le32(b, 0x168) as u64 | ((le32(b, 0x16C) as u64) << 32),
+            mmp_block: u64::from(le32(b, 0x168)) | (u64::from(le32(b, 0x16C)) << 32),
             log_groups_per_flex: u8_at(b, 0x174),
             checksum_type: u8_at(b, 0x175),
             usr_quota_inum: le32(b, 0x240),
@@ -462,7 +468,7 @@ impl Superblock {
     /// Size of a group descriptor as the file system uses it.
     pub fn desc_size(&self) -> u32 {
         if self.is_64bit() {
-            self.desc_size as u32
+            u32::from(self.desc_size)
         } else {
             32
         }
@@ -472,7 +478,7 @@ impl Superblock {
         if self.rev_level == 0 {
             128
         } else {
-            self.inode_size as u32
+            u32::from(self.inode_size)
         }
     }
 

@@ -105,9 +105,9 @@ pub fn entry_hash(name: &[u8], value: &[u8], signed: bool) -> u32 {
     let mut h: u32 = 0;
     for &c in name {
         let c = if signed {
-            c as i8 as i32 as u32
+            i32::from(c as i8) as u32
         } else {
-            c as u32
+            u32::from(c)
         };
         h = (h << 5) ^ (h >> 27) ^ c;
     }
@@ -138,7 +138,7 @@ pub fn ea_inode_value_hash(raw_inode: &[u8]) -> u32 {
 /// How many xattr entries refer to an EA inode, by its own account: i_ctime
 /// holds the high half and i_version (osd1) the low half.
 pub fn ea_inode_refcount(raw_inode: &[u8]) -> u64 {
-    ((le32(raw_inode, 0x0C) as u64) << 32) | le32(raw_inode, 0x24) as u64
+    (u64::from(le32(raw_inode, 0x0C)) << 32) | u64::from(le32(raw_inode, 0x24))
 }
 
 /// Hash of a whole xattr block, from its entries' hashes; 0 if any entry

@@ -61,7 +61,7 @@ impl Origin {
         .flatten()
         .and_then(|ino| crate::check::journal::first_block(fs, &ino).ok())
         .filter(|&b| fs.geo.block_in_fs(b))
-        .map(|b| b * fs.geo.block_size as u64);
+        .map(|b| b * u64::from(fs.geo.block_size));
         Origin {
             uuid: fs.sb.uuid,
             journal_sb,

@@ -70,7 +70,7 @@ impl Drop for Frozen<'_> {
 /// by sharing extents (FICLONERANGE); `len` 0 clones to the end of `src`.
 pub fn clone_range(dest: &File, src: &File, src_offset: u64, len: u64) -> io::Result<()> {
     let arg = libc::file_clone_range {
-        src_fd: src.as_raw_fd() as i64,
+        src_fd: i64::from(src.as_raw_fd()),
         src_offset,
         src_length: len,
         dest_offset: 0,

@@ -43,9 +43,9 @@ fn unescape(s: &str) -> String {
             && i + 3 < b.len()
             && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
         {
-            let v = (b[i + 1] - b'0') as u32 * 64
-                + (b[i + 2] - b'0') as u32 * 8
-                + (b[i + 3] - b'0') as u32;
+            let v = u32::from(b[i + 1] - b'0') * 64
+                + u32::from(b[i + 2] - b'0') * 8
+                + u32::from(b[i + 3] - b'0');
             out.push(v as u8);
             i += 4;
         } else {

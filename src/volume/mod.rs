@@ -70,7 +70,7 @@ impl Fs {
     }
 
     pub fn read_block_into(&self, blk: u64, buf: &mut [u8]) -> Result<()> {
-        let off = blk.saturating_mul(self.geo.block_size as u64);
+        let off = blk.saturating_mul(u64::from(self.geo.block_size));
         self.dev.read_at(off, buf)
     }
 
@@ -82,7 +82,7 @@ impl Fs {
     /// `read_blocks` if the blocks are in the page cache already; None
     /// otherwise (`Device::read_cached`).
     pub fn read_blocks_cached(&self, blk: u64, buf: &mut [u8]) -> Option<Result<()>> {
-        let off = blk.saturating_mul(self.geo.block_size as u64);
+        let off = blk.saturating_mul(u64::from(self.geo.block_size));
         self.dev.read_cached(off, buf)
     }
 
@@ -107,13 +107,13 @@ impl Fs {
         }
         let g = self.geo.group_of_inode(ino);
         let idx = (ino - 1) % self.geo.inodes_per_group;
-        let byte = idx as u64 * self.geo.inode_size as u64;
+        let byte = u64::from(idx) * u64::from(self.geo.inode_size);
         let table = self.gds.get(g as usize)?.inode_table;
-        let blk = table.checked_add(byte / self.geo.block_size as u64)?;
+        let blk = table.checked_add(byte / u64::from(self.geo.block_size))?;
         if !self.geo.block_in_fs(blk) {
             return None;
         }
-        Some((blk, (byte % self.geo.block_size as u64) as usize))
+        Some((blk, (byte % u64::from(self.geo.block_size)) as usize))
     }
 
     /// Byte position of inode `ino` on the device, or None if the inode
@@ -162,7 +162,7 @@ impl Fs {
             .map_or(0..0, |gd| {
                 gd.inode_table
                     ..gd.inode_table
-                        .saturating_add(geo.inode_table_blocks as u64)
+                        .saturating_add(u64::from(geo.inode_table_blocks))
                         .min(count)
             });
         sb_gdt.chain(bitmaps).chain(table)

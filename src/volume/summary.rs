@@ -73,7 +73,7 @@ fn build(bs: usize, n: u64, used: impl Fn(u64) -> bool) -> Vec<u8> {
 fn group_clusters(geo: &crate::fs::geometry::Geometry, g: u32) -> (Cluster, u64) {
     (
         Blk(geo.group_first_block(g)).cluster(geo.cluster_bits),
-        (geo.group_blocks(g) as u64).div_ceil(1 << geo.cluster_bits),
+        u64::from(geo.group_blocks(g)).div_ceil(1 << geo.cluster_bits),
     )
 }
 
@@ -151,8 +151,8 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
     };
     // Block bitmaps, their bits and the descriptors' counts are clusters
     // (blocks without bigalloc).
-    let bpg = (geo.blocks_per_group as u64) >> geo.cluster_bits;
-    let ipg = geo.inodes_per_group as u64;
+    let bpg = u64::from(geo.blocks_per_group) >> geo.cluster_bits;
+    let ipg = u64::from(geo.inodes_per_group);
     let mut table = DescTable::loaded(fs);
     let (mut free_blocks, mut free_inodes) = (0u64, 0u64);
     let mut disk = vec![0u8; bs];
