@@ -321,8 +321,11 @@ pub(crate) fn finish(
     // 2's results go before the tree copies the directory lists.
     let mut ends = Vec::with_capacity(named_by.len());
     let mut names = Vec::new();
+    let starts = entry_starts(&all);
     for by in named_by {
-        let name = by.and_then(|(s, j)| all[s as usize].name(j as usize));
+        let name = (by != NO_ENTRY)
+            .then(|| entry_at(&starts, by))
+            .and_then(|(k, j)| all[k].name(j));
         names.extend_from_slice(name.unwrap_or(&[]));
         ends.push(names.len() as u32);
     }
@@ -1146,28 +1149,41 @@ fn inline_ea(raw: &[u8]) -> &[u8] {
     &[]
 }
 
+/// No entry (in `Links`' per-directory entry numbers).
+const NO_ENTRY: u32 = u32::MAX;
+
 /// Decides each directory's parent (the first entry naming it, in e2fsck's
 /// block order) and '..'; reports second links to directories.
 /// Each directory's parent, '..', lost+found, the problems of second
-/// links to directories, and per directory the entry (sink, index in its
-/// `subdirs`) that decided its parent.
-type Links = (
-    Vec<u32>,
-    Vec<u32>,
-    u32,
-    Vec<Problem>,
-    Vec<Option<(u32, u32)>>,
-);
+/// links to directories, and per directory the entry that decided its
+/// parent (numbered across `sinks` in order, `NO_ENTRY` for none).
+type Links = (Vec<u32>, Vec<u32>, u32, Vec<Problem>, Vec<u32>);
+
+/// Where entry `g` (numbered across the units in order) is: (unit,
+/// index in its `subs`). `starts`: each unit's first entry number.
+fn entry_at(starts: &[u32], g: u32) -> (usize, usize) {
+    let k = starts.partition_point(|&s| s <= g) - 1;
+    (k, (g - starts[k]) as usize)
+}
+
+/// Each unit's first entry number (`entry_at`).
+fn entry_starts(sinks: &[&UnitOut2]) -> Vec<u32> {
+    let mut n = 0u32;
+    sinks
+        .iter()
+        .map(|s| {
+            let at = n;
+            n += s.subs.len() as u32;
+            at
+        })
+        .collect()
+}
 
 fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
     let n = st.dirs.len();
     let mut parent = vec![0u32; n];
-    let mut named_by = vec![None; n];
     let mut dotdot = vec![0u32; n];
     let mut probs = Vec::new();
-    if let Some(r) = dir_index_of(st, ROOT_INO) {
-        parent[r] = ROOT_INO;
-    }
     for s in sinks {
         for &(d, t) in &s.dotdots {
             if let Some(i) = dir_index_of(st, d)
@@ -1177,32 +1193,83 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
             }
         }
     }
-    // (sink, entry) as u32 pairs: one per subdirectory entry, held with
-    // all of pass 2's results (8 bytes, not 16).
-    let mut refs: Vec<(u32, u32)> = sinks
-        .iter()
-        .enumerate()
-        .flat_map(|(k, s)| (0..s.subs.len()).map(move |j| (k as u32, j as u32)))
-        .collect();
-    refs.sort_by_key(|&(k, j)| sinks[k as usize].key(j as usize));
-    for (k, j) in refs {
-        let o = sinks[k as usize];
-        let Some(i) = dir_index_of(st, o.subs[j as usize].child) else {
-            continue;
-        };
-        if parent[i] == 0 {
-            parent[i] = o.parent(j as usize);
-            named_by[i] = Some((k, j));
-        } else {
-            let name = o.name(j as usize).unwrap_or(&[]);
-            probs.push(
-                Problem::new(Code::DirEntryLinkToDir)
-                    .ino(Ino(o.parent(j as usize)))
-                    .num(o.subs[j as usize].child as u64)
-                    .num2(parent[i] as u64)
-                    .detail(super::dirblock::name_str(name)),
-            );
+    // A directory named once (all of them, on a sound file system) has
+    // that entry for its parent, whatever the order; only the entries of
+    // directories named twice or more are sorted into e2fsck's order.
+    // (Sorting every entry held one more 8-byte reference per entry at
+    // the peak of the check.)
+    let mut named_by = vec![NO_ENTRY; n];
+    // The root is its own parent: an entry naming it is a second link.
+    let root = dir_index_of(st, ROOT_INO);
+    let mut twice: Vec<u32> = Vec::new();
+    let mut g = 0u32;
+    for s in sinks {
+        for sub in s.subs.iter() {
+            if let Some(i) = dir_index_of(st, sub.child) {
+                if named_by[i] == NO_ENTRY && Some(i) != root {
+                    named_by[i] = g;
+                } else {
+                    twice.push(i as u32);
+                }
+            }
+            g += 1;
         }
+    }
+    let starts = entry_starts(sinks);
+    if !twice.is_empty() {
+        twice.sort_unstable();
+        twice.dedup();
+        let mut refs: Vec<(u32, u32)> = sinks
+            .iter()
+            .enumerate()
+            .flat_map(|(k, s)| {
+                s.subs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, sub)| {
+                        dir_index_of(st, sub.child)
+                            .is_some_and(|i| twice.binary_search(&(i as u32)).is_ok())
+                    })
+                    .map(move |(j, _)| (k as u32, j as u32))
+            })
+            .collect();
+        refs.sort_by_key(|&(k, j)| sinks[k as usize].key(j as usize));
+        for &i in &twice {
+            named_by[i as usize] = NO_ENTRY;
+        }
+        for (k, j) in refs {
+            let (o, j) = (sinks[k as usize], j as usize);
+            let Some(i) = dir_index_of(st, o.subs[j].child) else {
+                continue;
+            };
+            if named_by[i] == NO_ENTRY && Some(i) != root {
+                named_by[i] = starts[k as usize] + j as u32;
+            } else {
+                let first = if Some(i) == root {
+                    ROOT_INO
+                } else {
+                    let (wk, wj) = entry_at(&starts, named_by[i]);
+                    sinks[wk].parent(wj)
+                };
+                let name = o.name(j).unwrap_or(&[]);
+                probs.push(
+                    Problem::new(Code::DirEntryLinkToDir)
+                        .ino(Ino(o.parent(j)))
+                        .num(o.subs[j].child as u64)
+                        .num2(first as u64)
+                        .detail(super::dirblock::name_str(name)),
+                );
+            }
+        }
+    }
+    for (i, &by) in named_by.iter().enumerate() {
+        if by != NO_ENTRY {
+            let (k, j) = entry_at(&starts, by);
+            parent[i] = sinks[k].parent(j);
+        }
+    }
+    if let Some(r) = dir_index_of(st, ROOT_INO) {
+        parent[r] = ROOT_INO;
     }
     let lf = sinks
         .iter()
