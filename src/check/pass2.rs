@@ -306,7 +306,7 @@ pub(crate) fn finish(
     let mut htree_probs = ProblemList::new();
     verify_htrees(st, &counts, &all, &mut htree_probs);
     drop(counts);
-    let (parent, dotdot, lf, link_probs, named_by) = merge_links(st, &all);
+    let (dotdot, lf, link_probs, mut named_by) = merge_links(st, &all);
     problems.extend(link_probs);
     problems.append(htree_probs);
     if st.stats.large_files > 0
@@ -318,20 +318,31 @@ pub(crate) fn finish(
     }
 
     // The names the tree of paths keeps, taken out so that all of pass
-    // 2's results go before the tree copies the directory lists.
+    // 2's results go before the tree copies the directory lists; each
+    // directory's deciding entry becomes its parent in place.
     let mut ends = Vec::with_capacity(named_by.len());
     let mut names = Vec::new();
     let starts = entry_starts(&all);
-    for by in named_by {
-        let name = (by != NO_ENTRY)
-            .then(|| entry_at(&starts, by))
-            .and_then(|(k, j)| all[k].name(j));
-        names.extend_from_slice(name.unwrap_or(&[]));
+    for by in named_by.iter_mut() {
+        let mut parent = 0;
+        if *by != NO_ENTRY {
+            let (k, j) = entry_at(&starts, *by);
+            names.extend_from_slice(all[k].name(j).unwrap_or(&[]));
+            parent = all[k].parent(j);
+        }
+        *by = parent;
         ends.push(names.len() as u32);
+    }
+    let mut parent = named_by;
+    if let Some(r) = dir_index_of(st, ROOT_INO) {
+        parent[r] = ROOT_INO;
     }
     drop(all);
     drop(outs);
     drop(inline_outs);
+    // Thousands of small allocations freed: their heap pages go back
+    // before the tree's copies are made.
+    crate::engine::memory::release_free();
     state.dir_parent = parent;
     state.dir_dotdot = dotdot;
     state.lost_found = lf;
@@ -1154,10 +1165,11 @@ const NO_ENTRY: u32 = u32::MAX;
 
 /// Decides each directory's parent (the first entry naming it, in e2fsck's
 /// block order) and '..'; reports second links to directories.
-/// Each directory's parent, '..', lost+found, the problems of second
-/// links to directories, and per directory the entry that decided its
-/// parent (numbered across `sinks` in order, `NO_ENTRY` for none).
-type Links = (Vec<u32>, Vec<u32>, u32, Vec<Problem>, Vec<u32>);
+/// Each directory's '..', lost+found, the problems of second links to
+/// directories, and per directory the entry that decides its parent
+/// (numbered across `sinks` in order; `NO_ENTRY` for none, and for the
+/// root, its own parent).
+type Links = (Vec<u32>, u32, Vec<Problem>, Vec<u32>);
 
 /// Where entry `g` (numbered across the units in order) is: (unit,
 /// index in its `subs`). `starts`: each unit's first entry number.
@@ -1181,7 +1193,6 @@ fn entry_starts(sinks: &[&UnitOut2]) -> Vec<u32> {
 
 fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
     let n = st.dirs.len();
-    let mut parent = vec![0u32; n];
     let mut dotdot = vec![0u32; n];
     let mut probs = Vec::new();
     for s in sinks {
@@ -1262,22 +1273,13 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
             }
         }
     }
-    for (i, &by) in named_by.iter().enumerate() {
-        if by != NO_ENTRY {
-            let (k, j) = entry_at(&starts, by);
-            parent[i] = sinks[k].parent(j);
-        }
-    }
-    if let Some(r) = dir_index_of(st, ROOT_INO) {
-        parent[r] = ROOT_INO;
-    }
     let lf = sinks
         .iter()
         .filter_map(|s| s.sink())
         .flat_map(|s| s.lost_found.iter())
         .min()
         .map_or(0, |&(_, ino)| ino);
-    (parent, dotdot, lf, probs, named_by)
+    (dotdot, lf, probs, named_by)
 }
 
 /// Runs the whole-tree checks of every indexed directory.
