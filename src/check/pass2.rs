@@ -258,26 +258,36 @@ pub(crate) fn finish(
     let fsp = fs_params(fs);
     let limit = lblk_limit(fs);
     let st: &State = state;
-    let dirs = dir_table(fs, &fsp, st, limit, threads, ctl);
+    let counts = block_counts(st, limit);
     let mut problems = ProblemList::new();
-    find_holes(&fsp, st, &dirs, limit, &mut problems);
+    find_holes(&fsp, st, &counts, limit, &mut problems);
 
     // Each block's problems, in block order (a directory's logical blocks
     // are distinct, so no two blocks share a key).
     let mut marks: Vec<(DirBlock, usize, u32, u32)> = outs
         .iter()
         .enumerate()
-        .flat_map(|(k, o)| o.marks.iter().map(move |&(b, s, e)| (b, k, s, e)))
+        .filter_map(|(k, o)| Some((k, o.rest.as_deref()?)))
+        .flat_map(|(k, r)| r.marks.iter().map(move |&(b, s, e)| (b, k, s, e)))
         .collect();
     marks.sort_by_key(|m| m.0);
     for (_, k, s, e) in marks {
-        problems.append_range(&outs[k].sink.problems, s as usize..e as usize);
+        if let Some(r) = outs[k].rest.as_deref() {
+            problems.append_range(&r.sink.problems, s as usize..e as usize);
+        }
     }
     let targets = StateTargets::new(fs, st, None);
-    let inline_sinks = check_inline_dirs(fs, &fsp, st, &dirs, &targets, threads, ctl);
-    for s in &inline_sinks {
-        problems.append_range(&s.problems, 0..s.problems.mark());
-    }
+    let inline_dirs = inline_table(fs, &fsp, st, threads, ctl);
+    let inline_sinks = check_inline_dirs(fs, &fsp, st, &inline_dirs, &targets, threads, ctl);
+    drop(inline_dirs);
+    let inline_outs: Vec<UnitOut2> = inline_sinks
+        .into_iter()
+        .map(|mut s| {
+            let p = std::mem::take(&mut s.problems);
+            problems.append_range(&p, 0..p.mark());
+            UnitOut2::compact(s, Vec::new())
+        })
+        .collect();
     // e2fsck's rule: an entry may not name an inode that xattrs refer to
     // for their values (an EA_INODE_FL inode no xattr uses is pass 4's).
     if problems.codes().any(|c| c == Code::DirEntryEaInode) {
@@ -289,19 +299,14 @@ pub(crate) fn finish(
 
     // What follows depends on no order: parents are decided by sorted
     // keys, '..' comes from block 0 only, htree records are sorted.
-    let all: Vec<&Sink> = outs
-        .iter()
-        .map(|o| &o.sink)
-        .chain(inline_sinks.iter())
-        .collect();
-    // The htrees first, reported after the links: the directory table
-    // (tens of bytes a directory) is gone before merge_links and the tree
-    // of paths add theirs (files-10M: the peak of the check, 27.7 MiB,
-    // was here).
+    let all: Vec<&UnitOut2> = outs.iter().chain(inline_outs.iter()).collect();
+    // The htrees first, reported after the links: the block counts are
+    // gone before merge_links and the tree of paths add theirs (the peak
+    // of the check is in this function).
     let mut htree_probs = ProblemList::new();
-    verify_htrees(st, &dirs, &all, &mut htree_probs);
-    drop(dirs);
-    let (parent, dotdot, lf, link_probs, named_by) = merge_links(st, &all);
+    verify_htrees(st, &counts, &all, &mut htree_probs);
+    drop(counts);
+    let (dotdot, lf, link_probs, mut named_by) = merge_links(st, &all);
     problems.extend(link_probs);
     problems.append(htree_probs);
     if st.stats.large_files > 0
@@ -312,17 +317,37 @@ pub(crate) fn finish(
         problems.push(Problem::new(Code::FeatureLargeFiles));
     }
 
+    // The names the tree of paths keeps, taken out so that all of pass
+    // 2's results go before the tree copies the directory lists; each
+    // directory's deciding entry becomes its parent in place.
+    let mut ends = Vec::with_capacity(named_by.len());
+    let mut names = Vec::new();
+    let starts = entry_starts(&all);
+    for by in named_by.iter_mut() {
+        let mut parent = 0;
+        if *by != NO_ENTRY {
+            let (k, j) = entry_at(&starts, *by);
+            names.extend_from_slice(all[k].name(j).unwrap_or(&[]));
+            parent = all[k].parent(j);
+        }
+        *by = parent;
+        ends.push(names.len() as u32);
+    }
+    let mut parent = named_by;
+    if let Some(r) = dir_index_of(st, ROOT_INO) {
+        parent[r] = ROOT_INO;
+    }
+    drop(all);
+    drop(outs);
+    drop(inline_outs);
+    // Thousands of small allocations freed: their heap pages go back
+    // before the tree's copies are made.
+    crate::engine::memory::release_free();
     state.dir_parent = parent;
     state.dir_dotdot = dotdot;
     state.lost_found = lf;
-    let name = |k: usize| {
-        let (s, j) = named_by.get(k).copied().flatten()?;
-        let (s, j) = (s as usize, j as usize);
-        let r = all[s].subdirs[j];
-        let start = r.name_start as usize;
-        all[s].names.get(start..start + r.name_len as usize)
-    };
-    state.tree = Some(std::sync::Arc::new(super::paths::DirTree::new(state, name)));
+    let tree = super::paths::DirTree::with_names(state, ends, names);
+    state.tree = Some(std::sync::Arc::new(tree));
     problems
 }
 
@@ -510,13 +535,104 @@ impl Units2 {
     }
 }
 
-/// What one pass-2 unit found.
+/// What one pass-2 unit checked, filled as it runs.
 #[derive(Default)]
-pub(crate) struct UnitOut2 {
+struct UnitRaw {
     sink: Sink,
     /// (block, start, end) of each block's problems in `sink.problems`
     /// (its marks: byte offsets).
     marks: Vec<(DirBlock, u32, u32)>,
+}
+
+/// What one pass-2 unit found, as kept to the end of pass 2 (issue 17:
+/// every unit's is held until then, the largest structure of a check of
+/// a tree of small directories; 29 bytes a directory, down from 64).
+pub(crate) struct UnitOut2 {
+    /// (block key, directory key) of each block holding entries of `subs`
+    /// (`SubdirRef::key`'s first two parts, shared by a block's entries).
+    keys: Box<[(u64, u64)]>,
+    subs: Box<[Sub]>,
+    /// The names of `subs`.
+    names: Box<[u8]>,
+    /// (directory, its '..' target).
+    dotdots: Box<[(u32, u32)]>,
+    /// What few units have: problems, lost+found entries, htree records.
+    rest: Option<Box<UnitRaw>>,
+}
+
+/// An entry naming a directory, as `UnitOut2` keeps it (a `SubdirRef`
+/// less its block's keys: 16 bytes, not 32).
+#[derive(Clone, Copy)]
+struct Sub {
+    /// Index in `UnitOut2::keys`.
+    block: u32,
+    name_start: u32,
+    child: u32,
+    off: u16,
+    name_len: u8,
+}
+
+impl UnitOut2 {
+    /// Keeps what `finish` needs of a unit's sink and marks.
+    fn compact(mut sink: Sink, marks: Vec<(DirBlock, u32, u32)>) -> UnitOut2 {
+        let mut keys: Vec<(u64, u64)> = Vec::new();
+        let subs: Box<[Sub]> = sink
+            .subdirs
+            .iter()
+            .map(|r| {
+                let (kb, kd, off) = r.key();
+                if keys.last() != Some(&(kb, kd)) {
+                    keys.push((kb, kd));
+                }
+                Sub {
+                    block: (keys.len() - 1) as u32,
+                    name_start: r.name_start,
+                    child: r.child,
+                    off,
+                    name_len: r.name_len,
+                }
+            })
+            .collect();
+        let names = std::mem::take(&mut sink.names).into_boxed_slice();
+        let dotdots = std::mem::take(&mut sink.dotdots).into_boxed_slice();
+        sink.subdirs = Vec::new();
+        sink.release_scratch();
+        let rest = (!sink.problems.is_empty()
+            || !marks.is_empty()
+            || !sink.lost_found.is_empty()
+            || !sink.dx.is_empty()
+            || !sink.leaves.is_empty())
+        .then(|| Box::new(UnitRaw { sink, marks }));
+        UnitOut2 {
+            keys: keys.into_boxed_slice(),
+            subs,
+            names,
+            dotdots,
+            rest,
+        }
+    }
+
+    /// Entry `j`'s order key (`SubdirRef::key`).
+    fn key(&self, j: usize) -> (u64, u64, u16) {
+        let s = self.subs[j];
+        let (kb, kd) = self.keys[s.block as usize];
+        (kb, kd, s.off)
+    }
+
+    /// The directory holding entry `j`.
+    fn parent(&self, j: usize) -> u32 {
+        (self.key(j).1 >> 32) as u32
+    }
+
+    fn name(&self, j: usize) -> Option<&[u8]> {
+        let s = self.subs[j];
+        let start = s.name_start as usize;
+        self.names.get(start..start + s.name_len as usize)
+    }
+
+    fn sink(&self) -> Option<&Sink> {
+        self.rest.as_deref().map(|r| &r.sink)
+    }
 }
 
 /// Bytes the units' results hold (`-t`'s census).
@@ -527,15 +643,22 @@ pub(crate) fn out_bytes(outs: &[UnitOut2]) -> u64 {
     let per: usize = outs
         .iter()
         .map(|o| {
-            let k = &o.sink;
-            cap(&o.marks)
-                + cap(&k.subdirs)
-                + cap(&k.names)
-                + cap(&k.dotdots)
-                + cap(&k.lost_found)
-                + cap(&k.dx)
-                + cap(&k.leaves)
-                + k.problems.heap_bytes()
+            std::mem::size_of_val(&*o.keys)
+                + std::mem::size_of_val(&*o.subs)
+                + o.names.len()
+                + std::mem::size_of_val(&*o.dotdots)
+                + o.rest.as_deref().map_or(0, |r| {
+                    let k = &r.sink;
+                    std::mem::size_of::<UnitRaw>()
+                        + cap(&r.marks)
+                        + cap(&k.subdirs)
+                        + cap(&k.names)
+                        + cap(&k.dotdots)
+                        + cap(&k.lost_found)
+                        + cap(&k.dx)
+                        + cap(&k.leaves)
+                        + k.problems.heap_bytes()
+                })
         })
         .sum();
     (per + std::mem::size_of_val(outs)) as u64
@@ -622,7 +745,7 @@ pub(crate) fn check_unit2<T: Targets>(
     if own_hint {
         hint_blocks(fs, unit);
     }
-    let mut out = UnitOut2::default();
+    let mut out = UnitRaw::default();
     let lookup = |ino: u32| {
         unit.dirs
             .binary_search_by_key(&ino, |d| d.info.params.ino)
@@ -641,8 +764,7 @@ pub(crate) fn check_unit2<T: Targets>(
         &mut io,
         &mut out,
     );
-    out.sink.release_scratch();
-    (out, io.ready())
+    (UnitOut2::compact(out.sink, out.marks), io.ready())
 }
 
 /// Was a unit's data ready when it was read? Runs read one by one are
@@ -694,55 +816,56 @@ fn dir_index_of(st: &State, ino: u32) -> Option<usize> {
     st.dir_index(ino)
 }
 
-/// Builds the per-directory table: flags, checksum seed, block counts.
-fn dir_table(
+/// Each directory's (highest logical block + 1, blocks listed), in
+/// `state.dirs` order: all `finish` needs of every directory (8 bytes
+/// each; the full `DirInfo`, 44, is made only for inline directories).
+fn block_counts(st: &State, limit: u32) -> Vec<(u32, u32)> {
+    let mut counts = vec![(0u32, 0u32); st.dirs.len()];
+    for b in st.dir_blocks.iter().filter(|b| b.lblk <= limit) {
+        if let Some(i) = dir_index_of(st, b.ino) {
+            let c = &mut counts[i];
+            c.0 = c.0.max(b.lblk.saturating_add(1));
+            c.1 = c.1.saturating_add(1);
+        }
+    }
+    counts
+}
+
+/// The table of pass 2's inline directories: flags, checksum seed.
+fn inline_table(
     fs: &Fs,
     fsp: &FsParams,
     st: &State,
-    limit: u32,
     threads: Threads,
     ctl: &Control,
 ) -> Vec<DirInfo> {
-    let mut dirs: Vec<DirInfo> = st
-        .dirs
+    let idx: Vec<usize> = (0..st.dirs.len())
+        .filter(|&i| st.has_iflag(st.dirs[i], iflag::INLINE))
+        .collect();
+    let mut dirs: Vec<DirInfo> = idx
         .iter()
-        .map(|&ino| {
-            let inline = st.has_iflag(ino, iflag::INLINE);
+        .map(|&i| {
+            let ino = st.dirs[i];
             DirInfo {
                 params: DirParams {
                     ino,
                     csum_seed: 0,
-                    htree: if st.has_iflag(ino, iflag::HTREE) && !inline {
-                        Some(HtreeParams::default())
-                    } else {
-                        None
-                    },
+                    htree: None,
                     policy: st.policy(ino),
                     casefold: st.has_iflag(ino, iflag::CASEFOLD),
                 },
-                inline,
+                inline: true,
                 numblocks: 0,
                 nlisted: 0,
             }
         })
         .collect();
-    for b in st.dir_blocks.iter().filter(|b| b.lblk <= limit) {
-        if let Some(i) = dir_index_of(st, b.ino) {
-            let d = &mut dirs[i];
-            d.numblocks = d.numblocks.max(b.lblk.saturating_add(1));
-            d.nlisted = d.nlisted.saturating_add(1);
-        }
-    }
-    for d in &mut dirs {
-        if let Some(h) = d.params.htree.as_mut() {
-            h.numblocks = d.numblocks;
-        }
-    }
-    if fsp.metadata_csum {
+    if fsp.metadata_csum && !dirs.is_empty() {
         let gens = if st.dir_gen.len() == st.dirs.len() {
-            st.dir_gen.clone()
+            idx.iter().map(|&i| st.dir_gen[i]).collect()
         } else {
-            read_generations(fs, &st.dirs, threads, ctl)
+            let inos: Vec<u32> = dirs.iter().map(|d| d.params.ino).collect();
+            read_generations(fs, &inos, threads, ctl)
         };
         for (d, g) in dirs.iter_mut().zip(gens) {
             d.params.csum_seed = inode::inode_csum_seed(fs.csum_seed, d.params.ino, g);
@@ -784,15 +907,23 @@ fn read_generations(fs: &Fs, inos: &[u32], threads: Threads, ctl: &Control) -> V
 }
 
 /// Reports logical blocks missing inside a directory's mapped range.
-fn find_holes(fsp: &FsParams, st: &State, dirs: &[DirInfo], limit: u32, out: &mut ProblemList) {
+fn find_holes(
+    fsp: &FsParams,
+    st: &State,
+    counts: &[(u32, u32)],
+    limit: u32,
+    out: &mut ProblemList,
+) {
     // largedir lets the kernel punch out emptied blocks.
     if fsp.largedir {
         return;
     }
-    let holed: Vec<usize> = dirs
+    let holed: Vec<usize> = counts
         .iter()
         .enumerate()
-        .filter(|(_, d)| !d.inline && d.nlisted < d.numblocks)
+        .filter(|&(i, &(numblocks, nlisted))| {
+            nlisted < numblocks && !st.has_iflag(st.dirs[i], iflag::INLINE)
+        })
         .map(|(i, _)| i)
         .collect();
     if holed.is_empty() {
@@ -817,7 +948,7 @@ fn find_holes(fsp: &FsParams, st: &State, dirs: &[DirInfo], limit: u32, out: &mu
             if lb > expect {
                 out.push(
                     Problem::new(Code::DirHole)
-                        .ino(Ino(dirs[i].params.ino))
+                        .ino(Ino(st.dirs[i]))
                         .num(expect as u64),
                 );
             }
@@ -843,7 +974,7 @@ fn check_unit<'d, T: Targets>(
     plan: &mut dyn FnMut(&DirBlock, &[u8]) -> bool,
     buf: &mut Vec<u8>,
     io: &mut ReadClock,
-    out: &mut UnitOut2,
+    out: &mut UnitRaw,
 ) {
     let bs = fsp.bs;
     let bsz = bs as u64;
@@ -969,7 +1100,7 @@ fn check_inline_dirs<T: Targets + Sync>(
 ) -> Vec<Sink> {
     let inl: Vec<&DirInfo> = dirs
         .iter()
-        .filter(|d| d.inline && st.inode_used.get(Ino(d.params.ino)))
+        .filter(|d| st.inode_used.get(Ino(d.params.ino)))
         .collect();
     let units = inl.len().div_ceil(INODE_UNIT);
     par_map(
@@ -1029,28 +1160,41 @@ fn inline_ea(raw: &[u8]) -> &[u8] {
     &[]
 }
 
+/// No entry (in `Links`' per-directory entry numbers).
+const NO_ENTRY: u32 = u32::MAX;
+
 /// Decides each directory's parent (the first entry naming it, in e2fsck's
 /// block order) and '..'; reports second links to directories.
-/// Each directory's parent, '..', lost+found, the problems of second
-/// links to directories, and per directory the entry (sink, index in its
-/// `subdirs`) that decided its parent.
-type Links = (
-    Vec<u32>,
-    Vec<u32>,
-    u32,
-    Vec<Problem>,
-    Vec<Option<(u32, u32)>>,
-);
+/// Each directory's '..', lost+found, the problems of second links to
+/// directories, and per directory the entry that decides its parent
+/// (numbered across `sinks` in order; `NO_ENTRY` for none, and for the
+/// root, its own parent).
+type Links = (Vec<u32>, u32, Vec<Problem>, Vec<u32>);
 
-fn merge_links(st: &State, sinks: &[&Sink]) -> Links {
+/// Where entry `g` (numbered across the units in order) is: (unit,
+/// index in its `subs`). `starts`: each unit's first entry number.
+fn entry_at(starts: &[u32], g: u32) -> (usize, usize) {
+    let k = starts.partition_point(|&s| s <= g) - 1;
+    (k, (g - starts[k]) as usize)
+}
+
+/// Each unit's first entry number (`entry_at`).
+fn entry_starts(sinks: &[&UnitOut2]) -> Vec<u32> {
+    let mut n = 0u32;
+    sinks
+        .iter()
+        .map(|s| {
+            let at = n;
+            n += s.subs.len() as u32;
+            at
+        })
+        .collect()
+}
+
+fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
     let n = st.dirs.len();
-    let mut parent = vec![0u32; n];
-    let mut named_by = vec![None; n];
     let mut dotdot = vec![0u32; n];
     let mut probs = Vec::new();
-    if let Some(r) = dir_index_of(st, ROOT_INO) {
-        parent[r] = ROOT_INO;
-    }
     for s in sinks {
         for &(d, t) in &s.dotdots {
             if let Some(i) = dir_index_of(st, d)
@@ -1060,47 +1204,87 @@ fn merge_links(st: &State, sinks: &[&Sink]) -> Links {
             }
         }
     }
-    // (sink, entry) as u32 pairs: one per subdirectory entry, held with
-    // all of pass 2's results (8 bytes, not 16).
-    let mut refs: Vec<(u32, u32)> = sinks
-        .iter()
-        .enumerate()
-        .flat_map(|(k, s)| (0..s.subdirs.len()).map(move |j| (k as u32, j as u32)))
-        .collect();
-    refs.sort_by_key(|&(k, j)| sinks[k as usize].subdirs[j as usize].key());
-    for (k, j) in refs {
-        let r = sinks[k as usize].subdirs[j as usize];
-        let Some(i) = dir_index_of(st, r.child) else {
-            continue;
-        };
-        if parent[i] == 0 {
-            parent[i] = r.parent();
-            named_by[i] = Some((k, j));
-        } else {
-            let s = r.name_start as usize;
-            let name = sinks[k as usize]
-                .names
-                .get(s..s + r.name_len as usize)
-                .unwrap_or(&[]);
-            probs.push(
-                Problem::new(Code::DirEntryLinkToDir)
-                    .ino(Ino(r.parent()))
-                    .num(r.child as u64)
-                    .num2(parent[i] as u64)
-                    .detail(super::dirblock::name_str(name)),
-            );
+    // A directory named once (all of them, on a sound file system) has
+    // that entry for its parent, whatever the order; only the entries of
+    // directories named twice or more are sorted into e2fsck's order.
+    // (Sorting every entry held one more 8-byte reference per entry at
+    // the peak of the check.)
+    let mut named_by = vec![NO_ENTRY; n];
+    // The root is its own parent: an entry naming it is a second link.
+    let root = dir_index_of(st, ROOT_INO);
+    let mut twice: Vec<u32> = Vec::new();
+    let mut g = 0u32;
+    for s in sinks {
+        for sub in s.subs.iter() {
+            if let Some(i) = dir_index_of(st, sub.child) {
+                if named_by[i] == NO_ENTRY && Some(i) != root {
+                    named_by[i] = g;
+                } else {
+                    twice.push(i as u32);
+                }
+            }
+            g += 1;
+        }
+    }
+    let starts = entry_starts(sinks);
+    if !twice.is_empty() {
+        twice.sort_unstable();
+        twice.dedup();
+        let mut refs: Vec<(u32, u32)> = sinks
+            .iter()
+            .enumerate()
+            .flat_map(|(k, s)| {
+                s.subs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, sub)| {
+                        dir_index_of(st, sub.child)
+                            .is_some_and(|i| twice.binary_search(&(i as u32)).is_ok())
+                    })
+                    .map(move |(j, _)| (k as u32, j as u32))
+            })
+            .collect();
+        refs.sort_by_key(|&(k, j)| sinks[k as usize].key(j as usize));
+        for &i in &twice {
+            named_by[i as usize] = NO_ENTRY;
+        }
+        for (k, j) in refs {
+            let (o, j) = (sinks[k as usize], j as usize);
+            let Some(i) = dir_index_of(st, o.subs[j].child) else {
+                continue;
+            };
+            if named_by[i] == NO_ENTRY && Some(i) != root {
+                named_by[i] = starts[k as usize] + j as u32;
+            } else {
+                let first = if Some(i) == root {
+                    ROOT_INO
+                } else {
+                    let (wk, wj) = entry_at(&starts, named_by[i]);
+                    sinks[wk].parent(wj)
+                };
+                let name = o.name(j).unwrap_or(&[]);
+                probs.push(
+                    Problem::new(Code::DirEntryLinkToDir)
+                        .ino(Ino(o.parent(j)))
+                        .num(o.subs[j].child as u64)
+                        .num2(first as u64)
+                        .detail(super::dirblock::name_str(name)),
+                );
+            }
         }
     }
     let lf = sinks
         .iter()
+        .filter_map(|s| s.sink())
         .flat_map(|s| s.lost_found.iter())
         .min()
         .map_or(0, |&(_, ino)| ino);
-    (parent, dotdot, lf, probs, named_by)
+    (dotdot, lf, probs, named_by)
 }
 
 /// Runs the whole-tree checks of every indexed directory.
-fn verify_htrees(st: &State, dirs: &[DirInfo], sinks: &[&Sink], out: &mut ProblemList) {
+fn verify_htrees(st: &State, counts: &[(u32, u32)], outs: &[&UnitOut2], out: &mut ProblemList) {
+    let sinks: Vec<&Sink> = outs.iter().filter_map(|o| o.sink()).collect();
     let mut dx: Vec<&DxRec> = sinks.iter().flat_map(|s| s.dx.iter()).collect();
     if dx.is_empty() {
         return;
@@ -1122,7 +1306,7 @@ fn verify_htrees(st: &State, dirs: &[DirInfo], sinks: &[&Sink], out: &mut Proble
         }
         let ls = leaves.partition_point(|l| l.dir < dir);
         let le = leaves.partition_point(|l| l.dir <= dir);
-        let numblocks = dir_index_of(st, dir).map_or(0, |k| dirs[k].numblocks);
+        let numblocks = dir_index_of(st, dir).map_or(0, |k| counts[k].0);
         htree_check::verify(dir, numblocks, &dx[i..j], &leaves[ls..le], out);
         i = j;
     }

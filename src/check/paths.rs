@@ -47,24 +47,21 @@ pub struct DirTree {
 }
 
 impl DirTree {
-    /// The tree of `state` after pass 2; `name(k)`: the name of the entry
-    /// that made `state.dirs[k]`'s parent (`dir_parent`) its parent.
-    pub fn new<'a>(state: &State, name: impl Fn(usize) -> Option<&'a [u8]>) -> DirTree {
+    /// The tree of `state` after pass 2: `ends[k]`, the end in `names` of
+    /// the name of the entry that made `state.dirs[k]`'s parent
+    /// (`dir_parent`) its parent (its start, the previous end).
+    pub fn with_names(state: &State, ends: Vec<u32>, mut names: Vec<u8>) -> DirTree {
+        names.shrink_to_fit();
         let mut t = DirTree {
             dirs: state.dirs.clone(),
             dotdot: state.dir_dotdot.clone(),
             parent: state.dir_parent.clone(),
-            ends: Vec::with_capacity(state.dirs.len()),
-            names: Vec::new(),
+            ends,
+            names,
         };
         t.dotdot.resize(t.dirs.len(), 0);
         t.parent.resize(t.dirs.len(), 0);
-        for k in 0..t.dirs.len() {
-            if let Some(n) = name(k) {
-                t.names.extend_from_slice(n);
-            }
-            t.ends.push(t.names.len() as u32);
-        }
+        t.ends.resize(t.dirs.len(), t.names.len() as u32);
         t
     }
 

@@ -193,6 +193,21 @@ fn refuse_mounted(args: &Args, device: &str, msg: &str) -> i32 {
     EXIT_OPERATIONAL
 }
 
+/// `--max-memory`'s scratch file, offline or online.
+pub(crate) fn spill(args: &Args) -> Result<Option<std::sync::Arc<crate::engine::Spill>>, String> {
+    let Some(cap) = args.max_memory else {
+        return Ok(None);
+    };
+    let dir = crate::engine::spill::scratch_dir();
+    match crate::engine::Spill::new(cap, &dir) {
+        Ok(s) => Ok(Some(std::sync::Arc::new(s))),
+        Err(e) => Err(format!(
+            "--max-memory: cannot create a scratch file in {}: {e}",
+            dir.display()
+        )),
+    }
+}
+
 /// A run stopped by a signal before anything was written: exit 32.
 fn cancelled(device: &str) -> i32 {
     eprintln!("{device}: check cancelled by user");
@@ -314,17 +329,11 @@ fn options(args: &Args, threads: Threads) -> Result<Options, i32> {
         events: None,
         spill: None,
     };
-    if let Some(cap) = args.max_memory {
-        let dir = crate::engine::spill::scratch_dir();
-        match crate::engine::Spill::new(cap, &dir) {
-            Ok(s) => opts.spill = Some(std::sync::Arc::new(s)),
-            Err(e) => {
-                eprintln!(
-                    "pfsck: --max-memory: cannot create a scratch file in {}: {e}",
-                    dir.display()
-                );
-                return Err(EXIT_OPERATIONAL);
-            }
+    match spill(args) {
+        Ok(s) => opts.spill = s,
+        Err(e) => {
+            eprintln!("pfsck: {e}");
+            return Err(EXIT_OPERATIONAL);
         }
     }
     Ok(opts)

@@ -56,13 +56,21 @@ pub fn lvm_snap_mb() -> u64 {
 }
 
 pub fn run(args: &Args) -> i32 {
-    let opts = match check_options(args) {
+    let mut opts = match check_options(args) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("pfsck: {e}");
             return EXIT_USAGE;
         }
     };
+    // The snapshot's check honours the cap as an offline one does.
+    match super::spill(args) {
+        Ok(s) => opts.spill = s,
+        Err(e) => {
+            eprintln!("pfsck: {e}");
+            return EXIT_OPERATIONAL;
+        }
+    }
     cancel_on_signals();
     let name = args.device.display().to_string();
     let reporter = match progress_reporter(args, &name) {

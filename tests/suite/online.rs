@@ -289,6 +289,27 @@ fn clean_under_a_writing_workload() {
     assert_eq!(e2fsck_fn(&st.image), 0, "the origin is clean offline too");
 }
 
+/// `--max-memory` holds online too: the snapshot's maps go to the
+/// scratch file and are trimmed, with the verdict of an uncapped run.
+#[test]
+fn max_memory_is_honoured_online() {
+    let Some(st) = stack("capped", "xfs", |_| {}) else {
+        return;
+    };
+    let plain = json(&online(&["--json", "-n"], st.mnt()));
+    let r = online(&["--json", "-n", "--max-memory", "64K"], st.mnt());
+    assert_eq!(r.code(), Some(0), "{}", r.dump(4000));
+    let v = json(&r);
+    let sp = &v["memory"]["max_memory"];
+    assert_eq!(sp["cap"].as_u64(), Some(64 << 10), "{v:#}");
+    assert!(sp["mapped_bytes"].as_u64().unwrap_or(0) > 0, "{v:#}");
+    assert!(sp["trims"].as_u64().unwrap_or(0) >= 1, "{v:#}");
+    assert!(plain["memory"]["max_memory"].is_null(), "{plain:#}");
+    assert_eq!(plain["problems"], v["problems"]);
+    assert!(st.leftovers().is_empty(), "{:?}", st.leftovers());
+    assert!(!frozen(st.mnt()));
+}
+
 #[test]
 fn damage_is_found_online_and_marked_for_the_next_check() {
     let Some(st) = stack("damage", "xfs", |img| {
