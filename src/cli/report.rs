@@ -200,6 +200,24 @@ fn write_text(
             }
         }
     }
+    if repaired.is_some() && shown.later_rounds {
+        // Problems the repair's later rounds found in passes printed while
+        // the first check ran: after the rest, under their headers again.
+        let late: Vec<u8> = (1..=shown.sections.min(ran))
+            .filter(|&pass| {
+                rep.problems
+                    .codes()
+                    .any(|c| pass_number(c.spec().pass) == pass)
+            })
+            .collect();
+        if !late.is_empty() {
+            out.write_all(b"\nFound by the re-check after the fixes above:\n")?;
+        }
+        for pass in late {
+            header(out, pass)?;
+            section(out, rep, pass, &mut render, &fixed)?;
+        }
+    }
     if let Some(r) = repaired {
         repair_lines(out, name, r)?;
     }
@@ -242,12 +260,16 @@ pub struct Streamed {
     pub headers: u8,
     /// Passes whose problems were printed: 1 to `sections`.
     pub sections: u8,
+    /// `-y`: problems a later round of the repair finds in the passes
+    /// printed are printed after the report's last pass.
+    pub later_rounds: bool,
 }
 
 pub static STREAMED: std::sync::Mutex<Streamed> = std::sync::Mutex::new(Streamed {
     opening: false,
     headers: 0,
     sections: 0,
+    later_rounds: false,
 });
 
 fn streamed() -> Streamed {
@@ -274,6 +296,19 @@ pub fn opening(
         render(out, k, &p)?;
     }
     Ok(())
+}
+
+/// The number of the header a problem's pass is printed under (0 before
+/// pass 1; pass 1B goes with pass 1).
+fn pass_number(pass: Pass) -> u8 {
+    match pass {
+        Pass::Super => 0,
+        Pass::P1 | Pass::P1B => 1,
+        Pass::P2 => 2,
+        Pass::P3 => 3,
+        Pass::P4 => 4,
+        Pass::P5 => 5,
+    }
 }
 
 /// Pass `pass`'s header (1–5).
