@@ -177,8 +177,9 @@ fn write_text(
         return preen_tail(out, name, repaired, code, s, args.verbose);
     }
     let shown = streamed();
+    let mut latches = Latches::default();
     let mut render = |out: &mut dyn Write, k: usize, p: &Problem| {
-        render_problem(out, p, tree, repaired.is_some(), fixed(k))
+        render_problem(out, p, tree, repaired.is_some(), fixed(k), &mut latches)
     };
     if !shown.opening {
         opening(out, rep, name, &mut render)?;
@@ -476,8 +477,12 @@ pub fn render_problem(
     tree: Option<&crate::check::paths::DirTree>,
     repair: bool,
     fixed: bool,
+    latches: &mut Latches,
 ) -> std::io::Result<()> {
     if !repair && e2fsck_map::no_quiet(p) {
+        return Ok(());
+    }
+    if latches.render(out, p, fixed)? {
         return Ok(());
     }
     if p.code == crate::check::problem::Code::DupBlocks {
@@ -512,6 +517,109 @@ pub fn render_problem(
     match p.spec().severity {
         Severity::Error => write!(out, "{msg}{sep}{ask}? no\n\n"),
         Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
+    }
+}
+
+/// Problems e2fsck asks about as a set, one question for all (its
+/// latches): a block-mapped file's illegal blocks are asked about once,
+/// "Inode N has illegal block(s).  Clear?", then listed one a line with
+/// what became of each; so are the blocks past a file's largest one
+/// ("Inode N is too big.  Truncate?"). The state of one report's rendering, problem
+/// after problem.
+#[derive(Default)]
+pub struct Latches {
+    /// The inode whose illegal blocks' question was printed.
+    illegal: Option<Ino>,
+    /// The inode whose "too big" question was printed.
+    too_big: Option<Ino>,
+    /// The inode cleared for too many illegal blocks: e2fsck names no
+    /// more of them.
+    cleared: Option<Ino>,
+}
+
+impl Latches {
+    /// Prints `p` in its latch's form; false when it has none.
+    fn render(&mut self, out: &mut dyn Write, p: &Problem, fixed: bool) -> std::io::Result<bool> {
+        use crate::check::problem::Code;
+        use crate::fs::inode::BAD_INO;
+        let a = p.args();
+        let Some(ino) = a.ino else {
+            return Ok(false);
+        };
+        // e2fsck clears the inode there and says no more of it in pass 1.
+        if self.cleared == Some(ino) && matches!(p.spec().pass, Pass::P1) {
+            return Ok(true);
+        }
+        let answer = if fixed { "yes" } else { "no" };
+        match p.code {
+            Code::InodeTooManyIllegalBlocks => {
+                write!(
+                    out,
+                    "Too many illegal blocks in inode {ino}.\nClear inode? {answer}\n\n"
+                )?;
+                if fixed {
+                    self.cleared = Some(ino);
+                } else {
+                    out.write_all(b"Suppress messages? no\n\n")?;
+                }
+                Ok(true)
+            }
+            // Those past the file's largest block have a latch of their
+            // own (the file is too big), not this one.
+            Code::InodeIllegalBlock if p.e2fsck_code() == Some(0x01000E) => {
+                let bad = ino == Ino(BAD_INO);
+                if self.illegal != Some(ino) {
+                    self.illegal = Some(ino);
+                    if bad {
+                        out.write_all(b"Bad block inode")?;
+                    } else {
+                        write!(out, "Inode {ino}")?;
+                    }
+                    write!(out, " has illegal block(s).  Clear? {answer}\n\n")?;
+                }
+                // The detail is "<kind> block, logical <n>[, why]".
+                let (kind, rest) = a.detail.split_once(", logical ").unwrap_or((a.detail, ""));
+                let what = match kind {
+                    "data block" => format!("block #{}", rest.split(',').next().unwrap_or(rest)),
+                    other => other.to_string(),
+                };
+                let blk = a.blk.map_or(0, |b| b.get());
+                out.write_all(b"Illegal ")?;
+                out.write_all(what.as_bytes())?;
+                write!(out, " ({blk}) in ")?;
+                if bad {
+                    out.write_all(b"bad block inode")?;
+                } else {
+                    write!(out, "inode {ino}")?;
+                }
+                let done = if fixed { "CLEARED" } else { "IGNORED" };
+                writeln!(out, ".  {done}.")?;
+                Ok(true)
+            }
+            Code::InodeIllegalBlock => {
+                let what = match p.e2fsck_code() {
+                    Some(0x010044) => "directory",
+                    Some(0x010045) => "file",
+                    Some(0x010046) => "symlink",
+                    _ => return Ok(false),
+                };
+                if self.too_big != Some(ino) {
+                    self.too_big = Some(ino);
+                    let answer = if fixed { "yes" } else { "no" };
+                    write!(out, "Inode {ino} is too big.  Truncate? {answer}\n\n")?;
+                }
+                let lblk = a.detail.split_once(", logical ").map_or("", |(_, r)| r);
+                let lblk = lblk.split(',').next().unwrap_or(lblk);
+                let blk = a.blk.map_or(0, |b| b.get());
+                let done = if fixed { "CLEARED" } else { "IGNORED" };
+                writeln!(
+                    out,
+                    "Block #{lblk} ({blk}) causes {what} to be too big.  {done}."
+                )?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }
 

@@ -122,15 +122,16 @@ impl Streamer {
         let tree = rep.tree.as_deref();
         let asker = &mut self.asker;
         let answers = &mut self.answers;
+        let mut latches = report::Latches::default();
         let mut render = |out: &mut dyn Write, _k: usize, p: &Problem| {
             let Some(a) = asker.as_mut() else {
-                return report::render_problem(out, p, tree, false, false);
+                return report::render_problem(out, p, tree, false, false, &mut latches);
             };
             let yes = if crate::fix::supported(p.code) {
                 out.flush()?;
                 a.question_of(p, tree)
             } else {
-                report::render_problem(out, p, tree, true, false)?;
+                report::render_problem(out, p, tree, true, false, &mut latches)?;
                 false
             };
             answers.push(yes);
