@@ -514,6 +514,14 @@ pub fn render_problem(
     if e2fsck_map::not_a_fix(p) {
         return write!(out, "{msg}{sep}{ask}? no\n\n");
     }
+    // The superblock's free counts: pfsck's notices (the kernel keeps
+    // them loosely), e2fsck's questions wherever it prints them.
+    if matches!(
+        p.code,
+        crate::check::problem::Code::SuperFreeBlocks | crate::check::problem::Code::SuperFreeInodes
+    ) {
+        return write!(out, "{msg}{sep}{ask}? no\n\n");
+    }
     match p.spec().severity {
         Severity::Error => write!(out, "{msg}{sep}{ask}? no\n\n"),
         Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),

@@ -1,7 +1,8 @@
-//! Problems e2fsck asks about as a set (its latches), printed as e2fsck
-//! prints them: a block-mapped file's illegal blocks under one question,
-//! one line each with what became of it, and the question about too many
-//! of them, after which e2fsck names no more of them.
+//! Questions printed as e2fsck prints them. Problems it asks about as a
+//! set (its latches): a block-mapped file's illegal blocks under one
+//! question, one line each with what became of it, and the question about
+//! too many of them, after which e2fsck names no more of them. The
+//! superblock's free counts, asked under `-n` too.
 
 use crate::common::*;
 use std::process::Command;
@@ -92,4 +93,38 @@ fn too_many_illegal_blocks() {
             ("-fy", "Clear inode? yes\n\n"),
         ],
     );
+}
+
+/// The superblock's free counts, pfsck's notices, are e2fsck's questions:
+/// `-n` answers them no, as e2fsck -n.
+#[test]
+fn free_counts_are_asked_under_n() {
+    if oracle().is_none() {
+        return;
+    }
+    let dir = TempDir::new("latch-free-counts");
+    let make = |name: &str| {
+        let img = dir.join(name);
+        mkfs(&img, 8 << 20, &MkfsOpts::ext2().block_size(1024), None);
+        debugfs_w(
+            &img,
+            &[
+                "set_bg 0 free_blocks_count 100",
+                "ssv free_blocks_count 100",
+            ],
+        );
+        img
+    };
+    let (e2, pf) = (make("e2"), make("pf"));
+    let pass5 = |s: &str, img: &std::path::Path| {
+        let from = s.find("Pass 5: ").expect("pass 5 ran");
+        s[from..].replace(&img.display().to_string(), "IMG")
+    };
+    let want = pass5(&oracle_run(&e2, &["-fn"]).stdout, &e2);
+    let got = pass5(&pfsck(&pf, "-fn"), &pf);
+    assert!(
+        got.contains("Free blocks count wrong (100, counted="),
+        "{got}"
+    );
+    assert_eq!(got.trim_end(), want.trim_end());
 }
