@@ -123,6 +123,9 @@ impl Streamer {
         let asker = &mut self.asker;
         let answers = &mut self.answers;
         let mut latches = report::Latches::default();
+        // An extent tree's optimisation answered yes: e2fsck's pass 1E
+        // header follows pass 1's problems.
+        let optimized = std::cell::Cell::new(false);
         let mut render = |out: &mut dyn Write, _k: usize, p: &Problem| {
             let Some(a) = asker.as_mut() else {
                 return report::render_problem(out, p, tree, false, false, &mut latches);
@@ -134,6 +137,9 @@ impl Streamer {
                 report::render_problem(out, p, tree, true, false, &mut latches)?;
                 false
             };
+            if yes && crate::check::e2fsck_map::not_a_fix(p) {
+                optimized.set(true);
+            }
             answers.push(yes);
             Ok(())
         };
@@ -148,6 +154,9 @@ impl Streamer {
                     st.headers = pass;
                 }
                 report::section(out, rep, pass, &mut render, &|_| false)?;
+                if pass == 1 && optimized.get() {
+                    out.write_all(b"Pass 1E: Optimizing extent trees\n")?;
+                }
                 st.sections = pass;
             }
             if let Some(p) = then
