@@ -871,6 +871,13 @@ fn visit_ptr<V: MapVisitor>(
             ""
         };
         let e2 = if too_big { illegal.too_big } else { 0x01000E };
+        // e2fsck asks again at every twelfth, before naming it (a
+        // read-only check hears each question; a repair clears the inode
+        // at the first).
+        if illegal.illegal.is_multiple_of(12) {
+            v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(Ino(ino)));
+            illegal.stopped = illegal.illegal >= ILLEGAL_PTRS_SHOWN;
+        }
         v.problem(
             Problem::new(Code::InodeIllegalBlock)
                 .ino(Ino(ino))
@@ -878,12 +885,6 @@ fn visit_ptr<V: MapVisitor>(
                 .e2fsck(e2)
                 .detail(format!("{what}, logical {lblk}{why}")),
         );
-        // e2fsck asks again at every twelfth (a read-only check hears
-        // each question; a repair clears the inode at the first).
-        if illegal.illegal.is_multiple_of(12) {
-            v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(Ino(ino)));
-            illegal.stopped = illegal.illegal >= ILLEGAL_PTRS_SHOWN;
-        }
         return;
     }
     if level == 0 {

@@ -373,6 +373,14 @@ pub fn run(args: &Args) -> i32 {
     let bar = reporter.as_ref().and_then(|r| r.bar());
     if !args.no {
         let mut code = match mode {
+            // Preen prints no headers, only the fixes once they are made.
+            Some(fix::Mode::Yes) if !args.json => {
+                let streamer = std::sync::Arc::new(std::sync::Mutex::new(
+                    stream::Streamer::repairing(&device, bar),
+                ));
+                opts.events = Some(stream::Streamer::events(&streamer));
+                repair::run(args, &opts, fix::Mode::Yes, &device, None)
+            }
             Some(mode) => repair::run(args, &opts, mode, &device, None),
             None => {
                 // Questions are asked as the check goes, under their

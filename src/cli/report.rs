@@ -177,8 +177,9 @@ fn write_text(
         return preen_tail(out, name, repaired, code, s, args.verbose);
     }
     let shown = streamed();
+    let mut latches = Latches::default();
     let mut render = |out: &mut dyn Write, k: usize, p: &Problem| {
-        render_problem(out, p, tree, repaired.is_some(), fixed(k))
+        render_problem(out, p, tree, repaired.is_some(), fixed(k), &mut latches)
     };
     if !shown.opening {
         opening(out, rep, name, &mut render)?;
@@ -198,6 +199,24 @@ fn write_text(
             if pass == 1 && optimized {
                 out.write_all(b"Pass 1E: Optimizing extent trees\n")?;
             }
+        }
+    }
+    if repaired.is_some() && shown.later_rounds {
+        // Problems the repair's later rounds found in passes printed while
+        // the first check ran: after the rest, under their headers again.
+        let late: Vec<u8> = (1..=shown.sections.min(ran))
+            .filter(|&pass| {
+                rep.problems
+                    .codes()
+                    .any(|c| pass_number(c.spec().pass) == pass)
+            })
+            .collect();
+        if !late.is_empty() {
+            out.write_all(b"\nFound by the re-check after the fixes above:\n")?;
+        }
+        for pass in late {
+            header(out, pass)?;
+            section(out, rep, pass, &mut render, &fixed)?;
         }
     }
     if let Some(r) = repaired {
@@ -242,12 +261,16 @@ pub struct Streamed {
     pub headers: u8,
     /// Passes whose problems were printed: 1 to `sections`.
     pub sections: u8,
+    /// `-y`: problems a later round of the repair finds in the passes
+    /// printed are printed after the report's last pass.
+    pub later_rounds: bool,
 }
 
 pub static STREAMED: std::sync::Mutex<Streamed> = std::sync::Mutex::new(Streamed {
     opening: false,
     headers: 0,
     sections: 0,
+    later_rounds: false,
 });
 
 fn streamed() -> Streamed {
@@ -274,6 +297,19 @@ pub fn opening(
         render(out, k, &p)?;
     }
     Ok(())
+}
+
+/// The number of the header a problem's pass is printed under (0 before
+/// pass 1; pass 1B goes with pass 1).
+fn pass_number(pass: Pass) -> u8 {
+    match pass {
+        Pass::Super => 0,
+        Pass::P1 | Pass::P1B => 1,
+        Pass::P2 => 2,
+        Pass::P3 => 3,
+        Pass::P4 => 4,
+        Pass::P5 => 5,
+    }
 }
 
 /// Pass `pass`'s header (1–5).
@@ -441,8 +477,12 @@ pub fn render_problem(
     tree: Option<&crate::check::paths::DirTree>,
     repair: bool,
     fixed: bool,
+    latches: &mut Latches,
 ) -> std::io::Result<()> {
     if !repair && e2fsck_map::no_quiet(p) {
+        return Ok(());
+    }
+    if latches.render(out, p, fixed)? {
         return Ok(());
     }
     if p.code == crate::check::problem::Code::DupBlocks {
@@ -474,9 +514,120 @@ pub fn render_problem(
     if e2fsck_map::not_a_fix(p) {
         return write!(out, "{msg}{sep}{ask}? no\n\n");
     }
+    // The superblock's free counts: pfsck's notices (the kernel keeps
+    // them loosely), e2fsck's questions wherever it prints them.
+    if matches!(
+        p.code,
+        crate::check::problem::Code::SuperFreeBlocks | crate::check::problem::Code::SuperFreeInodes
+    ) {
+        return write!(out, "{msg}{sep}{ask}? no\n\n");
+    }
     match p.spec().severity {
         Severity::Error => write!(out, "{msg}{sep}{ask}? no\n\n"),
         Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
+    }
+}
+
+/// Problems e2fsck asks about as a set, one question for all (its
+/// latches): a block-mapped file's illegal blocks are asked about once,
+/// "Inode N has illegal block(s).  Clear?", then listed one a line with
+/// what became of each; so are the blocks past a file's largest one
+/// ("Inode N is too big.  Truncate?"). The state of one report's rendering, problem
+/// after problem.
+#[derive(Default)]
+pub struct Latches {
+    /// The inode whose illegal blocks' question was printed.
+    illegal: Option<Ino>,
+    /// The inode whose "too big" question was printed.
+    too_big: Option<Ino>,
+    /// The inode cleared for too many illegal blocks: e2fsck names no
+    /// more of them.
+    cleared: Option<Ino>,
+}
+
+impl Latches {
+    /// Prints `p` in its latch's form; false when it has none.
+    fn render(&mut self, out: &mut dyn Write, p: &Problem, fixed: bool) -> std::io::Result<bool> {
+        use crate::check::problem::Code;
+        use crate::fs::inode::BAD_INO;
+        let a = p.args();
+        let Some(ino) = a.ino else {
+            return Ok(false);
+        };
+        // e2fsck clears the inode there and says no more of it in pass 1.
+        if self.cleared == Some(ino) && matches!(p.spec().pass, Pass::P1) {
+            return Ok(true);
+        }
+        let answer = if fixed { "yes" } else { "no" };
+        match p.code {
+            Code::InodeTooManyIllegalBlocks => {
+                write!(
+                    out,
+                    "Too many illegal blocks in inode {ino}.\nClear inode? {answer}\n\n"
+                )?;
+                if fixed {
+                    self.cleared = Some(ino);
+                } else {
+                    out.write_all(b"Suppress messages? no\n\n")?;
+                }
+                Ok(true)
+            }
+            // Those past the file's largest block have a latch of their
+            // own (the file is too big), not this one.
+            Code::InodeIllegalBlock if p.e2fsck_code() == Some(0x01000E) => {
+                let bad = ino == Ino(BAD_INO);
+                if self.illegal != Some(ino) {
+                    self.illegal = Some(ino);
+                    if bad {
+                        out.write_all(b"Bad block inode")?;
+                    } else {
+                        write!(out, "Inode {ino}")?;
+                    }
+                    write!(out, " has illegal block(s).  Clear? {answer}\n\n")?;
+                }
+                // The detail is "<kind> block, logical <n>[, why]".
+                let (kind, rest) = a.detail.split_once(", logical ").unwrap_or((a.detail, ""));
+                let what = match kind {
+                    "data block" => format!("block #{}", rest.split(',').next().unwrap_or(rest)),
+                    other => other.to_string(),
+                };
+                let blk = a.blk.map_or(0, |b| b.get());
+                out.write_all(b"Illegal ")?;
+                out.write_all(what.as_bytes())?;
+                write!(out, " ({blk}) in ")?;
+                if bad {
+                    out.write_all(b"bad block inode")?;
+                } else {
+                    write!(out, "inode {ino}")?;
+                }
+                let done = if fixed { "CLEARED" } else { "IGNORED" };
+                writeln!(out, ".  {done}.")?;
+                Ok(true)
+            }
+            Code::InodeIllegalBlock => {
+                let what = match p.e2fsck_code() {
+                    Some(0x010044) => "directory",
+                    Some(0x010045) => "file",
+                    Some(0x010046) => "symlink",
+                    _ => return Ok(false),
+                };
+                if self.too_big != Some(ino) {
+                    self.too_big = Some(ino);
+                    let answer = if fixed { "yes" } else { "no" };
+                    write!(out, "Inode {ino} is too big.  Truncate? {answer}\n\n")?;
+                }
+                let lblk = a.detail.split_once(", logical ").map_or("", |(_, r)| r);
+                let lblk = lblk.split(',').next().unwrap_or(lblk);
+                let blk = a.blk.map_or(0, |b| b.get());
+                let done = if fixed { "CLEARED" } else { "IGNORED" };
+                writeln!(
+                    out,
+                    "Block #{lblk} ({blk}) causes {what} to be too big.  {done}."
+                )?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
     }
 }
 

@@ -6,6 +6,13 @@
 //! The check tells of its passes through `check::Events`; what is printed
 //! here is recorded in `report::STREAMED`, and the report printed at the
 //! end leaves it out, so that the bytes are those of the whole report.
+//!
+//! Under `-y` the first check's problems are not final when its passes
+//! end: the repair's later rounds settle them (a consequence of a fixed
+//! problem is no longer shown, a problem a later round finds goes into
+//! its pass). There the headers print as the passes begin only while the
+//! check has found nothing; from the first problem on, the rest waits for
+//! the end of the repair (docs/ARCHITECTURE.md, "The report streams").
 
 use super::ask::Asker;
 use super::report::{self, STREAMED, Streamed};
@@ -27,6 +34,10 @@ pub struct Streamer {
     answers: Vec<bool>,
     /// The first check was printed whole (its questions all asked).
     first_done: bool,
+    /// `-y`: print only while nothing is to be shown but headers.
+    settled_only: bool,
+    /// `-y`: the check found a problem; nothing more is printed here.
+    held: bool,
 }
 
 impl Streamer {
@@ -40,6 +51,22 @@ impl Streamer {
             bar,
             answers: Vec::new(),
             first_done: false,
+            settled_only: false,
+            held: false,
+        }
+    }
+
+    /// `-y`: the pass headers as the passes begin, as long as the check
+    /// has found nothing (the later rounds of the repair decide what is
+    /// shown of a problem, and how it is answered).
+    pub fn repairing(device: &str, bar: Option<indicatif::ProgressBar>) -> Self {
+        let s = Streamer::new(device, None, bar);
+        if let Ok(mut g) = STREAMED.lock() {
+            g.later_rounds = true;
+        }
+        Streamer {
+            settled_only: true,
+            ..s
         }
     }
 
@@ -59,9 +86,15 @@ impl Streamer {
     /// Prints what is final when pass `pass` begins: the opening, the
     /// earlier passes' problems, then the pass's header.
     fn show(&mut self, rep: &Report, pass: u8) {
-        if self.first_done {
-            return;
+        self.held |= self.settled_only && !rep.problems.is_empty();
+        if !self.first_done && !self.held {
+            self.print_at(rep, pass);
         }
+        // Test hook: a test reads what was printed when pass N began.
+        super::fault(&format!("pass-{pass}"));
+    }
+
+    fn print_at(&mut self, rep: &Report, pass: u8) {
         let bar = self.bar.clone();
         let mut go = || {
             let stdout = std::io::stdout();
@@ -73,8 +106,6 @@ impl Streamer {
             Some(b) => b.suspend(go),
             None => go(),
         }
-        // Test hook: a test reads what was printed when pass N began.
-        super::fault(&format!("pass-{pass}"));
     }
 
     /// The opening and passes up to `sections` (with their headers), then
@@ -91,17 +122,24 @@ impl Streamer {
         let tree = rep.tree.as_deref();
         let asker = &mut self.asker;
         let answers = &mut self.answers;
+        let mut latches = report::Latches::default();
+        // An extent tree's optimisation answered yes: e2fsck's pass 1E
+        // header follows pass 1's problems.
+        let optimized = std::cell::Cell::new(false);
         let mut render = |out: &mut dyn Write, _k: usize, p: &Problem| {
             let Some(a) = asker.as_mut() else {
-                return report::render_problem(out, p, tree, false, false);
+                return report::render_problem(out, p, tree, false, false, &mut latches);
             };
             let yes = if crate::fix::supported(p.code) {
                 out.flush()?;
                 a.question_of(p, tree)
             } else {
-                report::render_problem(out, p, tree, true, false)?;
+                report::render_problem(out, p, tree, true, false, &mut latches)?;
                 false
             };
+            if yes && crate::check::e2fsck_map::not_a_fix(p) {
+                optimized.set(true);
+            }
             answers.push(yes);
             Ok(())
         };
@@ -116,6 +154,9 @@ impl Streamer {
                     st.headers = pass;
                 }
                 report::section(out, rep, pass, &mut render, &|_| false)?;
+                if pass == 1 && optimized.get() {
+                    out.write_all(b"Pass 1E: Optimizing extent trees\n")?;
+                }
                 st.sections = pass;
             }
             if let Some(p) = then

@@ -117,3 +117,20 @@ fn no_terminal_is_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("terminal"));
     assert_eq!(std::fs::read(&img).unwrap(), before);
 }
+
+/// An extent tree's optimisation answered yes: e2fsck's pass 1E header
+/// follows pass 1's questions, as under -y.
+#[test]
+fn pass_1e_header_after_an_optimisation_answered_yes() {
+    let dir = TempDir::new("interactive-1e");
+    let img = crate::pass1e::shorter(&dir);
+    let Some((_, out)) = on_terminal(&img, "y\ny\ny\ny\n") else {
+        println!("`script` not found: interactive cases skipped");
+        return;
+    };
+    assert!(out.contains("could be shorter"), "{out}");
+    assert!(
+        out.contains("Pass 1E: Optimizing extent trees\r\nPass 2: "),
+        "{out}"
+    );
+}

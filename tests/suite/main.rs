@@ -28,6 +28,7 @@ mod journal_recreate;
 mod journal_replay_repair;
 mod json_schema;
 mod kept_paths;
+mod latch_output;
 mod max_memory;
 mod messages_compat;
 mod online;

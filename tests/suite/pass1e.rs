@@ -49,7 +49,7 @@ fn offers(out: &str) -> Vec<String> {
         .collect()
 }
 
-fn shorter(dir: &TempDir) -> PathBuf {
+pub(crate) fn shorter(dir: &TempDir) -> PathBuf {
     // Eight extents in a 4 KiB leaf, punched down to two.
     image(dir, "shorter", 4096, 8, &[(4, 20)])
 }

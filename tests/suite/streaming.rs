@@ -40,8 +40,14 @@ fn stopped(pid: u32) -> bool {
 /// The output of `pfsck -fn IMG` as it stands when pass `pass` begins,
 /// and the whole output.
 fn output_at(img: &std::path::Path, pass: u8) -> (String, String) {
+    output_of_at("-fn", img, pass, pass)
+}
+
+/// The output of `pfsck MODE IMG` as it stands when pass `pass` begins
+/// (once pass `printed`'s header is there), and the whole output.
+fn output_of_at(mode: &str, img: &std::path::Path, pass: u8, printed: u8) -> (String, String) {
     let mut child = Command::new(pfsck_bin())
-        .args(["-fn", "--threads", "2"])
+        .args([mode, "--threads", "2"])
         .arg(img)
         .env("PFSCK_FAULT", format!("pass-{pass}"))
         .stdin(Stdio::null())
@@ -70,7 +76,7 @@ fn output_at(img: &std::path::Path, pass: u8) -> (String, String) {
         std::thread::sleep(Duration::from_millis(5));
     }
     // What was written before the stop reaches the reader.
-    let header = format!("Pass {pass}: ");
+    let header = format!("Pass {printed}: ");
     let mut early = String::new();
     while start.elapsed() < LIMIT {
         early = String::from_utf8_lossy(&got.lock().unwrap()).into_owned();
@@ -114,4 +120,55 @@ fn pass_headers_print_as_the_passes_begin() {
         whole.contains("dtime set") && whole.contains("ref count is 5"),
         "{whole}"
     );
+}
+
+/// A file whose link count is wrong: pass 4's problem, found on a file
+/// system passes 1 to 3 find nothing on.
+fn pass4_only(dir: &TempDir, name: &str) -> std::path::PathBuf {
+    let base = cached_image("streaming-base", |img| {
+        mkfs(img, 16 << 20, &MkfsOpts::ext4(), Some(&standard_tree_dir()));
+    });
+    let img = dir.join(name);
+    copy_image(&base, &img);
+    debugfs_w(&img, &["sif <12> links_count 5"]);
+    img
+}
+
+/// `-y`: the headers print as the passes begin while the check has found
+/// nothing; from the first problem on, the rest waits for the repair's
+/// later rounds (which settle what is shown). The bytes in the end are
+/// those of the report printed at once.
+#[test]
+fn repair_headers_print_as_the_passes_begin() {
+    let dir = TempDir::new("streaming-y");
+    let whole = pass4_only(&dir, "whole");
+    let out = Command::new(pfsck_bin())
+        .args(["-fy", "--threads", "1"])
+        .arg(&whole)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let whole = String::from_utf8_lossy(&out.stdout).replace(&img_path(&dir, "whole"), "IMG");
+    assert!(whole.contains("ref count is 5"), "{whole}");
+    assert!(
+        whole.lines().last().unwrap().starts_with("Undo log: "),
+        "{whole}"
+    );
+    for pass in 1..=5u8 {
+        let img = pass4_only(&dir, &format!("p{pass}"));
+        let upto = pass.min(4);
+        let (early, all) = output_of_at("-fy", &img, pass, upto);
+        let all = all.replace(&img_path(&dir, &format!("p{pass}")), "IMG");
+        assert_eq!(all, whole, "the streamed report is the whole report");
+        // Pass 5 begins after pass 4 found the link count: the header of
+        // pass 5 waits with pass 4's problem.
+        let header = format!("Pass {upto}: ");
+        let at = whole.find(&header).expect("every pass ran");
+        let line_end = at + whole[at..].find('\n').unwrap() + 1;
+        assert_eq!(early, whole[..line_end], "printed when pass {pass} began");
+    }
+}
+
+fn img_path(dir: &TempDir, name: &str) -> String {
+    dir.join(name).display().to_string()
 }
