@@ -490,6 +490,9 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     if late {
         opts.emit(2, r);
     }
+    if !opts.repairing {
+        stops::after_unused_entries(&fs, &mut found2);
+    }
     let stop = !opts.repairing
         && (stops::at_bad_inode_checksum(&mut r.problems, &mut found2, &bad_csum)
             || stop_at_corrupt_dir(&mut found2));

@@ -11,7 +11,11 @@ use super::e2fsck_map::{self, Run};
 use super::problem::{Code, Pass, Problem};
 use super::problem_list::ProblemList;
 use super::state::{State, iflag};
+use crate::fs::dir_entry;
+use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, Inode};
 use crate::fs::num::{Blk, Ino};
+use crate::fs::superblock::incompat;
+use crate::volume::Fs;
 use std::collections::BTreeSet;
 
 /// Inodes whose checksum fails (pass 1 says so in a read-only check).
@@ -68,37 +72,38 @@ pub(super) fn at_bad_inode_checksum(
     pass2: &mut ProblemList,
     bad_csum: &BTreeSet<u32>,
 ) -> bool {
-    if bad_csum.is_empty() {
-        return false;
-    }
     let target = |p: &Problem| {
         (p.code == Code::DirEntryBadInodeTarget)
             .then(|| p.args().num)
             .flatten()
             .and_then(|n| u32::try_from(n).ok())
     };
-    let Some(at) = pass2
-        .iter()
-        .position(|p| target(&p).is_some_and(|n| bad_csum.contains(&n)))
-    else {
+    let Some(at) = pass2.iter().position(|p| {
+        p.code == Code::StoppedAtInodeChecksumP2
+            || target(&p).is_some_and(|n| bad_csum.contains(&n))
+    }) else {
         return false;
     };
+    let marked = pass2.iter().nth(at).map(|p| p.code) == Some(Code::StoppedAtInodeChecksumP2);
     // A directory block it may not salvage stops it earlier.
     if pass2.codes().take(at).any(|c| c == Code::DirBlockCorrupt) {
         return false;
     }
     let reached: BTreeSet<u32> = pass2.iter().take(at).filter_map(|p| target(&p)).collect();
     let stop_ino = pass2.iter().nth(at).and_then(|p| target(&p));
+    let keep = at + usize::from(marked);
     let mut k = 0;
     pass2.retain(|_| {
         k += 1;
-        k <= at
+        k <= keep
     });
-    let mut stop = Problem::new(Code::StoppedAtInodeChecksumP2);
-    if let Some(ino) = stop_ino {
-        stop = stop.ino(Ino(ino));
+    if !marked {
+        let mut stop = Problem::new(Code::StoppedAtInodeChecksumP2);
+        if let Some(ino) = stop_ino {
+            stop = stop.ino(Ino(ino));
+        }
+        pass2.push(stop);
     }
-    pass2.push(stop);
     pass1.retain(|p| {
         let asked_in_pass2 = p.spec().pass == Pass::P1 && {
             let refs = e2fsck_map::refs(p, Run::ReadOnly);
@@ -136,4 +141,85 @@ pub(super) fn at_pass4_checksum(
     pass4.retain(|p| p.args().ino.is_none_or(|i| i.get() < stop));
     pass4.push(Problem::new(Code::StoppedAtInodeChecksumP4).ino(Ino(stop)));
     true
+}
+
+/// Pass 2: told no about an entry naming an unused inode, e2fsck keeps it
+/// and checks its file type against the mode it reads from that inode (a
+/// deleted file keeps its mode; a zeroed or overwritten one may not). A
+/// checksum failing on that read aborts it: the entry is then followed by
+/// a stop marker, which [`at_bad_inode_checksum`] cuts at.
+pub(super) fn after_unused_entries(fs: &Fs, pass2: &mut ProblemList) {
+    if !pass2.codes().any(|c| c == Code::DirEntryDeletedInode) {
+        return;
+    }
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE) && fs.sb.creator_os != EXT2_OS_HURD;
+    let csum = fs.metadata_csum();
+    let mut out = ProblemList::new();
+    for p in pass2.iter() {
+        let follow = (p.code == Code::DirEntryDeletedInode)
+            .then(|| follow_up(fs, &p, filetype, csum))
+            .flatten();
+        out.push(p);
+        if let Some(f) = follow {
+            out.push(f);
+        }
+    }
+    *pass2 = out;
+}
+
+const EXT2_OS_HURD: u32 = 1;
+
+/// What e2fsck asks after declining `p` (an entry naming an unused
+/// inode): nothing, a file type, or (a stop marker) nothing more.
+fn follow_up(fs: &Fs, p: &Problem, filetype: bool, csum: bool) -> Option<Problem> {
+    let a = p.args();
+    let target = u32::try_from(a.num?).ok()?;
+    let raw = fs.read_inode_raw(target).ok()?;
+    let node = Inode::parse(&raw);
+    let zero = raw[..GOOD_OLD_INODE_SIZE.min(raw.len())]
+        .iter()
+        .all(|&b| b == 0);
+    if csum
+        && !zero
+        && inode::compute_checksum(fs.csum_seed, target, &raw) != node.stored_checksum()
+    {
+        return Some(Problem::new(Code::StoppedAtInodeChecksumP2).ino(Ino(target)));
+    }
+    if !filetype || a.detail == "." || a.detail == ".." {
+        return None;
+    }
+    // The entry's own file type, from its block: the first naming it.
+    let blk = a.blk?.get();
+    let b = fs.read_block(blk).ok()?;
+    let mut off = 0;
+    let have = loop {
+        if off + dir_entry::HEADER_LEN > b.len() {
+            return None;
+        }
+        let rec = dir_entry::rec_len_at(&b, off, b.len());
+        if dir_entry::inode_at(&b, off) == target {
+            break dir_entry::file_type_at(&b, off);
+        }
+        if rec < dir_entry::HEADER_LEN {
+            return None;
+        }
+        off += rec;
+    };
+    let should = node.file_type() as u8;
+    if have == should {
+        return None;
+    }
+    let code = if have == 0 {
+        Code::DirEntryFileTypeUnset
+    } else {
+        Code::DirEntryFileType
+    };
+    Some(
+        Problem::new(code)
+            .ino(a.ino?)
+            .blk(Blk(blk))
+            .detail(a.detail.to_string())
+            .num(u64::from(have))
+            .num2(u64::from(should)),
+    )
 }

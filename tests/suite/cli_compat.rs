@@ -327,3 +327,25 @@ fn a_read_only_check_stops_at_an_unreadable_xattr_block() {
     write_at(&img, acl * 1024 + 4, &7u32.to_le_bytes());
     both_abort(&img, &format!("extended attribute block {acl}"), 1);
 }
+
+/// An entry naming an unused inode, kept (-n): e2fsck reads that inode
+/// for its file type, and its checksum fails there.
+#[test]
+fn a_read_only_check_stops_at_an_unused_inode_with_a_bad_checksum() {
+    let dir = TempDir::new("cli-compat-csum-unused");
+    let img = dir.join("unused.img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(
+        &img,
+        &[
+            "write /etc/services a",
+            "write /etc/services b",
+            "sif a links_count 0",
+            "sif a dtime 12345",
+            "sif a checksum 0x1234",
+            // A later problem e2fsck -n never reaches.
+            "sif b links_count 4",
+        ],
+    );
+    both_abort(&img, "The check stops at inode 12", 2);
+}
