@@ -245,6 +245,9 @@ pub enum EntryFault {
     ZeroLength,
     EndsBeyond,
     DirTooBig,
+    /// Starts inside the previous leaf extent of the file, though not
+    /// before where its node may start (e2fsck's "collision").
+    Overlap,
 }
 
 /// One entry of a node: a leaf extent or an index (whose length runs to
@@ -316,12 +319,14 @@ pub fn root_end_blk(eof_block: u64) -> u64 {
     eof_block.wrapping_add(1)
 }
 
-/// e2fsck's tests of one entry, in its order.
+/// e2fsck's tests of one entry, in its order: an overlap with the file's
+/// previous extent is judged last, where it is not already out of order
+/// in its node (`start` is the previous extent's last block there).
 pub fn entry_fault(e: &Entry, b: &Bounds) -> Option<EntryFault> {
     let last = e.lblk + e.len.max(1) - 1;
     if e.pblk == 0 || e.pblk < b.first_data_block || e.pblk >= b.nblocks {
         Some(EntryFault::BadStart)
-    } else if e.lblk < b.start || (e.leaf && b.last_lblk.is_some_and(|l| e.lblk <= l)) {
+    } else if e.lblk < b.start {
         Some(EntryFault::Order)
     } else if b.end.is_some_and(|end| last > end) && !(last > b.eof_block && e.unwritten) {
         Some(EntryFault::PastEnd)
@@ -331,6 +336,8 @@ pub fn entry_fault(e: &Entry, b: &Bounds) -> Option<EntryFault> {
         Some(EntryFault::EndsBeyond)
     } else if e.leaf && b.dir_limit.is_some_and(|l| e.lblk + e.len > l) {
         Some(EntryFault::DirTooBig)
+    } else if e.leaf && b.last_lblk.is_some_and(|l| e.lblk <= l) {
+        Some(EntryFault::Overlap)
     } else {
         None
     }
@@ -528,6 +535,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                 EntryFault::ZeroLength => bad("zero length", 0x010066),
                 EntryFault::EndsBeyond => bad("ends beyond the file system", 0x010059),
                 EntryFault::DirTooBig => bad("directory too big", 0x010044),
+                EntryFault::Overlap => bad("overlaps the previous extent", 0x01007D),
             });
             if let Some(p) = problem {
                 self.report(p);

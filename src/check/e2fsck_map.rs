@@ -83,7 +83,6 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeInlineNoFeature => &[0x010070, 0x01006F],
         InodeIllegalBlock => &[0x01000E, 0x010012, 0x010044, 0x010046],
         InodeTooManyIllegalBlocks => &[0x010011],
-        StoppedAtIllegalIndirect => &[0x010029],
         InodeBlockOnMetadata => &[0x01000F],
         InodeISize => &[0x01000C],
         InodeIBlocks => &[0x01000D],
@@ -239,6 +238,12 @@ pub const NONE: &[Code] = &[
     Code::SbOrphanList,
     Code::StoppedAtCorruptDir,
     Code::StoppedAtUninitGroup,
+    // e2fsck's aborts are outside its problem log (a fatal problem ends
+    // it before the entry is written).
+    Code::StoppedAtIllegalIndirect,
+    Code::StoppedAtUnreadableXattr,
+    Code::StoppedAtInodeChecksumP2,
+    Code::StoppedAtInodeChecksumP4,
     Code::SbFeatureUnsupported,
     Code::SbChecksum,
     Code::SbRevLevel,
@@ -689,7 +694,9 @@ impl LatchLog {
     /// For the problems `codes` of one report.
     pub fn new(codes: impl IntoIterator<Item = Code>) -> LatchLog {
         let stop = codes.into_iter().find_map(|c| match c {
-            Code::StoppedAtCorruptDir => Some(2),
+            Code::StoppedAtIllegalIndirect | Code::StoppedAtUnreadableXattr => Some(1),
+            Code::StoppedAtCorruptDir | Code::StoppedAtInodeChecksumP2 => Some(2),
+            Code::StoppedAtInodeChecksumP4 => Some(4),
             Code::StoppedAtUninitGroup => Some(5),
             _ => None,
         });
@@ -749,6 +756,50 @@ impl LatchLog {
         out.extend(own);
         out
     }
+}
+
+/// The entries e2fsck's passes 1B and 1D log for `ino`, one of the files
+/// sharing blocks (its `DupBlocks` problem stands for the first of them,
+/// 0x011001, already): its blocks as pass 1B lists them (a block, or a
+/// range, each), the list's end; then in a read-only check the file in
+/// pass 1D with the files it shares with (and the metadata), the two
+/// questions declined, and, for the first such file (`first`), the count
+/// of files opening pass 1D. A repair's pass 1D depends on what was
+/// cloned before: only pass 1B's part is given.
+pub fn dup_refs(dups: &super::pass1b::Dups, ino: u32, first: bool, run: Run) -> Vec<Ref> {
+    let Ok(k) = dups.owners.binary_search_by_key(&ino, |o| o.ino) else {
+        return Vec::new();
+    };
+    let o = &dups.owners[k];
+    let mut out: Vec<Ref> = o
+        .runs
+        .iter()
+        .map(|&(a, b)| Ref {
+            code: if a == b { 0x011002 } else { 0x011008 },
+            ino: None,
+            blk: Some(a),
+        })
+        .collect();
+    out.push(Ref::of(0x011003, None));
+    if run == Run::Repair {
+        return out;
+    }
+    if first {
+        out.push(Ref::of(0x013004, None));
+    }
+    out.push(Ref::of(0x013001, Some(ino)));
+    // Once a file shares with the metadata, e2fsck lists the metadata for
+    // every file after it too.
+    let meta = dups.owners[..=k]
+        .iter()
+        .any(|o| o.clusters.iter().any(|&(_, m)| m));
+    if meta {
+        out.push(Ref::of(0x013003, None));
+    }
+    out.extend(o.shared.iter().map(|&s| Ref::of(0x013002, Some(s))));
+    out.push(Ref::of(0x013006, None));
+    out.push(Ref::of(0x013007, None));
+    out
 }
 
 /// The runs of a bitmap difference's detail (`+5 -(7--9)`): sign, first

@@ -27,6 +27,7 @@ pub mod problem_list;
 pub mod quota;
 pub mod recovery;
 pub mod state;
+mod stops;
 pub mod superblock;
 #[cfg(test)]
 mod unit;
@@ -448,7 +449,13 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     progress.pass_complete(1);
     let r = &mut report;
     let mut found1 = piped.pass1;
-    let stop1 = !opts.repairing && stop_at_illegal_indirect(&mut found1);
+    let stop1 = !opts.repairing
+        && (stop_at_illegal_indirect(&mut found1) || stops::at_unreadable_xattr(&mut found1));
+    let bad_csum = if opts.repairing {
+        Default::default()
+    } else {
+        stops::bad_checksum_inodes(&found1)
+    };
     r.problems.append(found1);
     let (s1, w1, b1) = piped.pass1_time;
     timer.push(r, "pass1", s1, Some(w1), b1);
@@ -484,7 +491,12 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     if late {
         opts.emit(2, r);
     }
-    let stop = !opts.repairing && stop_at_corrupt_dir(&mut found2);
+    if !opts.repairing {
+        stops::after_unused_entries(&fs, &mut found2);
+    }
+    let stop = !opts.repairing
+        && (stops::at_bad_inode_checksum(&mut r.problems, &mut found2, &bad_csum)
+            || stop_at_corrupt_dir(&mut found2));
     r.problems.append(found2);
     crate::engine::memory::release_free();
     let end2 = start2.elapsed().as_secs_f64();
@@ -513,9 +525,21 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     progress.pass_complete(3);
     let t = budget.threads();
     opts.emit(4, r);
+    let mut stop4 = false;
     step(r, &mut timer, &fs, ctl, "pass4", 4, || {
-        pass4::run(&fs, &state, t, ctl)
+        let mut found = pass4::run(&fs, &state, t, ctl)?;
+        let skip = [fs.sb.prj_quota_inum, fs.sb.orphan_file_inum];
+        stop4 = !opts.repairing
+            && stops::at_pass4_checksum(&mut found, &state, &bad_csum, fs.geo.first_ino, &skip);
+        Ok(found)
     })?;
+    if stop4 {
+        return Ok(Checked {
+            report,
+            fs: Some(fs),
+            state: Some(state),
+        });
+    }
     progress.pass_complete(4);
     let t = budget.threads();
     opts.emit(5, r);

@@ -244,8 +244,9 @@ fn lblk_limit(fs: &Fs) -> u32 {
 
 /// Pass 2 after pass 1 (and 1B): what needs every directory block
 /// checked. `outs`: the units checked while pass 1 ran, in the order they
-/// were formed. Their problems are put back in e2fsck's block order (the
-/// blocks sorted by physical block, as if checked in that order); holes,
+/// were formed. Their problems are put back in e2fsck's block order (with
+/// dir_index first blocks, then the others, each sorted by physical
+/// block, as if checked in that order); holes,
 /// inline directories, parents and second links, htree structure and
 /// large_file follow as before.
 pub(crate) fn finish(
@@ -262,15 +263,18 @@ pub(crate) fn finish(
     let mut problems = ProblemList::new();
     find_holes(&fsp, st, &counts, limit, &mut problems);
 
-    // Each block's problems, in block order (a directory's logical blocks
+    // Each block's problems, in e2fsck's order: with dir_index, every
+    // directory's first block (it holds the htree root), then the other
+    // blocks, each group by physical block (a directory's logical blocks
     // are distinct, so no two blocks share a key).
+    let zero_first = fs.sb.has_compat(crate::fs::superblock::compat::DIR_INDEX);
     let mut marks: Vec<(DirBlock, usize, u32, u32)> = outs
         .iter()
         .enumerate()
         .filter_map(|(k, o)| Some((k, o.rest.as_deref()?)))
         .flat_map(|(k, r)| r.marks.iter().map(move |&(b, s, e)| (b, k, s, e)))
         .collect();
-    marks.sort_by_key(|m| m.0);
+    marks.sort_by_key(|m| (zero_first && m.0.lblk != 0, m.0));
     for (_, k, s, e) in marks {
         if let Some(r) = outs[k].rest.as_deref() {
             problems.append_range(&r.sink.problems, s as usize..e as usize);

@@ -295,7 +295,16 @@ problems! {
     // e2fsck -n cannot walk below an indirect pointer it may not zero:
     // its block walk fails and it aborts after that inode.
     StoppedAtIllegalIndirect = ("0x10E7", P1, Notice, false, "The check stops at inode {ino}'s indirect block outside the file system, as e2fsck -n does; run a repair to check the rest"),
+    // e2fsck -n reads an xattr block again to set its reference count
+    // right; a block it could not read (bad header or checksum) fails
+    // there, and it aborts.
+    StoppedAtUnreadableXattr = ("0x10E8", P1, Notice, false, "The check stops at extended attribute block {blk}, whose reference count it cannot set right, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtCorruptDir = ("0x202E", P2, Notice, false, "The check stops at the directory block it may not salvage, as e2fsck -n does; run a repair to check the rest"),
+    // e2fsck -n reads an inode again where pass 2 meets an entry naming
+    // one it marked bad, and pass 4 where a link count differs: a checksum
+    // it was not allowed to fix fails that read, and it aborts.
+    StoppedAtInodeChecksumP2 = ("0x202F", P2, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
+    StoppedAtInodeChecksumP4 = ("0x4007", P4, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
 
     // ---- Pass 3: directory connectivity ----
     RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),

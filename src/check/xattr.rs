@@ -508,6 +508,7 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool)
             Problem::new(Code::XattrBlockHeader)
                 .ino(Ino(ino))
                 .blk(Blk(blk))
+                .e2fsck(0x010039)
                 .detail(format!("cannot read: {e}")),
         );
         return out;
@@ -529,6 +530,7 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool)
             Problem::new(Code::XattrBlockHeader)
                 .ino(Ino(ino))
                 .blk(Blk(blk))
+                .e2fsck(0x01003E)
                 .detail(format!("h_blocks is {}", h.blocks)),
         );
         if repairing {
@@ -603,11 +605,15 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool)
         }
         off += round4(ENTRY_HEADER_LEN + name_len);
     }
-    if out.problems.is_empty() && !region.take(off, 4) {
+    // Declined, e2fsck goes on from where the walk stopped: the four bytes
+    // of the end marker are taken there, on the entry it stopped at.
+    if (out.problems.is_empty() || !repairing) && !region.take(off, 4) {
         out.problems
             .push(entries("entry table overlaps values", overlap));
     }
+    // A header e2fsck's library rejects (h_blocks) hides the checksum.
     if (out.problems.is_empty() || !repairing)
+        && h.blocks == 1
         && fs.metadata_csum()
         && xattr::compute_block_checksum(fs.csum_seed, blk, buf) != h.checksum
     {

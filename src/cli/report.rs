@@ -47,7 +47,12 @@ fn stopped(rep: &Report) -> bool {
     rep.problems.codes().any(|c| {
         matches!(
             c,
-            Code::StoppedAtCorruptDir | Code::StoppedAtUninitGroup | Code::StoppedAtIllegalIndirect
+            Code::StoppedAtCorruptDir
+                | Code::StoppedAtUninitGroup
+                | Code::StoppedAtIllegalIndirect
+                | Code::StoppedAtUnreadableXattr
+                | Code::StoppedAtInodeChecksumP2
+                | Code::StoppedAtInodeChecksumP4
         )
     })
 }
@@ -1086,8 +1091,15 @@ impl Serialize for JsonReport<'_> {
             "problems",
             &Seq(|| {
                 let mut log = e2fsck_map::LatchLog::new(rep.problems.codes());
+                let mut first_dup = true;
                 rep.problems.iter().enumerate().map(move |(k, p)| {
-                    let refs = log.refs(&p, run);
+                    let mut refs = log.refs(&p, run);
+                    if let (crate::check::problem::Code::DupBlocks, Some(dups), Some(ino)) =
+                        (p.code, rep.dups.as_deref(), p.args().ino)
+                    {
+                        refs.extend(e2fsck_map::dup_refs(dups, ino.get(), first_dup, run));
+                        first_dup = false;
+                    }
                     JsonProblem(p, fixed(k), refs, rep.tree.as_deref())
                 })
             }),

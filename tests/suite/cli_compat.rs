@@ -242,3 +242,110 @@ fn a_read_only_check_stops_at_an_illegal_indirect_block() {
     );
     assert!(!text.contains("Pass 2"), "{text}");
 }
+
+/// Runs e2fsck -n and pfsck -n on `img`: both must exit 12, and pfsck's
+/// report must say `stop` and nothing of the passes after `last_pass`.
+fn both_abort(img: &std::path::Path, stop: &str, last_pass: u8) {
+    let Some(e2fsck) = oracle() else {
+        eprintln!("skipped: no e2fsck 1.47.4 oracle");
+        return;
+    };
+    let e = run(&e2fsck, &["-fn"], img);
+    assert_eq!(e.code, Some(12), "the oracle no longer aborts here");
+    let out = pfsck(&[std::ffi::OsStr::new("-fn"), img.as_os_str()]);
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(12), "{text}");
+    assert!(text.contains(stop), "{text}");
+    let next = format!("Pass {}", last_pass + 1);
+    assert!(!text.contains(&next), "{text}");
+}
+
+/// e2fsck -n reads an inode again in pass 4 when its link count is off;
+/// the checksum it could not fix in pass 1 fails that read, and it aborts
+/// (12). pfsck went on through pass 5 and exited 4.
+#[test]
+fn a_read_only_check_stops_at_a_bad_checksum_in_pass_4() {
+    let dir = TempDir::new("cli-compat-csum4");
+    let img = dir.join("csum4.img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(
+        &img,
+        &[
+            "write /etc/services a",
+            "write /etc/services b",
+            "sif a links_count 3",
+            "sif a checksum 0x1234",
+            // A later problem e2fsck -n never reaches.
+            "sif b links_count 5",
+        ],
+    );
+    both_abort(&img, "The check stops at inode 12", 4);
+}
+
+/// An entry naming an inode pass 1 found bad (i_faddr set) makes e2fsck
+/// read it again in pass 2: its checksum fails there, and e2fsck -n
+/// aborts before asking about it.
+#[test]
+fn a_read_only_check_stops_at_a_bad_inode_with_a_bad_checksum() {
+    let dir = TempDir::new("cli-compat-csum2");
+    let img = dir.join("csum2.img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(
+        &img,
+        &[
+            "write /etc/services a",
+            "sif a faddr 5",
+            "sif a checksum 0x1234",
+        ],
+    );
+    both_abort(&img, "The check stops at inode 12", 2);
+}
+
+/// An xattr block whose reference count is wrong is read again at the end
+/// of pass 1 to set it right; its checksum (not fixed under -n) fails
+/// that read, and e2fsck -n aborts.
+#[test]
+fn a_read_only_check_stops_at_an_unreadable_xattr_block() {
+    let dir = TempDir::new("cli-compat-xattr");
+    let img = dir.join("xattr.img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
+    let value = dir.join("value");
+    std::fs::write(&value, "v".repeat(600)).unwrap();
+    debugfs_w(
+        &img,
+        &[
+            "write /etc/services a".to_string(),
+            format!("ea_set -f {} a user.big", value.display()),
+        ],
+    );
+    let acl = debugfs_r(&img, "stat a")
+        .split("File ACL: ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .expect("an xattr block");
+    // h_refcount 7 where one inode refers to it.
+    write_at(&img, acl * 1024 + 4, &7u32.to_le_bytes());
+    both_abort(&img, &format!("extended attribute block {acl}"), 1);
+}
+
+/// An entry naming an unused inode, kept (-n): e2fsck reads that inode
+/// for its file type, and its checksum fails there.
+#[test]
+fn a_read_only_check_stops_at_an_unused_inode_with_a_bad_checksum() {
+    let dir = TempDir::new("cli-compat-csum-unused");
+    let img = dir.join("unused.img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(
+        &img,
+        &[
+            "write /etc/services a",
+            "write /etc/services b",
+            "sif a links_count 0",
+            "sif a dtime 12345",
+            "sif a checksum 0x1234",
+            // A later problem e2fsck -n never reaches.
+            "sif b links_count 4",
+        ],
+    );
+    both_abort(&img, "The check stops at inode 12", 2);
+}

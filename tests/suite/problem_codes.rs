@@ -499,3 +499,28 @@ fn superblock_checksum_with_backup() {
     poke_sb(&img, 0x3FC, |c| c ^ 0xFF);
     assert_same_codes(&img, &[0x000044]);
 }
+
+/// An entry naming an unused inode, kept (-n): e2fsck then checks its
+/// file type against the mode it reads from that inode, here zeroed
+/// ("should be 0"), and logs that too.
+#[test]
+fn file_type_of_an_entry_naming_an_unused_inode() {
+    let tmp = TempDir::new("codes-unused-ft");
+    let img = tmp.join("image");
+    mkfs(
+        &img,
+        16 << 20,
+        &MkfsOpts::ext4().features("^metadata_csum"),
+        None,
+    );
+    debugfs_w(
+        &img,
+        &[
+            "write /etc/services a",
+            "sif a links_count 0",
+            "sif a dtime 12345",
+            "sif a mode 0",
+        ],
+    );
+    assert_same_codes(&img, &[0x020003, 0x020028]);
+}

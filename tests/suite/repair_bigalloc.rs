@@ -111,6 +111,13 @@ fn differing_blocks(a: &Path, b: &Path, bs: usize) -> Vec<usize> {
 /// pfsck -fy (exit 1, mentioning `expect`) leaves it clean for both
 /// checkers and equal to what e2fsck -fy makes of it.
 fn repairs_like_e2fsck(name: &str, img: &Path, bs: u32, expect: &str) {
+    repairs_with(name, img, bs, expect, true);
+}
+
+/// As [`repairs_like_e2fsck`]; with `exact` false, the result need not
+/// equal e2fsck's byte for byte (e2fsck leaves a deleted extent's bytes
+/// after the last entry, pfsck zeroes them).
+fn repairs_with(name: &str, img: &Path, bs: u32, expect: &str, exact: bool) {
     let tmp = TempDir::new(&format!("ba-{name}"));
     let mine = tmp.join("pfsck.img");
     let theirs = tmp.join("e2fsck.img");
@@ -127,6 +134,9 @@ fn repairs_like_e2fsck(name: &str, img: &Path, bs: u32, expect: &str) {
     assert_eq!(out.status.code(), Some(1), "[{name}] pfsck -fy:\n{text}");
     assert!(text.contains(expect), "[{name}] no '{expect}' in:\n{text}");
     assert_both_clean(name, &mine);
+    if !exact {
+        return;
+    }
     e2fsck_until_clean(&theirs, name);
     let diff = differing_blocks(&mine, &theirs, bs as usize);
     assert!(
@@ -138,11 +148,15 @@ fn repairs_like_e2fsck(name: &str, img: &Path, bs: u32, expect: &str) {
 
 /// Applies `cmds` (debugfs -w) to a copy of the base and checks the repair.
 fn case(base: Base, name: &str, expect: &str, cmds: &[String]) {
+    case_with(base, name, expect, cmds, true);
+}
+
+fn case_with(base: Base, name: &str, expect: &str, cmds: &[String], exact: bool) {
     let tmp = TempDir::new(&format!("ba-case-{name}"));
     let img = tmp.join("disk.img");
     copy_image(&base.image(), &img);
     debugfs_w(&img, cmds);
-    repairs_like_e2fsck(&format!("{name} {base:?}"), &img, base.block, expect);
+    repairs_with(&format!("{name} {base:?}"), &img, base.block, expect, exact);
 }
 
 fn all_cases(base: Base) {
@@ -197,9 +211,70 @@ fn all_cases(base: Base) {
     case(base, "block-mapped", "cannot be block mapped", &cmds);
 }
 
+/// Fixes that allocate nothing and free nothing by themselves (an inode
+/// field, an xattr reference, an extent entry, a directory block rewritten
+/// in place): made on bigalloc in the same run as elsewhere, the next
+/// round's check judging what they leave (difffuzz seed 31 left them all
+/// for a second run).
+fn in_place_cases(base: Base) {
+    let img = base.image();
+    let fs = dumpe2fs(&img);
+    let r = base.ratio();
+    let far = (fs.blocks_count / 2) / r * r;
+    case(
+        base,
+        "extra-isize",
+        "extra size",
+        &["sif /f4096 extra_isize 4174".to_string()],
+    );
+    // A reference to a zeroed cluster: no xattr magic there.
+    case(
+        base,
+        "xattr-block-magic",
+        "bad header",
+        &[format!("sif /f12k file_acl {far}")],
+    );
+    // The last block of the file mapped outside the file system.
+    let f12k = blocks_of(&img, "/f12k");
+    let n = f12k.len() as u32;
+    case_with(
+        base,
+        "extent-past-end",
+        "invalid extent",
+        &extent_root(
+            "/f12k",
+            &[(0, n - 1, f12k[0]), (n - 1, 1, fs.blocks_count + 5)],
+        ),
+        false,
+    );
+    // The directory's last entry ('a', after '.' and '..') runs over its
+    // checksum tail: its rec_len (at byte 28) reaches the block's end.
+    let dir = blocks_of(&img, "/dir")[0];
+    let [lo, hi] = ((base.block - 24) as u16).to_le_bytes();
+    case(
+        base,
+        "dir-no-tail",
+        "no checksum tail",
+        &[
+            format!("zap_block -o 28 -l 1 -p {lo} {dir}"),
+            format!("zap_block -o 29 -l 1 -p {hi} {dir}"),
+        ],
+    );
+}
+
 #[test]
 fn clusters_of_16_blocks_of_1k() {
     all_cases(SMALL);
+}
+
+#[test]
+fn in_place_fixes_on_clusters_of_1k() {
+    in_place_cases(SMALL);
+}
+
+#[test]
+fn in_place_fixes_on_clusters_of_4k() {
+    in_place_cases(LARGE);
 }
 
 #[test]
