@@ -31,6 +31,7 @@ mod kept_paths;
 mod max_memory;
 mod messages_compat;
 mod online;
+mod orphan_file;
 mod orphans;
 mod pass1_pass5_images;
 mod pass1e;
