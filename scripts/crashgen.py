@@ -478,7 +478,10 @@ def main():
                 or r["pf_y"] not in (0, 1)
             )
             r["bad"] = bool(bad)
-            if bad:
+            # An abort e2fsck -n takes and pfsck -n does not (or the other
+            # way) is kept for study too, though both verdicts say "not
+            # clean".
+            if bad or (r["e2_n"] == 12) != (r["pf_n"] == 12):
                 shutil.copyfile(c, os.path.join(keep, os.path.basename(c)))
             if not args.quiet:
                 print(

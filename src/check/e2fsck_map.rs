@@ -65,6 +65,10 @@ pub fn codes(code: Code) -> &'static [u32] {
         OrphanReleased => &[0x000020],
         OrphanFileBlockDirty => &[0x06000C],
         OrphanPresentClean => &[0x06000D],
+        OrphanFileWrongSize => &[0x06000F],
+        OrphanFileHole => &[0x060010],
+        OrphanFileCorrupt => &[0x060009],
+        OrphanPresentNoFile => &[0x06000E],
         OrphanNotProcessed => &[0x000023, 0x000024, 0x000052, 0x000053, 0x000054, 0x000055],
         _ => inode_codes(code),
     }
@@ -410,6 +414,7 @@ pub enum Run {
 /// Problems e2fsck only logs when it repairs (see [`Run::ReadOnly`]).
 const REPAIR_ONLY: &[Code] = &[
     Code::OrphanReleased,
+    Code::OrphanNotProcessed,
     Code::JournalTransactionCorrupt,
     Code::SbFreeBlocksInvalid,
     Code::SbFreeInodesInvalid,
@@ -562,6 +567,8 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             (a_ino, a.num)
         }
         Code::GdItableUnused => (None, a.num),
+        // The logical block of the orphan file stands in the block slot.
+        Code::OrphanFileHole => (a_ino, a.num),
         _ => (a_ino, a_blk),
     };
     vec![Ref {

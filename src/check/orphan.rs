@@ -22,10 +22,13 @@
 //! partial last block is zeroed from i_size % block size in the first block
 //! past EOF (the one e2fsck zeroes before freeing it).
 //!
+//! After the passes e2fsck walks the orphan file again to empty it; one it
+//! cannot walk as an orphan file (a wrong size, a hole) it makes anew
+//! (`OrphanFileCorrupt`, fixed by `fix::orphan_file`).
+//!
 //! Not done: quota usage (e2fsck subtracts the released space and inodes
-//! from the quota files; here the quota check reports the difference), and
-//! recreating an orphan file whose structure is bad. Bigalloc file systems
-//! are left as they are.
+//! from the quota files; here the quota check reports the difference).
+//! Bigalloc file systems are left as they are.
 //!
 //! Everything is bounded: chain length by the inode count, block map walks
 //! by a node budget, orphan file size by the file system size.
@@ -81,7 +84,11 @@ pub fn after_orphans(
         return Ok(superblock::Opened::Fs(fs, first_probs));
     };
     if out.blocks.is_empty() {
-        return Ok(superblock::Opened::Fs(fs, first_probs));
+        // Nothing to lay over; what the orphan file is found to need
+        // (made anew) is still said.
+        let mut probs = first_probs;
+        probs.extend(out.notes);
+        return Ok(superblock::Opened::Fs(fs, probs));
     }
     let bs = fs.geo.block_size as u64;
     // Laid over the device's overlays (a journal replay), not merged.
@@ -142,7 +149,10 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
     let sb = &fs.sb;
     let orphan_file = sb.has_compat(compat::ORPHAN_FILE);
     let present = sb.has_ro_compat(ro_compat::ORPHAN_PRESENT);
-    if sb.last_orphan == 0 && !present && !orphan_file {
+    // orphan_present without orphan_file and without a list: e2fsck
+    // stops its processing there without a word (the superblock check
+    // reports the flag, `OrphanPresentNoFile`).
+    if sb.last_orphan == 0 && !orphan_file {
         return None;
     }
     if opts.superblock.is_some()
@@ -166,27 +176,47 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
             failed = true;
         }
     }
-    // After the check, e2fsck empties the orphan file block by block (each
-    // a fix of its own) and clears orphan_present once the file is clean.
+    // After the check, e2fsck empties the orphan file (the first block
+    // not empty named, it and all after it rewritten) and clears
+    // orphan_present once the file is clean; one it cannot set up is to be
+    // made anew (`fix::orphan_file`), which clears orphan_present too.
     let mut clear_present = false;
-    if orphan_file {
+    let inum = sb.orphan_file_inum;
+    // An orphan file inode number that is no inode is the superblock
+    // check's (`OrphanFileInodeInvalid`).
+    if orphan_file && inum != 0 && inum <= fs.geo.inodes_count {
+        let ino = Ino(sb.orphan_file_inum);
+        let corrupt = |why: &str| {
+            Problem::new(Code::OrphanFileCorrupt)
+                .ino(ino)
+                .detail(why.to_string())
+        };
         match w.clean_orphan_file() {
-            Ok(dirty) => {
-                if dirty.is_empty() && present {
-                    w.notes.push(Problem::new(Code::OrphanPresentClean));
-                }
-                for (l, _) in &dirty {
+            Ok(c) => {
+                if let Some(l) = c.first_dirty {
                     w.notes.push(
                         Problem::new(Code::OrphanFileBlockDirty)
-                            .ino(Ino(sb.orphan_file_inum))
-                            .num(*l),
+                            .ino(Ino(c.ino))
+                            .num(l),
                     );
+                } else if present && c.hole.is_none() {
+                    w.notes.push(Problem::new(Code::OrphanPresentClean));
                 }
-                clear_present = present;
+                if let Some(h) = c.hole {
+                    w.notes
+                        .push(Problem::new(Code::OrphanFileHole).ino(Ino(c.ino)).num(h));
+                    w.notes.push(corrupt(&format!("a hole at block {h}")));
+                } else {
+                    clear_present = present;
+                }
             }
-            Err(why) => w
-                .notes
-                .push(Problem::new(Code::OrphanNotProcessed).detail(why)),
+            Err(Unusable::WrongSize) => {
+                w.notes
+                    .push(Problem::new(Code::OrphanFileWrongSize).ino(ino));
+                w.notes
+                    .push(corrupt("its size is not a whole number of blocks"));
+            }
+            Err(Unusable::Broken(why)) => w.notes.push(corrupt(&why)),
         }
     }
     w.finish(sb.last_orphan != 0, clear_present, failed);
@@ -619,68 +649,162 @@ impl<'a> Work<'a> {
 
     // ---- orphan file ----
 
-    /// The orphan file's blocks in logical order: (logical, physical).
-    fn orphan_file_blocks(&self) -> std::result::Result<(u32, u32, Vec<u64>), Abort> {
+    /// The orphan file's blocks as e2fsck's block iteration hands them to
+    /// its orphan code (data only, empty slots included): every mapped
+    /// block in iteration order, blocks past i_size too, up to the first
+    /// empty slot. An extent-mapped file has one, just past its last
+    /// extent (holes between extents are never seen); a block-mapped one
+    /// has one at the first zero pointer among the direct blocks and
+    /// inside its indirect blocks (a zero indirect pointer skips its
+    /// whole span unseen).
+    fn walk_orphan_file(&self) -> std::result::Result<OrphanWalk, Unusable> {
         let ino = self.fs.sb.orphan_file_inum;
         let geo = &self.fs.geo;
         if ino == 0 || ino > geo.inodes_count {
-            return Err(format!("the orphan file inode {ino} is invalid"));
+            return Err(Unusable::Broken(format!(
+                "the orphan file inode {ino} is invalid"
+            )));
         }
-        let raw = self.read_inode(ino)?;
+        let raw = self.read_inode(ino).map_err(Unusable::Broken)?;
         let inode = Inode::parse(&raw);
         let bs = self.bs as u64;
         if !inode.size.is_multiple_of(bs) {
-            return Err(format!("the orphan file (inode {ino}) has a wrong size"));
+            return Err(Unusable::WrongSize);
         }
-        let n = inode.size / bs;
-        // The kernel and mke2fs make it 512 blocks at most; anything far
-        // larger is not an orphan file worth a map in memory.
-        if n > geo.blocks_count || n > MAX_ORPHAN_FILE_BLOCKS {
-            return Err(format!(
-                "the orphan file (inode {ino}) is larger than the file system"
-            ));
+        if inode.has_flag(flags::INLINE_DATA) {
+            return Err(Unusable::Broken("it holds inline data".into()));
         }
-        let mut c = Collect {
-            data_only: true,
-            ..Collect::default()
-        };
-        let mut scratch = Scratch::new();
-        let info = MapInfo {
+        let mut w = OrphanWalk {
             ino,
-            is_dir: false,
-            eof_block: u64::MAX - 1,
-            csum_seed: None,
-            large_dir: true,
+            generation: inode.generation,
+            blocks: inode.size / bs,
+            calls: Vec::new(),
+            stop: None,
         };
+        // Far more blocks than the file system holds is not an orphan
+        // file worth listing (the kernel and mke2fs make 512 at most).
+        let cap = geo.blocks_count.min(MAX_ORPHAN_FILE_BLOCKS) as usize;
+        let too_big = || Unusable::Broken("it maps more blocks than an orphan file can".into());
         if inode.has_flag(flags::EXTENTS) {
+            let mut c = Collect {
+                data_only: true,
+                ..Collect::default()
+            };
+            let mut scratch = Scratch::new();
+            let info = MapInfo {
+                ino,
+                is_dir: false,
+                eof_block: u64::MAX - 1,
+                csum_seed: None,
+                large_dir: true,
+            };
             blockmap::walk_extents(self.fs, info, &inode.block, &mut scratch, &mut c);
+            if let Some(why) = c.broken {
+                return Err(Unusable::Broken(why));
+            }
+            // e2fsck's iteration skips an extent that ends before the
+            // previous one did, and starts one that overlaps it as far
+            // into its blocks as the previous one reached.
+            let mut at = 0u64;
+            for (lblk, pblk, len) in c.mapped {
+                if lblk.saturating_add(len) <= at {
+                    continue;
+                }
+                let skew = at.saturating_sub(lblk);
+                for j in 0..len {
+                    if w.calls.len() >= cap {
+                        return Err(too_big());
+                    }
+                    w.calls.push((lblk + j, pblk + skew + j));
+                }
+                at = lblk + len;
+            }
+            w.stop = Some(at);
         } else {
-            blockmap::walk_indirect(self.fs, ino, &inode.block_ptrs(), &mut scratch, &mut c);
-        }
-        if let Some(why) = c.broken {
-            return Err(format!("the orphan file (inode {ino}): {why}"));
-        }
-        let mut map = vec![0u64; n as usize];
-        for (lblk, pblk, len) in c.mapped {
-            for j in 0..len {
-                if let Some(slot) = lblk.checked_add(j).and_then(|l| map.get_mut(l as usize)) {
-                    *slot = pblk + j;
+            let ptrs = inode.block_ptrs();
+            for (l, &p) in ptrs.iter().take(12).enumerate() {
+                if p == 0 {
+                    w.stop = Some(l as u64);
+                    return Ok(w);
+                }
+                w.calls.push((l as u64, u64::from(p)));
+            }
+            let apb = bs / 4;
+            let mut lblk = 12u64;
+            for (level, &p) in [1u32, 2, 3].iter().zip(&ptrs[12..15]) {
+                if p == 0 {
+                    lblk = lblk.saturating_add(apb.saturating_pow(*level));
+                    continue;
+                }
+                if let Some(stop) =
+                    self.walk_orphan_ind(u64::from(p), *level, &mut lblk, &mut w, cap)?
+                {
+                    w.stop = Some(stop);
+                    return Ok(w);
                 }
             }
         }
-        if let Some(hole) = map.iter().position(|&p| p == 0) {
-            return Err(format!(
-                "the orphan file (inode {ino}) has a hole at block {hole}"
-            ));
+        Ok(w)
+    }
+
+    /// One indirect block of the orphan file at `level` (1 single); the
+    /// logical block of the first zero data pointer, if any.
+    fn walk_orphan_ind(
+        &self,
+        blk: u64,
+        level: u32,
+        lblk: &mut u64,
+        w: &mut OrphanWalk,
+        cap: usize,
+    ) -> std::result::Result<Option<u64>, Unusable> {
+        let geo = &self.fs.geo;
+        if blk < geo.first_data_block || blk >= geo.blocks_count {
+            return Err(Unusable::Broken(format!("illegal indirect block {blk}")));
         }
-        Ok((ino, inode.generation, map))
+        let b = self.read(blk).map_err(Unusable::Broken)?;
+        let apb = (self.bs / 4) as u64;
+        for i in 0..apb as usize {
+            let p = u64::from(le32(&b, i * 4));
+            if level == 1 {
+                if p == 0 {
+                    return Ok(Some(*lblk));
+                }
+                if w.calls.len() >= cap {
+                    return Err(Unusable::Broken(
+                        "it maps more blocks than an orphan file can".into(),
+                    ));
+                }
+                w.calls.push((*lblk, p));
+                *lblk += 1;
+            } else if p == 0 {
+                *lblk = lblk.saturating_add(apb.saturating_pow(level - 1));
+            } else if let Some(stop) = self.walk_orphan_ind(p, level - 1, lblk, w, cap)? {
+                return Ok(Some(stop));
+            }
+        }
+        Ok(None)
     }
 
     fn release_orphan_file(&mut self) -> std::result::Result<(), Abort> {
-        let (ino, generation, map) = self.orphan_file_blocks()?;
+        let w = match self.walk_orphan_file() {
+            Ok(w) => w,
+            Err(Unusable::WrongSize) => {
+                return Err(format!(
+                    "the orphan file (inode {}) has a wrong size",
+                    self.fs.sb.orphan_file_inum
+                ));
+            }
+            Err(Unusable::Broken(why)) => {
+                return Err(format!(
+                    "the orphan file (inode {}): {why}",
+                    self.fs.sb.orphan_file_inum
+                ));
+            }
+        };
+        let ino = w.ino;
         let geo = &self.fs.geo;
         let (first_ino, count) = (geo.first_ino, geo.inodes_count);
-        for (l, &p) in map.iter().enumerate() {
+        for &(l, p) in &w.calls {
             let b = self.read(p)?;
             if ofile::magic(&b) != ofile::BLOCK_MAGIC {
                 return Err(format!(
@@ -690,7 +814,7 @@ impl<'a> Work<'a> {
             let seed = self.fs.csum_seed;
             if self.fs.metadata_csum()
                 && ofile::stored_checksum(&b)
-                    != ofile::compute_checksum(seed, ino, generation, p, &b)
+                    != ofile::compute_checksum(seed, ino, w.generation, p, &b)
             {
                 return Err(format!(
                     "orphan file (inode {ino}) block {l} has a bad checksum"
@@ -706,26 +830,42 @@ impl<'a> Work<'a> {
                 self.release_inode(o)?;
             }
         }
-        Ok(())
+        match w.hole() {
+            Some(hole) => Err(format!(
+                "the orphan file (inode {ino}) has a hole at block {hole}"
+            )),
+            None => Ok(()),
+        }
     }
 
-    /// Rewrites every orphan file block that is not empty (zero entries,
-    /// magic, checksum); returns those rewritten (logical, physical).
-    fn clean_orphan_file(&mut self) -> std::result::Result<Vec<(u64, u64)>, Abort> {
-        let (ino, generation, map) = self.orphan_file_blocks()?;
-        let mut dirty = Vec::new();
-        for (l, &p) in map.iter().enumerate() {
-            let csum = self
-                .fs
-                .metadata_csum()
-                .then_some((self.fs.csum_seed, ino, generation, p));
+    /// Rewrites the orphan file's blocks that are not empty (zero
+    /// entries, magic, checksum), as e2fsck does after its passes: it
+    /// names the first such block only and rewrites it and every block
+    /// after it. An orphan file it cannot set up that way (a wrong size, a
+    /// hole, a map it cannot walk) is to be made anew.
+    fn clean_orphan_file(&mut self) -> std::result::Result<Cleaned, Unusable> {
+        let w = self.walk_orphan_file()?;
+        let mut first_dirty = None;
+        for &(l, p) in &w.calls {
+            let csum =
+                self.fs
+                    .metadata_csum()
+                    .then_some((self.fs.csum_seed, w.ino, w.generation, p));
             let want = ofile::empty_block(self.bs, csum);
-            if self.read(p)? != want {
-                self.write(p, want);
-                dirty.push((l as u64, p));
+            if first_dirty.is_none() {
+                let have = self.read(p).map_err(Unusable::Broken)?;
+                if have == want {
+                    continue;
+                }
+                first_dirty = Some(l);
             }
+            self.write(p, want);
         }
-        Ok(dirty)
+        Ok(Cleaned {
+            ino: w.ino,
+            first_dirty,
+            hole: w.hole(),
+        })
     }
 
     /// Bitmap and descriptor checksums, the descriptor table and the
@@ -757,6 +897,44 @@ impl<'a> Work<'a> {
         }
         self.write(sb_blk, b);
     }
+}
+
+/// The orphan file as e2fsck's block iteration walks it
+/// (`Work::walk_orphan_file`).
+struct OrphanWalk {
+    ino: u32,
+    generation: u32,
+    /// i_size in blocks.
+    blocks: u64,
+    /// (logical, physical) of every mapped block handed out.
+    calls: Vec<(u64, u64)>,
+    /// The logical block of the empty slot the walk stopped at.
+    stop: Option<u64>,
+}
+
+impl OrphanWalk {
+    /// An empty slot before i_size's last block is a hole.
+    fn hole(&self) -> Option<u64> {
+        self.stop.filter(|&s| s != self.blocks)
+    }
+}
+
+/// Why the orphan file cannot be walked as one.
+enum Unusable {
+    /// i_size is not a whole number of blocks.
+    WrongSize,
+    /// Its map cannot be walked (e2fsck's block iteration fails).
+    Broken(String),
+}
+
+/// What cleaning the orphan file found.
+struct Cleaned {
+    ino: u32,
+    /// The first block that was not empty (logical), rewritten with all
+    /// after it.
+    first_dirty: Option<u64>,
+    /// The logical block of a hole that makes the file unusable.
+    hole: Option<u64>,
 }
 
 /// Where a truncation cuts.

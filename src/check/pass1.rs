@@ -1030,8 +1030,9 @@ fn check_reserved(
         }
         // e2fsck makes the orphan file a regular file (mode 0100000) in
         // its pass 1; read as a directory, its blocks would be judged as
-        // directory blocks.
+        // directory blocks. Without links it is an unused inode to e2fsck.
         _ if ino == fs.sb.orphan_file_inum
+            && links > 0
             && ino >= first_ino
             && fs.sb.has_compat(compat::ORPHAN_FILE)
             && !inode.is_reg() =>

@@ -145,9 +145,15 @@ problems! {
     OrphansPendingHarmless = ("0x0225", Super, Notice, true, "The orphan inode list needs processing ({detail}); checking the file system as it will be after"),
     OrphanReleased = ("0x0221", Super, Notice, true, "{detail}"),
     OrphanFileBlockDirty = ("0x0223", Super, Error, true, "Orphan file (inode {ino}) block {num} is not clean"),
-    OrphanPresentClean = ("0x0224", Super, Error, true, "Flag orphan_present is set but orphan file is clean"),
+    // e2fsck -n answers no without marking the file system (NO_OK), and
+    // its repair clears the flag as part of the orphan processing.
+    OrphanPresentClean = ("0x0224", Super, Notice, true, "Flag orphan_present is set but orphan file is clean"),
     OrphanNotProcessed = ("0x0222", Super, Notice, true, "Orphan processing stopped: {detail}; the full check follows"),
     OrphanFileInodeInvalid = ("0x0226", Super, Error, true, "The orphan_file feature is set, but the orphan file inode {ino} is invalid"),
+    OrphanFileWrongSize = ("0x0227", Super, Notice, false, "Orphan file (inode {ino}) size is not a whole number of blocks"),
+    OrphanFileHole = ("0x0228", Super, Notice, false, "Orphan file (inode {ino}) has a hole at block {num}"),
+    OrphanFileCorrupt = ("0x0229", Super, Error, true, "The orphan file (inode {ino}) cannot be set up ({detail})"),
+    OrphanPresentNoFile = ("0x022A", Super, Error, true, "Flag orphan_present is set but flag orphan_file is not"),
 
     // ---- Pass 1: inodes, blocks and sizes ----
     InodeChecksum = ("0x1001", P1, Error, true, "Inode {ino} passes checks, but checksum does not match inode"),

@@ -785,6 +785,13 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     {
         out.push(Problem::new(Code::OrphanFileInodeInvalid).ino(Ino(sb.orphan_file_inum)));
     }
+    // e2fsck clears it after its passes; the kernel would look for an
+    // orphan file that is not there.
+    if sb.has_ro_compat(superblock::ro_compat::ORPHAN_PRESENT)
+        && !sb.has_compat(superblock::compat::ORPHAN_FILE)
+    {
+        out.push(Problem::new(Code::OrphanPresentNoFile));
+    }
     if sb.last_orphan != 0 {
         out.push(Problem::new(Code::SbOrphanList).ino(Ino(sb.last_orphan)));
     }

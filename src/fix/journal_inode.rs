@@ -278,7 +278,7 @@ fn journal_inode(fs: &Fs, size: u64, blocks: u64, extents: bool, i_block: &[u8; 
 
 /// `need` free blocks in libext2fs' order: ascending from `goal`, then
 /// from the first data block up to it; fewer when there are not as many.
-fn pick(alloc: &mut Allocator, overlay: &Overlay, goal: u64, need: u64) -> Vec<u64> {
+pub(super) fn pick(alloc: &mut Allocator, overlay: &Overlay, goal: u64, need: u64) -> Vec<u64> {
     let first = alloc.first_data_block();
     let start = Blk(goal).max(first);
     let mut picked = Vec::new();
@@ -417,7 +417,7 @@ fn inode_group_goal(fs: &Fs) -> u64 {
 }
 
 /// Indirect blocks a block-mapped file of `n` blocks needs.
-fn indirect_blocks(n: u64, apb: u64) -> u64 {
+pub(super) fn indirect_blocks(n: u64, apb: u64) -> u64 {
     let mut count = 0;
     let mut left = n.saturating_sub(12);
     if left > 0 {
@@ -438,7 +438,7 @@ fn indirect_blocks(n: u64, apb: u64) -> u64 {
 /// Lays out a block-mapped file over `picked` (in allocation order): each
 /// indirect block before the first block it maps. Fills i_block, the data
 /// blocks in logical order and the indirect blocks' contents.
-fn map_indirect(
+pub(super) fn map_indirect(
     picked: &[u64],
     n: u64,
     apb: u64,

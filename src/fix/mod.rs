@@ -34,6 +34,7 @@
 //! and fields, features an inode shows in use; staged first),
 //! `blockmap.rs` (block maps and extent trees, bad blocks, relocated
 //! bitmaps and inode tables), `journal_inode.rs` (a bad journal replaced),
+//! `orphan_file.rs` (an unusable orphan file made anew),
 //! `inode.rs` (pass 1 and pass 4 fixes of single inode fields),
 //! `lostfound.rs` (reconnecting into /lost+found, clearing empty inodes),
 //! `dir.rs` (single directory entries and '..'), `dirblock.rs` (salvaging
@@ -65,6 +66,7 @@ pub mod journal;
 mod journal_inode;
 mod lostfound;
 mod mmp;
+mod orphan_file;
 mod plan;
 mod quota;
 mod rehash;

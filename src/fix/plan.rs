@@ -5,7 +5,8 @@
 use super::table::{self, AFTER_1D, Fixer, HOLE, RELOCATE, WAITS_FOR_COPY};
 use super::{
     Mode, Plan, Refusal, allowed, blockmap, clear, dir, dirblock, dirhole, dup, extents, inode,
-    journal, journal_inode, lostfound, mmp, preen_halt_at, quota, rehash, resize, superblock,
+    journal, journal_inode, lostfound, mmp, orphan_file, preen_halt_at, quota, rehash, resize,
+    superblock,
 };
 use crate::check::problem::{Code, Pass, Problem};
 use crate::check::state::State;
@@ -155,10 +156,9 @@ impl<'a> Round<'a> {
         for (k, p) in report.problems.iter_where(view) {
             if replayed && allowed(&p, mode) {
                 fixed[k] = true;
-                orphan_fix |= matches!(
-                    p.code,
-                    Code::OrphanFileBlockDirty | Code::OrphanPresentClean
-                );
+                // Clearing orphan_present over a clean file is part of the
+                // processing in e2fsck's repair (exit 0).
+                orphan_fix |= p.code == Code::OrphanFileBlockDirty;
             }
         }
         let replay_fix = replayed && journal::replay_is_correction(report);
@@ -362,6 +362,7 @@ impl<'a> Round<'a> {
         self.relinked(&mut m)?;
         self.quota_files(&want, &mut m)?;
         self.journal(&mut m)?;
+        self.orphan_file(&want, &mut m)?;
         let (fs, state) = (self.fs, self.state);
         if m.large_file && !fs.sb.has_ro_compat(ro_compat::LARGE_FILE) {
             set_large_file(fs, &mut self.overlay)?;
@@ -687,6 +688,7 @@ impl<'a> Round<'a> {
             Fixer::InodesCount => superblock::fix_inodes_count(fs, overlay)?,
             Fixer::FirstMetaBg => superblock::fix_first_meta_bg(fs, overlay)?,
             Fixer::OrphanFile => superblock::drop_orphan_file(fs, overlay)?,
+            Fixer::OrphanPresent => orphan_file::clear_present(fs, overlay)?,
             // Recreated whole in pass 1's phase.
             Fixer::ResizeInode if m.resize.is_some() => return Ok(()),
             Fixer::ResizeInode => superblock::fix_resize_inode(fs, overlay, p)?,
@@ -790,6 +792,32 @@ impl<'a> Round<'a> {
                 self.fixed[k] = true;
             }
         }
+        Ok(())
+    }
+}
+
+impl Round<'_> {
+    /// An orphan file that cannot be set up made anew, as e2fsck does
+    /// after its passes: once pass 1 has nothing left to fix on its inode
+    /// (a size pass 1 corrects can make it usable again).
+    fn orphan_file(&mut self, want: &Wanted, m: &mut Main) -> Fixed<()> {
+        let Some((k, _)) = self.first(want, Code::OrphanFileCorrupt) else {
+            return Ok(());
+        };
+        let ino = self.fs.sb.orphan_file_inum;
+        let pass1_first = m.gone.contains(&ino)
+            || self.report.problems.iter().any(|p| {
+                p.spec().pass == Pass::P1 && p.args().ino == Some(Ino(ino)) && want.ok(&p)
+            });
+        if pass1_first {
+            return Ok(());
+        }
+        if orphan_file::recreate(self.fs, self.state, &mut self.overlay)?.is_some() {
+            // Left for e2fsck; the report says it is not fixed.
+            return Ok(());
+        }
+        m.summary = true;
+        self.fixed[k] = true;
         Ok(())
     }
 }

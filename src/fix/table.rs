@@ -51,6 +51,12 @@ pub(super) enum Fixer {
     Entry,
     /// An unusable journal replaced (`journal_inode::recreate`).
     NewJournal,
+    /// An orphan file that cannot be set up made anew
+    /// (`orphan_file::recreate`).
+    NewOrphanFile,
+    /// orphan_present without orphan_file cleared
+    /// (`orphan_file::clear_present`).
+    OrphanPresent,
     /// One field of one inode (`inode::fix`).
     Field,
     /// The large_file feature set.
@@ -111,9 +117,10 @@ impl Fixer {
             Clear | ResizeInode | Extents => Phase::Inodes,
             LostFound | Tree | Entry => Phase::Tree,
             BlockMap => Phase::Maps,
-            Field | Feature | InodesCount | FirstMetaBg | OrphanFile | QuotaInode => Phase::Fields,
+            Field | Feature | InodesCount | FirstMetaBg | OrphanFile | OrphanPresent
+            | QuotaInode => Phase::Fields,
             QuotaFile => Phase::Quota,
-            NewJournal => Phase::Journal,
+            NewJournal | NewOrphanFile => Phase::Journal,
             Summary => Phase::Summary,
             Dup | DirBlock | Rehash => Phase::Late,
         }
@@ -282,6 +289,8 @@ const TABLE: &[Entry] = &[
     row(Code::SbInodesCount, F::InodesCount, 0),
     row(Code::SbFirstMetaBg, F::FirstMetaBg, 0),
     row(Code::OrphanFileInodeInvalid, F::OrphanFile, S),
+    row(Code::OrphanPresentNoFile, F::OrphanPresent, S),
+    row(Code::OrphanFileCorrupt, F::NewOrphanFile, 0),
     row(Code::SbQuotaInode, F::QuotaInode, S),
     row(Code::SbInodeFieldNoFeature, F::QuotaInode, S),
     row(Code::QuotaUsage, F::QuotaFile, S),

@@ -32,6 +32,7 @@ mod latch_output;
 mod max_memory;
 mod messages_compat;
 mod online;
+mod orphan_file;
 mod orphans;
 mod pass1_pass5_images;
 mod pass1e;

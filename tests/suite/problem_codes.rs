@@ -294,7 +294,7 @@ fn hex(v: &[u32]) -> Vec<String> {
     v.iter().map(|c| format!("{c:06x}")).collect()
 }
 
-fn assert_same_codes(img: &Path, must: &[u32]) {
+pub(crate) fn assert_same_codes(img: &Path, must: &[u32]) {
     let Some((want, got)) = code_sets(img) else {
         println!("e2fsck 1.47.4 not found, skipped");
         return;

@@ -69,6 +69,34 @@ const DAMAGE: &[(Code, &str)] = &[
         Code::OrphanReleased,
         "corruptions::ext3-orphan-list-head-live-inode",
     ),
+    (
+        Code::OrphanFileBlockDirty,
+        "orphan_file::orphan_file_blocks_with_bad_tails",
+    ),
+    (
+        Code::OrphanPresentClean,
+        "orphan_file::orphan_present_over_a_clean_orphan_file",
+    ),
+    (
+        Code::OrphanNotProcessed,
+        "orphan_file::orphan_file_blocks_with_bad_tails",
+    ),
+    (
+        Code::OrphanFileWrongSize,
+        "orphan_file::orphan_file_of_a_wrong_size_is_made_anew",
+    ),
+    (
+        Code::OrphanFileHole,
+        "orphan_file::orphan_file_with_a_hole_is_made_anew",
+    ),
+    (
+        Code::OrphanFileCorrupt,
+        "orphan_file::orphan_file_with_a_hole_is_made_anew",
+    ),
+    (
+        Code::OrphanPresentNoFile,
+        "orphan_file::orphan_present_without_orphan_file",
+    ),
     (Code::InodeChecksum, "corruptions::ext4-raw-inode-checksum"),
     (Code::InodeBadMode, "corruptions::ext2-raw-inode-bad-mode"),
     (Code::InodeDtimeSet, "corruptions::ext2-dtime-on-live-inode"),

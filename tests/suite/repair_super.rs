@@ -326,3 +326,62 @@ fn resize_inode_without_the_feature() {
         assert_both_clean(&name, &img);
     }
 }
+
+/// A zeroed primary superblock on file systems with no backup at all
+/// (sparse_super2 with no backup superblock; one group without
+/// sparse_super): e2fsck 1.47.4 tries the backups it guesses, finds none
+/// and stops with one line naming the device (exit 8) in every mode;
+/// pfsck stops the same way and writes nothing.
+#[test]
+fn zeroed_primary_without_any_backup() {
+    let tmp = TempDir::new("super-no-backup");
+    let cases = [
+        (
+            "sparse_super2, no backup, 1 KiB",
+            MkfsOpts::ext4()
+                .block_size(1024)
+                .features("sparse_super2")
+                .extended("num_backup_sb=0"),
+            32u64 << 20,
+        ),
+        (
+            "sparse_super2, no backup, 4 KiB",
+            MkfsOpts::ext4()
+                .block_size(4096)
+                .features("sparse_super2")
+                .extended("num_backup_sb=0"),
+            300 << 20,
+        ),
+        (
+            "one group, no sparse_super",
+            MkfsOpts::ext4()
+                .block_size(1024)
+                .features("^sparse_super,^resize_inode"),
+            4 << 20,
+        ),
+    ];
+    for (ctx, opts, size) in cases {
+        let img = tmp.join("disk.img");
+        mkfs(&img, size, &opts, None);
+        write_at(&img, 1024, &[0u8; 1024]);
+        let before = hash_file(&img);
+        for mode in ["-fn", "-fy", "-fp"] {
+            let oracle = {
+                let copy = tmp.join("oracle.img");
+                copy_image(&img, &copy);
+                oracle_run(&copy, &[mode])
+            };
+            assert_eq!(oracle.code(), Some(8), "[{ctx}] e2fsck {mode}");
+            let (code, out) = pfsck_code(&[mode], &img);
+            assert_eq!(code, 8, "[{ctx}] pfsck {mode}:\n{out}");
+            let name = img.display().to_string();
+            assert!(
+                out.lines()
+                    .any(|l| l.contains("Bad magic number") && l.contains(&name)),
+                "[{ctx}] pfsck {mode}:\n{out}"
+            );
+            assert_eq!(before, hash_file(&img), "[{ctx}] pfsck {mode} wrote");
+        }
+        std::fs::remove_file(&img).unwrap();
+    }
+}
