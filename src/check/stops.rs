@@ -133,7 +133,7 @@ pub(super) fn at_pass4_checksum(
         (ino == crate::fs::inode::ROOT_INO || ino >= first_ino)
             && !skip.contains(&ino)
             && !state.has_iflag(ino, iflag::IN_BAD_BLOCK)
-            && state.inode_used.get(u64::from(ino))
+            && state.inode_used.get(Ino(ino))
             && (state.links_seen.get(ino as usize) == 0 || miscounted.contains(&ino))
     }) else {
         return false;

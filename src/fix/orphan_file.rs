@@ -26,7 +26,7 @@ use crate::check::problem::Problem;
 use crate::check::state::State;
 use crate::fs::extent::Extent;
 use crate::fs::inode::{self as finode, InodeMut, flags};
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::orphan as ofile;
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::repair::overlay::Overlay;
@@ -153,7 +153,7 @@ pub(super) fn recreate(
         return Err("the orphan file inode has no valid location".into());
     }
     // A file in use now, whatever pass 1 made of the old inode.
-    state.inode_used.set(u64::from(ino));
+    state.inode_used.set(Ino(ino));
 
     vol::edit_superblock(fs, overlay, |s| {
         s.set_compat(s.compat() | compat::ORPHAN_FILE);
