@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 const MIB: u64 = 1 << 20;
 /// The problem code of an inode with a bad mode: clearing an inode is not
 /// built for bigalloc yet.
-const BAD_MODE: &str = "0x1002";
+/// A directory block that is a hole (pass 2).
+const DIR_HOLE: &str = "0x2028";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Base {
@@ -333,15 +334,15 @@ fn preen_refuses_unsafe_damage() {
     }
 }
 
-/// A bigalloc image damaged with an inode whose mode is garbage (e2fsck
-/// clears it; pfsck does not clear inodes on bigalloc yet) and a wrong
-/// link count, which is fixed beside it.
+/// A bigalloc image damaged with a hole in a directory (e2fsck allocates
+/// a block for it; pfsck does not allocate directory blocks on bigalloc
+/// yet) and a wrong link count, which is fixed beside it.
 fn unsupported_damaged(tmp: &TempDir) -> PathBuf {
     damaged(
         tmp,
         Base::Bigalloc,
         &[
-            "sif /f12k mode 0170000".to_string(),
+            "punch /lost+found 1 1".to_string(),
             "sif /f70k links_count 9".into(),
         ],
     )
@@ -353,7 +354,7 @@ fn unsupported_damage_is_left_and_listed() {
     let img = unsupported_damaged(&tmp);
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
     assert_eq!(code, Some(5), "{text}");
-    assert!(text.contains("has a bad mode"), "{text}");
+    assert!(text.contains("has an unallocated block #1"), "{text}");
     assert!(text.contains("? no\n"), "{text}");
     assert!(
         text.contains("WARNING: Filesystem still has errors"),
@@ -427,9 +428,9 @@ fn json_marks_what_was_fixed() {
             .map(|p| p["fixed"].as_bool().unwrap())
     };
     assert_eq!(fixed("0x4003"), Some(true), "link count: {probs:?}");
-    assert_eq!(fixed(BAD_MODE), Some(false), "bad mode: {probs:?}");
+    assert_eq!(fixed(DIR_HOLE), Some(false), "directory hole: {probs:?}");
     let left = v["problems_after_repair"].as_array().unwrap();
-    assert!(left.iter().any(|p| p["code"] == BAD_MODE), "{left:?}");
+    assert!(left.iter().any(|p| p["code"] == DIR_HOLE), "{left:?}");
 }
 
 #[test]
