@@ -195,6 +195,17 @@ fn journal_blocks(fs: &Fs) -> Option<u64> {
 /// order): an extent tree in the inode, or Err(the extents it would need)
 /// when more than the inode holds.
 fn extent_root(picked: &[u64], bs: usize) -> Result<[u8; 60], usize> {
+    let runs = extent_runs(picked);
+    // In the inode only (no leaf blocks).
+    match extent::build(&runs, bs, 0, None, || None) {
+        Some(tree) => Ok(tree.root),
+        None => Err(runs.len()),
+    }
+}
+
+/// The extents that map `picked` (logical block i at picked[i]), runs of
+/// consecutive blocks joined up to the longest extent.
+pub(super) fn extent_runs(picked: &[u64]) -> Vec<Extent> {
     let mut runs: Vec<Extent> = Vec::new();
     for (l, &p) in picked.iter().enumerate() {
         match runs.last_mut() {
@@ -209,11 +220,7 @@ fn extent_root(picked: &[u64], bs: usize) -> Result<[u8; 60], usize> {
             }),
         }
     }
-    // In the inode only (no leaf blocks).
-    match extent::build(&runs, bs, 0, None, || None) {
-        Some(tree) => Ok(tree.root),
-        None => Err(runs.len()),
-    }
+    runs
 }
 
 /// Stages the journal's contents: zeroed blocks (only where not zero
@@ -336,6 +343,15 @@ pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> super::Result<b
 
 /// Blocks the old journal inode maps (as pass 1 walked it).
 fn old_blocks(fs: &Fs) -> BTreeSet<u64> {
+    match fs.read_inode_raw(JOURNAL_INO) {
+        Ok(raw) => mapped_blocks(fs, JOURNAL_INO, &finode::Inode::parse(&raw)),
+        Err(_) => BTreeSet::new(),
+    }
+}
+
+/// Every block an inode's map names, its tree nodes and indirect blocks
+/// included, walked as pass 1 walks it.
+pub(super) fn mapped_blocks(fs: &Fs, ino: u32, inode: &finode::Inode) -> BTreeSet<u64> {
     #[derive(Default)]
     struct V(BTreeSet<u64>);
     impl MapVisitor for V {
@@ -350,14 +366,10 @@ fn old_blocks(fs: &Fs) -> BTreeSet<u64> {
         fn problem(&mut self, _p: Problem) {}
     }
     let mut v = V::default();
-    let Ok(raw) = fs.read_inode_raw(JOURNAL_INO) else {
-        return v.0;
-    };
-    let inode = finode::Inode::parse(&raw);
     let mut scratch = Scratch::new();
     if inode.has_flag(flags::EXTENTS) {
         let info = MapInfo {
-            ino: JOURNAL_INO,
+            ino,
             is_dir: false,
             eof_block: u64::MAX - 1,
             csum_seed: None,
@@ -365,7 +377,7 @@ fn old_blocks(fs: &Fs) -> BTreeSet<u64> {
         };
         blockmap::walk_extents(fs, info, &inode.block, &mut scratch, &mut v);
     } else {
-        blockmap::walk_indirect(fs, JOURNAL_INO, &inode.block_ptrs(), &mut scratch, &mut v);
+        blockmap::walk_indirect(fs, ino, &inode.block_ptrs(), &mut scratch, &mut v);
     }
     v.0
 }

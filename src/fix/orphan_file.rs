@@ -20,11 +20,8 @@
 //! Not done (the problem is left): bigalloc, and an extent-mapped file
 //! that free space would split into more extents than the inode holds.
 
-use super::journal_inode::{indirect_blocks, map_indirect, pick};
-use crate::check::blockmap::{self, MapInfo, MapVisitor, Scratch};
-use crate::check::problem::Problem;
+use super::journal_inode::{extent_runs, indirect_blocks, map_indirect, mapped_blocks, pick};
 use crate::check::state::State;
-use crate::fs::extent::Extent;
 use crate::fs::inode::{self as finode, InodeMut, flags};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::orphan as ofile;
@@ -32,9 +29,6 @@ use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 use std::collections::BTreeSet;
-
-/// Longest initialised extent.
-const MAX_EXTENT: u64 = 32768;
 
 /// e2fsck's orphan file size, in blocks, for a file system of `blocks`
 /// blocks and clusters of `ratio` blocks.
@@ -92,20 +86,7 @@ pub(super) fn recreate(
     let mut ind_blocks: Vec<(u64, Vec<u8>)> = Vec::new();
     if extents {
         data.extend_from_slice(&picked);
-        let mut runs: Vec<Extent> = Vec::new();
-        for (l, &p) in picked.iter().enumerate() {
-            match runs.last_mut() {
-                Some(e) if e.pblk + u64::from(e.len) == p && u64::from(e.len) < MAX_EXTENT => {
-                    e.len += 1
-                }
-                _ => runs.push(Extent {
-                    lblk: l as u32,
-                    len: 1,
-                    pblk: p,
-                    unwritten: false,
-                }),
-            }
-        }
+        let runs = extent_runs(&picked);
         let Some(tree) = extent::build(&runs, bs, 0, None, || None) else {
             alloc.rollback(checkpoint);
             return Ok(Some(format!(
@@ -178,42 +159,15 @@ pub(super) fn clear_present(fs: &Fs, overlay: &mut Overlay) -> super::Result<boo
 
 /// Blocks the old orphan file maps, nodes included.
 fn old_blocks(fs: &Fs, overlay: &Overlay, ino: u32) -> BTreeSet<u64> {
-    #[derive(Default)]
-    struct V(BTreeSet<u64>);
-    impl MapVisitor for V {
-        fn data(&mut self, _l: u64, p: u64, len: u64, _u: bool) {
-            for b in p..p.saturating_add(len) {
-                self.0.insert(b);
-            }
-        }
-        fn node(&mut self, p: u64) {
-            self.0.insert(p);
-        }
-        fn problem(&mut self, _p: Problem) {}
-    }
-    let mut v = V::default();
     let Ok(Some(raw)) = vol::read_inode(fs, overlay, ino) else {
-        return v.0;
+        return BTreeSet::new();
     };
     let inode = finode::Inode::parse(&raw);
     if inode.links_count == 0 || inode.has_flag(flags::INLINE_DATA) {
         // Pass 1 took it for unused: its blocks are not counted in use.
-        return v.0;
+        return BTreeSet::new();
     }
-    let mut scratch = Scratch::new();
-    if inode.has_flag(flags::EXTENTS) {
-        let info = MapInfo {
-            ino,
-            is_dir: false,
-            eof_block: u64::MAX - 1,
-            csum_seed: None,
-            large_dir: true,
-        };
-        blockmap::walk_extents(fs, info, &inode.block, &mut scratch, &mut v);
-    } else {
-        blockmap::walk_indirect(fs, ino, &inode.block_ptrs(), &mut scratch, &mut v);
-    }
-    v.0
+    mapped_blocks(fs, ino, &inode)
 }
 
 #[cfg(test)]

@@ -21,9 +21,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
-/// The problem code of an inode with a bad mode: clearing an inode is not
-/// built for bigalloc yet.
-/// A directory block that is a hole (pass 2).
+/// The problem code of a hole in a directory (pass 2): allocating its
+/// block is not built for bigalloc yet.
 const DIR_HOLE: &str = "0x2028";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
