@@ -210,11 +210,7 @@ fn write_text(
         // Problems the repair's later rounds found in passes printed while
         // the first check ran: after the rest, under their headers again.
         let late: Vec<u8> = (1..=shown.sections.min(ran))
-            .filter(|&pass| {
-                rep.problems
-                    .codes()
-                    .any(|c| pass_number(c.spec().pass) == pass)
-            })
+            .filter(|&pass| rep.problems.codes().any(|c| c.spec().pass.number() == pass))
             .collect();
         if !late.is_empty() {
             out.write_all(b"\nFound by the re-check after the fixes above:\n")?;
@@ -302,19 +298,6 @@ pub fn opening(
         render(out, k, &p)?;
     }
     Ok(())
-}
-
-/// The number of the header a problem's pass is printed under (0 before
-/// pass 1; pass 1B goes with pass 1).
-fn pass_number(pass: Pass) -> u8 {
-    match pass {
-        Pass::Super => 0,
-        Pass::P1 | Pass::P1B => 1,
-        Pass::P2 => 2,
-        Pass::P3 => 3,
-        Pass::P4 => 4,
-        Pass::P5 => 5,
-    }
 }
 
 /// Pass `pass`'s header (1–5).
