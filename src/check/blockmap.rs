@@ -160,6 +160,20 @@ pub struct MapInfo {
     pub large_dir: bool,
 }
 
+impl MapInfo {
+    /// A map walked outside pass 1 (the journal, orphans, a file about to
+    /// be replaced): no size to judge blocks against and no checksums.
+    pub fn unbounded(ino: u32, is_dir: bool) -> MapInfo {
+        MapInfo {
+            ino,
+            is_dir,
+            eof_block: u64::MAX - 1,
+            csum_seed: None,
+            large_dir: true,
+        }
+    }
+}
+
 /// Scratch space reused across inodes (no per-inode allocation).
 pub struct Scratch {
     /// One per tree level (extent) or indirect level. A level's buffers

@@ -298,13 +298,7 @@ fn map_covers_size(fs: &Fs, inode: &Inode) -> Result<(), String> {
     };
     let mut scratch = Scratch::new();
     if extents {
-        let info = MapInfo {
-            ino: fs.sb.journal_inum,
-            is_dir: false,
-            eof_block: u64::MAX - 1,
-            csum_seed: None,
-            large_dir: true,
-        };
+        let info = MapInfo::unbounded(fs.sb.journal_inum, false);
         walk_extents(fs, info, &inode.block, &mut scratch, &mut reach);
     } else {
         walk_indirect(

@@ -403,13 +403,7 @@ impl<'a> Work<'a> {
     ) -> std::result::Result<(Option<u64>, u64), Abort> {
         let mut c = Collect::default();
         let mut scratch = Scratch::new();
-        let info = MapInfo {
-            ino,
-            is_dir: inode.is_dir(),
-            eof_block: u64::MAX - 1,
-            csum_seed: None,
-            large_dir: true,
-        };
+        let info = MapInfo::unbounded(ino, inode.is_dir());
         if inode.has_flag(flags::EXTENTS) {
             blockmap::walk_extents(self.fs, info, &inode.block, &mut scratch, &mut c);
         } else {
@@ -691,13 +685,7 @@ impl<'a> Work<'a> {
                 ..Collect::default()
             };
             let mut scratch = Scratch::new();
-            let info = MapInfo {
-                ino,
-                is_dir: false,
-                eof_block: u64::MAX - 1,
-                csum_seed: None,
-                large_dir: true,
-            };
+            let info = MapInfo::unbounded(ino, false);
             blockmap::walk_extents(self.fs, info, &inode.block, &mut scratch, &mut c);
             if let Some(why) = c.broken {
                 return Err(Unusable::Broken(why));

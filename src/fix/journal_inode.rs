@@ -117,43 +117,17 @@ pub(super) fn recreate(
     } else {
         inode_group_goal(fs)
     };
-    let apb = u64::from(geo.block_size / 4);
-    let ind_count = if extents { 0 } else { indirect_blocks(n, apb) };
-    let need = n + ind_count;
     let mut alloc = Allocator::new(fs, &state.block_used);
-    let checkpoint = alloc.checkpoint();
-    for &b in &old {
-        if only_old(b) {
-            alloc.free(Blk(b));
-        }
-    }
-    let picked = pick(&mut alloc, overlay, goal, need);
-    if (picked.len() as u64) < need {
-        alloc.rollback(checkpoint);
-        return Ok(Some(format!(
-            "not enough free blocks for a {n}-block journal"
-        )));
-    }
-
-    let bs = fs.block_size();
-    let mut block = [0u8; 60];
-    let mut data: Vec<u64> = Vec::with_capacity(n as usize);
-    let mut ind_blocks: Vec<(u64, Vec<u8>)> = Vec::new();
-    if extents {
-        data.extend_from_slice(&picked);
-        match extent_root(&picked, bs) {
-            Ok(root) => block = root,
-            Err(extents) => {
-                alloc.rollback(checkpoint);
-                return Ok(Some(format!(
-                    "the free space would give the journal {extents} extents; more than the \
-                     inode holds is not implemented yet"
-                )));
-            }
-        }
-    } else {
-        map_indirect(&picked, n, apb, bs, &mut block, &mut data, &mut ind_blocks);
-    }
+    let spot = match place(&mut alloc, fs, state, overlay, &old, goal, n, "journal") {
+        Ok(spot) => spot,
+        Err(why) => return Ok(Some(why)),
+    };
+    let Placement {
+        block,
+        data,
+        ind_blocks,
+        ind_count,
+    } = spot;
 
     stage_contents(fs, overlay, &data, ind_blocks, n)?;
 
@@ -191,7 +165,7 @@ fn journal_blocks(fs: &Fs) -> Option<u64> {
     }
 }
 
-/// The inode's i_block for a journal on the blocks `picked` (in logical
+/// The inode's i_block for a file on the blocks `picked` (in logical
 /// order): an extent tree in the inode, or Err(the extents it would need)
 /// when more than the inode holds.
 fn extent_root(picked: &[u64], bs: usize) -> Result<[u8; 60], usize> {
@@ -203,9 +177,84 @@ fn extent_root(picked: &[u64], bs: usize) -> Result<[u8; 60], usize> {
     }
 }
 
+/// Where a recreated special file (the journal, the orphan file) goes:
+/// its i_block, its data blocks in logical order, and its indirect blocks
+/// with their contents.
+pub(super) struct Placement {
+    pub block: [u8; 60],
+    pub data: Vec<u64>,
+    pub ind_blocks: Vec<(u64, Vec<u8>)>,
+    pub ind_count: u64,
+}
+
+/// Places a new `n`-block file from `goal`, the blocks of the old one
+/// (`old`) that nothing else claims free again: mapped by extents in the
+/// inode where the file system has extents, else block-mapped.
+/// Err(why the case is not handled), with the allocator as it was;
+/// `what` names the file in that reason.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn place(
+    alloc: &mut Allocator,
+    fs: &Fs,
+    state: &State,
+    overlay: &Overlay,
+    old: &BTreeSet<u64>,
+    goal: u64,
+    n: u64,
+    what: &str,
+) -> Result<Placement, String> {
+    let extents = fs.sb.has_incompat(incompat::EXTENTS);
+    let bs = fs.block_size();
+    let apb = (bs / 4) as u64;
+    let ind_count = if extents { 0 } else { indirect_blocks(n, apb) };
+    let need = n + ind_count;
+    let checkpoint = alloc.checkpoint();
+    for &b in old {
+        let c = state.cluster(b);
+        if !state.block_dup.get(c) && !state.block_meta.get(c) {
+            alloc.free(Blk(b));
+        }
+    }
+    let picked = pick(alloc, overlay, goal, need);
+    if (picked.len() as u64) < need {
+        alloc.rollback(checkpoint);
+        return Err(format!("not enough free blocks for a {n}-block {what}"));
+    }
+    let mut spot = Placement {
+        block: [0u8; 60],
+        data: Vec::with_capacity(n as usize),
+        ind_blocks: Vec::new(),
+        ind_count,
+    };
+    if extents {
+        spot.data.extend_from_slice(&picked);
+        match extent_root(&picked, bs) {
+            Ok(root) => spot.block = root,
+            Err(k) => {
+                alloc.rollback(checkpoint);
+                return Err(format!(
+                    "the free space would give the {what} {k} extents; more than the inode \
+                     holds is not implemented yet"
+                ));
+            }
+        }
+    } else {
+        map_indirect(
+            &picked,
+            n,
+            apb,
+            bs,
+            &mut spot.block,
+            &mut spot.data,
+            &mut spot.ind_blocks,
+        );
+    }
+    Ok(spot)
+}
+
 /// The extents that map `picked` (logical block i at picked[i]), runs of
 /// consecutive blocks joined up to the longest extent.
-pub(super) fn extent_runs(picked: &[u64]) -> Vec<Extent> {
+fn extent_runs(picked: &[u64]) -> Vec<Extent> {
     let mut runs: Vec<Extent> = Vec::new();
     for (l, &p) in picked.iter().enumerate() {
         match runs.last_mut() {
@@ -285,7 +334,7 @@ fn journal_inode(fs: &Fs, size: u64, blocks: u64, extents: bool, i_block: &[u8; 
 
 /// `need` free blocks in libext2fs' order: ascending from `goal`, then
 /// from the first data block up to it; fewer when there are not as many.
-pub(super) fn pick(alloc: &mut Allocator, overlay: &Overlay, goal: u64, need: u64) -> Vec<u64> {
+fn pick(alloc: &mut Allocator, overlay: &Overlay, goal: u64, need: u64) -> Vec<u64> {
     let first = alloc.first_data_block();
     let start = Blk(goal).max(first);
     let mut picked = Vec::new();
@@ -368,13 +417,7 @@ pub(super) fn mapped_blocks(fs: &Fs, ino: u32, inode: &finode::Inode) -> BTreeSe
     let mut v = V::default();
     let mut scratch = Scratch::new();
     if inode.has_flag(flags::EXTENTS) {
-        let info = MapInfo {
-            ino,
-            is_dir: false,
-            eof_block: u64::MAX - 1,
-            csum_seed: None,
-            large_dir: true,
-        };
+        let info = MapInfo::unbounded(ino, false);
         blockmap::walk_extents(fs, info, &inode.block, &mut scratch, &mut v);
     } else {
         blockmap::walk_indirect(fs, ino, &inode.block_ptrs(), &mut scratch, &mut v);
@@ -429,7 +472,7 @@ fn inode_group_goal(fs: &Fs) -> u64 {
 }
 
 /// Indirect blocks a block-mapped file of `n` blocks needs.
-pub(super) fn indirect_blocks(n: u64, apb: u64) -> u64 {
+fn indirect_blocks(n: u64, apb: u64) -> u64 {
     let mut count = 0;
     let mut left = n.saturating_sub(12);
     if left > 0 {
@@ -450,7 +493,7 @@ pub(super) fn indirect_blocks(n: u64, apb: u64) -> u64 {
 /// Lays out a block-mapped file over `picked` (in allocation order): each
 /// indirect block before the first block it maps. Fills i_block, the data
 /// blocks in logical order and the indirect blocks' contents.
-pub(super) fn map_indirect(
+fn map_indirect(
     picked: &[u64],
     n: u64,
     apb: u64,

@@ -20,14 +20,14 @@
 //! Not done (the problem is left): bigalloc, and an extent-mapped file
 //! that free space would split into more extents than the inode holds.
 
-use super::journal_inode::{extent_runs, indirect_blocks, map_indirect, mapped_blocks, pick};
+use super::journal_inode::{Placement, mapped_blocks, place};
 use crate::check::state::State;
 use crate::fs::inode::{self as finode, InodeMut, flags};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::orphan as ofile;
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::repair::overlay::Overlay;
-use crate::volume::{Allocator, Fs, edit as vol, extent};
+use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::BTreeSet;
 
 /// e2fsck's orphan file size, in blocks, for a file system of `blocks`
@@ -59,46 +59,29 @@ pub(super) fn recreate(
     let n = default_blocks(geo.blocks_count, 1);
     let old = old_blocks(fs, overlay, ino);
     let extents = sb.has_incompat(incompat::EXTENTS);
-    let apb = (geo.block_size / 4) as u64;
-    let ind_count = if extents { 0 } else { indirect_blocks(n, apb) };
-    let need = n + ind_count;
-
     let mut alloc = Allocator::new(fs, &state.block_used);
     let checkpoint = alloc.checkpoint();
-    // The old file's blocks that only it claimed are free again.
-    for &b in &old {
-        let c = state.cluster(b);
-        if !state.block_dup.get(c) && !state.block_meta.get(c) {
-            alloc.free(Blk(b));
-        }
-    }
-    let picked = pick(&mut alloc, overlay, geo.first_data_block, need);
-    if (picked.len() as u64) < need {
-        alloc.rollback(checkpoint);
-        return Ok(Some(format!(
-            "not enough free blocks for a {n}-block orphan file"
-        )));
-    }
-
+    let spot = match place(
+        &mut alloc,
+        fs,
+        state,
+        overlay,
+        &old,
+        geo.first_data_block,
+        n,
+        "orphan file",
+    ) {
+        Ok(spot) => spot,
+        Err(why) => return Ok(Some(why)),
+    };
+    let Placement {
+        block,
+        data,
+        ind_blocks,
+        ind_count,
+    } = spot;
+    let need = n + ind_count;
     let bs = fs.block_size();
-    let mut block = [0u8; 60];
-    let mut data: Vec<u64> = Vec::with_capacity(n as usize);
-    let mut ind_blocks: Vec<(u64, Vec<u8>)> = Vec::new();
-    if extents {
-        data.extend_from_slice(&picked);
-        let runs = extent_runs(&picked);
-        let Some(tree) = extent::build(&runs, bs, 0, None, || None) else {
-            alloc.rollback(checkpoint);
-            return Ok(Some(format!(
-                "the free space would give the orphan file {} extents; more than the inode \
-                 holds is not implemented yet",
-                runs.len()
-            )));
-        };
-        block = tree.root;
-    } else {
-        map_indirect(&picked, n, apb, bs, &mut block, &mut data, &mut ind_blocks);
-    }
 
     // Empty blocks, checksummed for generation 0 (the new inode's).
     for &p in &data {
