@@ -248,6 +248,7 @@ pub const NONE: &[Code] = &[
     Code::StoppedAtUnreadableXattr,
     Code::StoppedAtInodeChecksumP2,
     Code::StoppedAtInodeChecksumP4,
+    Code::StoppedAtNoDirInfo,
     Code::SbFeatureUnsupported,
     Code::SbChecksum,
     Code::SbRevLevel,
@@ -702,7 +703,9 @@ impl LatchLog {
     pub fn new(codes: impl IntoIterator<Item = Code>) -> LatchLog {
         let stop = codes.into_iter().find_map(|c| match c {
             Code::StoppedAtIllegalIndirect | Code::StoppedAtUnreadableXattr => Some(1),
-            Code::StoppedAtCorruptDir | Code::StoppedAtInodeChecksumP2 => Some(2),
+            Code::StoppedAtCorruptDir
+            | Code::StoppedAtInodeChecksumP2
+            | Code::StoppedAtNoDirInfo => Some(2),
             Code::StoppedAtInodeChecksumP4 => Some(4),
             Code::StoppedAtUninitGroup => Some(5),
             _ => None,

@@ -486,7 +486,14 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     }
     let start2 = Instant::now();
     let bytes2 = fs.dev.bytes_read();
-    let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, t, ctl);
+    let no_dir_info = (!opts.repairing)
+        .then(|| stops::dir_without_info(&fs, &state))
+        .flatten();
+    let stop_before = no_dir_info.as_ref().map(|s| s.at);
+    let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, t, ctl, stop_before);
+    if let Some(s) = no_dir_info {
+        found2.append(s.problems);
+    }
     r.tree = state.tree.clone();
     if late {
         opts.emit(2, r);
@@ -496,7 +503,8 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     }
     let stop = !opts.repairing
         && (stops::at_bad_inode_checksum(&mut r.problems, &mut found2, &bad_csum)
-            || stop_at_corrupt_dir(&mut found2));
+            || stop_at_corrupt_dir(&mut found2)
+            || stops::at_no_dir_info(&mut r.problems, &found2));
     r.problems.append(found2);
     crate::engine::memory::release_free();
     let end2 = start2.elapsed().as_secs_f64();

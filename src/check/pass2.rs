@@ -248,13 +248,16 @@ fn lblk_limit(fs: &Fs) -> u32 {
 /// dir_index first blocks, then the others, each sorted by physical
 /// block, as if checked in that order); holes,
 /// inline directories, parents and second links, htree structure and
-/// large_file follow as before.
+/// large_file follow as before. `stop_before`: a first block where a
+/// read-only check stops (`stops::dir_without_info`); the problems end
+/// with those of the blocks checked before it.
 pub(crate) fn finish(
     fs: &Fs,
     state: &mut State,
     outs: Vec<UnitOut2>,
     threads: Threads,
     ctl: &Control,
+    stop_before: Option<DirBlock>,
 ) -> ProblemList {
     let fsp = fs_params(fs);
     let limit = lblk_limit(fs);
@@ -275,10 +278,17 @@ pub(crate) fn finish(
         .flat_map(|(k, r)| r.marks.iter().map(move |&(b, s, e)| (b, k, s, e)))
         .collect();
     marks.sort_by_key(|m| (zero_first && m.0.lblk != 0, m.0));
-    for (_, k, s, e) in marks {
+    let mut cut = None;
+    for (b, k, s, e) in marks {
+        if cut.is_none() && stop_before.is_some_and(|at| (zero_first && b.lblk != 0, b) > (false, at)) {
+            cut = Some(problems.len());
+        }
         if let Some(r) = outs[k].rest.as_deref() {
             problems.append_range(&r.sink.problems, s as usize..e as usize);
         }
+    }
+    if stop_before.is_some() && cut.is_none() {
+        cut = Some(problems.len());
     }
     let targets = StateTargets::new(fs, st, None);
     let inline_dirs = inline_table(fs, &fsp, st, threads, ctl);
@@ -352,6 +362,13 @@ pub(crate) fn finish(
     state.lost_found = lf;
     let tree = super::paths::DirTree::with_names(state, ends, names);
     state.tree = Some(std::sync::Arc::new(tree));
+    if let Some(n) = cut {
+        let mut k = 0;
+        problems.retain(|_| {
+            k += 1;
+            k <= n
+        });
+    }
     problems
 }
 

@@ -311,6 +311,10 @@ problems! {
     // it was not allowed to fix fails that read, and it aborts.
     StoppedAtInodeChecksumP2 = ("0x202F", P2, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtInodeChecksumP4 = ("0x4007", P4, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
+    // e2fsck -n walks a reserved inode with a directory's mode as a
+    // directory but keeps no record of it: setting its parent from '..'
+    // fails, and it aborts.
+    StoppedAtNoDirInfo = ("0x2030", P2, Notice, false, "The check stops at reserved inode {ino}, a directory e2fsck -n keeps no record of, as e2fsck -n does; run a repair to check the rest"),
 
     // ---- Pass 3: directory connectivity ----
     RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),

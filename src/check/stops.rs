@@ -10,7 +10,7 @@
 use super::e2fsck_map::{self, Run};
 use super::problem::{Code, Pass, Problem};
 use super::problem_list::ProblemList;
-use super::state::{State, iflag};
+use super::state::{DirBlock, State, iflag};
 use crate::fs::dir_entry;
 use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, Inode};
 use crate::fs::num::{Blk, Ino};
@@ -104,6 +104,23 @@ pub(super) fn at_bad_inode_checksum(
         }
         pass2.push(stop);
     }
+    keep_asked_before(pass1, &reached);
+    true
+}
+
+/// The inodes pass 2's entries name that pass 1 marked bad, in `pass2`.
+fn bad_targets(pass2: &ProblemList) -> BTreeSet<u32> {
+    pass2
+        .iter()
+        .filter(|p| p.code == Code::DirEntryBadInodeTarget)
+        .filter_map(|p| p.args().num.and_then(|n| u32::try_from(n).ok()))
+        .collect()
+}
+
+/// Pass 2 stopped: of the problems pass 1 found that e2fsck asks about
+/// in pass 2 (when an entry names the inode), `pass1` keeps those of the
+/// inodes in `reached`.
+fn keep_asked_before(pass1: &mut ProblemList, reached: &BTreeSet<u32>) {
     pass1.retain(|p| {
         let asked_in_pass2 = p.spec().pass == Pass::P1 && {
             let refs = e2fsck_map::refs(p, Run::ReadOnly);
@@ -111,6 +128,15 @@ pub(super) fn at_bad_inode_checksum(
         };
         !asked_in_pass2 || p.args().ino.is_some_and(|i| reached.contains(&i.get()))
     });
+}
+
+/// After [`dir_without_info`] cut pass 2 (`pass2` ends with its notice):
+/// `pass1` as for [`at_bad_inode_checksum`]. Whether it stopped.
+pub(super) fn at_no_dir_info(pass1: &mut ProblemList, pass2: &ProblemList) -> bool {
+    if !pass2.codes().any(|c| c == Code::StoppedAtNoDirInfo) {
+        return false;
+    }
+    keep_asked_before(pass1, &bad_targets(pass2));
     true
 }
 
@@ -222,4 +248,75 @@ fn follow_up(fs: &Fs, p: &Problem, filetype: bool, csum: bool) -> Option<Problem
             .num(u64::from(have))
             .num2(u64::from(should)),
     )
+}
+
+/// Where pass 2 stops on a directory e2fsck -n keeps no record of.
+pub(super) struct NoDirInfo {
+    /// The block it stops in: block 0 of that directory.
+    pub at: DirBlock,
+    /// What it says about the block before it stops, the notice last.
+    pub problems: ProblemList,
+}
+
+/// Pass 2: a reserved inode (below `s_first_ino`, root aside) with a
+/// directory's mode keeps that mode under -n, so e2fsck walks its blocks
+/// as a directory's, but it records directories only among the ordinary
+/// inodes. Setting the parent named by the '..' of such a directory's
+/// first block finds no record, and it aborts there (after saying that
+/// '.' names a reserved inode). The first such block in its block order;
+/// none when its '.' and '..' are not both plain, which e2fsck would
+/// question (and not abort on) instead.
+pub(super) fn dir_without_info(fs: &Fs, state: &State) -> Option<NoDirInfo> {
+    let first_ino = fs.geo.first_ino;
+    // Sorted by physical block, and only first blocks are looked at:
+    // e2fsck's order either way (with dir_index it takes every first
+    // block before the others).
+    let (at, ino) = state
+        .dir_blocks
+        .iter()
+        .filter(|b| {
+            b.lblk == 0
+                && b.ino != inode::ROOT_INO
+                && b.ino < first_ino
+                && state.dir_index(b.ino).is_none()
+                && !state.has_iflag(b.ino, iflag::INLINE)
+        })
+        .find_map(|b| Some((*b, plain_dot_dotdot(fs, b)?)))?;
+    let mut problems = ProblemList::new();
+    problems.push(
+        Problem::new(Code::DirEntryReservedInode)
+            .ino(Ino(at.ino))
+            .blk(Blk(at.pblk))
+            .detail(".".to_string())
+            .num(u64::from(ino)),
+    );
+    problems.push(Problem::new(Code::StoppedAtNoDirInfo).ino(Ino(at.ino)));
+    Some(NoDirInfo { at, problems })
+}
+
+/// The inode a directory block's '.' names, when it names its own
+/// directory and is followed by a plain '..' naming some inode.
+fn plain_dot_dotdot(fs: &Fs, b: &DirBlock) -> Option<u32> {
+    let buf = fs.read_block(b.pblk).ok()?;
+    let bs = buf.len();
+    let name = |off: usize, len: usize| buf.get(off + dir_entry::HEADER_LEN..off + 9 + len);
+    let dot_len = dir_entry::rec_len_at(&buf, 0, bs);
+    let dot = dir_entry::inode_at(&buf, 0);
+    // A '.' longer than 24 bytes is split first (a question, not an abort).
+    if dot != b.ino
+        || dir_entry::name_len_at(&buf, 0) != 1
+        || name(0, 1)? != b".\0"
+        || !(12..=24).contains(&dot_len)
+        || dot_len % 4 != 0
+    {
+        return None;
+    }
+    let off = dot_len;
+    let len = dir_entry::rec_len_at(&buf, off, bs);
+    let fits = len >= 12 && len % 4 == 0 && off + len <= bs;
+    (fits
+        && dir_entry::inode_at(&buf, off) != 0
+        && dir_entry::name_len_at(&buf, off) == 2
+        && name(off, 2)? == b"..\0")
+        .then_some(dot)
 }

@@ -53,6 +53,7 @@ fn stopped(rep: &Report) -> bool {
                 | Code::StoppedAtUnreadableXattr
                 | Code::StoppedAtInodeChecksumP2
                 | Code::StoppedAtInodeChecksumP4
+                | Code::StoppedAtNoDirInfo
         )
     })
 }

@@ -349,3 +349,24 @@ fn a_read_only_check_stops_at_an_unused_inode_with_a_bad_checksum() {
     );
     both_abort(&img, "The check stops at inode 12", 2);
 }
+
+/// `s_first_ino` raised past lost+found (11) and a directory (12): both
+/// are reserved inodes now, kept under -n with a directory's mode. e2fsck
+/// walks their blocks as a directory's but keeps no record of them, and
+/// aborts at the '..' of the first one (12); pfsck went on to pass 5 (4).
+/// Repaired (-fy), both inodes are cleared and lost+found made again:
+/// e2fsck finds the result clean.
+#[test]
+fn a_read_only_check_stops_at_a_reserved_directory() {
+    let dir = TempDir::new("cli-compat-first-ino");
+    let img = dir.join("first-ino.img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4(), None);
+    debugfs_w(&img, &["mkdir d", "ssv first_ino 13"]);
+    both_abort(&img, "The check stops at reserved inode 11", 2);
+    if oracle().is_none() {
+        return;
+    }
+    let out = pfsck(&[std::ffi::OsStr::new("-fy"), img.as_os_str()]);
+    assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
+    assert_eq!(oracle_fn(&img), 0, "{}", oracle_run(&img, &["-fn"]).stdout);
+}
