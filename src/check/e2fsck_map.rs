@@ -249,6 +249,8 @@ pub const NONE: &[Code] = &[
     Code::StoppedAtInodeChecksumP2,
     Code::StoppedAtInodeChecksumP4,
     Code::StoppedAtNoDirInfo,
+    Code::StoppedAtInodeChecksumP1,
+    Code::StoppedAtInodeChecksumP1B,
     Code::SbFeatureUnsupported,
     Code::SbChecksum,
     Code::SbRevLevel,
@@ -702,7 +704,10 @@ impl LatchLog {
     /// For the problems `codes` of one report.
     pub fn new(codes: impl IntoIterator<Item = Code>) -> LatchLog {
         let stop = codes.into_iter().find_map(|c| match c {
-            Code::StoppedAtIllegalIndirect | Code::StoppedAtUnreadableXattr => Some(1),
+            Code::StoppedAtIllegalIndirect
+            | Code::StoppedAtUnreadableXattr
+            | Code::StoppedAtInodeChecksumP1
+            | Code::StoppedAtInodeChecksumP1B => Some(1),
             Code::StoppedAtCorruptDir
             | Code::StoppedAtInodeChecksumP2
             | Code::StoppedAtNoDirInfo => Some(2),

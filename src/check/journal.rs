@@ -237,6 +237,16 @@ fn find_journal_inode(fs: &Fs) -> Result<(Inode, Option<String>), String> {
         .map_err(|e| e.to_string())
         .and_then(|raw| {
             let inode = Inode::parse(&raw);
+            // e2fsck reads the inode with its checksum checked.
+            if fs.metadata_csum()
+                && raw[..crate::fs::inode::GOOD_OLD_INODE_SIZE]
+                    .iter()
+                    .any(|&b| b != 0)
+                && crate::fs::inode::compute_checksum(fs.csum_seed, fs.sb.journal_inum, &raw)
+                    != inode.stored_checksum()
+            {
+                return Err("its checksum does not match".into());
+            }
             if inode.links_count == 0 || !inode.is_reg() {
                 return Err("not a regular file in use".into());
             }

@@ -396,9 +396,10 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         return Ok(Pass0::Stop(Some(fs)));
     }
     report.problems.extend(journal::check(&fs, opts.repairing));
-    if !report.has_fatal() {
-        // Before pass 1, as e2fsck: its problem is printed before the
-        // pass 1 header, which a streamed report prints as pass 1 begins.
+    // Before pass 1, as e2fsck: its problem is printed before the pass 1
+    // header, which a streamed report prints as pass 1 begins. One it
+    // cannot read it says nothing of (`stops::resize_inode_unreadable`).
+    if !report.has_fatal() && (opts.repairing || !stops::resize_inode_unreadable(&fs)) {
         report.problems.extend(pass1::check_resize_inode(&fs));
     }
     timer.lap(report, "pass0", &fs);
@@ -450,7 +451,10 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     let r = &mut report;
     let mut found1 = piped.pass1;
     let stop1 = !opts.repairing
-        && (stop_at_illegal_indirect(&mut found1) || stops::at_unreadable_xattr(&mut found1));
+        && (stops::at_bad_blocks_inode(&fs, &mut found1)
+            || stop_at_illegal_indirect(&mut found1)
+            || stops::at_unreadable_xattr(&mut found1)
+            || stops::at_resize_inode(&fs, &mut found1));
     let bad_csum = if opts.repairing {
         Default::default()
     } else {
@@ -477,6 +481,14 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
         pass1b::run(&fs, &mut state, t, ctl).map(ProblemList::from)
     })?;
     r.dups = state.dups.clone();
+    if !opts.repairing && stops::at_pass1b_checksum(&mut r.problems, &mut r.dups) {
+        state.links_seen = crate::engine::LinkCounts::new(fs.geo.inodes_count as usize + 1);
+        return Ok(Checked {
+            report,
+            fs: Some(fs),
+            state: Some(state),
+        });
+    }
     let t = budget.threads();
     // Pass 1D's lines name files by their paths: with shared blocks the
     // report up to pass 2 waits for pass 2's directory tree.

@@ -649,6 +649,8 @@ struct InodeCheck<'o> {
     linked: bool,
     /// The file type was recorded (`mark_used`).
     typed: bool,
+    /// The inode's checksum is right (or not kept).
+    csum_ok: bool,
 }
 
 impl InodeCheck<'_> {
@@ -757,6 +759,7 @@ fn check_inode(
         mapped: false,
         linked: false,
         typed: false,
+        csum_ok,
     };
     if let Some(blk) = in_bad_itable_block(ctx, ino) {
         // e2fsck cannot read such an inode: it counts as in use, unchecked
@@ -783,8 +786,9 @@ fn check_inode(
     c.finish();
     // e2fsck reports a bad checksum ("passes checks, but checksum does not
     // match") after its other checks unless one of them rewrote the inode;
-    // read-only, nothing is rewritten, so it is always reported.
-    if !csum_ok {
+    // read-only, nothing is rewritten, so it is always reported. The bad
+    // blocks inode's checksum is one of the contents it judges invalid.
+    if !csum_ok && ino != inode::BAD_INO {
         c.report(Problem::new(Code::InodeChecksum).ino(Ino(ino)));
     }
 }
@@ -988,7 +992,8 @@ fn check_reserved(
 
     match ino {
         inode::BAD_INO => {
-            if inode.mode != 0
+            if !c.csum_ok
+                || inode.mode != 0
                 || inode.uid != 0
                 || inode.gid != 0
                 || links != 0

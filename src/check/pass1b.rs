@@ -214,7 +214,10 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
     let units = pass1::make_units(fs);
     let isz = fs.geo.inode_size as usize;
     type Found = (u32, Vec<u64>, Vec<(u64, u64)>, u32);
-    let per_unit: Vec<Vec<Found>> = par_map(
+    let csum = fs.metadata_csum();
+    // Per unit: its owners of shared blocks, and its first inode whose
+    // checksum fails.
+    let per_unit: Vec<(Vec<Found>, Option<u32>)> = par_map(
         units.len(),
         threads,
         ctl,
@@ -222,19 +225,23 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
         |(table, scratch), u| {
             let unit = units[u];
             let mut found = Vec::new();
+            let mut unreadable = None;
             let Ok(Some(at)) = pass1::read_unit(fs, unit, table) else {
-                return found;
+                return (found, unreadable);
             };
             let table = &table[at];
             let first = pass1::unit_first_ino(fs, unit);
             for i in 0..unit.count as usize {
                 let ino = first + i as u32;
-                if !state.map_walked(ino) {
-                    continue;
-                }
                 let Some(raw) = table.get(i * isz..(i + 1) * isz) else {
                     break;
                 };
+                if csum && unreadable.is_none() && !csum_ok(fs, ino, raw) {
+                    unreadable = Some(ino);
+                }
+                if !state.map_walked(ino) {
+                    continue;
+                }
                 let inode = Inode::parse(raw);
                 let mut f = Finder {
                     dups: &dups,
@@ -263,10 +270,11 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
                     found.push((ino, f.hits, f.runs, inode.mtime));
                 }
             }
-            found
+            (found, unreadable)
         },
     );
-    let found: Vec<Found> = per_unit.into_iter().flatten().collect();
+    let unreadable = per_unit.iter().find_map(|u| u.1);
+    let found: Vec<Found> = per_unit.into_iter().flat_map(|u| u.0).collect();
     let mut listed = Vec::with_capacity(found.len());
     let mut owners: Vec<(u32, Vec<u64>)> = Vec::with_capacity(found.len());
     for (ino, hits, runs, mtime) in found {
@@ -339,6 +347,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
     }
     let mut dups = listing(fs, state, &owners, listed);
     dups.names = pass1c(fs, state, &dups);
+    dups.unreadable = unreadable;
     state.dups = Some(std::sync::Arc::new(dups));
     // The repair (pass 1D) resolves the sharing from this list alone.
     state.dup_owners = owners;
@@ -356,6 +365,9 @@ pub struct Dups {
     pub files: u64,
     /// Every owner, the reserved ones included, in inode order.
     pub owners: Vec<DupOwner>,
+    /// The first inode whose checksum fails: e2fsck -n's rescan stops
+    /// there (`stops::at_pass1b_checksum`).
+    pub unreadable: Option<u32>,
     /// The directory and name of the first entry naming each owner that
     /// is a file, in disk order of the directory blocks (pass 1C).
     pub names: std::collections::BTreeMap<u32, (u32, Vec<u8>)>,
@@ -526,4 +538,13 @@ fn pass1c(fs: &Fs, state: &State, dups: &Dups) -> std::collections::BTreeMap<u32
         }
     }
     names
+}
+
+/// Is the inode's checksum right (an inode never written, its first 128
+/// bytes zero, passes)?
+fn csum_ok(fs: &Fs, ino: u32, raw: &[u8]) -> bool {
+    inode::compute_checksum(fs.csum_seed, ino, raw) == Inode::parse(raw).stored_checksum()
+        || raw[..inode::GOOD_OLD_INODE_SIZE.min(raw.len())]
+            .iter()
+            .all(|&b| b == 0)
 }

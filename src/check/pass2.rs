@@ -280,7 +280,9 @@ pub(crate) fn finish(
     marks.sort_by_key(|m| (zero_first && m.0.lblk != 0, m.0));
     let mut cut = None;
     for (b, k, s, e) in marks {
-        if cut.is_none() && stop_before.is_some_and(|at| (zero_first && b.lblk != 0, b) > (false, at)) {
+        if cut.is_none()
+            && stop_before.is_some_and(|at| (zero_first && b.lblk != 0, b) > (false, at))
+        {
             cut = Some(problems.len());
         }
         if let Some(r) = outs[k].rest.as_deref() {

@@ -305,6 +305,11 @@ problems! {
     // right; a block it could not read (bad header or checksum) fails
     // there, and it aborts.
     StoppedAtUnreadableXattr = ("0x10E8", P1, Notice, false, "The check stops at extended attribute block {blk}, whose reference count it cannot set right, as e2fsck -n does; run a repair to check the rest"),
+    // e2fsck -n reads again, with its checksum checked, the bad blocks
+    // inode to walk its list (after declining to clear it), the resize
+    // inode to make it again (end of pass 1) and every inode in pass 1B.
+    StoppedAtInodeChecksumP1 = ("0x10E9", P1, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
+    StoppedAtInodeChecksumP1B = ("0x1102", P1B, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtCorruptDir = ("0x202E", P2, Notice, false, "The check stops at the directory block it may not salvage, as e2fsck -n does; run a repair to check the rest"),
     // e2fsck -n reads an inode again where pass 2 meets an entry naming
     // one it marked bad, and pass 4 where a link count differs: a checksum

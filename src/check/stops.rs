@@ -250,6 +250,87 @@ fn follow_up(fs: &Fs, p: &Problem, filetype: bool, csum: bool) -> Option<Problem
     )
 }
 
+/// A read that checks `ino`'s checksum fails on it: metadata_csum, an
+/// inode not all zero (never written) and a checksum that does not match.
+pub(super) fn inode_unreadable(fs: &Fs, ino: u32) -> bool {
+    if !fs.metadata_csum() {
+        return false;
+    }
+    let Ok(raw) = fs.read_inode_raw(ino) else {
+        return false;
+    };
+    let zero = raw[..GOOD_OLD_INODE_SIZE.min(raw.len())]
+        .iter()
+        .all(|&b| b == 0);
+    !zero
+        && inode::compute_checksum(fs.csum_seed, ino, &raw) != Inode::parse(&raw).stored_checksum()
+}
+
+/// Pass 1, the bad blocks inode: one whose checksum fails is judged
+/// invalid, and declined, e2fsck then walks its list through a read
+/// that fails on that checksum, and aborts. `problems` (pass 1's) end
+/// with that judgement. Whether it stopped.
+pub(super) fn at_bad_blocks_inode(fs: &Fs, problems: &mut ProblemList) -> bool {
+    if !inode_unreadable(fs, inode::BAD_INO) {
+        return false;
+    }
+    let Some(at) = problems.iter().position(|p| {
+        p.code == Code::InodeReservedBad && p.args().ino == Some(Ino(inode::BAD_INO))
+    }) else {
+        return false;
+    };
+    let mut k = 0;
+    problems.retain(|_| {
+        k += 1;
+        k <= at + 1
+    });
+    problems.push(Problem::new(Code::StoppedAtInodeChecksumP1).ino(Ino(inode::BAD_INO)));
+    true
+}
+
+/// Before pass 1, e2fsck cannot read a resize inode whose checksum
+/// fails: it says nothing then and plans to make the inode again at the
+/// end of pass 1, where the same read fails and, told not to go on, it
+/// aborts.
+pub(super) fn resize_inode_unreadable(fs: &Fs) -> bool {
+    fs.sb
+        .has_compat(crate::fs::superblock::compat::RESIZE_INODE)
+        && inode_unreadable(fs, inode::RESIZE_INO)
+}
+
+/// End of pass 1 (after the xattr reference counts): see
+/// [`resize_inode_unreadable`]. Whether it stopped.
+pub(super) fn at_resize_inode(fs: &Fs, problems: &mut ProblemList) -> bool {
+    if !resize_inode_unreadable(fs) {
+        return false;
+    }
+    problems.push(Problem::new(Code::StoppedAtInodeChecksumP1).ino(Ino(inode::RESIZE_INO)));
+    true
+}
+
+/// Pass 1B rescans every inode with a read that checks checksums: at the
+/// first that fails (`unreadable`, from pass 1B) e2fsck aborts. The
+/// owners of shared blocks before it stay listed; `problems` (pass 1B's,
+/// asked in pass 1D, which it never reaches) give way to the notice.
+/// Whether it stopped.
+pub(super) fn at_pass1b_checksum(
+    problems: &mut ProblemList,
+    dups: &mut Option<std::sync::Arc<super::pass1b::Dups>>,
+) -> bool {
+    let Some(d) = dups.as_deref() else {
+        return false;
+    };
+    let Some(bad) = d.unreadable else {
+        return false;
+    };
+    let mut d = d.clone();
+    d.owners.retain(|o| o.ino < bad);
+    *dups = Some(std::sync::Arc::new(d));
+    problems.retain(|p| p.spec().pass != Pass::P1B);
+    problems.push(Problem::new(Code::StoppedAtInodeChecksumP1B).ino(Ino(bad)));
+    true
+}
+
 /// Where pass 2 stops on a directory e2fsck -n keeps no record of.
 pub(super) struct NoDirInfo {
     /// The block it stops in: block 0 of that directory.
@@ -307,13 +388,13 @@ fn plain_dot_dotdot(fs: &Fs, b: &DirBlock) -> Option<u32> {
         || dir_entry::name_len_at(&buf, 0) != 1
         || name(0, 1)? != b".\0"
         || !(12..=24).contains(&dot_len)
-        || dot_len % 4 != 0
+        || !dot_len.is_multiple_of(4)
     {
         return None;
     }
     let off = dot_len;
     let len = dir_entry::rec_len_at(&buf, off, bs);
-    let fits = len >= 12 && len % 4 == 0 && off + len <= bs;
+    let fits = len >= 12 && len.is_multiple_of(4) && off + len <= bs;
     (fits
         && dir_entry::inode_at(&buf, off) != 0
         && dir_entry::name_len_at(&buf, off) == 2

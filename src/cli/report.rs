@@ -54,6 +54,8 @@ fn stopped(rep: &Report) -> bool {
                 | Code::StoppedAtInodeChecksumP2
                 | Code::StoppedAtInodeChecksumP4
                 | Code::StoppedAtNoDirInfo
+                | Code::StoppedAtInodeChecksumP1
+                | Code::StoppedAtInodeChecksumP1B
         )
     })
 }
@@ -368,6 +370,14 @@ fn dup_passes(
             }
         }
         out.write_all(b"\n")?;
+    }
+    // e2fsck -n gave up during its rescan (pass 1B): no 1C or 1D.
+    if let Some((k, p)) = rep
+        .problems
+        .iter_where(|c| c == Code::StoppedAtInodeChecksumP1B)
+        .next()
+    {
+        return render(out, k, &p);
     }
     out.write_all(b"Pass 1C: Scanning directories for inodes with multiply-claimed blocks\nPass 1D: Reconciling multiply-claimed blocks\n")?;
     writeln!(

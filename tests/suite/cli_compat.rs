@@ -370,3 +370,86 @@ fn a_read_only_check_stops_at_a_reserved_directory() {
     assert_eq!(out.status.code(), Some(1), "{}", output_text(&out));
     assert_eq!(oracle_fn(&img), 0, "{}", oracle_run(&img, &["-fn"]).stdout);
 }
+
+/// The bad blocks inode's checksum fails: e2fsck judges the inode
+/// invalid and, told no, walks its list through a read that checks the
+/// checksum, fails and aborts (12). pfsck went through pass 5 (4).
+#[test]
+fn a_read_only_check_stops_at_the_bad_blocks_inode_checksum() {
+    let dir = TempDir::new("cli-compat-badino-csum");
+    let img = dir.join("bb.img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4(), None);
+    // A later problem e2fsck -n never reaches.
+    debugfs_w(&img, &["write /etc/services a", "sif a links_count 4"]);
+    debugfs_w(&img, &["sif <1> checksum 0x1234"]);
+    both_abort(&img, "The check stops at inode 1,", 1);
+}
+
+/// The resize inode's checksum fails: e2fsck says nothing before pass 1,
+/// plans to make the inode again at its end, where the same read fails;
+/// told not to go on, it aborts (12). pfsck went through pass 5 (4).
+#[test]
+fn a_read_only_check_stops_at_the_resize_inode_checksum() {
+    let dir = TempDir::new("cli-compat-resize-csum");
+    let img = dir.join("resize.img");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext4(), None);
+    debugfs_w(&img, &["write /etc/services a", "sif a links_count 4"]);
+    debugfs_w(&img, &["sif <7> checksum 0x1234"]);
+    both_abort(&img, "The check stops at inode 7,", 1);
+    let text = output_text(&pfsck(&[std::ffi::OsStr::new("-fn"), img.as_os_str()]));
+    assert!(!text.contains("Resize inode not valid"), "{text}");
+}
+
+/// Pass 1B rescans the inodes with their checksums checked: e2fsck lists
+/// the owners of shared blocks up to the first inode whose checksum fails
+/// and aborts there (12), before passes 1C and 1D. pfsck went on (4).
+#[test]
+fn a_read_only_check_stops_in_pass1b_at_a_bad_checksum() {
+    let dir = TempDir::new("cli-compat-1b-csum");
+    let img = dir.join("1b.img");
+    mkfs(
+        &img,
+        8 << 20,
+        &MkfsOpts::ext4().features("^extent,^64bit"),
+        None,
+    );
+    debugfs_w(
+        &img,
+        &[
+            "write /etc/services a",
+            "write /etc/services b",
+            "write /etc/services c",
+        ],
+    );
+    let shared = blocks_of(&img, "/a")[0];
+    debugfs_w(&img, &[format!("sif b block[0] {shared}")]);
+    debugfs_w(&img, &["sif c checksum 0x1234"]);
+    both_abort(&img, "The check stops at inode 14,", 1);
+    let text = output_text(&pfsck(&[std::ffi::OsStr::new("-fn"), img.as_os_str()]));
+    assert!(
+        text.contains("Multiply-claimed block(s) in inode 13"),
+        "{text}"
+    );
+    assert!(!text.contains("Pass 1C"), "{text}");
+}
+
+/// The journal inode's checksum fails: e2fsck's read of it fails, so the
+/// journal is invalid; -n may not clear it and it cannot proceed (12).
+/// pfsck only reported the checksum in pass 1 (4). Repaired, the journal
+/// is made again, as e2fsck -fy does, and e2fsck finds the result clean.
+#[test]
+fn a_journal_inode_with_a_bad_checksum_is_an_invalid_journal() {
+    let dir = TempDir::new("cli-compat-journal-csum");
+    let img = dir.join("jcsum.img");
+    mkfs(&img, 16 << 20, &MkfsOpts::ext4(), None);
+    debugfs_w(&img, &["sif <8> checksum 0x1234"]);
+    both_abort(&img, "cannot proceed", 0);
+    if oracle().is_none() {
+        return;
+    }
+    let out = pfsck(&[std::ffi::OsStr::new("-fy"), img.as_os_str()]);
+    let text = output_text(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("invalid journal (inode 8)"), "{text}");
+    assert_eq!(oracle_fn(&img), 0, "{}", oracle_run(&img, &["-fn"]).stdout);
+}
