@@ -466,11 +466,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     if r.has_fatal() || stop1 {
         // As if pass 2 had not run: what it counted is dropped.
         state.links_seen = crate::engine::LinkCounts::new(fs.geo.inodes_count as usize + 1);
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: Some(state),
-        });
+        return checked(report, fs, state);
     }
     check_interrupt(ctl)?;
     let t = budget.threads();
@@ -483,11 +479,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     r.dups = state.dups.clone();
     if !opts.repairing && stops::at_pass1b_checksum(&mut r.problems, &mut r.dups) {
         state.links_seen = crate::engine::LinkCounts::new(fs.geo.inodes_count as usize + 1);
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: Some(state),
-        });
+        return checked(report, fs, state);
     }
     let t = budget.threads();
     // Pass 1D's lines name files by their paths: with shared blocks the
@@ -529,11 +521,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     }
     check_interrupt(ctl)?;
     if stop {
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: Some(state),
-        });
+        return checked(report, fs, state);
     }
     progress.set_steps(3, state.dirs.len() as u64);
     progress.pass_complete(2);
@@ -554,11 +542,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
         Ok(found)
     })?;
     if stop4 {
-        return Ok(Checked {
-            report,
-            fs: Some(fs),
-            state: Some(state),
-        });
+        return checked(report, fs, state);
     }
     progress.pass_complete(4);
     let t = budget.threads();
@@ -577,6 +561,12 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     // stable sort by pass keeps that order and puts passes in sequence
     // (mostly they already are, and then nothing is copied).
     report.problems.sort_by_pass();
+    checked(report, fs, state)
+}
+
+/// The outcome of a check that went through pass 1, to its end or to
+/// where it stopped.
+fn checked(report: Report, fs: Fs, state: State) -> Result<Checked> {
     Ok(Checked {
         report,
         fs: Some(fs),
