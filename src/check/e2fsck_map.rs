@@ -69,6 +69,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         OrphanFileHole => &[0x060010],
         OrphanFileCorrupt => &[0x060009],
         OrphanPresentNoFile => &[0x06000E],
+        OrphanFileNoJournal => &[0x060007],
         OrphanNotProcessed => &[0x000023, 0x000024, 0x000052, 0x000053, 0x000054, 0x000055],
         _ => inode_codes(code),
     }

@@ -154,6 +154,9 @@ problems! {
     OrphanFileHole = ("0x0228", Super, Notice, false, "Orphan file (inode {ino}) has a hole at block {num}"),
     OrphanFileCorrupt = ("0x0229", Super, Error, true, "The orphan file (inode {ino}) cannot be set up ({detail})"),
     OrphanPresentNoFile = ("0x022A", Super, Error, true, "Flag orphan_present is set but flag orphan_file is not"),
+    // After its passes e2fsck drops an orphan file on a file system
+    // without a journal (the kernel uses it only with one).
+    OrphanFileNoJournal = ("0x022B", Super, Error, true, "The file system has an orphan file (inode {ino}) but no journal"),
 
     // ---- Pass 1: inodes, blocks and sizes ----
     InodeChecksum = ("0x1001", P1, Error, true, "Inode {ino} passes checks, but checksum does not match inode"),

@@ -785,6 +785,12 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     {
         out.push(Problem::new(Code::OrphanFileInodeInvalid).ino(Ino(sb.orphan_file_inum)));
     }
+    if sb.has_compat(superblock::compat::ORPHAN_FILE)
+        && !sb.has_compat(superblock::compat::HAS_JOURNAL)
+        && (1..=geo.inodes_count).contains(&sb.orphan_file_inum)
+    {
+        out.push(Problem::new(Code::OrphanFileNoJournal).ino(Ino(sb.orphan_file_inum)));
+    }
     // e2fsck clears it after its passes; the kernel would look for an
     // orphan file that is not there.
     if sb.has_ro_compat(superblock::ro_compat::ORPHAN_PRESENT)

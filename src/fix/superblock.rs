@@ -74,12 +74,18 @@ pub(super) fn fix_first_meta_bg(fs: &Fs, overlay: &mut Overlay) -> super::Result
 /// off, as e2fsck turns it off for an orphan file without a journal: the
 /// kernel then keeps orphans in the superblock's list. No file is lost:
 /// there was no orphan file inode.
+///
+/// Without a journal the orphan file goes too. e2fsck -fy zeroes its
+/// inode but leaves it marked in use and the superblock naming it, which
+/// its next check finds wrong (inode bitmap, free inodes count); here the
+/// superblock stops naming it, and the next round's pass 5 frees the
+/// zeroed inode and its blocks: the file system ends clean.
 pub(super) fn drop_orphan_file(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
     use crate::fs::superblock::{compat, ro_compat};
     let sb = &fs.sb;
-    if !sb.has_compat(compat::ORPHAN_FILE)
-        || (sb.orphan_file_inum != 0 && sb.orphan_file_inum <= fs.geo.inodes_count)
-    {
+    let inum = sb.orphan_file_inum;
+    let valid = inum != 0 && inum <= fs.geo.inodes_count;
+    if !sb.has_compat(compat::ORPHAN_FILE) || (valid && sb.has_compat(compat::HAS_JOURNAL)) {
         return Ok(false);
     }
     vol::edit_superblock(fs, overlay, |s| {
@@ -87,6 +93,9 @@ pub(super) fn drop_orphan_file(fs: &Fs, overlay: &mut Overlay) -> super::Result<
         s.set_ro_compat(s.ro_compat() & !ro_compat::ORPHAN_PRESENT);
         s.set_orphan_file_inum(0);
     })?;
+    if valid {
+        vol::edit_inode(fs, overlay, inum, |m| m.0.fill(0))?;
+    }
     Ok(true)
 }
 

@@ -289,6 +289,7 @@ const TABLE: &[Entry] = &[
     row(Code::SbInodesCount, F::InodesCount, 0),
     row(Code::SbFirstMetaBg, F::FirstMetaBg, 0),
     row(Code::OrphanFileInodeInvalid, F::OrphanFile, S),
+    row(Code::OrphanFileNoJournal, F::OrphanFile, S),
     row(Code::OrphanPresentNoFile, F::OrphanPresent, S),
     row(Code::OrphanFileCorrupt, F::NewOrphanFile, 0),
     row(Code::SbQuotaInode, F::QuotaInode, S),

@@ -228,3 +228,34 @@ fn orphan_file_blocks_with_bad_tails() {
         as_e2fsck(ctx, &img, 4, 1);
     }
 }
+
+/// An orphan file without a journal (0x060007): e2fsck asks to clear it
+/// after its passes (exit 4 under -n), pfsck said nothing of it. e2fsck
+/// -fy zeroes the inode but leaves it marked in use and named by the
+/// superblock, so its own next check is not clean; pfsck drops the
+/// feature, the superblock's inode number and the inode, and frees its
+/// blocks: e2fsck finds the result clean.
+#[test]
+fn orphan_file_without_a_journal_is_dropped() {
+    let tmp = TempDir::new("orphan-file-nojournal");
+    let img = tmp.join("disk.img");
+    image(&img, ext4_1k(), 16 * MIB);
+    debugfs_w(
+        &img,
+        &[
+            "feature -has_journal",
+            "kill_file <8>",
+            "clri <8>",
+            "ssv journal_inum 0",
+            "ssv jnl_backup_type 0",
+        ],
+    );
+    let (fn_out, y_out) = judged_by_oracle("orphan file, no journal", &img, 4, 1);
+    assert!(
+        fn_out.contains("orphan file (inode 12) but no journal"),
+        "{fn_out}"
+    );
+    assert!(y_out.contains("no journal.\nClear? yes"), "{y_out}");
+    assert!(!debugfs_r(&img, "features").contains("orphan_file"));
+    assert!(debugfs_r(&img, "stat /f").contains("Size: 3000"));
+}
