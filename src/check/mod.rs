@@ -35,7 +35,7 @@ pub mod xattr;
 
 use crate::engine::{Budget, Clock, Control, Threads};
 use crate::error::{Error, Result};
-use crate::fs::num::Cluster;
+use crate::fs::num::{Cluster, Ino};
 use crate::io::Device;
 pub use crate::volume::Fs;
 use problem::{ProblemList, Severity};
@@ -461,7 +461,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     timer.push(r, "pass1", s1, Some(w1), b1);
     if r.has_fatal() || stop1 {
         // As if pass 2 had not run: what it counted is dropped.
-        state.links_seen = crate::engine::LinkCounts::new(fs.geo.inodes_count as usize + 1);
+        state.links_seen = crate::volume::InodeCounts::new(fs.geo.inodes_count);
         return Ok(Checked {
             report,
             fs: Some(fs),
@@ -662,8 +662,8 @@ fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
     // the root's) and its '..', the root's '..' naming the root.
     let tree_links = (2 * st.directories).saturating_sub(1);
     let (mut entries, mut extra) = (0u64, 0u64);
-    for ino in 1..=fs.geo.inodes_count as usize {
-        let n = u64::from(state.links_seen.get(ino));
+    for ino in 1..=fs.geo.inodes_count {
+        let n = u64::from(state.links_seen.get(Ino(ino)));
         entries += n;
         extra += n.saturating_sub(1);
     }

@@ -127,7 +127,7 @@ impl Targets for StateTargets<'_> {
         }
     }
     fn add_link(&self, ino: u32) {
-        self.st.links_seen.incr(ino as usize);
+        self.st.links_seen.incr(Ino(ino));
     }
     fn policy(&self, ino: u32) -> Option<u32> {
         let Some(p) = self.policies else {

@@ -5,9 +5,9 @@
 //! per-worker results merged once, in unit order.
 
 use super::xattr::EaCharge;
-use crate::engine::{LinkCounts, Spill};
+use crate::engine::Spill;
 use crate::fs::num::{Blk, Cluster, Ino};
-use crate::volume::{ClusterMap, InodeMap};
+use crate::volume::{ClusterMap, InodeCounts, InodeMap};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -188,7 +188,7 @@ pub struct State {
     /// One map per `iflag` bit. Read with `has_iflag`.
     iflags: [InodeMap; iflag::COUNT],
     /// References found in directories (pass 2), by inode number.
-    pub links_seen: LinkCounts,
+    pub links_seen: InodeCounts,
     /// Directory blocks, sorted by physical block.
     pub dir_blocks: Vec<DirBlock>,
     /// Directories in use, sorted; `dir_parent`/`dir_dotdot` are parallel.
@@ -247,7 +247,6 @@ impl State {
         bits: u32,
         spill: Option<&Arc<Spill>>,
     ) -> State {
-        let n = inodes_count as usize + 1;
         let clusters = blocks_count.div_ceil(1 << bits);
         let inode_map = || InodeMap::new_in(inodes_count, spill);
         State {
@@ -261,7 +260,7 @@ impl State {
             ftype_bits: std::array::from_fn(|_| inode_map()),
             links_other: Vec::new(),
             iflags: std::array::from_fn(|_| inode_map()),
-            links_seen: LinkCounts::new_in(n, spill),
+            links_seen: InodeCounts::new_in(inodes_count, spill),
             dir_blocks: Vec::new(),
             dirs: Vec::new(),
             dir_parent: Vec::new(),

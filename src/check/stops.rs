@@ -134,7 +134,7 @@ pub(super) fn at_pass4_checksum(
             && !skip.contains(&ino)
             && !state.has_iflag(ino, iflag::IN_BAD_BLOCK)
             && state.inode_used.get(Ino(ino))
-            && (state.links_seen.get(ino as usize) == 0 || miscounted.contains(&ino))
+            && (state.links_seen.get(Ino(ino)) == 0 || miscounted.contains(&ino))
     }) else {
         return false;
     };
