@@ -416,7 +416,7 @@ pub(crate) fn finish(
     // cheap insurance for the binary searches of later passes.
     dirs.sort_unstable();
     dirs.dedup_by_key(|d| d.0);
-    state.dirs = dirs.iter().map(|d| d.0).collect();
+    state.dirs = dirs.iter().map(|d| Ino(d.0)).collect();
     // Pass 2 needs each directory's generation for its checksum seed;
     // keeping it here spares pass 2 a second read of the inode tables.
     state.dir_gen = dirs.iter().map(|d| d.1).collect();

@@ -347,8 +347,9 @@ pub(crate) fn finish(
     // Thousands of small allocations freed: their heap pages go back
     // before the tree's copies are made.
     crate::engine::memory::release_free();
-    state.dir_parent = parent;
-    state.dir_dotdot = dotdot;
+    // In place: Ino is a u32.
+    state.dir_parent = parent.into_iter().map(Ino).collect();
+    state.dir_dotdot = dotdot.into_iter().map(Ino).collect();
     state.lost_found = lf;
     let tree = super::paths::DirTree::with_names(state, ends, names);
     state.tree = Some(std::sync::Arc::new(tree));
@@ -844,12 +845,12 @@ fn inline_table(
     ctl: &Control,
 ) -> Vec<DirInfo> {
     let idx: Vec<usize> = (0..st.dirs.len())
-        .filter(|&i| st.has_iflag(st.dirs[i], iflag::INLINE))
+        .filter(|&i| st.has_iflag(st.dirs[i].0, iflag::INLINE))
         .collect();
     let mut dirs: Vec<DirInfo> = idx
         .iter()
         .map(|&i| {
-            let ino = st.dirs[i];
+            let ino = st.dirs[i].0;
             DirInfo {
                 params: DirParams {
                     ino,
@@ -926,7 +927,7 @@ fn find_holes(
         .iter()
         .enumerate()
         .filter(|&(i, &(numblocks, nlisted))| {
-            nlisted < numblocks && !st.has_iflag(st.dirs[i], iflag::INLINE)
+            nlisted < numblocks && !st.has_iflag(st.dirs[i].0, iflag::INLINE)
         })
         .map(|(i, _)| i)
         .collect();
@@ -952,7 +953,7 @@ fn find_holes(
             if lb > expect {
                 out.push(
                     Problem::new(Code::DirHole)
-                        .ino(Ino(st.dirs[i]))
+                        .ino(st.dirs[i])
                         .num(expect as u64),
                 );
             }

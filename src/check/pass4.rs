@@ -47,7 +47,7 @@ pub fn run(fs: &Fs, state: &State, threads: Threads, ctl: &Control) -> Result<Pr
         && state
             .dirs
             .iter()
-            .any(|&d| state.links_seen.get(Ino(d)) > LINK_MAX)
+            .any(|&d| state.links_seen.get(d) > LINK_MAX)
     {
         out.push(Problem::new(Code::DirNlinkFeature));
     }

@@ -192,11 +192,11 @@ pub struct State {
     /// Directory blocks, sorted by physical block.
     pub dir_blocks: Vec<DirBlock>,
     /// Directories in use, sorted; `dir_parent`/`dir_dotdot` are parallel.
-    pub dirs: Vec<u32>,
+    pub dirs: Vec<Ino>,
     /// The directory holding the (first) entry that names this directory; 0 if none.
-    pub dir_parent: Vec<u32>,
+    pub dir_parent: Vec<Ino>,
     /// The inode the directory's '..' entry points at; 0 if missing.
-    pub dir_dotdot: Vec<u32>,
+    pub dir_dotdot: Vec<Ino>,
     /// i_generation of each directory in `dirs` (parallel), for the seed of
     /// directory block checksums. Pass 1 may leave it empty; pass 2 then
     /// reads the directory inodes itself.
@@ -332,7 +332,7 @@ impl State {
 
     /// Index of directory `ino` in `dirs`, if it is one.
     pub fn dir_index(&self, ino: u32) -> Option<usize> {
-        self.dirs.binary_search(&ino).ok()
+        self.dirs.binary_search(&Ino(ino)).ok()
     }
 
     /// How many xattr entries refer to EA inode `ino`.

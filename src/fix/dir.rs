@@ -305,7 +305,7 @@ fn dotdot(
     let Some(k) = state.dir_index(dir) else {
         return Ok(false);
     };
-    let parent = state.dir_parent.get(k).copied().unwrap_or(0);
+    let parent = state.dir_parent.get(k).map_or(0, |p| p.0);
     // No parent: the directory is unconnected, and reconnecting it (or
     // not) decides its '..'. (An htree root's dx tail is recomputed by
     // `edit_dir_block`.)
