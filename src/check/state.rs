@@ -6,7 +6,7 @@
 
 use super::xattr::EaCharge;
 use crate::engine::Spill;
-use crate::fs::num::{Blk, Cluster, Ino};
+use crate::fs::num::{Blk, Cluster, Ino, LBlk};
 use crate::volume::{ClusterMap, InodeCounts, InodeMap};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -49,10 +49,10 @@ pub const POLICY_UNRECOGNIZED: u32 = u32::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct DirBlock {
     /// Physical block (first field: sorting gives disk order).
-    pub pblk: u64,
-    pub ino: u32,
+    pub pblk: Blk,
+    pub ino: Ino,
     /// Logical block number in the directory.
-    pub lblk: u32,
+    pub lblk: LBlk,
 }
 
 /// Counts for the summary line and `-v`.

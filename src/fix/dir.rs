@@ -213,8 +213,8 @@ pub(super) fn unlink(
     let mut blocks: Vec<(u32, u64)> = state
         .dir_blocks
         .iter()
-        .filter(|d| d.ino == dir)
-        .map(|d| (d.lblk, d.pblk))
+        .filter(|d| d.ino == Ino(dir))
+        .map(|d| (d.lblk.0, d.pblk.0))
         .collect();
     blocks.sort_unstable();
     for (_, pblk) in blocks {
