@@ -35,7 +35,7 @@ pub mod xattr;
 
 use crate::engine::{Budget, Clock, Control, Threads};
 use crate::error::{Error, Result};
-use crate::fs::num::Cluster;
+use crate::fs::num::{Cluster, Ino};
 use crate::io::Device;
 pub use crate::volume::Fs;
 use problem::{ProblemList, Severity};
@@ -465,7 +465,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     timer.push(r, "pass1", s1, Some(w1), b1);
     if r.has_fatal() || stop1 {
         // As if pass 2 had not run: what it counted is dropped.
-        state.links_seen = crate::engine::LinkCounts::new(fs.geo.inodes_count as usize + 1);
+        state.links_seen = crate::volume::InodeCounts::new(fs.geo.inodes_count);
         return checked(report, fs, state);
     }
     check_interrupt(ctl)?;
@@ -478,7 +478,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     })?;
     r.dups = state.dups.clone();
     if !opts.repairing && stops::at_pass1b_checksum(&mut r.problems, &mut r.dups) {
-        state.links_seen = crate::engine::LinkCounts::new(fs.geo.inodes_count as usize + 1);
+        state.links_seen = crate::volume::InodeCounts::new(fs.geo.inodes_count);
         return checked(report, fs, state);
     }
     let t = budget.threads();
@@ -672,8 +672,8 @@ fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
     // the root's) and its '..', the root's '..' naming the root.
     let tree_links = (2 * st.directories).saturating_sub(1);
     let (mut entries, mut extra) = (0u64, 0u64);
-    for ino in 1..=fs.geo.inodes_count as usize {
-        let n = u64::from(state.links_seen.get(ino));
+    for ino in 1..=fs.geo.inodes_count {
+        let n = u64::from(state.links_seen.get(Ino(ino)));
         entries += n;
         extra += n.saturating_sub(1);
     }

@@ -33,7 +33,7 @@ use crate::fs::bytes::le32;
 use crate::fs::crypt::{self, Policy};
 use crate::fs::dir_entry;
 use crate::fs::inode::{self, DIRECT_BLOCKS, FileType, Inode, flags};
-use crate::fs::num::{Blk, Cluster, Group, Ino};
+use crate::fs::num::{Blk, Cluster, Group, Ino, LBlk};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::volume::Fs;
 
@@ -416,7 +416,7 @@ pub(crate) fn finish(
     // cheap insurance for the binary searches of later passes.
     dirs.sort_unstable();
     dirs.dedup_by_key(|d| d.0);
-    state.dirs = dirs.iter().map(|d| d.0).collect();
+    state.dirs = dirs.iter().map(|d| Ino(d.0)).collect();
     // Pass 2 needs each directory's generation for its checksum seed;
     // keeping it here spares pass 2 a second read of the inode tables.
     state.dir_gen = dirs.iter().map(|d| d.1).collect();
@@ -1660,9 +1660,9 @@ impl MapVisitor for Claimer<'_> {
             for k in 0..len {
                 if let Ok(l) = u32::try_from(lblk + k) {
                     self.dir_blocks.push(DirBlock {
-                        pblk: pblk + k,
-                        ino: self.ino,
-                        lblk: l,
+                        pblk: Blk(pblk + k),
+                        ino: Ino(self.ino),
+                        lblk: LBlk(l),
                     });
                 }
             }
@@ -1961,8 +1961,8 @@ fn check_blocks(
     if is_dir && !inline && inode.has_flag(flags::INDEX) && ctx.dir_index {
         let root = c.out.dir_blocks[dir_blocks_start..]
             .iter()
-            .find(|d| d.ino == ino && d.lblk == 0)
-            .map(|d| d.pblk);
+            .find(|d| d.ino == Ino(ino) && d.lblk == LBlk(0))
+            .map(|d| d.pblk.0);
         if let Some((e2, why)) = htree_root_problem(ctx, w, inode, root) {
             c.report(
                 Problem::new(Code::HtreeRootInvalid)

@@ -21,7 +21,7 @@ use super::state::State;
 use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::inode::{self, Inode};
-use crate::fs::num::{Cluster, Ino};
+use crate::fs::num::{Cluster, Ino, LBlk};
 use crate::volume::Fs;
 
 /// Longest list of owners kept in a problem's detail.
@@ -519,7 +519,7 @@ fn pass1c(fs: &Fs, state: &State, dups: &Dups) -> std::collections::BTreeMap<u32
         if wanted.is_empty() {
             break;
         }
-        let Ok(b) = fs.read_block(d.pblk) else {
+        let Ok(b) = fs.read_block(d.pblk.0) else {
             break;
         };
         let mut off = 0;
@@ -528,13 +528,13 @@ fn pass1c(fs: &Fs, state: &State, dups: &Dups) -> std::collections::BTreeMap<u32
             let Ok(e) = read_entry(&b, off, true) else {
                 return names;
             };
-            let dot = d.lblk == 0 && entry < 2;
+            let dot = d.lblk == LBlk(0) && entry < 2;
             entry += 1;
             off += e.rec_len;
             if dot || e.inode < first || e.inode > max || !wanted.remove(&e.inode) {
                 continue;
             }
-            names.insert(e.inode, (d.ino, e.name.to_vec()));
+            names.insert(e.inode, (d.ino.0, e.name.to_vec()));
         }
     }
     names

@@ -37,7 +37,7 @@ use crate::fs::dir_entry::{inode_at, rec_len_at};
 use crate::fs::group_desc::BG_INODE_UNINIT;
 use crate::fs::htree;
 use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, ROOT_INO};
-use crate::fs::num::{Blk, Ino};
+use crate::fs::num::{Ino, LBlk};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::fs::xattr;
 use crate::volume::Fs;
@@ -127,7 +127,7 @@ impl Targets for StateTargets<'_> {
         }
     }
     fn add_link(&self, ino: u32) {
-        self.st.links_seen.incr(ino as usize);
+        self.st.links_seen.incr(Ino(ino));
     }
     fn policy(&self, ino: u32) -> Option<u32> {
         let Some(p) = self.policies else {
@@ -277,11 +277,11 @@ pub(crate) fn finish(
         .filter_map(|(k, o)| Some((k, o.rest.as_deref()?)))
         .flat_map(|(k, r)| r.marks.iter().map(move |&(b, s, e)| (b, k, s, e)))
         .collect();
-    marks.sort_by_key(|m| (zero_first && m.0.lblk != 0, m.0));
+    marks.sort_by_key(|m| (zero_first && m.0.lblk != LBlk(0), m.0));
     let mut cut = None;
     for (b, k, s, e) in marks {
         if cut.is_none()
-            && stop_before.is_some_and(|at| (zero_first && b.lblk != 0, b) > (false, at))
+            && stop_before.is_some_and(|at| (zero_first && b.lblk != LBlk(0), b) > (false, at))
         {
             cut = Some(problems.len());
         }
@@ -359,8 +359,9 @@ pub(crate) fn finish(
     // Thousands of small allocations freed: their heap pages go back
     // before the tree's copies are made.
     crate::engine::memory::release_free();
-    state.dir_parent = parent;
-    state.dir_dotdot = dotdot;
+    // In place: Ino is a u32.
+    state.dir_parent = parent.into_iter().map(Ino).collect();
+    state.dir_dotdot = dotdot.into_iter().map(Ino).collect();
     state.lost_found = lf;
     let tree = super::paths::DirTree::with_names(state, ends, names);
     state.tree = Some(std::sync::Arc::new(tree));
@@ -403,7 +404,7 @@ impl Unit2 {
         let dirs = self
             .dirs
             .iter()
-            .filter(|d| blocks.iter().any(|b| b.ino == d.info.params.ino))
+            .filter(|d| blocks.iter().any(|b| b.ino.0 == d.info.params.ino))
             .cloned()
             .collect();
         Unit2 { blocks, dirs }
@@ -496,13 +497,13 @@ impl Units2 {
         let find = |infos: &[UnitDir], ino: u32| {
             infos.binary_search_by_key(&ino, |d| d.info.params.ino).ok()
         };
-        for b in blocks.iter().filter(|b| b.lblk <= self.limit) {
-            if let Some(i) = find(&infos, b.ino) {
+        for b in blocks.iter().filter(|b| b.lblk.0 <= self.limit) {
+            if let Some(i) = find(&infos, b.ino.0) {
                 let d = &mut infos[i];
-                d.info.numblocks = d.info.numblocks.max(b.lblk.saturating_add(1));
+                d.info.numblocks = d.info.numblocks.max(b.lblk.0.saturating_add(1));
                 d.info.nlisted = d.info.nlisted.saturating_add(1);
-                if b.lblk == 0 && d.info.params.htree.is_some() {
-                    d.root = Some((b.pblk, Default::default()));
+                if b.lblk == LBlk(0) && d.info.params.htree.is_some() {
+                    d.root = Some((b.pblk.0, Default::default()));
                 }
             }
         }
@@ -513,13 +514,13 @@ impl Units2 {
         }
         // Only the blocks pass 2 checks (as `check_unit` would skip them).
         for b in blocks {
-            if let Some(i) = find(&infos, b.ino)
+            if let Some(i) = find(&infos, b.ino.0)
                 && !infos[i].info.inline
-                && b.lblk <= self.limit
-                && st.inode_used.get(Ino(b.ino))
+                && b.lblk.0 <= self.limit
+                && st.inode_used.get(b.ino)
             {
                 self.blocks.push(*b);
-                self.dirs.entry(b.ino).or_insert_with(|| infos[i].clone());
+                self.dirs.entry(b.ino.0).or_insert_with(|| infos[i].clone());
             }
         }
         if self.blocks.len() >= UNIT_BLOCKS {
@@ -541,7 +542,7 @@ impl Units2 {
         };
         let rest = self.blocks.split_off(full);
         for chunk in self.blocks.chunks(UNIT_BLOCKS) {
-            let mut inos: Vec<u32> = chunk.iter().map(|b| b.ino).collect();
+            let mut inos: Vec<u32> = chunk.iter().map(|b| b.ino.0).collect();
             inos.sort_unstable();
             inos.dedup();
             out(Unit2 {
@@ -553,7 +554,7 @@ impl Units2 {
             });
         }
         self.blocks = rest;
-        let keep: std::collections::BTreeSet<u32> = self.blocks.iter().map(|b| b.ino).collect();
+        let keep: std::collections::BTreeSet<u32> = self.blocks.iter().map(|b| b.ino.0).collect();
         self.dirs.retain(|i, _| keep.contains(i));
     }
 }
@@ -692,10 +693,11 @@ pub(crate) fn out_bytes(outs: &[UnitOut2]) -> u64 {
 /// likely is too). Returns whether it was (None: the device cannot say).
 pub(crate) fn prefetch(fs: &Fs, unit: &Unit2) -> Option<bool> {
     let bsz = fs.block_size() as u64;
-    let cached = match unit.blocks.iter().find(|db| fs.geo.block_in_fs(db.pblk)) {
+    let cached = match unit.blocks.iter().find(|db| fs.geo.block_in_fs(db.pblk.0)) {
         Some(first) => {
             let mut probe = vec![0u8; fs.block_size()];
-            fs.dev.is_cached(first.pblk.saturating_mul(bsz), &mut probe)
+            fs.dev
+                .is_cached(first.pblk.0.saturating_mul(bsz), &mut probe)
         }
         None => None,
     };
@@ -719,14 +721,18 @@ const HINT_GAP: u64 = 2;
 fn hint_blocks(fs: &Fs, unit: &Unit2) {
     let bsz = fs.block_size() as u64;
     let mut hint: Option<(u64, u64)> = None;
-    for db in unit.blocks.iter().filter(|db| fs.geo.block_in_fs(db.pblk)) {
+    for db in unit
+        .blocks
+        .iter()
+        .filter(|db| fs.geo.block_in_fs(db.pblk.0))
+    {
         hint = match hint {
-            Some((a, b)) if db.pblk >= b && db.pblk - b <= HINT_GAP => Some((a, db.pblk + 1)),
+            Some((a, b)) if db.pblk.0 >= b && db.pblk.0 - b <= HINT_GAP => Some((a, db.pblk.0 + 1)),
             other => {
                 if let Some((a, b)) = other {
                     fs.dev.will_need(a * bsz, (b - a) * bsz);
                 }
-                Some((db.pblk, db.pblk + 1))
+                Some((db.pblk.0, db.pblk.0 + 1))
             }
         };
     }
@@ -844,10 +850,10 @@ fn dir_index_of(st: &State, ino: u32) -> Option<usize> {
 /// each; the full `DirInfo`, 44, is made only for inline directories).
 fn block_counts(st: &State, limit: u32) -> Vec<(u32, u32)> {
     let mut counts = vec![(0u32, 0u32); st.dirs.len()];
-    for b in st.dir_blocks.iter().filter(|b| b.lblk <= limit) {
-        if let Some(i) = dir_index_of(st, b.ino) {
+    for b in st.dir_blocks.iter().filter(|b| b.lblk.0 <= limit) {
+        if let Some(i) = dir_index_of(st, b.ino.0) {
             let c = &mut counts[i];
-            c.0 = c.0.max(b.lblk.saturating_add(1));
+            c.0 = c.0.max(b.lblk.0.saturating_add(1));
             c.1 = c.1.saturating_add(1);
         }
     }
@@ -863,12 +869,12 @@ fn inline_table(
     ctl: &Control,
 ) -> Vec<DirInfo> {
     let idx: Vec<usize> = (0..st.dirs.len())
-        .filter(|&i| st.has_iflag(st.dirs[i], iflag::INLINE))
+        .filter(|&i| st.has_iflag(st.dirs[i].0, iflag::INLINE))
         .collect();
     let mut dirs: Vec<DirInfo> = idx
         .iter()
         .map(|&i| {
-            let ino = st.dirs[i];
+            let ino = st.dirs[i].0;
             DirInfo {
                 params: DirParams {
                     ino,
@@ -945,7 +951,7 @@ fn find_holes(
         .iter()
         .enumerate()
         .filter(|&(i, &(numblocks, nlisted))| {
-            nlisted < numblocks && !st.has_iflag(st.dirs[i], iflag::INLINE)
+            nlisted < numblocks && !st.has_iflag(st.dirs[i].0, iflag::INLINE)
         })
         .map(|(i, _)| i)
         .collect();
@@ -953,11 +959,11 @@ fn find_holes(
         return;
     }
     let mut per: Vec<Vec<u32>> = vec![Vec::new(); holed.len()];
-    for b in st.dir_blocks.iter().filter(|b| b.lblk <= limit) {
-        if let Some(i) = dir_index_of(st, b.ino)
+    for b in st.dir_blocks.iter().filter(|b| b.lblk.0 <= limit) {
+        if let Some(i) = dir_index_of(st, b.ino.0)
             && let Ok(k) = holed.binary_search(&i)
         {
-            per[k].push(b.lblk);
+            per[k].push(b.lblk.0);
         }
     }
     for (k, &i) in holed.iter().enumerate() {
@@ -971,7 +977,7 @@ fn find_holes(
             if lb > expect {
                 out.push(
                     Problem::new(Code::DirHole)
-                        .ino(Ino(st.dirs[i]))
+                        .ino(st.dirs[i])
                         .num(expect as u64),
                 );
             }
@@ -1023,7 +1029,7 @@ fn check_unit<'d, T: Targets>(
     }
     let span_of = |&(i, j): &(usize, usize)| (blocks[j - 1].pblk - blocks[i].pblk + 1) as usize;
     let in_fs = |&(i, j): &(usize, usize)| {
-        fs.geo.block_in_fs(blocks[i].pblk) && fs.geo.block_in_fs(blocks[j - 1].pblk)
+        fs.geo.block_in_fs(blocks[i].pblk.0) && fs.geo.block_in_fs(blocks[j - 1].pblk.0)
     };
     // On a slow (or cold) device the unit's runs are all requested at
     // once, into one buffer, instead of one after the other.
@@ -1049,7 +1055,7 @@ fn check_unit<'d, T: Targets>(
             let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(span_of(run) * bs);
             rest = tail;
             if in_fs(run) {
-                reqs.push((blocks[run.0].pblk.saturating_mul(bsz), chunk));
+                reqs.push((blocks[run.0].pblk.0.saturating_mul(bsz), chunk));
                 which.push(r);
             }
         }
@@ -1064,30 +1070,30 @@ fn check_unit<'d, T: Targets>(
     }
     let sink = &mut out.sink;
     for (r, run) in runs.iter().enumerate() {
-        let first = blocks[run.0].pblk;
+        let first = blocks[run.0].pblk.0;
         let need = span_of(run) * bs;
         if !batched {
             whole[r] = in_fs(run) && io.read(fs, first, &mut buf[..need]).is_ok();
         }
         let buf = &mut buf[base[r]..base[r] + need];
         for db in &blocks[run.0..run.1] {
-            let Some(d) = dir_of(db.ino) else {
+            let Some(d) = dir_of(db.ino.0) else {
                 continue;
             };
             let start = sink.problems.mark() as u32;
-            let k = (db.pblk - first) as usize;
+            let k = (db.pblk.0 - first) as usize;
             let b = &mut buf[k * bs..(k + 1) * bs];
             if !whole[r] {
                 // Pass 1 reports blocks outside the file system; a read
                 // error inside it is ours to report.
-                if !fs.geo.block_in_fs(db.pblk) {
+                if !fs.geo.block_in_fs(db.pblk.0) {
                     continue;
                 }
-                if io.time(|| fs.read_block_into(db.pblk, b)).is_err() {
+                if io.time(|| fs.read_block_into(db.pblk.0, b)).is_err() {
                     sink.problems.push(
                         Problem::new(Code::DirBlockUnreadable)
-                            .ino(Ino(db.ino))
-                            .blk(Blk(db.pblk)),
+                            .ino(db.ino)
+                            .blk(db.pblk),
                     );
                     out.marks.push((*db, start, sink.problems.mark() as u32));
                     continue;
@@ -1098,8 +1104,8 @@ fn check_unit<'d, T: Targets>(
                 continue;
             }
             let pos = BlockPos {
-                lblk: db.lblk,
-                pblk: db.pblk,
+                lblk: db.lblk.0,
+                pblk: db.pblk.0,
                 zero_first,
             };
             dirblock::check_block(fsp, &d.params, pos, b, targets, sink);

@@ -34,15 +34,15 @@ pub fn check(st: &State) -> Vec<Problem> {
         out.push(Problem::new(Code::RootMissing));
     }
     let n = st.dirs.len();
-    let parent = |i: usize| st.dir_parent.get(i).copied().unwrap_or(0);
-    let dotdot = |i: usize| st.dir_dotdot.get(i).copied().unwrap_or(0);
+    let parent = |i: usize| st.dir_parent.get(i).copied().unwrap_or_default();
+    let dotdot = |i: usize| st.dir_dotdot.get(i).copied().unwrap_or_default();
     let mut done = vec![false; n];
     if let Some(r) = st.dir_index(ROOT_INO) {
         done[r] = true;
     }
     for i in 0..n {
         let ino = st.dirs[i];
-        if !st.inode_dir.get(Ino(ino)) {
+        if !st.inode_dir.get(ino) {
             continue;
         }
         let mut cur = i;
@@ -50,13 +50,13 @@ pub fn check(st: &State) -> Vec<Problem> {
         while !done[cur] {
             done[cur] = true;
             let p = parent(cur);
-            match st.dir_index(p).filter(|_| p != 0) {
+            match st.dir_index(p.0).filter(|_| p != Ino(0)) {
                 Some(pi) => cur = pi,
                 None => {
                     out.push(
                         Problem::new(Code::DirUnconnected)
-                            .ino(Ino(st.dirs[cur]))
-                            .num(u64::from(dotdot(cur))),
+                            .ino(st.dirs[cur])
+                            .num(u64::from(dotdot(cur).0)),
                     );
                     break;
                 }
@@ -65,9 +65,9 @@ pub fn check(st: &State) -> Vec<Problem> {
         if dotdot(i) != parent(i) {
             out.push(
                 Problem::new(Code::DirDotDotWrong)
-                    .ino(Ino(ino))
-                    .num(u64::from(ino))
-                    .num2(u64::from(dotdot(i)))
+                    .ino(ino)
+                    .num(u64::from(ino.0))
+                    .num2(u64::from(dotdot(i).0))
                     .detail(parent(i).to_string()),
             );
         }
@@ -92,9 +92,9 @@ mod tests {
         for &(d, p, dd) in dirs {
             st.inode_used.set(Ino(d));
             st.inode_dir.set(Ino(d));
-            st.dirs.push(d);
-            st.dir_parent.push(p);
-            st.dir_dotdot.push(dd);
+            st.dirs.push(Ino(d));
+            st.dir_parent.push(Ino(p));
+            st.dir_dotdot.push(Ino(dd));
         }
         st.lost_found = 11;
         st

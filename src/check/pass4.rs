@@ -47,7 +47,7 @@ pub fn run(fs: &Fs, state: &State, threads: Threads, ctl: &Control) -> Result<Pr
         && state
             .dirs
             .iter()
-            .any(|&d| state.links_seen.get(d as usize) > LINK_MAX)
+            .any(|&d| state.links_seen.get(d) > LINK_MAX)
     {
         out.push(Problem::new(Code::DirNlinkFeature));
     }
@@ -137,7 +137,7 @@ fn check_range(
         // `i_links(ino)`, read in step with the walk.
         while other.next_if(|&&(i, _)| i < ino).is_some() {}
         let have = other.next_if(|&&(i, _)| i == ino).map_or(1, |&(_, n)| n);
-        let mut seen = st.links_seen.get(ino as usize);
+        let mut seen = st.links_seen.get(Ino(ino));
         let refs = st.ea_refs(ino);
         if refs > 0 {
             // Xattrs keep their values in it: it counts as linked once,
@@ -224,10 +224,10 @@ mod tests {
         st.set_i_links(14, 1);
         st.set_i_links(15, 1);
         for _ in 0..3 {
-            st.links_seen.incr(2);
+            st.links_seen.incr(Ino(2));
         }
-        st.links_seen.incr(11);
-        st.links_seen.incr(12);
+        st.links_seen.incr(Ino(11));
+        st.links_seen.incr(Ino(12));
         st.set_iflag(16, iflag::EA_INODE);
         let p = check(&st, 32, 11, &[], Threads(2), &Control::default(), |ino| {
             Some(match ino {
@@ -267,8 +267,8 @@ mod tests {
         st.set_i_links(14, 2);
         st.ea_inode_refs = vec![(12, 2), (13, 1), (14, 1)];
         // An entry naming an EA inode changes nothing here: it counts once.
-        st.links_seen.incr(13);
-        st.links_seen.incr(13);
+        st.links_seen.incr(Ino(13));
+        st.links_seen.incr(Ino(13));
         let ea = |refcount: u32| {
             let mut b = raw(0o100600, 8, flags::EA_INODE);
             put_le32(&mut b, 0x24, refcount);
@@ -308,10 +308,10 @@ mod tests {
         }
         st.set_iflag(13, iflag::HTREE);
         for _ in 0..65010 {
-            st.links_seen.incr(12);
+            st.links_seen.incr(Ino(12));
         }
         for _ in 0..5 {
-            st.links_seen.incr(13);
+            st.links_seen.incr(Ino(13));
         }
         assert!(check(&st, 32, 11, &[], Threads(2), &Control::default(), |_| None).is_empty());
     }

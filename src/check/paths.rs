@@ -53,9 +53,9 @@ impl DirTree {
     pub fn with_names(state: &State, ends: Vec<u32>, mut names: Vec<u8>) -> DirTree {
         names.shrink_to_fit();
         let mut t = DirTree {
-            dirs: state.dirs.clone(),
-            dotdot: state.dir_dotdot.clone(),
-            parent: state.dir_parent.clone(),
+            dirs: state.dirs.iter().map(|d| d.0).collect(),
+            dotdot: state.dir_dotdot.iter().map(|d| d.0).collect(),
+            parent: state.dir_parent.iter().map(|d| d.0).collect(),
             ends,
             names,
         };

@@ -5,9 +5,9 @@
 //! per-worker results merged once, in unit order.
 
 use super::xattr::EaCharge;
-use crate::engine::{LinkCounts, Spill};
-use crate::fs::num::{Blk, Cluster, Ino};
-use crate::volume::{ClusterMap, InodeMap};
+use crate::engine::Spill;
+use crate::fs::num::{Blk, Cluster, Ino, LBlk};
+use crate::volume::{ClusterMap, InodeCounts, InodeMap};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -49,10 +49,10 @@ pub const POLICY_UNRECOGNIZED: u32 = u32::MAX;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct DirBlock {
     /// Physical block (first field: sorting gives disk order).
-    pub pblk: u64,
-    pub ino: u32,
+    pub pblk: Blk,
+    pub ino: Ino,
     /// Logical block number in the directory.
-    pub lblk: u32,
+    pub lblk: LBlk,
 }
 
 /// Counts for the summary line and `-v`.
@@ -188,15 +188,15 @@ pub struct State {
     /// One map per `iflag` bit. Read with `has_iflag`.
     iflags: [InodeMap; iflag::COUNT],
     /// References found in directories (pass 2), by inode number.
-    pub links_seen: LinkCounts,
+    pub links_seen: InodeCounts,
     /// Directory blocks, sorted by physical block.
     pub dir_blocks: Vec<DirBlock>,
     /// Directories in use, sorted; `dir_parent`/`dir_dotdot` are parallel.
-    pub dirs: Vec<u32>,
+    pub dirs: Vec<Ino>,
     /// The directory holding the (first) entry that names this directory; 0 if none.
-    pub dir_parent: Vec<u32>,
+    pub dir_parent: Vec<Ino>,
     /// The inode the directory's '..' entry points at; 0 if missing.
-    pub dir_dotdot: Vec<u32>,
+    pub dir_dotdot: Vec<Ino>,
     /// i_generation of each directory in `dirs` (parallel), for the seed of
     /// directory block checksums. Pass 1 may leave it empty; pass 2 then
     /// reads the directory inodes itself.
@@ -247,7 +247,6 @@ impl State {
         bits: u32,
         spill: Option<&Arc<Spill>>,
     ) -> State {
-        let n = inodes_count as usize + 1;
         let clusters = blocks_count.div_ceil(1 << bits);
         let inode_map = || InodeMap::new_in(inodes_count, spill);
         State {
@@ -261,7 +260,7 @@ impl State {
             ftype_bits: std::array::from_fn(|_| inode_map()),
             links_other: Vec::new(),
             iflags: std::array::from_fn(|_| inode_map()),
-            links_seen: LinkCounts::new_in(n, spill),
+            links_seen: InodeCounts::new_in(inodes_count, spill),
             dir_blocks: Vec::new(),
             dirs: Vec::new(),
             dir_parent: Vec::new(),
@@ -333,7 +332,7 @@ impl State {
 
     /// Index of directory `ino` in `dirs`, if it is one.
     pub fn dir_index(&self, ino: u32) -> Option<usize> {
-        self.dirs.binary_search(&ino).ok()
+        self.dirs.binary_search(&Ino(ino)).ok()
     }
 
     /// How many xattr entries refer to EA inode `ino`.

@@ -13,7 +13,7 @@ use super::problem_list::ProblemList;
 use super::state::{DirBlock, State, iflag};
 use crate::fs::dir_entry;
 use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, Inode};
-use crate::fs::num::{Blk, Ino};
+use crate::fs::num::{Blk, Ino, LBlk};
 use crate::fs::superblock::incompat;
 use crate::volume::Fs;
 use std::collections::BTreeSet;
@@ -160,7 +160,7 @@ pub(super) fn at_pass4_checksum(
             && !skip.contains(&ino)
             && !state.has_iflag(ino, iflag::IN_BAD_BLOCK)
             && state.inode_used.get(Ino(ino))
-            && (state.links_seen.get(ino as usize) == 0 || miscounted.contains(&ino))
+            && (state.links_seen.get(Ino(ino)) == 0 || miscounted.contains(&ino))
     }) else {
         return false;
     };
@@ -356,35 +356,35 @@ pub(super) fn dir_without_info(fs: &Fs, state: &State) -> Option<NoDirInfo> {
         .dir_blocks
         .iter()
         .filter(|b| {
-            b.lblk == 0
-                && b.ino != inode::ROOT_INO
-                && b.ino < first_ino
-                && state.dir_index(b.ino).is_none()
-                && !state.has_iflag(b.ino, iflag::INLINE)
+            b.lblk == LBlk(0)
+                && b.ino != Ino(inode::ROOT_INO)
+                && b.ino < Ino(first_ino)
+                && state.dir_index(b.ino.0).is_none()
+                && !state.has_iflag(b.ino.0, iflag::INLINE)
         })
         .find_map(|b| Some((*b, plain_dot_dotdot(fs, b)?)))?;
     let mut problems = ProblemList::new();
     problems.push(
         Problem::new(Code::DirEntryReservedInode)
-            .ino(Ino(at.ino))
-            .blk(Blk(at.pblk))
+            .ino(at.ino)
+            .blk(at.pblk)
             .detail(".".to_string())
             .num(u64::from(ino)),
     );
-    problems.push(Problem::new(Code::StoppedAtNoDirInfo).ino(Ino(at.ino)));
+    problems.push(Problem::new(Code::StoppedAtNoDirInfo).ino(at.ino));
     Some(NoDirInfo { at, problems })
 }
 
 /// The inode a directory block's '.' names, when it names its own
 /// directory and is followed by a plain '..' naming some inode.
 fn plain_dot_dotdot(fs: &Fs, b: &DirBlock) -> Option<u32> {
-    let buf = fs.read_block(b.pblk).ok()?;
+    let buf = fs.read_block(b.pblk.0).ok()?;
     let bs = buf.len();
     let name = |off: usize, len: usize| buf.get(off + dir_entry::HEADER_LEN..off + 9 + len);
     let dot_len = dir_entry::rec_len_at(&buf, 0, bs);
     let dot = dir_entry::inode_at(&buf, 0);
     // A '.' longer than 24 bytes is split first (a question, not an abort).
-    if dot != b.ino
+    if dot != b.ino.0
         || dir_entry::name_len_at(&buf, 0) != 1
         || name(0, 1)? != b".\0"
         || !(12..=24).contains(&dot_len)

@@ -213,8 +213,8 @@ pub(super) fn unlink(
     let mut blocks: Vec<(u32, u64)> = state
         .dir_blocks
         .iter()
-        .filter(|d| d.ino == dir)
-        .map(|d| (d.lblk, d.pblk))
+        .filter(|d| d.ino == Ino(dir))
+        .map(|d| (d.lblk.0, d.pblk.0))
         .collect();
     blocks.sort_unstable();
     for (_, pblk) in blocks {
@@ -305,7 +305,7 @@ fn dotdot(
     let Some(k) = state.dir_index(dir) else {
         return Ok(false);
     };
-    let parent = state.dir_parent.get(k).copied().unwrap_or(0);
+    let parent = state.dir_parent.get(k).map_or(0, |p| p.0);
     // No parent: the directory is unconnected, and reconnecting it (or
     // not) decides its '..'. (An htree root's dx tail is recomputed by
     // `edit_dir_block`.)

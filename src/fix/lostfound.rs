@@ -54,8 +54,8 @@ impl LostFound {
         let mut blocks: Vec<(u32, Blk)> = state
             .dir_blocks
             .iter()
-            .filter(|d| d.ino == state.lost_found && state.lost_found != 0)
-            .map(|d| (d.lblk, Blk(d.pblk)))
+            .filter(|d| d.ino == Ino(state.lost_found) && state.lost_found != 0)
+            .map(|d| (d.lblk.0, d.pblk))
             .collect();
         blocks.sort_unstable();
         LostFound {
@@ -91,8 +91,8 @@ pub(super) fn dir_block(state: &State, ino: u32, lblk: u32) -> Option<u64> {
     state
         .dir_blocks
         .iter()
-        .find(|d| d.ino == ino && d.lblk == lblk)
-        .map(|d| d.pblk)
+        .find(|d| d.ino == Ino(ino) && d.lblk == LBlk(lblk))
+        .map(|d| d.pblk.0)
 }
 
 /// The checksum seed of directory `ino`'s blocks. The inode is read
@@ -461,8 +461,8 @@ pub(super) fn create(
     let mut root: Vec<(u32, u64)> = state
         .dir_blocks
         .iter()
-        .filter(|d| d.ino == ROOT_INO)
-        .map(|d| (d.lblk, d.pblk))
+        .filter(|d| d.ino == Ino(ROOT_INO))
+        .map(|d| (d.lblk.0, d.pblk.0))
         .collect();
     root.sort_unstable();
     let mut named = false;

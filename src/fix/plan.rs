@@ -722,7 +722,7 @@ impl<'a> Round<'a> {
                 continue;
             }
             let have = state.i_links(ino);
-            let seen = i64::from(state.links_seen.get(ino as usize));
+            let seen = i64::from(state.links_seen.get(Ino(ino)));
             let want = link_target(state, ino, seen + d);
             if want != u64::from(have) {
                 let q = Problem::new(Code::InodeLinkCount)

@@ -74,8 +74,8 @@ pub(super) fn rebuild(
     let mut blocks: Vec<(u32, u64)> = state
         .dir_blocks
         .iter()
-        .filter(|d| d.ino == dir)
-        .map(|d| (d.lblk, d.pblk))
+        .filter(|d| d.ino == Ino(dir))
+        .map(|d| (d.lblk.0, d.pblk.0))
         .collect();
     blocks.sort_unstable();
     blocks.dedup();
@@ -110,7 +110,7 @@ pub(super) fn rebuild(
     let parent = if dir == ROOT_INO {
         ROOT_INO
     } else {
-        match state.dir_parent.get(k).copied().unwrap_or(0) {
+        match state.dir_parent.get(k).map_or(0, |p| p.0) {
             0 if old_dotdot != 0 && old_dotdot <= fs.geo.inodes_count => old_dotdot,
             // No parent known: pass 3 reconnects the directory and points
             // '..' at lost+found; the root stands in until then, as in

@@ -5,7 +5,7 @@
 //! takes only a [`Cluster`], so a block number must be converted
 //! (`Blk::cluster`) before it reaches one.
 
-use crate::engine::AtomicBitmap;
+use crate::engine::{AtomicBitmap, LinkCounts};
 use crate::fs::num::{Cluster, Ino};
 
 /// One bit per cluster, shared between threads (`AtomicBitmap`).
@@ -142,5 +142,40 @@ impl InodeMap {
         // which fit a u32.
         #[allow(clippy::cast_possible_truncation)]
         self.0.iter_set(start, end).map(|i| Ino(i as u32))
+    }
+}
+
+/// Directory entries seen per inode (pass 2), indexed by the inode number
+/// itself: engine's [`LinkCounts`] taking only an [`Ino`], so a count is
+/// never kept under a block or group number.
+pub struct InodeCounts(LinkCounts);
+
+impl InodeCounts {
+    /// Counters for inodes 1 to `inodes_count` (all 0).
+    pub fn new(inodes_count: u32) -> InodeCounts {
+        InodeCounts::new_in(inodes_count, None)
+    }
+
+    /// The same in `spill`'s scratch file (`--max-memory`), or in memory.
+    pub fn new_in(
+        inodes_count: u32,
+        spill: Option<&std::sync::Arc<crate::engine::Spill>>,
+    ) -> InodeCounts {
+        InodeCounts(LinkCounts::new_in(inodes_count as usize + 1, spill))
+    }
+
+    /// Bytes of the counters in memory now.
+    pub fn resident_bytes(&self) -> u64 {
+        self.0.resident_bytes()
+    }
+
+    /// One more entry names `ino`.
+    pub fn incr(&self, ino: Ino) {
+        self.0.incr(ino.0 as usize)
+    }
+
+    /// The entries naming `ino` (saturated at u16::MAX).
+    pub fn get(&self, ino: Ino) -> u16 {
+        self.0.get(ino.0 as usize)
     }
 }

@@ -28,7 +28,7 @@ pub mod stats;
 pub mod summary;
 
 pub use alloc::Allocator;
-pub use map::{ClusterMap, InodeMap};
+pub use map::{ClusterMap, InodeCounts, InodeMap};
 pub use stage::{Blocks, Stage};
 
 use crate::error::Result;
