@@ -158,6 +158,10 @@ pub struct MapInfo {
     /// large_dir: directories may exceed 2^(21-log) blocks... (e2fsck's
     /// "directory too big" limit applies only without it).
     pub large_dir: bool,
+    /// e2fsck -n: every fix is declined, so a node whose checksum fails
+    /// is still asked about after its entries' problems (a fix of one of
+    /// them rewrites the node, checksum included).
+    pub read_only: bool,
 }
 
 impl MapInfo {
@@ -170,6 +174,7 @@ impl MapInfo {
             eof_block: u64::MAX - 1,
             csum_seed: None,
             large_dir: true,
+            read_only: false,
         }
     }
 }
@@ -367,8 +372,8 @@ struct ExtentWalk<'a, 's, V: MapVisitor> {
     /// first one): extents must be sorted and may not overlap.
     last_lblk: Option<u64>,
     dir_limit: u64,
-    /// Problems reported so far (a bad node checksum is reported only
-    /// when nothing below the node is wrong).
+    /// Problems reported so far (a repair reports a bad node checksum
+    /// only when nothing below the node is wrong).
     problems: u32,
     /// Nodes below the root walked so far. A tree reaches each node once;
     /// a node reached again (index entries sharing a child) stops the
@@ -711,7 +716,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             }
         }
         had_problem |= self.problems != before;
-        if head.csum_bad && !had_problem {
+        if head.csum_bad && (!had_problem || self.info.read_only) {
             self.report(
                 Problem::new(Code::InodeExtentNodeChecksum)
                     .ino(Ino(ino))
@@ -1066,6 +1071,7 @@ mod tests {
             eof_block: 100,
             csum_seed: None,
             large_dir: false,
+            read_only: false,
         }
     }
 

@@ -14,6 +14,7 @@ use crate::fs::casefold;
 use crate::fs::crypt;
 use crate::fs::dir_entry::{self};
 use crate::fs::dir_entry::{inode_at, name_len_at, rec_len_at};
+use crate::fs::dir_salvage;
 use crate::fs::dx_hash::{DX_HASH_SIPHASH, dx_hash};
 use crate::fs::htree;
 use crate::fs::inode::ROOT_INO;
@@ -345,7 +346,7 @@ pub fn check_block<T: Targets>(
     };
     out.seen.clear();
     let walked = walk(&mut cx, b, 0, max, first_state, out);
-    if walked && bad_csum && kind.is_none() {
+    if walked.clean && bad_csum && kind.is_none() {
         out.problems.push(
             Problem::new(Code::DirBlockChecksum)
                 .ino(Ino(d.ino))
@@ -353,7 +354,7 @@ pub fn check_block<T: Targets>(
                 .num(u64::from(pos.lblk)),
         );
     }
-    report_duplicate(d.ino, b, cf_names(fsp, d), out);
+    report_duplicate(d.ino, walked.bytes(b), cf_names(fsp, d), out);
     if let Some(h) = d.htree {
         match kind {
             Some(k) => parse_index(fsp, d, &h, pos, b, k, bad_csum, out),
@@ -419,10 +420,15 @@ pub fn check_inline<T: Targets>(
             stored_hash: 0,
         };
         cx.entry(&dotdot, 1, out);
-        if iblock.len() > 4 {
-            walk(&mut cx, iblock, 4, iblock.len(), 2, out);
-        }
-        report_duplicate(d.ino, iblock, cf_names(fsp, d), out);
+        let walked = if iblock.len() > 4 {
+            walk(&mut cx, iblock, 4, iblock.len(), 2, out)
+        } else {
+            Walked {
+                clean: true,
+                salvaged: None,
+            }
+        };
+        report_duplicate(d.ino, walked.bytes(iblock), cf_names(fsp, d), out);
     }
     if !ea.is_empty() {
         out.seen.clear();
@@ -438,8 +444,8 @@ pub fn check_inline<T: Targets>(
             hash_version: None,
             hashes: &mut hashes,
         };
-        walk(&mut cx, ea, 0, ea.len(), 2, out);
-        report_duplicate(d.ino, ea, cf_names(fsp, d), out);
+        let walked = walk(&mut cx, ea, 0, ea.len(), 2, out);
+        report_duplicate(d.ino, walked.bytes(ea), cf_names(fsp, d), out);
     }
 }
 
@@ -658,20 +664,43 @@ struct EntryCx<'a, T: Targets> {
     hashes: &'a mut (u32, u32),
 }
 
-/// Walks the entries of `b[start..max]`; returns false if it had to stop at
-/// a corrupted entry.
+/// What a walk over an entry area found.
+struct Walked {
+    /// No record was broken.
+    clean: bool,
+    /// The area as salvaged, when a record was broken: the offsets of the
+    /// problems found after it refer to these bytes.
+    salvaged: Option<Vec<u8>>,
+}
+
+impl Walked {
+    /// The bytes the walk's offsets refer to.
+    fn bytes<'a>(&'a self, b: &'a [u8]) -> &'a [u8] {
+        self.salvaged.as_deref().unwrap_or(b)
+    }
+}
+
+/// Walks the entries of `area[start..max]`. At a broken record it reports
+/// the block corrupt and, as e2fsck does once allowed to salvage, goes
+/// on over a copy salvaged step by step (`fs::dir_salvage`), so that the
+/// entries the salvage keeps are counted and checked at the offsets they
+/// end at. (A read-only check stops the whole check at the first one.)
 fn walk<T: Targets>(
     cx: &mut EntryCx<'_, T>,
-    b: &[u8],
+    area: &[u8],
     start: usize,
     max: usize,
     first_state: u32,
     out: &mut Sink,
-) -> bool {
+) -> Walked {
     let bs = cx.fsp.bs;
     let mut off = start;
     let mut state = first_state;
+    let mut prev: Option<usize> = None;
+    let mut copy: Option<Vec<u8>> = None;
+    let mut steps = dir_salvage::max_steps(max.saturating_sub(start));
     while off < max {
+        let b = copy.as_deref().unwrap_or(area);
         let fits = max - off >= dir_entry::HEADER_LEN;
         let rec_len = if fits {
             rec_len_at(b, off, bs)
@@ -699,7 +728,15 @@ fn walk<T: Targets>(
                     .num(u64::from(cx.pos.lblk))
                     .num2(off as u64),
             );
-            return false;
+            if steps == 0 {
+                break;
+            }
+            steps -= 1;
+            let salvaged = &mut copy.get_or_insert_with(|| area.to_vec())[start..max];
+            let at = off - start;
+            let before = prev.map(|p| p - start);
+            off = start + dir_salvage::salvage_at(salvaged, bs, cx.fsp.inodes_count, at, before);
+            continue;
         }
         let name_at = off + dir_entry::HEADER_LEN;
         let e = Entry {
@@ -713,10 +750,14 @@ fn walk<T: Targets>(
             stored_hash: dir_entry::hash_after_name(b, off, name_len),
         };
         cx.entry(&e, state, out);
+        prev = Some(off);
         off += rec_len;
         state = state.saturating_add(1);
     }
-    true
+    Walked {
+        clean: copy.is_none(),
+        salvaged: copy,
+    }
 }
 
 impl<T: Targets> EntryCx<'_, T> {
@@ -1333,6 +1374,48 @@ mod tests {
         let mut b = block(&[(14, b"a", 1)], 512);
         put_le16(&mut b, 512 + 4, 0);
         assert_eq!(codes(&run(&f, 12, 1, &b, &t)), vec![Code::DirBlockCorrupt]);
+    }
+
+    #[test]
+    fn entries_after_a_salvaged_record_are_counted() {
+        let t = Fake::new();
+        let f = fsp(false);
+        let mut b = block(&[(14, b"a", 1), (15, b"b", 1), (16, b"c", 1)], BS);
+        b[12 + 6] = 9; // "b"'s name runs past its 12-byte record
+        let s = run(&f, 12, 1, &b, &t);
+        assert_eq!(codes(&s), vec![Code::DirBlockCorrupt]);
+        assert_eq!(
+            s.problems.iter().next().and_then(|p| p.args().num2),
+            Some(12)
+        );
+        // "a" absorbs "b"; "c" is still named.
+        assert_eq!((t.links(14), t.links(15), t.links(16)), (1, 0, 1));
+        // An 8-byte record is cut out: the entries behind move up and are
+        // reported at their new offsets; the 8 bytes freed at the end are
+        // a broken record in turn, which the last entry absorbs.
+        let t = Fake::new();
+        let mut b = vec![0u8; BS];
+        let head = block(&[(14, b"a", 1)], 12);
+        b[..12].copy_from_slice(&head[..12]);
+        put_le16(&mut b, 12 + 4, 8);
+        let tail = block(&[(16, b"c", 1), (0, b"", 1)], BS - 20);
+        b[20..].copy_from_slice(&tail[..BS - 20]);
+        // Names the directory itself.
+        b[20] = 12;
+        b[27] = 2;
+        let s = run(&f, 12, 1, &b, &t);
+        assert_eq!(
+            codes(&s),
+            vec![
+                Code::DirBlockCorrupt,
+                Code::DirEntryLinkToDot,
+                Code::DirBlockCorrupt
+            ]
+        );
+        assert_eq!(
+            s.problems.iter().nth(1).and_then(|p| p.args().num),
+            Some(12)
+        );
     }
 
     #[test]

@@ -212,6 +212,8 @@ pub(crate) struct Ctx<'a> {
     /// not for directories (`-D` rebuilds them all).
     pub optimize_extents: bool,
     pub rehash_dirs: bool,
+    /// A check whose fixes are all declined (-n).
+    pub read_only: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -243,6 +245,7 @@ impl<'a> Ctx<'a> {
             split: 1,
             optimize_extents: true,
             rehash_dirs: false,
+            read_only: false,
         }
     }
 }
@@ -277,6 +280,11 @@ impl<'a> Scan<'a> {
     pub fn optimize_extents(&mut self, on: bool, rehash_dirs: bool) {
         self.ctx.optimize_extents = on;
         self.ctx.rehash_dirs = rehash_dirs;
+    }
+
+    /// Whether every fix will be declined (-n).
+    pub fn read_only(&mut self, on: bool) {
+        self.ctx.read_only = on;
     }
 
     pub fn len(&self) -> usize {
@@ -1764,6 +1772,7 @@ pub(crate) fn walk_map<V: MapVisitor>(
                 .csum
                 .then(|| inode::inode_csum_seed(fs.csum_seed, ino, inode.generation)),
             large_dir: ctx.large_dir,
+            read_only: ctx.read_only,
         };
         if ctx.split > 1 && v.splittable() {
             blockmap::walk_extents_split(fs, info, &inode.block, scratch, v, ctx.split);

@@ -102,6 +102,7 @@ pub(crate) fn run(
         let mut scan = pass1::Scan::new(fs, st);
         scan.split_huge_files(threads.0);
         scan.optimize_extents(opts.optimize_extents, opts.rehash_dirs);
+        scan.read_only(!opts.repairing);
         let n0 = scan.len();
         let final_below = AtomicU32::new(0);
         let mut units2 = Units2::new(fs);

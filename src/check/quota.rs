@@ -143,6 +143,7 @@ pub(crate) fn read_file(fs: &Fs, ino: u32, qtype: usize) -> Result<Vec<quota::Dq
                 .metadata_csum()
                 .then(|| inode::inode_csum_seed(fs.csum_seed, ino, inode.generation)),
             large_dir: false,
+            read_only: false,
         };
         blockmap::walk_extents(fs, info, &inode.block, &mut scratch, &mut v);
     } else {

@@ -562,6 +562,7 @@ fn map_journal(fs: &Fs, ino: u32, inode: &Inode, maxlen: u32) -> JournalMap {
             eof_block: (inode.size / bs).saturating_sub(1),
             csum_seed: None,
             large_dir: false,
+            read_only: false,
         };
         blockmap::walk_extents(fs, info, &inode.block, &mut scratch, &mut c);
     } else {

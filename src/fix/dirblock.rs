@@ -4,21 +4,11 @@
 //! checksum tail where the last record has room for it, and removing an
 //! entry known by its offset (zero-length names, links to '.').
 //!
-//! Salvage follows e2fsck's rules, so both tools keep the same entries:
-//! walking the records, at the first one that cannot be read
-//! - a record of exactly 8 bytes (a header and nothing else) is cut out,
-//!   the rest of the block moving up over it;
-//! - a record running past the end but whose name fits in what is left
-//!   is shortened to end at the end;
-//! - a record of plausible length (a multiple of 4, inside the block) is
-//!   given to the entry before it, and the walk goes on after it;
-//! - otherwise the rest of the block goes to the entry before, or, first in
-//!   the block, becomes one empty record.
-//!
-//! The entries the salvage drops were never counted by pass 2 (its walk
-//! stops at the broken record), and the ones it recovers were not counted
-//! either: `super::plan` leaves the link counts and reconnections to the
-//! next round's check once a block changed this way.
+//! Salvage follows e2fsck's rules (`fs::dir_salvage`), the same steps
+//! pass 2's walk took on its copy of the block: the entries it keeps were
+//! counted there, and the offsets of the problems found after the broken
+//! record are those of the salvaged block, which this round's fixes of
+//! the block (staged after the salvage) see.
 
 use super::lostfound::dir_seed;
 use crate::check::dirblock::{Tail, tail_state};
@@ -27,17 +17,15 @@ use crate::check::state::{State, iflag};
 use crate::fs::bytes::{le16, le32, put_le32};
 use crate::fs::dir_entry::{HEADER_LEN, TAIL_LEN, put_tail_header, rec_len_for};
 use crate::fs::dir_entry::{
-    inode_at, name_len_at, put_name, rec_len_at, set_file_type_at, set_inode_at, set_name_len_at,
+    inode_at, name_len_at, put_name, set_file_type_at, set_inode_at, set_name_len_at,
     set_rec_len_at,
 };
+use crate::fs::dir_salvage::{MIN_REC, grow, readable, salvage};
 use crate::fs::inode::field::*;
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::Fs;
-
-/// Smallest record holding a name.
-const MIN_REC: usize = 12;
 
 /// Stages the fix of one block problem; false when it could not be fixed
 /// in place (a missing tail without room: the caller rebuilds the
@@ -255,87 +243,6 @@ fn edit(
     Ok(true)
 }
 
-/// Is the record at `off` of `b` (`room` bytes left) readable, as the
-/// check's walk requires?
-fn readable(b: &[u8], bs: usize, off: usize) -> Option<usize> {
-    let room = b.len() - off;
-    if room < HEADER_LEN {
-        return None;
-    }
-    let rec = rec_len_at(b, off, bs);
-    let name_len = name_len_at(b, off);
-    (rec >= MIN_REC && rec.is_multiple_of(4) && rec <= room && name_len + HEADER_LEN <= rec)
-        .then_some(rec)
-}
-
-/// Makes every record of `b` (a block's entry area) readable, with
-/// e2fsck's salvage rules (see the module comment). `bs` decodes rec_len;
-/// `inodes` is the file system's inode count. Returns whether it changed
-/// anything.
-pub(super) fn salvage(b: &mut [u8], bs: usize, inodes: u32) -> bool {
-    let max = b.len();
-    let mut off = 0usize;
-    let mut prev: Option<usize> = None;
-    let mut changed = false;
-    // Each step advances or shifts the block by 8 bytes (at most max/8
-    // times before only zeros are left), so this bounds the loop.
-    for _ in 0..2 * (max / 4 + 2) {
-        if off >= max {
-            break;
-        }
-        if let Some(rec) = readable(b, bs, off) {
-            prev = Some(off);
-            off += rec;
-            continue;
-        }
-        changed = true;
-        let room = max - off;
-        let (rec, name_len) = if room < HEADER_LEN {
-            (room, 0)
-        } else {
-            (rec_len_at(b, off, bs), name_len_at(b, off))
-        };
-        if rec == HEADER_LEN && room >= HEADER_LEN + MIN_REC {
-            b.copy_within(off + HEADER_LEN..max, off);
-            b[max - HEADER_LEN..].fill(0);
-            continue;
-        }
-        if rec > room
-            && room > HEADER_LEN
-            && rec_len_for(name_len) <= room
-            && inode_at(b, off) <= inodes
-            && !b[off + HEADER_LEN..off + HEADER_LEN + name_len].contains(&0)
-        {
-            set_rec_len_at(b, off, room, bs);
-            continue;
-        }
-        match prev {
-            Some(p) if rec != 0 && rec.is_multiple_of(4) && rec <= room => {
-                grow(b, bs, p, rec);
-                off += rec;
-            }
-            Some(p) => {
-                grow(b, bs, p, room);
-                break;
-            }
-            None => {
-                set_inode_at(b, off, 0);
-                set_rec_len_at(b, off, room, bs);
-                set_name_len_at(b, off, 0);
-                set_file_type_at(b, off, 0);
-                break;
-            }
-        }
-    }
-    changed
-}
-
-/// Adds `by` bytes to the record at `p`.
-fn grow(b: &mut [u8], bs: usize, p: usize, by: usize) {
-    let rec = rec_len_at(b, p, bs) + by;
-    set_rec_len_at(b, p, rec, bs);
-}
-
 /// Adds a checksum tail to a block whose records run to its end: the last
 /// record gives up the 12 bytes if it has them to spare. False when it
 /// does not (the directory must be rebuilt).
@@ -434,58 +341,6 @@ mod tests {
             off += rec;
         }
         v
-    }
-
-    #[test]
-    fn bad_rec_len_goes_to_the_previous_entry() {
-        let mut b = block(&[(12, b"a", 12), (13, b"b", 12), (14, b"c", 1000)]);
-        put_le16(&mut b, 16, 14); // not a multiple of 4
-        assert!(salvage(&mut b, BS, 100));
-        // Impossible record: the rest of the block goes to "a".
-        assert_eq!(chain(&b), vec![(0, 12, BS)]);
-
-        let mut b = block(&[(12, b"a", 12), (13, b"b", 16), (14, b"c", 996)]);
-        b[18] = 20; // name longer than its record
-        assert!(salvage(&mut b, BS, 100));
-        assert_eq!(chain(&b), vec![(0, 12, 28), (28, 14, 996)]);
-    }
-
-    #[test]
-    fn overrunning_record_is_cut_at_the_end() {
-        let mut b = block(&[(12, b"a", 12), (13, b"bb", 2000)]);
-        assert!(salvage(&mut b, BS, 100));
-        assert_eq!(chain(&b), vec![(0, 12, 12), (12, 13, 1012)]);
-    }
-
-    #[test]
-    fn no_room_for_a_header_at_the_end() {
-        let mut b = block(&[(12, b"a", 12), (13, b"b", 1008)]);
-        // 4 bytes left after "b": no header fits.
-        assert!(salvage(&mut b, BS, 100));
-        assert_eq!(chain(&b), vec![(0, 12, 12), (12, 13, 1012)]);
-    }
-
-    #[test]
-    fn header_only_record_is_cut_out() {
-        let mut b = block(&[(12, b"a", 12), (13, b"b", 8)]);
-        let mut rest = block(&[(14, b"c", 1000)]);
-        rest.truncate(1004);
-        b[20..1024].copy_from_slice(&rest[..1004]);
-        assert!(salvage(&mut b, BS, 100));
-        let c = chain(&b);
-        assert_eq!(c[0], (0, 12, 12));
-        assert_eq!(c[1].1, 14);
-        assert_eq!(c.iter().map(|r| r.2).sum::<usize>(), BS);
-    }
-
-    #[test]
-    fn broken_first_record_empties_the_block() {
-        let mut b = block(&[(12, b"a", 12)]);
-        put_le16(&mut b, 4, 0);
-        assert!(salvage(&mut b, BS, 100));
-        assert_eq!(chain(&b), vec![(0, 0, BS)]);
-        let mut ok = block(&[(12, b"a", BS)]);
-        assert!(!salvage(&mut ok, BS, 100));
     }
 
     #[test]

@@ -950,6 +950,7 @@ fn structure(
     let mut rebuild: BTreeMap<u32, Vec<usize>> = Default::default();
     let mut holes: BTreeMap<u32, Vec<usize>> = Default::default();
     let mut dot_fixed = BTreeSet::new();
+    let mut salvaged = BTreeSet::new();
     let codes = |c: Code| {
         matches!(table::fixer(c), Some(Fixer::DirBlock | Fixer::Rehash)) || table::has(c, HOLE)
     };
@@ -961,7 +962,17 @@ fn structure(
             continue;
         };
         if table::is(p.code, Fixer::DirBlock) {
-            fixed[k] = dirblock::fix(fs, state, overlay, &p)?;
+            let blk = (dir, p.args().blk, p.args().num);
+            fixed[k] = if p.code == Code::DirBlockCorrupt && salvaged.contains(&blk) {
+                // A later broken record of a block pass 2 walked on
+                // salvaged: the block's first salvage took it too.
+                true
+            } else {
+                dirblock::fix(fs, state, overlay, &p)?
+            };
+            if p.code == Code::DirBlockCorrupt && fixed[k] {
+                salvaged.insert(blk);
+            }
             staged |= fixed[k];
             if !fixed[k] && p.code == Code::DirBlockNoTail {
                 rebuild.entry(dir).or_default().push(k);

@@ -9,6 +9,7 @@ pub mod casefold;
 pub mod checksum;
 pub mod crypt;
 pub mod dir_entry;
+pub mod dir_salvage;
 pub mod dx_hash;
 pub mod extent;
 pub mod fast_commit;

@@ -524,3 +524,29 @@ fn file_type_of_an_entry_naming_an_unused_inode() {
     );
     assert_same_codes(&img, &[0x020003, 0x020028]);
 }
+
+/// An extent leaf with an entry out of order, written over (its checksum
+/// broken too): declined (-n), e2fsck goes on and still asks about the
+/// node's checksum, which a repair of the entry would have rewritten.
+#[test]
+fn declined_extent_entry_leaves_the_node_checksum() {
+    let tmp = TempDir::new("codes-extent-csum");
+    let root = tmp.join("tree");
+    let runs: Vec<(u64, u64)> = (0..8).map(|i| (i * 8192, 1024)).collect();
+    build_tree(&root, &[Node::sparse("f", 8 * 8192, &runs)]);
+    let img = tmp.join("image");
+    mkfs(
+        &img,
+        8 << 20,
+        &MkfsOpts::ext4().block_size(1024),
+        Some(&root),
+    );
+    let leaf: u64 = debugfs_r(&img, "stat f")
+        .split("(ETB0):")
+        .nth(1)
+        .and_then(|w| w.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .expect("a depth-1 extent tree");
+    // The third entry's first logical block (header 12, 12 per entry).
+    write_at(&img, leaf * 1024 + 12 + 2 * 12, &[0, 0, 0, 0]);
+    assert_same_codes(&img, &[0x01006A]);
+}
