@@ -204,6 +204,16 @@ fn write_text(
             if pass == 1 && optimized {
                 out.write_all(b"Pass 1E: Optimizing extent trees\n")?;
             }
+            // And when it rebuilds directories, after pass 3.
+            let rebuilt = || {
+                rep.problems
+                    .iter()
+                    .enumerate()
+                    .any(|(k, p)| fixed(k) && crate::fix::rebuilds_directory(p.code))
+            };
+            if pass == 3 && rebuilt() {
+                out.write_all(b"Pass 3A: Optimizing directories\n")?;
+            }
         }
     }
     if repaired.is_some() && shown.later_rounds {
@@ -482,6 +492,10 @@ pub fn render_problem(
         });
     }
     let msg = p.text_in(tree);
+    if e2fsck_map::message_only(p) {
+        // Stated, not asked: the answer is the later question's.
+        return writeln!(out, "{msg}");
+    }
     // The question e2fsck asks there (Clear?, Salvage?, ...).
     let ask = e2fsck_map::prompt(p).question();
     let sep = question_sep(p);
