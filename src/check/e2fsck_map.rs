@@ -358,6 +358,18 @@ pub fn message_only(p: &Problem) -> bool {
     })
 }
 
+/// Is `p` a pass 1 notice that e2fsck still asks about, its answer no
+/// leaving the file system consistent (a question with NO_OK)?
+pub fn asked_notice(p: &Problem) -> bool {
+    use super::problem::{Pass, Severity};
+    if p.spec().pass != Pass::P1 || p.spec().severity != Severity::Notice {
+        return false;
+    }
+    p.e2fsck_code()
+        .and_then(catalogue::entry)
+        .is_some_and(|e| asks(e) && e.prompt != catalogue::Prompt::Null && e.no_ok())
+}
+
 /// Does e2fsck -p fix `p` without a word (PREEN_NOMSG: the bitmap and
 /// free-count differences of pass 5, among others)?
 pub fn preen_quiet(p: &Problem) -> bool {

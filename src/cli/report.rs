@@ -526,6 +526,10 @@ pub fn render_problem(
     }
     match p.spec().severity {
         Severity::Error => write!(out, "{msg}{sep}{ask}? no\n\n"),
+        // Pass 1's notices e2fsck asks about all the same, where no is a
+        // fine answer (NO_OK: a tree deeper than it needs, an immutable
+        // flag on a special file).
+        Severity::Notice if e2fsck_map::asked_notice(p) => write!(out, "{msg}{sep}{ask}? no\n\n"),
         Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
     }
 }

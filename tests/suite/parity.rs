@@ -133,3 +133,41 @@ fn undo_log_is_named_off_the_report() {
         output_text(&out)
     );
 }
+
+/// The questions a report section asks, in order, and its blank lines.
+fn questions(section: &str) -> (Vec<String>, usize) {
+    let shapes = shape(section);
+    let asked = shapes
+        .iter()
+        .filter(|s| s.starts_with("ask "))
+        .cloned()
+        .collect();
+    (asked, shapes.iter().filter(|s| s.trim().is_empty()).count())
+}
+
+/// A fifo with the immutable flag: e2fsck -n asks to clear the flag
+/// (no is a fine answer: its NO_OK), and so does pfsck, though the
+/// problem is a notice that leaves the verdict clean.
+#[test]
+fn pass1_notices_are_asked_as_e2fsck_asks() {
+    let base = cached_image("parity-immutable-fifo", |img| {
+        mkfs(img, 8 * MIB, &MkfsOpts::ext4(), None);
+        debugfs_w(img, &["mknod pipe p", "sif pipe flags 0x10"]);
+    });
+    let dir = TempDir::new("parity-immutable");
+    let img = dir.join("img");
+    copy_image(&base, &img);
+    let pass1 = |s: &str| {
+        let start = s.find("Pass 1:").unwrap_or(0);
+        let end = s[start..].find("Pass 2:").map_or(s.len(), |e| start + e);
+        s[start..end].to_string()
+    };
+    let e2 = pass1(&oracle_run(&img, &["-fn"]).stdout);
+    let ours = pass1(&run_pfsck(&img, "-fn"));
+    assert!(e2.contains("Clear? no"), "{e2}");
+    assert_eq!(
+        questions(&ours),
+        questions(&e2),
+        "pfsck:\n{ours}\n--- e2fsck ---\n{e2}"
+    );
+}
