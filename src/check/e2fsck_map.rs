@@ -343,6 +343,37 @@ pub fn prompt(p: &Problem) -> catalogue::Prompt {
     Prompt::Fix
 }
 
+/// Does e2fsck only state `p`, asking nothing about it (a problem of its
+/// table with no prompt and no question asked next)? The question comes
+/// later, about the whole object: pass 2's "Clear HTree index?" after an
+/// htree's bad hashes and block references, pass 1D's after a cluster
+/// that breaks bigalloc's rules. The superblock's and journal's such
+/// problems stand in pfsck for a question e2fsck asks by other means, and
+/// pass 1B's list of shared blocks prints in its own form.
+pub fn message_only(p: &Problem) -> bool {
+    use super::problem::Pass;
+    if matches!(p.spec().pass, Pass::Super) || p.code == Code::DupBlocks {
+        return false;
+    }
+    p.e2fsck_code().and_then(catalogue::entry).is_some_and(|e| {
+        e.kind == catalogue::Kind::Problem
+            && e.prompt == catalogue::Prompt::None
+            && e.flags & (catalogue::AFTER_CODE | catalogue::FATAL | catalogue::LATCH_MASK) == 0
+    })
+}
+
+/// Is `p` a pass 1 notice that e2fsck still asks about, its answer no
+/// leaving the file system consistent (a question with NO_OK)?
+pub fn asked_notice(p: &Problem) -> bool {
+    use super::problem::{Pass, Severity};
+    if p.spec().pass != Pass::P1 || p.spec().severity != Severity::Notice {
+        return false;
+    }
+    p.e2fsck_code()
+        .and_then(catalogue::entry)
+        .is_some_and(|e| asks(e) && e.prompt != catalogue::Prompt::Null && e.no_ok())
+}
+
 /// Does e2fsck -p fix `p` without a word (PREEN_NOMSG: the bitmap and
 /// free-count differences of pass 5, among others)?
 pub fn preen_quiet(p: &Problem) -> bool {

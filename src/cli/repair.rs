@@ -186,8 +186,10 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
         refusal: None,
     };
     report::print_repair(rep, device, args, &r, code);
+    // On standard error: e2fsck's report on standard output has no such
+    // line, and scripts compare or parse that report.
     if written > 0 && !args.json && mode != Mode::Preen {
-        outln!("Undo log: {}", done.undo_log.display());
+        eprintln!("Undo log: {}", done.undo_log.display());
     }
     code
 }

@@ -207,6 +207,16 @@ fn write_text(
             if pass == 1 && optimized {
                 out.write_all(b"Pass 1E: Optimizing extent trees\n")?;
             }
+            // And when it rebuilds directories, after pass 3.
+            let rebuilt = || {
+                rep.problems
+                    .iter()
+                    .enumerate()
+                    .any(|(k, p)| fixed(k) && crate::fix::rebuilds_directory(p.code))
+            };
+            if pass == 3 && rebuilt() {
+                out.write_all(b"Pass 3A: Optimizing directories\n")?;
+            }
         }
     }
     if repaired.is_some() && shown.later_rounds {
@@ -493,6 +503,10 @@ pub fn render_problem(
         });
     }
     let msg = p.text_in(tree);
+    if e2fsck_map::message_only(p) {
+        // Stated, not asked: the answer is the later question's.
+        return writeln!(out, "{msg}");
+    }
     // The question e2fsck asks there (Clear?, Salvage?, ...).
     let ask = e2fsck_map::prompt(p).question();
     let sep = question_sep(p);
@@ -523,6 +537,10 @@ pub fn render_problem(
     }
     match p.spec().severity {
         Severity::Error => write!(out, "{msg}{sep}{ask}? no\n\n"),
+        // Pass 1's notices e2fsck asks about all the same, where no is a
+        // fine answer (NO_OK: a tree deeper than it needs, an immutable
+        // flag on a special file).
+        Severity::Notice if e2fsck_map::asked_notice(p) => write!(out, "{msg}{sep}{ask}? no\n\n"),
         Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
     }
 }

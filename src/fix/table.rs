@@ -394,6 +394,11 @@ pub fn supported(code: Code) -> bool {
     fixer(code).is_some_and(|f| f != Fixer::View)
 }
 
+/// Is this class fixed by rebuilding its directory (e2fsck's pass 3A)?
+pub fn rebuilds_directory(code: Code) -> bool {
+    is(code, Fixer::Rehash)
+}
+
 /// Is the fix right on bigalloc ([`BIGALLOC`])?
 pub(super) fn cluster_safe(code: Code) -> bool {
     has(code, BIGALLOC)

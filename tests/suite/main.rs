@@ -38,6 +38,7 @@ mod messages_compat;
 mod online;
 mod orphan_file;
 mod orphans;
+mod parity;
 mod pass1_pass5_images;
 mod pass1e;
 mod pass234;
