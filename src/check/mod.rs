@@ -445,7 +445,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
         .census
         .push(("pass-2 results", pass2::out_bytes(&piped.outs2)));
     // Pass 2's steps are directory blocks: all known once pass 1 is.
-    progress.set_steps(2, state.dir_blocks.len() as u64);
+    progress.set_steps(2, piped.counts2.blocks);
     progress.pass_complete(1);
     let r = &mut report;
     let mut found1 = piped.pass1;
@@ -486,7 +486,15 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     }
     let start2 = Instant::now();
     let bytes2 = fs.dev.bytes_read();
-    let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, t, ctl);
+    let mut found2 = pass2::finish(
+        &fs,
+        &mut state,
+        piped.outs2,
+        piped.counts2,
+        opts.repairing,
+        t,
+        ctl,
+    );
     r.tree = state.tree.clone();
     if late {
         opts.emit(2, r);

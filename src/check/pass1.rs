@@ -326,6 +326,19 @@ pub(crate) struct Merged {
     all: UnitOut,
     /// Encryption policies by first appearance (inode order).
     policy_ids: std::collections::BTreeMap<Vec<u8>, u32>,
+    /// Every directory, in unit order.
+    dirs: Vec<u32>,
+    /// Each directory's i_generation (parallel to `dirs`), kept for
+    /// repairs only (`keep`): pass 2's units take each unit's as it is
+    /// merged (`absorb`).
+    gens: Vec<u32>,
+    /// Every directory block (pass 1C reads them to name the owners of
+    /// shared blocks; pass 2's end drops them unless repairing).
+    blocks: Vec<DirBlock>,
+    keep: bool,
+    /// The last unit absorbed: its directories and directory blocks.
+    unit_dirs: Vec<(u32, u32)>,
+    unit_blocks: Vec<DirBlock>,
 }
 
 impl Merged {
@@ -335,7 +348,8 @@ impl Merged {
         self.all.split
     }
 
-    pub fn new(fs: &Fs) -> Merged {
+    /// `keep`: keep the directories' generations for repairs.
+    pub fn new(fs: &Fs, keep: bool) -> Merged {
         Merged {
             all: UnitOut {
                 quota: fs
@@ -345,6 +359,12 @@ impl Merged {
                 ..UnitOut::default()
             },
             policy_ids: Default::default(),
+            dirs: Vec::new(),
+            gens: Vec::new(),
+            blocks: Vec::new(),
+            keep,
+            unit_dirs: Vec::new(),
+            unit_blocks: Vec::new(),
         }
     }
 
@@ -371,9 +391,15 @@ impl Merged {
                 p.push((ino, id));
             }
         }
-        let (d0, b0) = (self.all.dirs.len(), self.all.dir_blocks.len());
+        self.unit_dirs = std::mem::take(&mut o.dirs);
+        self.unit_blocks = std::mem::take(&mut o.dir_blocks);
+        self.dirs.extend(self.unit_dirs.iter().map(|d| d.0));
+        if self.keep {
+            self.gens.extend(self.unit_dirs.iter().map(|d| d.1));
+        }
+        self.blocks.extend_from_slice(&self.unit_blocks);
         self.all.absorb(o);
-        (&self.all.dirs[d0..], &self.all.dir_blocks[b0..])
+        (&self.unit_dirs, &self.unit_blocks)
     }
 }
 
@@ -389,12 +415,19 @@ pub(crate) fn finish(
     threads: Threads,
     ctl: &Control,
 ) -> ProblemList {
+    let Merged {
+        all,
+        dirs,
+        gens,
+        blocks: mut dir_blocks,
+        ..
+    } = merged;
     let UnitOut {
         links_other,
         unmapped,
         mut problems,
-        dir_blocks,
-        mut dirs,
+        dir_blocks: _,
+        dirs: _,
         xrefs,
         mut ea_refs,
         mut quota,
@@ -402,24 +435,37 @@ pub(crate) fn finish(
         policies: _,
         stats,
         split: _,
-    } = merged.all;
+    } = all;
     state.enc_policy = enc_policy;
     state.add_links_other(links_other);
     state.add_unmapped(unmapped);
     state.stats.add(&stats);
-    state.dir_blocks = dir_blocks;
-    state.dir_blocks.sort_unstable();
+    dir_blocks.sort_unstable();
     // Grown by doubling while merging: the spare half is dead weight for
     // the rest of the check.
-    state.dir_blocks.shrink_to_fit();
-    // Units arrive in inode order, so this is already sorted; the sort is
-    // cheap insurance for the binary searches of later passes.
-    dirs.sort_unstable();
-    dirs.dedup_by_key(|d| d.0);
-    state.dirs = dirs.iter().map(|d| d.0).collect();
-    // Pass 2 needs each directory's generation for its checksum seed;
-    // keeping it here spares pass 2 a second read of the inode tables.
-    state.dir_gen = dirs.iter().map(|d| d.1).collect();
+    dir_blocks.shrink_to_fit();
+    state.dir_blocks = dir_blocks;
+    // Without repairs `gens` is empty: pass 2's units took each
+    // directory's generation (checksum seed) as pass 1 merged it, and
+    // the few inline directories read theirs again.
+    if dirs.is_sorted_by(|a, b| a < b) {
+        state.dirs = dirs;
+        state.dirs.shrink_to_fit();
+        state.dir_gen = gens;
+    } else if gens.len() == dirs.len() {
+        // Units arrive in inode order, so this is not reached; it keeps
+        // the binary searches of later passes sound whatever happens.
+        let mut pairs: Vec<(u32, u32)> = dirs.into_iter().zip(gens).collect();
+        pairs.sort_unstable();
+        pairs.dedup_by_key(|d| d.0);
+        state.dirs = pairs.iter().map(|d| d.0).collect();
+        state.dir_gen = pairs.iter().map(|d| d.1).collect();
+    } else {
+        let mut dirs = dirs;
+        dirs.sort_unstable();
+        dirs.dedup();
+        state.dirs = dirs;
+    }
     // dir_parent and dir_dotdot are pass 2's to fill.
     problems.extend(xattr::check_blocks(
         fs,

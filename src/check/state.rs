@@ -438,9 +438,14 @@ impl State {
     /// Appends the link counts other than 1 of used inodes, in increasing
     /// inode order (pass 1 merges its units in order; out of order, the
     /// list is sorted again).
-    pub fn add_links_other(&mut self, counts: impl IntoIterator<Item = (u32, u16)>) {
+    pub fn add_links_other(&mut self, counts: Vec<(u32, u16)>) {
         let before = self.links_other.len();
-        self.links_other.extend(counts);
+        if before == 0 {
+            // Taken as it is: a copy would double it for a moment.
+            self.links_other = counts;
+        } else {
+            self.links_other.extend(counts);
+        }
         self.links_other.shrink_to_fit();
         let sorted = self.links_other[before.saturating_sub(1)..]
             .windows(2)
