@@ -91,13 +91,17 @@ struct Args {
     /// `frag`: extents in all, and the files holding them.
     extents: u64,
     files: u64,
+    /// Bytes per block: 1024 packs a directory-heavy image's metadata into
+    /// a quarter of the page cache 4096 needs.
+    block_size: u64,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: mkimage --kind files|dir25|dir50|zero|mix --inodes N[k|M] [--seed S] \
-         [--check E2FSCK | --no-check] OUT.img\n       \
-         mkimage --kind frag --extents N[k|M] [--files F] [--check E2FSCK | --no-check] OUT.img"
+         [--block-size 1024|2048|4096] [--check E2FSCK | --no-check] OUT.img\n       \
+         mkimage --kind frag --extents N[k|M] [--files F] [--block-size B] \
+         [--check E2FSCK | --no-check] OUT.img"
     );
     std::process::exit(2)
 }
@@ -119,6 +123,7 @@ fn parse_args() -> Args {
     let mut check = Some("e2fsck".to_string());
     let mut extents = 0;
     let mut files = 4;
+    let mut block_size = 4096;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         match a.as_str() {
@@ -134,6 +139,13 @@ fn parse_args() -> Args {
             }
             "--check" => check = Some(it.next().unwrap_or_else(|| usage())),
             "--no-check" => check = None,
+            "--block-size" => {
+                block_size = it
+                    .next()
+                    .and_then(|s| s.parse().ok())
+                    .filter(|b| [1024, 2048, 4096].contains(b))
+                    .unwrap_or_else(|| usage())
+            }
             s if !s.starts_with('-') && out.is_none() => out = Some(PathBuf::from(s)),
             _ => usage(),
         }
@@ -151,6 +163,7 @@ fn parse_args() -> Args {
             check,
             extents,
             files,
+            block_size,
         },
         _ => usage(),
     }
@@ -701,14 +714,15 @@ fn plan(args: &Args) -> Plan {
     let files = dirs * per;
     let file_blocks = match kind {
         Kind::Zero => 0,
-        // Mean of the capped log-normal above is about 30 KiB; leave room.
-        Kind::Mix => files * 16,
+        // Mean of the capped log-normal above is about 30 KiB; leave room
+        // (16 blocks of 4 KiB).
+        Kind::Mix => files * 16 * 4096 / args.block_size,
         _ => files,
     };
     Plan {
         dirs,
         files,
-        data_blocks: file_blocks + dirs * (1 + per * 24 / 4096 + 1),
+        data_blocks: file_blocks + dirs * (1 + per * 24 / args.block_size + 1),
     }
 }
 
@@ -716,23 +730,28 @@ fn run(args: &Args) -> Res<()> {
     let t0 = Instant::now();
     let p = plan(args);
     let total_inodes = FIRST_INO as u64 + p.dirs + p.files;
-    let itable_blocks = total_inodes * 256 / 4096;
+    let bs = args.block_size;
+    // A block bitmap covers one block's worth of bits.
+    let per_group = bs * 8;
+    let itable_blocks = total_inodes * 256 / bs;
     // Room for the data, the inode tables, a journal of up to 1 GiB, and a
-    // fifth spare, rounded to whole 128 MiB groups.
-    let blocks = ((p.data_blocks + itable_blocks + 262_144) * 6 / 5).div_ceil(32768) * 32768;
-    let groups = blocks / 32768;
+    // fifth spare, rounded to whole groups.
+    let journal = (1 << 30) / bs;
+    let blocks =
+        ((p.data_blocks + itable_blocks + journal) * 6 / 5).div_ceil(per_group) * per_group;
+    let groups = blocks / per_group;
     // mkfs rounds inodes per group up to fill the inode table's blocks.
     let ipg = total_inodes.div_ceil(groups).max(16);
-    if ipg > 32768 {
+    if ipg > per_group {
         return Err("too many inodes for the space (raise file sizes)".into());
     }
     let _ = std::fs::remove_file(&args.out);
     io(
         "create image",
-        File::create(&args.out).and_then(|f| f.set_len(blocks * 4096)),
+        File::create(&args.out).and_then(|f| f.set_len(blocks * bs)),
     )?;
     let st = Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-b", "4096", "-I", "256"])
+        .args(["-q", "-F", "-b", &bs.to_string(), "-I", "256"])
         .args(["-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard"])
         .args(["-N", &(ipg * groups).to_string()])
         .arg(&args.out)
@@ -754,6 +773,7 @@ fn run(args: &Args) -> Res<()> {
 /// random stream), since a directory names its subdirectories' inodes.
 fn fill(img: &mut Image, args: &Args, dirs: u64) -> Res<()> {
     let mut rng = Rng(args.seed);
+    let bs = args.block_size;
     let mut widths: Vec<u32> = Vec::with_capacity(dirs as usize);
     let mut firsts: Vec<u32> = Vec::with_capacity(dirs as usize);
     let mut next = FIRST_INO as u64;
@@ -804,7 +824,7 @@ fn fill(img: &mut Image, args: &Args, dirs: u64) -> Res<()> {
                 Kind::Frag => {
                     let n = args.extents / args.files
                         + u64::from((f as u64) < args.extents % args.files);
-                    (n.max(1) * 2 * 4096 - 4096, img.alloc_holey(n)?)
+                    (n.max(1) * 2 * bs - bs, img.alloc_holey(n)?)
                 }
                 k => {
                     let size = match k {
@@ -812,7 +832,7 @@ fn fill(img: &mut Image, args: &Args, dirs: u64) -> Res<()> {
                         Kind::Zero => 0,
                         _ => 100,
                     };
-                    (size, img.alloc_extents(size.div_ceil(4096))?)
+                    (size, img.alloc_extents(size.div_ceil(bs))?)
                 }
             };
             let meta = Meta {
