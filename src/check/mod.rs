@@ -496,6 +496,12 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
         ctl,
     );
     r.tree = state.tree.clone();
+    // The directory lists and the tree of paths are in the scratch file
+    // now (`State::settle_lists`): past the cap, out of memory with the
+    // maps.
+    if let Some(s) = spill {
+        s.check();
+    }
     if late {
         opts.emit(2, r);
     }

@@ -262,7 +262,7 @@ pub(crate) fn finish(
     if !keep_blocks {
         // Only repairs read the block list after this (issue 17: 16
         // bytes a directory block, held under the check's peak below).
-        state.dir_blocks = Vec::new();
+        state.dir_blocks = Default::default();
     }
     let fsp = fs_params(fs);
     let st: &State = state;
@@ -353,8 +353,9 @@ pub(crate) fn finish(
     // Thousands of small allocations freed: their heap pages go back
     // before the tree's copies are made.
     crate::engine::memory::release_free();
-    state.dir_parent = parent;
-    state.dir_dotdot = dotdot;
+    state.dir_parent = parent.into();
+    state.dir_dotdot = dotdot.into();
+    state.settle_lists();
     state.lost_found = lf;
     let tree = super::paths::DirTree::with_names(state, ends, names);
     state.tree = Some(std::sync::Arc::new(tree));

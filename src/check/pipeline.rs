@@ -96,7 +96,7 @@ pub(crate) fn run(
     };
     let policies = RwLock::new(Vec::new());
     let bytes = [AtomicU64::new(0), AtomicU64::new(0)];
-    let mut merged = pass1::Merged::new(fs, opts.repairing);
+    let mut merged = pass1::Merged::new(fs, opts.repairing, state.spill.clone());
     let mut units2 = Units2::new(fs);
     let (outs2, stats) = {
         let shared = Mutex::new(&mut *budget);
