@@ -4,6 +4,8 @@
 //! `cli` → `fix` → `check` → `volume` (the file system handle and the
 //! write library) → `engine`, `fs` (pure parsing and encoding), `io`
 //! (reads) and `repair` (staged writes, crash-safe commit, over `io`).
+//! Leaf helpers any layer may use: `narrow` (narrowing numbers on
+//! purpose), `newfile` (files created safely), `error`.
 //! `online` (snapshots of mounted file systems, checked with `check`) sits
 //! under `cli`.
 #![deny(unsafe_code)]
@@ -15,6 +17,7 @@ pub mod error;
 pub mod fix;
 pub mod fs;
 pub mod io;
+pub mod narrow;
 pub mod newfile;
 pub mod online;
 pub mod repair;

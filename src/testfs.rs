@@ -61,6 +61,7 @@ impl Image {
     }
 
     /// A file of `len` bytes of a fixed pattern, to `write` into the image.
+    #[allow(clippy::cast_possible_truncation)] // i % 251 fits a byte
     pub fn source(&self, len: usize) -> String {
         let p = self.dir.join(format!("src-{len}"));
         let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();

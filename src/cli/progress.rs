@@ -138,7 +138,9 @@ impl Lines {
             let target = if pass <= completed {
                 max
             } else if pass == now && total > 0 {
-                (u128::from(done.min(total)) * u128::from(max) / u128::from(total)) as u64
+                // At most max: done is capped at total.
+                u64::try_from(u128::from(done.min(total)) * u128::from(max) / u128::from(total))
+                    .unwrap_or(max)
             } else if pass == now {
                 0
             } else {

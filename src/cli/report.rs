@@ -448,8 +448,8 @@ pub fn ctime(secs: u32) -> String {
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!(
         "{} {} {day:>2} {:02}:{:02}:{:02} {year}",
-        DAYS[days.rem_euclid(7) as usize],
-        MONTHS[(month - 1) as usize],
+        DAYS[usize::try_from(days.rem_euclid(7)).unwrap_or(0)],
+        MONTHS[usize::try_from(month - 1).unwrap_or(0)],
         rem / 3600,
         rem / 60 % 60,
         rem % 60

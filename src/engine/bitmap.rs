@@ -9,6 +9,7 @@
 //! nothing; sizes are still those of the file system.
 
 use super::spill::Spill;
+use crate::narrow::to_usize;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -225,7 +226,7 @@ impl AtomicBitmap {
         } else {
             u64::MAX
         };
-        let old = self.words[w as usize].fetch_or(mask & valid, Ordering::Relaxed);
+        let old = self.words[to_usize(w)].fetch_or(mask & valid, Ordering::Relaxed);
         (old | !valid) & mask
     }
 
@@ -375,7 +376,7 @@ impl LinkCounts {
             .unwrap_or_else(|v| v);
         if (prev >> sh) & 3 >= 2 {
             let mut m = self.shard(i);
-            let e = m.entry(i as u32).or_insert(0);
+            let e = m.entry(key(i)).or_insert(0);
             *e = e.saturating_add(1);
         }
     }
@@ -390,12 +391,12 @@ impl LinkCounts {
         let sh = (i % 32) * 2;
         if (w.load(Ordering::Relaxed) >> sh) & 3 == 3 {
             let mut m = self.shard(i);
-            if let Some(e) = m.get_mut(&(i as u32)) {
+            if let Some(e) = m.get_mut(&key(i)) {
                 *e -= 1;
                 if *e > 0 {
                     return;
                 }
-                m.remove(&(i as u32));
+                m.remove(&key(i));
             }
         }
         let _ = w.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
@@ -412,12 +413,20 @@ impl LinkCounts {
         if c < 3 {
             return c as u16;
         }
-        let e = self.shard(i).get(&(i as u32)).copied().unwrap_or(1);
+        let e = self.shard(i).get(&key(i)).copied().unwrap_or(1);
         u16::try_from(2 + e as u64).unwrap_or(u16::MAX)
     }
 }
 
+/// The overflow map's key for inode `i`: LinkCounts is sized by an inode
+/// count (a u32) and `i` is below it, so the number fits.
+#[allow(clippy::cast_possible_truncation)]
+fn key(i: usize) -> u32 {
+    i as u32
+}
+
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test data, small by construction
 mod tests {
     use super::*;
 

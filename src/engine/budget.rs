@@ -72,7 +72,7 @@ fn budget_between(allowed: usize, a: &Sample, b: &Sample) -> usize {
     // is the fraction of the machine others used.
     let machine = b.cpus.max(1);
     let others_cpus = (busy_others * machine) / total;
-    (allowed as u64).saturating_sub(others_cpus).max(1) as usize
+    usize::try_from((allowed as u64).saturating_sub(others_cpus).max(1)).unwrap_or(allowed)
 }
 
 fn sample() -> Option<Sample> {

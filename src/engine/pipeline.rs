@@ -832,6 +832,7 @@ impl<S0, R0: Send, U1: Send + Sync> HelpInner<U1> for Helper<'_, '_, '_, S0, R0,
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test data, small by construction
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;

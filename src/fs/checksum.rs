@@ -14,6 +14,7 @@ const CRC16_TABLE: [u16; 256] = {
     let mut t = [0u16; 256];
     let mut i = 0;
     while i < 256 {
+        #[allow(clippy::cast_possible_truncation)] // i < 256
         let mut c = i as u16;
         let mut k = 0;
         while k < 8 {

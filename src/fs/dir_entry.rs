@@ -33,6 +33,9 @@ pub fn decode_rec_len(raw: u16, block_size: usize) -> usize {
 /// rec_len as stored for a record of `len` bytes: the inverse of
 /// `decode_rec_len` (64 KiB blocks keep bits 16-17 in the low two bits,
 /// and a whole-block record is 65535).
+// Below 64 KiB blocks a record's length fits in 16 bits; at 64 KiB the
+// bits above 15 are folded into the low two, which a record never uses.
+#[allow(clippy::cast_possible_truncation)]
 pub fn encode_rec_len(len: usize, block_size: usize) -> u16 {
     if block_size < 65536 {
         len as u16
@@ -213,6 +216,8 @@ pub fn put_entry(
 
 /// Writes the name (and its length, and the type with filetype) of the
 /// record at `off`, leaving its inode and rec_len as they are.
+// A name is at most 255 bytes (EXT4_NAME_LEN): its length fits a u8.
+#[allow(clippy::cast_possible_truncation)]
 pub fn put_name(b: &mut [u8], off: usize, name: &[u8], file_type: Option<u8>) {
     match file_type {
         Some(ft) => {
@@ -234,6 +239,7 @@ pub fn put_tail_header(b: &mut [u8]) {
         return;
     };
     put_le32(b, t, 0);
+    #[allow(clippy::cast_possible_truncation)] // TAIL_LEN is 12
     put_le16(b, t + 4, TAIL_LEN as u16);
     b[t + 6] = 0;
     b[t + 7] = TAIL_FT;

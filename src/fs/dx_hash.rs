@@ -110,6 +110,7 @@ fn legacy_hash(name: &[u8], sign: Sign) -> u32 {
 fn pack_block(rest: &[u8], sign: Sign, out: &mut [u32]) {
     // Truncation mirrors the C `int`-to-`u32` arithmetic for absurd lengths;
     // real names are at most 255 bytes.
+    #[allow(clippy::cast_possible_truncation)]
     let len = rest.len() as u32;
     let pad = {
         let half = len | (len << 8);

@@ -3,6 +3,7 @@
 
 use super::bytes::{le16, le32, put_le16, put_le32};
 use super::checksum::crc32c_raw;
+use crate::narrow::{hi16, lo32};
 
 pub const EXTENT_MAGIC: u16 = 0xF30A;
 /// Lengths above this mark an unwritten (preallocated) extent.
@@ -52,9 +53,12 @@ impl Extent {
         } else {
             self.len
         };
+        // An extent covers at most 32768 blocks (32767 unwritten, stored
+        // plus 32768): the raw length fits 16 bits.
+        #[allow(clippy::cast_possible_truncation)]
         put_le16(&mut e, 4, raw_len as u16);
-        put_le16(&mut e, 6, (self.pblk >> 32) as u16);
-        put_le32(&mut e, 8, self.pblk as u32);
+        put_le16(&mut e, 6, hi16(self.pblk));
+        put_le32(&mut e, 8, lo32(self.pblk));
         e
     }
 }
@@ -64,8 +68,8 @@ impl ExtentIndex {
     pub fn encode(&self) -> RawEntry {
         let mut e = [0u8; ENTRY_LEN];
         put_le32(&mut e, 0, self.lblk);
-        put_le32(&mut e, 4, self.leaf as u32);
-        put_le16(&mut e, 8, (self.leaf >> 32) as u16);
+        put_le32(&mut e, 4, lo32(self.leaf));
+        put_le16(&mut e, 8, hi16(self.leaf));
         e
     }
 }
@@ -114,6 +118,8 @@ pub fn raw_entry(b: &[u8], i: usize) -> Option<RawEntry> {
 /// Writes `entries` after the header of node `b` and sets its entry count
 /// (entries past them are left as they are).
 pub fn put_entries(b: &mut [u8], entries: &[RawEntry]) {
+    // No more entries than max_entries (a u16) fit after the header.
+    #[allow(clippy::cast_possible_truncation)]
     set_entry_count(b, entries.len() as u16);
     for (i, e) in entries.iter().enumerate() {
         let off = HEADER_LEN + ENTRY_LEN * i;
@@ -151,8 +157,8 @@ pub fn decode_leaf(e: &RawEntry) -> Extent {
 
 /// Points an encoded index entry at `leaf` (its other bytes kept).
 pub fn set_index_leaf(e: &mut RawEntry, leaf: u64) {
-    put_le32(e, 4, leaf as u32);
-    put_le16(e, 8, (leaf >> 32) as u16);
+    put_le32(e, 4, lo32(leaf));
+    put_le16(e, 8, hi16(leaf));
 }
 
 /// The logical block an encoded entry starts at (leaf or index).
@@ -201,7 +207,7 @@ pub fn parse_index(b: &[u8], i: usize) -> ExtentIndex {
 
 /// How many entries fit in a node of `len` bytes (the root: 60 bytes, 4).
 pub fn max_entries(len: usize) -> u16 {
-    (len.saturating_sub(12) / 12).min(u16::MAX as usize) as u16
+    u16::try_from(len.saturating_sub(12) / 12).unwrap_or(u16::MAX)
 }
 
 /// Offset of the checksum tail of a tree block with `max` entries.

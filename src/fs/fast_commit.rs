@@ -303,6 +303,7 @@ pub fn scan<'a>(blocks: impl IntoIterator<Item = Option<&'a [u8]>>, expected_tid
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test data, small by construction
 mod tests {
     use super::*;
 

@@ -62,8 +62,7 @@ impl Geometry {
         let cluster_bits = if sb.has_ro_compat(ro_compat::BIGALLOC) {
             // A cluster of 2^n blocks, up to 2^16 (e2fsprogs' limit), with
             // groups of whole clusters.
-            let n = sb.log_cluster_size.checked_sub(sb.log_block_size);
-            match n {
+            match sb.log_cluster_size.checked_sub(sb.log_block_size) {
                 Some(n) if n <= 16 => n,
                 _ => {
                     return Err(format!(
@@ -132,20 +131,19 @@ impl Geometry {
             return Err(format!("block count {} is invalid", sb.blocks_count));
         }
         let groups64 = (sb.blocks_count - fdb).div_ceil(u64::from(sb.blocks_per_group));
-        if groups64 == 0 || groups64 > u64::from(u32::MAX) {
-            return Err(format!("group count {groups64} is invalid"));
-        }
-        let groups = groups64 as u32;
+        let groups = match u32::try_from(groups64) {
+            Ok(g) if g > 0 => g,
+            _ => return Err(format!("group count {groups64} is invalid")),
+        };
         let ic = u64::from(groups) * u64::from(sb.inodes_per_group);
-        let inodes_count = if ic == u64::from(sb.inodes_count) {
-            sb.inodes_count
-        } else if strict || ic > u64::from(u32::MAX) {
-            return Err(format!(
-                "inodes count {} is not {} groups x {} inodes",
-                sb.inodes_count, groups, sb.inodes_per_group
-            ));
-        } else {
-            ic as u32
+        let inodes_count = match u32::try_from(ic) {
+            Ok(n) if n == sb.inodes_count || !strict => n,
+            _ => {
+                return Err(format!(
+                    "inodes count {} is not {} groups x {} inodes",
+                    sb.inodes_count, groups, sb.inodes_per_group
+                ));
+            }
         };
         let desc_size = sb.desc_size();
         if sb.is_64bit() && (!(64..=1024).contains(&desc_size) || !desc_size.is_power_of_two()) {
@@ -159,8 +157,10 @@ impl Geometry {
                 sb.first_meta_bg
             ));
         }
+        // inode_size <= bs (checked above): at most inodes_per_group.
+        #[allow(clippy::cast_possible_truncation)]
         let inode_table_blocks =
-            (u64::from(sb.inodes_per_group) * u64::from(inode_size)).div_ceil(u64::from(bs));
+            (u64::from(sb.inodes_per_group) * u64::from(inode_size)).div_ceil(u64::from(bs)) as u32;
         // A first inode out of range is not a reason to look for a backup
         // (libext2fs opens the superblock); pass 0 stops on it as e2fsck's
         // check of the superblock's values does, before any pass uses it.
@@ -190,7 +190,7 @@ impl Geometry {
             desc_size,
             desc_per_block,
             desc_blocks,
-            inode_table_blocks: inode_table_blocks as u32,
+            inode_table_blocks,
             first_ino,
             meta_bg: sb.has_incompat(incompat::META_BG),
             first_meta_bg: sb.first_meta_bg,
@@ -225,12 +225,17 @@ impl Geometry {
             .min(self.blocks_count - 1)
     }
 
+    // At most blocks_per_group, a u32.
+    #[allow(clippy::cast_possible_truncation)]
     pub fn group_blocks(&self, g: u32) -> u32 {
         (self.group_last_block(g) - self.group_first_block(g) + 1) as u32
     }
 
+    /// The group of `blk`; u32::MAX (no group) for a block so far past the
+    /// end that its group would not fit.
     pub fn group_of_block(&self, blk: u64) -> u32 {
-        ((blk.saturating_sub(self.first_data_block)) / u64::from(self.blocks_per_group)) as u32
+        u32::try_from(blk.saturating_sub(self.first_data_block) / u64::from(self.blocks_per_group))
+            .unwrap_or(u32::MAX)
     }
 
     pub fn group_of_inode(&self, ino: u32) -> u32 {

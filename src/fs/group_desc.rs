@@ -3,6 +3,7 @@
 use super::bytes::{le16, le32, put_le16, put_le32};
 use super::checksum::{crc16, crc32c_raw};
 use super::superblock::Superblock;
+use crate::narrow::{lo16, lo32};
 
 pub const BG_INODE_UNINIT: u16 = 0x1;
 pub const BG_BLOCK_UNINIT: u16 = 0x2;
@@ -52,7 +53,7 @@ impl DescMut<'_> {
         u32::from(le16(self.0, lo)) | h
     }
     fn put_split16(&mut self, (lo, hi): (usize, usize), v: u32) {
-        put_le16(self.0, lo, v as u16);
+        put_le16(self.0, lo, lo16(v));
         if self.wide() {
             put_le16(self.0, hi, (v >> 16) as u16);
         }
@@ -63,7 +64,7 @@ impl DescMut<'_> {
             Location::InodeBitmap => field::INODE_BITMAP,
             Location::InodeTable => field::INODE_TABLE,
         };
-        put_le32(self.0, lo, blk as u32);
+        put_le32(self.0, lo, lo32(blk));
         if self.wide() {
             put_le32(self.0, hi, (blk >> 32) as u32);
         }

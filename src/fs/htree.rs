@@ -106,6 +106,9 @@ pub fn set_tail_checksum(b: &mut [u8], count_off: usize, cl: CountLimit, c: u32)
 
 /// Writes an index (count, limit, entries) at `count_off`; the first
 /// entry's hash slot holds the count and limit.
+// A limit and a count are at most a block's worth of 8-byte entries,
+// 8192 in a 64 KiB block: both fit 16 bits.
+#[allow(clippy::cast_possible_truncation)]
 pub fn put_index(b: &mut [u8], count_off: usize, limit: usize, entries: &[(u32, u32)]) {
     put_le16(b, count_off, limit as u16);
     put_le16(b, count_off + 2, entries.len() as u16);
@@ -118,6 +121,7 @@ pub fn put_index(b: &mut [u8], count_off: usize, limit: usize, entries: &[(u32, 
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test data, small by construction
 mod tests {
     use super::*;
     use crate::fs::bytes::{put_le16, put_le32};

@@ -2,6 +2,7 @@
 
 use super::bytes::{le16, le32, put_le16, put_le32};
 use super::checksum::crc32c_raw;
+use crate::narrow::{hi16, lo16, lo32};
 
 pub const ROOT_INO: u32 = 2;
 pub const BAD_INO: u32 = 1;
@@ -257,7 +258,7 @@ impl InodeMut<'_> {
     }
     /// i_size, both halves.
     pub fn set_size(&mut self, v: u64) {
-        put_le32(self.0, field::I_SIZE_LO, v as u32);
+        put_le32(self.0, field::I_SIZE_LO, lo32(v));
         put_le32(self.0, field::I_SIZE_HIGH, (v >> 32) as u32);
     }
     /// The low half of i_size only (the high half kept as it is).
@@ -274,7 +275,7 @@ impl InodeMut<'_> {
     /// and i_version (low).
     pub fn set_ea_refcount(&mut self, n: u64) {
         put_le32(self.0, field::I_CTIME, (n >> 32) as u32);
-        put_le32(self.0, field::I_VERSION, n as u32);
+        put_le32(self.0, field::I_VERSION, lo32(n));
     }
     pub fn set_faddr(&mut self, v: u32) {
         put_le32(self.0, field::I_FADDR, v);
@@ -290,9 +291,9 @@ impl InodeMut<'_> {
         u64::from(le32(self.0, field::I_FILE_ACL_LO)) | hi << 32
     }
     pub fn set_file_acl(&mut self, v: u64, bit64: bool) {
-        put_le32(self.0, field::I_FILE_ACL_LO, v as u32);
+        put_le32(self.0, field::I_FILE_ACL_LO, lo32(v));
         if bit64 {
-            put_le16(self.0, field::I_FILE_ACL_HIGH, (v >> 32) as u16);
+            put_le16(self.0, field::I_FILE_ACL_HIGH, hi16(v));
         }
     }
     /// Zeroes the high half of i_file_acl (meaningless without 64bit).
@@ -319,9 +320,9 @@ impl InodeMut<'_> {
         u64::from(le32(self.0, field::I_BLOCKS_LO)) | hi << 32
     }
     pub fn set_blocks(&mut self, v: u64, huge: bool) {
-        put_le32(self.0, field::I_BLOCKS_LO, v as u32);
+        put_le32(self.0, field::I_BLOCKS_LO, lo32(v));
         if huge {
-            put_le16(self.0, field::I_BLOCKS_HIGH, (v >> 32) as u16);
+            put_le16(self.0, field::I_BLOCKS_HIGH, hi16(v));
         }
     }
     pub fn flags(&self) -> u32 {
@@ -370,7 +371,7 @@ impl InodeMut<'_> {
     /// where the inode has room for it).
     pub fn set_checksum(&mut self, fs_seed: u32, ino: u32) {
         let c = compute_checksum(fs_seed, ino, self.0);
-        put_le16(self.0, CSUM_LO, c as u16);
+        put_le16(self.0, CSUM_LO, lo16(c));
         if self.0.len() > GOOD_OLD_INODE_SIZE && le16(self.0, field::I_EXTRA_ISIZE) >= 4 {
             put_le16(self.0, CSUM_HI, (c >> 16) as u16);
         }
@@ -454,7 +455,7 @@ mod tests {
         assert_eq!(i.size, 4096);
         assert!(i.has_csum_hi());
         let c = compute_checksum(1, 12, &b);
-        put_le16(&mut b, 0x7C, c as u16);
+        put_le16(&mut b, 0x7C, lo16(c));
         put_le16(&mut b, 0x82, (c >> 16) as u16);
         assert_eq!(compute_checksum(1, 12, &b), c);
         assert_eq!(Inode::parse(&b).stored_checksum(), c);

@@ -457,6 +457,7 @@ const CRC32_BE_TABLE: [u32; 256] = {
     let mut t = [0u32; 256];
     let mut i = 0;
     while i < 256 {
+        #[allow(clippy::cast_possible_truncation)] // i < 256
         let mut c = (i as u32) << 24;
         let mut k = 0;
         while k < 8 {

@@ -29,6 +29,7 @@
 //! level, and a written file of at most `MAX_BLOCKS` blocks.
 
 use super::bytes::{le32, le64, put_le16, put_le32};
+use crate::narrow::lo32;
 use std::collections::BTreeSet;
 
 /// Size of a quota block, whatever the file system block size.
@@ -310,7 +311,7 @@ pub fn write_file(qtype: usize, entries: &[Dquot], now: u64) -> Option<Written> 
         let e = &mut w.blocks[blk as usize][off..off + ENTRY_LEN_R1];
         put_entry(e, d, now);
     }
-    let nblocks = w.blocks.len() as u32;
+    let nblocks = u32::try_from(w.blocks.len()).ok()?;
     let free_entry = w.free_entry;
     let b0 = &mut w.blocks[0];
     put_le32(b0, 0, *MAGICS.get(qtype)?);
@@ -333,7 +334,7 @@ pub fn write_file(qtype: usize, entries: &[Dquot], now: u64) -> Option<Written> 
 /// is above a soft limit (1 KiB blocks for space, rounded up).
 fn put_entry(e: &mut [u8], d: &Dquot, now: u64) {
     let put64 = |e: &mut [u8], off: usize, v: u64| {
-        put_le32(e, off, v as u32);
+        put_le32(e, off, lo32(v));
         put_le32(e, off + 4, (v >> 32) as u32);
     };
     let l = d.limits;
@@ -381,7 +382,7 @@ impl TreeWriter {
         if self.blocks.len() >= MAX_BLOCKS {
             return None;
         }
-        let blk = self.blocks.len() as u32;
+        let blk = u32::try_from(self.blocks.len()).ok()?;
         self.blocks.push([0u8; QUOTA_BLOCK]);
         self.written.push(false);
         self.touch(blk);
@@ -430,6 +431,8 @@ impl TreeWriter {
         if used + 1 >= ENTRIES_PER_BLOCK {
             self.free_entry = 0;
         }
+        // A block this writer fills holds at most ENTRIES_PER_BLOCK entries.
+        #[allow(clippy::cast_possible_truncation)]
         put_le16(b, 8, (used + 1) as u16);
         // Entries are never freed here, so the next slot is the free one.
         let slot = used.min(ENTRIES_PER_BLOCK - 1);
@@ -439,6 +442,7 @@ impl TreeWriter {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test data, small by construction
 mod tests {
     use super::*;
 

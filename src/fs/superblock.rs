@@ -2,6 +2,7 @@
 
 use super::bytes::{le16, le32, put_le16, put_le32, u8_at};
 use super::checksum::crc32c_raw;
+use crate::narrow::{hi8, lo32};
 
 pub const SUPERBLOCK_OFFSET: u64 = 1024;
 pub const SUPERBLOCK_SIZE: usize = 1024;
@@ -119,7 +120,7 @@ impl SuperblockMut<'_> {
     }
     /// The free block count; the high half only with `is_64` (64bit).
     pub fn set_free_blocks(&mut self, v: u64, is_64: bool) {
-        put_le32(self.0, field::S_FREE_BLOCKS_LO, v as u32);
+        put_le32(self.0, field::S_FREE_BLOCKS_LO, lo32(v));
         if is_64 {
             put_le32(self.0, field::S_FREE_BLOCKS_HI, (v >> 32) as u32);
         }
@@ -220,7 +221,7 @@ impl SuperblockMut<'_> {
             put_le32(self.0, field::S_JNL_BLOCKS + 4 * w, le32(i_block, 4 * w));
         }
         put_le32(self.0, field::S_JNL_BLOCKS + 60, (size >> 32) as u32);
-        put_le32(self.0, field::S_JNL_BLOCKS + 64, size as u32);
+        put_le32(self.0, field::S_JNL_BLOCKS + 64, lo32(size));
         if let Some(t) = self.0.get_mut(field::S_JNL_BACKUP_TYPE) {
             *t = JNL_BACKUP_BLOCKS;
         }
@@ -237,9 +238,9 @@ impl SuperblockMut<'_> {
     }
     /// Last check time, seconds since the epoch (40 bits).
     pub fn set_lastcheck(&mut self, t: u64) {
-        put_le32(self.0, field::S_LASTCHECK, t as u32);
+        put_le32(self.0, field::S_LASTCHECK, lo32(t));
         if let Some(hi) = self.0.get_mut(field::S_LASTCHECK_HI) {
-            *hi = (t >> 32) as u8;
+            *hi = hi8(t);
         }
     }
     /// Stores the metadata_csum checksum of these bytes.

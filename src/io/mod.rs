@@ -7,6 +7,7 @@ pub mod readahead;
 pub mod writable;
 
 use crate::error::{Error, Result};
+use crate::narrow::to_usize;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -234,7 +235,7 @@ impl Device {
             Backend::File(f) => {
                 let t = Instant::now();
                 let r = f.read_exact_at(buf, offset);
-                self.note_latency(t.elapsed().as_micros() as u64);
+                self.note_latency(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
                 r.map_err(|e| Error::Io {
                     what: format!("read error at offset {offset} of {}", self.path.display()),
                     source: e,
@@ -242,7 +243,7 @@ impl Device {
             }
             Backend::Memory(m) => {
                 // In range: checked against `size` above.
-                buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
+                buf.copy_from_slice(&m[to_usize(offset)..to_usize(offset) + buf.len()]);
             }
         }
         self.delivered(offset, buf)
@@ -296,10 +297,10 @@ impl Device {
                     return None;
                 }
                 // A request served, at cache speed: `is_slow` sees it.
-                self.note_latency(t.elapsed().as_micros() as u64);
+                self.note_latency(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
             }
             Backend::Memory(m) => {
-                buf.copy_from_slice(&m[offset as usize..offset as usize + buf.len()]);
+                buf.copy_from_slice(&m[to_usize(offset)..to_usize(offset) + buf.len()]);
             }
         }
         Some(self.delivered(offset, buf))
@@ -334,7 +335,7 @@ impl Device {
 
     /// Records one request's time.
     fn note_latency(&self, us: u64) {
-        let k = self.reads.fetch_add(1, Ordering::Relaxed) as usize % LAT_SAMPLES;
+        let k = to_usize(self.reads.fetch_add(1, Ordering::Relaxed) % LAT_SAMPLES as u64);
         self.latency[k].store(us, Ordering::Relaxed);
     }
 
@@ -437,8 +438,8 @@ impl ReadOverlay for RangeOverlay {
                 continue;
             }
             // lo/hi lie inside both ranges, so these casts fit in usize.
-            let dst = &mut buf[(lo - offset) as usize..(hi - offset) as usize];
-            dst.copy_from_slice(&data[(lo - start) as usize..(hi - start) as usize]);
+            let dst = &mut buf[to_usize(lo - offset)..to_usize(hi - offset)];
+            dst.copy_from_slice(&data[to_usize(lo - start)..to_usize(hi - start)]);
         }
         Ok(())
     }
@@ -506,6 +507,7 @@ fn advise_willneed(f: &File, offset: u64, len: u64) {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test data, small by construction
 mod tests {
     use super::*;
 

@@ -198,6 +198,7 @@ impl Prefetch {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test data, small by construction
 mod tests {
     use super::*;
 

@@ -27,6 +27,7 @@ use super::undo::{self, Header, Identity, State};
 use super::{RepairError, Result, files, mounted};
 use crate::fs::num::Blk;
 use crate::io::writable::WritableDevice;
+use crate::narrow::to_usize;
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -287,7 +288,7 @@ fn superblock_crcs(bytes: &[u8]) -> [u32; 2] {
 /// The superblock bytes as far as the device has them (a device shorter
 /// than 2 KiB has no ext superblock; its identity is then the size alone).
 fn superblock_len(device_size: u64) -> usize {
-    device_size.saturating_sub(SB_OFFSET).min(SB_LEN as u64) as usize
+    usize::try_from(device_size.saturating_sub(SB_OFFSET)).map_or(SB_LEN, |n| n.min(SB_LEN))
 }
 
 /// Prefix of the log's temporary names (`LOG.tmp.PID-RANDOM`).
@@ -591,8 +592,8 @@ fn patch_range(range: &mut [u8], range_start: u64, block: u64, bs: u64, data: &[
     let lo = bstart.max(range_start);
     let hi = bend.min(rend);
     if lo < hi {
-        range[(lo - range_start) as usize..(hi - range_start) as usize]
-            .copy_from_slice(&data[(lo - bstart) as usize..(hi - bstart) as usize]);
+        range[to_usize(lo - range_start)..to_usize(hi - range_start)]
+            .copy_from_slice(&data[to_usize(lo - bstart)..to_usize(hi - bstart)]);
     }
 }
 
@@ -709,7 +710,7 @@ impl LogFile {
     /// The records in order, each verified; the trailer checked after the
     /// last. Memory: one record.
     fn records(&self) -> impl Iterator<Item = Result<OwnedRecord>> + '_ {
-        let rlen = self.header.record_len() as usize;
+        let rlen = to_usize(self.header.record_len());
         let count = self.header.record_count;
         let mut i = 0u64;
         let mut prev = None;

@@ -11,6 +11,7 @@
 //! and directories so tests can feed them synthetic ones.
 
 use super::{RepairError, Result};
+use crate::narrow::lo32;
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
@@ -30,7 +31,9 @@ pub struct Mount {
 pub fn dev_major_minor(dev: u64) -> (u32, u32) {
     let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
     let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-    (major as u32, minor as u32)
+    // The high bits a u32 cannot hold are dropped, as glibc's unsigned int
+    // major() and minor() drop them.
+    (lo32(major), lo32(minor))
 }
 
 /// Undoes mountinfo's octal escapes (`\040` for a space, and so on).
@@ -46,6 +49,8 @@ fn unescape(s: &str) -> String {
             let v = u32::from(b[i + 1] - b'0') * 64
                 + u32::from(b[i + 2] - b'0') * 8
                 + u32::from(b[i + 3] - b'0');
+            // The kernel escapes bytes: \000 to \377.
+            #[allow(clippy::cast_possible_truncation)]
             out.push(v as u8);
             i += 4;
         } else {

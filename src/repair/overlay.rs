@@ -34,6 +34,7 @@
 use super::{RepairError, Result};
 use crate::fs::num::Blk;
 use crate::io::{Device, ReadOverlay};
+use crate::narrow::to_usize;
 use std::collections::{BTreeMap, VecDeque};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -491,7 +492,7 @@ impl Overlay {
         match slot {
             Slot::Memory(d) => {
                 // Callers keep within + len inside the block.
-                let w = within as usize;
+                let w = to_usize(within);
                 buf.copy_from_slice(&d[w..w + buf.len()]);
                 Ok(())
             }
@@ -665,7 +666,7 @@ impl Overlay {
             if lo >= hi {
                 continue;
             }
-            let dst = &mut buf[(lo - offset) as usize..(hi - offset) as usize];
+            let dst = &mut buf[to_usize(lo - offset)..to_usize(hi - offset)];
             layer.read_slot(slot, lo - bstart, dst)?;
         }
         Ok(())
@@ -691,6 +692,7 @@ fn create_spill_file(dir: &Path) -> Result<File> {
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test data, small by construction
 mod tests {
     use super::*;
 

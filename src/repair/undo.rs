@@ -36,6 +36,7 @@
 //! block is still the repair's. Version 1 logs, without them, are still read;
 //! their rollback cannot make that check.
 
+use crate::narrow::to_usize;
 use std::fmt;
 
 pub const MAGIC: [u8; 8] = *b"PFSCKUND";
@@ -225,6 +226,7 @@ pub fn encode_header(h: &Header, state: State) -> Vec<u8> {
     let mut b = vec![0u8; HEADER_LEN];
     b[0..8].copy_from_slice(&MAGIC);
     b[8..12].copy_from_slice(&h.version.to_le_bytes());
+    #[allow(clippy::cast_possible_truncation)] // HEADER_LEN is 4096
     b[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
     b[16..20].copy_from_slice(&h.block_size.to_le_bytes());
     b[24..32].copy_from_slice(&h.identity.device_size.to_le_bytes());
@@ -236,7 +238,7 @@ pub fn encode_header(h: &Header, state: State) -> Vec<u8> {
     b[56..64].copy_from_slice(&h.records_len.to_le_bytes());
     let c = crc(&b[0..HEADER_CRC_AT]);
     b[HEADER_CRC_AT..HEADER_CRC_AT + 4].copy_from_slice(&c.to_le_bytes());
-    let s = STATE_OFFSET as usize;
+    let s = to_usize(STATE_OFFSET);
     b[s..s + STATE_LEN].copy_from_slice(&encode_state(state));
     b
 }
@@ -257,6 +259,7 @@ pub fn encode_state(state: State) -> [u8; STATE_LEN] {
 pub fn encode_record(out: &mut Vec<u8>, block: u64, data: &[u8], after: Option<&[u8]>) -> u32 {
     let start = out.len();
     out.extend_from_slice(&RECORD_MAGIC);
+    #[allow(clippy::cast_possible_truncation)] // a block: at most 64 KiB
     out.extend_from_slice(&(data.len() as u32).to_le_bytes());
     out.extend_from_slice(&block.to_le_bytes());
     let mut c = crc32c::crc32c(&out[start..start + 16]);
@@ -335,7 +338,7 @@ pub fn parse_header(b: &[u8]) -> Result<(Header, State, bool), LogError> {
         record_count: field64(48),
         records_len: field64(56),
     };
-    let s = STATE_OFFSET as usize;
+    let s = to_usize(STATE_OFFSET);
     let slot = &b[s..s + STATE_LEN];
     let slot_ok = slot[0..4] == STATE_MAGIC && u32_at(slot, 12) == Some(crc(&slot[0..12]));
     let state = if slot_ok {
@@ -378,8 +381,8 @@ pub fn parse(b: &[u8]) -> Result<UndoLog<'_>, LogError> {
         }
     }
     // Fits in memory: checked against the slice's length just above.
-    let count = header.record_count as usize;
-    let rlen = rlen as usize;
+    let count = to_usize(header.record_count);
+    let rlen = to_usize(rlen);
     let mut records = Vec::with_capacity(count);
     let mut pos = HEADER_LEN;
     let mut acc = 0u32;
@@ -479,6 +482,7 @@ pub fn check_trailer(header: &Header, t: &[u8], acc: u32) -> Result<(), LogError
 }
 
 #[cfg(test)]
+#[allow(clippy::cast_possible_truncation)] // test data, small by construction
 mod tests {
     use super::*;
 

@@ -11,6 +11,7 @@ use crate::fs::num::Blk;
 use crate::fs::superblock::{
     STATE_VALID, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, SuperblockMut, incompat,
 };
+use crate::narrow::to_usize;
 
 /// Block `blk` as the staged writes leave it.
 pub fn read_block<S: Stage + ?Sized>(fs: &Fs, st: &S, blk: u64) -> Result<Vec<u8>> {
@@ -43,7 +44,7 @@ pub fn edit_bytes<S: Stage + ?Sized>(
         )));
     }
     let mut buf = read_block(fs, st, block)?;
-    let start = (offset - block * bs) as usize;
+    let start = to_usize(offset - block * bs);
     let before = buf.clone();
     edit(&mut buf[start..start + len]);
     if buf != before {
@@ -131,6 +132,8 @@ pub fn edit_superblock<S: Stage + ?Sized>(
 fn desc_offset(fs: &Fs, g: u32) -> u64 {
     let bs = u64::from(fs.geo.block_size);
     let byte = u64::from(g) * u64::from(fs.geo.desc_size);
+    // desc_size <= block size, so the index is at most g.
+    #[allow(clippy::cast_possible_truncation)]
     let blk = fs.geo.desc_block_location(fs.sb_block, (byte / bs) as u32);
     blk * bs + byte % bs
 }
@@ -236,6 +239,9 @@ pub fn write_backups<S: Stage + ?Sized>(fs: &Fs, st: &mut S) -> Result<()> {
         let start = geo.group_first_block(g);
         let mut copy = sb.clone();
         let mut m = SuperblockMut(&mut copy);
+        // A 16-bit field: past group 65535 the number wraps, as mke2fs and
+        // e2fsck store it.
+        #[allow(clippy::cast_possible_truncation)]
         m.set_block_group_nr(g as u16);
         let state = m.state() & !STATE_VALID;
         m.set_state(state);
@@ -250,7 +256,7 @@ pub fn write_backups<S: Stage + ?Sized>(fs: &Fs, st: &mut S) -> Result<()> {
         for (i, d) in descs.iter().enumerate() {
             let blk = start + 1 + i as u64;
             if geo.block_in_fs(blk) {
-                edit_bytes(fs, st, blk * bs, bs as usize, |b| b.copy_from_slice(d))?;
+                edit_bytes(fs, st, blk * bs, to_usize(bs), |b| b.copy_from_slice(d))?;
             }
         }
     }

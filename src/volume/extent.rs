@@ -90,7 +90,7 @@ pub fn split_runs(runs: &[(u64, u64, u64)], max_len: u64) -> Option<Vec<Extent>>
             let len = (n - k).min(max_len);
             out.push(Extent {
                 lblk: u32::try_from(l + k).ok()?,
-                len: len as u32,
+                len: u32::try_from(len).ok()?,
                 pblk: p + k,
                 unwritten: false,
             });

@@ -138,7 +138,9 @@ impl InodeMap {
 
     /// The marked inodes in [start, end), in increasing order.
     pub fn iter_set(&self, start: u64, end: u64) -> impl Iterator<Item = Ino> + '_ {
-        // The map has inodes_count + 1 bits: its marks are inode numbers.
+        // The map has inodes_count + 1 bits: its marks are inode numbers,
+        // which fit a u32.
+        #[allow(clippy::cast_possible_truncation)]
         self.0.iter_set(start, end).map(|i| Ino(i as u32))
     }
 }

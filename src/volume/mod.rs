@@ -37,6 +37,7 @@ use crate::fs::group_desc::{self, GroupDesc};
 use crate::fs::num::Blk;
 use crate::fs::superblock::Superblock;
 use crate::io::Device;
+use crate::narrow::to_usize;
 
 pub struct Fs {
     pub dev: Device,
@@ -113,7 +114,7 @@ impl Fs {
         if !self.geo.block_in_fs(blk) {
             return None;
         }
-        Some((blk, (byte % u64::from(self.geo.block_size)) as usize))
+        Some((blk, to_usize(byte % u64::from(self.geo.block_size))))
     }
 
     /// Byte position of inode `ino` on the device, or None if the inode

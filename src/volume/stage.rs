@@ -4,6 +4,7 @@
 use crate::error::Result;
 use crate::fs::num::Blk;
 use crate::io::Device;
+use crate::narrow::to_usize;
 use crate::repair::overlay::Overlay;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -62,8 +63,8 @@ impl Stage for Blocks {
             let from = start.max(offset);
             let to = (start + data.len() as u64).min(end);
             if from < to {
-                let src = &data[(from - start) as usize..(to - start) as usize];
-                buf[(from - offset) as usize..(to - offset) as usize].copy_from_slice(src);
+                let src = &data[to_usize(from - start)..to_usize(to - start)];
+                buf[to_usize(from - offset)..to_usize(to - offset)].copy_from_slice(src);
             }
         }
         Ok(())

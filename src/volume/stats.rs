@@ -189,7 +189,8 @@ impl<'a> AllocStats<'a> {
         let is_64 = self.fs.sb.is_64bit();
         let blocks = sb.free_blocks(is_64).saturating_add(self.freed_blocks);
         sb.set_free_blocks(blocks, is_64);
-        let inodes = sb.free_inodes().saturating_add(self.freed_inodes as u32);
+        let freed = u32::try_from(self.freed_inodes).unwrap_or(u32::MAX);
+        let inodes = sb.free_inodes().saturating_add(freed);
         sb.set_free_inodes(inodes);
     }
 }

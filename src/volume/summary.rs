@@ -198,6 +198,8 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
         }
         let group_free = n - used_here;
         free_blocks += group_free;
+        // A count within one group: at most blocks per group, a u32.
+        #[allow(clippy::cast_possible_truncation)]
         d.set_free_blocks(group_free as u32);
 
         // ---- inode bitmap ----
@@ -231,8 +233,10 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
         }
         let group_free = ipg - used_here;
         free_inodes += group_free;
+        #[allow(clippy::cast_possible_truncation)] // at most inodes per group
         d.set_free_inodes(group_free as u32);
         let dirs = used.dirs.count_range(ino0, ino0 + ipg);
+        #[allow(clippy::cast_possible_truncation)] // at most inodes per group
         d.set_used_dirs(dirs as u32);
         if uninit_bg {
             // e2fsck ends every repair with the library's descriptor pass,
@@ -241,6 +245,7 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
             // past, included); the same rule leaves e2fsck's bytes.
             let last = (0..ipg).rev().find(|&i| in_use(i));
             let unused = last.map_or(ipg, |l| ipg - (l + 1));
+            #[allow(clippy::cast_possible_truncation)] // at most inodes per group
             d.set_itable_unused(unused as u32);
         }
         if !uninit_bg {
@@ -267,6 +272,8 @@ fn super_counts<S: Stage + ?Sized>(fs: &Fs, st: &mut S, blocks: u64, inodes: u64
     let is_64 = fs.sb.is_64bit();
     edit_superblock(fs, st, |sb| {
         sb.set_free_blocks(blocks, is_64);
+        // Free inodes are at most the inode count, a u32.
+        #[allow(clippy::cast_possible_truncation)]
         sb.set_free_inodes(inodes as u32);
     })
 }

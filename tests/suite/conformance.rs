@@ -13,7 +13,8 @@
 //! whose `e2fsck_fn` is 0, 4 or 12. It prints a table, writes the totals to
 //! `target/conformance-report.json`, and asserts no crash, no hang, no
 //! modified image and an agreement of at least `PFSCK_CONFORMANCE_MIN`
-//! percent (default 95).
+//! percent (default 95). A third test counts the directory paths both
+//! reports name.
 
 use crate::common::*;
 use std::fmt::Write as _;
@@ -430,5 +431,68 @@ fn e2fsprogs_conformance_repair() {
             .map(|s| s.as_str())
             .collect::<Vec<_>>()
             .join("\n")
+    );
+}
+
+/// Wherever e2fsck 1.47.4's `-fn` report names a directory by its path
+/// ("in /lost+found (11)", "(was in /a)"), pfsck's names it too (issue
+/// 16). Counted over the public images: how many name any path, and on
+/// how many pfsck leaves one of those names out. Asserted: at most
+/// `PFSCK_PATHS_MISSING_MAX` (default: the count when this test was
+/// written) so that a regression fails while the rest is worked off.
+#[test]
+fn e2fsprogs_conformance_paths() {
+    let Some(dir) = conformance_dir() else {
+        println!("conformance images not found, skipped");
+        return;
+    };
+    let Some(oracle) = oracle() else {
+        println!("e2fsck 1.47.4 not found, skipped");
+        return;
+    };
+    let rows = read_baseline(&baseline_path(&dir));
+    // Only names of directories: "in superblock (1)" names no path.
+    let named = |out: &str| -> Vec<String> {
+        report_paths(out)
+            .into_iter()
+            .filter(|p| p.starts_with(['/', '<', '.', '?']) || p.starts_with("was in "))
+            .collect()
+    };
+    let results = parallel_map(&rows, test_threads(), |_, row| {
+        let tmp = TempDir::new(&format!("confp-{}", row.test));
+        let img = tmp.join("image");
+        extract_image(&dir.join("e2fsprogs").join(&row.test), &img).ok()?;
+        // The oracle hangs on a few images: those are left out.
+        let mut cmd = std::process::Command::new(&oracle);
+        cmd.arg("-fn").arg(&img);
+        let e2 = run_timeout_merged(cmd, Duration::from_secs(60));
+        if e2.timed_out {
+            return None;
+        }
+        let ours = pfsck_timeout(&["-fn".as_ref(), img.as_os_str()], Duration::from_secs(60));
+        let want = named(&e2.stdout);
+        let have = named(&ours.stdout);
+        let missing: Vec<String> = want.iter().filter(|p| !have.contains(p)).cloned().collect();
+        Some((row.test.clone(), !want.is_empty(), missing))
+    });
+    let naming = results.iter().flatten().filter(|r| r.1).count();
+    let short: Vec<String> = results
+        .iter()
+        .flatten()
+        .filter(|r| !r.2.is_empty())
+        .map(|(t, _, m)| format!("{t}: {}", m.join(", ")))
+        .collect();
+    println!(
+        "paths: {naming} images where e2fsck -fn names a directory by path; pfsck leaves \
+         one out on {}:\n  {}",
+        short.len(),
+        short.join("\n  ")
+    );
+    let max = env_number("PFSCK_PATHS_MISSING_MAX", 4.0);
+    assert!(
+        short.len() as f64 <= max,
+        "pfsck names fewer paths than e2fsck on {} images (at most {max}):\n  {}",
+        short.len(),
+        short.join("\n  ")
     );
 }

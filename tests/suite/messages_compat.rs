@@ -123,33 +123,6 @@ fn preen_names_the_action() {
     assert_both_clean("preen", &img);
 }
 
-/// Every "in PATH (N)" and "(was in PATH)" of a report.
-fn paths(out: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for line in out.lines() {
-        for (k, _) in line.match_indices(" in ") {
-            let rest = &line[k + 4..];
-            let Some(sp) = rest.find(' ') else { continue };
-            let (path, after) = rest.split_at(sp);
-            let num = after[1..].strip_prefix('(').and_then(|a| a.split_once(')'));
-            if let Some((n, _)) = num
-                && !n.is_empty()
-                && n.bytes().all(|b| b.is_ascii_digit())
-            {
-                found.push(format!("{path} ({n})"));
-            }
-        }
-        if let Some((_, rest)) = line.split_once("(was in ")
-            && let Some((path, _)) = rest.split_once(')')
-        {
-            found.push(format!("was in {path}"));
-        }
-    }
-    found.sort();
-    found.dedup();
-    found
-}
-
 /// Directories are named by their path where e2fsck names them so, with
 /// its `...` for a directory whose '..' is lost and its names for the
 /// reserved inodes.
@@ -176,12 +149,12 @@ fn paths_are_e2fscks() {
     let img = dir.join("img");
     copy_image(&base, &img);
     let e2 = oracle_run(&img, &["-fn"]).stdout;
-    let want = paths(&e2);
+    let want = report_paths(&e2);
     for p in ["/doc/adduser/examples (14)", "was in /a", "... (17)"] {
         assert!(want.iter().any(|w| w == p), "e2fsck names no {p}:\n{e2}");
     }
     let ours = run_pfsck(&img, &["-fn"]);
-    assert_eq!(paths(&ours), want, "pfsck:\n{ours}\ne2fsck:\n{e2}");
+    assert_eq!(report_paths(&ours), want, "pfsck:\n{ours}\ne2fsck:\n{e2}");
 }
 
 /// `-n` leaves the superblock as it is, and like e2fsck -n the closing

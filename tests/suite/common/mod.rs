@@ -1704,3 +1704,30 @@ fn first_change_outside_check_record(before: &[u8], after: &[u8]) -> Option<usiz
     }
     b.iter().zip(&a).position(|(x, y)| x != y)
 }
+
+/// Every "in PATH (N)" and "(was in PATH)" of a report.
+pub fn report_paths(out: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in out.lines() {
+        for (k, _) in line.match_indices(" in ") {
+            let rest = &line[k + 4..];
+            let Some(sp) = rest.find(' ') else { continue };
+            let (path, after) = rest.split_at(sp);
+            let num = after[1..].strip_prefix('(').and_then(|a| a.split_once(')'));
+            if let Some((n, _)) = num
+                && !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+            {
+                found.push(format!("{path} ({n})"));
+            }
+        }
+        if let Some((_, rest)) = line.split_once("(was in ")
+            && let Some((path, _)) = rest.split_once(')')
+        {
+            found.push(format!("was in {path}"));
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
