@@ -446,7 +446,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
         .census
         .push(("pass-2 results", pass2::out_bytes(&piped.outs2)));
     // Pass 2's steps are directory blocks: all known once pass 1 is.
-    progress.set_steps(2, state.dir_blocks.len() as u64);
+    progress.set_steps(2, piped.counts2.blocks);
     progress.pass_complete(1);
     let r = &mut report;
     let mut found1 = piped.pass1;
@@ -493,12 +493,24 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     let no_dir_info = (!opts.repairing)
         .then(|| stops::dir_without_info(&fs, &state))
         .flatten();
-    let stop_before = no_dir_info.as_ref().map(|s| s.at);
-    let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, t, ctl, stop_before);
+    let run2 = if opts.repairing {
+        pass2::Finish::Repair
+    } else {
+        pass2::Finish::ReadOnly {
+            stop_before: no_dir_info.as_ref().map(|s| s.at),
+        }
+    };
+    let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, piped.counts2, run2, t, ctl);
     if let Some(s) = no_dir_info {
         found2.append(s.problems);
     }
     r.tree = state.tree.clone();
+    // The directory lists and the tree of paths are in the scratch file
+    // now (`State::settle_lists`): past the cap, out of memory with the
+    // maps.
+    if let Some(s) = spill {
+        s.check();
+    }
     if late {
         opts.emit(2, r);
     }

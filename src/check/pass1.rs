@@ -28,7 +28,7 @@ use super::blockmap::{self, MapInfo, MapVisitor, Scratch, Subtree};
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, POLICY_UNRECOGNIZED, QUOTA_TYPES, QuotaUsage, State, Stats, iflag};
 use super::xattr::{self, EaCharge};
-use crate::engine::{Control, Threads};
+use crate::engine::{Control, ScratchList, Threads};
 use crate::fs::bytes::le32;
 use crate::fs::crypt::{self, Policy};
 use crate::fs::dir_entry;
@@ -334,6 +334,23 @@ pub(crate) struct Merged {
     all: UnitOut,
     /// Encryption policies by first appearance (inode order).
     policy_ids: std::collections::BTreeMap<Vec<u8>, u32>,
+    /// With `--max-memory`, the lists below grow in the scratch file.
+    spill: Option<std::sync::Arc<crate::engine::Spill>>,
+    /// Link counts other than 1, in inode order.
+    links_other: ScratchList<(u32, u16)>,
+    /// Every directory, in unit order.
+    dirs: ScratchList<u32>,
+    /// Each directory's i_generation (parallel to `dirs`), kept for
+    /// repairs only (`keep`): pass 2's units take each unit's as it is
+    /// merged (`absorb`).
+    gens: ScratchList<u32>,
+    /// Every directory block (pass 1C reads them to name the owners of
+    /// shared blocks; pass 2's end drops them unless repairing).
+    blocks: ScratchList<DirBlock>,
+    keep: bool,
+    /// The last unit absorbed: its directories and directory blocks.
+    unit_dirs: Vec<(u32, u32)>,
+    unit_blocks: Vec<DirBlock>,
 }
 
 impl Merged {
@@ -343,7 +360,9 @@ impl Merged {
         self.all.split
     }
 
-    pub fn new(fs: &Fs) -> Merged {
+    /// `keep`: keep the directories' generations for repairs; `spill`:
+    /// `--max-memory`'s scratch file.
+    pub fn new(fs: &Fs, keep: bool, spill: Option<std::sync::Arc<crate::engine::Spill>>) -> Merged {
         Merged {
             all: UnitOut {
                 quota: fs
@@ -353,6 +372,14 @@ impl Merged {
                 ..UnitOut::default()
             },
             policy_ids: Default::default(),
+            spill,
+            links_other: ScratchList::new(),
+            dirs: ScratchList::new(),
+            gens: ScratchList::new(),
+            blocks: ScratchList::new(),
+            keep,
+            unit_dirs: Vec::new(),
+            unit_blocks: Vec::new(),
         }
     }
 
@@ -379,9 +406,20 @@ impl Merged {
                 p.push((ino, id));
             }
         }
-        let (d0, b0) = (self.all.dirs.len(), self.all.dir_blocks.len());
+        self.unit_dirs = std::mem::take(&mut o.dirs);
+        self.unit_blocks = std::mem::take(&mut o.dir_blocks);
+        let spill = self.spill.as_ref();
+        self.links_other
+            .extend_from_slice(&std::mem::take(&mut o.links_other), spill);
+        let inos: Vec<u32> = self.unit_dirs.iter().map(|d| d.0).collect();
+        self.dirs.extend_from_slice(&inos, spill);
+        if self.keep {
+            let gens: Vec<u32> = self.unit_dirs.iter().map(|d| d.1).collect();
+            self.gens.extend_from_slice(&gens, spill);
+        }
+        self.blocks.extend_from_slice(&self.unit_blocks, spill);
         self.all.absorb(o);
-        (&self.all.dirs[d0..], &self.all.dir_blocks[b0..])
+        (&self.unit_dirs, &self.unit_blocks)
     }
 }
 
@@ -397,12 +435,20 @@ pub(crate) fn finish(
     threads: Threads,
     ctl: &Control,
 ) -> ProblemList {
-    let UnitOut {
+    let Merged {
+        all,
         links_other,
+        dirs,
+        gens,
+        blocks: mut dir_blocks,
+        ..
+    } = merged;
+    let UnitOut {
+        links_other: _,
         unmapped,
         mut problems,
-        dir_blocks,
-        mut dirs,
+        dir_blocks: _,
+        dirs: _,
         xrefs,
         mut ea_refs,
         mut quota,
@@ -410,24 +456,39 @@ pub(crate) fn finish(
         policies: _,
         stats,
         split: _,
-    } = merged.all;
+    } = all;
     state.enc_policy = enc_policy;
     state.add_links_other(links_other);
     state.add_unmapped(unmapped);
     state.stats.add(&stats);
-    state.dir_blocks = dir_blocks;
-    state.dir_blocks.sort_unstable();
+    dir_blocks.sort_unstable();
     // Grown by doubling while merging: the spare half is dead weight for
     // the rest of the check.
-    state.dir_blocks.shrink_to_fit();
-    // Units arrive in inode order, so this is already sorted; the sort is
-    // cheap insurance for the binary searches of later passes.
-    dirs.sort_unstable();
-    dirs.dedup_by_key(|d| d.0);
-    state.dirs = dirs.iter().map(|d| Ino(d.0)).collect();
-    // Pass 2 needs each directory's generation for its checksum seed;
-    // keeping it here spares pass 2 a second read of the inode tables.
-    state.dir_gen = dirs.iter().map(|d| d.1).collect();
+    dir_blocks.shrink_to_fit();
+    state.dir_blocks = dir_blocks;
+    // Without repairs `gens` is empty: pass 2's units took each
+    // directory's generation (checksum seed) as pass 1 merged it, and
+    // the few inline directories read theirs again.
+    let (mut dirs, mut gens) = (dirs, gens);
+    if !dirs.is_sorted_by(|a, b| a < b) {
+        // Units arrive in inode order, so this is not reached; it keeps
+        // the binary searches of later passes sound whatever happens.
+        if gens.len() == dirs.len() {
+            let mut pairs: Vec<(u32, u32)> =
+                dirs.iter().copied().zip(gens.iter().copied()).collect();
+            pairs.sort_unstable();
+            pairs.dedup_by_key(|d| d.0);
+            let (d, g): (Vec<u32>, Vec<u32>) = pairs.into_iter().unzip();
+            (dirs, gens) = (d.into(), g.into());
+        } else {
+            dirs.vec_mut().sort_unstable();
+            dirs.vec_mut().dedup();
+        }
+    }
+    dirs.shrink_to_fit();
+    state.dirs = dirs.iter().map(|&d| Ino(d)).collect::<Vec<_>>().into();
+    state.dir_gen = gens;
+    state.settle_lists();
     // dir_parent and dir_dotdot are pass 2's to fill.
     problems.extend(xattr::check_blocks(
         fs,

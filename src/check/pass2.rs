@@ -242,29 +242,46 @@ fn lblk_limit(fs: &Fs) -> u32 {
     }
 }
 
+/// How pass 2 ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Finish {
+    /// `dir_blocks` is kept for the repairs.
+    Repair,
+    /// `dir_blocks` is dropped; `stop_before`: a first block where the
+    /// check stops (`stops::dir_without_info`), the problems ending with
+    /// those of the blocks checked before it.
+    ReadOnly { stop_before: Option<DirBlock> },
+}
+
 /// Pass 2 after pass 1 (and 1B): what needs every directory block
 /// checked. `outs`: the units checked while pass 1 ran, in the order they
 /// were formed. Their problems are put back in e2fsck's block order (with
 /// dir_index first blocks, then the others, each sorted by physical
 /// block, as if checked in that order); holes,
 /// inline directories, parents and second links, htree structure and
-/// large_file follow as before. `stop_before`: a first block where a
-/// read-only check stops (`stops::dir_without_info`); the problems end
-/// with those of the blocks checked before it.
+/// large_file follow as before. `counts`: what `Units2` gathered.
 pub(crate) fn finish(
     fs: &Fs,
     state: &mut State,
     outs: Vec<UnitOut2>,
+    mut counts: DirCounts,
+    run: Finish,
     threads: Threads,
     ctl: &Control,
-    stop_before: Option<DirBlock>,
 ) -> ProblemList {
+    let stop_before = match run {
+        Finish::Repair => None,
+        Finish::ReadOnly { stop_before } => stop_before,
+    };
+    if run != Finish::Repair {
+        // Only repairs read the block list after this (issue 17: 16
+        // bytes a directory block, held under the check's peak below).
+        state.dir_blocks = Default::default();
+    }
     let fsp = fs_params(fs);
-    let limit = lblk_limit(fs);
     let st: &State = state;
-    let counts = block_counts(st, limit);
     let mut problems = ProblemList::new();
-    find_holes(&fsp, st, &counts, limit, &mut problems);
+    find_holes(&fsp, &mut counts, &mut problems);
 
     // Each block's problems, in e2fsck's order: with dir_index, every
     // directory's first block (it holds the htree root), then the other
@@ -320,7 +337,7 @@ pub(crate) fn finish(
     // gone before merge_links and the tree of paths add theirs (the peak
     // of the check is in this function).
     let mut htree_probs = ProblemList::new();
-    verify_htrees(st, &counts, &all, &mut htree_probs);
+    verify_htrees(&counts, &all, &mut htree_probs);
     drop(counts);
     let (dotdot, lf, link_probs, mut named_by) = merge_links(st, &all);
     problems.extend(link_probs);
@@ -360,8 +377,9 @@ pub(crate) fn finish(
     // before the tree's copies are made.
     crate::engine::memory::release_free();
     // In place: Ino is a u32.
-    state.dir_parent = parent.into_iter().map(Ino).collect();
-    state.dir_dotdot = dotdot.into_iter().map(Ino).collect();
+    state.dir_parent = parent.into_iter().map(Ino).collect::<Vec<_>>().into();
+    state.dir_dotdot = dotdot.into_iter().map(Ino).collect::<Vec<_>>().into();
+    state.settle_lists();
     state.lost_found = lf;
     let tree = super::paths::DirTree::with_names(state, ends, names);
     state.tree = Some(std::sync::Arc::new(tree));
@@ -445,6 +463,32 @@ pub(crate) struct Units2 {
     csum: Option<u32>,
     blocks: Vec<DirBlock>,
     dirs: std::collections::BTreeMap<u32, UnitDir>,
+    /// What `finish` needs of the directories' block lists.
+    pub counts: DirCounts,
+}
+
+/// All `finish` needs of every directory's block list, gathered as pass
+/// 1 merges them (issue 17: not a word per directory on a sound file
+/// system; the full list is kept only for repairs).
+#[derive(Default)]
+pub(crate) struct DirCounts {
+    /// Directory blocks pass 1 listed.
+    pub blocks: u64,
+    /// (directory, highest logical block + 1) of indexed directories, in
+    /// inode order.
+    htree: Vec<(u32, u32)>,
+    /// (directory, its logical blocks) of directories with fewer blocks
+    /// listed than their highest one, in inode order.
+    holed: Vec<(u32, Vec<u32>)>,
+}
+
+impl DirCounts {
+    /// The highest logical block + 1 of indexed directory `ino`.
+    fn numblocks(&self, ino: u32) -> u32 {
+        self.htree
+            .binary_search_by_key(&ino, |h| h.0)
+            .map_or(0, |k| self.htree[k].1)
+    }
 }
 
 impl Units2 {
@@ -457,6 +501,7 @@ impl Units2 {
                 .then_some(fs.csum_seed),
             blocks: Vec::new(),
             dirs: Default::default(),
+            counts: DirCounts::default(),
         }
     }
 
@@ -507,9 +552,20 @@ impl Units2 {
                 }
             }
         }
+        self.counts.blocks += blocks.len() as u64;
         for d in &mut infos {
+            let (ino, numblocks) = (d.info.params.ino, d.info.numblocks);
             if let Some(h) = d.info.params.htree.as_mut() {
-                h.numblocks = d.info.numblocks;
+                h.numblocks = numblocks;
+                self.counts.htree.push((ino, numblocks));
+            }
+            if d.info.nlisted < numblocks && !d.info.inline {
+                let lblks = blocks
+                    .iter()
+                    .filter(|b| b.ino.0 == ino && b.lblk.0 <= self.limit)
+                    .map(|b| b.lblk.0)
+                    .collect();
+                self.counts.holed.push((ino, lblks));
             }
         }
         // Only the blocks pass 2 checks (as `check_unit` would skip them).
@@ -585,15 +641,30 @@ pub(crate) struct UnitOut2 {
 }
 
 /// An entry naming a directory, as `UnitOut2` keeps it (a `SubdirRef`
-/// less its block's keys: 16 bytes, not 32).
+/// less its block's keys: 12 bytes, not 32).
 #[derive(Clone, Copy)]
 struct Sub {
-    /// Index in `UnitOut2::keys`.
-    block: u32,
-    name_start: u32,
     child: u32,
+    /// Where the name is in `UnitOut2::names` (24 bits: a unit's names
+    /// come from at most `UNIT_BLOCKS` blocks, or one inode each of
+    /// `INODE_UNIT` inline directories), then its length.
+    name: u32,
+    /// Index in `UnitOut2::keys` (a block, or an inline directory).
+    block: u16,
     off: u16,
-    name_len: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Sub>() == 12);
+/// A unit's names fit `Sub::name`'s 24 bits: at most 255 bytes an entry
+/// of at least 8 bytes, in at most 32 blocks of 64 KiB, or 512 inodes.
+const _: () = assert!(UNIT_BLOCKS * (64 << 10) < 1 << 24);
+const _: () = assert!(INODE_UNIT < 1 << 16);
+
+impl Sub {
+    fn name_range(&self) -> std::ops::Range<usize> {
+        let start = (self.name >> 8) as usize;
+        start..start + (self.name & 0xff) as usize
+    }
 }
 
 impl UnitOut2 {
@@ -609,11 +680,10 @@ impl UnitOut2 {
                     keys.push((kb, kd));
                 }
                 Sub {
-                    block: (keys.len() - 1) as u32,
-                    name_start: r.name_start,
                     child: r.child,
+                    name: (r.name_start << 8) | u32::from(r.name_len),
+                    block: (keys.len() - 1) as u16,
                     off,
-                    name_len: r.name_len,
                 }
             })
             .collect();
@@ -649,9 +719,7 @@ impl UnitOut2 {
     }
 
     fn name(&self, j: usize) -> Option<&[u8]> {
-        let s = self.subs[j];
-        let start = s.name_start as usize;
-        self.names.get(start..start + s.name_len as usize)
+        self.names.get(self.subs[j].name_range())
     }
 
     fn sink(&self) -> Option<&Sink> {
@@ -845,21 +913,6 @@ fn dir_index_of(st: &State, ino: u32) -> Option<usize> {
     st.dir_index(ino)
 }
 
-/// Each directory's (highest logical block + 1, blocks listed), in
-/// `state.dirs` order: all `finish` needs of every directory (8 bytes
-/// each; the full `DirInfo`, 44, is made only for inline directories).
-fn block_counts(st: &State, limit: u32) -> Vec<(u32, u32)> {
-    let mut counts = vec![(0u32, 0u32); st.dirs.len()];
-    for b in st.dir_blocks.iter().filter(|b| b.lblk.0 <= limit) {
-        if let Some(i) = dir_index_of(st, b.ino.0) {
-            let c = &mut counts[i];
-            c.0 = c.0.max(b.lblk.0.saturating_add(1));
-            c.1 = c.1.saturating_add(1);
-        }
-    }
-    counts
-}
-
 /// The table of pass 2's inline directories: flags, checksum seed.
 fn inline_table(
     fs: &Fs,
@@ -936,38 +989,14 @@ fn read_generations(fs: &Fs, inos: &[u32], threads: Threads, ctl: &Control) -> V
 }
 
 /// Reports logical blocks missing inside a directory's mapped range.
-fn find_holes(
-    fsp: &FsParams,
-    st: &State,
-    counts: &[(u32, u32)],
-    limit: u32,
-    out: &mut ProblemList,
-) {
+fn find_holes(fsp: &FsParams, counts: &mut DirCounts, out: &mut ProblemList) {
     // largedir lets the kernel punch out emptied blocks.
     if fsp.largedir {
         return;
     }
-    let holed: Vec<usize> = counts
-        .iter()
-        .enumerate()
-        .filter(|&(i, &(numblocks, nlisted))| {
-            nlisted < numblocks && !st.has_iflag(st.dirs[i].0, iflag::INLINE)
-        })
-        .map(|(i, _)| i)
-        .collect();
-    if holed.is_empty() {
-        return;
-    }
-    let mut per: Vec<Vec<u32>> = vec![Vec::new(); holed.len()];
-    for b in st.dir_blocks.iter().filter(|b| b.lblk.0 <= limit) {
-        if let Some(i) = dir_index_of(st, b.ino.0)
-            && let Ok(k) = holed.binary_search(&i)
-        {
-            per[k].push(b.lblk.0);
-        }
-    }
-    for (k, &i) in holed.iter().enumerate() {
-        let l = &mut per[k];
+    // Merged in inode order already; sorted again as insurance.
+    counts.holed.sort_by_key(|h| h.0);
+    for (ino, l) in &mut counts.holed {
         l.sort_unstable();
         l.dedup();
         let mut expect = 0u32;
@@ -977,7 +1006,7 @@ fn find_holes(
             if lb > expect {
                 out.push(
                     Problem::new(Code::DirHole)
-                        .ino(st.dirs[i])
+                        .ino(Ino(*ino))
                         .num(expect as u64),
                 );
             }
@@ -1312,7 +1341,7 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
 }
 
 /// Runs the whole-tree checks of every indexed directory.
-fn verify_htrees(st: &State, counts: &[(u32, u32)], outs: &[&UnitOut2], out: &mut ProblemList) {
+fn verify_htrees(counts: &DirCounts, outs: &[&UnitOut2], out: &mut ProblemList) {
     let sinks: Vec<&Sink> = outs.iter().filter_map(|o| o.sink()).collect();
     let mut dx: Vec<&DxRec> = sinks.iter().flat_map(|s| s.dx.iter()).collect();
     if dx.is_empty() {
@@ -1335,7 +1364,7 @@ fn verify_htrees(st: &State, counts: &[(u32, u32)], outs: &[&UnitOut2], out: &mu
         }
         let ls = leaves.partition_point(|l| l.dir < dir);
         let le = leaves.partition_point(|l| l.dir <= dir);
-        let numblocks = dir_index_of(st, dir).map_or(0, |k| counts[k].0);
+        let numblocks = counts.numblocks(dir);
         htree_check::verify(dir, numblocks, &dx[i..j], &leaves[ls..le], out);
         i = j;
     }

@@ -11,6 +11,7 @@
 //! that is not a directory.
 
 use super::state::State;
+use crate::engine::ScratchList;
 
 /// How e2fsck names the reserved inodes when no directory is known.
 const SPECIAL: [&str; 11] = [
@@ -33,36 +34,41 @@ const ROOT_INO: u32 = 2;
 
 /// Each directory's '..' and its name in that directory, as pass 2 found
 /// them.
+///
+/// With `--max-memory` the lists live in the scratch file.
 #[derive(Clone, Debug, Default)]
 pub struct DirTree {
-    /// Directories, sorted; the other vectors are parallel.
-    dirs: Vec<u32>,
-    dotdot: Vec<u32>,
+    /// Directories, sorted; the other lists are parallel.
+    dirs: ScratchList<u32>,
+    dotdot: ScratchList<u32>,
     /// The directory holding the first entry naming each directory.
-    parent: Vec<u32>,
+    parent: ScratchList<u32>,
     /// End of each directory's name (in `parent`) in `names` (the start is
     /// the previous end).
-    ends: Vec<u32>,
-    names: Vec<u8>,
+    ends: ScratchList<u32>,
+    names: ScratchList<u8>,
 }
 
 impl DirTree {
     /// The tree of `state` after pass 2: `ends[k]`, the end in `names` of
     /// the name of the entry that made `state.dirs[k]`'s parent
     /// (`dir_parent`) its parent (its start, the previous end).
-    pub fn with_names(state: &State, ends: Vec<u32>, mut names: Vec<u8>) -> DirTree {
+    pub fn with_names(state: &State, mut ends: Vec<u32>, mut names: Vec<u8>) -> DirTree {
         names.shrink_to_fit();
-        let mut t = DirTree {
-            dirs: state.dirs.iter().map(|d| d.0).collect(),
-            dotdot: state.dir_dotdot.iter().map(|d| d.0).collect(),
-            parent: state.dir_parent.iter().map(|d| d.0).collect(),
-            ends,
-            names,
-        };
-        t.dotdot.resize(t.dirs.len(), 0);
-        t.parent.resize(t.dirs.len(), 0);
-        t.ends.resize(t.dirs.len(), t.names.len() as u32);
-        t
+        let n = state.dirs.len();
+        let mut dotdot: Vec<u32> = state.dir_dotdot.iter().map(|d| d.0).collect();
+        let mut parent: Vec<u32> = state.dir_parent.iter().map(|d| d.0).collect();
+        dotdot.resize(n, 0);
+        parent.resize(n, 0);
+        ends.resize(n, names.len() as u32);
+        let spill = state.spill.as_ref();
+        DirTree {
+            dirs: ScratchList::settle(state.dirs.iter().map(|d| d.0).collect(), spill),
+            dotdot: ScratchList::settle(dotdot, spill),
+            parent: ScratchList::settle(parent, spill),
+            ends: ScratchList::settle(ends, spill),
+            names: ScratchList::settle(names, spill),
+        }
     }
 
     fn index(&self, ino: u32) -> Option<usize> {
@@ -149,7 +155,7 @@ mod tests {
             t.dirs.push(d);
             t.dotdot.push(dd);
             t.parent.push(p);
-            t.names.extend_from_slice(n.as_bytes());
+            t.names.vec_mut().extend_from_slice(n.as_bytes());
             t.ends.push(t.names.len() as u32);
         }
         t

@@ -70,6 +70,8 @@ pub(crate) struct Piped {
     pub pass1: ProblemList,
     /// Pass 2's units, in the order they were formed.
     pub outs2: Vec<UnitOut2>,
+    /// What pass 2's end needs of the directories' block lists.
+    pub counts2: pass2::DirCounts,
     pub stats: pipe::Stats,
     /// Per pass: wall seconds it ran, seconds of work, bytes it read.
     pub pass1_time: (f64, f64, u64),
@@ -94,7 +96,8 @@ pub(crate) fn run(
     };
     let policies = RwLock::new(Vec::new());
     let bytes = [AtomicU64::new(0), AtomicU64::new(0)];
-    let mut merged = pass1::Merged::new(fs);
+    let mut merged = pass1::Merged::new(fs, opts.repairing, state.spill.clone());
+    let mut units2 = Units2::new(fs);
     let (outs2, stats) = {
         let shared = Mutex::new(&mut *budget);
         let resize = || shared.lock().unwrap_or_else(|e| e.into_inner()).threads().0;
@@ -105,7 +108,6 @@ pub(crate) fn run(
         scan.read_only(!opts.repairing);
         let n0 = scan.len();
         let final_below = AtomicU32::new(0);
-        let mut units2 = Units2::new(fs);
         let fsp = pass2::fs_params(fs);
         let targets = StateTargets::new(fs, st, Some(&policies));
         let cfg = pipe::Config {
@@ -201,6 +203,7 @@ pub(crate) fn run(
     Ok(Piped {
         pass1,
         outs2,
+        counts2: units2.counts,
         pass1_time: (
             stats.stage0_merged + end,
             stats.work_seconds[0] + end,

@@ -5,7 +5,7 @@
 //! per-worker results merged once, in unit order.
 
 use super::xattr::EaCharge;
-use crate::engine::Spill;
+use crate::engine::{ScratchList, Spill};
 use crate::fs::num::{Blk, Cluster, Ino, LBlk};
 use crate::volume::{ClusterMap, InodeCounts, InodeMap};
 use std::collections::BTreeMap;
@@ -184,23 +184,23 @@ pub struct State {
     /// i_links_count of used inodes whose count is not 1, sorted by inode;
     /// every other used inode has 1 (nearly all files). Read with
     /// `i_links`.
-    links_other: Vec<(u32, u16)>,
+    links_other: ScratchList<(u32, u16)>,
     /// One map per `iflag` bit. Read with `has_iflag`.
     iflags: [InodeMap; iflag::COUNT],
     /// References found in directories (pass 2), by inode number.
     pub links_seen: InodeCounts,
     /// Directory blocks, sorted by physical block.
-    pub dir_blocks: Vec<DirBlock>,
+    pub dir_blocks: ScratchList<DirBlock>,
     /// Directories in use, sorted; `dir_parent`/`dir_dotdot` are parallel.
-    pub dirs: Vec<Ino>,
+    pub dirs: ScratchList<Ino>,
     /// The directory holding the (first) entry that names this directory; 0 if none.
-    pub dir_parent: Vec<Ino>,
+    pub dir_parent: ScratchList<Ino>,
     /// The inode the directory's '..' entry points at; 0 if missing.
-    pub dir_dotdot: Vec<Ino>,
+    pub dir_dotdot: ScratchList<Ino>,
     /// i_generation of each directory in `dirs` (parallel), for the seed of
     /// directory block checksums. Pass 1 may leave it empty; pass 2 then
     /// reads the directory inodes itself.
-    pub dir_gen: Vec<u32>,
+    pub dir_gen: ScratchList<u32>,
     /// The inode named "lost+found" in the root directory (pass 2); 0 if none.
     pub lost_found: u32,
     /// Directory paths for messages (pass 2).
@@ -258,14 +258,14 @@ impl State {
             inode_dir: inode_map(),
             unmapped: Vec::new(),
             ftype_bits: std::array::from_fn(|_| inode_map()),
-            links_other: Vec::new(),
+            links_other: ScratchList::new(),
             iflags: std::array::from_fn(|_| inode_map()),
             links_seen: InodeCounts::new_in(inodes_count, spill),
-            dir_blocks: Vec::new(),
-            dirs: Vec::new(),
-            dir_parent: Vec::new(),
-            dir_dotdot: Vec::new(),
-            dir_gen: Vec::new(),
+            dir_blocks: ScratchList::new(),
+            dirs: ScratchList::new(),
+            dir_parent: ScratchList::new(),
+            dir_dotdot: ScratchList::new(),
+            dir_gen: ScratchList::new(),
             lost_found: 0,
             tree: None,
             xattr_blocks: Vec::new(),
@@ -298,16 +298,15 @@ impl State {
     /// Bytes each structure holds in memory now, by name (`-t`): maps by
     /// their resident pages, lists by their capacity.
     pub fn census(&self) -> Vec<(&'static str, u64)> {
-        fn cap<T>(v: &[T], capacity: usize) -> u64 {
-            let _ = v;
-            (capacity * std::mem::size_of::<T>()) as u64
+        fn cap<T>(v: &Vec<T>) -> u64 {
+            (v.capacity() * std::mem::size_of::<T>()) as u64
         }
         let flags: u64 = self.iflags.iter().map(|m| m.resident_bytes()).sum();
         let ftype: u64 = self.ftype_bits.iter().map(|m| m.resident_bytes()).sum();
-        let dir_lists = cap(&self.dirs, self.dirs.capacity())
-            + cap(&self.dir_parent, self.dir_parent.capacity())
-            + cap(&self.dir_dotdot, self.dir_dotdot.capacity())
-            + cap(&self.dir_gen, self.dir_gen.capacity());
+        let dir_lists = self.dirs.bytes()
+            + self.dir_parent.bytes()
+            + self.dir_dotdot.bytes()
+            + self.dir_gen.bytes();
         vec![
             ("block_used", self.block_used.resident_bytes()),
             ("block_dup", self.block_dup.resident_bytes()),
@@ -317,17 +316,36 @@ impl State {
             ("file types", ftype),
             ("inode flags", flags),
             ("links_seen", self.links_seen.resident_bytes()),
-            (
-                "links_other",
-                cap(&self.links_other, self.links_other.capacity()),
-            ),
-            ("unmapped", cap(&self.unmapped, self.unmapped.capacity())),
-            (
-                "dir_blocks",
-                cap(&self.dir_blocks, self.dir_blocks.capacity()),
-            ),
+            ("links_other", self.links_other.bytes()),
+            ("unmapped", cap(&self.unmapped)),
+            ("dir_blocks", self.dir_blocks.bytes()),
             ("dirs (4 lists)", dir_lists),
         ]
+    }
+
+    /// `--max-memory`: the directory lists and link counts, built in
+    /// memory, move to the scratch file, where a trim drops them from
+    /// memory with the maps (issue 17).
+    pub fn settle_lists(&mut self) {
+        fn settle<T: Copy>(l: &mut ScratchList<T>, s: &Arc<Spill>) {
+            if !l.in_scratch() {
+                let v = std::mem::take(l.vec_mut());
+                *l = ScratchList::settle(v, Some(s));
+            }
+        }
+        let Some(s) = self.spill.clone() else {
+            return;
+        };
+        settle(&mut self.links_other, &s);
+        settle(&mut self.dir_blocks, &s);
+        settle(&mut self.dirs, &s);
+        settle(&mut self.dir_parent, &s);
+        settle(&mut self.dir_dotdot, &s);
+        settle(&mut self.dir_gen, &s);
+        // Their copies in memory are gone; the copies in the file count
+        // until the next trim.
+        crate::engine::memory::release_free();
+        s.check();
     }
 
     /// Index of directory `ino` in `dirs`, if it is one.
@@ -437,16 +455,21 @@ impl State {
     /// Appends the link counts other than 1 of used inodes, in increasing
     /// inode order (pass 1 merges its units in order; out of order, the
     /// list is sorted again).
-    pub fn add_links_other(&mut self, counts: impl IntoIterator<Item = (u32, u16)>) {
+    pub fn add_links_other(&mut self, counts: ScratchList<(u32, u16)>) {
         let before = self.links_other.len();
-        self.links_other.extend(counts);
-        self.links_other.shrink_to_fit();
+        if before == 0 {
+            // Taken as it is: a copy would double it for a moment.
+            self.links_other = counts;
+        } else {
+            self.links_other.vec_mut().extend_from_slice(&counts);
+        }
         let sorted = self.links_other[before.saturating_sub(1)..]
             .windows(2)
             .all(|w| w[0].0 < w[1].0);
         if !sorted {
-            self.links_other.sort_by_key(|&(i, _)| i);
-            self.links_other.dedup_by_key(|&mut (i, _)| i);
+            let l = self.links_other.vec_mut();
+            l.sort_by_key(|&(i, _)| i);
+            l.dedup_by_key(|&mut (i, _)| i);
         }
     }
 
@@ -472,11 +495,11 @@ impl State {
         let k = self.links_other.binary_search_by_key(&ino, |&(i, _)| i);
         match (k, v) {
             (Ok(k), 1) => {
-                self.links_other.remove(k);
+                self.links_other.vec_mut().remove(k);
             }
             (Ok(k), _) => self.links_other[k].1 = v,
             (Err(_), 1) => {}
-            (Err(k), _) => self.links_other.insert(k, (ino, v)),
+            (Err(k), _) => self.links_other.vec_mut().insert(k, (ino, v)),
         }
     }
 

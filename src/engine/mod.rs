@@ -6,6 +6,7 @@
 pub mod bitmap;
 pub mod budget;
 pub mod clock;
+pub mod list;
 pub mod memory;
 pub mod pipeline;
 pub mod pool;
@@ -16,6 +17,7 @@ pub mod spill;
 pub use bitmap::{AtomicBitmap, LinkCounts};
 pub use budget::Budget;
 pub use clock::Clock;
+pub use list::ScratchList;
 pub use pool::{Control, Threads, par_fold, par_fold_io, par_map};
 pub use progress::Progress;
 pub use spill::{Spill, SpillStats};

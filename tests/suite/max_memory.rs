@@ -252,3 +252,56 @@ fn capped_run_survives_a_cgroup_limit_an_uncapped_one_does_not() {
     let text = run(&img, &["-fn", "-m", "1"]);
     assert_eq!(capped.stdout, text.stdout, "capped report differs");
 }
+
+/// An image of `n` entries in 60 directories: each a directory itself
+/// (`dirs`), or an empty file. Same geometry either way.
+fn tree_image(dir: &TempDir, name: &str, n: usize, dirs: bool) -> PathBuf {
+    let src = dir.join(format!("{name}-tree"));
+    for k in 0..n {
+        let p = src.join(format!("d{}", k % 60)).join(format!("e{k}"));
+        if dirs {
+            std::fs::create_dir_all(&p).unwrap();
+        } else {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, b"").unwrap();
+        }
+    }
+    let img = dir.join(format!("{name}.img"));
+    mkfs(&img, 128 << 20, &MkfsOpts::ext4().inodes(16384), Some(&src));
+    img
+}
+
+#[test]
+fn directory_lists_go_to_the_scratch_file() {
+    // Issue 17: past the cap the directory lists (directories, parents,
+    // '..', link counts, blocks, the tree of paths) live in the scratch
+    // file with the maps, and the report is the uncapped one.
+    let dir = TempDir::new("max-memory-dirs");
+    let n = 6000;
+    let dirs = tree_image(&dir, "dirs", n, true);
+    let files = tree_image(&dir, "files", n, false);
+    let mut mapped = Vec::new();
+    for img in [&dirs, &files] {
+        let (plain, _) = report(img, &["-m", "1"]);
+        for t in ["1", "2"] {
+            let (capped, mem) = report(img, &["-m", t, "--max-memory", "64K"]);
+            assert_eq!(
+                plain,
+                capped,
+                "{}: -m {t}: capped report differs",
+                img.display()
+            );
+            if t == "1" {
+                mapped.push(mem["max_memory"]["mapped_bytes"].as_u64().unwrap_or(0));
+            }
+        }
+    }
+    // Same geometry, same maps: what more the directories' image placed
+    // there is its lists, at least a directory list, parents and '..'.
+    assert!(
+        mapped[0] >= mapped[1] + 12 * n as u64,
+        "scratch bytes: {} with {n} directories, {} with files",
+        mapped[0],
+        mapped[1]
+    );
+}

@@ -1,0 +1,256 @@
+//! Lists that grow with the file system (a word or two per directory) and
+//! are written once, then only read: with `--max-memory` they move to the
+//! scratch file once built (`ScratchList::settle`), where `Spill::trim`
+//! drops them from memory with the maps.
+//!
+//! A list is built in memory as a `Vec` and copied out whole: the lists
+//! are filled by merging in order, sorted, or deduplicated, which a file
+//! mapping of fixed size would not make simpler.
+
+use super::spill::Spill;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+/// A list of plain values in memory, or in `--max-memory`'s scratch file.
+pub struct ScratchList<T: Copy> {
+    at: At<T>,
+}
+
+enum At<T> {
+    Heap(Vec<T>),
+    /// `len` values at `ptr`, a mapping `Spill::map` made for `cap`.
+    Scratch {
+        ptr: std::ptr::NonNull<T>,
+        len: usize,
+        cap: usize,
+        spill: Arc<Spill>,
+    },
+}
+
+// SAFETY: the mapping is owned by the list alone, like a Vec's buffer.
+#[allow(unsafe_code)]
+unsafe impl<T: Copy + Send> Send for ScratchList<T> {}
+#[allow(unsafe_code)]
+unsafe impl<T: Copy + Sync> Sync for ScratchList<T> {}
+
+impl<T: Copy> ScratchList<T> {
+    pub const fn new() -> ScratchList<T> {
+        ScratchList {
+            at: At::Heap(Vec::new()),
+        }
+    }
+
+    /// `v` in `spill`'s scratch file if there is one and `v` fills at
+    /// least a page (a smaller list, or a file that cannot grow, stays
+    /// in memory).
+    pub fn settle(v: Vec<T>, spill: Option<&Arc<Spill>>) -> ScratchList<T> {
+        match spill {
+            Some(s) if std::mem::size_of_val(v.as_slice()) >= 4096 => {
+                Self::copy_to(&v, v.len(), s).unwrap_or(ScratchList { at: At::Heap(v) })
+            }
+            _ => ScratchList { at: At::Heap(v) },
+        }
+    }
+
+    /// `v` in a new mapping of room for `cap` values; None if the file
+    /// cannot grow.
+    #[allow(unsafe_code)]
+    fn copy_to(v: &[T], cap: usize, s: &Arc<Spill>) -> Option<ScratchList<T>> {
+        let ptr = s.map(cap * std::mem::size_of::<T>())?.cast::<T>();
+        // SAFETY: the mapping is page-aligned (so aligned for T), room
+        // for `cap` >= `v.len()` values, fresh, and does not overlap `v`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(v.as_ptr(), ptr.as_ptr(), v.len());
+        }
+        Some(ScratchList {
+            at: At::Scratch {
+                ptr,
+                len: v.len(),
+                cap,
+                spill: Arc::clone(s),
+            },
+        })
+    }
+
+    /// Appends `xs`; with `spill`, a list of a page or more lives in
+    /// its scratch file, moved to a mapping twice as large when full.
+    #[allow(unsafe_code)]
+    pub fn extend_from_slice(&mut self, xs: &[T], spill: Option<&Arc<Spill>>) {
+        let len = self.len();
+        let need = len + xs.len();
+        let Some(s) = spill.filter(|_| need * std::mem::size_of::<T>() >= 4096) else {
+            self.vec_mut().extend_from_slice(xs);
+            return;
+        };
+        let room = match &self.at {
+            At::Scratch { cap, .. } => *cap,
+            At::Heap(_) => 0,
+        };
+        if need > room {
+            let cap = need
+                .max(room * 2)
+                .max(4096 / std::mem::size_of::<T>().max(1));
+            match Self::copy_to(self, cap, s) {
+                Some(moved) => *self = moved,
+                None => {
+                    self.vec_mut().extend_from_slice(xs);
+                    return;
+                }
+            }
+        }
+        if let At::Scratch { ptr, len, .. } = &mut self.at {
+            // SAFETY: `need` <= the mapping's room; the values past
+            // `len` are the mapping's own and not yet read.
+            unsafe {
+                std::ptr::copy_nonoverlapping(xs.as_ptr(), ptr.as_ptr().add(*len), xs.len());
+            }
+            *len = need;
+        }
+    }
+
+    /// The list as a `Vec` to change its length (one taken from the
+    /// scratch file is copied back to memory first).
+    pub fn vec_mut(&mut self) -> &mut Vec<T> {
+        if let At::Scratch { .. } = self.at {
+            let v = self.to_vec();
+            self.at = At::Heap(v);
+        }
+        match &mut self.at {
+            At::Heap(v) => v,
+            At::Scratch { .. } => unreachable!("copied to memory above"),
+        }
+    }
+
+    /// Gives back a list in memory's spare room (one in the scratch
+    /// file keeps its mapping: its untouched pages cost nothing).
+    pub fn shrink_to_fit(&mut self) {
+        if let At::Heap(v) = &mut self.at {
+            v.shrink_to_fit();
+        }
+    }
+
+    pub fn push(&mut self, x: T) {
+        self.vec_mut().push(x);
+    }
+
+    /// Bytes the list holds in memory or in the scratch file (`-t`'s
+    /// census).
+    pub fn bytes(&self) -> u64 {
+        let n = match &self.at {
+            At::Heap(v) => v.capacity(),
+            At::Scratch { cap, .. } => *cap,
+        };
+        (n * std::mem::size_of::<T>()) as u64
+    }
+
+    /// Is it in the scratch file?
+    pub fn in_scratch(&self) -> bool {
+        matches!(self.at, At::Scratch { .. })
+    }
+}
+
+impl<T: Copy> Default for ScratchList<T> {
+    fn default() -> Self {
+        ScratchList::new()
+    }
+}
+
+impl<T: Copy> From<Vec<T>> for ScratchList<T> {
+    fn from(v: Vec<T>) -> Self {
+        ScratchList { at: At::Heap(v) }
+    }
+}
+
+impl<T: Copy> Deref for ScratchList<T> {
+    type Target = [T];
+    #[allow(unsafe_code)]
+    fn deref(&self) -> &[T] {
+        match &self.at {
+            At::Heap(v) => v,
+            // SAFETY: `len` values copied in by `settle`, mapped until
+            // Drop; shared borrows of the list only read them.
+            At::Scratch { ptr, len, .. } => unsafe {
+                std::slice::from_raw_parts(ptr.as_ptr(), *len)
+            },
+        }
+    }
+}
+
+impl<T: Copy> DerefMut for ScratchList<T> {
+    #[allow(unsafe_code)]
+    fn deref_mut(&mut self) -> &mut [T] {
+        match &mut self.at {
+            At::Heap(v) => v,
+            // SAFETY: as in deref; `&mut self` makes the borrow unique.
+            At::Scratch { ptr, len, .. } => unsafe {
+                std::slice::from_raw_parts_mut(ptr.as_ptr(), *len)
+            },
+        }
+    }
+}
+
+impl<T: Copy> Clone for ScratchList<T> {
+    fn clone(&self) -> Self {
+        match &self.at {
+            At::Heap(v) => ScratchList {
+                at: At::Heap(v.clone()),
+            },
+            At::Scratch { spill, .. } => ScratchList::settle(self.to_vec(), Some(spill)),
+        }
+    }
+}
+
+impl<T: Copy + std::fmt::Debug> std::fmt::Debug for ScratchList<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<T: Copy> Drop for ScratchList<T> {
+    fn drop(&mut self) {
+        if let At::Scratch {
+            ptr, cap, spill, ..
+        } = &self.at
+        {
+            spill.unmap(ptr.cast(), *cap * std::mem::size_of::<T>());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settled_lists_read_back_across_trims() {
+        let s = Arc::new(Spill::new(0, &std::env::temp_dir()).expect("scratch file"));
+        let v: Vec<(u32, u16)> = (0..5000u32).map(|i| (i * 3, i as u16)).collect();
+        let mut l = ScratchList::settle(v.clone(), Some(&s));
+        assert!(l.in_scratch());
+        assert!(s.stats().mapped_bytes >= 5000 * 8);
+        s.check();
+        assert_eq!(&l[..], &v[..]);
+        assert_eq!(l.binary_search_by_key(&300, |p| p.0), Ok(100));
+        let c = l.clone();
+        assert!(c.in_scratch() && c[..] == v[..]);
+        l.push((1, 1));
+        assert!(!l.in_scratch());
+        assert_eq!(l.len(), 5001);
+        let mut g = ScratchList::new();
+        for k in 0..3000u32 {
+            g.extend_from_slice(&[k, k + 1], Some(&s));
+            if k % 500 == 0 {
+                s.check();
+            }
+        }
+        assert!(g.in_scratch());
+        assert!(
+            g.chunks(2)
+                .enumerate()
+                .all(|(k, p)| p == [k as u32, k as u32 + 1])
+        );
+        // Small lists, or no scratch file: memory.
+        assert!(!ScratchList::settle(vec![1u32; 10], Some(&s)).in_scratch());
+        assert!(!ScratchList::settle(v, None).in_scratch());
+    }
+}
