@@ -313,35 +313,7 @@ fn remove_at(b: &mut [u8], bs: usize, off: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::bytes::put_le16;
-
-    const BS: usize = 1024;
-
-    /// (inode, name, rec_len) records from offset 0.
-    fn block(recs: &[(u32, &[u8], usize)]) -> Vec<u8> {
-        let mut b = vec![0u8; BS];
-        let mut off = 0;
-        for &(ino, name, rec) in recs {
-            put_le32(&mut b, off, ino);
-            put_le16(&mut b, off + 4, rec as u16);
-            b[off + 6] = name.len() as u8;
-            b[off + 7] = 1;
-            b[off + 8..off + 8 + name.len()].copy_from_slice(name);
-            off += rec;
-        }
-        b
-    }
-
-    fn chain(b: &[u8]) -> Vec<(usize, u32, usize)> {
-        let mut v = Vec::new();
-        let mut off = 0;
-        while off < b.len() {
-            let rec = readable(b, BS, off).expect("readable chain");
-            v.push((off, le32(b, off), rec));
-            off += rec;
-        }
-        v
-    }
+    use crate::fs::dir_salvage::testing::{BS, block, chain};
 
     #[test]
     fn tail_inserted_from_slack() {

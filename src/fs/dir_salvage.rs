@@ -130,15 +130,17 @@ pub fn grow(b: &mut [u8], bs: usize, p: usize, by: usize) {
     set_rec_len_at(b, p, rec, bs);
 }
 
+/// Directory blocks written by hand, for the unit tests here and of the
+/// fixers that edit them.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
+    use super::readable;
     use crate::fs::bytes::{le32, put_le16, put_le32};
 
-    const BS: usize = 1024;
+    pub const BS: usize = 1024;
 
-    /// (inode, name, rec_len) records from offset 0.
-    fn block(recs: &[(u32, &[u8], usize)]) -> Vec<u8> {
+    /// A block of (inode, name, rec_len) records from offset 0.
+    pub fn block(recs: &[(u32, &[u8], usize)]) -> Vec<u8> {
         let mut b = vec![0u8; BS];
         let mut off = 0;
         for &(ino, name, rec) in recs {
@@ -152,7 +154,8 @@ mod tests {
         b
     }
 
-    fn chain(b: &[u8]) -> Vec<(usize, u32, usize)> {
+    /// The (offset, inode, rec_len) of every record of `b`.
+    pub fn chain(b: &[u8]) -> Vec<(usize, u32, usize)> {
         let mut v = Vec::new();
         let mut off = 0;
         while off < b.len() {
@@ -162,6 +165,13 @@ mod tests {
         }
         v
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{BS, block, chain};
+    use super::*;
+    use crate::fs::bytes::put_le16;
 
     #[test]
     fn bad_rec_len_goes_to_the_previous_entry() {
