@@ -339,7 +339,7 @@ pub(crate) struct Merged {
     /// Link counts other than 1, in inode order.
     links_other: ScratchList<(u32, u16)>,
     /// Every directory, in unit order.
-    dirs: ScratchList<u32>,
+    dirs: ScratchList<Ino>,
     /// Each directory's i_generation (parallel to `dirs`), kept for
     /// repairs only (`keep`): pass 2's units take each unit's as it is
     /// merged (`absorb`).
@@ -411,7 +411,7 @@ impl Merged {
         let spill = self.spill.as_ref();
         self.links_other
             .extend_from_slice(&std::mem::take(&mut o.links_other), spill);
-        let inos: Vec<u32> = self.unit_dirs.iter().map(|d| d.0).collect();
+        let inos: Vec<Ino> = self.unit_dirs.iter().map(|d| Ino(d.0)).collect();
         self.dirs.extend_from_slice(&inos, spill);
         if self.keep {
             let gens: Vec<u32> = self.unit_dirs.iter().map(|d| d.1).collect();
@@ -474,11 +474,11 @@ pub(crate) fn finish(
         // Units arrive in inode order, so this is not reached; it keeps
         // the binary searches of later passes sound whatever happens.
         if gens.len() == dirs.len() {
-            let mut pairs: Vec<(u32, u32)> =
+            let mut pairs: Vec<(Ino, u32)> =
                 dirs.iter().copied().zip(gens.iter().copied()).collect();
             pairs.sort_unstable();
             pairs.dedup_by_key(|d| d.0);
-            let (d, g): (Vec<u32>, Vec<u32>) = pairs.into_iter().unzip();
+            let (d, g): (Vec<Ino>, Vec<u32>) = pairs.into_iter().unzip();
             (dirs, gens) = (d.into(), g.into());
         } else {
             dirs.vec_mut().sort_unstable();
@@ -486,7 +486,7 @@ pub(crate) fn finish(
         }
     }
     dirs.shrink_to_fit();
-    state.dirs = dirs.iter().map(|&d| Ino(d)).collect::<Vec<_>>().into();
+    state.dirs = dirs;
     state.dir_gen = gens;
     state.settle_lists();
     // dir_parent and dir_dotdot are pass 2's to fill.
