@@ -39,3 +39,40 @@ pub const fn lo16(v: u32) -> u16 {
 pub fn to_usize(v: u64) -> usize {
     usize::try_from(v).unwrap_or(usize::MAX)
 }
+
+/// A count, length or index that fits in 32 bits by construction (a list
+/// the check built, a field of a block), as u32. Should it ever not fit,
+/// it becomes `u32::MAX`, past every limit the format checks, instead of
+/// wrapping to a small, plausible value.
+#[inline]
+pub fn sat32<T: TryInto<u32>>(v: T) -> u32 {
+    v.try_into().unwrap_or(u32::MAX)
+}
+
+/// As [`sat32`], for 16-bit fields (an entry count, an offset in a block).
+#[inline]
+pub fn sat16<T: TryInto<u16>>(v: T) -> u16 {
+    v.try_into().unwrap_or(u16::MAX)
+}
+
+/// As [`sat32`], for 8-bit fields (a name length).
+#[inline]
+pub fn sat8<T: TryInto<u8>>(v: T) -> u8 {
+    v.try_into().unwrap_or(u8::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saturating_narrowing_never_wraps() {
+        assert_eq!(sat32(7u64), 7);
+        assert_eq!(sat32(u64::from(u32::MAX) + 1), u32::MAX);
+        assert_eq!(sat16(70_000usize), u16::MAX);
+        assert_eq!(sat8(255u32), 255);
+        assert_eq!(sat8(256u32), u8::MAX);
+        assert_eq!(lo32(0x1_0000_0002), 2);
+        assert_eq!(hi16(0x1234_0000_0000), 0x1234);
+    }
+}

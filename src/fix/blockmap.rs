@@ -38,6 +38,7 @@ use crate::fs::inode::field::*;
 use crate::fs::inode::{self, Inode, flags};
 use crate::fs::num::{Blk, Group};
 use crate::fs::superblock::incompat;
+use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
@@ -175,7 +176,8 @@ fn fill_dir_holes(
         };
         from = blk.next();
         overlay.stage(blk, empty_dir_block(fs, ino, ind.generation, i == 0))?;
-        inode::set_map_ptr(root, i, blk.get() as u32);
+        // Taken below Blk::PTR32_END.
+        inode::set_map_ptr(root, i, narrow::sat32(blk.get()));
         changed = true;
     }
     Ok(changed)
@@ -272,7 +274,7 @@ pub(super) fn bitmaps_to_move(fs: &Fs, p: &Problem) -> Vec<Move> {
                 ] {
                     if at == blk {
                         v.push(Move {
-                            group: g as u32,
+                            group: narrow::sat32(g),
                             field,
                             copied: true,
                         });
@@ -307,7 +309,6 @@ pub(super) fn relocate_bitmaps(
     moves: &[Move],
 ) -> super::Result<Vec<bool>> {
     let geo = &fs.geo;
-    let bs = u64::from(geo.block_size);
     let mut alloc = Allocator::new(fs, &state.block_used);
     let mut moved = vec![false; moves.len()];
     let mut done = std::collections::BTreeSet::new();
@@ -334,8 +335,9 @@ pub(super) fn relocate_bitmaps(
             1
         };
         let flex = geo.flex_bg_size.max(1);
-        let first_g = (u64::from(g) / flex * flex) as u32;
-        let last_g = (u64::from(first_g) + flex - 1).min(u64::from(geo.groups) - 1) as u32;
+        // Both within the groups, as g is.
+        let first_g = narrow::sat32(u64::from(g) / flex * flex);
+        let last_g = narrow::sat32((u64::from(first_g) + flex - 1).min(u64::from(geo.groups) - 1));
         let view: &Overlay = overlay;
         let mut free = |from: u64, to: u64| alloc.take_run(view, Blk(from), Blk(to), n);
         let Some(new) = free(geo.group_first_block(first_g), geo.group_last_block(last_g))
@@ -347,9 +349,9 @@ pub(super) fn relocate_bitmaps(
         for (i, b) in (new..new + n).enumerate() {
             let from = old + i as u64;
             let data = if mv.copied && geo.block_in_fs(old) && geo.block_in_fs(from) {
-                vol::read_block(fs, overlay, from).unwrap_or_else(|_| vec![0u8; bs as usize])
+                vol::read_block(fs, overlay, from).unwrap_or_else(|_| vec![0u8; fs.block_size()])
             } else {
-                vec![0u8; bs as usize]
+                vec![0u8; fs.block_size()]
             };
             overlay.stage(Blk(b), data)?;
             // Not into a block bitmap that is itself moving (a bad block,
@@ -389,8 +391,8 @@ fn mark_in_bitmap(fs: &Fs, overlay: &mut Overlay, blk: u64) -> super::Result<()>
     }
     let bit = blk - geo.group_first_block(h);
     let mut bytes = Vec::new();
-    vol::edit_bytes(fs, overlay, bm * bs, bs as usize, |b| {
-        if let Some(x) = b.get_mut((bit / 8) as usize) {
+    vol::edit_bytes(fs, overlay, bm * bs, fs.block_size(), |b| {
+        if let Some(x) = b.get_mut(narrow::to_usize(bit / 8)) {
             *x |= 1 << (bit % 8);
         }
         bytes = b.to_vec();
@@ -480,7 +482,8 @@ impl ExtentRewrite<'_> {
             if leaf {
                 if unwritten && self.is_dir {
                     // The blocks are read as directory blocks from now on.
-                    extent::set_leaf_raw_len(&mut raw, len as u16);
+                    // An initialised length: at most 32768.
+                    extent::set_leaf_raw_len(&mut raw, narrow::sat16(len));
                     changed = true;
                 }
                 // A directory's extents follow each other without holes:
@@ -488,7 +491,8 @@ impl ExtentRewrite<'_> {
                 // (pass 3 would otherwise fill the gap block by block).
                 let next = self.last_lblk.map_or(0, |l| l + 1);
                 if self.is_dir && lblk > next {
-                    extent::set_entry_lblk(&mut raw, next as u32);
+                    // Below lblk, a 32-bit field.
+                    extent::set_entry_lblk(&mut raw, narrow::sat32(next));
                     last = next + len - 1;
                     changed = true;
                 }
@@ -512,7 +516,7 @@ impl ExtentRewrite<'_> {
                     keep.push(raw);
                 }
                 Child::Keep(first) => {
-                    if first != lblk as u32 {
+                    if u64::from(first) != lblk {
                         extent::set_entry_lblk(&mut raw, first);
                         changed = true;
                     }
@@ -522,7 +526,8 @@ impl ExtentRewrite<'_> {
             }
         }
         if changed {
-            extent::set_entry_count(b, keep.len() as u16);
+            // No more than the node held.
+            extent::set_entry_count(b, narrow::sat16(keep.len()));
             if keep.is_empty() {
                 // An empty root maps nothing at depth 0 (as e2fsck leaves
                 // it); an empty lower node is dropped by its parent.
@@ -708,7 +713,7 @@ impl<'a> IndirectRewrite<'a> {
                 break;
             }
             let p = u64::from(inode::map_ptr(root, i));
-            let level = i.saturating_sub(11) as u32;
+            let level = narrow::sat32(i.saturating_sub(11));
             let lblk = if i < 12 { i as u64 } else { base };
             if i >= 12 {
                 base = base.saturating_add(self.apb.saturating_pow(level));
@@ -741,7 +746,7 @@ impl<'a> IndirectRewrite<'a> {
         };
         let span = self.apb.saturating_pow(level - 1);
         let mut changed = false;
-        for k in 0..self.apb as usize {
+        for k in 0..narrow::to_usize(self.apb) {
             if self.stopped {
                 break;
             }

@@ -28,6 +28,7 @@ use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, InodeMut, ROOT_INO, S_IFDIR, 
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::fs::xattr;
+use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::BTreeSet;
@@ -520,7 +521,7 @@ fn fix_extra_isize(b: &mut [u8], want: u16) {
     if b.len() <= GOOD_OLD_INODE_SIZE {
         return;
     }
-    let max = (b.len() - GOOD_OLD_INODE_SIZE) as u16;
+    let max = narrow::sat16(b.len() - GOOD_OLD_INODE_SIZE);
     let e = le16(b, I_EXTRA_ISIZE);
     let fixed = if !(4..=max).contains(&e) {
         want

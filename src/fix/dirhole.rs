@@ -20,6 +20,7 @@ use crate::fs::dir_entry;
 use crate::fs::extent::{self, EXTENT_MAGIC, ROOT_MAX};
 use crate::fs::inode::{InodeMut, flags};
 use crate::fs::num::{Blk, Ino};
+use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
@@ -113,7 +114,8 @@ fn allocate(
         };
         search = blk.next();
         overlay.stage(blk, dir_entry::empty_block(bs, seed))?;
-        given.push((h, blk.get() as u32));
+        // Taken below Blk::PTR32_END.
+        given.push((h, narrow::sat32(blk.get())));
     }
     if given.is_empty() {
         return Ok(false);

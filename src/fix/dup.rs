@@ -48,6 +48,7 @@ use crate::fs::inode::{self, Inode, InodeMut, flags, inode_csum_seed};
 use crate::fs::num::{Blk, Cluster};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr;
+use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::{BTreeMap, BTreeSet};
@@ -340,7 +341,7 @@ impl Tx<'_, '_> {
 
     fn indirect_root(&mut self, root: &mut [u8; 60]) -> Result<(), Stop> {
         for i in 0..15usize {
-            let level = i.saturating_sub(11) as u32;
+            let level = narrow::sat32(i.saturating_sub(11));
             let p = le32(root, i * 4);
             let np = self.indirect(p, level)?;
             put_le32(root, i * 4, np);
@@ -374,7 +375,8 @@ impl Tx<'_, '_> {
                 self.writes.insert(target, buf);
             }
         }
-        Ok(target as u32)
+        // Below 2^32: the copy's limit above.
+        Ok(narrow::sat32(target))
     }
 
     // ---- extent trees ----
@@ -687,8 +689,9 @@ impl<'a> Remap<'a> {
 
     fn entry(&self, l: u64, p: u64, n: u64) -> RawEntry {
         Extent {
-            lblk: l as u32,
-            len: n as u32,
+            // Parts of an extent read from disk: both fit as they did.
+            lblk: narrow::sat32(l),
+            len: narrow::sat32(n),
             pblk: p,
             unwritten: self.unwritten,
         }

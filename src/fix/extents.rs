@@ -24,6 +24,7 @@ use crate::fs::extent::{Extent, INIT_MAX_LEN};
 use crate::fs::inode::{Inode, flags, inode_csum_seed};
 use crate::fs::num::Blk;
 use crate::fs::superblock::{incompat, ro_compat};
+use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 
@@ -204,7 +205,7 @@ pub(super) fn optimize(
             };
             extents.push(Extent {
                 lblk,
-                len: len as u32,
+                len: narrow::sat32(len),
                 pblk: p + k,
                 unwritten,
             });

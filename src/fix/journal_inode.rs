@@ -37,6 +37,7 @@ use crate::fs::extent::Extent;
 use crate::fs::inode::{self as finode, InodeMut, flags};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{JNL_BACKUP_BLOCKS, compat, incompat};
+use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 use std::collections::BTreeSet;
@@ -222,7 +223,7 @@ pub(super) fn place(
     }
     let mut spot = Placement {
         block: [0u8; 60],
-        data: Vec::with_capacity(n as usize),
+        data: Vec::with_capacity(narrow::to_usize(n)),
         ind_blocks: Vec::new(),
         ind_count,
     };
@@ -238,6 +239,12 @@ pub(super) fn place(
                 ));
             }
         }
+    } else if picked.iter().any(|&b| u32::try_from(b).is_err()) {
+        // A block map holds 32-bit pointers only.
+        alloc.rollback(checkpoint);
+        return Err(format!(
+            "a block-mapped {what} cannot reach the free blocks past 2^32"
+        ));
     } else {
         map_indirect(
             &picked,
@@ -262,7 +269,7 @@ fn extent_runs(picked: &[u64]) -> Vec<Extent> {
                 e.len += 1
             }
             _ => runs.push(Extent {
-                lblk: l as u32,
+                lblk: narrow::sat32(l),
                 len: 1,
                 pblk: p,
                 unwritten: false,
@@ -300,7 +307,7 @@ fn stage_contents(
     for (p, bytes) in ind_blocks {
         overlay.stage(Blk(p), bytes)?;
     }
-    let jsb = crate::fs::journal::new_superblock(fs.geo.block_size, n as u32, &fs.sb.uuid);
+    let jsb = crate::fs::journal::new_superblock(fs.geo.block_size, narrow::sat32(n), &fs.sb.uuid);
     overlay.stage(Blk(data[0]), jsb)?;
     Ok(())
 }
@@ -324,7 +331,7 @@ fn journal_inode(fs: &Fs, size: u64, blocks: u64, extents: bool, i_block: &[u8; 
     }
     m.i_block_mut().copy_from_slice(i_block);
     if isz > finode::GOOD_OLD_INODE_SIZE {
-        m.set_extra_isize(32.min(isz as u16 - 128));
+        m.set_extra_isize(narrow::sat16(isz - 128).min(32));
         if isz >= crate::fs::inode::field::I_CRTIME + 4 {
             m.set_crtime(now);
         }
@@ -384,7 +391,7 @@ pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> super::Result<b
     if after == before {
         return Ok(false);
     }
-    vol::edit_bytes(fs, overlay, blk * bs, bs as usize, |b| {
+    vol::edit_bytes(fs, overlay, blk * bs, fs.block_size(), |b| {
         b.copy_from_slice(&after)
     })?;
     Ok(true)
@@ -492,7 +499,8 @@ fn indirect_blocks(n: u64, apb: u64) -> u64 {
 
 /// Lays out a block-mapped file over `picked` (in allocation order): each
 /// indirect block before the first block it maps. Fills i_block, the data
-/// blocks in logical order and the indirect blocks' contents.
+/// blocks in logical order and the indirect blocks' contents. Every
+/// picked block is below 2^32 (`place` sees to it).
 fn map_indirect(
     picked: &[u64],
     n: u64,
@@ -508,12 +516,12 @@ fn map_indirect(
     // into `ind`.
     let mut open: [Option<usize>; 4] = [None; 4];
     let set = |ind: &mut Vec<(u64, Vec<u8>)>, k: usize, slot: u64, v: u64| {
-        put_le32(&mut ind[k].1, (slot * 4) as usize, v as u32);
+        put_le32(&mut ind[k].1, narrow::to_usize(slot * 4), narrow::sat32(v));
     };
     for l in 0..n {
         if l < 12 {
             let p = take();
-            put_le32(block, (l * 4) as usize, p as u32);
+            put_le32(block, narrow::to_usize(l * 4), narrow::sat32(p));
             data.push(p);
             continue;
         }
@@ -527,13 +535,13 @@ fn map_indirect(
         };
         // New blocks at each level whose span starts here, top down.
         for level in (1..=top).rev() {
-            let span = apb.pow(level as u32 - 1);
+            let span = apb.pow(narrow::sat32(level - 1));
             if r % (span * apb) == 0 || (level == top && r == 0) {
                 let p = take();
                 ind.push((p, vec![0u8; bs]));
                 let k = ind.len() - 1;
                 if level == top {
-                    put_le32(block, (11 + top) * 4, p as u32);
+                    put_le32(block, (11 + top) * 4, narrow::sat32(p));
                 } else if let Some(parent) = open[level + 1] {
                     set(ind, parent, (r / (span * apb)) % apb, p);
                 }

@@ -27,6 +27,7 @@ use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN};
 use crate::fs::inode::{InodeMut, ROOT_INO, inode_csum_seed};
 use crate::fs::num::{Blk, Ino, LBlk};
 use crate::fs::superblock::incompat;
+use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::BTreeMap;
@@ -360,7 +361,7 @@ fn expand(
         };
         (blk + offset, MapEdit::Direct)
     };
-    let size = ((count + 1) * bs) as u32;
+    let size = narrow::sat32((count + 1) * bs);
     let sectors = if taken {
         ((bs as u64) << fs.geo.cluster_bits) / 512
     } else {
@@ -391,7 +392,8 @@ fn expand(
                 }
                 extent::put_entries(root, &entries);
             }
-            MapEdit::Direct => m.set_block_ptr(count, blk.get() as u32),
+            // Taken below Blk::PTR32_END above.
+            MapEdit::Direct => m.set_block_ptr(count, narrow::sat32(blk.get())),
         }
         m.set_size_lo(size);
         let blocks = m
@@ -517,7 +519,7 @@ pub(super) fn write_dir(
             0 => 32,
             w => w as usize,
         };
-        want.min(isize - 128) as u16
+        narrow::sat16(want.min(isize - 128))
     } else {
         0
     };
@@ -528,12 +530,17 @@ pub(super) fn write_dir(
         unwritten: false,
     };
     let root = crate::volume::extent::build(&[one], bs, 0, None, || None).map(|t| t.root);
+    let ptr = match root.filter(|_| extents) {
+        Some(_) => 0,
+        None => u32::try_from(blk)
+            .map_err(|_| format!("a block-mapped directory cannot map block {blk}"))?,
+    };
     let t = now(fs);
     // The inode: a directory of one block, generation 0.
     let placed = vol::edit_inode(fs, overlay, ino, |m| {
         m.0.fill(0);
         m.set_mode(mode);
-        m.set_size_lo(bs as u32);
+        m.set_size(bs as u64);
         m.set_times(t);
         m.set_links(2);
         // One block, charged as its whole cluster (bigalloc).
@@ -543,7 +550,7 @@ pub(super) fn write_dir(
                 m.set_flags(EXTENTS_FL);
                 m.i_block_mut().copy_from_slice(&root);
             }
-            None => m.set_block_ptr(0, blk as u32),
+            None => m.set_block_ptr(0, ptr),
         }
         if extra > 0 {
             m.set_extra_isize(extra);

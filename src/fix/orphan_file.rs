@@ -26,6 +26,7 @@ use crate::fs::inode::{self as finode, InodeMut, flags};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::orphan as ofile;
 use crate::fs::superblock::{compat, incompat, ro_compat};
+use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::BTreeSet;
@@ -107,7 +108,7 @@ pub(super) fn recreate(
     }
     m.i_block_mut().copy_from_slice(&block);
     if isz > finode::GOOD_OLD_INODE_SIZE {
-        m.set_extra_isize(32.min(isz as u16 - 128));
+        m.set_extra_isize(narrow::sat16(isz - 128).min(32));
         if isz >= finode::field::I_CRTIME + 4 {
             m.set_crtime(now);
         }

@@ -39,6 +39,7 @@ use crate::fs::inode::{Inode, InodeMut, flags, inode_csum_seed};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::quota::{self, Dquot, Limits, QUOTA_BLOCK};
 use crate::fs::superblock::incompat;
+use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 use std::collections::{BTreeMap, BTreeSet};
@@ -157,7 +158,7 @@ pub(super) fn rewrite(
     let bytes: Vec<u8> = file.blocks.concat();
     for (&lblk, &pblk) in &plan.map {
         let mut b = vec![0u8; bs];
-        let from = (lblk as usize).saturating_mul(bs);
+        let from = narrow::to_usize(lblk).saturating_mul(bs);
         if let Some(src) = bytes.get(from..(from + bs).min(bytes.len())) {
             b[..src.len()].copy_from_slice(src);
         }
@@ -179,14 +180,15 @@ pub(super) fn rewrite(
 fn new_inode(fs: &Fs, plan: &Layout, size: u64, now: u64) -> Vec<u8> {
     let isz = fs.geo.inode_size as usize;
     let mut b = vec![0u8; isz];
-    let t = now as u32;
+    // New inodes carry 32-bit times, as the quota writer's do.
+    let t = narrow::lo32(now);
     let mut m = InodeMut(&mut b);
     m.set_mode(QUOTA_MODE);
-    m.set_size_lo(size as u32);
+    m.set_size(size);
     m.set_times(t);
     m.set_links(1);
     let units = u64::from(fs.geo.block_size / 512) << fs.geo.cluster_bits;
-    m.set_blocks(u64::from((plan.allocated * units) as u32), false);
+    m.set_blocks(plan.allocated * units, false);
     let extents = if plan.extents { flags::EXTENTS } else { 0 };
     m.set_flags(flags::IMMUTABLE | extents);
     m.i_block_mut().copy_from_slice(&plan.i_block);
@@ -315,7 +317,7 @@ impl Layout {
                                 return Ok(None);
                             };
                             allocated += 1;
-                            ind = Some((b, vec![0u8; bs as usize]));
+                            ind = Some((b, vec![0u8; narrow::to_usize(bs)]));
                         }
                         let ib = ind.as_ref().map_or(0, |i| i.0);
                         if l == NDIR {
@@ -337,11 +339,17 @@ impl Layout {
             };
             map.insert(l, p);
             if extents {
+                let Ok(l) = u32::try_from(l) else {
+                    return Ok(None);
+                };
                 ext.map_hole(l, p);
+            } else if u32::try_from(p).is_err() {
+                // A block map holds 32-bit pointers only.
+                return Ok(None);
             } else if l < NDIR {
                 // Placed in i_block below.
             } else if let Some((_, buf)) = ind.as_mut() {
-                put_le32(buf, ((l - NDIR) * 4) as usize, p as u32);
+                put_le32(buf, narrow::to_usize((l - NDIR) * 4), narrow::sat32(p));
             }
         }
         let mut i_block = [0u8; 60];
@@ -351,7 +359,7 @@ impl Layout {
                 .metadata_csum()
                 .then(|| inode_csum_seed(fs.csum_seed, ino, 0));
             // One leaf at most (the new inode's generation is 0).
-            let tree = extent::build(&ext.extents(), bs as usize, 1, seed, || {
+            let tree = extent::build(&ext.extents(), narrow::to_usize(bs), 1, seed, || {
                 alloc.take(overlay, Blk(0)).map(Blk::get)
             });
             let Some(tree) = tree else {
@@ -362,10 +370,10 @@ impl Layout {
             map_blocks = tree.leaves;
         } else {
             for (&l, &p) in map.range(..NDIR) {
-                put_le32(&mut i_block, (l * 4) as usize, p as u32);
+                put_le32(&mut i_block, narrow::to_usize(l * 4), narrow::sat32(p));
             }
             if let Some((b, buf)) = ind {
-                put_le32(&mut i_block, (NDIR * 4) as usize, b as u32);
+                put_le32(&mut i_block, narrow::to_usize(NDIR * 4), narrow::sat32(b));
                 map_blocks.push((b, buf));
             }
         }
@@ -397,17 +405,17 @@ fn group_goal(fs: &Fs, ino: u32) -> u64 {
 #[derive(Default)]
 struct Extents {
     /// (logical, physical, length), sorted.
-    list: Vec<(u64, u64, u64)>,
+    list: Vec<(u32, u64, u32)>,
 }
 
 impl Extents {
-    fn map_hole(&mut self, l: u64, p: u64) {
+    fn map_hole(&mut self, l: u32, p: u64) {
         // libext2fs keeps a joined extent one block short of the longest.
-        let room = |n: u64| n + 1 < u64::from(INIT_MAX_LEN);
+        let room = |n: u32| n + 1 < u32::from(INIT_MAX_LEN);
         let k = self.list.partition_point(|e| e.0 < l);
         if let Some(prev) = k.checked_sub(1).and_then(|i| self.list.get_mut(i))
             && prev.0 + prev.2 == l
-            && prev.1 + prev.2 == p
+            && prev.1 + u64::from(prev.2) == p
             && room(prev.2)
         {
             prev.2 += 1;
@@ -430,8 +438,8 @@ impl Extents {
         self.list
             .iter()
             .map(|&(l, p, n)| Extent {
-                lblk: l as u32,
-                len: n as u32,
+                lblk: l,
+                len: n,
                 pblk: p,
                 unwritten: false,
             })

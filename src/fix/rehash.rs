@@ -30,6 +30,7 @@ use crate::fs::htree;
 use crate::fs::inode::{ROOT_INO, flags};
 use crate::fs::num::Ino;
 use crate::fs::superblock::{compat, incompat};
+use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::Fs;
 use crate::volume::edit as vol;
@@ -476,7 +477,7 @@ fn htree(
     let leaf_base = 1 + nodes;
     if nodes == 0 {
         let entries: Vec<(u32, u32)> = (0..nleaves)
-            .map(|j| (first_hash(j), (leaf_base + j) as u32))
+            .map(|j| (first_hash(j), narrow::sat32(leaf_base + j)))
             .collect();
         htree::put_index(&mut root, ROOT_COUNT_OFF, root_limit, &entries);
         out.push(root);
@@ -492,7 +493,7 @@ fn htree(
         let top: Vec<(u32, u32)> = groups
             .iter()
             .enumerate()
-            .map(|(k, &(a, _))| (first_hash(a), (1 + k) as u32))
+            .map(|(k, &(a, _))| (first_hash(a), narrow::sat32(1 + k)))
             .collect();
         htree::put_index(&mut root, ROOT_COUNT_OFF, root_limit, &top);
         out.push(root);
@@ -500,7 +501,7 @@ fn htree(
             let mut n = vec![0u8; g.bs];
             set_rec_len_at(&mut n, 0, g.bs, g.bs);
             let entries: Vec<(u32, u32)> = (a..z)
-                .map(|j| (first_hash(j), (leaf_base + j) as u32))
+                .map(|j| (first_hash(j), narrow::sat32(leaf_base + j)))
                 .collect();
             htree::put_index(&mut n, NODE_COUNT_OFF, node_limit, &entries);
             out.push(n);

@@ -39,6 +39,7 @@ use crate::fs::inode::field::I_CRTIME;
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, InodeMut, RESIZE_INO, ROOT_INO};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{compat, incompat, ro_compat};
+use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
@@ -161,11 +162,12 @@ pub(super) fn recreate(
     let mut count = 1u64;
     for r in 0..rsv {
         let gdt = first_gdt + r;
-        let slot = ((desc + r) % apb) as usize;
-        put_le32(&mut dind_buf, slot * 4, gdt as u32);
+        let slot = narrow::to_usize((desc + r) % apb);
+        // The resize inode is block-mapped: its blocks sit below 2^32.
+        put_le32(&mut dind_buf, slot * 4, narrow::sat32(gdt));
         let mut gdt_buf = vec![0u8; bs];
         for (j, &g) in backups.iter().enumerate().take(bs / 4) {
-            put_le32(&mut gdt_buf, j * 4, copy(gdt, g) as u32);
+            put_le32(&mut gdt_buf, j * 4, narrow::sat32(copy(gdt, g)));
         }
         count += 1 + backups.len().min(bs / 4) as u64;
         vol::stage_if_changed(fs, overlay, gdt, gdt_buf)?;

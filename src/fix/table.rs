@@ -352,6 +352,7 @@ const NONE: u8 = u8::MAX;
 
 /// Row of each code (by its index in `Code::ALL`), built at compile time;
 /// a code given two rows fails the build.
+#[allow(clippy::cast_possible_truncation)] // the assert keeps every row below NONE
 static INDEX: [u8; Code::ALL.len()] = {
     let mut index = [NONE; Code::ALL.len()];
     assert!(TABLE.len() < NONE as usize);
