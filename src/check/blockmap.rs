@@ -15,6 +15,7 @@ use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode;
 use crate::fs::num::{Blk, Ino};
 use crate::io::readahead::Prefetch;
+use crate::narrow;
 use crate::volume::Fs;
 
 mod split;
@@ -33,7 +34,7 @@ pub const WALK_DEPTH_LIMIT: u16 = 32;
 /// four entries and of the entries a block holds).
 pub fn max_tree_depth(block_size: u32) -> u16 {
     let per_block = (block_size.saturating_sub(12) / 12).max(2);
-    let log2 = |n: u64| 63 - n.leading_zeros() as u16;
+    let log2 = |n: u64| narrow::sat16(63 - n.leading_zeros());
     1 + (log2(u64::from(u32::MAX)) - log2(4)) / log2(u64::from(per_block))
 }
 
@@ -308,7 +309,7 @@ pub fn node_entry(b: &[u8], i: usize, leaf: bool, end_blk: u64) -> (u64, u64, u6
     }
     let ix = extent::parse_index(b, i);
     let next = child_end_blk(b, i, end_blk);
-    let len = u64::from(next.wrapping_sub(u64::from(ix.lblk)) as u32);
+    let len = u64::from(narrow::lo32(next.wrapping_sub(u64::from(ix.lblk))));
     (u64::from(ix.lblk), ix.leaf, len, false)
 }
 
@@ -953,8 +954,9 @@ fn visit_ptr<V: MapVisitor>(
     let span = apb.pow(level - 1);
     // Copy the pointers out: `buf` is reused by nothing below (deeper
     // levels use `rest`), but the visitor may want the buffer borrowed.
-    let ptrs = &buf[..(apb as usize * 4).min(buf.len())];
-    for k in 0..apb as usize {
+    let per = narrow::to_usize(apb);
+    let ptrs = &buf[..(per * 4).min(buf.len())];
+    for k in 0..per {
         let p = le32(ptrs, k * 4);
         if p != 0 {
             visit_ptr(

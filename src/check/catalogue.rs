@@ -218,7 +218,7 @@ impl Entry {
     /// The pass that reports it (0 before pass 1, 6 after pass 5; 1 for
     /// passes 1B-1E, 3 for 3A).
     pub fn pass(&self) -> u8 {
-        (self.code >> 16) as u8
+        crate::narrow::sat8(self.code >> 16)
     }
     /// The names of its flags, for the catalogue.
     pub fn flag_names(&self) -> Vec<&'static str> {

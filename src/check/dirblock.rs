@@ -19,6 +19,7 @@ use crate::fs::dx_hash::{DX_HASH_SIPHASH, dx_hash};
 use crate::fs::htree;
 use crate::fs::inode::ROOT_INO;
 use crate::fs::num::{Blk, Group, Ino};
+use crate::narrow;
 
 /// Smallest record that can hold an entry with a name (header + 1..4 bytes).
 const MIN_REC_LEN: usize = 12;
@@ -281,7 +282,7 @@ pub fn dx_kind(fsp: &FsParams, lblk: u32, b: &[u8]) -> Option<DxKind> {
     // leaf would be taken for a node.
     let rec_len = rec_len_at(b, 0, fsp.bs);
     let csum = if fsp.metadata_csum { 8 } else { 0 };
-    let expect = (fsp.bs.saturating_sub(htree::NODE_COUNT_OFFSET + csum) / 8) as u16;
+    let expect = narrow::sat16(fsp.bs.saturating_sub(htree::NODE_COUNT_OFFSET + csum) / 8);
     if inode_at(b, 0) == 0
         && rec_len == fsp.bs
         && name_len_at(b, 0) == 0
@@ -911,7 +912,7 @@ impl<T: Targets> EntryCx<'_, T> {
     fn record(&self, e: &Entry<'_>, state: u32, ti: &TargetInfo, out: &mut Sink) {
         let dir = self.d.ino;
         if state > 1 && ti.dir && e.inode != ROOT_INO {
-            let start = out.names.len() as u32;
+            let start = narrow::sat32(out.names.len());
             out.names.extend_from_slice(e.name);
             let later = self.pos.zero_first && self.pos.lblk != 0;
             out.subdirs.push(SubdirRef {
@@ -919,26 +920,32 @@ impl<T: Targets> EntryCx<'_, T> {
                 // offsets below 64 KiB, the largest block.
                 key_blk: (u64::from(later) << 63) | (self.pos.pblk & !(1 << 63)),
                 key_dir: (u64::from(dir) << 32) | u64::from(self.pos.lblk),
-                off: e.off as u16,
+                off: narrow::sat16(e.off),
                 child: e.inode,
                 name_start: start,
-                name_len: e.name.len() as u8,
+                name_len: narrow::sat8(e.name.len()),
             });
         }
         if dir == ROOT_INO && e.name == b"lost+found" {
             out.lost_found
-                .push(((self.pos.lblk, e.off as u32), e.inode));
+                .push(((self.pos.lblk, narrow::sat32(e.off)), e.inode));
         }
         if e.real {
             if cf_names(self.fsp, self.d) {
                 // Names that do not fold equal no other name.
                 if let Some(f) = casefold::fold(e.name) {
-                    out.seen
-                        .push((fingerprint(&f), e.off as u32, e.name.len() as u8));
+                    out.seen.push((
+                        fingerprint(&f),
+                        narrow::sat32(e.off),
+                        narrow::sat8(e.name.len()),
+                    ));
                 }
             } else {
-                out.seen
-                    .push((fingerprint(e.name), e.off as u32, e.name.len() as u8));
+                out.seen.push((
+                    fingerprint(e.name),
+                    narrow::sat32(e.off),
+                    narrow::sat8(e.name.len()),
+                ));
             }
         }
         self.t.add_link(e.inode);

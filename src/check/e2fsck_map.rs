@@ -15,6 +15,7 @@
 use super::catalogue;
 use super::problem::{Code, Problem};
 use crate::fs::num::{Blk, Ino};
+use crate::narrow;
 
 /// The e2fsck codes `code` can stand for, the usual one first; empty for
 /// the codes of [`NONE`].
@@ -502,7 +503,7 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                     let k = usize::from(sign == '+') + if last > first { 2 } else { 0 };
                     let code = codes(p.code)[k];
                     if inodes {
-                        Ref::of(code, Some(first as u32))
+                        Ref::of(code, Some(narrow::sat32(first)))
                     } else {
                         Ref {
                             code,
@@ -593,7 +594,7 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
     let (ino, blk) = match p.code {
         Code::GroupFreeBlocks | Code::SuperFreeBlocks => (None, a.num),
         Code::GroupFreeInodes | Code::SuperFreeInodes | Code::GroupDirsCount => {
-            (a.num.map(|n| n as u32), None)
+            (a.num.map(narrow::sat32), None)
         }
         // The logical block stands in the block slot there.
         Code::ClusterMisaligned => (a_ino, a.num),

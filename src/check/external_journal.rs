@@ -59,7 +59,7 @@ pub fn open(fs: &Fs, path: &Path) -> Result<External, String> {
             .map_err(|e| e.to_string())?;
         Ok(b)
     };
-    let jsb_raw = read(jsb_block as u32)?;
+    let jsb_raw = read(jsb_block)?;
     let j = jfmt::parse_superblock(&jsb_raw);
     if j.magic != JBD2_MAGIC
         || (j.blocktype != jfmt::BLOCKTYPE_SB_V1 && j.blocktype != jfmt::BLOCKTYPE_SB_V2)
@@ -82,7 +82,7 @@ pub fn open(fs: &Fs, path: &Path) -> Result<External, String> {
     Ok(External {
         j,
         plan,
-        jsb_block,
+        jsb_block: u64::from(jsb_block),
         jsb_raw,
     })
 }

@@ -42,6 +42,7 @@ use crate::fs::inode::{
 };
 use crate::fs::num::Blk;
 use crate::fs::superblock::{incompat, ro_compat};
+use crate::narrow;
 use crate::volume::edit::{self, read_block, read_inode, write_desc_table};
 use crate::volume::{Blocks, Fs};
 
@@ -80,7 +81,7 @@ struct Bits(Vec<u64>);
 
 impl Bits {
     fn new(n: u64) -> Bits {
-        Bits(vec![0; n.div_ceil(64) as usize + 1])
+        Bits(vec![0; narrow::to_usize(n.div_ceil(64)) + 1])
     }
     fn get(&self, i: u64) -> bool {
         self.0
@@ -255,7 +256,7 @@ impl Replay<'_> {
         nodes: &mut Vec<u64>,
     ) -> Result<(), Unsupported> {
         let h = extent::parse_header(node);
-        let cap = (node.len().saturating_sub(extent::HEADER_LEN) / extent::ENTRY_LEN) as u16;
+        let cap = narrow::sat16(node.len().saturating_sub(extent::HEADER_LEN) / extent::ENTRY_LEN);
         if h.magic != EXTENT_MAGIC
             || h.entries > h.max
             || h.max > cap
@@ -353,7 +354,7 @@ impl Replay<'_> {
                     .map_err(|_| format!("inode {ino}: logical block past 2^32"))?;
                 out.push(Extent {
                     lblk,
-                    len: n as u32,
+                    len: narrow::sat32(n),
                     pblk: e.pblk + done,
                     unwritten: e.uninit,
                 });
@@ -817,14 +818,14 @@ impl Replay<'_> {
                 continue;
             };
             let mut d = DescMut(raw);
-            d.set_free_blocks(free_b as u32);
+            d.set_free_blocks(narrow::sat32(free_b));
             let mut fl = d.flags();
             if used_blocks == 0 && !last_group {
                 fl |= BG_BLOCK_UNINIT;
             } else {
                 fl &= !BG_BLOCK_UNINIT;
             }
-            d.set_free_inodes(free_i as u32);
+            d.set_free_inodes(narrow::sat32(free_i));
             // ext2fs_set_gdt_csum then settles the inode marks.
             if csum_flag {
                 if free_b == bpg && !last_group {
@@ -835,11 +836,11 @@ impl Replay<'_> {
                     d.set_itable_unused(ipg);
                 } else {
                     fl &= !BG_INODE_UNINIT;
-                    d.set_itable_unused(ipg - last_used.unwrap_or(0) as u32);
+                    d.set_itable_unused(ipg - narrow::sat32(last_used.unwrap_or(0)));
                 }
             } else if let Some(lu) = last_used {
                 fl &= !BG_INODE_UNINIT;
-                d.set_itable_unused(ipg - (lu % u64::from(ipg)) as u32);
+                d.set_itable_unused(ipg - narrow::sat32(lu % u64::from(ipg)));
             } else {
                 fl |= BG_INODE_UNINIT;
                 d.set_itable_unused(0);
@@ -898,7 +899,7 @@ impl Replay<'_> {
         let is_64 = fs.sb.is_64bit();
         edit::edit_superblock(fs, &mut self.st, |sb| {
             sb.set_free_blocks(free_blocks_total, is_64);
-            sb.set_free_inodes(free_inodes_total as u32);
+            sb.set_free_inodes(narrow::sat32(free_inodes_total));
         })
         .map_err(io)?;
         Ok(())

@@ -13,6 +13,7 @@ use crate::fs::inode::{Inode, flags};
 use crate::fs::journal::{self, JBD2_MAGIC};
 use crate::fs::num::Ino;
 use crate::fs::superblock::{compat, incompat};
+use crate::narrow;
 use crate::volume::Fs;
 use std::path::{Path, PathBuf};
 
@@ -359,7 +360,7 @@ pub fn backup_inode_bytes(fs: &Fs) -> Option<Vec<u8>> {
     raw[0x4..0x8].copy_from_slice(&sb.jnl_blocks[16].to_le_bytes());
     let inode = Inode::parse(&raw);
     let bs = u64::from(fs.geo.block_size);
-    let needed = (inode.size.div_ceil(bs)).min(DIRECT_BLOCKS as u64) as usize;
+    let needed = narrow::to_usize(inode.size.div_ceil(bs).min(DIRECT_BLOCKS as u64));
     let ptrs = inode.block_ptrs();
     ptrs[..needed]
         .iter()

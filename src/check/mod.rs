@@ -37,6 +37,7 @@ use crate::engine::{Budget, Clock, Control, Threads};
 use crate::error::{Error, Result};
 use crate::fs::num::{Cluster, Ino};
 use crate::io::Device;
+use crate::narrow;
 pub use crate::volume::Fs;
 use problem::{ProblemList, Severity};
 use state::{State, Stats};
@@ -267,7 +268,9 @@ impl Report {
                 )
             })
             .count()
-            .min(5) as u8
+            .min(5)
+            .try_into()
+            .unwrap_or(5)
     }
 }
 
@@ -691,7 +694,7 @@ fn fill_summary(s: &mut Summary, fs: &Fs, state: &State) {
     }
     // e2fsck subtracts in 32 bits: a tree with fewer entries than
     // directories (entries lost) shows the wrapped difference.
-    let wrapped = |n: u64| u64::from((n as u32).wrapping_sub(tree_links as u32));
+    let wrapped = |n: u64| u64::from(narrow::lo32(n).wrapping_sub(narrow::lo32(tree_links)));
     s.links = wrapped(extra);
     s.files = wrapped(entries);
 }

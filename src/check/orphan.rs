@@ -44,6 +44,7 @@ use crate::fs::inode::{self as finode, Inode, InodeMut, flags};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SuperblockMut, compat, ro_compat};
 use crate::fs::{orphan as ofile, xattr};
+use crate::narrow;
 use crate::volume::stats::AllocStats;
 use crate::volume::{Blocks, Fs, edit as vol};
 use std::collections::BTreeMap;
@@ -436,7 +437,7 @@ impl<'a> Work<'a> {
         let bs = self.bs as u64;
         let t = Trunc {
             first: inode.size.div_ceil(bs),
-            offset: (inode.size % bs) as usize,
+            offset: narrow::to_usize(inode.size % bs),
             seed: self
                 .fs
                 .metadata_csum()
@@ -524,7 +525,7 @@ impl<'a> Work<'a> {
             return Err(format!("illegal indirect block {blk} in an orphaned inode"));
         }
         let apb = (self.bs / 4) as u64;
-        let span = apb.saturating_pow(level as u32 - 1);
+        let span = apb.saturating_pow(narrow::sat32(level - 1));
         let mut b = self.read(blk)?;
         let mut changed = false;
         for i in 0..apb as usize {
@@ -582,7 +583,7 @@ impl<'a> Work<'a> {
                     self.trunc_data(start + j, x.pblk + j, t, freed)?;
                 }
                 if keep > 0 {
-                    x.len = keep as u32;
+                    x.len = narrow::sat32(keep);
                     kept.push(x.encode());
                 }
             } else {
@@ -867,7 +868,7 @@ impl<'a> Work<'a> {
         }
         let bs = self.bs;
         let sb_blk = fs.primary_sb_block();
-        let sb_off = (crate::fs::superblock::SUPERBLOCK_OFFSET % bs as u64) as usize;
+        let sb_off = narrow::to_usize(crate::fs::superblock::SUPERBLOCK_OFFSET % bs as u64);
         let Ok(mut b) = self.read(sb_blk) else {
             return;
         };

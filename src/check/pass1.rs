@@ -35,6 +35,7 @@ use crate::fs::dir_entry;
 use crate::fs::inode::{self, DIRECT_BLOCKS, FileType, Inode, flags};
 use crate::fs::num::{Blk, Cluster, Group, Ino, LBlk};
 use crate::fs::superblock::{compat, incompat, ro_compat};
+use crate::narrow;
 use crate::volume::Fs;
 
 /// The details that tell apart the kinds of problem sharing a code
@@ -98,7 +99,7 @@ pub(crate) struct Unit {
 
 pub(crate) fn make_units(fs: &Fs) -> Vec<Unit> {
     let geo = &fs.geo;
-    let per_unit = (UNIT_BLOCKS * u64::from(geo.inodes_per_block())).max(1) as u32;
+    let per_unit = narrow::sat32((UNIT_BLOCKS * u64::from(geo.inodes_per_block())).max(1));
     let mut units = Vec::new();
     for g in 0..geo.groups {
         let n = fs.inodes_to_scan(g);
@@ -398,7 +399,7 @@ impl Merged {
             for (ino, pol) in std::mem::take(&mut o.policies) {
                 let id = match pol {
                     Policy::Known(k) => {
-                        let next = self.policy_ids.len() as u32;
+                        let next = narrow::sat32(self.policy_ids.len());
                         *self.policy_ids.entry(k).or_insert(next)
                     }
                     _ => POLICY_UNRECOGNIZED,
@@ -556,13 +557,13 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
     let csum_ok: Vec<bool> = table[..n * isz]
         .chunks_exact(isz)
         .enumerate()
-        .map(|(i, raw)| inode_csum_ok(ctx, first_ino + i as u32, raw, &Inode::parse(raw)))
+        .map(|(i, raw)| inode_csum_ok(ctx, first_ino + narrow::sat32(i), raw, &Inode::parse(raw)))
         .collect();
     let insane = insane_blocks(ctx, &table[..n * isz], &csum_ok);
     let ipb = geo.inodes_per_block().max(1) as usize;
     for i in 0..n {
         let raw = &table[i * isz..(i + 1) * isz];
-        let ino = first_ino + i as u32;
+        let ino = first_ino + narrow::sat32(i);
         let garbage = insane.get(i / ipb).copied().unwrap_or(false);
         check_inode(ctx, w, &mut out, ino, raw, (csum_ok[i], garbage));
     }
@@ -616,13 +617,13 @@ pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
     let mapped = (0..n)
         .take_while(|&k| {
             let gdt_off = (u64::from(geo.desc_blocks) + k) % apb;
-            u64::from(le32(&dbuf, (gdt_off * 4) as usize)) == first + k
+            u64::from(le32(&dbuf, narrow::to_usize(gdt_off * 4))) == first + k
         })
         .count() as u64;
     // Each mapped block lists the block's backups; read 16 at a time, all
     // in flight at once on a slow device.
     let bsz = geo.block_size as usize;
-    let mut bufs = vec![0u8; 16.min(mapped as usize) * bsz];
+    let mut bufs = vec![0u8; 16.min(narrow::to_usize(mapped)) * bsz];
     let mut k = 0;
     while k < mapped {
         let m = (mapped - k).min(16) as usize;
@@ -682,7 +683,7 @@ pub(crate) fn read_unit(
     if !geo.block_in_fs(table) || end_blk > geo.blocks_count {
         return Ok(None);
     }
-    let at = crate::io::aligned(buf, nbytes as usize);
+    let at = crate::io::aligned(buf, narrow::to_usize(nbytes));
     let off = start_blk * bsz + byte0 % bsz;
     fs.dev.read_at(off, &mut buf[at.clone()]).map_err(|e| {
         Problem::new(Code::InodeTableUnreadable)
@@ -1678,7 +1679,7 @@ impl Claimer<'_> {
                     .e2fsck(e2)
                     .blk(Blk(b));
                 if let Some(g) = group {
-                    p = p.group(Group(g as u32));
+                    p = p.group(Group(narrow::sat32(g)));
                 }
                 self.problems.push(p);
             }

@@ -22,6 +22,7 @@ use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::inode::{self, Inode};
 use crate::fs::num::{Cluster, Ino, LBlk};
+use crate::narrow;
 use crate::volume::Fs;
 
 /// Longest list of owners kept in a problem's detail.
@@ -232,7 +233,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
             let table = &table[at];
             let first = pass1::unit_first_ino(fs, unit);
             for i in 0..unit.count as usize {
-                let ino = first + i as u32;
+                let ino = first + narrow::sat32(i);
                 let Some(raw) = table.get(i * isz..(i + 1) * isz) else {
                     break;
                 };

@@ -18,6 +18,7 @@
 
 use super::problem::{Code, Problem};
 use crate::fs::num::Ino;
+use crate::narrow;
 
 /// Levels whose statistics are kept (e2fsck's MAX_EXTENT_DEPTH_COUNT).
 pub const LEVELS: usize = 8;
@@ -61,10 +62,10 @@ impl TreeStats {
         let levels = &self.levels[..=usize::from(depth)];
         for (i, &(used, room)) in levels.iter().enumerate() {
             if room.saturating_sub(used) > per_block {
-                return Some((Code::ExtentTreeNarrower, i as u16));
+                return Some((Code::ExtentTreeNarrower, narrow::sat16(i)));
             }
             if levels[..i].iter().any(|&(_, above)| used < above) {
-                return Some((Code::ExtentTreeShorter, i as u16));
+                return Some((Code::ExtentTreeShorter, narrow::sat16(i)));
             }
         }
         None

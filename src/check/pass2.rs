@@ -40,6 +40,7 @@ use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, ROOT_INO};
 use crate::fs::num::{Ino, LBlk};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::fs::xattr;
+use crate::narrow;
 use crate::volume::Fs;
 use std::sync::RwLock;
 
@@ -326,7 +327,9 @@ pub(crate) fn finish(
     if problems.codes().any(|c| c == Code::DirEntryEaInode) {
         problems.retain(|p| {
             p.code != Code::DirEntryEaInode
-                || p.args().num.is_some_and(|n| st.ea_refs(n as u32) > 0)
+                || p.args()
+                    .num
+                    .is_some_and(|n| st.ea_refs(narrow::sat32(n)) > 0)
         });
     }
 
@@ -364,7 +367,7 @@ pub(crate) fn finish(
             parent = all[k].parent(j);
         }
         *by = parent;
-        ends.push(names.len() as u32);
+        ends.push(narrow::sat32(names.len()));
     }
     let mut parent = named_by;
     if let Some(r) = dir_index_of(st, ROOT_INO) {
@@ -682,7 +685,8 @@ impl UnitOut2 {
                 Sub {
                     child: r.child,
                     name: (r.name_start << 8) | u32::from(r.name_len),
-                    block: (keys.len() - 1) as u16,
+                    // A unit's blocks or inline directories: asserted above to fit.
+                    block: narrow::sat16(keys.len() - 1),
                     off,
                 }
             })
@@ -904,8 +908,10 @@ impl ReadClock {
         if self.asked > 0 {
             return Some(self.missed == 0);
         }
-        (self.requests > 0)
-            .then(|| (self.time.as_micros() as u64) < crate::io::SLOW_US * self.requests)
+        (self.requests > 0).then(|| {
+            u64::try_from(self.time.as_micros()).unwrap_or(u64::MAX)
+                < crate::io::SLOW_US * self.requests
+        })
     }
 }
 
@@ -1056,7 +1062,8 @@ fn check_unit<'d, T: Targets>(
         runs.push((i, j));
         i = j;
     }
-    let span_of = |&(i, j): &(usize, usize)| (blocks[j - 1].pblk - blocks[i].pblk + 1) as usize;
+    let span_of =
+        |&(i, j): &(usize, usize)| narrow::to_usize(blocks[j - 1].pblk - blocks[i].pblk + 1);
     let in_fs = |&(i, j): &(usize, usize)| {
         fs.geo.block_in_fs(blocks[i].pblk.0) && fs.geo.block_in_fs(blocks[j - 1].pblk.0)
     };
@@ -1109,8 +1116,8 @@ fn check_unit<'d, T: Targets>(
             let Some(d) = dir_of(db.ino.0) else {
                 continue;
             };
-            let start = sink.problems.mark() as u32;
-            let k = (db.pblk.0 - first) as usize;
+            let start = narrow::sat32(sink.problems.mark());
+            let k = narrow::to_usize(db.pblk.0 - first);
             let b = &mut buf[k * bs..(k + 1) * bs];
             if !whole[r] {
                 // Pass 1 reports blocks outside the file system; a read
@@ -1124,7 +1131,8 @@ fn check_unit<'d, T: Targets>(
                             .ino(db.ino)
                             .blk(db.pblk),
                     );
-                    out.marks.push((*db, start, sink.problems.mark() as u32));
+                    out.marks
+                        .push((*db, start, narrow::sat32(sink.problems.mark())));
                     continue;
                 }
             }
@@ -1138,7 +1146,7 @@ fn check_unit<'d, T: Targets>(
                 zero_first,
             };
             dirblock::check_block(fsp, &d.params, pos, b, targets, sink);
-            let end = sink.problems.mark() as u32;
+            let end = narrow::sat32(sink.problems.mark());
             if end > start {
                 out.marks.push((*db, start, end));
             }
@@ -1243,7 +1251,7 @@ fn entry_starts(sinks: &[&UnitOut2]) -> Vec<u32> {
         .iter()
         .map(|s| {
             let at = n;
-            n += s.subs.len() as u32;
+            n += narrow::sat32(s.subs.len());
             at
         })
         .collect()
@@ -1278,7 +1286,7 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
                 if named_by[i] == NO_ENTRY && Some(i) != root {
                     named_by[i] = g;
                 } else {
-                    twice.push(i as u32);
+                    twice.push(narrow::sat32(i));
                 }
             }
             g += 1;
@@ -1297,9 +1305,9 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
                     .enumerate()
                     .filter(|(_, sub)| {
                         dir_index_of(st, sub.child)
-                            .is_some_and(|i| twice.binary_search(&(i as u32)).is_ok())
+                            .is_some_and(|i| twice.binary_search(&narrow::sat32(i)).is_ok())
                     })
-                    .map(move |(j, _)| (k as u32, j as u32))
+                    .map(move |(j, _)| (narrow::sat32(k), narrow::sat32(j)))
             })
             .collect();
         refs.sort_by_key(|&(k, j)| sinks[k as usize].key(j as usize));
@@ -1312,7 +1320,7 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
                 continue;
             };
             if named_by[i] == NO_ENTRY && Some(i) != root {
-                named_by[i] = starts[k as usize] + j as u32;
+                named_by[i] = starts[k as usize] + narrow::sat32(j);
             } else {
                 let first = if Some(i) == root {
                     ROOT_INO

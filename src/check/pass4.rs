@@ -30,6 +30,7 @@ use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, Inode, ROOT_INO};
 use crate::fs::num::Ino;
 use crate::fs::superblock::ro_compat;
 use crate::fs::xattr;
+use crate::narrow;
 use crate::volume::Fs;
 
 /// Above this many links a directory's i_links_count is 1 (EXT2_LINK_MAX).
@@ -95,7 +96,7 @@ pub fn check(
     read: impl Fn(u32) -> Option<Vec<u8>> + Sync,
 ) -> ProblemList {
     let end = u64::from(inodes_count) + 1;
-    let units = end.div_ceil(UNIT_INODES) as usize;
+    let units = narrow::to_usize(end.div_ceil(UNIT_INODES));
     par_map(
         units,
         threads,
@@ -124,7 +125,7 @@ fn check_range(
     read: &impl Fn(u32) -> Option<Vec<u8>>,
 ) -> ProblemList {
     let mut out = ProblemList::new();
-    let mut other = st.links_other_from(start as u32).iter().peekable();
+    let mut other = st.links_other_from(narrow::sat32(start)).iter().peekable();
     for i in st.inode_used.iter_set(start, end) {
         let ino = i.get();
         if ino == 1

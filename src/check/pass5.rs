@@ -31,6 +31,7 @@ use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
 use crate::fs::num::{Blk, Group};
+use crate::narrow;
 use crate::volume::{ClusterMap, Fs};
 
 /// Longest difference list kept in a problem's detail.
@@ -362,7 +363,14 @@ pub fn run(
         || vec![0u8; bs],
         |buf, g| {
             state.tick();
-            check_group(fs, state, overlay.as_ref(), buf, g as u32, !repairing)
+            check_group(
+                fs,
+                state,
+                overlay.as_ref(),
+                buf,
+                narrow::sat32(g),
+                !repairing,
+            )
         },
     );
     let mut problems = ProblemList::new();
@@ -375,10 +383,10 @@ pub fn run(
     let (mut block_uninit, mut inode_uninit) = (Vec::new(), Vec::new());
     for (g, o) in outs.into_iter().enumerate() {
         if o.block_uninit_used {
-            block_uninit.push(g as u32);
+            block_uninit.push(narrow::sat32(g));
         }
         if o.inode_uninit_used {
-            inode_uninit.push(g as u32);
+            inode_uninit.push(narrow::sat32(g));
         }
         merge_runs(&mut block_diffs, o.block_diffs);
         merge_runs(&mut inode_diffs, o.inode_diffs);
@@ -386,10 +394,10 @@ pub fn run(
         free_blocks += o.free_blocks;
         free_inodes += o.free_inodes;
         if o.block_csum_bad {
-            block_csum.push(g as u32);
+            block_csum.push(narrow::sat32(g));
         }
         if o.inode_csum_bad {
-            inode_csum.push(g as u32);
+            inode_csum.push(narrow::sat32(g));
         }
     }
     // A group flagged uninitialised whose blocks (inodes) are in use:

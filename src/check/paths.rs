@@ -12,6 +12,7 @@
 
 use super::state::State;
 use crate::engine::ScratchList;
+use crate::narrow;
 
 /// How e2fsck names the reserved inodes when no directory is known.
 const SPECIAL: [&str; 11] = [
@@ -60,7 +61,7 @@ impl DirTree {
         let mut parent: Vec<u32> = state.dir_parent.iter().map(|d| d.0).collect();
         dotdot.resize(n, 0);
         parent.resize(n, 0);
-        ends.resize(n, names.len() as u32);
+        ends.resize(n, narrow::sat32(names.len()));
         let spill = state.spill.as_ref();
         DirTree {
             dirs: ScratchList::settle(state.dirs.iter().map(|d| d.0).collect(), spill),

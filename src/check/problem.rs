@@ -6,6 +6,7 @@
 //! `{num}`, `{num2}` and `{detail}`.
 
 use crate::fs::num::{Blk, Group, Ino};
+use crate::narrow;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Pass {
@@ -555,7 +556,7 @@ impl Problem {
     ) -> String {
         // As e2fsck's %p: the path of a directory (inode 0 by its role).
         let path = |n: Option<u64>| match (tree, n) {
-            (Some(t), Some(n)) => t.pathname(n as u32, 0),
+            (Some(t), Some(n)) => t.pathname(narrow::sat32(n), 0),
             _ => "???".to_string(),
         };
         let mut out = String::new();

@@ -20,6 +20,7 @@
 
 use super::problem::{Code, Pass, Problem};
 use crate::fs::num::{Blk, Group, Ino};
+use crate::narrow;
 use std::ops::Range;
 
 const HAS_INO: u8 = 1;
@@ -335,10 +336,10 @@ fn code_of(rec: &[u8]) -> Option<Code> {
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
-        out.push(v as u8 | 0x80);
+        out.push(narrow::sat8(v & 0x7F) | 0x80);
         v >>= 7;
     }
-    out.push(v as u8);
+    out.push(narrow::sat8(v));
 }
 
 /// A varint at the start of `b`: its value and length.
@@ -351,7 +352,7 @@ fn get_varint(b: &[u8]) -> Option<(u64, usize)> {
     }
     let mut v = 0u64;
     for (i, &byte) in b.iter().enumerate().take(10) {
-        v |= u64::from(byte & 0x7F).checked_shl(7 * i as u32)?;
+        v |= u64::from(byte & 0x7F).checked_shl(7 * narrow::sat32(i))?;
         if byte & 0x80 == 0 {
             return Some((v, i + 1));
         }
@@ -430,13 +431,13 @@ fn decode_len(rec: &[u8]) -> Option<(Problem, usize)> {
         Some(v)
     };
     if has & HAS_INO != 0 {
-        p = p.ino(Ino(next(&mut at)? as u32));
+        p = p.ino(Ino(u32::try_from(next(&mut at)?).ok()?));
     }
     if has & HAS_BLK != 0 {
         p = p.blk(Blk(next(&mut at)?));
     }
     if has & HAS_GROUP != 0 {
-        p = p.group(Group(next(&mut at)? as u32));
+        p = p.group(Group(u32::try_from(next(&mut at)?).ok()?));
     }
     if has & HAS_NUM != 0 {
         p = p.num(next(&mut at)?);

@@ -21,6 +21,7 @@ use crate::fs::inode::{self, Inode, flags};
 use crate::fs::num::Ino;
 use crate::fs::quota::{self, QUOTA_BLOCK};
 use crate::fs::superblock::{incompat, ro_compat};
+use crate::narrow;
 use crate::volume::Fs;
 use std::collections::BTreeSet;
 
@@ -173,8 +174,8 @@ pub(crate) fn read_file(fs: &Fs, ino: u32, qtype: usize) -> Result<Vec<quota::Dq
         {
             return false;
         }
-        let within = (off % bs) as usize;
-        let avail = (size - off).min(QUOTA_BLOCK as u64) as usize;
+        let within = narrow::to_usize(off % bs);
+        let avail = narrow::to_usize((size - off).min(QUOTA_BLOCK as u64));
         if let Some(src) = fsblock.get(within..within + avail) {
             buf[..avail].copy_from_slice(src);
         }

@@ -43,6 +43,7 @@ use crate::fs::num::Blk;
 use crate::fs::superblock::{
     STATE_VALID, SUPERBLOCK_OFFSET, SuperblockMut, compat, incompat, ro_compat,
 };
+use crate::narrow;
 use crate::volume::Fs;
 use std::collections::{BTreeMap, HashMap};
 
@@ -142,7 +143,8 @@ impl Log<'_> {
     fn advance(&self, pos: u32, by: u32) -> u32 {
         let ring = self.last - self.first;
         let off = (u64::from(pos.saturating_sub(self.first)) + u64::from(by)) % u64::from(ring);
-        self.first + off as u32
+        // Below `ring`, a u32.
+        self.first + narrow::sat32(off)
     }
 
     fn read(&self, pos: u32) -> std::result::Result<Vec<u8>, Failure> {
@@ -295,7 +297,7 @@ fn scan(log: &Log, plan: &mut Plan) -> std::result::Result<(), Failure> {
                 if !jfmt::tail_checksum_ok(j, &b) {
                     need_check_commit_time = true;
                 }
-                let n = jfmt::parse_tags(j, &b).len() as u32;
+                let n = narrow::sat32(jfmt::parse_tags(j, &b).len());
                 budget = budget.saturating_sub(u64::from(n));
                 if j.has_v1_checksum() && !need_check_commit_time && end.is_none() {
                     crc_sum = jfmt::crc32_be(crc_sum, &b);
@@ -396,7 +398,7 @@ fn walk(
                         pos
                     )));
                 }
-                let n = jfmt::parse_tags(j, &b).len() as u32;
+                let n = narrow::sat32(jfmt::parse_tags(j, &b).len());
                 budget = budget.saturating_sub(u64::from(n));
                 visit(next_id, pos, &b, h.sequence)?;
                 pos = log.advance(pos, n);
@@ -746,7 +748,7 @@ fn overlay_after(fs: &Fs, plan: &Plan, jsb_phys: Option<u64>) -> BTreeMap<u64, V
         }
     };
     let sb_blk = SUPERBLOCK_OFFSET / bs;
-    let sb_off = (SUPERBLOCK_OFFSET % bs) as usize;
+    let sb_off = narrow::to_usize(SUPERBLOCK_OFFSET % bs);
     if let Some(mut b) = current(&out, sb_blk)
         && let Some(s) = b.get_mut(sb_off..sb_off + 1024)
     {

@@ -14,6 +14,7 @@ use crate::fs::superblock::{
     self, EXT2_MAGIC, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, Superblock, incompat, ro_compat,
 };
 use crate::io::Device;
+use crate::narrow;
 use crate::volume::Fs;
 
 pub enum Opened {
@@ -571,7 +572,7 @@ fn desc_problems(sb: &Superblock, geo: &Geometry, gds: &[GroupDesc]) -> Vec<Prob
     // bitmaps. Of two that overlap, the later one is relocated: a bitmap
     // pointed into an inode table moves, the table and its inodes stay.
     for (g, gd) in gds.iter().enumerate() {
-        let g = g as u32;
+        let g = narrow::sat32(g);
         for (start, len) in geo.group_super_and_gdt(g) {
             for b in start..start.saturating_add(len).min(geo.blocks_count) {
                 meta.set(b);
@@ -735,7 +736,7 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
         out.push(Problem::new(Code::SbMetadataCsumAndGdtCsum));
     }
     if sb.rev_level > 0 && geo.inode_size > 128 {
-        let room = (geo.inode_size - 128) as u16;
+        let room = narrow::sat16(geo.inode_size - 128);
         for (name, v, e2) in [
             ("min", sb.min_extra_isize, 0x00004D),
             ("want", sb.want_extra_isize, 0x00004E),

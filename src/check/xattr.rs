@@ -18,6 +18,7 @@ use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, flags};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr::{self, ENTRY_HEADER_LEN, XATTR_MAGIC};
+use crate::narrow;
 use crate::volume::Fs;
 
 /// Index of the "system." namespace, where inline data keeps "data".
@@ -280,7 +281,7 @@ fn in_inode_problem(
             let e = EaEntry {
                 name,
                 value_inum,
-                value_size: value_size as u32,
+                value_size: narrow::sat32(value_size),
                 hash,
             };
             match check_ref(&e) {
@@ -573,7 +574,7 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool)
             let e = EaEntry {
                 name,
                 value_inum,
-                value_size: value_size as u32,
+                value_size: narrow::sat32(value_size),
                 hash,
             };
             // Declined, e2fsck keeps the entry and counts it for quota.
