@@ -626,6 +626,8 @@ pub const SUPPORTED_COMPAT: u32 = compat::DIR_PREALLOC
 
 /// Incompatible and read-only features this checker understands. Anything
 /// else makes the check stop with exit 8 rather than give a wrong verdict.
+/// The read-only set is e2fsck's: btree_dir (0x4) was reserved and never
+/// built, so e2fsck refuses it as unknown, and pfsck does too.
 pub const SUPPORTED_INCOMPAT: u32 = incompat::FILETYPE
     | incompat::RECOVER
     | incompat::META_BG
@@ -642,7 +644,6 @@ pub const SUPPORTED_INCOMPAT: u32 = incompat::FILETYPE
 
 pub const SUPPORTED_RO_COMPAT: u32 = ro_compat::SPARSE_SUPER
     | ro_compat::LARGE_FILE
-    | ro_compat::BTREE_DIR
     | ro_compat::HUGE_FILE
     | ro_compat::GDT_CSUM
     | ro_compat::DIR_NLINK
