@@ -714,6 +714,34 @@ fn sb_group_inode_uninit(fs: &Fs, gd: &GroupDesc) -> bool {
     fs.sb.group_desc_csum() && gd.flags & BG_INODE_UNINIT != 0
 }
 
+/// What e2fsck's pass 0 sets right only when it may write (so never
+/// under `-n`): a UUID where there is none (not with metadata_csum,
+/// whose checksums it seeds), the test_fs flag where the running kernel
+/// has ext4, the directory hash signedness where neither flag says it.
+pub fn repair_only(fs: &Fs) -> Vec<Problem> {
+    let sb = &fs.sb;
+    let mut out = Vec::new();
+    if sb.uuid == [0; 16] && !sb.metadata_csum() {
+        out.push(Problem::new(Code::SbNoUuid));
+    }
+    if sb.flags & superblock::FLAGS_TEST_FS != 0 && kernel_has_ext4() {
+        out.push(Problem::new(Code::SbTestFs));
+    }
+    if sb.flags & (superblock::FLAGS_SIGNED_HASH | superblock::FLAGS_UNSIGNED_HASH) == 0 {
+        out.push(Problem::new(Code::SbDirHashHint));
+    }
+    out
+}
+
+/// Does the running kernel know ext4 (then a test_fs flag only keeps it
+/// from mounting the file system)?
+fn kernel_has_ext4() -> bool {
+    std::fs::read_to_string("/proc/filesystems").is_ok_and(|t| {
+        t.lines()
+            .any(|l| l.split_whitespace().last() == Some("ext4"))
+    })
+}
+
 /// The checks of pass 0 on the superblock in use and its descriptors.
 pub fn check(fs: &Fs) -> Vec<Problem> {
     let sb = &fs.sb;
@@ -733,6 +761,13 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     }
     if sb.metadata_csum() && sb.has_ro_compat(ro_compat::GDT_CSUM) {
         out.push(Problem::new(Code::SbMetadataCsumAndGdtCsum));
+    }
+    // Block numbers past 2^32 need extents: block maps hold 32 bits.
+    if sb.has_incompat(incompat::BIT64) && !sb.has_incompat(incompat::EXTENTS) {
+        out.push(Problem::new(Code::Sb64bitNoExtents));
+    }
+    if sb.has_incompat(incompat::CSUM_SEED) && !sb.metadata_csum() {
+        out.push(Problem::new(Code::SbCsumSeedNoCsum));
     }
     if sb.rev_level > 0 && geo.inode_size > 128 {
         let room = (geo.inode_size - 128) as u16;

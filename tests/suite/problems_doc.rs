@@ -32,6 +32,17 @@ const DAMAGE: &[(Code, &str)] = &[
     ),
     (Code::SbChecksum, "corruptions::ext4-raw-sb-checksum"),
     (Code::SbInodesCount, "corruptions::ext4-sb-inodes-count"),
+    (Code::SbNoUuid, "sb_flags::no_uuid_gets_a_new_one"),
+    (Code::SbTestFs, "sb_flags::test_fs_flag_is_cleared"),
+    (Code::SbDirHashHint, "sb_flags::dirhash_hint_is_added"),
+    (
+        Code::Sb64bitNoExtents,
+        "sb_flags::sixty_four_bit_without_extents",
+    ),
+    (
+        Code::SbCsumSeedNoCsum,
+        "sb_flags::csum_seed_without_metadata_csum",
+    ),
     (
         Code::SbResizeInodeNoFeature,
         "corruptions::ext2-resize-inode-cleared",
@@ -286,7 +297,12 @@ fn preens(c: Code, e: &Entry) -> bool {
 }
 
 fn preen_fixes(e: &Entry) -> bool {
-    e.preen_ok() && e.flags & catalogue::PREEN_NO == 0
+    // A pass 0 problem that asks nothing (and asks no other code next)
+    // never stops preen: e2fsck does what it says and goes on.
+    let stated = e.prompt == catalogue::Prompt::None
+        && e.pass() == 0
+        && e.flags & (catalogue::AFTER_CODE | catalogue::FATAL) == 0;
+    stated || (e.preen_ok() && e.flags & catalogue::PREEN_NO == 0)
 }
 
 /// A "no" leaves the file system unmarked: a notice in pfsck, which does
@@ -312,7 +328,8 @@ fn row(e: &'static Entry) -> Row {
     Row {
         entry: e,
         fixed: pfsck.iter().any(|&c| pfsck::fix::supported(c)),
-        preen: all(&|c| preens(c, e) == preen_fixes(e)),
+        // What stops the check is fixed in no mode: preen has no say.
+        preen: all(&|c| c.spec().severity == Severity::Fatal || preens(c, e) == preen_fixes(e)),
         no_ok: all(&|c| no_ok(c) == e.no_ok()),
         latch: all(&|c| BATCHED.contains(&c) == latch),
         test: pfsck.iter().find_map(|&c| damage(c)),
