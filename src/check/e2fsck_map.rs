@@ -44,6 +44,8 @@ pub fn codes(code: Code) -> &'static [u32] {
         SbDirHashHint => &[0x000034],
         Sb64bitNoExtents => &[0x000048],
         SbCsumSeedNoCsum => &[0x00004B],
+        SbRev0Features => &[0x00001A],
+        SbJournalBackupMissing => &[0x00002D],
         GdBlockBitmapLocation => &[0x000001],
         GdInodeBitmapLocation => &[0x000002],
         GdInodeTableLocation => &[0x000003],
@@ -358,7 +360,10 @@ pub fn prompt(p: &Problem) -> catalogue::Prompt {
 pub fn message_only(p: &Problem) -> bool {
     use super::problem::Pass;
     // What e2fsck sets on its own before asking anything: stated.
-    if matches!(p.code, Code::SbNoUuid | Code::SbDirHashHint) {
+    if matches!(
+        p.code,
+        Code::SbNoUuid | Code::SbDirHashHint | Code::SbJournalBackupMissing
+    ) {
         return true;
     }
     if matches!(p.spec().pass, Pass::Super) || p.code == Code::DupBlocks {
@@ -400,7 +405,11 @@ pub fn preen_quiet(p: &Problem) -> bool {
 pub fn unmarked_fix(p: &Problem) -> bool {
     matches!(
         p.code,
-        Code::GdChecksum | Code::SbNoUuid | Code::SbTestFs | Code::SbDirHashHint
+        Code::GdChecksum
+            | Code::SbNoUuid
+            | Code::SbTestFs
+            | Code::SbDirHashHint
+            | Code::SbJournalBackupMissing
     )
 }
 
@@ -465,6 +474,8 @@ const REPAIR_ONLY: &[Code] = &[
     Code::SbNoUuid,
     Code::SbTestFs,
     Code::SbDirHashHint,
+    Code::SbRev0Features,
+    Code::SbJournalBackupMissing,
     Code::OrphanReleased,
     Code::OrphanNotProcessed,
     Code::JournalTransactionCorrupt,

@@ -106,6 +106,8 @@ problems! {
     SbTestFs = ("0x001A", Super, Error, true, "The test_fs flag is set (and ext4 is available)"),
     SbDirHashHint = ("0x001B", Super, Error, true, "Adding dirhash hint to filesystem."),
     Sb64bitNoExtents = ("0x001C", Super, Notice, true, "Superblock 64bit filesystem needs extents to access the whole disk"),
+    SbRev0Features = ("0x001E", Super, Notice, true, "Filesystem has feature flag(s) set, but is a revision 0 filesystem"),
+    SbJournalBackupMissing = ("0x001F", Super, Error, true, "Backing up journal inode block information."),
     SbCsumSeedNoCsum = ("0x001D", Super, Notice, true, "Superblock metadata_csum_seed is not necessary without metadata_csum"),
     GdBlockBitmapLocation = ("0x0101", Super, Error, false, "Block bitmap for group {group} is not in group (block {blk})"),
     GdInodeBitmapLocation = ("0x0102", Super, Error, false, "Inode bitmap for group {group} is not in group (block {blk})"),

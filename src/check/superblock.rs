@@ -730,7 +730,41 @@ pub fn repair_only(fs: &Fs) -> Vec<Problem> {
     if sb.flags & (superblock::FLAGS_SIGNED_HASH | superblock::FLAGS_UNSIGNED_HASH) == 0 {
         out.push(Problem::new(Code::SbDirHashHint));
     }
+    // Revision 0 has no feature fields; e2fsck makes it dynamic.
+    if sb.rev_level == 0 && (sb.feature_compat | sb.feature_incompat | sb.feature_ro_compat) != 0 {
+        out.push(Problem::new(Code::SbRev0Features));
+    }
+    if journal_backup_stale(fs) {
+        out.push(Problem::new(Code::SbJournalBackupMissing).ino(Ino(sb.journal_inum)));
+    }
     out
+}
+
+/// Does the superblock lack the copy of an internal journal inode's
+/// block map, or hold one that differs from the inode's? e2fsck copies
+/// it then (the copy lets a later check rebuild a damaged journal inode).
+fn journal_backup_stale(fs: &Fs) -> bool {
+    let sb = &fs.sb;
+    if !sb.has_compat(superblock::compat::HAS_JOURNAL)
+        || sb.journal_inum == 0
+        || sb.journal_inum > fs.geo.inodes_count
+        || super::journal::unusable(fs)
+    {
+        return false;
+    }
+    let Ok(raw) = fs.read_inode_raw(sb.journal_inum) else {
+        return false;
+    };
+    let inode = crate::fs::inode::Inode::parse(&raw);
+    match sb.jnl_backup_type {
+        0 => true,
+        superblock::JNL_BACKUP_BLOCKS => inode
+            .block
+            .chunks_exact(4)
+            .zip(&sb.jnl_blocks)
+            .any(|(w, &b)| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) != b),
+        _ => false,
+    }
 }
 
 /// Does the running kernel know ext4 (then a test_fs flag only keeps it

@@ -142,8 +142,26 @@ pub(super) fn fix_flag(
 ) -> super::Result<bool> {
     use crate::check::problem::Code;
     use crate::fs::superblock::{FLAGS_SIGNED_HASH, FLAGS_TEST_FS, FLAGS_UNSIGNED_HASH, incompat};
-    let backups = code == Code::SbTestFs;
+    let backups = matches!(
+        code,
+        Code::SbTestFs | Code::SbRev0Features | Code::SbJournalBackupMissing
+    );
+    // The journal inode as this round leaves it.
+    let journal = if code == Code::SbJournalBackupMissing {
+        match vol::read_inode(fs, overlay, fs.sb.journal_inum)? {
+            Some(raw) => Some(crate::fs::inode::Inode::parse(&raw)),
+            None => return Ok(false),
+        }
+    } else {
+        None
+    };
     vol::edit_superblock(fs, overlay, |sb| match code {
+        Code::SbRev0Features => sb.make_dynamic(),
+        Code::SbJournalBackupMissing => {
+            if let Some(j) = &journal {
+                sb.set_journal_backup(&j.block, j.size);
+            }
+        }
         Code::SbTestFs => sb.set_flags(sb.flags() & !FLAGS_TEST_FS),
         Code::SbDirHashHint => {
             // e2fsck hashes names as its `char` is signed or not.
@@ -166,7 +184,12 @@ pub(super) fn fix_flag(
     }
     Ok(matches!(
         code,
-        Code::SbTestFs | Code::SbDirHashHint | Code::Sb64bitNoExtents | Code::SbCsumSeedNoCsum
+        Code::SbTestFs
+            | Code::SbDirHashHint
+            | Code::Sb64bitNoExtents
+            | Code::SbCsumSeedNoCsum
+            | Code::SbRev0Features
+            | Code::SbJournalBackupMissing
     ))
 }
 

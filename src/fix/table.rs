@@ -298,6 +298,8 @@ const TABLE: &[Entry] = &[
     row(Code::SbDirHashHint, F::SuperFlag, S),
     row(Code::Sb64bitNoExtents, F::SuperFlag, S),
     row(Code::SbCsumSeedNoCsum, F::SuperFlag, S),
+    row(Code::SbRev0Features, F::SuperFlag, S),
+    row(Code::SbJournalBackupMissing, F::SuperFlag, S),
     row(Code::OrphanFileInodeInvalid, F::OrphanFile, S),
     row(Code::OrphanFileNoJournal, F::OrphanFile, S),
     row(Code::OrphanPresentNoFile, F::OrphanPresent, S),

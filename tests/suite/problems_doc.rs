@@ -36,6 +36,11 @@ const DAMAGE: &[(Code, &str)] = &[
     (Code::SbTestFs, "sb_flags::test_fs_flag_is_cleared"),
     (Code::SbDirHashHint, "sb_flags::dirhash_hint_is_added"),
     (
+        Code::SbJournalBackupMissing,
+        "sb_flags::journal_backup_is_written",
+    ),
+    (Code::SbRev0Features, "sb_flags::features_on_revision_0"),
+    (
         Code::Sb64bitNoExtents,
         "sb_flags::sixty_four_bit_without_extents",
     ),
@@ -360,6 +365,14 @@ fn render() -> String {
         .filter(flags_ok)
         .count();
     let tested = problems.iter().filter(|r| r.test.is_some()).count();
+    let na = |r: &&&Row| catalogue::not_applicable(r.entry.code).is_some();
+    let applicable: Vec<&&Row> = problems.iter().filter(|r| !na(r)).collect();
+    let detected_app = applicable.iter().filter(|r| !r.pfsck.is_empty()).count();
+    let left_as_e2fsck = applicable
+        .iter()
+        .filter(|r| !r.fixed && catalogue::unfixed_by_e2fsck(r.entry.code).is_some())
+        .count();
+    let fixed_app = applicable.iter().filter(|r| r.fixed).count();
     let pct = |n: usize| 100.0 * n as f64 / problems.len() as f64;
 
     let mut s = String::new();
@@ -409,12 +422,26 @@ fn render() -> String {
     );
     let _ = writeln!(
         s,
-        "- A test making the damage: {tested} of {} problems.\n",
+        "- A test making the damage: {tested} of {} problems.",
         problems.len()
     );
+    let _ = writeln!(
+        s,
+        "- Applicable (the rest cannot occur, listed with the reason): {} problems; \
+         detected {detected_app}; fixed {fixed_app}, and {left_as_e2fsck} more left as \
+         e2fsck 1.47.4 leaves them ({:.1}% fixed or left as e2fsck leaves them).\n",
+        applicable.len(),
+        100.0 * (fixed_app + left_as_e2fsck) as f64 / applicable.len() as f64
+    );
+    let _ = writeln!(s, "### Not applicable\n");
+    for (code, why) in catalogue::NOT_APPLICABLE {
+        let what = catalogue::entry(*code).map_or("", |e| e.what);
+        let _ = writeln!(s, "- `0x{code:06x}` {what}: {why}");
+    }
+    let _ = writeln!(s);
 
     let _ = writeln!(s, "### Not detected\n");
-    for r in problems.iter().filter(|r| r.pfsck.is_empty()) {
+    for r in problems.iter().filter(|r| r.pfsck.is_empty() && !na(r)) {
         let why = WHY_NOT
             .iter()
             .find(|(c, _)| *c == r.entry.code)
@@ -423,9 +450,13 @@ fn render() -> String {
     }
     let _ = writeln!(s, "\n### Detected, not fixed\n");
     for r in problems.iter().filter(|r| !r.pfsck.is_empty() && !r.fixed) {
+        let why = catalogue::unfixed_by_e2fsck(r.entry.code)
+            .map_or("reported, `-y` leaves it".to_string(), |w| {
+                format!("reported; e2fsck does not fix it either: {w}")
+            });
         let _ = writeln!(
             s,
-            "- `0x{:06x}` {} ({}): reported, `-y` leaves it",
+            "- `0x{:06x}` {} ({}): {why}",
             r.entry.code,
             r.entry.what,
             codes(&r.pfsck)
@@ -466,7 +497,9 @@ fn render() -> String {
             r.entry.code,
             r.entry.flag_names().join(" "),
             r.entry.what,
-            if r.pfsck.is_empty() {
+            if r.pfsck.is_empty() && catalogue::not_applicable(r.entry.code).is_some() {
+                "not applicable".to_string()
+            } else if r.pfsck.is_empty() {
                 "**not detected**".to_string()
             } else {
                 codes(&r.pfsck)

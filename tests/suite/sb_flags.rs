@@ -105,3 +105,33 @@ fn csum_seed_without_metadata_csum() {
     let features = line(&stats(&img), "Filesystem features:").to_string();
     assert!(!features.contains("metadata_csum_seed"), "{features}");
 }
+
+#[test]
+fn journal_backup_is_written() {
+    let tmp = TempDir::new("sb-jnl-backup");
+    let img = uninit_bg(&tmp, "img");
+    debugfs_w(&img, &["ssv jnl_backup_type 0"]);
+    oracle_fy_agrees(&img, 0);
+    let (_, fy_out) = judged_by_oracle("jnl-backup", &img, 0, 0);
+    assert!(fy_out.contains("Backing up journal"), "{fy_out}");
+    let backup = line(&stats(&img), "Journal backup:").to_string();
+    assert!(backup.contains("inode blocks"), "{backup}");
+}
+
+#[test]
+fn features_on_revision_0() {
+    let tmp = TempDir::new("sb-rev0");
+    let img = tmp.join("img");
+    let opts = MkfsOpts::ext2().block_size(1024);
+    let opts = MkfsOpts {
+        extra_args: vec!["-r".into(), "0".into()],
+        ..opts
+    };
+    mkfs(&img, 8 * MIB, &opts, None);
+    debugfs_w(&img, &["feature filetype"]);
+    oracle_fy_agrees(&img, 1);
+    let (_, fy_out) = judged_by_oracle("rev0", &img, 0, 1);
+    assert!(fy_out.contains("revision 0"), "{fy_out}");
+    let rev = line(&stats(&img), "Filesystem revision #:").to_string();
+    assert!(rev.contains("1 (dynamic)"), "{rev}");
+}
