@@ -96,7 +96,7 @@ problems! {
     SbOrphanList = ("0x000F", Super, Notice, true, "The orphan inode list starting at inode {ino} needs processing"),
     SbExtraIsize = ("0x0010", Super, Notice, true, "Superblock {detail}_extra_isize {num} is invalid"),
     SbNeedsRecovery = ("0x0011", Super, Notice, false, "Warning: skipping journal recovery because doing a read-only filesystem check"),
-    SbMetadataCsumAndGdtCsum = ("0x0012", Super, Error, true, "Superblock has both metadata_csum and uninit_bg (gdt_csum) set"),
+    SbMetadataCsumAndGdtCsum = ("0x0012", Super, Notice, true, "Superblock has both metadata_csum and uninit_bg (gdt_csum) set"),
     SbDescSize = ("0x0013", Super, Fatal, false, "Superblock 64bit filesystem has an invalid group descriptor size {num}"),
     SbResizeInodeNoFeature = ("0x0014", Super, Error, false, "Resize inode not valid: {detail}"),
     SbQuotaInode = ("0x0016", Super, Error, false, "Invalid {detail} quota inode {ino}"),

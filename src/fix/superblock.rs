@@ -157,6 +157,10 @@ pub(super) fn fix_flag(
     };
     vol::edit_superblock(fs, overlay, |sb| match code {
         Code::SbRev0Features => sb.make_dynamic(),
+        // metadata_csum supersedes uninit_bg's descriptor checksums.
+        Code::SbMetadataCsumAndGdtCsum => {
+            sb.set_ro_compat(sb.ro_compat() & !crate::fs::superblock::ro_compat::GDT_CSUM);
+        }
         Code::SbJournalBackupMissing => {
             if let Some(j) = &journal {
                 sb.set_journal_backup(&j.block, j.size);
@@ -190,6 +194,7 @@ pub(super) fn fix_flag(
             | Code::SbCsumSeedNoCsum
             | Code::SbRev0Features
             | Code::SbJournalBackupMissing
+            | Code::SbMetadataCsumAndGdtCsum
     ))
 }
 

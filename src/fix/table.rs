@@ -299,6 +299,7 @@ const TABLE: &[Entry] = &[
     row(Code::Sb64bitNoExtents, F::SuperFlag, S),
     row(Code::SbCsumSeedNoCsum, F::SuperFlag, S),
     row(Code::SbRev0Features, F::SuperFlag, S),
+    row(Code::SbMetadataCsumAndGdtCsum, F::SuperFlag, S),
     row(Code::SbJournalBackupMissing, F::SuperFlag, S),
     row(Code::OrphanFileInodeInvalid, F::OrphanFile, S),
     row(Code::OrphanFileNoJournal, F::OrphanFile, S),

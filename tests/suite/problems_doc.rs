@@ -41,6 +41,10 @@ const DAMAGE: &[(Code, &str)] = &[
     ),
     (Code::SbRev0Features, "sb_flags::features_on_revision_0"),
     (
+        Code::SbMetadataCsumAndGdtCsum,
+        "sb_flags::metadata_csum_with_uninit_bg",
+    ),
+    (
         Code::Sb64bitNoExtents,
         "sb_flags::sixty_four_bit_without_extents",
     ),

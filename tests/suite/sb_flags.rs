@@ -135,3 +135,16 @@ fn features_on_revision_0() {
     let rev = line(&stats(&img), "Filesystem revision #:").to_string();
     assert!(rev.contains("1 (dynamic)"), "{rev}");
 }
+
+#[test]
+fn metadata_csum_with_uninit_bg() {
+    let tmp = TempDir::new("sb-csum-gdt");
+    let img = tmp.join("img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4(), None);
+    debugfs_w(&img, &["feature uninit_bg"]);
+    oracle_fy_agrees(&img, 1);
+    let (fn_out, _) = judged_by_oracle("csum-gdt", &img, 0, 1);
+    assert!(fn_out.contains("uninit_bg"), "{fn_out}");
+    let features = line(&stats(&img), "Filesystem features:").to_string();
+    assert!(!features.contains("uninit_bg"), "{features}");
+}
