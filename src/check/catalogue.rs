@@ -712,6 +712,75 @@ table! {
     (0x060010, None, 0, 0x000000, Problem, "ib", "the orphan file has a hole"),
 }
 
+/// Codes of the table no file system pfsck checks can make e2fsck 1.47.4
+/// report, with the reason (tried on damaged images): the catalogue's
+/// figures leave them out of what pfsck must detect.
+pub const NOT_APPLICABLE: &[(u32, &str)] = &[
+    (
+        0x000006,
+        "e2fsck 1.47.4 no longer compares the fragment size with the block size: \
+         a 1 KiB-block file system with 4 KiB fragments checks clean",
+    ),
+    (
+        0x000014,
+        "defined but never raised by e2fsck 1.47.4: a journal superblock of an \
+         unknown type is reported as an unsupported version (0x000027)",
+    ),
+];
+
+/// Problems e2fsck 1.47.4 reports but does not repair, with the reason:
+/// pfsck leaving them as they are is e2fsck's behaviour.
+pub const UNFIXED_BY_E2FSCK: &[(u32, &str)] = &[
+    (
+        0x000004,
+        "the check stops (exit 8): no superblock to repair from",
+    ),
+    (
+        0x000005,
+        "e2fsck asks to abort and -y stops the check (exit 8)",
+    ),
+    (0x000007, "asks 0x000004 next: the check stops (exit 8)"),
+    (0x000008, "asks 0x000004 next: the check stops (exit 8)"),
+    (0x00000b, "asks 0x000004 next: the check stops (exit 8)"),
+    (0x000050, "asks 0x000004 next: the check stops (exit 8)"),
+    (0x000010, "fatal: the external journal is not changed"),
+    (0x000011, "fatal: there is no journal to repair"),
+    (0x000012, "fatal: the external journal is not changed"),
+    (0x000013, "fatal: the external journal is not changed"),
+    (
+        0x000025,
+        "e2fsck asks to abort and -y stops the check (exit 12)",
+    ),
+    (
+        0x000026,
+        "e2fsck asks to abort and -y stops the check (exit 12)",
+    ),
+    (
+        0x000027,
+        "e2fsck asks to abort and -y stops the check (exit 12)",
+    ),
+    (
+        0x00003a,
+        "stated: the replay stops at that transaction, which is the repair",
+    ),
+];
+
+/// The reason `code` cannot occur, if it cannot.
+pub fn not_applicable(code: u32) -> Option<&'static str> {
+    NOT_APPLICABLE
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, w)| *w)
+}
+
+/// Why e2fsck leaves `code` unrepaired, if it does.
+pub fn unfixed_by_e2fsck(code: u32) -> Option<&'static str> {
+    UNFIXED_BY_E2FSCK
+        .iter()
+        .find(|(c, _)| *c == code)
+        .map(|(_, w)| *w)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

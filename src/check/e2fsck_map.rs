@@ -40,6 +40,13 @@ pub fn codes(code: Code) -> &'static [u32] {
         SbQuotaInode => &[0x00004F],
         SbInodeFieldNoFeature => &[0x020002, 0x010063, 0x010090, 0x050009],
         SbBlocksPerGroupInvalid => &[0x000007],
+        SbNoUuid => &[0x000009],
+        SbTestFs => &[0x00003B],
+        SbDirHashHint => &[0x000034],
+        Sb64bitNoExtents => &[0x000048],
+        SbCsumSeedNoCsum => &[0x00004B],
+        SbRev0Features => &[0x00001A],
+        SbJournalBackupMissing => &[0x00002D],
         GdBlockBitmapLocation => &[0x000001],
         GdInodeBitmapLocation => &[0x000002],
         GdInodeTableLocation => &[0x000003],
@@ -353,6 +360,13 @@ pub fn prompt(p: &Problem) -> catalogue::Prompt {
 /// pass 1B's list of shared blocks prints in its own form.
 pub fn message_only(p: &Problem) -> bool {
     use super::problem::Pass;
+    // What e2fsck sets on its own before asking anything: stated.
+    if matches!(
+        p.code,
+        Code::SbNoUuid | Code::SbDirHashHint | Code::SbJournalBackupMissing
+    ) {
+        return true;
+    }
     if matches!(p.spec().pass, Pass::Super) || p.code == Code::DupBlocks {
         return false;
     }
@@ -386,9 +400,18 @@ pub fn preen_quiet(p: &Problem) -> bool {
 /// Is `p` fixed without e2fsck marking the file system changed? Its
 /// pass 0 resets a descriptor whose checksum fails (uninit marks,
 /// unused-inodes count) in memory only, and its closing checksum pass
-/// writes the descriptors: alone, that exits 0 without "MODIFIED".
+/// writes the descriptors: alone, that exits 0 without "MODIFIED". So
+/// do a new UUID, the test_fs flag cleared and the dirhash hint added,
+/// which it makes in pass 0 before its passes count what they fix.
 pub fn unmarked_fix(p: &Problem) -> bool {
-    p.code == Code::GdChecksum
+    matches!(
+        p.code,
+        Code::GdChecksum
+            | Code::SbNoUuid
+            | Code::SbTestFs
+            | Code::SbDirHashHint
+            | Code::SbJournalBackupMissing
+    )
 }
 
 /// Is `p` an offer rather than a fix (NOT_A_FIX: pass 1E's optimisation
@@ -449,6 +472,11 @@ pub enum Run {
 
 /// Problems e2fsck only logs when it repairs (see [`Run::ReadOnly`]).
 const REPAIR_ONLY: &[Code] = &[
+    Code::SbNoUuid,
+    Code::SbTestFs,
+    Code::SbDirHashHint,
+    Code::SbRev0Features,
+    Code::SbJournalBackupMissing,
     Code::OrphanReleased,
     Code::OrphanNotProcessed,
     Code::JournalTransactionCorrupt,

@@ -391,6 +391,9 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         return Ok(Pass0::Stop(Some(fs)));
     }
 
+    if opts.repairing {
+        report.problems.extend(superblock::repair_only(&fs));
+    }
     report.problems.extend(superblock::check(&fs));
     report
         .problems

@@ -715,6 +715,68 @@ fn sb_group_inode_uninit(fs: &Fs, gd: &GroupDesc) -> bool {
     fs.sb.group_desc_csum() && gd.flags & BG_INODE_UNINIT != 0
 }
 
+/// What e2fsck's pass 0 sets right only when it may write (so never
+/// under `-n`): a UUID where there is none (not with metadata_csum,
+/// whose checksums it seeds), the test_fs flag where the running kernel
+/// has ext4, the directory hash signedness where neither flag says it.
+pub fn repair_only(fs: &Fs) -> Vec<Problem> {
+    let sb = &fs.sb;
+    let mut out = Vec::new();
+    if sb.uuid == [0; 16] && !sb.metadata_csum() {
+        out.push(Problem::new(Code::SbNoUuid));
+    }
+    if sb.flags & superblock::FLAGS_TEST_FS != 0 && kernel_has_ext4() {
+        out.push(Problem::new(Code::SbTestFs));
+    }
+    if sb.flags & (superblock::FLAGS_SIGNED_HASH | superblock::FLAGS_UNSIGNED_HASH) == 0 {
+        out.push(Problem::new(Code::SbDirHashHint));
+    }
+    // Revision 0 has no feature fields; e2fsck makes it dynamic.
+    if sb.rev_level == 0 && (sb.feature_compat | sb.feature_incompat | sb.feature_ro_compat) != 0 {
+        out.push(Problem::new(Code::SbRev0Features));
+    }
+    if journal_backup_stale(fs) {
+        out.push(Problem::new(Code::SbJournalBackupMissing).ino(Ino(sb.journal_inum)));
+    }
+    out
+}
+
+/// Does the superblock lack the copy of an internal journal inode's
+/// block map, or hold one that differs from the inode's? e2fsck copies
+/// it then (the copy lets a later check rebuild a damaged journal inode).
+fn journal_backup_stale(fs: &Fs) -> bool {
+    let sb = &fs.sb;
+    if !sb.has_compat(superblock::compat::HAS_JOURNAL)
+        || sb.journal_inum == 0
+        || sb.journal_inum > fs.geo.inodes_count
+        || super::journal::unusable(fs)
+    {
+        return false;
+    }
+    let Ok(raw) = fs.read_inode_raw(sb.journal_inum) else {
+        return false;
+    };
+    let inode = crate::fs::inode::Inode::parse(&raw);
+    match sb.jnl_backup_type {
+        0 => true,
+        superblock::JNL_BACKUP_BLOCKS => inode
+            .block
+            .chunks_exact(4)
+            .zip(&sb.jnl_blocks)
+            .any(|(w, &b)| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) != b),
+        _ => false,
+    }
+}
+
+/// Does the running kernel know ext4 (then a test_fs flag only keeps it
+/// from mounting the file system)?
+fn kernel_has_ext4() -> bool {
+    std::fs::read_to_string("/proc/filesystems").is_ok_and(|t| {
+        t.lines()
+            .any(|l| l.split_whitespace().last() == Some("ext4"))
+    })
+}
+
 /// The checks of pass 0 on the superblock in use and its descriptors.
 pub fn check(fs: &Fs) -> Vec<Problem> {
     let sb = &fs.sb;
@@ -734,6 +796,13 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     }
     if sb.metadata_csum() && sb.has_ro_compat(ro_compat::GDT_CSUM) {
         out.push(Problem::new(Code::SbMetadataCsumAndGdtCsum));
+    }
+    // Block numbers past 2^32 need extents: block maps hold 32 bits.
+    if sb.has_incompat(incompat::BIT64) && !sb.has_incompat(incompat::EXTENTS) {
+        out.push(Problem::new(Code::Sb64bitNoExtents));
+    }
+    if sb.has_incompat(incompat::CSUM_SEED) && !sb.metadata_csum() {
+        out.push(Problem::new(Code::SbCsumSeedNoCsum));
     }
     if sb.rev_level > 0 && geo.inode_size > 128 {
         let room = narrow::sat16(geo.inode_size - 128);

@@ -504,7 +504,11 @@ pub fn render_problem(
     }
     let msg = p.text_in(tree);
     if e2fsck_map::message_only(p) {
-        // Stated, not asked: the answer is the later question's.
+        // Stated, not asked: the answer is the later question's. What
+        // pass 0 sets on its own stands in a paragraph of its own.
+        if p.spec().pass == crate::check::problem::Pass::Super {
+            return write!(out, "{msg}\n\n");
+        }
         return writeln!(out, "{msg}");
     }
     // The question e2fsck asks there (Clear?, Salvage?, ...).

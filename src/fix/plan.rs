@@ -251,6 +251,12 @@ impl<'a> Round<'a> {
         if self.itable_unused_reset(want)? {
             return Ok(Some(true));
         }
+        // A new UUID changes every descriptor checksum: the next round
+        // judges the descriptors under it.
+        if let Some((k, _)) = self.first(want, Code::SbNoUuid) {
+            self.fixed[k] = superblock::new_uuid(fs, &mut self.overlay)?;
+            return Ok(Some(self.fixed[k] || self.replay_fix));
+        }
         // A bad-block list naming the block of its own inode is not
         // believed: the inode is cleared and, as e2fsck restarts there,
         // nothing else is fixed this round (the check read that block's
@@ -687,6 +693,7 @@ impl<'a> Round<'a> {
             }
             Fixer::InodesCount => superblock::fix_inodes_count(fs, overlay)?,
             Fixer::FirstMetaBg => superblock::fix_first_meta_bg(fs, overlay)?,
+            Fixer::SuperFlag => superblock::fix_flag(fs, overlay, p.code)?,
             Fixer::OrphanFile => superblock::drop_orphan_file(fs, overlay)?,
             Fixer::OrphanPresent => orphan_file::clear_present(fs, overlay)?,
             // Recreated whole in pass 1's phase.

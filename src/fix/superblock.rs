@@ -129,3 +129,117 @@ pub(super) fn fix_resize_inode(
     })?;
     Ok(cleared || has)
 }
+
+/// A superblock flag or feature set right, as e2fsck's pass 0 does: the
+/// test_fs flag cleared (on the backups too, as e2fsck writes them), the
+/// directory hash signedness of this machine's `char` recorded, extents
+/// turned on for a 64bit file system, metadata_csum_seed turned off (and
+/// its seed zeroed) without metadata_csum. Returns whether it staged.
+pub(super) fn fix_flag(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    code: crate::check::problem::Code,
+) -> super::Result<bool> {
+    use crate::check::problem::Code;
+    use crate::fs::superblock::{FLAGS_SIGNED_HASH, FLAGS_TEST_FS, FLAGS_UNSIGNED_HASH, incompat};
+    let backups = matches!(
+        code,
+        Code::SbTestFs | Code::SbRev0Features | Code::SbJournalBackupMissing
+    );
+    // The journal inode as this round leaves it.
+    let journal = if code == Code::SbJournalBackupMissing {
+        match vol::read_inode(fs, overlay, fs.sb.journal_inum)? {
+            Some(raw) => Some(crate::fs::inode::Inode::parse(&raw)),
+            None => return Ok(false),
+        }
+    } else {
+        None
+    };
+    vol::edit_superblock(fs, overlay, |sb| match code {
+        Code::SbRev0Features => sb.make_dynamic(),
+        // metadata_csum supersedes uninit_bg's descriptor checksums.
+        Code::SbMetadataCsumAndGdtCsum => {
+            sb.set_ro_compat(sb.ro_compat() & !crate::fs::superblock::ro_compat::GDT_CSUM);
+        }
+        Code::SbJournalBackupMissing => {
+            if let Some(j) = &journal {
+                sb.set_journal_backup(&j.block, j.size);
+            }
+        }
+        Code::SbTestFs => sb.set_flags(sb.flags() & !FLAGS_TEST_FS),
+        Code::SbDirHashHint => {
+            // e2fsck hashes names as its `char` is signed or not.
+            let hint = if std::ffi::c_char::MIN == 0 {
+                FLAGS_UNSIGNED_HASH
+            } else {
+                FLAGS_SIGNED_HASH
+            };
+            sb.set_flags(sb.flags() | hint);
+        }
+        Code::Sb64bitNoExtents => sb.set_incompat(sb.incompat() | incompat::EXTENTS),
+        Code::SbCsumSeedNoCsum => {
+            sb.set_incompat(sb.incompat() & !incompat::CSUM_SEED);
+            sb.set_checksum_seed(0);
+        }
+        _ => {}
+    })?;
+    if backups {
+        vol::write_backups(fs, overlay)?;
+    }
+    Ok(matches!(
+        code,
+        Code::SbTestFs
+            | Code::SbDirHashHint
+            | Code::Sb64bitNoExtents
+            | Code::SbCsumSeedNoCsum
+            | Code::SbRev0Features
+            | Code::SbJournalBackupMissing
+            | Code::SbMetadataCsumAndGdtCsum
+    ))
+}
+
+/// A file system without a UUID gets a random one (version 4), written
+/// to the backups too, with every descriptor's checksum redone under it
+/// (uninit_bg seeds them with the UUID; e2fsck leaves a metadata_csum
+/// file system alone, so the check never asks for that).
+pub(super) fn new_uuid(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
+    let uuid = random_uuid();
+    vol::edit_superblock(fs, overlay, |sb| sb.set_uuid(&uuid))?;
+    if fs.sb.group_desc_csum() {
+        let mut sb = fs.sb.clone();
+        sb.uuid = uuid;
+        let mut table = vol::DescTable::loaded(fs);
+        for g in 0..fs.geo.groups {
+            if let Some(mut d) = table.desc(g) {
+                d.set_checksum(&sb, g);
+            }
+        }
+        vol::write_desc_table(
+            fs,
+            overlay,
+            fs.primary_sb_block(),
+            &table.raw,
+            Some(&fs.gd_raw),
+        )?;
+    }
+    vol::write_backups(fs, overlay)?;
+    Ok(true)
+}
+
+/// 16 random bytes marked as a version 4, RFC 4122 UUID; never all zero.
+fn random_uuid() -> [u8; 16] {
+    use std::io::Read;
+    let mut u = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut u));
+    if read.is_err() {
+        // No random device: the time and the process, still unique
+        // enough to tell two file systems apart.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        u.copy_from_slice(&(t ^ u128::from(std::process::id())).to_le_bytes());
+    }
+    u[6] = (u[6] & 0x0f) | 0x40;
+    u[8] = (u[8] & 0x3f) | 0x80;
+    u
+}

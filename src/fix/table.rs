@@ -65,6 +65,11 @@ pub(super) enum Fixer {
     InodesCount,
     /// The superblock's first_meta_bg (`superblock::fix_first_meta_bg`).
     FirstMetaBg,
+    /// A flag or feature of the superblock alone (`superblock::fix_flag`).
+    SuperFlag,
+    /// A new UUID, alone in its round: descriptor checksums and backups
+    /// follow it (`superblock::new_uuid`).
+    NewUuid,
     /// The orphan_file feature without a usable inode, dropped
     /// (`superblock::drop_orphan_file`).
     OrphanFile,
@@ -113,12 +118,12 @@ impl Fixer {
         use Fixer::*;
         match self {
             View | WithReplay => Phase::Replay,
-            SuperFromBackup | JournalFromBackup | BadBlocksInode => Phase::Alone,
+            SuperFromBackup | JournalFromBackup | BadBlocksInode | NewUuid => Phase::Alone,
             Clear | ResizeInode | Extents => Phase::Inodes,
             LostFound | Tree | Entry => Phase::Tree,
             BlockMap => Phase::Maps,
-            Field | Feature | InodesCount | FirstMetaBg | OrphanFile | OrphanPresent
-            | QuotaInode => Phase::Fields,
+            Field | Feature | InodesCount | FirstMetaBg | SuperFlag | OrphanFile
+            | OrphanPresent | QuotaInode => Phase::Fields,
             QuotaFile => Phase::Quota,
             NewJournal | NewOrphanFile => Phase::Journal,
             Summary => Phase::Summary,
@@ -288,6 +293,14 @@ const TABLE: &[Entry] = &[
     row(Code::FeatureLargeFiles, F::Feature, S),
     row(Code::SbInodesCount, F::InodesCount, 0),
     row(Code::SbFirstMetaBg, F::FirstMetaBg, 0),
+    row(Code::SbNoUuid, F::NewUuid, ALONE | S),
+    row(Code::SbTestFs, F::SuperFlag, S),
+    row(Code::SbDirHashHint, F::SuperFlag, S),
+    row(Code::Sb64bitNoExtents, F::SuperFlag, S),
+    row(Code::SbCsumSeedNoCsum, F::SuperFlag, S),
+    row(Code::SbRev0Features, F::SuperFlag, S),
+    row(Code::SbMetadataCsumAndGdtCsum, F::SuperFlag, S),
+    row(Code::SbJournalBackupMissing, F::SuperFlag, S),
     row(Code::OrphanFileInodeInvalid, F::OrphanFile, S),
     row(Code::OrphanFileNoJournal, F::OrphanFile, S),
     row(Code::OrphanPresentNoFile, F::OrphanPresent, S),

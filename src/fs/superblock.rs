@@ -73,6 +73,7 @@ pub mod field {
     pub const S_LASTCHECK: usize = 0x40;
     pub const S_REV_LEVEL: usize = 0x4C;
     pub const S_FIRST_INO: usize = 0x54;
+    pub const S_UUID: usize = 0x68;
     pub const S_INODE_SIZE: usize = 0x58;
     pub const S_BLOCK_GROUP_NR: usize = 0x5A;
     pub const S_FEATURE_COMPAT: usize = 0x5C;
@@ -92,9 +93,11 @@ pub mod field {
     pub const S_JNL_BLOCKS: usize = 0x10C;
     pub const S_JNL_BLOCKS_LEN: usize = 68;
     pub const S_FREE_BLOCKS_HI: usize = 0x158;
+    pub const S_FLAGS: usize = 0x160;
     pub const S_USR_QUOTA_INUM: usize = 0x240;
     pub const S_GRP_QUOTA_INUM: usize = 0x244;
     pub const S_PRJ_QUOTA_INUM: usize = 0x26C;
+    pub const S_CHECKSUM_SEED: usize = 0x270;
     pub const S_ORPHAN_FILE_INUM: usize = 0x280;
     pub const S_LASTCHECK_HI: usize = 0x277;
     pub const S_CHECKSUM: usize = 0x3FC;
@@ -192,6 +195,20 @@ impl SuperblockMut<'_> {
         };
         put_le32(self.0, off, v);
     }
+    pub fn set_uuid(&mut self, uuid: &[u8; 16]) {
+        if let Some(u) = self.0.get_mut(field::S_UUID..field::S_UUID + 16) {
+            u.copy_from_slice(uuid);
+        }
+    }
+    pub fn flags(&self) -> u32 {
+        le32(self.0, field::S_FLAGS)
+    }
+    pub fn set_flags(&mut self, v: u32) {
+        put_le32(self.0, field::S_FLAGS, v);
+    }
+    pub fn set_checksum_seed(&mut self, v: u32) {
+        put_le32(self.0, field::S_CHECKSUM_SEED, v);
+    }
     pub fn set_orphan_file_inum(&mut self, v: u32) {
         put_le32(self.0, field::S_ORPHAN_FILE_INUM, v);
     }
@@ -266,6 +283,8 @@ pub const STATE_ORPHANS: u16 = 0x4;
 /// s_flags bits for the directory hash signedness.
 pub const FLAGS_SIGNED_HASH: u32 = 0x1;
 pub const FLAGS_UNSIGNED_HASH: u32 = 0x2;
+/// s_flags: a development file system, which ext4 mounts only when asked.
+pub const FLAGS_TEST_FS: u32 = 0x4;
 
 /// Parsed superblock. Field names follow the kernel's `struct ext4_super_block`
 /// without the `s_` prefix; `*_lo`/`*_hi` pairs are combined.

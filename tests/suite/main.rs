@@ -61,5 +61,6 @@ mod repair_resize;
 mod repair_super;
 mod robustness;
 mod safety;
+mod sb_flags;
 mod signals;
 mod streaming;

@@ -32,6 +32,26 @@ const DAMAGE: &[(Code, &str)] = &[
     ),
     (Code::SbChecksum, "corruptions::ext4-raw-sb-checksum"),
     (Code::SbInodesCount, "corruptions::ext4-sb-inodes-count"),
+    (Code::SbNoUuid, "sb_flags::no_uuid_gets_a_new_one"),
+    (Code::SbTestFs, "sb_flags::test_fs_flag_is_cleared"),
+    (Code::SbDirHashHint, "sb_flags::dirhash_hint_is_added"),
+    (
+        Code::SbJournalBackupMissing,
+        "sb_flags::journal_backup_is_written",
+    ),
+    (Code::SbRev0Features, "sb_flags::features_on_revision_0"),
+    (
+        Code::SbMetadataCsumAndGdtCsum,
+        "sb_flags::metadata_csum_with_uninit_bg",
+    ),
+    (
+        Code::Sb64bitNoExtents,
+        "sb_flags::sixty_four_bit_without_extents",
+    ),
+    (
+        Code::SbCsumSeedNoCsum,
+        "sb_flags::csum_seed_without_metadata_csum",
+    ),
     (
         Code::SbResizeInodeNoFeature,
         "corruptions::ext2-resize-inode-cleared",
@@ -286,7 +306,12 @@ fn preens(c: Code, e: &Entry) -> bool {
 }
 
 fn preen_fixes(e: &Entry) -> bool {
-    e.preen_ok() && e.flags & catalogue::PREEN_NO == 0
+    // A pass 0 problem that asks nothing (and asks no other code next)
+    // never stops preen: e2fsck does what it says and goes on.
+    let stated = e.prompt == catalogue::Prompt::None
+        && e.pass() == 0
+        && e.flags & (catalogue::AFTER_CODE | catalogue::FATAL) == 0;
+    stated || (e.preen_ok() && e.flags & catalogue::PREEN_NO == 0)
 }
 
 /// A "no" leaves the file system unmarked: a notice in pfsck, which does
@@ -312,7 +337,8 @@ fn row(e: &'static Entry) -> Row {
     Row {
         entry: e,
         fixed: pfsck.iter().any(|&c| pfsck::fix::supported(c)),
-        preen: all(&|c| preens(c, e) == preen_fixes(e)),
+        // What stops the check is fixed in no mode: preen has no say.
+        preen: all(&|c| c.spec().severity == Severity::Fatal || preens(c, e) == preen_fixes(e)),
         no_ok: all(&|c| no_ok(c) == e.no_ok()),
         latch: all(&|c| BATCHED.contains(&c) == latch),
         test: pfsck.iter().find_map(|&c| damage(c)),
@@ -343,6 +369,14 @@ fn render() -> String {
         .filter(flags_ok)
         .count();
     let tested = problems.iter().filter(|r| r.test.is_some()).count();
+    let na = |r: &&&Row| catalogue::not_applicable(r.entry.code).is_some();
+    let applicable: Vec<&&Row> = problems.iter().filter(|r| !na(r)).collect();
+    let detected_app = applicable.iter().filter(|r| !r.pfsck.is_empty()).count();
+    let left_as_e2fsck = applicable
+        .iter()
+        .filter(|r| !r.fixed && catalogue::unfixed_by_e2fsck(r.entry.code).is_some())
+        .count();
+    let fixed_app = applicable.iter().filter(|r| r.fixed).count();
     let pct = |n: usize| 100.0 * n as f64 / problems.len() as f64;
 
     let mut s = String::new();
@@ -392,12 +426,26 @@ fn render() -> String {
     );
     let _ = writeln!(
         s,
-        "- A test making the damage: {tested} of {} problems.\n",
+        "- A test making the damage: {tested} of {} problems.",
         problems.len()
     );
+    let _ = writeln!(
+        s,
+        "- Applicable (the rest cannot occur, listed with the reason): {} problems; \
+         detected {detected_app}; fixed {fixed_app}, and {left_as_e2fsck} more left as \
+         e2fsck 1.47.4 leaves them ({:.1}% fixed or left as e2fsck leaves them).\n",
+        applicable.len(),
+        100.0 * (fixed_app + left_as_e2fsck) as f64 / applicable.len() as f64
+    );
+    let _ = writeln!(s, "### Not applicable\n");
+    for (code, why) in catalogue::NOT_APPLICABLE {
+        let what = catalogue::entry(*code).map_or("", |e| e.what);
+        let _ = writeln!(s, "- `0x{code:06x}` {what}: {why}");
+    }
+    let _ = writeln!(s);
 
     let _ = writeln!(s, "### Not detected\n");
-    for r in problems.iter().filter(|r| r.pfsck.is_empty()) {
+    for r in problems.iter().filter(|r| r.pfsck.is_empty() && !na(r)) {
         let why = WHY_NOT
             .iter()
             .find(|(c, _)| *c == r.entry.code)
@@ -406,9 +454,13 @@ fn render() -> String {
     }
     let _ = writeln!(s, "\n### Detected, not fixed\n");
     for r in problems.iter().filter(|r| !r.pfsck.is_empty() && !r.fixed) {
+        let why = catalogue::unfixed_by_e2fsck(r.entry.code)
+            .map_or("reported, `-y` leaves it".to_string(), |w| {
+                format!("reported; e2fsck does not fix it either: {w}")
+            });
         let _ = writeln!(
             s,
-            "- `0x{:06x}` {} ({}): reported, `-y` leaves it",
+            "- `0x{:06x}` {} ({}): {why}",
             r.entry.code,
             r.entry.what,
             codes(&r.pfsck)
@@ -449,7 +501,9 @@ fn render() -> String {
             r.entry.code,
             r.entry.flag_names().join(" "),
             r.entry.what,
-            if r.pfsck.is_empty() {
+            if r.pfsck.is_empty() && catalogue::not_applicable(r.entry.code).is_some() {
+                "not applicable".to_string()
+            } else if r.pfsck.is_empty() {
                 "**not detected**".to_string()
             } else {
                 codes(&r.pfsck)
