@@ -83,7 +83,9 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeBadMode => &[0x020012],
         InodeDtimeSet => &[0x010005, 0x010002],
         InodeZeroDtimeDeleted => &[0x010004],
-        InodeBadFlags => &[0x010077, 0x01005C, 0x02000D, 0x020044, 0x010082],
+        InodeBadFlags => &[
+            0x010077, 0x01005C, 0x02000D, 0x020044, 0x010082, 0x010078, 0x010079, 0x01007A,
+        ],
         InodeExtentsNoFeature => &[0x01005A, 0x01005B],
         InodeInlineNoFeature => &[0x010070, 0x01006F],
         InodeIllegalBlock => &[0x01000E, 0x010012, 0x010044, 0x010046],
@@ -114,7 +116,9 @@ fn inode_codes(code: Code) -> &'static [u32] {
         XattrBlockChecksum => &[0x01006C],
         XattrBlockRefcount => &[0x01003C],
         XattrHash => &[0x010054],
-        InodeReservedBad => &[0x010003, 0x010065, 0x01008F],
+        InodeReservedBad => &[
+            0x010003, 0x010065, 0x01008F, 0x010035, 0x010034, 0x010062, 0x010063,
+        ],
         RootNotDirectory => &[0x010001],
         InodeHugeFileNoFeature => &[0x020044],
         InodeLargeFileNoFeature => &[0x020033],

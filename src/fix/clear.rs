@@ -166,7 +166,9 @@ fn fix_inode(
     match p.code {
         Code::InodeGarbage | Code::InodeBadMode => clear(fs, state, overlay, ino, round),
         Code::InodeDeviceBlocks => {
-            if pass1::device_ok(node) {
+            // 0x010076: both flags on a special file, which e2fsck drops
+            // before it judges the device.
+            if p.e2fsck_code() == Some(0x010076) || pass1::device_ok(node) {
                 set_flags(
                     fs,
                     overlay,
@@ -235,9 +237,16 @@ fn fix_inode(
             }
             d::RESERVED_BAD_MODE => edit(fs, overlay, ino, |m| m.set_mode(0)),
             // Judged again as a regular file by the next round.
-            d::ORPHAN_FILE_MODE => {
+            // e2fsck makes these regular files with no permission bits.
+            d::ORPHAN_FILE_MODE | d::JOURNAL_MODE | d::QUOTA_MODE => {
                 round.modified.insert(ino);
                 edit(fs, overlay, ino, |m| m.set_mode(0o100000))
+            }
+            // e2fsck zeroes the whole inode; the blocks it mapped were
+            // never counted as in use, and pass 5 frees them.
+            d::JOURNAL_UNUSED | d::QUOTA_UNUSED => {
+                round.modified.insert(ino);
+                edit(fs, overlay, ino, |m| m.0.fill(0))
             }
             _ => Ok(false),
         },
