@@ -202,7 +202,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
         DirDotNotTerminated => &[0x020016, 0x020017],
         DirEntryInodeInBadBlock => &[0x020005],
         HtreeLeafDepth => &[0x020040],
-        FeatureLargeFiles => &[0x020033],
+        FeatureLargeFiles => &[0x020033, 0x010033],
 
         RootMissing => &[0x030001],
         DirUnconnected => &[0x030003],
@@ -582,6 +582,9 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .into_iter()
                 .map(|code| Ref::of(code, a_ino))
                 .collect();
+        }
+        (Code::FeatureLargeFiles, _) if a.detail == super::pass2::LARGE_FILES_REV0 => {
+            return vec![Ref::of(code, None), Ref::of(0x010033, None)];
         }
         // The bad blocks inode's illegal blocks have a code of their own.
         (Code::InodeIllegalBlock, _) if a.ino == Some(Ino(crate::fs::inode::BAD_INO)) => {

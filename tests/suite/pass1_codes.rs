@@ -99,3 +99,25 @@ fn inline_data_and_extent_flags_together() {
         4,
     );
 }
+
+/// A file larger than 4 GiB on a revision 0 file system: after pass 2
+/// e2fsck asks for the large_file feature (0x020033), then to make the
+/// file system's revision dynamic (0x010033); the repair does both.
+#[test]
+fn large_file_on_a_revision_0_file_system() {
+    let tmp = TempDir::new("p1-rev0-large");
+    let img = tmp.join("image");
+    let mut opts = MkfsOpts::ext2();
+    opts.extra_args = vec!["-r".into(), "0".into()];
+    mkfs(&img, 8 << 20, &opts, None);
+    let small = tmp.join("small");
+    std::fs::write(&small, b"hello").unwrap();
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} f", small.display()),
+            "sif f size 4294967301".to_string(),
+        ],
+    );
+    judged("rev0-large", &img, &[0x020033, 0x010033], 4);
+}
