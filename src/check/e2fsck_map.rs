@@ -138,6 +138,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeOrphanInUse => &[0x010036],
         BadBlockInMetadata => &[0x010019, 0x01001A, 0x01001B, 0x01001C, 0x01000A, 0x01000B],
         BadBlocksInodeInBadBlock => &[0x01007B],
+        BadBlocksInodeIndirect => &[0x010015, 0x01004D],
         HtreeRootInvalid => &[0x010049, 0x01004A, 0x01004B, 0x01004C, 0x01008D, 0x01008E],
         XattrEaInodeInvalid => &[0x010083],
         XattrEaInodeNoFlag => &[0x010085, 0x010086],
@@ -250,6 +251,8 @@ pub const NONE: &[Code] = &[
     // e2fsck's aborts are outside its problem log (a fatal problem ends
     // it before the entry is written).
     Code::StoppedAtIllegalIndirect,
+    // Its question (0x010016) is logged, by `refs`.
+    Code::StoppedAtBadBlocksInode,
     Code::StoppedAtUnreadableXattr,
     Code::StoppedAtInodeChecksumP2,
     Code::StoppedAtInodeChecksumP4,
@@ -478,6 +481,11 @@ const NAMED_ONLY: &[Code] = &[
 /// The entries e2fsck's problem log would hold for `p`, found by a check
 /// of kind `run`.
 pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
+    // e2fsck's question whether to go on with a corrupt-looking bad
+    // blocks inode, answered no.
+    if p.code == Code::StoppedAtBadBlocksInode {
+        return vec![Ref::of(0x010016, None)];
+    }
     let Some(code) = p.e2fsck_code() else {
         return Vec::new();
     };
@@ -744,6 +752,7 @@ impl LatchLog {
     pub fn new(codes: impl IntoIterator<Item = Code>) -> LatchLog {
         let stop = codes.into_iter().find_map(|c| match c {
             Code::StoppedAtIllegalIndirect
+            | Code::StoppedAtBadBlocksInode
             | Code::StoppedAtUnreadableXattr
             | Code::StoppedAtInodeChecksumP1
             | Code::StoppedAtInodeChecksumP1B => Some(1),

@@ -1647,6 +1647,8 @@ struct Claimer<'a> {
     bad_blocks: bool,
     /// Inode table blocks in the bad-block list (see `Ctx::bad_itable`).
     bad_itable: &'a [u64],
+    /// The bad blocks inode's blocks met so far (its list is short).
+    bad_seen: Vec<u64>,
     /// Block pointers (not an extent tree): mapping blocks are in line.
     indirect: bool,
     ino: u32,
@@ -1719,6 +1721,30 @@ impl Claimer<'_> {
         self.prev = Some((last, lblk + len - 1));
     }
 
+    /// An indirect block of the bad blocks inode that e2fsck refuses:
+    /// file system metadata, or a block met before in the walk (e2fsck
+    /// sees the bad blocks inode first, when only those are in use).
+    /// Reported, not claimed; the walk goes on below it, as e2fsck -n's.
+    fn bad_index(&mut self, b: u64) -> bool {
+        let meta = self.state.block_meta.get(self.state.cluster(b));
+        if !meta && !self.bad_seen.contains(&b) {
+            return false;
+        }
+        let (e2, what) = if meta {
+            (0x01004D, "file system metadata")
+        } else {
+            (0x010015, "a block of its own list")
+        };
+        self.problems.push(
+            Problem::new(Code::BadBlocksInodeIndirect)
+                .ino(Ino(self.ino))
+                .e2fsck(e2)
+                .blk(Blk(b))
+                .detail(what),
+        );
+        true
+    }
+
     /// Simplistic contiguity, as e2fsck's: each block must follow the
     /// previous one (the resize inode's map is scattered by design).
     fn note_position(&mut self, pblk: u64, len: u64) {
@@ -1731,6 +1757,9 @@ impl Claimer<'_> {
     fn claim(&mut self, b: u64) {
         if self.no_claim {
             return;
+        }
+        if self.bad_blocks {
+            self.bad_seen.push(b);
         }
         if self.bad_blocks && self.bad_itable.binary_search(&b).is_ok() {
             // A bad inode table block only costs the inodes in it.
@@ -1838,7 +1867,9 @@ impl MapVisitor for Claimer<'_> {
             // map; extent tree nodes do not count for contiguity.
             self.note_position(pblk, 1);
         }
-        self.claim(pblk);
+        if !(self.bad_blocks && self.bad_index(pblk)) {
+            self.claim(pblk);
+        }
         self.blocks += 1;
         self.nodes += 1;
     }
@@ -2071,6 +2102,7 @@ fn check_blocks(
         state: ctx.state,
         bad_blocks,
         bad_itable: &ctx.bad_itable,
+        bad_seen: Vec::new(),
         indirect: !extent_mapped || bad_blocks,
         ino,
         no_claim: ino == inode::RESIZE_INO,

@@ -165,6 +165,20 @@ fn fix_inode(
     let (extents_fs, inline_fs) = (t.extents_fs, t.inline_fs);
     match p.code {
         Code::InodeGarbage | Code::InodeBadMode => clear(fs, state, overlay, ino, round),
+        // e2fsck zeroes the pointer; only the inode's own are fixed here.
+        Code::BadBlocksInodeIndirect => {
+            let Some(Blk(b)) = p.args().blk else {
+                return Ok(false);
+            };
+            match (crate::fs::inode::DIRECT_BLOCKS..15).find(|&k| u64::from(node.block_ptr(k)) == b)
+            {
+                Some(k) => {
+                    round.modified.insert(ino);
+                    edit(fs, overlay, ino, |m| m.set_block_ptr(k, 0))
+                }
+                None => Ok(false),
+            }
+        }
         Code::InodeDeviceBlocks => {
             // 0x010076: both flags on a special file, which e2fsck drops
             // before it judges the device.

@@ -121,3 +121,40 @@ fn large_file_on_a_revision_0_file_system() {
     );
     judged("rev0-large", &img, &[0x020033, 0x010033], 4);
 }
+
+/// A 1 KiB ext2 image whose bad blocks inode lists block 5000, its
+/// indirect pointer then set to `ind`.
+fn bad_blocks_inode_with_indirect(tmp: &TempDir, ind: u64) -> std::path::PathBuf {
+    let img = tmp.join("image");
+    mkfs(&img, 8 << 20, &MkfsOpts::ext2().block_size(1024), None);
+    debugfs_w(
+        &img,
+        &[
+            "setb 5000".to_string(),
+            "sif <1> block[0] 5000".to_string(),
+            "sif <1> size 1024".to_string(),
+            "sif <1> blocks 2".to_string(),
+            format!("sif <1> block[IND] {ind}"),
+        ],
+    );
+    img
+}
+
+/// The bad blocks inode's indirect block is the bad block it lists
+/// (0x010015): e2fsck -n asks whether to go on (0x010016) and stops
+/// (exit 12); the repair zeroes the pointer.
+#[test]
+fn bad_blocks_inode_indirect_block_in_its_list() {
+    let tmp = TempDir::new("p1-bb-ind-listed");
+    let img = bad_blocks_inode_with_indirect(&tmp, 5000);
+    judged("bb-ind-listed", &img, &[0x010013, 0x010015, 0x010016], 12);
+}
+
+/// The bad blocks inode's indirect block is an (unused) inode table
+/// block (0x01004D).
+#[test]
+fn bad_blocks_inode_indirect_block_on_metadata() {
+    let tmp = TempDir::new("p1-bb-ind-meta");
+    let img = bad_blocks_inode_with_indirect(&tmp, 300);
+    judged("bb-ind-meta", &img, &[0x010013, 0x01004D, 0x010016], 12);
+}

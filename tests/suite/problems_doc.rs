@@ -174,6 +174,10 @@ const DAMAGE: &[(Code, &str)] = &[
     ),
     (Code::DupBlocks, "corruptions::ext2-dup-block-two-files"),
     (
+        Code::BadBlocksInodeIndirect,
+        "pass1_codes::bad_blocks_inode_indirect_block_in_its_list",
+    ),
+    (
         Code::DirEntryBadInode,
         "corruptions::ext2-raw-dirent-inode-too-big",
     ),
@@ -262,16 +266,6 @@ const BATCHED: &[Code] = &[Code::BlockBitmapDiff, Code::InodeBitmapDiff];
 
 /// Why an e2fsck problem is not detected, where the reason is known.
 const WHY_NOT: &[(u32, &str)] = &[
-    (
-        0x010015,
-        "reproduced (the bad block inode's indirect block is a block it already lists; e2fsck -n \
-         then stops at 0x010016), not detected yet",
-    ),
-    (
-        0x01004d,
-        "reproduced (the bad block inode's indirect block is file system metadata; e2fsck -n \
-         then stops at 0x010016), not detected yet",
-    ),
     (
         0x010045,
         "e2fsck asks it only when a regular file maps as many blocks as its per-file limit \
