@@ -91,7 +91,9 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeBadMode => &[0x020012],
         InodeDtimeSet => &[0x010005, 0x010002],
         InodeZeroDtimeDeleted => &[0x010004],
-        InodeBadFlags => &[0x010077, 0x01005C, 0x02000D, 0x020044, 0x010082],
+        InodeBadFlags => &[
+            0x010077, 0x01005C, 0x02000D, 0x020044, 0x010082, 0x010078, 0x010079, 0x01007A,
+        ],
         InodeExtentsNoFeature => &[0x01005A, 0x01005B],
         InodeInlineNoFeature => &[0x010070, 0x01006F],
         InodeIllegalBlock => &[0x01000E, 0x010012, 0x010044, 0x010046],
@@ -122,7 +124,9 @@ fn inode_codes(code: Code) -> &'static [u32] {
         XattrBlockChecksum => &[0x01006C],
         XattrBlockRefcount => &[0x01003C],
         XattrHash => &[0x010054],
-        InodeReservedBad => &[0x010003, 0x010065, 0x01008F],
+        InodeReservedBad => &[
+            0x010003, 0x010065, 0x01008F, 0x010035, 0x010034, 0x010062, 0x010063,
+        ],
         RootNotDirectory => &[0x010001],
         InodeHugeFileNoFeature => &[0x020044],
         InodeLargeFileNoFeature => &[0x020033],
@@ -142,6 +146,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeOrphanInUse => &[0x010036],
         BadBlockInMetadata => &[0x010019, 0x01001A, 0x01001B, 0x01001C, 0x01000A, 0x01000B],
         BadBlocksInodeInBadBlock => &[0x01007B],
+        BadBlocksInodeIndirect => &[0x010015, 0x01004D],
         HtreeRootInvalid => &[0x010049, 0x01004A, 0x01004B, 0x01004C, 0x01008D, 0x01008E],
         XattrEaInodeInvalid => &[0x010083],
         XattrEaInodeNoFlag => &[0x010085, 0x010086],
@@ -206,7 +211,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
         DirDotNotTerminated => &[0x020016, 0x020017],
         DirEntryInodeInBadBlock => &[0x020005],
         HtreeLeafDepth => &[0x020040],
-        FeatureLargeFiles => &[0x020033],
+        FeatureLargeFiles => &[0x020033, 0x010033],
 
         RootMissing => &[0x030001],
         DirUnconnected => &[0x030003],
@@ -254,6 +259,8 @@ pub const NONE: &[Code] = &[
     // e2fsck's aborts are outside its problem log (a fatal problem ends
     // it before the entry is written).
     Code::StoppedAtIllegalIndirect,
+    // Its question (0x010016) is logged, by `refs`.
+    Code::StoppedAtBadBlocksInode,
     Code::StoppedAtUnreadableXattr,
     Code::StoppedAtInodeChecksumP2,
     Code::StoppedAtInodeChecksumP4,
@@ -503,6 +510,11 @@ const NAMED_ONLY: &[Code] = &[
 /// The entries e2fsck's problem log would hold for `p`, found by a check
 /// of kind `run`.
 pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
+    // e2fsck's question whether to go on with a corrupt-looking bad
+    // blocks inode, answered no.
+    if p.code == Code::StoppedAtBadBlocksInode {
+        return vec![Ref::of(0x010016, None)];
+    }
     let Some(code) = p.e2fsck_code() else {
         return Vec::new();
     };
@@ -607,6 +619,9 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .into_iter()
                 .map(|code| Ref::of(code, a_ino))
                 .collect();
+        }
+        (Code::FeatureLargeFiles, _) if a.detail == super::pass2::LARGE_FILES_REV0 => {
+            return vec![Ref::of(code, None), Ref::of(0x010033, None)];
         }
         // The bad blocks inode's illegal blocks have a code of their own.
         (Code::InodeIllegalBlock, _) if a.ino == Some(Ino(crate::fs::inode::BAD_INO)) => {
@@ -766,6 +781,7 @@ impl LatchLog {
     pub fn new(codes: impl IntoIterator<Item = Code>) -> LatchLog {
         let stop = codes.into_iter().find_map(|c| match c {
             Code::StoppedAtIllegalIndirect
+            | Code::StoppedAtBadBlocksInode
             | Code::StoppedAtUnreadableXattr
             | Code::StoppedAtInodeChecksumP1
             | Code::StoppedAtInodeChecksumP1B => Some(1),

@@ -52,6 +52,10 @@ pub mod detail {
     pub const BAD_BLOCKS_INODE: &str = "bad blocks inode";
     pub const RESERVED_BAD_MODE: &str = "reserved inode has bad mode";
     pub const ORPHAN_FILE_MODE: &str = "the orphan file is not a regular file";
+    pub const JOURNAL_MODE: &str = "journal inode is not a regular file";
+    pub const JOURNAL_UNUSED: &str = "journal inode is not in use, but contains data";
+    pub const QUOTA_MODE: &str = "quota inode is not a regular file";
+    pub const QUOTA_UNUSED: &str = "quota inode is not in use, but contains data";
     /// A slow symlink that maps blocks in direct slots past the first:
     /// each is an illegal or too-big block, which e2fsck -y zeroes in
     /// pass 1 before its pass 2 judges the symlink again.
@@ -883,24 +887,36 @@ fn reserved_file(
     inode: &Inode,
     ino: u32,
     wanted: bool,
-    what: &str,
 ) {
+    let journal = ino == inode::JOURNAL_INO;
     ctx.state.inode_used.set(Ino(ino));
     if wanted {
         if !inode.is_reg() {
+            let (e2, what) = if journal {
+                (0x010035, detail::JOURNAL_MODE)
+            } else {
+                (0x010062, detail::QUOTA_MODE)
+            };
             c.report(
                 Problem::new(Code::InodeReservedBad)
                     .ino(Ino(ino))
-                    .detail(format!("{what} inode is not a regular file")),
+                    .e2fsck(e2)
+                    .detail(what),
             );
         }
         mark_used(ctx, c, inode);
         check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
     } else if inode.links_count > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0 {
+        let (e2, what) = if journal {
+            (0x010034, detail::JOURNAL_UNUSED)
+        } else {
+            (0x010063, detail::QUOTA_UNUSED)
+        };
         c.report(
             Problem::new(Code::InodeReservedBad)
                 .ino(Ino(ino))
-                .detail(format!("{what} inode is not in use, but contains data")),
+                .e2fsck(e2)
+                .detail(what),
         );
     }
 }
@@ -990,14 +1006,28 @@ fn check_flag_features(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8]
     if links > 0 || ino < first_ino {
         check_type_flags(ctx, c, inode);
     }
-    if inode.has_flag(flags::INLINE_DATA) && inode.has_flag(flags::EXTENTS) {
-        // e2fsck keeps one of the two mappings (or clears the inode):
-        // either way the inode is wrong as it stands.
-        c.report(
-            Problem::new(Code::InodeBadFlags)
-                .ino(Ino(ino))
-                .detail(detail::INLINE_AND_EXTENTS),
-        );
+    if inline_and_extents(ctx, inode, ino) {
+        if is_special(inode) {
+            c.report(
+                Problem::new(Code::InodeDeviceBlocks)
+                    .ino(Ino(ino))
+                    .e2fsck(0x010076),
+            );
+        } else {
+            // e2fsck keeps one of the two mappings or clears the inode,
+            // asking in turn until a yes; -n hears every question.
+            for e2 in inline_extents_questions(inode, fs.geo.blocks_count) {
+                c.report(
+                    Problem::new(Code::InodeBadFlags)
+                        .ino(Ino(ino))
+                        .e2fsck(e2)
+                        .detail(detail::INLINE_AND_EXTENTS),
+                );
+                if !ctx.read_only {
+                    break;
+                }
+            }
+        }
     }
     if inode.has_flag(flags::INLINE_DATA) && !ctx.inline_data && ino >= first_ino {
         // Declined, the flag stays and the inode is checked on (its
@@ -1044,6 +1074,54 @@ fn check_flag_features(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8]
                 .detail("part of a corrupted orphan linked list"),
         );
     }
+}
+
+/// Does e2fsck judge the inode's pair of INLINE_DATA_FL and EXTENTS_FL
+/// (set together, on an inode it does not skip as deleted, with either
+/// feature)?
+fn inline_and_extents(ctx: &Ctx, inode: &Inode, ino: u32) -> bool {
+    inode.has_flag(flags::INLINE_DATA)
+        && inode.has_flag(flags::EXTENTS)
+        && (ctx.extents || ctx.inline_data)
+        && (inode.links_count > 0 || ino < ctx.fs.geo.first_ino)
+}
+
+/// A device, FIFO or socket.
+fn is_special(inode: &Inode) -> bool {
+    matches!(
+        inode.file_type(),
+        FileType::CharDev | FileType::BlockDev | FileType::Fifo | FileType::Socket
+    )
+}
+
+/// e2fsck's questions, in order, about a file with both INLINE_DATA_FL
+/// and EXTENTS_FL: drop the inline flag (i_block holds an extent header),
+/// drop the extent flag (the size fits inline), drop both (i_block could
+/// be a block map), or clear the inode, which it always asks last.
+pub(crate) fn inline_extents_questions(inode: &Inode, blocks_count: u64) -> Vec<u32> {
+    let mut out = Vec::new();
+    if blockmap::header_problem(&inode.block, 60).is_none() {
+        out.push(0x010077);
+    }
+    let max_inline_ea = if inode.disk_size > inode::GOOD_OLD_INODE_SIZE {
+        inode
+            .disk_size
+            .saturating_sub(inode::GOOD_OLD_INODE_SIZE + usize::from(inode.extra_isize))
+    } else {
+        0
+    };
+    if inode.size < xattr::MIN_INLINE_DATA_SIZE + max_inline_ea as u64 {
+        out.push(0x010078);
+    }
+    if inode
+        .block_ptrs()
+        .iter()
+        .all(|&b| u64::from(b) < blocks_count)
+    {
+        out.push(0x010079);
+    }
+    out.push(0x01007A);
+    out
 }
 
 /// The reserved inodes (below the first ordinary one): true when the
@@ -1094,13 +1172,13 @@ fn check_reserved(
         }
         inode::JOURNAL_INO => {
             let wanted = fs.sb.journal_inum == inode::JOURNAL_INO;
-            reserved_file(ctx, w, c, raw, inode, ino, wanted, "journal");
+            reserved_file(ctx, w, c, raw, inode, ino, wanted);
             return true;
         }
         inode::USR_QUOTA_INO | inode::GRP_QUOTA_INO => {
             let sb = &fs.sb;
             let wanted = ctx.quota && (sb.usr_quota_inum == ino || sb.grp_quota_inum == ino);
-            reserved_file(ctx, w, c, raw, inode, ino, wanted, "quota");
+            reserved_file(ctx, w, c, raw, inode, ino, wanted);
             return true;
         }
         // e2fsck makes the orphan file a regular file (mode 0100000) in
@@ -1203,6 +1281,17 @@ fn check_file_type(
             c.out.stats.regular += 1;
         }
         t @ (FileType::CharDev | FileType::BlockDev | FileType::Fifo | FileType::Socket) => {
+            // A repair has cleared both flags by now (e2fsck's yes to
+            // 0x010076 above), and judges the device without them.
+            let cleared;
+            let inode = if !ctx.read_only && inline_and_extents(ctx, inode, ino) {
+                let mut copy = inode.clone();
+                copy.flags &= !(flags::INLINE_DATA | flags::EXTENTS);
+                cleared = copy;
+                &cleared
+            } else {
+                inode
+            };
             if !device_ok(inode) {
                 let e2 = match t {
                     FileType::CharDev => 0x020018,
@@ -1559,6 +1648,8 @@ struct Claimer<'a> {
     bad_blocks: bool,
     /// Inode table blocks in the bad-block list (see `Ctx::bad_itable`).
     bad_itable: &'a [u64],
+    /// The bad blocks inode's blocks met so far (its list is short).
+    bad_seen: Vec<u64>,
     /// Block pointers (not an extent tree): mapping blocks are in line.
     indirect: bool,
     ino: u32,
@@ -1631,6 +1722,30 @@ impl Claimer<'_> {
         self.prev = Some((last, lblk + len - 1));
     }
 
+    /// An indirect block of the bad blocks inode that e2fsck refuses:
+    /// file system metadata, or a block met before in the walk (e2fsck
+    /// sees the bad blocks inode first, when only those are in use).
+    /// Reported, not claimed; the walk goes on below it, as e2fsck -n's.
+    fn bad_index(&mut self, b: u64) -> bool {
+        let meta = self.state.block_meta.get(self.state.cluster(b));
+        if !meta && !self.bad_seen.contains(&b) {
+            return false;
+        }
+        let (e2, what) = if meta {
+            (0x01004D, "file system metadata")
+        } else {
+            (0x010015, "a block of its own list")
+        };
+        self.problems.push(
+            Problem::new(Code::BadBlocksInodeIndirect)
+                .ino(Ino(self.ino))
+                .e2fsck(e2)
+                .blk(Blk(b))
+                .detail(what),
+        );
+        true
+    }
+
     /// Simplistic contiguity, as e2fsck's: each block must follow the
     /// previous one (the resize inode's map is scattered by design).
     fn note_position(&mut self, pblk: u64, len: u64) {
@@ -1643,6 +1758,9 @@ impl Claimer<'_> {
     fn claim(&mut self, b: u64) {
         if self.no_claim {
             return;
+        }
+        if self.bad_blocks {
+            self.bad_seen.push(b);
         }
         if self.bad_blocks && self.bad_itable.binary_search(&b).is_ok() {
             // A bad inode table block only costs the inodes in it.
@@ -1750,7 +1868,9 @@ impl MapVisitor for Claimer<'_> {
             // map; extent tree nodes do not count for contiguity.
             self.note_position(pblk, 1);
         }
-        self.claim(pblk);
+        if !(self.bad_blocks && self.bad_index(pblk)) {
+            self.claim(pblk);
+        }
         self.blocks += 1;
         self.nodes += 1;
     }
@@ -1983,6 +2103,7 @@ fn check_blocks(
         state: ctx.state,
         bad_blocks,
         bad_itable: &ctx.bad_itable,
+        bad_seen: Vec::new(),
         indirect: !extent_mapped || bad_blocks,
         ino,
         no_claim: ino == inode::RESIZE_INO,

@@ -44,6 +44,11 @@ use crate::narrow;
 use crate::volume::Fs;
 use std::sync::RwLock;
 
+/// The detail of `FeatureLargeFiles` on a revision 0 file system, where
+/// e2fsck also asks to make the revision dynamic (the repair of the
+/// feature does).
+pub const LARGE_FILES_REV0: &str = "on a revision 0 file system";
+
 /// Directory blocks per work unit: big enough for long sequential reads,
 /// small enough to spread a few large directories over all threads.
 const UNIT_BLOCKS: usize = 32;
@@ -350,7 +355,11 @@ pub(crate) fn finish(
             .sb
             .has_ro_compat(crate::fs::superblock::ro_compat::LARGE_FILE)
     {
-        problems.push(Problem::new(Code::FeatureLargeFiles));
+        let mut p = Problem::new(Code::FeatureLargeFiles);
+        if fs.sb.rev_level == 0 {
+            p = p.detail(LARGE_FILES_REV0);
+        }
+        problems.push(p);
     }
 
     // The names the tree of paths keeps, taken out so that all of pass

@@ -319,6 +319,13 @@ problems! {
     // e2fsck -n reads again, with its checksum checked, the bad blocks
     // inode to walk its list (after declining to clear it), the resize
     // inode to make it again (end of pass 1) and every inode in pass 1B.
+    // An indirect block of the bad blocks inode that is file system
+    // metadata or a block its list already names (e2fsck zeroes the
+    // pointer).
+    BadBlocksInodeIndirect = ("0x10EA", P1, Error, false, "Bad blocks inode's indirect block {blk} is {detail}"),
+    // After such an indirect block e2fsck asks whether to go on with a
+    // bad blocks inode that looks corrupt; -n answers no and aborts.
+    StoppedAtBadBlocksInode = ("0x10EB", P1, Notice, false, "The check stops at the bad blocks inode, whose list looks corrupt, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtInodeChecksumP1 = ("0x10E9", P1, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtInodeChecksumP1B = ("0x1102", P1B, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtCorruptDir = ("0x202E", P2, Notice, false, "The check stops at the directory block it may not salvage, as e2fsck -n does; run a repair to check the rest"),

@@ -288,6 +288,33 @@ pub(super) fn at_bad_blocks_inode(fs: &Fs, problems: &mut ProblemList) -> bool {
     true
 }
 
+/// Pass 1, the bad blocks inode: after an indirect block it refuses
+/// (declined), e2fsck asks whether to go on with the inode and, told no,
+/// aborts. `problems` (pass 1's) end with that inode's. Whether it
+/// stopped.
+pub(super) fn at_bad_blocks_indirect(problems: &mut ProblemList) -> bool {
+    if !problems.codes().any(|c| c == Code::BadBlocksInodeIndirect) {
+        return false;
+    }
+    let bad = Some(Ino(inode::BAD_INO));
+    let Some(at) = problems
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.args().ino == bad)
+        .map(|(k, _)| k)
+        .last()
+    else {
+        return false;
+    };
+    let mut k = 0;
+    problems.retain(|_| {
+        k += 1;
+        k <= at + 1
+    });
+    problems.push(Problem::new(Code::StoppedAtBadBlocksInode).ino(Ino(inode::BAD_INO)));
+    true
+}
+
 /// Before pass 1, e2fsck cannot read a resize inode whose checksum
 /// fails: it says nothing then and plans to make the inode again at the
 /// end of pass 1, where the same read fails and, told not to go on, it

@@ -50,6 +50,7 @@ fn stopped(rep: &Report) -> bool {
             Code::StoppedAtCorruptDir
                 | Code::StoppedAtUninitGroup
                 | Code::StoppedAtIllegalIndirect
+                | Code::StoppedAtBadBlocksInode
                 | Code::StoppedAtUnreadableXattr
                 | Code::StoppedAtInodeChecksumP2
                 | Code::StoppedAtInodeChecksumP4

@@ -166,8 +166,24 @@ fn fix_inode(
     let (extents_fs, inline_fs) = (t.extents_fs, t.inline_fs);
     match p.code {
         Code::InodeGarbage | Code::InodeBadMode => clear(fs, state, overlay, ino, round),
+        // e2fsck zeroes the pointer; only the inode's own are fixed here.
+        Code::BadBlocksInodeIndirect => {
+            let Some(Blk(b)) = p.args().blk else {
+                return Ok(false);
+            };
+            match (crate::fs::inode::DIRECT_BLOCKS..15).find(|&k| u64::from(node.block_ptr(k)) == b)
+            {
+                Some(k) => {
+                    round.modified.insert(ino);
+                    edit(fs, overlay, ino, |m| m.set_block_ptr(k, 0))
+                }
+                None => Ok(false),
+            }
+        }
         Code::InodeDeviceBlocks => {
-            if pass1::device_ok(node) {
+            // 0x010076: both flags on a special file, which e2fsck drops
+            // before it judges the device.
+            if p.e2fsck_code() == Some(0x010076) || pass1::device_ok(node) {
                 set_flags(
                     fs,
                     overlay,
@@ -236,9 +252,16 @@ fn fix_inode(
             }
             d::RESERVED_BAD_MODE => edit(fs, overlay, ino, |m| m.set_mode(0)),
             // Judged again as a regular file by the next round.
-            d::ORPHAN_FILE_MODE => {
+            // e2fsck makes these regular files with no permission bits.
+            d::ORPHAN_FILE_MODE | d::JOURNAL_MODE | d::QUOTA_MODE => {
                 round.modified.insert(ino);
                 edit(fs, overlay, ino, |m| m.set_mode(0o100000))
+            }
+            // e2fsck zeroes the whole inode; the blocks it mapped were
+            // never counted as in use, and pass 5 frees them.
+            d::JOURNAL_UNUSED | d::QUOTA_UNUSED => {
+                round.modified.insert(ino);
+                edit(fs, overlay, ino, |m| m.0.fill(0))
             }
             _ => Ok(false),
         },

@@ -252,6 +252,7 @@ const TABLE: &[Entry] = &[
     row(Code::RootMissing, F::Clear, 0),
     row(Code::RootNotDirectory, F::Clear, 0),
     row(Code::InodeReservedBad, F::Clear, S),
+    row(Code::BadBlocksInodeIndirect, F::Clear, S),
     row(Code::InodeIndexNotDir, F::Clear, S),
     row(Code::InodeIndexNoFeature, F::Clear, S),
     row(Code::SbResizeInodeNoFeature, F::ResizeInode, 0),

@@ -41,6 +41,7 @@ mod online;
 mod orphan_file;
 mod orphans;
 mod parity;
+mod pass1_codes;
 mod pass1_pass5_images;
 mod pass1e;
 mod pass234;
