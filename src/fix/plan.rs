@@ -669,7 +669,7 @@ impl<'a> Round<'a> {
             return Ok(());
         };
         let fixed = match fixer {
-            Fixer::Field if p.code == Code::InodeLinkCount => {
+            Fixer::Field if matches!(p.code, Code::InodeLinkCount | Code::DirLinkOverflowExact) => {
                 // The count pass 2 found, plus what the tree fixes changed.
                 let ino = p.args().ino.map_or(0, Ino::get);
                 let d = m.links.get(&ino).copied().unwrap_or(0);

@@ -7,6 +7,7 @@
 // lists its cases inline reads better whole than split.
 #![allow(clippy::too_many_lines)]
 
+mod catalogue_p2_5;
 mod check_record;
 mod clean_matrix;
 mod cli_compat;

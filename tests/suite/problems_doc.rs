@@ -253,6 +253,18 @@ const DAMAGE: &[(Code, &str)] = &[
     (Code::InodeBitmapChecksum, "corruptions::ext4-bg-checksum"),
     (Code::BlockBitmapPadding, "corruptions::ext4-bg-checksum"),
     (Code::InodeBitmapPadding, "corruptions::ext4-bg-checksum"),
+    (
+        Code::DirDotRecLen,
+        "catalogue_p2_5::dot_entry_spanning_free_space",
+    ),
+    (
+        Code::DirLinkOverflowExact,
+        "catalogue_p2_5::overflowed_directory_count_made_exact",
+    ),
+    (
+        Code::FeatureLargeDirs,
+        "catalogue_p2_5::large_directory_without_large_dir",
+    ),
 ];
 
 /// The pfsck problems batching a latch group's entries into one problem,
@@ -261,7 +273,23 @@ const DAMAGE: &[(Code, &str)] = &[
 const BATCHED: &[Code] = &[Code::BlockBitmapDiff, Code::InodeBitmapDiff];
 
 /// Why an e2fsck problem is not detected, where the reason is known.
-const WHY_NOT: &[(u32, &str)] = &[];
+const WHY_NOT: &[(u32, &str)] = &[
+    (
+        0x020010,
+        "e2fsck reads i_frag only when the creator OS is the Hurd (1); \
+         elsewhere the byte is part of i_blocks_hi (0x020044)",
+    ),
+    (
+        0x020011,
+        "e2fsck reads i_fsize only when the creator OS is the Hurd (1); \
+         elsewhere the byte is part of i_blocks_hi (0x020044)",
+    ),
+    (
+        0x020014,
+        "cannot happen: name_len is one byte, so never above the 255 e2fsck \
+         compares it with (a name longer than its record is 0x020013)",
+    ),
+];
 
 fn damage(c: Code) -> Option<&'static str> {
     DAMAGE.iter().find(|(d, _)| *d == c).map(|(_, t)| *t)

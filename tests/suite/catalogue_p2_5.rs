@@ -1,0 +1,110 @@
+//! e2fsck 1.47.4's problem codes of passes 2 to 5 (issue 13), each damage
+//! made from scratch and judged against the oracle: the same verdict with
+//! `-fn` (nothing written), the same problem codes in e2fsck's problem
+//! log, and e2fsck clean after one `pfsck -fy`.
+
+use crate::common::*;
+use crate::problem_codes::assert_same_codes;
+use std::path::Path;
+
+/// A 1 KiB-block ext4 image without metadata_csum (so raw edits need no
+/// checksum), holding `cmds` made with debugfs.
+fn image(img: &Path, cmds: &[&str]) {
+    mkfs(
+        img,
+        8 << 20,
+        &MkfsOpts::ext4().block_size(1024).features("^metadata_csum"),
+        None,
+    );
+    if !cmds.is_empty() {
+        debugfs_w(img, cmds);
+    }
+}
+
+/// Directory `d` with 200 entries, made an htree by `e2fsck -fyD`.
+fn htree_image(img: &Path, subdirs: &[&str]) {
+    let mut cmds = vec!["mkdir d".to_string()];
+    cmds.extend((0..200).map(|i| format!("write /dev/null d/file_with_a_long_name_{i}")));
+    cmds.extend(subdirs.iter().map(|s| format!("mkdir d/{s}")));
+    let refs: Vec<&str> = cmds.iter().map(String::as_str).collect();
+    image(img, &refs);
+    let r = e2fsck(img, &["-fyD"]);
+    assert!(matches!(r.code(), Some(0 | 1)), "e2fsck -fyD: {}", r.stdout);
+    assert!(
+        debugfs_r(img, "stat d").contains("Flags: 0x81000"),
+        "d is not an htree"
+    );
+}
+
+/// 0x020024: '.' spanning 36 bytes (room for an entry after it). e2fsck
+/// asks to split it but a "no" leaves the file system valid (NO_OK).
+#[test]
+fn dot_entry_spanning_free_space() {
+    let tmp = TempDir::new("cat-split-dot");
+    let img = tmp.join("image");
+    image(&img, &["mkdir d"]);
+    let blk = blocks_of(&img, "d")[0];
+    let at = blk * 1024;
+    let old = read_at(&img, at, 24);
+    let dotdot = u32::from_le_bytes(old[12..16].try_into().unwrap());
+    // '.' 36 long, then '..' at 36 taking the rest of the block.
+    let mut b = vec![0u8; 1024];
+    b[..12].copy_from_slice(&old[..12]);
+    b[4..6].copy_from_slice(&36u16.to_le_bytes());
+    b[36..40].copy_from_slice(&dotdot.to_le_bytes());
+    b[40..42].copy_from_slice(&(1024u16 - 36).to_le_bytes());
+    b[42] = 2;
+    b[43] = 2;
+    b[44..46].copy_from_slice(b"..");
+    write_at(&img, at, &b);
+    assert_same_codes(&img, &[0x020024]);
+    let (fn_out, fy_out) = judged_by_oracle("split-dot", &img, 0, 1);
+    assert!(fn_out.contains("Split? no"), "{fn_out}");
+    assert!(fy_out.contains("Split? yes"), "{fy_out}");
+}
+
+/// 0x040007: an indexed directory whose count reads 1 (overflowed) but
+/// whose links fit: only a repair makes it exact (e2fsck -n leaves it).
+#[test]
+fn overflowed_directory_count_made_exact() {
+    let tmp = TempDir::new("cat-dir-overflow");
+    let img = tmp.join("image");
+    htree_image(&img, &["sub1", "sub2"]);
+    debugfs_w(&img, &["sif d links_count 1"]);
+    assert_same_codes(&img, &[]);
+    let (_, fy_out) = judged_by_oracle("dir-overflow", &img, 0, 1);
+    assert!(
+        fy_out.contains("could be exact value 4"),
+        "pfsck -fy:\n{fy_out}"
+    );
+    assert!(debugfs_r(&img, "stat d").contains("Links: 4"));
+}
+
+/// 0x020039: an indexed directory of 4 GiB (i_size_high set) without
+/// large_dir: e2fsck asks for the feature at the end of pass 1, before
+/// it fixes the size.
+#[test]
+fn large_directory_without_large_dir() {
+    let tmp = TempDir::new("cat-large-dir");
+    let img = tmp.join("image");
+    htree_image(&img, &[]);
+    debugfs_w(&img, &["sif d size 0x100002400"]);
+    assert_same_codes(&img, &[0x020039, 0x01000c]);
+    let (_, fy_out) = judged_by_oracle("large-dir", &img, 4, 1);
+    assert!(fy_out.contains("LARGE_DIR flag"), "{fy_out}");
+    assert!(debugfs_r(&img, "features").contains("large_dir"));
+}
+
+/// 0x030004: lost+found removed. e2fsck -n does not look for it (exit 0,
+/// nothing said); a repair creates it.
+#[test]
+fn lost_found_missing_only_in_a_repair() {
+    let tmp = TempDir::new("cat-no-lf");
+    let img = tmp.join("image");
+    image(&img, &["rmdir lost+found"]);
+    assert_same_codes(&img, &[]);
+    let (fn_out, fy_out) = judged_by_oracle("no-lf", &img, 0, 1);
+    assert!(!fn_out.contains("lost+found"), "{fn_out}");
+    assert!(fy_out.contains("/lost+found not found"), "{fy_out}");
+    assert!(inode_of(&img, "lost+found") > 0);
+}
