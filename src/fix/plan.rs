@@ -547,9 +547,9 @@ impl<'a> Round<'a> {
         Ok(())
     }
 
-    /// A missing /lost+found created; an encrypted one unlinked (it
-    /// becomes an unconnected directory the next round reconnects) and
-    /// replaced, as e2fsck. The new one, if made.
+    /// A missing /lost+found created; an encrypted one, or one that is not
+    /// a directory, unlinked (it becomes an unconnected inode the next
+    /// round reconnects) and replaced, as e2fsck. The new one, if made.
     fn lost_found(&mut self, want: &Wanted, m: &mut Main) -> Fixed<Option<lostfound::LostFound>> {
         let (fs, state) = (self.fs, self.state);
         let codes = |c: Code| table::is(c, Fixer::LostFound);
@@ -561,7 +561,7 @@ impl<'a> Round<'a> {
         else {
             return Ok(None);
         };
-        if p.code == Code::LostFoundEncrypted
+        if matches!(p.code, Code::LostFoundEncrypted | Code::LostFoundNotDir)
             && !dir::unlink(
                 fs,
                 state,

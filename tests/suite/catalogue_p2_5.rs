@@ -108,3 +108,48 @@ fn lost_found_missing_only_in_a_repair() {
     assert!(fy_out.contains("/lost+found not found"), "{fy_out}");
     assert!(inode_of(&img, "lost+found") > 0);
 }
+
+/// 0x020029: an entry with a file type on ext2 without the filetype
+/// feature: the type byte is cleared, the name kept.
+#[test]
+fn file_type_without_the_feature_cleared() {
+    let tmp = TempDir::new("cat-ft-set");
+    let img = tmp.join("image");
+    mkfs(
+        &img,
+        8 << 20,
+        &MkfsOpts::ext2().block_size(1024).features("^filetype"),
+        None,
+    );
+    debugfs_w(&img, &["mkdir d", "write /etc/hostname d/f"]);
+    let at = blocks_of(&img, "d")[0] * 1024;
+    let b = read_at(&img, at, 1024);
+    // '.' and '..' take 12 bytes each: 'f' is the third entry.
+    assert_eq!(&b[24 + 8..24 + 9], b"f");
+    write_at(&img, at + 24 + 7, &[1]);
+    assert_same_codes(&img, &[0x020029]);
+    let (_, fy_out) = judged_by_oracle("ft-set", &img, 4, 1);
+    assert!(fy_out.contains("Clear? yes"), "{fy_out}");
+    assert!(debugfs_r(&img, "ls d").contains(" f "));
+}
+
+/// 0x030017: /lost+found is a regular file. A repair unlinks it, makes a
+/// new lost+found and reconnects the file there (e2fsck -n does not look).
+#[test]
+fn lost_found_not_a_directory_replaced() {
+    let tmp = TempDir::new("cat-lf-file");
+    let img = tmp.join("image");
+    image(
+        &img,
+        &["rmdir lost+found", "write /etc/hostname lost+found"],
+    );
+    let old = inode_of(&img, "lost+found");
+    assert_same_codes(&img, &[]);
+    let (_, fy_out) = judged_by_oracle("lf-file", &img, 0, 1);
+    assert!(fy_out.contains("is not a directory"), "{fy_out}");
+    assert!(
+        debugfs_r(&img, "ls -l lost+found").contains(&format!("#{old}")),
+        "{}",
+        debugfs_r(&img, "ls -l lost+found")
+    );
+}

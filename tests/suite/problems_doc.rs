@@ -265,6 +265,14 @@ const DAMAGE: &[(Code, &str)] = &[
         Code::FeatureLargeDirs,
         "catalogue_p2_5::large_directory_without_large_dir",
     ),
+    (
+        Code::DirEntryFileTypeSet,
+        "catalogue_p2_5::file_type_without_the_feature_cleared",
+    ),
+    (
+        Code::LostFoundNotDir,
+        "catalogue_p2_5::lost_found_not_a_directory_replaced",
+    ),
 ];
 
 /// The pfsck problems batching a latch group's entries into one problem,
