@@ -270,29 +270,33 @@ impl<'a> Round<'a> {
         let unused: Vec<(usize, u32)> = self
             .report
             .problems
-            .iter_where(|c| c == Code::GdItableUnused)
+            .iter_where(|c| matches!(c, Code::GdItableUnused | Code::DirEntryUnusedArea))
             .filter(|(_, p)| want.ok(p))
-            .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, g)))
-            .filter(|&(_, g)| {
-                fs.gds.get(g as usize).is_some_and(|d| {
-                    d.itable_unused > fs.geo.inodes_per_group
-                        || d.itable_unused > d.free_inodes_count
-                })
+            .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, p.code, g)))
+            .filter(|&(_, c, g)| {
+                c == Code::DirEntryUnusedArea
+                    || fs.gds.get(g as usize).is_some_and(|d| {
+                        d.itable_unused > fs.geo.inodes_per_group
+                            || d.itable_unused > d.free_inodes_count
+                    })
             })
+            .map(|(k, _, g)| (k, g))
             .collect();
         // A descriptor whose checksum fails loses its uninit marks (as
         // e2fsck's pass 0 clears them): pass 1 skipped what they hid.
         let marked: Vec<(usize, u32)> = self
             .report
             .problems
-            .iter_where(|c| c == Code::GdChecksum)
+            .iter_where(|c| matches!(c, Code::GdChecksum | Code::DirEntryUninitGroup))
             .filter(|(_, p)| want.ok(p))
-            .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, g)))
-            .filter(|&(_, g)| {
-                fs.gds.get(g as usize).is_some_and(|d| {
-                    d.has_flag(BG_INODE_UNINIT | BG_BLOCK_UNINIT) || d.itable_unused != 0
-                })
+            .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, p.code, g)))
+            .filter(|&(_, c, g)| {
+                c == Code::DirEntryUninitGroup
+                    || fs.gds.get(g as usize).is_some_and(|d| {
+                        d.has_flag(BG_INODE_UNINIT | BG_BLOCK_UNINIT) || d.itable_unused != 0
+                    })
             })
+            .map(|(k, _, g)| (k, g))
             .collect();
         if unused.is_empty() && marked.is_empty() {
             return Ok(false);

@@ -153,3 +153,38 @@ fn lost_found_not_a_directory_replaced() {
         debugfs_r(&img, "ls -l lost+found")
     );
 }
+
+/// An entry naming inode `ino` on a 16 MiB ext4 image with 1 KiB blocks
+/// (two groups of 2048 inodes, the second INODE_UNINIT).
+fn entry_to(img: &Path, ino: u32) {
+    mkfs(img, 16 << 20, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(img, &[format!("ln <{ino}> x")]);
+}
+
+/// 0x020046: an entry naming an inode of a group marked INODE_UNINIT. The
+/// mark goes (as e2fsck, which then restarts), and the entry, naming an
+/// unused inode, is cleared.
+#[test]
+fn entry_into_an_uninit_group() {
+    let tmp = TempDir::new("cat-uninit-ref");
+    let img = tmp.join("image");
+    entry_to(&img, 2048 + 5);
+    assert_same_codes(&img, &[0x020046, 0x020003]);
+    let (_, fy_out) = judged_by_oracle("uninit-ref", &img, 4, 1);
+    assert!(
+        fy_out.contains("_INODE_UNINIT is set.\nFix? yes"),
+        "{fy_out}"
+    );
+}
+
+/// 0x020047: an entry naming an inode in its group's never-used area
+/// (past itable_unused's mark): the mark goes, the entry is cleared.
+#[test]
+fn entry_into_the_unused_inode_area() {
+    let tmp = TempDir::new("cat-unused-ref");
+    let img = tmp.join("image");
+    entry_to(&img, 2000);
+    assert_same_codes(&img, &[0x020047, 0x020003]);
+    let (_, fy_out) = judged_by_oracle("unused-ref", &img, 4, 1);
+    assert!(fy_out.contains("unused inodes area.\nFix? yes"), "{fy_out}");
+}

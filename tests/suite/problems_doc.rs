@@ -273,6 +273,14 @@ const DAMAGE: &[(Code, &str)] = &[
         Code::LostFoundNotDir,
         "catalogue_p2_5::lost_found_not_a_directory_replaced",
     ),
+    (
+        Code::DirEntryUninitGroup,
+        "catalogue_p2_5::entry_into_an_uninit_group",
+    ),
+    (
+        Code::DirEntryUnusedArea,
+        "catalogue_p2_5::entry_into_the_unused_inode_area",
+    ),
 ];
 
 /// The pfsck problems batching a latch group's entries into one problem,
