@@ -132,6 +132,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeLargeFileNoFeature => &[0x020033],
         InodeIndexNoFeature => &[0x010047],
         InodeIndexNotDir => &[0x010048],
+        FeatureLargeDirs => &[0x020039],
         InodeImagic => &[0x01002F],
         InodeInUseBitmapClear => &[0x020047],
         InodeBadSize => &[0x02000F, 0x010032, 0x010006],
@@ -226,6 +227,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
         InodeUnattachedZero => &[0x040001],
         InodeLinkCount => &[0x040003],
         DirNlinkFeature => &[0x040006],
+        DirLinkOverflowExact => &[0x040007],
         InodeEaInodeRefs => &[0x040005],
         InodeEaInodeSpurious => &[0x040008],
 
@@ -384,11 +386,12 @@ pub fn message_only(p: &Problem) -> bool {
     })
 }
 
-/// Is `p` a pass 1 notice that e2fsck still asks about, its answer no
-/// leaving the file system consistent (a question with NO_OK)?
+/// Is `p` a pass 1 or 2 notice that e2fsck still asks about, its answer
+/// no leaving the file system consistent (a question with NO_OK: '.'
+/// spanning free space, among others)?
 pub fn asked_notice(p: &Problem) -> bool {
     use super::problem::{Pass, Severity};
-    if p.spec().pass != Pass::P1 || p.spec().severity != Severity::Notice {
+    if !matches!(p.spec().pass, Pass::P1 | Pass::P2) || p.spec().severity != Severity::Notice {
         return false;
     }
     p.e2fsck_code()
@@ -439,12 +442,15 @@ pub fn no_quiet(p: &Problem) -> bool {
 }
 
 /// May `-p` fix `p` without asking? e2fsck's flag (PREEN_OK) on the code
-/// the problem stands for, where that code asks a question; pfsck's own
+/// the problem stands for, where that code asks a question or is an item
+/// of a latch group (whose question carries the same flag); pfsck's own
 /// table where e2fsck has no such code (a message, whose answer comes
 /// from the question asked after it, or no code at all).
 pub fn preen_ok(p: &Problem) -> bool {
     match p.e2fsck_code().and_then(catalogue::entry) {
-        Some(e) if asks(e) && !PREEN_OWN.iter().any(|(c, _)| *c == p.code) => preen_fixes(e),
+        Some(e) if (asks(e) || latched(e)) && !PREEN_OWN.iter().any(|(c, _)| *c == p.code) => {
+            preen_fixes(e)
+        }
         _ => p.spec().preen_ok,
     }
 }
@@ -457,6 +463,10 @@ fn preen_fixes(e: &catalogue::Entry) -> bool {
 
 fn asks(e: &catalogue::Entry) -> bool {
     e.kind == catalogue::Kind::Problem && e.prompt != catalogue::Prompt::None
+}
+
+fn latched(e: &catalogue::Entry) -> bool {
+    e.kind == catalogue::Kind::Problem && e.flags & catalogue::LATCH_MASK != 0
 }
 
 /// Codes whose preen flag stays pfsck's own, with the reason.

@@ -547,14 +547,14 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     timer.restart(&fs);
     opts.emit(3, r);
     step(r, &mut timer, &fs, ctl, "pass3", 3, || {
-        pass3::run(&fs, &mut state).map(ProblemList::from)
+        pass3::run(&fs, &mut state, opts.repairing).map(ProblemList::from)
     })?;
     progress.pass_complete(3);
     let t = budget.threads();
     opts.emit(4, r);
     let mut stop4 = false;
     step(r, &mut timer, &fs, ctl, "pass4", 4, || {
-        let mut found = pass4::run(&fs, &state, t, ctl)?;
+        let mut found = pass4::run(&fs, &state, t, ctl, opts.repairing)?;
         let skip = [fs.sb.prj_quota_inum, fs.sb.orphan_file_inum];
         stop4 = !opts.repairing
             && stops::at_pass4_checksum(&mut found, &state, &bad_csum, fs.geo.first_ino, &skip);

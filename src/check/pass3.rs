@@ -24,11 +24,13 @@ use crate::fs::inode::ROOT_INO;
 use crate::fs::num::Ino;
 use crate::volume::Fs;
 
-pub fn run(_fs: &Fs, state: &mut State) -> Result<Vec<Problem>> {
-    Ok(check(state))
+/// `repairing`: only a repair looks for /lost+found (e2fsck -n leaves it
+/// alone: it would reconnect nothing there).
+pub fn run(_fs: &Fs, state: &mut State, repairing: bool) -> Result<Vec<Problem>> {
+    Ok(check(state, repairing))
 }
 
-pub fn check(st: &State) -> Vec<Problem> {
+pub fn check(st: &State, repairing: bool) -> Vec<Problem> {
     let mut out = Vec::new();
     if !st.inode_used.get(Ino(ROOT_INO)) {
         out.push(Problem::new(Code::RootMissing));
@@ -72,6 +74,13 @@ pub fn check(st: &State) -> Vec<Problem> {
             );
         }
     }
+    if repairing {
+        lost_found(st, &mut out);
+    }
+    out
+}
+
+fn lost_found(st: &State, out: &mut Vec<Problem>) {
     if st.lost_found == 0 {
         out.push(Problem::new(Code::LostFoundMissing));
     } else if !st.inode_dir.get(Ino(st.lost_found)) {
@@ -80,7 +89,6 @@ pub fn check(st: &State) -> Vec<Problem> {
         // Names put there by the repair would have to be encrypted.
         out.push(Problem::new(Code::LostFoundEncrypted).ino(Ino(st.lost_found)));
     }
-    out
 }
 
 #[cfg(test)]
@@ -109,14 +117,14 @@ mod tests {
     #[test]
     fn healthy_tree() {
         let st = state(&[(2, 2, 2), (11, 2, 2), (12, 2, 2), (13, 12, 12)]);
-        assert!(check(&st).is_empty());
+        assert!(check(&st, true).is_empty());
     }
 
     #[test]
     fn unconnected_and_dotdot() {
         // 13's parent chain ends at 14, which nothing names.
         let st = state(&[(2, 2, 2), (11, 2, 2), (13, 14, 14), (14, 0, 2), (15, 2, 12)]);
-        let c = codes(&check(&st));
+        let c = codes(&check(&st, true));
         assert!(c.contains(&(Code::DirUnconnected, Some(14))));
         assert!(!c.contains(&(Code::DirUnconnected, Some(13))));
         assert!(c.contains(&(Code::DirDotDotWrong, Some(14))));
@@ -127,16 +135,21 @@ mod tests {
     fn root_and_lost_found() {
         let mut st = state(&[(12, 0, 0)]);
         st.lost_found = 0;
-        let c = codes(&check(&st));
+        let c = codes(&check(&st, true));
         assert!(c.contains(&(Code::RootMissing, None)));
         assert!(c.contains(&(Code::LostFoundMissing, None)));
         st.lost_found = 20;
-        assert!(codes(&check(&st)).contains(&(Code::LostFoundNotDir, Some(20))));
+        assert!(codes(&check(&st, true)).contains(&(Code::LostFoundNotDir, Some(20))));
+        assert!(
+            check(&st, false)
+                .iter()
+                .all(|p| p.code != Code::LostFoundNotDir)
+        );
     }
 
     #[test]
     fn parent_loop_terminates() {
         let st = state(&[(2, 2, 2), (11, 2, 2), (12, 13, 13), (13, 12, 12)]);
-        let _ = check(&st);
+        let _ = check(&st, true);
     }
 }

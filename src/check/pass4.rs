@@ -39,7 +39,15 @@ const XATTR_IN_INODE_MAGIC: u32 = 0xEA02_0000;
 /// Inodes per work unit (a multiple of 64: units start on bitmap words).
 const UNIT_INODES: u64 = 1 << 16;
 
-pub fn run(fs: &Fs, state: &State, threads: Threads, ctl: &Control) -> Result<ProblemList> {
+/// `repairing`: e2fsck only offers to make an overflowed count exact in
+/// a repair (a read-only check leaves it, as it is not an error).
+pub fn run(
+    fs: &Fs,
+    state: &State,
+    threads: Threads,
+    ctl: &Control,
+    repairing: bool,
+) -> Result<ProblemList> {
     let skip = [fs.sb.prj_quota_inum, fs.sb.orphan_file_inum];
     let mut out = ProblemList::new();
     // A directory with more subdirectories than a link count can say
@@ -56,7 +64,10 @@ pub fn run(fs: &Fs, state: &State, threads: Threads, ctl: &Control) -> Result<Pr
         state,
         fs.geo.inodes_count,
         fs.geo.first_ino,
-        &skip,
+        Skip {
+            inodes: &skip,
+            repairing,
+        },
         threads,
         ctl,
         |ino| fs.read_inode_raw(ino).ok(),
@@ -84,13 +95,22 @@ pub fn classify(raw: &[u8]) -> Unreferenced {
     }
 }
 
+/// What [`check`] leaves out: inodes it does not judge (the project
+/// quota and orphan file inodes), and, outside a repair, the offer to
+/// make an overflowed directory count exact.
+#[derive(Clone, Copy)]
+pub struct Skip<'a> {
+    pub inodes: &'a [u32],
+    pub repairing: bool,
+}
+
 /// Checks every used inode, in ranges of `UNIT_INODES` on `threads`;
 /// problems come out in inode order whatever the thread count.
 pub fn check(
     st: &State,
     inodes_count: u32,
     first_ino: u32,
-    skip: &[u32],
+    skip: Skip<'_>,
     threads: Threads,
     ctl: &Control,
     read: impl Fn(u32) -> Option<Vec<u8>> + Sync,
@@ -121,7 +141,7 @@ fn check_range(
     start: u64,
     end: u64,
     first_ino: u32,
-    skip: &[u32],
+    skip: Skip<'_>,
     read: &impl Fn(u32) -> Option<Vec<u8>>,
 ) -> ProblemList {
     let mut out = ProblemList::new();
@@ -130,7 +150,7 @@ fn check_range(
         let ino = i.get();
         if ino == 1
             || (ino > ROOT_INO && ino < first_ino)
-            || skip.contains(&ino)
+            || skip.inodes.contains(&ino)
             || st.has_iflag(ino, iflag::IN_BAD_BLOCK)
         {
             continue;
@@ -183,6 +203,15 @@ fn check_range(
             continue;
         }
         if dir && seen > 1 && have == 1 && st.has_iflag(ino, iflag::HTREE) {
+            // Counted 1 once it overflowed, it may now be exact again.
+            if skip.repairing {
+                out.push(
+                    Problem::new(Code::DirLinkOverflowExact)
+                        .ino(Ino(ino))
+                        .num(u64::from(have))
+                        .num2(u64::from(seen)),
+                );
+            }
             continue;
         }
         out.push(
@@ -230,14 +259,25 @@ mod tests {
         st.links_seen.incr(Ino(11));
         st.links_seen.incr(Ino(12));
         st.set_iflag(16, iflag::EA_INODE);
-        let p = check(&st, 32, 11, &[], Threads(2), &Control::default(), |ino| {
-            Some(match ino {
-                13 => raw(0o100644, 0, 0),
-                14 => raw(0o100644, 8, 0),
-                15 => raw(0o100644, 8, flags::EA_INODE),
-                _ => raw(0o100644, 0, 0),
-            })
-        });
+        let p = check(
+            &st,
+            32,
+            11,
+            Skip {
+                inodes: &[],
+                repairing: false,
+            },
+            Threads(2),
+            &Control::default(),
+            |ino| {
+                Some(match ino {
+                    13 => raw(0o100644, 0, 0),
+                    14 => raw(0o100644, 8, 0),
+                    15 => raw(0o100644, 8, flags::EA_INODE),
+                    _ => raw(0o100644, 0, 0),
+                })
+            },
+        );
         let c: Vec<_> = p
             .iter()
             .map(|p| (p.code, p.args().ino.unwrap().get()))
@@ -276,9 +316,18 @@ mod tests {
             put_le32(&mut b, 0x08, 0x1234);
             b
         };
-        let p = check(&st, 32, 11, &[], Threads(2), &Control::default(), |ino| {
-            Some(ea(if ino == 12 { 5 } else { 1 }))
-        });
+        let p = check(
+            &st,
+            32,
+            11,
+            Skip {
+                inodes: &[],
+                repairing: false,
+            },
+            Threads(2),
+            &Control::default(),
+            |ino| Some(ea(if ino == 12 { 5 } else { 1 })),
+        );
         let c: Vec<_> = p
             .iter()
             .map(|p| {
@@ -314,6 +363,20 @@ mod tests {
         for _ in 0..5 {
             st.links_seen.incr(Ino(13));
         }
-        assert!(check(&st, 32, 11, &[], Threads(2), &Control::default(), |_| None).is_empty());
+        assert!(
+            check(
+                &st,
+                32,
+                11,
+                Skip {
+                    inodes: &[],
+                    repairing: false
+                },
+                Threads(2),
+                &Control::default(),
+                |_| None
+            )
+            .is_empty()
+        );
     }
 }

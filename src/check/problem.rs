@@ -222,6 +222,8 @@ problems! {
     InodeHugeFileNoFeature = ("0x1023", P1, Error, false, "Inode {ino} has HUGE_FILE flag set on a file system without huge_file support"),
     InodeLargeFileNoFeature = ("0x1024", P1, Error, true, "Inode {ino} is larger than 2 GiB but the large_file feature is not set"),
     InodeIndexNoFeature = ("0x1025", P1, Error, true, "Inode {ino} has INDEX_FL flag set on a file system without htree support"),
+    // e2fsck asks at the end of pass 1, though its code is pass 2's.
+    FeatureLargeDirs = ("0x10EA", P1, Error, true, "Filesystem has large directories, but lacks LARGE_DIR flag in superblock"),
     InodeIndexNotDir = ("0x1026", P1, Error, true, "Inode {ino} has INDEX_FL flag set but is not a directory"),
     InodeImagic = ("0x1027", P1, Error, false, "Inode {ino} has imagic flag set"),
     InodeInUseBitmapClear = ("0x1028", P1, Error, true, "Inode {ino} is in use but is beyond the group's unused-inode mark (itable_unused)"),
@@ -271,7 +273,9 @@ problems! {
     DirDotMissing = ("0x200D", P2, Error, false, "Missing '.' in directory inode {ino}"),
     DirDotDotMissing = ("0x200E", P2, Error, false, "Missing '..' in directory inode {ino}"),
     DirDotBadInode = ("0x200F", P2, Error, false, "'.' in directory inode {ino} has wrong inode number {num}"),
-    DirDotRecLen = ("0x2010", P2, Error, false, "'.' directory entry in directory inode {ino} has a bad rec_len {num}"),
+    // e2fsck's PR_2_SPLIT_DOT is NO_OK: a '.' spanning free space is
+    // still a valid entry.
+    DirDotRecLen = ("0x2010", P2, Notice, false, "'.' directory entry in directory inode {ino} has a bad rec_len {num}"),
     DirDotDotBadForm = ("0x2011", P2, Error, false, "'..' in directory inode {ino} is malformed"),
     DirDotSecondEntry = ("0x2012", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a '.' or '..' entry in the wrong place"),
     DirBlockChecksum = ("0x2013", P2, Error, true, "Directory inode {ino}, block #{num}, offset 0: directory passes checks but fails checksum"),
@@ -343,12 +347,12 @@ problems! {
     RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),
     DirUnconnected = ("0x3002", P3, Error, false, "Unconnected directory inode {ino} (was in {path:num})"),
     DirDotDotWrong = ("0x3003", P3, Error, false, "'..' in {path:detail/ino} ({ino}) is {path:num2} ({num2}), should be {path:detail} ({detail})"),
-    // e2fsck -n only looks for lost+found when it has something to
-    // reconnect, so its absence alone does not make the file system dirty.
-    LostFoundMissing = ("0x3004", P3, Notice, true, "/lost+found not found"),
-    LostFoundNotDir = ("0x3005", P3, Notice, false, "/lost+found is not a directory (inode {ino})"),
-    // Like a missing one: e2fsck -n does not look, -y replaces it.
-    LostFoundEncrypted = ("0x30E1", P3, Notice, false, "/lost+found is encrypted (inode {ino})"),
+    // Only a repair looks for lost+found (e2fsck -n does not), so these
+    // three are never reported by a read-only check; declined, they leave
+    // the file system invalid, as e2fsck's flags say.
+    LostFoundMissing = ("0x3004", P3, Error, true, "/lost+found not found"),
+    LostFoundNotDir = ("0x3005", P3, Error, false, "/lost+found is not a directory (inode {ino})"),
+    LostFoundEncrypted = ("0x30E1", P3, Error, false, "/lost+found is encrypted (inode {ino})"),
     DirLoop = ("0x3006", P3, Error, false, "Directory inode {ino} is part of a directory loop"),
     DirMultipleParents = ("0x3007", P3, Error, false, "Directory inode {ino} is linked from more than one directory ({num} and {num2})"),
 
@@ -358,6 +362,9 @@ problems! {
     InodeLinkCount = ("0x4003", P4, Error, true, "Inode {ino} ref count is {num}, should be {num2}"),
     DirNlinkFeature = ("0x4005", P4, Error, false, "Directory exceeds max links, but no DIR_NLINK feature in superblock"),
     InodeEaInodeSpurious = ("0x4006", P4, Error, true, "Inode {ino} has the EA_INODE flag but no extended attribute or directory entry refers to it"),
+    // e2fsck asks this only in a repair; a read-only check takes the
+    // count 1 of an indexed directory as an overflow.
+    DirLinkOverflowExact = ("0x4008", P4, Error, true, "Directory inode {ino} ref count set to overflow but could be exact value {num2}"),
     InodeEaInodeRefs = ("0x4004", P4, Error, true, "Extended attribute inode {ino} ref count is {num}, should be {num2}"),
 
     // ---- Pass 5: bitmaps and summaries ----

@@ -71,6 +71,8 @@ pub struct Stats {
     pub extent_files: u64,
     pub inline_files: u64,
     pub large_files: u64,
+    /// Indexed directories of 2 GiB or more (e2fsck's large_dirs).
+    pub large_dirs: u64,
     /// Directories among `fragmented`.
     pub fragmented_dirs: u64,
     /// Block-mapped inodes with an indirect, double and triple indirect
@@ -98,6 +100,7 @@ impl Stats {
         self.extent_files += o.extent_files;
         self.inline_files += o.inline_files;
         self.large_files += o.large_files;
+        self.large_dirs += o.large_dirs;
         self.fragmented_dirs += o.fragmented_dirs;
         for (a, b) in self.ind_inodes.iter_mut().zip(o.ind_inodes) {
             *a += b;

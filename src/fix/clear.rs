@@ -117,6 +117,10 @@ fn fix_fs_wide(
             round.ro_compat |= ro_compat::DIR_NLINK;
             Ok(true)
         }
+        Code::FeatureLargeDirs => {
+            round.incompat |= incompat::LARGEDIR;
+            Ok(true)
+        }
         // e2fsck clears a root that is no directory in pass 1 and makes a
         // new one in pass 3: the new one directly.
         Code::RootMissing | Code::RootNotDirectory => make_root(fs, state, overlay, round),

@@ -70,7 +70,7 @@ pub(super) fn fix(
     if inline && p.args().detail == ".." {
         return Ok(matches!(
             p.code,
-            Code::DirEntryFileType | Code::DirEntryFileTypeUnset
+            Code::DirEntryFileType | Code::DirEntryFileTypeUnset | Code::DirEntryFileTypeSet
         ));
     }
     if p.code == Code::DirEntryLinkToDir {
@@ -100,6 +100,8 @@ pub(super) fn fix(
         Code::DirEntryIllegalChars => Some(Key::Any),
         Code::DirEntryBadUtf8 if state.has_iflag(dir, iflag::HTREE) => None,
         Code::DirEntryBadUtf8 => Some(Key::Any),
+        // The entry's type byte is all that is wrong: its name tells it.
+        Code::DirEntryFileTypeSet => Some(Key::Any),
         Code::DirEntryFileType | Code::DirEntryFileTypeUnset => p
             .args()
             .num
@@ -120,16 +122,22 @@ pub(super) fn fix(
     }
     // '.' and '..' are pass 3's (and a later fix's) to rewrite, not remove;
     // only their file type is set here.
-    let typed = matches!(p.code, Code::DirEntryFileType | Code::DirEntryFileTypeUnset);
+    let typed = matches!(
+        p.code,
+        Code::DirEntryFileType | Code::DirEntryFileTypeUnset | Code::DirEntryFileTypeSet
+    );
     if (p.args().detail == "." || p.args().detail == "..") && !typed {
         return Ok(false);
     }
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let name = p.args().detail;
     let code = p.code;
+    // Without the feature the type byte is read as the high byte of the
+    // name length; where it is set by mistake, the name is the low byte's.
+    let low_len = filetype || code == Code::DirEntryFileTypeSet;
     let want_ft = p.args().num2.and_then(|n| u8::try_from(n).ok());
     let apply = |b: &mut [u8]| {
-        let Some((prev, off)) = find(b, key, name, filetype) else {
+        let Some((prev, off)) = find(b, key, name, low_len) else {
             return false;
         };
         match code {
@@ -140,6 +148,11 @@ pub(super) fn fix(
                 }
                 None => false,
             },
+            // e2fsck's repair: the byte cleared, the name length kept.
+            Code::DirEntryFileTypeSet => {
+                set_file_type_at(b, off, 0);
+                true
+            }
             Code::DirEntryIllegalChars => {
                 // e2fsck's repair: each '/' or NUL becomes '.'.
                 let len = name.len();

@@ -73,7 +73,7 @@ pub(super) fn fix(
     }
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
     let change = match (p.code, p.args().num2) {
-        (Code::InodeLinkCount, Some(n)) => match u16::try_from(n) {
+        (Code::InodeLinkCount | Code::DirLinkOverflowExact, Some(n)) => match u16::try_from(n) {
             Ok(n) => Edit::Links(n),
             Err(_) => return Ok(false),
         },

@@ -276,29 +276,33 @@ impl<'a> Round<'a> {
         let unused: Vec<(usize, u32)> = self
             .report
             .problems
-            .iter_where(|c| c == Code::GdItableUnused)
+            .iter_where(|c| matches!(c, Code::GdItableUnused | Code::DirEntryUnusedArea))
             .filter(|(_, p)| want.ok(p))
-            .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, g)))
-            .filter(|&(_, g)| {
-                fs.gds.get(g as usize).is_some_and(|d| {
-                    d.itable_unused > fs.geo.inodes_per_group
-                        || d.itable_unused > d.free_inodes_count
-                })
+            .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, p.code, g)))
+            .filter(|&(_, c, g)| {
+                c == Code::DirEntryUnusedArea
+                    || fs.gds.get(g as usize).is_some_and(|d| {
+                        d.itable_unused > fs.geo.inodes_per_group
+                            || d.itable_unused > d.free_inodes_count
+                    })
             })
+            .map(|(k, _, g)| (k, g))
             .collect();
         // A descriptor whose checksum fails loses its uninit marks (as
         // e2fsck's pass 0 clears them): pass 1 skipped what they hid.
         let marked: Vec<(usize, u32)> = self
             .report
             .problems
-            .iter_where(|c| c == Code::GdChecksum)
+            .iter_where(|c| matches!(c, Code::GdChecksum | Code::DirEntryUninitGroup))
             .filter(|(_, p)| want.ok(p))
-            .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, g)))
-            .filter(|&(_, g)| {
-                fs.gds.get(g as usize).is_some_and(|d| {
-                    d.has_flag(BG_INODE_UNINIT | BG_BLOCK_UNINIT) || d.itable_unused != 0
-                })
+            .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, p.code, g)))
+            .filter(|&(_, c, g)| {
+                c == Code::DirEntryUninitGroup
+                    || fs.gds.get(g as usize).is_some_and(|d| {
+                        d.has_flag(BG_INODE_UNINIT | BG_BLOCK_UNINIT) || d.itable_unused != 0
+                    })
             })
+            .map(|(k, _, g)| (k, g))
             .collect();
         if unused.is_empty() && marked.is_empty() {
             return Ok(false);
@@ -553,9 +557,9 @@ impl<'a> Round<'a> {
         Ok(())
     }
 
-    /// A missing /lost+found created; an encrypted one unlinked (it
-    /// becomes an unconnected directory the next round reconnects) and
-    /// replaced, as e2fsck. The new one, if made.
+    /// A missing /lost+found created; an encrypted one, or one that is not
+    /// a directory, unlinked (it becomes an unconnected inode the next
+    /// round reconnects) and replaced, as e2fsck. The new one, if made.
     fn lost_found(&mut self, want: &Wanted, m: &mut Main) -> Fixed<Option<lostfound::LostFound>> {
         let (fs, state) = (self.fs, self.state);
         let codes = |c: Code| table::is(c, Fixer::LostFound);
@@ -567,7 +571,7 @@ impl<'a> Round<'a> {
         else {
             return Ok(None);
         };
-        if p.code == Code::LostFoundEncrypted
+        if matches!(p.code, Code::LostFoundEncrypted | Code::LostFoundNotDir)
             && !dir::unlink(
                 fs,
                 state,
@@ -675,7 +679,7 @@ impl<'a> Round<'a> {
             return Ok(());
         };
         let fixed = match fixer {
-            Fixer::Field if p.code == Code::InodeLinkCount => {
+            Fixer::Field if matches!(p.code, Code::InodeLinkCount | Code::DirLinkOverflowExact) => {
                 // The count pass 2 found, plus what the tree fixes changed.
                 let ino = p.args().ino.map_or(0, Ino::get);
                 let d = m.links.get(&ino).copied().unwrap_or(0);

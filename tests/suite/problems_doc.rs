@@ -277,6 +277,34 @@ const DAMAGE: &[(Code, &str)] = &[
     (Code::InodeBitmapChecksum, "corruptions::ext4-bg-checksum"),
     (Code::BlockBitmapPadding, "corruptions::ext4-bg-checksum"),
     (Code::InodeBitmapPadding, "corruptions::ext4-bg-checksum"),
+    (
+        Code::DirDotRecLen,
+        "catalogue_p2_5::dot_entry_spanning_free_space",
+    ),
+    (
+        Code::DirLinkOverflowExact,
+        "catalogue_p2_5::overflowed_directory_count_made_exact",
+    ),
+    (
+        Code::FeatureLargeDirs,
+        "catalogue_p2_5::large_directory_without_large_dir",
+    ),
+    (
+        Code::DirEntryFileTypeSet,
+        "catalogue_p2_5::file_type_without_the_feature_cleared",
+    ),
+    (
+        Code::LostFoundNotDir,
+        "catalogue_p2_5::lost_found_not_a_directory_replaced",
+    ),
+    (
+        Code::DirEntryUninitGroup,
+        "catalogue_p2_5::entry_into_an_uninit_group",
+    ),
+    (
+        Code::DirEntryUnusedArea,
+        "catalogue_p2_5::entry_into_the_unused_inode_area",
+    ),
 ];
 
 /// The pfsck problems batching a latch group's entries into one problem,
@@ -309,6 +337,21 @@ const WHY_NOT: &[(u32, &str)] = &[
     (
         0x010087,
         "not reproduced: e2fsck 1.47.4 leaves an uninitialised extent of a symlink unreported",
+    ),
+    (
+        0x020010,
+        "e2fsck reads i_frag only when the creator OS is the Hurd (1); \
+         elsewhere the byte is part of i_blocks_hi (0x020044)",
+    ),
+    (
+        0x020011,
+        "e2fsck reads i_fsize only when the creator OS is the Hurd (1); \
+         elsewhere the byte is part of i_blocks_hi (0x020044)",
+    ),
+    (
+        0x020014,
+        "cannot happen: name_len is one byte, so never above the 255 e2fsck \
+         compares it with (a name longer than its record is 0x020013)",
     ),
 ];
 
