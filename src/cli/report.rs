@@ -477,6 +477,16 @@ pub fn ctime(secs: u32) -> String {
     )
 }
 
+/// What the check says of /lost+found itself: e2fsck only looks while
+/// it repairs.
+fn lost_found_notice(p: &Problem) -> bool {
+    use crate::check::problem::Code;
+    matches!(
+        p.code,
+        Code::LostFoundMissing | Code::LostFoundNotDir | Code::LostFoundEncrypted
+    )
+}
+
 /// One problem as the report shows it: with the answer to e2fsck's
 /// question when it is an error (yes when `fixed`). A read-only check
 /// (not `repair`) leaves out what `e2fsck -n` does not print.
@@ -489,6 +499,11 @@ pub fn render_problem(
     latches: &mut Latches,
 ) -> std::io::Result<()> {
     if !repair && e2fsck_map::no_quiet(p) {
+        return Ok(());
+    }
+    // e2fsck -n never looks for /lost+found (it answers no before it
+    // would reconnect anything): what pfsck found of it is not said.
+    if !repair && lost_found_notice(p) {
         return Ok(());
     }
     if latches.render(out, p, fixed)? {

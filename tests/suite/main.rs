@@ -33,6 +33,7 @@ mod journal_replay_repair;
 mod json_schema;
 mod kept_paths;
 mod latch_output;
+mod lost_found_create;
 mod max_memory;
 mod messages_compat;
 mod online;
