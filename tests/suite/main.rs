@@ -58,6 +58,7 @@ mod repair_inode;
 mod repair_quota;
 mod repair_resize;
 mod repair_super;
+mod restart;
 mod robustness;
 mod safety;
 mod signals;
