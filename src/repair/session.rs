@@ -697,6 +697,17 @@ impl<'a, 'q> Session<'a, 'q> {
         if !fixed[cut.trigger] || !plan.fixes_staged || (first && plan.replayed) {
             return Ok(None);
         }
+        // e2fsck fixes everything it meets before it starts over; where a
+        // fix of those waits for a later round here (a directory block's
+        // salvage, say), the repair does not start over.
+        let waits = rep
+            .problems
+            .codes()
+            .enumerate()
+            .any(|(k, c)| cut.keep[k] && !fixed[k] && fix::supported(c));
+        if waits {
+            return Ok(None);
+        }
         let mut shown_fixed = Vec::new();
         let problems: ProblemList = rep
             .problems
