@@ -28,6 +28,7 @@ pub mod quota;
 pub mod recovery;
 pub mod state;
 mod stops;
+pub use stops::kept_unused_entry_type;
 pub mod superblock;
 #[cfg(test)]
 mod unit;

@@ -195,6 +195,19 @@ pub(super) fn after_unused_entries(fs: &Fs, pass2: &mut ProblemList) {
 
 const EXT2_OS_HURD: u32 = 1;
 
+/// The file type e2fsck checks on an entry naming an unused inode that it
+/// keeps: told no (see [`after_unused_entries`]), or under -y once it
+/// knows it will start over (then it clears no such entry). The problem,
+/// if the type is wrong.
+pub fn kept_unused_entry_type(fs: &Fs, p: &Problem) -> Option<Problem> {
+    if p.code != Code::DirEntryDeletedInode {
+        return None;
+    }
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE) && fs.sb.creator_os != EXT2_OS_HURD;
+    follow_up(fs, p, filetype, fs.metadata_csum())
+        .filter(|q| q.code != Code::StoppedAtInodeChecksumP2)
+}
+
 /// What e2fsck asks after declining `p` (an entry naming an unused
 /// inode): nothing, a file type, or (a stop marker) nothing more.
 fn follow_up(fs: &Fs, p: &Problem, filetype: bool, csum: bool) -> Option<Problem> {

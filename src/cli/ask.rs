@@ -44,28 +44,46 @@ impl<R: BufRead, W: Write> Asker<R, W> {
     /// Asks about each problem of `rep` that pfsck can fix, under its
     /// pass's header (a later round's check: the first's questions are
     /// asked as it goes); the answers, parallel to `rep.problems` (false
-    /// for those not asked).
+    /// for those not asked). A problem e2fsck only states is stated.
     pub fn ask(&mut self, rep: &Report) -> Vec<bool> {
         let mut shown = 0;
-        rep.problems
-            .iter()
-            .map(|p| {
-                if !crate::fix::supported(p.code) {
-                    return false;
-                }
-                let msg = p.text_in(rep.tree.as_deref());
-                if self.eof || self.declined.contains(&msg) {
-                    return false;
-                }
-                let pass = p.spec().pass.number();
-                if pass > shown {
-                    let _ = super::report::header(&mut self.output, pass);
-                    shown = pass;
-                }
-                let ask = crate::check::e2fsck_map::prompt(&p).question();
-                self.question(&msg, ask)
-            })
-            .collect()
+        let mut answers = Answers::default();
+        for p in rep.problems.iter() {
+            if !crate::fix::supported(p.code) {
+                answers.not_asked();
+                continue;
+            }
+            let msg = p.text_in(rep.tree.as_deref());
+            if self.eof || self.declined.contains(&msg) {
+                answers.not_asked();
+                continue;
+            }
+            let pass = p.spec().pass.number();
+            if pass > shown {
+                let _ = super::report::header(&mut self.output, pass);
+                shown = pass;
+            }
+            if crate::check::e2fsck_map::message_only(&p) {
+                let _ = writeln!(self.output, "{msg}");
+                answers.stated(&p);
+                continue;
+            }
+            let ask = crate::check::e2fsck_map::prompt(&p).question();
+            let yes = self.question(&msg, ask);
+            answers.asked(&p, yes);
+        }
+        answers.finish(self.all)
+    }
+
+    /// Answering yes to everything (`a` was answered).
+    pub fn all(&self) -> bool {
+        self.all
+    }
+
+    /// States a problem e2fsck states without a question: its fix is
+    /// answered by the question about the same inode that follows.
+    pub fn state(&mut self, p: &Problem, tree: Option<&DirTree>) {
+        let _ = writeln!(self.output, "{}", p.text_in(tree));
     }
 
     /// Asks about one problem, with e2fsck's word for its fix.
@@ -124,6 +142,48 @@ impl<R: BufRead, W: Write> Asker<R, W> {
                 }
             }
         }
+    }
+}
+
+/// The answers about one check's problems, in the order they were put.
+/// A problem e2fsck only states (an htree block's bad hash, before its
+/// "Clear HTree index?") takes the answer of the next question about the
+/// same inode; with none, yes only when everything is answered yes.
+#[derive(Debug, Default)]
+pub struct Answers {
+    yes: Vec<bool>,
+    /// Statements waiting for their question: slot and inode.
+    pending: Vec<(usize, Option<crate::fs::num::Ino>)>,
+}
+
+impl Answers {
+    pub fn not_asked(&mut self) {
+        self.yes.push(false);
+    }
+
+    pub fn stated(&mut self, p: &Problem) {
+        self.pending.push((self.yes.len(), p.args().ino));
+        self.yes.push(false);
+    }
+
+    pub fn asked(&mut self, p: &Problem, yes: bool) {
+        let ino = p.args().ino;
+        let yes_now = &mut self.yes;
+        self.pending.retain(|&(k, i)| {
+            if i == ino {
+                yes_now[k] = yes;
+            }
+            i != ino
+        });
+        self.yes.push(yes);
+    }
+
+    /// The answers, in order; `all`: everything was answered yes.
+    pub fn finish(mut self, all: bool) -> Vec<bool> {
+        for (k, _) in self.pending.drain(..) {
+            self.yes[k] = all;
+        }
+        self.yes
     }
 }
 

@@ -100,6 +100,7 @@ fn print(args: &Args, mode: Mode, device: &str, outcome: Outcome) -> i32 {
                 modified: false,
                 after: None,
                 refusal: Some(format!("not repaired: {why}")),
+                restarts: &[],
             };
             report::print_repair(&rep, device, args, &r, code);
             code
@@ -119,6 +120,7 @@ fn print(args: &Args, mode: Mode, device: &str, outcome: Outcome) -> i32 {
                 modified: recorded.journal_errno_cleared,
                 after: None,
                 refusal: None,
+                restarts: &[],
             };
             report::print_repair(&rep, device, args, &r, code);
             code
@@ -130,6 +132,7 @@ fn print(args: &Args, mode: Mode, device: &str, outcome: Outcome) -> i32 {
                 modified: false,
                 after: None,
                 refusal: None,
+                restarts: &[],
             };
             report::print_repair(&rep, device, args, &r, EXIT_OPERATIONAL);
             fail(args, device, &error)
@@ -184,6 +187,7 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
             || (offers_only && written > 0 && !unmarked_only),
         after: Some(&done.after),
         refusal: None,
+        restarts: &done.restarts,
     };
     report::print_repair(rep, device, args, &r, code);
     // On standard error: e2fsck's report on standard output has no such
@@ -217,6 +221,7 @@ fn preen_halt(args: &Args, device: &str, h: &session::PreenHalt) -> i32 {
                     .map(|p| p.message_in(rep.tree.as_deref()))
                     .unwrap_or_default()
             )),
+            restarts: &[],
         };
         report::print_repair(
             &rep.with_problems(problems),

@@ -72,7 +72,13 @@ pub struct Repaired<'a> {
     pub after: Option<&'a Report>,
     /// Why nothing was fixed, when the repair refused to start.
     pub refusal: Option<String>,
+    /// What the checks showed before the repair started over, as e2fsck
+    /// -y does after some fixes; the report is then the last check's.
+    pub restarts: &'a [crate::repair::session::Restart],
 }
+
+/// Said where the repair starts over (e2fsck's restart, in pfsck's name).
+const RESTARTING: &[u8] = b"Restarting pfsck from the beginning...\n";
 
 /// Prints the report of a read-only check (`-n`) and returns its exit code.
 /// A device with no usable superblock: e2fsck's one line on stderr, with
@@ -185,7 +191,15 @@ fn write_text(
         }
         return preen_tail(out, name, repaired, code, s, args.verbose);
     }
-    let shown = streamed();
+    let mut shown = streamed();
+    let restarts = repaired.map_or(&[][..], |r| r.restarts);
+    for (i, r) in restarts.iter().enumerate() {
+        let first = if i == 0 { shown } else { Streamed::default() };
+        restart_part(out, r, name, first)?;
+        out.write_all(RESTARTING)?;
+        // The check after the restart is shown whole.
+        shown = Streamed::default();
+    }
     let mut latches = Latches::default();
     let mut render = |out: &mut dyn Write, k: usize, p: &Problem| {
         render_problem(out, p, tree, repaired.is_some(), fixed(k), &mut latches)
@@ -253,6 +267,34 @@ fn write_text(
         }
     }
     details(out, rep, args)
+}
+
+/// What a check showed before the repair started over: its opening,
+/// its passes up to the restart's, each problem with the answer its fix
+/// got; less what was printed while the check ran (`shown`).
+fn restart_part(
+    out: &mut impl Write,
+    r: &crate::repair::session::Restart,
+    name: &str,
+    shown: Streamed,
+) -> std::io::Result<()> {
+    let rep = &r.report;
+    let tree = rep.tree.as_deref();
+    let fixed = |k: usize| r.fixed.get(k).copied().unwrap_or(false);
+    let mut latches = Latches::default();
+    let mut render = |out: &mut dyn Write, k: usize, p: &Problem| {
+        render_problem(out, p, tree, true, fixed(k), &mut latches)
+    };
+    if !shown.opening {
+        opening(out, rep, name, &mut render)?;
+    }
+    for pass in 1..=r.pass {
+        if pass > shown.headers {
+            header(out, pass)?;
+        }
+        section(out, rep, pass, &mut render, &fixed)?;
+    }
+    Ok(())
 }
 
 /// The file system's name in the report: its label, or the device.
@@ -478,6 +520,16 @@ pub fn ctime(secs: u32) -> String {
     )
 }
 
+/// What the check says of /lost+found itself: e2fsck only looks while
+/// it repairs.
+fn lost_found_notice(p: &Problem) -> bool {
+    use crate::check::problem::Code;
+    matches!(
+        p.code,
+        Code::LostFoundMissing | Code::LostFoundNotDir | Code::LostFoundEncrypted
+    )
+}
+
 /// One problem as the report shows it: with the answer to e2fsck's
 /// question when it is an error (yes when `fixed`). A read-only check
 /// (not `repair`) leaves out what `e2fsck -n` does not print.
@@ -490,6 +542,11 @@ pub fn render_problem(
     latches: &mut Latches,
 ) -> std::io::Result<()> {
     if !repair && e2fsck_map::no_quiet(p) {
+        return Ok(());
+    }
+    // e2fsck -n never looks for /lost+found (it answers no before it
+    // would reconnect anything): what pfsck found of it is not said.
+    if !repair && lost_found_notice(p) {
         return Ok(());
     }
     if latches.render(out, p, fixed)? {

@@ -31,7 +31,7 @@ pub struct Streamer {
     bar: Option<indicatif::ProgressBar>,
     /// The answers of the first check, in the order its problems were
     /// printed (pass by pass); false for those not asked.
-    answers: Vec<bool>,
+    answers: super::ask::Answers,
     /// The first check was printed whole (its questions all asked).
     first_done: bool,
     /// `-y`: print only while nothing is to be shown but headers.
@@ -49,7 +49,7 @@ impl Streamer {
             device: device.to_string(),
             asker,
             bar,
-            answers: Vec::new(),
+            answers: Default::default(),
             first_done: false,
             settled_only: false,
             held: false,
@@ -130,17 +130,24 @@ impl Streamer {
             let Some(a) = asker.as_mut() else {
                 return report::render_problem(out, p, tree, false, false, &mut latches);
             };
-            let yes = if crate::fix::supported(p.code) {
-                out.flush()?;
-                a.question_of(p, tree)
-            } else {
+            if !crate::fix::supported(p.code) {
                 report::render_problem(out, p, tree, true, false, &mut latches)?;
-                false
-            };
+                answers.not_asked();
+                return Ok(());
+            }
+            out.flush()?;
+            if crate::check::e2fsck_map::message_only(p) {
+                // Stated, as e2fsck states it: the question about the
+                // same inode that follows answers for it.
+                a.state(p, tree);
+                answers.stated(p);
+                return Ok(());
+            }
+            let yes = a.question_of(p, tree);
             if yes && crate::check::e2fsck_map::not_a_fix(p) {
                 optimized.set(true);
             }
-            answers.push(yes);
+            answers.asked(p, yes);
             Ok(())
         };
         let result = (|| {
@@ -208,8 +215,10 @@ impl Streamer {
         .into_iter()
         .flat_map(|pass| rep.problems.iter_where(move |c| c.spec().pass == pass))
         .map(|(k, _)| k);
-        for (k, a) in order.zip(self.answers.iter()) {
-            yes[k] = *a;
+        let all = self.asker.as_ref().is_some_and(|a| a.all());
+        let answers = std::mem::take(&mut self.answers).finish(all);
+        for (k, a) in order.zip(answers) {
+            yes[k] = a;
         }
         yes
     }

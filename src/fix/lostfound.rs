@@ -258,7 +258,8 @@ fn reconnect(
     }
     if !added {
         // No room: lost+found grows by a block, as e2fsck's "Expand".
-        let Some(pblk) = expand(fs, state, overlay, lost_found)? else {
+        let mut alloc = Allocator::new(fs, &state.block_used);
+        let Some(pblk) = expand(fs, state, overlay, lost_found, &mut alloc)? else {
             return Ok(false);
         };
         // The new block's one empty record becomes the entry.
@@ -299,6 +300,7 @@ fn expand(
     state: &State,
     overlay: &mut Overlay,
     lf: &mut LostFound,
+    alloc: &mut Allocator,
 ) -> super::Result<Option<Blk>> {
     let ino = lf.ino;
     let Some(mut raw) = vol::read_inode(fs, overlay, ino)? else {
@@ -314,7 +316,6 @@ fn expand(
     };
     // With bigalloc, where the block lies in its cluster.
     let offset = lblk.in_cluster(bits);
-    let mut alloc = Allocator::new(fs, &state.block_used);
     let view: &Overlay = overlay;
     // A new cluster costs its sectors in i_blocks; a block of the last
     // cluster nothing.
@@ -422,8 +423,9 @@ const EXTENTS_FL: u32 = crate::fs::inode::flags::EXTENTS;
 /// Creates /lost+found when the check found none, as e2fsck does: a
 /// directory of one block, its inode and block the first free ones pass 1
 /// left (marked in use in `State`, so the summary allocates them), named
-/// in the root, whose link count grows by its '..'. Only the simple case:
-/// the root a plain directory with room for the entry, the inode in a
+/// in the root, whose link count grows by its '..'; a root without room
+/// for the entry grows by a block first (as `expand` grows lost+found).
+/// Only the simple case: the root a plain directory, the inode in a
 /// group whose table is initialised. Returns None otherwise. (With quota,
 /// the next round's check counts the new directory and the quota files
 /// are rewritten then.)
@@ -467,8 +469,9 @@ pub(super) fn create(
         .map(|d| (d.lblk.0, d.pblk.0))
         .collect();
     root.sort_unstable();
+    let root_blocks = root;
     let mut named = false;
-    for (_, pblk) in root {
+    for &(_, pblk) in &root_blocks {
         if edit_dir_block(fs, state, overlay, ROOT_INO, pblk, |b| {
             insert_entry(b, ino, b"lost+found", ft, filetype)
         })? {
@@ -477,8 +480,22 @@ pub(super) fn create(
         }
     }
     if !named {
-        alloc.rollback(checkpoint);
-        return Ok(None);
+        // A full root grows by a block, as e2fsck expands it before it
+        // links the new directory (the directory's block is taken first).
+        let mut root = LostFound {
+            ino: ROOT_INO,
+            blocks: root_blocks.iter().map(|&(_, b)| Blk(b)).collect(),
+        };
+        let grown = expand(fs, state, overlay, &mut root, &mut alloc)?;
+        let Some(pblk) = grown else {
+            alloc.rollback(checkpoint);
+            return Ok(None);
+        };
+        edit_dir_block(fs, state, overlay, ROOT_INO, pblk.get(), |b| {
+            set_inode_at(b, 0, ino);
+            put_name(b, 0, b"lost+found", filetype.then_some(ft));
+            true
+        })?;
     }
 
     write_dir(fs, overlay, ino, ROOT_INO, blk.get(), 0o040700)?;

@@ -380,6 +380,17 @@ impl<'a> Round<'a> {
         if m.summary {
             crate::volume::summary::rewrite(fs, &state.in_use(), &mut self.overlay)?;
         }
+        // Over the summary, which puts the mark back behind the last inode
+        // in use: the next check must read the inodes the entries name.
+        for &(g, uninit) in &m.unused_marks {
+            crate::volume::edit::edit_desc(fs, &mut self.overlay, g, |d| {
+                if uninit {
+                    d.set_flags(d.flags() & !BG_INODE_UNINIT);
+                } else {
+                    d.set_itable_unused(0);
+                }
+            })?;
+        }
         if m.journal_made {
             crate::volume::edit::write_backups(fs, &mut self.overlay)?;
         }
@@ -645,7 +656,9 @@ impl<'a> Round<'a> {
             table::fixer(c).is_some_and(|f| f.phase() == table::Phase::Fields)
                 || matches!(
                     table::fixer(c),
-                    Some(Fixer::Summary | Fixer::ResizeInode | Fixer::QuotaFile)
+                    Some(
+                        Fixer::Summary | Fixer::UnusedMark | Fixer::ResizeInode | Fixer::QuotaFile
+                    )
                 )
         };
         for (k, p) in self.report.problems.iter_where(codes) {
@@ -695,6 +708,14 @@ impl<'a> Round<'a> {
                 m.summary = true;
                 true
             }
+            Fixer::UnusedMark => match p.args().group {
+                Some(Group(g)) if (g as usize) < fs.gds.len() => {
+                    m.unused_marks
+                        .push((g, p.code == Code::DirEntryUninitGroup));
+                    true
+                }
+                _ => false,
+            },
             Fixer::InodesCount => superblock::fix_inodes_count(fs, overlay)?,
             Fixer::FirstMetaBg => superblock::fix_first_meta_bg(fs, overlay)?,
             Fixer::SuperFlag => superblock::fix_flag(fs, overlay, p.code)?,
@@ -853,6 +874,9 @@ struct Main {
     /// A symlink waits for its map fix to be judged again: what passes
     /// 2-5 found on it (its entries' file type) waits as well.
     symlink_waits: bool,
+    /// Groups whose never-used mark goes to 0 (false) or whose
+    /// INODE_UNINIT flag is cleared (true), over the summary.
+    unused_marks: Vec<(u32, bool)>,
 }
 
 /// The replay, with the journal superblock's stray version 2 fields

@@ -80,6 +80,10 @@ pub(super) enum Fixer {
     /// Bitmaps, group and superblock counts, flags and checksums,
     /// recomputed (`volume::summary`).
     Summary,
+    /// A group's never-used mark lowered to 0, or its INODE_UNINIT flag
+    /// cleared, over the summary (a directory entry names an inode behind
+    /// them: the next check reads those inodes, as e2fsck's restart does).
+    UnusedMark,
     /// Whole directory blocks salvaged, checksum tails (`dirblock.rs`).
     DirBlock,
     /// Directories rebuilt with their htree index (`rehash.rs`).
@@ -126,7 +130,7 @@ impl Fixer {
             | OrphanPresent | QuotaInode => Phase::Fields,
             QuotaFile => Phase::Quota,
             NewJournal | NewOrphanFile => Phase::Journal,
-            Summary => Phase::Summary,
+            Summary | UnusedMark => Phase::Summary,
             Dup | DirBlock | Rehash => Phase::Late,
         }
     }
@@ -341,6 +345,8 @@ const TABLE: &[Entry] = &[
     row(Code::GroupUninitFlags, F::Summary, S),
     row(Code::GdUninitWithoutCsum, F::Summary, S),
     row(Code::GdBlockUninitLastGroup, F::Summary, S),
+    row(Code::DirEntryUnusedArea, F::UnusedMark, S),
+    row(Code::DirEntryUninitGroup, F::UnusedMark, S),
     row(Code::DirBlockCorrupt, F::DirBlock, S),
     row(Code::DirBlockNoTail, F::DirBlock, S),
     row(Code::DirEntryZeroLenName, F::DirBlock, S),

@@ -24,6 +24,7 @@ pub mod files;
 pub mod mmp;
 pub mod mounted;
 pub mod overlay;
+pub mod restart;
 pub mod session;
 pub mod undo;
 

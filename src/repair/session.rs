@@ -153,7 +153,34 @@ pub struct Repaired {
     pub replayed: bool,
     pub recorded: fix::finish::Recorded,
     pub undo_log: PathBuf,
+    /// What the checks before each restart showed (e2fsck -y starts over
+    /// after some fixes, `super::restart`), in order; `report` is then the
+    /// last restart's check and those after it.
+    pub restarts: Vec<Restart>,
 }
+
+/// The problems a check showed before the repair started over.
+#[derive(Debug)]
+pub struct Restart {
+    /// Those problems, with the check's paths.
+    pub report: Report,
+    /// Parallel to `report`'s problems: fixed before the restart.
+    pub fixed: Vec<bool>,
+    /// The last pass whose header is shown.
+    pub pass: u8,
+}
+
+/// Restarts the repair made, and where they left it: the staging so far
+/// and the check of it.
+struct Restarted {
+    restarts: Vec<Restart>,
+    overlay: Arc<Overlay>,
+    checked: check::Checked,
+}
+
+/// At most this many restarts: e2fsck restarts as long as its fixes ask
+/// for it, a repair stops starting over after this many.
+const MAX_RESTARTS: usize = 8;
 
 /// A preen run stopped, with what e2fsck has written by then.
 #[derive(Debug)]
@@ -394,6 +421,9 @@ impl<'a, 'q> Session<'a, 'q> {
         };
         let rep = &checked.report;
         let staging = &self.staging();
+        if let Some(r) = self.restart(fs, state, rep, staging)? {
+            return self.restarted(fs, r, staging);
+        }
         let plan = match self.plan_round(fs, state, rep, staging) {
             Ok(p) => p,
             Err(Refusal::Unexpected) => {
@@ -594,7 +624,174 @@ impl<'a, 'q> Session<'a, 'q> {
             replayed,
             recorded,
             undo_log: log,
+            restarts: Vec::new(),
         })))
+    }
+
+    /// e2fsck -y starts over after some fixes (`super::restart`): where it
+    /// would, the problems before that point are fixed alone and the
+    /// result checked anew, as often as that check calls for it. None
+    /// when no restart applies (interactive and preen runs do not
+    /// restart, nor a run that replays a journal).
+    fn restart(
+        &mut self,
+        fs: &check::Fs,
+        state: &check::state::State,
+        rep: &Report,
+        staging: &Staging,
+    ) -> Result<Option<Restarted>> {
+        if self.ask.is_some() || self.mode != Mode::Yes {
+            return Ok(None);
+        }
+        let Some((first, mut overlay)) = self.restart_round(fs, state, rep, staging, true)? else {
+            return Ok(None);
+        };
+        let mut restarts = vec![first];
+        loop {
+            let checked = self.recheck(&overlay)?;
+            let next = match (&checked.fs, &checked.state) {
+                (Some(fs2), Some(state2))
+                    if !checked.report.has_fatal() && restarts.len() < MAX_RESTARTS =>
+                {
+                    self.restart_round(fs2, state2, &checked.report, staging, false)?
+                }
+                _ => None,
+            };
+            let Some((r, staged)) = next else {
+                return Ok(Some(Restarted {
+                    restarts,
+                    overlay,
+                    checked,
+                }));
+            };
+            restarts.push(r);
+            drop(checked);
+            overlay = staged;
+        }
+    }
+
+    /// One check's fixes up to its restart point; None when it has none,
+    /// or the fix that restarts e2fsck is not made. The first check's
+    /// plan may not replay a journal (its report tells of the replay).
+    fn restart_round(
+        &mut self,
+        fs: &check::Fs,
+        state: &check::state::State,
+        rep: &Report,
+        staging: &Staging,
+        first: bool,
+    ) -> Result<Option<(Restart, Arc<Overlay>)>> {
+        let Some((rep, cut)) = super::restart::cut(rep, |p| check::kept_unused_entry_type(fs, p))
+        else {
+            return Ok(None);
+        };
+        let rep = &rep;
+        let (kept, idx) = fix::answered(rep, &cut.keep);
+        let Ok(plan) = fix::plan(fs, state, &kept, Mode::Yes, staging) else {
+            return Ok(None);
+        };
+        let mut fixed = vec![false; rep.problems.len()];
+        for (j, &k) in idx.iter().enumerate() {
+            fixed[k] = plan.fixed.get(j).copied().unwrap_or(false);
+        }
+        if !fixed[cut.trigger] || !plan.fixes_staged || (first && plan.replayed) {
+            return Ok(None);
+        }
+        // e2fsck fixes everything it meets before it starts over; where a
+        // fix of those waits for a later round here (a directory block's
+        // salvage, say), the repair does not start over.
+        let waits = rep
+            .problems
+            .codes()
+            .enumerate()
+            .any(|(k, c)| cut.keep[k] && !fixed[k] && fix::supported(c));
+        if waits {
+            return Ok(None);
+        }
+        let mut shown_fixed = Vec::new();
+        let problems: ProblemList = rep
+            .problems
+            .iter()
+            .enumerate()
+            .filter(|&(k, _)| cut.keep[k])
+            .map(|(k, p)| {
+                shown_fixed.push(fixed[k]);
+                p
+            })
+            .collect();
+        let restart = Restart {
+            report: rep.with_problems(problems),
+            fixed: shown_fixed,
+            pass: cut.pass,
+        };
+        Ok(Some((restart, Arc::new(plan.overlay.flattened()?))))
+    }
+
+    /// A check of the device read through `overlay`.
+    fn recheck(&self, overlay: &Arc<Overlay>) -> Result<check::Checked> {
+        let dev = Device::open_read_only(&self.device)
+            .map_err(SessionError::Device)?
+            .with_read_overlay(overlay.clone());
+        let opts = Options {
+            superblock: None,
+            blocksize: None,
+            events: None,
+            ..self.opts.clone()
+        };
+        match check::check_device(dev, &opts) {
+            Ok(c) => Ok(c),
+            Err(Error::Interrupted) => Err(SessionError::Interrupted),
+            Err(e) => Err(SessionError::Recheck(e)),
+        }
+    }
+
+    /// The repair after its restarts: the last restart's check is fixed
+    /// round by round as a first check is, over what the restarts staged.
+    fn restarted(&mut self, fs: &check::Fs, r: Restarted, staging: &Staging) -> Result<Outcome> {
+        let Restarted {
+            restarts,
+            overlay,
+            checked,
+        } = r;
+        let rep = checked
+            .report
+            .with_problems(checked.report.problems.clone());
+        let n = rep.problems.len();
+        let plan = match (&checked.fs, &checked.state) {
+            (Some(fs2), Some(state2)) if !rep.has_fatal() => {
+                fix::plan(fs2, state2, &rep, Mode::Yes, staging).ok()
+            }
+            _ => None,
+        };
+        let (shown, overlay, last) = match plan {
+            Some(plan) if plan.fixes_staged => {
+                let shown = Shown {
+                    problems: rep.problems.clone(),
+                    fixed: plan.fixed.clone(),
+                    fixes_staged: true,
+                };
+                let staged = Arc::new(plan.overlay.flattened()?);
+                drop(checked);
+                drop(overlay);
+                match self.rounds(shown, staged, staging)? {
+                    Ended::Done(shown, overlay, last) => (shown, overlay, last),
+                    Ended::Halted(halted) => return Ok(*halted),
+                }
+            }
+            _ => {
+                let shown = Shown {
+                    problems: rep.problems.clone(),
+                    fixed: vec![false; n],
+                    fixes_staged: true,
+                };
+                (shown, overlay, Box::new(checked))
+            }
+        };
+        let mut outcome = self.commit_repair(fs, &rep, false, shown, overlay, last)?;
+        if let Outcome::Repaired(done) = &mut outcome {
+            done.restarts = restarts;
+        }
+        Ok(outcome)
     }
 
     /// Plans one round's fixes; in interactive mode, only for the problems

@@ -134,3 +134,23 @@ fn pass_1e_header_after_an_optimisation_answered_yes() {
         "{out}"
     );
 }
+
+/// e2fsck states an htree block's bad hash range without a question and
+/// asks once, "Clear HTree index?", for the directory; interactively
+/// pfsck states it too, and the one answer decides the fix.
+#[test]
+fn htree_statements_are_not_asked() {
+    let dir = TempDir::new("interactive-htree");
+    let img = dir.join("img");
+    copy_image(&crate::parity::bad_hash_image(), &img);
+    let Some((code, out)) = on_terminal(&img, &"y\n".repeat(20)) else {
+        println!("`script` not found: interactive cases skipped");
+        return;
+    };
+    let stated: Vec<&str> = out.lines().filter(|l| l.contains("bad hash")).collect();
+    assert!(!stated.is_empty(), "{out}");
+    assert!(stated.iter().all(|l| !l.contains("<y>?")), "{out}");
+    assert_eq!(out.matches("Clear HTree index<y>?").count(), 1, "{out}");
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(e2fsck_fn(&img), 0, "{out}");
+}

@@ -48,7 +48,7 @@ fn pass2(out: &str) -> String {
 /// ext2, 1 KiB blocks, /big indexed by `e2fsck -fyD`, then the hash of
 /// the root's second index entry lowered to 2: the first leaf's entries
 /// lie above its range.
-fn bad_hash_image() -> PathBuf {
+pub(crate) fn bad_hash_image() -> PathBuf {
     cached_image("parity-htree-hash", |img| {
         let tree = cache_dir().join("parity-htree-tree");
         let _ = std::fs::remove_dir_all(&tree);
