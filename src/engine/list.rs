@@ -91,7 +91,13 @@ impl<T: Copy> ScratchList<T> {
                 .max(room * 2)
                 .max(4096 / std::mem::size_of::<T>().max(1));
             match Self::copy_to(self, cap, s) {
-                Some(moved) => *self = moved,
+                Some(moved) => {
+                    // The old mapping goes (its stretch of the file a
+                    // hole); the copy made the new one resident, up to
+                    // the whole list at once: over the cap, dropped now.
+                    *self = moved;
+                    s.check();
+                }
                 None => {
                     self.vec_mut().extend_from_slice(xs);
                     return;
@@ -112,8 +118,9 @@ impl<T: Copy> ScratchList<T> {
     /// scratch file is copied back to memory first).
     pub fn vec_mut(&mut self) -> &mut Vec<T> {
         if let At::Scratch { .. } = self.at {
+            // The mapping is dropped with the list it was (`Drop`).
             let v = self.to_vec();
-            self.at = At::Heap(v);
+            drop(std::mem::replace(self, ScratchList { at: At::Heap(v) }));
         }
         match &mut self.at {
             At::Heap(v) => v,
@@ -252,5 +259,31 @@ mod tests {
         // Small lists, or no scratch file: memory.
         assert!(!ScratchList::settle(vec![1u32; 10], Some(&s)).in_scratch());
         assert!(!ScratchList::settle(v, None).in_scratch());
+    }
+
+    #[test]
+    fn a_grown_list_is_in_the_file_once() {
+        // Each move to a larger mapping leaves a hole where the list was
+        // (and the list pushed to memory leaves one too): the file holds
+        // the live list, not every copy of it.
+        let s = Arc::new(Spill::new(0, &std::env::temp_dir()).expect("scratch file"));
+        let mut g = ScratchList::new();
+        for k in 0..(1u64 << 19) {
+            g.extend_from_slice(&[k], Some(&s));
+        }
+        let live = g.bytes();
+        assert_eq!(live, 4 << 20);
+        let held = s.allocated_bytes();
+        assert!(
+            held <= live + live / 8,
+            "{held} bytes allocated for a list of {live}"
+        );
+        g.push(1);
+        assert!(!g.in_scratch());
+        assert!(
+            s.allocated_bytes() <= live / 8,
+            "{} bytes allocated for no list",
+            s.allocated_bytes()
+        );
     }
 }
