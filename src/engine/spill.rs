@@ -173,6 +173,26 @@ impl Spill {
         }
     }
 
+    /// The page size mappings are rounded to.
+    pub(crate) fn page(&self) -> usize {
+        self.page
+    }
+
+    /// Drops `len` bytes from `addr` (whole pages of a map of this file)
+    /// from memory; their data stays in the file.
+    #[allow(unsafe_code)]
+    pub(crate) fn drop_pages(&self, addr: *const u8, len: usize) {
+        if len == 0 {
+            return;
+        }
+        // SAFETY: the caller passes whole pages of a live shared mapping
+        // of our file; madvise(DONTNEED) on it keeps the data in the page
+        // cache and the file, and a later access faults it back.
+        unsafe {
+            libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED);
+        }
+    }
+
     /// Bytes of the scratch file in use on its file system (its
     /// allocated blocks; holes cost none).
     pub fn allocated_bytes(&self) -> u64 {
