@@ -452,6 +452,12 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     report
         .census
         .push(("pass-2 results", pass2::out_bytes(&piped.outs2)));
+    if spill.is_some() {
+        report.census.push((
+            "pass-2 results in the scratch file",
+            pass2::out_scratch_bytes(&piped.outs2),
+        ));
+    }
     // Pass 2's steps are directory blocks: all known once pass 1 is.
     progress.set_steps(2, piped.counts2.blocks);
     progress.pass_complete(1);

@@ -466,7 +466,16 @@ pub(crate) fn finish(
     state.add_links_other(links_other);
     state.add_unmapped(unmapped);
     state.stats.add(&stats);
+    // Both read every page of their lists: with `--max-memory`, a look
+    // at the resident size after each.
+    let look = |s: &State| {
+        if let Some(s) = &s.spill {
+            s.check();
+        }
+    };
+    look(state);
     dir_blocks.sort_unstable();
+    look(state);
     // Grown by doubling while merging: the spare half is dead weight for
     // the rest of the check.
     dir_blocks.shrink_to_fit();

@@ -30,7 +30,7 @@ use super::dirblock::{
 use super::htree_check;
 use super::problem::{Code, Problem, ProblemList};
 use super::state::{DirBlock, State, iflag};
-use crate::engine::{Control, Threads, par_map};
+use crate::engine::{Control, ScratchArena, ScratchSlice, Threads, par_map};
 use crate::fs::bytes::le32;
 use crate::fs::casefold;
 use crate::fs::dir_entry::{inode_at, rec_len_at};
@@ -368,7 +368,12 @@ pub(crate) fn finish(
     let mut ends = Vec::with_capacity(named_by.len());
     let mut names = Vec::new();
     let starts = entry_starts(&all);
-    for by in named_by.iter_mut() {
+    for (k, by) in named_by.iter_mut().enumerate() {
+        if k % 4096 == 0
+            && let Some(s) = &st.spill
+        {
+            s.tick();
+        }
         let mut parent = 0;
         if *by != NO_ENTRY {
             let (k, j) = entry_at(&starts, *by);
@@ -642,12 +647,12 @@ struct UnitRaw {
 pub(crate) struct UnitOut2 {
     /// (block key, directory key) of each block holding entries of `subs`
     /// (`SubdirRef::key`'s first two parts, shared by a block's entries).
-    keys: Box<[(u64, u64)]>,
-    subs: Box<[Sub]>,
+    keys: ScratchSlice<(u64, u64)>,
+    subs: ScratchSlice<Sub>,
     /// The names of `subs`.
-    names: Box<[u8]>,
+    names: ScratchSlice<u8>,
     /// (directory, its '..' target).
-    dotdots: Box<[(u32, u32)]>,
+    dotdots: ScratchSlice<(u32, u32)>,
     /// What few units have: problems, lost+found entries, htree records.
     rest: Option<Box<UnitRaw>>,
 }
@@ -711,12 +716,23 @@ impl UnitOut2 {
             || !sink.leaves.is_empty())
         .then(|| Box::new(UnitRaw { sink, marks }));
         UnitOut2 {
-            keys: keys.into_boxed_slice(),
-            subs,
-            names,
-            dotdots,
+            keys: keys.into(),
+            subs: subs.into(),
+            names: names.into(),
+            dotdots: dotdots.into(),
             rest,
         }
+    }
+
+    /// With `--max-memory`, moves what every unit has to the scratch
+    /// file (`arena`), where a trim drops it from memory (issue 17: 13
+    /// bytes an inode on a tree of small directories, the largest part
+    /// of such a check); the rare problems and records stay in memory.
+    pub(crate) fn settle(&mut self, arena: Option<&ScratchArena>) {
+        self.keys.settle(arena);
+        self.subs.settle(arena);
+        self.names.settle(arena);
+        self.dotdots.settle(arena);
     }
 
     /// Entry `j`'s order key (`SubdirRef::key`).
@@ -767,6 +783,22 @@ pub(crate) fn out_bytes(outs: &[UnitOut2]) -> u64 {
         })
         .sum();
     (per + std::mem::size_of_val(outs)) as u64
+}
+
+/// Of those, the bytes in `--max-memory`'s scratch file.
+pub(crate) fn out_scratch_bytes(outs: &[UnitOut2]) -> u64 {
+    fn b<T: Copy>(x: &ScratchSlice<T>) -> usize {
+        if x.in_scratch() {
+            std::mem::size_of_val(&**x)
+        } else {
+            0
+        }
+    }
+    let n: usize = outs
+        .iter()
+        .map(|o| b(&o.keys) + b(&o.subs) + b(&o.names) + b(&o.dotdots))
+        .sum();
+    n as u64
 }
 
 /// Asks the kernel for a unit's blocks (readahead, `hint_blocks`), unless
@@ -1270,8 +1302,17 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
     let n = st.dirs.len();
     let mut dotdot = vec![0u32; n];
     let mut probs = Vec::new();
+    // With `--max-memory` the units' results are read back from the
+    // scratch file: a look at the resident size every few units drops
+    // them again.
+    let tick = || {
+        if let Some(s) = &st.spill {
+            s.tick();
+        }
+    };
     for s in sinks {
-        for &(d, t) in &s.dotdots {
+        tick();
+        for &(d, t) in s.dotdots.iter() {
             if let Some(i) = dir_index_of(st, d)
                 && dotdot[i] == 0
             {
@@ -1290,6 +1331,7 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
     let mut twice: Vec<u32> = Vec::new();
     let mut g = 0u32;
     for s in sinks {
+        tick();
         for sub in s.subs.iter() {
             if let Some(i) = dir_index_of(st, sub.child) {
                 if named_by[i] == NO_ENTRY && Some(i) != root {

@@ -25,8 +25,8 @@ use super::pass1;
 use super::pass2::{self, Gated, StateTargets, Unit2, UnitOut2, Units2};
 use super::problem::ProblemList;
 use super::state::{DirBlock, State};
-use crate::engine::Budget;
 use crate::engine::pipeline::{self as pipe, Emit, Help};
+use crate::engine::{Budget, ScratchArena};
 use crate::error::{Error, Result};
 use crate::volume::Fs;
 use std::cell::RefCell;
@@ -110,6 +110,7 @@ pub(crate) fn run(
         let final_below = AtomicU32::new(0);
         let fsp = pass2::fs_params(fs);
         let targets = StateTargets::new(fs, st, Some(&policies));
+        let arena = st.spill.as_ref().map(ScratchArena::new);
         let cfg = pipe::Config {
             threads: most,
             // A slow device: more workers than CPUs keep more reads in
@@ -176,6 +177,7 @@ pub(crate) fn run(
                     final_below: &final_below,
                     targets: &targets,
                     bytes: &bytes[1],
+                    arena: arena.as_ref(),
                 };
                 at.run(unit, help)
             },
@@ -228,6 +230,8 @@ struct Stage2<'a> {
     targets: &'a StateTargets<'a>,
     /// Bytes pass 2 read.
     bytes: &'a AtomicU64,
+    /// `--max-memory`: where the units' results go.
+    arena: Option<&'a ScratchArena>,
 }
 
 impl Stage2<'_> {
@@ -249,9 +253,12 @@ impl Stage2<'_> {
         // A block whose entries name inodes pass 1 will reach soon
         // is checked now (entries wait, the worker scanning
         // meanwhile); one that needs much more of pass 1 is parked
-        // until then, rather than holding the worker — as long as
-        // what is parked stays within the queue's bound (it is read
-        // again when it runs).
+        // until then (read again when it runs), however many are
+        // parked: a parked block costs what a queued one does, while a
+        // unit that waits far ahead runs pass-1 units whose merges
+        // queue every directory block behind it with nobody draining
+        // (dir50-1k at 10M inodes, parking held to 32,768 blocks: 4.9M
+        // of 5M blocks queued at once, 250 MiB, the check's peak).
         let mut parked: Vec<(usize, DirBlock)> = Vec::new();
         let mut plan = |db: &DirBlock, b: &[u8]| {
             let top = pass2::max_target(fsp, b);
@@ -260,7 +267,7 @@ impl Stage2<'_> {
             }
             let need = scan.units_needed(top);
             let h = help.borrow();
-            if h.near(need) || !h.may_park(parked.len() as u64 + 1) {
+            if h.near(need) {
                 return true;
             }
             parked.push((need, *db));
@@ -276,7 +283,9 @@ impl Stage2<'_> {
             base: targets,
             gate,
         };
-        let (out, ready) = pass2::check_unit2(fs, fsp, unit, &gated, &mut plan, &mut buf, own_hint);
+        let (mut out, ready) =
+            pass2::check_unit2(fs, fsp, unit, &gated, &mut plan, &mut buf, own_hint);
+        out.settle(self.arena);
         put_buffer(buf);
         let help = help.into_inner();
         if let Some(r) = ready {

@@ -46,21 +46,39 @@ impl<T: Copy> ScratchList<T> {
     pub fn settle(v: Vec<T>, spill: Option<&Arc<Spill>>) -> ScratchList<T> {
         match spill {
             Some(s) if std::mem::size_of_val(v.as_slice()) >= 4096 => {
-                Self::copy_to(&v, v.len(), s).unwrap_or(ScratchList { at: At::Heap(v) })
+                Self::copy_to(&v, v.len(), s, false).unwrap_or(ScratchList { at: At::Heap(v) })
             }
             _ => ScratchList { at: At::Heap(v) },
         }
     }
 
     /// `v` in a new mapping of room for `cap` values; None if the file
-    /// cannot grow.
+    /// cannot grow. `v_mapped`: `v` is a mapping of `s`'s file (a list
+    /// moving to a larger one), whose pages are dropped from memory as
+    /// they are copied: the move holds the list once, not twice.
     #[allow(unsafe_code)]
-    fn copy_to(v: &[T], cap: usize, s: &Arc<Spill>) -> Option<ScratchList<T>> {
+    fn copy_to(v: &[T], cap: usize, s: &Arc<Spill>, v_mapped: bool) -> Option<ScratchList<T>> {
         let ptr = s.map(cap * std::mem::size_of::<T>())?.cast::<T>();
-        // SAFETY: the mapping is page-aligned (so aligned for T), room
-        // for `cap` >= `v.len()` values, fresh, and does not overlap `v`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(v.as_ptr(), ptr.as_ptr(), v.len());
+        let size = std::mem::size_of::<T>().max(1);
+        let piece = ((1 << 20) / size).max(1);
+        let mut dropped = 0usize;
+        for start in (0..v.len()).step_by(piece) {
+            let n = piece.min(v.len() - start);
+            // SAFETY: the mapping is page-aligned (so aligned for T), room
+            // for `cap` >= `v.len()` values, fresh, and does not overlap `v`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(v.as_ptr().add(start), ptr.as_ptr().add(start), n);
+            }
+            if v_mapped {
+                // Whole pages of `v` copied so far (`v` starts a mapping,
+                // page-aligned); their data stays in the file.
+                let done = (start + n) * size / s.page() * s.page();
+                s.drop_pages(
+                    v.as_ptr().cast::<u8>().wrapping_add(dropped),
+                    done - dropped,
+                );
+                dropped = done;
+            }
         }
         Some(ScratchList {
             at: At::Scratch {
@@ -90,8 +108,14 @@ impl<T: Copy> ScratchList<T> {
             let cap = need
                 .max(room * 2)
                 .max(4096 / std::mem::size_of::<T>().max(1));
-            match Self::copy_to(self, cap, s) {
-                Some(moved) => *self = moved,
+            match Self::copy_to(self, cap, s, room > 0) {
+                Some(moved) => {
+                    // The old mapping goes (its stretch of the file a
+                    // hole); the copy made the new one resident, up to
+                    // the whole list: over the cap, dropped now.
+                    *self = moved;
+                    s.check();
+                }
                 None => {
                     self.vec_mut().extend_from_slice(xs);
                     return;
@@ -112,8 +136,9 @@ impl<T: Copy> ScratchList<T> {
     /// scratch file is copied back to memory first).
     pub fn vec_mut(&mut self) -> &mut Vec<T> {
         if let At::Scratch { .. } = self.at {
+            // The mapping is dropped with the list it was (`Drop`).
             let v = self.to_vec();
-            self.at = At::Heap(v);
+            drop(std::mem::replace(self, ScratchList { at: At::Heap(v) }));
         }
         match &mut self.at {
             At::Heap(v) => v,
@@ -252,5 +277,31 @@ mod tests {
         // Small lists, or no scratch file: memory.
         assert!(!ScratchList::settle(vec![1u32; 10], Some(&s)).in_scratch());
         assert!(!ScratchList::settle(v, None).in_scratch());
+    }
+
+    #[test]
+    fn a_grown_list_is_in_the_file_once() {
+        // Each move to a larger mapping leaves a hole where the list was
+        // (and the list pushed to memory leaves one too): the file holds
+        // the live list, not every copy of it.
+        let s = Arc::new(Spill::new(0, &std::env::temp_dir()).expect("scratch file"));
+        let mut g = ScratchList::new();
+        for k in 0..(1u64 << 19) {
+            g.extend_from_slice(&[k], Some(&s));
+        }
+        let live = g.bytes();
+        assert_eq!(live, 4 << 20);
+        let held = s.allocated_bytes();
+        assert!(
+            held <= live + live / 8,
+            "{held} bytes allocated for a list of {live}"
+        );
+        g.push(1);
+        assert!(!g.in_scratch());
+        assert!(
+            s.allocated_bytes() <= live / 8,
+            "{} bytes allocated for no list",
+            s.allocated_bytes()
+        );
     }
 }

@@ -3,6 +3,7 @@
 //!
 //! Knows nothing of ext4.
 
+pub mod arena;
 pub mod bitmap;
 pub mod budget;
 pub mod clock;
@@ -14,6 +15,7 @@ pub mod progress;
 pub mod readahead;
 pub mod spill;
 
+pub use arena::{ScratchArena, ScratchSlice};
 pub use bitmap::{AtomicBitmap, LinkCounts};
 pub use budget::Budget;
 pub use clock::Clock;

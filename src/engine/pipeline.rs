@@ -159,13 +159,6 @@ impl<U> Help<'_, U> {
         self.inner.near(need)
     }
 
-    /// May `items` more items be parked? Parked work waits in memory and
-    /// is read again when it runs: it is held within the queue's largest
-    /// bound, beyond which a unit waits (helping stage 0) instead.
-    pub fn may_park(&self, items: u64) -> bool {
-        self.inner.may_park(items)
-    }
-
     /// Queues `unit` (of `items` items) to run once `need` stage-0 units
     /// are merged (at the front of the queue then): for work that would
     /// otherwise hold a worker waiting for much of stage 0. Its result
@@ -194,7 +187,6 @@ trait HelpInner<U> {
     fn readahead(&self) -> bool;
     fn merged(&self) -> usize;
     fn near(&self, need: usize) -> bool;
-    fn may_park(&self, items: u64) -> bool;
     fn defer(&mut self, unit: U, items: u64, need: usize);
 }
 
@@ -792,16 +784,6 @@ impl<S0, R0: Send, U1: Send + Sync> HelpInner<U1> for Helper<'_, '_, '_, S0, R0,
         need <= s.next0.saturating_add(s.limit.max(1))
     }
 
-    fn may_park(&self, items: u64) -> bool {
-        // Up to the queue's most, not its current bound: a parked item is
-        // a few bytes until it runs, while a unit that waits instead runs
-        // stage-0 units whose merges keep queueing with nobody draining
-        // (files-10M: 88,000 of 100,000 directory blocks queued at once,
-        // half the check's peak memory).
-        let s = lock(&self.pipe.sched);
-        s.deferred_items + items <= s.bound.max(self.pipe.cfg.bound.1)
-    }
-
     fn defer(&mut self, unit: U1, items: u64, need: usize) {
         let p = self.pipe;
         let need = need.min(p.n0);
@@ -992,6 +974,51 @@ mod tests {
             want.sort_unstable();
             assert_eq!(done, want, "threads {t}");
             assert_eq!(st.units[1], 60 + st.deferred_units);
+        }
+    }
+
+    #[test]
+    fn parking_every_far_unit_keeps_the_queue_small() {
+        // Issue 17: every stage-0 unit emits a unit needing the last one
+        // (a directory block naming far inodes) and one it can run now.
+        // Parked, the far ones wait as a few bytes each; a unit that
+        // waited instead would run stage 0 to its end, its merges
+        // queueing every near unit with nobody draining them.
+        let n0 = 400;
+        for t in [1, 2] {
+            let certified = AtomicUsize::new(0);
+            let (r, st) = run(
+                &Config {
+                    bound: (4, 16),
+                    ..cfg(t)
+                },
+                n0,
+                &|_| 1,
+                &|| (),
+                &|_, u| u,
+                &mut |u, _, e: &mut Emit<(usize, bool)>| {
+                    certified.store(u + 1, Ordering::Release);
+                    e.push((n0 - 1, false), 1);
+                    e.push((u, false), 1);
+                },
+                &|_| None,
+                &|| (),
+                &|_, &(need, parked), h| {
+                    if !parked && certified.load(Ordering::Acquire) <= need && !h.near(need + 1) {
+                        h.defer((need, true), 1, need + 1);
+                        return None;
+                    }
+                    h.until(&|| certified.load(Ordering::Acquire) > need);
+                    Some(need)
+                },
+            );
+            assert_eq!(r.into_iter().flatten().count(), 2 * n0, "threads {t}");
+            assert!(
+                st.queue_max <= 64,
+                "threads {t}: {} units queued at once",
+                st.queue_max
+            );
+            assert!(st.helped <= 8, "threads {t}: {} helped", st.helped);
         }
     }
 

@@ -46,9 +46,10 @@ pub struct Spill {
     file: File,
     cap: u64,
     page: usize,
-    /// (address, bytes) of every live map in the file.
-    regions: Mutex<Vec<(usize, usize)>>,
-    /// Bytes of the file handed out so far (maps are never moved).
+    /// (address, bytes, offset in the file) of every live map.
+    regions: Mutex<Vec<(usize, usize, u64)>>,
+    /// Bytes of the file handed out so far (a map's stretch is never
+    /// handed out again: once unmapped it is a hole).
     end: Mutex<u64>,
     ticks: AtomicU64,
     mapped: AtomicU64,
@@ -137,25 +138,66 @@ impl Spill {
         self.regions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push((p as usize, len));
+            .push((p as usize, len, off));
         self.mapped.fetch_add(len as u64, Ordering::Relaxed);
         Some(ptr)
     }
 
-    /// Unmaps what `map` returned for `bytes`.
+    /// Unmaps what `map` returned for `bytes`, and punches a hole where
+    /// it was in the file: its pages leave the page cache and its blocks
+    /// the disk (a list moved to a larger mapping would otherwise leave
+    /// its old copy behind, the file twice its live data).
     #[allow(unsafe_code)]
     pub(crate) fn unmap(&self, ptr: std::ptr::NonNull<u8>, bytes: usize) {
         let len = bytes.div_ceil(self.page) * self.page;
         let addr = ptr.as_ptr() as usize;
         let mut regions = self.regions.lock().unwrap_or_else(|e| e.into_inner());
-        regions.retain(|&(a, _)| a != addr);
+        let off = regions.iter().find(|r| r.0 == addr).map(|r| r.2);
+        regions.retain(|&(a, _, _)| a != addr);
         drop(regions);
         // SAFETY: exactly a mapping `map` made, of `len` bytes, no longer
         // referenced (its owner is being dropped); then a hole punched in
-        // the file where it was, our own.
+        // the file where it was, our own, which no other map covers.
         unsafe {
             libc::munmap(ptr.as_ptr() as *mut libc::c_void, len);
+            if let Some(off) = off {
+                // A file system without hole punching keeps the blocks:
+                // the scratch file is only larger, never wrong.
+                libc::fallocate(
+                    self.file.as_raw_fd(),
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    off as libc::off_t,
+                    len as libc::off_t,
+                );
+            }
         }
+    }
+
+    /// The page size mappings are rounded to.
+    pub(crate) fn page(&self) -> usize {
+        self.page
+    }
+
+    /// Drops `len` bytes from `addr` (whole pages of a map of this file)
+    /// from memory; their data stays in the file.
+    #[allow(unsafe_code)]
+    pub(crate) fn drop_pages(&self, addr: *const u8, len: usize) {
+        if len == 0 {
+            return;
+        }
+        // SAFETY: the caller passes whole pages of a live shared mapping
+        // of our file; madvise(DONTNEED) on it keeps the data in the page
+        // cache and the file, and a later access faults it back.
+        unsafe {
+            libc::madvise(addr as *mut libc::c_void, len, libc::MADV_DONTNEED);
+        }
+    }
+
+    /// Bytes of the scratch file in use on its file system (its
+    /// allocated blocks; holes cost none).
+    pub fn allocated_bytes(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        self.file.metadata().map_or(0, |m| m.blocks() * 512)
     }
 
     /// Counts one step of work (a unit merged, a unit checked): every
@@ -211,7 +253,7 @@ impl Spill {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        for (addr, len) in regions {
+        for (addr, len, _) in regions {
             // SAFETY: [addr, addr + len) is a live mapping of ours (the
             // region list is updated before a map is unmapped, and maps
             // are only unmapped when their owner, which outlives every
@@ -260,5 +302,22 @@ mod tests {
         assert!(b.get(77) && !b.get(78));
         drop(a);
         assert_eq!(s.regions.lock().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_unmapped_map_leaves_a_hole() {
+        let s = Arc::new(Spill::new(0, &std::env::temp_dir()).expect("scratch file"));
+        let a = AtomicBitmap::new_in(1 << 23, Some(&s));
+        for i in (0..1u64 << 23).step_by(512) {
+            a.set(i);
+        }
+        let full = s.allocated_bytes();
+        assert!(full >= 1 << 20, "{full} bytes allocated for 1 MiB of map");
+        drop(a);
+        assert!(
+            s.allocated_bytes() < full / 8,
+            "{} bytes still allocated of {full}",
+            s.allocated_bytes()
+        );
     }
 }

@@ -305,3 +305,34 @@ fn directory_lists_go_to_the_scratch_file() {
         mapped[1]
     );
 }
+
+#[test]
+fn pass_two_results_go_to_the_scratch_file() {
+    // Issue 17: pass 2's per-unit results (the entries naming
+    // directories, their names, each directory's '..') are the largest
+    // part of a check of many small directories; past the cap they live
+    // in the scratch file, and the report is the uncapped one.
+    let dir = TempDir::new("max-memory-results");
+    let n = 6000;
+    let img = tree_image(&dir, "dirs", n, true);
+    let (plain, free) = report(&img, &["-m", "2"]);
+    assert!(
+        free["census"]["pass-2 results in the scratch file"].is_null(),
+        "{free}"
+    );
+    for t in ["1", "2"] {
+        let (capped, mem) = report(&img, &["-m", t, "--max-memory", "64K"]);
+        assert_eq!(plain, capped, "-m {t}: capped report differs");
+        let c = &mem["census"];
+        let all = c["pass-2 results"].as_u64().unwrap_or(0);
+        let moved = c["pass-2 results in the scratch file"]
+            .as_u64()
+            .unwrap_or(0);
+        // Each directory: its entry (12 bytes), its name, its '..' (8).
+        assert!(
+            moved >= 20 * n as u64,
+            "-m {t}: {moved} of {all} bytes moved"
+        );
+        assert!(moved * 2 >= all, "-m {t}: {moved} of {all} bytes moved");
+    }
+}
