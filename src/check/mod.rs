@@ -416,6 +416,19 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     Ok(Pass0::Go(fs))
 }
 
+/// The bytes each structure of the check holds, pass 2's results last.
+fn census(state: &State, outs2: &[pass2::UnitOut2], spilled: bool) -> Vec<(&'static str, u64)> {
+    let mut out = state.census();
+    out.push(("pass-2 results", pass2::out_bytes(outs2)));
+    if spilled {
+        out.push((
+            "pass-2 results in the scratch file",
+            pass2::out_scratch_bytes(outs2),
+        ));
+    }
+    out
+}
+
 /// Passes 1 to 5 (and the quota check) after pass 0.
 fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Result<Checked> {
     let ctl = &opts.control;
@@ -428,9 +441,8 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     );
     // Fixed, or sized again before each pass from the CPUs left idle.
     let mut budget = Budget::new((!opts.auto_threads).then_some(opts.threads.0));
-    // Passes 1 and 2 overlap: pass 2 checks directory blocks while pass
-    // 1 scans (`pipeline.rs`); pass 1's end, pass 1B and the rest of pass
-    // 2 follow once pass 1 is whole.
+    // Passes 1 and 2 overlap (`pipeline.rs`): pass 2 checks directory
+    // blocks while pass 1 scans, and finishes once pass 1 is whole.
     // e2fsck's progress steps: groups in passes 1 and 4, each group's
     // two bitmaps in pass 5 (passes 2 and 3 as soon as they are known).
     let groups = u64::from(fs.geo.groups);
@@ -448,16 +460,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     if let Some(s) = spill {
         s.check();
     }
-    report.census = state.census();
-    report
-        .census
-        .push(("pass-2 results", pass2::out_bytes(&piped.outs2)));
-    if spill.is_some() {
-        report.census.push((
-            "pass-2 results in the scratch file",
-            pass2::out_scratch_bytes(&piped.outs2),
-        ));
-    }
+    report.census = census(&state, &piped.outs2, spill.is_some());
     // Pass 2's steps are directory blocks: all known once pass 1 is.
     progress.set_steps(2, piped.counts2.blocks);
     progress.pass_complete(1);

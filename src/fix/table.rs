@@ -338,13 +338,11 @@ const TABLE: &[Entry] = &[
     row(Code::SbFreeInodesInvalid, F::Summary, S),
     // Alone when the value is impossible: pass 1 skipped inodes.
     row(Code::GdItableUnused, F::Summary, S | ALONE),
-    // An entry naming an inode its group's marks hide: the marks go and,
-    // as e2fsck restarts, the next round reads those inodes.
-    row(Code::DirEntryUninitGroup, F::Summary, S | ALONE),
-    row(Code::DirEntryUnusedArea, F::Summary, S | ALONE),
     row(Code::GroupUninitFlags, F::Summary, S),
     row(Code::GdUninitWithoutCsum, F::Summary, S),
     row(Code::GdBlockUninitLastGroup, F::Summary, S),
+    // An entry naming an inode its group's marks hide: the marks go and,
+    // as e2fsck restarts, the next round reads those inodes.
     row(Code::DirEntryUnusedArea, F::UnusedMark, S),
     row(Code::DirEntryUninitGroup, F::UnusedMark, S),
     row(Code::DirBlockCorrupt, F::DirBlock, S),
