@@ -196,7 +196,7 @@ pub(super) fn after_unused_entries(fs: &Fs, pass2: &mut ProblemList) {
 const EXT2_OS_HURD: u32 = 1;
 
 /// The file type e2fsck checks on an entry naming an unused inode that it
-/// keeps: told no (see [`after_unused_entries`]), or under -y once it
+/// keeps: told no (see `after_unused_entries`), or under -y once it
 /// knows it will start over (then it clears no such entry). The problem,
 /// if the type is wrong.
 pub fn kept_unused_entry_type(fs: &Fs, p: &Problem) -> Option<Problem> {
