@@ -223,7 +223,7 @@ problems! {
     InodeLargeFileNoFeature = ("0x1024", P1, Error, true, "Inode {ino} is larger than 2 GiB but the large_file feature is not set"),
     InodeIndexNoFeature = ("0x1025", P1, Error, true, "Inode {ino} has INDEX_FL flag set on a file system without htree support"),
     // e2fsck asks at the end of pass 1, though its code is pass 2's.
-    FeatureLargeDirs = ("0x10EA", P1, Error, true, "Filesystem has large directories, but lacks LARGE_DIR flag in superblock"),
+    FeatureLargeDirs = ("0x10EC", P1, Error, true, "Filesystem has large directories, but lacks LARGE_DIR flag in superblock"),
     InodeIndexNotDir = ("0x1026", P1, Error, true, "Inode {ino} has INDEX_FL flag set but is not a directory"),
     InodeImagic = ("0x1027", P1, Error, false, "Inode {ino} has imagic flag set"),
     InodeInUseBitmapClear = ("0x1028", P1, Error, true, "Inode {ino} is in use but is beyond the group's unused-inode mark (itable_unused)"),

@@ -203,7 +203,7 @@ pub(super) fn fix_flag(
 /// (uninit_bg seeds them with the UUID; e2fsck leaves a metadata_csum
 /// file system alone, so the check never asks for that).
 pub(super) fn new_uuid(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
-    let uuid = random_uuid();
+    let uuid = uuid_of(&fs.sb.raw);
     vol::edit_superblock(fs, overlay, |sb| sb.set_uuid(&uuid))?;
     if fs.sb.group_desc_csum() {
         let mut sb = fs.sb.clone();
@@ -226,18 +226,16 @@ pub(super) fn new_uuid(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
     Ok(true)
 }
 
-/// 16 random bytes marked as a version 4, RFC 4122 UUID; never all zero.
-fn random_uuid() -> [u8; 16] {
-    use std::io::Read;
+/// A version 4 (RFC 4122) UUID drawn from the superblock's bytes rather
+/// than a random device: the same image gets the same repaired bytes at
+/// any thread count and on a rerun (pfsck's determinism rule), and two
+/// file systems still differ wherever their superblocks do (times,
+/// counts). Never all zero: the version bits are set.
+fn uuid_of(sb_raw: &[u8]) -> [u8; 16] {
     let mut u = [0u8; 16];
-    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut u));
-    if read.is_err() {
-        // No random device: the time and the process, still unique
-        // enough to tell two file systems apart.
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        u.copy_from_slice(&(t ^ u128::from(std::process::id())).to_le_bytes());
+    for (k, part) in u.chunks_exact_mut(4).enumerate() {
+        let seed = 0x5EED_0000 | u32::try_from(k).unwrap_or(0);
+        part.copy_from_slice(&crate::fs::checksum::crc32c_raw(seed, sb_raw).to_le_bytes());
     }
     u[6] = (u[6] & 0x0f) | 0x40;
     u[8] = (u[8] & 0x3f) | 0x80;
