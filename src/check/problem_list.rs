@@ -140,6 +140,24 @@ impl ProblemList {
             .filter_map(|(k, r)| Some((k, decode(r)?)))
     }
 
+    /// The problems in the order a report prints them, pass by pass (a
+    /// check that ended early may not have sorted them), with their
+    /// indices in the list.
+    pub fn in_print_order(&self) -> impl Iterator<Item = (usize, Problem)> + '_ {
+        use super::problem::Pass;
+        [
+            Pass::Super,
+            Pass::P1,
+            Pass::P1B,
+            Pass::P2,
+            Pass::P3,
+            Pass::P4,
+            Pass::P5,
+        ]
+        .into_iter()
+        .flat_map(|pass| self.iter_where(move |c| c.spec().pass == pass))
+    }
+
     /// Each problem's encoded bytes: equal for equal problems, so they
     /// can be hashed and compared without decoding.
     pub fn keys(&self) -> impl Iterator<Item = &[u8]> {
@@ -182,6 +200,16 @@ impl ProblemList {
                 self.append_records(rec, 1);
             }
         }
+    }
+
+    /// Keeps the first `n` problems: where a check stops, e2fsck's report
+    /// ends.
+    pub fn truncate(&mut self, n: usize) {
+        let mut k = 0;
+        self.retain(|_| {
+            k += 1;
+            k <= n
+        });
     }
 
     /// Each problem's pass, in order; cheap (the code byte only).

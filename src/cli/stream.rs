@@ -198,23 +198,9 @@ impl Streamer {
             let _ = out.flush();
         }
         self.first_done = true;
-        // The answers were given in the order the problems were printed,
-        // pass by pass; the report lists them in that order too, but a
-        // check that ended early may not have sorted them.
+        // The answers were given in the order the problems were printed.
         let mut yes = vec![false; rep.problems.len()];
-        use crate::check::problem::Pass;
-        let order = [
-            Pass::Super,
-            Pass::P1,
-            Pass::P1B,
-            Pass::P2,
-            Pass::P3,
-            Pass::P4,
-            Pass::P5,
-        ]
-        .into_iter()
-        .flat_map(|pass| rep.problems.iter_where(move |c| c.spec().pass == pass))
-        .map(|(k, _)| k);
+        let order = rep.problems.in_print_order().map(|(k, _)| k);
         let all = self.asker.as_ref().is_some_and(|a| a.all());
         let answers = std::mem::take(&mut self.answers).finish(all);
         for (k, a) in order.zip(answers) {

@@ -44,22 +44,10 @@ fn when(c: Code) -> Option<When> {
 /// The problems of `rep` in the order the report prints them (pass by
 /// pass), with their indices.
 fn in_order(rep: &Report) -> Vec<(usize, Code, Pass)> {
-    let passes = [
-        Pass::Super,
-        Pass::P1,
-        Pass::P1B,
-        Pass::P2,
-        Pass::P3,
-        Pass::P4,
-        Pass::P5,
-    ];
-    let mut v = Vec::new();
-    for pass in passes {
-        for (k, p) in rep.problems.iter_where(|c| c.spec().pass == pass) {
-            v.push((k, p.code, pass));
-        }
-    }
-    v
+    rep.problems
+        .in_print_order()
+        .map(|(k, p)| (k, p.code, p.code.spec().pass))
+        .collect()
 }
 
 /// Where e2fsck -y, answering yes to everything, would start over on the
