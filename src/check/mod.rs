@@ -615,11 +615,7 @@ fn stop_at_corrupt_dir(problems: &mut ProblemList) -> bool {
     else {
         return false;
     };
-    let mut k = 0;
-    problems.retain(|_| {
-        k += 1;
-        k <= at + 1
-    });
+    problems.truncate(at + 1);
     problems.push(problem::Problem::new(problem::Code::StoppedAtCorruptDir));
     true
 }
@@ -636,11 +632,7 @@ fn stop_at_illegal_indirect(problems: &mut ProblemList) -> bool {
         return false;
     };
     let ino = problems.iter().nth(at).and_then(|p| p.args().ino);
-    let mut k = 0;
-    problems.retain(|_| {
-        k += 1;
-        k <= at + 1
-    });
+    problems.truncate(at + 1);
     let mut stop = problem::Problem::new(problem::Code::StoppedAtIllegalIndirect);
     if let Some(ino) = ino {
         stop = stop.ino(ino);

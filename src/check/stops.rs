@@ -292,11 +292,7 @@ pub(super) fn at_bad_blocks_inode(fs: &Fs, problems: &mut ProblemList) -> bool {
     }) else {
         return false;
     };
-    let mut k = 0;
-    problems.retain(|_| {
-        k += 1;
-        k <= at + 1
-    });
+    problems.truncate(at + 1);
     problems.push(Problem::new(Code::StoppedAtInodeChecksumP1).ino(Ino(inode::BAD_INO)));
     true
 }
@@ -319,11 +315,7 @@ pub(super) fn at_bad_blocks_indirect(problems: &mut ProblemList) -> bool {
     else {
         return false;
     };
-    let mut k = 0;
-    problems.retain(|_| {
-        k += 1;
-        k <= at + 1
-    });
+    problems.truncate(at + 1);
     problems.push(Problem::new(Code::StoppedAtBadBlocksInode).ino(Ino(inode::BAD_INO)));
     true
 }
