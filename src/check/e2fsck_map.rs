@@ -94,7 +94,8 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeBadFlags => &[
             0x010077, 0x01005C, 0x02000D, 0x020044, 0x010082, 0x010078, 0x010079, 0x01007A,
         ],
-        InodeExtentsNoFeature => &[0x01005A, 0x01005B],
+        InodeExtentsNoFeature => &[0x01005A],
+        InodeExtentFormatNoFeature => &[0x01005B],
         InodeInlineNoFeature => &[0x010070, 0x01006F],
         InodeIllegalBlock => &[0x01000E, 0x010012, 0x010044, 0x010046],
         InodeTooManyIllegalBlocks => &[0x010011],

@@ -1050,7 +1050,17 @@ fn check_flag_features(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8]
         && !ctx.extents
         && (links > 0 || matches!(ino, inode::BAD_INO | inode::ROOT_INO | inode::JOURNAL_INO))
     {
-        c.report(Problem::new(Code::InodeExtentsNoFeature).ino(Ino(ino)));
+        // e2fsck first offers to set the feature for a sound root; a
+        // repair says yes once and the rest read as extents
+        // (`extents_feature_asked_once`); declined, or for a bad root, it
+        // offers to clear the inode.
+        let sound = extent_mapped(ctx, inode);
+        if sound {
+            c.report(Problem::new(Code::InodeExtentFormatNoFeature).ino(Ino(ino)));
+        }
+        if !sound || ctx.read_only {
+            c.report(Problem::new(Code::InodeExtentsNoFeature).ino(Ino(ino)));
+        }
     }
     if ctx.extents
         && !inode.has_flag(flags::EXTENTS)
@@ -1086,6 +1096,27 @@ fn check_flag_features(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8]
                 .detail("part of a corrupted orphan linked list"),
         );
     }
+}
+
+/// Is the inode's map an extent tree? Without the feature the library
+/// still follows a flagged inode whose root header is sound, as e2fsck's
+/// block iteration does while it offers to set the feature.
+fn extent_mapped(ctx: &Ctx, inode: &Inode) -> bool {
+    inode.has_flag(flags::EXTENTS)
+        && (ctx.extents || blockmap::header_problem(&inode.block, 60).is_none())
+}
+
+/// A repair sets the extents feature at the first inode in extent format
+/// (e2fsck asks once; after the yes, no other inode is in question), so
+/// only that inode's question stays in `problems`.
+pub fn extents_feature_asked_once(problems: &mut ProblemList) {
+    let mut seen = false;
+    problems.retain(|p| {
+        if p.code != Code::InodeExtentFormatNoFeature {
+            return true;
+        }
+        !std::mem::replace(&mut seen, true)
+    });
 }
 
 /// Does e2fsck judge the inode's pair of INLINE_DATA_FL and EXTENTS_FL
@@ -1953,7 +1984,7 @@ pub(crate) fn walk_map<V: MapVisitor>(
     if !bad_blocks && !has_valid_blocks(inode) {
         return false;
     }
-    if ctx.extents && inode.has_flag(flags::EXTENTS) && !bad_blocks {
+    if extent_mapped(ctx, inode) && !bad_blocks {
         let bs = u64::from(fs.geo.block_size);
         // Unsigned like e2fsck's: an empty file has every block past EOF
         // wrapped to "no block is past EOF".
@@ -2099,7 +2130,7 @@ fn check_blocks(
     let acl = check_file_acl(ctx, c, inode);
 
     let is_dir = inode.is_dir();
-    let extent_mapped = ctx.extents && inode.has_flag(flags::EXTENTS);
+    let extent_mapped = extent_mapped(ctx, inode);
     if inode.has_flag(flags::INDEX) {
         if !is_dir {
             c.report(Problem::new(Code::InodeIndexNotDir).ino(Ino(ino)));

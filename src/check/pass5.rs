@@ -29,8 +29,8 @@ use super::problem::{Code, Problem, ProblemList};
 use super::state::State;
 use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
-use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
-use crate::fs::num::{Blk, Group};
+use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT};
+use crate::fs::num::{Blk, Cluster, Group};
 use crate::narrow;
 use crate::volume::{ClusterMap, Fs};
 
@@ -71,6 +71,28 @@ fn inode_uninit(fs: &Fs, g: u32) -> bool {
 /// groups, with flex_bg), ORed into the bitmaps as read.
 fn uninit_overlay(fs: &Fs) -> Option<ClusterMap> {
     fs.uninit_view(|g| block_uninit(fs, g))
+}
+
+/// ORs into group bitmap `buf` (`n` bits from `first`) the blocks the
+/// library marks for BLOCK_UNINIT groups: e2fsck's bitmap as read carries
+/// them wherever flex_bg put them, so its checksum is taken over them and
+/// a rewrite stores them.
+fn or_overlay(buf: &mut [u8], overlay: &ClusterMap, first: Cluster, n: u64) {
+    let mut i = 0u64;
+    while i < n {
+        let take = (n - i).min(64);
+        let mut w = overlay.word_at(first + i);
+        if take < 64 {
+            w &= (1u64 << take) - 1;
+        }
+        let start = (i / 8) as usize;
+        for (k, b) in w.to_le_bytes().into_iter().enumerate() {
+            if let Some(slot) = buf.get_mut(start + k) {
+                *slot |= b;
+            }
+        }
+        i += 64;
+    }
 }
 
 /// Bit `i` of an on-disk bitmap block.
@@ -163,18 +185,14 @@ fn check_group_blocks(
             );
         } else {
             have_disk = true;
+            if let Some(o) = overlay {
+                or_overlay(buf, o, first, n);
+            }
             // e2fsck skips the checksum of a group flagged uninitialised
             // even where a bad descriptor checksum makes it read the
             // bitmap.
             if csum && !gd.has_flag(BG_BLOCK_UNINIT) {
-                let bytes = &buf[..(bpg / 8) as usize];
-                let c = group_desc::bitmap_checksum(&fs.sb, bytes, gd.wide);
-                let stored = if gd.wide {
-                    gd.block_bitmap_csum
-                } else {
-                    gd.block_bitmap_csum & 0xFFFF
-                };
-                out.block_csum_bad = c != stored;
+                out.block_csum_bad = !gd.block_bitmap_csum_ok(&fs.sb, &buf[..(bpg / 8) as usize]);
             }
         }
     } else {
@@ -257,14 +275,7 @@ fn check_group_inodes(
                 .push(Problem::new(Code::InodeBitmapPadding).group(Group(g)));
         }
         if csum && !gd.has_flag(BG_INODE_UNINIT) {
-            let bytes = &buf[..(ipg / 8) as usize];
-            let c = group_desc::bitmap_checksum(&fs.sb, bytes, gd.wide);
-            let stored = if gd.wide {
-                gd.inode_bitmap_csum
-            } else {
-                gd.inode_bitmap_csum & 0xFFFF
-            };
-            out.inode_csum_bad = c != stored;
+            out.inode_csum_bad = !gd.inode_bitmap_csum_ok(&fs.sb, &buf[..(ipg / 8) as usize]);
         }
     }
     let mut used = state.inode_used.count_range(ino0, ino0 + ipg);

@@ -173,6 +173,7 @@ problems! {
     InodeZeroDtimeDeleted = ("0x1004", P1, Error, true, "Deleted inode {ino} has zero dtime"),
     InodeBadFlags = ("0x1005", P1, Error, false, "Inode {ino} has flags {detail} set that are invalid for its type"),
     InodeExtentsNoFeature = ("0x1006", P1, Error, false, "Inode {ino} has EXTENTS_FL flag set on a file system without extents support"),
+    InodeExtentFormatNoFeature = ("0x1700", P1, Error, false, "Inode {ino} is in extent format, but the superblock lacks the extents feature"),
     InodeInlineNoFeature = ("0x1007", P1, Error, false, "Inode {ino} has INLINE_DATA_FL flag set on a file system without inline data support"),
     InodeIllegalBlock = ("0x1008", P1, Error, false, "Inode {ino} has an illegal block {blk} ({detail})"),
     InodeTooManyIllegalBlocks = ("0x1009", P1, Error, false, "Inode {ino} has too many illegal blocks"),

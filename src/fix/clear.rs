@@ -286,9 +286,10 @@ fn fix_inode(
         | Code::XattrEaInodeInvalid
         | Code::XattrBlockHeader
         | Code::XattrBlockEntries => fix_xattrs(fs, overlay, p, t),
-        Code::InodeInlineNoFeature | Code::InodeInlineData | Code::InodeExtentsNoFeature => {
-            fix_features(fs, state, overlay, p, round, t)
-        }
+        Code::InodeInlineNoFeature
+        | Code::InodeInlineData
+        | Code::InodeExtentsNoFeature
+        | Code::InodeExtentFormatNoFeature => fix_features(fs, state, overlay, p, round, t),
         _ => Ok(false),
     }
 }
@@ -356,6 +357,10 @@ fn fix_features(
                 m.set_flags(m.flags() & !flags::INLINE_DATA);
                 m.i_block_mut().fill(0);
             })
+        }
+        Code::InodeExtentFormatNoFeature => {
+            round.incompat |= incompat::EXTENTS;
+            Ok(true)
         }
         Code::InodeExtentsNoFeature => {
             if extents_fs {

@@ -251,6 +251,7 @@ const TABLE: &[Entry] = &[
     row(Code::InodeInlineNoFeature, F::Clear, S),
     row(Code::InodeInlineData, F::Clear, S),
     row(Code::InodeExtentsNoFeature, F::Clear, S),
+    row(Code::InodeExtentFormatNoFeature, F::Clear, S),
     row(Code::DirNlinkFeature, F::Clear, S),
     row(Code::FeatureLargeDirs, F::Clear, S),
     row(Code::InodeReallyDir, F::Clear, S),

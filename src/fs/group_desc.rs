@@ -170,6 +170,17 @@ impl GroupDesc {
     pub fn has_flag(&self, f: u16) -> bool {
         self.flags & f != 0
     }
+
+    /// Whether `bm`, the group's block bitmap (its bytes up to the last
+    /// bit of the group), carries the stored checksum.
+    pub fn block_bitmap_csum_ok(&self, sb: &Superblock, bm: &[u8]) -> bool {
+        bitmap_checksum(sb, bm, self.wide) == self.block_bitmap_csum
+    }
+
+    /// Whether `bm`, the group's inode bitmap, carries the stored checksum.
+    pub fn inode_bitmap_csum_ok(&self, sb: &Superblock, bm: &[u8]) -> bool {
+        bitmap_checksum(sb, bm, self.wide) == self.inode_bitmap_csum
+    }
 }
 
 /// The checksum descriptor `group` (raw bytes `b`) should carry, or None when

@@ -174,10 +174,18 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
                 true
             } else {
                 st.read_at(&fs.dev, gd.block_bitmap * bs as u64, &mut disk)?;
-                (0..bpg).any(|i| {
+                // e2fsck compares the bitmap as the library reads it, with
+                // the uninit groups' metadata ORed in; where only those
+                // bits are missing on disk, it rewrites the bitmap when its
+                // checksum is not that of the bitmap as read.
+                let read_differs = (0..bpg).any(|i| {
                     let on_disk = bit(&disk, i) || (i < n && view_bit(&view, first + i));
                     on_disk != (i >= n || found(i))
-                }) || !padded(&disk, bpg)
+                }) || !padded(&disk, bpg);
+                read_differs
+                    || (csum
+                        && disk != want
+                        && !gd.block_bitmap_csum_ok(&fs.sb, &want[..((bpg / 8) as usize).min(bs)]))
             };
             if differs {
                 st.stage(Blk(gd.block_bitmap), want.clone())?;

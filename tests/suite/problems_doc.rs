@@ -133,6 +133,10 @@ const DAMAGE: &[(Code, &str)] = &[
         "corruptions::ext2-extents-flag-without-feature",
     ),
     (
+        Code::InodeExtentFormatNoFeature,
+        "fuzz_finds::extents_feature_turned_off",
+    ),
+    (
         Code::InodeInlineNoFeature,
         "corruptions::ext4-inline-flag-without-feature",
     ),
