@@ -151,7 +151,7 @@ fn check_range(
         if ino == 1
             || (ino > ROOT_INO && ino < first_ino)
             || skip.inodes.contains(&ino)
-            || st.has_iflag(ino, iflag::IN_BAD_BLOCK)
+            || st.has_iflag(Ino(ino), iflag::IN_BAD_BLOCK)
         {
             continue;
         }
@@ -159,7 +159,7 @@ fn check_range(
         while other.next_if(|&&(i, _)| i < ino).is_some() {}
         let have = other.next_if(|&&(i, _)| i == ino).map_or(1, |&(_, n)| n);
         let mut seen = st.links_seen.get(Ino(ino));
-        let refs = st.ea_refs(ino);
+        let refs = st.ea_refs(Ino(ino));
         if refs > 0 {
             // Xattrs keep their values in it: it counts as linked once,
             // whatever entries name it (pass 2 reports those), and the
@@ -183,7 +183,7 @@ fn check_range(
             // EA_INODE_FL on an inode nothing refers to: the flag goes
             // (e2fsck takes it for a stray one) and the file is
             // reconnected as any other.
-            if st.has_iflag(ino, iflag::EA_INODE) {
+            if st.has_iflag(Ino(ino), iflag::EA_INODE) {
                 out.push(Problem::new(Code::InodeEaInodeSpurious).ino(Ino(ino)));
             }
             let kind = read(ino).map_or(Unreferenced::Other, |raw| classify(&raw));
@@ -202,7 +202,7 @@ fn check_range(
         if seen == have {
             continue;
         }
-        if dir && seen > 1 && have == 1 && st.has_iflag(ino, iflag::HTREE) {
+        if dir && seen > 1 && have == 1 && st.has_iflag(Ino(ino), iflag::HTREE) {
             // Counted 1 once it overflowed, it may now be exact again.
             if skip.repairing {
                 out.push(
@@ -247,18 +247,18 @@ mod tests {
         }
         let mut st = st;
         st.inode_dir.set(Ino(2));
-        st.set_i_links(2, 3);
-        st.set_i_links(11, 1);
-        st.set_i_links(12, 2);
-        st.set_i_links(13, 1);
-        st.set_i_links(14, 1);
-        st.set_i_links(15, 1);
+        st.set_i_links(Ino(2), 3);
+        st.set_i_links(Ino(11), 1);
+        st.set_i_links(Ino(12), 2);
+        st.set_i_links(Ino(13), 1);
+        st.set_i_links(Ino(14), 1);
+        st.set_i_links(Ino(15), 1);
         for _ in 0..3 {
             st.links_seen.incr(Ino(2));
         }
         st.links_seen.incr(Ino(11));
         st.links_seen.incr(Ino(12));
-        st.set_iflag(16, iflag::EA_INODE);
+        st.set_iflag(Ino(16), iflag::EA_INODE);
         let p = check(
             &st,
             32,
@@ -303,9 +303,9 @@ mod tests {
         let mut st = State::new(10, 32);
         for ino in [12u32, 13, 14] {
             st.inode_used.set(Ino(ino));
-            st.set_i_links(ino, 1);
+            st.set_i_links(Ino(ino), 1);
         }
-        st.set_i_links(14, 2);
+        st.set_i_links(Ino(14), 2);
         st.ea_inode_refs = vec![(12, 2), (13, 1), (14, 1)];
         // An entry naming an EA inode changes nothing here: it counts once.
         st.links_seen.incr(Ino(13));
@@ -354,9 +354,9 @@ mod tests {
         for ino in [12u32, 13] {
             st.inode_used.set(Ino(ino));
             st.inode_dir.set(Ino(ino));
-            st.set_i_links(ino, 1);
+            st.set_i_links(Ino(ino), 1);
         }
-        st.set_iflag(13, iflag::HTREE);
+        st.set_iflag(Ino(13), iflag::HTREE);
         for _ in 0..65010 {
             st.links_seen.incr(Ino(12));
         }

@@ -39,7 +39,7 @@ pub(super) fn fix(
     let (Some(Ino(dir)), Some(Blk(pblk))) = (p.args().ino, p.args().blk) else {
         return Ok(false);
     };
-    if state.has_iflag(dir, iflag::INLINE) {
+    if state.has_iflag(Ino(dir), iflag::INLINE) {
         return match (p.code, p.args().num) {
             (Code::DirBlockCorrupt, Some(part)) => salvage_inline(fs, overlay, dir, part),
             _ => Ok(false),
@@ -102,7 +102,7 @@ pub(super) fn fix_dot(
         return Ok(false);
     };
     if p.code != Code::DirDotMissing
-        || state.has_iflag(dir, iflag::INLINE)
+        || state.has_iflag(Ino(dir), iflag::INLINE)
         || !writable(fs, state, pblk)
     {
         return Ok(false);

@@ -29,7 +29,7 @@ const DIRECT: usize = 12;
 
 /// Closes the holes of directory `dir`; returns whether anything was staged.
 pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay, dir: u32) -> super::Result<bool> {
-    if !state.inode_dir.get(Ino(dir)) || state.has_iflag(dir, iflag::INLINE) {
+    if !state.inode_dir.get(Ino(dir)) || state.has_iflag(Ino(dir), iflag::INLINE) {
         return Ok(false);
     }
     let Some(mut raw) = vol::read_inode(fs, overlay, dir)? else {

@@ -66,10 +66,10 @@ pub(super) fn rebuild(
     dir: u32,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let Some(k) = state.dir_index(dir) else {
+    let Some(k) = state.dir_index(Ino(dir)) else {
         return Ok(false);
     };
-    if !state.inode_used.get(Ino(dir)) || state.has_iflag(dir, iflag::INLINE) {
+    if !state.inode_used.get(Ino(dir)) || state.has_iflag(Ino(dir), iflag::INLINE) {
         return Ok(false);
     }
     let mut blocks: Vec<(u32, u64)> = state
