@@ -21,8 +21,8 @@ use crate::fs::htree;
 use crate::fs::num::{Blk, Ino};
 use crate::narrow;
 
-/// Smallest record that can hold an entry with a name (header + 1..4 bytes).
-const MIN_REC_LEN: usize = 12;
+// Smallest record that can hold an entry with a name (header + 1..4 bytes).
+use crate::fs::dir_salvage::MIN_REC as MIN_REC_LEN;
 /// The (hash, minor hash) pair an encrypted casefolded entry carries.
 const DIRENT_HASH_LEN: usize = 8;
 /// e2fsck's EXT4_DX_BLOCK_MASK: the top 4 bits of an index entry's block
@@ -421,8 +421,15 @@ pub fn check_inline<T: Targets>(
             stored_hash: 0,
         };
         cx.entry(&dotdot, 1, out);
-        let walked = if iblock.len() > 4 {
-            walk(&mut cx, iblock, 4, iblock.len(), 2, out)
+        let walked = if iblock.len() > dir_entry::INLINE_ENTRIES_AT {
+            walk(
+                &mut cx,
+                iblock,
+                dir_entry::INLINE_ENTRIES_AT,
+                iblock.len(),
+                2,
+                out,
+            )
         } else {
             Walked {
                 clean: true,

@@ -38,7 +38,7 @@ use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use super::problem::{Code, Problem};
 use super::superblock;
 use crate::error::Result;
-use crate::fs::bytes::{le32, put_le32};
+use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode::{self as finode, Inode, InodeMut, flags};
 use crate::fs::num::{Blk, Ino};
@@ -469,7 +469,7 @@ impl<'a> Work<'a> {
                         self.trunc_ind(p, level, lblk, &t, &mut freed)?
                     };
                     if gone {
-                        put_le32(&mut root, i * 4, 0);
+                        finode::set_map_ptr(&mut root, i, 0);
                     }
                 }
                 lblk = lblk.saturating_add(span[level]);
@@ -540,7 +540,7 @@ impl<'a> Work<'a> {
                 self.trunc_ind(p, level - 1, child, t, freed)?
             };
             if gone {
-                put_le32(&mut b, i * 4, 0);
+                finode::set_map_ptr(&mut b, i, 0);
                 changed = true;
             }
         }
@@ -720,7 +720,7 @@ impl<'a> Work<'a> {
             }
             let apb = bs / 4;
             let mut lblk = 12u64;
-            for (level, &p) in [1u32, 2, 3].iter().zip(&ptrs[12..15]) {
+            for (level, &p) in [1u32, 2, 3].iter().zip(&ptrs[finode::DIRECT_BLOCKS..]) {
                 if p == 0 {
                     lblk = lblk.saturating_add(apb.saturating_pow(*level));
                     continue;

@@ -2188,7 +2188,13 @@ fn check_blocks(
         // e2fsck counts the files' maps, not those of the journal or the
         // other reserved inodes.
         let ptrs = inode.block_ptrs();
-        for (n, &p) in c.out.stats.ind_inodes.iter_mut().zip(&ptrs[12..]) {
+        for (n, &p) in c
+            .out
+            .stats
+            .ind_inodes
+            .iter_mut()
+            .zip(&ptrs[DIRECT_BLOCKS..])
+        {
             *n += u64::from(p != 0);
         }
     }

@@ -36,7 +36,7 @@ use crate::fs::casefold;
 use crate::fs::dir_entry::{inode_at, rec_len_at};
 use crate::fs::group_desc::BG_INODE_UNINIT;
 use crate::fs::htree;
-use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, ROOT_INO};
+use crate::fs::inode::{self, ROOT_INO, field};
 use crate::fs::num::{Ino, LBlk};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::fs::xattr;
@@ -55,12 +55,9 @@ const UNIT_BLOCKS: usize = 32;
 /// Directories per unit when reading inodes (generations, inline data).
 const INODE_UNIT: usize = 512;
 /// In-inode xattr area magic.
-const XATTR_IN_INODE_MAGIC: u32 = 0xEA02_0000;
 /// Size of i_block, the first part of an inline directory.
-const INLINE_IBLOCK: usize = 60;
+const INLINE_IBLOCK: usize = field::I_BLOCK_LEN;
 const EXT2_OS_HURD: u32 = 1;
-/// xattr name index of "system." names.
-const XATTR_INDEX_SYSTEM: u8 = 7;
 
 pub(crate) struct StateTargets<'a> {
     st: &'a State,
@@ -1027,7 +1024,7 @@ fn read_generations(fs: &Fs, inos: &[Ino], threads: Threads, ctl: &Control) -> V
                         }
                         *cur = blk;
                     }
-                    le32(buf, off + 0x64)
+                    le32(buf, off + field::I_GENERATION)
                 })
                 .collect()
         },
@@ -1218,7 +1215,7 @@ fn check_inline_dirs<T: Targets + Sync>(
                 let Ok(raw) = fs.read_inode_raw(ino.get()) else {
                     continue;
                 };
-                let iblock = raw.get(0x28..0x28 + INLINE_IBLOCK).unwrap_or(&[]);
+                let iblock = raw.get(field::I_BLOCK..field::I_BLOCK_END).unwrap_or(&[]);
                 let ea = inline_ea(&raw);
                 let size = INLINE_IBLOCK + ea.len();
                 // A directory's inline size must hold whole 4-byte records,
@@ -1240,27 +1237,9 @@ fn check_inline_dirs<T: Targets + Sync>(
 /// The value of the in-inode "system.data" attribute (the inline data past
 /// i_block), or empty.
 fn inline_ea(raw: &[u8]) -> &[u8] {
-    if raw.len() <= GOOD_OLD_INODE_SIZE {
-        return &[];
-    }
-    let extra = usize::from(inode::extra_isize(raw));
-    let start = GOOD_OLD_INODE_SIZE + extra;
-    if le32(raw, start) != XATTR_IN_INODE_MAGIC {
-        return &[];
-    }
-    let Some(area) = raw.get(start + 4..) else {
-        return &[];
-    };
-    let Ok(entries) = xattr::read_entries(area, 0) else {
-        return &[];
-    };
-    for e in entries {
-        if e.name_index == XATTR_INDEX_SYSTEM && e.name == b"data" && e.value_inum == 0 {
-            let s = e.value_offs as usize;
-            return area.get(s..s + e.value_size as usize).unwrap_or(&[]);
-        }
-    }
-    &[]
+    xattr::inline_data(raw)
+        .and_then(|d| raw.get(d.value.0..d.value.1))
+        .unwrap_or(&[])
 }
 
 /// No entry (in `Links`' per-directory entry numbers).

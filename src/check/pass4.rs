@@ -25,8 +25,7 @@ use super::problem::{Code, Problem, ProblemList};
 use super::state::{State, iflag};
 use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
-use crate::fs::bytes::le32;
-use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, Inode, ROOT_INO};
+use crate::fs::inode::{Inode, ROOT_INO};
 use crate::fs::num::Ino;
 use crate::fs::superblock::ro_compat;
 use crate::fs::xattr;
@@ -35,7 +34,6 @@ use crate::volume::Fs;
 
 /// Above this many links a directory's i_links_count is 1 (EXT2_LINK_MAX).
 const LINK_MAX: u16 = 65000;
-const XATTR_IN_INODE_MAGIC: u32 = 0xEA02_0000;
 /// Inodes per work unit (a multiple of 64: units start on bitmap words).
 const UNIT_INODES: u64 = 1 << 16;
 
@@ -85,9 +83,7 @@ pub enum Unreferenced {
 pub fn classify(raw: &[u8]) -> Unreferenced {
     let i = Inode::parse(raw);
     // An inode whose only content may be extended attributes is kept.
-    let extra = usize::from(inode::extra_isize(raw));
-    let has_ea = raw.len() > GOOD_OLD_INODE_SIZE + extra
-        && le32(raw, GOOD_OLD_INODE_SIZE + extra) == XATTR_IN_INODE_MAGIC;
+    let has_ea = xattr::ibody_start(raw).is_some();
     if i.blocks_raw == 0 && !has_ea && (i.is_reg() || i.is_dir()) {
         Unreferenced::ZeroLength
     } else {

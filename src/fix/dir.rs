@@ -252,7 +252,7 @@ fn edit_inline(
 ) -> super::Result<bool> {
     let mut changed = false;
     crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
-        changed = edit(&mut m.i_block_mut()[4..]);
+        changed = edit(&mut m.i_block_mut()[crate::fs::dir_entry::INLINE_ENTRIES_AT..]);
     })?;
     Ok(changed)
 }

@@ -24,8 +24,8 @@ use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
-/// Direct block pointers in i_block.
-const DIRECT: usize = 12;
+// Direct block pointers in i_block.
+use crate::fs::inode::DIRECT_BLOCKS as DIRECT;
 
 /// Closes the holes of directory `dir`; returns whether anything was staged.
 pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay, dir: u32) -> super::Result<bool> {

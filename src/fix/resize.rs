@@ -43,8 +43,7 @@ use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
-/// The double indirect block's slot in i_block.
-const DIND_SLOT: usize = 13;
+use crate::fs::inode::DIND_SLOT;
 /// What the library's inode structure adds to the old 128 bytes.
 const EXTRA_ISIZE: u16 = 32;
 const MODE: u16 = 0o100_600;
