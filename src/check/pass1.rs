@@ -661,7 +661,7 @@ pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
                     continue;
                 }
                 let expect = pblk + u64::from(g) * u64::from(geo.blocks_per_group);
-                if u64::from(le32(ibuf, j * 4)) != expect {
+                if u64::from(inode::map_ptr(ibuf, j)) != expect {
                     return bad("reserved GDT backup not mapped");
                 }
                 j += 1;
