@@ -4,7 +4,8 @@
 #
 #   scripts/same-bytes.sh OUT [BASELINE]
 #
-# For every image of ../shared/conformance/e2fsprogs (decompressed) and a
+# For every image of $PFSCK_CONFORMANCE_DIR/e2fsprogs (the directory, or
+# its conformance/ child; default ../shared/conformance) decompressed, and a
 # few images damaged here with debugfs, at --threads 1 and 2: the -fn
 # report and exit code, the -fy report and exit code, and the md5 of the
 # repaired image. OUT/summary.tsv has one line per image and thread count,
@@ -24,7 +25,20 @@ if [ -z "${PFSCK:-}" ]; then
     PFSCK=target/release/pfsck
 fi
 PFSCK=$(realpath "$PFSCK")
-conf=../shared/conformance/e2fsprogs
+# The conformance images: as the test suite finds them, so that the script
+# works in a worktree too.
+conf=
+for c in "${PFSCK_CONFORMANCE_DIR:-../shared/conformance}" \
+    "${PFSCK_CONFORMANCE_DIR:-../shared/conformance}/conformance"; do
+    if [ -d "$c/e2fsprogs" ]; then
+        conf=$(realpath "$c/e2fsprogs")
+        break
+    fi
+done
+if [ -z "$conf" ]; then
+    echo "same-bytes: no conformance images (set PFSCK_CONFORMANCE_DIR)" >&2
+    exit 2
+fi
 gen=target/same-bytes/gen
 # A fixed place: reports name the image and the undo log.
 work=$(realpath -m target/same-bytes/work)

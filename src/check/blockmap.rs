@@ -10,7 +10,6 @@
 //! derived from the file system size, indirect levels are fixed.
 
 use super::problem::{Code, Problem};
-use crate::fs::bytes::le32;
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode;
 use crate::fs::num::{Blk, Ino};
@@ -957,7 +956,7 @@ fn visit_ptr<V: MapVisitor>(
     let per = narrow::to_usize(apb);
     let ptrs = &buf[..(per * 4).min(buf.len())];
     for k in 0..per {
-        let p = le32(ptrs, k * 4);
+        let p = inode::map_ptr(ptrs, k);
         if p != 0 {
             visit_ptr(
                 fs,

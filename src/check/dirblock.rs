@@ -17,12 +17,12 @@ use crate::fs::dir_entry::{inode_at, name_len_at, rec_len_at};
 use crate::fs::dir_salvage;
 use crate::fs::dx_hash::{DX_HASH_SIPHASH, dx_hash};
 use crate::fs::htree;
-use crate::fs::inode::ROOT_INO;
-use crate::fs::num::{Blk, Group, Ino};
+
+use crate::fs::num::{Blk, Ino};
 use crate::narrow;
 
-/// Smallest record that can hold an entry with a name (header + 1..4 bytes).
-const MIN_REC_LEN: usize = 12;
+// Smallest record that can hold an entry with a name (header + 1..4 bytes).
+use crate::fs::dir_salvage::MIN_REC as MIN_REC_LEN;
 /// The (hash, minor hash) pair an encrypted casefolded entry carries.
 const DIRENT_HASH_LEN: usize = 8;
 /// e2fsck's EXT4_DX_BLOCK_MASK: the top 4 bits of an index entry's block
@@ -47,11 +47,11 @@ pub struct TargetInfo {
 }
 
 pub trait Targets {
-    fn info(&self, ino: u32) -> TargetInfo;
+    fn info(&self, ino: Ino) -> TargetInfo;
     /// Counts one more directory entry naming `ino`.
-    fn add_link(&self, ino: u32);
+    fn add_link(&self, ino: Ino);
     /// The encryption policy id of `ino` (None: not encrypted).
-    fn policy(&self, _ino: u32) -> Option<u32> {
+    fn policy(&self, _ino: Ino) -> Option<u32> {
         None
     }
 }
@@ -106,7 +106,7 @@ impl FsParams {
 /// How a directory's blocks are to be read.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DirParams {
-    pub ino: u32,
+    pub ino: Ino,
     /// Seed of the directory's block checksums (metadata_csum only).
     pub csum_seed: u32,
     /// Some for an indexed directory.
@@ -146,7 +146,7 @@ pub struct SubdirRef {
     key_dir: u64,
     off: u16,
     pub name_len: u8,
-    pub child: u32,
+    pub child: Ino,
     /// The name, in the sink's `names` arena.
     pub name_start: u32,
 }
@@ -156,8 +156,8 @@ impl SubdirRef {
         (self.key_blk, self.key_dir, self.off)
     }
     /// The directory holding the entry.
-    pub fn parent(&self) -> u32 {
-        (self.key_dir >> 32) as u32
+    pub fn parent(&self) -> Ino {
+        Ino((self.key_dir >> 32) as u32)
     }
 }
 
@@ -170,7 +170,7 @@ pub enum DxKind {
 /// An htree index block: where it is and what its entries say.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DxRec {
-    pub dir: u32,
+    pub dir: Ino,
     pub lblk: u32,
     pub pblk: u64,
     pub kind: DxKind,
@@ -184,7 +184,7 @@ pub struct DxRec {
 /// The range of name hashes found in an htree leaf block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeafRec {
-    pub dir: u32,
+    pub dir: Ino,
     pub lblk: u32,
     pub min_hash: u32,
     pub max_hash: u32,
@@ -197,9 +197,9 @@ pub struct Sink {
     pub subdirs: Vec<SubdirRef>,
     pub names: Vec<u8>,
     /// (directory, its '..' target).
-    pub dotdots: Vec<(u32, u32)>,
+    pub dotdots: Vec<(Ino, Ino)>,
     /// ((lblk, offset), inode) of entries named lost+found in the root.
-    pub lost_found: Vec<((u32, u32), u32)>,
+    pub lost_found: Vec<((u32, u32), Ino)>,
     pub dx: Vec<DxRec>,
     pub leaves: Vec<LeafRec>,
     /// Names of the block being checked, for duplicate detection:
@@ -231,7 +231,7 @@ struct Entry<'a> {
     rec_len: usize,
     /// False for the '.' and '..' an inline directory only implies.
     real: bool,
-    inode: u32,
+    inode: Ino,
     name: &'a [u8],
     file_type: u8,
     /// The byte after the name (0 for a properly terminated '.'/'..').
@@ -321,7 +321,7 @@ pub fn check_block<T: Targets>(
             } else if tail == Tail::Missing {
                 out.problems.push(
                     Problem::new(Code::DirBlockNoTail)
-                        .ino(Ino(d.ino))
+                        .ino(d.ino)
                         .blk(Blk(pos.pblk))
                         .num(u64::from(pos.lblk)),
                 );
@@ -350,7 +350,7 @@ pub fn check_block<T: Targets>(
     if walked.clean && bad_csum && kind.is_none() {
         out.problems.push(
             Problem::new(Code::DirBlockChecksum)
-                .ino(Ino(d.ino))
+                .ino(d.ino)
                 .blk(Blk(pos.pblk))
                 .num(u64::from(pos.lblk)),
         );
@@ -414,15 +414,22 @@ pub fn check_inline<T: Targets>(
             off: 0,
             rec_len: MIN_REC_LEN,
             real: false,
-            inode: dir_entry::inline_parent(iblock),
+            inode: Ino(dir_entry::inline_parent(iblock)),
             name: b"..",
             file_type: ft_dir,
             after_name: 0,
             stored_hash: 0,
         };
         cx.entry(&dotdot, 1, out);
-        let walked = if iblock.len() > 4 {
-            walk(&mut cx, iblock, 4, iblock.len(), 2, out)
+        let walked = if iblock.len() > dir_entry::INLINE_ENTRIES_AT {
+            walk(
+                &mut cx,
+                iblock,
+                dir_entry::INLINE_ENTRIES_AT,
+                iblock.len(),
+                2,
+                out,
+            )
         } else {
             Walked {
                 clean: true,
@@ -530,14 +537,11 @@ fn parse_index(
                 || info.info_length < 8
                 || info.indirect_levels >= fsp.max_dx_levels()
             {
-                out.problems.push(
-                    Problem::new(Code::HtreeRootBad)
-                        .ino(Ino(ino))
-                        .detail(format!(
-                            "reserved {:#x}, info length {}, depth {}",
-                            info.reserved_zero, info.info_length, info.indirect_levels
-                        )),
-                );
+                out.problems
+                    .push(Problem::new(Code::HtreeRootBad).ino(ino).detail(format!(
+                        "reserved {:#x}, info length {}, depth {}",
+                        info.reserved_zero, info.info_length, info.indirect_levels
+                    )));
             }
             htree::root_count_offset(&info)
         }
@@ -551,7 +555,7 @@ fn parse_index(
         };
         out.problems.push(
             Problem::new(Code::HtreeNodeChecksum)
-                .ino(Ino(ino))
+                .ino(ino)
                 .num(u64::from(pos.lblk))
                 .e2fsck(e2),
         );
@@ -562,7 +566,7 @@ fn parse_index(
     if cl.limit as usize != expect {
         out.problems.push(
             Problem::new(Code::HtreeLimit)
-                .ino(Ino(ino))
+                .ino(ino)
                 .num(u64::from(pos.lblk))
                 .num2(u64::from(cl.limit)),
         );
@@ -571,7 +575,7 @@ fn parse_index(
     if count > expect {
         out.problems.push(
             Problem::new(Code::HtreeCount)
-                .ino(Ino(ino))
+                .ino(ino)
                 .num(u64::from(pos.lblk))
                 .num2(count as u64),
         );
@@ -587,7 +591,7 @@ fn parse_index(
         if blk >= h.numblocks {
             out.problems.push(
                 Problem::new(Code::HtreeBadBlock)
-                    .ino(Ino(ino))
+                    .ino(ino)
                     .num(u64::from(blk)),
             );
         } else if hash < prev {
@@ -599,7 +603,7 @@ fn parse_index(
     if unordered {
         out.problems.push(
             Problem::new(Code::HtreeHashOrder)
-                .ino(Ino(ino))
+                .ino(ino)
                 .num(u64::from(pos.lblk)),
         );
     }
@@ -622,7 +626,7 @@ fn cf_names(fsp: &FsParams, d: &DirParams) -> bool {
 /// Reports the first repeated name among the block's entries (e2fsck
 /// reports one per block and then schedules the directory for a rebuild).
 /// `b` is the buffer the entries' offsets refer to.
-fn report_duplicate(ino: u32, b: &[u8], cf: bool, out: &mut Sink) {
+fn report_duplicate(ino: Ino, b: &[u8], cf: bool, out: &mut Sink) {
     if out.seen.len() < 2 {
         return;
     }
@@ -650,7 +654,7 @@ fn report_duplicate(ino: u32, b: &[u8], cf: bool, out: &mut Sink) {
     if let Some((off, len)) = best {
         out.problems.push(
             Problem::new(Code::DirEntryDuplicate)
-                .ino(Ino(ino))
+                .ino(ino)
                 .detail(name_str(name(off, len))),
         );
     }
@@ -724,7 +728,7 @@ fn walk<T: Targets>(
         {
             out.problems.push(
                 Problem::new(Code::DirBlockCorrupt)
-                    .ino(Ino(cx.d.ino))
+                    .ino(cx.d.ino)
                     .blk(Blk(cx.pos.pblk))
                     .num(u64::from(cx.pos.lblk))
                     .num2(off as u64),
@@ -744,7 +748,7 @@ fn walk<T: Targets>(
             off,
             rec_len,
             real: true,
-            inode: dir_entry::inode_at(b, off),
+            inode: Ino(dir_entry::inode_at(b, off)),
             name: &b[name_at..name_at + name_len],
             file_type: dir_entry::file_type_at(b, off),
             after_name: u8_at(b, name_at + name_len),
@@ -764,7 +768,7 @@ fn walk<T: Targets>(
 impl<T: Targets> EntryCx<'_, T> {
     fn problem(&self, code: Code, e: &Entry<'_>) -> Problem {
         Problem::new(code)
-            .ino(Ino(self.d.ino))
+            .ino(self.d.ino)
             .blk(Blk(self.pos.pblk))
             .detail(name_str(e.name))
     }
@@ -782,21 +786,21 @@ impl<T: Targets> EntryCx<'_, T> {
                 }
             }
         }
-        if e.inode == 0 {
+        if e.inode == Ino::NONE {
             return;
         }
         let fsp = self.fsp;
-        if e.inode > fsp.inodes_count {
+        if e.inode.get() > fsp.inodes_count {
             out.problems.push(
                 self.problem(Code::DirEntryBadInode, e)
-                    .num(u64::from(e.inode)),
+                    .num(u64::from(e.inode.get())),
             );
             return;
         }
-        if e.inode != ROOT_INO && e.inode < fsp.first_ino {
+        if e.inode != Ino::ROOT && e.inode.get() < fsp.first_ino {
             out.problems.push(
                 self.problem(Code::DirEntryReservedInode, e)
-                    .num(u64::from(e.inode)),
+                    .num(u64::from(e.inode.get())),
             );
             return;
         }
@@ -806,12 +810,12 @@ impl<T: Targets> EntryCx<'_, T> {
             if is_dot(e.name) || is_dotdot(e.name) {
                 out.problems
                     .push(self.problem(Code::DirDotSecondEntry, e).num(e.off as u64));
-            } else if e.inode == ROOT_INO {
+            } else if e.inode == Ino::ROOT {
                 out.problems.push(self.problem(Code::DirEntryLinkToRoot, e));
             } else if e.name.is_empty() {
                 out.problems.push(
                     Problem::new(Code::DirEntryZeroLenName)
-                        .ino(Ino(dir))
+                        .ino(dir)
                         .blk(Blk(self.pos.pblk))
                         .num(e.off as u64),
                 );
@@ -826,26 +830,26 @@ impl<T: Targets> EntryCx<'_, T> {
             // (`pass2::finish`).
             out.problems.push(
                 self.problem(Code::DirEntryEaInode, e)
-                    .num(u64::from(e.inode)),
+                    .num(u64::from(e.inode.get())),
             );
         }
         if ti.in_bad_block {
             out.problems.push(
                 self.problem(Code::DirEntryInodeInBadBlock, e)
-                    .num(u64::from(e.inode)),
+                    .num(u64::from(e.inode.get())),
             );
         }
         self.check_group_area(e, out);
         if ti.bad {
             out.problems.push(
                 self.problem(Code::DirEntryBadInodeTarget, e)
-                    .num(u64::from(e.inode)),
+                    .num(u64::from(e.inode.get())),
             );
         }
         if !ti.used {
             out.problems.push(
                 self.problem(Code::DirEntryDeletedInode, e)
-                    .num(u64::from(e.inode)),
+                    .num(u64::from(e.inode.get())),
             );
         }
         self.check_name_and_type(e, state, &ti, out);
@@ -911,7 +915,7 @@ impl<T: Targets> EntryCx<'_, T> {
     /// their names, lost+found, names for the duplicate search, the link.
     fn record(&self, e: &Entry<'_>, state: u32, ti: &TargetInfo, out: &mut Sink) {
         let dir = self.d.ino;
-        if state > 1 && ti.dir && e.inode != ROOT_INO {
+        if state > 1 && ti.dir && e.inode != Ino::ROOT {
             let start = narrow::sat32(out.names.len());
             out.names.extend_from_slice(e.name);
             let later = self.pos.zero_first && self.pos.lblk != 0;
@@ -919,14 +923,14 @@ impl<T: Targets> EntryCx<'_, T> {
                 // Block numbers stay below 2^48 (64-bit ext4's limit) and
                 // offsets below 64 KiB, the largest block.
                 key_blk: (u64::from(later) << 63) | (self.pos.pblk & !(1 << 63)),
-                key_dir: (u64::from(dir) << 32) | u64::from(self.pos.lblk),
+                key_dir: (u64::from(dir.get()) << 32) | u64::from(self.pos.lblk),
                 off: narrow::sat16(e.off),
                 child: e.inode,
                 name_start: start,
                 name_len: narrow::sat8(e.name.len()),
             });
         }
-        if dir == ROOT_INO && e.name == b"lost+found" {
+        if dir == Ino::ROOT && e.name == b"lost+found" {
             out.lost_found
                 .push(((self.pos.lblk, narrow::sat32(e.off)), e.inode));
         }
@@ -977,14 +981,14 @@ impl<T: Targets> EntryCx<'_, T> {
         if e.name.len() < crypt::NAME_MIN {
             out.problems.push(
                 self.problem(Code::DirEntryEncryptedShort, e)
-                    .num(u64::from(e.inode)),
+                    .num(u64::from(e.inode.get())),
             );
         }
         match self.t.policy(e.inode) {
             Some(p) if p == dir_policy => {}
             Some(_) => out.problems.push(
                 self.problem(Code::DirEntryPolicyMismatch, e)
-                    .num(u64::from(e.inode)),
+                    .num(u64::from(e.inode.get())),
             ),
             None => {
                 let needs = match e.file_type {
@@ -994,7 +998,7 @@ impl<T: Targets> EntryCx<'_, T> {
                 if needs {
                     out.problems.push(
                         self.problem(Code::DirEntryUnencrypted, e)
-                            .num(u64::from(e.inode)),
+                            .num(u64::from(e.inode.get())),
                     );
                 }
             }
@@ -1010,13 +1014,13 @@ impl<T: Targets> EntryCx<'_, T> {
         missing: Code,
         out: &mut Sink,
     ) -> (bool, bool) {
-        if e.inode == 0 || !is_name(e.name) {
+        if e.inode == Ino::NONE || !is_name(e.name) {
             let mut p = Problem::new(missing)
-                .ino(Ino(self.d.ino))
+                .ino(self.d.ino)
                 .blk(Blk(self.pos.pblk));
             // An entry in use under another name has e2fsck codes of its
             // own ("not '.'", "not '..'").
-            if e.inode != 0 {
+            if e.inode != Ino::NONE {
                 p = p.e2fsck(if missing == Code::DirDotMissing {
                     0x02000B
                 } else {
@@ -1042,8 +1046,8 @@ impl<T: Targets> EntryCx<'_, T> {
         if e.inode != dir {
             out.problems.push(
                 Problem::new(Code::DirDotBadInode)
-                    .ino(Ino(dir))
-                    .num(u64::from(e.inode)),
+                    .ino(dir)
+                    .num(u64::from(e.inode.get())),
             );
         }
         // Room for at least one more entry after '.' is wasted space the
@@ -1051,7 +1055,7 @@ impl<T: Targets> EntryCx<'_, T> {
         if e.rec_len > 2 * MIN_REC_LEN {
             out.problems.push(
                 Problem::new(Code::DirDotRecLen)
-                    .ino(Ino(dir))
+                    .ino(dir)
                     .num(e.rec_len as u64),
             );
         }
@@ -1068,22 +1072,22 @@ impl<T: Targets> EntryCx<'_, T> {
         if fsp.groups.is_empty() || fsp.inodes_per_group == 0 {
             return;
         }
-        let g = (e.inode - 1) / fsp.inodes_per_group;
-        let idx = (e.inode - 1) % fsp.inodes_per_group;
-        let Some(gi) = fsp.groups.get(g as usize) else {
+        let g = e.inode.group(fsp.inodes_per_group);
+        let idx = e.inode.index_in_group(fsp.inodes_per_group);
+        let Some(gi) = fsp.groups.get(g.get() as usize) else {
             return;
         };
         if gi.inode_uninit {
             out.problems.push(
                 self.problem(Code::DirEntryUninitGroup, e)
-                    .num(u64::from(e.inode))
-                    .group(Group(g)),
+                    .num(u64::from(e.inode.get()))
+                    .group(g),
             );
         } else if idx >= gi.first_unused {
             out.problems.push(
                 self.problem(Code::DirEntryUnusedArea, e)
-                    .num(u64::from(e.inode))
-                    .group(Group(g)),
+                    .num(u64::from(e.inode.get()))
+                    .group(g),
             );
         }
     }
@@ -1134,8 +1138,8 @@ mod tests {
     }
 
     impl Targets for Fake {
-        fn info(&self, ino: u32) -> TargetInfo {
-            let i = ino as usize;
+        fn info(&self, ino: Ino) -> TargetInfo {
+            let i = ino.get() as usize;
             TargetInfo {
                 used: self.used.get(i).copied().unwrap_or(false),
                 dir: self.dir.get(i).copied().unwrap_or(false),
@@ -1146,13 +1150,13 @@ mod tests {
                 ea_inode: false,
             }
         }
-        fn add_link(&self, ino: u32) {
-            if let Some(c) = self.links.get(ino as usize) {
+        fn add_link(&self, ino: Ino) {
+            if let Some(c) = self.links.get(ino.get() as usize) {
                 c.fetch_add(1, Ordering::Relaxed);
             }
         }
-        fn policy(&self, ino: u32) -> Option<u32> {
-            self.policies.get(ino as usize).copied().flatten()
+        fn policy(&self, ino: Ino) -> Option<u32> {
+            self.policies.get(ino.get() as usize).copied().flatten()
         }
     }
 
@@ -1175,7 +1179,7 @@ mod tests {
         }
         t.policies[16] = Some(4);
         let d = DirParams {
-            ino: 12,
+            ino: Ino(12),
             policy: Some(3),
             ..Default::default()
         };
@@ -1215,7 +1219,7 @@ mod tests {
     fn casefolded_directory_entries() {
         let t = Fake::new();
         let d = DirParams {
-            ino: 12,
+            ino: Ino(12),
             casefold: true,
             ..Default::default()
         };
@@ -1297,7 +1301,7 @@ mod tests {
 
     fn run(f: &FsParams, dir: u32, lblk: u32, b: &[u8], t: &Fake) -> Sink {
         let d = DirParams {
-            ino: dir,
+            ino: Ino(dir),
             csum_seed: 77,
             htree: None,
             ..Default::default()
@@ -1330,9 +1334,12 @@ mod tests {
         );
         let s = run(&fsp(false), 12, 0, &b, &t);
         assert!(s.problems.is_empty(), "{:?}", s.problems);
-        assert_eq!(s.dotdots, vec![(12, 2)]);
+        assert_eq!(s.dotdots, vec![(Ino(12), Ino(2))]);
         assert_eq!(s.subdirs.len(), 1);
-        assert_eq!((s.subdirs[0].parent(), s.subdirs[0].child), (12, 13));
+        assert_eq!(
+            (s.subdirs[0].parent(), s.subdirs[0].child),
+            (Ino(12), Ino(13))
+        );
         assert_eq!(
             (t.links(12), t.links(2), t.links(14), t.links(13)),
             (1, 1, 1, 1)
@@ -1547,7 +1554,7 @@ mod tests {
 
     fn run_dx(f: &FsParams, lblk: u32, b: &[u8], t: &Fake) -> Sink {
         let d = DirParams {
-            ino: 12,
+            ino: Ino(12),
             csum_seed: 77,
             htree: Some(HtreeParams {
                 hash_version: Some(1),
@@ -1576,7 +1583,7 @@ mod tests {
             s.dx[0].entries,
             vec![(0, 1), (0x8000_0000, 2), (0x9000_0000, 3)]
         );
-        assert_eq!(s.dotdots, vec![(12, 2)]);
+        assert_eq!(s.dotdots, vec![(Ino(12), Ino(2))]);
 
         let mut b2 = b.clone();
         b2[htree::ROOT_INFO_OFFSET + 4] = 9;
@@ -1632,7 +1639,7 @@ mod tests {
             t.policies[i] = Some(1);
         }
         let d = DirParams {
-            ino: 12,
+            ino: Ino(12),
             policy: Some(1),
             casefold: true,
             htree: Some(HtreeParams {
@@ -1696,7 +1703,7 @@ mod tests {
         let t = Fake::new();
         let f = fsp(false);
         let d = DirParams {
-            ino: 13,
+            ino: Ino(13),
             csum_seed: 0,
             htree: None,
             ..Default::default()
@@ -1709,7 +1716,7 @@ mod tests {
         let mut s = Sink::default();
         check_inline(&f, &d, &ib, &ea, &t, &mut s);
         assert!(s.problems.is_empty(), "{:?}", s.problems);
-        assert_eq!(s.dotdots, vec![(13, 2)]);
+        assert_eq!(s.dotdots, vec![(Ino(13), Ino(2))]);
         assert_eq!((t.links(13), t.links(14), t.links(15)), (1, 1, 1));
         put_le16(&mut ib, 8, 100);
         let mut s = Sink::default();

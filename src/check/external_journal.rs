@@ -69,7 +69,7 @@ pub fn open(fs: &Fs, path: &Path) -> Result<External, String> {
     if j.blocksize != bs {
         return Err("the external journal's block size differs".into());
     }
-    if jsb_raw.get(0x30..0x40) != Some(&fs.sb.journal_uuid[..]) {
+    if j.uuid != fs.sb.journal_uuid {
         return Err("the external journal superblock's UUID does not match".into());
     }
     if u64::from(j.maxlen) > blocks || j.first == 0 || j.first >= j.maxlen {
@@ -91,11 +91,6 @@ pub fn open(fs: &Fs, path: &Path) -> Result<External, String> {
 /// (s_start 0) at the next sequence, checksum redone.
 pub fn reset_block(ext: &External) -> Vec<u8> {
     let mut b = ext.jsb_raw.clone();
-    b[0x18..0x1C].copy_from_slice(&ext.plan.next_sequence.to_be_bytes());
-    b[0x1C..0x20].copy_from_slice(&0u32.to_be_bytes());
-    if ext.j.blocktype == jfmt::BLOCKTYPE_SB_V2 && ext.j.has_csum_v2v3() && b.len() >= 1024 {
-        let c = jfmt::compute_sb_checksum(&b);
-        b[0xFC..0x100].copy_from_slice(&c.to_be_bytes());
-    }
+    jfmt::reset_superblock(&mut b, ext.plan.next_sequence);
     b
 }

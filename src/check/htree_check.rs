@@ -65,7 +65,7 @@ pub const MAX_BLOCKS: u32 = 1 << 24;
 
 /// Checks directory `ino` of `numblocks` blocks. `dx` holds its root then
 /// its interior nodes in the order they were read; `leaves` its leaf blocks.
-pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: &mut ProblemList) {
+pub fn verify(ino: Ino, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: &mut ProblemList) {
     let Some(root) = dx.first().filter(|r| r.kind == DxKind::Root && r.lblk == 0) else {
         return;
     };
@@ -115,7 +115,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
         if !b.first && b.min_hash < b.node_min {
             out.push(
                 Problem::new(Code::HtreeHashRange)
-                    .ino(Ino(ino))
+                    .ino(ino)
                     .num(lblk)
                     .detail(format!("min {:#010x} < {:#010x}", b.min_hash, b.node_min)),
             );
@@ -125,7 +125,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
             if d != depth {
                 out.push(
                     Problem::new(Code::HtreeLeafDepth)
-                        .ino(Ino(ino))
+                        .ino(ino)
                         .num(lblk)
                         .num2(u64::from(depth)),
                 );
@@ -134,7 +134,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
         if i != 0 && b.max_hash > b.node_max {
             out.push(
                 Problem::new(Code::HtreeHashRange)
-                    .ino(Ino(ino))
+                    .ino(ino)
                     .num(lblk)
                     .e2fsck(0x020037)
                     .detail(format!("max {:#010x} > {:#010x}", b.max_hash, b.node_max)),
@@ -143,14 +143,14 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
         if !b.referenced {
             out.push(
                 Problem::new(Code::HtreeBlockReferenced)
-                    .ino(Ino(ino))
+                    .ino(ino)
                     .num(lblk)
                     .num2(0),
             );
         } else if b.dup_ref {
             out.push(
                 Problem::new(Code::HtreeBlockReferenced)
-                    .ino(Ino(ino))
+                    .ino(ino)
                     .num(lblk)
                     .num2(2),
             );
@@ -159,7 +159,7 @@ pub fn verify(ino: u32, numblocks: u32, dx: &[&DxRec], leaves: &[LeafRec], out: 
     // As e2fsck, any of these makes the index invalid as a whole (its
     // repair rebuilds the directory).
     if out.len() > before {
-        out.push(Problem::new(Code::HtreeInvalid).ino(Ino(ino)));
+        out.push(Problem::new(Code::HtreeInvalid).ino(ino));
     }
 }
 
@@ -254,7 +254,7 @@ mod tests {
 
     fn root(entries: Vec<(u32, u32)>, levels: u8) -> DxRec {
         DxRec {
-            dir: 12,
+            dir: Ino(12),
             lblk: 0,
             pblk: 100,
             kind: DxKind::Root,
@@ -265,7 +265,7 @@ mod tests {
 
     fn leaf(lblk: u32, min: u32, max: u32) -> LeafRec {
         LeafRec {
-            dir: 12,
+            dir: Ino(12),
             lblk,
             min_hash: min,
             max_hash: max,
@@ -280,7 +280,7 @@ mod tests {
             leaf(2, 0x8000_0000, 0xffff_0000),
         ];
         let mut out = ProblemList::new();
-        verify(12, 3, &[&r], &leaves, &mut out);
+        verify(Ino(12), 3, &[&r], &leaves, &mut out);
         assert!(out.is_empty(), "{out:?}");
     }
 
@@ -293,7 +293,7 @@ mod tests {
             leaf(2, 0x8000_0000, 0x9000_0000),
         ];
         let mut out = ProblemList::new();
-        verify(12, 3, &[&r], &leaves, &mut out);
+        verify(Ino(12), 3, &[&r], &leaves, &mut out);
         assert!(out.is_empty(), "{out:?}");
     }
 
@@ -306,7 +306,7 @@ mod tests {
             leaf(3, u32::MAX, 0),
         ];
         let mut out = ProblemList::new();
-        verify(12, 4, &[&r], &leaves, &mut out);
+        verify(Ino(12), 4, &[&r], &leaves, &mut out);
         let codes: Vec<_> = out.iter().map(|p| (p.code, p.args().num)).collect();
         assert!(codes.contains(&(Code::HtreeHashRange, Some(1))));
         assert!(codes.contains(&(Code::HtreeHashRange, Some(2))));
@@ -336,12 +336,12 @@ mod tests {
             leaf(5, 0x8000_0002, 0xf000_0000),
         ];
         let mut out = ProblemList::new();
-        verify(12, 6, &[&r, &n1, &n2], &leaves, &mut out);
+        verify(Ino(12), 6, &[&r, &n1, &n2], &leaves, &mut out);
         assert!(out.is_empty(), "{out:?}");
         // A leaf hung directly under the root of a 2-level tree.
         let r2 = root(vec![(0, 1), (0x8000_0000, 5)], 1);
         let mut out = ProblemList::new();
-        verify(12, 6, &[&r2, &n1], &leaves, &mut out);
+        verify(Ino(12), 6, &[&r2, &n1], &leaves, &mut out);
         assert!(out.iter().any(|p| p.code == Code::HtreeLeafDepth));
         assert!(
             out.iter()
@@ -360,8 +360,8 @@ mod tests {
             ..root(vec![], 0)
         };
         let mut out = ProblemList::new();
-        verify(12, 2, &[&r, &n], &[leaf(7, 0, 0)], &mut out);
-        verify(12, 0, &[&r], &[], &mut out);
-        verify(12, u32::MAX, &[&r], &[], &mut out);
+        verify(Ino(12), 2, &[&r, &n], &[leaf(7, 0, 0)], &mut out);
+        verify(Ino(12), 0, &[&r], &[], &mut out);
+        verify(Ino(12), u32::MAX, &[&r], &[], &mut out);
     }
 }

@@ -334,8 +334,6 @@ fn map_covers_size(fs: &Fs, inode: &Inode) -> Result<(), String> {
 /// `s_jnl_backup_type` value meaning s_jnl_blocks holds the inode's i_block
 /// (15 words), then i_size_high and i_size.
 const JNL_BACKUP_BLOCKS: u8 = 1;
-/// Direct block pointers in i_block.
-const DIRECT_BLOCKS: usize = 12;
 
 /// The journal inode e2fsck makes from the superblock's backup (and writes
 /// when it may): the 128-byte inode zeroed but for the block map, the
@@ -350,17 +348,15 @@ pub fn backup_inode_bytes(fs: &Fs) -> Option<Vec<u8>> {
     if sb.jnl_backup_type != JNL_BACKUP_BLOCKS {
         return None;
     }
-    let mut raw = vec![0u8; crate::fs::inode::GOOD_OLD_INODE_SIZE];
-    raw[0x0..0x2].copy_from_slice(&0o100600u16.to_le_bytes());
-    raw[0x1A..0x1C].copy_from_slice(&1u16.to_le_bytes());
-    for (i, w) in sb.jnl_blocks[..15].iter().enumerate() {
-        raw[0x28 + 4 * i..0x2C + 4 * i].copy_from_slice(&w.to_le_bytes());
-    }
-    raw[0x6C..0x70].copy_from_slice(&sb.jnl_blocks[15].to_le_bytes());
-    raw[0x4..0x8].copy_from_slice(&sb.jnl_blocks[16].to_le_bytes());
+    let raw = crate::fs::inode::from_journal_backup(&sb.jnl_blocks);
     let inode = Inode::parse(&raw);
     let bs = u64::from(fs.geo.block_size);
-    let needed = narrow::to_usize(inode.size.div_ceil(bs).min(DIRECT_BLOCKS as u64));
+    let needed = narrow::to_usize(
+        inode
+            .size
+            .div_ceil(bs)
+            .min(crate::fs::inode::DIRECT_BLOCKS as u64),
+    );
     let ptrs = inode.block_ptrs();
     ptrs[..needed]
         .iter()

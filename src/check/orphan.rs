@@ -38,7 +38,6 @@ use super::blockmap::{self, MapInfo, MapVisitor, Scratch};
 use super::problem::{Code, Problem};
 use super::superblock;
 use crate::error::Result;
-use crate::fs::bytes::{le32, put_le32};
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode::{self as finode, Inode, InodeMut, flags};
 use crate::fs::num::{Blk, Ino};
@@ -460,7 +459,7 @@ impl<'a> Work<'a> {
             let mut lblk = 0u64;
             let span = [1, apb, apb * apb, apb * apb * apb];
             for i in 0..15usize {
-                let p = le32(&root, i * 4) as u64;
+                let p = u64::from(finode::map_ptr(&root, i));
                 let level = i.saturating_sub(11);
                 if p != 0 {
                     let gone = if level == 0 {
@@ -469,7 +468,7 @@ impl<'a> Work<'a> {
                         self.trunc_ind(p, level, lblk, &t, &mut freed)?
                     };
                     if gone {
-                        put_le32(&mut root, i * 4, 0);
+                        finode::set_map_ptr(&mut root, i, 0);
                     }
                 }
                 lblk = lblk.saturating_add(span[level]);
@@ -529,7 +528,7 @@ impl<'a> Work<'a> {
         let mut b = self.read(blk)?;
         let mut changed = false;
         for i in 0..apb as usize {
-            let p = le32(&b, i * 4) as u64;
+            let p = u64::from(finode::map_ptr(&b, i));
             if p == 0 {
                 continue;
             }
@@ -540,7 +539,7 @@ impl<'a> Work<'a> {
                 self.trunc_ind(p, level - 1, child, t, freed)?
             };
             if gone {
-                put_le32(&mut b, i * 4, 0);
+                finode::set_map_ptr(&mut b, i, 0);
                 changed = true;
             }
         }
@@ -720,7 +719,7 @@ impl<'a> Work<'a> {
             }
             let apb = bs / 4;
             let mut lblk = 12u64;
-            for (level, &p) in [1u32, 2, 3].iter().zip(&ptrs[12..15]) {
+            for (level, &p) in [1u32, 2, 3].iter().zip(&ptrs[finode::DIRECT_BLOCKS..]) {
                 if p == 0 {
                     lblk = lblk.saturating_add(apb.saturating_pow(*level));
                     continue;
@@ -753,7 +752,7 @@ impl<'a> Work<'a> {
         let b = self.read(blk).map_err(Unusable::Broken)?;
         let apb = (self.bs / 4) as u64;
         for i in 0..apb as usize {
-            let p = u64::from(le32(&b, i * 4));
+            let p = u64::from(finode::map_ptr(&b, i));
             if level == 1 {
                 if p == 0 {
                     return Ok(Some(*lblk));

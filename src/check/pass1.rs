@@ -661,7 +661,7 @@ pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
                     continue;
                 }
                 let expect = pblk + u64::from(g) * u64::from(geo.blocks_per_group);
-                if u64::from(le32(ibuf, j * 4)) != expect {
+                if u64::from(inode::map_ptr(ibuf, j)) != expect {
                     return bad("reserved GDT backup not mapped");
                 }
                 j += 1;
@@ -744,7 +744,7 @@ impl InodeCheck<'_> {
         self.out.problems.push(p);
     }
     fn set_flag(&mut self, f: u8) {
-        self.state.set_iflag(self.ino, f);
+        self.state.set_iflag(Ino(self.ino), f);
     }
     fn set_links(&mut self, links: u16) {
         if self.linked && self.out.links_other.last().is_some_and(|l| l.0 == self.ino) {
@@ -765,7 +765,7 @@ impl InodeCheck<'_> {
             self.out.links_other.push((self.ino, 0));
         }
         if !self.typed {
-            self.state.set_ftype(self.ino, 0);
+            self.state.set_ftype(Ino(self.ino), 0);
         }
         if !self.mapped {
             self.out.unmapped.push(self.ino);
@@ -936,7 +936,7 @@ fn reserved_file(
 fn mark_used(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
     ctx.state.inode_used.set(Ino(c.ino));
     c.set_links(inode.links_count);
-    ctx.state.set_ftype(c.ino, inode.file_type() as u8);
+    ctx.state.set_ftype(Ino(c.ino), inode.file_type() as u8);
     c.typed = true;
 }
 
@@ -2219,7 +2219,13 @@ fn check_blocks(
         // e2fsck counts the files' maps, not those of the journal or the
         // other reserved inodes.
         let ptrs = inode.block_ptrs();
-        for (n, &p) in c.out.stats.ind_inodes.iter_mut().zip(&ptrs[12..]) {
+        for (n, &p) in c
+            .out
+            .stats
+            .ind_inodes
+            .iter_mut()
+            .zip(&ptrs[DIRECT_BLOCKS..])
+        {
             *n += u64::from(p != 0);
         }
     }

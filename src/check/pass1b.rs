@@ -240,7 +240,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
                 if csum && unreadable.is_none() && !csum_ok(fs, ino, raw) {
                     unreadable = Some(ino);
                 }
-                if !state.map_walked(ino) {
+                if !state.map_walked(Ino(ino)) {
                     continue;
                 }
                 let inode = Inode::parse(raw);

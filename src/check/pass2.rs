@@ -36,7 +36,7 @@ use crate::fs::casefold;
 use crate::fs::dir_entry::{inode_at, rec_len_at};
 use crate::fs::group_desc::BG_INODE_UNINIT;
 use crate::fs::htree;
-use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, ROOT_INO};
+use crate::fs::inode::{self, ROOT_INO, field};
 use crate::fs::num::{Ino, LBlk};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::fs::xattr;
@@ -55,12 +55,9 @@ const UNIT_BLOCKS: usize = 32;
 /// Directories per unit when reading inodes (generations, inline data).
 const INODE_UNIT: usize = 512;
 /// In-inode xattr area magic.
-const XATTR_IN_INODE_MAGIC: u32 = 0xEA02_0000;
 /// Size of i_block, the first part of an inline directory.
-const INLINE_IBLOCK: usize = 60;
+const INLINE_IBLOCK: usize = field::I_BLOCK_LEN;
 const EXT2_OS_HURD: u32 = 1;
-/// xattr name index of "system." names.
-const XATTR_INDEX_SYSTEM: u8 = 7;
 
 pub(crate) struct StateTargets<'a> {
     st: &'a State,
@@ -85,7 +82,7 @@ impl<'a> StateTargets<'a> {
     }
 
     /// The encryption policy id of `ino` (merged already).
-    pub fn policy_of(&self, ino: u32) -> Option<u32> {
+    pub fn policy_of(&self, ino: Ino) -> Option<u32> {
         Targets::policy(self, ino)
     }
 }
@@ -94,37 +91,36 @@ impl<'a> StateTargets<'a> {
 /// anything about an inode is read, `gate(ino)` returns only once pass 1
 /// has merged the unit holding it, so every verdict is the one a check
 /// after pass 1 would reach.
-pub(crate) struct Gated<'a, G: Fn(u32)> {
+pub(crate) struct Gated<'a, G: Fn(Ino)> {
     pub base: &'a StateTargets<'a>,
     pub gate: G,
 }
 
-impl<G: Fn(u32)> Targets for Gated<'_, G> {
-    fn info(&self, ino: u32) -> TargetInfo {
+impl<G: Fn(Ino)> Targets for Gated<'_, G> {
+    fn info(&self, ino: Ino) -> TargetInfo {
         (self.gate)(ino);
         self.base.info(ino)
     }
-    fn add_link(&self, ino: u32) {
+    fn add_link(&self, ino: Ino) {
         self.base.add_link(ino);
     }
-    fn policy(&self, ino: u32) -> Option<u32> {
+    fn policy(&self, ino: Ino) -> Option<u32> {
         (self.gate)(ino);
         self.base.policy(ino)
     }
 }
 
 impl Targets for StateTargets<'_> {
-    fn info(&self, ino: u32) -> TargetInfo {
+    fn info(&self, ino: Ino) -> TargetInfo {
         let s = self.st;
-        let i = Ino(ino);
         let in_bad_block = !self.bad_itable.is_empty()
             && self
                 .fs
-                .inode_location(ino)
+                .inode_location(ino.get())
                 .is_some_and(|(b, _)| self.bad_itable.binary_search(&b).is_ok());
         TargetInfo {
-            used: s.inode_used.get(i),
-            dir: s.inode_dir.get(i),
+            used: s.inode_used.get(ino),
+            dir: s.inode_dir.get(ino),
             reg: s.is_reg(ino),
             bad: s.has_iflag(ino, iflag::BAD),
             in_bad_block,
@@ -132,10 +128,10 @@ impl Targets for StateTargets<'_> {
             ea_inode: s.has_iflag(ino, iflag::EA_INODE),
         }
     }
-    fn add_link(&self, ino: u32) {
-        self.st.links_seen.incr(Ino(ino));
+    fn add_link(&self, ino: Ino) {
+        self.st.links_seen.incr(ino);
     }
-    fn policy(&self, ino: u32) -> Option<u32> {
+    fn policy(&self, ino: Ino) -> Option<u32> {
         let Some(p) = self.policies else {
             return self.st.policy(ino);
         };
@@ -143,7 +139,7 @@ impl Targets for StateTargets<'_> {
             return None;
         }
         let p = p.read().unwrap_or_else(|e| e.into_inner());
-        p.binary_search_by_key(&ino, |&(i, _)| i)
+        p.binary_search_by_key(&ino.get(), |&(i, _)| i)
             .ok()
             .map(|k| p[k].1)
     }
@@ -334,7 +330,7 @@ pub(crate) fn finish(
             p.code != Code::DirEntryEaInode
                 || p.args()
                     .num
-                    .is_some_and(|n| st.ea_refs(narrow::sat32(n)) > 0)
+                    .is_some_and(|n| st.ea_refs(Ino(narrow::sat32(n))) > 0)
         });
     }
 
@@ -378,13 +374,13 @@ pub(crate) fn finish(
         if *by != NO_ENTRY {
             let (k, j) = entry_at(&starts, *by);
             names.extend_from_slice(all[k].name(j).unwrap_or(&[]));
-            parent = all[k].parent(j);
+            parent = all[k].parent(j).get();
         }
         *by = parent;
         ends.push(narrow::sat32(names.len()));
     }
     let mut parent = named_by;
-    if let Some(r) = dir_index_of(st, ROOT_INO) {
+    if let Some(r) = dir_index_of(st, Ino::ROOT) {
         parent[r] = ROOT_INO;
     }
     drop(all);
@@ -395,9 +391,9 @@ pub(crate) fn finish(
     crate::engine::memory::release_free();
     // In place: Ino is a u32.
     state.dir_parent = parent.into_iter().map(Ino).collect::<Vec<_>>().into();
-    state.dir_dotdot = dotdot.into_iter().map(Ino).collect::<Vec<_>>().into();
+    state.dir_dotdot = dotdot.into();
     state.settle_lists();
-    state.lost_found = lf;
+    state.lost_found = lf.get();
     let tree = super::paths::DirTree::with_names(state, ends, names);
     state.tree = Some(std::sync::Arc::new(tree));
     if let Some(n) = cut {
@@ -439,7 +435,7 @@ impl Unit2 {
         let dirs = self
             .dirs
             .iter()
-            .filter(|d| blocks.iter().any(|b| b.ino.0 == d.info.params.ino))
+            .filter(|d| blocks.iter().any(|b| b.ino == d.info.params.ino))
             .cloned()
             .collect();
         Unit2 { blocks, dirs }
@@ -479,7 +475,7 @@ pub(crate) struct Units2 {
     limit: u32,
     csum: Option<u32>,
     blocks: Vec<DirBlock>,
-    dirs: std::collections::BTreeMap<u32, UnitDir>,
+    dirs: std::collections::BTreeMap<Ino, UnitDir>,
     /// What `finish` needs of the directories' block lists.
     pub counts: DirCounts,
 }
@@ -493,15 +489,15 @@ pub(crate) struct DirCounts {
     pub blocks: u64,
     /// (directory, highest logical block + 1) of indexed directories, in
     /// inode order.
-    htree: Vec<(u32, u32)>,
+    htree: Vec<(Ino, u32)>,
     /// (directory, its logical blocks) of directories with fewer blocks
     /// listed than their highest one, in inode order.
-    holed: Vec<(u32, Vec<u32>)>,
+    holed: Vec<(Ino, Vec<u32>)>,
 }
 
 impl DirCounts {
     /// The highest logical block + 1 of indexed directory `ino`.
-    fn numblocks(&self, ino: u32) -> u32 {
+    fn numblocks(&self, ino: Ino) -> u32 {
         self.htree
             .binary_search_by_key(&ino, |h| h.0)
             .map_or(0, |k| self.htree[k].1)
@@ -529,24 +525,25 @@ impl Units2 {
         st: &State,
         dirs: &[(u32, u32)],
         blocks: &[DirBlock],
-        policy: &dyn Fn(u32) -> Option<u32>,
+        policy: &dyn Fn(Ino) -> Option<u32>,
         out: &mut dyn FnMut(Unit2),
     ) {
         let mut infos: Vec<UnitDir> = dirs
             .iter()
             .map(|&(ino, generation)| {
-                let inline = st.has_iflag(ino, iflag::INLINE);
+                let i = Ino(ino);
+                let inline = st.has_iflag(i, iflag::INLINE);
                 UnitDir {
                     info: DirInfo {
                         params: DirParams {
-                            ino,
+                            ino: i,
                             csum_seed: self
                                 .csum
                                 .map_or(0, |seed| inode::inode_csum_seed(seed, ino, generation)),
-                            htree: (st.has_iflag(ino, iflag::HTREE) && !inline)
+                            htree: (st.has_iflag(i, iflag::HTREE) && !inline)
                                 .then(HtreeParams::default),
-                            policy: policy(ino),
-                            casefold: st.has_iflag(ino, iflag::CASEFOLD),
+                            policy: policy(i),
+                            casefold: st.has_iflag(i, iflag::CASEFOLD),
                         },
                         inline,
                         numblocks: 0,
@@ -556,11 +553,11 @@ impl Units2 {
                 }
             })
             .collect();
-        let find = |infos: &[UnitDir], ino: u32| {
+        let find = |infos: &[UnitDir], ino: Ino| {
             infos.binary_search_by_key(&ino, |d| d.info.params.ino).ok()
         };
         for b in blocks.iter().filter(|b| b.lblk.0 <= self.limit) {
-            if let Some(i) = find(&infos, b.ino.0) {
+            if let Some(i) = find(&infos, b.ino) {
                 let d = &mut infos[i];
                 d.info.numblocks = d.info.numblocks.max(b.lblk.0.saturating_add(1));
                 d.info.nlisted = d.info.nlisted.saturating_add(1);
@@ -579,7 +576,7 @@ impl Units2 {
             if d.info.nlisted < numblocks && !d.info.inline {
                 let lblks = blocks
                     .iter()
-                    .filter(|b| b.ino.0 == ino && b.lblk.0 <= self.limit)
+                    .filter(|b| b.ino == ino && b.lblk.0 <= self.limit)
                     .map(|b| b.lblk.0)
                     .collect();
                 self.counts.holed.push((ino, lblks));
@@ -587,13 +584,13 @@ impl Units2 {
         }
         // Only the blocks pass 2 checks (as `check_unit` would skip them).
         for b in blocks {
-            if let Some(i) = find(&infos, b.ino.0)
+            if let Some(i) = find(&infos, b.ino)
                 && !infos[i].info.inline
                 && b.lblk.0 <= self.limit
                 && st.inode_used.get(b.ino)
             {
                 self.blocks.push(*b);
-                self.dirs.entry(b.ino.0).or_insert_with(|| infos[i].clone());
+                self.dirs.entry(b.ino).or_insert_with(|| infos[i].clone());
             }
         }
         if self.blocks.len() >= UNIT_BLOCKS {
@@ -615,7 +612,7 @@ impl Units2 {
         };
         let rest = self.blocks.split_off(full);
         for chunk in self.blocks.chunks(UNIT_BLOCKS) {
-            let mut inos: Vec<u32> = chunk.iter().map(|b| b.ino.0).collect();
+            let mut inos: Vec<Ino> = chunk.iter().map(|b| b.ino).collect();
             inos.sort_unstable();
             inos.dedup();
             out(Unit2 {
@@ -627,7 +624,7 @@ impl Units2 {
             });
         }
         self.blocks = rest;
-        let keep: std::collections::BTreeSet<u32> = self.blocks.iter().map(|b| b.ino.0).collect();
+        let keep: std::collections::BTreeSet<Ino> = self.blocks.iter().map(|b| b.ino).collect();
         self.dirs.retain(|i, _| keep.contains(i));
     }
 }
@@ -652,7 +649,7 @@ pub(crate) struct UnitOut2 {
     /// The names of `subs`.
     names: ScratchSlice<u8>,
     /// (directory, its '..' target).
-    dotdots: ScratchSlice<(u32, u32)>,
+    dotdots: ScratchSlice<(Ino, Ino)>,
     /// What few units have: problems, lost+found entries, htree records.
     rest: Option<Box<UnitRaw>>,
 }
@@ -661,7 +658,7 @@ pub(crate) struct UnitOut2 {
 /// less its block's keys: 12 bytes, not 32).
 #[derive(Clone, Copy)]
 struct Sub {
-    child: u32,
+    child: Ino,
     /// Where the name is in `UnitOut2::names` (24 bits: a unit's names
     /// come from at most `UNIT_BLOCKS` blocks, or one inode each of
     /// `INODE_UNIT` inline directories), then its length.
@@ -743,8 +740,8 @@ impl UnitOut2 {
     }
 
     /// The directory holding entry `j`.
-    fn parent(&self, j: usize) -> u32 {
-        (self.key(j).1 >> 32) as u32
+    fn parent(&self, j: usize) -> Ino {
+        Ino((self.key(j).1 >> 32) as u32)
     }
 
     fn name(&self, j: usize) -> Option<&[u8]> {
@@ -888,7 +885,7 @@ pub(crate) fn check_unit2<T: Targets>(
         hint_blocks(fs, unit);
     }
     let mut out = UnitRaw::default();
-    let lookup = |ino: u32| {
+    let lookup = |ino: Ino| {
         unit.dirs
             .binary_search_by_key(&ino, |d| d.info.params.ino)
             .ok()
@@ -956,7 +953,7 @@ impl ReadClock {
     }
 }
 
-fn dir_index_of(st: &State, ino: u32) -> Option<usize> {
+fn dir_index_of(st: &State, ino: Ino) -> Option<usize> {
     st.dir_index(ino)
 }
 
@@ -969,12 +966,12 @@ fn inline_table(
     ctl: &Control,
 ) -> Vec<DirInfo> {
     let idx: Vec<usize> = (0..st.dirs.len())
-        .filter(|&i| st.has_iflag(st.dirs[i].0, iflag::INLINE))
+        .filter(|&i| st.has_iflag(st.dirs[i], iflag::INLINE))
         .collect();
     let mut dirs: Vec<DirInfo> = idx
         .iter()
         .map(|&i| {
-            let ino = st.dirs[i].0;
+            let ino = st.dirs[i];
             DirInfo {
                 params: DirParams {
                     ino,
@@ -993,11 +990,11 @@ fn inline_table(
         let gens = if st.dir_gen.len() == st.dirs.len() {
             idx.iter().map(|&i| st.dir_gen[i]).collect()
         } else {
-            let inos: Vec<u32> = dirs.iter().map(|d| d.params.ino).collect();
+            let inos: Vec<Ino> = dirs.iter().map(|d| d.params.ino).collect();
             read_generations(fs, &inos, threads, ctl)
         };
         for (d, g) in dirs.iter_mut().zip(gens) {
-            d.params.csum_seed = inode::inode_csum_seed(fs.csum_seed, d.params.ino, g);
+            d.params.csum_seed = inode::inode_csum_seed(fs.csum_seed, d.params.ino.get(), g);
         }
     }
     dirs
@@ -1005,7 +1002,7 @@ fn inline_table(
 
 /// Reads i_generation of each directory, visiting inode tables in order and
 /// each table block once per unit.
-fn read_generations(fs: &Fs, inos: &[u32], threads: Threads, ctl: &Control) -> Vec<u32> {
+fn read_generations(fs: &Fs, inos: &[Ino], threads: Threads, ctl: &Control) -> Vec<u32> {
     let units = inos.len().div_ceil(INODE_UNIT);
     let parts: Vec<Vec<u32>> = par_map(
         units,
@@ -1017,7 +1014,7 @@ fn read_generations(fs: &Fs, inos: &[u32], threads: Threads, ctl: &Control) -> V
             chunk
                 .iter()
                 .map(|&ino| {
-                    let Some((blk, off)) = fs.inode_location(ino) else {
+                    let Some((blk, off)) = fs.inode_location(ino.get()) else {
                         return 0;
                     };
                     if *cur != blk {
@@ -1027,7 +1024,7 @@ fn read_generations(fs: &Fs, inos: &[u32], threads: Threads, ctl: &Control) -> V
                         }
                         *cur = blk;
                     }
-                    le32(buf, off + 0x64)
+                    le32(buf, off + field::I_GENERATION)
                 })
                 .collect()
         },
@@ -1051,11 +1048,7 @@ fn find_holes(fsp: &FsParams, counts: &mut DirCounts, out: &mut ProblemList) {
             // Report each gap's first block only: a sparse directory with
             // a huge hole must not produce millions of lines.
             if lb > expect {
-                out.push(
-                    Problem::new(Code::DirHole)
-                        .ino(Ino(*ino))
-                        .num(expect as u64),
-                );
+                out.push(Problem::new(Code::DirHole).ino(*ino).num(expect as u64));
             }
             expect = lb.saturating_add(1);
         }
@@ -1072,7 +1065,7 @@ const MAX_SPAN: u64 = 32;
 fn check_unit<'d, T: Targets>(
     fs: &Fs,
     fsp: &FsParams,
-    dir_of: &dyn Fn(u32) -> Option<&'d DirInfo>,
+    dir_of: &dyn Fn(Ino) -> Option<&'d DirInfo>,
     blocks: &[DirBlock],
     zero_first: bool,
     targets: &T,
@@ -1154,7 +1147,7 @@ fn check_unit<'d, T: Targets>(
         }
         let buf = &mut buf[base[r]..base[r] + need];
         for db in &blocks[run.0..run.1] {
-            let Some(d) = dir_of(db.ino.0) else {
+            let Some(d) = dir_of(db.ino) else {
                 continue;
             };
             let start = narrow::sat32(sink.problems.mark());
@@ -1207,7 +1200,7 @@ fn check_inline_dirs<T: Targets + Sync>(
 ) -> Vec<Sink> {
     let inl: Vec<&DirInfo> = dirs
         .iter()
-        .filter(|d| st.inode_used.get(Ino(d.params.ino)))
+        .filter(|d| st.inode_used.get(d.params.ino))
         .collect();
     let units = inl.len().div_ceil(INODE_UNIT);
     par_map(
@@ -1219,10 +1212,10 @@ fn check_inline_dirs<T: Targets + Sync>(
             let mut sink = Sink::default();
             for d in &inl[u * INODE_UNIT..((u + 1) * INODE_UNIT).min(inl.len())] {
                 let ino = d.params.ino;
-                let Ok(raw) = fs.read_inode_raw(ino) else {
+                let Ok(raw) = fs.read_inode_raw(ino.get()) else {
                     continue;
                 };
-                let iblock = raw.get(0x28..0x28 + INLINE_IBLOCK).unwrap_or(&[]);
+                let iblock = raw.get(field::I_BLOCK..field::I_BLOCK_END).unwrap_or(&[]);
                 let ea = inline_ea(&raw);
                 let size = INLINE_IBLOCK + ea.len();
                 // A directory's inline size must hold whole 4-byte records,
@@ -1230,7 +1223,7 @@ fn check_inline_dirs<T: Targets + Sync>(
                 if !size.is_multiple_of(4) || (size > INLINE_IBLOCK && size < INLINE_IBLOCK + 12) {
                     sink.problems.push(
                         Problem::new(Code::DirInlineBad)
-                            .ino(Ino(ino))
+                            .ino(ino)
                             .detail(format!("size {size}")),
                     );
                 }
@@ -1244,27 +1237,9 @@ fn check_inline_dirs<T: Targets + Sync>(
 /// The value of the in-inode "system.data" attribute (the inline data past
 /// i_block), or empty.
 fn inline_ea(raw: &[u8]) -> &[u8] {
-    if raw.len() <= GOOD_OLD_INODE_SIZE {
-        return &[];
-    }
-    let extra = usize::from(inode::extra_isize(raw));
-    let start = GOOD_OLD_INODE_SIZE + extra;
-    if le32(raw, start) != XATTR_IN_INODE_MAGIC {
-        return &[];
-    }
-    let Some(area) = raw.get(start + 4..) else {
-        return &[];
-    };
-    let Ok(entries) = xattr::read_entries(area, 0) else {
-        return &[];
-    };
-    for e in entries {
-        if e.name_index == XATTR_INDEX_SYSTEM && e.name == b"data" && e.value_inum == 0 {
-            let s = e.value_offs as usize;
-            return area.get(s..s + e.value_size as usize).unwrap_or(&[]);
-        }
-    }
-    &[]
+    xattr::inline_data(raw)
+        .and_then(|d| raw.get(d.value.0..d.value.1))
+        .unwrap_or(&[])
 }
 
 /// No entry (in `Links`' per-directory entry numbers).
@@ -1276,7 +1251,7 @@ const NO_ENTRY: u32 = u32::MAX;
 /// directories, and per directory the entry that decides its parent
 /// (numbered across `sinks` in order; `NO_ENTRY` for none, and for the
 /// root, its own parent).
-type Links = (Vec<u32>, u32, Vec<Problem>, Vec<u32>);
+type Links = (Vec<Ino>, Ino, Vec<Problem>, Vec<u32>);
 
 /// Where entry `g` (numbered across the units in order) is: (unit,
 /// index in its `subs`). `starts`: each unit's first entry number.
@@ -1300,7 +1275,7 @@ fn entry_starts(sinks: &[&UnitOut2]) -> Vec<u32> {
 
 fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
     let n = st.dirs.len();
-    let mut dotdot = vec![0u32; n];
+    let mut dotdot = vec![Ino::NONE; n];
     let mut probs = Vec::new();
     // With `--max-memory` the units' results are read back from the
     // scratch file: a look at the resident size every few units drops
@@ -1314,7 +1289,7 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
         tick();
         for &(d, t) in s.dotdots.iter() {
             if let Some(i) = dir_index_of(st, d)
-                && dotdot[i] == 0
+                && dotdot[i] == Ino::NONE
             {
                 dotdot[i] = t;
             }
@@ -1327,7 +1302,7 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
     // the peak of the check.)
     let mut named_by = vec![NO_ENTRY; n];
     // The root is its own parent: an entry naming it is a second link.
-    let root = dir_index_of(st, ROOT_INO);
+    let root = dir_index_of(st, Ino::ROOT);
     let mut twice: Vec<u32> = Vec::new();
     let mut g = 0u32;
     for s in sinks {
@@ -1374,7 +1349,7 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
                 named_by[i] = starts[k as usize] + narrow::sat32(j);
             } else {
                 let first = if Some(i) == root {
-                    ROOT_INO
+                    Ino::ROOT
                 } else {
                     let (wk, wj) = entry_at(&starts, named_by[i]);
                     sinks[wk].parent(wj)
@@ -1382,9 +1357,9 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
                 let name = o.name(j).unwrap_or(&[]);
                 probs.push(
                     Problem::new(Code::DirEntryLinkToDir)
-                        .ino(Ino(o.parent(j)))
-                        .num(o.subs[j].child as u64)
-                        .num2(first as u64)
+                        .ino(o.parent(j))
+                        .num(u64::from(o.subs[j].child.get()))
+                        .num2(u64::from(first.get()))
                         .detail(super::dirblock::name_str(name)),
                 );
             }
@@ -1395,7 +1370,7 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
         .filter_map(|s| s.sink())
         .flat_map(|s| s.lost_found.iter())
         .min()
-        .map_or(0, |&(_, ino)| ino);
+        .map_or(Ino::NONE, |&(_, ino)| ino);
     (dotdot, lf, probs, named_by)
 }
 

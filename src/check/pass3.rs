@@ -39,7 +39,7 @@ pub fn check(st: &State, repairing: bool) -> Vec<Problem> {
     let parent = |i: usize| st.dir_parent.get(i).copied().unwrap_or_default();
     let dotdot = |i: usize| st.dir_dotdot.get(i).copied().unwrap_or_default();
     let mut done = vec![false; n];
-    if let Some(r) = st.dir_index(ROOT_INO) {
+    if let Some(r) = st.dir_index(Ino::ROOT) {
         done[r] = true;
     }
     for i in 0..n {
@@ -52,7 +52,7 @@ pub fn check(st: &State, repairing: bool) -> Vec<Problem> {
         while !done[cur] {
             done[cur] = true;
             let p = parent(cur);
-            match st.dir_index(p.0).filter(|_| p != Ino(0)) {
+            match st.dir_index(p).filter(|_| p != Ino(0)) {
                 Some(pi) => cur = pi,
                 None => {
                     out.push(
@@ -85,7 +85,7 @@ fn lost_found(st: &State, out: &mut Vec<Problem>) {
         out.push(Problem::new(Code::LostFoundMissing));
     } else if !st.inode_dir.get(Ino(st.lost_found)) {
         out.push(Problem::new(Code::LostFoundNotDir).ino(Ino(st.lost_found)));
-    } else if st.has_iflag(st.lost_found, iflag::ENCRYPTED) {
+    } else if st.has_iflag(Ino(st.lost_found), iflag::ENCRYPTED) {
         // Names put there by the repair would have to be encrypted.
         out.push(Problem::new(Code::LostFoundEncrypted).ino(Ino(st.lost_found)));
     }

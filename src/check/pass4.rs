@@ -25,8 +25,7 @@ use super::problem::{Code, Problem, ProblemList};
 use super::state::{State, iflag};
 use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
-use crate::fs::bytes::le32;
-use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, Inode, ROOT_INO};
+use crate::fs::inode::{Inode, ROOT_INO};
 use crate::fs::num::Ino;
 use crate::fs::superblock::ro_compat;
 use crate::fs::xattr;
@@ -35,7 +34,6 @@ use crate::volume::Fs;
 
 /// Above this many links a directory's i_links_count is 1 (EXT2_LINK_MAX).
 const LINK_MAX: u16 = 65000;
-const XATTR_IN_INODE_MAGIC: u32 = 0xEA02_0000;
 /// Inodes per work unit (a multiple of 64: units start on bitmap words).
 const UNIT_INODES: u64 = 1 << 16;
 
@@ -85,9 +83,7 @@ pub enum Unreferenced {
 pub fn classify(raw: &[u8]) -> Unreferenced {
     let i = Inode::parse(raw);
     // An inode whose only content may be extended attributes is kept.
-    let extra = usize::from(inode::extra_isize(raw));
-    let has_ea = raw.len() > GOOD_OLD_INODE_SIZE + extra
-        && le32(raw, GOOD_OLD_INODE_SIZE + extra) == XATTR_IN_INODE_MAGIC;
+    let has_ea = xattr::ibody_start(raw).is_some();
     if i.blocks_raw == 0 && !has_ea && (i.is_reg() || i.is_dir()) {
         Unreferenced::ZeroLength
     } else {
@@ -151,7 +147,7 @@ fn check_range(
         if ino == 1
             || (ino > ROOT_INO && ino < first_ino)
             || skip.inodes.contains(&ino)
-            || st.has_iflag(ino, iflag::IN_BAD_BLOCK)
+            || st.has_iflag(Ino(ino), iflag::IN_BAD_BLOCK)
         {
             continue;
         }
@@ -159,7 +155,7 @@ fn check_range(
         while other.next_if(|&&(i, _)| i < ino).is_some() {}
         let have = other.next_if(|&&(i, _)| i == ino).map_or(1, |&(_, n)| n);
         let mut seen = st.links_seen.get(Ino(ino));
-        let refs = st.ea_refs(ino);
+        let refs = st.ea_refs(Ino(ino));
         if refs > 0 {
             // Xattrs keep their values in it: it counts as linked once,
             // whatever entries name it (pass 2 reports those), and the
@@ -183,7 +179,7 @@ fn check_range(
             // EA_INODE_FL on an inode nothing refers to: the flag goes
             // (e2fsck takes it for a stray one) and the file is
             // reconnected as any other.
-            if st.has_iflag(ino, iflag::EA_INODE) {
+            if st.has_iflag(Ino(ino), iflag::EA_INODE) {
                 out.push(Problem::new(Code::InodeEaInodeSpurious).ino(Ino(ino)));
             }
             let kind = read(ino).map_or(Unreferenced::Other, |raw| classify(&raw));
@@ -202,7 +198,7 @@ fn check_range(
         if seen == have {
             continue;
         }
-        if dir && seen > 1 && have == 1 && st.has_iflag(ino, iflag::HTREE) {
+        if dir && seen > 1 && have == 1 && st.has_iflag(Ino(ino), iflag::HTREE) {
             // Counted 1 once it overflowed, it may now be exact again.
             if skip.repairing {
                 out.push(
@@ -247,18 +243,18 @@ mod tests {
         }
         let mut st = st;
         st.inode_dir.set(Ino(2));
-        st.set_i_links(2, 3);
-        st.set_i_links(11, 1);
-        st.set_i_links(12, 2);
-        st.set_i_links(13, 1);
-        st.set_i_links(14, 1);
-        st.set_i_links(15, 1);
+        st.set_i_links(Ino(2), 3);
+        st.set_i_links(Ino(11), 1);
+        st.set_i_links(Ino(12), 2);
+        st.set_i_links(Ino(13), 1);
+        st.set_i_links(Ino(14), 1);
+        st.set_i_links(Ino(15), 1);
         for _ in 0..3 {
             st.links_seen.incr(Ino(2));
         }
         st.links_seen.incr(Ino(11));
         st.links_seen.incr(Ino(12));
-        st.set_iflag(16, iflag::EA_INODE);
+        st.set_iflag(Ino(16), iflag::EA_INODE);
         let p = check(
             &st,
             32,
@@ -303,9 +299,9 @@ mod tests {
         let mut st = State::new(10, 32);
         for ino in [12u32, 13, 14] {
             st.inode_used.set(Ino(ino));
-            st.set_i_links(ino, 1);
+            st.set_i_links(Ino(ino), 1);
         }
-        st.set_i_links(14, 2);
+        st.set_i_links(Ino(14), 2);
         st.ea_inode_refs = vec![(12, 2), (13, 1), (14, 1)];
         // An entry naming an EA inode changes nothing here: it counts once.
         st.links_seen.incr(Ino(13));
@@ -354,9 +350,9 @@ mod tests {
         for ino in [12u32, 13] {
             st.inode_used.set(Ino(ino));
             st.inode_dir.set(Ino(ino));
-            st.set_i_links(ino, 1);
+            st.set_i_links(Ino(ino), 1);
         }
-        st.set_iflag(13, iflag::HTREE);
+        st.set_iflag(Ino(13), iflag::HTREE);
         for _ in 0..65010 {
             st.links_seen.incr(Ino(12));
         }

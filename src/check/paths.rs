@@ -12,6 +12,7 @@
 
 use super::state::State;
 use crate::engine::ScratchList;
+use crate::fs::num::Ino;
 use crate::narrow;
 
 /// How e2fsck names the reserved inodes when no directory is known.
@@ -31,7 +32,7 @@ const SPECIAL: [&str; 11] = [
 
 /// How deep e2fsck follows '..' before giving up.
 const MAX_DEPTH: i32 = 32;
-const ROOT_INO: u32 = 2;
+const ROOT_INO: Ino = Ino(2);
 
 /// Each directory's '..' and its name in that directory, as pass 2 found
 /// them.
@@ -40,10 +41,10 @@ const ROOT_INO: u32 = 2;
 #[derive(Clone, Debug, Default)]
 pub struct DirTree {
     /// Directories, sorted; the other lists are parallel.
-    dirs: ScratchList<u32>,
-    dotdot: ScratchList<u32>,
+    dirs: ScratchList<Ino>,
+    dotdot: ScratchList<Ino>,
     /// The directory holding the first entry naming each directory.
-    parent: ScratchList<u32>,
+    parent: ScratchList<Ino>,
     /// End of each directory's name (in `parent`) in `names` (the start is
     /// the previous end).
     ends: ScratchList<u32>,
@@ -57,14 +58,14 @@ impl DirTree {
     pub fn with_names(state: &State, mut ends: Vec<u32>, mut names: Vec<u8>) -> DirTree {
         names.shrink_to_fit();
         let n = state.dirs.len();
-        let mut dotdot: Vec<u32> = state.dir_dotdot.iter().map(|d| d.0).collect();
-        let mut parent: Vec<u32> = state.dir_parent.iter().map(|d| d.0).collect();
-        dotdot.resize(n, 0);
-        parent.resize(n, 0);
+        let mut dotdot: Vec<Ino> = state.dir_dotdot.to_vec();
+        let mut parent: Vec<Ino> = state.dir_parent.to_vec();
+        dotdot.resize(n, Ino(0));
+        parent.resize(n, Ino(0));
         ends.resize(n, narrow::sat32(names.len()));
         let spill = state.spill.as_ref();
         DirTree {
-            dirs: ScratchList::settle(state.dirs.iter().map(|d| d.0).collect(), spill),
+            dirs: ScratchList::settle(state.dirs.to_vec(), spill),
             dotdot: ScratchList::settle(dotdot, spill),
             parent: ScratchList::settle(parent, spill),
             ends: ScratchList::settle(ends, spill),
@@ -72,34 +73,34 @@ impl DirTree {
         }
     }
 
-    fn index(&self, ino: u32) -> Option<usize> {
+    fn index(&self, ino: Ino) -> Option<usize> {
         self.dirs.binary_search(&ino).ok()
     }
 
     /// The path of directory `dir`, as e2fsck prints it (escaped as a
     /// name is).
-    pub fn path(&self, dir: u32) -> String {
-        self.pathname(dir, 0)
+    pub fn path(&self, dir: Ino) -> String {
+        self.pathname(dir, Ino(0))
     }
 
     /// The path of `ino` as named in directory `dir` (0: of `dir`
     /// itself), as e2fsck prints it: with no directory, a reserved inode
     /// by its role. Only directories' names are known, so a file's is
     /// `???`.
-    pub fn pathname(&self, dir: u32, ino: u32) -> String {
-        if dir == 0
-            && let Some(name) = SPECIAL.get(ino as usize)
+    pub fn pathname(&self, dir: Ino, ino: Ino) -> String {
+        if dir == Ino(0)
+            && let Some(name) = SPECIAL.get(ino.get() as usize)
         {
             return name.to_string();
         }
-        let ino = if dir == ino { 0 } else { ino };
+        let ino = if dir == ino { Ino(0) } else { ino };
         super::problem::escape_name(&self.resolve(dir, ino, MAX_DEPTH))
     }
 
     /// The path of the entry `name` in directory `dir`, as e2fsck prints
     /// it.
-    pub fn path_of_entry(&self, dir: u32, name: &[u8]) -> String {
-        let parent = self.resolve(dir, 0, MAX_DEPTH);
+    pub fn path_of_entry(&self, dir: Ino, name: &[u8]) -> String {
+        let parent = self.resolve(dir, Ino(0), MAX_DEPTH);
         let mut out = if parent.len() > 1 { parent } else { Vec::new() };
         out.push(b'/');
         out.extend_from_slice(name);
@@ -107,7 +108,7 @@ impl DirTree {
     }
 
     /// The name of `ino` (0: of `dir` itself) under `dir`'s path.
-    fn resolve(&self, dir: u32, ino: u32, depth: i32) -> Vec<u8> {
+    fn resolve(&self, dir: Ino, ino: Ino, depth: i32) -> Vec<u8> {
         if dir == ino {
             return if dir == ROOT_INO {
                 b"/".to_vec()
@@ -115,11 +116,11 @@ impl DirTree {
                 b".".to_vec()
             };
         }
-        if dir == 0 || depth < 0 {
+        if dir == Ino(0) || depth < 0 {
             return b"...".to_vec();
         }
         let Some(k) = self.index(dir) else {
-            let s = if ino != 0 {
+            let s = if ino != Ino(0) {
                 format!("<{dir}>/<{ino}>")
             } else {
                 format!("<{dir}>")
@@ -127,7 +128,7 @@ impl DirTree {
             return s.into_bytes();
         };
         let parent = self.resolve(self.dotdot[k], dir, depth - 1);
-        if ino == 0 {
+        if ino == Ino(0) {
             return parent;
         }
         let name = self.index(ino).and_then(|j| {
@@ -153,9 +154,9 @@ mod tests {
     fn tree(rows: &[(u32, u32, u32, &str)]) -> DirTree {
         let mut t = DirTree::default();
         for &(d, dd, p, n) in rows {
-            t.dirs.push(d);
-            t.dotdot.push(dd);
-            t.parent.push(p);
+            t.dirs.push(Ino(d));
+            t.dotdot.push(Ino(dd));
+            t.parent.push(Ino(p));
             t.names.vec_mut().extend_from_slice(n.as_bytes());
             t.ends.push(t.names.len() as u32);
         }
@@ -175,23 +176,23 @@ mod tests {
             (18, 17, 17, "b"),
             (19, 0, 2, "lost+found"),
         ]);
-        assert_eq!(t.path(2), "/");
-        assert_eq!(t.path(12), "/doc");
-        assert_eq!(t.path(13), "/doc/examples");
+        assert_eq!(t.path(Ino(2)), "/");
+        assert_eq!(t.path(Ino(12)), "/doc");
+        assert_eq!(t.path(Ino(13)), "/doc/examples");
         // No '..': e2fsck cannot go up.
-        assert_eq!(t.path(14), "...");
-        assert_eq!(t.path(15), ".../below");
+        assert_eq!(t.path(Ino(14)), "...");
+        assert_eq!(t.path(Ino(15)), ".../below");
         // Its '..' does not name it.
-        assert_eq!(t.path(16), "/doc/???");
+        assert_eq!(t.path(Ino(16)), "/doc/???");
         // Not a directory.
-        assert_eq!(t.path(40), "<40>");
-        assert_eq!(t.pathname(0, 0), "<The NULL inode>");
-        assert_eq!(t.pathname(0, 18), "...");
-        assert_eq!(t.pathname(12, 13), "/doc/examples");
-        assert_eq!(t.pathname(12, 40), "/doc/???");
+        assert_eq!(t.path(Ino(40)), "<40>");
+        assert_eq!(t.pathname(Ino(0), Ino(0)), "<The NULL inode>");
+        assert_eq!(t.pathname(Ino(0), Ino(18)), "...");
+        assert_eq!(t.pathname(Ino(12), Ino(13)), "/doc/examples");
+        assert_eq!(t.pathname(Ino(12), Ino(40)), "/doc/???");
         // Named by the root, though its own '..' is lost.
-        assert_eq!(t.pathname(2, 19), "/lost+found");
+        assert_eq!(t.pathname(Ino(2), Ino(19)), "/lost+found");
         // A loop ends after 32 levels.
-        assert!(t.path(17).starts_with(".../"), "{}", t.path(17));
+        assert!(t.path(Ino(17)).starts_with(".../"), "{}", t.path(Ino(17)));
     }
 }

@@ -28,6 +28,7 @@ use super::state::{DirBlock, State};
 use crate::engine::pipeline::{self as pipe, Emit, Help};
 use crate::engine::{Budget, ScratchArena};
 use crate::error::{Error, Result};
+use crate::fs::num::Ino;
 use crate::volume::Fs;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -273,7 +274,8 @@ impl Stage2<'_> {
             parked.push((need, *db));
             false
         };
-        let gate = |ino: u32| {
+        let gate = |ino: Ino| {
+            let ino = ino.get();
             if ino >= final_below.load(Ordering::Acquire) {
                 help.borrow_mut()
                     .until(&|| ino < final_below.load(Ordering::Acquire));

@@ -578,7 +578,7 @@ impl Problem {
     ) -> String {
         // As e2fsck's %p: the path of a directory (inode 0 by its role).
         let path = |n: Option<u64>| match (tree, n) {
-            (Some(t), Some(n)) => t.pathname(narrow::sat32(n), 0),
+            (Some(t), Some(n)) => t.pathname(Ino(narrow::sat32(n)), Ino(0)),
             _ => "???".to_string(),
         };
         let mut out = String::new();
@@ -604,7 +604,7 @@ impl Problem {
                 // The detail is the number of a directory.
                 "path:detail" => out.push_str(&path(a.detail.parse().ok())),
                 "path:detail/ino" => out.push_str(&match (tree, a.detail.parse().ok(), a.ino) {
-                    (Some(t), Some(d), Some(i)) => t.pathname(d, i.get()),
+                    (Some(t), Some(d), Some(i)) => t.pathname(Ino(d), i),
                     _ => "???".to_string(),
                 }),
                 other => {

@@ -352,36 +352,36 @@ impl State {
     }
 
     /// Index of directory `ino` in `dirs`, if it is one.
-    pub fn dir_index(&self, ino: u32) -> Option<usize> {
-        self.dirs.binary_search(&Ino(ino)).ok()
+    pub fn dir_index(&self, ino: Ino) -> Option<usize> {
+        self.dirs.binary_search(&ino).ok()
     }
 
     /// How many xattr entries refer to EA inode `ino`.
-    pub fn ea_refs(&self, ino: u32) -> u64 {
+    pub fn ea_refs(&self, ino: Ino) -> u64 {
         self.ea_inode_refs
-            .binary_search_by_key(&ino, |&(i, _)| i)
+            .binary_search_by_key(&ino.get(), |&(i, _)| i)
             .map_or(0, |k| self.ea_inode_refs[k].1)
     }
 
     /// The encryption policy id of inode `ino`; None when it is not
     /// encrypted (or its policy could not be read).
-    pub fn policy(&self, ino: u32) -> Option<u32> {
+    pub fn policy(&self, ino: Ino) -> Option<u32> {
         if !self.has_iflag(ino, iflag::ENCRYPTED) {
             return None;
         }
         self.enc_policy
-            .binary_search_by_key(&ino, |&(i, _)| i)
+            .binary_search_by_key(&ino.get(), |&(i, _)| i)
             .ok()
             .map(|k| self.enc_policy[k].1)
     }
 
     /// Does `ino` have any of the `iflag` bits in `f`?
-    pub fn has_iflag(&self, ino: u32, f: u8) -> bool {
+    pub fn has_iflag(&self, ino: Ino, f: u8) -> bool {
         // Only the maps of the flags asked for: called per inode and entry.
         let mut rest = f;
         while rest != 0 {
             let k = rest.trailing_zeros() as usize;
-            if self.iflags.get(k).is_some_and(|m| m.get(Ino(ino))) {
+            if self.iflags.get(k).is_some_and(|m| m.get(ino)) {
                 return true;
             }
             rest &= rest - 1;
@@ -390,17 +390,16 @@ impl State {
     }
 
     /// Sets the `iflag` bits `f` of `ino` (any thread).
-    pub fn set_iflag(&self, ino: u32, f: u8) {
+    pub fn set_iflag(&self, ino: Ino, f: u8) {
         for (k, m) in self.iflags.iter().enumerate() {
             if f & (1 << k) != 0 {
-                m.set(Ino(ino));
+                m.set(ino);
             }
         }
     }
 
     /// The file type pass 1 found (`FileType as u8`); 0 for unused inodes.
-    pub fn ftype(&self, ino: u32) -> u8 {
-        let i = Ino(ino);
+    pub fn ftype(&self, i: Ino) -> u8 {
         if !self.inode_used.get(i) {
             return 0;
         }
@@ -415,19 +414,19 @@ impl State {
 
     /// Is `ino` a regular file in use? The journal and quota inodes are
     /// not: pass 1 checks them as reserved files, never as user files.
-    pub fn is_reg(&self, ino: u32) -> bool {
+    pub fn is_reg(&self, ino: Ino) -> bool {
         use crate::fs::inode::{GRP_QUOTA_INO, JOURNAL_INO, USR_QUOTA_INO};
-        !matches!(ino, USR_QUOTA_INO | GRP_QUOTA_INO | JOURNAL_INO) && self.ftype(ino) == FT_REG
+        !matches!(ino.get(), USR_QUOTA_INO | GRP_QUOTA_INO | JOURNAL_INO)
+            && self.ftype(ino) == FT_REG
     }
 
     /// Records the file type of used inode `ino` (any thread). Directories
     /// are `inode_dir`; a used inode recorded with no type at all reads as
     /// a regular file (reserved inodes other than the root: nothing asks).
-    pub fn set_ftype(&self, ino: u32, t: u8) {
+    pub fn set_ftype(&self, i: Ino, t: u8) {
         if t == FT_DIR {
             return;
         }
-        let i = Ino(ino);
         for (k, m) in self.ftype_bits.iter().enumerate() {
             if (t ^ FT_REG) & (1 << k) != 0 {
                 m.set(i);
@@ -438,12 +437,12 @@ impl State {
     }
 
     /// i_links_count of `ino` as pass 1 read it (0 for unused inodes).
-    pub fn i_links(&self, ino: u32) -> u16 {
-        if !self.inode_used.get(Ino(ino)) {
+    pub fn i_links(&self, ino: Ino) -> u16 {
+        if !self.inode_used.get(ino) {
             return 0;
         }
         self.links_other
-            .binary_search_by_key(&ino, |&(i, _)| i)
+            .binary_search_by_key(&ino.get(), |&(i, _)| i)
             .map_or(1, |k| self.links_other[k].1)
     }
 
@@ -478,8 +477,8 @@ impl State {
 
     /// Did pass 1 walk the block map of `ino`? (Every used inode but the
     /// few in `unmapped`.)
-    pub fn map_walked(&self, ino: u32) -> bool {
-        self.inode_used.get(Ino(ino)) && self.unmapped.binary_search(&ino).is_err()
+    pub fn map_walked(&self, ino: Ino) -> bool {
+        self.inode_used.get(ino) && self.unmapped.binary_search(&ino.get()).is_err()
     }
 
     /// Appends used inodes whose map pass 1 did not walk, in increasing
@@ -494,15 +493,17 @@ impl State {
     }
 
     /// Sets i_links_count of used inode `ino` (repairs and tests).
-    pub fn set_i_links(&mut self, ino: u32, v: u16) {
-        let k = self.links_other.binary_search_by_key(&ino, |&(i, _)| i);
+    pub fn set_i_links(&mut self, ino: Ino, v: u16) {
+        let k = self
+            .links_other
+            .binary_search_by_key(&ino.get(), |&(i, _)| i);
         match (k, v) {
             (Ok(k), 1) => {
                 self.links_other.vec_mut().remove(k);
             }
             (Ok(k), _) => self.links_other[k].1 = v,
             (Err(_), 1) => {}
-            (Err(k), _) => self.links_other.vec_mut().insert(k, (ino, v)),
+            (Err(k), _) => self.links_other.vec_mut().insert(k, (ino.get(), v)),
         }
     }
 

@@ -158,7 +158,7 @@ pub(super) fn at_pass4_checksum(
     let Some(stop) = bad_csum.iter().copied().find(|&ino| {
         (ino == crate::fs::inode::ROOT_INO || ino >= first_ino)
             && !skip.contains(&ino)
-            && !state.has_iflag(ino, iflag::IN_BAD_BLOCK)
+            && !state.has_iflag(Ino(ino), iflag::IN_BAD_BLOCK)
             && state.inode_used.get(Ino(ino))
             && (state.links_seen.get(Ino(ino)) == 0 || miscounted.contains(&ino))
     }) else {
@@ -391,8 +391,8 @@ pub(super) fn dir_without_info(fs: &Fs, state: &State) -> Option<NoDirInfo> {
             b.lblk == LBlk(0)
                 && b.ino != Ino(inode::ROOT_INO)
                 && b.ino < Ino(first_ino)
-                && state.dir_index(b.ino.0).is_none()
-                && !state.has_iflag(b.ino.0, iflag::INLINE)
+                && state.dir_index(b.ino).is_none()
+                && !state.has_iflag(b.ino, iflag::INLINE)
         })
         .find_map(|b| Some((*b, plain_dot_dotdot(fs, b)?)))?;
     let mut problems = ProblemList::new();

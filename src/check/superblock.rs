@@ -266,7 +266,9 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
                     // it tries again overlooking the superblock's
                     // errors.
                     let mut magic = [0u8; 2];
-                    let tries = if dev.read_at(SUPERBLOCK_OFFSET + 0x38, &mut magic).is_ok()
+                    let tries = if dev
+                        .read_at(SUPERBLOCK_OFFSET + superblock::MAGIC_AT as u64, &mut magic)
+                        .is_ok()
                         && u16::from_le_bytes(magic) == EXT2_MAGIC
                     {
                         2

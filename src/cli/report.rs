@@ -442,8 +442,8 @@ fn dup_passes(
     let tree = rep.tree.as_deref().unwrap_or(&empty);
     let name = |ino: u32| match dups.names.get(&ino) {
         _ if ino == ROOT_INO => "/".to_string(),
-        Some((dir, name)) => tree.path_of_entry(*dir, name),
-        None => tree.pathname(0, ino),
+        Some((dir, name)) => tree.path_of_entry(Ino(*dir), name),
+        None => tree.pathname(Ino(0), Ino(ino)),
     };
     let mtime = |ino: u32| {
         dups.owners

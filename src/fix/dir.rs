@@ -56,7 +56,7 @@ pub(super) fn fix(
     let Some(Ino(dir)) = p.args().ino else {
         return Ok(false);
     };
-    let inline = state.has_iflag(dir, iflag::INLINE);
+    let inline = state.has_iflag(Ino(dir), iflag::INLINE);
     // An inline directory has no checksum tail.
     if inline && p.code == Code::DirBlockChecksum {
         return Ok(false);
@@ -96,9 +96,9 @@ pub(super) fn fix(
     let key = match p.code {
         Code::DirEntryLinkToRoot => Some(Key::Inode(ROOT_INO)),
         // In an indexed directory the new name would hash elsewhere.
-        Code::DirEntryIllegalChars if state.has_iflag(dir, iflag::HTREE) => None,
+        Code::DirEntryIllegalChars if state.has_iflag(Ino(dir), iflag::HTREE) => None,
         Code::DirEntryIllegalChars => Some(Key::Any),
-        Code::DirEntryBadUtf8 if state.has_iflag(dir, iflag::HTREE) => None,
+        Code::DirEntryBadUtf8 if state.has_iflag(Ino(dir), iflag::HTREE) => None,
         Code::DirEntryBadUtf8 => Some(Key::Any),
         // The entry's type byte is all that is wrong: its name tells it.
         Code::DirEntryFileTypeSet => Some(Key::Any),
@@ -216,7 +216,7 @@ pub(super) fn unlink(
         }
         None => false,
     };
-    if state.has_iflag(dir, iflag::INLINE) {
+    if state.has_iflag(Ino(dir), iflag::INLINE) {
         let done = edit_inline(fs, overlay, dir, drop_entry)?;
         if done {
             add(links, ino, -1);
@@ -252,7 +252,7 @@ fn edit_inline(
 ) -> super::Result<bool> {
     let mut changed = false;
     crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
-        changed = edit(&mut m.i_block_mut()[4..]);
+        changed = edit(&mut m.i_block_mut()[crate::fs::dir_entry::INLINE_ENTRIES_AT..]);
     })?;
     Ok(changed)
 }
@@ -315,7 +315,7 @@ fn dotdot(
     dir: u32,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let Some(k) = state.dir_index(dir) else {
+    let Some(k) = state.dir_index(Ino(dir)) else {
         return Ok(false);
     };
     let parent = state.dir_parent.get(k).map_or(0, |p| p.0);
@@ -325,7 +325,7 @@ fn dotdot(
     if parent == 0 {
         return Ok(false);
     }
-    if state.has_iflag(dir, iflag::INLINE) {
+    if state.has_iflag(Ino(dir), iflag::INLINE) {
         return set_inline_dotdot(fs, overlay, dir, parent, links);
     }
     let Some(pblk) = dir_block(state, dir, 0) else {

@@ -14,11 +14,11 @@ use super::lostfound::dir_seed;
 use crate::check::dirblock::{Tail, tail_state};
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
-use crate::fs::bytes::{le16, le32, put_le32};
+use crate::fs::bytes::{le32, put_le32};
 use crate::fs::dir_entry::{HEADER_LEN, TAIL_LEN, put_tail_header, rec_len_for};
 use crate::fs::dir_entry::{
-    inode_at, name_len_at, put_name, set_file_type_at, set_inode_at, set_name_len_at,
-    set_rec_len_at,
+    INLINE_ENTRIES_AT, inode_at, name_len_at, put_name, set_file_type_at, set_inode_at,
+    set_name_len_at, set_rec_len_at,
 };
 use crate::fs::dir_salvage::{MIN_REC, grow, readable, salvage};
 use crate::fs::inode::field::*;
@@ -39,7 +39,7 @@ pub(super) fn fix(
     let (Some(Ino(dir)), Some(Blk(pblk))) = (p.args().ino, p.args().blk) else {
         return Ok(false);
     };
-    if state.has_iflag(dir, iflag::INLINE) {
+    if state.has_iflag(Ino(dir), iflag::INLINE) {
         return match (p.code, p.args().num) {
             (Code::DirBlockCorrupt, Some(part)) => salvage_inline(fs, overlay, dir, part),
             _ => Ok(false),
@@ -102,7 +102,7 @@ pub(super) fn fix_dot(
         return Ok(false);
     };
     if p.code != Code::DirDotMissing
-        || state.has_iflag(dir, iflag::INLINE)
+        || state.has_iflag(Ino(dir), iflag::INLINE)
         || !writable(fs, state, pblk)
     {
         return Ok(false);
@@ -153,9 +153,6 @@ pub(super) fn writable(fs: &Fs, state: &State, pblk: u64) -> bool {
         && !state.block_meta.get(state.cluster(pblk))
 }
 
-const XATTR_MAGIC: u32 = 0xEA02_0000;
-const XATTR_INDEX_SYSTEM: u8 = 7;
-
 /// Salvages part `part` of an inline directory: 0 the entries in i_block
 /// (after the parent's number), 1 those in the system.data attribute.
 fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: u32, part: u64) -> super::Result<bool> {
@@ -169,7 +166,10 @@ fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: u32, part: u64) -> super:
     let mut done = false;
     crate::volume::edit::edit_bytes(fs, overlay, pos, isize, |raw| {
         let (range, hash_at) = match part {
-            0 => (Some((I_BLOCK + 4, I_BLOCK + I_BLOCK_LEN)), None),
+            0 => (
+                Some((I_BLOCK + INLINE_ENTRIES_AT, I_BLOCK + I_BLOCK_LEN)),
+                None,
+            ),
             1 => match inline_value(raw) {
                 Some((a, z, h)) => (Some((a, z)), Some(h)),
                 None => (None, None),
@@ -195,20 +195,7 @@ fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: u32, part: u64) -> super:
 /// The byte range of the system.data value in a raw inode, and where its
 /// entry keeps the hash.
 fn inline_value(raw: &[u8]) -> Option<(usize, usize, usize)> {
-    if raw.len() <= 128 {
-        return None;
-    }
-    let start = 128 + le16(raw, I_EXTRA_ISIZE) as usize;
-    if le32(raw, start) != XATTR_MAGIC {
-        return None;
-    }
-    let area = raw.get(start + 4..)?;
-    let entries = crate::fs::xattr::read_entries(area, 0).ok()?;
-    let e = entries
-        .iter()
-        .find(|e| e.name_index == XATTR_INDEX_SYSTEM && e.name == b"data" && e.value_inum == 0)?;
-    let a = start + 4 + e.value_offs as usize;
-    Some((a, a + e.value_size as usize, start + 4 + e.offset + 0xC))
+    crate::fs::xattr::inline_data(raw).map(|d| (d.value.0, d.value.1, d.hash_at))
 }
 
 /// Reads directory block `pblk` through the overlay, lets `f` change it
@@ -313,6 +300,7 @@ fn remove_at(b: &mut [u8], bs: usize, off: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::bytes::le16;
     use crate::fs::dir_salvage::testing::{BS, block, chain};
 
     #[test]

@@ -24,12 +24,12 @@ use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
-/// Direct block pointers in i_block.
-const DIRECT: usize = 12;
+// Direct block pointers in i_block.
+use crate::fs::inode::DIRECT_BLOCKS as DIRECT;
 
 /// Closes the holes of directory `dir`; returns whether anything was staged.
 pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay, dir: u32) -> super::Result<bool> {
-    if !state.inode_dir.get(Ino(dir)) || state.has_iflag(dir, iflag::INLINE) {
+    if !state.inode_dir.get(Ino(dir)) || state.has_iflag(Ino(dir), iflag::INLINE) {
         return Ok(false);
     }
     let Some(mut raw) = vol::read_inode(fs, overlay, dir)? else {

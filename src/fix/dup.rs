@@ -42,7 +42,6 @@ use crate::check::blockmap::{MapVisitor, Scratch};
 use crate::check::pass1;
 use crate::check::problem::Problem;
 use crate::check::state::State;
-use crate::fs::bytes::{le32, put_le32};
 use crate::fs::extent::{self, Extent, ExtentIndex, INIT_MAX_LEN, RawEntry};
 use crate::fs::inode::{self, Inode, InodeMut, flags, inode_csum_seed};
 use crate::fs::num::{Blk, Cluster};
@@ -342,9 +341,9 @@ impl Tx<'_, '_> {
     fn indirect_root(&mut self, root: &mut [u8; 60]) -> Result<(), Stop> {
         for i in 0..15usize {
             let level = narrow::sat32(i.saturating_sub(11));
-            let p = le32(root, i * 4);
+            let p = inode::map_ptr(root, i);
             let np = self.indirect(p, level)?;
-            put_le32(root, i * 4, np);
+            inode::set_map_ptr(root, i, np);
         }
         Ok(())
     }
@@ -364,10 +363,10 @@ impl Tx<'_, '_> {
             let mut buf = self.read(target)?;
             let mut changed = false;
             for k in 0..buf.len() / 4 {
-                let c = le32(&buf, k * 4);
+                let c = inode::map_ptr(&buf, k);
                 let n = self.indirect(c, level - 1)?;
                 if n != c {
-                    put_le32(&mut buf, k * 4, n);
+                    inode::set_map_ptr(&mut buf, k, n);
                     changed = true;
                 }
             }

@@ -100,7 +100,7 @@ pub(super) fn dir_block(state: &State, ino: u32, lblk: u32) -> Option<u64> {
 /// through the overlay: a lost+found created by this repair exists only
 /// there.
 pub(super) fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> super::Result<u32> {
-    let generation = match (state.dir_index(ino), state.dir_gen.is_empty()) {
+    let generation = match (state.dir_index(Ino(ino)), state.dir_gen.is_empty()) {
         (Some(k), false) => state.dir_gen.get(k).copied().unwrap_or(0),
         _ => {
             let raw = vol::read_inode(fs, overlay, ino)?
@@ -129,7 +129,7 @@ pub(super) fn edit_dir_block(
         None
     };
     let mut done = false;
-    let htree = state.has_iflag(dir, iflag::HTREE);
+    let htree = state.has_iflag(Ino(dir), iflag::HTREE);
     vol::edit_bytes(fs, overlay, pblk * bs as u64, bs, |b| {
         let tail = seed.is_some() && has_tail(b);
         let end = if tail { b.len() - TAIL_LEN } else { b.len() };
@@ -203,13 +203,13 @@ fn insert_entry(b: &mut [u8], ino: u32, name: &[u8], ft: u8, filetype: bool) -> 
 
 /// The entry type `ino` should have, as pass 2 computes it.
 fn file_type(state: &State, ino: u32) -> u8 {
-    state.ftype(ino)
+    state.ftype(Ino(ino))
 }
 
 /// Can entries be added to / rewritten in directory `dir` by these fixes?
 fn plain_dir(state: &State, dir: u32) -> bool {
     state.inode_dir.get(Ino(dir))
-        && !state.has_iflag(dir, iflag::HTREE | iflag::INLINE | iflag::BAD)
+        && !state.has_iflag(Ino(dir), iflag::HTREE | iflag::INLINE | iflag::BAD)
 }
 
 /// Names `ino` as `#ino` in /lost+found; a directory also gets its '..'
@@ -229,14 +229,14 @@ fn reconnect(
     let is_dir = state.inode_dir.get(Ino(ino));
     // A directory's '..' must be rewritten too; find where it is before
     // adding the entry, so a directory that cannot be fixed is left whole.
-    let inline = is_dir && state.has_iflag(ino, iflag::INLINE);
-    if inline && state.has_iflag(ino, iflag::BAD) {
+    let inline = is_dir && state.has_iflag(Ino(ino), iflag::INLINE);
+    if inline && state.has_iflag(Ino(ino), iflag::BAD) {
         return Ok(false);
     }
     let dotdot_blk = if is_dir && !inline {
         // An indexed directory's '..' can be rewritten too (its root's
         // checksum is recomputed); only entries cannot be added to one.
-        let ok = !state.has_iflag(ino, iflag::BAD);
+        let ok = !state.has_iflag(Ino(ino), iflag::BAD);
         match dir_block(state, ino, 0).filter(|_| ok) {
             Some(b) => Some(b),
             None => return Ok(false),

@@ -753,7 +753,7 @@ impl<'a> Round<'a> {
             if m.link_fixed.contains(&ino) || cleared || !state.inode_used.get(Ino(ino)) {
                 continue;
             }
-            let have = state.i_links(ino);
+            let have = state.i_links(Ino(ino));
             let seen = i64::from(state.links_seen.get(Ino(ino)));
             let want = link_target(state, ino, seen + d);
             if want != u64::from(have) {

@@ -41,10 +41,9 @@ const ROOT_INFO: usize = htree::ROOT_INFO_OFFSET;
 const ROOT_INFO_LEN: u8 = htree::ROOT_INFO_LEN;
 const ROOT_COUNT_OFF: usize = ROOT_INFO + ROOT_INFO_LEN as usize;
 const NODE_COUNT_OFF: usize = htree::NODE_COUNT_OFFSET;
-/// The checksum tail of an index block.
-const DX_TAIL_LEN: usize = 8;
+use crate::fs::htree::DX_TAIL_LEN;
 const FT_DIR: u8 = 2;
-const MIN_REC: usize = 12;
+use crate::fs::dir_salvage::MIN_REC;
 /// Renaming a duplicate gives up after this many candidate names.
 const MAX_RENAMES: usize = 10_000;
 
@@ -66,10 +65,10 @@ pub(super) fn rebuild(
     dir: u32,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let Some(k) = state.dir_index(dir) else {
+    let Some(k) = state.dir_index(Ino(dir)) else {
         return Ok(false);
     };
-    if !state.inode_used.get(Ino(dir)) || state.has_iflag(dir, iflag::INLINE) {
+    if !state.inode_used.get(Ino(dir)) || state.has_iflag(Ino(dir), iflag::INLINE) {
         return Ok(false);
     }
     let mut blocks: Vec<(u32, u64)> = state

@@ -34,7 +34,6 @@
 
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
-use crate::fs::bytes::put_le32;
 use crate::fs::inode::field::I_CRTIME;
 use crate::fs::inode::{GOOD_OLD_INODE_SIZE, InodeMut, RESIZE_INO, ROOT_INO};
 use crate::fs::num::{Blk, Ino};
@@ -43,8 +42,7 @@ use crate::narrow;
 use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
-/// The double indirect block's slot in i_block.
-const DIND_SLOT: usize = 13;
+use crate::fs::inode::{DIND_SLOT, set_map_ptr};
 /// What the library's inode structure adds to the old 128 bytes.
 const EXTRA_ISIZE: u16 = 32;
 const MODE: u16 = 0o100_600;
@@ -164,10 +162,10 @@ pub(super) fn recreate(
         let gdt = first_gdt + r;
         let slot = narrow::to_usize((desc + r) % apb);
         // The resize inode is block-mapped: its blocks sit below 2^32.
-        put_le32(&mut dind_buf, slot * 4, narrow::sat32(gdt));
+        set_map_ptr(&mut dind_buf, slot, narrow::sat32(gdt));
         let mut gdt_buf = vec![0u8; bs];
         for (j, &g) in backups.iter().enumerate().take(bs / 4) {
-            put_le32(&mut gdt_buf, j * 4, narrow::sat32(copy(gdt, g)));
+            set_map_ptr(&mut gdt_buf, j, narrow::sat32(copy(gdt, g)));
         }
         count += 1 + backups.len().min(bs / 4) as u64;
         vol::stage_if_changed(fs, overlay, gdt, gdt_buf)?;

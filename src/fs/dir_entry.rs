@@ -123,6 +123,9 @@ pub const INLINE_ENTRIES_OFFSET: usize = 4;
 
 /// An inline directory's parent: the first 4 bytes of i_block (its
 /// entries follow).
+/// Where an inline directory's entries start in i_block (after the parent).
+pub const INLINE_ENTRIES_AT: usize = 4;
+
 pub fn inline_parent(i_block: &[u8]) -> u32 {
     le32(i_block, 0)
 }

@@ -48,6 +48,8 @@ pub fn root_count_offset(info: &DxRootInfo) -> usize {
 
 /// A dx_node starts with a fake empty entry of 8 bytes.
 pub const NODE_COUNT_OFFSET: usize = 8;
+/// The checksum tail of an index block (metadata_csum).
+pub const DX_TAIL_LEN: usize = 8;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CountLimit {
@@ -73,7 +75,7 @@ pub fn dx_entry(b: &[u8], off: usize, i: usize) -> (u32, u32) {
 /// How many entries fit between `off` and the end of the block, leaving room
 /// for the 8-byte checksum tail when metadata_csum is on.
 pub fn expected_limit(block_size: usize, off: usize, csum: bool) -> usize {
-    let room = block_size.saturating_sub(off) - if csum { 8 } else { 0 };
+    let room = block_size.saturating_sub(off) - if csum { DX_TAIL_LEN } else { 0 };
     room / 8
 }
 

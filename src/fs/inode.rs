@@ -90,6 +90,8 @@ pub mod field {
 }
 /// Block pointers of a block-mapped inode that name data blocks directly.
 pub const DIRECT_BLOCKS: usize = 12;
+/// The slot in i_block of the double indirect block.
+pub const DIND_SLOT: usize = 13;
 const CSUM_LO: usize = 0x7C;
 const CSUM_HI: usize = 0x82;
 
@@ -376,6 +378,21 @@ impl InodeMut<'_> {
             put_le16(self.0, CSUM_HI, (c >> 16) as u16);
         }
     }
+}
+
+/// The 128-byte inode a superblock's journal backup stands for
+/// (s_jnl_blocks: the 15 words of i_block, then i_size_high and i_size):
+/// a regular file of mode 0600 with one link, all else zero.
+pub fn from_journal_backup(jnl_blocks: &[u32; 17]) -> Vec<u8> {
+    let mut raw = vec![0u8; GOOD_OLD_INODE_SIZE];
+    put_le16(&mut raw, field::I_MODE, S_IFREG | 0o600);
+    put_le16(&mut raw, field::I_LINKS_COUNT, 1);
+    for (i, &w) in jnl_blocks[..15].iter().enumerate() {
+        put_le32(&mut raw, field::I_BLOCK + 4 * i, w);
+    }
+    put_le32(&mut raw, field::I_SIZE_HIGH, jnl_blocks[15]);
+    put_le32(&mut raw, field::I_SIZE_LO, jnl_blocks[16]);
+    raw
 }
 
 /// Pointer `i` of a block map array: i_block of a block-mapped inode

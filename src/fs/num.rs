@@ -127,6 +127,11 @@ impl Cluster {
 }
 
 impl Ino {
+    /// No inode: an unused directory entry, a missing parent.
+    pub const NONE: Ino = Ino(0);
+    /// The root directory.
+    pub const ROOT: Ino = Ino(2);
+
     /// The group holding this inode, for `inodes_per_group` inodes a group.
     pub const fn group(self, inodes_per_group: u32) -> Group {
         Group(self.0.saturating_sub(1) / inodes_per_group)

@@ -7,6 +7,8 @@ use crate::narrow::{hi8, lo32};
 pub const SUPERBLOCK_OFFSET: u64 = 1024;
 pub const SUPERBLOCK_SIZE: usize = 1024;
 pub const EXT2_MAGIC: u16 = 0xEF53;
+/// Where s_magic lies in the superblock.
+pub const MAGIC_AT: usize = 0x38;
 
 pub mod compat {
     pub const DIR_PREALLOC: u32 = 0x1;
@@ -408,7 +410,7 @@ impl Superblock {
             wtime: le32(b, 0x30),
             mnt_count: le16(b, 0x34),
             max_mnt_count: le16(b, 0x36) as i16,
-            magic: le16(b, 0x38),
+            magic: le16(b, MAGIC_AT),
             state: le16(b, 0x3A),
             errors: le16(b, 0x3C),
             minor_rev_level: le16(b, 0x3E),

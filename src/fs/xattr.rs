@@ -3,11 +3,16 @@
 
 use super::bytes::{le16, le32, u8_at};
 use super::checksum::crc32c_raw;
+use super::inode::{GOOD_OLD_INODE_SIZE, extra_isize};
 
 pub const XATTR_MAGIC: u32 = 0xEA02_0000;
 pub const BLOCK_HEADER_LEN: usize = 32;
 pub const ENTRY_HEADER_LEN: usize = 16;
 const BLOCK_CSUM_OFFSET: usize = 0x10;
+/// Where an entry header keeps the hash of its name and value.
+pub const ENTRY_HASH_AT: usize = 0xC;
+/// The name index of "system." names (system.data holds inline data).
+pub const INDEX_SYSTEM: u8 = 7;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockHeader {
@@ -66,7 +71,7 @@ pub fn entry_at(area: &[u8], off: usize) -> Entry<'_> {
         value_offs: le16(area, off + 2),
         value_inum: le32(area, off + 4),
         value_size: le32(area, off + 8),
-        hash: le32(area, off + 0xC),
+        hash: le32(area, off + ENTRY_HASH_AT),
         name: area
             .get(name_start..name_start.saturating_add(name_len))
             .unwrap_or(&[]),
@@ -205,4 +210,37 @@ mod tests {
             entry_hash(&[0x80], &[], false)
         );
     }
+}
+
+/// Where the in-inode attribute area of raw inode `raw` starts (past its
+/// magic), when it has one: after the 128-byte base and i_extra_isize.
+pub fn ibody_start(raw: &[u8]) -> Option<usize> {
+    if raw.len() <= GOOD_OLD_INODE_SIZE {
+        return None;
+    }
+    let start = GOOD_OLD_INODE_SIZE + usize::from(extra_isize(raw));
+    (le32(raw, start) == XATTR_MAGIC).then_some(start + 4)
+}
+
+/// The system.data attribute of a raw inode (inline data past i_block):
+/// its value's byte range in the inode, and where its entry keeps the hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InlineData {
+    pub value: (usize, usize),
+    pub hash_at: usize,
+}
+
+/// Finds system.data (stored in the inode, not in an EA inode) among the
+/// in-inode attributes of `raw`.
+pub fn inline_data(raw: &[u8]) -> Option<InlineData> {
+    let base = ibody_start(raw)?;
+    let entries = read_entries(raw.get(base..)?, 0).ok()?;
+    let e = entries
+        .iter()
+        .find(|e| e.name_index == INDEX_SYSTEM && e.name == b"data" && e.value_inum == 0)?;
+    let a = base + e.value_offs as usize;
+    Some(InlineData {
+        value: (a, a + e.value_size as usize),
+        hash_at: base + e.offset + ENTRY_HASH_AT,
+    })
 }
