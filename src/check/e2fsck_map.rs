@@ -376,6 +376,11 @@ pub fn message_only(p: &Problem) -> bool {
     ) {
         return true;
     }
+    // A time stamp ahead of the clock by less than the fudge: set right
+    // without a question.
+    if matches!(p.e2fsck_code(), Some(0x00003C | 0x00003D)) {
+        return true;
+    }
     if matches!(p.spec().pass, Pass::Super) || p.code == Code::DupBlocks {
         return false;
     }
@@ -386,12 +391,17 @@ pub fn message_only(p: &Problem) -> bool {
     })
 }
 
-/// Is `p` a pass 1 or 2 notice that e2fsck still asks about, its answer
+/// Is `p` a pass 1 or 2 notice (or a superblock time ahead of the
+/// clock) that e2fsck still asks about, its answer
 /// no leaving the file system consistent (a question with NO_OK: '.'
 /// spanning free space, among others)?
 pub fn asked_notice(p: &Problem) -> bool {
     use super::problem::{Pass, Severity};
-    if !matches!(p.spec().pass, Pass::P1 | Pass::P2) || p.spec().severity != Severity::Notice {
+    // And pass 0's superblock times ahead of the clock.
+    let times = matches!(p.code, Code::SbLastMountFuture | Code::SbLastWriteFuture);
+    if !(matches!(p.spec().pass, Pass::P1 | Pass::P2) || times)
+        || p.spec().severity != Severity::Notice
+    {
         return false;
     }
     p.e2fsck_code()
@@ -412,7 +422,9 @@ pub fn preen_quiet(p: &Problem) -> bool {
 /// unused-inodes count) in memory only, and its closing checksum pass
 /// writes the descriptors: alone, that exits 0 without "MODIFIED". So
 /// do a new UUID, the test_fs flag cleared and the dirhash hint added,
-/// which it makes in pass 0 before its passes count what they fix.
+/// which it makes in pass 0 before its passes count what they fix, and
+/// the superblock's times ahead of the clock (set in memory, written when
+/// the superblock is).
 pub fn unmarked_fix(p: &Problem) -> bool {
     matches!(
         p.code,
@@ -421,6 +433,8 @@ pub fn unmarked_fix(p: &Problem) -> bool {
             | Code::SbTestFs
             | Code::SbDirHashHint
             | Code::SbJournalBackupMissing
+            | Code::SbLastMountFuture
+            | Code::SbLastWriteFuture
     )
 }
 

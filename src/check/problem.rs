@@ -91,8 +91,8 @@ problems! {
     SbFreeInodesInvalid = ("0x0009", Super, Notice, true, "Superblock free inodes count {num} is larger than the inode count {num2}"),
     SbFirstIno = ("0x000A", Super, Error, false, "Superblock first_ino = {num} is invalid"),
     SbRevLevel = ("0x000B", Super, Fatal, false, "Superblock revision level {num} is not supported"),
-    SbLastMountFuture = ("0x000C", Super, Notice, true, "Superblock last mount time is in the future"),
-    SbLastWriteFuture = ("0x000D", Super, Notice, true, "Superblock last write time is in the future"),
+    SbLastMountFuture = ("0x000C", Super, Notice, true, "Superblock last mount time ({num}) is in the future (now {num2})"),
+    SbLastWriteFuture = ("0x000D", Super, Notice, true, "Superblock last write time ({num}) is in the future (now {num2})"),
     SbHugeFileNoLargeFile = ("0x000E", Super, Error, true, "Filesystem has huge files but the large_file flag is not set"),
     SbOrphanList = ("0x000F", Super, Notice, true, "The orphan inode list starting at inode {ino} needs processing"),
     SbExtraIsize = ("0x0010", Super, Notice, true, "Superblock {detail}_extra_isize {num} is invalid"),
@@ -563,6 +563,12 @@ impl Problem {
             }
             (Code::BadBlockInMetadata, Some(0x01000B)) if self.args().group.is_some() => {
                 "Group {group}'s inode bitmap ({blk}) is bad"
+            }
+            (Code::SbLastMountFuture, Some(0x00003C)) => {
+                "Superblock last mount time is in the future, by less than a day (the hardware clock is probably set to local time)"
+            }
+            (Code::SbLastWriteFuture, Some(0x00003D)) => {
+                "Superblock last write time is in the future, by less than a day (the hardware clock is probably set to local time)"
             }
             _ => self.spec().message,
         }

@@ -66,5 +66,6 @@ mod restart;
 mod robustness;
 mod safety;
 mod sb_flags;
+mod sb_times;
 mod signals;
 mod streaming;

@@ -41,6 +41,14 @@ const DAMAGE: &[(Code, &str)] = &[
     ),
     (Code::SbRev0Features, "sb_flags::features_on_revision_0"),
     (
+        Code::SbLastMountFuture,
+        "sb_times::times_days_ahead_are_asked_about_and_set",
+    ),
+    (
+        Code::SbLastWriteFuture,
+        "sb_times::times_days_ahead_are_asked_about_and_set",
+    ),
+    (
         Code::SbMetadataCsumAndGdtCsum,
         "sb_flags::metadata_csum_with_uninit_bg",
     ),
