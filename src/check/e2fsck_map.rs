@@ -58,6 +58,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         JournalSuperblockCorrupt => &[0x000015, 0x00000F],
         JournalInodeInvalid => &[0x00000F],
         JournalFeatureUnsupported => &[0x000026, 0x000025],
+        JournalVersionUnsupported => &[0x000027],
         JournalInodeNoFeature => &[0x000016],
         JournalChecksum => &[0x000015],
         JournalNeedsRecoveryNoFlag => &[0x000018],
@@ -278,6 +279,8 @@ pub const NONE: &[Code] = &[
     Code::GdInodeUninitNotZeroed,
     Code::JournalExternalUnsupported,
     Code::JournalCannotProceed,
+    // e2fsck's "Abort? yes" to 0x000027 (JournalVersionUnsupported).
+    Code::JournalVersionAbort,
     // e2fsck prints its MMP refusals outside its table.
     Code::MmpCannotProceed,
     Code::MmpBusy,
@@ -436,6 +439,13 @@ pub fn unmarked_fix(p: &Problem) -> bool {
             | Code::SbLastMountFuture
             | Code::SbLastWriteFuture
     )
+}
+
+/// Is `p` a question e2fsck answers by aborting (its "Abort? yes" of a
+/// repair): an unsupported journal version, which the check marks so
+/// (`num2` 1) where it stops a repair.
+pub fn aborted(p: &Problem) -> bool {
+    p.code == Code::JournalVersionUnsupported && p.args().num2 == Some(1)
 }
 
 /// Is `p` an offer rather than a fix (NOT_A_FIX: pass 1E's optimisation

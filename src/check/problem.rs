@@ -131,6 +131,8 @@ problems! {
     JournalExternalUnsupported = ("0x0206", Super, Fatal, false, "The file system uses an external journal device, which is not supported"),
     JournalChecksum = ("0x0207", Super, Error, true, "The journal superblock checksum does not match"),
     JournalNeedsRecoveryNoFlag = ("0x0208", Super, Error, true, "The journal has data to replay but the needs_recovery flag is not set"),
+    JournalVersionUnsupported = ("0x0730", Super, Error, false, "The journal superblock's version (block type {num}) is not supported"),
+    JournalVersionAbort = ("0x0731", Super, Fatal, false, "The check is aborted: the journal may hold updates in a version pfsck cannot read, and replacing it would lose them"),
     JournalCannotProceed = ("0x020A", Super, Fatal, false, "The journal is unusable and -n forbids clearing it: cannot proceed with the file system check"),
     JournalRecoverNoJournal = ("0x0209", Super, Error, true, "The needs_recovery flag is set but the file system has no journal"),
     JournalAfterReplay = ("0x0210", Super, Notice, false, "Checking the file system as it will be after journal recovery ({detail})"),

@@ -185,6 +185,14 @@ pub(super) fn fix_flag(
             sb.set_incompat(sb.incompat() & !incompat::CSUM_SEED);
             sb.set_checksum_seed(0);
         }
+        // A journal without has_journal: the superblock forgets it (pass
+        // 1 then clears the inode, no longer the journal's); and nothing
+        // is left to recover.
+        Code::JournalInodeNoFeature => {
+            sb.clear_journal();
+            sb.set_incompat(sb.incompat() & !incompat::RECOVER);
+        }
+        Code::JournalRecoverNoJournal => sb.set_incompat(sb.incompat() & !incompat::RECOVER),
         Code::SbLastMountFuture => sb.set_mtime(now.unwrap_or(0)),
         Code::SbLastWriteFuture => sb.set_wtime(now.unwrap_or(0)),
         _ => {}
@@ -201,6 +209,8 @@ pub(super) fn fix_flag(
             | Code::SbRev0Features
             | Code::SbJournalBackupMissing
             | Code::SbMetadataCsumAndGdtCsum
+            | Code::JournalInodeNoFeature
+            | Code::JournalRecoverNoJournal
     ) || (matches!(code, Code::SbLastMountFuture | Code::SbLastWriteFuture) && now.is_some()))
 }
 

@@ -310,6 +310,8 @@ const TABLE: &[Entry] = &[
     row(Code::SbRev0Features, F::SuperFlag, S),
     row(Code::SbMetadataCsumAndGdtCsum, F::SuperFlag, S),
     row(Code::SbJournalBackupMissing, F::SuperFlag, S),
+    row(Code::JournalInodeNoFeature, F::SuperFlag, S),
+    row(Code::JournalRecoverNoJournal, F::SuperFlag, S),
     row(Code::SbLastMountFuture, F::SuperFlag, S),
     row(Code::SbLastWriteFuture, F::SuperFlag, S),
     row(Code::OrphanFileInodeInvalid, F::OrphanFile, S),

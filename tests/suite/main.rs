@@ -30,6 +30,7 @@ mod geometry;
 mod huge_files;
 mod install;
 mod interactive;
+mod journal_flags;
 mod journal_recovery;
 mod journal_recreate;
 mod journal_replay_repair;
