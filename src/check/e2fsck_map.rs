@@ -58,6 +58,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         JournalSuperblockCorrupt => &[0x000015, 0x00000F],
         JournalInodeInvalid => &[0x00000F],
         JournalFeatureUnsupported => &[0x000026, 0x000025],
+        JournalVersionUnsupported => &[0x000027],
         JournalInodeNoFeature => &[0x000016],
         JournalChecksum => &[0x000015],
         JournalNeedsRecoveryNoFlag => &[0x000018],
@@ -279,6 +280,8 @@ pub const NONE: &[Code] = &[
     Code::GdInodeUninitNotZeroed,
     Code::JournalExternalUnsupported,
     Code::JournalCannotProceed,
+    // e2fsck's "Abort? yes" to 0x000027 (JournalVersionUnsupported).
+    Code::JournalVersionAbort,
     // e2fsck prints its MMP refusals outside its table.
     Code::MmpCannotProceed,
     Code::MmpBusy,
@@ -377,6 +380,11 @@ pub fn message_only(p: &Problem) -> bool {
     ) {
         return true;
     }
+    // A time stamp ahead of the clock by less than the fudge: set right
+    // without a question.
+    if matches!(p.e2fsck_code(), Some(0x00003C | 0x00003D)) {
+        return true;
+    }
     if matches!(p.spec().pass, Pass::Super) || p.code == Code::DupBlocks {
         return false;
     }
@@ -387,12 +395,17 @@ pub fn message_only(p: &Problem) -> bool {
     })
 }
 
-/// Is `p` a pass 1 or 2 notice that e2fsck still asks about, its answer
+/// Is `p` a pass 1 or 2 notice (or a superblock time ahead of the
+/// clock) that e2fsck still asks about, its answer
 /// no leaving the file system consistent (a question with NO_OK: '.'
 /// spanning free space, among others)?
 pub fn asked_notice(p: &Problem) -> bool {
     use super::problem::{Pass, Severity};
-    if !matches!(p.spec().pass, Pass::P1 | Pass::P2) || p.spec().severity != Severity::Notice {
+    // And pass 0's superblock times ahead of the clock.
+    let times = matches!(p.code, Code::SbLastMountFuture | Code::SbLastWriteFuture);
+    if !(matches!(p.spec().pass, Pass::P1 | Pass::P2) || times)
+        || p.spec().severity != Severity::Notice
+    {
         return false;
     }
     p.e2fsck_code()
@@ -413,7 +426,9 @@ pub fn preen_quiet(p: &Problem) -> bool {
 /// unused-inodes count) in memory only, and its closing checksum pass
 /// writes the descriptors: alone, that exits 0 without "MODIFIED". So
 /// do a new UUID, the test_fs flag cleared and the dirhash hint added,
-/// which it makes in pass 0 before its passes count what they fix.
+/// which it makes in pass 0 before its passes count what they fix, and
+/// the superblock's times ahead of the clock (set in memory, written when
+/// the superblock is).
 pub fn unmarked_fix(p: &Problem) -> bool {
     matches!(
         p.code,
@@ -422,7 +437,16 @@ pub fn unmarked_fix(p: &Problem) -> bool {
             | Code::SbTestFs
             | Code::SbDirHashHint
             | Code::SbJournalBackupMissing
+            | Code::SbLastMountFuture
+            | Code::SbLastWriteFuture
     )
+}
+
+/// Is `p` a question e2fsck answers by aborting (its "Abort? yes" of a
+/// repair): an unsupported journal version, which the check marks so
+/// (`num2` 1) where it stops a repair.
+pub fn aborted(p: &Problem) -> bool {
+    p.code == Code::JournalVersionUnsupported && p.args().num2 == Some(1)
 }
 
 /// Is `p` an offer rather than a fix (NOT_A_FIX: pass 1E's optimisation

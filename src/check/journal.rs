@@ -39,6 +39,11 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
         // A journal device number alone means nothing without the feature.
         if recover {
             out.push(Problem::new(Code::JournalRecoverNoJournal));
+            // Left set, the flag is a feature e2fsck cannot open the file
+            // system with: -n cannot proceed (exit 12).
+            if !clear_bad {
+                out.push(Problem::new(Code::JournalCannotProceed));
+            }
         }
         return out;
     }
@@ -99,7 +104,9 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                     j = journal::parse_superblock(&jsb_bytes);
                 }
             }
-            if let Some(why) = superblock_problem(fs, &j, &jsb_bytes, journal_blocks) {
+            if j.magic == JBD2_MAGIC && !known_blocktype(j.blocktype) {
+                version_unsupported(&mut out, sb.journal_inum, j.blocktype, clear_bad);
+            } else if let Some(why) = superblock_problem(fs, &j, &jsb_bytes, journal_blocks) {
                 // Without the magic number e2fsck first takes the inode
                 // for the wrong one (and asks to clear it).
                 let e2 = if j.magic != JBD2_MAGIC {
@@ -462,6 +469,44 @@ fn superblock_problem(
         }
     }
     None
+}
+
+/// Does jbd2 know this block type? A journal superblock of another one
+/// (with the magic number) is taken for a newer format, not for damage;
+/// the other known types where a superblock belongs are damage.
+fn known_blocktype(t: u32) -> bool {
+    matches!(
+        t,
+        journal::BLOCKTYPE_DESCRIPTOR
+            | journal::BLOCKTYPE_COMMIT
+            | journal::BLOCKTYPE_SB_V1
+            | journal::BLOCKTYPE_SB_V2
+            | journal::BLOCKTYPE_REVOKE
+    )
+}
+
+/// A journal superblock of an unknown version, as e2fsck 1.47.4 meets
+/// it: it asks to abort. A repair says yes and stops, writing nothing
+/// (exit 12); `-n` says no, and then no to resetting the journal
+/// superblock, and cannot proceed (exit 12).
+fn version_unsupported(out: &mut Vec<Problem>, ino: u32, blocktype: u32, clear_bad: bool) {
+    let p = Problem::new(Code::JournalVersionUnsupported)
+        .ino(Ino(ino))
+        .num(u64::from(blocktype));
+    if clear_bad {
+        // num2 1: the answer is to abort ([`super::e2fsck_map::aborted`]).
+        out.push(p.num2(1));
+        out.push(Problem::new(Code::JournalVersionAbort));
+        return;
+    }
+    out.push(p);
+    out.push(
+        Problem::new(Code::JournalSuperblockCorrupt)
+            .ino(Ino(ino))
+            .detail(format!("unsupported version (block type {blocktype})"))
+            .e2fsck(0x000015),
+    );
+    out.push(Problem::new(Code::JournalCannotProceed));
 }
 
 /// A journal inode that cannot be used: cleared when the mode may (a new

@@ -34,7 +34,7 @@ pub mod superblock;
 mod unit;
 pub mod xattr;
 
-use crate::engine::{Budget, Clock, Control, Threads};
+use crate::engine::{Budget, Clock, Control, Threads, TimeTrust};
 use crate::error::{Error, Result};
 use crate::fs::num::{Cluster, Ino};
 use crate::io::Device;
@@ -72,6 +72,9 @@ pub struct Options {
     pub control: Control,
     /// The time the run works with (and a repair stamps).
     pub clock: Clock,
+    /// How far the superblock's times are trusted against `clock`
+    /// (e2fsck.conf's options, which the binary reads).
+    pub time_trust: TimeTrust,
     /// False: pass 2 starts once pass 1 is whole, as before the pipeline
     /// (the binary's `PFSCK_NO_OVERLAP=1`: tests compare the two,
     /// benchmarks measure it).
@@ -129,6 +132,7 @@ impl Default for Options {
             journal_device: None,
             control: Control::default(),
             clock: Clock::System,
+            time_trust: TimeTrust::default(),
             overlap: true,
             optimize_extents: true,
             rehash_dirs: false,
@@ -374,10 +378,15 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     // e2fsck looks at the journal before it decides to skip a clean file
     // system: an unusable one is cleared (or stops -n) even then.
     if !opts.force {
-        report.forced = superblock::forced_reason(&fs, opts.clock.now());
+        report.forced = superblock::forced_reason(&fs, opts);
     }
+    // Times ahead of the clock, which e2fsck judges before it decides to
+    // skip: a repair sets them right, so it does not skip then (e2fsck
+    // skips after setting one within the fudge; pfsck checks in full).
+    let times = superblock::future_times(&fs, opts);
     if !opts.force
-        && let Some(reason) = superblock::clean_skip_reason(&fs, opts.clock.now())
+        && (times.is_empty() || !opts.repairing)
+        && let Some(reason) = superblock::clean_skip_reason(&fs, opts)
         && !journal::unusable(&fs)
     {
         report.summary.inodes_used =
@@ -396,6 +405,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         report.problems.extend(superblock::repair_only(&fs));
     }
     report.problems.extend(superblock::check(&fs));
+    report.problems.extend(times);
     report
         .problems
         .extend(mmp::check(&fs, opts.repairing, opts.mmp_claimed));

@@ -91,8 +91,8 @@ problems! {
     SbFreeInodesInvalid = ("0x0009", Super, Notice, true, "Superblock free inodes count {num} is larger than the inode count {num2}"),
     SbFirstIno = ("0x000A", Super, Error, false, "Superblock first_ino = {num} is invalid"),
     SbRevLevel = ("0x000B", Super, Fatal, false, "Superblock revision level {num} is not supported"),
-    SbLastMountFuture = ("0x000C", Super, Notice, true, "Superblock last mount time is in the future"),
-    SbLastWriteFuture = ("0x000D", Super, Notice, true, "Superblock last write time is in the future"),
+    SbLastMountFuture = ("0x000C", Super, Notice, true, "Superblock last mount time ({num}) is in the future (now {num2})"),
+    SbLastWriteFuture = ("0x000D", Super, Notice, true, "Superblock last write time ({num}) is in the future (now {num2})"),
     SbHugeFileNoLargeFile = ("0x000E", Super, Error, true, "Filesystem has huge files but the large_file flag is not set"),
     SbOrphanList = ("0x000F", Super, Notice, true, "The orphan inode list starting at inode {ino} needs processing"),
     SbExtraIsize = ("0x0010", Super, Notice, true, "Superblock {detail}_extra_isize {num} is invalid"),
@@ -131,6 +131,8 @@ problems! {
     JournalExternalUnsupported = ("0x0206", Super, Fatal, false, "The file system uses an external journal device, which is not supported"),
     JournalChecksum = ("0x0207", Super, Error, true, "The journal superblock checksum does not match"),
     JournalNeedsRecoveryNoFlag = ("0x0208", Super, Error, true, "The journal has data to replay but the needs_recovery flag is not set"),
+    JournalVersionUnsupported = ("0x0730", Super, Error, false, "The journal superblock's version (block type {num}) is not supported"),
+    JournalVersionAbort = ("0x0731", Super, Fatal, false, "The check is aborted: the journal may hold updates in a version pfsck cannot read, and replacing it would lose them"),
     JournalCannotProceed = ("0x020A", Super, Fatal, false, "The journal is unusable and -n forbids clearing it: cannot proceed with the file system check"),
     JournalRecoverNoJournal = ("0x0209", Super, Error, true, "The needs_recovery flag is set but the file system has no journal"),
     JournalAfterReplay = ("0x0210", Super, Notice, false, "Checking the file system as it will be after journal recovery ({detail})"),
@@ -564,6 +566,12 @@ impl Problem {
             }
             (Code::BadBlockInMetadata, Some(0x01000B)) if self.args().group.is_some() => {
                 "Group {group}'s inode bitmap ({blk}) is bad"
+            }
+            (Code::SbLastMountFuture, Some(0x00003C)) => {
+                "Superblock last mount time is in the future, by less than a day (the hardware clock is probably set to local time)"
+            }
+            (Code::SbLastWriteFuture, Some(0x00003D)) => {
+                "Superblock last write time is in the future, by less than a day (the hardware clock is probably set to local time)"
             }
             _ => self.spec().message,
         }

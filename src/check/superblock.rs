@@ -507,12 +507,12 @@ fn other_fs_signature(dev: &Device) -> Option<&'static str> {
 /// "clean" line when the next forced check is near (empty otherwise);
 /// None when it must be checked (a journal or orphans to process, or a
 /// [`forced_reason`]).
-pub fn clean_skip_reason(fs: &Fs, now: u64) -> Option<String> {
+pub fn clean_skip_reason(fs: &Fs, opts: &Options) -> Option<String> {
     let sb = &fs.sb;
     if sb.has_incompat(incompat::RECOVER) || sb.last_orphan != 0 {
         return None;
     }
-    if forced_reason(fs, now).is_some() {
+    if forced_reason(fs, opts).is_some() {
         return None;
     }
     // Mounts left before the count forces a check; e2fsck mentions the
@@ -531,9 +531,18 @@ pub fn clean_skip_reason(fs: &Fs, now: u64) -> Option<String> {
 
 /// Why a check without `-f` cannot skip a file system: e2fsck's reasons,
 /// tested in its order, worded for the line "NAME REASON, check forced.".
-/// `now`: seconds since the epoch.
-pub fn forced_reason(fs: &Fs, now: u64) -> Option<String> {
+/// The check interval counts only with a clock to trust (not one set
+/// broken in e2fsck.conf, nor before 2010), and a last-check time ahead
+/// of the clock is taken back by the fudge first, as e2fsck does.
+pub fn forced_reason(fs: &Fs, opts: &Options) -> Option<String> {
     let sb = &fs.sb;
+    let now = opts.clock.now();
+    let broken_clock = opts.time_trust.broken_clock || opts.clock.insane();
+    let lastcheck = if sb.lastcheck > now {
+        sb.lastcheck.saturating_sub(opts.time_trust.fudge)
+    } else {
+        sb.lastcheck
+    };
     // An error the journal recorded counts as the error state: e2fsck
     // moves it there before deciding.
     if sb.state & superblock::STATE_ERROR != 0 || super::journal::recorded_errno(fs) != 0 {
@@ -548,11 +557,11 @@ pub fn forced_reason(fs: &Fs, now: u64) -> Option<String> {
             sb.mnt_count
         ));
     }
-    if sb.checkinterval != 0 {
-        if now < sb.lastcheck {
+    if sb.checkinterval != 0 && !broken_clock {
+        if now < lastcheck {
             return Some("has filesystem last checked time in the future".into());
         }
-        let since = now - sb.lastcheck;
+        let since = now.saturating_sub(lastcheck);
         if since >= u64::from(sb.checkinterval) {
             return Some(format!(
                 "has gone {} days without being checked",
@@ -741,6 +750,38 @@ pub fn repair_only(fs: &Fs) -> Vec<Problem> {
         out.push(Problem::new(Code::SbJournalBackupMissing).ino(Ino(sb.journal_inum)));
     }
     out
+}
+
+/// The superblock's last mount and write times ahead of the clock, as
+/// e2fsck judges them: only in a forced check or where a check interval
+/// makes the times matter, never with a clock known to be wrong (set so
+/// in e2fsck.conf, or before 2010). Within the fudge (a day by default)
+/// the stamp is taken for a clock set to local time: e2fsck names that
+/// variant (0x00003c, 0x00003d) and sets it right without asking. Each
+/// problem carries the stamp (`num`) and the time it is set to (`num2`).
+pub fn future_times(fs: &Fs, opts: &Options) -> Vec<Problem> {
+    let sb = &fs.sb;
+    let trust = opts.time_trust;
+    if !(opts.force || sb.checkinterval != 0) || trust.broken_clock || opts.clock.insane() {
+        return Vec::new();
+    }
+    let now = opts.clock.now();
+    let stamps = [
+        (Code::SbLastMountFuture, sb.last_mount_time(), 0x00003C),
+        (Code::SbLastWriteFuture, sb.last_write_time(), 0x00003D),
+    ];
+    stamps
+        .into_iter()
+        .filter(|&(_, t, _)| t > now)
+        .map(|(code, t, fudged)| {
+            let p = Problem::new(code).num(t).num2(now);
+            if t <= now.saturating_add(trust.fudge) {
+                p.e2fsck(fudged)
+            } else {
+                p
+            }
+        })
+        .collect()
 }
 
 /// Does the superblock lack the copy of an internal journal inode's

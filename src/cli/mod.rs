@@ -19,6 +19,7 @@ macro_rules! out {
 mod args;
 mod ask;
 mod badblocks;
+mod conf;
 mod online;
 pub mod progress;
 mod repair;
@@ -323,6 +324,7 @@ fn options(args: &Args, threads: Threads) -> Result<Options, i32> {
         journal_device: args.journal.clone(),
         control: control().clone(),
         clock: clock(),
+        time_trust: conf::load().time_trust(),
         overlap: overlap(),
         optimize_extents: !args.extended.no_optimize_extents && !args.extended.fixes_only,
         rehash_dirs: args.optimize_dirs,

@@ -21,6 +21,7 @@ pub fn check_options(args: &Args) -> Result<check::Options, String> {
         journal_device: args.journal.clone(),
         control: super::control().clone(),
         clock: super::clock(),
+        time_trust: super::conf::load().time_trust(),
         overlap: super::overlap(),
         optimize_extents: !args.extended.no_optimize_extents && !args.extended.fixes_only,
         rehash_dirs: false,

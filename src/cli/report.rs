@@ -572,7 +572,7 @@ pub fn render_problem(
     // The question e2fsck asks there (Clear?, Salvage?, ...).
     let ask = e2fsck_map::prompt(p).question();
     let sep = question_sep(p);
-    if fixed {
+    if fixed || e2fsck_map::aborted(p) {
         return write!(out, "{msg}{sep}{ask}? yes\n\n");
     }
     if p.code == crate::check::problem::Code::SbCorrupt {

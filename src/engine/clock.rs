@@ -29,4 +29,39 @@ impl Clock {
     pub fn now_u32(self) -> u32 {
         u32::try_from(self.now()).unwrap_or(u32::MAX)
     }
+
+    /// Is the system clock before 2010 (so plainly wrong)? e2fsck then
+    /// judges no time stamp against it. A fixed time is never doubted,
+    /// as e2fsck does not doubt `E2FSCK_TIME`.
+    pub fn insane(self) -> bool {
+        self == Clock::System && self.now() < SANE_TIME
+    }
+}
+
+/// 2010-01-01, in seconds since the epoch: a system clock before it is
+/// wrong.
+pub const SANE_TIME: u64 = 1_262_322_000;
+
+/// How far the superblock's time stamps are trusted against the clock:
+/// e2fsck.conf's `[options]` `broken_system_clock` and
+/// `accept_time_fudge` (read by the binary, never by the check).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeTrust {
+    /// The clock cannot be trusted: no time stamp is judged against it.
+    pub broken_clock: bool,
+    /// Seconds a time stamp may lie ahead of the clock and be taken for
+    /// a clock set to local time rather than damage (a day by default).
+    pub fudge: u64,
+}
+
+/// A day: e2fsck's fudge when `accept_time_fudge` is on (its default).
+pub const TIME_FUDGE: u64 = 86_400;
+
+impl Default for TimeTrust {
+    fn default() -> TimeTrust {
+        TimeTrust {
+            broken_clock: false,
+            fudge: TIME_FUDGE,
+        }
+    }
 }

@@ -18,7 +18,7 @@ pub mod spill;
 pub use arena::{ScratchArena, ScratchSlice};
 pub use bitmap::{AtomicBitmap, LinkCounts};
 pub use budget::Budget;
-pub use clock::Clock;
+pub use clock::{Clock, TimeTrust};
 pub use list::ScratchList;
 pub use pool::{Control, Threads, par_fold, par_fold_io, par_map};
 pub use progress::Progress;

@@ -11,9 +11,9 @@ use crate::fs::superblock::STATE_VALID;
 use crate::repair::overlay::Overlay;
 use crate::volume::edit::{edit_bytes, edit_superblock};
 
-/// 2010-01-01: a clock before this is wrong, and e2fsck then leaves the
-/// last-check time as it was rather than write a time from the past.
-const SANE_TIME: u64 = 1_262_322_000;
+/// A clock before this is wrong, and e2fsck then leaves the last-check
+/// time as it was rather than write a time from the past.
+use crate::engine::clock::SANE_TIME;
 
 /// What the record changes that e2fsck reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

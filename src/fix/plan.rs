@@ -718,7 +718,7 @@ impl<'a> Round<'a> {
             },
             Fixer::InodesCount => superblock::fix_inodes_count(fs, overlay)?,
             Fixer::FirstMetaBg => superblock::fix_first_meta_bg(fs, overlay)?,
-            Fixer::SuperFlag => superblock::fix_flag(fs, overlay, p.code)?,
+            Fixer::SuperFlag => superblock::fix_flag(fs, overlay, p)?,
             Fixer::OrphanFile => superblock::drop_orphan_file(fs, overlay)?,
             Fixer::OrphanPresent => orphan_file::clear_present(fs, overlay)?,
             // Recreated whole in pass 1's phase.

@@ -134,13 +134,17 @@ pub(super) fn fix_resize_inode(
 /// test_fs flag cleared (on the backups too, as e2fsck writes them), the
 /// directory hash signedness of this machine's `char` recorded, extents
 /// turned on for a 64bit file system, metadata_csum_seed turned off (and
-/// its seed zeroed) without metadata_csum. Returns whether it staged.
+/// its seed zeroed) without metadata_csum, a last mount or write time
+/// ahead of the clock set to the check's time (the problem's `num2`).
+/// Returns whether it staged.
 pub(super) fn fix_flag(
     fs: &Fs,
     overlay: &mut Overlay,
-    code: crate::check::problem::Code,
+    p: &crate::check::problem::Problem,
 ) -> super::Result<bool> {
     use crate::check::problem::Code;
+    let code = p.code;
+    let now = p.args().num2;
     use crate::fs::superblock::{FLAGS_SIGNED_HASH, FLAGS_TEST_FS, FLAGS_UNSIGNED_HASH, incompat};
     let backups = matches!(
         code,
@@ -181,6 +185,16 @@ pub(super) fn fix_flag(
             sb.set_incompat(sb.incompat() & !incompat::CSUM_SEED);
             sb.set_checksum_seed(0);
         }
+        // A journal without has_journal: the superblock forgets it (pass
+        // 1 then clears the inode, no longer the journal's); and nothing
+        // is left to recover.
+        Code::JournalInodeNoFeature => {
+            sb.clear_journal();
+            sb.set_incompat(sb.incompat() & !incompat::RECOVER);
+        }
+        Code::JournalRecoverNoJournal => sb.set_incompat(sb.incompat() & !incompat::RECOVER),
+        Code::SbLastMountFuture => sb.set_mtime(now.unwrap_or(0)),
+        Code::SbLastWriteFuture => sb.set_wtime(now.unwrap_or(0)),
         _ => {}
     })?;
     if backups {
@@ -195,7 +209,9 @@ pub(super) fn fix_flag(
             | Code::SbRev0Features
             | Code::SbJournalBackupMissing
             | Code::SbMetadataCsumAndGdtCsum
-    ))
+            | Code::JournalInodeNoFeature
+            | Code::JournalRecoverNoJournal
+    ) || (matches!(code, Code::SbLastMountFuture | Code::SbLastWriteFuture) && now.is_some()))
 }
 
 /// A file system without a UUID gets a random one (version 4), written

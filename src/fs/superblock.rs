@@ -72,6 +72,8 @@ pub mod field {
     pub const S_FREE_INODES: usize = 0x10;
     pub const S_MNT_COUNT: usize = 0x34;
     pub const S_STATE: usize = 0x3A;
+    pub const S_MTIME: usize = 0x2C;
+    pub const S_WTIME: usize = 0x30;
     pub const S_LASTCHECK: usize = 0x40;
     pub const S_REV_LEVEL: usize = 0x4C;
     pub const S_FIRST_INO: usize = 0x54;
@@ -101,6 +103,8 @@ pub mod field {
     pub const S_PRJ_QUOTA_INUM: usize = 0x26C;
     pub const S_CHECKSUM_SEED: usize = 0x270;
     pub const S_ORPHAN_FILE_INUM: usize = 0x280;
+    pub const S_WTIME_HI: usize = 0x274;
+    pub const S_MTIME_HI: usize = 0x275;
     pub const S_LASTCHECK_HI: usize = 0x277;
     pub const S_CHECKSUM: usize = 0x3FC;
     /// The error record the kernel keeps (s_error_count up to
@@ -262,6 +266,20 @@ impl SuperblockMut<'_> {
             *hi = hi8(t);
         }
     }
+    /// Last mount time, seconds since the epoch (40 bits).
+    pub fn set_mtime(&mut self, t: u64) {
+        self.set_time(field::S_MTIME, field::S_MTIME_HI, t);
+    }
+    /// Last write time, seconds since the epoch (40 bits).
+    pub fn set_wtime(&mut self, t: u64) {
+        self.set_time(field::S_WTIME, field::S_WTIME_HI, t);
+    }
+    fn set_time(&mut self, lo: usize, hi: usize, t: u64) {
+        put_le32(self.0, lo, lo32(t));
+        if let Some(h) = self.0.get_mut(hi) {
+            *h = hi8(t);
+        }
+    }
     /// Stores the metadata_csum checksum of these bytes.
     pub fn set_checksum(&mut self) {
         if self.0.len() >= SUPERBLOCK_SIZE {
@@ -360,6 +378,20 @@ impl Superblock {
     /// s_mkfs_time.
     pub fn mkfs_time(&self) -> u32 {
         le32(&self.raw, field::S_MKFS_TIME)
+    }
+
+    /// Last mount time with its high byte, seconds since the epoch.
+    pub fn last_mount_time(&self) -> u64 {
+        self.time40(field::S_MTIME, field::S_MTIME_HI)
+    }
+
+    /// Last write time with its high byte, seconds since the epoch.
+    pub fn last_write_time(&self) -> u64 {
+        self.time40(field::S_WTIME, field::S_WTIME_HI)
+    }
+
+    fn time40(&self, lo: usize, hi: usize) -> u64 {
+        u64::from(le32(&self.raw, lo)) | u64::from(self.raw.get(hi).copied().unwrap_or(0)) << 32
     }
 
     /// s_mmp_update_interval (seconds).

@@ -41,6 +41,26 @@ const DAMAGE: &[(Code, &str)] = &[
     ),
     (Code::SbRev0Features, "sb_flags::features_on_revision_0"),
     (
+        Code::JournalInodeNoFeature,
+        "journal_flags::journal_without_has_journal_is_forgotten",
+    ),
+    (
+        Code::JournalRecoverNoJournal,
+        "journal_flags::needs_recovery_without_a_journal_is_cleared",
+    ),
+    (
+        Code::JournalVersionUnsupported,
+        "journal_flags::unknown_journal_version_aborts",
+    ),
+    (
+        Code::SbLastMountFuture,
+        "sb_times::times_days_ahead_are_asked_about_and_set",
+    ),
+    (
+        Code::SbLastWriteFuture,
+        "sb_times::times_days_ahead_are_asked_about_and_set",
+    ),
+    (
         Code::SbMetadataCsumAndGdtCsum,
         "sb_flags::metadata_csum_with_uninit_bg",
     ),
