@@ -45,7 +45,7 @@ use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SuperblockMut, compat, ro_compat};
 use crate::fs::{orphan as ofile, xattr};
 use crate::narrow;
-use crate::volume::stats::AllocStats;
+use crate::volume::stats::{AllocStats, FreeError};
 use crate::volume::{Blocks, Fs, edit as vol};
 use std::collections::BTreeMap;
 
@@ -172,8 +172,11 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
                     .to_string(),
             ));
         } else if let Err(why) = w.release_all(orphan_file, present) {
-            w.notes
-                .push(Problem::new(Code::OrphanNotProcessed).detail(why));
+            let p = w
+                .stop
+                .take()
+                .unwrap_or_else(|| Problem::new(Code::OrphanNotProcessed).detail(why));
+            w.notes.push(p);
             failed = true;
         }
     }
@@ -228,7 +231,9 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
         cleared: w.cleared,
         truncated: w.truncated,
         list: sb.last_orphan != 0 || w.cleared + w.truncated > 0 || failed,
-        trivial: !failed
+        // Stopped before releasing anything (an illegal list head): e2fsck
+        // -n, which never releases, finds nothing either.
+        trivial: (!failed || w.chained == 0)
             && w.cleared == 0
             && w.truncated <= 1
             && freed_blocks == 0
@@ -253,6 +258,13 @@ struct Work<'a> {
     now: u32,
     /// Block map nodes left to visit (all inodes together).
     budget: u64,
+    /// The orphan being released, and the cluster of the last block its
+    /// walk handed out (e2fsck skips a block in that same cluster).
+    ino_now: u32,
+    last_cluster: u64,
+    /// The problem that stopped the release at a block, when e2fsck has a
+    /// code for it (an illegal block, one already free).
+    stop: Option<Problem>,
 }
 
 impl<'a> Work<'a> {
@@ -269,6 +281,9 @@ impl<'a> Work<'a> {
             chained: 0,
             now,
             budget: fs.geo.blocks_count.saturating_add(64),
+            ino_now: 0,
+            last_cluster: 0,
+            stop: None,
         }
     }
 
@@ -289,7 +304,41 @@ impl<'a> Work<'a> {
     }
 
     fn free_block(&mut self, blk: u64) -> std::result::Result<(), Abort> {
-        self.stats.free_block(&mut self.st, blk)
+        self.stats
+            .free_block(&mut self.st, blk)
+            .map_err(|e| self.block_stop(e, blk))
+    }
+
+    /// One block of an orphan's map as e2fsck's release sees it, in its
+    /// walk order: false when it is skipped (a hole, or the cluster of the
+    /// block before); an illegal block or one already free stops the
+    /// release, whether or not the block was to be freed.
+    fn visit(&mut self, blk: u64) -> std::result::Result<bool, Abort> {
+        if blk == 0 {
+            return Ok(false);
+        }
+        let cluster = self.fs.geo.cluster_of(blk);
+        if cluster == self.last_cluster {
+            return Ok(false);
+        }
+        self.last_cluster = cluster;
+        self.stats
+            .check_block(&self.st, blk)
+            .map_err(|e| self.block_stop(e, blk))?;
+        Ok(true)
+    }
+
+    /// The abort for block `blk` of the orphan being released.
+    fn block_stop(&mut self, e: FreeError, blk: u64) -> Abort {
+        let code = match e {
+            FreeError::Illegal => Code::OrphanBlockIllegal,
+            FreeError::AlreadyFree => Code::OrphanBlockFreed,
+            FreeError::Other(why) => return why,
+        };
+        let p = Problem::new(code).ino(Ino(self.ino_now)).blk(Blk(blk));
+        let why = p.message();
+        self.stop = Some(p);
+        why
     }
 
     // ---- inodes ----
@@ -344,6 +393,8 @@ impl<'a> Work<'a> {
         let mut raw = self.read_inode(ino)?;
         let inode = Inode::parse(&raw);
         let truncating = inode.links_count != 0;
+        self.ino_now = ino;
+        self.last_cluster = 0;
         // The dtime as found: what e2fsck -n's pass 1, which leaves the
         // orphans alone, judges (e2fsck_map::refs).
         let at = self.notes.len();
@@ -402,27 +453,107 @@ impl<'a> Work<'a> {
         ino: u32,
         inode: &Inode,
     ) -> std::result::Result<(Option<u64>, u64), Abort> {
-        let mut c = Collect::default();
-        let mut scratch = Scratch::new();
-        let info = MapInfo::unbounded(ino, inode.is_dir());
+        let mut blocks = Vec::new();
         if inode.has_flag(flags::EXTENTS) {
-            blockmap::walk_extents(self.fs, info, &inode.block, &mut scratch, &mut c);
+            let root = inode.block.to_vec();
+            let h = extent::parse_header(&root);
+            if h.magic != EXTENT_MAGIC || h.depth > extent::MAX_DEPTH {
+                return Err(format!("inode {ino} has a bad extent tree root"));
+            }
+            self.list_extent_node(&root, h.depth, &mut blocks)?;
         } else {
-            blockmap::walk_indirect(self.fs, ino, &inode.block_ptrs(), &mut scratch, &mut c);
-        }
-        if let Some(why) = c.broken {
-            return Err(format!("inode {ino}: {why}"));
-        }
-        let first = c.runs.first().map(|r| r.0);
-        let mut count = 0u64;
-        for (pblk, len) in c.runs {
-            for b in pblk..pblk.saturating_add(len) {
+            let ptrs = inode.block_ptrs();
+            for &p in &ptrs[..12] {
                 self.spend()?;
+                blocks.push(u64::from(p));
+            }
+            for (level, &p) in (1..=3).zip(&ptrs[12..15]) {
+                self.list_ind(u64::from(p), level, &mut blocks)?;
+            }
+        }
+        let mut first = None;
+        let mut count = 0u64;
+        for b in blocks {
+            if self.visit(b)? {
                 self.free_block(b)?;
+                first.get_or_insert(b);
                 count += 1;
             }
         }
         Ok((first, count))
+    }
+
+    /// The blocks of an extent node of `depth` in e2fsck's walk order
+    /// (a tree block after the blocks below it). A node that cannot be
+    /// read as one stops the release (e2fsck's walk fails there).
+    fn list_extent_node(
+        &mut self,
+        node: &[u8],
+        depth: u16,
+        out: &mut Vec<u64>,
+    ) -> std::result::Result<(), Abort> {
+        self.spend()?;
+        let h = extent::parse_header(node);
+        if h.magic != EXTENT_MAGIC
+            || h.depth != depth
+            || h.entries > extent::max_entries(node.len())
+        {
+            return Err("bad extent node in an orphaned inode".into());
+        }
+        for i in 0..h.entries as usize {
+            if depth == 0 {
+                let Some(e) = extent::raw_entry(node, i) else {
+                    return Err("bad extent node in an orphaned inode".into());
+                };
+                let x = extent::decode_leaf(&e);
+                for j in 0..u64::from(x.len) {
+                    self.spend()?;
+                    out.push(x.pblk.saturating_add(j));
+                }
+            } else {
+                let leaf = extent::parse_index(node, i).leaf;
+                if !self.fs.geo.block_in_fs(leaf) {
+                    return Err(format!("illegal extent node block {leaf}"));
+                }
+                let child = self.read(leaf)?;
+                self.list_extent_node(&child, depth - 1, out)?;
+                out.push(leaf);
+            }
+        }
+        Ok(())
+    }
+
+    /// The blocks below an indirect block at `level` (1 single), then the
+    /// block itself, as e2fsck's walk hands them out; an indirect block
+    /// outside the file system stops the release.
+    fn list_ind(
+        &mut self,
+        blk: u64,
+        level: u32,
+        out: &mut Vec<u64>,
+    ) -> std::result::Result<(), Abort> {
+        if blk == 0 {
+            return Ok(());
+        }
+        self.spend()?;
+        let geo = &self.fs.geo;
+        if blk < geo.first_data_block || blk >= geo.blocks_count {
+            return Err(format!("illegal indirect block {blk} in an orphaned inode"));
+        }
+        let b = self.read(blk)?;
+        for i in 0..self.bs / 4 {
+            let p = u64::from(le32(&b, i * 4));
+            if level == 1 {
+                if p != 0 {
+                    self.spend()?;
+                    out.push(p);
+                }
+            } else {
+                self.list_ind(p, level - 1, out)?;
+            }
+        }
+        out.push(blk);
+        Ok(())
     }
 
     /// Truncation to i_size: the blocks from `ceil(size / bs)` on go,
@@ -496,7 +627,7 @@ impl<'a> Work<'a> {
         freed: &mut u64,
     ) -> std::result::Result<bool, Abort> {
         self.spend()?;
-        if lblk < t.first {
+        if !self.visit(pblk)? || lblk < t.first {
             return Ok(false);
         }
         if lblk == t.first && t.offset != 0 && self.fs.geo.block_in_fs(pblk) {
@@ -548,7 +679,7 @@ impl<'a> Work<'a> {
         if changed {
             self.write(blk, b);
         }
-        if empty {
+        if self.visit(blk)? && empty {
             self.free_block(blk)?;
             *freed += 1;
         }
@@ -579,7 +710,9 @@ impl<'a> Work<'a> {
                 let mut x = extent::decode_leaf(&e);
                 let start = x.lblk as u64;
                 let keep = t.first.saturating_sub(start).min(x.len as u64);
-                for j in keep..x.len as u64 {
+                // The blocks kept are walked too: e2fsck judges each block
+                // before it decides whether to free it.
+                for j in 0..x.len as u64 {
                     self.trunc_data(start + j, x.pblk + j, t, freed)?;
                 }
                 if keep > 0 {

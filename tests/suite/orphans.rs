@@ -444,3 +444,83 @@ fn harmless_orphan_list_is_not_an_error() {
     assert_eq!(e2fsck_fn(&img), 0);
     compare(&dir, &img, &[], &[f2]);
 }
+
+/// An orphan whose map names a block outside the file system (e2fsck's
+/// 0x000021) or one already free (0x000022), at logical block 5 of a file
+/// mapped by indirect blocks: e2fsck frees the blocks before it, stops the
+/// release there and the full check does the rest; pfsck names the same
+/// block and ends with the same bitmaps.
+#[test]
+fn orphan_with_a_bad_block_stops_the_release() {
+    for (name, illegal) in [("illegal", true), ("freed", false)] {
+        let dir = TempDir::new(&format!("orphan-block-{name}"));
+        let img = dir.join("img");
+        mkfs(
+            &img,
+            8 << 20,
+            &MkfsOpts::ext3().block_size(1024),
+            Some(&tree(&dir)),
+        );
+        let f2 = ino_of(&img, "/f2");
+        let b5: u64 = debugfs_r(&img, &format!("bmap <{f2}> 5"))
+            .trim()
+            .parse()
+            .expect("bmap");
+        let (bad, damage, code) = if illegal {
+            (9_999_999, format!("sif <{f2}> block[5] 9999999"), "0x0720")
+        } else {
+            (b5, format!("freeb {b5}"), "0x0721")
+        };
+        debugfs_w(
+            &img,
+            &[
+                "unlink /f2".to_string(),
+                format!("sif <{f2}> links_count 0"),
+                damage,
+                format!("ssv last_orphan {f2}"),
+            ],
+        );
+        let n = pfsck(&["-fn".as_ref(), img.as_os_str()]);
+        assert_eq!(n.status.code(), e2fsck(&img, &["-fn"]).code(), "{name}");
+        let (a, b) = (dir.join("A"), dir.join("B"));
+        copy_image(&img, &a);
+        copy_image(&img, &b);
+        let e2 = e2fsck(&a, &["-fy"]);
+        assert!(
+            e2.stdout
+                .contains(&format!("block #5 ({bad}) found in orphaned inode {f2}.")),
+            "{}",
+            e2.stdout
+        );
+        let out = pfsck(&["-fy".as_ref(), "--json".as_ref(), b.as_os_str()]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let rep = parse_report(&text).unwrap();
+        assert!(
+            rep.problems
+                .iter()
+                .any(|p| p.code == code && p.ino == Some(f2.into()) && p.block == Some(bad)),
+            "{name}: no {code} for block {bad} of inode {f2}\n{text}"
+        );
+        assert_eq!(out.status.code(), e2.code(), "{text}\n{}", e2.stdout);
+        assert_eq!(e2fsck_fn(&b), 0, "{text}");
+        assert_eq!(groups(&a), groups(&b), "{text}\ne2fsck:\n{}", e2.stdout);
+    }
+}
+
+/// A list head that is no inode: e2fsck -n, which never releases the
+/// list, finds nothing and exits 0; -y says so, clears the head and
+/// checks the rest.
+#[test]
+fn illegal_list_head_is_not_an_error_under_n() {
+    let dir = TempDir::new("orphan-illegal-head");
+    let img = dir.join("img");
+    mkfs(
+        &img,
+        8 << 20,
+        &MkfsOpts::ext4().block_size(1024),
+        Some(&tree(&dir)),
+    );
+    debugfs_w(&img, &["ssv last_orphan 99999".to_string()]);
+    assert_eq!(e2fsck_fn(&img), 0);
+    compare(&dir, &img, &[], &[]);
+}
