@@ -26,9 +26,15 @@
 //! cannot walk as an orphan file (a wrong size, a hole) it makes anew
 //! (`OrphanFileCorrupt`, fixed by `fix::orphan_file`).
 //!
+//! On bigalloc a block in the cluster of the block walked before it is
+//! skipped, as e2fsck skips it, and a cluster is freed once. A truncation
+//! there unmaps every block past the cut and frees the clusters wholly
+//! past it; e2fsck 1.47.4 unmaps only the first block of each such
+//! cluster (the rest stay mapped over freed clusters, which its passes
+//! then fix by growing i_size and cloning), a result pfsck does not copy.
+//!
 //! Not done: quota usage (e2fsck subtracts the released space and inodes
 //! from the quota files; here the quota check reports the difference).
-//! Bigalloc file systems are left as they are.
 //!
 //! Everything is bounded: chain length by the inode count, block map walks
 //! by a node budget, orphan file size by the file system size.
@@ -145,7 +151,7 @@ pub fn after_orphans(
 }
 
 /// Computes the processing; None when there is nothing to process or the
-/// file system is not one it handles (backup superblock, bigalloc).
+/// file system is not one it handles (a backup superblock).
 pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
     let sb = &fs.sb;
     let orphan_file = sb.has_compat(compat::ORPHAN_FILE);
@@ -156,10 +162,7 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
     if sb.last_orphan == 0 && !orphan_file {
         return None;
     }
-    if opts.superblock.is_some()
-        || fs.sb_block != fs.primary_sb_block()
-        || sb.has_ro_compat(ro_compat::BIGALLOC)
-    {
+    if opts.superblock.is_some() || fs.sb_block != fs.primary_sb_block() {
         return None;
     }
     let mut w = Work::new(fs);
@@ -611,7 +614,8 @@ impl<'a> Work<'a> {
         if freed > 0 {
             let huge =
                 self.fs.sb.has_ro_compat(ro_compat::HUGE_FILE) && inode.has_flag(flags::HUGE_FILE);
-            let unit = if huge { 1 } else { bs / 512 };
+            // i_blocks counts whole clusters on bigalloc.
+            let unit = (if huge { 1 } else { bs / 512 }) << self.fs.geo.cluster_bits;
             let blocks = inode.blocks_raw.saturating_sub(freed.saturating_mul(unit));
             m.set_blocks(blocks, true);
         }
