@@ -702,7 +702,13 @@ def apply_damage(img, ops):
             else:
                 cmds.append(op[1])
     if cmds:
+        size = os.path.getsize(img)
         debugfs(img, cmds, write=True)
+        # debugfs writes its superblock where a damaged first_data_block
+        # puts it (terabytes out, as a sparse hole that every later copy
+        # fills): the device keeps its size
+        if os.path.getsize(img) > size:
+            os.truncate(img, size)
 
 
 # --------------------------------------------------------------------------
