@@ -331,6 +331,20 @@ impl<'a> Work<'a> {
         Ok(true)
     }
 
+    /// A stop e2fsck names with `e2` (and the inode and block its message
+    /// names: for the orphan file, the file and a logical block).
+    fn named_stop(&mut self, e2: u32, ino: u32, blk: Option<u64>, why: Abort) -> Abort {
+        let mut p = Problem::new(Code::OrphanNotProcessed)
+            .e2fsck(e2)
+            .ino(Ino(ino))
+            .detail(why.clone());
+        if let Some(b) = blk {
+            p = p.blk(Blk(b));
+        }
+        self.stop = Some(p);
+        why
+    }
+
     /// The abort for block `blk` of the orphan being released.
     fn block_stop(&mut self, e: FreeError, blk: u64) -> Abort {
         let code = match e {
@@ -367,7 +381,8 @@ impl<'a> Work<'a> {
         let geo = &self.fs.geo;
         let mut ino = self.fs.sb.last_orphan;
         if ino != 0 && (ino < geo.first_ino || ino > geo.inodes_count) {
-            return Err(format!("illegal inode {ino} in orphaned inode list head"));
+            let why = format!("illegal inode {ino} in orphaned inode list head");
+            return Err(self.named_stop(0x000023, ino, None, why));
         }
         // Released inodes end the chain (dtime 0 or a time, never a small
         // inode number), so a loop stops by itself; the bound is for
@@ -417,7 +432,8 @@ impl<'a> Work<'a> {
         );
         let next = inode.dtime;
         if next != 0 && (next < geo.first_ino || next > geo.inodes_count) {
-            return Err(format!("illegal inode {next} in orphaned inode list"));
+            let why = format!("illegal inode {next} in orphaned inode list");
+            return Err(self.named_stop(0x000024, next, None, why));
         }
         if has_valid_blocks(&inode) {
             let (first, count) = if truncating {
@@ -915,10 +931,9 @@ impl<'a> Work<'a> {
         let w = match self.walk_orphan_file() {
             Ok(w) => w,
             Err(Unusable::WrongSize) => {
-                return Err(format!(
-                    "the orphan file (inode {}) has a wrong size",
-                    self.fs.sb.orphan_file_inum
-                ));
+                let ino = self.fs.sb.orphan_file_inum;
+                let why = format!("the orphan file (inode {ino}) has a wrong size");
+                return Err(self.named_stop(0x000055, ino, None, why));
             }
             Err(Unusable::Broken(why)) => {
                 return Err(format!(
@@ -933,18 +948,16 @@ impl<'a> Work<'a> {
         for &(l, p) in &w.calls {
             let b = self.read(p)?;
             if ofile::magic(&b) != ofile::BLOCK_MAGIC {
-                return Err(format!(
-                    "orphan file (inode {ino}) block {l} has a bad magic"
-                ));
+                let why = format!("orphan file (inode {ino}) block {l} has a bad magic");
+                return Err(self.named_stop(0x000053, ino, Some(l), why));
             }
             let seed = self.fs.csum_seed;
             if self.fs.metadata_csum()
                 && ofile::stored_checksum(&b)
                     != ofile::compute_checksum(seed, ino, w.generation, p, &b)
             {
-                return Err(format!(
-                    "orphan file (inode {ino}) block {l} has a bad checksum"
-                ));
+                let why = format!("orphan file (inode {ino}) block {l} has a bad checksum");
+                return Err(self.named_stop(0x000054, ino, Some(l), why));
             }
             for o in ofile::entries(&b) {
                 if o == 0 {
@@ -957,9 +970,10 @@ impl<'a> Work<'a> {
             }
         }
         match w.hole() {
-            Some(hole) => Err(format!(
-                "the orphan file (inode {ino}) has a hole at block {hole}"
-            )),
+            Some(hole) => {
+                let why = format!("the orphan file (inode {ino}) has a hole at block {hole}");
+                Err(self.named_stop(0x000052, ino, Some(hole), why))
+            }
             None => Ok(()),
         }
     }

@@ -337,9 +337,24 @@ fn corrupted_orphan_list_stops_like_e2fsck() {
     copy_image(&img, &a);
     copy_image(&img, &b);
     let e2 = e2fsck(&a, &["-fy"]);
-    let out = pfsck(&["-fy".as_ref(), b.as_os_str()]);
+    assert!(
+        e2.stdout
+            .contains("Illegal inode 3 in orphaned inode list."),
+        "{}",
+        e2.stdout
+    );
+    let out = pfsck(&["-fy".as_ref(), "--json".as_ref(), b.as_os_str()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Orphan processing stopped"), "{text}");
+    // Named as e2fsck's 0x000024, with the inode its message names.
+    let rep = parse_report(&text).unwrap();
+    let named = rep.raw["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["e2fsck"].as_array().cloned().unwrap_or_default())
+        .any(|r| r["code"] == "0x000024" && r["ino"] == 3);
+    assert!(named, "{text}");
     // The rest (the list's dtimes, the entry naming the cleared inode)
     // is left to the passes, which fix it as e2fsck's do.
     assert_eq!(
