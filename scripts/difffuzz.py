@@ -86,6 +86,13 @@ PROFILES = {
     "ext4-jrec": (["-t", "ext4", "-b", "1024"], 12288, "journal"),
     "ext4-orphans": (["-t", "ext4", "-b", "1024"], 12288, "orphans"),
     "ext4-orphanfile": (["-t", "ext4", "-b", "1024", "-O", "orphan_file"], 12288, "orphanfile"),
+    "ext4-bigalloc-orphans": (
+        ["-t", "ext4", "-b", "1024", "-O", "bigalloc", "-C", "4096"], 16384, "orphans"),
+    "ext4-bigalloc-orphanfile": (
+        ["-t", "ext4", "-b", "1024", "-O", "bigalloc,orphan_file", "-C", "4096"],
+        16384,
+        "orphanfile",
+    ),
     # MMP: every read-write open waits out the MMP interval (e2fsck about
     # 11 s), hence its low weight in PROFILE_WEIGHT
     "ext4-mmp": (["-t", "ext4", "-b", "4096", "-O", "mmp", "-E", "mmp_update_interval=1"], 16384, None),
@@ -695,7 +702,13 @@ def apply_damage(img, ops):
             else:
                 cmds.append(op[1])
     if cmds:
+        size = os.path.getsize(img)
         debugfs(img, cmds, write=True)
+        # debugfs writes its superblock where a damaged first_data_block
+        # puts it (terabytes out, as a sparse hole that every later copy
+        # fills): the device keeps its size
+        if os.path.getsize(img) > size:
+            os.truncate(img, size)
 
 
 # --------------------------------------------------------------------------

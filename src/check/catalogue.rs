@@ -748,6 +748,22 @@ pub const UNFIXED_BY_E2FSCK: &[(u32, &str)] = &[
     (0x000012, "fatal: the external journal is not changed"),
     (0x000013, "fatal: the external journal is not changed"),
     (
+        0x000021,
+        "stated: e2fsck asks nothing, stops the orphan release there and runs the full check, as pfsck does",
+    ),
+    (
+        0x000022,
+        "stated: e2fsck asks nothing, stops the orphan release there and runs the full check, as pfsck does",
+    ),
+    (
+        0x000023,
+        "stated: e2fsck asks nothing, stops the orphan release there and runs the full check, as pfsck does",
+    ),
+    (
+        0x000024,
+        "stated: e2fsck asks nothing, stops the orphan release there and runs the full check, as pfsck does",
+    ),
+    (
         0x000025,
         "e2fsck asks to abort and -y stops the check (exit 12)",
     ),
@@ -762,6 +778,22 @@ pub const UNFIXED_BY_E2FSCK: &[(u32, &str)] = &[
     (
         0x00003a,
         "stated: the replay stops at that transaction, which is the repair",
+    ),
+    (
+        0x000052,
+        "stated: e2fsck asks nothing, stops the orphan release there and runs the full check, as pfsck does",
+    ),
+    (
+        0x000053,
+        "stated: e2fsck asks nothing, stops the orphan release there and runs the full check, as pfsck does",
+    ),
+    (
+        0x000054,
+        "stated: e2fsck asks nothing, stops the orphan release there and runs the full check, as pfsck does",
+    ),
+    (
+        0x000055,
+        "stated: e2fsck asks nothing, stops the orphan release there and runs the full check, as pfsck does",
     ),
 ];
 

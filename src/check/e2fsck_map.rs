@@ -80,6 +80,8 @@ pub fn codes(code: Code) -> &'static [u32] {
         OrphanPresentNoFile => &[0x06000E],
         OrphanFileNoJournal => &[0x060007],
         OrphanNotProcessed => &[0x000023, 0x000024, 0x000052, 0x000053, 0x000054, 0x000055],
+        OrphanBlockIllegal => &[0x000021],
+        OrphanBlockFreed => &[0x000022],
         _ => inode_codes(code),
     }
 }
@@ -521,6 +523,8 @@ const REPAIR_ONLY: &[Code] = &[
     Code::SbJournalBackupMissing,
     Code::OrphanReleased,
     Code::OrphanNotProcessed,
+    Code::OrphanBlockIllegal,
+    Code::OrphanBlockFreed,
     Code::JournalTransactionCorrupt,
     Code::SbFreeBlocksInvalid,
     Code::SbFreeInodesInvalid,

@@ -26,9 +26,15 @@
 //! cannot walk as an orphan file (a wrong size, a hole) it makes anew
 //! (`OrphanFileCorrupt`, fixed by `fix::orphan_file`).
 //!
+//! On bigalloc a block in the cluster of the block walked before it is
+//! skipped, as e2fsck skips it, and a cluster is freed once. A truncation
+//! there unmaps every block past the cut and frees the clusters wholly
+//! past it; e2fsck 1.47.4 unmaps only the first block of each such
+//! cluster (the rest stay mapped over freed clusters, which its passes
+//! then fix by growing i_size and cloning), a result pfsck does not copy.
+//!
 //! Not done: quota usage (e2fsck subtracts the released space and inodes
 //! from the quota files; here the quota check reports the difference).
-//! Bigalloc file systems are left as they are.
 //!
 //! Everything is bounded: chain length by the inode count, block map walks
 //! by a node budget, orphan file size by the file system size.
@@ -44,7 +50,7 @@ use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SuperblockMut, compat, ro_compat};
 use crate::fs::{orphan as ofile, xattr};
 use crate::narrow;
-use crate::volume::stats::AllocStats;
+use crate::volume::stats::{AllocStats, FreeError};
 use crate::volume::{Blocks, Fs, edit as vol};
 use std::collections::BTreeMap;
 
@@ -144,7 +150,7 @@ pub fn after_orphans(
 }
 
 /// Computes the processing; None when there is nothing to process or the
-/// file system is not one it handles (backup superblock, bigalloc).
+/// file system is not one it handles (a backup superblock).
 pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
     let sb = &fs.sb;
     let orphan_file = sb.has_compat(compat::ORPHAN_FILE);
@@ -155,10 +161,7 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
     if sb.last_orphan == 0 && !orphan_file {
         return None;
     }
-    if opts.superblock.is_some()
-        || fs.sb_block != fs.primary_sb_block()
-        || sb.has_ro_compat(ro_compat::BIGALLOC)
-    {
+    if opts.superblock.is_some() || fs.sb_block != fs.primary_sb_block() {
         return None;
     }
     let mut w = Work::new(fs);
@@ -171,8 +174,11 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
                     .to_string(),
             ));
         } else if let Err(why) = w.release_all(orphan_file, present) {
-            w.notes
-                .push(Problem::new(Code::OrphanNotProcessed).detail(why));
+            let p = w
+                .stop
+                .take()
+                .unwrap_or_else(|| Problem::new(Code::OrphanNotProcessed).detail(why));
+            w.notes.push(p);
             failed = true;
         }
     }
@@ -227,7 +233,9 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
         cleared: w.cleared,
         truncated: w.truncated,
         list: sb.last_orphan != 0 || w.cleared + w.truncated > 0 || failed,
-        trivial: !failed
+        // Stopped before releasing anything (an illegal list head): e2fsck
+        // -n, which never releases, finds nothing either.
+        trivial: (!failed || w.chained == 0)
             && w.cleared == 0
             && w.truncated <= 1
             && freed_blocks == 0
@@ -252,6 +260,13 @@ struct Work<'a> {
     now: u32,
     /// Block map nodes left to visit (all inodes together).
     budget: u64,
+    /// The orphan being released, and the cluster of the last block its
+    /// walk handed out (e2fsck skips a block in that same cluster).
+    ino_now: u32,
+    last_cluster: u64,
+    /// The problem that stopped the release at a block, when e2fsck has a
+    /// code for it (an illegal block, one already free).
+    stop: Option<Problem>,
 }
 
 impl<'a> Work<'a> {
@@ -268,6 +283,9 @@ impl<'a> Work<'a> {
             chained: 0,
             now,
             budget: fs.geo.blocks_count.saturating_add(64),
+            ino_now: 0,
+            last_cluster: 0,
+            stop: None,
         }
     }
 
@@ -288,7 +306,55 @@ impl<'a> Work<'a> {
     }
 
     fn free_block(&mut self, blk: u64) -> std::result::Result<(), Abort> {
-        self.stats.free_block(&mut self.st, blk)
+        self.stats
+            .free_block(&mut self.st, blk)
+            .map_err(|e| self.block_stop(e, blk))
+    }
+
+    /// One block of an orphan's map as e2fsck's release sees it, in its
+    /// walk order: false when it is skipped (a hole, or the cluster of the
+    /// block before); an illegal block or one already free stops the
+    /// release, whether or not the block was to be freed.
+    fn visit(&mut self, blk: u64) -> std::result::Result<bool, Abort> {
+        if blk == 0 {
+            return Ok(false);
+        }
+        let cluster = self.fs.geo.cluster_of(blk);
+        if cluster == self.last_cluster {
+            return Ok(false);
+        }
+        self.last_cluster = cluster;
+        self.stats
+            .check_block(&self.st, blk)
+            .map_err(|e| self.block_stop(e, blk))?;
+        Ok(true)
+    }
+
+    /// A stop e2fsck names with `e2` (and the inode and block its message
+    /// names: for the orphan file, the file and a logical block).
+    fn named_stop(&mut self, e2: u32, ino: u32, blk: Option<u64>, why: Abort) -> Abort {
+        let mut p = Problem::new(Code::OrphanNotProcessed)
+            .e2fsck(e2)
+            .ino(Ino(ino))
+            .detail(why.clone());
+        if let Some(b) = blk {
+            p = p.blk(Blk(b));
+        }
+        self.stop = Some(p);
+        why
+    }
+
+    /// The abort for block `blk` of the orphan being released.
+    fn block_stop(&mut self, e: FreeError, blk: u64) -> Abort {
+        let code = match e {
+            FreeError::Illegal => Code::OrphanBlockIllegal,
+            FreeError::AlreadyFree => Code::OrphanBlockFreed,
+            FreeError::Other(why) => return why,
+        };
+        let p = Problem::new(code).ino(Ino(self.ino_now)).blk(Blk(blk));
+        let why = p.message();
+        self.stop = Some(p);
+        why
     }
 
     // ---- inodes ----
@@ -314,7 +380,8 @@ impl<'a> Work<'a> {
         let geo = &self.fs.geo;
         let mut ino = self.fs.sb.last_orphan;
         if ino != 0 && (ino < geo.first_ino || ino > geo.inodes_count) {
-            return Err(format!("illegal inode {ino} in orphaned inode list head"));
+            let why = format!("illegal inode {ino} in orphaned inode list head");
+            return Err(self.named_stop(0x000023, ino, None, why));
         }
         // Released inodes end the chain (dtime 0 or a time, never a small
         // inode number), so a loop stops by itself; the bound is for
@@ -343,6 +410,8 @@ impl<'a> Work<'a> {
         let mut raw = self.read_inode(ino)?;
         let inode = Inode::parse(&raw);
         let truncating = inode.links_count != 0;
+        self.ino_now = ino;
+        self.last_cluster = 0;
         // The dtime as found: what e2fsck -n's pass 1, which leaves the
         // orphans alone, judges (e2fsck_map::refs).
         let at = self.notes.len();
@@ -362,7 +431,8 @@ impl<'a> Work<'a> {
         );
         let next = inode.dtime;
         if next != 0 && (next < geo.first_ino || next > geo.inodes_count) {
-            return Err(format!("illegal inode {next} in orphaned inode list"));
+            let why = format!("illegal inode {next} in orphaned inode list");
+            return Err(self.named_stop(0x000024, next, None, why));
         }
         if has_valid_blocks(&inode) {
             let (first, count) = if truncating {
@@ -401,27 +471,107 @@ impl<'a> Work<'a> {
         ino: u32,
         inode: &Inode,
     ) -> std::result::Result<(Option<u64>, u64), Abort> {
-        let mut c = Collect::default();
-        let mut scratch = Scratch::new();
-        let info = MapInfo::unbounded(ino, inode.is_dir());
+        let mut blocks = Vec::new();
         if inode.has_flag(flags::EXTENTS) {
-            blockmap::walk_extents(self.fs, info, &inode.block, &mut scratch, &mut c);
+            let root = inode.block.to_vec();
+            let h = extent::parse_header(&root);
+            if h.magic != EXTENT_MAGIC || h.depth > extent::MAX_DEPTH {
+                return Err(format!("inode {ino} has a bad extent tree root"));
+            }
+            self.list_extent_node(&root, h.depth, &mut blocks)?;
         } else {
-            blockmap::walk_indirect(self.fs, ino, &inode.block_ptrs(), &mut scratch, &mut c);
-        }
-        if let Some(why) = c.broken {
-            return Err(format!("inode {ino}: {why}"));
-        }
-        let first = c.runs.first().map(|r| r.0);
-        let mut count = 0u64;
-        for (pblk, len) in c.runs {
-            for b in pblk..pblk.saturating_add(len) {
+            let ptrs = inode.block_ptrs();
+            for &p in &ptrs[..12] {
                 self.spend()?;
+                blocks.push(u64::from(p));
+            }
+            for (level, &p) in (1..=3).zip(&ptrs[12..15]) {
+                self.list_ind(u64::from(p), level, &mut blocks)?;
+            }
+        }
+        let mut first = None;
+        let mut count = 0u64;
+        for b in blocks {
+            if self.visit(b)? {
                 self.free_block(b)?;
+                first.get_or_insert(b);
                 count += 1;
             }
         }
         Ok((first, count))
+    }
+
+    /// The blocks of an extent node of `depth` in e2fsck's walk order
+    /// (a tree block after the blocks below it). A node that cannot be
+    /// read as one stops the release (e2fsck's walk fails there).
+    fn list_extent_node(
+        &mut self,
+        node: &[u8],
+        depth: u16,
+        out: &mut Vec<u64>,
+    ) -> std::result::Result<(), Abort> {
+        self.spend()?;
+        let h = extent::parse_header(node);
+        if h.magic != EXTENT_MAGIC
+            || h.depth != depth
+            || h.entries > extent::max_entries(node.len())
+        {
+            return Err("bad extent node in an orphaned inode".into());
+        }
+        for i in 0..h.entries as usize {
+            if depth == 0 {
+                let Some(e) = extent::raw_entry(node, i) else {
+                    return Err("bad extent node in an orphaned inode".into());
+                };
+                let x = extent::decode_leaf(&e);
+                for j in 0..u64::from(x.len) {
+                    self.spend()?;
+                    out.push(x.pblk.saturating_add(j));
+                }
+            } else {
+                let leaf = extent::parse_index(node, i).leaf;
+                if !self.fs.geo.block_in_fs(leaf) {
+                    return Err(format!("illegal extent node block {leaf}"));
+                }
+                let child = self.read(leaf)?;
+                self.list_extent_node(&child, depth - 1, out)?;
+                out.push(leaf);
+            }
+        }
+        Ok(())
+    }
+
+    /// The blocks below an indirect block at `level` (1 single), then the
+    /// block itself, as e2fsck's walk hands them out; an indirect block
+    /// outside the file system stops the release.
+    fn list_ind(
+        &mut self,
+        blk: u64,
+        level: u32,
+        out: &mut Vec<u64>,
+    ) -> std::result::Result<(), Abort> {
+        if blk == 0 {
+            return Ok(());
+        }
+        self.spend()?;
+        let geo = &self.fs.geo;
+        if blk < geo.first_data_block || blk >= geo.blocks_count {
+            return Err(format!("illegal indirect block {blk} in an orphaned inode"));
+        }
+        let b = self.read(blk)?;
+        for i in 0..self.bs / 4 {
+            let p = u64::from(le32(&b, i * 4));
+            if level == 1 {
+                if p != 0 {
+                    self.spend()?;
+                    out.push(p);
+                }
+            } else {
+                self.list_ind(p, level - 1, out)?;
+            }
+        }
+        out.push(blk);
+        Ok(())
     }
 
     /// Truncation to i_size: the blocks from `ceil(size / bs)` on go,
@@ -479,7 +629,8 @@ impl<'a> Work<'a> {
         if freed > 0 {
             let huge =
                 self.fs.sb.has_ro_compat(ro_compat::HUGE_FILE) && inode.has_flag(flags::HUGE_FILE);
-            let unit = if huge { 1 } else { bs / 512 };
+            // i_blocks counts whole clusters on bigalloc.
+            let unit = (if huge { 1 } else { bs / 512 }) << self.fs.geo.cluster_bits;
             let blocks = inode.blocks_raw.saturating_sub(freed.saturating_mul(unit));
             m.set_blocks(blocks, true);
         }
@@ -495,7 +646,7 @@ impl<'a> Work<'a> {
         freed: &mut u64,
     ) -> std::result::Result<bool, Abort> {
         self.spend()?;
-        if lblk < t.first {
+        if !self.visit(pblk)? || lblk < t.first {
             return Ok(false);
         }
         if lblk == t.first && t.offset != 0 && self.fs.geo.block_in_fs(pblk) {
@@ -547,7 +698,7 @@ impl<'a> Work<'a> {
         if changed {
             self.write(blk, b);
         }
-        if empty {
+        if self.visit(blk)? && empty {
             self.free_block(blk)?;
             *freed += 1;
         }
@@ -578,7 +729,9 @@ impl<'a> Work<'a> {
                 let mut x = extent::decode_leaf(&e);
                 let start = x.lblk as u64;
                 let keep = t.first.saturating_sub(start).min(x.len as u64);
-                for j in keep..x.len as u64 {
+                // The blocks kept are walked too: e2fsck judges each block
+                // before it decides whether to free it.
+                for j in 0..x.len as u64 {
                     self.trunc_data(start + j, x.pblk + j, t, freed)?;
                 }
                 if keep > 0 {
@@ -777,10 +930,9 @@ impl<'a> Work<'a> {
         let w = match self.walk_orphan_file() {
             Ok(w) => w,
             Err(Unusable::WrongSize) => {
-                return Err(format!(
-                    "the orphan file (inode {}) has a wrong size",
-                    self.fs.sb.orphan_file_inum
-                ));
+                let ino = self.fs.sb.orphan_file_inum;
+                let why = format!("the orphan file (inode {ino}) has a wrong size");
+                return Err(self.named_stop(0x000055, ino, None, why));
             }
             Err(Unusable::Broken(why)) => {
                 return Err(format!(
@@ -795,18 +947,16 @@ impl<'a> Work<'a> {
         for &(l, p) in &w.calls {
             let b = self.read(p)?;
             if ofile::magic(&b) != ofile::BLOCK_MAGIC {
-                return Err(format!(
-                    "orphan file (inode {ino}) block {l} has a bad magic"
-                ));
+                let why = format!("orphan file (inode {ino}) block {l} has a bad magic");
+                return Err(self.named_stop(0x000053, ino, Some(l), why));
             }
             let seed = self.fs.csum_seed;
             if self.fs.metadata_csum()
                 && ofile::stored_checksum(&b)
                     != ofile::compute_checksum(seed, ino, w.generation, p, &b)
             {
-                return Err(format!(
-                    "orphan file (inode {ino}) block {l} has a bad checksum"
-                ));
+                let why = format!("orphan file (inode {ino}) block {l} has a bad checksum");
+                return Err(self.named_stop(0x000054, ino, Some(l), why));
             }
             for o in ofile::entries(&b) {
                 if o == 0 {
@@ -819,9 +969,10 @@ impl<'a> Work<'a> {
             }
         }
         match w.hole() {
-            Some(hole) => Err(format!(
-                "the orphan file (inode {ino}) has a hole at block {hole}"
-            )),
+            Some(hole) => {
+                let why = format!("the orphan file (inode {ino}) has a hole at block {hole}");
+                Err(self.named_stop(0x000052, ino, Some(hole), why))
+            }
             None => Ok(()),
         }
     }

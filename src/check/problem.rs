@@ -159,6 +159,10 @@ problems! {
     // its repair clears the flag as part of the orphan processing.
     OrphanPresentClean = ("0x0224", Super, Notice, true, "Flag orphan_present is set but orphan file is clean"),
     OrphanNotProcessed = ("0x0222", Super, Notice, true, "Orphan processing stopped: {detail}; the full check follows"),
+    // The two ways a block map stops e2fsck's orphan release (it asks
+    // nothing: the release stops and the full check follows).
+    OrphanBlockIllegal = ("0x0720", Super, Notice, true, "Illegal block {blk} found in orphaned inode {ino}: orphan processing stopped; the full check follows"),
+    OrphanBlockFreed = ("0x0721", Super, Notice, true, "Already cleared block {blk} found in orphaned inode {ino}: orphan processing stopped; the full check follows"),
     OrphanFileInodeInvalid = ("0x0226", Super, Error, true, "The orphan_file feature is set, but the orphan file inode {ino} is invalid"),
     OrphanFileWrongSize = ("0x0227", Super, Notice, false, "Orphan file (inode {ino}) size is not a whole number of blocks"),
     OrphanFileHole = ("0x0228", Super, Notice, false, "Orphan file (inode {ino}) has a hole at block {num}"),

@@ -13,6 +13,17 @@ use crate::fs::num::Blk;
 use crate::fs::superblock::SuperblockMut;
 use std::collections::BTreeSet;
 
+/// Why a block could not be freed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FreeError {
+    /// Outside the file system's data blocks.
+    Illegal,
+    /// Already free in the bitmap (or its group's bitmap is uninit).
+    AlreadyFree,
+    /// The bitmap could not be read or staged.
+    Other(String),
+}
+
 pub struct AllocStats<'a> {
     fs: &'a Fs,
     table: DescTable,
@@ -40,34 +51,51 @@ impl<'a> AllocStats<'a> {
         self.fs.uninit_bg() && self.table.desc(g).is_some_and(|d| d.flags() & f != 0)
     }
 
-    /// Frees `blk` in its group's block bitmap (read and staged through
-    /// `st`). A block outside the file system, or already free, is an
-    /// error: the caller's map is not to be trusted.
-    pub fn free_block<S: Stage + ?Sized>(&mut self, st: &mut S, blk: u64) -> Result<(), String> {
+    /// Where `blk`'s bit lies: its group, the bitmap block and the bit
+    /// (a cluster's on bigalloc). An error when the block is outside the
+    /// file system or free (its group's bitmap uninit or unplaced).
+    fn block_bit<S: Stage + ?Sized>(
+        &mut self,
+        st: &S,
+        blk: u64,
+    ) -> Result<(u32, u64, Vec<u8>, usize, u8), FreeError> {
         let geo = &self.fs.geo;
         if blk < geo.first_data_block || blk >= geo.blocks_count {
-            return Err(format!("illegal block {blk} in an orphaned inode"));
+            return Err(FreeError::Illegal);
         }
         let g = geo.group_of_block(blk);
-        let bit = blk - geo.group_first_block(g);
+        let bit = (blk - geo.group_first_block(g)) >> geo.cluster_bits;
         let Some(bm_blk) = self.fs.gds.get(g as usize).map(|d| d.block_bitmap) else {
-            return Err(format!("group {g} of block {blk} has no descriptor"));
+            return Err(FreeError::Other(format!(
+                "group {g} of block {blk} has no descriptor"
+            )));
         };
         if self.uninit(g, BG_BLOCK_UNINIT) || !geo.block_in_fs(bm_blk) {
-            return Err(format!(
-                "already cleared block {blk} found in an orphaned inode"
-            ));
+            return Err(FreeError::AlreadyFree);
         }
-        let mut bm = read_block(self.fs, st, bm_blk)
-            .map_err(|e| format!("cannot read block {bm_blk}: {e}"))?;
+        let bm = read_block(self.fs, st, bm_blk)
+            .map_err(|e| FreeError::Other(format!("cannot read block {bm_blk}: {e}")))?;
         let (byte, mask) = ((bit / 8) as usize, 1u8 << (bit % 8));
         if bm.get(byte).is_none_or(|b| b & mask == 0) {
-            return Err(format!(
-                "already cleared block {blk} found in an orphaned inode"
-            ));
+            return Err(FreeError::AlreadyFree);
         }
+        Ok((g, bm_blk, bm, byte, mask))
+    }
+
+    /// Whether `blk` could be freed: inside the file system and in use in
+    /// the bitmap as staged so far.
+    pub fn check_block<S: Stage + ?Sized>(&mut self, st: &S, blk: u64) -> Result<(), FreeError> {
+        self.block_bit(st, blk).map(|_| ())
+    }
+
+    /// Frees `blk` (its cluster on bigalloc) in its group's block bitmap
+    /// (read and staged through `st`). A block outside the file system, or
+    /// already free, is an error: the caller's map is not to be trusted.
+    pub fn free_block<S: Stage + ?Sized>(&mut self, st: &mut S, blk: u64) -> Result<(), FreeError> {
+        let (g, bm_blk, mut bm, byte, mask) = self.block_bit(st, blk)?;
         bm[byte] &= !mask;
-        st.stage(Blk(bm_blk), bm).map_err(|e| e.to_string())?;
+        st.stage(Blk(bm_blk), bm)
+            .map_err(|e| FreeError::Other(e.to_string()))?;
         if let Some(mut d) = self.table.desc(g) {
             d.set_free_blocks(d.free_blocks().saturating_add(1));
         }
@@ -113,13 +141,15 @@ impl<'a> AllocStats<'a> {
     /// inodes, else itable_unused from the last inode in use.
     fn uninit_marks<S: Stage + ?Sized>(&mut self, st: &S, g: u32) {
         let geo = &self.fs.geo;
-        let (ipg, bpg, last) = (geo.inodes_per_group, geo.blocks_per_group, geo.groups - 1);
+        // The descriptor counts clusters.
+        let cpg = geo.blocks_per_group >> geo.cluster_bits;
+        let (ipg, last) = (geo.inodes_per_group, geo.groups - 1);
         let bm = read_block(self.fs, st, self.fs.gds[g as usize].inode_bitmap).ok();
         let Some(mut d) = self.table.desc(g) else {
             return;
         };
         let mut flags = d.flags();
-        if d.free_blocks() == bpg && g != last {
+        if d.free_blocks() == cpg && g != last {
             flags |= BG_BLOCK_UNINIT;
         }
         if d.free_inodes() == ipg {
@@ -148,7 +178,7 @@ impl<'a> AllocStats<'a> {
         if fs.metadata_csum() {
             let wide = geo.desc_size >= 64;
             let bs = fs.block_size();
-            let bbytes = ((geo.blocks_per_group / 8) as usize).min(bs);
+            let bbytes = (((geo.blocks_per_group >> geo.cluster_bits) / 8) as usize).min(bs);
             for g in std::mem::take(&mut self.block_bm_dirty) {
                 if let Ok(bm) = read_block(fs, st, fs.gds[g as usize].block_bitmap)
                     && let Some(mut d) = self.table.desc(g)
@@ -187,7 +217,9 @@ impl<'a> AllocStats<'a> {
     /// Adds what was freed to the superblock's free counts.
     pub fn count_in(&self, sb: &mut SuperblockMut) {
         let is_64 = self.fs.sb.is_64bit();
-        let blocks = sb.free_blocks(is_64).saturating_add(self.freed_blocks);
+        // Counted in clusters, the superblock's count is in blocks.
+        let freed = self.freed_blocks << self.fs.geo.cluster_bits;
+        let blocks = sb.free_blocks(is_64).saturating_add(freed);
         sb.set_free_blocks(blocks, is_64);
         let freed = u32::try_from(self.freed_inodes).unwrap_or(u32::MAX);
         let inodes = sb.free_inodes().saturating_add(freed);

@@ -337,9 +337,24 @@ fn corrupted_orphan_list_stops_like_e2fsck() {
     copy_image(&img, &a);
     copy_image(&img, &b);
     let e2 = e2fsck(&a, &["-fy"]);
-    let out = pfsck(&["-fy".as_ref(), b.as_os_str()]);
+    assert!(
+        e2.stdout
+            .contains("Illegal inode 3 in orphaned inode list."),
+        "{}",
+        e2.stdout
+    );
+    let out = pfsck(&["-fy".as_ref(), "--json".as_ref(), b.as_os_str()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Orphan processing stopped"), "{text}");
+    // Named as e2fsck's 0x000024, with the inode its message names.
+    let rep = parse_report(&text).unwrap();
+    let named = rep.raw["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["e2fsck"].as_array().cloned().unwrap_or_default())
+        .any(|r| r["code"] == "0x000024" && r["ino"] == 3);
+    assert!(named, "{text}");
     // The rest (the list's dtimes, the entry naming the cleared inode)
     // is left to the passes, which fix it as e2fsck's do.
     assert_eq!(
@@ -443,4 +458,115 @@ fn harmless_orphan_list_is_not_an_error() {
     debugfs_w(&img, &[format!("ssv last_orphan {f2}")]);
     assert_eq!(e2fsck_fn(&img), 0);
     compare(&dir, &img, &[], &[f2]);
+}
+
+/// An orphan whose map names a block outside the file system (e2fsck's
+/// 0x000021) or one already free (0x000022), at logical block 5 of a file
+/// mapped by indirect blocks: e2fsck frees the blocks before it, stops the
+/// release there and the full check does the rest; pfsck names the same
+/// block and ends with the same bitmaps.
+#[test]
+fn orphan_with_a_bad_block_stops_the_release() {
+    for (name, illegal) in [("illegal", true), ("freed", false)] {
+        let dir = TempDir::new(&format!("orphan-block-{name}"));
+        let img = dir.join("img");
+        mkfs(
+            &img,
+            8 << 20,
+            &MkfsOpts::ext3().block_size(1024),
+            Some(&tree(&dir)),
+        );
+        let f2 = ino_of(&img, "/f2");
+        let b5: u64 = debugfs_r(&img, &format!("bmap <{f2}> 5"))
+            .trim()
+            .parse()
+            .expect("bmap");
+        let (bad, damage, code) = if illegal {
+            (9_999_999, format!("sif <{f2}> block[5] 9999999"), "0x0720")
+        } else {
+            (b5, format!("freeb {b5}"), "0x0721")
+        };
+        debugfs_w(
+            &img,
+            &[
+                "unlink /f2".to_string(),
+                format!("sif <{f2}> links_count 0"),
+                damage,
+                format!("ssv last_orphan {f2}"),
+            ],
+        );
+        let n = pfsck(&["-fn".as_ref(), img.as_os_str()]);
+        assert_eq!(n.status.code(), e2fsck(&img, &["-fn"]).code(), "{name}");
+        let (a, b) = (dir.join("A"), dir.join("B"));
+        copy_image(&img, &a);
+        copy_image(&img, &b);
+        let e2 = e2fsck(&a, &["-fy"]);
+        assert!(
+            e2.stdout
+                .contains(&format!("block #5 ({bad}) found in orphaned inode {f2}.")),
+            "{}",
+            e2.stdout
+        );
+        let out = pfsck(&["-fy".as_ref(), "--json".as_ref(), b.as_os_str()]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let rep = parse_report(&text).unwrap();
+        assert!(
+            rep.problems
+                .iter()
+                .any(|p| p.code == code && p.ino == Some(f2.into()) && p.block == Some(bad)),
+            "{name}: no {code} for block {bad} of inode {f2}\n{text}"
+        );
+        assert_eq!(out.status.code(), e2.code(), "{text}\n{}", e2.stdout);
+        assert_eq!(e2fsck_fn(&b), 0, "{text}");
+        assert_eq!(groups(&a), groups(&b), "{text}\ne2fsck:\n{}", e2.stdout);
+    }
+}
+
+/// A list head that is no inode: e2fsck -n, which never releases the
+/// list, finds nothing and exits 0; -y says so, clears the head and
+/// checks the rest.
+#[test]
+fn illegal_list_head_is_not_an_error_under_n() {
+    let dir = TempDir::new("orphan-illegal-head");
+    let img = dir.join("img");
+    mkfs(
+        &img,
+        8 << 20,
+        &MkfsOpts::ext4().block_size(1024),
+        Some(&tree(&dir)),
+    );
+    debugfs_w(&img, &["ssv last_orphan 99999".to_string()]);
+    assert_eq!(e2fsck_fn(&img), 0);
+    compare(&dir, &img, &[], &[]);
+}
+
+/// bigalloc (clusters of 4 blocks of 1 KiB), orphan list and orphan file:
+/// deleted files free their clusters once each, as e2fsck's release
+/// frees them, and the orphan file is emptied. (Truncations are left out:
+/// e2fsck 1.47.4 unmaps only the first block of each cluster past the
+/// cut, see `check::orphan`.)
+#[test]
+fn deleted_orphans_on_bigalloc() {
+    let dir = TempDir::new("orphan-bigalloc");
+    let img = dir.join("img");
+    let mut opts = MkfsOpts::ext4()
+        .block_size(1024)
+        .features("bigalloc,orphan_file");
+    opts.extra_args = vec!["-C".into(), "4096".into()];
+    mkfs(&img, 16 << 20, &opts, Some(&tree(&dir)));
+    let (f1, f2, f5, big) = (
+        ino_of(&img, "/f1"),
+        ino_of(&img, "/f2"),
+        ino_of(&img, "/f5"),
+        ino_of(&img, "/d/big"),
+    );
+    let mut cmds = vec!["feature orphan_present".to_string()];
+    for (path, ino) in [("/f1", f1), ("/f2", f2), ("/f5", f5), ("/d/big", big)] {
+        cmds.push(format!("unlink {path}"));
+        cmds.push(format!("sif <{ino}> links_count 0"));
+    }
+    cmds.extend(chain(&[f1, big]));
+    debugfs_w(&img, &cmds);
+    write_orphan_block(&img, &[f5, f2]);
+    compare(&dir, &img, &[f1, big, f5, f2], &[]);
 }

@@ -122,6 +122,14 @@ const DAMAGE: &[(Code, &str)] = &[
         "orphan_file::orphan_file_blocks_with_bad_tails",
     ),
     (
+        Code::OrphanBlockIllegal,
+        "orphans::orphan_with_a_bad_block_stops_the_release",
+    ),
+    (
+        Code::OrphanBlockFreed,
+        "orphans::orphan_with_a_bad_block_stops_the_release",
+    ),
+    (
         Code::OrphanFileWrongSize,
         "orphan_file::orphan_file_of_a_wrong_size_is_made_anew",
     ),
