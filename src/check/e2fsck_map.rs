@@ -792,6 +792,9 @@ pub struct LatchLog {
     /// Pass 2 entries with a problem of e2fsck's first series of checks
     /// on an entry (see [`asked_again`]).
     first_series: std::collections::HashSet<EntryKey>,
+    /// Per inode pass 1 found bad: how many times e2fsck meets it later
+    /// (each entry naming it in pass 2, and pass 4 when no entry does).
+    bad_met: std::collections::HashMap<u32, usize>,
 }
 
 /// A directory entry, as pass 2's problems about it name it: the
@@ -822,6 +825,14 @@ impl LatchLog {
             if log.stop.is_none() {
                 log.stop = stop_pass(p.code);
             }
+            let met = match p.code {
+                Code::DirEntryBadInodeTarget => p.args().num.map(narrow::sat32),
+                Code::InodeUnattached | Code::InodeUnattachedZero => p.args().ino.map(Ino::get),
+                _ => None,
+            };
+            if let Some(i) = met {
+                *log.bad_met.entry(i).or_default() += 1;
+            }
             if p.code == Code::DirEntryDeletedInode {
                 log.unused_targets.insert(entry_key(&p));
             } else if FIRST_SERIES.contains(&p.code) {
@@ -848,6 +859,24 @@ impl LatchLog {
         } else {
             0
         }
+    }
+}
+
+impl LatchLog {
+    /// How many more times than once e2fsck -n asks about `p`, a problem
+    /// pass 1 found in an inode it marked bad that e2fsck asks about in
+    /// pass 2 (`refs`, all its codes): declined, the inode stays bad, and
+    /// e2fsck asks again at every entry naming it, and in pass 4 about
+    /// an unattached one.
+    fn bad_asked_again(&self, p: &Problem, refs: &[Ref]) -> usize {
+        use super::problem::Pass;
+        if p.spec().pass != Pass::P1 || refs.is_empty() || refs.iter().any(|r| r.code >> 16 != 2) {
+            return 0;
+        }
+        p.args()
+            .ino
+            .and_then(|i| self.bad_met.get(&i.get()))
+            .map_or(0, |n| n.saturating_sub(1))
     }
 }
 
@@ -896,7 +925,7 @@ impl LatchLog {
         let mut own = refs(p, run);
         if run == Run::ReadOnly {
             let once = own.clone();
-            for _ in 0..self.asked_again(p) {
+            for _ in 0..self.asked_again(p) + self.bad_asked_again(p, &once) {
                 own.extend_from_slice(&once);
             }
         }
