@@ -385,6 +385,10 @@ struct ExtentWalk<'a, 's, V: MapVisitor> {
     /// judged them without its predecessors' last block, which is right
     /// only when they all lie past it.
     pending_min: Option<u64>,
+    /// The physical block of the last entry scanned (leaf or index, at
+    /// any depth): where e2fsck's walk stands when it ends a node, and so
+    /// the block it names asking about that node's checksum.
+    last_pblk: u64,
     /// Subtrees walked ahead on other threads (`split`).
     spec: Option<&'a mut split::Spec<'s>>,
 }
@@ -463,6 +467,7 @@ impl<'a, 's, V: MapVisitor> ExtentWalk<'a, 's, V> {
             seen: std::collections::HashSet::new(),
             stopped: false,
             pending_min: None,
+            last_pblk: 0,
             spec,
         }
     }
@@ -509,6 +514,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             }
             let leaf = depth == 0;
             let (lblk, pblk, len, unwritten) = node_entry(b, i, leaf, end_blk);
+            self.last_pblk = pblk;
             if leaf && self.last_lblk.is_none() && pblk != 0 && pblk >= fdb && pblk < nblocks {
                 self.pending_min = Some(self.pending_min.map_or(lblk, |m| m.min(lblk)));
             }
@@ -720,7 +726,8 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             self.report(
                 Problem::new(Code::InodeExtentNodeChecksum)
                     .ino(Ino(ino))
-                    .blk(Blk(pblk)),
+                    .blk(Blk(pblk))
+                    .num(self.last_pblk),
             );
         }
         Step::Next
@@ -750,6 +757,9 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
         }
         if w.last_lblk.is_some() {
             self.last_lblk = w.last_lblk;
+        }
+        if w.last_pblk != 0 {
+            self.last_pblk = w.last_pblk;
         }
         self.stopped |= w.stopped;
         if let Some(s) = self.spec.as_deref_mut() {

@@ -808,8 +808,12 @@ impl<T: Targets> EntryCx<'_, T> {
         if state > 1 {
             named_wrongly = true;
             if is_dot(e.name) || is_dotdot(e.name) {
-                out.problems
-                    .push(self.problem(Code::DirDotSecondEntry, e).num(e.off as u64));
+                let code = if is_dot(e.name) { 0x02001A } else { 0x02001B };
+                out.problems.push(
+                    self.problem(Code::DirDotSecondEntry, e)
+                        .num(e.off as u64)
+                        .e2fsck(code),
+                );
             } else if e.inode == Ino::ROOT {
                 out.problems.push(self.problem(Code::DirEntryLinkToRoot, e));
             } else if e.name.is_empty() {

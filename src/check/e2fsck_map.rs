@@ -179,7 +179,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
         DirEntryFileTypeUnset => &[0x020027],
         DirEntryFileTypeSet => &[0x020029],
         DirEntryReservedInode => &[0x020002],
-        DirEntryDuplicate => &[0x020041, 0x020043, 0x020054],
+        DirEntryDuplicate => &[0x020043],
         DirDotMissing => &[0x020009, 0x02000B],
         DirDotDotMissing => &[0x02000A, 0x02000C],
         DirDotBadInode => &[0x020001],
@@ -226,6 +226,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
         LostFoundEncrypted => &[0x03001B],
         DirLoop => &[0x03001D],
         DirMultipleParents => &[0x020006],
+        DirRebuildDuplicate => &[0x020041, 0x020054, 0x020042],
 
         InodeUnattached => &[0x040002],
         InodeUnattachedZero => &[0x040001],
@@ -685,6 +686,8 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             (a_ino, a.num)
         }
         Code::GdItableUnused => (None, a.num),
+        // e2fsck names the last entry its walk scanned below the node.
+        Code::InodeExtentNodeChecksum => (a_ino, a.num.or(a_blk)),
         // The logical block of the orphan file stands in the block slot.
         Code::OrphanFileHole => (a_ino, a.num),
         _ => (a_ino, a_blk),
@@ -813,30 +816,117 @@ pub struct LatchLog {
     truncated: Vec<u32>,
     /// The pass the check stopped in, if it did.
     stop: Option<u32>,
+    /// Pass 2 entries (see [`EntryKey`]) naming an inode not in use.
+    unused_targets: std::collections::HashSet<EntryKey>,
+    /// Pass 2 entries with a problem of e2fsck's first series of checks
+    /// on an entry (see [`asked_again`]).
+    first_series: std::collections::HashSet<EntryKey>,
+    /// Per inode pass 1 found bad: how many times e2fsck meets it later
+    /// (each entry naming it in pass 2, and pass 4 when no entry does).
+    bad_met: std::collections::HashMap<u32, usize>,
+}
+
+/// A directory entry, as pass 2's problems about it name it: the
+/// directory, the block, the entry's name.
+type EntryKey = (Option<Ino>, Option<Blk>, Box<str>);
+
+fn entry_key(p: &Problem) -> EntryKey {
+    let a = p.args();
+    (a.ino, a.blk, a.detail.into())
+}
+
+/// The problems of e2fsck's first series of checks on an entry (a bad
+/// block inode, a second '.' or '..', a link to the root, an empty name,
+/// an EA inode), which it asks about when it finds them.
+const FIRST_SERIES: &[Code] = &[
+    Code::DirEntryInodeInBadBlock,
+    Code::DirDotSecondEntry,
+    Code::DirEntryLinkToRoot,
+    Code::DirEntryZeroLenName,
+    Code::DirEntryEaInode,
+];
+
+impl LatchLog {
+    /// For the problems of one report, in order.
+    pub fn new(problems: impl IntoIterator<Item = Problem>) -> LatchLog {
+        let mut log = LatchLog::default();
+        for p in problems {
+            if log.stop.is_none() {
+                log.stop = stop_pass(p.code);
+            }
+            let met = match p.code {
+                Code::DirEntryBadInodeTarget => p.args().num.map(narrow::sat32),
+                Code::InodeUnattached | Code::InodeUnattachedZero => p.args().ino.map(Ino::get),
+                _ => None,
+            };
+            if let Some(i) = met {
+                *log.bad_met.entry(i).or_default() += 1;
+            }
+            if p.code == Code::DirEntryDeletedInode {
+                log.unused_targets.insert(entry_key(&p));
+            } else if FIRST_SERIES.contains(&p.code) {
+                log.first_series.insert(entry_key(&p));
+            }
+        }
+        log
+    }
+
+    /// How many more times than once e2fsck -n asks about the pass 2
+    /// problem `p`. Declined, a problem of its first series of checks on
+    /// an entry stays the entry's problem, and e2fsck asks about it again
+    /// at its second question on the entry, unless that one is about the
+    /// inode not in use. An entry linking to its own directory is asked
+    /// about before that series: when none of it applies, the link stays
+    /// the problem at both questions.
+    fn asked_again(&self, p: &Problem) -> usize {
+        let key = entry_key(p);
+        let unused = self.unused_targets.contains(&key);
+        if FIRST_SERIES.contains(&p.code) {
+            usize::from(!unused)
+        } else if p.code == Code::DirEntryLinkToDot && !self.first_series.contains(&key) {
+            1 + usize::from(!unused)
+        } else {
+            0
+        }
+    }
 }
 
 impl LatchLog {
-    /// For the problems `codes` of one report.
-    pub fn new(codes: impl IntoIterator<Item = Code>) -> LatchLog {
-        let stop = codes.into_iter().find_map(|c| match c {
-            Code::StoppedAtIllegalIndirect
-            | Code::StoppedAtBadBlocksInode
-            | Code::StoppedAtUnreadableXattr
-            | Code::StoppedAtInodeChecksumP1
-            | Code::StoppedAtInodeChecksumP1B => Some(1),
-            Code::StoppedAtCorruptDir
-            | Code::StoppedAtInodeChecksumP2
-            | Code::StoppedAtNoDirInfo => Some(2),
-            Code::StoppedAtInodeChecksumP4 => Some(4),
-            Code::StoppedAtUninitGroup => Some(5),
-            _ => None,
-        });
-        LatchLog {
-            stop,
-            ..LatchLog::default()
+    /// How many more times than once e2fsck -n asks about `p`, a problem
+    /// pass 1 found in an inode it marked bad that e2fsck asks about in
+    /// pass 2 (`refs`, all its codes): declined, the inode stays bad, and
+    /// e2fsck asks again at every entry naming it, and in pass 4 about
+    /// an unattached one.
+    fn bad_asked_again(&self, p: &Problem, refs: &[Ref]) -> usize {
+        use super::problem::Pass;
+        if p.spec().pass != Pass::P1 || refs.is_empty() || refs.iter().any(|r| r.code >> 16 != 2) {
+            return 0;
         }
+        p.args()
+            .ino
+            .and_then(|i| self.bad_met.get(&i.get()))
+            .map_or(0, |n| n.saturating_sub(1))
     }
+}
 
+/// The pass a check stopped in, from the problem that says it did.
+fn stop_pass(code: Code) -> Option<u32> {
+    match code {
+        Code::StoppedAtIllegalIndirect
+        | Code::StoppedAtBadBlocksInode
+        | Code::StoppedAtUnreadableXattr
+        | Code::StoppedAtInodeChecksumP1
+        | Code::StoppedAtInodeChecksumP1B => Some(1),
+        Code::StoppedAtCorruptDir | Code::StoppedAtInodeChecksumP2 | Code::StoppedAtNoDirInfo => {
+            Some(2)
+        }
+        Code::StoppedAtInodeChecksumP4 => Some(4),
+        Code::StoppedAtUninitGroup => Some(5),
+        _ => None,
+    }
+}
+
+impl LatchLog {
     pub fn refs(&mut self, p: &Problem, run: Run) -> Vec<Ref> {
         let mut out = self.refs_all(p, run);
         if let Some(stop) = self.stop {
@@ -861,7 +951,13 @@ impl LatchLog {
                 return Vec::new();
             }
         }
-        let own = refs(p, run);
+        let mut own = refs(p, run);
+        if run == Run::ReadOnly {
+            let once = own.clone();
+            for _ in 0..self.asked_again(p) + self.bad_asked_again(p, &once) {
+                own.extend_from_slice(&once);
+            }
+        }
         let mut out = Vec::with_capacity(own.len() + 1);
         for r in &own {
             let flag = catalogue::entry(r.code).map_or(0, |e| e.flags & catalogue::LATCH_MASK);
@@ -971,8 +1067,11 @@ mod tests {
             for &e in codes(c) {
                 let entry = catalogue::entry(e)
                     .unwrap_or_else(|| panic!("{c:?} maps to {e:06x}, not in e2fsck's table"));
+                // A question that e2fsck asks alone in some cases (pass
+                // 3A's rename of a duplicate naming another inode).
+                let alone = e == 0x020042;
                 assert!(
-                    matches!(entry.kind, Kind::Problem | Kind::Message | Kind::Internal),
+                    alone || matches!(entry.kind, Kind::Problem | Kind::Message | Kind::Internal),
                     "{c:?} maps to {e:06x}, a {:?}",
                     entry.kind
                 );

@@ -25,6 +25,7 @@ pub(crate) mod pipeline;
 pub mod problem;
 pub mod problem_list;
 pub mod quota;
+pub mod rebuild;
 pub mod recovery;
 pub mod state;
 mod stops;
@@ -569,8 +570,14 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     progress.pass_complete(2);
     timer.restart(&fs);
     opts.emit(3, r);
+    // Pass 3A, after pass 3: the directories pass 2 scheduled to rebuild.
+    let rebuilt = rebuild::check(&fs, &state, &r.problems, opts.repairing);
     step(r, &mut timer, &fs, ctl, "pass3", 3, || {
-        pass3::run(&fs, &mut state, opts.repairing).map(ProblemList::from)
+        let mut found = ProblemList::from(pass3::run(&fs, &mut state, opts.repairing)?);
+        for p in rebuilt {
+            found.push(p);
+        }
+        Ok(found)
     })?;
     progress.pass_complete(3);
     let t = budget.threads();

@@ -2282,6 +2282,16 @@ fn check_file_acl(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) -> Option<u64> {
                 .e2fsck(e2)
                 .blk(Blk(inode.file_acl)),
         );
+        // Declined, the block stays: e2fsck -n then also finds it out
+        // of range.
+        if !ctx.ext_attr && ctx.read_only && !ctx.fs.geo.block_in_fs(inode.file_acl) {
+            c.bad(
+                Problem::new(Code::InodeFileAcl)
+                    .ino(Ino(c.ino))
+                    .e2fsck(0x020032)
+                    .blk(Blk(inode.file_acl)),
+            );
+        }
         None
     } else {
         c.out.xrefs.push((inode.file_acl, c.ino, inode.generation));

@@ -277,8 +277,22 @@ pub(crate) fn finish(
     };
     if run != Finish::Repair {
         // Only repairs read the block list after this (issue 17: 16
-        // bytes a directory block, held under the check's peak below).
-        state.dir_blocks = Default::default();
+        // bytes a directory block, held under the check's peak below),
+        // and pass 3A reads the blocks of the directories it rebuilds.
+        let rebuilt: std::collections::HashSet<u32> = outs
+            .iter()
+            .filter_map(|o| o.rest.as_deref())
+            .flat_map(|r| r.sink.problems.iter())
+            .filter(|p| p.code == Code::DirEntryDuplicate)
+            .filter_map(|p| p.args().ino.map(Ino::get))
+            .collect();
+        let kept: Vec<DirBlock> = state
+            .dir_blocks
+            .iter()
+            .filter(|d| rebuilt.contains(&d.ino.get()))
+            .copied()
+            .collect();
+        state.dir_blocks = kept.into();
     }
     let fsp = fs_params(fs);
     let st: &State = state;

@@ -1164,7 +1164,7 @@ impl Serialize for JsonReport<'_> {
         m.serialize_entry(
             "problems",
             &Seq(|| {
-                let mut log = e2fsck_map::LatchLog::new(rep.problems.codes());
+                let mut log = e2fsck_map::LatchLog::new(rep.problems.iter());
                 let mut first_dup = true;
                 rep.problems.iter().enumerate().map(move |(k, p)| {
                     let mut refs = log.refs(&p, run);

@@ -355,6 +355,7 @@ const TABLE: &[Entry] = &[
     row(Code::DirEntryZeroLenName, F::DirBlock, S),
     row(Code::DirEntryLinkToDot, F::DirBlock, S),
     row(Code::DirEntryDuplicate, F::Rehash, S),
+    row(Code::DirRebuildDuplicate, F::Rehash, S),
     row(Code::DirDotMissing, F::Rehash, S),
     row(Code::DirDotDotMissing, F::Rehash, S),
     row(Code::DirDotBadInode, F::Rehash, S),

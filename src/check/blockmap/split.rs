@@ -266,6 +266,8 @@ pub(super) struct Walked {
     pub nodes: Vec<u64>,
     pub sub: Subtree,
     pub last_lblk: Option<u64>,
+    /// The physical block of the last entry it scanned (0: none).
+    pub last_pblk: u64,
     pub pending_min: Option<u64>,
     pub stopped: bool,
 }
@@ -334,6 +336,7 @@ fn walk_apart(
         nodes: Vec::new(),
         sub: Subtree::default(),
         last_lblk: None,
+        last_pblk: 0,
         pending_min: None,
         stopped: false,
     };
@@ -357,6 +360,7 @@ fn walk_apart(
         &mut rest[..room],
     );
     walked.last_lblk = w.last_lblk;
+    walked.last_pblk = w.last_pblk;
     walked.pending_min = w.pending_min;
     walked.stopped = w.stopped;
     walked.nodes = w.seen.into_iter().collect();
