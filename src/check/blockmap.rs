@@ -672,6 +672,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                 Problem::new(Code::InodeExtentNodeBad)
                     .ino(Ino(ino))
                     .blk(Blk(pblk))
+                    .num(lblk)
                     .detail(why),
             );
             return Step::Skip;
@@ -682,6 +683,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                 Problem::new(Code::InodeExtentNodeBad)
                     .ino(Ino(ino))
                     .blk(Blk(pblk))
+                    .num(lblk)
                     .detail("empty node"),
             );
             return Step::Skip;

@@ -115,7 +115,7 @@ problems! {
     GdInodeTableLocation = ("0x0103", Super, Error, false, "Inode table for group {group} is not in group (block {blk})"),
     GdChecksum = ("0x0104", Super, Notice, true, "One or more block group descriptor checksums are invalid (group {group})"),
     GdUninitWithoutCsum = ("0x0105", Super, Notice, true, "Group descriptor {group} marked uninitialized without the feature set"),
-    GdItableUnused = ("0x0106", Super, Error, true, "Group descriptor {group} has an invalid unused inodes count {num}"),
+    GdItableUnused = ("0x0106", Super, Error, true, "Group descriptor {group} has invalid unused inodes count {num}"),
     GdFreeBlocksInvalid = ("0x0107", Super, Error, true, "Group descriptor {group} free blocks count {num} is invalid"),
     GdFreeInodesInvalid = ("0x0108", Super, Error, true, "Group descriptor {group} free inodes count {num} is invalid"),
     GdMetadataOverlap = ("0x0109", Super, Error, false, "{detail} for group {group} (block {blk}) overlaps other file system metadata"),
@@ -180,7 +180,7 @@ problems! {
     InodeBadFlags = ("0x1005", P1, Error, false, "Inode {ino} has flags {detail} set that are invalid for its type"),
     InodeExtentsNoFeature = ("0x1006", P1, Error, false, "Inode {ino} has EXTENTS_FL flag set on a file system without extents support"),
     InodeExtentFormatNoFeature = ("0x1700", P1, Error, false, "Inode {ino} is in extent format, but the superblock lacks the extents feature"),
-    InodeInlineNoFeature = ("0x1007", P1, Error, false, "Inode {ino} has INLINE_DATA_FL flag set on a file system without inline data support"),
+    InodeInlineNoFeature = ("0x1007", P1, Error, false, "Inode {ino} has INLINE_DATA_FL flag on filesystem without inline data support"),
     InodeIllegalBlock = ("0x1008", P1, Error, false, "Inode {ino} has an illegal block {blk} ({detail})"),
     InodeTooManyIllegalBlocks = ("0x1009", P1, Error, false, "Inode {ino} has too many illegal blocks"),
     InodeBlockOnMetadata = ("0x100A", P1, Error, false, "Inode {ino} block {blk} overlaps file system metadata ({detail})"),
@@ -210,13 +210,13 @@ problems! {
     // system clean; making it is not a correction either (exit 0).
     ExtentTreeShorter = ("0x1045", P1, Notice, false, "Inode {ino} extent tree (at level {num}) could be shorter"),
     ExtentTreeNarrower = ("0x1046", P1, Notice, false, "Inode {ino} extent tree (at level {num}) could be narrower"),
-    InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino} extent node at block {blk} is invalid ({detail})"),
+    InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino} has an invalid extent node (blk {blk}, lblk {num})"),
     InodeExtentIndexEnd = ("0x1014", P1, Error, false, "Inode {ino} extent index start {num} does not match its node's first extent {num2}"),
     InodeExtentPastEof = ("0x1015", P1, Error, false, "Inode {ino}, end of extent exceeds allowed value (logical block {num}, physical block {blk}, len {num2})"),
     InodeFastSymlink = ("0x1016", P1, Error, false, "Symlink inode {ino} is invalid ({detail})"),
     InodeDeviceBlocks = ("0x1017", P1, Error, false, "Special (device/socket/fifo) inode {ino} has non-zero block data or flags"),
     InodeInlineData = ("0x1018", P1, Error, false, "Inode {ino} has corrupt inline data ({detail})"),
-    InodeExtraIsize = ("0x1019", P1, Error, true, "Inode {ino} has an extra size ({num}) which is invalid"),
+    InodeExtraIsize = ("0x1019", P1, Error, true, "Inode {ino} has a extra size ({num}) which is invalid"),
     InodeFileAcl = ("0x101A", P1, Error, false, "Inode {ino} has a bad extended attribute block {blk}"),
     InodeXattrInInode = ("0x101B", P1, Error, true, "Inode {ino} has corrupt extended attributes in the inode ({detail})"),
     XattrBlockHeader = ("0x101C", P1, Error, false, "Extended attribute block {blk} (inode {ino}) has a bad header ({detail})"),
@@ -242,7 +242,7 @@ problems! {
     InodeEaInodeFlag = ("0x102E", P1, Error, true, "Inode {ino} has EA_INODE flag set but ea_inode is not supported"),
     InodeCasefold = ("0x102F", P1, Error, false, "Inode {ino} has CASEFOLD flag set on a file system without casefold support"),
     InodeCasefoldNonDir = ("0x10E1", P1, Error, false, "Inode {ino} has the casefold flag set but is not a directory"),
-    InodeEaInodeNonReg = ("0x10E6", P1, Error, false, "Inode {ino} carries the EA_INODE flag but is not a regular file"),
+    InodeEaInodeNonReg = ("0x10E6", P1, Error, false, "Inode {ino} has the ea_inode flag set but is not a regular file"),
     InodeEncryptNoXattr = ("0x10E2", P1, Error, false, "Inode {ino} has encrypt flag but no encryption extended attribute"),
     InodeEncryptCorrupt = ("0x10E3", P1, Error, false, "Encrypted inode {ino} has corrupt encryption extended attribute"),
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
@@ -565,6 +565,15 @@ impl Problem {
     /// The message template: the code's own, or e2fsck's wording for the
     /// e2fsck problem the check named where one code stands for several.
     fn template(&self) -> &'static str {
+        match (self.code, self.e2fsck_code()) {
+            (Code::InodeInlineNoFeature, Some(0x01006F)) => {
+                return "Inode {ino} has inline data, but superblock is missing INLINE_DATA feature";
+            }
+            (Code::InodeExtentHeader, Some(0x010081)) => {
+                return "Inode {ino} has corrupt extent header";
+            }
+            _ => {}
+        }
         match (self.code, self.e2fsck_override()) {
             (Code::BadBlockInMetadata, Some(0x01000A)) if self.args().group.is_some() => {
                 "Group {group}'s block bitmap ({blk}) is bad"

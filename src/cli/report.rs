@@ -43,22 +43,25 @@ pub fn exit_code(rep: &Report) -> i32 {
 
 /// The read-only check stopped where e2fsck -n gives up.
 fn stopped(rep: &Report) -> bool {
+    rep.problems.codes().any(is_stop)
+}
+
+/// Is it where a read-only check stops, as e2fsck -n aborts?
+fn is_stop(c: crate::check::problem::Code) -> bool {
     use crate::check::problem::Code;
-    rep.problems.codes().any(|c| {
-        matches!(
-            c,
-            Code::StoppedAtCorruptDir
-                | Code::StoppedAtUninitGroup
-                | Code::StoppedAtIllegalIndirect
-                | Code::StoppedAtBadBlocksInode
-                | Code::StoppedAtUnreadableXattr
-                | Code::StoppedAtInodeChecksumP2
-                | Code::StoppedAtInodeChecksumP4
-                | Code::StoppedAtNoDirInfo
-                | Code::StoppedAtInodeChecksumP1
-                | Code::StoppedAtInodeChecksumP1B
-        )
-    })
+    matches!(
+        c,
+        Code::StoppedAtCorruptDir
+            | Code::StoppedAtUninitGroup
+            | Code::StoppedAtIllegalIndirect
+            | Code::StoppedAtBadBlocksInode
+            | Code::StoppedAtUnreadableXattr
+            | Code::StoppedAtInodeChecksumP2
+            | Code::StoppedAtInodeChecksumP4
+            | Code::StoppedAtNoDirInfo
+            | Code::StoppedAtInodeChecksumP1
+            | Code::StoppedAtInodeChecksumP1B
+    )
 }
 
 /// What a repair run did, for the report of its first check.
@@ -547,6 +550,12 @@ pub fn render_problem(
     // e2fsck -n never looks for /lost+found (it answers no before it
     // would reconnect anything): what pfsck found of it is not said.
     if !repair && lost_found_notice(p) {
+        return Ok(());
+    }
+    // Where e2fsck -n aborts it says so on stderr ("aborted"), and so
+    // does pfsck, in its words: the report on stdout stays e2fsck's.
+    if !repair && is_stop(p.code) {
+        eprintln!("{}", p.text_in(tree));
         return Ok(());
     }
     if latches.render(out, p, fixed)? {
