@@ -296,7 +296,7 @@ problems! {
     HtreeCount = ("0x201B", P2, Error, true, "Directory inode {ino} htree node at block #{num} has a bad count ({num2})"),
     HtreeHashOrder = ("0x201C", P2, Error, true, "Directory inode {ino} htree is not sorted by hash at block #{num}"),
     HtreeBadBlock = ("0x201D", P2, Error, false, "Directory inode {ino} ({path:ino}) htree points to an invalid block #{num}"),
-    HtreeNodeChecksum = ("0x201E", P2, Error, true, "Directory inode {ino} htree node at block #{num} passes checks, but checksum does not match"),
+    HtreeNodeChecksum = ("0x201E", P2, Error, true, "Problem in HTREE directory inode {ino}: internal node fails checksum"),
     HtreeHashRange = ("0x201F", P2, Error, false, "Directory inode {ino} has a bad hash ({detail}) in htree leaf block #{num}"),
     HtreeBlockReferenced = ("0x2020", P2, Error, false, "Directory inode {ino} htree block #{num} is referenced {num2} times"),
     HtreeNoIndexFlag = ("0x2021", P2, Error, false, "Directory inode {ino} has an htree root but not the INDEX flag"),
@@ -571,6 +571,9 @@ impl Problem {
             }
             (Code::InodeExtentHeader, Some(0x010081)) => {
                 return "Inode {ino} has corrupt extent header";
+            }
+            (Code::HtreeNodeChecksum, Some(0x020049)) => {
+                return "Problem in HTREE directory inode {ino}: root node fails checksum";
             }
             _ => {}
         }
