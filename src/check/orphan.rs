@@ -560,7 +560,7 @@ impl<'a> Work<'a> {
         }
         let b = self.read(blk)?;
         for i in 0..self.bs / 4 {
-            let p = u64::from(le32(&b, i * 4));
+            let p = u64::from(crate::fs::inode::map_ptr(&b, i));
             if level == 1 {
                 if p != 0 {
                     self.spend()?;

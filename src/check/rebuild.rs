@@ -44,13 +44,13 @@ pub fn check(fs: &Fs, st: &State, found: &ProblemList, repairing: bool) -> Vec<P
     dirs.dedup();
     let mut out = Vec::new();
     for dir in dirs {
-        if !st.inode_used.get(Ino(dir)) || st.has_iflag(dir, iflag::INLINE) {
+        if !st.inode_used.get(Ino(dir)) || st.has_iflag(Ino(dir), iflag::INLINE) {
             continue;
         }
         let Some((mut ents, compress)) = entries(fs, st, dir) else {
             continue;
         };
-        let cf = st.has_iflag(dir, iflag::CASEFOLD);
+        let cf = st.has_iflag(Ino(dir), iflag::CASEFOLD);
         let key = |e: &Ent| {
             cf.then(|| casefold::fold(&e.name))
                 .flatten()
@@ -65,7 +65,7 @@ pub fn check(fs: &Fs, st: &State, found: &ProblemList, repairing: bool) -> Vec<P
                 .then(a.name.len().cmp(&b.name.len()))
                 .then(b.ino.cmp(&a.ino))
         });
-        let encrypted = st.has_iflag(dir, iflag::ENCRYPTED);
+        let encrypted = st.has_iflag(Ino(dir), iflag::ENCRYPTED);
         pairs(dir, &mut ents, cf, encrypted, repairing, &mut out);
     }
     out
