@@ -95,7 +95,7 @@ fn pairs(
             Problem::new(Code::DirRebuildDuplicate)
                 .ino(Ino(dir))
                 .num(u64::from(ents[i].ino))
-                .detail(String::from_utf8_lossy(&ents[i].name).into_owned())
+                .detail(super::dirblock::name_str(&ents[i].name))
         };
         if ents[i].ino == ents[i - 1].ino {
             out.push(p().e2fsck(0x020041));

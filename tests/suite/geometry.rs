@@ -107,7 +107,7 @@ fn ea_inode_flag_on_non_regular_files() {
         let (_d, img) = damaged(&format!("geo-ea-nonreg-{name}"), &[cmd.to_string()]);
         let (fn_out, _) = judged(name, &img, 4);
         assert!(
-            fn_out.contains("EA_INODE flag but is not a regular file"),
+            fn_out.contains("has the ea_inode flag set but is not a regular file"),
             "[{name}] {fn_out}"
         );
     }
