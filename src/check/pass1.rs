@@ -2401,8 +2401,9 @@ fn check_iblocks(
         );
     }
     // Block maps cannot express clusters: e2fsck rebuilds regular files
-    // and directories as extent trees (symlinks are never rewritten).
-    if fs.geo.cluster_bits > 0
+    // and directories as extent trees (symlinks are never rewritten). It
+    // asks whenever the feature is set, clusters of one block included.
+    if fs.sb.has_ro_compat(ro_compat::BIGALLOC)
         && (inode.is_reg() || walk.is_dir)
         && !walk.extent_mapped
         && !walk.inline

@@ -601,3 +601,38 @@ fn extents_feature_turned_off() {
     file_kept(&img, 50_000);
     assert!(debugfs_r(&img, "stat /d").contains("Type: directory"));
 }
+
+/// `feature bigalloc` on ext3 (seed 102, damage 235): the cluster size
+/// field already equals the block size, so clusters are one block. e2fsck
+/// asks about every block map all the same: its test is the feature, not
+/// the cluster size. With the extents feature its pass 1E rebuilds each
+/// map as a tree; without it, "yes" changes nothing and the file system
+/// still has errors. pfsck judged only clusters of several blocks, said
+/// clean and, repairing, claimed a fix e2fsck did not find.
+#[test]
+fn bigalloc_feature_with_one_block_clusters_on_block_maps() {
+    let tmp = TempDir::new("fuzz-bigalloc-1");
+    let img = tmp.join("disk.img");
+    let opts = MkfsOpts::ext3().block_size(1024);
+    image_with_file(&img, &opts, 3000);
+    let extents = tmp.join("extents.img");
+    copy_image(&img, &extents);
+    debugfs_w(&img, &["feature bigalloc"]);
+    let oracle = oracle_run(&img, &["-fn"]);
+    assert_eq!(oracle.code(), Some(4), "{}", oracle.stdout);
+    let before = hash_file(&img);
+    let (code, fn_out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 4, "{fn_out}");
+    assert!(fn_out.contains("Inode 12 on bigalloc"), "{fn_out}");
+    assert_eq!(before, hash_file(&img), "pfsck -fn wrote");
+    // No extents feature: nothing can be rebuilt, and pfsck says so.
+    let (code, fy_out) = pfsck_code(&["-fy"], &img);
+    assert_eq!(code, 4, "{fy_out}");
+    file_kept(&img, 3000);
+    // With it, the maps become trees, as e2fsck's pass 1E makes them.
+    debugfs_w(&extents, &["feature extent", "feature bigalloc"]);
+    let (fn_out, _) = judged_by_oracle("bigalloc, one-block clusters", &extents, 4, 1);
+    assert!(fn_out.contains("Inode 12 on bigalloc"), "{fn_out}");
+    file_kept(&extents, 3000);
+    assert!(debugfs_r(&extents, "stat /f").contains("EXTENTS:"));
+}
