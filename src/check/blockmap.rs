@@ -650,7 +650,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                     .map(|j| extent::parse_index(b, j).leaf)
                     .filter(|&p| geo.block_in_fs(p));
                 match ahead.read(&self.fs.dev, pblk, next, buf) {
-                    Ok(()) => split::child_head(&self.info, buf, depth),
+                    Ok(()) => split::child_head(&self.info, buf),
                     Err(e) => split::ChildHead {
                         read_err: Some(e.to_string()),
                         ..split::ChildHead::default()

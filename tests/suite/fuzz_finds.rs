@@ -636,3 +636,85 @@ fn bigalloc_feature_with_one_block_clusters_on_block_maps() {
     file_kept(&extents, 3000);
     assert!(debugfs_r(&extents, "stat /f").contains("EXTENTS:"));
 }
+
+/// A sparse file `/f` of eight 1 KiB runs (a depth-1 tree) and a
+/// one-block file `/g` on `opts`; returns the leaf block of `/f` and the
+/// extents debugfs lists for it.
+fn image_with_extent_leaf(tmp: &TempDir, img: &Path, opts: &MkfsOpts) -> (u64, String) {
+    let root = tmp.join("tree");
+    let runs: Vec<(u64, u64)> = (0..8).map(|i| (i * 8192, 1024)).collect();
+    build_tree(
+        &root,
+        &[Node::sparse("f", 8 * 8192, &runs), Node::file("g", 1000)],
+    );
+    mkfs(img, 8 * MIB, opts, Some(&root));
+    let stat = debugfs_r(img, "stat /f");
+    let leaf = stat
+        .split("(ETB0):")
+        .nth(1)
+        .and_then(|w| w.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+        .expect("a depth-1 extent tree");
+    (leaf, extents_of(&stat))
+}
+
+/// The EXTENTS section of a debugfs `stat`.
+fn extents_of(stat: &str) -> String {
+    stat.split("EXTENTS:")
+        .nth(1)
+        .unwrap_or("")
+        .trim()
+        .to_string()
+}
+
+/// An extent leaf whose eh_depth is 0x04b7 (seed 102, damage 325):
+/// libext2fs counts levels down from the root and never reads a child's
+/// depth, so e2fsck keeps the leaf (with metadata_csum it rewrites the
+/// leaf's checksum, the field left as it is). pfsck dropped the leaf as
+/// "depth does not match its parent", and with it the file's blocks; its
+/// tree repair and its copy of shared blocks dropped or skipped it too.
+#[test]
+fn extent_leaf_with_a_wrong_depth_field() {
+    let csum = MkfsOpts::ext4().block_size(1024);
+    let nocsum = MkfsOpts::ext4().block_size(1024).features("^metadata_csum");
+    // (name, options, what else is damaged, e2fsck -fn's exit)
+    let cases: [(&str, &MkfsOpts, &str, i32); 4] = [
+        ("csum", &csum, "", 4),
+        ("nocsum", &nocsum, "", 0),
+        // A bad entry in the same leaf: the tree is repaired around it.
+        ("entry", &nocsum, "entry", 4),
+        // /g shares the leaf's third block: pass 1D copies it for /f.
+        ("shared", &csum, "shared", 4),
+    ];
+    for (name, opts, extra, want) in cases {
+        let tmp = TempDir::new(&format!("fuzz-leaf-depth-{name}"));
+        let img = tmp.join("disk.img");
+        let (leaf, mut extents) = image_with_extent_leaf(&tmp, &img, opts);
+        if extra == "entry" {
+            // The third extent's start: past the file system.
+            write_at(
+                &img,
+                leaf * 1024 + 12 + 2 * 12 + 8,
+                &0xFFFF_FFF0u32.to_le_bytes(),
+            );
+        } else if extra == "shared" {
+            let third = debugfs_number(&img, "bmap /f 16");
+            debugfs_w(&img, &[format!("sif /g block[5] {third}")]);
+        }
+        write_at(&img, leaf * 1024 + 6, &0x04b7u16.to_le_bytes());
+        let theirs = tmp.join("oracle.img");
+        copy_image(&img, &theirs);
+        oracle_run(&theirs, &["-fy"]);
+        let after = oracle_run(&theirs, &["-fn"]);
+        assert_eq!(after.code(), Some(0), "[{name}] {}", after.stdout);
+        if !extra.is_empty() {
+            // What e2fsck's repair changed is what pfsck's must change.
+            extents = extents_of(&debugfs_r(&theirs, "stat /f"));
+        }
+        let ctx = format!("leaf depth field, {name}");
+        let (fn_out, _) = judged_by_oracle(&ctx, &img, want, want.min(1));
+        assert!(!fn_out.contains("invalid extent node"), "{fn_out}");
+        let stat = debugfs_r(&img, "stat /f");
+        assert_eq!(extents_of(&stat), extents, "[{name}] {stat}");
+        assert!(extents.contains("(56):"), "[{name}] {extents}");
+    }
+}

@@ -217,8 +217,7 @@ fn frontier(fs: &Fs, root: &[u8], end_blk: u64, depth: u16, want: usize) -> Vec<
         let mut next = Vec::new();
         for t in &level {
             let ok = fs.dev.read_at(t.pblk * bs as u64, &mut buf).is_ok()
-                && header_problem(&buf, bs).is_none()
-                && extent::parse_header(&buf).depth == t.depth;
+                && header_problem(&buf, bs).is_none();
             if ok {
                 children(&buf, t.depth, t.end_blk, t.room - 1, &mut seen, &mut next);
             }
@@ -238,17 +237,14 @@ pub(super) struct ChildHead {
     pub csum_bad: bool,
 }
 
-/// Judges the header of `buf`, a child of a node at `depth`.
-pub(super) fn child_head(info: &MapInfo, buf: &[u8], depth: u16) -> ChildHead {
+/// Judges the header of `buf`, a child node. Its depth field is not
+/// judged: libext2fs counts levels down from the root's depth and never
+/// reads a child's, so e2fsck keeps a node whose field is wrong.
+pub(super) fn child_head(info: &MapInfo, buf: &[u8]) -> ChildHead {
     let ch = extent::parse_header(buf);
-    let why = header_problem(buf, buf.len()).or(if ch.depth + 1 != depth {
-        Some("depth does not match its parent")
-    } else {
-        None
-    });
     ChildHead {
         read_err: None,
-        why,
+        why: header_problem(buf, buf.len()),
         entries: ch.entries,
         first: u64::from(extent::first_lblk(buf)),
         csum_bad: info.csum_seed.is_some_and(|seed| {
@@ -344,7 +340,7 @@ fn walk_apart(
         walked.head.read_err = Some(e.to_string());
         return walked;
     }
-    walked.head = child_head(&info, buf, t.depth + 1);
+    walked.head = child_head(&info, buf);
     if walked.head.why.is_some() || walked.head.entries == 0 {
         return walked;
     }
