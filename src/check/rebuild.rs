@@ -120,18 +120,11 @@ fn pairs(
 /// '..' are listed too, otherwise left out. None when a block cannot be
 /// read.
 fn entries(fs: &Fs, st: &State, dir: u32) -> Option<(Vec<Ent>, bool)> {
-    let mut blocks: Vec<(u32, u64)> = st
-        .dir_blocks
-        .iter()
-        .filter(|d| d.ino == Ino(dir))
-        .map(|d| (d.lblk.0, d.pblk.0))
-        .collect();
-    blocks.sort_unstable();
-    blocks.dedup();
+    let blocks = st.dir_blocks_once(Ino(dir));
     let compress = !fs.sb.has_compat(compat::DIR_INDEX) || blocks.len() < 2;
     let mut ents = Vec::new();
     for &(_, pblk) in &blocks {
-        let b = fs.read_block(pblk).ok()?;
+        let b = fs.read_block(pblk.0).ok()?;
         let bs = b.len();
         let mut off = 0;
         while off + HEADER_LEN <= bs {

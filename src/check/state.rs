@@ -351,6 +351,27 @@ impl State {
         s.check();
     }
 
+    /// Directory `dir`'s blocks as (logical, physical), in logical order.
+    /// A logical block pass 1 recorded twice is listed twice: callers that
+    /// must notice a conflict look for equal neighbours.
+    pub fn dir_blocks_of(&self, dir: Ino) -> Vec<(LBlk, Blk)> {
+        let mut blocks: Vec<(LBlk, Blk)> = self
+            .dir_blocks
+            .iter()
+            .filter(|d| d.ino == dir)
+            .map(|d| (d.lblk, d.pblk))
+            .collect();
+        blocks.sort_unstable();
+        blocks
+    }
+
+    /// `dir_blocks_of` with identical (logical, physical) pairs listed once.
+    pub fn dir_blocks_once(&self, dir: Ino) -> Vec<(LBlk, Blk)> {
+        let mut blocks = self.dir_blocks_of(dir);
+        blocks.dedup();
+        blocks
+    }
+
     /// Index of directory `ino` in `dirs`, if it is one.
     pub fn dir_index(&self, ino: Ino) -> Option<usize> {
         self.dirs.binary_search(&ino).ok()

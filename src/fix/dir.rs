@@ -223,14 +223,7 @@ pub(super) fn unlink(
         }
         return Ok(done);
     }
-    let mut blocks: Vec<(u32, u64)> = state
-        .dir_blocks
-        .iter()
-        .filter(|d| d.ino == Ino(dir))
-        .map(|d| (d.lblk.0, d.pblk.0))
-        .collect();
-    blocks.sort_unstable();
-    for (_, pblk) in blocks {
+    for (_, Blk(pblk)) in state.dir_blocks_of(Ino(dir)) {
         let done = edit_dir_block(fs, state, overlay, dir, pblk, drop_entry)?;
         if done {
             add(links, ino, -1);

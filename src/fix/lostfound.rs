@@ -52,13 +52,11 @@ pub(super) struct LostFound {
 
 impl LostFound {
     pub(super) fn new(state: &State) -> LostFound {
-        let mut blocks: Vec<(u32, Blk)> = state
-            .dir_blocks
-            .iter()
-            .filter(|d| d.ino == Ino(state.lost_found) && state.lost_found != 0)
-            .map(|d| (d.lblk.0, d.pblk))
-            .collect();
-        blocks.sort_unstable();
+        let blocks = if state.lost_found == 0 {
+            Vec::new()
+        } else {
+            state.dir_blocks_of(Ino(state.lost_found))
+        };
         LostFound {
             ino: state.lost_found,
             blocks: blocks.into_iter().map(|(_, b)| b).collect(),
@@ -462,16 +460,9 @@ pub(super) fn create(
     // The entry in the root first: without room there, nothing is made.
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let ft = if filetype { FT_DIR } else { 0 };
-    let mut root: Vec<(u32, u64)> = state
-        .dir_blocks
-        .iter()
-        .filter(|d| d.ino == Ino(ROOT_INO))
-        .map(|d| (d.lblk.0, d.pblk.0))
-        .collect();
-    root.sort_unstable();
-    let root_blocks = root;
+    let root_blocks = state.dir_blocks_of(Ino(ROOT_INO));
     let mut named = false;
-    for &(_, pblk) in &root_blocks {
+    for &(_, Blk(pblk)) in &root_blocks {
         if edit_dir_block(fs, state, overlay, ROOT_INO, pblk, |b| {
             insert_entry(b, ino, b"lost+found", ft, filetype)
         })? {
@@ -484,7 +475,7 @@ pub(super) fn create(
         // links the new directory (the directory's block is taken first).
         let mut root = LostFound {
             ino: ROOT_INO,
-            blocks: root_blocks.iter().map(|&(_, b)| Blk(b)).collect(),
+            blocks: root_blocks.iter().map(|&(_, b)| b).collect(),
         };
         let grown = expand(fs, state, overlay, &mut root, &mut alloc)?;
         let Some(pblk) = grown else {

@@ -28,7 +28,7 @@ use crate::fs::dir_entry::{put_entry, put_tail_header, set_tail_checksum};
 use crate::fs::dx_hash::{DX_HASH_HALF_MD4, DX_HASH_LEGACY, DX_HASH_TEA, dx_hash};
 use crate::fs::htree;
 use crate::fs::inode::{ROOT_INO, flags};
-use crate::fs::num::Ino;
+use crate::fs::num::{Ino, LBlk};
 use crate::fs::superblock::{compat, incompat};
 use crate::narrow;
 use crate::repair::overlay::Overlay;
@@ -71,19 +71,12 @@ pub(super) fn rebuild(
     if !state.inode_used.get(Ino(dir)) || state.has_iflag(Ino(dir), iflag::INLINE) {
         return Ok(false);
     }
-    let mut blocks: Vec<(u32, u64)> = state
-        .dir_blocks
-        .iter()
-        .filter(|d| d.ino == Ino(dir))
-        .map(|d| (d.lblk.0, d.pblk.0))
-        .collect();
-    blocks.sort_unstable();
-    blocks.dedup();
+    let blocks = state.dir_blocks_once(Ino(dir));
     if blocks.is_empty()
         || blocks.windows(2).any(|w| w[0].0 == w[1].0)
         || blocks
             .iter()
-            .any(|&(_, b)| !super::dirblock::writable(fs, state, b))
+            .any(|&(_, b)| !super::dirblock::writable(fs, state, b.0))
     {
         return Ok(false);
     }
@@ -100,8 +93,8 @@ pub(super) fn rebuild(
     let mut ents = Vec::new();
     let mut old_dotdot = 0u32;
     for &(lblk, pblk) in &blocks {
-        let buf = vol::read_block(fs, overlay, pblk)?;
-        collect(&buf, lblk == 0, filetype, &mut ents, &mut old_dotdot);
+        let buf = vol::read_block(fs, overlay, pblk.0)?;
+        collect(&buf, lblk == LBlk(0), filetype, &mut ents, &mut old_dotdot);
     }
     for ino in dedup(&mut ents) {
         add(links, ino, -1);
@@ -139,7 +132,7 @@ pub(super) fn rebuild(
     let contiguous = blocks
         .iter()
         .enumerate()
-        .all(|(i, &(l, _))| l as usize == i);
+        .all(|(i, &(l, _))| usize::try_from(l.0) == Ok(i));
     let indexed = fs.sb.has_compat(compat::DIR_INDEX)
         && contiguous
         && iflags & (flags::CASEFOLD | flags::ENCRYPT) == 0
@@ -162,7 +155,7 @@ pub(super) fn rebuild(
         if let Some(seed) = seed {
             seal(&mut b, seed);
         }
-        vol::stage_if_changed(fs, overlay, pblk, b)?;
+        vol::stage_if_changed(fs, overlay, pblk.0, b)?;
     }
     let want = if is_tree {
         iflags | flags::INDEX
