@@ -1170,21 +1170,17 @@ impl Serialize for JsonReport<'_> {
         if let Some(info) = self.online {
             m.serialize_entry("online", &JsonOnline(info))?;
         }
+        // After a restart, each check before it is listed too, up to the
+        // pass it stopped in, as the text report shows them.
+        let restarts = r.map_or(&[][..], |r| r.restarts);
         m.serialize_entry(
             "problems",
             &Seq(|| {
-                let mut log = e2fsck_map::LatchLog::new(rep.problems.iter());
-                let mut first_dup = true;
-                rep.problems.iter().enumerate().map(move |(k, p)| {
-                    let mut refs = log.refs(&p, run);
-                    if let (crate::check::problem::Code::DupBlocks, Some(dups), Some(ino)) =
-                        (p.code, rep.dups.as_deref(), p.args().ino)
-                    {
-                        refs.extend(e2fsck_map::dup_refs(dups, ino.get(), first_dup, run));
-                        first_dup = false;
-                    }
-                    JsonProblem(p, fixed(k), refs, rep.tree.as_deref())
-                })
+                let before = restarts.iter().flat_map(move |x| {
+                    let fixed = move |k: usize| x.fixed.get(k).copied().unwrap_or(false);
+                    json_problems(&x.report, fixed, run, x.pass)
+                });
+                before.chain(json_problems(rep, fixed, run, u8::MAX))
             }),
         )?;
         m.serialize_entry(
@@ -1202,6 +1198,33 @@ impl Serialize for JsonReport<'_> {
         m.serialize_entry("timings", &Seq(|| rep.timings.iter().map(JsonTiming)))?;
         m.end()
     }
+}
+
+/// The problems of check `rep` in its passes up to `upto`, each with its
+/// e2fsck references; `fixed(k)`: problem `k` was fixed.
+fn json_problems<'a>(
+    rep: &'a Report,
+    fixed: impl Fn(usize) -> bool + 'a,
+    run: e2fsck_map::Run,
+    upto: u8,
+) -> impl Iterator<Item = JsonProblem<'a>> + 'a {
+    let mut log = e2fsck_map::LatchLog::new(rep.problems.iter());
+    let mut first_dup = true;
+    rep.problems
+        .iter()
+        .enumerate()
+        .filter_map(move |(k, p)| {
+            // Every problem goes through the log: its latches count them.
+            let mut refs = log.refs(&p, run);
+            if let (crate::check::problem::Code::DupBlocks, Some(dups), Some(ino)) =
+                (p.code, rep.dups.as_deref(), p.args().ino)
+            {
+                refs.extend(e2fsck_map::dup_refs(dups, ino.get(), first_dup, run));
+                first_dup = false;
+            }
+            let shown = p.spec().pass.number() <= upto;
+            shown.then(|| JsonProblem(p, fixed(k), refs, rep.tree.as_deref()))
+        })
 }
 
 /// Memory by structure after passes 1 and 2, and what `--max-memory` did.

@@ -71,3 +71,38 @@ fn an_entry_in_the_unused_area_restarts_the_repair() {
     assert_eq!(code, e2_code);
     assert_eq!(e2fsck_fn(&img), 0);
 }
+
+/// `--json` after a restart lists what every check found: the problem
+/// that made the repair start over (pass 2's entry in the unused area,
+/// fixed) as well as what the check after it found (pass 5's counts).
+#[test]
+fn json_after_a_restart_lists_every_checks_problems() {
+    let dir = TempDir::new("restart-json");
+    let img = dir.join("img");
+    copy_image(&unused_area_image(), &img);
+    let out = pfsck(&[
+        std::ffi::OsStr::new("-fy"),
+        std::ffi::OsStr::new("--json"),
+        img.as_os_str(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("JSON report");
+    let problems = doc["problems"].as_array().expect("problems");
+    let passes: Vec<u64> = problems.iter().filter_map(|p| p["pass"].as_u64()).collect();
+    assert!(
+        passes.contains(&2),
+        "no pass-2 problem before the restart:\n{text}"
+    );
+    assert!(
+        passes.contains(&5),
+        "no pass-5 problem after the restart:\n{text}"
+    );
+    let fixed_before = problems
+        .iter()
+        .any(|p| p["pass"].as_u64() == Some(2) && p["fixed"] == serde_json::Value::Bool(true));
+    assert!(
+        fixed_before,
+        "the restart's fix is not listed as fixed:\n{text}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+}
