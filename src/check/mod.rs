@@ -570,7 +570,10 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     progress.pass_complete(2);
     timer.restart(&fs);
     opts.emit(3, r);
-    // Pass 3A, after pass 3: the directories pass 2 scheduled to rebuild.
+    // Pass 3A, run before pass 3: the directories pass 2 scheduled to
+    // rebuild. Pass 3 leaves State alone, so only the report's order
+    // matters: 3A's problems follow pass 3's, where e2fsck (rebuilding at
+    // the end of its pass 3) reports them.
     let rebuilt = rebuild::check(&fs, &state, &r.problems, opts.repairing);
     step(r, &mut timer, &fs, ctl, "pass3", 3, || {
         let mut found = ProblemList::from(pass3::run(&fs, &mut state, opts.repairing)?);

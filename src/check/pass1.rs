@@ -141,7 +141,7 @@ pub(crate) struct UnitOut {
     /// Link counts other than 1 of used inodes, in inode order.
     links_other: Vec<(u32, u16)>,
     /// Used inodes whose block map was not walked, in inode order.
-    unmapped: Vec<u32>,
+    unmapped: Vec<Ino>,
     problems: ProblemList,
     dir_blocks: Vec<DirBlock>,
     /// (directory inode, i_generation).
@@ -768,7 +768,7 @@ impl InodeCheck<'_> {
             self.state.set_ftype(Ino(self.ino), 0);
         }
         if !self.mapped {
-            self.out.unmapped.push(self.ino);
+            self.out.unmapped.push(Ino(self.ino));
         }
     }
     fn bad(&mut self, p: Problem) {

@@ -407,7 +407,7 @@ pub(crate) fn finish(
     state.dir_parent = parent.into_iter().map(Ino).collect::<Vec<_>>().into();
     state.dir_dotdot = dotdot.into();
     state.settle_lists();
-    state.lost_found = lf.get();
+    state.lost_found = lf;
     let tree = super::paths::DirTree::with_names(state, ends, names);
     state.tree = Some(std::sync::Arc::new(tree));
     if let Some(n) = cut {

@@ -81,13 +81,13 @@ pub fn check(st: &State, repairing: bool) -> Vec<Problem> {
 }
 
 fn lost_found(st: &State, out: &mut Vec<Problem>) {
-    if st.lost_found == 0 {
+    if st.lost_found == Ino::NONE {
         out.push(Problem::new(Code::LostFoundMissing));
-    } else if !st.inode_dir.get(Ino(st.lost_found)) {
-        out.push(Problem::new(Code::LostFoundNotDir).ino(Ino(st.lost_found)));
-    } else if st.has_iflag(Ino(st.lost_found), iflag::ENCRYPTED) {
+    } else if !st.inode_dir.get(st.lost_found) {
+        out.push(Problem::new(Code::LostFoundNotDir).ino(st.lost_found));
+    } else if st.has_iflag(st.lost_found, iflag::ENCRYPTED) {
         // Names put there by the repair would have to be encrypted.
-        out.push(Problem::new(Code::LostFoundEncrypted).ino(Ino(st.lost_found)));
+        out.push(Problem::new(Code::LostFoundEncrypted).ino(st.lost_found));
     }
 }
 
@@ -104,7 +104,7 @@ mod tests {
             st.dir_parent.push(Ino(p));
             st.dir_dotdot.push(Ino(dd));
         }
-        st.lost_found = 11;
+        st.lost_found = Ino(11);
         st
     }
 
@@ -134,11 +134,11 @@ mod tests {
     #[test]
     fn root_and_lost_found() {
         let mut st = state(&[(12, 0, 0)]);
-        st.lost_found = 0;
+        st.lost_found = Ino::NONE;
         let c = codes(&check(&st, true));
         assert!(c.contains(&(Code::RootMissing, None)));
         assert!(c.contains(&(Code::LostFoundMissing, None)));
-        st.lost_found = 20;
+        st.lost_found = Ino(20);
         assert!(codes(&check(&st, true)).contains(&(Code::LostFoundNotDir, Some(20))));
         assert!(
             check(&st, false)

@@ -178,7 +178,7 @@ pub struct State {
     /// Used inodes whose block map pass 1 did not walk (inline symlinks,
     /// unused reserved inodes), sorted: pass 1B walks every other used
     /// inode again. Read with `map_walked`.
-    unmapped: Vec<u32>,
+    unmapped: Vec<Ino>,
     /// The file type of used inodes that are not directories (those are
     /// `inode_dir`), as `FileType as u8` XOR 1, bit k in map k: regular
     /// files are all zeros, so these maps cost memory only where special
@@ -204,8 +204,9 @@ pub struct State {
     /// directory block checksums. Pass 1 may leave it empty; pass 2 then
     /// reads the directory inodes itself.
     pub dir_gen: ScratchList<u32>,
-    /// The inode named "lost+found" in the root directory (pass 2); 0 if none.
-    pub lost_found: u32,
+    /// The inode named "lost+found" in the root directory (pass 2);
+    /// `Ino::NONE` if none.
+    pub lost_found: Ino,
     /// Directory paths for messages (pass 2).
     pub tree: Option<std::sync::Arc<super::paths::DirTree>>,
     /// Xattr blocks referenced by inodes, sorted by block.
@@ -269,7 +270,7 @@ impl State {
             dir_parent: ScratchList::new(),
             dir_dotdot: ScratchList::new(),
             dir_gen: ScratchList::new(),
-            lost_found: 0,
+            lost_found: Ino::NONE,
             tree: None,
             xattr_blocks: Vec::new(),
             ea_inode_refs: Vec::new(),
@@ -499,12 +500,12 @@ impl State {
     /// Did pass 1 walk the block map of `ino`? (Every used inode but the
     /// few in `unmapped`.)
     pub fn map_walked(&self, ino: Ino) -> bool {
-        self.inode_used.get(ino) && self.unmapped.binary_search(&ino.get()).is_err()
+        self.inode_used.get(ino) && self.unmapped.binary_search(&ino).is_err()
     }
 
     /// Appends used inodes whose map pass 1 did not walk, in increasing
     /// order (as `add_links_other`).
-    pub fn add_unmapped(&mut self, inos: impl IntoIterator<Item = u32>) {
+    pub fn add_unmapped(&mut self, inos: impl IntoIterator<Item = Ino>) {
         let before = self.unmapped.len();
         self.unmapped.extend(inos);
         if !self.unmapped[before.saturating_sub(1)..].is_sorted() {

@@ -52,13 +52,13 @@ pub(super) struct LostFound {
 
 impl LostFound {
     pub(super) fn new(state: &State) -> LostFound {
-        let blocks = if state.lost_found == 0 {
+        let blocks = if state.lost_found == Ino::NONE {
             Vec::new()
         } else {
-            state.dir_blocks_of(Ino(state.lost_found))
+            state.dir_blocks_of(state.lost_found)
         };
         LostFound {
-            ino: state.lost_found,
+            ino: state.lost_found.get(),
             blocks: blocks.into_iter().map(|(_, b)| b).collect(),
         }
     }

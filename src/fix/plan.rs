@@ -588,7 +588,7 @@ impl<'a> Round<'a> {
                 state,
                 &mut self.overlay,
                 ROOT_INO,
-                state.lost_found,
+                state.lost_found.get(),
                 "lost+found",
                 &mut m.links,
             )?

@@ -139,8 +139,8 @@ pub(super) fn recreate(
     }
     // Blocks e2fsck's pass 1 sets aside for a missing root and a missing
     // lost+found before it recreates this inode: the lowest free ones.
-    let set_aside =
-        usize::from(!state.inode_used.get(Ino(ROOT_INO))) + usize::from(state.lost_found == 0);
+    let set_aside = usize::from(!state.inode_used.get(Ino(ROOT_INO)))
+        + usize::from(state.lost_found == Ino::NONE);
     let aside: Vec<Blk> = (0..set_aside)
         .map_while(|_| alloc.take_lowest(overlay))
         .collect();

@@ -61,11 +61,7 @@ fn run(bin: &Path, args: &[&str], img: &Path, conf: &str, log: &Path) -> RunResu
 /// The e2fsck codes of e2fsck's problem log.
 fn logged(log: &Path) -> Vec<u32> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut codes: Vec<u32> = text
-        .split("<problem code=\"0x")
-        .skip(1)
-        .filter_map(|t| u32::from_str_radix(&t[..6], 16).ok())
-        .collect();
+    let mut codes = log_codes(&text);
     codes.sort_unstable();
     codes
 }

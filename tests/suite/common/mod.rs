@@ -1254,6 +1254,70 @@ pub fn oracle_fn(img: &Path) -> i32 {
     oracle_run(img, &["-fn"]).code().unwrap_or(-1)
 }
 
+/// Runs the oracle with `args` then `img`, its problem log on (the
+/// `E2FSCK_CONFIG` file names `problem_log_filename`; both are written
+/// beside `img`): the run and the log's text, empty when e2fsck wrote none.
+/// None without the oracle. The caller judges time-outs and signals: the
+/// log is complete only when e2fsck ends by itself.
+pub fn e2fsck_logged(img: &Path, args: &[&str]) -> Option<(RunResult, String)> {
+    let oracle = oracle()?;
+    let log = img.with_extension("problems.log");
+    let conf = img.with_extension("e2fsck.conf");
+    let _ = std::fs::remove_file(&log);
+    std::fs::write(
+        &conf,
+        format!("[options]\n\tproblem_log_filename = {}\n", log.display()),
+    )
+    .unwrap();
+    let mut cmd = Command::new(oracle);
+    cmd.env("E2FSCK_CONFIG", &conf).args(args).arg(img);
+    let run = run_timeout(cmd, Duration::from_secs(60));
+    // Lossy: the log quotes names, which need not be UTF-8.
+    let text = std::fs::read(&log).unwrap_or_default();
+    Some((run, String::from_utf8_lossy(&text).into_owned()))
+}
+
+/// The codes e2fsck's problem log holds, sorted, each once (every entry
+/// but the pass headers: latch questions and list ends too). None
+/// without the oracle; a run that times out fails the test.
+pub fn e2fsck_codes(img: &Path, args: &[&str]) -> Option<Vec<u32>> {
+    let (run, text) = e2fsck_logged(img, args)?;
+    assert!(
+        !run.timed_out,
+        "e2fsck {args:?} {} timed out",
+        img.display()
+    );
+    let mut codes = log_codes(&text);
+    codes.sort_unstable();
+    codes.dedup();
+    Some(codes)
+}
+
+/// The code of every problem entry of an e2fsck problem log, in order.
+pub fn log_codes(text: &str) -> Vec<u32> {
+    log_problems(text)
+        .filter_map(|t| log_attr(t, "code"))
+        .filter_map(|c| u32::try_from(c).ok())
+        .collect()
+}
+
+/// The problem entries (`<problem ...`) of an e2fsck problem log.
+pub fn log_problems(text: &str) -> impl Iterator<Item = &str> {
+    text.split('<').filter(|t| t.starts_with("problem "))
+}
+
+/// Attribute `name` of a problem log entry, hexadecimal (`0x...`) or
+/// decimal.
+pub fn log_attr(tag: &str, name: &str) -> Option<u64> {
+    let key = format!(" {name}=\"");
+    let at = tag.find(&key)? + key.len();
+    let val = &tag[at..at + tag[at..].find('"')?];
+    match val.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).ok(),
+        None => val.parse().ok(),
+    }
+}
+
 /// The pfsck binary under test.
 pub fn pfsck_bin() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_pfsck"))
