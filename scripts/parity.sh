@@ -25,10 +25,11 @@ E2FSCK=$(realpath "${E2FSCK:-../shared/tools/e2fsck-1.47.4}")
 read -r -a extra <<<"${PFSCK_ARGS:-}"
 # The same "now" for both: e2fsck takes it from E2FSCK_TIME (the fake
 # time of e2fsprogs' libraries alone leaves its own clock real, and
-# superblock times then look in the future to one checker only).
-export PFSCK_TIME=1700000000
-export E2FSCK_TIME=1700000000
-export E2FSPROGS_FAKE_TIME=1700000000
+# superblock times then look in the future to one checker only). Later
+# than every image's own times, so that neither finds them in the future.
+export PFSCK_TIME=1800000000
+export E2FSCK_TIME=1800000000
+export E2FSPROGS_FAKE_TIME=1800000000
 mkdir -p "$out/work"
 out=$(realpath "$out")
 work=$out/work

@@ -3,7 +3,7 @@
 use super::{Args, EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
 use crate::check::Report;
 use crate::check::e2fsck_map;
-use crate::check::problem::{Pass, Problem, Severity};
+use crate::check::problem::{Code, Pass, Problem, Severity};
 use crate::fs::num::{Blk, Group, Ino};
 use crate::online;
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -225,16 +225,6 @@ fn write_text(
             if pass == 1 && optimized {
                 out.write_all(b"Pass 1E: Optimizing extent trees\n")?;
             }
-            // And when it rebuilds directories, after pass 3.
-            let rebuilt = || {
-                rep.problems
-                    .iter()
-                    .enumerate()
-                    .any(|(k, p)| fixed(k) && crate::fix::rebuilds_directory(p.code))
-            };
-            if pass == 3 && rebuilt() {
-                out.write_all(b"Pass 3A: Optimizing directories\n")?;
-            }
         }
     }
     if repaired.is_some() && shown.later_rounds {
@@ -380,8 +370,16 @@ pub fn section(
         return Ok(());
     };
     let in_pass = |pass: Pass| rep.problems.iter_where(move |c| c.spec().pass == pass);
-    for (k, p) in in_pass(pass) {
+    // What pass 3A finds rebuilding a directory follows its header.
+    let in_3a = |c: Code| c == Code::DirRebuildDuplicate;
+    for (k, p) in in_pass(pass).filter(|(_, p)| !in_3a(p.code)) {
         render(out, k, &p)?;
+    }
+    if pass == Pass::P3 && rebuilds_directories(rep, fixed) {
+        out.write_all(b"Pass 3A: Optimizing directories\n")?;
+        for (k, p) in in_pass(pass).filter(|(_, p)| in_3a(p.code)) {
+            render(out, k, &p)?;
+        }
     }
     if pass == Pass::P1 && in_pass(Pass::P1B).next().is_some() {
         out.write_all(b"\nRunning additional passes to resolve blocks claimed by more than one inode...\nPass 1B: Rescanning for multiply-claimed blocks\n")?;
@@ -395,6 +393,16 @@ pub fn section(
         }
     }
     Ok(())
+}
+
+/// Whether e2fsck's pass 3A runs: a directory is rebuilt (`fixed`), or
+/// one holds a duplicate entry, which e2fsck marks for rebuilding even
+/// under -n (its pass 3A then finds the duplicates again).
+fn rebuilds_directories(rep: &Report, fixed: &dyn Fn(usize) -> bool) -> bool {
+    rep.problems.iter().enumerate().any(|(k, p)| {
+        matches!(p.code, Code::DirEntryDuplicate | Code::DirRebuildDuplicate)
+            || (fixed(k) && crate::fix::rebuilds_directory(p.code))
+    })
 }
 
 /// e2fsck's passes 1B to 1D, after pass 1B's header: each owner's
@@ -1210,21 +1218,18 @@ fn json_problems<'a>(
 ) -> impl Iterator<Item = JsonProblem<'a>> + 'a {
     let mut log = e2fsck_map::LatchLog::new(rep.problems.iter());
     let mut first_dup = true;
-    rep.problems
-        .iter()
-        .enumerate()
-        .filter_map(move |(k, p)| {
-            // Every problem goes through the log: its latches count them.
-            let mut refs = log.refs(&p, run);
-            if let (crate::check::problem::Code::DupBlocks, Some(dups), Some(ino)) =
-                (p.code, rep.dups.as_deref(), p.args().ino)
-            {
-                refs.extend(e2fsck_map::dup_refs(dups, ino.get(), first_dup, run));
-                first_dup = false;
-            }
-            let shown = p.spec().pass.number() <= upto;
-            shown.then(|| JsonProblem(p, fixed(k), refs, rep.tree.as_deref()))
-        })
+    rep.problems.iter().enumerate().filter_map(move |(k, p)| {
+        // Every problem goes through the log: its latches count them.
+        let mut refs = log.refs(&p, run);
+        if let (crate::check::problem::Code::DupBlocks, Some(dups), Some(ino)) =
+            (p.code, rep.dups.as_deref(), p.args().ino)
+        {
+            refs.extend(e2fsck_map::dup_refs(dups, ino.get(), first_dup, run));
+            first_dup = false;
+        }
+        let shown = p.spec().pass.number() <= upto;
+        shown.then(|| JsonProblem(p, fixed(k), refs, rep.tree.as_deref()))
+    })
 }
 
 /// Memory by structure after passes 1 and 2, and what `--max-memory` did.

@@ -171,3 +171,50 @@ fn pass1_notices_are_asked_as_e2fsck_asks() {
         "pfsck:\n{ours}\n--- e2fsck ---\n{e2}"
     );
 }
+
+/// e2fsck marks a directory holding a duplicate entry for rebuilding even
+/// under -n, so its pass 3A header is printed, and what pass 3A finds
+/// follows it; pfsck's headers come in the same places, -n and -y.
+#[test]
+fn pass_3a_header_follows_a_duplicate_entry() {
+    let base = cached_image("parity-dup-entry", |img| {
+        mkfs(
+            img,
+            8 * MIB,
+            &MkfsOpts::ext4().block_size(1024).features("^metadata_csum"),
+            None,
+        );
+        // A second link of 'a' in the root, under the same name.
+        debugfs_w_unchecked(
+            img,
+            &["write /etc/hostname a".to_string(), "ln a /".to_string()],
+        );
+    });
+    for mode in ["-fn", "-fy"] {
+        let dir = TempDir::new("parity-dup-entry");
+        let img = dir.join("img");
+        copy_image(&base, &img);
+        let e2 = oracle_run(&img, &[mode]).stdout;
+        copy_image(&base, &img);
+        let ours = run_pfsck(&img, mode);
+        // Each header, and whether a problem's line follows it.
+        let headers = |s: &str| -> Vec<String> {
+            let lines: Vec<&str> = s.lines().collect();
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.starts_with("Pass "))
+                .map(|(k, l)| {
+                    let next = lines.get(k + 1).copied().unwrap_or("");
+                    format!("{l} {}", next.starts_with("Duplicate entry"))
+                })
+                .collect()
+        };
+        assert!(e2.contains("Pass 3A"), "{e2}");
+        assert_eq!(
+            headers(&ours),
+            headers(&e2),
+            "pfsck {mode}:\n{ours}\n--- e2fsck ---\n{e2}"
+        );
+    }
+}
