@@ -139,7 +139,7 @@ struct PendingIBlocks {
 #[derive(Default)]
 pub(crate) struct UnitOut {
     /// Link counts other than 1 of used inodes, in inode order.
-    links_other: Vec<(u32, u16)>,
+    links_other: Vec<(Ino, u16)>,
     /// Used inodes whose block map was not walked, in inode order.
     unmapped: Vec<Ino>,
     problems: ProblemList,
@@ -342,7 +342,7 @@ pub(crate) struct Merged {
     /// With `--max-memory`, the lists below grow in the scratch file.
     spill: Option<std::sync::Arc<crate::engine::Spill>>,
     /// Link counts other than 1, in inode order.
-    links_other: ScratchList<(u32, u16)>,
+    links_other: ScratchList<(Ino, u16)>,
     /// Every directory, in unit order.
     dirs: ScratchList<Ino>,
     /// Each directory's i_generation (parallel to `dirs`), kept for
@@ -747,12 +747,18 @@ impl InodeCheck<'_> {
         self.state.set_iflag(Ino(self.ino), f);
     }
     fn set_links(&mut self, links: u16) {
-        if self.linked && self.out.links_other.last().is_some_and(|l| l.0 == self.ino) {
+        if self.linked
+            && self
+                .out
+                .links_other
+                .last()
+                .is_some_and(|l| l.0 == Ino(self.ino))
+        {
             self.out.links_other.pop();
         }
         self.linked = true;
         if links != 1 {
-            self.out.links_other.push((self.ino, links));
+            self.out.links_other.push((Ino(self.ino), links));
         }
     }
     /// A used inode whose count and type pass 1 never read (in a bad
@@ -762,7 +768,7 @@ impl InodeCheck<'_> {
             return;
         }
         if !self.linked {
-            self.out.links_other.push((self.ino, 0));
+            self.out.links_other.push((Ino(self.ino), 0));
         }
         if !self.typed {
             self.state.set_ftype(Ino(self.ino), 0);

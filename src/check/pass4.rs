@@ -141,7 +141,10 @@ fn check_range(
     read: &impl Fn(u32) -> Option<Vec<u8>>,
 ) -> ProblemList {
     let mut out = ProblemList::new();
-    let mut other = st.links_other_from(narrow::sat32(start)).iter().peekable();
+    let mut other = st
+        .links_other_from(Ino(narrow::sat32(start)))
+        .iter()
+        .peekable();
     for i in st.inode_used.iter_set(start, end) {
         let ino = i.get();
         if ino == 1
@@ -152,8 +155,8 @@ fn check_range(
             continue;
         }
         // `i_links(ino)`, read in step with the walk.
-        while other.next_if(|&&(i, _)| i < ino).is_some() {}
-        let have = other.next_if(|&&(i, _)| i == ino).map_or(1, |&(_, n)| n);
+        while other.next_if(|&&(j, _)| j < i).is_some() {}
+        let have = other.next_if(|&&(j, _)| j == i).map_or(1, |&(_, n)| n);
         let mut seen = st.links_seen.get(Ino(ino));
         let refs = st.ea_refs(Ino(ino));
         if refs > 0 {

@@ -187,7 +187,7 @@ pub struct State {
     /// i_links_count of used inodes whose count is not 1, sorted by inode;
     /// every other used inode has 1 (nearly all files). Read with
     /// `i_links`.
-    links_other: ScratchList<(u32, u16)>,
+    links_other: ScratchList<(Ino, u16)>,
     /// One map per `iflag` bit. Read with `has_iflag`.
     iflags: [InodeMap; iflag::COUNT],
     /// References found in directories (pass 2), by inode number.
@@ -464,14 +464,14 @@ impl State {
             return 0;
         }
         self.links_other
-            .binary_search_by_key(&ino.get(), |&(i, _)| i)
+            .binary_search_by_key(&ino, |&(i, _)| i)
             .map_or(1, |k| self.links_other[k].1)
     }
 
     /// The link counts other than 1 of inodes `from` and above, in inode
     /// order: a walk over inodes in order reads them with a cursor instead
     /// of a search per inode.
-    pub fn links_other_from(&self, from: u32) -> &[(u32, u16)] {
+    pub fn links_other_from(&self, from: Ino) -> &[(Ino, u16)] {
         let k = self.links_other.partition_point(|&(i, _)| i < from);
         &self.links_other[k..]
     }
@@ -479,7 +479,7 @@ impl State {
     /// Appends the link counts other than 1 of used inodes, in increasing
     /// inode order (pass 1 merges its units in order; out of order, the
     /// list is sorted again).
-    pub fn add_links_other(&mut self, counts: ScratchList<(u32, u16)>) {
+    pub fn add_links_other(&mut self, counts: ScratchList<(Ino, u16)>) {
         let before = self.links_other.len();
         if before == 0 {
             // Taken as it is: a copy would double it for a moment.
@@ -516,16 +516,14 @@ impl State {
 
     /// Sets i_links_count of used inode `ino` (repairs and tests).
     pub fn set_i_links(&mut self, ino: Ino, v: u16) {
-        let k = self
-            .links_other
-            .binary_search_by_key(&ino.get(), |&(i, _)| i);
+        let k = self.links_other.binary_search_by_key(&ino, |&(i, _)| i);
         match (k, v) {
             (Ok(k), 1) => {
                 self.links_other.vec_mut().remove(k);
             }
             (Ok(k), _) => self.links_other[k].1 = v,
             (Err(_), 1) => {}
-            (Err(k), _) => self.links_other.vec_mut().insert(k, (ino.get(), v)),
+            (Err(k), _) => self.links_other.vec_mut().insert(k, (ino, v)),
         }
     }
 
