@@ -79,7 +79,15 @@ pub(super) fn fix(
         let Some(child) = p.args().num.and_then(|n| u32::try_from(n).ok()) else {
             return Ok(false);
         };
-        return unlink(fs, state, overlay, dir, child, p.args().detail, links);
+        return unlink(
+            fs,
+            state,
+            overlay,
+            Ino(dir),
+            Ino(child),
+            p.args().detail,
+            links,
+        );
     }
     if p.code == Code::DirBlockChecksum {
         // The entries passed every check: only the tail is rewritten
@@ -203,30 +211,30 @@ pub(super) fn unlink(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    dir: u32,
-    ino: u32,
+    dir: Ino,
+    ino: Ino,
     name: &str,
     links: &mut Links,
 ) -> super::Result<bool> {
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
-    let drop_entry = |b: &mut [u8]| match find(b, Key::Inode(ino), name, filetype) {
+    let drop_entry = |b: &mut [u8]| match find(b, Key::Inode(ino.get()), name, filetype) {
         Some((prev, off)) => {
             remove(b, prev, off);
             true
         }
         None => false,
     };
-    if state.has_iflag(Ino(dir), iflag::INLINE) {
-        let done = edit_inline(fs, overlay, dir, drop_entry)?;
+    if state.has_iflag(dir, iflag::INLINE) {
+        let done = edit_inline(fs, overlay, dir.get(), drop_entry)?;
         if done {
-            add(links, ino, -1);
+            add(links, ino.get(), -1);
         }
         return Ok(done);
     }
-    for (_, Blk(pblk)) in state.dir_blocks_of(Ino(dir)) {
-        let done = edit_dir_block(fs, state, overlay, dir, pblk, drop_entry)?;
+    for (_, Blk(pblk)) in state.dir_blocks_of(dir) {
+        let done = edit_dir_block(fs, state, overlay, dir.get(), pblk, drop_entry)?;
         if done {
-            add(links, ino, -1);
+            add(links, ino.get(), -1);
             return Ok(true);
         }
     }

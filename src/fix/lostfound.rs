@@ -45,7 +45,7 @@ const FT_DIR: u8 = 2;
 /// Where reconnected inodes go: /lost+found as the check found it, or as
 /// `create` made it.
 pub(super) struct LostFound {
-    pub ino: u32,
+    pub ino: Ino,
     /// Its blocks in logical order.
     blocks: Vec<Blk>,
 }
@@ -58,7 +58,7 @@ impl LostFound {
             state.dir_blocks_of(state.lost_found)
         };
         LostFound {
-            ino: state.lost_found.get(),
+            ino: state.lost_found,
             blocks: blocks.into_iter().map(|(_, b)| b).collect(),
         }
     }
@@ -220,7 +220,7 @@ fn reconnect(
     ino: u32,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let lf = lost_found.ino;
+    let lf = lost_found.ino.get();
     if lf == 0 || lf == ino || !plain_dir(state, lf) {
         return Ok(false);
     }
@@ -300,7 +300,7 @@ fn expand(
     lf: &mut LostFound,
     alloc: &mut Allocator,
 ) -> super::Result<Option<Blk>> {
-    let ino = lf.ino;
+    let ino = lf.ino.get();
     let Some(mut raw) = vol::read_inode(fs, overlay, ino)? else {
         return Ok(None);
     };
@@ -474,7 +474,7 @@ pub(super) fn create(
         // A full root grows by a block, as e2fsck expands it before it
         // links the new directory (the directory's block is taken first).
         let mut root = LostFound {
-            ino: ROOT_INO,
+            ino: Ino::ROOT,
             blocks: root_blocks.iter().map(|&(_, b)| b).collect(),
         };
         let grown = expand(fs, state, overlay, &mut root, &mut alloc)?;
@@ -501,7 +501,7 @@ pub(super) fn create(
     // so the link count fixes in `super::plan` land on the right total.
     add(links, ino, 2);
     Ok(Some(LostFound {
-        ino,
+        ino: Ino(ino),
         blocks: vec![blk],
     }))
 }

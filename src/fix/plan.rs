@@ -12,7 +12,7 @@ use crate::check::problem::{Code, Pass, Problem};
 use crate::check::state::State;
 use crate::check::{Report, pass1};
 use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT};
-use crate::fs::inode::{RESIZE_INO, ROOT_INO};
+use crate::fs::inode::RESIZE_INO;
 use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::ro_compat;
 use crate::repair::overlay::{Overlay, Staging};
@@ -587,8 +587,8 @@ impl<'a> Round<'a> {
                 fs,
                 state,
                 &mut self.overlay,
-                ROOT_INO,
-                state.lost_found.get(),
+                Ino::ROOT,
+                state.lost_found,
                 "lost+found",
                 &mut m.links,
             )?
