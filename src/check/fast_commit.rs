@@ -242,32 +242,30 @@ impl Replay<'_> {
         }
         let mut leaves = Vec::new();
         let mut nodes = Vec::new();
-        self.walk_node(ino, iblock, 0, None, &mut leaves, &mut nodes)?;
+        let depth = extent::parse_header(iblock).depth;
+        self.walk_node(ino, iblock, depth, &mut leaves, &mut nodes)?;
         Ok((leaves, nodes))
     }
 
+    /// Walks `node`, `depth` levels above the leaves: counted down from
+    /// the root's depth, as libext2fs counts, a child's own depth field
+    /// unread.
     fn walk_node(
         &self,
         ino: u32,
         node: &[u8],
-        level: u16,
-        want_depth: Option<u16>,
+        depth: u16,
         leaves: &mut Vec<Ext>,
         nodes: &mut Vec<u64>,
     ) -> Result<(), Unsupported> {
         let h = extent::parse_header(node);
         let cap = narrow::sat16(node.len().saturating_sub(extent::HEADER_LEN) / extent::ENTRY_LEN);
-        if h.magic != EXTENT_MAGIC
-            || h.entries > h.max
-            || h.max > cap
-            || h.depth > extent::MAX_DEPTH
-            || level > extent::MAX_DEPTH
-            || want_depth.is_some_and(|d| d != h.depth)
+        if h.magic != EXTENT_MAGIC || h.entries > h.max || h.max > cap || depth > extent::MAX_DEPTH
         {
             return Err(format!("inode {ino} has a damaged extent tree"));
         }
         for i in 0..h.entries as usize {
-            if h.depth == 0 {
+            if depth == 0 {
                 let e = extent::parse_leaf(node, i);
                 leaves.push(Ext {
                     lblk: u64::from(e.lblk),
@@ -282,7 +280,7 @@ impl Replay<'_> {
                 }
                 nodes.push(ix.leaf);
                 let b = read_block(self.fs, &self.st, ix.leaf).map_err(io)?;
-                self.walk_node(ino, &b, level + 1, Some(h.depth - 1), leaves, nodes)?;
+                self.walk_node(ino, &b, depth - 1, leaves, nodes)?;
             }
         }
         Ok(())

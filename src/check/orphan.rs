@@ -503,7 +503,8 @@ impl<'a> Work<'a> {
 
     /// The blocks of an extent node of `depth` in e2fsck's walk order
     /// (a tree block after the blocks below it). A node that cannot be
-    /// read as one stops the release (e2fsck's walk fails there).
+    /// read as one stops the release (e2fsck's walk fails there); its
+    /// depth field is not read (levels count down from the root's).
     fn list_extent_node(
         &mut self,
         node: &[u8],
@@ -512,10 +513,7 @@ impl<'a> Work<'a> {
     ) -> std::result::Result<(), Abort> {
         self.spend()?;
         let h = extent::parse_header(node);
-        if h.magic != EXTENT_MAGIC
-            || h.depth != depth
-            || h.entries > extent::max_entries(node.len())
-        {
+        if h.magic != EXTENT_MAGIC || h.entries > extent::max_entries(node.len()) {
             return Err("bad extent node in an orphaned inode".into());
         }
         for i in 0..h.entries as usize {
@@ -706,7 +704,8 @@ impl<'a> Work<'a> {
     }
 
     /// Clips the extent node `node` (the inode root or a tree block) of
-    /// `depth` at the cut, recursing into index entries.
+    /// `depth` at the cut, recursing into index entries. A child's depth
+    /// field is not read, as libext2fs does not read it.
     fn trunc_node(
         &mut self,
         node: &mut [u8],
@@ -717,7 +716,7 @@ impl<'a> Work<'a> {
         self.spend()?;
         let h = extent::parse_header(node);
         let max = extent::max_entries(node.len());
-        if h.magic != EXTENT_MAGIC || h.depth != depth || h.entries > max {
+        if h.magic != EXTENT_MAGIC || h.entries > max {
             return Err("bad extent node in an orphaned inode".into());
         }
         let mut kept: Vec<extent::RawEntry> = Vec::new();

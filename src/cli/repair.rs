@@ -8,6 +8,7 @@
 
 use super::report::{self, Repaired};
 use super::{Args, EXIT_CORRECTED, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
+use crate::check::problem::Code;
 use crate::check::{Options, Report};
 use crate::fix::{self, Mode};
 use crate::repair::session::{self, Notice, Outcome, Session, SessionError, Status, UndoChoice};
@@ -150,15 +151,15 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
     let written = done.blocks_written;
     let mut code = 0;
     // Pass 1E's optimisations alone are no correction either (e2fsck's
-    // NOT_A_FIX): the file system is modified, the exit is 0.
+    // NOT_A_FIX): the file system is modified, the exit is 0. Orphans
+    // processed with them change nothing to that, as alone.
     let status = &done.status;
     let offers_only = status.contains(&Status::Fixed)
-        && done
-            .report
-            .problems
-            .iter()
-            .zip(status)
-            .all(|(p, &s)| s != Status::Fixed || crate::check::e2fsck_map::not_a_fix(&p));
+        && done.report.problems.iter().zip(status).all(|(p, &s)| {
+            s != Status::Fixed
+                || crate::check::e2fsck_map::not_a_fix(&p)
+                || (done.replayed && p.code == Code::OrphansPending)
+        });
     // Nor are descriptor checksum resets alone (e2fsck never marks its
     // file system changed for them): exit 0, not modified.
     let unmarked_only = status.contains(&Status::Fixed)

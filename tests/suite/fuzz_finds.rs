@@ -718,3 +718,40 @@ fn extent_leaf_with_a_wrong_depth_field() {
         assert!(extents.contains("(56):"), "[{name}] {extents}");
     }
 }
+
+/// The same leaf depth field on a file of the orphan list, deleted (links
+/// 0) or truncated to 20000 bytes: e2fsck's release walks the tree from
+/// the root's depth and processes the orphan, then finds nothing (exit 0).
+/// pfsck's release stopped at the leaf, and its full check then repaired
+/// what the release would have done (exit 1).
+#[test]
+fn orphan_with_an_extent_leaf_with_a_wrong_depth_field() {
+    for (name, cmds) in [
+        ("deleted", &["unlink /f", "sif <12> links_count 0"][..]),
+        ("truncated", &["sif <12> size 20000"][..]),
+    ] {
+        let tmp = TempDir::new(&format!("fuzz-orphan-leaf-depth-{name}"));
+        let img = tmp.join("disk.img");
+        let opts = MkfsOpts::ext4().block_size(1024).features("^metadata_csum");
+        let (leaf, _) = image_with_extent_leaf(&tmp, &img, &opts);
+        let mut all: Vec<String> = cmds.iter().map(|c| c.to_string()).collect();
+        all.extend(["ssv last_orphan 12".into(), "sif <12> dtime 0".into()]);
+        debugfs_w(&img, &all);
+        write_at(&img, leaf * 1024 + 6, &0x04b7u16.to_le_bytes());
+        let theirs = tmp.join("oracle.img");
+        copy_image(&img, &theirs);
+        let ey = oracle_run(&theirs, &["-fy"]);
+        assert_eq!(ey.code(), Some(0), "[{name}] {}", ey.stdout);
+        let ctx = format!("orphan, leaf depth field, {name}");
+        let (_, fy_out) = judged_by_oracle(&ctx, &img, 4, 0);
+        assert!(!fy_out.contains("stopped"), "[{name}] {fy_out}");
+        if name == "truncated" {
+            let stat = debugfs_r(&img, "stat /f");
+            assert_eq!(
+                extents_of(&stat),
+                extents_of(&debugfs_r(&theirs, "stat /f")),
+                "{stat}"
+            );
+        }
+    }
+}
