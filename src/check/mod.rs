@@ -349,7 +349,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         superblock::Opened::Fs(fs, probs) => orphan::after_orphans(fs, probs, opts)?,
         fatal => fatal,
     };
-    let fs = match opened {
+    let mut fs = match opened {
         superblock::Opened::Fs(fs, probs) => {
             report.problems.extend(probs);
             *fs
@@ -387,6 +387,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     let times = superblock::future_times(&fs, opts);
     if !opts.force
         && (times.is_empty() || !opts.repairing)
+        && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))
         && let Some(reason) = superblock::clean_skip_reason(&fs, opts)
         && !journal::unusable(&fs)
     {
@@ -403,7 +404,16 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     }
 
     if opts.repairing {
-        report.problems.extend(superblock::repair_only(&fs));
+        let fixes = superblock::repair_only(&fs);
+        // e2fsck clears the Hurd's filetype feature in memory at once, so
+        // its later passes judge entries as having no file types.
+        if fixes
+            .iter()
+            .any(|p| p.code == problem::Code::SbHurdFiletype)
+        {
+            fs.sb.feature_incompat &= !crate::fs::superblock::incompat::FILETYPE;
+        }
+        report.problems.extend(fixes);
     }
     report.problems.extend(superblock::check(&fs));
     report.problems.extend(times);

@@ -57,7 +57,6 @@ const INODE_UNIT: usize = 512;
 /// In-inode xattr area magic.
 /// Size of i_block, the first part of an inline directory.
 const INLINE_IBLOCK: usize = field::I_BLOCK_LEN;
-const EXT2_OS_HURD: u32 = 1;
 
 pub(crate) struct StateTargets<'a> {
     st: &'a State,
@@ -211,9 +210,9 @@ pub fn fs_params(fs: &Fs) -> FsParams {
         inodes_count: fs.geo.inodes_count,
         first_ino: fs.geo.first_ino,
         inodes_per_group: fs.geo.inodes_per_group,
-        // e2fsck treats a Hurd file system as having no file types in its
-        // entries, whatever the feature flag says (the Hurd never sets them).
-        filetype: sb.has_incompat(incompat::FILETYPE) && sb.creator_os != EXT2_OS_HURD,
+        // As pass 0 left it: a repair clears the Hurd's filetype feature
+        // there (`superblock::hurd_filetype`), -n keeps it.
+        filetype: sb.has_incompat(incompat::FILETYPE),
         metadata_csum: sb.has_ro_compat(ro_compat::METADATA_CSUM),
         largedir: sb.has_incompat(incompat::LARGEDIR),
         hash_seed: sb.hash_seed,

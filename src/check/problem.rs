@@ -109,6 +109,7 @@ problems! {
     Sb64bitNoExtents = ("0x001C", Super, Notice, true, "Superblock 64bit filesystem needs extents to access the whole disk"),
     SbRev0Features = ("0x001E", Super, Notice, true, "Filesystem has feature flag(s) set, but is a revision 0 filesystem"),
     SbJournalBackupMissing = ("0x001F", Super, Error, true, "Backing up journal inode block information."),
+    SbHurdFiletype = ("0x0722", Super, Error, false, "The Hurd cannot use the filetype feature, which is set"),
     SbCsumSeedNoCsum = ("0x001D", Super, Notice, true, "Superblock metadata_csum_seed is not necessary without metadata_csum"),
     GdBlockBitmapLocation = ("0x0101", Super, Error, false, "Block bitmap for group {group} is not in group (block {blk})"),
     GdInodeBitmapLocation = ("0x0102", Super, Error, false, "Inode bitmap for group {group} is not in group (block {blk})"),

@@ -178,7 +178,7 @@ pub(super) fn after_unused_entries(fs: &Fs, pass2: &mut ProblemList) {
     if !pass2.codes().any(|c| c == Code::DirEntryDeletedInode) {
         return;
     }
-    let filetype = fs.sb.has_incompat(incompat::FILETYPE) && fs.sb.creator_os != EXT2_OS_HURD;
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let csum = fs.metadata_csum();
     let mut out = ProblemList::new();
     for p in pass2.iter() {
@@ -193,8 +193,6 @@ pub(super) fn after_unused_entries(fs: &Fs, pass2: &mut ProblemList) {
     *pass2 = out;
 }
 
-const EXT2_OS_HURD: u32 = 1;
-
 /// The file type e2fsck checks on an entry naming an unused inode that it
 /// keeps: told no (see `after_unused_entries`), or under -y once it
 /// knows it will start over (then it clears no such entry). The problem,
@@ -203,7 +201,7 @@ pub fn kept_unused_entry_type(fs: &Fs, p: &Problem) -> Option<Problem> {
     if p.code != Code::DirEntryDeletedInode {
         return None;
     }
-    let filetype = fs.sb.has_incompat(incompat::FILETYPE) && fs.sb.creator_os != EXT2_OS_HURD;
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     follow_up(fs, p, filetype, fs.metadata_csum())
         .filter(|q| q.code != Code::StoppedAtInodeChecksumP2)
 }

@@ -726,10 +726,18 @@ fn sb_group_inode_uninit(fs: &Fs, gd: &GroupDesc) -> bool {
     fs.sb.group_desc_csum() && gd.flags & BG_INODE_UNINIT != 0
 }
 
+/// The filetype feature on a Hurd file system, which cannot read it.
+/// e2fsck asks about it before deciding to skip a clean file system, and
+/// a yes then forces the full check, as any question answered does.
+pub fn hurd_filetype(sb: &Superblock) -> bool {
+    sb.creator_os == superblock::OS_HURD && sb.has_incompat(incompat::FILETYPE)
+}
+
 /// What e2fsck's pass 0 sets right only when it may write (so never
 /// under `-n`): a UUID where there is none (not with metadata_csum,
 /// whose checksums it seeds), the test_fs flag where the running kernel
-/// has ext4, the directory hash signedness where neither flag says it.
+/// has ext4, the directory hash signedness where neither flag says it
+/// (with dir_index), the filetype feature on a Hurd file system.
 pub fn repair_only(fs: &Fs) -> Vec<Problem> {
     let sb = &fs.sb;
     let mut out = Vec::new();
@@ -739,7 +747,13 @@ pub fn repair_only(fs: &Fs) -> Vec<Problem> {
     if sb.flags & superblock::FLAGS_TEST_FS != 0 && kernel_has_ext4() {
         out.push(Problem::new(Code::SbTestFs));
     }
-    if sb.flags & (superblock::FLAGS_SIGNED_HASH | superblock::FLAGS_UNSIGNED_HASH) == 0 {
+    if hurd_filetype(sb) {
+        out.push(Problem::new(Code::SbHurdFiletype));
+    }
+    // Without dir_index no name is hashed, so there is nothing to hint.
+    if sb.has_compat(superblock::compat::DIR_INDEX)
+        && sb.flags & (superblock::FLAGS_SIGNED_HASH | superblock::FLAGS_UNSIGNED_HASH) == 0
+    {
         out.push(Problem::new(Code::SbDirHashHint));
     }
     // Revision 0 has no feature fields; e2fsck makes it dynamic.

@@ -180,6 +180,7 @@ pub(super) fn fix_flag(
             };
             sb.set_flags(sb.flags() | hint);
         }
+        Code::SbHurdFiletype => sb.set_incompat(sb.incompat() & !incompat::FILETYPE),
         Code::Sb64bitNoExtents => sb.set_incompat(sb.incompat() | incompat::EXTENTS),
         Code::SbCsumSeedNoCsum => {
             sb.set_incompat(sb.incompat() & !incompat::CSUM_SEED);
@@ -204,6 +205,7 @@ pub(super) fn fix_flag(
         code,
         Code::SbTestFs
             | Code::SbDirHashHint
+            | Code::SbHurdFiletype
             | Code::Sb64bitNoExtents
             | Code::SbCsumSeedNoCsum
             | Code::SbRev0Features

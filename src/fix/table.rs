@@ -306,6 +306,7 @@ const TABLE: &[Entry] = &[
     row(Code::SbNoUuid, F::NewUuid, ALONE | S),
     row(Code::SbTestFs, F::SuperFlag, S),
     row(Code::SbDirHashHint, F::SuperFlag, S),
+    row(Code::SbHurdFiletype, F::SuperFlag, S),
     row(Code::Sb64bitNoExtents, F::SuperFlag, S),
     row(Code::SbCsumSeedNoCsum, F::SuperFlag, S),
     row(Code::SbRev0Features, F::SuperFlag, S),

@@ -9,6 +9,8 @@ pub const SUPERBLOCK_SIZE: usize = 1024;
 pub const EXT2_MAGIC: u16 = 0xEF53;
 /// Where s_magic lies in the superblock.
 pub const MAGIC_AT: usize = 0x38;
+/// `s_creator_os` of a file system made by the GNU Hurd.
+pub const OS_HURD: u32 = 1;
 
 pub mod compat {
     pub const DIR_PREALLOC: u32 = 0x1;

@@ -9,6 +9,7 @@
 // Tests build images from literals; the narrowing gate is for src/.
 #![allow(clippy::cast_possible_truncation)]
 
+mod catalogue_13g;
 mod catalogue_p2_5;
 mod check_record;
 mod clean_matrix;

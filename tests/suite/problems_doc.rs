@@ -33,6 +33,10 @@ const DAMAGE: &[(Code, &str)] = &[
     (Code::SbChecksum, "corruptions::ext4-raw-sb-checksum"),
     (Code::SbInodesCount, "corruptions::ext4-sb-inodes-count"),
     (Code::SbNoUuid, "sb_flags::no_uuid_gets_a_new_one"),
+    (
+        Code::SbHurdFiletype,
+        "catalogue_13g::hurd_filetype_is_cleared_when_repairing",
+    ),
     (Code::SbTestFs, "sb_flags::test_fs_flag_is_cleared"),
     (Code::SbDirHashHint, "sb_flags::dirhash_hint_is_added"),
     (
