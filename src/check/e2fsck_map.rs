@@ -284,7 +284,8 @@ pub const NONE: &[Code] = &[
     Code::GdInodeUninitNotZeroed,
     Code::JournalExternalUnsupported,
     Code::JournalCannotProceed,
-    // e2fsck's "Abort? yes" to 0x000027 (JournalVersionUnsupported).
+    // e2fsck's "Abort? yes" to 0x000025-0x000027 (the journal's version
+    // or features unsupported).
     Code::JournalVersionAbort,
     // e2fsck prints its MMP refusals outside its table.
     Code::MmpCannotProceed,
@@ -447,10 +448,13 @@ pub fn unmarked_fix(p: &Problem) -> bool {
 }
 
 /// Is `p` a question e2fsck answers by aborting (its "Abort? yes" of a
-/// repair): an unsupported journal version, which the check marks so
-/// (`num2` 1) where it stops a repair.
+/// repair): an unsupported journal version or feature, which the check
+/// marks so (`num2` 1) where it stops a repair.
 pub fn aborted(p: &Problem) -> bool {
-    p.code == Code::JournalVersionUnsupported && p.args().num2 == Some(1)
+    matches!(
+        p.code,
+        Code::JournalVersionUnsupported | Code::JournalFeatureUnsupported
+    ) && p.args().num2 == Some(1)
 }
 
 /// Is `p` an offer rather than a fix (NOT_A_FIX: pass 1E's optimisation

@@ -105,7 +105,11 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                 }
             }
             if j.magic == JBD2_MAGIC && !known_blocktype(j.blocktype) {
-                version_unsupported(&mut out, sb.journal_inum, j.blocktype, clear_bad);
+                let p = Problem::new(Code::JournalVersionUnsupported)
+                    .ino(Ino(sb.journal_inum))
+                    .num(u64::from(j.blocktype));
+                let why = format!("unsupported version (block type {})", j.blocktype);
+                unreadable(&mut out, p, sb.journal_inum, &why, clear_bad);
             } else if let Some(why) = superblock_problem(fs, &j, &jsb_bytes, journal_blocks) {
                 // Without the magic number e2fsck first takes the inode
                 // for the wrong one (and asks to clear it).
@@ -140,13 +144,19 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                 && (j.feature_incompat & !journal::incompat::KNOWN != 0 || j.feature_ro_compat != 0)
             {
                 // jbd2 knows no read-only compatible feature: any one set
-                // stops e2fsck as an unknown incompatible one does.
-                let detail = if j.feature_incompat & !journal::incompat::KNOWN != 0 {
-                    format!("incompat 0x{:x}", j.feature_incompat)
+                // stops e2fsck as an unknown incompatible one does (it
+                // looks at the incompatible ones first).
+                let (detail, e2) = if j.feature_incompat & !journal::incompat::KNOWN != 0 {
+                    (format!("incompat 0x{:x}", j.feature_incompat), 0x000026)
                 } else {
-                    format!("ro_compat 0x{:x}", j.feature_ro_compat)
+                    (format!("ro_compat 0x{:x}", j.feature_ro_compat), 0x000025)
                 };
-                out.push(Problem::new(Code::JournalFeatureUnsupported).detail(detail));
+                let p = Problem::new(Code::JournalFeatureUnsupported)
+                    .ino(Ino(sb.journal_inum))
+                    .detail(detail.clone())
+                    .e2fsck(e2);
+                let why = format!("unknown features ({detail})");
+                unreadable(&mut out, p, sb.journal_inum, &why, clear_bad);
             } else if !recover && j.start != 0 {
                 out.push(Problem::new(Code::JournalNeedsRecoveryNoFlag));
             }
@@ -203,14 +213,28 @@ pub fn external_problems(fs: &Fs, given: Option<&Path>) -> Vec<Problem> {
     ]
 }
 
-/// Is the internal journal unusable (invalid inode or superblock)?
+/// Is the internal journal unusable (invalid inode or superblock, or one
+/// of a version or with features pfsck cannot read)?
 pub fn unusable(fs: &Fs) -> bool {
     check(fs, true).iter().any(|p| {
         matches!(
             p.code,
-            Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+            Code::JournalInodeInvalid
+                | Code::JournalSuperblockCorrupt
+                | Code::JournalVersionUnsupported
+                | Code::JournalFeatureUnsupported
         )
     })
+}
+
+/// Does the journal keep a check in this mode from skipping a clean file
+/// system? e2fsck looks at the journal before it decides to skip: one it
+/// may not use or repair stops it (exit 12), or is repaired first.
+pub fn stops_clean_skip(fs: &Fs, repairing: bool) -> bool {
+    unusable(fs)
+        || check(fs, repairing)
+            .iter()
+            .any(|p| p.code == Code::JournalCannotProceed)
 }
 
 /// The error number recorded in the internal journal's superblock (by the
@@ -485,14 +509,12 @@ fn known_blocktype(t: u32) -> bool {
     )
 }
 
-/// A journal superblock of an unknown version, as e2fsck 1.47.4 meets
-/// it: it asks to abort. A repair says yes and stops, writing nothing
-/// (exit 12); `-n` says no, and then no to resetting the journal
-/// superblock, and cannot proceed (exit 12).
-fn version_unsupported(out: &mut Vec<Problem>, ino: u32, blocktype: u32, clear_bad: bool) {
-    let p = Problem::new(Code::JournalVersionUnsupported)
-        .ino(Ino(ino))
-        .num(u64::from(blocktype));
+/// A journal superblock of an unknown version or with features jbd2
+/// does not know (`p`), as e2fsck 1.47.4 meets it: it asks to abort
+/// (PROMPT_ABORT, not preen-safe: `-p` stops there). A repair says yes
+/// and stops, writing nothing (exit 12); `-n` says no, and then no to
+/// resetting the journal superblock, and cannot proceed (exit 12).
+fn unreadable(out: &mut Vec<Problem>, p: Problem, ino: u32, why: &str, clear_bad: bool) {
     if clear_bad {
         // num2 1: the answer is to abort ([`super::e2fsck_map::aborted`]).
         out.push(p.num2(1));
@@ -503,7 +525,7 @@ fn version_unsupported(out: &mut Vec<Problem>, ino: u32, blocktype: u32, clear_b
     out.push(
         Problem::new(Code::JournalSuperblockCorrupt)
             .ino(Ino(ino))
-            .detail(format!("unsupported version (block type {blocktype})"))
+            .detail(why.to_string())
             .e2fsck(0x000015),
     );
     out.push(Problem::new(Code::JournalCannotProceed));

@@ -389,7 +389,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         && (times.is_empty() || !opts.repairing)
         && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))
         && let Some(reason) = superblock::clean_skip_reason(&fs, opts)
-        && !journal::unusable(&fs)
+        && !journal::stops_clean_skip(&fs, opts.repairing)
     {
         report.summary.inodes_used =
             u64::from(fs.geo.inodes_count) - u64::from(fs.sb.free_inodes_count);

@@ -233,6 +233,19 @@ fn allowed(p: &Problem, mode: Mode) -> bool {
 /// with the journal, which preen replaces (e2fsck -p: "Recreate journal")
 /// or restores from the superblock's backup.
 pub fn preen_halt_at(report: &Report) -> Option<usize> {
+    preen_halt_in(report)
+}
+
+/// Does `-p` stop before the passes, where e2fsck asks to abort a check
+/// (PROMPT_ABORT without PREEN_OK: a journal of an unknown version or
+/// features)? The check itself ended there.
+pub fn preen_halts_before_passes(report: &Report) -> bool {
+    preen_halt_in(report)
+        .and_then(|k| report.problems.get(k))
+        .is_some_and(|p| e2fsck_map::aborted(&p))
+}
+
+fn preen_halt_in(report: &Report) -> Option<usize> {
     let bad_journal = report.problems.iter().any(|p| {
         matches!(
             p.code,
@@ -258,8 +271,15 @@ pub fn preen_halt_at(report: &Report) -> Option<usize> {
 /// superblock marked with errors (s_state |= EXT2_ERROR_FS, checksum
 /// redone), so the next boot's check does not skip the file system as
 /// clean. The journal replay and orphans the check read through are in
-/// it. `fixed` maps onto all of `report`'s problems.
-pub fn plan_preen_halt(fs: &Fs, state: &State, report: &Report, staging: &Staging) -> Result<Plan> {
+/// it. `fixed` maps onto all of `report`'s problems. Without `state` the
+/// check stopped before pass 1 (at a journal e2fsck asks to abort on), and
+/// only the superblock's error state is staged there.
+pub fn plan_preen_halt(
+    fs: &Fs,
+    state: Option<&State>,
+    report: &Report,
+    staging: &Staging,
+) -> Result<Plan> {
     let at = preen_halt_at(report).unwrap_or(report.problems.len());
     let mut kept = Vec::new();
     let mut before = crate::check::problem::ProblemList::new();
@@ -271,7 +291,11 @@ pub fn plan_preen_halt(fs: &Fs, state: &State, report: &Report, staging: &Stagin
     }
     let before = report.with_problems(before);
     let mut fixed = vec![false; report.problems.len()];
-    let (mut overlay, replayed) = match plan(fs, state, &before, Mode::Preen, staging) {
+    let planned = match state {
+        Some(state) => plan(fs, state, &before, Mode::Preen, staging),
+        None => Err(Refusal::Unexpected),
+    };
+    let (mut overlay, replayed) = match planned {
         Ok(p) => {
             for (j, &k) in kept.iter().enumerate() {
                 fixed[k] = p.fixed.get(j).copied().unwrap_or(false);

@@ -402,6 +402,14 @@ impl<'a, 'q> Session<'a, 'q> {
             Err(Error::Interrupted) => return Err(SessionError::Interrupted),
             Err(e) => return Err(SessionError::Device(e)),
         };
+        let staging = &self.staging();
+        if let Some(fs) = &checked.fs
+            && self.mode == Mode::Preen
+            && self.ask.is_none()
+            && fix::preen_halts_before_passes(&checked.report)
+        {
+            return self.preen_halt(fs, None, &checked.report, &ProblemList::new(), staging);
+        }
         let (Some(fs), false) = (&checked.fs, checked.report.has_fatal()) else {
             // No file system or a fatal problem: the check's verdict stands.
             return Ok(Outcome::Checked {
@@ -420,14 +428,13 @@ impl<'a, 'q> Session<'a, 'q> {
             });
         };
         let rep = &checked.report;
-        let staging = &self.staging();
         if let Some(r) = self.restart(fs, state, rep, staging)? {
             return self.restarted(fs, r, staging);
         }
         let plan = match self.plan_round(fs, state, rep, staging) {
             Ok(p) => p,
             Err(Refusal::Unexpected) => {
-                return self.preen_halt(fs, state, rep, &ProblemList::new(), staging);
+                return self.preen_halt(fs, Some(state), rep, &ProblemList::new(), staging);
             }
             Err(why) => {
                 return Ok(Outcome::Refused {
@@ -548,7 +555,8 @@ impl<'a, 'q> Session<'a, 'q> {
                         .filter(|(_, f)| **f)
                         .map(|(p, _)| p)
                         .collect();
-                    let halted = self.preen_halt(fs2, state2, &again.report, &earlier, staging)?;
+                    let halted =
+                        self.preen_halt(fs2, Some(state2), &again.report, &earlier, staging)?;
                     return Ok(Ended::Halted(Box::new(halted)));
                 }
                 Err(_) => return Ok(Ended::Done(shown, overlay, Box::new(again))),
@@ -831,7 +839,7 @@ impl<'a, 'q> Session<'a, 'q> {
     fn preen_halt(
         &mut self,
         fs: &check::Fs,
-        state: &check::state::State,
+        state: Option<&check::state::State>,
         rep: &Report,
         earlier: &ProblemList,
         staging: &Staging,

@@ -10,6 +10,7 @@
 #![allow(clippy::cast_possible_truncation)]
 
 mod catalogue_13g;
+mod catalogue_13i;
 mod catalogue_p2_5;
 mod check_record;
 mod clean_matrix;

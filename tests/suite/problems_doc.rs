@@ -53,6 +53,10 @@ const DAMAGE: &[(Code, &str)] = &[
         "journal_flags::needs_recovery_without_a_journal_is_cleared",
     ),
     (
+        Code::JournalFeatureUnsupported,
+        "catalogue_13i::unknown_journal_features_abort",
+    ),
+    (
         Code::JournalVersionUnsupported,
         "journal_flags::unknown_journal_version_aborts",
     ),

@@ -1,0 +1,106 @@
+//! Problems of e2fsck 1.47.4's catalogue (issue 13) where pfsck's
+//! verdict or exit code differed, each made on a fresh file system and
+//! judged against e2fsck: a journal superblock with features jbd2 does
+//! not know (0x000025, 0x000026), and how each mode meets a journal it
+//! cannot load.
+
+use crate::common::*;
+use crate::problem_codes::assert_same_codes;
+use std::path::{Path, PathBuf};
+
+const MIB: u64 = 1 << 20;
+
+/// A journalled file system whose journal superblock has the big-endian
+/// `value` written at byte `offset`.
+fn journal_sb_field(tmp: &TempDir, name: &str, offset: u64, value: u32) -> PathBuf {
+    let img = tmp.join(name);
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let first = debugfs_number(&img, "bmap <8> 0");
+    write_at(&img, first * 1024 + offset, &value.to_be_bytes());
+    img
+}
+
+/// pfsck and e2fsck 1.47.4 run with `args` on copies of `img`: both exit
+/// `want`; pfsck's output and its copy are returned.
+#[track_caller]
+fn both_exit(img: &Path, args: &[&str], want: i32) -> (String, PathBuf) {
+    let mine = img.with_extension("pfsck");
+    copy_image(img, &mine);
+    if oracle().is_some() {
+        let theirs = img.with_extension("oracle");
+        copy_image(img, &theirs);
+        let oracle = oracle_run(&theirs, args);
+        assert_eq!(
+            oracle.code(),
+            Some(want),
+            "e2fsck {args:?}:\n{}",
+            oracle.stdout
+        );
+    }
+    let (code, out) = pfsck_code(args, &mine);
+    assert_eq!(code, want, "pfsck {args:?}:\n{out}");
+    (out, mine)
+}
+
+/// Whether the superblock of `img` says the file system has errors.
+fn marked_with_errors(img: &Path) -> bool {
+    dumpe2fs(img)
+        .header
+        .get("Filesystem state")
+        .is_some_and(|s| s.contains("errors"))
+}
+
+/// A journal e2fsck asks to abort on (an unknown version, or features
+/// jbd2 does not know): `-n` answers no and cannot proceed, a repair
+/// aborts, both exit 12 without writing, forced or not (the journal is
+/// looked at before a clean file system is skipped); `-p` may not answer
+/// and stops with UNEXPECTED INCONSISTENCY (exit 4), the superblock
+/// marked with errors.
+#[track_caller]
+fn aborts_in_every_mode(img: &Path) {
+    for args in [&["-fn"][..], &["-n"], &["-fy"], &["-y"]] {
+        let before = hash_file(img);
+        let (_, mine) = both_exit(img, args, 12);
+        assert_eq!(hash_file(&mine), before, "pfsck {args:?} wrote");
+    }
+    for args in [&["-fp"][..], &["-p"]] {
+        let (out, mine) = both_exit(img, args, 4);
+        assert!(out.contains("UNEXPECTED INCONSISTENCY"), "{out}");
+        assert!(out.contains("journal"), "{out}");
+        assert!(
+            marked_with_errors(&mine),
+            "pfsck {args:?} did not mark errors"
+        );
+    }
+}
+
+#[test]
+fn unknown_journal_features_abort() {
+    let tmp = TempDir::new("c13i-jfeat");
+    // s_feature_incompat, then s_feature_ro_compat (jbd2 knows none).
+    for (name, offset, code) in [("incompat", 0x28, 0x000026), ("rocompat", 0x2C, 0x000025)] {
+        let img = journal_sb_field(&tmp, name, offset, 0x8000_0000);
+        assert_same_codes(&img, &[code, 0x000015]);
+        aborts_in_every_mode(&img);
+        let (fy, _) = both_exit(&img, &["-fy"], 12);
+        assert!(fy.contains("Abort? yes"), "{fy}");
+    }
+}
+
+#[test]
+fn unknown_journal_version_stops_preen_and_unforced_checks() {
+    let tmp = TempDir::new("c13i-jversion");
+    let img = journal_sb_field(&tmp, "version", 4, 6);
+    aborts_in_every_mode(&img);
+}
+
+/// A journal listing many users: a repair clears the fields (quietly),
+/// `-n` cannot proceed, forced or not.
+#[test]
+fn journal_users_stop_an_unforced_read_only_check() {
+    let tmp = TempDir::new("c13i-jusers");
+    let img = journal_sb_field(&tmp, "users", 0x40, 256);
+    both_exit(&img, &["-n"], 12);
+    both_exit(&img, &["-fn"], 12);
+    both_exit(&img, &["-p"], 0);
+}
