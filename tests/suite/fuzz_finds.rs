@@ -43,6 +43,41 @@ fn quota_field_naming_root_without_quota() {
     file_kept(&img, 3000);
 }
 
+/// Quota fields naming inodes e2fsck rejects (seed fz13c, damage 134:
+/// `s_grp_quota_inum` 1073741824 on ext2). e2fsck asks to clear them
+/// before it marks the file system valid for its passes, so under `-n`
+/// the "no" alone exits 0; only what the kept field does to the passes
+/// counts: a project field naming the resize inode makes it a quota
+/// inode that "contains data" (exit 4), one naming the empty boot loader
+/// inode does nothing. pfsck exited 4 for every one. `-p` still stops
+/// (the question is not preen-safe) and `-y` clears the field.
+#[test]
+fn invalid_quota_field_declined_alone_exits_0() {
+    // (name, superblock offset, value, e2fsck -fn's exit)
+    let cases: [(&str, u64, u32, i32); 4] = [
+        ("group past the last inode", 0x244, 1 << 30, 0),
+        ("user bad blocks inode", 0x240, 1, 0),
+        ("project boot loader", 0x26c, 5, 0),
+        ("project resize inode", 0x26c, 7, 4),
+    ];
+    for (name, off, value, want) in cases {
+        let tmp = TempDir::new("fuzz-quota-declined");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &MkfsOpts::ext2().block_size(1024), 3000);
+        write_at(&img, 1024 + off, &value.to_le_bytes());
+        let preen = tmp.join("preen.img");
+        copy_image(&img, &preen);
+        let (fn_out, _) = judged_by_oracle(name, &img, want, 1);
+        assert!(
+            fn_out.contains(&format!("quota inode {value}")),
+            "[{name}] {fn_out}"
+        );
+        let (code, out) = pfsck_code(&["-fp"], &preen);
+        assert_eq!(code, 4, "[{name}] pfsck -fp:\n{out}");
+        file_kept(&img, 3000);
+    }
+}
+
 /// A group quota field naming a live file without the quota feature
 /// (damages 614, 1801, 1407): e2fsck calls every entry naming it invalid,
 /// unlinks it, reconnects the inode to /lost+found and finds the same
