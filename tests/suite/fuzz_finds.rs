@@ -790,3 +790,41 @@ fn orphan_with_an_extent_leaf_with_a_wrong_depth_field() {
         }
     }
 }
+
+/// An inode whose checksum alone fails, named by a directory entry
+/// (seed fz13c, damage 110: a symlink). e2fsck's pass 2 knows directories
+/// and regular files from pass 1's maps; for any other target it reads
+/// the inode again to check the entry's file type, and under -n that
+/// read fails on the checksum it was told not to fix: it aborts (exit
+/// 12). pfsck went on to pass 5 (exit 4). A regular file is not read
+/// again: e2fsck goes on.
+#[test]
+fn entry_naming_a_symlink_whose_checksum_fails() {
+    for (name, path, want) in [("symlink", "/d/l", 12), ("file", "/d/f", 4)] {
+        let tmp = TempDir::new(&format!("fuzz-csum-target-{name}"));
+        let img = tmp.join("disk.img");
+        mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+        let data = tmp.join("data");
+        std::fs::write(&data, file_content("f", 3000)).unwrap();
+        debugfs_w(
+            &img,
+            &[
+                "mkdir d".to_string(),
+                "symlink d/l /a/target".to_string(),
+                format!("write {} d/f", data.display()),
+            ],
+        );
+        let ino = inode_of(&img, path);
+        // i_checksum_lo
+        let at = inode_offset(&img, ino) + 0x7c;
+        let old = read_at(&img, at, 1)[0];
+        write_at(&img, at, &[old ^ 0x55]);
+        let (fn_out, _) = judged_by_oracle(name, &img, want, 1);
+        assert!(
+            fn_out.contains("checksum does not match"),
+            "[{name}] {fn_out}"
+        );
+        assert_eq!(fn_out.contains("Pass 3"), want != 12, "[{name}] {fn_out}");
+        assert_eq!(inode_of(&img, path), ino);
+    }
+}
