@@ -44,6 +44,9 @@ pub struct TargetInfo {
     /// Carries EA_INODE_FL (`iflag::EA_INODE`): an entry naming it is
     /// wrong once pass 1 has found xattrs referring to it.
     pub ea_inode: bool,
+    /// Its checksum fails, left so by a read-only check
+    /// (`iflag::CSUM_FAILED`).
+    pub csum_failed: bool,
 }
 
 pub trait Targets {
@@ -890,6 +893,13 @@ impl<T: Targets> EntryCx<'_, T> {
                 out.problems
                     .push(self.problem(Code::DirEntryFileTypeSet, e));
             }
+        } else if ti.used && !(ti.dir || ti.reg || ti.bad) && ti.csum_failed {
+            // e2fsck's pass 1 maps only directories and regular files (and
+            // bad inodes): for any other target it reads the inode again to
+            // learn its type, and under -n that read fails on the checksum
+            // it did not fix, which aborts it.
+            out.problems
+                .push(Problem::new(Code::StoppedAtInodeChecksumP2).ino(e.inode));
         } else if ti.used {
             let should = if ti.dir {
                 2
@@ -1152,6 +1162,7 @@ mod tests {
                 in_bad_block: false,
                 ftype: self.ftype.get(i).copied().unwrap_or(0),
                 ea_inode: false,
+                csum_failed: false,
             }
         }
         fn add_link(&self, ino: Ino) {

@@ -447,6 +447,14 @@ pub fn unmarked_fix(p: &Problem) -> bool {
     )
 }
 
+/// Is `p` a "no" e2fsck forgets? It judges the superblock's quota fields
+/// before marking the file system valid for its passes, so declining to
+/// clear one changes its `-n` exit code only through what the passes then
+/// find, which the check marks with `num2` 1.
+pub fn forgotten_when_declined(p: &Problem) -> bool {
+    p.code == Code::SbQuotaInode && p.args().num2 != Some(1)
+}
+
 /// Is `p` a question e2fsck answers by aborting (its "Abort? yes" of a
 /// repair): an unsupported journal version or feature, which the check
 /// marks so (`num2` 1) where it stops a repair.

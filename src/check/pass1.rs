@@ -882,6 +882,9 @@ fn check_inode(
     // blocks inode's checksum is one of the contents it judges invalid.
     if !csum_ok && ino != inode::BAD_INO {
         c.report(Problem::new(Code::InodeChecksum).ino(Ino(ino)));
+        if ctx.read_only {
+            c.set_flag(iflag::CSUM_FAILED);
+        }
     }
 }
 

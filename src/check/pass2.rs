@@ -125,6 +125,7 @@ impl Targets for StateTargets<'_> {
             in_bad_block,
             ftype: s.ftype(ino),
             ea_inode: s.has_iflag(ino, iflag::EA_INODE),
+            csum_failed: s.has_iflag(ino, iflag::CSUM_FAILED),
         }
     }
     fn add_link(&self, ino: Ino) {

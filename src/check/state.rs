@@ -32,8 +32,11 @@ pub mod iflag {
     /// Carries EA_INODE_FL (in use or reserved): e2fsck tracks it as an EA
     /// inode, so pass 4 judges it as one even when no xattr refers to it.
     pub const EA_INODE: u8 = 0x40;
+    /// Its checksum fails and a read-only check leaves it so: e2fsck -n
+    /// cannot read the inode again after pass 1.
+    pub const CSUM_FAILED: u8 = 0x80;
     /// How many flags there are (bits 0..COUNT).
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 8;
 }
 
 /// Bits of a file type (`FileType as u8`, 0..=7).

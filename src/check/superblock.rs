@@ -650,6 +650,30 @@ fn quota_inum_invalid(ino: u32, inodes_count: u32) -> bool {
     matches!(ino, 1 | 2 | 5..=10) || ino > inodes_count
 }
 
+/// Does an invalid quota field left as it is (`-n`) still trip e2fsck's
+/// passes? e2fsck judges the fields before it marks the file system valid
+/// "until proven otherwise", so the "no" alone leaves exit 0; what counts
+/// is what its later passes make of the field: the root's own entries
+/// then name a quota file (pass 2), and a project field naming a reserved
+/// inode makes that inode a quota file of pass 1, to be cleared when it
+/// holds anything (or read as one with the quota feature on). Marked
+/// with `num2` 1 (see `e2fsck_map::forgotten_when_declined`).
+fn quota_field_lingers(fs: &Fs, kind: &str, ino: u32) -> bool {
+    if ino == crate::fs::inode::ROOT_INO {
+        return true;
+    }
+    if kind != "project" || !matches!(ino, 5 | 6 | 7 | 9 | 10) {
+        return false;
+    }
+    if fs.sb.has_ro_compat(ro_compat::QUOTA) {
+        return true;
+    }
+    fs.read_inode_raw(ino).map_or(true, |raw| {
+        let inode = crate::fs::inode::Inode::parse(&raw);
+        inode.links_count > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0
+    })
+}
+
 /// Superblock fields naming the inode of a feature the file system does
 /// not have (quota files, the orphan file), where e2fsck would trip on
 /// them: the kernel ignores such a field, but e2fsck marks the inode in
@@ -900,7 +924,11 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
         ("project", sb.prj_quota_inum),
     ] {
         if quota_inum_invalid(ino, geo.inodes_count) {
-            out.push(Problem::new(Code::SbQuotaInode).ino(Ino(ino)).detail(kind));
+            let mut p = Problem::new(Code::SbQuotaInode).ino(Ino(ino)).detail(kind);
+            if quota_field_lingers(fs, kind, ino) {
+                p = p.num2(1);
+            }
+            out.push(p);
         }
     }
     out.extend(fields_without_feature(fs));

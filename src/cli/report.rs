@@ -31,7 +31,11 @@ const PASS_HEADERS: [(Pass, &str); 5] = [
 
 pub fn exit_code(rep: &Report) -> i32 {
     let mut code = EXIT_OK;
-    if rep.has_errors() {
+    let counted = rep
+        .problems
+        .iter()
+        .any(|p| p.spec().severity == Severity::Error && !e2fsck_map::forgotten_when_declined(&p));
+    if counted {
         code |= EXIT_UNCORRECTED;
     }
     // e2fsck -n aborts where it stops, and an abort adds 8 to its code.

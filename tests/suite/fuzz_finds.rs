@@ -43,6 +43,41 @@ fn quota_field_naming_root_without_quota() {
     file_kept(&img, 3000);
 }
 
+/// Quota fields naming inodes e2fsck rejects (seed fz13c, damage 134:
+/// `s_grp_quota_inum` 1073741824 on ext2). e2fsck asks to clear them
+/// before it marks the file system valid for its passes, so under `-n`
+/// the "no" alone exits 0; only what the kept field does to the passes
+/// counts: a project field naming the resize inode makes it a quota
+/// inode that "contains data" (exit 4), one naming the empty boot loader
+/// inode does nothing. pfsck exited 4 for every one. `-p` still stops
+/// (the question is not preen-safe) and `-y` clears the field.
+#[test]
+fn invalid_quota_field_declined_alone_exits_0() {
+    // (name, superblock offset, value, e2fsck -fn's exit)
+    let cases: [(&str, u64, u32, i32); 4] = [
+        ("group past the last inode", 0x244, 1 << 30, 0),
+        ("user bad blocks inode", 0x240, 1, 0),
+        ("project boot loader", 0x26c, 5, 0),
+        ("project resize inode", 0x26c, 7, 4),
+    ];
+    for (name, off, value, want) in cases {
+        let tmp = TempDir::new("fuzz-quota-declined");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &MkfsOpts::ext2().block_size(1024), 3000);
+        write_at(&img, 1024 + off, &value.to_le_bytes());
+        let preen = tmp.join("preen.img");
+        copy_image(&img, &preen);
+        let (fn_out, _) = judged_by_oracle(name, &img, want, 1);
+        assert!(
+            fn_out.contains(&format!("quota inode {value}")),
+            "[{name}] {fn_out}"
+        );
+        let (code, out) = pfsck_code(&["-fp"], &preen);
+        assert_eq!(code, 4, "[{name}] pfsck -fp:\n{out}");
+        file_kept(&img, 3000);
+    }
+}
+
 /// A group quota field naming a live file without the quota feature
 /// (damages 614, 1801, 1407): e2fsck calls every entry naming it invalid,
 /// unlinks it, reconnects the inode to /lost+found and finds the same
@@ -753,5 +788,43 @@ fn orphan_with_an_extent_leaf_with_a_wrong_depth_field() {
                 "{stat}"
             );
         }
+    }
+}
+
+/// An inode whose checksum alone fails, named by a directory entry
+/// (seed fz13c, damage 110: a symlink). e2fsck's pass 2 knows directories
+/// and regular files from pass 1's maps; for any other target it reads
+/// the inode again to check the entry's file type, and under -n that
+/// read fails on the checksum it was told not to fix: it aborts (exit
+/// 12). pfsck went on to pass 5 (exit 4). A regular file is not read
+/// again: e2fsck goes on.
+#[test]
+fn entry_naming_a_symlink_whose_checksum_fails() {
+    for (name, path, want) in [("symlink", "/d/l", 12), ("file", "/d/f", 4)] {
+        let tmp = TempDir::new(&format!("fuzz-csum-target-{name}"));
+        let img = tmp.join("disk.img");
+        mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+        let data = tmp.join("data");
+        std::fs::write(&data, file_content("f", 3000)).unwrap();
+        debugfs_w(
+            &img,
+            &[
+                "mkdir d".to_string(),
+                "symlink d/l /a/target".to_string(),
+                format!("write {} d/f", data.display()),
+            ],
+        );
+        let ino = inode_of(&img, path);
+        // i_checksum_lo
+        let at = inode_offset(&img, ino) + 0x7c;
+        let old = read_at(&img, at, 1)[0];
+        write_at(&img, at, &[old ^ 0x55]);
+        let (fn_out, _) = judged_by_oracle(name, &img, want, 1);
+        assert!(
+            fn_out.contains("checksum does not match"),
+            "[{name}] {fn_out}"
+        );
+        assert_eq!(fn_out.contains("Pass 3"), want != 12, "[{name}] {fn_out}");
+        assert_eq!(inode_of(&img, path), ino);
     }
 }
