@@ -211,10 +211,40 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
     if dups.is_empty() {
         return Ok(Vec::new());
     }
+    let (found, unreadable) = scan_owners(fs, state, &dups, threads, ctl);
+    let mut listed = Vec::with_capacity(found.len());
+    let mut owners: Vec<(u32, Vec<u64>)> = Vec::with_capacity(found.len());
+    for (ino, hits, runs, mtime) in found {
+        listed.push((ino, runs, mtime));
+        owners.push((ino, hits));
+    }
+    let problems = dup_problems(state, &owners);
+    let mut dups = listing(fs, state, &owners, listed);
+    dups.names = pass1c(fs, state, &dups);
+    dups.unreadable = unreadable;
+    state.dups = Some(std::sync::Arc::new(dups));
+    // The repair (pass 1D) resolves the sharing from this list alone.
+    state.dup_owners = owners;
+    Ok(problems)
+}
+
+/// An owner of duplicate blocks as the scan finds it: its inode, the
+/// duplicate blocks it claims (`Finder::hits`), its runs of mapped
+/// blocks in duplicate clusters, its mtime.
+type Found = (u32, Vec<u64>, Vec<(u64, u64)>, u32);
+
+/// Walks every inode's map again, in inode order, for the owners of the
+/// duplicate blocks `dups`; also the first inode whose checksum fails.
+fn scan_owners(
+    fs: &Fs,
+    state: &State,
+    dups: &[u64],
+    threads: Threads,
+    ctl: &Control,
+) -> (Vec<Found>, Option<u32>) {
     let ctx = Ctx::new(fs, state);
     let units = pass1::make_units(fs);
     let isz = fs.geo.inode_size as usize;
-    type Found = (u32, Vec<u64>, Vec<(u64, u64)>, u32);
     let csum = fs.metadata_csum();
     // Per unit: its owners of shared blocks, and its first inode whose
     // checksum fails.
@@ -245,7 +275,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
                 }
                 let inode = Inode::parse(raw);
                 let mut f = Finder {
-                    dups: &dups,
+                    dups,
                     hits: Vec::new(),
                     runs: Vec::new(),
                     skip_meta: (ino == inode::BAD_INO).then_some(state),
@@ -276,12 +306,12 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
     );
     let unreadable = per_unit.iter().find_map(|u| u.1);
     let found: Vec<Found> = per_unit.into_iter().flat_map(|u| u.0).collect();
-    let mut listed = Vec::with_capacity(found.len());
-    let mut owners: Vec<(u32, Vec<u64>)> = Vec::with_capacity(found.len());
-    for (ino, hits, runs, mtime) in found {
-        listed.push((ino, runs, mtime));
-        owners.push((ino, hits));
-    }
+    (found, unreadable)
+}
+
+/// One problem per owner but the bad blocks inode: how many duplicate
+/// blocks it claims and whom it shares them with.
+fn dup_problems(state: &State, owners: &[(u32, Vec<u64>)]) -> Vec<Problem> {
     // (cluster, owner) pairs, to find who else holds each cluster (the
     // block itself without bigalloc).
     let bits = state.cluster_bits;
@@ -293,7 +323,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
     by_block.dedup();
 
     let mut problems = Vec::new();
-    for (ino, hits) in &owners {
+    for (ino, hits) in owners {
         if *ino == inode::BAD_INO {
             // The bad blocks inode is named as an owner, not reported.
             continue;
@@ -346,13 +376,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
                 .detail(detail),
         );
     }
-    let mut dups = listing(fs, state, &owners, listed);
-    dups.names = pass1c(fs, state, &dups);
-    dups.unreadable = unreadable;
-    state.dups = Some(std::sync::Arc::new(dups));
-    // The repair (pass 1D) resolves the sharing from this list alone.
-    state.dup_owners = owners;
-    Ok(problems)
+    problems
 }
 
 /// What e2fsck's passes 1B to 1D tell of the multiply-claimed blocks:

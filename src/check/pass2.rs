@@ -276,55 +276,14 @@ pub(crate) fn finish(
         Finish::ReadOnly { stop_before } => stop_before,
     };
     if run != Finish::Repair {
-        // Only repairs read the block list after this (issue 17: 16
-        // bytes a directory block, held under the check's peak below),
-        // and pass 3A reads the blocks of the directories it rebuilds.
-        let rebuilt: std::collections::HashSet<u32> = outs
-            .iter()
-            .filter_map(|o| o.rest.as_deref())
-            .flat_map(|r| r.sink.problems.iter())
-            .filter(|p| p.code == Code::DirEntryDuplicate)
-            .filter_map(|p| p.args().ino.map(Ino::get))
-            .collect();
-        let kept: Vec<DirBlock> = state
-            .dir_blocks
-            .iter()
-            .filter(|d| rebuilt.contains(&d.ino.get()))
-            .copied()
-            .collect();
-        state.dir_blocks = kept.into();
+        keep_rebuilt_dir_blocks(state, &outs);
     }
     let fsp = fs_params(fs);
     let st: &State = state;
     let mut problems = ProblemList::new();
     find_holes(&fsp, &mut counts, &mut problems);
 
-    // Each block's problems, in e2fsck's order: with dir_index, every
-    // directory's first block (it holds the htree root), then the other
-    // blocks, each group by physical block (a directory's logical blocks
-    // are distinct, so no two blocks share a key).
-    let zero_first = fs.sb.has_compat(crate::fs::superblock::compat::DIR_INDEX);
-    let mut marks: Vec<(DirBlock, usize, u32, u32)> = outs
-        .iter()
-        .enumerate()
-        .filter_map(|(k, o)| Some((k, o.rest.as_deref()?)))
-        .flat_map(|(k, r)| r.marks.iter().map(move |&(b, s, e)| (b, k, s, e)))
-        .collect();
-    marks.sort_by_key(|m| (zero_first && m.0.lblk != LBlk(0), m.0));
-    let mut cut = None;
-    for (b, k, s, e) in marks {
-        if cut.is_none()
-            && stop_before.is_some_and(|at| (zero_first && b.lblk != LBlk(0), b) > (false, at))
-        {
-            cut = Some(problems.len());
-        }
-        if let Some(r) = outs[k].rest.as_deref() {
-            problems.append_range(&r.sink.problems, s as usize..e as usize);
-        }
-    }
-    if stop_before.is_some() && cut.is_none() {
-        cut = Some(problems.len());
-    }
+    let cut = block_order_problems(fs, &outs, stop_before, &mut problems);
     let targets = StateTargets::new(fs, st, None);
     let inline_dirs = inline_table(fs, &fsp, st, threads, ctl);
     let inline_sinks = check_inline_dirs(fs, &fsp, st, &inline_dirs, &targets, threads, ctl);
@@ -360,39 +319,11 @@ pub(crate) fn finish(
     let (dotdot, lf, link_probs, mut named_by) = merge_links(st, &all);
     problems.extend(link_probs);
     problems.append(htree_probs);
-    if st.stats.large_files > 0
-        && !fs
-            .sb
-            .has_ro_compat(crate::fs::superblock::ro_compat::LARGE_FILE)
-    {
-        let mut p = Problem::new(Code::FeatureLargeFiles);
-        if fs.sb.rev_level == 0 {
-            p = p.detail(LARGE_FILES_REV0);
-        }
-        problems.push(p);
-    }
+    problems.extend(large_file_problem(fs, st));
 
     // The names the tree of paths keeps, taken out so that all of pass
-    // 2's results go before the tree copies the directory lists; each
-    // directory's deciding entry becomes its parent in place.
-    let mut ends = Vec::with_capacity(named_by.len());
-    let mut names = Vec::new();
-    let starts = entry_starts(&all);
-    for (k, by) in named_by.iter_mut().enumerate() {
-        if k % 4096 == 0
-            && let Some(s) = &st.spill
-        {
-            s.tick();
-        }
-        let mut parent = 0;
-        if *by != NO_ENTRY {
-            let (k, j) = entry_at(&starts, *by);
-            names.extend_from_slice(all[k].name(j).unwrap_or(&[]));
-            parent = all[k].parent(j).get();
-        }
-        *by = parent;
-        ends.push(narrow::sat32(names.len()));
-    }
+    // 2's results go before the tree copies the directory lists.
+    let (ends, names) = take_parents_and_names(st, &all, &mut named_by);
     let mut parent = named_by;
     if let Some(r) = dir_index_of(st, Ino::ROOT) {
         parent[r] = ROOT_INO;
@@ -418,6 +349,111 @@ pub(crate) fn finish(
         });
     }
     problems
+}
+
+/// Drops `state.dir_blocks` after a check that repairs nothing, but for
+/// the blocks of the directories pass 3A rebuilds.
+fn keep_rebuilt_dir_blocks(state: &mut State, outs: &[UnitOut2]) {
+    // Only repairs read the block list after this (issue 17: 16
+    // bytes a directory block, held under the check's peak below),
+    // and pass 3A reads the blocks of the directories it rebuilds.
+    let rebuilt: std::collections::HashSet<u32> = outs
+        .iter()
+        .filter_map(|o| o.rest.as_deref())
+        .flat_map(|r| r.sink.problems.iter())
+        .filter(|p| p.code == Code::DirEntryDuplicate)
+        .filter_map(|p| p.args().ino.map(Ino::get))
+        .collect();
+    let kept: Vec<DirBlock> = state
+        .dir_blocks
+        .iter()
+        .filter(|d| rebuilt.contains(&d.ino.get()))
+        .copied()
+        .collect();
+    state.dir_blocks = kept.into();
+}
+
+/// Appends the units' problems to `problems` block by block, in
+/// e2fsck's order; where the check stops before block `stop_before`,
+/// how many problems go before it.
+fn block_order_problems(
+    fs: &Fs,
+    outs: &[UnitOut2],
+    stop_before: Option<DirBlock>,
+    problems: &mut ProblemList,
+) -> Option<usize> {
+    // Each block's problems, in e2fsck's order: with dir_index, every
+    // directory's first block (it holds the htree root), then the other
+    // blocks, each group by physical block (a directory's logical blocks
+    // are distinct, so no two blocks share a key).
+    let zero_first = fs.sb.has_compat(crate::fs::superblock::compat::DIR_INDEX);
+    let mut marks: Vec<(DirBlock, usize, u32, u32)> = outs
+        .iter()
+        .enumerate()
+        .filter_map(|(k, o)| Some((k, o.rest.as_deref()?)))
+        .flat_map(|(k, r)| r.marks.iter().map(move |&(b, s, e)| (b, k, s, e)))
+        .collect();
+    marks.sort_by_key(|m| (zero_first && m.0.lblk != LBlk(0), m.0));
+    let mut cut = None;
+    for (b, k, s, e) in marks {
+        if cut.is_none()
+            && stop_before.is_some_and(|at| (zero_first && b.lblk != LBlk(0), b) > (false, at))
+        {
+            cut = Some(problems.len());
+        }
+        if let Some(r) = outs[k].rest.as_deref() {
+            problems.append_range(&r.sink.problems, s as usize..e as usize);
+        }
+    }
+    if stop_before.is_some() && cut.is_none() {
+        cut = Some(problems.len());
+    }
+    cut
+}
+
+/// The large_file feature missing while pass 1 found large files.
+fn large_file_problem(fs: &Fs, st: &State) -> Option<Problem> {
+    if st.stats.large_files == 0
+        || fs
+            .sb
+            .has_ro_compat(crate::fs::superblock::ro_compat::LARGE_FILE)
+    {
+        return None;
+    }
+    let mut p = Problem::new(Code::FeatureLargeFiles);
+    if fs.sb.rev_level == 0 {
+        p = p.detail(LARGE_FILES_REV0);
+    }
+    Some(p)
+}
+
+/// Each directory's deciding entry in `named_by` becomes its parent in
+/// place (0 for none); returns the end of each one's name in the names
+/// laid end to end, and those names.
+fn take_parents_and_names(
+    st: &State,
+    all: &[&UnitOut2],
+    named_by: &mut [u32],
+) -> (Vec<u32>, Vec<u8>) {
+    let mut ends = Vec::with_capacity(named_by.len());
+    let mut names = Vec::new();
+    let starts = entry_starts(all);
+    for (k, by) in named_by.iter_mut().enumerate() {
+        if k % 4096 == 0
+            && let Some(s) = &st.spill
+        {
+            s.tick();
+        }
+        let mut parent = 0;
+        if *by != NO_ENTRY {
+            let (k, j) = entry_at(&starts, *by);
+            names.extend_from_slice(all[k].name(j).unwrap_or(&[]));
+            parent = all[k].parent(j).get();
+        }
+        *by = parent;
+        ends.push(narrow::sat32(names.len()));
+    }
+    (ends, names)
 }
 
 /// A directory as a pass-2 unit carries it.

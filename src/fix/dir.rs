@@ -98,30 +98,7 @@ pub(super) fn fix(
         };
         return edit_dir_block(fs, state, overlay, dir, pblk, |_| true);
     }
-    // What tells the entry apart besides its name: the inode it names (a
-    // link to the root carries none: it is the root), or for a wrong file
-    // type the type it has now.
-    let key = match p.code {
-        Code::DirEntryLinkToRoot => Some(Key::Inode(ROOT_INO)),
-        // In an indexed directory the new name would hash elsewhere.
-        Code::DirEntryIllegalChars if state.has_iflag(Ino(dir), iflag::HTREE) => None,
-        Code::DirEntryIllegalChars => Some(Key::Any),
-        Code::DirEntryBadUtf8 if state.has_iflag(Ino(dir), iflag::HTREE) => None,
-        Code::DirEntryBadUtf8 => Some(Key::Any),
-        // The entry's type byte is all that is wrong: its name tells it.
-        Code::DirEntryFileTypeSet => Some(Key::Any),
-        Code::DirEntryFileType | Code::DirEntryFileTypeUnset => p
-            .args()
-            .num
-            .and_then(|n| u8::try_from(n).ok())
-            .map(Key::FileType),
-        _ => p
-            .args()
-            .num
-            .and_then(|n| u32::try_from(n).ok())
-            .map(Key::Inode),
-    };
-    let Some(key) = key else {
+    let Some(key) = entry_key(state, dir, p) else {
         return Ok(false);
     };
     let pblk = p.args().blk.map(Blk::get);
@@ -145,53 +122,8 @@ pub(super) fn fix(
     let low_len = filetype || code == Code::DirEntryFileTypeSet;
     let want_ft = p.args().num2.and_then(|n| u8::try_from(n).ok());
     let apply = |b: &mut [u8]| {
-        let Some((prev, off)) = find(b, key, name, low_len) else {
-            return false;
-        };
-        match code {
-            Code::DirEntryFileType | Code::DirEntryFileTypeUnset if filetype => match want_ft {
-                Some(ft) => {
-                    set_file_type_at(b, off, ft);
-                    true
-                }
-                None => false,
-            },
-            // e2fsck's repair: the byte cleared, the name length kept.
-            Code::DirEntryFileTypeSet => {
-                set_file_type_at(b, off, 0);
-                true
-            }
-            Code::DirEntryIllegalChars => {
-                // e2fsck's repair: each '/' or NUL becomes '.'.
-                let len = name.len();
-                for c in &mut b[off + HEADER_LEN..off + HEADER_LEN + len] {
-                    if *c == b'/' || *c == 0 {
-                        *c = b'.';
-                    }
-                }
-                true
-            }
-            Code::DirEntryBadUtf8 => {
-                // e2fsck's repair: from the first byte that does not start
-                // a valid character up to a NUL or the end, bytes become '.'.
-                // The detail is an escaped rendering: the length is the
-                // entry's.
-                let len = name_len_at(b, off);
-                let n = &mut b[off + HEADER_LEN..off + HEADER_LEN + len];
-                let Some(at) = crate::fs::casefold::invalid_at(n) else {
-                    return false;
-                };
-                for c in n[at..].iter_mut().take_while(|c| **c != 0) {
-                    *c = b'.';
-                }
-                true
-            }
-            _ if REMOVE.contains(&code) => {
-                remove(b, prev, off);
-                true
-            }
-            _ => false,
-        }
+        find(b, key, name, low_len)
+            .is_some_and(|(prev, off)| rewrite_entry(b, prev, off, code, name, filetype, want_ft))
     };
     let done = match pblk {
         Some(pblk) if !inline => edit_dir_block(fs, state, overlay, dir, pblk, apply)?,
@@ -203,6 +135,91 @@ pub(super) fn fix(
         add(links, ROOT_INO, -1);
     }
     Ok(done)
+}
+
+/// What tells the entry of `p` apart besides its name: the inode it
+/// names (a link to the root carries none: it is the root), or for a
+/// wrong file type the type it has now; `None` where the problem is not
+/// fixed by editing its entry.
+fn entry_key(state: &State, dir: u32, p: &Problem) -> Option<Key> {
+    match p.code {
+        Code::DirEntryLinkToRoot => Some(Key::Inode(ROOT_INO)),
+        // In an indexed directory the new name would hash elsewhere.
+        Code::DirEntryIllegalChars if state.has_iflag(Ino(dir), iflag::HTREE) => None,
+        Code::DirEntryIllegalChars => Some(Key::Any),
+        Code::DirEntryBadUtf8 if state.has_iflag(Ino(dir), iflag::HTREE) => None,
+        Code::DirEntryBadUtf8 => Some(Key::Any),
+        // The entry's type byte is all that is wrong: its name tells it.
+        Code::DirEntryFileTypeSet => Some(Key::Any),
+        Code::DirEntryFileType | Code::DirEntryFileTypeUnset => p
+            .args()
+            .num
+            .and_then(|n| u8::try_from(n).ok())
+            .map(Key::FileType),
+        _ => p
+            .args()
+            .num
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Key::Inode),
+    }
+}
+
+/// Fixes the entry at `off` of block `b` (`prev`: the entry before it)
+/// for problem `code`; `name` is the problem's rendering of its name,
+/// `want_ft` the file type it should have. Whether it changed.
+fn rewrite_entry(
+    b: &mut [u8],
+    prev: Option<usize>,
+    off: usize,
+    code: Code,
+    name: &str,
+    filetype: bool,
+    want_ft: Option<u8>,
+) -> bool {
+    match code {
+        Code::DirEntryFileType | Code::DirEntryFileTypeUnset if filetype => match want_ft {
+            Some(ft) => {
+                set_file_type_at(b, off, ft);
+                true
+            }
+            None => false,
+        },
+        // e2fsck's repair: the byte cleared, the name length kept.
+        Code::DirEntryFileTypeSet => {
+            set_file_type_at(b, off, 0);
+            true
+        }
+        Code::DirEntryIllegalChars => {
+            // e2fsck's repair: each '/' or NUL becomes '.'.
+            let len = name.len();
+            for c in &mut b[off + HEADER_LEN..off + HEADER_LEN + len] {
+                if *c == b'/' || *c == 0 {
+                    *c = b'.';
+                }
+            }
+            true
+        }
+        Code::DirEntryBadUtf8 => {
+            // e2fsck's repair: from the first byte that does not start
+            // a valid character up to a NUL or the end, bytes become '.'.
+            // The detail is an escaped rendering: the length is the
+            // entry's.
+            let len = name_len_at(b, off);
+            let n = &mut b[off + HEADER_LEN..off + HEADER_LEN + len];
+            let Some(at) = crate::fs::casefold::invalid_at(n) else {
+                return false;
+            };
+            for c in n[at..].iter_mut().take_while(|c| **c != 0) {
+                *c = b'.';
+            }
+            true
+        }
+        _ if REMOVE.contains(&code) => {
+            remove(b, prev, off);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Removes the entry `name` naming `ino` from directory `dir` (whichever

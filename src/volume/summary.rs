@@ -22,7 +22,7 @@
 use super::edit::{DescTable, edit_superblock, write_desc_table};
 use super::{ClusterMap, Fs, InodeMap, Stage};
 use crate::error::{Error, Result};
-use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
+use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT, GroupDesc};
 use crate::fs::num::{Blk, Cluster};
 
 /// What the passes found in use, which the summary is written from.
@@ -116,154 +116,14 @@ fn missing(g: u32) -> Error {
 /// Rebuilds the summary from what the passes found: bitmaps, descriptor
 /// counts, flags, never-used marks and checksums, the superblock's counts.
 pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<()> {
-    let geo = &fs.geo;
-    let bs = fs.block_size();
-    let csum = fs.metadata_csum();
-    let uninit_bg = fs.uninit_bg();
-    let flagged = |g: u32, f: u16| uninit_bg && fs.gds[g as usize].has_flag(f);
-    let view_bit = |v: &Option<ClusterMap>, c: Cluster| v.as_ref().is_some_and(|m| m.get(c));
-    let found = |c: Cluster| used.clusters.get(c);
-    // Which groups keep BLOCK_UNINIT: those whose blocks, read through the
-    // metadata of the groups that stay uninit, are what pass 1 found. A
-    // group losing its flag takes its metadata (which with flex_bg may lie
-    // in another group) out of the view, so decide until nothing changes;
-    // the set only shrinks, so this ends.
-    // The last group's bitmap covers blocks past the end of the file
-    // system: it is always written out.
-    let mut keep: Vec<bool> = (0..geo.groups)
-        .map(|g| g + 1 < geo.groups && flagged(g, BG_BLOCK_UNINIT))
-        .collect();
-    let view = loop {
-        let view = fs.uninit_view(|g| keep[g as usize]);
-        let mut changed = false;
-        for g in 0..geo.groups {
-            if keep[g as usize] {
-                let (first, n) = group_clusters(geo, g);
-                if !(0..n).all(|i| found(first + i) == view_bit(&view, first + i)) {
-                    keep[g as usize] = false;
-                    changed = true;
-                }
-            }
-        }
-        if !changed {
-            break view;
-        }
-    };
-    // Block bitmaps, their bits and the descriptors' counts are clusters
-    // (blocks without bigalloc).
-    let bpg = u64::from(geo.blocks_per_group) >> geo.cluster_bits;
-    let ipg = u64::from(geo.inodes_per_group);
+    let groups = Groups::new(fs, used);
     let mut table = DescTable::loaded(fs);
     let (mut free_blocks, mut free_inodes) = (0u64, 0u64);
-    let mut disk = vec![0u8; bs];
-
-    for g in 0..geo.groups {
-        let gd = &fs.gds[g as usize];
-        let mut d = table.desc(g).ok_or_else(|| missing(g))?;
-        let mut flags = gd.flags;
-
-        // ---- block bitmap ----
-        let (first, n) = group_clusters(geo, g);
-        let found = |i: u64| found(first + i);
-        let used_here = used.clusters.count_range(first, first + n);
-        let block_bm = if keep[g as usize] {
-            None
-        } else if writable(fs, gd.block_bitmap) {
-            let want = build(bs, bpg, |i| i >= n || found(i));
-            let differs = if flagged(g, BG_BLOCK_UNINIT) {
-                true
-            } else {
-                st.read_at(&fs.dev, gd.block_bitmap * bs as u64, &mut disk)?;
-                // e2fsck compares the bitmap as the library reads it, with
-                // the uninit groups' metadata ORed in; where only those
-                // bits are missing on disk, it rewrites the bitmap when its
-                // checksum is not that of the bitmap as read.
-                let read_differs = (0..bpg).any(|i| {
-                    let on_disk = bit(&disk, i) || (i < n && view_bit(&view, first + i));
-                    on_disk != (i >= n || found(i))
-                }) || !padded(&disk, bpg);
-                read_differs
-                    || (csum
-                        && disk != want
-                        && !gd.block_bitmap_csum_ok(&fs.sb, &want[..((bpg / 8) as usize).min(bs)]))
-            };
-            if differs {
-                st.stage(Blk(gd.block_bitmap), want.clone())?;
-            }
-            if uninit_bg {
-                flags &= !BG_BLOCK_UNINIT;
-            }
-            Some(if differs { want } else { disk.clone() })
-        } else {
-            // A bitmap outside the file system (reported by pass 0, not
-            // fixed yet) cannot be written; its checksum stays as it is.
-            None
-        };
-        if csum && let Some(bm) = &block_bm {
-            let c =
-                group_desc::bitmap_checksum(&fs.sb, &bm[..((bpg / 8) as usize).min(bs)], gd.wide);
-            d.set_block_bitmap_csum(c);
-        }
-        let group_free = n - used_here;
-        free_blocks += group_free;
-        // A count within one group: at most blocks per group, a u32.
-        #[allow(clippy::cast_possible_truncation)]
-        d.set_free_blocks(group_free as u32);
-
-        // ---- inode bitmap ----
-        let ino0 = u64::from(g) * ipg + 1;
-        let in_use = |i: u64| used.inodes.get_wide(ino0 + i);
-        let used_here = used.inodes.count_range(ino0, ino0 + ipg);
-        let ino_bm = if flagged(g, BG_INODE_UNINIT) && used_here == 0 {
-            None
-        } else if writable(fs, gd.inode_bitmap) {
-            let want = build(bs, ipg, in_use);
-            let differs = if flagged(g, BG_INODE_UNINIT) {
-                true
-            } else {
-                st.read_at(&fs.dev, gd.inode_bitmap * bs as u64, &mut disk)?;
-                (0..ipg).any(|i| bit(&disk, i) != in_use(i)) || !padded(&disk, ipg)
-            };
-            if differs {
-                st.stage(Blk(gd.inode_bitmap), want.clone())?;
-            }
-            if uninit_bg {
-                flags &= !BG_INODE_UNINIT;
-            }
-            Some(if differs { want } else { disk.clone() })
-        } else {
-            None
-        };
-        if csum && let Some(bm) = &ino_bm {
-            let c =
-                group_desc::bitmap_checksum(&fs.sb, &bm[..((ipg / 8) as usize).min(bs)], gd.wide);
-            d.set_inode_bitmap_csum(c);
-        }
-        let group_free = ipg - used_here;
-        free_inodes += group_free;
-        #[allow(clippy::cast_possible_truncation)] // at most inodes per group
-        d.set_free_inodes(group_free as u32);
-        let dirs = used.dirs.count_range(ino0, ino0 + ipg);
-        #[allow(clippy::cast_possible_truncation)] // at most inodes per group
-        d.set_used_dirs(dirs as u32);
-        if uninit_bg {
-            // e2fsck ends every repair with the library's descriptor pass,
-            // which puts the never-used mark right behind the group's last
-            // inode in use (an impossible mark, or one a fix allocated
-            // past, included); the same rule leaves e2fsck's bytes.
-            let last = (0..ipg).rev().find(|&i| in_use(i));
-            let unused = last.map_or(ipg, |l| ipg - (l + 1));
-            #[allow(clippy::cast_possible_truncation)] // at most inodes per group
-            d.set_itable_unused(unused as u32);
-        }
-        if !uninit_bg {
-            // Without group checksums the kernel ignores these; e2fsck
-            // clears them.
-            flags &= !(BG_BLOCK_UNINIT | BG_INODE_UNINIT);
-            d.set_itable_unused(0);
-        }
-        d.set_flags(flags);
-        d.set_checksum(&fs.sb, g);
+    let mut disk = vec![0u8; fs.block_size()];
+    for g in 0..fs.geo.groups {
+        let (blocks, inodes) = groups.rewrite_group(st, &mut table, g, &mut disk)?;
+        free_blocks += blocks;
+        free_inodes += inodes;
     }
 
     // The primary descriptor table, block by block, where it changed. The
@@ -271,7 +131,233 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
     // keeps the device's bytes.
     write_desc_table(fs, st, fs.sb_block, &table.raw, Some(&fs.gd_raw))?;
 
-    super_counts(fs, st, free_blocks << geo.cluster_bits, free_inodes)
+    super_counts(fs, st, free_blocks << fs.geo.cluster_bits, free_inodes)
+}
+
+/// What the rewrite of every group reads.
+struct Groups<'a> {
+    fs: &'a Fs,
+    used: &'a InUse<'a>,
+    csum: bool,
+    uninit_bg: bool,
+    /// Bits of a group in the block bitmaps: clusters (blocks without
+    /// bigalloc), as the descriptors' counts are.
+    bpg: u64,
+    /// Bits of a group in the inode bitmaps.
+    ipg: u64,
+    /// The groups that keep BLOCK_UNINIT.
+    keep: Vec<bool>,
+    /// The clusters those groups read as in use (their metadata).
+    view: Option<ClusterMap>,
+}
+
+impl<'a> Groups<'a> {
+    fn new(fs: &'a Fs, used: &'a InUse<'a>) -> Self {
+        let geo = &fs.geo;
+        let mut groups = Groups {
+            fs,
+            used,
+            csum: fs.metadata_csum(),
+            uninit_bg: fs.uninit_bg(),
+            bpg: u64::from(geo.blocks_per_group) >> geo.cluster_bits,
+            ipg: u64::from(geo.inodes_per_group),
+            keep: Vec::new(),
+            view: None,
+        };
+        groups.decide_block_uninit();
+        groups
+    }
+
+    /// Is flag `f` of a group's descriptor set, and trusted (with group
+    /// checksums)?
+    fn flagged(&self, gd: &GroupDesc, f: u16) -> bool {
+        self.uninit_bg && gd.has_flag(f)
+    }
+
+    fn view_bit(&self, c: Cluster) -> bool {
+        self.view.as_ref().is_some_and(|m| m.get(c))
+    }
+
+    /// Which groups keep BLOCK_UNINIT: those whose blocks, read through
+    /// the metadata of the groups that stay uninit, are what pass 1 found.
+    /// A group losing its flag takes its metadata (which with flex_bg may
+    /// lie in another group) out of the view, so decide until nothing
+    /// changes; the set only shrinks, so this ends. The last group's
+    /// bitmap covers blocks past the end of the file system: it is always
+    /// written out.
+    fn decide_block_uninit(&mut self) {
+        let (fs, geo) = (self.fs, &self.fs.geo);
+        self.keep = (0..geo.groups)
+            .zip(&fs.gds)
+            .map(|(g, gd)| g + 1 < geo.groups && self.flagged(gd, BG_BLOCK_UNINIT))
+            .collect();
+        loop {
+            self.view = fs.uninit_view(|g| self.keep[g as usize]);
+            let mut changed = false;
+            for g in 0..geo.groups {
+                if self.keep[g as usize] {
+                    let (first, n) = group_clusters(geo, g);
+                    if !(0..n)
+                        .all(|i| self.used.clusters.get(first + i) == self.view_bit(first + i))
+                    {
+                        self.keep[g as usize] = false;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    /// Group `g`'s bitmaps (staged where they differ) and descriptor;
+    /// its free clusters and free inodes.
+    fn rewrite_group<S: Stage + ?Sized>(
+        &self,
+        st: &mut S,
+        table: &mut DescTable,
+        g: u32,
+        disk: &mut [u8],
+    ) -> Result<(u64, u64)> {
+        let (fs, used, bs) = (self.fs, self.used, self.fs.block_size());
+        let (bpg, ipg) = (self.bpg, self.ipg);
+        let gd = &fs.gds[g as usize];
+        let mut d = table.desc(g).ok_or_else(|| missing(g))?;
+        let mut flags = gd.flags;
+
+        let (first, n) = group_clusters(&fs.geo, g);
+        let block_bm = if self.keep[g as usize] {
+            None
+        } else {
+            self.block_bitmap(st, g, gd, disk)?
+        };
+        if self.uninit_bg && block_bm.is_some() {
+            flags &= !BG_BLOCK_UNINIT;
+        }
+        if self.csum
+            && let Some(bm) = &block_bm
+        {
+            let c =
+                group_desc::bitmap_checksum(&fs.sb, &bm[..((bpg / 8) as usize).min(bs)], gd.wide);
+            d.set_block_bitmap_csum(c);
+        }
+        let free_blocks = n - used.clusters.count_range(first, first + n);
+        // A count within one group: at most blocks per group, a u32.
+        #[allow(clippy::cast_possible_truncation)]
+        d.set_free_blocks(free_blocks as u32);
+
+        let ino0 = u64::from(g) * ipg + 1;
+        let ino_bm = self.inode_bitmap(st, g, gd, disk)?;
+        if self.uninit_bg && ino_bm.is_some() {
+            flags &= !BG_INODE_UNINIT;
+        }
+        if self.csum
+            && let Some(bm) = &ino_bm
+        {
+            let c =
+                group_desc::bitmap_checksum(&fs.sb, &bm[..((ipg / 8) as usize).min(bs)], gd.wide);
+            d.set_inode_bitmap_csum(c);
+        }
+        let free_inodes = ipg - used.inodes.count_range(ino0, ino0 + ipg);
+        #[allow(clippy::cast_possible_truncation)] // at most inodes per group
+        d.set_free_inodes(free_inodes as u32);
+        let dirs = used.dirs.count_range(ino0, ino0 + ipg);
+        #[allow(clippy::cast_possible_truncation)] // at most inodes per group
+        d.set_used_dirs(dirs as u32);
+        if self.uninit_bg {
+            // e2fsck ends every repair with the library's descriptor pass,
+            // which puts the never-used mark right behind the group's last
+            // inode in use (an impossible mark, or one a fix allocated
+            // past, included); the same rule leaves e2fsck's bytes.
+            let last = (0..ipg).rev().find(|&i| used.inodes.get_wide(ino0 + i));
+            let unused = last.map_or(ipg, |l| ipg - (l + 1));
+            #[allow(clippy::cast_possible_truncation)] // at most inodes per group
+            d.set_itable_unused(unused as u32);
+        } else {
+            // Without group checksums the kernel ignores these; e2fsck
+            // clears them.
+            flags &= !(BG_BLOCK_UNINIT | BG_INODE_UNINIT);
+            d.set_itable_unused(0);
+        }
+        d.set_flags(flags);
+        d.set_checksum(&fs.sb, g);
+        Ok((free_blocks, free_inodes))
+    }
+
+    /// The block bitmap of group `g` (descriptor `gd`), which does not
+    /// keep BLOCK_UNINIT, as the file system will read it, staged where
+    /// it differs from the device; `None` where it lies outside the file
+    /// system (reported by pass 0, not fixed yet: it cannot be written,
+    /// and its checksum stays as it is).
+    fn block_bitmap<S: Stage + ?Sized>(
+        &self,
+        st: &mut S,
+        g: u32,
+        gd: &GroupDesc,
+        disk: &mut [u8],
+    ) -> Result<Option<Vec<u8>>> {
+        let (fs, bs, bpg) = (self.fs, self.fs.block_size(), self.bpg);
+        if !writable(fs, gd.block_bitmap) {
+            return Ok(None);
+        }
+        let (first, n) = group_clusters(&fs.geo, g);
+        let found = |i: u64| self.used.clusters.get(first + i);
+        let want = build(bs, bpg, |i| i >= n || found(i));
+        let differs = if self.flagged(gd, BG_BLOCK_UNINIT) {
+            true
+        } else {
+            st.read_at(&fs.dev, gd.block_bitmap * bs as u64, disk)?;
+            // e2fsck compares the bitmap as the library reads it, with
+            // the uninit groups' metadata ORed in; where only those
+            // bits are missing on disk, it rewrites the bitmap when its
+            // checksum is not that of the bitmap as read.
+            let read_differs = (0..bpg).any(|i| {
+                let on_disk = bit(disk, i) || (i < n && self.view_bit(first + i));
+                on_disk != (i >= n || found(i))
+            }) || !padded(disk, bpg);
+            read_differs
+                || (self.csum
+                    && *disk != want[..]
+                    && !gd.block_bitmap_csum_ok(&fs.sb, &want[..((bpg / 8) as usize).min(bs)]))
+        };
+        if differs {
+            st.stage(Blk(gd.block_bitmap), want.clone())?;
+        }
+        Ok(Some(if differs { want } else { disk.to_vec() }))
+    }
+
+    /// Group `g`'s inode bitmap, as `block_bitmap`; `None` where the
+    /// group keeps INODE_UNINIT (no inode in use) or the bitmap lies
+    /// outside the file system.
+    fn inode_bitmap<S: Stage + ?Sized>(
+        &self,
+        st: &mut S,
+        g: u32,
+        gd: &GroupDesc,
+        disk: &mut [u8],
+    ) -> Result<Option<Vec<u8>>> {
+        let (fs, bs, ipg) = (self.fs, self.fs.block_size(), self.ipg);
+        let ino0 = u64::from(g) * ipg + 1;
+        let in_use = |i: u64| self.used.inodes.get_wide(ino0 + i);
+        let uninit = self.flagged(gd, BG_INODE_UNINIT);
+        if (uninit && self.used.inodes.count_range(ino0, ino0 + ipg) == 0)
+            || !writable(fs, gd.inode_bitmap)
+        {
+            return Ok(None);
+        }
+        let want = build(bs, ipg, in_use);
+        let differs = if uninit {
+            true
+        } else {
+            st.read_at(&fs.dev, gd.inode_bitmap * bs as u64, disk)?;
+            (0..ipg).any(|i| bit(disk, i) != in_use(i)) || !padded(disk, ipg)
+        };
+        if differs {
+            st.stage(Blk(gd.inode_bitmap), want.clone())?;
+        }
+        Ok(Some(if differs { want } else { disk.to_vec() }))
+    }
 }
 
 /// The superblock's free counts, in blocks (its checksum is redone by
