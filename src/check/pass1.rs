@@ -185,6 +185,9 @@ impl UnitOut {
 /// Per-thread buffers, reused for every unit and inode.
 pub(crate) struct Worker {
     table: Vec<u8>,
+    /// The inodes of the inode-table block being checked, parsed, and
+    /// whether each passes its checksum.
+    parsed: Vec<(Inode, bool)>,
     block: Vec<u8>,
     scratch: Scratch,
 }
@@ -319,6 +322,7 @@ impl<'a> Scan<'a> {
         let bs = self.ctx.fs.block_size();
         Worker {
             table: Vec::new(),
+            parsed: Vec::new(),
             block: vec![0u8; bs],
             scratch: Scratch::new(),
         }
@@ -568,21 +572,27 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
         }
     };
     let table_buf = std::mem::take(&mut w.table);
+    let mut parsed = std::mem::take(&mut w.parsed);
     let table = &table_buf[at];
-    // Checksums once: the garbage test and the inode check both need them.
-    let csum_ok: Vec<bool> = table[..n * isz]
-        .chunks_exact(isz)
-        .enumerate()
-        .map(|(i, raw)| inode_csum_ok(ctx, first_ino + narrow::sat32(i), raw, &Inode::parse(raw)))
-        .collect();
-    let insane = insane_blocks(ctx, &table[..n * isz], &csum_ok);
+    // One inode-table block at a time (units are whole blocks): its
+    // inodes parsed and checksummed once, for the garbage test of the
+    // block and then for each inode's check.
     let ipb = geo.inodes_per_block().max(1) as usize;
-    for i in 0..n {
-        let raw = &table[i * isz..(i + 1) * isz];
-        let ino = first_ino + narrow::sat32(i);
-        let garbage = insane.get(i / ipb).copied().unwrap_or(false);
-        check_inode(ctx, w, &mut out, ino, raw, (csum_ok[i], garbage));
+    let mut ino = first_ino;
+    for block in table[..n * isz].chunks(ipb * isz) {
+        parsed.clear();
+        for (i, raw) in block.chunks_exact(isz).enumerate() {
+            let inode = Inode::parse(raw);
+            let ok = inode_csum_ok(ctx, ino + narrow::sat32(i), raw, &inode);
+            parsed.push((inode, ok));
+        }
+        let garbage = block_insane(ctx, ipb, &parsed);
+        for (raw, (inode, ok)) in block.chunks_exact(isz).zip(&parsed) {
+            check_inode(ctx, w, &mut out, ino, raw, inode, (*ok, garbage));
+            ino += 1;
+        }
     }
+    w.parsed = parsed;
     w.table = table_buf;
     out.split = std::mem::take(&mut w.scratch.split);
     out
@@ -786,34 +796,22 @@ impl InodeCheck<'_> {
 /// e2fsck's inode-table sanity test (done by libext2fs' inode scan): an
 /// inode-table block in which more than half the inodes fail their
 /// checksum or have an impossible extent header or block map holds
-/// garbage as a whole. `table` starts at a block boundary (units are
-/// whole blocks), `csum_ok` says which of its inodes pass their checksum;
-/// one flag per block.
-fn insane_blocks(ctx: &Ctx, table: &[u8], csum_ok: &[bool]) -> Vec<bool> {
-    let geo = &ctx.fs.geo;
-    let isz = geo.inode_size as usize;
-    let ipb = geo.inodes_per_block() as usize;
-    if ipb < 2 || isz == 0 {
-        return Vec::new();
+/// garbage as a whole. `parsed` holds the block's inodes, each with
+/// whether it passes its checksum.
+fn block_insane(ctx: &Ctx, ipb: usize, parsed: &[(Inode, bool)]) -> bool {
+    if ipb < 2 || ctx.fs.geo.inode_size == 0 {
+        return false;
     }
-    table
-        .chunks(ipb * isz)
-        .enumerate()
-        .map(|(b, chunk)| {
-            let bad = chunk
-                .chunks_exact(isz)
-                .enumerate()
-                .filter(|&(i, raw)| {
-                    let inode = Inode::parse(raw);
-                    !csum_ok.get(b * ipb + i).copied().unwrap_or(true)
-                        || (inode.has_flag(flags::EXTENTS)
-                            && blockmap::header_problem(&inode.block, 60).is_some())
-                        || block_map_insane(ctx.fs, &inode)
-                })
-                .count();
-            bad > ipb / 2
+    let bad = parsed
+        .iter()
+        .filter(|(inode, csum_ok)| {
+            !csum_ok
+                || (inode.has_flag(flags::EXTENTS)
+                    && blockmap::header_problem(&inode.block, 60).is_some())
+                || block_map_insane(ctx.fs, inode)
         })
-        .collect()
+        .count();
+    bad > ipb / 2
 }
 
 /// More than half of i_block's pointers outside the file system, for a
@@ -842,6 +840,7 @@ fn check_inode(
     out: &mut UnitOut,
     ino: u32,
     raw: &[u8],
+    inode: &Inode,
     (csum_ok, garbage): (bool, bool),
 ) {
     let mut c = InodeCheck {
@@ -870,11 +869,10 @@ fn check_inode(
         c.finish();
         return;
     }
-    let inode = Inode::parse(raw);
     if garbage && inode.links_count > 0 {
         c.report(Problem::new(Code::InodeGarbage).ino(Ino(ino)));
     }
-    check_inode_body(ctx, w, &mut c, raw, &inode);
+    check_inode_body(ctx, w, &mut c, raw, inode);
     c.finish();
     // e2fsck reports a bad checksum ("passes checks, but checksum does not
     // match") after its other checks unless one of them rewrote the inode;
