@@ -109,20 +109,43 @@ pub(super) fn rewrite(
     overlay: &mut Overlay,
     qtype: usize,
 ) -> super::Result<bool> {
-    let Some(&ino) = inums(fs).get(qtype) else {
+    let Some(&field) = inums(fs).get(qtype) else {
         return Ok(false);
     };
     let Some(usage) = &state.quota else {
         return Ok(false);
     };
-    if ino == 0 || ino > fs.geo.inodes_count || !state.inode_used.get(Ino(ino)) {
+    if field == 0 || field > fs.geo.inodes_count {
         return Ok(false);
+    }
+    // e2fsck's quota library writes the user and group files to their
+    // reserved inodes whatever the field names, then points the field
+    // there: an inode of the tree the field named is left alone, data and
+    // all. The project file goes where the field says.
+    let ino = match qtype {
+        0 => crate::fs::inode::USR_QUOTA_INO,
+        1 => crate::fs::inode::GRP_QUOTA_INO,
+        _ => field,
+    };
+    if ino == field && !state.inode_used.get(Ino(ino)) {
+        return Ok(false);
+    }
+    if ino != field {
+        // Pass 1 did not claim the blocks of a reserved inode no field
+        // names: it is cleared first (its own fix, an earlier round).
+        let raw = fs
+            .read_inode_raw(ino)
+            .map_err(|e| format!("cannot read quota inode {ino}: {e}"))?;
+        let old = Inode::parse(&raw);
+        if old.links_count != 0 || old.blocks_raw != 0 || old.block_ptrs()[0] != 0 {
+            return Ok(false);
+        }
     }
     let Some(counted) = usage.by_type.get(qtype) else {
         return Ok(false);
     };
     // Limits survive from the old file when it can be read.
-    let old = crate::check::quota::read_file(fs, ino, qtype).unwrap_or_default();
+    let old = crate::check::quota::read_file(fs, field, qtype).unwrap_or_default();
     let mut entries: BTreeMap<u32, Dquot> = BTreeMap::new();
     for d in &old {
         entries.entry(d.id).or_insert(Dquot {
@@ -170,6 +193,9 @@ pub(super) fn rewrite(
     let raw = new_inode(fs, &plan, bytes.len() as u64, now);
     if !vol::write_inode(fs, overlay, ino, &raw)? {
         return Err(format!("quota inode {ino} has no place in the inode tables").into());
+    }
+    if ino != field {
+        vol::edit_superblock(fs, overlay, |sb| sb.set_quota_inum(qtype, ino))?;
     }
     Ok(true)
 }

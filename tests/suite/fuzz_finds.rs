@@ -101,6 +101,45 @@ fn quota_field_naming_a_file_without_quota() {
     file_kept(&img, 5000);
 }
 
+/// A user or group quota field naming a live file with the quota feature
+/// on (seed fz13c-2, damage 718: `ssv usr_quota_inum 31`). The file is no
+/// quota file, so the quota must be written again; e2fsck's quota library
+/// writes it to the reserved inode (3 or 4) and points the field there,
+/// leaving the file's data alone (e2fsck also moves the file to
+/// /lost+found, its pass 2 having unlinked it). pfsck rewrote the quota
+/// file in place: the user's file was overwritten, and the entry naming
+/// it was left for e2fsck to reject.
+#[test]
+fn quota_field_naming_a_file_with_quota() {
+    for (field, reserved) in [("usr_quota_inum", 3), ("grp_quota_inum", 4)] {
+        let tmp = TempDir::new("fuzz-quota-file-on");
+        let img = tmp.join("disk.img");
+        image_with_file(
+            &img,
+            &MkfsOpts::ext4().block_size(1024).features("quota"),
+            5000,
+        );
+        debugfs_w(&img, &[format!("ssv {field} 12")]);
+        judged_by_oracle(field, &img, 4, 1);
+        file_kept(&img, 5000);
+        let data = tmp.join("dumped");
+        debugfs_r(&img, &format!("dump /f {}", data.display()));
+        assert_eq!(
+            std::fs::read(&data).unwrap(),
+            file_content("f", 5000),
+            "{field}"
+        );
+        let sb = debugfs_r(&img, "stats");
+        let name = if reserved == 3 { "User" } else { "Group" };
+        assert!(
+            sb.lines()
+                .any(|l| l.starts_with(&format!("{name} quota inode:"))
+                    && l.ends_with(&format!(" {reserved}"))),
+            "{field}: {sb}"
+        );
+    }
+}
+
 /// The orphan file field naming a live file without the orphan_file
 /// feature (damage 1995): e2fsck clears the inode as an orphan file that
 /// holds data, and the entry naming it.
