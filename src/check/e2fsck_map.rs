@@ -1008,7 +1008,7 @@ impl LatchLog {
 /// of files opening pass 1D. A repair's pass 1D depends on what was
 /// cloned before: only pass 1B's part is given.
 pub fn dup_refs(dups: &super::pass1b::Dups, ino: u32, first: bool, run: Run) -> Vec<Ref> {
-    let Ok(k) = dups.owners.binary_search_by_key(&ino, |o| o.ino) else {
+    let Ok(k) = dups.owners.binary_search_by_key(&Ino(ino), |o| o.ino) else {
         return Vec::new();
     };
     let o = &dups.owners[k];
@@ -1037,7 +1037,7 @@ pub fn dup_refs(dups: &super::pass1b::Dups, ino: u32, first: bool, run: Run) -> 
     if meta {
         out.push(Ref::of(0x013003, None));
     }
-    out.extend(o.shared.iter().map(|&s| Ref::of(0x013002, Some(s))));
+    out.extend(o.shared.iter().map(|&s| Ref::of(0x013002, Some(s.get()))));
     out.push(Ref::of(0x013006, None));
     out.push(Ref::of(0x013007, None));
     out

@@ -28,6 +28,9 @@ use crate::volume::Fs;
 /// Longest list of owners kept in a problem's detail.
 const DETAIL_CAP: usize = 2000;
 
+/// The bad blocks inode, an owner named but not reported.
+const BAD: Ino = Ino(inode::BAD_INO);
+
 /// Collects the duplicate blocks an inode maps, as e2fsck's pass 1B
 /// submits them: without bigalloc every mapping of a duplicate block (a
 /// block an inode maps twice counts twice). With bigalloc one per cluster
@@ -213,7 +216,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
     }
     let (found, unreadable) = scan_owners(fs, state, &dups, threads, ctl);
     let mut listed = Vec::with_capacity(found.len());
-    let mut owners: Vec<(u32, Vec<u64>)> = Vec::with_capacity(found.len());
+    let mut owners: Vec<(Ino, Vec<u64>)> = Vec::with_capacity(found.len());
     for (ino, hits, runs, mtime) in found {
         listed.push((ino, runs, mtime));
         owners.push((ino, hits));
@@ -231,7 +234,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
 /// An owner of duplicate blocks as the scan finds it: its inode, the
 /// duplicate blocks it claims (`Finder::hits`), its runs of mapped
 /// blocks in duplicate clusters, its mtime.
-type Found = (u32, Vec<u64>, Vec<(u64, u64)>, u32);
+type Found = (Ino, Vec<u64>, Vec<(u64, u64)>, u32);
 
 /// Walks every inode's map again, in inode order, for the owners of the
 /// duplicate blocks `dups`; also the first inode whose checksum fails.
@@ -241,14 +244,14 @@ fn scan_owners(
     dups: &[u64],
     threads: Threads,
     ctl: &Control,
-) -> (Vec<Found>, Option<u32>) {
+) -> (Vec<Found>, Option<Ino>) {
     let ctx = Ctx::new(fs, state);
     let units = pass1::make_units(fs);
     let isz = fs.geo.inode_size as usize;
     let csum = fs.metadata_csum();
     // Per unit: its owners of shared blocks, and its first inode whose
     // checksum fails.
-    let per_unit: Vec<(Vec<Found>, Option<u32>)> = par_map(
+    let per_unit: Vec<(Vec<Found>, Option<Ino>)> = par_map(
         units.len(),
         threads,
         ctl,
@@ -268,7 +271,7 @@ fn scan_owners(
                     break;
                 };
                 if csum && unreadable.is_none() && !csum_ok(fs, ino, raw) {
-                    unreadable = Some(ino);
+                    unreadable = Some(Ino(ino));
                 }
                 if !state.map_walked(Ino(ino)) {
                     continue;
@@ -298,7 +301,7 @@ fn scan_owners(
                     f.mark(inode.file_acl, inode.file_acl);
                 }
                 if !f.hits.is_empty() {
-                    found.push((ino, f.hits, f.runs, inode.mtime));
+                    found.push((Ino(ino), f.hits, f.runs, inode.mtime));
                 }
             }
             (found, unreadable)
@@ -311,11 +314,11 @@ fn scan_owners(
 
 /// One problem per owner but the bad blocks inode: how many duplicate
 /// blocks it claims and whom it shares them with.
-fn dup_problems(state: &State, owners: &[(u32, Vec<u64>)]) -> Vec<Problem> {
+fn dup_problems(state: &State, owners: &[(Ino, Vec<u64>)]) -> Vec<Problem> {
     // (cluster, owner) pairs, to find who else holds each cluster (the
     // block itself without bigalloc).
     let bits = state.cluster_bits;
-    let mut by_block: Vec<(u64, u32)> = owners
+    let mut by_block: Vec<(u64, Ino)> = owners
         .iter()
         .flat_map(|(ino, hits)| hits.iter().map(move |&b| (b >> bits, *ino)))
         .collect();
@@ -324,11 +327,11 @@ fn dup_problems(state: &State, owners: &[(u32, Vec<u64>)]) -> Vec<Problem> {
 
     let mut problems = Vec::new();
     for (ino, hits) in owners {
-        if *ino == inode::BAD_INO {
+        if *ino == BAD {
             // The bad blocks inode is named as an owner, not reported.
             continue;
         }
-        let mut others: Vec<u32> = Vec::new();
+        let mut others: Vec<Ino> = Vec::new();
         let mut meta = false;
         for &b in hits {
             let c = state.cluster(b);
@@ -355,7 +358,7 @@ fn dup_problems(state: &State, owners: &[(u32, Vec<u64>)]) -> Vec<Problem> {
             if !detail.is_empty() {
                 detail.push_str(", ");
             }
-            if *o == inode::BAD_INO {
+            if *o == BAD {
                 detail.push_str("<the bad blocks inode> (inode #1)");
             } else {
                 detail.push_str(&format!("inode #{o}"));
@@ -370,7 +373,7 @@ fn dup_problems(state: &State, owners: &[(u32, Vec<u64>)]) -> Vec<Problem> {
         let nshared = others.len() as u64 + u64::from(meta);
         problems.push(
             Problem::new(Code::DupBlocks)
-                .ino(Ino(*ino))
+                .ino(*ino)
                 .num(hits.len() as u64)
                 .num2(nshared)
                 .detail(detail),
@@ -392,15 +395,15 @@ pub struct Dups {
     pub owners: Vec<DupOwner>,
     /// The first inode whose checksum fails: e2fsck -n's rescan stops
     /// there (`stops::at_pass1b_checksum`).
-    pub unreadable: Option<u32>,
+    pub unreadable: Option<Ino>,
     /// The directory and name of the first entry naming each owner that
     /// is a file, in disk order of the directory blocks (pass 1C).
-    pub names: std::collections::BTreeMap<u32, (u32, Vec<u8>)>,
+    pub names: std::collections::BTreeMap<Ino, (Ino, Vec<u8>)>,
 }
 
 #[derive(Clone, Debug)]
 pub struct DupOwner {
-    pub ino: u32,
+    pub ino: Ino,
     /// Its modification time (seconds since the epoch).
     pub mtime: u32,
     /// Its mapped blocks in duplicate clusters, in map order, as runs of
@@ -410,7 +413,7 @@ pub struct DupOwner {
     pub claims: u64,
     /// The inodes it shares clusters with, in the order e2fsck lists them
     /// (its claims from the last, each cluster's claimants from the last).
-    pub shared: Vec<u32>,
+    pub shared: Vec<Ino>,
     /// Its claimed clusters, in map order, and whether each is metadata.
     pub clusters: Vec<(u64, bool)>,
 }
@@ -432,7 +435,7 @@ impl Dups {
     /// its clusters is metadata or has more than one claim; a copy gives
     /// up one claim on each cluster it copies. Parallel to `owners`; the
     /// bad blocks and resize inodes are never resolved.
-    pub fn fates(&self, cloned: impl Fn(u32) -> bool) -> Vec<Option<DupFate>> {
+    pub fn fates(&self, cloned: impl Fn(Ino) -> bool) -> Vec<Option<DupFate>> {
         let mut count: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
         for o in &self.owners {
             for &(c, _) in &o.clusters {
@@ -443,7 +446,7 @@ impl Dups {
         self.owners
             .iter()
             .map(|o| {
-                if o.ino == inode::BAD_INO || o.ino == inode::RESIZE_INO {
+                if o.ino == BAD || o.ino == Ino(inode::RESIZE_INO) {
                     return None;
                 }
                 let busy = o
@@ -474,12 +477,12 @@ impl Dups {
 }
 
 /// An owner's (inode, runs of duplicate blocks, modification time).
-type Listed = (u32, Vec<(u64, u64)>, u32);
+type Listed = (Ino, Vec<(u64, u64)>, u32);
 
 /// The owners as e2fsck lists them: runs, claims and sharers.
-fn listing(fs: &Fs, state: &State, owners: &[(u32, Vec<u64>)], listed: Vec<Listed>) -> Dups {
+fn listing(fs: &Fs, state: &State, owners: &[(Ino, Vec<u64>)], listed: Vec<Listed>) -> Dups {
     // Each cluster's claimants, in the order pass 1B met them.
-    let mut claimants: std::collections::HashMap<u64, Vec<u32>> = std::collections::HashMap::new();
+    let mut claimants: std::collections::HashMap<u64, Vec<Ino>> = std::collections::HashMap::new();
     for (ino, hits) in owners {
         for &b in hits {
             claimants
@@ -488,11 +491,11 @@ fn listing(fs: &Fs, state: &State, owners: &[(u32, Vec<u64>)], listed: Vec<Liste
                 .push(*ino);
         }
     }
-    let first = fs.geo.first_ino;
+    let first = Ino(fs.geo.first_ino);
     let mut dups = Dups::default();
     for ((ino, hits), (_, runs, mtime)) in owners.iter().zip(listed) {
         let ino = *ino;
-        if ino >= first || ino == inode::ROOT_INO {
+        if ino >= first || ino == Ino::ROOT {
             dups.files += 1;
         }
         let mut shared = Vec::new();
@@ -527,10 +530,10 @@ fn listing(fs: &Fs, state: &State, owners: &[(u32, Vec<u64>)], listed: Vec<Liste
 /// e2fsck's pass 1C: the first entry naming each owner that is a file,
 /// directory blocks read in disk order (the dots left out). Like e2fsck it
 /// stops once every owner is named, or at a block it cannot read or parse.
-fn pass1c(fs: &Fs, state: &State, dups: &Dups) -> std::collections::BTreeMap<u32, (u32, Vec<u8>)> {
+fn pass1c(fs: &Fs, state: &State, dups: &Dups) -> std::collections::BTreeMap<Ino, (Ino, Vec<u8>)> {
     use crate::fs::dir_entry::read_entry;
-    let first = fs.geo.first_ino;
-    let mut wanted: std::collections::HashSet<u32> = dups
+    let first = Ino(fs.geo.first_ino);
+    let mut wanted: std::collections::HashSet<Ino> = dups
         .owners
         .iter()
         .map(|o| o.ino)
@@ -539,7 +542,7 @@ fn pass1c(fs: &Fs, state: &State, dups: &Dups) -> std::collections::BTreeMap<u32
     let mut names = std::collections::BTreeMap::new();
     let mut order: Vec<&super::state::DirBlock> = state.dir_blocks.iter().collect();
     order.sort_by_key(|d| (d.pblk, d.ino, d.lblk));
-    let max = fs.geo.inodes_count;
+    let max = Ino(fs.geo.inodes_count);
     for d in order {
         if wanted.is_empty() {
             break;
@@ -556,10 +559,11 @@ fn pass1c(fs: &Fs, state: &State, dups: &Dups) -> std::collections::BTreeMap<u32
             let dot = d.lblk == LBlk(0) && entry < 2;
             entry += 1;
             off += e.rec_len;
-            if dot || e.inode < first || e.inode > max || !wanted.remove(&e.inode) {
+            let ino = Ino(e.inode);
+            if dot || ino < first || ino > max || !wanted.remove(&ino) {
                 continue;
             }
-            names.insert(e.inode, (d.ino.0, e.name.to_vec()));
+            names.insert(ino, (d.ino, e.name.to_vec()));
         }
     }
     names

@@ -223,7 +223,7 @@ pub struct State {
     /// as e2fsck counts them (with bigalloc, the first block of each run
     /// of blocks in one logical and one physical cluster). Empty when no
     /// block is shared.
-    pub dup_owners: Vec<(u32, Vec<u64>)>,
+    pub dup_owners: Vec<(Ino, Vec<u64>)>,
     /// Pass 1B to 1C's account of the sharing, for the report.
     pub dups: Option<std::sync::Arc<super::pass1b::Dups>>,
     /// (inode, encryption policy id) of the inodes flagged `ENCRYPTED`,

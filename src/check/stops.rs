@@ -357,7 +357,7 @@ pub(super) fn at_pass1b_checksum(
     d.owners.retain(|o| o.ino < bad);
     *dups = Some(std::sync::Arc::new(d));
     problems.retain(|p| p.spec().pass != Pass::P1B);
-    problems.push(Problem::new(Code::StoppedAtInodeChecksumP1B).ino(Ino(bad)));
+    problems.push(Problem::new(Code::StoppedAtInodeChecksumP1B).ino(bad));
     true
 }
 

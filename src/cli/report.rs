@@ -422,13 +422,13 @@ fn dup_passes(
 ) -> std::io::Result<()> {
     use crate::check::pass1b::DupFate;
     use crate::check::problem::Code;
-    use crate::fs::inode::{BAD_INO, ROOT_INO};
-    let problem: std::collections::HashMap<u32, (usize, Problem)> = rep
+    use crate::fs::inode::BAD_INO;
+    let problem: std::collections::HashMap<Ino, (usize, Problem)> = rep
         .problems
         .iter_where(|c| c == Code::DupBlocks)
-        .filter_map(|(k, p)| Some((p.args().ino?.get(), (k, p))))
+        .filter_map(|(k, p)| Some((p.args().ino?, (k, p))))
         .collect();
-    for o in dups.owners.iter().filter(|o| o.ino != BAD_INO) {
+    for o in dups.owners.iter().filter(|o| o.ino != Ino(BAD_INO)) {
         write!(out, "Multiply-claimed block(s) in inode {}:", o.ino)?;
         for &(a, b) in &o.runs {
             if a == b {
@@ -455,17 +455,17 @@ fn dup_passes(
     )?;
     let empty = crate::check::paths::DirTree::default();
     let tree = rep.tree.as_deref().unwrap_or(&empty);
-    let name = |ino: u32| match dups.names.get(&ino) {
-        _ if ino == ROOT_INO => "/".to_string(),
-        Some((dir, name)) => tree.path_of_entry(Ino(*dir), name),
-        None => tree.pathname(Ino(0), Ino(ino)),
+    let name = |ino: Ino| match dups.names.get(&ino) {
+        _ if ino == Ino::ROOT => "/".to_string(),
+        Some((dir, name)) => tree.path_of_entry(*dir, name),
+        None => tree.pathname(Ino::NONE, ino),
     };
-    let mtime = |ino: u32| {
+    let mtime = |ino: Ino| {
         dups.owners
             .binary_search_by_key(&ino, |o| o.ino)
             .map_or(0, |i| dups.owners[i].mtime)
     };
-    let cloned = |ino: u32| problem.get(&ino).is_some_and(|(k, _)| fixed(*k));
+    let cloned = |ino: Ino| problem.get(&ino).is_some_and(|(k, _)| fixed(*k));
     let fates = dups.fates(cloned);
     // Once a file shares a block with the metadata, e2fsck counts the
     // metadata among the sharers of every file after it too.

@@ -444,8 +444,7 @@ fn make_root(
     let Some(blk) = Allocator::new(fs, &state.block_used).take_lowest(overlay) else {
         return Ok(false);
     };
-    let blk = blk.get();
-    super::lostfound::write_dir(fs, overlay, ROOT_INO, ROOT_INO, blk, S_IFDIR | 0o755)?;
+    super::lostfound::write_dir(fs, overlay, Ino::ROOT, Ino::ROOT, blk, S_IFDIR | 0o755)?;
     state.inode_used.set(Ino(ROOT_INO));
     state.inode_dir.set(Ino(ROOT_INO));
     round.modified.insert(ROOT_INO);

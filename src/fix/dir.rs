@@ -20,8 +20,7 @@ use crate::fs::dir_entry::{
     file_type_at, inline_parent, inode_at, name_len_at, name_len16_at, rec_len_at,
     set_file_type_at, set_inline_parent, set_inode_at,
 };
-use crate::fs::inode::ROOT_INO;
-use crate::fs::num::{Blk, Ino};
+use crate::fs::num::{Blk, Ino, LBlk};
 use crate::fs::superblock::incompat;
 use crate::repair::overlay::Overlay;
 use crate::volume::Fs;
@@ -53,10 +52,10 @@ pub(super) fn fix(
     p: &Problem,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let Some(Ino(dir)) = p.args().ino else {
+    let Some(dir) = p.args().ino else {
         return Ok(false);
     };
-    let inline = state.has_iflag(Ino(dir), iflag::INLINE);
+    let inline = state.has_iflag(dir, iflag::INLINE);
     // An inline directory has no checksum tail.
     if inline && p.code == Code::DirBlockChecksum {
         return Ok(false);
@@ -79,21 +78,13 @@ pub(super) fn fix(
         let Some(child) = p.args().num.and_then(|n| u32::try_from(n).ok()) else {
             return Ok(false);
         };
-        return unlink(
-            fs,
-            state,
-            overlay,
-            Ino(dir),
-            Ino(child),
-            p.args().detail,
-            links,
-        );
+        return unlink(fs, state, overlay, dir, Ino(child), p.args().detail, links);
     }
     if p.code == Code::DirBlockChecksum {
         // The entries passed every check: only the tail is rewritten
         // (`edit_dir_block` recomputes it over whatever the other fixes of
         // this block staged).
-        let Some(Blk(pblk)) = p.args().blk else {
+        let Some(pblk) = p.args().blk else {
             return Ok(false);
         };
         return edit_dir_block(fs, state, overlay, dir, pblk, |_| true);
@@ -101,7 +92,7 @@ pub(super) fn fix(
     let Some(key) = entry_key(state, dir, p) else {
         return Ok(false);
     };
-    let pblk = p.args().blk.map(Blk::get);
+    let pblk = p.args().blk;
     if pblk.is_none() && !inline {
         return Ok(false);
     }
@@ -132,7 +123,7 @@ pub(super) fn fix(
     // Pass 2 counted the root entry among root's links; the others named
     // inodes whose count is not compared (unused or out of range).
     if done && code == Code::DirEntryLinkToRoot {
-        add(links, ROOT_INO, -1);
+        add(links, Ino::ROOT, -1);
     }
     Ok(done)
 }
@@ -141,13 +132,13 @@ pub(super) fn fix(
 /// names (a link to the root carries none: it is the root), or for a
 /// wrong file type the type it has now; `None` where the problem is not
 /// fixed by editing its entry.
-fn entry_key(state: &State, dir: u32, p: &Problem) -> Option<Key> {
+fn entry_key(state: &State, dir: Ino, p: &Problem) -> Option<Key> {
     match p.code {
-        Code::DirEntryLinkToRoot => Some(Key::Inode(ROOT_INO)),
+        Code::DirEntryLinkToRoot => Some(Key::Inode(Ino::ROOT)),
         // In an indexed directory the new name would hash elsewhere.
-        Code::DirEntryIllegalChars if state.has_iflag(Ino(dir), iflag::HTREE) => None,
+        Code::DirEntryIllegalChars if state.has_iflag(dir, iflag::HTREE) => None,
         Code::DirEntryIllegalChars => Some(Key::Any),
-        Code::DirEntryBadUtf8 if state.has_iflag(Ino(dir), iflag::HTREE) => None,
+        Code::DirEntryBadUtf8 if state.has_iflag(dir, iflag::HTREE) => None,
         Code::DirEntryBadUtf8 => Some(Key::Any),
         // The entry's type byte is all that is wrong: its name tells it.
         Code::DirEntryFileTypeSet => Some(Key::Any),
@@ -160,7 +151,7 @@ fn entry_key(state: &State, dir: u32, p: &Problem) -> Option<Key> {
             .args()
             .num
             .and_then(|n| u32::try_from(n).ok())
-            .map(Key::Inode),
+            .map(|i| Key::Inode(Ino(i))),
     }
 }
 
@@ -234,7 +225,7 @@ pub(super) fn unlink(
     links: &mut Links,
 ) -> super::Result<bool> {
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
-    let drop_entry = |b: &mut [u8]| match find(b, Key::Inode(ino.get()), name, filetype) {
+    let drop_entry = |b: &mut [u8]| match find(b, Key::Inode(ino), name, filetype) {
         Some((prev, off)) => {
             remove(b, prev, off);
             true
@@ -242,16 +233,16 @@ pub(super) fn unlink(
         None => false,
     };
     if state.has_iflag(dir, iflag::INLINE) {
-        let done = edit_inline(fs, overlay, dir.get(), drop_entry)?;
+        let done = edit_inline(fs, overlay, dir, drop_entry)?;
         if done {
-            add(links, ino.get(), -1);
+            add(links, ino, -1);
         }
         return Ok(done);
     }
-    for (_, Blk(pblk)) in state.dir_blocks_of(dir) {
-        let done = edit_dir_block(fs, state, overlay, dir.get(), pblk, drop_entry)?;
+    for (_, pblk) in state.dir_blocks_of(dir) {
+        let done = edit_dir_block(fs, state, overlay, dir, pblk, drop_entry)?;
         if done {
-            add(links, ino.get(), -1);
+            add(links, ino, -1);
             return Ok(true);
         }
     }
@@ -265,11 +256,11 @@ pub(super) fn unlink(
 fn edit_inline(
     fs: &Fs,
     overlay: &mut Overlay,
-    dir: u32,
+    dir: Ino,
     edit: impl FnOnce(&mut [u8]) -> bool,
 ) -> super::Result<bool> {
     let mut changed = false;
-    crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
+    crate::volume::edit::edit_inode(fs, overlay, dir.get(), |m| {
         changed = edit(&mut m.i_block_mut()[crate::fs::dir_entry::INLINE_ENTRIES_AT..]);
     })?;
     Ok(changed)
@@ -278,7 +269,7 @@ fn edit_inline(
 /// Besides its name, what an entry to fix must have.
 #[derive(Clone, Copy, Debug)]
 enum Key {
-    Inode(u32),
+    Inode(Ino),
     FileType(u8),
     /// Any used entry (the name alone tells it).
     Any,
@@ -301,7 +292,7 @@ fn find(b: &[u8], key: Key, name: &str, filetype: bool) -> Option<(Option<usize>
         };
         let n = b.get(off + HEADER_LEN..off + HEADER_LEN + name_len)?;
         let hit = match key {
-            Key::Inode(i) => inode_at(b, off) == i,
+            Key::Inode(i) => inode_at(b, off) == i.get(),
             Key::FileType(t) => filetype && inode_at(b, off) != 0 && file_type_at(b, off) == t,
             Key::Any => inode_at(b, off) != 0,
         };
@@ -330,23 +321,23 @@ fn dotdot(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    dir: u32,
+    dir: Ino,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let Some(k) = state.dir_index(Ino(dir)) else {
+    let Some(k) = state.dir_index(dir) else {
         return Ok(false);
     };
-    let parent = state.dir_parent.get(k).map_or(0, |p| p.0);
+    let parent = state.dir_parent.get(k).copied().unwrap_or(Ino::NONE);
     // No parent: the directory is unconnected, and reconnecting it (or
     // not) decides its '..'. (An htree root's dx tail is recomputed by
     // `edit_dir_block`.)
-    if parent == 0 {
+    if parent == Ino::NONE {
         return Ok(false);
     }
-    if state.has_iflag(Ino(dir), iflag::INLINE) {
+    if state.has_iflag(dir, iflag::INLINE) {
         return set_inline_dotdot(fs, overlay, dir, parent, links);
     }
-    let Some(pblk) = dir_block(state, dir, 0) else {
+    let Some(pblk) = dir_block(state, dir, LBlk(0)) else {
         return Ok(false);
     };
     set_dotdot(fs, state, overlay, dir, pblk, parent, links)
@@ -357,18 +348,18 @@ fn dotdot(
 pub(super) fn set_inline_dotdot(
     fs: &Fs,
     overlay: &mut Overlay,
-    dir: u32,
-    to: u32,
+    dir: Ino,
+    to: Ino,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let mut old = 0;
-    let done = crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
+    let mut old = Ino::NONE;
+    let done = crate::volume::edit::edit_inode(fs, overlay, dir.get(), |m| {
         let b = m.i_block_mut();
-        old = inline_parent(b);
-        set_inline_parent(b, to);
+        old = Ino(inline_parent(b));
+        set_inline_parent(b, to.get());
     })?;
     if done {
-        if old != 0 {
+        if old != Ino::NONE {
             add(links, old, -1);
         }
         add(links, to, 1);
@@ -382,23 +373,23 @@ pub(super) fn set_dotdot(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    dir: u32,
-    pblk: u64,
-    to: u32,
+    dir: Ino,
+    pblk: Blk,
+    to: Ino,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let mut old = 0;
+    let mut old = Ino::NONE;
     let done = edit_dir_block(fs, state, overlay, dir, pblk, |b| {
         let first = rec_len_at(b, 0, b.len());
         if first < HEADER_LEN || first + HEADER_LEN > b.len() || b.get(first + 8) != Some(&b'.') {
             return false;
         }
-        old = inode_at(b, first);
-        set_inode_at(b, first, to);
+        old = Ino(inode_at(b, first));
+        set_inode_at(b, first, to.get());
         true
     })?;
     if done {
-        if old != 0 {
+        if old != Ino::NONE {
             add(links, old, -1);
         }
         add(links, to, 1);
@@ -431,12 +422,15 @@ mod tests {
     #[test]
     fn removal_merges_into_the_previous_entry() {
         let mut b = block();
-        let (prev, off) = find(&b, Key::Inode(40), "gone", true).unwrap();
+        let (prev, off) = find(&b, Key::Inode(Ino(40)), "gone", true).unwrap();
         assert_eq!((prev, off), (Some(12), 24));
         remove(&mut b, prev, off);
         assert_eq!(le16(&b, 16), 28);
-        assert!(find(&b, Key::Inode(40), "gone", true).is_none());
-        assert_eq!(find(&b, Key::Inode(12), "kept", true), Some((Some(12), 40)));
+        assert!(find(&b, Key::Inode(Ino(40)), "gone", true).is_none());
+        assert_eq!(
+            find(&b, Key::Inode(Ino(12)), "kept", true),
+            Some((Some(12), 40))
+        );
     }
 
     #[test]

@@ -210,7 +210,7 @@ fn edit(
     f: impl FnOnce(&mut [u8]) -> bool,
 ) -> super::Result<bool> {
     let seed = if fs.metadata_csum() {
-        Some(dir_seed(fs, state, overlay, dir)?)
+        Some(dir_seed(fs, state, overlay, Ino(dir))?)
     } else {
         None
     };

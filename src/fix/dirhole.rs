@@ -101,7 +101,7 @@ fn allocate(
     }
     let bs = fs.block_size();
     let seed = if fs.metadata_csum() {
-        Some(dir_seed(fs, state, overlay, dir)?)
+        Some(dir_seed(fs, state, overlay, Ino(dir))?)
     } else {
         None
     };

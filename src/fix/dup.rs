@@ -44,7 +44,7 @@ use crate::check::problem::Problem;
 use crate::check::state::State;
 use crate::fs::extent::{self, Extent, ExtentIndex, INIT_MAX_LEN, RawEntry};
 use crate::fs::inode::{self, Inode, InodeMut, flags, inode_csum_seed};
-use crate::fs::num::{Blk, Cluster};
+use crate::fs::num::{Blk, Cluster, Ino};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr;
 use crate::narrow;
@@ -64,7 +64,7 @@ const UNWRITTEN_MAX_LEN: u64 = INIT_MAX_LEN as u64 - 1;
 pub(super) struct Outcome {
     /// Inodes that no longer share a block: given copies, deleted, or left
     /// sole owner by the others' copies.
-    pub resolved: BTreeSet<u32>,
+    pub resolved: BTreeSet<Ino>,
     /// Some block was staged.
     pub staged: bool,
 }
@@ -106,7 +106,7 @@ impl Claims {
 pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Result<Outcome> {
     let mut count: BTreeMap<Cluster, u32> = BTreeMap::new();
     // The inodes claiming each cluster (in inode order, each once).
-    let mut owners: BTreeMap<Cluster, Vec<u32>> = BTreeMap::new();
+    let mut owners: BTreeMap<Cluster, Vec<Ino>> = BTreeMap::new();
     for (ino, hits) in &state.dup_owners {
         for &b in hits {
             let c = state.cluster(b);
@@ -128,7 +128,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
     let mut alloc = Allocator::new(fs, &state.block_used);
     for (ino, hits) in &state.dup_owners {
         let ino = *ino;
-        if ino == inode::BAD_INO || ino == inode::RESIZE_INO {
+        if ino == Ino(inode::BAD_INO) || ino == Ino(inode::RESIZE_INO) {
             continue;
         }
         let clusters = || hits.iter().map(|&b| state.cluster(b));
@@ -143,7 +143,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
             out.resolved.insert(ino);
             continue;
         }
-        let Some(mut raw) = vol::read_inode(fs, overlay, ino)? else {
+        let Some(mut raw) = vol::read_inode(fs, overlay, ino.get())? else {
             continue;
         };
         let checkpoint = alloc.checkpoint();
@@ -157,11 +157,11 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
             budget: fs.geo.blocks_count.saturating_mul(4).saturating_add(64),
             seed: fs
                 .metadata_csum()
-                .then(|| inode_csum_seed(fs.csum_seed, ino, Inode::parse(&raw).generation)),
+                .then(|| inode_csum_seed(fs.csum_seed, ino.get(), Inode::parse(&raw).generation)),
             new_nodes: 0,
             clusters: ClusterCopy::default(),
         };
-        let res = tx.clone_inode(ino, &mut raw);
+        let res = tx.clone_inode(ino.get(), &mut raw);
         let Tx {
             writes,
             claims: tx_claims,
@@ -176,7 +176,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
                     overlay.stage(Blk(b), data)?;
                 }
                 claims = tx_claims;
-                vol::write_inode(fs, overlay, ino, &raw)?;
+                vol::write_inode(fs, overlay, ino.get(), &raw)?;
                 out.resolved.insert(ino);
                 out.staged = true;
             }
@@ -188,7 +188,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
                 }
                 // e2fsck's pass 1D deletes it: no links and a deletion
                 // time; the next round's pass 1 sees it unused.
-                super::inode::release(fs, state, overlay, ino, Default::default())?;
+                super::inode::release(fs, state, overlay, ino.get(), Default::default())?;
                 out.resolved.insert(ino);
                 out.staged = true;
             }

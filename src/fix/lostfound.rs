@@ -33,9 +33,9 @@ use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::BTreeMap;
 
 /// Changes to the number of entries naming each inode, made by the fixes.
-pub(super) type Links = BTreeMap<u32, i64>;
+pub(super) type Links = BTreeMap<Ino, i64>;
 
-pub(super) fn add(links: &mut Links, ino: u32, d: i64) {
+pub(super) fn add(links: &mut Links, ino: Ino, d: i64) {
     *links.entry(ino).or_default() += d;
 }
 
@@ -73,7 +73,7 @@ pub(super) fn fix(
     p: &Problem,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let Some(Ino(ino)) = p.args().ino else {
+    let Some(ino) = p.args().ino else {
         return Ok(false);
     };
     match p.code {
@@ -86,27 +86,27 @@ pub(super) fn fix(
 }
 
 /// The block (physical) holding logical block `lblk` of directory `ino`.
-pub(super) fn dir_block(state: &State, ino: u32, lblk: u32) -> Option<u64> {
+pub(super) fn dir_block(state: &State, ino: Ino, lblk: LBlk) -> Option<Blk> {
     state
         .dir_blocks
         .iter()
-        .find(|d| d.ino == Ino(ino) && d.lblk == LBlk(lblk))
-        .map(|d| d.pblk.0)
+        .find(|d| d.ino == ino && d.lblk == lblk)
+        .map(|d| d.pblk)
 }
 
 /// The checksum seed of directory `ino`'s blocks. The inode is read
 /// through the overlay: a lost+found created by this repair exists only
 /// there.
-pub(super) fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: u32) -> super::Result<u32> {
-    let generation = match (state.dir_index(Ino(ino)), state.dir_gen.is_empty()) {
+pub(super) fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: Ino) -> super::Result<u32> {
+    let generation = match (state.dir_index(ino), state.dir_gen.is_empty()) {
         (Some(k), false) => state.dir_gen.get(k).copied().unwrap_or(0),
         _ => {
-            let raw = vol::read_inode(fs, overlay, ino)?
+            let raw = vol::read_inode(fs, overlay, ino.get())?
                 .ok_or_else(|| format!("inode {ino} lies beyond the addressable range"))?;
             InodeMut(&mut raw.clone()).generation()
         }
     };
-    Ok(inode_csum_seed(fs.csum_seed, ino, generation))
+    Ok(inode_csum_seed(fs.csum_seed, ino.get(), generation))
 }
 
 /// Reads block `pblk` of directory `dir` through the overlay, lets `edit`
@@ -116,8 +116,8 @@ pub(super) fn edit_dir_block(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    dir: u32,
-    pblk: u64,
+    dir: Ino,
+    pblk: Blk,
     edit: impl FnOnce(&mut [u8]) -> bool,
 ) -> super::Result<bool> {
     let bs = fs.block_size();
@@ -127,8 +127,8 @@ pub(super) fn edit_dir_block(
         None
     };
     let mut done = false;
-    let htree = state.has_iflag(Ino(dir), iflag::HTREE);
-    vol::edit_bytes(fs, overlay, pblk * bs as u64, bs, |b| {
+    let htree = state.has_iflag(dir, iflag::HTREE);
+    vol::edit_bytes(fs, overlay, pblk.byte(fs.geo.block_size), bs, |b| {
         let tail = seed.is_some() && has_tail(b);
         let end = if tail { b.len() - TAIL_LEN } else { b.len() };
         done = edit(&mut b[..end]);
@@ -145,9 +145,10 @@ pub(super) fn edit_dir_block(
 
 /// Recomputes the dx tail checksum of block `b` if it is the htree root
 /// of `dir` ('.' naming it, the standard 8-byte root info).
-fn dx_root_reseal(b: &mut [u8], dir: u32, seed: u32) {
+fn dx_root_reseal(b: &mut [u8], dir: Ino, seed: u32) {
     use crate::fs::htree;
-    if inode_at(b, 0) != dir || htree::parse_root_info(b).info_length != htree::ROOT_INFO_LEN {
+    if inode_at(b, 0) != dir.get() || htree::parse_root_info(b).info_length != htree::ROOT_INFO_LEN
+    {
         return;
     }
     let count_off = htree::ROOT_INFO_OFFSET + 8;
@@ -159,7 +160,7 @@ fn dx_root_reseal(b: &mut [u8], dir: u32, seed: u32) {
 
 /// Adds entry `name` → `ino` (type `ft`) in the first record of `b` with
 /// room for it after its own name; false when there is none.
-fn insert_entry(b: &mut [u8], ino: u32, name: &[u8], ft: u8, filetype: bool) -> bool {
+fn insert_entry(b: &mut [u8], ino: Ino, name: &[u8], ft: u8, filetype: bool) -> bool {
     let need = rec_len_for(name.len());
     let mut off = 0;
     while off + HEADER_LEN <= b.len() {
@@ -188,7 +189,7 @@ fn insert_entry(b: &mut [u8], ino: u32, name: &[u8], ft: u8, filetype: bool) -> 
                 put_rec_len(b, off, at - off);
                 put_rec_len(b, at, len);
             }
-            set_inode_at(b, at, ino);
+            set_inode_at(b, at, ino.get());
             put_name(b, at, name, filetype.then_some(ft));
             // Bytes after the name are zeroed so no old name shows through.
             b[at + HEADER_LEN + name.len()..at + len].fill(0);
@@ -199,15 +200,9 @@ fn insert_entry(b: &mut [u8], ino: u32, name: &[u8], ft: u8, filetype: bool) -> 
     false
 }
 
-/// The entry type `ino` should have, as pass 2 computes it.
-fn file_type(state: &State, ino: u32) -> u8 {
-    state.ftype(Ino(ino))
-}
-
 /// Can entries be added to / rewritten in directory `dir` by these fixes?
-fn plain_dir(state: &State, dir: u32) -> bool {
-    state.inode_dir.get(Ino(dir))
-        && !state.has_iflag(Ino(dir), iflag::HTREE | iflag::INLINE | iflag::BAD)
+fn plain_dir(state: &State, dir: Ino) -> bool {
+    state.inode_dir.get(dir) && !state.has_iflag(dir, iflag::HTREE | iflag::INLINE | iflag::BAD)
 }
 
 /// Names `ino` as `#ino` in /lost+found; a directory also gets its '..'
@@ -217,25 +212,25 @@ fn reconnect(
     state: &State,
     overlay: &mut Overlay,
     lost_found: &mut LostFound,
-    ino: u32,
+    ino: Ino,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let lf = lost_found.ino.get();
-    if lf == 0 || lf == ino || !plain_dir(state, lf) {
+    let lf = lost_found.ino;
+    if lf == Ino::NONE || lf == ino || !plain_dir(state, lf) {
         return Ok(false);
     }
-    let is_dir = state.inode_dir.get(Ino(ino));
+    let is_dir = state.inode_dir.get(ino);
     // A directory's '..' must be rewritten too; find where it is before
     // adding the entry, so a directory that cannot be fixed is left whole.
-    let inline = is_dir && state.has_iflag(Ino(ino), iflag::INLINE);
-    if inline && state.has_iflag(Ino(ino), iflag::BAD) {
+    let inline = is_dir && state.has_iflag(ino, iflag::INLINE);
+    if inline && state.has_iflag(ino, iflag::BAD) {
         return Ok(false);
     }
     let dotdot_blk = if is_dir && !inline {
         // An indexed directory's '..' can be rewritten too (its root's
         // checksum is recomputed); only entries cannot be added to one.
-        let ok = !state.has_iflag(Ino(ino), iflag::BAD);
-        match dir_block(state, ino, 0).filter(|_| ok) {
+        let ok = !state.has_iflag(ino, iflag::BAD);
+        match dir_block(state, ino, LBlk(0)).filter(|_| ok) {
             Some(b) => Some(b),
             None => return Ok(false),
         }
@@ -243,11 +238,11 @@ fn reconnect(
         None
     };
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
-    let ft = if filetype { file_type(state, ino) } else { 0 };
+    let ft = if filetype { state.ftype(ino) } else { 0 };
     let name = format!("#{ino}");
     let mut added = false;
     for &pblk in &lost_found.blocks {
-        if edit_dir_block(fs, state, overlay, lf, pblk.get(), |b| {
+        if edit_dir_block(fs, state, overlay, lf, pblk, |b| {
             insert_entry(b, ino, name.as_bytes(), ft, filetype)
         })? {
             added = true;
@@ -262,8 +257,8 @@ fn reconnect(
         };
         // The new block's one empty record becomes the entry.
         let n = name.as_bytes();
-        edit_dir_block(fs, state, overlay, lf, pblk.get(), |b| {
-            set_inode_at(b, 0, ino);
+        edit_dir_block(fs, state, overlay, lf, pblk, |b| {
+            set_inode_at(b, 0, ino.get());
             put_name(b, 0, n, filetype.then_some(ft));
             true
         })?;
@@ -402,7 +397,7 @@ fn expand(
         m.set_blocks(blocks, false);
     })?;
     let seed = if fs.metadata_csum() {
-        Some(dir_seed(fs, state, overlay, ino)?)
+        Some(dir_seed(fs, state, overlay, lf.ino)?)
     } else {
         None
     };
@@ -433,7 +428,7 @@ pub(super) fn create(
     overlay: &mut Overlay,
     links: &mut Links,
 ) -> super::Result<Option<LostFound>> {
-    if !plain_dir(state, ROOT_INO) {
+    if !plain_dir(state, Ino::ROOT) {
         return Ok(None);
     }
     let geo = &fs.geo;
@@ -449,7 +444,7 @@ pub(super) fn create(
         };
         !fs.uninit_bg() || !gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
     });
-    let Some(ino) = ino.filter(|&i| fs.inode_location(i).is_some()) else {
+    let Some(ino) = ino.filter(|&i| fs.inode_location(i).is_some()).map(Ino) else {
         return Ok(None);
     };
     let mut alloc = Allocator::new(fs, &state.block_used);
@@ -460,10 +455,10 @@ pub(super) fn create(
     // The entry in the root first: without room there, nothing is made.
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let ft = if filetype { FT_DIR } else { 0 };
-    let root_blocks = state.dir_blocks_of(Ino(ROOT_INO));
+    let root_blocks = state.dir_blocks_of(Ino::ROOT);
     let mut named = false;
-    for &(_, Blk(pblk)) in &root_blocks {
-        if edit_dir_block(fs, state, overlay, ROOT_INO, pblk, |b| {
+    for &(_, pblk) in &root_blocks {
+        if edit_dir_block(fs, state, overlay, Ino::ROOT, pblk, |b| {
             insert_entry(b, ino, b"lost+found", ft, filetype)
         })? {
             named = true;
@@ -482,26 +477,26 @@ pub(super) fn create(
             alloc.rollback(checkpoint);
             return Ok(None);
         };
-        edit_dir_block(fs, state, overlay, ROOT_INO, pblk.get(), |b| {
-            set_inode_at(b, 0, ino);
+        edit_dir_block(fs, state, overlay, Ino::ROOT, pblk, |b| {
+            set_inode_at(b, 0, ino.get());
             put_name(b, 0, b"lost+found", filetype.then_some(ft));
             true
         })?;
     }
 
-    write_dir(fs, overlay, ino, ROOT_INO, blk.get(), 0o040700)?;
+    write_dir(fs, overlay, ino, Ino::ROOT, blk, 0o040700)?;
 
     // The summary allocates what is marked here; the root gains a link
     // from the new '..'.
-    state.inode_used.set(Ino(ino));
-    state.inode_dir.set(Ino(ino));
-    add(links, ROOT_INO, 1);
+    state.inode_used.set(ino);
+    state.inode_dir.set(ino);
+    add(links, Ino::ROOT, 1);
     // Its own count is the one written ('.' and the root's entry) plus
     // the subdirectories reconnected into it: recorded like any change,
     // so the link count fixes in `super::plan` land on the right total.
     add(links, ino, 2);
     Ok(Some(LostFound {
-        ino: Ino(ino),
+        ino,
         blocks: vec![blk],
     }))
 }
@@ -512,9 +507,9 @@ pub(super) fn create(
 pub(super) fn write_dir(
     fs: &Fs,
     overlay: &mut Overlay,
-    ino: u32,
-    parent: u32,
-    blk: u64,
+    ino: Ino,
+    parent: Ino,
+    blk: Blk,
     mode: u16,
 ) -> super::Result<()> {
     let bs = fs.block_size();
@@ -534,18 +529,19 @@ pub(super) fn write_dir(
     let one = Extent {
         lblk: 0,
         len: 1,
-        pblk: blk,
+        pblk: blk.get(),
         unwritten: false,
     };
     let root = crate::volume::extent::build(&[one], bs, 0, None, || None).map(|t| t.root);
     let ptr = match root.filter(|_| extents) {
         Some(_) => 0,
-        None => u32::try_from(blk)
-            .map_err(|_| format!("a block-mapped directory cannot map block {blk}"))?,
+        None => blk
+            .ptr32()
+            .ok_or_else(|| format!("a block-mapped directory cannot map block {blk}"))?,
     };
     let t = now(fs);
     // The inode: a directory of one block, generation 0.
-    let placed = vol::edit_inode(fs, overlay, ino, |m| {
+    let placed = vol::edit_inode(fs, overlay, ino.get(), |m| {
         m.0.fill(0);
         m.set_mode(mode);
         m.set_size(bs as u64);
@@ -570,17 +566,23 @@ pub(super) fn write_dir(
     // Its block: '.', '..' (the rest of the block), the checksum tail.
     let seed = fs
         .metadata_csum()
-        .then(|| inode_csum_seed(fs.csum_seed, ino, 0));
-    let b = dir_entry::dots_block(bs, ino, parent, filetype.then_some(FT_DIR), seed);
-    overlay.stage(Blk(blk), b)?;
+        .then(|| inode_csum_seed(fs.csum_seed, ino.get(), 0));
+    let b = dir_entry::dots_block(
+        bs,
+        ino.get(),
+        parent.get(),
+        filetype.then_some(FT_DIR),
+        seed,
+    );
+    overlay.stage(blk, b)?;
     Ok(())
 }
 
 /// Clears an unattached zero-length inode, as e2fsck does (with quota,
 /// the next round's check finds the usage it had and the quota files are
 /// rewritten then).
-fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> super::Result<bool> {
-    if ino == ROOT_INO {
+fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: Ino) -> super::Result<bool> {
+    if ino == Ino::ROOT {
         return Ok(false);
     }
     // e2fsck's clear_inode: no links, a deletion time, no flags.
@@ -588,7 +590,7 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> super::Resu
         flags: true,
         ..Default::default()
     };
-    super::inode::release(fs, state, overlay, ino, how)
+    super::inode::release(fs, state, overlay, ino.get(), how)
 }
 
 #[cfg(test)]
@@ -616,7 +618,7 @@ mod tests {
     #[test]
     fn splits_the_slack_of_the_last_entry() {
         let mut b = block();
-        assert!(insert_entry(&mut b, 99, b"#99", 1, true));
+        assert!(insert_entry(&mut b, Ino(99), b"#99", 1, true));
         assert_eq!(le16(&b, 16), 12);
         assert_eq!(le32(&b, 24), 99);
         assert_eq!(le16(&b, 28), 1000);
@@ -638,6 +640,6 @@ mod tests {
         let mut b = block();
         b.truncate(24);
         put_le16(&mut b, 16, 12);
-        assert!(!insert_entry(&mut b, 99, b"#99", 1, true));
+        assert!(!insert_entry(&mut b, Ino(99), b"#99", 1, true));
     }
 }

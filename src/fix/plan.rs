@@ -695,7 +695,7 @@ impl<'a> Round<'a> {
             Fixer::Field if matches!(p.code, Code::InodeLinkCount | Code::DirLinkOverflowExact) => {
                 // The count pass 2 found, plus what the tree fixes changed.
                 let ino = p.args().ino.map_or(0, Ino::get);
-                let d = m.links.get(&ino).copied().unwrap_or(0);
+                let d = m.links.get(&Ino(ino)).copied().unwrap_or(0);
                 let mut q = p.clone();
                 if let Some(n) = p.args().num2 {
                     q = q.num2(link_target(self.state, ino, n as i64 + d));
@@ -747,7 +747,7 @@ impl<'a> Round<'a> {
     /// directory's old '..' target, the reconnected inodes themselves).
     fn relinked(&mut self, m: &mut Main) -> Fixed<()> {
         let state = self.state;
-        for (&ino, &d) in &m.links {
+        for (&Ino(ino), &d) in &m.links {
             // A cleared inode keeps the count its clearing wrote.
             let cleared = m.gone.contains(&ino) && !m.round.modified.contains(&ino);
             if m.link_fixed.contains(&ino) || cleared || !state.inode_used.get(Ino(ino)) {
@@ -965,7 +965,7 @@ fn dup_round(
     }
     let mut fixed = vec![false; report.problems.len()];
     for (k, p) in report.problems.iter_where(|c| table::is(c, Fixer::Dup)) {
-        fixed[k] = p.args().ino.is_some_and(|Ino(i)| out.resolved.contains(&i));
+        fixed[k] = p.args().ino.is_some_and(|i| out.resolved.contains(&i));
     }
     Ok(Some(fixed))
 }

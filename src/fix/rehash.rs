@@ -97,7 +97,7 @@ pub(super) fn rebuild(
         collect(&buf, lblk == LBlk(0), filetype, &mut ents, &mut old_dotdot);
     }
     for ino in dedup(&mut ents) {
-        add(links, ino, -1);
+        add(links, Ino(ino), -1);
     }
 
     let parent = if dir == ROOT_INO {
@@ -114,7 +114,7 @@ pub(super) fn rebuild(
     };
     let csum = fs.metadata_csum();
     let seed = if csum {
-        Some(dir_seed(fs, state, overlay, dir)?)
+        Some(dir_seed(fs, state, overlay, Ino(dir))?)
     } else {
         None
     };
