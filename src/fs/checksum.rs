@@ -38,37 +38,66 @@ pub fn crc32c_raw_u64(seed: u32, v: u64) -> u32 {
 #[cfg(target_arch = "x86_64")]
 const SMALL: usize = 768;
 
-/// crc32c of a short buffer with the SSE 4.2 instruction, 8 bytes at a
-/// time, then 4, 2 and 1 (the instruction has no inversion: raw).
+/// crc32c of a short buffer with the SSE 4.2 instruction (raw).
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 fn small_sse42(seed: u32, data: &[u8]) -> u32 {
-    #[target_feature(enable = "sse4.2")]
-    fn run(seed: u32, data: &[u8]) -> u32 {
-        use std::arch::x86_64::{_mm_crc32_u8, _mm_crc32_u16, _mm_crc32_u32, _mm_crc32_u64};
-        let mut words = data.chunks_exact(8);
-        let mut c = u64::from(seed);
-        for w in &mut words {
-            c = _mm_crc32_u64(c, u64::from_le_bytes(w.try_into().unwrap_or_default()));
-        }
-        #[allow(clippy::cast_possible_truncation)] // the crc is 32 bits wide
-        let mut c = c as u32;
-        let mut rest = words.remainder();
-        if let Some((w, r)) = rest.split_first_chunk::<4>() {
-            c = _mm_crc32_u32(c, u32::from_le_bytes(*w));
-            rest = r;
-        }
-        if let Some((w, r)) = rest.split_first_chunk::<2>() {
-            c = _mm_crc32_u16(c, u16::from_le_bytes(*w));
-            rest = r;
-        }
-        if let Some(&b) = rest.first() {
-            c = _mm_crc32_u8(c, b);
-        }
-        c
-    }
     // SAFETY: called only once SSE 4.2 was detected on this CPU.
-    unsafe { run(seed, data) }
+    unsafe { sse42(seed, data) }
+}
+
+/// 8 bytes at a time, then 4, 2 and 1 (the instruction has no
+/// inversion: raw).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+#[inline]
+fn sse42(seed: u32, data: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u8, _mm_crc32_u16, _mm_crc32_u32, _mm_crc32_u64};
+    let mut words = data.chunks_exact(8);
+    let mut c = u64::from(seed);
+    for w in &mut words {
+        c = _mm_crc32_u64(c, u64::from_le_bytes(w.try_into().unwrap_or_default()));
+    }
+    #[allow(clippy::cast_possible_truncation)] // the crc is 32 bits wide
+    let mut c = c as u32;
+    let mut rest = words.remainder();
+    if let Some((w, r)) = rest.split_first_chunk::<4>() {
+        c = _mm_crc32_u32(c, u32::from_le_bytes(*w));
+        rest = r;
+    }
+    if let Some((w, r)) = rest.split_first_chunk::<2>() {
+        c = _mm_crc32_u16(c, u16::from_le_bytes(*w));
+        rest = r;
+    }
+    if let Some(&b) = rest.first() {
+        c = _mm_crc32_u8(c, b);
+    }
+    c
+}
+
+/// `crc32c_raw` of `data` with the 16 bytes at `at` ANDed with `mask`
+/// (a checksum field counted as zero), without copying `data`: one call
+/// per inode in pass 1. `at + 16` must not pass the end of `data`.
+pub fn crc32c_raw_masked(seed: u32, data: &[u8], at: usize, mask: &[u8; 16]) -> u32 {
+    let (head, rest) = data.split_at(at);
+    let (field, tail) = rest.split_first_chunk::<16>().expect("16 bytes at `at`");
+    let mut w = *field;
+    for (b, m) in w.iter_mut().zip(mask) {
+        *b &= m;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if data.len() < SMALL && std::is_x86_feature_detected!("sse4.2") {
+        #[target_feature(enable = "sse4.2")]
+        fn run(seed: u32, head: &[u8], w: &[u8; 16], tail: &[u8]) -> u32 {
+            let c = sse42(seed, head);
+            let c = sse42(c, w);
+            sse42(c, tail)
+        }
+        // SAFETY: SSE 4.2 was detected on this CPU.
+        #[allow(unsafe_code)]
+        return unsafe { run(seed, head, &w, tail) };
+    }
+    crc32c_raw(crc32c_raw(crc32c_raw(seed, head), &w), tail)
 }
 
 /// Table for crc16 with the reflected polynomial 0xA001 (CRC-16/ARC).
@@ -135,6 +164,31 @@ mod tests {
                         "start {start} len {len}"
                     );
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn masked_is_a_zeroed_copy() {
+        let data: Vec<u8> = (0..1100u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        let mut mask = [0xFF; 16];
+        mask[4..6].fill(0);
+        mask[10..12].fill(0);
+        for len in [16, 17, 136, 256, 512, 1024, 1100] {
+            for at in [0, 8, 0x78, len - 16]
+                .into_iter()
+                .filter(|at| at + 16 <= len)
+            {
+                let mut copy = data[..len].to_vec();
+                for (b, m) in copy[at..at + 16].iter_mut().zip(&mask) {
+                    *b &= m;
+                }
+                assert_eq!(
+                    crc32c_raw_masked(5, &data[..len], at, &mask),
+                    crc32c_raw(5, &copy)
+                );
             }
         }
     }

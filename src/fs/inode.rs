@@ -1,7 +1,7 @@
 //! The on-disk inode (`s_inode_size` bytes, at least 128).
 
 use super::bytes::{le16, le32, put_le16, put_le32};
-use super::checksum::{crc32c_raw, crc32c_raw_u64};
+use super::checksum::{crc32c_raw, crc32c_raw_masked, crc32c_raw_u64};
 use crate::narrow::{hi16, lo16, lo32};
 
 pub const ROOT_INO: u32 = 2;
@@ -448,15 +448,13 @@ pub fn compute_checksum(fs_seed: u32, ino: u32, b: &[u8]) -> u32 {
     let mut c = inode_csum_seed(fs_seed, ino, generation);
     // Both halves sit in the two words at 0x78: summed from a copy of
     // those, the rest in place, in whole words.
-    if let Some((words, rest)) = b.get(MASKED..).and_then(|t| t.split_first_chunk::<16>()) {
-        let mut w = *words;
-        w[CSUM_LO - MASKED..CSUM_LO - MASKED + 2].fill(0);
+    if b.len() >= MASKED + 16 {
+        let mut mask = [0xFF; 16];
+        mask[CSUM_LO - MASKED..CSUM_LO - MASKED + 2].fill(0);
         if hi {
-            w[CSUM_HI - MASKED..CSUM_HI - MASKED + 2].fill(0);
+            mask[CSUM_HI - MASKED..CSUM_HI - MASKED + 2].fill(0);
         }
-        c = crc32c_raw(c, &b[..MASKED]);
-        c = crc32c_raw(c, &w);
-        c = crc32c_raw(c, rest);
+        let c = crc32c_raw_masked(c, b, MASKED, &mask);
         return if hi { c } else { c & 0xFFFF };
     }
     // The stored checksum's halves, zeroed where the inode holds them.
