@@ -426,6 +426,19 @@ pub fn preen_quiet(p: &Problem) -> bool {
         .is_some_and(|e| e.flags & catalogue::PREEN_NOMSG != 0)
 }
 
+/// Is `p` asked by e2fsck's journal checks, which come before it marks
+/// the file system valid for its passes, so that answering no leaves the
+/// verdict clean (`e2fsck -n` exits 0 on a journal inode without
+/// has_journal, or a journal holding transactions without
+/// needs_recovery)? The journal problems that stop the check are fatal
+/// on their own.
+pub fn before_valid(p: &Problem) -> bool {
+    matches!(
+        p.code,
+        Code::JournalInodeNoFeature | Code::JournalNeedsRecoveryNoFlag
+    )
+}
+
 /// Is `p` fixed without e2fsck marking the file system changed? Its
 /// pass 0 resets a descriptor whose checksum fails (uninit marks,
 /// unused-inodes count) in memory only, and its closing checksum pass
@@ -665,6 +678,16 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .into_iter()
                 .map(|code| Ref::of(code, a_ino))
                 .collect();
+        }
+        // Stated, then the question whether to replay anyway; declined,
+        // the one whether to reset the journal.
+        (Code::JournalNeedsRecoveryNoFlag, _) => {
+            let asked: &[u32] = if run == Run::ReadOnly {
+                &[code, 0x00002B, 0x000019]
+            } else {
+                &[code, 0x00002B]
+            };
+            return asked.iter().map(|&c| Ref::of(c, None)).collect();
         }
         (Code::FeatureLargeFiles, _) if a.detail == super::pass2::LARGE_FILES_REV0 => {
             return vec![Ref::of(code, None), Ref::of(0x010033, None)];

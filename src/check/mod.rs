@@ -63,6 +63,11 @@ pub struct Options {
     /// inodes count) is reported for the repair to fix, and the check goes
     /// on.
     pub repairing: bool,
+    /// A repair's re-check of what it staged: its first check already
+    /// decided not to skip the file system as clean (e2fsck decides once),
+    /// and a staging that keeps the superblock's clean state must not
+    /// make the re-check skip what is left.
+    pub recheck: bool,
     /// The repair holds the MMP block (`repair::mmp::claim`): the
     /// "being checked" sequence there is its own.
     pub mmp_claimed: bool,
@@ -129,6 +134,7 @@ impl Default for Options {
             superblock: None,
             blocksize: None,
             repairing: false,
+            recheck: false,
             mmp_claimed: false,
             journal_device: None,
             control: Control::default(),
@@ -386,6 +392,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     // skips after setting one within the fudge; pfsck checks in full).
     let times = superblock::future_times(&fs, opts);
     if !opts.force
+        && !opts.recheck
         && (times.is_empty() || !opts.repairing)
         && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))
         && let Some(reason) = superblock::clean_skip_reason(&fs, opts)
