@@ -599,6 +599,12 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
         }
         Ok(found)
     })?;
+    if r.problems
+        .codes()
+        .any(|c| c == problem::Code::StoppedWithoutRoot)
+    {
+        return checked(report, fs, state);
+    }
     progress.pass_complete(3);
     let t = budget.threads();
     opts.emit(4, r);

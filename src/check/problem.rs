@@ -353,6 +353,7 @@ problems! {
 
     // ---- Pass 3: directory connectivity ----
     RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),
+    StoppedWithoutRoot = ("0x3740", P3, Notice, false, "The check stops: without a root directory, which -n may not make, nothing can be connected, as e2fsck -n gives up; run a repair to check the rest"),
     DirUnconnected = ("0x3002", P3, Error, false, "Unconnected directory inode {ino} (was in {path:num})"),
     DirDotDotWrong = ("0x3003", P3, Error, false, "'..' in {path:detail/ino} ({ino}) is {path:num2} ({num2}), should be {path:detail} ({detail})"),
     // Only a repair looks for lost+found (e2fsck -n does not), so these

@@ -63,6 +63,7 @@ fn is_stop(c: crate::check::problem::Code) -> bool {
             | Code::StoppedAtNoDirInfo
             | Code::StoppedAtInodeChecksumP1
             | Code::StoppedAtInodeChecksumP1B
+            | Code::StoppedWithoutRoot
     )
 }
 

@@ -144,3 +144,54 @@ fn journal_data_without_needs_recovery() {
     assert_same_codes(&img, &[0x000018]);
     judged_in_every_mode(&img, [0, 0, 4, 4, 0, 0]);
 }
+
+/// No root inode: -n declines to make one (0x030001) and e2fsck gives up
+/// there (exit 12), logging nothing of passes 3 to 5; -y makes a root.
+#[test]
+fn read_only_check_stops_without_a_root() {
+    let tmp = TempDir::new("c13i-noroot");
+    let img = tmp.join("img");
+    mkfs(&img, 4 * MIB, &MkfsOpts::ext2().block_size(1024), None);
+    debugfs_w(&img, &["mkdir foo", "clri <2>"]);
+    let (out, _) = both_exit(&img, &["-fn"], 12);
+    assert!(out.contains("Root inode not allocated"), "{out}");
+    assert!(!out.contains("Pass 4"), "{out}");
+    let (_, mine) = both_exit(&img, &["-fy"], 1);
+    if oracle().is_some() {
+        assert_eq!(oracle_fn(&mine), 0);
+    }
+}
+
+/// e2fsprogs' f_noroot: the same codes as e2fsck's problem log.
+#[test]
+fn public_f_noroot_stops_in_pass_3() {
+    let tmp = TempDir::new("c13i-f-noroot");
+    let Some(dir) = conformance_dir() else {
+        eprintln!("no conformance images: skipped");
+        return;
+    };
+    let img = tmp.join("f_noroot");
+    if extract_image(&dir.join("e2fsprogs").join("f_noroot"), &img).is_err() {
+        return;
+    }
+    assert_same_codes(&img, &[0x030001]);
+    both_exit(&img, &["-fn"], 12);
+}
+
+/// e2fsprogs' f_corrupt_dirent_tail: -n stops at the corrupt entry of a
+/// block without a checksum tail, before the checksum question e2fsck
+/// asks at the block's end (0x02004d).
+#[test]
+fn public_f_corrupt_dirent_tail_stops_before_the_checksum() {
+    let tmp = TempDir::new("c13i-f-cdt");
+    let Some(dir) = conformance_dir() else {
+        eprintln!("no conformance images: skipped");
+        return;
+    };
+    let img = tmp.join("f_corrupt_dirent_tail");
+    if extract_image(&dir.join("e2fsprogs").join("f_corrupt_dirent_tail"), &img).is_err() {
+        return;
+    }
+    assert_same_codes(&img, &[0x02004C, 0x020013]);
+    both_exit(&img, &["-fn"], 12);
+}
