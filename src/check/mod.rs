@@ -592,17 +592,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     // matters: 3A's problems follow pass 3's, where e2fsck (rebuilding at
     // the end of its pass 3) reports them.
     let rebuilt = rebuild::check(&fs, &state, &r.problems, opts.repairing);
-    step(r, &mut timer, &fs, ctl, "pass3", 3, || {
-        let mut found = ProblemList::from(pass3::run(&fs, &mut state, opts.repairing)?);
-        for p in rebuilt {
-            found.push(p);
-        }
-        Ok(found)
-    })?;
-    if r.problems
-        .codes()
-        .any(|c| c == problem::Code::StoppedWithoutRoot)
-    {
+    if pass3_stops(r, &mut timer, &fs, ctl, &mut state, rebuilt, opts.repairing)? {
         return checked(report, fs, state);
     }
     progress.pass_complete(3);
@@ -685,6 +675,29 @@ fn stop_at_illegal_indirect(problems: &mut ProblemList) -> bool {
     }
     problems.push(stop);
     true
+}
+
+/// Pass 3, then pass 3A's problems; whether a read-only check stopped
+/// there (no root, which -n may not make).
+fn pass3_stops(
+    r: &mut Report,
+    timer: &mut Timer,
+    fs: &Fs,
+    ctl: &Control,
+    state: &mut State,
+    rebuilt: impl IntoIterator<Item = problem::Problem>,
+    repairing: bool,
+) -> Result<bool> {
+    step(r, timer, fs, ctl, "pass3", 3, || {
+        let mut found = ProblemList::from(pass3::run(fs, state, repairing)?);
+        for p in rebuilt {
+            found.push(p);
+        }
+        Ok(found)
+    })?;
+    Ok(r.problems
+        .codes()
+        .any(|c| c == problem::Code::StoppedWithoutRoot))
 }
 
 fn step(
