@@ -275,6 +275,7 @@ pub const NONE: &[Code] = &[
     Code::StoppedAtNoDirInfo,
     Code::StoppedAtInodeChecksumP1,
     Code::StoppedAtInodeChecksumP1B,
+    Code::StoppedWithoutRoot,
     Code::SbFeatureUnsupported,
     Code::SbChecksum,
     Code::SbRevLevel,
@@ -426,6 +427,22 @@ pub fn preen_quiet(p: &Problem) -> bool {
         .is_some_and(|e| e.flags & catalogue::PREEN_NOMSG != 0)
 }
 
+/// Is `p` asked before e2fsck marks the file system valid for its
+/// passes, so that answering no leaves the verdict clean? Its journal
+/// checks (`e2fsck -n` exits 0 on a journal inode without has_journal,
+/// or a journal holding transactions without needs_recovery) and its
+/// superblock quota fields come first; a kept quota field changes the
+/// verdict only through what the passes then find, which the check marks
+/// with `num2` 1. The journal problems that stop the check are fatal on
+/// their own.
+pub fn before_valid(p: &Problem) -> bool {
+    match p.code {
+        Code::JournalInodeNoFeature | Code::JournalNeedsRecoveryNoFlag => true,
+        Code::SbQuotaInode => p.args().num2 != Some(1),
+        _ => false,
+    }
+}
+
 /// Is `p` fixed without e2fsck marking the file system changed? Its
 /// pass 0 resets a descriptor whose checksum fails (uninit marks,
 /// unused-inodes count) in memory only, and its closing checksum pass
@@ -445,14 +462,6 @@ pub fn unmarked_fix(p: &Problem) -> bool {
             | Code::SbLastMountFuture
             | Code::SbLastWriteFuture
     )
-}
-
-/// Is `p` a "no" e2fsck forgets? It judges the superblock's quota fields
-/// before marking the file system valid for its passes, so declining to
-/// clear one changes its `-n` exit code only through what the passes then
-/// find, which the check marks with `num2` 1.
-pub fn forgotten_when_declined(p: &Problem) -> bool {
-    p.code == Code::SbQuotaInode && p.args().num2 != Some(1)
 }
 
 /// Is `p` a question e2fsck answers by aborting (its "Abort? yes" of a
@@ -674,6 +683,16 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .map(|code| Ref::of(code, a_ino))
                 .collect();
         }
+        // Stated, then the question whether to replay anyway; declined,
+        // the one whether to reset the journal.
+        (Code::JournalNeedsRecoveryNoFlag, _) => {
+            let asked: &[u32] = if run == Run::ReadOnly {
+                &[code, 0x00002B, 0x000019]
+            } else {
+                &[code, 0x00002B]
+            };
+            return asked.iter().map(|&c| Ref::of(c, None)).collect();
+        }
         (Code::FeatureLargeFiles, _) if a.detail == super::pass2::LARGE_FILES_REV0 => {
             return vec![Ref::of(code, None), Ref::of(0x010033, None)];
         }
@@ -838,6 +857,10 @@ pub struct LatchLog {
     /// Per inode pass 1 found bad: how many times e2fsck meets it later
     /// (each entry naming it in pass 2, and pass 4 when no entry does).
     bad_met: std::collections::HashMap<u32, usize>,
+    /// The directory block a read-only check stopped in (its directory
+    /// and block): e2fsck -n aborts in the middle of it, before the
+    /// questions it asks at the block's end.
+    stop_block: Option<(Option<Ino>, Option<Blk>)>,
 }
 
 /// A directory entry, as pass 2's problems about it name it: the
@@ -864,9 +887,15 @@ impl LatchLog {
     /// For the problems of one report, in order.
     pub fn new(problems: impl IntoIterator<Item = Problem>) -> LatchLog {
         let mut log = LatchLog::default();
+        let mut last_corrupt = None;
         for p in problems {
             if log.stop.is_none() {
                 log.stop = stop_pass(p.code);
+            }
+            if p.code == Code::DirBlockCorrupt {
+                last_corrupt = Some((p.args().ino, p.args().blk));
+            } else if p.code == Code::StoppedAtCorruptDir {
+                log.stop_block = last_corrupt;
             }
             let met = match p.code {
                 Code::DirEntryBadInodeTarget => p.args().num.map(narrow::sat32),
@@ -934,6 +963,7 @@ fn stop_pass(code: Code) -> Option<u32> {
         Code::StoppedAtCorruptDir | Code::StoppedAtInodeChecksumP2 | Code::StoppedAtNoDirInfo => {
             Some(2)
         }
+        Code::StoppedWithoutRoot => Some(3),
         Code::StoppedAtInodeChecksumP4 => Some(4),
         Code::StoppedAtUninitGroup => Some(5),
         _ => None,
@@ -966,6 +996,11 @@ impl LatchLog {
             }
         }
         let mut own = refs(p, run);
+        if p.code == Code::DirBlockNoTail && self.stop_block == Some((a.ino, a.blk)) {
+            // The checksum question comes at the block's end, which the
+            // stopped check never reaches.
+            own.retain(|r| r.code != 0x02004D);
+        }
         if run == Run::ReadOnly {
             let once = own.clone();
             for _ in 0..self.asked_again(p) + self.bad_asked_again(p, &once) {

@@ -229,12 +229,21 @@ pub fn unusable(fs: &Fs) -> bool {
 
 /// Does the journal keep a check in this mode from skipping a clean file
 /// system? e2fsck looks at the journal before it decides to skip: one it
-/// may not use or repair stops it (exit 12), or is repaired first.
+/// may not use or repair stops it (exit 12), or is repaired first; a
+/// journal inode without has_journal it clears, and then checks in full
+/// (its pass 1 frees the inode), and a journal holding transactions
+/// without needs_recovery it replays, forcing the check (`-p` stops
+/// there); `-n` skips after saying no to either.
 pub fn stops_clean_skip(fs: &Fs, repairing: bool) -> bool {
     unusable(fs)
-        || check(fs, repairing)
-            .iter()
-            .any(|p| p.code == Code::JournalCannotProceed)
+        || check(fs, repairing).iter().any(|p| {
+            p.code == Code::JournalCannotProceed
+                || (repairing
+                    && matches!(
+                        p.code,
+                        Code::JournalInodeNoFeature | Code::JournalNeedsRecoveryNoFlag
+                    ))
+        })
 }
 
 /// The error number recorded in the internal journal's superblock (by the

@@ -63,6 +63,11 @@ pub struct Options {
     /// inodes count) is reported for the repair to fix, and the check goes
     /// on.
     pub repairing: bool,
+    /// A repair's re-check of what it staged: its first check already
+    /// decided not to skip the file system as clean (e2fsck decides once),
+    /// and a staging that keeps the superblock's clean state must not
+    /// make the re-check skip what is left.
+    pub recheck: bool,
     /// The repair holds the MMP block (`repair::mmp::claim`): the
     /// "being checked" sequence there is its own.
     pub mmp_claimed: bool,
@@ -129,6 +134,7 @@ impl Default for Options {
             superblock: None,
             blocksize: None,
             repairing: false,
+            recheck: false,
             mmp_claimed: false,
             journal_device: None,
             control: Control::default(),
@@ -386,6 +392,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     // skips after setting one within the fudge; pfsck checks in full).
     let times = superblock::future_times(&fs, opts);
     if !opts.force
+        && !opts.recheck
         && (times.is_empty() || !opts.repairing)
         && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))
         && let Some(reason) = superblock::clean_skip_reason(&fs, opts)
@@ -585,13 +592,9 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     // matters: 3A's problems follow pass 3's, where e2fsck (rebuilding at
     // the end of its pass 3) reports them.
     let rebuilt = rebuild::check(&fs, &state, &r.problems, opts.repairing);
-    step(r, &mut timer, &fs, ctl, "pass3", 3, || {
-        let mut found = ProblemList::from(pass3::run(&fs, &mut state, opts.repairing)?);
-        for p in rebuilt {
-            found.push(p);
-        }
-        Ok(found)
-    })?;
+    if pass3_stops(r, &mut timer, &fs, ctl, &mut state, rebuilt, opts.repairing)? {
+        return checked(report, fs, state);
+    }
     progress.pass_complete(3);
     let t = budget.threads();
     opts.emit(4, r);
@@ -672,6 +675,29 @@ fn stop_at_illegal_indirect(problems: &mut ProblemList) -> bool {
     }
     problems.push(stop);
     true
+}
+
+/// Pass 3, then pass 3A's problems; whether a read-only check stopped
+/// there (no root, which -n may not make).
+fn pass3_stops(
+    r: &mut Report,
+    timer: &mut Timer,
+    fs: &Fs,
+    ctl: &Control,
+    state: &mut State,
+    rebuilt: impl IntoIterator<Item = problem::Problem>,
+    repairing: bool,
+) -> Result<bool> {
+    step(r, timer, fs, ctl, "pass3", 3, || {
+        let mut found = ProblemList::from(pass3::run(fs, state, repairing)?);
+        for p in rebuilt {
+            found.push(p);
+        }
+        Ok(found)
+    })?;
+    Ok(r.problems
+        .codes()
+        .any(|c| c == problem::Code::StoppedWithoutRoot))
 }
 
 fn step(

@@ -34,6 +34,11 @@ pub fn check(st: &State, repairing: bool) -> Vec<Problem> {
     let mut out = Vec::new();
     if !st.inode_used.get(Ino(ROOT_INO)) {
         out.push(Problem::new(Code::RootMissing));
+        if !repairing {
+            // Declined, e2fsck cannot go on without a root (it aborts).
+            out.push(Problem::new(Code::StoppedWithoutRoot));
+            return out;
+        }
     }
     let n = st.dirs.len();
     let parent = |i: usize| st.dir_parent.get(i).copied().unwrap_or_default();

@@ -131,7 +131,7 @@ problems! {
     JournalInodeNoFeature = ("0x0205", Super, Error, true, "Superblock has no has_journal flag, but a journal inode {ino} is present"),
     JournalExternalUnsupported = ("0x0206", Super, Fatal, false, "The file system uses an external journal device, which is not supported"),
     JournalChecksum = ("0x0207", Super, Error, true, "The journal superblock checksum does not match"),
-    JournalNeedsRecoveryNoFlag = ("0x0208", Super, Error, true, "The journal has data to replay but the needs_recovery flag is not set"),
+    JournalNeedsRecoveryNoFlag = ("0x0208", Super, Error, false, "The journal has data to replay but the needs_recovery flag is not set"),
     JournalVersionUnsupported = ("0x0730", Super, Error, false, "The journal superblock's version (block type {num}) is not supported"),
     JournalVersionAbort = ("0x0731", Super, Fatal, false, "The check is aborted: the journal may hold updates pfsck cannot read (an unknown version or features), and replacing it would lose them"),
     JournalCannotProceed = ("0x020A", Super, Fatal, false, "The journal is unusable and -n forbids clearing it: cannot proceed with the file system check"),
@@ -353,6 +353,7 @@ problems! {
 
     // ---- Pass 3: directory connectivity ----
     RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),
+    StoppedWithoutRoot = ("0x3740", P3, Notice, false, "The check stops: without a root directory, which -n may not make, nothing can be connected, as e2fsck -n gives up; run a repair to check the rest"),
     DirUnconnected = ("0x3002", P3, Error, false, "Unconnected directory inode {ino} (was in {path:num})"),
     DirDotDotWrong = ("0x3003", P3, Error, false, "'..' in {path:detail/ino} ({ino}) is {path:num2} ({num2}), should be {path:detail} ({detail})"),
     // Only a repair looks for lost+found (e2fsck -n does not), so these

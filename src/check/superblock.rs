@@ -657,7 +657,7 @@ fn quota_inum_invalid(ino: u32, inodes_count: u32) -> bool {
 /// then name a quota file (pass 2), and a project field naming a reserved
 /// inode makes that inode a quota file of pass 1, to be cleared when it
 /// holds anything (or read as one with the quota feature on). Marked
-/// with `num2` 1 (see `e2fsck_map::forgotten_when_declined`).
+/// with `num2` 1 (see `e2fsck_map::before_valid`).
 fn quota_field_lingers(fs: &Fs, kind: &str, ino: u32) -> bool {
     if ino == crate::fs::inode::ROOT_INO {
         return true;

@@ -31,11 +31,9 @@ const PASS_HEADERS: [(Pass, &str); 5] = [
 
 pub fn exit_code(rep: &Report) -> i32 {
     let mut code = EXIT_OK;
-    let counted = rep
-        .problems
-        .iter()
-        .any(|p| p.spec().severity == Severity::Error && !e2fsck_map::forgotten_when_declined(&p));
-    if counted {
+    let counted =
+        |p: &Problem| p.spec().severity == Severity::Error && !e2fsck_map::before_valid(p);
+    if rep.problems.iter().any(|p| counted(&p)) {
         code |= EXIT_UNCORRECTED;
     }
     // e2fsck -n aborts where it stops, and an abort adds 8 to its code.
@@ -65,6 +63,7 @@ fn is_stop(c: crate::check::problem::Code) -> bool {
             | Code::StoppedAtNoDirInfo
             | Code::StoppedAtInodeChecksumP1
             | Code::StoppedAtInodeChecksumP1B
+            | Code::StoppedWithoutRoot
     )
 }
 

@@ -492,6 +492,7 @@ impl<'a, 'q> Session<'a, 'q> {
             // The re-checks are not shown pass by pass: their problems
             // are asked about, or listed, after them.
             events: None,
+            recheck: true,
             ..self.opts.clone()
         };
         loop {
@@ -744,6 +745,7 @@ impl<'a, 'q> Session<'a, 'q> {
             superblock: None,
             blocksize: None,
             events: None,
+            recheck: true,
             ..self.opts.clone()
         };
         match check::check_device(dev, &opts) {

@@ -89,8 +89,9 @@ fn needs_recovery_without_a_journal_is_cleared() {
 
 /// A journal inode the superblock names without has_journal: -y forgets
 /// the journal and pass 1 then clears the inode and frees its blocks, as
-/// e2fsck does (exit 1, the same summary). Under -n e2fsck exits 0 (its
-/// journal questions do not count toward the verdict); pfsck says 4.
+/// e2fsck does (exit 1, the same summary). Under -n both exit 0 (the
+/// journal questions do not count toward the verdict:
+/// `catalogue_13i::journal_without_has_journal_counts_only_when_repaired`).
 #[test]
 fn journal_without_has_journal_is_forgotten() {
     let tmp = TempDir::new("jnl-no-feature");

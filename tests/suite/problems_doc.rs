@@ -53,6 +53,10 @@ const DAMAGE: &[(Code, &str)] = &[
         "journal_flags::needs_recovery_without_a_journal_is_cleared",
     ),
     (
+        Code::JournalNeedsRecoveryNoFlag,
+        "catalogue_13i::journal_data_without_needs_recovery",
+    ),
+    (
         Code::JournalFeatureUnsupported,
         "catalogue_13i::unknown_journal_features_abort",
     ),
@@ -417,7 +421,18 @@ fn preens(c: Code, e: &Entry) -> bool {
     e2fsck_map::preen_ok(&Problem::new(c).e2fsck(e.code))
 }
 
+/// Pass 0 statements whose caller asks another code next (not through
+/// AFTER_CODE): preen answers that question.
+const ASKED_NEXT: &[(u32, u32)] = &[
+    // The journal holds transactions without needs_recovery: "replay
+    // anyway?", which preen may not answer.
+    (0x000018, 0x00002B),
+];
+
 fn preen_fixes(e: &Entry) -> bool {
+    if let Some(&(_, next)) = ASKED_NEXT.iter().find(|(c, _)| *c == e.code) {
+        return catalogue::entry(next).is_some_and(preen_fixes);
+    }
     // A pass 0 problem that asks nothing (and asks no other code next)
     // never stops preen: e2fsck does what it says and goes on.
     let stated = e.prompt == catalogue::Prompt::None
