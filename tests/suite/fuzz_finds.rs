@@ -867,3 +867,27 @@ fn entry_naming_a_symlink_whose_checksum_fails() {
         assert_eq!(inode_of(&img, path), ino);
     }
 }
+
+/// The extents feature turned off on a 64bit file system, and a file's
+/// extent pointing past the end (seed fz13c-2, damage 770). e2fsck sets
+/// the feature back in pass 0 and its pass 1 clears the bad extent, the
+/// file kept. pfsck's check walked the file as an extent tree too, but
+/// its repair, reading the feature from the superblock, rewrote i_block
+/// as a block map: the extent header zeroed, the next round cleared the
+/// inode as having a corrupt header and removed its entry.
+#[test]
+fn extent_fixed_while_the_feature_is_being_set_back() {
+    let tmp = TempDir::new("fuzz-extent-feature-64bit");
+    let img = tmp.join("disk.img");
+    image_with_file(
+        &img,
+        &MkfsOpts::ext4().block_size(1024).features("64bit"),
+        20000,
+    );
+    debugfs_w(&img, &["feature ^extent", "sif /f block[5] 9000"]);
+    let (fn_out, fy_out) = judged_by_oracle("extent feature off, 64bit", &img, 4, 1);
+    assert!(fn_out.contains("needs extents"), "{fn_out}");
+    assert!(!fy_out.contains("Clear inode"), "{fy_out}");
+    assert!(fy_out.contains("Inode 12"), "{fy_out}");
+    assert_eq!(inode_of(&img, "/f"), 12);
+}
