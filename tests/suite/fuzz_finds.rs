@@ -891,3 +891,24 @@ fn extent_fixed_while_the_feature_is_being_set_back() {
     assert!(fy_out.contains("Inode 12"), "{fy_out}");
     assert_eq!(inode_of(&img, "/f"), 12);
 }
+
+/// The fast_commit flag set in a 1024-block journal's superblock (seed
+/// fz13c-2, damage 1823: one bit). With s_num_fc_blks 0 the area is 256
+/// blocks, which leaves the journal proper under jbd2's minimum of 1024:
+/// e2fsck calls the journal superblock corrupt (-n cannot proceed, exit
+/// 12; -y resets it). pfsck found nothing and exited 0.
+#[test]
+fn fast_commit_area_leaving_too_small_a_journal() {
+    let tmp = TempDir::new("fuzz-fc-area");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+    let jsb = debugfs_number(&img, "bmap <8> 0");
+    assert_eq!(read_at(&img, jsb * 1024 + 0x10, 4), 1024u32.to_be_bytes());
+    // The lowest byte of s_feature_incompat (big-endian at 0x28).
+    let at = jsb * 1024 + 0x2b;
+    let old = read_at(&img, at, 1)[0];
+    write_at(&img, at, &[old | 0x20]);
+    let (fn_out, _) = judged_by_oracle("fast commit area", &img, 12, 1);
+    assert!(fn_out.contains("fast commit"), "{fn_out}");
+    file_kept(&img, 3000);
+}
