@@ -1,5 +1,5 @@
-//! What the differential fuzzer (`scripts/difffuzz.py`) found with seed
-//! 1, each damage made again from scratch (mkfs, debugfs -w, raw writes)
+//! What the differential fuzzer (`scripts/difffuzz.py`) found (seeds 1,
+//! 102, fz13c, fz13c-2), each damage made again from scratch (mkfs, debugfs -w, raw writes)
 //! and judged against e2fsck 1.47.4: pfsck's `-fn` verdict must be the
 //! oracle's, one `pfsck -fy` must leave a file system the oracle finds
 //! clean, and the files e2fsck keeps must still be there.
