@@ -501,6 +501,19 @@ fn superblock_problem(
             return Some("checksum does not match".into());
         }
     }
+    // The fast-commit area must leave jbd2's minimum of 1024 blocks to
+    // the journal proper. e2fsck subtracts as unsigned 32-bit numbers: an
+    // area larger than the whole journal wraps and passes.
+    if j.blocktype == journal::BLOCKTYPE_SB_V2
+        && j.fast_commit()
+        && u64::from(j.maxlen.wrapping_sub(j.fc_blocks())) < MIN_JOURNAL_BLOCKS
+    {
+        return Some(format!(
+            "{} fast commit blocks leave fewer than {MIN_JOURNAL_BLOCKS} of its {} blocks",
+            j.fc_blocks(),
+            j.maxlen
+        ));
+    }
     None
 }
 

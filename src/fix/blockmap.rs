@@ -85,9 +85,14 @@ pub(super) fn fix(
                     | Code::InodeBlockMapShared
             )
         });
-    let extents = fs.sb.has_incompat(incompat::EXTENTS)
-        && ind.has_flag(flags::EXTENTS)
-        && ino != inode::BAD_INO;
+    // As pass 1 walked it: without the feature, a flagged inode whose
+    // root header is sound is still an extent tree (the repair sets the
+    // feature, in pass 0 for a 64bit file system or at the first such
+    // inode); rewritten as a block map, its header would be zeroed.
+    let extents = ind.has_flag(flags::EXTENTS)
+        && ino != inode::BAD_INO
+        && (fs.sb.has_incompat(incompat::EXTENTS)
+            || header_problem(&ind.block, I_BLOCK_LEN).is_none());
     if clear_it {
         let mut staged = false;
         if !extents

@@ -1,5 +1,5 @@
-//! What the differential fuzzer (`scripts/difffuzz.py`) found with seed
-//! 1, each damage made again from scratch (mkfs, debugfs -w, raw writes)
+//! What the differential fuzzer (`scripts/difffuzz.py`) found (seeds 1,
+//! 102, fz13c, fz13c-2), each damage made again from scratch (mkfs, debugfs -w, raw writes)
 //! and judged against e2fsck 1.47.4: pfsck's `-fn` verdict must be the
 //! oracle's, one `pfsck -fy` must leave a file system the oracle finds
 //! clean, and the files e2fsck keeps must still be there.
@@ -866,4 +866,49 @@ fn entry_naming_a_symlink_whose_checksum_fails() {
         assert_eq!(fn_out.contains("Pass 3"), want != 12, "[{name}] {fn_out}");
         assert_eq!(inode_of(&img, path), ino);
     }
+}
+
+/// The extents feature turned off on a 64bit file system, and a file's
+/// extent pointing past the end (seed fz13c-2, damage 770). e2fsck sets
+/// the feature back in pass 0 and its pass 1 clears the bad extent, the
+/// file kept. pfsck's check walked the file as an extent tree too, but
+/// its repair, reading the feature from the superblock, rewrote i_block
+/// as a block map: the extent header zeroed, the next round cleared the
+/// inode as having a corrupt header and removed its entry.
+#[test]
+fn extent_fixed_while_the_feature_is_being_set_back() {
+    let tmp = TempDir::new("fuzz-extent-feature-64bit");
+    let img = tmp.join("disk.img");
+    image_with_file(
+        &img,
+        &MkfsOpts::ext4().block_size(1024).features("64bit"),
+        20000,
+    );
+    debugfs_w(&img, &["feature ^extent", "sif /f block[5] 9000"]);
+    let (fn_out, fy_out) = judged_by_oracle("extent feature off, 64bit", &img, 4, 1);
+    assert!(fn_out.contains("needs extents"), "{fn_out}");
+    assert!(!fy_out.contains("Clear inode"), "{fy_out}");
+    assert!(fy_out.contains("Inode 12"), "{fy_out}");
+    assert_eq!(inode_of(&img, "/f"), 12);
+}
+
+/// The fast_commit flag set in a 1024-block journal's superblock (seed
+/// fz13c-2, damage 1823: one bit). With s_num_fc_blks 0 the area is 256
+/// blocks, which leaves the journal proper under jbd2's minimum of 1024:
+/// e2fsck calls the journal superblock corrupt (-n cannot proceed, exit
+/// 12; -y resets it). pfsck found nothing and exited 0.
+#[test]
+fn fast_commit_area_leaving_too_small_a_journal() {
+    let tmp = TempDir::new("fuzz-fc-area");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+    let jsb = debugfs_number(&img, "bmap <8> 0");
+    assert_eq!(read_at(&img, jsb * 1024 + 0x10, 4), 1024u32.to_be_bytes());
+    // The lowest byte of s_feature_incompat (big-endian at 0x28).
+    let at = jsb * 1024 + 0x2b;
+    let old = read_at(&img, at, 1)[0];
+    write_at(&img, at, &[old | 0x20]);
+    let (fn_out, _) = judged_by_oracle("fast commit area", &img, 12, 1);
+    assert!(fn_out.contains("fast commit"), "{fn_out}");
+    file_kept(&img, 3000);
 }
