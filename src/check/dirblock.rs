@@ -205,6 +205,17 @@ pub struct Sink {
     pub lost_found: Vec<((u32, u32), Ino)>,
     pub dx: Vec<DxRec>,
     pub leaves: Vec<LeafRec>,
+    /// (directory, target) of entries named '..' past the second slot:
+    /// e2fsck's path of a directory follows the last '..' it holds.
+    pub later_dotdots: Vec<(Ino, Ino)>,
+    /// Directories with a block e2fsck's library will not read (a
+    /// checksum that fails, a chain of record lengths that breaks): their
+    /// paths are e2fsck's `???`.
+    pub unreadable: Vec<Ino>,
+    /// (directory, inode) of entries before a later '..' in their block.
+    pub before_later: Vec<(Ino, Ino)>,
+    /// Inodes the entries of the block being checked name so far.
+    block_inodes: Vec<Ino>,
     /// Names of the block being checked, for duplicate detection:
     /// (fingerprint, offset, length). Reused from block to block.
     seen: Vec<(u64, u32, u8)>,
@@ -215,6 +226,7 @@ impl Sink {
     /// 2 needs none).
     pub fn release_scratch(&mut self) {
         self.seen = Vec::new();
+        self.block_inodes = Vec::new();
     }
 }
 
@@ -349,7 +361,13 @@ pub fn check_block<T: Targets>(
         hashes: &mut hashes,
     };
     out.seen.clear();
+    out.block_inodes.clear();
     let walked = walk(&mut cx, b, 0, max, first_state, out);
+    let csum_fails =
+        fsp.metadata_csum && (bad_csum || (kind.is_none() && tail_state(b) != Tail::Present));
+    if (csum_fails || chain_breaks(b)) && out.unreadable.last() != Some(&d.ino) {
+        out.unreadable.push(d.ino);
+    }
     if walked.clean && bad_csum && kind.is_none() {
         out.problems.push(
             Problem::new(Code::DirBlockChecksum)
@@ -391,6 +409,7 @@ pub fn check_inline<T: Targets>(
     };
     let ft_dir = if fsp.filetype { 2 } else { 0 };
     out.seen.clear();
+    out.block_inodes.clear();
     {
         let mut cx = EntryCx {
             fsp,
@@ -443,6 +462,7 @@ pub fn check_inline<T: Targets>(
     }
     if !ea.is_empty() {
         out.seen.clear();
+        out.block_inodes.clear();
         let mut cx = EntryCx {
             fsp,
             d,
@@ -487,6 +507,25 @@ pub fn tail_state(b: &[u8]) -> Tail {
     } else {
         Tail::Missing
     }
+}
+
+/// Does a record length or name length leave the block, or fall short of
+/// an entry? Any such entry stops e2fsck's library from reading the
+/// directory at all.
+fn chain_breaks(b: &[u8]) -> bool {
+    let mut off = 0usize;
+    while off < b.len() {
+        let rl = rec_len_at(b, off, b.len());
+        if rl < dir_entry::HEADER_LEN
+            || !rl.is_multiple_of(4)
+            || rl > b.len() - off
+            || name_len_at(b, off) + dir_entry::HEADER_LEN > rl
+        {
+            return true;
+        }
+        off += rl;
+    }
+    false
 }
 
 /// Does the dx tail of a root or node block hold the right checksum?
@@ -779,6 +818,16 @@ impl<T: Targets> EntryCx<'_, T> {
     /// `state`: 0 for the first entry of block 0, 1 for the second, 2+ after.
     fn entry(&mut self, e: &Entry<'_>, state: u32, out: &mut Sink) {
         let dir = self.d.ino;
+        if e.inode != Ino::NONE {
+            if state > 1 && is_dotdot(e.name) {
+                out.later_dotdots.push((dir, e.inode));
+                // e2fsck stops reading a directory at the entry it looks
+                // for: those before this '..' are found under the first.
+                let before = out.block_inodes.iter().map(|&i| (dir, i));
+                out.before_later.extend(before);
+            }
+            out.block_inodes.push(e.inode);
+        }
         match state {
             0 => self.check_dot(e, out),
             1 => self.check_dotdot(e, out),

@@ -328,6 +328,14 @@ pub(crate) fn finish(
     if let Some(r) = dir_index_of(st, Ino::ROOT) {
         parent[r] = ROOT_INO;
     }
+    let mut later_dotdots = Vec::new();
+    let mut unreadable = Vec::new();
+    let mut before_later = Vec::new();
+    for r in all.iter().filter_map(|o| o.rest.as_deref()) {
+        later_dotdots.extend_from_slice(&r.sink.later_dotdots);
+        before_later.extend_from_slice(&r.sink.before_later);
+        unreadable.extend_from_slice(&r.sink.unreadable);
+    }
     drop(all);
     drop(outs);
     drop(inline_outs);
@@ -339,7 +347,14 @@ pub(crate) fn finish(
     state.dir_dotdot = dotdot.into();
     state.settle_lists();
     state.lost_found = lf;
-    let tree = super::paths::DirTree::with_names(state, ends, names);
+    let mut tree = super::paths::DirTree::with_names(state, ends, names);
+    tree.add_disk_facts(
+        fs,
+        later_dotdots,
+        before_later,
+        unreadable,
+        run == Finish::Repair,
+    );
     state.tree = Some(std::sync::Arc::new(tree));
     if let Some(n) = cut {
         let mut k = 0;
@@ -760,7 +775,10 @@ impl UnitOut2 {
             || !marks.is_empty()
             || !sink.lost_found.is_empty()
             || !sink.dx.is_empty()
-            || !sink.leaves.is_empty())
+            || !sink.leaves.is_empty()
+            || !sink.later_dotdots.is_empty()
+            || !sink.unreadable.is_empty()
+            || !sink.before_later.is_empty())
         .then(|| Box::new(UnitRaw { sink, marks }));
         UnitOut2 {
             keys: keys.into(),

@@ -9,6 +9,14 @@
 //! fails: `...` past a directory with no '..' (or past 32 levels, as in a
 //! loop), `???` for a name its parent does not hold, `<N>` for an inode
 //! that is not a directory.
+//!
+//! Where the disk says otherwise than the tree, e2fsck's reading of it is
+//! followed: a directory's '..' is the last entry so named (a second
+//! '..' further on wins), a directory whose block the library refuses
+//! (checksum, broken record lengths) makes the whole path `???` (until
+//! pass 2 rewrites it, on a repair), and a '..' naming a directory the
+//! check does not hold (a root inode freed with its blocks intact) is read
+//! from the disk: its first blocks, once, after pass 2.
 
 use super::state::State;
 use crate::engine::ScratchList;
@@ -49,7 +57,36 @@ pub struct DirTree {
     /// the previous end).
     ends: ScratchList<u32>,
     names: ScratchList<u8>,
+    /// (directory, its last entry named '..') where that is not the
+    /// second entry; sorted, one a directory.
+    later_dotdot: Vec<(Ino, Ino)>,
+    /// (directory, inode) of entries ahead of the later '..': found under
+    /// the first; sorted.
+    before_later: Vec<(Ino, Ino)>,
+    /// Directories e2fsck's library will not read; sorted.
+    unreadable: Vec<Ino>,
+    /// Are they still unread after pass 2 (a check that rewrites
+    /// nothing)?
+    unreadable_later: bool,
+    /// Directories outside `dirs` that a '..' names, as the disk holds
+    /// them; sorted.
+    disk: Vec<DiskDir>,
 }
+
+/// A directory the check has not linked, read for its names only.
+#[derive(Clone, Debug, Default)]
+struct DiskDir {
+    ino: Ino,
+    dotdot: Ino,
+    /// (inode, name) of its entries naming the directories of the tree.
+    names: Vec<(Ino, Vec<u8>)>,
+}
+
+/// Directories outside the tree read from the disk at most: e2fsck reads
+/// each on every message; a bound keeps a tree of loops cheap.
+const MAX_DISK_DIRS: usize = 64;
+/// Blocks read of each such directory.
+const DISK_DIR_BLOCKS: usize = 12;
 
 impl DirTree {
     /// The tree of `state` after pass 2: `ends[k]`, the end in `names` of
@@ -70,6 +107,103 @@ impl DirTree {
             parent: ScratchList::settle(parent, spill),
             ends: ScratchList::settle(ends, spill),
             names: ScratchList::settle(names, spill),
+            ..DirTree::default()
+        }
+    }
+
+    /// Adds what pass 2 saw that e2fsck reads from the disk as it prints:
+    /// later '..' entries (in block order, the last wins), directories it
+    /// cannot read (`repairing`: only until pass 2 has rewritten them),
+    /// and the directories outside the tree that a '..' names.
+    pub fn add_disk_facts(
+        &mut self,
+        fs: &crate::volume::Fs,
+        later_dotdots: Vec<(Ino, Ino)>,
+        mut before_later: Vec<(Ino, Ino)>,
+        mut unreadable: Vec<Ino>,
+        repairing: bool,
+    ) {
+        let mut later = later_dotdots;
+        // Stable: the last of a directory's entries stays last.
+        later.sort_by_key(|&(d, _)| d);
+        later.reverse();
+        later.dedup_by_key(|&mut (d, _)| d);
+        later.reverse();
+        self.later_dotdot = later;
+        before_later.sort_unstable();
+        before_later.dedup();
+        self.before_later = before_later;
+        unreadable.sort_unstable();
+        unreadable.dedup();
+        self.unreadable = unreadable;
+        self.unreadable_later = !repairing;
+        self.read_disk_dirs(fs);
+    }
+
+    /// Reads the directories that a '..' names but the tree lacks, and
+    /// those theirs name, up to `MAX_DISK_DIRS`.
+    fn read_disk_dirs(&mut self, fs: &crate::volume::Fs) {
+        let mut want: Vec<Ino> = self
+            .dotdot
+            .iter()
+            .copied()
+            .chain(self.later_dotdot.iter().map(|&(_, p)| p))
+            .filter(|&p| p != Ino(0) && self.index(p).is_none())
+            .collect();
+        want.sort_unstable();
+        want.dedup();
+        let mut seen: Vec<Ino> = Vec::new();
+        while let Some(ino) = want.pop() {
+            if seen.len() >= MAX_DISK_DIRS {
+                break;
+            }
+            if seen.contains(&ino) {
+                continue;
+            }
+            seen.push(ino);
+            let Some(d) = read_disk_dir(fs, ino, |i| self.index(i).is_some()) else {
+                continue;
+            };
+            if d.dotdot != Ino(0) && self.index(d.dotdot).is_none() {
+                want.push(d.dotdot);
+            }
+            self.disk.push(d);
+        }
+        self.disk.sort_by_key(|d| d.ino);
+    }
+
+    fn disk_dir(&self, ino: Ino) -> Option<&DiskDir> {
+        self.disk
+            .binary_search_by_key(&ino, |d| d.ino)
+            .ok()
+            .map(|k| &self.disk[k])
+    }
+
+    /// `dir`'s '..' as e2fsck finds it looking for `ino` there.
+    fn dotdot_of(&self, k: usize, dir: Ino, ino: Ino) -> Ino {
+        match self.later_dotdot.binary_search_by_key(&dir, |&(d, _)| d) {
+            Ok(j) if self.before_later.binary_search(&(dir, ino)).is_err() => {
+                self.later_dotdot[j].1
+            }
+            _ => self.dotdot[k],
+        }
+    }
+
+    /// The path of `ino` in directory `dir` as a message of `pass`
+    /// prints it: a directory e2fsck cannot read yet makes it `???`.
+    pub fn pathname_in(&self, pass: super::problem::Pass, dir: Ino, ino: Ino) -> String {
+        let early = pass.number() <= 2;
+        if dir == Ino(0)
+            && let Some(name) = SPECIAL.get(ino.get() as usize)
+        {
+            return name.to_string();
+        }
+        let ino = if dir == ino { Ino(0) } else { ino };
+        let unread =
+            |d: Ino| (early || self.unreadable_later) && self.unreadable.binary_search(&d).is_ok();
+        match self.resolve_with(dir, ino, MAX_DEPTH, &unread) {
+            Some(p) => super::problem::escape_name(&p),
+            None => "???".to_string(),
         }
     }
 
@@ -97,6 +231,11 @@ impl DirTree {
         super::problem::escape_name(&self.resolve(dir, ino, MAX_DEPTH))
     }
 
+    fn resolve(&self, dir: Ino, ino: Ino, depth: i32) -> Vec<u8> {
+        self.resolve_with(dir, ino, depth, &|_| false)
+            .unwrap_or_else(|| b"???".to_vec())
+    }
+
     /// The path of the entry `name` in directory `dir`, as e2fsck prints
     /// it.
     pub fn path_of_entry(&self, dir: Ino, name: &[u8]) -> String {
@@ -107,43 +246,129 @@ impl DirTree {
         super::problem::escape_name(&out)
     }
 
-    /// The name of `ino` (0: of `dir` itself) under `dir`'s path.
-    fn resolve(&self, dir: Ino, ino: Ino, depth: i32) -> Vec<u8> {
+    /// The name of `ino` (0: of `dir` itself) under `dir`'s path; None
+    /// where e2fsck's library fails to read a directory on the way.
+    fn resolve_with(
+        &self,
+        dir: Ino,
+        ino: Ino,
+        depth: i32,
+        unread: &dyn Fn(Ino) -> bool,
+    ) -> Option<Vec<u8>> {
         if dir == ino {
-            return if dir == ROOT_INO {
+            return Some(if dir == ROOT_INO {
                 b"/".to_vec()
             } else {
                 b".".to_vec()
-            };
+            });
         }
         if dir == Ino(0) || depth < 0 {
-            return b"...".to_vec();
+            return Some(b"...".to_vec());
         }
-        let Some(k) = self.index(dir) else {
-            let s = if ino != Ino(0) {
-                format!("<{dir}>/<{ino}>")
-            } else {
-                format!("<{dir}>")
-            };
-            return s.into_bytes();
+        let (dotdot, name): (Ino, Option<&[u8]>) = match self.index(dir) {
+            Some(_) if unread(dir) => return None,
+            Some(k) => {
+                let name = self.index(ino).and_then(|j| {
+                    let start = if j == 0 { 0 } else { self.ends[j - 1] as usize };
+                    let end = self.ends[j] as usize;
+                    // The first entry naming it is the one e2fsck finds in
+                    // `dir` if it is there.
+                    (self.parent[j] == dir && end > start).then(|| &self.names[start..end])
+                });
+                (self.dotdot_of(k, dir, ino), name)
+            }
+            None => match self.disk_dir(dir) {
+                Some(d) => (
+                    d.dotdot,
+                    d.names
+                        .iter()
+                        .find(|(i, _)| *i == ino)
+                        .map(|(_, n)| n.as_slice()),
+                ),
+                None => {
+                    let s = if ino != Ino(0) {
+                        format!("<{dir}>/<{ino}>")
+                    } else {
+                        format!("<{dir}>")
+                    };
+                    return Some(s.into_bytes());
+                }
+            },
         };
-        let parent = self.resolve(self.dotdot[k], dir, depth - 1);
+        let parent = self.resolve_with(dotdot, dir, depth - 1, unread)?;
         if ino == Ino(0) {
-            return parent;
+            return Some(parent);
         }
-        let name = self.index(ino).and_then(|j| {
-            let start = if j == 0 { 0 } else { self.ends[j - 1] as usize };
-            let end = self.ends[j] as usize;
-            // The first entry naming it is the one e2fsck finds in `dir`
-            // if it is there.
-            (self.parent[j] == dir && end > start).then(|| &self.names[start..end])
-        });
         // A one-character parent ("/" or ".") is left out.
         let mut out = if parent.len() > 1 { parent } else { Vec::new() };
         out.push(b'/');
         out.extend_from_slice(name.unwrap_or(b"???"));
-        out
+        Some(out)
     }
+}
+
+/// Directory `ino` as the disk holds it, if its inode says it is one:
+/// its last '..' and the entries that name directories of the tree
+/// (`known`), from its first blocks (direct pointers, or the extents in
+/// the inode).
+fn read_disk_dir(fs: &crate::volume::Fs, ino: Ino, known: impl Fn(Ino) -> bool) -> Option<DiskDir> {
+    use crate::fs::dir_entry::{HEADER_LEN, inode_at, name_len_at, rec_len_at};
+    use crate::fs::inode::Inode;
+    let raw = fs.read_inode_raw(ino.get()).ok()?;
+    let inode = Inode::parse(&raw);
+    if !inode.is_dir() || inode.has_flag(crate::fs::inode::flags::INLINE_DATA) {
+        return None;
+    }
+    let bs = fs.geo.block_size as usize;
+    let mut blocks: Vec<u64> = Vec::new();
+    if inode.has_flag(crate::fs::inode::flags::EXTENTS) {
+        use crate::fs::extent::{parse_header, parse_leaf};
+        let h = parse_header(&inode.block);
+        if h.magic != 0xF30A || h.depth != 0 {
+            return None;
+        }
+        for e in 0..usize::from(h.entries).min(4) {
+            let x = parse_leaf(&inode.block, e);
+            let room = DISK_DIR_BLOCKS.saturating_sub(blocks.len());
+            blocks.extend((0..u64::from(x.len)).map(|i| x.pblk + i).take(room));
+        }
+    } else {
+        blocks.extend(
+            (0..DISK_DIR_BLOCKS)
+                .map(|i| u64::from(inode.block_ptr(i)))
+                .take_while(|&b| b != 0),
+        );
+    }
+    let total = fs.geo.blocks_count;
+    let mut d = DiskDir {
+        ino,
+        ..DiskDir::default()
+    };
+    let mut buf = vec![0u8; bs];
+    for b in blocks.into_iter().take(DISK_DIR_BLOCKS) {
+        if b == 0 || b >= total || fs.read_blocks(b, &mut buf).is_err() {
+            break;
+        }
+        let mut off = 0;
+        while off + HEADER_LEN <= bs {
+            let rl = rec_len_at(&buf, off, bs);
+            let nl = name_len_at(&buf, off);
+            if rl < HEADER_LEN || !rl.is_multiple_of(4) || rl > bs - off || nl + HEADER_LEN > rl {
+                break;
+            }
+            let child = Ino(inode_at(&buf, off));
+            let name = &buf[off + HEADER_LEN..off + HEADER_LEN + nl];
+            if child != Ino(0) {
+                if name == b".." {
+                    d.dotdot = child;
+                } else if known(child) && !d.names.iter().any(|(i, _)| *i == child) {
+                    d.names.push((child, name.to_vec()));
+                }
+            }
+            off += rl;
+        }
+    }
+    Some(d)
 }
 
 #[cfg(test)]

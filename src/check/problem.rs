@@ -604,8 +604,9 @@ impl Problem {
         tree: Option<&super::paths::DirTree>,
     ) -> String {
         // As e2fsck's %p: the path of a directory (inode 0 by its role).
+        let pass = self.spec().pass;
         let path = |n: Option<u64>| match (tree, n) {
-            (Some(t), Some(n)) => t.pathname(Ino(narrow::sat32(n)), Ino(0)),
+            (Some(t), Some(n)) => t.pathname_in(pass, Ino(narrow::sat32(n)), Ino(0)),
             _ => "???".to_string(),
         };
         let mut out = String::new();
@@ -631,7 +632,7 @@ impl Problem {
                 // The detail is the number of a directory.
                 "path:detail" => out.push_str(&path(a.detail.parse().ok())),
                 "path:detail/ino" => out.push_str(&match (tree, a.detail.parse().ok(), a.ino) {
-                    (Some(t), Some(d), Some(i)) => t.pathname(Ino(d), i),
+                    (Some(t), Some(d), Some(i)) => t.pathname_in(pass, Ino(d), i),
                     _ => "???".to_string(),
                 }),
                 other => {

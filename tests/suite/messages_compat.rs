@@ -240,3 +240,66 @@ fn bad_blocks_are_named_and_counted_as_e2fsck() {
     assert_eq!(count(&theirs).as_deref(), Some("14 bad blocks"), "{theirs}");
     assert_eq!(count(&ours), count(&theirs), "pfsck:\n{ours}");
 }
+
+/// The paths of directories at fault read as e2fsck reads them from the
+/// disk: a directory with a second '..' further on (naming a file) is
+/// `<file>/<dir>`, though entries ahead of that '..' still resolve under
+/// the first; a root inode freed with its blocks intact still names its
+/// subdirectories; a directory whose block fails its checksum is `???`.
+/// pfsck printed `/foo`, `<2>/<11>` and a path through the bad block.
+#[test]
+fn paths_of_judged_directories_follow_the_disk() {
+    let dir = TempDir::new("messages-disk-paths");
+    // A second '..' in /foo, after the entry of /foo/bar: a file's name
+    // patched to "..".
+    let dup = dir.join("dup");
+    mkfs(&dup, 4 * MIB, &MkfsOpts::ext2().block_size(1024), None);
+    debugfs_w(
+        &dup,
+        &[
+            "mkdir foo",
+            "mkdir foo/bar",
+            "write /etc/hostname foo/xx",
+            "write /etc/hostname foo/bar/f",
+            "clri foo/bar/f",
+        ],
+    );
+    let blk = blocks_of(&dup, "/foo")[0];
+    let b = read_at(&dup, blk * 1024, 1024);
+    let at = b.windows(2).position(|w| w == b"xx").expect("name xx");
+    write_at(&dup, blk * 1024 + at as u64, b"..");
+    // The root inode freed, its block kept.
+    let noroot = dir.join("noroot");
+    mkfs(&noroot, 4 * MIB, &MkfsOpts::ext2().block_size(1024), None);
+    debugfs_w(
+        &noroot,
+        &[
+            "mkdir foo",
+            "sif <2> links_count 0",
+            "sif <2> dtime 1",
+            "freei <2>",
+        ],
+    );
+    // A bad checksum on the block of /d, whose entry e2fsck judges.
+    let csum = dir.join("csum");
+    mkfs(&csum, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(&csum, &["mkdir d", "write /etc/hostname d/f", "clri d/f"]);
+    let blk = blocks_of(&csum, "/d")[0];
+    write_at(&csum, blk * 1024 + 1020, &[0xde, 0xad]);
+
+    for (img, must) in [
+        (&dup, &["<14>/<12> (12)", "/foo/bar (13)"][..]),
+        (&noroot, &["/lost+found (11)", "/foo (12)"][..]),
+        (&csum, &["??? (12)"][..]),
+    ] {
+        // e2fsck stops at the missing root in pass 3: pass 2 is compared.
+        let upto = |out: &str| out.split("Pass 3").next().unwrap_or("").to_string();
+        let e2 = upto(&oracle_run(img, &["-fn"]).stdout);
+        let want = report_paths(&e2);
+        for p in must {
+            assert!(want.iter().any(|w| w == p), "e2fsck names no {p}:\n{e2}");
+        }
+        let ours = upto(&run_pfsck(img, &["-fn"]));
+        assert_eq!(report_paths(&ours), want, "pfsck:\n{ours}\ne2fsck:\n{e2}");
+    }
+}
