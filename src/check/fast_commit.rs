@@ -427,7 +427,7 @@ impl Replay<'_> {
         let units = if huge && m.flags() & flags::HUGE_FILE != 0 {
             count
         } else {
-            count * (self.fs.block_size() as u64 / 512)
+            count * self.fs.geo.block_sectors()
         };
         m.set_blocks(units, huge);
     }

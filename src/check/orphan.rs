@@ -96,7 +96,7 @@ pub fn after_orphans(
         probs.extend(out.notes);
         return Ok(superblock::Opened::Fs(fs, probs));
     }
-    let bs = fs.geo.block_size as u64;
+    let bs = u64::from(fs.geo.block_size);
     // Laid over the device's overlays (a journal replay), not merged.
     let mut ranges: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
     for (b, d) in out.blocks {
@@ -726,11 +726,11 @@ impl<'a> Work<'a> {
             };
             if depth == 0 {
                 let mut x = extent::decode_leaf(&e);
-                let start = x.lblk as u64;
-                let keep = t.first.saturating_sub(start).min(x.len as u64);
+                let start = u64::from(x.lblk);
+                let keep = t.first.saturating_sub(start).min(u64::from(x.len));
                 // The blocks kept are walked too: e2fsck judges each block
                 // before it decides whether to free it.
-                for j in 0..x.len as u64 {
+                for j in 0..u64::from(x.len) {
                     self.trunc_data(start + j, x.pblk + j, t, freed)?;
                 }
                 if keep > 0 {

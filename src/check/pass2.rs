@@ -153,7 +153,7 @@ struct BadItable<'a> {
 
 impl MapVisitor for BadItable<'_> {
     fn data(&mut self, _lblk: u64, pblk: u64, len: u64, _unwritten: bool) {
-        let per = self.fs.geo.inode_table_blocks as u64;
+        let per = u64::from(self.fs.geo.inode_table_blocks);
         for b in pblk..pblk.saturating_add(len) {
             let g = self.fs.geo.group_of_block(b) as usize;
             if let Some(gd) = self.fs.gds.get(g)
@@ -1116,7 +1116,7 @@ fn find_holes(fsp: &FsParams, counts: &mut DirCounts, out: &mut ProblemList) {
             // Report each gap's first block only: a sparse directory with
             // a huge hole must not produce millions of lines.
             if lb > expect {
-                out.push(Problem::new(Code::DirHole).ino(*ino).num(expect as u64));
+                out.push(Problem::new(Code::DirHole).ino(*ino).num(u64::from(expect)));
             }
             expect = lb.saturating_add(1);
         }

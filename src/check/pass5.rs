@@ -168,7 +168,7 @@ fn check_group_blocks(
     let bits = geo.cluster_bits;
     let first = Blk(geo.group_first_block(g)).cluster(bits);
     let n = u64::from(geo.group_blocks(g)).div_ceil(1 << bits);
-    let bpg = u64::from(geo.blocks_per_group) >> bits;
+    let bpg = u64::from(geo.clusters_per_group());
     let uninit = block_uninit(fs, g);
     let mut have_disk = false;
     if !uninit {
@@ -192,7 +192,8 @@ fn check_group_blocks(
             // even where a bad descriptor checksum makes it read the
             // bitmap.
             if csum && !gd.has_flag(BG_BLOCK_UNINIT) {
-                out.block_csum_bad = !gd.block_bitmap_csum_ok(&fs.sb, &buf[..(bpg / 8) as usize]);
+                out.block_csum_bad =
+                    !gd.block_bitmap_csum_ok(&fs.sb, &buf[..geo.block_bitmap_bytes()]);
             }
         }
     } else {
@@ -275,7 +276,7 @@ fn check_group_inodes(
                 .push(Problem::new(Code::InodeBitmapPadding).group(Group(g)));
         }
         if csum && !gd.has_flag(BG_INODE_UNINIT) {
-            out.inode_csum_bad = !gd.inode_bitmap_csum_ok(&fs.sb, &buf[..(ipg / 8) as usize]);
+            out.inode_csum_bad = !gd.inode_bitmap_csum_ok(&fs.sb, &buf[..geo.inode_bitmap_bytes()]);
         }
     }
     let mut used = state.inode_used.count_range(ino0, ino0 + ipg);

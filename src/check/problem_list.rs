@@ -552,7 +552,7 @@ mod tests {
             .map(|i| {
                 let p = Problem::new(Code::InodeISize)
                     .ino(Ino(i))
-                    .num(i as u64 * 77);
+                    .num(u64::from(i) * 77);
                 if i % 7 == 0 {
                     p.detail(format!("d{i}"))
                 } else {

@@ -278,12 +278,14 @@ impl AtomicBitmap {
         let mut i = start;
         while i < end {
             if i.is_multiple_of(64) && i + 64 <= end {
-                n += self.words[(i / 64) as usize]
-                    .load(Ordering::Relaxed)
-                    .count_ones() as u64;
+                n += u64::from(
+                    self.words[(i / 64) as usize]
+                        .load(Ordering::Relaxed)
+                        .count_ones(),
+                );
                 i += 64;
             } else {
-                n += self.get(i) as u64;
+                n += u64::from(self.get(i));
                 i += 1;
             }
         }
@@ -299,7 +301,7 @@ impl AtomicBitmap {
         std::iter::from_fn(move || {
             loop {
                 if word != 0 {
-                    let i = base + word.trailing_zeros() as u64;
+                    let i = base + u64::from(word.trailing_zeros());
                     word &= word - 1;
                     return (i < end).then_some(i);
                 }
@@ -414,7 +416,7 @@ impl LinkCounts {
             return c as u16;
         }
         let e = self.shard(i).get(&key(i)).copied().unwrap_or(1);
-        u16::try_from(2 + e as u64).unwrap_or(u16::MAX)
+        u16::try_from(2 + u64::from(e)).unwrap_or(u16::MAX)
     }
 }
 

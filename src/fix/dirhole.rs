@@ -120,7 +120,7 @@ fn allocate(
     if given.is_empty() {
         return Ok(false);
     }
-    let sectors = (bs / 512) as u64 * given.len() as u64;
+    let sectors = fs.geo.block_sectors() * given.len() as u64;
     vol::edit_inode(fs, overlay, dir, |m| {
         for &(h, blk) in &given {
             m.set_block_ptr(h, blk);

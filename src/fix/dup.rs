@@ -800,7 +800,7 @@ fn add_one_block(fs: &Fs, raw: &mut [u8], inode: &Inode) {
     let units = if huge && inode.has_flag(flags::HUGE_FILE) {
         1
     } else {
-        u64::from(fs.geo.block_size / 512)
+        fs.geo.block_sectors()
     } << fs.geo.cluster_bits;
     let mut m = InodeMut(raw);
     let n = m.blocks(huge).saturating_add(units);

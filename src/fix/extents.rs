@@ -79,11 +79,7 @@ pub(super) fn rebuild(
     // i_blocks loses the mapping blocks and gains the leaves, each
     // counted as a whole cluster (e2fsck's i_blocks arithmetic).
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE) && inode.has_flag(flags::HUGE_FILE);
-    let unit = if huge {
-        1
-    } else {
-        u64::from(fs.geo.block_size / 512)
-    } << fs.geo.cluster_bits;
+    let unit = if huge { 1 } else { fs.geo.block_sectors() } << fs.geo.cluster_bits;
     let hi_ok = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
     let new_leaves = leaves.len() as u64;
     Ok(vol::edit_inode(fs, overlay, ino, |m| {
@@ -247,11 +243,7 @@ pub(super) fn optimize(
         overlay.stage(Blk(*b), node.clone())?;
     }
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE) && inode.has_flag(flags::HUGE_FILE);
-    let unit = if huge {
-        1
-    } else {
-        u64::from(fs.geo.block_size / 512)
-    } << fs.geo.cluster_bits;
+    let unit = if huge { 1 } else { fs.geo.block_sectors() } << fs.geo.cluster_bits;
     let hi_ok = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
     let (old, new) = (c.nodes.len() as u64, tree.leaves.len() as u64);
     let root = tree.root;

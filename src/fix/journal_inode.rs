@@ -298,7 +298,7 @@ fn stage_contents(
             break;
         }
         overlay
-            .read_at(&fs.dev, p * bs as u64, &mut cur)
+            .read_at(&fs.dev, Blk(p).byte(fs.geo.block_size), &mut cur)
             .map_err(|e| format!("cannot read block {p}: {e}"))?;
         if cur != zero {
             overlay.stage(Blk(p), zero.clone())?;
@@ -318,7 +318,7 @@ fn journal_inode(fs: &Fs, size: u64, blocks: u64, extents: bool, i_block: &[u8; 
     let geo = &fs.geo;
     let now = fs.clock.now_u32();
     let isz = geo.inode_size as usize;
-    let sectors = blocks * (u64::from(geo.block_size) / 512);
+    let sectors = blocks * geo.block_sectors();
     let mut raw = vec![0u8; isz];
     let mut m = InodeMut(&mut raw);
     m.set_mode(0o100600);

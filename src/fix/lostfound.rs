@@ -356,11 +356,7 @@ fn expand(
         (blk + offset, MapEdit::Direct)
     };
     let size = narrow::sat32((count + 1) * bs);
-    let sectors = if taken {
-        ((bs as u64) << fs.geo.cluster_bits) / 512
-    } else {
-        0
-    };
+    let sectors = if taken { fs.geo.cluster_sectors() } else { 0 };
     vol::edit_inode(fs, overlay, ino, |m| {
         match edit {
             MapEdit::Grow | MapEdit::Add => {
@@ -513,7 +509,6 @@ pub(super) fn write_dir(
     mode: u16,
 ) -> super::Result<()> {
     let bs = fs.block_size();
-    let bits = fs.geo.cluster_bits;
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let extents = fs.sb.has_incompat(incompat::EXTENTS);
     let isize = fs.geo.inode_size as usize;
@@ -548,7 +543,7 @@ pub(super) fn write_dir(
         m.set_times(t);
         m.set_links(2);
         // One block, charged as its whole cluster (bigalloc).
-        m.set_blocks(((bs << bits) / 512) as u64, false);
+        m.set_blocks(fs.geo.cluster_sectors(), false);
         match root.filter(|_| extents) {
             Some(root) => {
                 m.set_flags(EXTENTS_FL);

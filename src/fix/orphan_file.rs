@@ -95,11 +95,11 @@ pub(super) fn recreate(
 
     let now = fs.clock.now_u32();
     let isz = geo.inode_size as usize;
-    let sectors = need * (geo.block_size as u64 / 512);
+    let sectors = need * geo.block_sectors();
     let mut raw = vec![0u8; isz];
     let mut m = InodeMut(&mut raw);
     m.set_mode(0o100600);
-    m.set_size(n * geo.block_size as u64);
+    m.set_size(n * u64::from(geo.block_size));
     m.set_times(now);
     m.set_links(1);
     m.set_blocks(sectors, true);

@@ -213,7 +213,7 @@ fn new_inode(fs: &Fs, plan: &Layout, size: u64, now: u64) -> Vec<u8> {
     m.set_size(size);
     m.set_times(t);
     m.set_links(1);
-    let units = u64::from(fs.geo.block_size / 512) << fs.geo.cluster_bits;
+    let units = fs.geo.cluster_sectors();
     m.set_blocks(plan.allocated * units, false);
     let extents = if plan.extents { flags::EXTENTS } else { 0 };
     m.set_flags(flags::IMMUTABLE | extents);

@@ -175,7 +175,7 @@ pub(super) fn recreate(
     // The inode, as the library writes a new one.
     let now = super::lostfound::now(fs);
     let size = (apb * apb + apb + NDIR_BLOCKS) * bs as u64;
-    let i_blocks = count * (bs as u64 / 512);
+    let i_blocks = count * fs.geo.block_sectors();
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
     if !huge && i_blocks > u64::from(u32::MAX) {
         alloc.rollback(checkpoint);

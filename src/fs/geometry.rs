@@ -211,6 +211,38 @@ impl Geometry {
         blk >> self.cluster_bits
     }
 
+    /// Clusters in a group: the bits of its block bitmap and the unit of
+    /// the descriptors' free counts (blocks without bigalloc).
+    pub fn clusters_per_group(&self) -> u32 {
+        self.blocks_per_group >> self.cluster_bits
+    }
+
+    /// Bytes of a block bitmap that hold the group's bits: what its
+    /// checksum covers (the rest of the block is padding).
+    pub fn block_bitmap_bytes(&self) -> usize {
+        crate::narrow::to_usize(u64::from(self.clusters_per_group() / 8))
+            .min(crate::narrow::to_usize(u64::from(self.block_size)))
+    }
+
+    /// Bytes of an inode bitmap that hold the group's bits, as
+    /// `block_bitmap_bytes`.
+    pub fn inode_bitmap_bytes(&self) -> usize {
+        crate::narrow::to_usize(u64::from(self.inodes_per_group / 8))
+            .min(crate::narrow::to_usize(u64::from(self.block_size)))
+    }
+
+    /// 512-byte sectors in a block: the unit of i_blocks (without
+    /// HUGE_FILE). Blocks are 1 KiB at least, so this is exact.
+    pub fn block_sectors(&self) -> u64 {
+        u64::from(self.block_size / 512)
+    }
+
+    /// Sectors in a cluster: what one allocation adds to i_blocks (a
+    /// block's without bigalloc).
+    pub fn cluster_sectors(&self) -> u64 {
+        self.block_sectors() << self.cluster_bits
+    }
+
     /// Clusters in the file system (the last one may be partial).
     pub fn clusters_count(&self) -> u64 {
         self.blocks_count.div_ceil(1 << self.cluster_bits)

@@ -622,7 +622,7 @@ mod tests {
     #[test]
     fn writes_what_it_reads() {
         let mut entries: Vec<Dquot> = (0..40)
-            .map(|i| dq(i * 37, 4096 * i as u64, i as u64))
+            .map(|i| dq(i * 37, 4096 * u64::from(i), u64::from(i)))
             .collect();
         entries.push(Dquot {
             id: 0x0102_0304,

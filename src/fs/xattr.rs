@@ -194,7 +194,7 @@ mod tests {
         assert_eq!(es[0].name, b"user");
         assert_eq!(es[0].len(), 20);
         assert_eq!(read_entries(&b[..18], 0), Err(EntriesError::Overrun));
-        assert_eq!(entry_hash(b"a", &[], false), b'a' as u32);
+        assert_eq!(entry_hash(b"a", &[], false), u32::from(b'a'));
         assert_eq!(
             ea_inode_entry_hash(b"a", 0x1234_5678, false),
             (u32::from(b'a') << 16) ^ 0x1234_5678

@@ -34,7 +34,7 @@ pub use stage::{Blocks, Stage};
 use crate::error::Result;
 use crate::fs::geometry::Geometry;
 use crate::fs::group_desc::{self, GroupDesc};
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::Superblock;
 use crate::io::Device;
 use crate::narrow::to_usize;
@@ -107,7 +107,7 @@ impl Fs {
             return None;
         }
         let g = self.geo.group_of_inode(ino);
-        let idx = (ino - 1) % self.geo.inodes_per_group;
+        let idx = Ino(ino).index_in_group(self.geo.inodes_per_group);
         let byte = u64::from(idx) * u64::from(self.geo.inode_size);
         let table = self.gds.get(g as usize)?.inode_table;
         let blk = table.checked_add(byte / u64::from(self.geo.block_size))?;

@@ -9,7 +9,7 @@
 use super::edit::{DescTable, read_block, write_desc_table};
 use super::{Fs, Stage};
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::SuperblockMut;
 use std::collections::BTreeSet;
 
@@ -111,7 +111,7 @@ impl<'a> AllocStats<'a> {
         let geo = &self.fs.geo;
         let ipg = geo.inodes_per_group;
         let g = geo.group_of_inode(ino);
-        let idx = (ino - 1) % ipg;
+        let idx = Ino(ino).index_in_group(ipg);
         let bm_blk = self.fs.gds[g as usize].inode_bitmap;
         if geo.block_in_fs(bm_blk)
             && !self.uninit(g, BG_INODE_UNINIT)
@@ -142,7 +142,7 @@ impl<'a> AllocStats<'a> {
     fn uninit_marks<S: Stage + ?Sized>(&mut self, st: &S, g: u32) {
         let geo = &self.fs.geo;
         // The descriptor counts clusters.
-        let cpg = geo.blocks_per_group >> geo.cluster_bits;
+        let cpg = geo.clusters_per_group();
         let (ipg, last) = (geo.inodes_per_group, geo.groups - 1);
         let bm = read_block(self.fs, st, self.fs.gds[g as usize].inode_bitmap).ok();
         let Some(mut d) = self.table.desc(g) else {
@@ -177,8 +177,7 @@ impl<'a> AllocStats<'a> {
         let geo = &fs.geo;
         if fs.metadata_csum() {
             let wide = geo.desc_size >= 64;
-            let bs = fs.block_size();
-            let bbytes = (((geo.blocks_per_group >> geo.cluster_bits) / 8) as usize).min(bs);
+            let bbytes = geo.block_bitmap_bytes();
             for g in std::mem::take(&mut self.block_bm_dirty) {
                 if let Ok(bm) = read_block(fs, st, fs.gds[g as usize].block_bitmap)
                     && let Some(mut d) = self.table.desc(g)
@@ -190,7 +189,7 @@ impl<'a> AllocStats<'a> {
                     ));
                 }
             }
-            let ibytes = ((geo.inodes_per_group / 8) as usize).min(bs);
+            let ibytes = geo.inode_bitmap_bytes();
             for g in std::mem::take(&mut self.inode_bm_dirty) {
                 if let Ok(bm) = read_block(fs, st, fs.gds[g as usize].inode_bitmap)
                     && let Some(mut d) = self.table.desc(g)

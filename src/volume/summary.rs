@@ -159,7 +159,7 @@ impl<'a> Groups<'a> {
             used,
             csum: fs.metadata_csum(),
             uninit_bg: fs.uninit_bg(),
-            bpg: u64::from(geo.blocks_per_group) >> geo.cluster_bits,
+            bpg: u64::from(geo.clusters_per_group()),
             ipg: u64::from(geo.inodes_per_group),
             keep: Vec::new(),
             view: None,
@@ -220,8 +220,7 @@ impl<'a> Groups<'a> {
         g: u32,
         disk: &mut [u8],
     ) -> Result<(u64, u64)> {
-        let (fs, used, bs) = (self.fs, self.used, self.fs.block_size());
-        let (bpg, ipg) = (self.bpg, self.ipg);
+        let (fs, used, ipg) = (self.fs, self.used, self.ipg);
         let gd = &fs.gds[g as usize];
         let mut d = table.desc(g).ok_or_else(|| missing(g))?;
         let mut flags = gd.flags;
@@ -239,7 +238,7 @@ impl<'a> Groups<'a> {
             && let Some(bm) = &block_bm
         {
             let c =
-                group_desc::bitmap_checksum(&fs.sb, &bm[..((bpg / 8) as usize).min(bs)], gd.wide);
+                group_desc::bitmap_checksum(&fs.sb, &bm[..fs.geo.block_bitmap_bytes()], gd.wide);
             d.set_block_bitmap_csum(c);
         }
         let free_blocks = n - used.clusters.count_range(first, first + n);
@@ -256,7 +255,7 @@ impl<'a> Groups<'a> {
             && let Some(bm) = &ino_bm
         {
             let c =
-                group_desc::bitmap_checksum(&fs.sb, &bm[..((ipg / 8) as usize).min(bs)], gd.wide);
+                group_desc::bitmap_checksum(&fs.sb, &bm[..fs.geo.inode_bitmap_bytes()], gd.wide);
             d.set_inode_bitmap_csum(c);
         }
         let free_inodes = ipg - used.inodes.count_range(ino0, ino0 + ipg);
@@ -307,7 +306,7 @@ impl<'a> Groups<'a> {
         let differs = if self.flagged(gd, BG_BLOCK_UNINIT) {
             true
         } else {
-            st.read_at(&fs.dev, gd.block_bitmap * bs as u64, disk)?;
+            st.read_at(&fs.dev, Blk(gd.block_bitmap).byte(fs.geo.block_size), disk)?;
             // e2fsck compares the bitmap as the library reads it, with
             // the uninit groups' metadata ORed in; where only those
             // bits are missing on disk, it rewrites the bitmap when its
@@ -319,7 +318,7 @@ impl<'a> Groups<'a> {
             read_differs
                 || (self.csum
                     && *disk != want[..]
-                    && !gd.block_bitmap_csum_ok(&fs.sb, &want[..((bpg / 8) as usize).min(bs)]))
+                    && !gd.block_bitmap_csum_ok(&fs.sb, &want[..fs.geo.block_bitmap_bytes()]))
         };
         if differs {
             st.stage(Blk(gd.block_bitmap), want.clone())?;
@@ -350,7 +349,7 @@ impl<'a> Groups<'a> {
         let differs = if uninit {
             true
         } else {
-            st.read_at(&fs.dev, gd.inode_bitmap * bs as u64, disk)?;
+            st.read_at(&fs.dev, Blk(gd.inode_bitmap).byte(fs.geo.block_size), disk)?;
             (0..ipg).any(|i| bit(disk, i) != in_use(i)) || !padded(disk, ipg)
         };
         if differs {

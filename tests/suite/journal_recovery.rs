@@ -30,7 +30,7 @@ fn plan_of(img: &Path) -> (Plan, u64, u64) {
         superblock::Opened::Fs(fs, _) => fs,
         superblock::Opened::Fatal(p) => panic!("cannot open {}: {p:?}", img.display()),
     };
-    let bs = fs.geo.block_size as u64;
+    let bs = u64::from(fs.geo.block_size);
     let (_, plan, jsb) = recovery::plan_internal(&fs).expect("usable journal");
     (plan, jsb, bs)
 }

@@ -550,7 +550,7 @@ fn partition_of_a_loop_device() {
     let (start, sectors) = (2048u32, 64 * 2048u32);
     File::create(&img)
         .unwrap()
-        .set_len(((start + sectors) as u64) * 512)
+        .set_len(u64::from(start + sectors) * 512)
         .unwrap();
     // One MBR entry: type 0x83 from sector 2048; CHS fields unused.
     let mut mbr = vec![0u8; 512];

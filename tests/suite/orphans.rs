@@ -32,7 +32,7 @@ fn ino_of(img: &Path, path: &str) -> u32 {
 
 fn crc32c(mut crc: u32, data: &[u8]) -> u32 {
     for &b in data {
-        crc ^= b as u32;
+        crc ^= u32::from(b);
         for _ in 0..8 {
             crc = (crc >> 1) ^ if crc & 1 != 0 { 0x82F6_3B78 } else { 0 };
         }

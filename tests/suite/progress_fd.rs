@@ -37,7 +37,7 @@ fn parse(text: &str) -> (BTreeMap<u32, usize>, Vec<f64>) {
         let max: u64 = f[2].parse().unwrap();
         assert!((1..=5).contains(&pass) && cur <= max && max > 0, "{line:?}");
         *per_pass.entry(pass).or_insert(0) += 1;
-        percent.push(((pass - 1) as f64 + cur as f64 / max as f64) * 20.0);
+        percent.push((f64::from(pass - 1) + cur as f64 / max as f64) * 20.0);
     }
     (per_pass, percent)
 }

@@ -20,6 +20,7 @@ use super::{
 };
 use crate::check::problem::Problem;
 use crate::fs::extent;
+use crate::fs::num::Blk;
 use crate::volume::Fs;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
@@ -216,7 +217,10 @@ fn frontier(fs: &Fs, root: &[u8], end_blk: u64, depth: u16, want: usize) -> Vec<
     while level.len() < want && level.first().is_some_and(|t| t.depth > 0 && t.room > 1) {
         let mut next = Vec::new();
         for t in &level {
-            let ok = fs.dev.read_at(t.pblk * bs as u64, &mut buf).is_ok()
+            let ok = fs
+                .dev
+                .read_at(Blk(t.pblk).byte(fs.geo.block_size), &mut buf)
+                .is_ok()
                 && header_problem(&buf, bs).is_none();
             if ok {
                 children(&buf, t.depth, t.end_blk, t.room - 1, &mut seen, &mut next);
