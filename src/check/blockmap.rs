@@ -378,7 +378,7 @@ struct ExtentWalk<'a, 's, V: MapVisitor> {
     /// Nodes below the root walked so far. A tree reaches each node once;
     /// a node reached again (index entries sharing a child) stops the
     /// walk, so memory and problems stay those of a tree of the same size.
-    seen: std::collections::HashSet<u64>,
+    seen: NodeSet,
     stopped: bool,
     /// The lowest first logical block of the leaf entries judged while no
     /// extent was taken yet (`last_lblk` None): a subtree walked apart
@@ -464,7 +464,7 @@ impl<'a, 's, V: MapVisitor> ExtentWalk<'a, 's, V> {
             last_lblk: None,
             dir_limit: dir_block_limit(fs),
             problems: 0,
-            seen: std::collections::HashSet::new(),
+            seen: NodeSet::default(),
             stopped: false,
             pending_min: None,
             last_pblk: 0,
@@ -472,6 +472,15 @@ impl<'a, 's, V: MapVisitor> ExtentWalk<'a, 's, V> {
         }
     }
 }
+
+/// The extent tree nodes met in one walk. Fixed SipHash keys: the set is
+/// never iterated, and `RandomState::new()` (a thread-local read and
+/// write) was a visible part of pass 1's cost per inode, most inodes
+/// having no node at all.
+type NodeSet = std::collections::HashSet<
+    u64,
+    std::hash::BuildHasherDefault<std::collections::hash_map::DefaultHasher>,
+>;
 
 /// What follows an index entry's descent in its node's scan.
 enum Step {

@@ -81,10 +81,7 @@ fn sse42(seed: u32, data: &[u8]) -> u32 {
 pub fn crc32c_raw_masked(seed: u32, data: &[u8], at: usize, mask: &[u8; 16]) -> u32 {
     let (head, rest) = data.split_at(at);
     let (field, tail) = rest.split_first_chunk::<16>().expect("16 bytes at `at`");
-    let mut w = *field;
-    for (b, m) in w.iter_mut().zip(mask) {
-        *b &= m;
-    }
+    let w = (u128::from_le_bytes(*field) & u128::from_le_bytes(*mask)).to_le_bytes();
     #[cfg(target_arch = "x86_64")]
     if data.len() < SMALL && std::is_x86_feature_detected!("sse4.2") {
         #[target_feature(enable = "sse4.2")]
