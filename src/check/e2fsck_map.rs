@@ -590,41 +590,8 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
     }
     // e2fsck's slots are bare numbers: counts stand in them in pass 5.
     let (a_ino, a_blk) = (a.ino.map(Ino::get), a.blk.map(Blk::get));
-    match p.code {
-        Code::BlockBitmapDiff | Code::InodeBitmapDiff => {
-            let inodes = p.code == Code::InodeBitmapDiff;
-            // The set's question, the runs, its end.
-            let (question, end) = if inodes {
-                (0x050007, 0x05000A)
-            } else {
-                (0x050003, 0x050006)
-            };
-            let bare = |code| Ref::of(code, None);
-            let runs: Vec<Ref> = bitmap_runs(a.detail)
-                .map(|(sign, first, last)| {
-                    // -N, +N, -(N--M), +(N--M), in e2fsck's code order.
-                    let k = usize::from(sign == '+') + if last > first { 2 } else { 0 };
-                    let code = codes(p.code)[k];
-                    if inodes {
-                        Ref::of(code, Some(narrow::sat32(first)))
-                    } else {
-                        Ref {
-                            code,
-                            ino: None,
-                            blk: Some(first),
-                        }
-                    }
-                })
-                .collect();
-            if runs.is_empty() {
-                return runs;
-            }
-            return std::iter::once(bare(question))
-                .chain(runs)
-                .chain(std::iter::once(bare(end)))
-                .collect();
-        }
-        _ => {}
+    if matches!(p.code, Code::BlockBitmapDiff | Code::InodeBitmapDiff) {
+        return bitmap_refs(p);
     }
     let names = catalogue::entry(code).map_or("", |e| e.names);
     let ino_named = names.contains(['i', 'd']);
@@ -730,6 +697,43 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         ino: if ino_named { ino } else { None },
         blk: if names.contains('b') { blk } else { None },
     }]
+}
+
+/// What e2fsck logs for a pass-5 bitmap difference: the set's question,
+/// one entry per run of bits, the set's end.
+fn bitmap_refs(p: &Problem) -> Vec<Ref> {
+    let a = p.args();
+    let inodes = p.code == Code::InodeBitmapDiff;
+    // The set's question, the runs, its end.
+    let (question, end) = if inodes {
+        (0x050007, 0x05000A)
+    } else {
+        (0x050003, 0x050006)
+    };
+    let bare = |code| Ref::of(code, None);
+    let runs: Vec<Ref> = bitmap_runs(a.detail)
+        .map(|(sign, first, last)| {
+            // -N, +N, -(N--M), +(N--M), in e2fsck's code order.
+            let k = usize::from(sign == '+') + if last > first { 2 } else { 0 };
+            let code = codes(p.code)[k];
+            if inodes {
+                Ref::of(code, Some(narrow::sat32(first)))
+            } else {
+                Ref {
+                    code,
+                    ino: None,
+                    blk: Some(first),
+                }
+            }
+        })
+        .collect();
+    if runs.is_empty() {
+        return runs;
+    }
+    std::iter::once(bare(question))
+        .chain(runs)
+        .chain(std::iter::once(bare(end)))
+        .collect()
 }
 
 /// What e2fsck -n, which leaves the orphans unreleased, logs for one
