@@ -628,7 +628,7 @@ impl<'a> Work<'a> {
             let huge =
                 self.fs.sb.has_ro_compat(ro_compat::HUGE_FILE) && inode.has_flag(flags::HUGE_FILE);
             // i_blocks counts whole clusters on bigalloc.
-            let unit = (if huge { 1 } else { bs / 512 }) << self.fs.geo.cluster_bits;
+            let unit = self.fs.geo.i_blocks_per_cluster(huge);
             let blocks = inode.blocks_raw.saturating_sub(freed.saturating_mul(unit));
             m.set_blocks(blocks, true);
         }

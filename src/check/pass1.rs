@@ -2373,7 +2373,7 @@ fn check_iblocks(
     // i_blocks: 512-byte units, or file system blocks with HUGE_FILE;
     // with bigalloc what was counted are clusters.
     let huge = ctx.huge_file && inode.has_flag(flags::HUGE_FILE);
-    let unit = if huge { 1 } else { bs / 512 } << fs.geo.cluster_bits;
+    let unit = fs.geo.i_blocks_per_cluster(huge);
     let expect = blocks * unit;
     let stored = if ctx.huge_file {
         inode.blocks_raw

@@ -243,6 +243,16 @@ impl Geometry {
         self.block_sectors() << self.cluster_bits
     }
 
+    /// What one cluster adds to i_blocks: its sectors, or its blocks in
+    /// an inode with the HUGE_FILE flag (on a huge_file file system).
+    pub fn i_blocks_per_cluster(&self, huge: bool) -> u64 {
+        if huge {
+            1 << self.cluster_bits
+        } else {
+            self.cluster_sectors()
+        }
+    }
+
     /// Clusters in the file system (the last one may be partial).
     pub fn clusters_count(&self) -> u64 {
         self.blocks_count.div_ceil(1 << self.cluster_bits)
