@@ -75,6 +75,12 @@ pub struct Outcome {
     /// Processing only clears the list head of a single orphan that keeps
     /// its links and frees nothing: the disk is consistent as it is.
     pub trivial: bool,
+    /// The list names only inodes already free (no mode, no links, clear
+    /// in the bitmap) and there is nothing else to do: e2fsck -n, which
+    /// leaves the list alone, sees nothing, while releasing them counts
+    /// each free inode freed once more (what e2fsck -y's pass 5 then
+    /// puts right).
+    pub only_free: bool,
 }
 
 /// Reopens the file system seen through the orphan processing, when there
@@ -89,6 +95,16 @@ pub fn after_orphans(
     let Some(out) = plan(&fs, opts) else {
         return Ok(superblock::Opened::Fs(fs, first_probs));
     };
+    if out.only_free && !opts.repairing {
+        // Checked as e2fsck -n checks it: as it is.
+        let mut probs = first_probs;
+        probs.push(Problem::new(Code::OrphansPendingHarmless).detail(format!(
+            "{} inode{} to clear, 0 to truncate",
+            out.cleared,
+            if out.cleared == 1 { "" } else { "s" }
+        )));
+        return Ok(superblock::Opened::Fs(fs, probs));
+    }
     if out.blocks.is_empty() {
         // Nothing to lay over; what the orphan file is found to need
         // (made anew) is still said.
@@ -227,6 +243,7 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
     }
     w.finish(sb.last_orphan != 0, clear_present, failed);
     let (freed_blocks, freed_inodes) = (w.stats.freed_blocks, w.stats.freed_inodes);
+    let only_notes = w.notes.iter().all(|p| p.code == Code::OrphanReleased);
     Some(Outcome {
         blocks: w.st.map,
         notes: w.notes,
@@ -242,6 +259,13 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
             && freed_inodes == 0
             && w.chained <= 1
             && sb.state & STATE_ERROR == 0,
+        only_free: !failed
+            && w.chained > 0
+            && w.free_orphans == w.chained
+            && w.cleared == w.chained
+            && w.truncated == 0
+            && freed_blocks == 0
+            && only_notes,
     })
 }
 
@@ -257,6 +281,8 @@ struct Work<'a> {
     truncated: u32,
     /// Inodes released from the s_last_orphan chain.
     chained: u32,
+    /// Of those, the ones that were already free (`Outcome::only_free`).
+    free_orphans: u32,
     now: u32,
     /// Block map nodes left to visit (all inodes together).
     budget: u64,
@@ -281,6 +307,7 @@ impl<'a> Work<'a> {
             cleared: 0,
             truncated: 0,
             chained: 0,
+            free_orphans: 0,
             now,
             budget: fs.geo.blocks_count.saturating_add(64),
             ino_now: 0,
@@ -404,12 +431,38 @@ impl<'a> Work<'a> {
         Ok(())
     }
 
+    /// Is `ino` marked in use in its group's inode bitmap as the bitmap is
+    /// now? A group never initialised has none in use; a bitmap that
+    /// cannot be read counts as in use (the release is not known to be a
+    /// no-op then).
+    fn inode_marked(&self, ino: u32) -> bool {
+        let geo = &self.fs.geo;
+        let g = geo.group_of_inode(ino);
+        let Some(d) = self.fs.gds.get(g as usize) else {
+            return true;
+        };
+        if d.flags & crate::fs::group_desc::BG_INODE_UNINIT != 0 && self.fs.sb.group_desc_csum() {
+            return false;
+        }
+        let idx = Ino(ino).index_in_group(geo.inodes_per_group);
+        if !geo.block_in_fs(d.inode_bitmap) {
+            return true;
+        }
+        self.read(d.inode_bitmap).map_or(true, |bm| {
+            bm.get((idx / 8) as usize)
+                .is_none_or(|b| b & (1 << (idx % 8)) != 0)
+        })
+    }
+
     /// Releases one orphan; returns the next inode of the chain (its dtime).
     fn release_inode(&mut self, ino: u32) -> std::result::Result<u32, Abort> {
         let geo = &self.fs.geo;
         let mut raw = self.read_inode(ino)?;
         let inode = Inode::parse(&raw);
         let truncating = inode.links_count != 0;
+        if !truncating && inode.mode == 0 && !self.inode_marked(ino) {
+            self.free_orphans += 1;
+        }
         self.ino_now = ino;
         self.last_cluster = 0;
         // The dtime as found: what e2fsck -n's pass 1, which leaves the

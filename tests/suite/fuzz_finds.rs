@@ -912,3 +912,26 @@ fn fast_commit_area_leaving_too_small_a_journal() {
     assert!(fn_out.contains("fast commit"), "{fn_out}");
     file_kept(&img, 3000);
 }
+
+/// `ssv last_orphan N` naming an inode that is free (seed fz13c-2,
+/// damages 60, 422, 722). e2fsck -n leaves the orphan list alone and its
+/// passes find nothing: exit 0. Its -y releases the free inode anyway,
+/// which counts it free once more, and pass 5 puts the counts right
+/// (exit 1). pfsck -n checked the file system as the release leaves it
+/// and exited 4 on those counts.
+#[test]
+fn orphan_list_naming_a_free_inode() {
+    for (opts, ino) in [
+        (MkfsOpts::ext4().block_size(1024), 300),
+        (MkfsOpts::ext4().block_size(1024), 2000),
+        (MkfsOpts::ext2().block_size(1024), 1000),
+    ] {
+        let tmp = TempDir::new("fuzz-orphan-free");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &opts, 3000);
+        debugfs_w(&img, &[format!("ssv last_orphan {ino}")]);
+        let (fn_out, _) = judged_by_oracle(&format!("last_orphan {ino}"), &img, 0, 1);
+        assert!(fn_out.contains("orphan inode list"), "{fn_out}");
+        file_kept(&img, 3000);
+    }
+}
