@@ -492,7 +492,10 @@ fn superblock_problem(
             j.maxlen
         ));
     }
-    if j.first == 0 || j.first >= j.maxlen {
+    // e2fsck loads the field without judging it; only a replay walks
+    // from it (`recovery`). An empty journal with a wrong one is clean to
+    // e2fsck (the kernel would refuse it, but e2fsck leaves it so).
+    if j.start != 0 && (j.first == 0 || j.first >= j.maxlen) {
         return Some(format!("first block {} outside 1..{}", j.first, j.maxlen));
     }
     if j.blocktype == journal::BLOCKTYPE_SB_V2 && j.has_csum_v2v3() {

@@ -93,8 +93,6 @@ pub(super) fn problem_type(fs: &Fs, p: &Problem) -> Option<usize> {
     }
 }
 
-/// i_extra_isize of a new inode (libext2fs: its large inode structure).
-const NEW_EXTRA_ISIZE: u16 = 32;
 /// Regular file, mode 0600.
 const QUOTA_MODE: u16 = 0x8180;
 /// Direct block pointers of a block map.
@@ -220,7 +218,7 @@ fn new_inode(fs: &Fs, plan: &Layout, size: u64, now: u64) -> Vec<u8> {
     m.i_block_mut().copy_from_slice(&plan.i_block);
     // Room for the creation time: the large inode libext2fs writes.
     if isz >= crate::fs::inode::field::I_CRTIME + 4 {
-        m.set_extra_isize(NEW_EXTRA_ISIZE);
+        m.set_extra_isize(crate::fs::inode::NEW_EXTRA_ISIZE);
         m.set_crtime(t);
     }
     b

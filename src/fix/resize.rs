@@ -43,8 +43,6 @@ use crate::repair::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
 use crate::fs::inode::{DIND_SLOT, set_map_ptr};
-/// What the library's inode structure adds to the old 128 bytes.
-const EXTRA_ISIZE: u16 = 32;
 const MODE: u16 = 0o100_600;
 /// Files this large need the large_file feature.
 const LARGE_FILE_SIZE: u64 = 0x8000_0000;
@@ -190,7 +188,7 @@ pub(super) fn recreate(
         m.set_blocks(i_blocks, huge);
         m.set_block_ptr(DIND_SLOT, dind32);
         if m.0.len() > GOOD_OLD_INODE_SIZE {
-            m.set_extra_isize(EXTRA_ISIZE);
+            m.set_extra_isize(crate::fs::inode::NEW_EXTRA_ISIZE);
             if m.0.len() >= I_CRTIME + 4 {
                 m.set_crtime(now);
             }

@@ -135,7 +135,9 @@ pub(super) fn fix_resize_inode(
 /// directory hash signedness of this machine's `char` recorded, extents
 /// turned on for a 64bit file system, metadata_csum_seed turned off (and
 /// its seed zeroed) without metadata_csum, a last mount or write time
-/// ahead of the clock set to the check's time (the problem's `num2`).
+/// ahead of the clock set to the check's time (the problem's `num2`), an
+/// invalid min or want extra inode size set to what libext2fs' inodes
+/// carry (the problem's detail names the field).
 /// Returns whether it staged.
 pub(super) fn fix_flag(
     fs: &Fs,
@@ -196,6 +198,10 @@ pub(super) fn fix_flag(
         Code::JournalRecoverNoJournal => sb.set_incompat(sb.incompat() & !incompat::RECOVER),
         Code::SbLastMountFuture => sb.set_mtime(now.unwrap_or(0)),
         Code::SbLastWriteFuture => sb.set_wtime(now.unwrap_or(0)),
+        Code::SbExtraIsize if p.args().detail == "min" => {
+            sb.set_min_extra_isize(crate::fs::inode::NEW_EXTRA_ISIZE);
+        }
+        Code::SbExtraIsize => sb.set_want_extra_isize(crate::fs::inode::NEW_EXTRA_ISIZE),
         _ => {}
     })?;
     if backups {
@@ -213,6 +219,7 @@ pub(super) fn fix_flag(
             | Code::SbMetadataCsumAndGdtCsum
             | Code::JournalInodeNoFeature
             | Code::JournalRecoverNoJournal
+            | Code::SbExtraIsize
     ) || (matches!(code, Code::SbLastMountFuture | Code::SbLastWriteFuture) && now.is_some()))
 }
 

@@ -316,6 +316,7 @@ const TABLE: &[Entry] = &[
     row(Code::JournalRecoverNoJournal, F::SuperFlag, S),
     row(Code::SbLastMountFuture, F::SuperFlag, S),
     row(Code::SbLastWriteFuture, F::SuperFlag, S),
+    row(Code::SbExtraIsize, F::SuperFlag, S),
     row(Code::OrphanFileInodeInvalid, F::OrphanFile, S),
     row(Code::OrphanFileNoJournal, F::OrphanFile, S),
     row(Code::OrphanPresentNoFile, F::OrphanPresent, S),

@@ -55,6 +55,11 @@ pub mod flags {
 /// Size of the fixed part every inode has.
 pub const GOOD_OLD_INODE_SIZE: usize = 128;
 
+/// What libext2fs' large inode structure adds to the old 128 bytes: the
+/// i_extra_isize of the inodes it makes, and the superblock's min and
+/// want extra isize e2fsck puts back when they are invalid.
+pub const NEW_EXTRA_ISIZE: u16 = 32;
+
 /// Byte offsets of the inode fields repairs write (the layout the parser
 /// below reads), one table for every fix that edits raw inode bytes.
 pub mod field {

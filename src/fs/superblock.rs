@@ -99,6 +99,8 @@ pub mod field {
     pub const S_JNL_BLOCKS: usize = 0x10C;
     pub const S_JNL_BLOCKS_LEN: usize = 68;
     pub const S_FREE_BLOCKS_HI: usize = 0x158;
+    pub const S_MIN_EXTRA_ISIZE: usize = 0x15C;
+    pub const S_WANT_EXTRA_ISIZE: usize = 0x15E;
     pub const S_FLAGS: usize = 0x160;
     pub const S_USR_QUOTA_INUM: usize = 0x240;
     pub const S_GRP_QUOTA_INUM: usize = 0x244;
@@ -186,6 +188,12 @@ impl SuperblockMut<'_> {
     }
     pub fn set_reserved_gdt_blocks(&mut self, v: u16) {
         put_le16(self.0, field::S_RESERVED_GDT_BLOCKS, v);
+    }
+    pub fn set_min_extra_isize(&mut self, v: u16) {
+        put_le16(self.0, field::S_MIN_EXTRA_ISIZE, v);
+    }
+    pub fn set_want_extra_isize(&mut self, v: u16) {
+        put_le16(self.0, field::S_WANT_EXTRA_ISIZE, v);
     }
     pub fn set_first_meta_bg(&mut self, v: u32) {
         put_le32(self.0, field::S_FIRST_META_BG, v);
@@ -472,8 +480,8 @@ impl Superblock {
             desc_size: le16(b, 0xFE),
             first_meta_bg: le32(b, 0x104),
             jnl_blocks,
-            min_extra_isize: le16(b, 0x15C),
-            want_extra_isize: le16(b, 0x15E),
+            min_extra_isize: le16(b, field::S_MIN_EXTRA_ISIZE),
+            want_extra_isize: le16(b, field::S_WANT_EXTRA_ISIZE),
             flags: le32(b, 0x160),
             mmp_block: u64::from(le32(b, 0x168)) | (u64::from(le32(b, 0x16C)) << 32),
             log_groups_per_flex: u8_at(b, 0x174),

@@ -935,3 +935,24 @@ fn orphan_list_naming_a_free_inode() {
         file_kept(&img, 3000);
     }
 }
+
+/// The first log block of an empty journal (`s_start` 0) out of range
+/// (seed fz13c-2, damages 203, 1223, 1352: `s_first` 2147483647,
+/// 2967955263, 2547; 0 too). e2fsck loads the field without judging it
+/// and uses it only to replay, so it finds the file system clean and
+/// leaves the journal alone. pfsck called the journal superblock
+/// corrupt (-n exit 12, -y remade the journal).
+#[test]
+fn empty_journal_with_a_first_block_out_of_range() {
+    for first in [0x7fff_ffffu32, 2547, 0] {
+        let tmp = TempDir::new("fuzz-jsb-first");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+        let jsb = debugfs_number(&img, "bmap <8> 0");
+        assert_eq!(read_at(&img, jsb * 1024 + 0x1c, 4), [0; 4]);
+        write_at(&img, jsb * 1024 + 0x14, &first.to_be_bytes());
+        judged_by_oracle(&format!("s_first {first}"), &img, 0, 0);
+        assert_eq!(read_at(&img, jsb * 1024 + 0x14, 4), first.to_be_bytes());
+        file_kept(&img, 3000);
+    }
+}

@@ -45,6 +45,10 @@ const DAMAGE: &[(Code, &str)] = &[
     ),
     (Code::SbRev0Features, "sb_flags::features_on_revision_0"),
     (
+        Code::SbExtraIsize,
+        "catalogue_13j::invalid_extra_isize_in_the_superblock_is_reset",
+    ),
+    (
         Code::JournalInodeNoFeature,
         "journal_flags::journal_without_has_journal_is_forgotten",
     ),
