@@ -40,7 +40,7 @@ use crate::fs::inode::{
     GOOD_OLD_INODE_SIZE, InodeMut, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG,
     S_IFSOCK, field, flags, inode_csum_seed,
 };
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::narrow;
 use crate::volume::edit::{self, read_block, read_inode, write_desc_table};
@@ -205,13 +205,13 @@ impl Replay<'_> {
     }
 
     fn inode_raw(&self, ino: u32) -> Result<Vec<u8>, Unsupported> {
-        read_inode(self.fs, &self.st, ino)
+        read_inode(self.fs, &self.st, Ino(ino))
             .map_err(io)?
             .ok_or_else(|| format!("inode {ino} outside the inode tables"))
     }
 
     fn write_inode(&mut self, ino: u32, raw: &[u8]) -> Result<(), Unsupported> {
-        edit::write_inode(self.fs, &mut self.st, ino, raw).map_err(io)?;
+        edit::write_inode(self.fs, &mut self.st, Ino(ino), raw).map_err(io)?;
         Ok(())
     }
 

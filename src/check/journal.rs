@@ -274,7 +274,7 @@ pub fn journal_inode(fs: &Fs) -> Result<Inode, String> {
 /// backup was.
 fn find_journal_inode(fs: &Fs) -> Result<(Inode, Option<String>), String> {
     let primary = fs
-        .read_inode_raw(fs.sb.journal_inum)
+        .read_inode_raw(Ino(fs.sb.journal_inum))
         .map_err(|e| e.to_string())
         .and_then(|raw| {
             let inode = Inode::parse(&raw);

@@ -387,7 +387,7 @@ impl<'a> Work<'a> {
     // ---- inodes ----
 
     fn read_inode(&self, ino: u32) -> std::result::Result<Vec<u8>, Abort> {
-        match vol::read_inode(self.fs, &self.st, ino) {
+        match vol::read_inode(self.fs, &self.st, Ino(ino)) {
             Ok(Some(raw)) => Ok(raw),
             Ok(None) => Err(format!("inode {ino} has no valid location")),
             Err(e) => Err(format!("cannot read inode {ino}: {e}")),
@@ -395,7 +395,7 @@ impl<'a> Work<'a> {
     }
 
     fn write_inode(&mut self, ino: u32, raw: &[u8]) -> std::result::Result<(), Abort> {
-        match vol::write_inode(self.fs, &mut self.st, ino, raw) {
+        match vol::write_inode(self.fs, &mut self.st, Ino(ino), raw) {
             Ok(true) => Ok(()),
             Ok(false) => Err(format!("inode {ino} has no valid location")),
             Err(e) => Err(format!("cannot write inode {ino}: {e}")),

@@ -604,7 +604,7 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
 /// same block's backups in the groups that carry a superblock copy.
 pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
     let bad = |why: &str| Some(Problem::new(Code::SbResizeInodeNoFeature).detail(why.to_string()));
-    let raw = fs.read_inode_raw(inode::RESIZE_INO).ok()?;
+    let raw = fs.read_inode_raw(Ino(inode::RESIZE_INO)).ok()?;
     let ri = Inode::parse(&raw);
     let ptrs = ri.block_ptrs();
     if !fs.sb.has_compat(compat::RESIZE_INODE) {
@@ -891,7 +891,7 @@ fn in_bad_itable_block(ctx: &Ctx, ino: u32) -> Option<u64> {
     if ctx.bad_itable.is_empty() {
         return None;
     }
-    let (blk, _) = ctx.fs.inode_location(ino)?;
+    let (blk, _) = ctx.fs.inode_location(Ino(ino))?;
     ctx.bad_itable.binary_search(&blk).is_ok().then_some(blk)
 }
 

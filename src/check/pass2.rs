@@ -115,7 +115,7 @@ impl Targets for StateTargets<'_> {
         let in_bad_block = !self.bad_itable.is_empty()
             && self
                 .fs
-                .inode_location(ino.get())
+                .inode_location(ino)
                 .is_some_and(|(b, _)| self.bad_itable.binary_search(&b).is_ok());
         TargetInfo {
             used: s.inode_used.get(ino),
@@ -174,7 +174,7 @@ impl MapVisitor for BadItable<'_> {
 
 /// Inode table blocks in the bad-block list (inode 1), sorted.
 pub(crate) fn bad_itable_blocks(fs: &Fs) -> Vec<u64> {
-    let Ok(raw) = fs.read_inode_raw(inode::BAD_INO) else {
+    let Ok(raw) = fs.read_inode_raw(Ino(inode::BAD_INO)) else {
         return Vec::new();
     };
     let ino = inode::Inode::parse(&raw);
@@ -1082,7 +1082,7 @@ fn read_generations(fs: &Fs, inos: &[Ino], threads: Threads, ctl: &Control) -> V
             chunk
                 .iter()
                 .map(|&ino| {
-                    let Some((blk, off)) = fs.inode_location(ino.get()) else {
+                    let Some((blk, off)) = fs.inode_location(ino) else {
                         return 0;
                     };
                     if *cur != blk {
@@ -1280,7 +1280,7 @@ fn check_inline_dirs<T: Targets + Sync>(
             let mut sink = Sink::default();
             for d in &inl[u * INODE_UNIT..((u + 1) * INODE_UNIT).min(inl.len())] {
                 let ino = d.params.ino;
-                let Ok(raw) = fs.read_inode_raw(ino.get()) else {
+                let Ok(raw) = fs.read_inode_raw(ino) else {
                     continue;
                 };
                 let iblock = raw.get(field::I_BLOCK..field::I_BLOCK_END).unwrap_or(&[]);

@@ -68,7 +68,7 @@ pub fn run(
         },
         threads,
         ctl,
-        |ino| fs.read_inode_raw(ino).ok(),
+        |ino| fs.read_inode_raw(Ino(ino)).ok(),
     ));
     Ok(out)
 }

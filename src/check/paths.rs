@@ -314,7 +314,7 @@ impl DirTree {
 fn read_disk_dir(fs: &crate::volume::Fs, ino: Ino, known: impl Fn(Ino) -> bool) -> Option<DiskDir> {
     use crate::fs::dir_entry::{HEADER_LEN, inode_at, name_len_at, rec_len_at};
     use crate::fs::inode::Inode;
-    let raw = fs.read_inode_raw(ino.get()).ok()?;
+    let raw = fs.read_inode_raw(ino).ok()?;
     let inode = Inode::parse(&raw);
     if !inode.is_dir() || inode.has_flag(crate::fs::inode::flags::INLINE_DATA) {
         return None;

@@ -125,7 +125,7 @@ impl MapVisitor for Runs {
 /// keeps their limits).
 pub(crate) fn read_file(fs: &Fs, ino: u32, qtype: usize) -> Result<Vec<quota::Dquot>, String> {
     let raw = fs
-        .read_inode_raw(ino)
+        .read_inode_raw(Ino(ino))
         .map_err(|e| format!("cannot read the inode: {e}"))?;
     let inode = Inode::parse(&raw);
     let bs = u64::from(fs.geo.block_size);

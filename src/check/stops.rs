@@ -211,7 +211,7 @@ pub fn kept_unused_entry_type(fs: &Fs, p: &Problem) -> Option<Problem> {
 fn follow_up(fs: &Fs, p: &Problem, filetype: bool, csum: bool) -> Option<Problem> {
     let a = p.args();
     let target = u32::try_from(a.num?).ok()?;
-    let raw = fs.read_inode_raw(target).ok()?;
+    let raw = fs.read_inode_raw(Ino(target)).ok()?;
     let node = Inode::parse(&raw);
     let zero = raw[..GOOD_OLD_INODE_SIZE.min(raw.len())]
         .iter()
@@ -267,7 +267,7 @@ pub(super) fn inode_unreadable(fs: &Fs, ino: u32) -> bool {
     if !fs.metadata_csum() {
         return false;
     }
-    let Ok(raw) = fs.read_inode_raw(ino) else {
+    let Ok(raw) = fs.read_inode_raw(Ino(ino)) else {
         return false;
     };
     let zero = raw[..GOOD_OLD_INODE_SIZE.min(raw.len())]

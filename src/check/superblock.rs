@@ -668,7 +668,7 @@ fn quota_field_lingers(fs: &Fs, kind: &str, ino: u32) -> bool {
     if fs.sb.has_ro_compat(ro_compat::QUOTA) {
         return true;
     }
-    fs.read_inode_raw(ino).map_or(true, |raw| {
+    fs.read_inode_raw(Ino(ino)).map_or(true, |raw| {
         let inode = crate::fs::inode::Inode::parse(&raw);
         inode.links_count > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0
     })
@@ -698,7 +698,7 @@ fn fields_without_feature(fs: &Fs) -> Vec<Problem> {
         if feature || ino < geo.first_ino || ino > geo.inodes_count {
             continue;
         }
-        let Ok(raw) = fs.read_inode_raw(ino) else {
+        let Ok(raw) = fs.read_inode_raw(Ino(ino)) else {
             continue;
         };
         let inode = crate::fs::inode::Inode::parse(&raw);
@@ -834,7 +834,7 @@ fn journal_backup_stale(fs: &Fs) -> bool {
     {
         return false;
     }
-    let Ok(raw) = fs.read_inode_raw(sb.journal_inum) else {
+    let Ok(raw) = fs.read_inode_raw(Ino(sb.journal_inum)) else {
         return false;
     };
     let inode = crate::fs::inode::Inode::parse(&raw);

@@ -103,7 +103,7 @@ fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
     if e.value_inum < fs.geo.first_ino || e.value_inum > fs.geo.inodes_count {
         return Err(illegal());
     }
-    let Ok(raw) = fs.read_inode_raw(e.value_inum) else {
+    let Ok(raw) = fs.read_inode_raw(Ino(e.value_inum)) else {
         return Err(illegal());
     };
     let ea = Inode::parse(&raw);
@@ -329,7 +329,7 @@ pub fn inline_data_size(
     require: bool,
 ) -> Result<u64, &'static str> {
     let ea_inode = fs.sb.has_incompat(incompat::EA_INODE);
-    let read_inode = |ino: u32| fs.read_inode_raw(ino).ok();
+    let read_inode = |ino: u32| fs.read_inode_raw(Ino(ino)).ok();
     let mut found = None;
     if let Some(area) = inode_area(raw, inode) {
         found = library_read(area, 0, ea_inode, &read_inode)

@@ -36,7 +36,7 @@ use crate::fs::extent;
 use crate::fs::group_desc::{self, Location};
 use crate::fs::inode::field::*;
 use crate::fs::inode::{self, Inode, flags};
-use crate::fs::num::{Blk, Group};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::incompat;
 use crate::narrow;
 use crate::repair::overlay::Overlay;
@@ -68,7 +68,7 @@ pub(super) fn fix(
     if all.iter().any(|p| kind_in_doubt(p)) {
         return Ok(false);
     }
-    let Some(raw) = vol::read_inode(fs, overlay, ino)? else {
+    let Some(raw) = vol::read_inode(fs, overlay, Ino(ino))? else {
         return Ok(false);
     };
     let ind = Inode::parse(&raw);
@@ -149,7 +149,9 @@ pub(super) fn fix(
     if !changed {
         return Ok(staged_below);
     }
-    vol::edit_inode(fs, overlay, ino, |m| m.i_block_mut().copy_from_slice(&root))?;
+    vol::edit_inode(fs, overlay, Ino(ino), |m| {
+        m.i_block_mut().copy_from_slice(&root)
+    })?;
     Ok(true)
 }
 
@@ -223,7 +225,7 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> super::Resu
 /// Clears the bad blocks inode entirely (e2fsck zeroes its whole base
 /// inode), which empties the bad-block list.
 pub(super) fn clear_bad_blocks_inode(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
-    Ok(vol::edit_inode(fs, overlay, inode::BAD_INO, |m| {
+    Ok(vol::edit_inode(fs, overlay, Ino(inode::BAD_INO), |m| {
         m.0[..inode::GOOD_OLD_INODE_SIZE].fill(0);
     })?)
 }

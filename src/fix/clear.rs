@@ -74,7 +74,7 @@ pub(super) fn fix(
     if round.modified.contains(&ino) {
         return Ok(false);
     }
-    let Some(raw) = vol::read_inode(fs, overlay, ino)? else {
+    let Some(raw) = vol::read_inode(fs, overlay, Ino(ino))? else {
         return Ok(false);
     };
     let node = Inode::parse(&raw);
@@ -384,7 +384,7 @@ fn edit(
     ino: u32,
     change: impl FnOnce(&mut InodeMut),
 ) -> super::Result<bool> {
-    Ok(vol::edit_inode(fs, overlay, ino, change)?)
+    Ok(vol::edit_inode(fs, overlay, Ino(ino), change)?)
 }
 
 /// Sets the superblock features the round found in use.
@@ -438,7 +438,7 @@ fn make_root(
     if round.modified.contains(&ROOT_INO) {
         return Ok(true);
     }
-    if fs.inode_location(ROOT_INO).is_none() {
+    if fs.inode_location(Ino(ROOT_INO)).is_none() {
         return Ok(false);
     }
     let Some(blk) = Allocator::new(fs, &state.block_used).take_lowest(overlay) else {

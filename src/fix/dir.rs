@@ -260,7 +260,7 @@ fn edit_inline(
     edit: impl FnOnce(&mut [u8]) -> bool,
 ) -> super::Result<bool> {
     let mut changed = false;
-    crate::volume::edit::edit_inode(fs, overlay, dir.get(), |m| {
+    crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
         changed = edit(&mut m.i_block_mut()[crate::fs::dir_entry::INLINE_ENTRIES_AT..]);
     })?;
     Ok(changed)
@@ -353,7 +353,7 @@ pub(super) fn set_inline_dotdot(
     links: &mut Links,
 ) -> super::Result<bool> {
     let mut old = Ino::NONE;
-    let done = crate::volume::edit::edit_inode(fs, overlay, dir.get(), |m| {
+    let done = crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
         let b = m.i_block_mut();
         old = Ino(inline_parent(b));
         set_inline_parent(b, to.get());

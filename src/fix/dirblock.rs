@@ -36,10 +36,10 @@ pub(super) fn fix(
     overlay: &mut Overlay,
     p: &Problem,
 ) -> super::Result<bool> {
-    let (Some(Ino(dir)), Some(Blk(pblk))) = (p.args().ino, p.args().blk) else {
+    let (Some(dir), Some(Blk(pblk))) = (p.args().ino, p.args().blk) else {
         return Ok(false);
     };
-    if state.has_iflag(Ino(dir), iflag::INLINE) {
+    if state.has_iflag(dir, iflag::INLINE) {
         return match (p.code, p.args().num) {
             (Code::DirBlockCorrupt, Some(part)) => salvage_inline(fs, overlay, dir, part),
             _ => Ok(false),
@@ -98,11 +98,11 @@ pub(super) fn fix_dot(
     overlay: &mut Overlay,
     p: &Problem,
 ) -> super::Result<bool> {
-    let (Some(Ino(dir)), Some(Blk(pblk))) = (p.args().ino, p.args().blk) else {
+    let (Some(dir), Some(Blk(pblk))) = (p.args().ino, p.args().blk) else {
         return Ok(false);
     };
     if p.code != Code::DirDotMissing
-        || state.has_iflag(Ino(dir), iflag::INLINE)
+        || state.has_iflag(dir, iflag::INLINE)
         || !writable(fs, state, pblk)
     {
         return Ok(false);
@@ -124,7 +124,7 @@ pub(super) fn fix_dot(
         let Some(rec) = readable(b, bs, 0) else {
             return false;
         };
-        set_inode_at(b, 0, dir);
+        set_inode_at(b, 0, dir.0);
         // '.', its padding's first byte cleared.
         put_name(b, 0, b".\0", Some(ftype));
         set_name_len_at(b, 0, 1);
@@ -155,7 +155,7 @@ pub(super) fn writable(fs: &Fs, state: &State, pblk: u64) -> bool {
 
 /// Salvages part `part` of an inline directory: 0 the entries in i_block
 /// (after the parent's number), 1 those in the system.data attribute.
-fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: u32, part: u64) -> super::Result<bool> {
+fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: Ino, part: u64) -> super::Result<bool> {
     let pos = fs
         .inode_offset(dir)
         .ok_or_else(|| format!("inode {dir} lies beyond the addressable range"))?;
@@ -186,7 +186,7 @@ fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: u32, part: u64) -> super:
             }
         }
         if done && csum {
-            crate::fs::inode::InodeMut(raw).set_checksum(seed, dir);
+            crate::fs::inode::InodeMut(raw).set_checksum(seed, dir.0);
         }
     })?;
     Ok(done)
@@ -205,12 +205,12 @@ fn edit(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    dir: u32,
+    dir: Ino,
     pblk: u64,
     f: impl FnOnce(&mut [u8]) -> bool,
 ) -> super::Result<bool> {
     let seed = if fs.metadata_csum() {
-        Some(dir_seed(fs, state, overlay, Ino(dir))?)
+        Some(dir_seed(fs, state, overlay, dir)?)
     } else {
         None
     };

@@ -28,8 +28,8 @@ use crate::volume::{Allocator, Fs, edit as vol};
 use crate::fs::inode::DIRECT_BLOCKS as DIRECT;
 
 /// Closes the holes of directory `dir`; returns whether anything was staged.
-pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay, dir: u32) -> super::Result<bool> {
-    if !state.inode_dir.get(Ino(dir)) || state.has_iflag(Ino(dir), iflag::INLINE) {
+pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay, dir: Ino) -> super::Result<bool> {
+    if !state.inode_dir.get(dir) || state.has_iflag(dir, iflag::INLINE) {
         return Ok(false);
     }
     let Some(mut raw) = vol::read_inode(fs, overlay, dir)? else {
@@ -44,7 +44,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay, dir: u32) -> su
 
 /// Moves the extents of an inode-held (depth 0) extent tree down so that
 /// each starts where the one before ends.
-fn collapse(fs: &Fs, overlay: &mut Overlay, dir: u32, raw: &mut [u8]) -> super::Result<bool> {
+fn collapse(fs: &Fs, overlay: &mut Overlay, dir: Ino, raw: &mut [u8]) -> super::Result<bool> {
     let root = InodeMut(raw).i_block().to_vec();
     let h = extent::parse_header(&root);
     let n = usize::from(h.entries);
@@ -78,7 +78,7 @@ fn allocate(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    dir: u32,
+    dir: Ino,
     raw: &mut [u8],
 ) -> super::Result<bool> {
     let node = InodeMut(raw);
@@ -101,7 +101,7 @@ fn allocate(
     }
     let bs = fs.block_size();
     let seed = if fs.metadata_csum() {
-        Some(dir_seed(fs, state, overlay, Ino(dir))?)
+        Some(dir_seed(fs, state, overlay, dir)?)
     } else {
         None
     };

@@ -143,7 +143,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
             out.resolved.insert(ino);
             continue;
         }
-        let Some(mut raw) = vol::read_inode(fs, overlay, ino.get())? else {
+        let Some(mut raw) = vol::read_inode(fs, overlay, ino)? else {
             continue;
         };
         let checkpoint = alloc.checkpoint();
@@ -176,7 +176,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
                     overlay.stage(Blk(b), data)?;
                 }
                 claims = tx_claims;
-                vol::write_inode(fs, overlay, ino.get(), &raw)?;
+                vol::write_inode(fs, overlay, ino, &raw)?;
                 out.resolved.insert(ino);
                 out.staged = true;
             }

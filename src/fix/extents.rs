@@ -22,7 +22,7 @@ use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::extent::{Extent, INIT_MAX_LEN};
 use crate::fs::inode::{Inode, flags, inode_csum_seed};
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::narrow;
 use crate::repair::overlay::Overlay;
@@ -41,7 +41,7 @@ pub(super) fn rebuild(
         // e2fsck answers yes and does nothing without the feature.
         return Ok(false);
     }
-    let Some(raw) = vol::read_inode(fs, overlay, ino)? else {
+    let Some(raw) = vol::read_inode(fs, overlay, Ino(ino))? else {
         return Ok(false);
     };
     let inode = Inode::parse(&raw);
@@ -82,7 +82,7 @@ pub(super) fn rebuild(
     let unit = if huge { 1 } else { fs.geo.block_sectors() } << fs.geo.cluster_bits;
     let hi_ok = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
     let new_leaves = leaves.len() as u64;
-    Ok(vol::edit_inode(fs, overlay, ino, |m| {
+    Ok(vol::edit_inode(fs, overlay, Ino(ino), |m| {
         let blocks = m
             .blocks(hi_ok)
             .saturating_sub((c.nodes.len() as u64).saturating_mul(unit))
@@ -175,7 +175,7 @@ pub(super) fn optimize(
     {
         return Ok(false);
     }
-    let Some(raw) = vol::read_inode(fs, overlay, ino)? else {
+    let Some(raw) = vol::read_inode(fs, overlay, Ino(ino))? else {
         return Ok(false);
     };
     let inode = Inode::parse(&raw);
@@ -247,7 +247,7 @@ pub(super) fn optimize(
     let hi_ok = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
     let (old, new) = (c.nodes.len() as u64, tree.leaves.len() as u64);
     let root = tree.root;
-    Ok(vol::edit_inode(fs, overlay, ino, |m| {
+    Ok(vol::edit_inode(fs, overlay, Ino(ino), |m| {
         let blocks = m
             .blocks(hi_ok)
             .saturating_sub(old.saturating_mul(unit))

@@ -68,7 +68,7 @@ pub(super) fn fix(
     let Some(Ino(ino)) = p.args().ino else {
         return Ok(false);
     };
-    if fs.inode_location(ino).is_none() {
+    if fs.inode_location(Ino(ino)).is_none() {
         return Ok(false);
     }
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
@@ -82,7 +82,8 @@ pub(super) fn fix(
         // A dtime that is an orphan-list link of a list no longer there:
         // e2fsck deletes the inode when it has no links, else keeps it.
         (Code::InodeOrphanInUse, _) => {
-            let raw = vol::read_inode(fs, overlay, ino)?.ok_or("inode has no place on disk")?;
+            let raw =
+                vol::read_inode(fs, overlay, Ino(ino))?.ok_or("inode has no place on disk")?;
             if Inode::parse(&raw).links_count == 0 {
                 Edit::SetDtime(super::lostfound::now(fs))
             } else {
@@ -101,7 +102,7 @@ pub(super) fn fix(
                 // Regular files of that size need large_file, which the
                 // caller sets; a directory that large is beyond what the
                 // fixes handle yet.
-                let raw = fs.read_inode_raw(ino)?;
+                let raw = fs.read_inode_raw(Ino(ino))?;
                 if !Inode::parse(&raw).is_reg() {
                     return Ok(false);
                 }
@@ -116,7 +117,7 @@ pub(super) fn fix(
         }
         _ => return Ok(false),
     };
-    Ok(vol::edit_inode(fs, overlay, ino, |m| change.apply(m))?)
+    Ok(vol::edit_inode(fs, overlay, Ino(ino), |m| change.apply(m))?)
 }
 
 /// What releasing an inode also wipes.
@@ -142,7 +143,7 @@ pub(super) fn release(
 ) -> super::Result<bool> {
     let t = super::lostfound::now(fs);
     let wipe_map = how.reserved_map && ino < fs.geo.first_ino;
-    if !vol::edit_inode(fs, overlay, ino, |m| {
+    if !vol::edit_inode(fs, overlay, Ino(ino), |m| {
         if how.flags {
             m.set_flags(0);
         }

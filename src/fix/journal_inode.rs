@@ -134,7 +134,7 @@ pub(super) fn recreate(
 
     let size = n * u64::from(geo.block_size);
     let raw = journal_inode(fs, size, n + ind_count, extents, &block);
-    if !vol::write_inode(fs, overlay, JOURNAL_INO, &raw)? {
+    if !vol::write_inode(fs, overlay, Ino(JOURNAL_INO), &raw)? {
         return Err("the journal inode has no valid location".into());
     }
 
@@ -368,7 +368,7 @@ pub(super) fn restore_from_backup(fs: &Fs, overlay: &mut Overlay) -> super::Resu
         return Ok(false);
     };
     let ino = fs.sb.journal_inum;
-    let placed = vol::edit_inode(fs, overlay, ino, |m| {
+    let placed = vol::edit_inode(fs, overlay, Ino(ino), |m| {
         let n = small.len().min(m.0.len());
         m.0[..n].copy_from_slice(&small[..n]);
     })?;
@@ -399,7 +399,7 @@ pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> super::Result<b
 
 /// Blocks the old journal inode maps (as pass 1 walked it).
 fn old_blocks(fs: &Fs) -> BTreeSet<u64> {
-    match fs.read_inode_raw(JOURNAL_INO) {
+    match fs.read_inode_raw(Ino(JOURNAL_INO)) {
         Ok(raw) => mapped_blocks(fs, JOURNAL_INO, &finode::Inode::parse(&raw)),
         Err(_) => BTreeSet::new(),
     }

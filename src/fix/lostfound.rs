@@ -101,7 +101,7 @@ pub(super) fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: Ino) -> s
     let generation = match (state.dir_index(ino), state.dir_gen.is_empty()) {
         (Some(k), false) => state.dir_gen.get(k).copied().unwrap_or(0),
         _ => {
-            let raw = vol::read_inode(fs, overlay, ino.get())?
+            let raw = vol::read_inode(fs, overlay, ino)?
                 .ok_or_else(|| format!("inode {ino} lies beyond the addressable range"))?;
             InodeMut(&mut raw.clone()).generation()
         }
@@ -296,7 +296,7 @@ fn expand(
     alloc: &mut Allocator,
 ) -> super::Result<Option<Blk>> {
     let ino = lf.ino.get();
-    let Some(mut raw) = vol::read_inode(fs, overlay, ino)? else {
+    let Some(mut raw) = vol::read_inode(fs, overlay, Ino(ino))? else {
         return Ok(None);
     };
     let node = InodeMut(&mut raw);
@@ -357,7 +357,7 @@ fn expand(
     };
     let size = narrow::sat32((count + 1) * bs);
     let sectors = if taken { fs.geo.cluster_sectors() } else { 0 };
-    vol::edit_inode(fs, overlay, ino, |m| {
+    vol::edit_inode(fs, overlay, Ino(ino), |m| {
         match edit {
             MapEdit::Grow | MapEdit::Add => {
                 let root = m.i_block_mut();
@@ -440,7 +440,10 @@ pub(super) fn create(
         };
         !fs.uninit_bg() || !gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
     });
-    let Some(ino) = ino.filter(|&i| fs.inode_location(i).is_some()).map(Ino) else {
+    let Some(ino) = ino
+        .filter(|&i| fs.inode_location(Ino(i)).is_some())
+        .map(Ino)
+    else {
         return Ok(None);
     };
     let mut alloc = Allocator::new(fs, &state.block_used);
@@ -536,7 +539,7 @@ pub(super) fn write_dir(
     };
     let t = now(fs);
     // The inode: a directory of one block, generation 0.
-    let placed = vol::edit_inode(fs, overlay, ino.get(), |m| {
+    let placed = vol::edit_inode(fs, overlay, ino, |m| {
         m.0.fill(0);
         m.set_mode(mode);
         m.set_size(bs as u64);

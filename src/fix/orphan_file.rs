@@ -113,7 +113,7 @@ pub(super) fn recreate(
             m.set_crtime(now);
         }
     }
-    if !vol::write_inode(fs, overlay, ino, &raw)? {
+    if !vol::write_inode(fs, overlay, Ino(ino), &raw)? {
         alloc.rollback(checkpoint);
         return Err("the orphan file inode has no valid location".into());
     }
@@ -143,7 +143,7 @@ pub(super) fn clear_present(fs: &Fs, overlay: &mut Overlay) -> super::Result<boo
 
 /// Blocks the old orphan file maps, nodes included.
 fn old_blocks(fs: &Fs, overlay: &Overlay, ino: u32) -> BTreeSet<u64> {
-    let Ok(Some(raw)) = vol::read_inode(fs, overlay, ino) else {
+    let Ok(Some(raw)) = vol::read_inode(fs, overlay, Ino(ino)) else {
         return BTreeSet::new();
     };
     let inode = finode::Inode::parse(&raw);

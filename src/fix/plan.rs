@@ -982,8 +982,8 @@ fn structure(
     fixed: &mut [bool],
 ) -> Fixed<bool> {
     let mut staged = false;
-    let mut rebuild: BTreeMap<u32, Vec<usize>> = Default::default();
-    let mut holes: BTreeMap<u32, Vec<usize>> = Default::default();
+    let mut rebuild: BTreeMap<Ino, Vec<usize>> = Default::default();
+    let mut holes: BTreeMap<Ino, Vec<usize>> = Default::default();
     let mut dot_fixed = BTreeSet::new();
     let mut salvaged = BTreeSet::new();
     let codes = |c: Code| {
@@ -993,7 +993,7 @@ fn structure(
         if !want.ok(&p) {
             continue;
         }
-        let Some(Ino(dir)) = p.args().ino else {
+        let Some(dir) = p.args().ino else {
             continue;
         };
         if table::is(p.code, Fixer::DirBlock) {

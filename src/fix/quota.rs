@@ -132,7 +132,7 @@ pub(super) fn rewrite(
         // Pass 1 did not claim the blocks of a reserved inode no field
         // names: it is cleared first (its own fix, an earlier round).
         let raw = fs
-            .read_inode_raw(ino)
+            .read_inode_raw(Ino(ino))
             .map_err(|e| format!("cannot read quota inode {ino}: {e}"))?;
         let old = Inode::parse(&raw);
         if old.links_count != 0 || old.blocks_raw != 0 || old.block_ptrs()[0] != 0 {
@@ -189,7 +189,7 @@ pub(super) fn rewrite(
         overlay.stage(Blk(*b), data.clone())?;
     }
     let raw = new_inode(fs, &plan, bytes.len() as u64, now);
-    if !vol::write_inode(fs, overlay, ino, &raw)? {
+    if !vol::write_inode(fs, overlay, Ino(ino), &raw)? {
         return Err(format!("quota inode {ino} has no place in the inode tables").into());
     }
     if ino != field {
@@ -282,7 +282,7 @@ impl Layout {
         }
         // The old file's blocks are freed first (the library truncates it).
         let raw = fs
-            .read_inode_raw(ino)
+            .read_inode_raw(Ino(ino))
             .map_err(|e| format!("cannot read quota inode {ino}: {e}"))?;
         let inode = Inode::parse(&raw);
         let mut old = AllBlocks {

@@ -62,16 +62,16 @@ pub(super) fn rebuild(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
-    dir: u32,
+    dir: Ino,
     links: &mut Links,
 ) -> super::Result<bool> {
-    let Some(k) = state.dir_index(Ino(dir)) else {
+    let Some(k) = state.dir_index(dir) else {
         return Ok(false);
     };
-    if !state.inode_used.get(Ino(dir)) || state.has_iflag(Ino(dir), iflag::INLINE) {
+    if !state.inode_used.get(dir) || state.has_iflag(dir, iflag::INLINE) {
         return Ok(false);
     }
-    let blocks = state.dir_blocks_once(Ino(dir));
+    let blocks = state.dir_blocks_once(dir);
     if blocks.is_empty()
         || blocks.windows(2).any(|w| w[0].0 == w[1].0)
         || blocks
@@ -100,7 +100,7 @@ pub(super) fn rebuild(
         add(links, Ino(ino), -1);
     }
 
-    let parent = if dir == ROOT_INO {
+    let parent = if dir == Ino::ROOT {
         ROOT_INO
     } else {
         match state.dir_parent.get(k).map_or(0, |p| p.0) {
@@ -114,7 +114,7 @@ pub(super) fn rebuild(
     };
     let csum = fs.metadata_csum();
     let seed = if csum {
-        Some(dir_seed(fs, state, overlay, Ino(dir))?)
+        Some(dir_seed(fs, state, overlay, dir)?)
     } else {
         None
     };
@@ -122,7 +122,7 @@ pub(super) fn rebuild(
         bs,
         csum,
         filetype,
-        dir,
+        dir: dir.0,
         parent,
     };
     // An index when the file system has them, the entries need more than

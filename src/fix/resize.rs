@@ -104,7 +104,7 @@ pub(super) fn recreate(
     let sb_blk = super_block(fs);
     let desc = u64::from(geo.desc_blocks);
     let rsv = u64::from(geo.reserved_gdt_blocks);
-    let Some(mut old) = vol::read_inode(fs, overlay, RESIZE_INO)? else {
+    let Some(mut old) = vol::read_inode(fs, overlay, Ino(RESIZE_INO))? else {
         return Ok(false);
     };
     let first_gdt = sb_blk + 1 + desc;
@@ -179,7 +179,7 @@ pub(super) fn recreate(
         alloc.rollback(checkpoint);
         return Ok(false);
     }
-    if !vol::edit_inode(fs, overlay, RESIZE_INO, |m| {
+    if !vol::edit_inode(fs, overlay, Ino(RESIZE_INO), |m| {
         m.0.fill(0);
         m.set_mode(MODE);
         m.set_size(size);

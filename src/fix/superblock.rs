@@ -9,6 +9,7 @@
 //! follow from there, with their edits landing on the restored copy.
 
 use crate::fs::inode::GOOD_OLD_INODE_SIZE;
+use crate::fs::num::Ino;
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, SuperblockMut};
 use crate::repair::overlay::Overlay;
 use crate::volume::{Fs, edit as vol};
@@ -94,7 +95,7 @@ pub(super) fn drop_orphan_file(fs: &Fs, overlay: &mut Overlay) -> super::Result<
         s.set_orphan_file_inum(0);
     })?;
     if valid {
-        vol::edit_inode(fs, overlay, inum, |m| m.0.fill(0))?;
+        vol::edit_inode(fs, overlay, Ino(inum), |m| m.0.fill(0))?;
     }
     Ok(true)
 }
@@ -123,7 +124,7 @@ pub(super) fn fix_resize_inode(
         sb.set_reserved_gdt_blocks(0);
     })?;
     // The part of the inode e2fsck clears (its `struct ext2_inode`).
-    let cleared = vol::edit_inode(fs, overlay, crate::fs::inode::RESIZE_INO, |m| {
+    let cleared = vol::edit_inode(fs, overlay, Ino(crate::fs::inode::RESIZE_INO), |m| {
         let n = GOOD_OLD_INODE_SIZE.min(m.0.len());
         m.0[..n].fill(0);
     })?;
@@ -154,7 +155,7 @@ pub(super) fn fix_flag(
     );
     // The journal inode as this round leaves it.
     let journal = if code == Code::SbJournalBackupMissing {
-        match vol::read_inode(fs, overlay, fs.sb.journal_inum)? {
+        match vol::read_inode(fs, overlay, Ino(fs.sb.journal_inum))? {
             Some(raw) => Some(crate::fs::inode::Inode::parse(&raw)),
             None => return Ok(false),
         }

@@ -7,7 +7,7 @@ use super::{Fs, Stage};
 use crate::error::{Error, Result};
 use crate::fs::group_desc::DescMut;
 use crate::fs::inode::InodeMut;
-use crate::fs::num::Blk;
+use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{
     STATE_VALID, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, SuperblockMut, incompat,
 };
@@ -68,7 +68,7 @@ pub fn stage_if_changed<S: Stage + ?Sized>(
 
 /// Inode `ino` as the staged writes leave it; None when it lies outside
 /// the inode tables.
-pub fn read_inode<S: Stage + ?Sized>(fs: &Fs, st: &S, ino: u32) -> Result<Option<Vec<u8>>> {
+pub fn read_inode<S: Stage + ?Sized>(fs: &Fs, st: &S, ino: Ino) -> Result<Option<Vec<u8>>> {
     let Some(pos) = fs.inode_offset(ino) else {
         return Ok(None);
     };
@@ -83,7 +83,7 @@ pub fn read_inode<S: Stage + ?Sized>(fs: &Fs, st: &S, ino: u32) -> Result<Option
 pub fn edit_inode<S: Stage + ?Sized>(
     fs: &Fs,
     st: &mut S,
-    ino: u32,
+    ino: Ino,
     change: impl FnOnce(&mut InodeMut),
 ) -> Result<bool> {
     let Some(pos) = fs.inode_offset(ino) else {
@@ -95,7 +95,7 @@ pub fn edit_inode<S: Stage + ?Sized>(
         let mut m = InodeMut(b);
         change(&mut m);
         if csum {
-            m.set_checksum(seed, ino);
+            m.set_checksum(seed, ino.0);
         }
     })?;
     Ok(true)
@@ -103,7 +103,7 @@ pub fn edit_inode<S: Stage + ?Sized>(
 
 /// Writes `raw` as inode `ino` (with its checksum under metadata_csum).
 /// False when the inode lies outside the inode tables.
-pub fn write_inode<S: Stage + ?Sized>(fs: &Fs, st: &mut S, ino: u32, raw: &[u8]) -> Result<bool> {
+pub fn write_inode<S: Stage + ?Sized>(fs: &Fs, st: &mut S, ino: Ino, raw: &[u8]) -> Result<bool> {
     edit_inode(fs, st, ino, |m| {
         let n = raw.len().min(m.0.len());
         m.0[..n].copy_from_slice(&raw[..n]);

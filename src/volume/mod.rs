@@ -102,12 +102,12 @@ impl Fs {
 
     /// Block and byte offset of inode `ino` in its group's inode table, or
     /// None if the inode number or the table location is out of range.
-    pub fn inode_location(&self, ino: u32) -> Option<(u64, usize)> {
-        if ino == 0 || ino > self.geo.inodes_count {
+    pub fn inode_location(&self, ino: Ino) -> Option<(u64, usize)> {
+        if ino == Ino::NONE || ino.0 > self.geo.inodes_count {
             return None;
         }
-        let g = self.geo.group_of_inode(ino);
-        let idx = Ino(ino).index_in_group(self.geo.inodes_per_group);
+        let g = self.geo.group_of_inode(ino.0);
+        let idx = ino.index_in_group(self.geo.inodes_per_group);
         let byte = u64::from(idx) * u64::from(self.geo.inode_size);
         let table = self.gds.get(g as usize)?.inode_table;
         let blk = table.checked_add(byte / u64::from(self.geo.block_size))?;
@@ -119,14 +119,14 @@ impl Fs {
 
     /// Byte position of inode `ino` on the device, or None if the inode
     /// number or its table's location is out of range.
-    pub fn inode_offset(&self, ino: u32) -> Option<u64> {
+    pub fn inode_offset(&self, ino: Ino) -> Option<u64> {
         let (blk, off) = self.inode_location(ino)?;
         blk.checked_mul(u64::from(self.geo.block_size))?
             .checked_add(off as u64)
     }
 
     /// Reads the raw bytes of inode `ino`.
-    pub fn read_inode_raw(&self, ino: u32) -> Result<Vec<u8>> {
+    pub fn read_inode_raw(&self, ino: Ino) -> Result<Vec<u8>> {
         let Some(pos) = self.inode_offset(ino) else {
             return Err(crate::error::Error::Corrupt(format!(
                 "inode {ino} has no valid location"
