@@ -225,6 +225,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
         LostFoundMissing => &[0x030004],
         LostFoundNotDir => &[0x030017],
         LostFoundEncrypted => &[0x03001B],
+        LostFoundInlineData => &[0x030018],
         DirLoop => &[0x03001D],
         DirMultipleParents => &[0x020006],
         DirRebuildDuplicate => &[0x020041, 0x020054, 0x020042],
@@ -555,6 +556,7 @@ const REPAIR_ONLY: &[Code] = &[
     Code::LostFoundMissing,
     Code::LostFoundNotDir,
     Code::LostFoundEncrypted,
+    Code::LostFoundInlineData,
 ];
 
 /// Codes that stand for their e2fsck code only where the check names it:

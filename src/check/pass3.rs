@@ -93,6 +93,10 @@ fn lost_found(st: &State, out: &mut Vec<Problem>) {
     } else if st.has_iflag(st.lost_found, iflag::ENCRYPTED) {
         // Names put there by the repair would have to be encrypted.
         out.push(Problem::new(Code::LostFoundEncrypted).ino(st.lost_found));
+    } else if st.has_iflag(st.lost_found, iflag::INLINE) {
+        // The repair adds entries by block (as e2fsck's link does): an
+        // inline directory has none to add them to.
+        out.push(Problem::new(Code::LostFoundInlineData).ino(st.lost_found));
     }
 }
 

@@ -362,6 +362,7 @@ problems! {
     LostFoundMissing = ("0x3004", P3, Error, true, "/lost+found not found"),
     LostFoundNotDir = ("0x3005", P3, Error, false, "/lost+found is not a directory (inode {ino})"),
     LostFoundEncrypted = ("0x30E1", P3, Error, false, "/lost+found is encrypted (inode {ino})"),
+    LostFoundInlineData = ("0x3760", P3, Error, false, "/lost+found keeps its entries inline (inode {ino})"),
     DirLoop = ("0x3006", P3, Error, false, "Directory inode {ino} is part of a directory loop"),
     DirMultipleParents = ("0x3007", P3, Error, false, "Directory inode {ino} is linked from more than one directory ({num} and {num2})"),
     DirRebuildDuplicate = ("0x3710", P3, Error, false, "Duplicate entry '{detail}' in {path:ino} ({ino}) found rebuilding the directory"),

@@ -540,7 +540,10 @@ fn lost_found_notice(p: &Problem) -> bool {
     use crate::check::problem::Code;
     matches!(
         p.code,
-        Code::LostFoundMissing | Code::LostFoundNotDir | Code::LostFoundEncrypted
+        Code::LostFoundMissing
+            | Code::LostFoundNotDir
+            | Code::LostFoundEncrypted
+            | Code::LostFoundInlineData
     )
 }
 

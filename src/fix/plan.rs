@@ -582,17 +582,18 @@ impl<'a> Round<'a> {
         else {
             return Ok(None);
         };
-        if matches!(p.code, Code::LostFoundEncrypted | Code::LostFoundNotDir)
-            && !dir::unlink(
-                fs,
-                state,
-                &mut self.overlay,
-                Ino::ROOT,
-                state.lost_found,
-                "lost+found",
-                &mut m.links,
-            )?
-        {
+        if matches!(
+            p.code,
+            Code::LostFoundEncrypted | Code::LostFoundNotDir | Code::LostFoundInlineData
+        ) && !dir::unlink(
+            fs,
+            state,
+            &mut self.overlay,
+            Ino::ROOT,
+            state.lost_found,
+            "lost+found",
+            &mut m.links,
+        )? {
             return Ok(None);
         }
         let made = lostfound::create(fs, state, &mut self.overlay, &mut m.links)?;

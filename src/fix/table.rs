@@ -265,6 +265,7 @@ const TABLE: &[Entry] = &[
     row(Code::LostFoundMissing, F::LostFound, S),
     row(Code::LostFoundEncrypted, F::LostFound, S),
     row(Code::LostFoundNotDir, F::LostFound, S),
+    row(Code::LostFoundInlineData, F::LostFound, S),
     row(Code::InodeUnattached, F::Tree, S),
     row(Code::InodeUnattachedZero, F::Tree, S),
     row(Code::DirUnconnected, F::Tree, S),

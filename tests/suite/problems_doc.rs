@@ -346,6 +346,10 @@ const DAMAGE: &[(Code, &str)] = &[
         "catalogue_p2_5::lost_found_not_a_directory_replaced",
     ),
     (
+        Code::LostFoundInlineData,
+        "catalogue_13k::inline_lost_found_is_replaced",
+    ),
+    (
         Code::DirEntryUninitGroup,
         "catalogue_p2_5::entry_into_an_uninit_group",
     ),
