@@ -335,11 +335,12 @@ pub fn inline_data_size(
         found = library_read(area, 0, ea_inode, &read_inode)
             .map_err(|_| "corrupt in-inode extended attributes")?;
     }
-    if inode.file_acl != 0 {
-        if !fs.geo.block_in_fs(inode.file_acl) {
+    let acl = inode.acl_block(fs.sb.is_64bit());
+    if acl != 0 {
+        if !fs.geo.block_in_fs(acl) {
             return Err("xattr block out of range");
         }
-        if fs.read_block_into(inode.file_acl, buf).is_err() {
+        if fs.read_block_into(acl, buf).is_err() {
             return Err("xattr block unreadable");
         }
         if xattr::parse_block_header(buf).magic != XATTR_MAGIC {
@@ -474,9 +475,10 @@ pub fn find_value(
     {
         return Some(v);
     }
-    if inode.file_acl != 0
-        && fs.geo.block_in_fs(inode.file_acl)
-        && fs.read_block_into(inode.file_acl, buf).is_ok()
+    let acl = inode.acl_block(fs.sb.is_64bit());
+    if acl != 0
+        && fs.geo.block_in_fs(acl)
+        && fs.read_block_into(acl, buf).is_ok()
         && xattr::parse_block_header(buf).magic == XATTR_MAGIC
     {
         return pick(buf, xattr::BLOCK_HEADER_LEN)?;

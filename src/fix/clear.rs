@@ -314,10 +314,13 @@ fn fix_xattrs(fs: &Fs, overlay: &mut Overlay, p: &Problem, t: &Target) -> super:
         | Code::XattrBlockHeader
         | Code::XattrBlockEntries => {
             // A bad xattr block: the inode loses its reference to it.
-            if p.args().blk.is_none_or(|blk| blk != Blk(node.file_acl)) {
+            let bit64 = fs.sb.is_64bit();
+            if p.args()
+                .blk
+                .is_none_or(|blk| blk != Blk(node.acl_block(bit64)))
+            {
                 return Ok(false);
             }
-            let bit64 = fs.sb.is_64bit();
             edit(fs, overlay, ino, |m| m.set_file_acl(0, bit64))
         }
         _ => Ok(false),
