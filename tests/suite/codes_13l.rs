@@ -66,3 +66,46 @@ fn file_acl_high_without_64bit() {
         assert_eq!(listed.contains("user.x"), low, "{name}: {listed}");
     }
 }
+
+/// An inline directory's entries go on in its system.data attribute
+/// once i_block is full: an entry there naming an unused inode is
+/// removed from the attribute's value, as from i_block.
+#[test]
+fn inline_dir_entry_in_system_data() {
+    let tmp = TempDir::new("c13l-inline-ea");
+    let img = tmp.join("image");
+    mkfs(
+        &img,
+        8 << 20,
+        &MkfsOpts::ext4()
+            .block_size(1024)
+            .inode_size(256)
+            .features("inline_data,^metadata_csum"),
+        None,
+    );
+    let data = tmp.join("data");
+    std::fs::write(&data, b"x\n").unwrap();
+    let mut cmds = vec!["mkdir d".to_string()];
+    // Four 12-byte entries fill i_block after the parent's number.
+    for i in 1..=4 {
+        cmds.push(format!("write {} d/f{i}", data.display()));
+    }
+    debugfs_w(&img, &cmds);
+    // One more entry, in the attribute: "f5" naming unused inode 30.
+    let mut value = Vec::new();
+    value.extend_from_slice(&30u32.to_le_bytes());
+    value.extend_from_slice(&12u16.to_le_bytes());
+    value.extend_from_slice(&[2, 1, b'f', b'5', 0, 0]);
+    let val = tmp.join("value");
+    std::fs::write(&val, &value).unwrap();
+    debugfs_w(
+        &img,
+        &[
+            format!("ea_set -f {} d system.data", val.display()),
+            "sif d size 72".to_string(),
+        ],
+    );
+    let fixed = repairs_as_e2fsck(&img);
+    let listed = debugfs_r(&fixed, "ls d");
+    assert!(listed.contains("f4") && !listed.contains("f5"), "{listed}");
+}
