@@ -156,6 +156,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         HtreeRootInvalid => &[0x010049, 0x01004A, 0x01004B, 0x01004C, 0x01008D, 0x01008E],
         XattrEaInodeInvalid => &[0x010083],
         XattrEaInodeNoFlag => &[0x010085, 0x010086],
+        XattrValueSize => &[0x010053],
         InodeReallyDir => &[0x010055],
         InodeGarbage => &[0x010067],
         SpecialImmutable => &[0x010030],
@@ -662,6 +663,14 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         }
         (Code::FeatureLargeFiles, _) if a.detail == super::pass2::LARGE_FILES_REV0 => {
             return vec![Ref::of(code, None), Ref::of(0x010033, None)];
+        }
+        // Declined, setting the EA inode's flag gives way to dropping the
+        // entry, which e2fsck then asks about too.
+        (Code::XattrEaInodeNoFlag, 0x010086) if run == Run::ReadOnly => {
+            return [code, 0x010085]
+                .into_iter()
+                .map(|code| Ref::of(code, a_ino))
+                .collect();
         }
         // The bad blocks inode's illegal blocks have a code of their own.
         (Code::InodeIllegalBlock, _) if a.ino == Some(Ino(crate::fs::inode::BAD_INO)) => {

@@ -251,6 +251,7 @@ problems! {
     BadBlocksInodeInBadBlock = ("0x1036", P1, Error, false, "Bad block list says the bad block list inode is bad"),
     HtreeRootInvalid = ("0x1032", P1, Error, true, "HTREE directory inode {ino} has an invalid root node ({detail})"),
     XattrEaInodeInvalid = ("0x1034", P1, Error, true, "Inode {ino} has illegal extended attribute value inode {num}"),
+    XattrValueSize = ("0x10ED", P1, Error, true, "Extended attribute in inode {ino} has a value size ({num}) which is invalid"),
     XattrEaInodeNoFlag = ("0x1035", P1, Error, true, "Inode {ino} has invalid extended attribute. EA inode {num} missing EA_INODE flag"),
     // e2fsck's inode scan: more than half the inodes of an inode-table
     // block fail their checksum or have an impossible block map, so every

@@ -107,6 +107,13 @@ fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
         return Err(illegal());
     };
     let ea = Inode::parse(&raw);
+    // A value in an EA inode has a size, and it is the EA inode's (e2fsck
+    // judges this before the hash).
+    if e.value_size == 0 || u64::from(e.value_size) != ea.size {
+        return Err(Problem::new(Code::XattrValueSize)
+            .ino(Ino(owner.ino))
+            .num(u64::from(e.value_size)));
+    }
     let value_hash = xattr::ea_inode_value_hash(&raw);
     let hash_ok = e.hash == xattr::ea_inode_entry_hash(e.name, value_hash, false)
         || e.hash == xattr::ea_inode_entry_hash(e.name, value_hash, true);
@@ -125,6 +132,7 @@ fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
     if !has_flag {
         return Err(Problem::new(Code::XattrEaInodeNoFlag)
             .ino(Ino(owner.ino))
+            .e2fsck(0x010086)
             .num(u64::from(e.value_inum)));
     }
     Ok(blocks)

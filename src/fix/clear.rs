@@ -284,6 +284,7 @@ fn fix_inode(
         Code::InodeXattrInInode
         | Code::XattrHash
         | Code::XattrEaInodeInvalid
+        | Code::XattrValueSize
         | Code::XattrBlockHeader
         | Code::XattrBlockEntries => fix_xattrs(fs, overlay, p, t),
         Code::InodeInlineNoFeature
@@ -298,7 +299,10 @@ fn fix_inode(
 fn fix_xattrs(fs: &Fs, overlay: &mut Overlay, p: &Problem, t: &Target) -> super::Result<bool> {
     let (ino, node) = (t.ino, &t.node);
     match p.code {
-        Code::InodeXattrInInode | Code::XattrHash | Code::XattrEaInodeInvalid
+        Code::InodeXattrInInode
+        | Code::XattrHash
+        | Code::XattrEaInodeInvalid
+        | Code::XattrValueSize
             if p.args().blk.is_none() =>
         {
             // e2fsck drops every in-inode xattr: the area's magic goes.
@@ -311,6 +315,7 @@ fn fix_xattrs(fs: &Fs, overlay: &mut Overlay, p: &Problem, t: &Target) -> super:
         }
         Code::XattrHash
         | Code::XattrEaInodeInvalid
+        | Code::XattrValueSize
         | Code::XattrBlockHeader
         | Code::XattrBlockEntries => {
             // A bad xattr block: the inode loses its reference to it.

@@ -109,3 +109,62 @@ fn inline_dir_entry_in_system_data() {
     let listed = debugfs_r(&fixed, "ls d");
     assert!(listed.contains("f4") && !listed.contains("f5"), "{listed}");
 }
+
+/// An xattr whose value is in an EA inode: made on a fresh ea_inode file
+/// system, with the entry (first in the inode's own area) returned as
+/// (image, offset of the entry, the EA inode).
+fn ea_inode_entry(tmp: &TempDir) -> (std::path::PathBuf, u64, u64) {
+    let img = tmp.join("image");
+    mkfs(
+        &img,
+        8 << 20,
+        &MkfsOpts::ext4()
+            .block_size(1024)
+            .inode_size(256)
+            .features("ea_inode,^metadata_csum"),
+        None,
+    );
+    let data = tmp.join("data");
+    std::fs::write(&data, b"x\n").unwrap();
+    let big = tmp.join("big");
+    std::fs::write(&big, vec![b'v'; 3000]).unwrap();
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} a", data.display()),
+            format!("ea_set -f {} a user.big", big.display()),
+        ],
+    );
+    let at = inode_offset(&img, inode_of(&img, "a"));
+    let extra = u64::from(u16::from_le_bytes(
+        read_at(&img, at + 128, 2).try_into().unwrap(),
+    ));
+    let entry = at + 128 + extra + 4;
+    let ea = u32::from_le_bytes(read_at(&img, entry + 4, 4).try_into().unwrap());
+    assert_ne!(ea, 0, "the value did not go to an EA inode");
+    (img, entry, u64::from(ea))
+}
+
+/// An EA-inode entry whose value size is 0 (or not the EA inode's size)
+/// is judged by its size first (0x010053), before its hash.
+#[test]
+fn ea_inode_entry_value_size() {
+    let tmp = TempDir::new("c13l-ea-size");
+    let (img, entry, _) = ea_inode_entry(&tmp);
+    write_at(&img, entry + 8, &0u32.to_le_bytes());
+    assert_same_codes(&img, &[0x010053]);
+    repairs_as_e2fsck(&img);
+}
+
+/// An EA inode without EA_INODE_FL: e2fsck offers to set the flag
+/// (0x010086), and declined, to drop the entry (0x010085).
+#[test]
+fn ea_inode_missing_flag() {
+    let tmp = TempDir::new("c13l-ea-flag");
+    let (img, _, ea) = ea_inode_entry(&tmp);
+    let at = inode_offset(&img, ea) + 0x20;
+    let flags = u32::from_le_bytes(read_at(&img, at, 4).try_into().unwrap());
+    write_at(&img, at, &(flags & !0x0020_0000).to_le_bytes());
+    assert_same_codes(&img, &[0x010086, 0x010085]);
+    repairs_as_e2fsck(&img);
+}

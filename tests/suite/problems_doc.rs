@@ -290,6 +290,7 @@ const DAMAGE: &[(Code, &str)] = &[
         Code::StoppedAtIllegalIndirect,
         "cli_compat::a_read_only_check_stops_at_an_illegal_indirect_block",
     ),
+    (Code::XattrValueSize, "codes_13l::ea_inode_entry_value_size"),
     (
         Code::StoppedAtCorruptDir,
         "corruptions::ext2-raw-dir-dot-reclen-zero",
