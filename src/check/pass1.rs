@@ -1049,9 +1049,24 @@ fn check_flag_features(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8]
         }
     }
     if inode.has_flag(flags::INLINE_DATA) && !ctx.inline_data && ino >= first_ino {
-        // Declined, the flag stays and the inode is checked on (its
-        // i_block then maps nothing).
-        c.report(Problem::new(Code::InodeInlineNoFeature).ino(Ino(ino)));
+        // Sound inline data asks first to set the feature; declined (or
+        // unsound), whether to clear the inode. Declined, the flag stays
+        // and the inode is checked on (its i_block then maps nothing).
+        let sound = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, true).is_ok();
+        if sound {
+            c.report(
+                Problem::new(Code::InodeInlineNoFeature)
+                    .ino(Ino(ino))
+                    .e2fsck(0x01006F),
+            );
+        }
+        if !sound || ctx.read_only {
+            c.report(
+                Problem::new(Code::InodeInlineNoFeature)
+                    .ino(Ino(ino))
+                    .e2fsck(0x010070),
+            );
+        }
     }
     if inode.has_flag(flags::EXTENTS)
         && !ctx.extents

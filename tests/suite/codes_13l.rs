@@ -168,3 +168,26 @@ fn ea_inode_missing_flag() {
     assert_same_codes(&img, &[0x010086, 0x010085]);
     repairs_as_e2fsck(&img);
 }
+
+/// Inline data without the feature: sound data asks first to set the
+/// feature (0x01006F), then, declined, to clear the inode (0x010070).
+#[test]
+fn inline_data_without_feature() {
+    let tmp = TempDir::new("c13l-inline-nofeat");
+    let img = tmp.join("image");
+    mkfs(
+        &img,
+        8 << 20,
+        &MkfsOpts::ext4()
+            .block_size(1024)
+            .inode_size(256)
+            .features("inline_data,^metadata_csum"),
+        None,
+    );
+    let data = tmp.join("data");
+    std::fs::write(&data, b"small\n").unwrap();
+    debugfs_w(&img, &[format!("write {} a", data.display())]);
+    debugfs_w(&img, &["feature -inline_data"]);
+    assert_same_codes(&img, &[0x01006F, 0x010070]);
+    repairs_as_e2fsck(&img);
+}
