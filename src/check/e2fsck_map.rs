@@ -270,6 +270,7 @@ pub const NONE: &[Code] = &[
     Code::StoppedAtIllegalIndirect,
     // Its question (0x010016) is logged, by `refs`.
     Code::StoppedAtBadBlocksInode,
+    Code::StoppedAtInodeTable,
     Code::StoppedAtUnreadableXattr,
     Code::StoppedAtInodeChecksumP2,
     Code::StoppedAtInodeChecksumP4,
@@ -972,6 +973,7 @@ fn stop_pass(code: Code) -> Option<u32> {
         | Code::StoppedAtBadBlocksInode
         | Code::StoppedAtUnreadableXattr
         | Code::StoppedAtInodeChecksumP1
+        | Code::StoppedAtInodeTable
         | Code::StoppedAtInodeChecksumP1B => Some(1),
         Code::StoppedAtCorruptDir | Code::StoppedAtInodeChecksumP2 | Code::StoppedAtNoDirInfo => {
             Some(2)

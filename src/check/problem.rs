@@ -338,6 +338,7 @@ problems! {
     BadBlocksInodeIndirect = ("0x10EA", P1, Error, false, "Bad blocks inode's indirect block {blk} is {detail}"),
     // After such an indirect block e2fsck asks whether to go on with a
     // bad blocks inode that looks corrupt; -n answers no and aborts.
+    StoppedAtInodeTable = ("0x10EE", P1, Notice, false, "The check stops at group {group}, whose inode table lies outside the file system and was not relocated, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtBadBlocksInode = ("0x10EB", P1, Notice, false, "The check stops at the bad blocks inode, whose list looks corrupt, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtInodeChecksumP1 = ("0x10E9", P1, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtInodeChecksumP1B = ("0x1102", P1B, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),

@@ -191,3 +191,26 @@ fn inline_data_without_feature() {
     assert_same_codes(&img, &[0x01006F, 0x010070]);
     repairs_as_e2fsck(&img);
 }
+
+/// A group's inode table outside the file system, not relocated under
+/// -n: e2fsck's inode scan refuses the group and the check aborts (exit
+/// 8 added) in pass 1, before pass 5 compares any bitmap.
+#[test]
+fn inode_table_outside_stops_read_only_check() {
+    let tmp = TempDir::new("c13l-itable");
+    let img = tmp.join("image");
+    mkfs(&img, 16 << 20, &MkfsOpts::ext2().block_size(1024), None);
+    debugfs_w(&img, &["set_bg 1 inode_table 4294967295"]);
+    // The backup descriptors (block 8194, after group 1's superblock)
+    // too, so that neither checker takes them instead.
+    write_at(&img, 8194 * 1024 + 32 + 8, &u32::MAX.to_le_bytes());
+    if oracle().is_some() {
+        let e2 = oracle_run(&img, &["-fn"]);
+        assert!(e2.code().is_some_and(|c| c & 8 != 0), "{}", e2.stdout);
+        assert!(!e2.stdout.contains("Pass 2"), "{}", e2.stdout);
+    }
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_ne!(code & 8, 0, "{out}");
+    assert!(out.contains("Relocate? no"), "{out}");
+    assert!(!out.contains("Pass 2"), "{out}");
+}

@@ -290,6 +290,10 @@ const DAMAGE: &[(Code, &str)] = &[
         Code::StoppedAtIllegalIndirect,
         "cli_compat::a_read_only_check_stops_at_an_illegal_indirect_block",
     ),
+    (
+        Code::StoppedAtInodeTable,
+        "codes_13l::inode_table_outside_stops_read_only_check",
+    ),
     (Code::XattrValueSize, "codes_13l::ea_inode_entry_value_size"),
     (
         Code::StoppedAtCorruptDir,
