@@ -452,11 +452,13 @@ pub fn before_valid(p: &Problem) -> bool {
 /// do a new UUID, the test_fs flag cleared and the dirhash hint added,
 /// which it makes in pass 0 before its passes count what they fix, and
 /// the superblock's times ahead of the clock (set in memory, written when
-/// the superblock is).
+/// the superblock is). And an extent block's checksum alone: its extent
+/// handle writes the block straight to the device.
 pub fn unmarked_fix(p: &Problem) -> bool {
     matches!(
         p.code,
         Code::GdChecksum
+            | Code::InodeExtentNodeChecksum
             | Code::SbNoUuid
             | Code::SbTestFs
             | Code::SbDirHashHint
@@ -971,9 +973,9 @@ fn stop_pass(code: Code) -> Option<u32> {
     match code {
         Code::StoppedAtIllegalIndirect
         | Code::StoppedAtBadBlocksInode
+        | Code::StoppedAtInodeTable
         | Code::StoppedAtUnreadableXattr
         | Code::StoppedAtInodeChecksumP1
-        | Code::StoppedAtInodeTable
         | Code::StoppedAtInodeChecksumP1B => Some(1),
         Code::StoppedAtCorruptDir | Code::StoppedAtInodeChecksumP2 | Code::StoppedAtNoDirInfo => {
             Some(2)
