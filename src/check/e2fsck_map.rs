@@ -156,6 +156,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         HtreeRootInvalid => &[0x010049, 0x01004A, 0x01004B, 0x01004C, 0x01008D, 0x01008E],
         XattrEaInodeInvalid => &[0x010083],
         XattrEaInodeNoFlag => &[0x010085, 0x010086],
+        XattrValueSize => &[0x010053],
         InodeReallyDir => &[0x010055],
         InodeGarbage => &[0x010067],
         SpecialImmutable => &[0x010030],
@@ -270,6 +271,7 @@ pub const NONE: &[Code] = &[
     Code::StoppedAtIllegalIndirect,
     // Its question (0x010016) is logged, by `refs`.
     Code::StoppedAtBadBlocksInode,
+    Code::StoppedAtInodeTable,
     Code::StoppedAtUnreadableXattr,
     Code::StoppedAtInodeChecksumP2,
     Code::StoppedAtInodeChecksumP4,
@@ -451,11 +453,13 @@ pub fn before_valid(p: &Problem) -> bool {
 /// do a new UUID, the test_fs flag cleared and the dirhash hint added,
 /// which it makes in pass 0 before its passes count what they fix, and
 /// the superblock's times ahead of the clock (set in memory, written when
-/// the superblock is).
+/// the superblock is). And an extent block's checksum alone: its extent
+/// handle writes the block straight to the device.
 pub fn unmarked_fix(p: &Problem) -> bool {
     matches!(
         p.code,
         Code::GdChecksum
+            | Code::InodeExtentNodeChecksum
             | Code::SbNoUuid
             | Code::SbTestFs
             | Code::SbDirHashHint
@@ -664,6 +668,14 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         }
         (Code::FeatureLargeFiles, _) if a.detail == super::pass2::LARGE_FILES_REV0 => {
             return vec![Ref::of(code, None), Ref::of(0x010033, None)];
+        }
+        // Declined, setting the EA inode's flag gives way to dropping the
+        // entry, which e2fsck then asks about too.
+        (Code::XattrEaInodeNoFlag, 0x010086) if run == Run::ReadOnly => {
+            return [code, 0x010085]
+                .into_iter()
+                .map(|code| Ref::of(code, a_ino))
+                .collect();
         }
         // The bad blocks inode's illegal blocks have a code of their own.
         (Code::InodeIllegalBlock, _) if a.ino == Some(Ino(crate::fs::inode::BAD_INO)) => {
@@ -963,6 +975,7 @@ fn stop_pass(code: Code) -> Option<u32> {
     match code {
         Code::StoppedAtIllegalIndirect
         | Code::StoppedAtBadBlocksInode
+        | Code::StoppedAtInodeTable
         | Code::StoppedAtUnreadableXattr
         | Code::StoppedAtInodeChecksumP1
         | Code::StoppedAtInodeChecksumP1B => Some(1),

@@ -495,7 +495,8 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     let r = &mut report;
     let mut found1 = piped.pass1;
     let stop1 = !opts.repairing
-        && (stops::at_bad_blocks_inode(&fs, &mut found1)
+        && (stops::at_inode_table_outside(&fs, &mut found1)
+            || stops::at_bad_blocks_inode(&fs, &mut found1)
             || stops::at_bad_blocks_indirect(&mut found1)
             || stop_at_illegal_indirect(&mut found1)
             || stops::at_unreadable_xattr(&mut found1)

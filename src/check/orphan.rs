@@ -821,7 +821,8 @@ impl<'a> Work<'a> {
     /// truncated orphans too); the block is freed when no one else refers
     /// to it.
     fn release_acl(&mut self, raw: &mut [u8], inode: &Inode) -> std::result::Result<(), Abort> {
-        let blk = inode.file_acl;
+        let bit64 = self.fs.sb.is_64bit();
+        let blk = inode.acl_block(bit64);
         if blk == 0 {
             return Ok(());
         }
@@ -842,7 +843,7 @@ impl<'a> Work<'a> {
                 self.free_block(blk)?;
             }
         }
-        InodeMut(raw).set_file_acl(0, true);
+        InodeMut(raw).set_file_acl(0, bit64);
         Ok(())
     }
 

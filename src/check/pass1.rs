@@ -1049,9 +1049,24 @@ fn check_flag_features(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8]
         }
     }
     if inode.has_flag(flags::INLINE_DATA) && !ctx.inline_data && ino >= first_ino {
-        // Declined, the flag stays and the inode is checked on (its
-        // i_block then maps nothing).
-        c.report(Problem::new(Code::InodeInlineNoFeature).ino(Ino(ino)));
+        // Sound inline data asks first to set the feature; declined (or
+        // unsound), whether to clear the inode. Declined, the flag stays
+        // and the inode is checked on (its i_block then maps nothing).
+        let sound = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, true).is_ok();
+        if sound {
+            c.report(
+                Problem::new(Code::InodeInlineNoFeature)
+                    .ino(Ino(ino))
+                    .e2fsck(0x01006F),
+            );
+        }
+        if !sound || ctx.read_only {
+            c.report(
+                Problem::new(Code::InodeInlineNoFeature)
+                    .ino(Ino(ino))
+                    .e2fsck(0x010070),
+            );
+        }
     }
     if inode.has_flag(flags::EXTENTS)
         && !ctx.extents
@@ -1196,7 +1211,7 @@ fn check_reserved(
                 || inode.gid != 0
                 || links != 0
                 || inode.has_flag(flags::INLINE_DATA)
-                || inode.file_acl != 0
+                || inode.acl_block(ctx.bit64) != 0
             {
                 c.report(
                     Problem::new(Code::InodeReservedBad)
@@ -2276,10 +2291,11 @@ fn check_blocks(
 /// checked (later, in block order), None when there is none or it is
 /// invalid (reported).
 fn check_file_acl(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) -> Option<u64> {
-    if inode.file_acl == 0 {
+    let acl = inode.acl_block(ctx.bit64);
+    if acl == 0 {
         return None;
     }
-    if !ctx.ext_attr || !ctx.fs.geo.block_in_fs(inode.file_acl) {
+    if !ctx.ext_attr || !ctx.fs.geo.block_in_fs(acl) {
         // e2fsck: "should be zero" without the feature, "invalid"
         // with it.
         let e2 = if ctx.ext_attr { 0x020032 } else { 0x02000E };
@@ -2287,22 +2303,22 @@ fn check_file_acl(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) -> Option<u64> {
             Problem::new(Code::InodeFileAcl)
                 .ino(Ino(c.ino))
                 .e2fsck(e2)
-                .blk(Blk(inode.file_acl)),
+                .blk(Blk(acl)),
         );
         // Declined, the block stays: e2fsck -n then also finds it out
         // of range.
-        if !ctx.ext_attr && ctx.read_only && !ctx.fs.geo.block_in_fs(inode.file_acl) {
+        if !ctx.ext_attr && ctx.read_only && !ctx.fs.geo.block_in_fs(acl) {
             c.bad(
                 Problem::new(Code::InodeFileAcl)
                     .ino(Ino(c.ino))
                     .e2fsck(0x020032)
-                    .blk(Blk(inode.file_acl)),
+                    .blk(Blk(acl)),
             );
         }
         None
     } else {
-        c.out.xrefs.push((inode.file_acl, c.ino, inode.generation));
-        Some(inode.file_acl)
+        c.out.xrefs.push((acl, c.ino, inode.generation));
+        Some(acl)
     }
 }
 

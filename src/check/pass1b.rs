@@ -288,17 +288,16 @@ fn scan_owners(
                     last: None,
                 };
                 pass1::walk_map(&ctx, ino, &inode, ino == inode::BAD_INO, scratch, &mut f);
-                if inode.file_acl != 0
+                let acl = inode.acl_block(ctx.bit64);
+                if acl != 0
                     && state
                         .xattr_blocks
-                        .binary_search_by_key(&inode.file_acl, |x| x.blk)
+                        .binary_search_by_key(&acl, |x| x.blk)
                         .is_ok()
-                    && dups
-                        .binary_search(&state.cluster(inode.file_acl).get())
-                        .is_ok()
+                    && dups.binary_search(&state.cluster(acl).get()).is_ok()
                 {
-                    f.hits.push(inode.file_acl);
-                    f.mark(inode.file_acl, inode.file_acl);
+                    f.hits.push(acl);
+                    f.mark(acl, acl);
                 }
                 if !f.hits.is_empty() {
                     found.push((Ino(ino), f.hits, f.runs, inode.mtime));

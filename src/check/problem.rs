@@ -251,6 +251,7 @@ problems! {
     BadBlocksInodeInBadBlock = ("0x1036", P1, Error, false, "Bad block list says the bad block list inode is bad"),
     HtreeRootInvalid = ("0x1032", P1, Error, true, "HTREE directory inode {ino} has an invalid root node ({detail})"),
     XattrEaInodeInvalid = ("0x1034", P1, Error, true, "Inode {ino} has illegal extended attribute value inode {num}"),
+    XattrValueSize = ("0x10ED", P1, Error, true, "Extended attribute in inode {ino} has a value size ({num}) which is invalid"),
     XattrEaInodeNoFlag = ("0x1035", P1, Error, true, "Inode {ino} has invalid extended attribute. EA inode {num} missing EA_INODE flag"),
     // e2fsck's inode scan: more than half the inodes of an inode-table
     // block fail their checksum or have an impossible block map, so every
@@ -337,6 +338,7 @@ problems! {
     BadBlocksInodeIndirect = ("0x10EA", P1, Error, false, "Bad blocks inode's indirect block {blk} is {detail}"),
     // After such an indirect block e2fsck asks whether to go on with a
     // bad blocks inode that looks corrupt; -n answers no and aborts.
+    StoppedAtInodeTable = ("0x10EE", P1, Notice, false, "The check stops at group {group}, whose inode table lies outside the file system and was not relocated, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtBadBlocksInode = ("0x10EB", P1, Notice, false, "The check stops at the bad blocks inode, whose list looks corrupt, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtInodeChecksumP1 = ("0x10E9", P1, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtInodeChecksumP1B = ("0x1102", P1B, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),

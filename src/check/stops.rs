@@ -13,8 +13,9 @@ use super::problem_list::ProblemList;
 use super::state::{DirBlock, State, iflag};
 use crate::fs::dir_entry;
 use crate::fs::inode::{self, GOOD_OLD_INODE_SIZE, Inode};
-use crate::fs::num::{Blk, Ino, LBlk};
+use crate::fs::num::{Blk, Group, Ino, LBlk};
 use crate::fs::superblock::incompat;
+use crate::narrow;
 use crate::volume::Fs;
 use std::collections::BTreeSet;
 
@@ -315,6 +316,26 @@ pub(super) fn at_bad_blocks_indirect(problems: &mut ProblemList) -> bool {
     };
     problems.truncate(at + 1);
     problems.push(Problem::new(Code::StoppedAtBadBlocksInode).ino(Ino(inode::BAD_INO)));
+    true
+}
+
+/// Pass 1: e2fsck's inode scan refuses a group whose inode table runs
+/// outside the file system (relocating it was declined before pass 1),
+/// and -n aborts there. `problems` (pass 1's) keep those of the inodes of
+/// the groups before it. Whether it stopped.
+pub(super) fn at_inode_table_outside(fs: &Fs, problems: &mut ProblemList) -> bool {
+    let geo = &fs.geo;
+    let outside = |t: u64| {
+        t != 0
+            && (t < geo.first_data_block
+                || t.saturating_add(u64::from(geo.inode_table_blocks)) > geo.blocks_count)
+    };
+    let Some(g) = fs.gds.iter().position(|gd| outside(gd.inode_table)) else {
+        return false;
+    };
+    let first = g as u64 * u64::from(geo.inodes_per_group) + 1;
+    problems.retain(|p| p.args().ino.is_some_and(|i| u64::from(i.get()) < first));
+    problems.push(Problem::new(Code::StoppedAtInodeTable).group(Group(narrow::sat32(g))));
     true
 }
 

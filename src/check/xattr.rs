@@ -107,6 +107,13 @@ fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
         return Err(illegal());
     };
     let ea = Inode::parse(&raw);
+    // A value in an EA inode has a size, and it is the EA inode's (e2fsck
+    // judges this before the hash).
+    if e.value_size == 0 || u64::from(e.value_size) != ea.size {
+        return Err(Problem::new(Code::XattrValueSize)
+            .ino(Ino(owner.ino))
+            .num(u64::from(e.value_size)));
+    }
     let value_hash = xattr::ea_inode_value_hash(&raw);
     let hash_ok = e.hash == xattr::ea_inode_entry_hash(e.name, value_hash, false)
         || e.hash == xattr::ea_inode_entry_hash(e.name, value_hash, true);
@@ -125,6 +132,7 @@ fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
     if !has_flag {
         return Err(Problem::new(Code::XattrEaInodeNoFlag)
             .ino(Ino(owner.ino))
+            .e2fsck(0x010086)
             .num(u64::from(e.value_inum)));
     }
     Ok(blocks)
@@ -335,11 +343,12 @@ pub fn inline_data_size(
         found = library_read(area, 0, ea_inode, &read_inode)
             .map_err(|_| "corrupt in-inode extended attributes")?;
     }
-    if inode.file_acl != 0 {
-        if !fs.geo.block_in_fs(inode.file_acl) {
+    let acl = inode.acl_block(fs.sb.is_64bit());
+    if acl != 0 {
+        if !fs.geo.block_in_fs(acl) {
             return Err("xattr block out of range");
         }
-        if fs.read_block_into(inode.file_acl, buf).is_err() {
+        if fs.read_block_into(acl, buf).is_err() {
             return Err("xattr block unreadable");
         }
         if xattr::parse_block_header(buf).magic != XATTR_MAGIC {
@@ -474,9 +483,10 @@ pub fn find_value(
     {
         return Some(v);
     }
-    if inode.file_acl != 0
-        && fs.geo.block_in_fs(inode.file_acl)
-        && fs.read_block_into(inode.file_acl, buf).is_ok()
+    let acl = inode.acl_block(fs.sb.is_64bit());
+    if acl != 0
+        && fs.geo.block_in_fs(acl)
+        && fs.read_block_into(acl, buf).is_ok()
         && xattr::parse_block_header(buf).magic == XATTR_MAGIC
     {
         return pick(buf, xattr::BLOCK_HEADER_LEN)?;

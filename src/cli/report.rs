@@ -57,6 +57,7 @@ fn is_stop(c: crate::check::problem::Code) -> bool {
             | Code::StoppedAtUninitGroup
             | Code::StoppedAtIllegalIndirect
             | Code::StoppedAtBadBlocksInode
+            | Code::StoppedAtInodeTable
             | Code::StoppedAtUnreadableXattr
             | Code::StoppedAtInodeChecksumP2
             | Code::StoppedAtInodeChecksumP4

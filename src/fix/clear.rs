@@ -284,6 +284,7 @@ fn fix_inode(
         Code::InodeXattrInInode
         | Code::XattrHash
         | Code::XattrEaInodeInvalid
+        | Code::XattrValueSize
         | Code::XattrBlockHeader
         | Code::XattrBlockEntries => fix_xattrs(fs, overlay, p, t),
         Code::InodeInlineNoFeature
@@ -298,7 +299,10 @@ fn fix_inode(
 fn fix_xattrs(fs: &Fs, overlay: &mut Overlay, p: &Problem, t: &Target) -> super::Result<bool> {
     let (ino, node) = (t.ino, &t.node);
     match p.code {
-        Code::InodeXattrInInode | Code::XattrHash | Code::XattrEaInodeInvalid
+        Code::InodeXattrInInode
+        | Code::XattrHash
+        | Code::XattrEaInodeInvalid
+        | Code::XattrValueSize
             if p.args().blk.is_none() =>
         {
             // e2fsck drops every in-inode xattr: the area's magic goes.
@@ -311,13 +315,17 @@ fn fix_xattrs(fs: &Fs, overlay: &mut Overlay, p: &Problem, t: &Target) -> super:
         }
         Code::XattrHash
         | Code::XattrEaInodeInvalid
+        | Code::XattrValueSize
         | Code::XattrBlockHeader
         | Code::XattrBlockEntries => {
             // A bad xattr block: the inode loses its reference to it.
-            if p.args().blk.is_none_or(|blk| blk != Blk(node.file_acl)) {
+            let bit64 = fs.sb.is_64bit();
+            if p.args()
+                .blk
+                .is_none_or(|blk| blk != Blk(node.acl_block(bit64)))
+            {
                 return Ok(false);
             }
-            let bit64 = fs.sb.is_64bit();
             edit(fs, overlay, ino, |m| m.set_file_acl(0, bit64))
         }
         _ => Ok(false),

@@ -15,6 +15,7 @@
 use super::lostfound::{Links, add, dir_block, edit_dir_block};
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
+use crate::fs::bytes::{le32, put_le32};
 use crate::fs::dir_entry::{HEADER_LEN, put_rec_len};
 use crate::fs::dir_entry::{
     file_type_at, inline_parent, inode_at, name_len_at, name_len16_at, rec_len_at,
@@ -250,18 +251,35 @@ pub(super) fn unlink(
 }
 
 /// Lets `edit` change the entries an inline directory keeps in its inode
-/// (after the 4-byte parent number in i_block; entries in the
-/// system.data attribute are not reached yet), through the overlay, with
-/// the inode checksum redone; whether `edit` changed something.
+/// (after the 4-byte parent number in i_block), then, where none of those
+/// changed, those in its system.data attribute (whose hash is redone when
+/// it has one), through the overlay with the inode checksum redone;
+/// whether `edit` changed something.
 fn edit_inline(
     fs: &Fs,
     overlay: &mut Overlay,
     dir: Ino,
-    edit: impl FnOnce(&mut [u8]) -> bool,
+    mut edit: impl FnMut(&mut [u8]) -> bool,
 ) -> super::Result<bool> {
     let mut changed = false;
     crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
         changed = edit(&mut m.i_block_mut()[crate::fs::dir_entry::INLINE_ENTRIES_AT..]);
+        if changed {
+            return;
+        }
+        let raw = &mut *m.0;
+        let Some(data) = crate::fs::xattr::inline_data(raw) else {
+            return;
+        };
+        let (a, z) = data.value;
+        if a >= z || z > raw.len() {
+            return;
+        }
+        changed = edit(&mut raw[a..z]);
+        if changed && le32(raw, data.hash_at) != 0 {
+            let h = crate::fs::xattr::entry_hash(b"data", &raw[a..z], false);
+            put_le32(raw, data.hash_at, h);
+        }
     })?;
     Ok(changed)
 }

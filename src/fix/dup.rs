@@ -314,7 +314,8 @@ impl Tx<'_, '_> {
             }
             InodeMut(raw).i_block_mut().copy_from_slice(&root);
         }
-        let acl = inode.file_acl;
+        let bit64 = fs.sb.is_64bit();
+        let acl = inode.acl_block(bit64);
         if acl != 0
             && self
                 .state
@@ -331,7 +332,7 @@ impl Tx<'_, '_> {
                 xattr::set_block_checksum(fs.csum_seed, new, &mut b);
             }
             self.writes.insert(new, b);
-            InodeMut(raw).set_file_acl(new, true);
+            InodeMut(raw).set_file_acl(new, bit64);
         }
         Ok(())
     }

@@ -243,6 +243,7 @@ const TABLE: &[Entry] = &[
     row(Code::XattrHash, F::Clear, S),
     row(Code::XattrEaInodeInvalid, F::Clear, S),
     row(Code::XattrEaInodeNoFlag, F::Clear, S),
+    row(Code::XattrValueSize, F::Clear, S),
     row(Code::XattrBlockHeader, F::Clear, S),
     row(Code::XattrBlockEntries, F::Clear, S),
     row(Code::XattrBlockChecksum, F::Clear, S),

@@ -199,6 +199,17 @@ impl Inode {
         }
     }
 
+    /// The xattr block i_file_acl names: without `bit64` the high half
+    /// means nothing (the kernel and e2fsck read the low half only; pass 2
+    /// asks to zero it).
+    pub fn acl_block(&self, bit64: bool) -> u64 {
+        if bit64 {
+            self.file_acl
+        } else {
+            self.file_acl & 0xFFFF_FFFF
+        }
+    }
+
     pub fn file_type(&self) -> FileType {
         FileType::from_mode(self.mode)
     }

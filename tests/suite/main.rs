@@ -17,6 +17,7 @@ mod catalogue_p2_5;
 mod check_record;
 mod clean_matrix;
 mod cli_compat;
+mod codes_13l;
 mod common;
 mod conformance;
 mod corruptions;

@@ -23,7 +23,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// Images agreeing when this floor was last raised.
-const FLOOR: usize = 122;
+const FLOOR: usize = 127;
 
 /// (code, inode, block), as the log's message would name them.
 type Entry = (u32, Option<u64>, Option<u64>);

@@ -295,6 +295,11 @@ const DAMAGE: &[(Code, &str)] = &[
         "cli_compat::a_read_only_check_stops_at_an_illegal_indirect_block",
     ),
     (
+        Code::StoppedAtInodeTable,
+        "codes_13l::inode_table_outside_stops_read_only_check",
+    ),
+    (Code::XattrValueSize, "codes_13l::ea_inode_entry_value_size"),
+    (
         Code::StoppedAtCorruptDir,
         "corruptions::ext2-raw-dir-dot-reclen-zero",
     ),
