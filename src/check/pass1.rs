@@ -1247,6 +1247,26 @@ fn check_reserved(
                     .detail(detail::ORPHAN_FILE_MODE),
             );
         }
+        // e2fsck looks at the orphan file before the reserved range: one
+        // that s_first_ino puts below the first ordinary inode is still
+        // the orphan file, not a reserved inode with a bad mode.
+        _ if ino == fs.sb.orphan_file_inum
+            && ino < first_ino
+            && fs.sb.has_compat(compat::ORPHAN_FILE) =>
+        {
+            ctx.state.inode_used.set(Ino(ino));
+            if !inode.is_reg() {
+                c.report(
+                    Problem::new(Code::InodeReservedBad)
+                        .ino(Ino(ino))
+                        .e2fsck(0x01008F)
+                        .detail(detail::ORPHAN_FILE_MODE),
+                );
+            }
+            c.set_links(links);
+            check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
+            return true;
+        }
         _ if ino < first_ino => {
             ctx.state.inode_used.set(Ino(ino));
             let bad_mode = match ino {

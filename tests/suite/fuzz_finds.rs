@@ -956,3 +956,30 @@ fn empty_journal_with_a_first_block_out_of_range() {
         file_kept(&img, 3000);
     }
 }
+
+/// `s_first_ino` raised past the orphan file (seed fz13c-2, damage 1588,
+/// where the superblock checksum was broken too). e2fsck judges the
+/// orphan file before the reserved range, so inode 12 stays the orphan
+/// file; only lost+found (11) is a reserved inode with a bad mode. pfsck
+/// cleared inode 12 as reserved too, and e2fsck then found the orphan
+/// file inode not a regular file: a false claim.
+#[test]
+fn orphan_file_below_a_raised_first_inode() {
+    let tmp = TempDir::new("fuzz-orphan-file-first-ino");
+    let img = tmp.join("disk.img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(1024).features("orphan_file"),
+        None,
+    );
+    let data = img.with_extension("data");
+    std::fs::write(&data, file_content("f", 5000)).unwrap();
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    assert_eq!(inode_of(&img, "/f"), 13);
+    debugfs_w(&img, &["ssv first_ino 13"]);
+    let (_, fy_out) = judged_by_oracle("first_ino 13", &img, 12, 1);
+    assert!(!fy_out.contains("inode 12"), "{fy_out}");
+    let out = debugfs_r(&img, "stat /f");
+    assert!(out.contains("Size: 5000"), "{out}");
+}
