@@ -983,3 +983,19 @@ fn orphan_file_below_a_raised_first_inode() {
     let out = debugfs_r(&img, "stat /f");
     assert!(out.contains("Size: 5000"), "{out}");
 }
+
+/// A group's `bg_itable_unused` larger than the group on ext2, without
+/// group checksums (seed fz13c-2, damage 521: 65534 in group 0). e2fsck
+/// declines to clear it and its pass 2 computes the first unused inode
+/// in 32-bit arithmetic, which wraps to the top: no entry is in the
+/// unused area, exit 0. pfsck capped the mark at the group and found
+/// every entry of the group in the unused area (exit 4).
+#[test]
+fn itable_unused_past_the_group_without_checksums() {
+    let tmp = TempDir::new("fuzz-itable-unused-wrap");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext2().block_size(1024), 3000);
+    debugfs_w(&img, &["set_bg 0 itable_unused 65534"]);
+    judged_by_oracle("itable_unused 65534", &img, 0, 1);
+    file_kept(&img, 3000);
+}
