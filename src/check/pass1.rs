@@ -1310,7 +1310,7 @@ fn check_used_fields(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
                 .detail(detail::DIR_SIZE_HIGH),
         );
     }
-    if !ctx.bit64 && inode.file_acl >> 32 != 0 {
+    if !ctx.bit64 && inode.file_acl >> 32 != 0 && named_by_entries(ctx, ino) {
         c.bad(
             Problem::new(Code::InodeFileAcl)
                 .ino(Ino(ino))
@@ -2292,6 +2292,14 @@ fn check_blocks(
     check_iblocks(ctx, c, raw, inode, &walk, acl, ibody);
 }
 
+/// Can a directory entry name `ino` without pass 2 rejecting the entry
+/// first? Not the reserved inodes below s_first_ino (the root aside), so
+/// what e2fsck leaves to pass 2's judgement of bad inodes is never asked
+/// about them.
+fn named_by_entries(ctx: &Ctx, ino: u32) -> bool {
+    ino >= ctx.fs.geo.first_ino || ino == inode::ROOT_INO
+}
+
 /// The inode's xattr block (i_file_acl): its number when it is to be
 /// checked (later, in block order), None when there is none or it is
 /// invalid (reported).
@@ -2300,6 +2308,11 @@ fn check_file_acl(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) -> Option<u64> {
         return None;
     }
     if !ctx.ext_attr || !ctx.fs.geo.block_in_fs(inode.file_acl) {
+        if !named_by_entries(ctx, c.ino) {
+            // e2fsck only marks the inode bad here; its pass 2 judges a
+            // bad inode when an entry names it, and none names these.
+            return None;
+        }
         // e2fsck: "should be zero" without the feature, "invalid"
         // with it.
         let e2 = if ctx.ext_attr { 0x020032 } else { 0x02000E };

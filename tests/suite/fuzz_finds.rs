@@ -999,3 +999,27 @@ fn itable_unused_past_the_group_without_checksums() {
     judged_by_oracle("itable_unused 65534", &img, 0, 1);
     file_kept(&img, 3000);
 }
+
+/// A reserved inode (the boot loader's, 5) with an xattr block outside
+/// the file system (seed fz13c-2, damage 1742), or any xattr block
+/// without the ext_attr feature. e2fsck only marks the inode bad, and
+/// judges bad inodes in pass 2 when an entry names them, which none does
+/// for a reserved inode: exit 0. pfsck reported it in pass 1 (exit 4).
+#[test]
+fn reserved_inode_with_an_invalid_xattr_block() {
+    for (name, opts, blk) in [
+        ("out of range", MkfsOpts::ext4().block_size(1024), 1 << 20),
+        (
+            "no ext_attr",
+            MkfsOpts::ext2().block_size(1024).features("^ext_attr"),
+            3000,
+        ),
+    ] {
+        let tmp = TempDir::new("fuzz-reserved-xattr");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &opts, 3000);
+        debugfs_w(&img, &[format!("sif <5> file_acl {blk}")]);
+        judged_by_oracle(name, &img, 0, 0);
+        file_kept(&img, 3000);
+    }
+}
