@@ -115,6 +115,48 @@ def run(cmd, timeout=LIMIT, env=None, stdin=subprocess.DEVNULL):
         return None, "", "timeout"
 
 
+SPARSE_BLOCK = 4096
+ZERO_BLOCK = bytes(SPARSE_BLOCK)
+
+
+def data_blocks(data):
+    """Offsets of the SPARSE_BLOCK blocks of data that are not all zero."""
+    return [o for o in range(0, len(data), SPARSE_BLOCK)
+            if data[o:o + SPARSE_BLOCK] != ZERO_BLOCK[:len(data) - o]]
+
+
+def write_sparse(path, data, blocks=None):
+    """Writes data to path leaving its zero blocks as holes: the images
+    are mostly zeros, and writing them whole costs more than the checks
+    on a busy machine (the bytes read back are the same)."""
+    with open(path, "wb") as f:
+        for o in data_blocks(data) if blocks is None else blocks:
+            f.seek(o)
+            f.write(data[o:o + SPARSE_BLOCK])
+        f.truncate(len(data))
+
+
+def copy_sparse(src, dst):
+    """Copies src to dst, only its data extents (SEEK_DATA/SEEK_HOLE)."""
+    with open(src, "rb") as s, open(dst, "wb") as d:
+        fd, size, off = s.fileno(), os.fstat(s.fileno()).st_size, 0
+        while off < size:
+            try:
+                start = os.lseek(fd, off, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data past off
+                break
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+            d.seek(start)
+            while start < end:
+                chunk = os.pread(fd, min(end - start, 1 << 20), start)
+                if not chunk:
+                    break
+                d.write(chunk)
+                start += len(chunk)
+            off = end
+        d.truncate(size)
+
+
 def debugfs(img, cmds, write=False, bitmaps=False):
     """Runs debugfs commands from a file; returns {command: output}.
     Read-only runs skip the bitmaps (-c) unless asked for them."""
@@ -808,7 +850,7 @@ class Checker:
         if stop_early == "n":
             return r
         pimg = os.path.join(self.wdir, "p.img")
-        shutil.copyfile(img, pimg)
+        copy_sparse(img, pimg)
         py, crash, _ = self.pfsck_run(pimg, ["-fy"])
         r["py_rc"] = py
         if crash and "crash" not in r:
@@ -822,7 +864,7 @@ class Checker:
             # a lost file is judged only where pfsck claims its repair
             return r
         eimg = os.path.join(self.wdir, "e.img")
-        shutil.copyfile(img, eimg)
+        copy_sparse(img, eimg)
         ey, _, _ = self.e2fsck_run(eimg, "-fy")
         r["ey_rc"] = ey
         if ey is not None and ey < 8:
@@ -882,8 +924,7 @@ def minimise(chk, base, chunks, kind, budget=24):
             return False
         tries[0] += 1
         img = os.path.join(chk.wdir, "min.img")
-        with open(img, "wb") as f:
-            f.write(base)
+        write_sparse(img, base)
         with open(img, "r+b") as f:
             for off, data in sub:
                 f.seek(off)
@@ -920,6 +961,7 @@ _G = {}
 def worker_init(opts):
     _G.update(opts)
     _G["bases"] = {}
+    _G["base_blocks"] = {}
     wdir = os.path.join(opts["work"], "w%d" % os.getpid())
     shutil.rmtree(wdir, ignore_errors=True)
     _G["chk"] = Checker(wdir, opts["pfsck"], opts["e2fsck"], opts["threads"])
@@ -932,6 +974,7 @@ def base_bytes(img):
         with open(img + ".json") as f:
             m = json.load(f)
         _G["bases"][img] = (data, m)
+        _G["base_blocks"][img] = data_blocks(data)
     return _G["bases"][img]
 
 
@@ -944,8 +987,7 @@ def one(task):
     rng = random.Random("%s/%d" % (_G["seed"], i))
     chk = _G["chk"]
     dimg = os.path.join(chk.wdir, "d.img")
-    with open(dimg, "wb") as f:
-        f.write(base)
+    write_sparse(dimg, base, _G["base_blocks"][img])
     if i < _G["nbases"]:
         ops, desc = [], "none (the base image)"
     else:
@@ -963,8 +1005,7 @@ def one(task):
         keep = minimise(chk, base, chunks, kind, _G["minimise"]) if len(chunks) > 1 else chunks
         out = os.path.join(_G["finds"], "%s-%s-%s-%d" % (kind, m["profile"], _G["seed"], i))
         os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, "damaged.img"), "wb") as f:
-            f.write(base)
+        write_sparse(os.path.join(out, "damaged.img"), base, _G["base_blocks"][img])
         with open(os.path.join(out, "damaged.img"), "r+b") as f:
             for off, data in keep:
                 f.seek(off)

@@ -1262,6 +1262,26 @@ fn check_reserved(
                     .detail(detail::ORPHAN_FILE_MODE),
             );
         }
+        // e2fsck looks at the orphan file before the reserved range: one
+        // that s_first_ino puts below the first ordinary inode is still
+        // the orphan file, not a reserved inode with a bad mode.
+        _ if ino == fs.sb.orphan_file_inum
+            && ino < first_ino
+            && fs.sb.has_compat(compat::ORPHAN_FILE) =>
+        {
+            ctx.state.inode_used.set(Ino(ino));
+            if !inode.is_reg() {
+                c.report(
+                    Problem::new(Code::InodeReservedBad)
+                        .ino(Ino(ino))
+                        .e2fsck(0x01008F)
+                        .detail(detail::ORPHAN_FILE_MODE),
+                );
+            }
+            c.set_links(links);
+            check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
+            return true;
+        }
         _ if ino < first_ino => {
             ctx.state.inode_used.set(Ino(ino));
             let bad_mode = match ino {
@@ -1305,7 +1325,7 @@ fn check_used_fields(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
                 .detail(detail::DIR_SIZE_HIGH),
         );
     }
-    if !ctx.bit64 && inode.file_acl >> 32 != 0 {
+    if !ctx.bit64 && inode.file_acl >> 32 != 0 && named_by_entries(ctx, ino) {
         c.bad(
             Problem::new(Code::InodeFileAcl)
                 .ino(Ino(ino))
@@ -2287,6 +2307,14 @@ fn check_blocks(
     check_iblocks(ctx, c, raw, inode, &walk, acl, ibody);
 }
 
+/// Can a directory entry name `ino` without pass 2 rejecting the entry
+/// first? Not the reserved inodes below s_first_ino (the root aside), so
+/// what e2fsck leaves to pass 2's judgement of bad inodes is never asked
+/// about them.
+fn named_by_entries(ctx: &Ctx, ino: u32) -> bool {
+    ino >= ctx.fs.geo.first_ino || ino == inode::ROOT_INO
+}
+
 /// The inode's xattr block (i_file_acl): its number when it is to be
 /// checked (later, in block order), None when there is none or it is
 /// invalid (reported).
@@ -2296,6 +2324,11 @@ fn check_file_acl(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) -> Option<u64> {
         return None;
     }
     if !ctx.ext_attr || !ctx.fs.geo.block_in_fs(acl) {
+        if !named_by_entries(ctx, c.ino) {
+            // e2fsck only marks the inode bad here; its pass 2 judges a
+            // bad inode when an entry names it, and none names these.
+            return None;
+        }
         // e2fsck: "should be zero" without the feature, "invalid"
         // with it.
         let e2 = if ctx.ext_attr { 0x020032 } else { 0x02000E };

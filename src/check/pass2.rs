@@ -197,13 +197,26 @@ pub fn fs_params(fs: &Fs) -> FsParams {
     // e2fsck reads the marks whatever the features say: without group
     // checksums they are wrong (pass 0 clears them when it may), and -n
     // leaves them for pass 2 to trip on.
+    // The first unused inode is computed as e2fsck computes it, in 32-bit
+    // unsigned arithmetic: a mark larger than the group wraps below the
+    // group (every inode of it unused) or, past inode 0, to the top (none
+    // unused).
     let ipg = fs.geo.inodes_per_group;
     let groups = fs
         .gds
         .iter()
-        .map(|gd| GroupInodes {
-            inode_uninit: gd.has_flag(BG_INODE_UNINIT),
-            first_unused: ipg.saturating_sub(gd.itable_unused.min(ipg)),
+        .enumerate()
+        .map(|(g, gd)| {
+            let base = narrow::sat32(g as u64).wrapping_mul(ipg);
+            let first = base
+                .wrapping_add(1)
+                .wrapping_add(ipg)
+                .wrapping_sub(gd.itable_unused);
+            let first_unused = u64::from(first).saturating_sub(u64::from(base) + 1);
+            GroupInodes {
+                inode_uninit: gd.has_flag(BG_INODE_UNINIT),
+                first_unused: narrow::sat32(first_unused.min(u64::from(ipg))),
+            }
         })
         .collect();
     FsParams {

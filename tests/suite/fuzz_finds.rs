@@ -956,3 +956,70 @@ fn empty_journal_with_a_first_block_out_of_range() {
         file_kept(&img, 3000);
     }
 }
+
+/// `s_first_ino` raised past the orphan file (seed fz13c-2, damage 1588,
+/// where the superblock checksum was broken too). e2fsck judges the
+/// orphan file before the reserved range, so inode 12 stays the orphan
+/// file; only lost+found (11) is a reserved inode with a bad mode. pfsck
+/// cleared inode 12 as reserved too, and e2fsck then found the orphan
+/// file inode not a regular file: a false claim.
+#[test]
+fn orphan_file_below_a_raised_first_inode() {
+    let tmp = TempDir::new("fuzz-orphan-file-first-ino");
+    let img = tmp.join("disk.img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(1024).features("orphan_file"),
+        None,
+    );
+    let data = img.with_extension("data");
+    std::fs::write(&data, file_content("f", 5000)).unwrap();
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    assert_eq!(inode_of(&img, "/f"), 13);
+    debugfs_w(&img, &["ssv first_ino 13"]);
+    let (_, fy_out) = judged_by_oracle("first_ino 13", &img, 12, 1);
+    assert!(!fy_out.contains("inode 12"), "{fy_out}");
+    let out = debugfs_r(&img, "stat /f");
+    assert!(out.contains("Size: 5000"), "{out}");
+}
+
+/// A group's `bg_itable_unused` larger than the group on ext2, without
+/// group checksums (seed fz13c-2, damage 521: 65534 in group 0). e2fsck
+/// declines to clear it and its pass 2 computes the first unused inode
+/// in 32-bit arithmetic, which wraps to the top: no entry is in the
+/// unused area, exit 0. pfsck capped the mark at the group and found
+/// every entry of the group in the unused area (exit 4).
+#[test]
+fn itable_unused_past_the_group_without_checksums() {
+    let tmp = TempDir::new("fuzz-itable-unused-wrap");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext2().block_size(1024), 3000);
+    debugfs_w(&img, &["set_bg 0 itable_unused 65534"]);
+    judged_by_oracle("itable_unused 65534", &img, 0, 1);
+    file_kept(&img, 3000);
+}
+
+/// A reserved inode (the boot loader's, 5) with an xattr block outside
+/// the file system (seed fz13c-2, damage 1742), or any xattr block
+/// without the ext_attr feature. e2fsck only marks the inode bad, and
+/// judges bad inodes in pass 2 when an entry names them, which none does
+/// for a reserved inode: exit 0. pfsck reported it in pass 1 (exit 4).
+#[test]
+fn reserved_inode_with_an_invalid_xattr_block() {
+    for (name, opts, blk) in [
+        ("out of range", MkfsOpts::ext4().block_size(1024), 1 << 20),
+        (
+            "no ext_attr",
+            MkfsOpts::ext2().block_size(1024).features("^ext_attr"),
+            3000,
+        ),
+    ] {
+        let tmp = TempDir::new("fuzz-reserved-xattr");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &opts, 3000);
+        debugfs_w(&img, &[format!("sif <5> file_acl {blk}")]);
+        judged_by_oracle(name, &img, 0, 0);
+        file_kept(&img, 3000);
+    }
+}
