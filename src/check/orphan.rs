@@ -516,7 +516,7 @@ impl<'a> Work<'a> {
         if h.magic != EXTENT_MAGIC || h.entries > extent::max_entries(node.len()) {
             return Err("bad extent node in an orphaned inode".into());
         }
-        for i in 0..h.entries as usize {
+        for i in 0..usize::from(h.entries) {
             if depth == 0 {
                 let Some(e) = extent::raw_entry(node, i) else {
                     return Err("bad extent node in an orphaned inode".into());
@@ -720,7 +720,7 @@ impl<'a> Work<'a> {
             return Err("bad extent node in an orphaned inode".into());
         }
         let mut kept: Vec<extent::RawEntry> = Vec::new();
-        for i in 0..h.entries as usize {
+        for i in 0..usize::from(h.entries) {
             let Some(e) = extent::raw_entry(node, i) else {
                 return Err("bad extent node in an orphaned inode".into());
             };
@@ -756,7 +756,7 @@ impl<'a> Work<'a> {
                 }
             }
         }
-        if kept.len() != h.entries as usize || depth == 0 {
+        if kept.len() != usize::from(h.entries) || depth == 0 {
             // Slots past the new count keep their stale bytes, as e2fsck's
             // extent deletion leaves them.
             extent::put_entries(node, &kept);

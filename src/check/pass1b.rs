@@ -247,7 +247,7 @@ fn scan_owners(
 ) -> (Vec<Found>, Option<Ino>) {
     let ctx = Ctx::new(fs, state);
     let units = pass1::make_units(fs);
-    let isz = fs.geo.inode_size as usize;
+    let isz = fs.geo.inode_len();
     let csum = fs.metadata_csum();
     // Per unit: its owners of shared blocks, and its first inode whose
     // checksum fails.

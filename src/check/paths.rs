@@ -194,7 +194,7 @@ impl DirTree {
     pub fn pathname_in(&self, pass: super::problem::Pass, dir: Ino, ino: Ino) -> String {
         let early = pass.number() <= 2;
         if dir == Ino(0)
-            && let Some(name) = SPECIAL.get(ino.get() as usize)
+            && let Some(name) = SPECIAL.get(ino.index())
         {
             return name.to_string();
         }
@@ -223,7 +223,7 @@ impl DirTree {
     /// `???`.
     pub fn pathname(&self, dir: Ino, ino: Ino) -> String {
         if dir == Ino(0)
-            && let Some(name) = SPECIAL.get(ino.get() as usize)
+            && let Some(name) = SPECIAL.get(ino.index())
         {
             return name.to_string();
         }
@@ -319,7 +319,7 @@ fn read_disk_dir(fs: &crate::volume::Fs, ino: Ino, known: impl Fn(Ino) -> bool) 
     if !inode.is_dir() || inode.has_flag(crate::fs::inode::flags::INLINE_DATA) {
         return None;
     }
-    let bs = fs.geo.block_size as usize;
+    let bs = fs.geo.block_len();
     let mut blocks: Vec<u64> = Vec::new();
     if inode.has_flag(crate::fs::inode::flags::EXTENTS) {
         use crate::fs::extent::{parse_header, parse_leaf};

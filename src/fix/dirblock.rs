@@ -159,7 +159,7 @@ fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: Ino, part: u64) -> super:
     let pos = fs
         .inode_offset(dir)
         .ok_or_else(|| format!("inode {dir} lies beyond the addressable range"))?;
-    let isize = fs.geo.inode_size as usize;
+    let isize = fs.geo.inode_len();
     let csum = fs.metadata_csum();
     let seed = fs.csum_seed;
     let inodes = fs.geo.inodes_count;

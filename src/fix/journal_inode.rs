@@ -317,7 +317,7 @@ fn stage_contents(
 fn journal_inode(fs: &Fs, size: u64, blocks: u64, extents: bool, i_block: &[u8; 60]) -> Vec<u8> {
     let geo = &fs.geo;
     let now = fs.clock.now_u32();
-    let isz = geo.inode_size as usize;
+    let isz = geo.inode_len();
     let sectors = blocks * geo.block_sectors();
     let mut raw = vec![0u8; isz];
     let mut m = InodeMut(&mut raw);

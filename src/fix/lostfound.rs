@@ -25,7 +25,7 @@ use crate::fs::dir_entry::{
 use crate::fs::dir_entry::{inode_at, name_len_at, name_len16_at, rec_len_at, set_inode_at};
 use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN};
 use crate::fs::inode::{InodeMut, ROOT_INO, inode_csum_seed};
-use crate::fs::num::{Blk, Ino, LBlk};
+use crate::fs::num::{Blk, Group, Ino, LBlk};
 use crate::fs::superblock::incompat;
 use crate::narrow;
 use crate::repair::overlay::Overlay;
@@ -435,7 +435,7 @@ pub(super) fn create(
             return false;
         }
         let g = geo.group_of_inode(i);
-        let Some(gd) = fs.gds.get(g as usize) else {
+        let Some(gd) = fs.gd(Group(g)) else {
             return false;
         };
         !fs.uninit_bg() || !gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
@@ -514,7 +514,7 @@ pub(super) fn write_dir(
     let bs = fs.block_size();
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let extents = fs.sb.has_incompat(incompat::EXTENTS);
-    let isize = fs.geo.inode_size as usize;
+    let isize = fs.geo.inode_len();
     let extra = if isize > 128 {
         let want = match fs.sb.want_extra_isize {
             0 => 32,

@@ -204,7 +204,7 @@ pub(super) fn rewrite(
 /// of `plan`.
 /// (The checksum is the write's.)
 fn new_inode(fs: &Fs, plan: &Layout, size: u64, now: u64) -> Vec<u8> {
-    let isz = fs.geo.inode_size as usize;
+    let isz = fs.geo.inode_len();
     let mut b = vec![0u8; isz];
     // New inodes carry 32-bit times, as the quota writer's do.
     let t = narrow::lo32(now);

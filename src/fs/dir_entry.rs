@@ -69,9 +69,9 @@ pub fn read_entry(b: &[u8], off: usize, filetype: bool) -> Result<DirEntry<'_>, 
     let inode = le32(b, off);
     let rec_len = decode_rec_len(le16(b, off + 4), b.len());
     let (name_len, file_type) = if filetype {
-        (u8_at(b, off + 6) as usize, u8_at(b, off + 7))
+        (usize::from(u8_at(b, off + 6)), u8_at(b, off + 7))
     } else {
-        (le16(b, off + 6) as usize, 0)
+        (usize::from(le16(b, off + 6)), 0)
     };
     if rec_len < HEADER_LEN || !rec_len.is_multiple_of(4) || off + rec_len > b.len() {
         return Err(EntryError::BadRecLen);
@@ -96,7 +96,7 @@ pub fn has_tail(b: &[u8]) -> bool {
     }
     let t = b.len() - TAIL_LEN;
     le32(b, t) == 0
-        && le16(b, t + 4) as usize == TAIL_LEN
+        && usize::from(le16(b, t + 4)) == TAIL_LEN
         && u8_at(b, t + 6) == 0
         && u8_at(b, t + 7) == TAIL_FT
 }

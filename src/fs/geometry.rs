@@ -217,6 +217,21 @@ impl Geometry {
         self.blocks_per_group >> self.cluster_bits
     }
 
+    /// A block's size as the length of a buffer.
+    pub fn block_len(&self) -> usize {
+        crate::narrow::to_usize(u64::from(self.block_size))
+    }
+
+    /// An inode's size (in the inode table) as the length of a buffer.
+    pub fn inode_len(&self) -> usize {
+        crate::narrow::to_usize(u64::from(self.inode_size))
+    }
+
+    /// A group descriptor's size as the length of a slice.
+    pub fn desc_len(&self) -> usize {
+        crate::narrow::to_usize(u64::from(self.desc_size))
+    }
+
     /// Bytes of a block bitmap that hold the group's bits: what its
     /// checksum covers (the rest of the block is padding).
     pub fn block_bitmap_bytes(&self) -> usize {
