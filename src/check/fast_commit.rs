@@ -220,7 +220,7 @@ impl Replay<'_> {
         self.fs.metadata_csum().then(|| {
             inode_csum_seed(
                 self.fs.csum_seed,
-                ino,
+                Ino(ino),
                 crate::fs::bytes::le32(raw, field::I_GENERATION),
             )
         })
@@ -754,7 +754,7 @@ impl Replay<'_> {
                     if cur >= min + need {
                         dir_entry::put_rec_len(&mut b, off, min);
                         let n = off + min;
-                        set_inode_at(&mut b, n, 0);
+                        set_inode_at(&mut b, n, Ino::NONE);
                         set_name_len_at(&mut b, n, 0);
                         set_file_type_at(&mut b, n, 0);
                         dir_entry::put_rec_len(&mut b, n, cur - min);
@@ -767,7 +767,7 @@ impl Replay<'_> {
                     off += cur;
                     continue;
                 }
-                set_inode_at(&mut b, off, ino);
+                set_inode_at(&mut b, off, Ino(ino));
                 dir_entry::put_name(&mut b, off, name, Some(if filetype { ft } else { 0 }));
                 self.write_dir_block(blk, b, &draw, parent);
                 return Ok(());

@@ -588,7 +588,7 @@ impl<'a> Work<'a> {
             seed: self
                 .fs
                 .metadata_csum()
-                .then(|| finode::inode_csum_seed(self.fs.csum_seed, ino, inode.generation)),
+                .then(|| finode::inode_csum_seed(self.fs.csum_seed, Ino(ino), inode.generation)),
         };
         let mut freed = 0u64;
         let mut root = inode.block.to_vec();

@@ -726,7 +726,7 @@ fn inode_csum_ok(ctx: &Ctx, ino: u32, raw: &[u8], inode: &Inode) -> bool {
     if !ctx.csum {
         return true;
     }
-    if inode::compute_checksum(ctx.fs.csum_seed, ino, raw) == inode.stored_checksum() {
+    if inode::compute_checksum(ctx.fs.csum_seed, Ino(ino), raw) == inode.stored_checksum() {
         return true;
     }
     raw[..inode::GOOD_OLD_INODE_SIZE.min(raw.len())]
@@ -2002,7 +2002,7 @@ pub(crate) fn walk_map<V: MapVisitor>(
             eof_block,
             csum_seed: ctx
                 .csum
-                .then(|| inode::inode_csum_seed(fs.csum_seed, ino, inode.generation)),
+                .then(|| inode::inode_csum_seed(fs.csum_seed, Ino(ino), inode.generation)),
             large_dir: ctx.large_dir,
             read_only: ctx.read_only,
         };

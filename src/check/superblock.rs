@@ -736,7 +736,7 @@ pub const FIELD_NAMES: [&str; 4] = ["user quota", "group quota", "project quota"
 /// Inode `ino`'s bit in its group's bitmap on disk, when readable.
 fn inode_bitmap_bit(fs: &Fs, ino: u32) -> Option<bool> {
     let geo = &fs.geo;
-    let g = geo.group_of_inode(ino);
+    let g = geo.group_of_inode(Ino(ino));
     let gd = fs.gd(Group(g))?;
     if sb_group_inode_uninit(fs, gd) || !geo.block_in_fs(gd.inode_bitmap) {
         return None;

@@ -120,7 +120,7 @@ pub(super) fn fix(
             overlay,
             seed: fs
                 .metadata_csum()
-                .then(|| inode::inode_csum_seed(fs.csum_seed, ino, ind.generation)),
+                .then(|| inode::inode_csum_seed(fs.csum_seed, Ino(ino), ind.generation)),
             is_dir,
             eof_block: ind.size.div_ceil(bs).wrapping_sub(1),
             dir_limit: (is_dir && !large_dir).then(|| dir_block_limit(fs)),
@@ -196,7 +196,7 @@ fn empty_dir_block(fs: &Fs, ino: u32, generation: u32, dots: bool) -> Vec<u8> {
     let bs = fs.block_size();
     let seed = fs
         .metadata_csum()
-        .then(|| inode::inode_csum_seed(fs.csum_seed, ino, generation));
+        .then(|| inode::inode_csum_seed(fs.csum_seed, Ino(ino), generation));
     if dots {
         let ft = fs.sb.has_incompat(incompat::FILETYPE).then_some(FT_DIR);
         dir_entry::dots_block(bs, ino, inode::ROOT_INO, ft, seed)

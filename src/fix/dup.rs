@@ -157,7 +157,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
             budget: fs.geo.blocks_count.saturating_mul(4).saturating_add(64),
             seed: fs
                 .metadata_csum()
-                .then(|| inode_csum_seed(fs.csum_seed, ino.get(), Inode::parse(&raw).generation)),
+                .then(|| inode_csum_seed(fs.csum_seed, ino, Inode::parse(&raw).generation)),
             new_nodes: 0,
             clusters: ClusterCopy::default(),
         };

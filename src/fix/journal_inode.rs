@@ -143,7 +143,7 @@ pub(super) fn recreate(
         s.set_compat(s.compat() | compat::HAS_JOURNAL);
         s.set_incompat(s.incompat() & !incompat::RECOVER);
         s.clear_journal();
-        s.set_journal_inum(JOURNAL_INO);
+        s.set_journal_inum(Ino(JOURNAL_INO));
         s.set_journal_backup(&block, size);
     })?;
     Ok(None)
@@ -470,7 +470,7 @@ fn midpoint_goal(fs: &Fs, group_free: &dyn Fn(u32) -> u64) -> u64 {
 /// The first block of the journal inode's group, rounded down to its flex
 /// group.
 fn inode_group_goal(fs: &Fs) -> u64 {
-    let mut group = fs.geo.group_of_inode(JOURNAL_INO);
+    let mut group = fs.geo.group_of_inode(Ino(JOURNAL_INO));
     let log_flex = fs.sb.log_groups_per_flex;
     if log_flex != 0 && log_flex < 32 {
         group &= !((1u32 << log_flex) - 1);

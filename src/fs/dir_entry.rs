@@ -2,6 +2,7 @@
 
 use super::bytes::{le16, le32, put_le16, put_le32, u8_at};
 use super::checksum::crc32c_raw;
+use super::num::Ino;
 
 /// Entry header: inode(4) rec_len(2) name_len(1) file_type(1).
 pub const HEADER_LEN: usize = 8;
@@ -130,8 +131,8 @@ pub fn inline_parent(i_block: &[u8]) -> u32 {
     le32(i_block, 0)
 }
 
-pub fn set_inline_parent(i_block: &mut [u8], ino: u32) {
-    put_le32(i_block, 0, ino);
+pub fn set_inline_parent(i_block: &mut [u8], ino: Ino) {
+    put_le32(i_block, 0, ino.0);
 }
 
 /// The rec_len of the record at `off` as stored (not decoded).
@@ -150,8 +151,9 @@ pub fn inode_at(b: &[u8], off: usize) -> u32 {
     le32(b, off)
 }
 
-pub fn set_inode_at(b: &mut [u8], off: usize, ino: u32) {
-    put_le32(b, off, ino);
+/// Sets the inode number of the record at `off` (`Ino::NONE`: unused).
+pub fn set_inode_at(b: &mut [u8], off: usize, ino: Ino) {
+    put_le32(b, off, ino.0);
 }
 
 /// The rec_len of the record at `off`, decoded for a block of `bs` bytes.

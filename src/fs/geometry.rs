@@ -2,6 +2,7 @@
 //! computation on them is in range: group counts, where each group starts,
 //! where superblock and descriptor copies live.
 
+use super::num::Ino;
 use super::superblock::{Superblock, compat, incompat, ro_compat};
 
 #[derive(Clone, Debug)]
@@ -295,8 +296,8 @@ impl Geometry {
             .unwrap_or(u32::MAX)
     }
 
-    pub fn group_of_inode(&self, ino: u32) -> u32 {
-        (ino.saturating_sub(1)) / self.inodes_per_group
+    pub fn group_of_inode(&self, ino: Ino) -> u32 {
+        ino.group(self.inodes_per_group).0
     }
 
     /// Does group `g` hold a backup of the superblock (and descriptors)?

@@ -95,7 +95,7 @@ pub fn edit_inode<S: Stage + ?Sized>(
         let mut m = InodeMut(b);
         change(&mut m);
         if csum {
-            m.set_checksum(seed, ino.0);
+            m.set_checksum(seed, ino);
         }
     })?;
     Ok(true)

@@ -117,7 +117,7 @@ impl Fs {
         if ino == Ino::NONE || ino.0 > self.geo.inodes_count {
             return None;
         }
-        let g = self.geo.group_of_inode(ino.0);
+        let g = self.geo.group_of_inode(ino);
         let idx = ino.index_in_group(self.geo.inodes_per_group);
         let byte = u64::from(idx) * u64::from(self.geo.inode_size);
         let table = self.gd(Group(g))?.inode_table;
