@@ -517,7 +517,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
         let nblocks = self.fs.geo.blocks_count;
         let fdb = self.fs.geo.first_data_block;
         let mut start_block = start;
-        for i in 0..h.entries as usize {
+        for i in 0..usize::from(h.entries) {
             if self.v.done() || self.stopped {
                 return;
             }

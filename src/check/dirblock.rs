@@ -541,10 +541,10 @@ fn dx_csum_ok(fsp: &FsParams, seed: u32, b: &[u8], root: bool) -> bool {
     };
     let cl = htree::parse_count_limit(b, count_off);
     let sane = (fsp.bs - count_off) / 8;
-    if cl.limit as usize > sane || cl.count as usize > sane {
+    if usize::from(cl.limit) > sane || usize::from(cl.count) > sane {
         return false;
     }
-    let tail = count_off + cl.limit as usize * 8;
+    let tail = count_off + usize::from(cl.limit) * 8;
     if tail + 8 > fsp.bs {
         return false;
     }
@@ -605,7 +605,7 @@ fn parse_index(
     let csum = if fsp.metadata_csum { 8 } else { 0 };
     let expect = fsp.bs.saturating_sub(count_off + csum) / 8;
     let cl = htree::parse_count_limit(b, count_off);
-    if cl.limit as usize != expect {
+    if usize::from(cl.limit) != expect {
         out.problems.push(
             Problem::new(Code::HtreeLimit)
                 .ino(ino)
@@ -613,7 +613,7 @@ fn parse_index(
                 .num2(u64::from(cl.limit)),
         );
     }
-    let mut count = cl.count as usize;
+    let mut count = usize::from(cl.count);
     if count > expect {
         out.problems.push(
             Problem::new(Code::HtreeCount)
@@ -1137,7 +1137,7 @@ impl<T: Targets> EntryCx<'_, T> {
         }
         let g = e.inode.group(fsp.inodes_per_group);
         let idx = e.inode.index_in_group(fsp.inodes_per_group);
-        let Some(gi) = fsp.groups.get(g.get() as usize) else {
+        let Some(gi) = fsp.groups.get(g.index()) else {
             return;
         };
         if gi.inode_uninit {
@@ -1202,7 +1202,7 @@ mod tests {
 
     impl Targets for Fake {
         fn info(&self, ino: Ino) -> TargetInfo {
-            let i = ino.get() as usize;
+            let i = ino.index();
             TargetInfo {
                 used: self.used.get(i).copied().unwrap_or(false),
                 dir: self.dir.get(i).copied().unwrap_or(false),
@@ -1215,12 +1215,12 @@ mod tests {
             }
         }
         fn add_link(&self, ino: Ino) {
-            if let Some(c) = self.links.get(ino.get() as usize) {
+            if let Some(c) = self.links.get(ino.index()) {
                 c.fetch_add(1, Ordering::Relaxed);
             }
         }
         fn policy(&self, ino: Ino) -> Option<u32> {
-            self.policies.get(ino.get() as usize).copied().flatten()
+            self.policies.get(ino.index()).copied().flatten()
         }
     }
 
@@ -1689,7 +1689,7 @@ mod tests {
         let co = 0x20;
         let cl = htree::parse_count_limit(&b, co);
         let c = htree::compute_tail_checksum(77, &b, co, cl).unwrap();
-        put_le32(&mut b, co + cl.limit as usize * 8 + 4, c);
+        put_le32(&mut b, co + usize::from(cl.limit) * 8 + 4, c);
         assert!(run_dx(&f, 0, &b, &t).problems.is_empty());
         b[co + 9] ^= 0x10;
         let c = codes(&run_dx(&f, 0, &b, &t));

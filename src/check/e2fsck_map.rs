@@ -1072,7 +1072,7 @@ pub fn dup_refs(dups: &super::pass1b::Dups, ino: u32, first: bool, run: Run) -> 
         .map(|&(a, b)| Ref {
             code: if a == b { 0x011002 } else { 0x011008 },
             ino: None,
-            blk: Some(a),
+            blk: Some(a.get()),
         })
         .collect();
     out.push(Ref::of(0x011003, None));

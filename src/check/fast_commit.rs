@@ -31,6 +31,7 @@
 //! parent directories for a link, indirect-mapped inodes, bigalloc,
 //! extent lists needing more than one leaf.
 
+use crate::fs::bitmap;
 use crate::fs::dir_entry;
 use crate::fs::dir_entry::{inode_at, rec_len_at, set_file_type_at, set_inode_at, set_name_len_at};
 use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN, ROOT_MAX};
@@ -40,7 +41,7 @@ use crate::fs::inode::{
     GOOD_OLD_INODE_SIZE, InodeMut, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG,
     S_IFSOCK, field, flags, inode_csum_seed,
 };
-use crate::fs::num::{Blk, Ino};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::narrow;
 use crate::volume::edit::{self, read_block, read_inode, write_desc_table};
@@ -169,7 +170,7 @@ impl Replay<'_> {
         let fs = self.fs;
         let geo = &fs.geo;
         let trusted = |g: u32, f: u16| {
-            fs.uninit_bg() && fs.gds[g as usize].has_flag(f) && fs.gd_checksum_ok(g)
+            fs.uninit_bg() && fs.gd_at(Group(g)).has_flag(f) && fs.gd_checksum_ok(g)
         };
         let view = fs.uninit_view(|g| trusted(g, BG_BLOCK_UNINIT));
         for g in 0..geo.groups {
@@ -181,17 +182,17 @@ impl Replay<'_> {
                     self.blocks.set(b, view.as_ref().is_some_and(|m| m.get(c)));
                 }
             } else {
-                let bm = read_block(fs, &self.st, fs.gds[g as usize].block_bitmap).map_err(io)?;
+                let bm = read_block(fs, &self.st, fs.gd_at(Group(g)).block_bitmap).map_err(io)?;
                 for i in 0..n {
-                    self.blocks.set(first + i, bit(&bm, i));
+                    self.blocks.set(first + i, bitmap::test(&bm, i));
                 }
             }
             let ipg = geo.inodes_per_group;
             let ifirst = u64::from(g) * u64::from(ipg) + 1;
             if !trusted(g, BG_INODE_UNINIT) {
-                let bm = read_block(fs, &self.st, fs.gds[g as usize].inode_bitmap).map_err(io)?;
+                let bm = read_block(fs, &self.st, fs.gd_at(Group(g)).inode_bitmap).map_err(io)?;
                 for i in 0..u64::from(ipg) {
-                    self.inodes.set(ifirst + i, bit(&bm, i));
+                    self.inodes.set(ifirst + i, bitmap::test(&bm, i));
                 }
             }
         }
@@ -219,7 +220,7 @@ impl Replay<'_> {
         self.fs.metadata_csum().then(|| {
             inode_csum_seed(
                 self.fs.csum_seed,
-                ino,
+                Ino(ino),
                 crate::fs::bytes::le32(raw, field::I_GENERATION),
             )
         })
@@ -264,7 +265,7 @@ impl Replay<'_> {
         {
             return Err(format!("inode {ino} has a damaged extent tree"));
         }
-        for i in 0..h.entries as usize {
+        for i in 0..usize::from(h.entries) {
             if depth == 0 {
                 let e = extent::parse_leaf(node, i);
                 leaves.push(Ext {
@@ -536,7 +537,7 @@ impl Replay<'_> {
     // ---- inodes ----
 
     fn inode(&mut self, ino: u32, fc: &[u8]) -> Result<(), Unsupported> {
-        let isz = self.fs.geo.inode_size as usize;
+        let isz = self.fs.geo.inode_len();
         let mut len = GOOD_OLD_INODE_SIZE;
         if isz > GOOD_OLD_INODE_SIZE {
             let extra = usize::from(crate::fs::bytes::le16(fc, field::I_EXTRA_ISIZE));
@@ -753,7 +754,7 @@ impl Replay<'_> {
                     if cur >= min + need {
                         dir_entry::put_rec_len(&mut b, off, min);
                         let n = off + min;
-                        set_inode_at(&mut b, n, 0);
+                        set_inode_at(&mut b, n, Ino::NONE);
                         set_name_len_at(&mut b, n, 0);
                         set_file_type_at(&mut b, n, 0);
                         dir_entry::put_rec_len(&mut b, n, cur - min);
@@ -766,7 +767,7 @@ impl Replay<'_> {
                     off += cur;
                     continue;
                 }
-                set_inode_at(&mut b, off, ino);
+                set_inode_at(&mut b, off, Ino(ino));
                 dir_entry::put_name(&mut b, off, name, Some(if filetype { ft } else { 0 }));
                 self.write_dir_block(blk, b, &draw, parent);
                 return Ok(());
@@ -792,7 +793,7 @@ impl Replay<'_> {
         let csum_flag = self.uninit_bg();
         let wide = geo.desc_size >= 64;
         let mut table = pre_gd.to_vec();
-        let ds = geo.desc_size as usize;
+        let ds = geo.desc_len();
         let mut free_blocks_total = 0u64;
         let mut free_inodes_total = 0u64;
         for g in 0..geo.groups {
@@ -812,7 +813,8 @@ impl Replay<'_> {
             let free_i = u64::from(ipg) - used_i;
             free_inodes_total += free_i;
             let last_group = g + 1 == geo.groups;
-            let Some(raw) = table.get_mut(g as usize * ds..(g as usize + 1) * ds) else {
+            let Some(raw) = table.get_mut(Group(g).index() * ds..(Group(g).index() + 1) * ds)
+            else {
                 continue;
             };
             let mut d = DescMut(raw);
@@ -856,7 +858,7 @@ impl Replay<'_> {
                         true
                     };
                     if !used {
-                        bm[(i / 8) as usize] &= !(1 << (i % 8));
+                        bitmap::clear(&mut bm, i);
                     }
                 }
                 if csum_flag {
@@ -866,7 +868,7 @@ impl Replay<'_> {
                         wide,
                     ));
                 }
-                let loc = fs.gds[g as usize].block_bitmap;
+                let loc = fs.gd_at(Group(g)).block_bitmap;
                 if loc != 0 && loc < geo.blocks_count {
                     self.st.map.insert(loc, bm);
                 }
@@ -876,7 +878,7 @@ impl Replay<'_> {
                 let mut bm = vec![0xFFu8; bs];
                 for i in 0..u64::from(ipg).min(bs as u64 * 8) {
                     if !self.inodes.get(ifirst + i) {
-                        bm[(i / 8) as usize] &= !(1 << (i % 8));
+                        bitmap::clear(&mut bm, i);
                     }
                 }
                 if csum_flag {
@@ -886,7 +888,7 @@ impl Replay<'_> {
                         wide,
                     ));
                 }
-                let loc = fs.gds[g as usize].inode_bitmap;
+                let loc = fs.gd_at(Group(g)).inode_bitmap;
                 if loc != 0 && loc < geo.blocks_count {
                     self.st.map.insert(loc, bm);
                 }
@@ -902,12 +904,6 @@ impl Replay<'_> {
         .map_err(io)?;
         Ok(())
     }
-}
-
-/// Bit `i` of a bitmap block.
-fn bit(bm: &[u8], i: u64) -> bool {
-    bm.get((i / 8) as usize)
-        .is_some_and(|&b| b & (1 << (i % 8)) != 0)
 }
 
 /// Read-only accessors over raw inode bytes.

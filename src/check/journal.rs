@@ -53,7 +53,7 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
         // 0)", cleared and recreated like a bad inode.
         out.push(
             Problem::new(Code::JournalInodeInvalid)
-                .ino(Ino(0))
+                .ino(Ino::NONE)
                 .detail("no journal inode"),
         );
         if !clear_bad {
@@ -283,7 +283,7 @@ fn find_journal_inode(fs: &Fs) -> Result<(Inode, Option<String>), String> {
                 && raw[..crate::fs::inode::GOOD_OLD_INODE_SIZE]
                     .iter()
                     .any(|&b| b != 0)
-                && crate::fs::inode::compute_checksum(fs.csum_seed, fs.sb.journal_inum, &raw)
+                && crate::fs::inode::compute_checksum(fs.csum_seed, Ino(fs.sb.journal_inum), &raw)
                     != inode.stored_checksum()
             {
                 return Err("its checksum does not match".into());

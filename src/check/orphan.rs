@@ -569,7 +569,7 @@ impl<'a> Work<'a> {
         if h.magic != EXTENT_MAGIC || h.entries > extent::max_entries(node.len()) {
             return Err("bad extent node in an orphaned inode".into());
         }
-        for i in 0..h.entries as usize {
+        for i in 0..usize::from(h.entries) {
             if depth == 0 {
                 let Some(e) = extent::raw_entry(node, i) else {
                     return Err("bad extent node in an orphaned inode".into());
@@ -641,7 +641,7 @@ impl<'a> Work<'a> {
             seed: self
                 .fs
                 .metadata_csum()
-                .then(|| finode::inode_csum_seed(self.fs.csum_seed, ino, inode.generation)),
+                .then(|| finode::inode_csum_seed(self.fs.csum_seed, Ino(ino), inode.generation)),
         };
         let mut freed = 0u64;
         let mut root = inode.block.to_vec();
@@ -773,7 +773,7 @@ impl<'a> Work<'a> {
             return Err("bad extent node in an orphaned inode".into());
         }
         let mut kept: Vec<extent::RawEntry> = Vec::new();
-        for i in 0..h.entries as usize {
+        for i in 0..usize::from(h.entries) {
             let Some(e) = extent::raw_entry(node, i) else {
                 return Err("bad extent node in an orphaned inode".into());
             };
@@ -809,7 +809,7 @@ impl<'a> Work<'a> {
                 }
             }
         }
-        if kept.len() != h.entries as usize || depth == 0 {
+        if kept.len() != usize::from(h.entries) || depth == 0 {
             // Slots past the new count keep their stale bytes, as e2fsck's
             // extent deletion leaves them.
             extent::put_entries(node, &kept);

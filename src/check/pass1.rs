@@ -559,7 +559,7 @@ pub(crate) fn finish(
 fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
     let fs = ctx.fs;
     let geo = &fs.geo;
-    let isz = geo.inode_size as usize;
+    let isz = geo.inode_len();
     let first_ino = u.group * geo.inodes_per_group + u.first + 1;
     let n = u.count as usize;
     let mut out = UnitOut::default();
@@ -648,7 +648,7 @@ pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
         .count() as u64;
     // Each mapped block lists the block's backups; read 16 at a time, all
     // in flight at once on a slow device.
-    let bsz = geo.block_size as usize;
+    let bsz = geo.block_len();
     let mut bufs = vec![0u8; 16.min(narrow::to_usize(mapped)) * bsz];
     let mut k = 0;
     while k < mapped {
@@ -700,7 +700,7 @@ pub(crate) fn read_unit(
 ) -> std::result::Result<Option<std::ops::Range<usize>>, Problem> {
     let geo = &fs.geo;
     let isz = u64::from(geo.inode_size);
-    let table = fs.gds[u.group as usize].inode_table;
+    let table = fs.gd_at(Group(u.group)).inode_table;
     let byte0 = u64::from(u.first) * isz;
     let bsz = u64::from(geo.block_size);
     let start_blk = table.saturating_add(byte0 / bsz);
@@ -726,7 +726,7 @@ fn inode_csum_ok(ctx: &Ctx, ino: u32, raw: &[u8], inode: &Inode) -> bool {
     if !ctx.csum {
         return true;
     }
-    if inode::compute_checksum(ctx.fs.csum_seed, ino, raw) == inode.stored_checksum() {
+    if inode::compute_checksum(ctx.fs.csum_seed, Ino(ino), raw) == inode.stored_checksum() {
         return true;
     }
     raw[..inode::GOOD_OLD_INODE_SIZE.min(raw.len())]
@@ -1516,7 +1516,7 @@ fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) ->
             return None;
         }
         not_device = true;
-        (0..h.entries as usize)
+        (0..usize::from(h.entries))
             .map(|i| crate::fs::extent::parse_leaf(&inode.block, i))
             .find(|e| e.lblk == 0 && e.len > 0)
             .map_or(0, |e| e.pblk)
@@ -2037,7 +2037,7 @@ pub(crate) fn walk_map<V: MapVisitor>(
             eof_block,
             csum_seed: ctx
                 .csum
-                .then(|| inode::inode_csum_seed(fs.csum_seed, ino, inode.generation)),
+                .then(|| inode::inode_csum_seed(fs.csum_seed, Ino(ino), inode.generation)),
             large_dir: ctx.large_dir,
             read_only: ctx.read_only,
         };

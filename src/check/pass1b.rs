@@ -21,7 +21,7 @@ use super::state::State;
 use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::inode::{self, Inode};
-use crate::fs::num::{Cluster, Ino, LBlk};
+use crate::fs::num::{Blk, Cluster, Ino, LBlk};
 use crate::narrow;
 use crate::volume::Fs;
 
@@ -43,7 +43,7 @@ struct Finder<'a> {
     hits: Vec<u64>,
     /// Every mapped block of a duplicate cluster, in map order, as runs of
     /// consecutive blocks (e2fsck's pass 1B list).
-    runs: Vec<(u64, u64)>,
+    runs: Vec<(Blk, Blk)>,
     /// Skip blocks that are metadata (the bad blocks inode, whose blocks
     /// inside metadata pass 1 did not claim).
     skip_meta: Option<&'a State>,
@@ -65,8 +65,8 @@ impl Finder<'_> {
     /// Blocks `first..=last` were met, in map order.
     fn mark(&mut self, first: u64, last: u64) {
         match self.runs.last_mut() {
-            Some(r) if r.1.checked_add(1) == Some(first) => r.1 = last,
-            _ => self.runs.push((first, last)),
+            Some(r) if r.1.0.checked_add(1) == Some(first) => r.1 = Blk(last),
+            _ => self.runs.push((Blk(first), Blk(last))),
         }
     }
 
@@ -234,7 +234,7 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
 /// An owner of duplicate blocks as the scan finds it: its inode, the
 /// duplicate blocks it claims (`Finder::hits`), its runs of mapped
 /// blocks in duplicate clusters, its mtime.
-type Found = (Ino, Vec<u64>, Vec<(u64, u64)>, u32);
+type Found = (Ino, Vec<u64>, Vec<(Blk, Blk)>, u32);
 
 /// Walks every inode's map again, in inode order, for the owners of the
 /// duplicate blocks `dups`; also the first inode whose checksum fails.
@@ -247,7 +247,7 @@ fn scan_owners(
 ) -> (Vec<Found>, Option<Ino>) {
     let ctx = Ctx::new(fs, state);
     let units = pass1::make_units(fs);
-    let isz = fs.geo.inode_size as usize;
+    let isz = fs.geo.inode_len();
     let csum = fs.metadata_csum();
     // Per unit: its owners of shared blocks, and its first inode whose
     // checksum fails.
@@ -407,14 +407,14 @@ pub struct DupOwner {
     pub mtime: u32,
     /// Its mapped blocks in duplicate clusters, in map order, as runs of
     /// consecutive blocks.
-    pub runs: Vec<(u64, u64)>,
+    pub runs: Vec<(Blk, Blk)>,
     /// Its claims on duplicate clusters (e2fsck's block count).
     pub claims: u64,
     /// The inodes it shares clusters with, in the order e2fsck lists them
     /// (its claims from the last, each cluster's claimants from the last).
     pub shared: Vec<Ino>,
     /// Its claimed clusters, in map order, and whether each is metadata.
-    pub clusters: Vec<(u64, bool)>,
+    pub clusters: Vec<(Cluster, bool)>,
 }
 
 /// How pass 1D ends for an owner.
@@ -435,13 +435,13 @@ impl Dups {
     /// up one claim on each cluster it copies. Parallel to `owners`; the
     /// bad blocks and resize inodes are never resolved.
     pub fn fates(&self, cloned: impl Fn(Ino) -> bool) -> Vec<Option<DupFate>> {
-        let mut count: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+        let mut count: std::collections::HashMap<Cluster, u32> = std::collections::HashMap::new();
         for o in &self.owners {
             for &(c, _) in &o.clusters {
                 *count.entry(c).or_default() += 1;
             }
         }
-        let mut dup: std::collections::HashSet<u64> = count.keys().copied().collect();
+        let mut dup: std::collections::HashSet<Cluster> = count.keys().copied().collect();
         self.owners
             .iter()
             .map(|o| {
@@ -476,7 +476,7 @@ impl Dups {
 }
 
 /// An owner's (inode, runs of duplicate blocks, modification time).
-type Listed = (Ino, Vec<(u64, u64)>, u32);
+type Listed = (Ino, Vec<(Blk, Blk)>, u32);
 
 /// The owners as e2fsck lists them: runs, claims and sharers.
 fn listing(fs: &Fs, state: &State, owners: &[(Ino, Vec<u64>)], listed: Vec<Listed>) -> Dups {
@@ -511,7 +511,7 @@ fn listing(fs: &Fs, state: &State, owners: &[(Ino, Vec<u64>)], listed: Vec<Liste
             .iter()
             .map(|&b| {
                 let c = state.cluster(b);
-                (c.get(), state.block_meta.get(c))
+                (c, state.block_meta.get(c))
             })
             .collect();
         dups.owners.push(DupOwner {
@@ -571,7 +571,7 @@ fn pass1c(fs: &Fs, state: &State, dups: &Dups) -> std::collections::BTreeMap<Ino
 /// Is the inode's checksum right (an inode never written, its first 128
 /// bytes zero, passes)?
 fn csum_ok(fs: &Fs, ino: u32, raw: &[u8]) -> bool {
-    inode::compute_checksum(fs.csum_seed, ino, raw) == Inode::parse(raw).stored_checksum()
+    inode::compute_checksum(fs.csum_seed, Ino(ino), raw) == Inode::parse(raw).stored_checksum()
         || raw[..inode::GOOD_OLD_INODE_SIZE.min(raw.len())]
             .iter()
             .all(|&b| b == 0)

@@ -615,9 +615,9 @@ impl Units2 {
                     info: DirInfo {
                         params: DirParams {
                             ino: i,
-                            csum_seed: self
-                                .csum
-                                .map_or(0, |seed| inode::inode_csum_seed(seed, ino, generation)),
+                            csum_seed: self.csum.map_or(0, |seed| {
+                                inode::inode_csum_seed(seed, Ino(ino), generation)
+                            }),
                             htree: (st.has_iflag(i, iflag::HTREE) && !inline)
                                 .then(HtreeParams::default),
                             policy: policy(i),
@@ -1075,7 +1075,7 @@ fn inline_table(
             read_generations(fs, &inos, threads, ctl)
         };
         for (d, g) in dirs.iter_mut().zip(gens) {
-            d.params.csum_seed = inode::inode_csum_seed(fs.csum_seed, d.params.ino.get(), g);
+            d.params.csum_seed = inode::inode_csum_seed(fs.csum_seed, d.params.ino, g);
         }
     }
     dirs

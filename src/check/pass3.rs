@@ -57,7 +57,7 @@ pub fn check(st: &State, repairing: bool) -> Vec<Problem> {
         while !done[cur] {
             done[cur] = true;
             let p = parent(cur);
-            match st.dir_index(p).filter(|_| p != Ino(0)) {
+            match st.dir_index(p).filter(|_| p != Ino::NONE) {
                 Some(pi) => cur = pi,
                 None => {
                     out.push(

@@ -29,6 +29,7 @@ use super::problem::{Code, Problem, ProblemList};
 use super::state::State;
 use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
+use crate::fs::bitmap;
 use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT};
 use crate::fs::num::{Blk, Cluster, Group};
 use crate::narrow;
@@ -60,11 +61,11 @@ struct GroupOut {
 }
 
 fn block_uninit(fs: &Fs, g: u32) -> bool {
-    fs.uninit_bg() && fs.gds[g as usize].has_flag(BG_BLOCK_UNINIT) && fs.gd_checksum_ok(g)
+    fs.uninit_bg() && fs.gd_at(Group(g)).has_flag(BG_BLOCK_UNINIT) && fs.gd_checksum_ok(g)
 }
 
 fn inode_uninit(fs: &Fs, g: u32) -> bool {
-    fs.uninit_bg() && fs.gds[g as usize].has_flag(BG_INODE_UNINIT) && fs.gd_checksum_ok(g)
+    fs.uninit_bg() && fs.gd_at(Group(g)).has_flag(BG_INODE_UNINIT) && fs.gd_checksum_ok(g)
 }
 
 /// Blocks the library marks for BLOCK_UNINIT groups (possibly in other
@@ -85,7 +86,7 @@ fn or_overlay(buf: &mut [u8], overlay: &ClusterMap, first: Cluster, n: u64) {
         if take < 64 {
             w &= (1u64 << take) - 1;
         }
-        let start = (i / 8) as usize;
+        let start = bitmap::byte_of(i);
         for (k, b) in w.to_le_bytes().into_iter().enumerate() {
             if let Some(slot) = buf.get_mut(start + k) {
                 *slot |= b;
@@ -95,16 +96,10 @@ fn or_overlay(buf: &mut [u8], overlay: &ClusterMap, first: Cluster, n: u64) {
     }
 }
 
-/// Bit `i` of an on-disk bitmap block.
-fn disk_bit(bm: &[u8], i: u64) -> bool {
-    bm.get((i / 8) as usize)
-        .is_some_and(|&b| b & (1 << (i % 8)) != 0)
-}
-
 /// 64 bits of an on-disk bitmap from bit `i` (a multiple of 8).
 fn disk_word(bm: &[u8], i: u64) -> u64 {
     let mut w = [0u8; 8];
-    let start = (i / 8) as usize;
+    let start = bitmap::byte_of(i);
     for (k, slot) in w.iter_mut().enumerate() {
         *slot = bm.get(start + k).copied().unwrap_or(0);
     }
@@ -162,7 +157,7 @@ fn check_group_blocks(
     out: &mut GroupOut,
 ) {
     let geo = &fs.geo;
-    let gd = &fs.gds[g as usize];
+    let gd = fs.gd_at(Group(g));
     let csum = fs.metadata_csum();
     // Bits of the block bitmap are clusters (blocks without bigalloc).
     let bits = geo.cluster_bits;
@@ -223,7 +218,7 @@ fn check_group_blocks(
             used = disk_used;
         }
         if !uninit
-            && ((g + 1 == geo.groups && n < bpg && (n..bpg).any(|i| !disk_bit(buf, i)))
+            && ((g + 1 == geo.groups && n < bpg && (n..bpg).any(|i| !bitmap::test(buf, i)))
                 || !tail_set(buf, bpg))
         {
             out.problems
@@ -252,7 +247,7 @@ fn check_group_inodes(
     out: &mut GroupOut,
 ) {
     let geo = &fs.geo;
-    let gd = &fs.gds[g as usize];
+    let gd = fs.gd_at(Group(g));
     let csum = fs.metadata_csum();
     let ipg = u64::from(geo.inodes_per_group);
     let ino0 = u64::from(g) * ipg + 1;
@@ -509,8 +504,8 @@ mod tests {
         let mut all = vec![(1, 5, true)];
         merge_runs(&mut all, vec![(6, 7, true), (9, 9, false)]);
         assert_eq!(all, vec![(1, 7, true), (9, 9, false)]);
-        assert!(disk_bit(&[0x80], 7));
-        assert!(!disk_bit(&[], 7));
+        assert!(bitmap::test(&[0x80], 7));
+        assert!(!bitmap::test(&[], 7));
         assert_eq!(disk_word(&[1, 2], 0), 0x0201);
     }
 

@@ -97,8 +97,8 @@ impl DirTree {
         let n = state.dirs.len();
         let mut dotdot: Vec<Ino> = state.dir_dotdot.to_vec();
         let mut parent: Vec<Ino> = state.dir_parent.to_vec();
-        dotdot.resize(n, Ino(0));
-        parent.resize(n, Ino(0));
+        dotdot.resize(n, Ino::NONE);
+        parent.resize(n, Ino::NONE);
         ends.resize(n, narrow::sat32(names.len()));
         let spill = state.spill.as_ref();
         DirTree {
@@ -148,7 +148,7 @@ impl DirTree {
             .iter()
             .copied()
             .chain(self.later_dotdot.iter().map(|&(_, p)| p))
-            .filter(|&p| p != Ino(0) && self.index(p).is_none())
+            .filter(|&p| p != Ino::NONE && self.index(p).is_none())
             .collect();
         want.sort_unstable();
         want.dedup();
@@ -164,7 +164,7 @@ impl DirTree {
             let Some(d) = read_disk_dir(fs, ino, |i| self.index(i).is_some()) else {
                 continue;
             };
-            if d.dotdot != Ino(0) && self.index(d.dotdot).is_none() {
+            if d.dotdot != Ino::NONE && self.index(d.dotdot).is_none() {
                 want.push(d.dotdot);
             }
             self.disk.push(d);
@@ -193,12 +193,12 @@ impl DirTree {
     /// prints it: a directory e2fsck cannot read yet makes it `???`.
     pub fn pathname_in(&self, pass: super::problem::Pass, dir: Ino, ino: Ino) -> String {
         let early = pass.number() <= 2;
-        if dir == Ino(0)
-            && let Some(name) = SPECIAL.get(ino.get() as usize)
+        if dir == Ino::NONE
+            && let Some(name) = SPECIAL.get(ino.index())
         {
             return name.to_string();
         }
-        let ino = if dir == ino { Ino(0) } else { ino };
+        let ino = if dir == ino { Ino::NONE } else { ino };
         let unread =
             |d: Ino| (early || self.unreadable_later) && self.unreadable.binary_search(&d).is_ok();
         match self.resolve_with(dir, ino, MAX_DEPTH, &unread) {
@@ -214,7 +214,7 @@ impl DirTree {
     /// The path of directory `dir`, as e2fsck prints it (escaped as a
     /// name is).
     pub fn path(&self, dir: Ino) -> String {
-        self.pathname(dir, Ino(0))
+        self.pathname(dir, Ino::NONE)
     }
 
     /// The path of `ino` as named in directory `dir` (0: of `dir`
@@ -222,12 +222,12 @@ impl DirTree {
     /// by its role. Only directories' names are known, so a file's is
     /// `???`.
     pub fn pathname(&self, dir: Ino, ino: Ino) -> String {
-        if dir == Ino(0)
-            && let Some(name) = SPECIAL.get(ino.get() as usize)
+        if dir == Ino::NONE
+            && let Some(name) = SPECIAL.get(ino.index())
         {
             return name.to_string();
         }
-        let ino = if dir == ino { Ino(0) } else { ino };
+        let ino = if dir == ino { Ino::NONE } else { ino };
         super::problem::escape_name(&self.resolve(dir, ino, MAX_DEPTH))
     }
 
@@ -239,7 +239,7 @@ impl DirTree {
     /// The path of the entry `name` in directory `dir`, as e2fsck prints
     /// it.
     pub fn path_of_entry(&self, dir: Ino, name: &[u8]) -> String {
-        let parent = self.resolve(dir, Ino(0), MAX_DEPTH);
+        let parent = self.resolve(dir, Ino::NONE, MAX_DEPTH);
         let mut out = if parent.len() > 1 { parent } else { Vec::new() };
         out.push(b'/');
         out.extend_from_slice(name);
@@ -262,7 +262,7 @@ impl DirTree {
                 b".".to_vec()
             });
         }
-        if dir == Ino(0) || depth < 0 {
+        if dir == Ino::NONE || depth < 0 {
             return Some(b"...".to_vec());
         }
         let (dotdot, name): (Ino, Option<&[u8]>) = match self.index(dir) {
@@ -286,7 +286,7 @@ impl DirTree {
                         .map(|(_, n)| n.as_slice()),
                 ),
                 None => {
-                    let s = if ino != Ino(0) {
+                    let s = if ino != Ino::NONE {
                         format!("<{dir}>/<{ino}>")
                     } else {
                         format!("<{dir}>")
@@ -296,7 +296,7 @@ impl DirTree {
             },
         };
         let parent = self.resolve_with(dotdot, dir, depth - 1, unread)?;
-        if ino == Ino(0) {
+        if ino == Ino::NONE {
             return Some(parent);
         }
         // A one-character parent ("/" or ".") is left out.
@@ -319,7 +319,7 @@ fn read_disk_dir(fs: &crate::volume::Fs, ino: Ino, known: impl Fn(Ino) -> bool) 
     if !inode.is_dir() || inode.has_flag(crate::fs::inode::flags::INLINE_DATA) {
         return None;
     }
-    let bs = fs.geo.block_size as usize;
+    let bs = fs.geo.block_len();
     let mut blocks: Vec<u64> = Vec::new();
     if inode.has_flag(crate::fs::inode::flags::EXTENTS) {
         use crate::fs::extent::{parse_header, parse_leaf};
@@ -358,7 +358,7 @@ fn read_disk_dir(fs: &crate::volume::Fs, ino: Ino, known: impl Fn(Ino) -> bool) 
             }
             let child = Ino(inode_at(&buf, off));
             let name = &buf[off + HEADER_LEN..off + HEADER_LEN + nl];
-            if child != Ino(0) {
+            if child != Ino::NONE {
                 if name == b".." {
                     d.dotdot = child;
                 } else if known(child) && !d.names.iter().any(|(i, _)| *i == child) {
@@ -411,8 +411,8 @@ mod tests {
         assert_eq!(t.path(Ino(16)), "/doc/???");
         // Not a directory.
         assert_eq!(t.path(Ino(40)), "<40>");
-        assert_eq!(t.pathname(Ino(0), Ino(0)), "<The NULL inode>");
-        assert_eq!(t.pathname(Ino(0), Ino(18)), "...");
+        assert_eq!(t.pathname(Ino::NONE, Ino::NONE), "<The NULL inode>");
+        assert_eq!(t.pathname(Ino::NONE, Ino(18)), "...");
         assert_eq!(t.pathname(Ino(12), Ino(13)), "/doc/examples");
         assert_eq!(t.pathname(Ino(12), Ino(40)), "/doc/???");
         // Named by the root, though its own '..' is lost.

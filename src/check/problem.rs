@@ -467,7 +467,7 @@ impl Problem {
         Problem {
             code,
             has: 0,
-            ino: Ino(0),
+            ino: Ino::NONE,
             group: Group(0),
             blk: Blk(0),
             num: 0,
@@ -609,7 +609,7 @@ impl Problem {
         // As e2fsck's %p: the path of a directory (inode 0 by its role).
         let pass = self.spec().pass;
         let path = |n: Option<u64>| match (tree, n) {
-            (Some(t), Some(n)) => t.pathname_in(pass, Ino(narrow::sat32(n)), Ino(0)),
+            (Some(t), Some(n)) => t.pathname_in(pass, Ino(narrow::sat32(n)), Ino::NONE),
             _ => "???".to_string(),
         };
         let mut out = String::new();

@@ -142,7 +142,7 @@ pub(crate) fn read_file(fs: &Fs, ino: u32, qtype: usize) -> Result<Vec<quota::Dq
             eof_block: inode.size.div_ceil(bs).wrapping_sub(1),
             csum_seed: fs
                 .metadata_csum()
-                .then(|| inode::inode_csum_seed(fs.csum_seed, ino, inode.generation)),
+                .then(|| inode::inode_csum_seed(fs.csum_seed, Ino(ino), inode.generation)),
             large_dir: false,
             read_only: false,
         };

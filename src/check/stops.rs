@@ -219,7 +219,7 @@ fn follow_up(fs: &Fs, p: &Problem, filetype: bool, csum: bool) -> Option<Problem
         .all(|&b| b == 0);
     if csum
         && !zero
-        && inode::compute_checksum(fs.csum_seed, target, &raw) != node.stored_checksum()
+        && inode::compute_checksum(fs.csum_seed, Ino(target), &raw) != node.stored_checksum()
     {
         return Some(Problem::new(Code::StoppedAtInodeChecksumP2).ino(Ino(target)));
     }
@@ -275,7 +275,8 @@ pub(super) fn inode_unreadable(fs: &Fs, ino: u32) -> bool {
         .iter()
         .all(|&b| b == 0);
     !zero
-        && inode::compute_checksum(fs.csum_seed, ino, &raw) != Inode::parse(&raw).stored_checksum()
+        && inode::compute_checksum(fs.csum_seed, Ino(ino), &raw)
+            != Inode::parse(&raw).stored_checksum()
 }
 
 /// Pass 1, the bad blocks inode: one whose checksum fails is judged

@@ -71,7 +71,7 @@ fn read_descriptors(
     geo: &Geometry,
     sb_block: u64,
 ) -> std::result::Result<(Vec<GroupDesc>, Vec<u8>), String> {
-    let bs = geo.block_size as usize;
+    let bs = geo.block_len();
     let total = geo.desc_blocks as usize * bs;
     // desc_blocks is bounded by the group count, itself bounded by the
     // device (checked below), so this allocation is justified by the image.
@@ -88,7 +88,7 @@ fn read_descriptors(
         dev.read_at(off, chunk)
             .map_err(|e| format!("cannot read group descriptors: {e}"))?;
     }
-    let ds = geo.desc_size as usize;
+    let ds = geo.desc_len();
     raw.truncate(geo.groups as usize * ds);
     let gds = raw.chunks(ds).map(GroupDesc::parse).collect();
     Ok((gds, raw))
@@ -736,8 +736,8 @@ pub const FIELD_NAMES: [&str; 4] = ["user quota", "group quota", "project quota"
 /// Inode `ino`'s bit in its group's bitmap on disk, when readable.
 fn inode_bitmap_bit(fs: &Fs, ino: u32) -> Option<bool> {
     let geo = &fs.geo;
-    let g = geo.group_of_inode(ino);
-    let gd = fs.gds.get(g as usize)?;
+    let g = geo.group_of_inode(Ino(ino));
+    let gd = fs.gd(Group(g))?;
     if sb_group_inode_uninit(fs, gd) || !geo.block_in_fs(gd.inode_bitmap) {
         return None;
     }
@@ -964,7 +964,7 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
 
     let csum = sb.group_desc_csum();
     for g in 0..geo.groups {
-        let gd = &fs.gds[g as usize];
+        let gd = fs.gd_at(Group(g));
         if csum && !fs.gd_checksum_ok(g) {
             out.push(Problem::new(Code::GdChecksum).group(Group(g)));
         }

@@ -148,7 +148,7 @@ fn collect_ea_refs(area: &[u8], start: usize, refs: &mut Vec<u32>) {
         if inum != 0 {
             refs.push(inum);
         }
-        off += round4(ENTRY_HEADER_LEN + u8_at(area, off) as usize);
+        off += round4(ENTRY_HEADER_LEN + usize::from(u8_at(area, off)));
     }
 }
 
@@ -272,7 +272,7 @@ fn in_inode_problem(
     let mut remain = storage.saturating_sub(4);
     let mut off = 4usize;
     while remain >= ENTRY_HEADER_LEN && le32(area, off) != 0 {
-        let name_len = u8_at(area, off) as usize;
+        let name_len = usize::from(u8_at(area, off));
         if !region.take(off, round4(ENTRY_HEADER_LEN + name_len)) {
             return Some(Corrupt("entry overlaps another entry or a value", 0x010069));
         }
@@ -563,7 +563,7 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool)
             .detail(why.to_string())
     };
     while off + 4 <= bs && le32(buf, off) != 0 {
-        let name_len = u8_at(buf, off) as usize;
+        let name_len = usize::from(u8_at(buf, off));
         if !region.take(off, round4(ENTRY_HEADER_LEN + name_len)) {
             out.problems.push(entries("entries overlap", overlap));
             break;

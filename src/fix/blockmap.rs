@@ -120,7 +120,7 @@ pub(super) fn fix(
             overlay,
             seed: fs
                 .metadata_csum()
-                .then(|| inode::inode_csum_seed(fs.csum_seed, ino, ind.generation)),
+                .then(|| inode::inode_csum_seed(fs.csum_seed, Ino(ino), ind.generation)),
             is_dir,
             eof_block: ind.size.div_ceil(bs).wrapping_sub(1),
             dir_limit: (is_dir && !large_dir).then(|| dir_block_limit(fs)),
@@ -196,7 +196,7 @@ fn empty_dir_block(fs: &Fs, ino: u32, generation: u32, dots: bool) -> Vec<u8> {
     let bs = fs.block_size();
     let seed = fs
         .metadata_csum()
-        .then(|| inode::inode_csum_seed(fs.csum_seed, ino, generation));
+        .then(|| inode::inode_csum_seed(fs.csum_seed, Ino(ino), generation));
     if dots {
         let ft = fs.sb.has_incompat(incompat::FILETYPE).then_some(FT_DIR);
         dir_entry::dots_block(bs, ino, inode::ROOT_INO, ft, seed)
@@ -321,7 +321,7 @@ pub(super) fn relocate_bitmaps(
     let mut done = std::collections::BTreeSet::new();
     for (k, mv) in moves.iter().enumerate() {
         let (g, field) = (mv.group, mv.field);
-        let Some(gd) = fs.gds.get(g as usize) else {
+        let Some(gd) = fs.gd(Group(g)) else {
             continue;
         };
         if !done.insert((g, field)) {
@@ -385,7 +385,7 @@ pub(super) fn relocate_bitmaps(
 fn mark_in_bitmap(fs: &Fs, overlay: &mut Overlay, blk: u64) -> super::Result<()> {
     let geo = &fs.geo;
     let h = geo.group_of_block(blk);
-    let Some(gd) = fs.gds.get(h as usize) else {
+    let Some(gd) = fs.gd(Group(h)) else {
         return Ok(());
     };
     if fs.uninit_bg() && gd.has_flag(group_desc::BG_BLOCK_UNINIT) {
@@ -449,11 +449,11 @@ impl ExtentRewrite<'_> {
     ) -> super::Result<bool> {
         let h = extent::parse_header(b);
         let leaf = depth == 0;
-        let mut keep: Vec<[u8; ENTRY]> = Vec::with_capacity(h.entries as usize);
+        let mut keep: Vec<[u8; ENTRY]> = Vec::with_capacity(usize::from(h.entries));
         let mut changed = false;
         let mut start_block = start;
         let mut stopped = false;
-        for i in 0..h.entries as usize {
+        for i in 0..usize::from(h.entries) {
             let off = ENTRY + ENTRY * i;
             let Some(slot) = b.get(off..off + ENTRY) else {
                 break;
@@ -540,7 +540,7 @@ impl ExtentRewrite<'_> {
                 // it); an empty lower node is dropped by its parent.
                 extent::set_depth(b, 0);
             }
-            let max = h.max as usize;
+            let max = usize::from(h.max);
             for k in 0..max {
                 let off = ENTRY + ENTRY * k;
                 if let Some(slot) = b.get_mut(off..off + ENTRY) {

@@ -507,7 +507,7 @@ fn inline_and_extents(
     }
     let isz = raw.len();
     let max_inline_ea = if isz > GOOD_OLD_INODE_SIZE {
-        isz.saturating_sub(GOOD_OLD_INODE_SIZE + le16(raw, I_EXTRA_ISIZE) as usize)
+        isz.saturating_sub(GOOD_OLD_INODE_SIZE + usize::from(le16(raw, I_EXTRA_ISIZE)))
     } else {
         0
     };
@@ -575,7 +575,7 @@ fn fix_extra_times(b: &mut [u8]) {
     if b.len() <= GOOD_OLD_INODE_SIZE {
         return;
     }
-    let end = GOOD_OLD_INODE_SIZE + le16(b, I_EXTRA_ISIZE) as usize;
+    let end = GOOD_OLD_INODE_SIZE + usize::from(le16(b, I_EXTRA_ISIZE));
     let len = b.len();
     let fits = |off: usize| off + 4 <= end && off + 4 <= len;
     for (base, xoff) in [

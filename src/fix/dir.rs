@@ -330,7 +330,7 @@ fn remove(b: &mut [u8], prev: Option<usize>, off: usize) {
             let merged = rec_len_at(b, p, b.len()) + rec_len_at(b, off, b.len());
             put_rec_len(b, p, merged);
         }
-        None => set_inode_at(b, off, 0),
+        None => set_inode_at(b, off, Ino::NONE),
     }
 }
 
@@ -374,7 +374,7 @@ pub(super) fn set_inline_dotdot(
     let done = crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
         let b = m.i_block_mut();
         old = Ino(inline_parent(b));
-        set_inline_parent(b, to.get());
+        set_inline_parent(b, to);
     })?;
     if done {
         if old != Ino::NONE {
@@ -403,7 +403,7 @@ pub(super) fn set_dotdot(
             return false;
         }
         old = Ino(inode_at(b, first));
-        set_inode_at(b, first, to.get());
+        set_inode_at(b, first, to);
         true
     })?;
     if done {

@@ -124,14 +124,14 @@ pub(super) fn fix_dot(
         let Some(rec) = readable(b, bs, 0) else {
             return false;
         };
-        set_inode_at(b, 0, dir.0);
+        set_inode_at(b, 0, dir);
         // '.', its padding's first byte cleared.
         put_name(b, 0, b".\0", Some(ftype));
         set_name_len_at(b, 0, 1);
         if rec > 2 * MIN_REC {
             set_rec_len_at(b, 0, MIN_REC, bs);
             if b[MIN_REC + HEADER_LEN..MIN_REC + HEADER_LEN + 3] != *b"..\0" {
-                set_inode_at(b, MIN_REC, 0);
+                set_inode_at(b, MIN_REC, Ino::NONE);
                 set_rec_len_at(b, MIN_REC, rec - MIN_REC, bs);
                 set_name_len_at(b, MIN_REC, 0);
                 set_file_type_at(b, MIN_REC, ftype);
@@ -159,7 +159,7 @@ fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: Ino, part: u64) -> super:
     let pos = fs
         .inode_offset(dir)
         .ok_or_else(|| format!("inode {dir} lies beyond the addressable range"))?;
-    let isize = fs.geo.inode_size as usize;
+    let isize = fs.geo.inode_len();
     let csum = fs.metadata_csum();
     let seed = fs.csum_seed;
     let inodes = fs.geo.inodes_count;
@@ -186,7 +186,7 @@ fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: Ino, part: u64) -> super:
             }
         }
         if done && csum {
-            crate::fs::inode::InodeMut(raw).set_checksum(seed, dir.0);
+            crate::fs::inode::InodeMut(raw).set_checksum(seed, dir);
         }
     })?;
     Ok(done)
@@ -284,7 +284,7 @@ fn remove_at(b: &mut [u8], bs: usize, off: usize) -> bool {
             }
             match prev {
                 Some(p) => grow(b, bs, p, rec),
-                None => set_inode_at(b, cur, 0),
+                None => set_inode_at(b, cur, Ino::NONE),
             }
             return true;
         }

@@ -157,7 +157,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
             budget: fs.geo.blocks_count.saturating_mul(4).saturating_add(64),
             seed: fs
                 .metadata_csum()
-                .then(|| inode_csum_seed(fs.csum_seed, ino.get(), Inode::parse(&raw).generation)),
+                .then(|| inode_csum_seed(fs.csum_seed, ino, Inode::parse(&raw).generation)),
             new_nodes: 0,
             clusters: ClusterCopy::default(),
         };
@@ -397,7 +397,7 @@ impl Tx<'_, '_> {
         let Some(entries) = self.extent_node(root, h.depth, 0, None, &mut walk)? else {
             return Ok(());
         };
-        if entries.len() <= h.max as usize {
+        if entries.len() <= usize::from(h.max) {
             extent::put_entries_zeroed(root, &entries);
             return Ok(());
         }
@@ -452,10 +452,10 @@ impl Tx<'_, '_> {
     ) -> Result<Option<Vec<RawEntry>>, Stop> {
         let geo = &self.fs.geo;
         let h = extent::parse_header(b);
-        let mut out: Vec<RawEntry> = Vec::with_capacity(h.entries as usize);
+        let mut out: Vec<RawEntry> = Vec::with_capacity(usize::from(h.entries));
         let mut changed = false;
         let mut start_block = start;
-        for i in 0..h.entries as usize {
+        for i in 0..usize::from(h.entries) {
             self.tick()?;
             let mut raw = extent::raw_entry(b, i).ok_or(Stop::Unsupported)?;
             let leaf = depth == 0;
@@ -464,7 +464,7 @@ impl Tx<'_, '_> {
                 (u64::from(e.lblk), e.pblk, u64::from(e.len), e.unwritten)
             } else {
                 let ix = extent::parse_index(b, i);
-                let next = if i + 1 < h.entries as usize {
+                let next = if i + 1 < usize::from(h.entries) {
                     u64::from(extent::parse_index(b, i + 1).lblk)
                 } else {
                     end.map_or(1u64 << 32, |e| e + 1)
@@ -515,7 +515,7 @@ impl Tx<'_, '_> {
                 if let Some(entries) =
                     self.extent_node(&child, depth - 1, lblk, Some(lblk + len - 1), walk)?
                 {
-                    let max = ch.max as usize;
+                    let max = usize::from(ch.max);
                     if entries.len() <= max {
                         extent::put_entries_zeroed(&mut node, &entries);
                         self.finish_node(&mut node);

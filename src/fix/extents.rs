@@ -61,7 +61,7 @@ pub(super) fn rebuild(
     };
     let seed = fs
         .metadata_csum()
-        .then(|| inode_csum_seed(fs.csum_seed, ino, inode.generation));
+        .then(|| inode_csum_seed(fs.csum_seed, Ino(ino), inode.generation));
     let mut alloc = Allocator::new(fs, &state.block_used);
     let checkpoint = alloc.checkpoint();
     let view: &Overlay = overlay;
@@ -210,7 +210,7 @@ pub(super) fn optimize(
     }
     let seed = fs
         .metadata_csum()
-        .then(|| inode_csum_seed(fs.csum_seed, ino, inode.generation));
+        .then(|| inode_csum_seed(fs.csum_seed, Ino(ino), inode.generation));
     let mut alloc = Allocator::new(fs, &state.block_used);
     let checkpoint = alloc.checkpoint();
     let mut reuse = c.nodes.iter().copied();

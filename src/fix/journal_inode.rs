@@ -143,7 +143,7 @@ pub(super) fn recreate(
         s.set_compat(s.compat() | compat::HAS_JOURNAL);
         s.set_incompat(s.incompat() & !incompat::RECOVER);
         s.clear_journal();
-        s.set_journal_inum(JOURNAL_INO);
+        s.set_journal_inum(Ino(JOURNAL_INO));
         s.set_journal_backup(&block, size);
     })?;
     Ok(None)
@@ -317,7 +317,7 @@ fn stage_contents(
 fn journal_inode(fs: &Fs, size: u64, blocks: u64, extents: bool, i_block: &[u8; 60]) -> Vec<u8> {
     let geo = &fs.geo;
     let now = fs.clock.now_u32();
-    let isz = geo.inode_size as usize;
+    let isz = geo.inode_len();
     let sectors = blocks * geo.block_sectors();
     let mut raw = vec![0u8; isz];
     let mut m = InodeMut(&mut raw);
@@ -470,7 +470,7 @@ fn midpoint_goal(fs: &Fs, group_free: &dyn Fn(u32) -> u64) -> u64 {
 /// The first block of the journal inode's group, rounded down to its flex
 /// group.
 fn inode_group_goal(fs: &Fs) -> u64 {
-    let mut group = fs.geo.group_of_inode(JOURNAL_INO);
+    let mut group = fs.geo.group_of_inode(Ino(JOURNAL_INO));
     let log_flex = fs.sb.log_groups_per_flex;
     if log_flex != 0 && log_flex < 32 {
         group &= !((1u32 << log_flex) - 1);

@@ -25,7 +25,7 @@ use crate::fs::dir_entry::{
 use crate::fs::dir_entry::{inode_at, name_len_at, name_len16_at, rec_len_at, set_inode_at};
 use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN};
 use crate::fs::inode::{InodeMut, ROOT_INO, inode_csum_seed};
-use crate::fs::num::{Blk, Ino, LBlk};
+use crate::fs::num::{Blk, Group, Ino, LBlk};
 use crate::fs::superblock::incompat;
 use crate::narrow;
 use crate::repair::overlay::Overlay;
@@ -106,7 +106,7 @@ pub(super) fn dir_seed(fs: &Fs, state: &State, overlay: &Overlay, ino: Ino) -> s
             InodeMut(&mut raw.clone()).generation()
         }
     };
-    Ok(inode_csum_seed(fs.csum_seed, ino.get(), generation))
+    Ok(inode_csum_seed(fs.csum_seed, ino, generation))
 }
 
 /// Reads block `pblk` of directory `dir` through the overlay, lets `edit`
@@ -189,7 +189,7 @@ fn insert_entry(b: &mut [u8], ino: Ino, name: &[u8], ft: u8, filetype: bool) -> 
                 put_rec_len(b, off, at - off);
                 put_rec_len(b, at, len);
             }
-            set_inode_at(b, at, ino.get());
+            set_inode_at(b, at, ino);
             put_name(b, at, name, filetype.then_some(ft));
             // Bytes after the name are zeroed so no old name shows through.
             b[at + HEADER_LEN + name.len()..at + len].fill(0);
@@ -258,7 +258,7 @@ fn reconnect(
         // The new block's one empty record becomes the entry.
         let n = name.as_bytes();
         edit_dir_block(fs, state, overlay, lf, pblk, |b| {
-            set_inode_at(b, 0, ino.get());
+            set_inode_at(b, 0, ino);
             put_name(b, 0, n, filetype.then_some(ft));
             true
         })?;
@@ -434,8 +434,8 @@ pub(super) fn create(
         if state.inode_used.get(Ino(i)) {
             return false;
         }
-        let g = geo.group_of_inode(i);
-        let Some(gd) = fs.gds.get(g as usize) else {
+        let g = geo.group_of_inode(Ino(i));
+        let Some(gd) = fs.gd(Group(g)) else {
             return false;
         };
         !fs.uninit_bg() || !gd.has_flag(crate::fs::group_desc::BG_INODE_UNINIT)
@@ -477,7 +477,7 @@ pub(super) fn create(
             return Ok(None);
         };
         edit_dir_block(fs, state, overlay, Ino::ROOT, pblk, |b| {
-            set_inode_at(b, 0, ino.get());
+            set_inode_at(b, 0, ino);
             put_name(b, 0, b"lost+found", filetype.then_some(ft));
             true
         })?;
@@ -514,7 +514,7 @@ pub(super) fn write_dir(
     let bs = fs.block_size();
     let filetype = fs.sb.has_incompat(incompat::FILETYPE);
     let extents = fs.sb.has_incompat(incompat::EXTENTS);
-    let isize = fs.geo.inode_size as usize;
+    let isize = fs.geo.inode_len();
     let extra = if isize > 128 {
         let want = match fs.sb.want_extra_isize {
             0 => 32,
@@ -564,7 +564,7 @@ pub(super) fn write_dir(
     // Its block: '.', '..' (the rest of the block), the checksum tail.
     let seed = fs
         .metadata_csum()
-        .then(|| inode_csum_seed(fs.csum_seed, ino.get(), 0));
+        .then(|| inode_csum_seed(fs.csum_seed, ino, 0));
     let b = dir_entry::dots_block(
         bs,
         ino.get(),

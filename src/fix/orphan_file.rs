@@ -94,7 +94,7 @@ pub(super) fn recreate(
     }
 
     let now = fs.clock.now_u32();
-    let isz = geo.inode_size as usize;
+    let isz = geo.inode_len();
     let sectors = need * geo.block_sectors();
     let mut raw = vec![0u8; isz];
     let mut m = InodeMut(&mut raw);

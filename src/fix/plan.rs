@@ -281,7 +281,7 @@ impl<'a> Round<'a> {
             .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, p.code, g)))
             .filter(|&(_, c, g)| {
                 c == Code::DirEntryUnusedArea
-                    || fs.gds.get(g as usize).is_some_and(|d| {
+                    || fs.gd(Group(g)).is_some_and(|d| {
                         d.itable_unused > fs.geo.inodes_per_group
                             || d.itable_unused > d.free_inodes_count
                     })
@@ -298,7 +298,7 @@ impl<'a> Round<'a> {
             .filter_map(|(k, p)| p.args().group.map(|Group(g)| (k, p.code, g)))
             .filter(|&(_, c, g)| {
                 c == Code::DirEntryUninitGroup
-                    || fs.gds.get(g as usize).is_some_and(|d| {
+                    || fs.gd(Group(g)).is_some_and(|d| {
                         d.has_flag(BG_INODE_UNINIT | BG_BLOCK_UNINIT) || d.itable_unused != 0
                     })
             })
@@ -710,7 +710,7 @@ impl<'a> Round<'a> {
                 true
             }
             Fixer::UnusedMark => match p.args().group {
-                Some(Group(g)) if (g as usize) < fs.gds.len() => {
+                Some(Group(g)) if fs.gd(Group(g)).is_some() => {
                     m.unused_marks
                         .push((g, p.code == Code::DirEntryUninitGroup));
                     true

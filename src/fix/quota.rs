@@ -202,7 +202,7 @@ pub(super) fn rewrite(
 /// of `plan`.
 /// (The checksum is the write's.)
 fn new_inode(fs: &Fs, plan: &Layout, size: u64, now: u64) -> Vec<u8> {
-    let isz = fs.geo.inode_size as usize;
+    let isz = fs.geo.inode_len();
     let mut b = vec![0u8; isz];
     // New inodes carry 32-bit times, as the quota writer's do.
     let t = narrow::lo32(now);
@@ -381,7 +381,7 @@ impl Layout {
         if extents {
             let seed = fs
                 .metadata_csum()
-                .then(|| inode_csum_seed(fs.csum_seed, ino, 0));
+                .then(|| inode_csum_seed(fs.csum_seed, Ino(ino), 0));
             // One leaf at most (the new inode's generation is 0).
             let tree = extent::build(&ext.extents(), narrow::to_usize(bs), 1, seed, || {
                 alloc.take(overlay, Blk(0)).map(Blk::get)
@@ -415,7 +415,7 @@ impl Layout {
 /// starts looking for the first block of a block-mapped file.
 fn group_goal(fs: &Fs, ino: u32) -> u64 {
     let geo = &fs.geo;
-    let mut g = geo.group_of_inode(ino);
+    let mut g = geo.group_of_inode(Ino(ino));
     let log_flex = fs.sb.log_groups_per_flex;
     if fs.sb.has_incompat(incompat::FLEX_BG) && log_flex < 32 {
         g &= !((1u32 << log_flex) - 1);

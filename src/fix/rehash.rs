@@ -700,7 +700,7 @@ mod tests {
         let levels = blocks[0][ROOT_INFO + 6];
         let index = |b: &[u8], off: usize| -> Vec<(u32, u32)> {
             let cl = htree::parse_count_limit(b, off);
-            (0..cl.count as usize)
+            (0..usize::from(cl.count))
                 .map(|i| htree::dx_entry(b, off, i))
                 .collect()
         };

@@ -54,7 +54,7 @@ pub fn parse_context(v: &[u8]) -> Policy {
 /// Length an encrypted symlink target takes in its buffer: a 16-bit
 /// ciphertext length, then the ciphertext.
 pub fn symlink_len(target: &[u8]) -> usize {
-    le16(target, 0) as usize + 2
+    usize::from(le16(target, 0)) + 2
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use super::bytes::{le16, le32, put_le16, put_le32, u8_at};
 use super::checksum::crc32c_raw;
+use super::num::Ino;
 
 /// Entry header: inode(4) rec_len(2) name_len(1) file_type(1).
 pub const HEADER_LEN: usize = 8;
@@ -69,9 +70,9 @@ pub fn read_entry(b: &[u8], off: usize, filetype: bool) -> Result<DirEntry<'_>, 
     let inode = le32(b, off);
     let rec_len = decode_rec_len(le16(b, off + 4), b.len());
     let (name_len, file_type) = if filetype {
-        (u8_at(b, off + 6) as usize, u8_at(b, off + 7))
+        (usize::from(u8_at(b, off + 6)), u8_at(b, off + 7))
     } else {
-        (le16(b, off + 6) as usize, 0)
+        (usize::from(le16(b, off + 6)), 0)
     };
     if rec_len < HEADER_LEN || !rec_len.is_multiple_of(4) || off + rec_len > b.len() {
         return Err(EntryError::BadRecLen);
@@ -96,7 +97,7 @@ pub fn has_tail(b: &[u8]) -> bool {
     }
     let t = b.len() - TAIL_LEN;
     le32(b, t) == 0
-        && le16(b, t + 4) as usize == TAIL_LEN
+        && usize::from(le16(b, t + 4)) == TAIL_LEN
         && u8_at(b, t + 6) == 0
         && u8_at(b, t + 7) == TAIL_FT
 }
@@ -130,8 +131,8 @@ pub fn inline_parent(i_block: &[u8]) -> u32 {
     le32(i_block, 0)
 }
 
-pub fn set_inline_parent(i_block: &mut [u8], ino: u32) {
-    put_le32(i_block, 0, ino);
+pub fn set_inline_parent(i_block: &mut [u8], ino: Ino) {
+    put_le32(i_block, 0, ino.0);
 }
 
 /// The rec_len of the record at `off` as stored (not decoded).
@@ -150,8 +151,9 @@ pub fn inode_at(b: &[u8], off: usize) -> u32 {
     le32(b, off)
 }
 
-pub fn set_inode_at(b: &mut [u8], off: usize, ino: u32) {
-    put_le32(b, off, ino);
+/// Sets the inode number of the record at `off` (`Ino::NONE`: unused).
+pub fn set_inode_at(b: &mut [u8], off: usize, ino: Ino) {
+    put_le32(b, off, ino.0);
 }
 
 /// The rec_len of the record at `off`, decoded for a block of `bs` bytes.

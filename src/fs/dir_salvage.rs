@@ -20,6 +20,7 @@ use super::dir_entry::{
     HEADER_LEN, inode_at, name_len_at, rec_len_at, rec_len_for, set_file_type_at, set_inode_at,
     set_name_len_at, set_rec_len_at,
 };
+use super::num::Ino;
 
 /// Smallest record holding a name.
 pub const MIN_REC: usize = 12;
@@ -80,7 +81,7 @@ pub fn salvage_at(b: &mut [u8], bs: usize, inodes: u32, off: usize, prev: Option
             max
         }
         None => {
-            set_inode_at(b, off, 0);
+            set_inode_at(b, off, Ino::NONE);
             set_rec_len_at(b, off, room, bs);
             set_name_len_at(b, off, 0);
             set_file_type_at(b, off, 0);

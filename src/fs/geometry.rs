@@ -2,6 +2,7 @@
 //! computation on them is in range: group counts, where each group starts,
 //! where superblock and descriptor copies live.
 
+use super::num::Ino;
 use super::superblock::{Superblock, compat, incompat, ro_compat};
 
 #[derive(Clone, Debug)]
@@ -217,6 +218,21 @@ impl Geometry {
         self.blocks_per_group >> self.cluster_bits
     }
 
+    /// A block's size as the length of a buffer.
+    pub fn block_len(&self) -> usize {
+        crate::narrow::to_usize(u64::from(self.block_size))
+    }
+
+    /// An inode's size (in the inode table) as the length of a buffer.
+    pub fn inode_len(&self) -> usize {
+        crate::narrow::to_usize(u64::from(self.inode_size))
+    }
+
+    /// A group descriptor's size as the length of a slice.
+    pub fn desc_len(&self) -> usize {
+        crate::narrow::to_usize(u64::from(self.desc_size))
+    }
+
     /// Bytes of a block bitmap that hold the group's bits: what its
     /// checksum covers (the rest of the block is padding).
     pub fn block_bitmap_bytes(&self) -> usize {
@@ -280,8 +296,8 @@ impl Geometry {
             .unwrap_or(u32::MAX)
     }
 
-    pub fn group_of_inode(&self, ino: u32) -> u32 {
-        (ino.saturating_sub(1)) / self.inodes_per_group
+    pub fn group_of_inode(&self, ino: Ino) -> u32 {
+        ino.group(self.inodes_per_group).0
     }
 
     /// Does group `g` hold a backup of the superblock (and descriptors)?

@@ -43,7 +43,7 @@ pub const ROOT_INFO_LEN: u8 = 8;
 
 /// Offset of the count/limit header of a dx_root (given its info length).
 pub fn root_count_offset(info: &DxRootInfo) -> usize {
-    ROOT_INFO_OFFSET + info.info_length as usize
+    ROOT_INFO_OFFSET + usize::from(info.info_length)
 }
 
 /// A dx_node starts with a fake empty entry of 8 bytes.
@@ -88,8 +88,8 @@ pub fn compute_tail_checksum(
     count_off: usize,
     cl: CountLimit,
 ) -> Option<u32> {
-    let tail = count_off + cl.limit as usize * 8;
-    let used = count_off + cl.count as usize * 8;
+    let tail = count_off + usize::from(cl.limit) * 8;
+    let used = count_off + usize::from(cl.count) * 8;
     if tail + 8 > b.len() || used > tail {
         return None;
     }
@@ -99,11 +99,11 @@ pub fn compute_tail_checksum(
 }
 
 pub fn stored_tail_checksum(b: &[u8], count_off: usize, cl: CountLimit) -> u32 {
-    le32(b, count_off + cl.limit as usize * 8 + 4)
+    le32(b, count_off + usize::from(cl.limit) * 8 + 4)
 }
 
 pub fn set_tail_checksum(b: &mut [u8], count_off: usize, cl: CountLimit, c: u32) {
-    put_le32(b, count_off + cl.limit as usize * 8 + 4, c);
+    put_le32(b, count_off + usize::from(cl.limit) * 8 + 4, c);
 }
 
 /// Writes an index (count, limit, entries) at `count_off`; the first

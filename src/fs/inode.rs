@@ -2,6 +2,7 @@
 
 use super::bytes::{le16, le32, put_le16, put_le32};
 use super::checksum::{crc32c_raw, crc32c_raw_masked, crc32c_raw_u64};
+use super::num::Ino;
 use crate::narrow::{hi16, lo16, lo32};
 
 pub const ROOT_INO: u32 = 2;
@@ -389,7 +390,7 @@ impl InodeMut<'_> {
     }
     /// Stores the checksum inode `ino` should carry (the high half only
     /// where the inode has room for it).
-    pub fn set_checksum(&mut self, fs_seed: u32, ino: u32) {
+    pub fn set_checksum(&mut self, fs_seed: u32, ino: Ino) {
         let c = compute_checksum(fs_seed, ino, self.0);
         put_le16(self.0, CSUM_LO, lo16(c));
         if self.0.len() > GOOD_OLD_INODE_SIZE && le16(self.0, field::I_EXTRA_ISIZE) >= 4 {
@@ -450,14 +451,14 @@ pub fn projid(b: &[u8]) -> u32 {
 
 /// Seed of every checksum of metadata owned by an inode (extent blocks,
 /// directory blocks, xattr in the inode).
-pub fn inode_csum_seed(fs_seed: u32, ino: u32, generation: u32) -> u32 {
-    crc32c_raw_u64(fs_seed, u64::from(ino) | u64::from(generation) << 32)
+pub fn inode_csum_seed(fs_seed: u32, ino: Ino, generation: u32) -> u32 {
+    crc32c_raw_u64(fs_seed, u64::from(ino.0) | u64::from(generation) << 32)
 }
 
 /// The checksum inode `ino` (raw bytes `b`) should carry, truncated like the
 /// stored one. The checksum fields count as zero: the bytes are summed
 /// around them rather than copied (pass 1 does this for every inode).
-pub fn compute_checksum(fs_seed: u32, ino: u32, b: &[u8]) -> u32 {
+pub fn compute_checksum(fs_seed: u32, ino: Ino, b: &[u8]) -> u32 {
     const ZERO: [u8; 2] = [0; 2];
     let generation = le32(b, 0x64);
     let hi = b.len() > GOOD_OLD_INODE_SIZE && le16(b, 0x80) >= 4;
@@ -503,10 +504,10 @@ mod tests {
         assert!(i.is_dir());
         assert_eq!(i.size, 4096);
         assert!(i.has_csum_hi());
-        let c = compute_checksum(1, 12, &b);
+        let c = compute_checksum(1, Ino(12), &b);
         put_le16(&mut b, 0x7C, lo16(c));
         put_le16(&mut b, 0x82, (c >> 16) as u16);
-        assert_eq!(compute_checksum(1, 12, &b), c);
+        assert_eq!(compute_checksum(1, Ino(12), &b), c);
         assert_eq!(Inode::parse(&b).stored_checksum(), c);
     }
 
@@ -520,7 +521,7 @@ mod tests {
             if hi {
                 put_le16(&mut d, CSUM_HI, 0);
             }
-            let c = crc32c_raw(inode_csum_seed(7, ino, le32(&d, 0x64)), &d);
+            let c = crc32c_raw(inode_csum_seed(7, Ino(ino), le32(&d, 0x64)), &d);
             if hi { c } else { c & 0xFFFF }
         };
         for size in [
@@ -532,7 +533,7 @@ mod tests {
                     put_le16(&mut b, 0x80, extra);
                 }
                 assert_eq!(
-                    compute_checksum(7, 12, &b),
+                    compute_checksum(7, Ino(12), &b),
                     reference(12, &b),
                     "{size} {extra}"
                 );
@@ -550,20 +551,20 @@ mod tests {
         m.set_blocks(9 << 32 | 8, true);
         m.set_flags(flags::EXTENTS);
         m.set_extra_isize(32);
-        m.set_checksum(1, 12);
+        m.set_checksum(1, Ino(12));
         let i = Inode::parse(&b);
         assert_eq!(
             (i.size, i.links_count, i.blocks_raw),
             (5 << 32 | 7, 3, 9 << 32 | 8)
         );
         assert!(i.is_reg() && i.has_flag(flags::EXTENTS));
-        assert_eq!(i.stored_checksum(), compute_checksum(1, 12, &b));
+        assert_eq!(i.stored_checksum(), compute_checksum(1, Ino(12), &b));
         // A 128-byte inode keeps only the low half of the checksum.
         let mut small = vec![0u8; 128];
-        InodeMut(&mut small).set_checksum(1, 12);
+        InodeMut(&mut small).set_checksum(1, Ino(12));
         assert_eq!(
             u32::from(le16(&small, CSUM_LO)),
-            compute_checksum(1, 12, &small)
+            compute_checksum(1, Ino(12), &small)
         );
     }
 
@@ -571,6 +572,6 @@ mod tests {
     fn short_inode_does_not_panic() {
         let i = Inode::parse(&[1, 2, 3]);
         assert_eq!(i.mode, 0x0201);
-        let _ = compute_checksum(0, 1, &[]);
+        let _ = compute_checksum(0, Ino(1), &[]);
     }
 }

@@ -4,6 +4,7 @@
 //! bytes read as zero, so a truncated structure is judged by the checks rather
 //! than crashing the parser.
 
+pub mod bitmap;
 pub mod bytes;
 pub mod casefold;
 pub mod checksum;

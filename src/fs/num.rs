@@ -142,10 +142,22 @@ impl Ino {
         self.0.saturating_sub(1) % inodes_per_group
     }
 
+    /// Its index in tables kept by inode number (entry 0 unused).
+    pub fn index(self) -> usize {
+        crate::narrow::to_usize(u64::from(self.0))
+    }
+
     /// Its bit in the in-use maps of inodes, which are indexed by the
     /// inode number itself (bit 0 unused).
     pub fn bit(self) -> u64 {
         u64::from(self.0)
+    }
+}
+
+impl Group {
+    /// Its index in per-group tables: the descriptors, per-group lists.
+    pub fn index(self) -> usize {
+        crate::narrow::to_usize(u64::from(self.0))
     }
 }
 
@@ -185,6 +197,7 @@ mod tests {
         assert_eq!(Ino(8).group(8), Group(0));
         assert_eq!(Ino(9).group(8), Group(1));
         assert_eq!(Ino(9).index_in_group(8), 0);
+        assert_eq!(Group(3).index(), 3);
         assert_eq!(Ino(12).bit(), 12);
     }
 

@@ -2,6 +2,7 @@
 
 use super::bytes::{le16, le32, put_le16, put_le32, u8_at};
 use super::checksum::crc32c_raw;
+use super::num::Ino;
 use crate::narrow::{hi8, lo32};
 
 pub const SUPERBLOCK_OFFSET: u64 = 1024;
@@ -244,8 +245,8 @@ impl SuperblockMut<'_> {
             j.fill(0);
         }
     }
-    pub fn set_journal_inum(&mut self, ino: u32) {
-        put_le32(self.0, field::S_JOURNAL_INUM, ino);
+    pub fn set_journal_inum(&mut self, ino: Ino) {
+        put_le32(self.0, field::S_JOURNAL_INUM, ino.0);
     }
     /// The superblock's backup of the journal inode: its i_block and
     /// size, marked as a copy of the inode's map.

@@ -63,7 +63,7 @@ pub enum EntriesError {
 /// The entry header at `off` in `area`, whatever its validity; a name that
 /// runs past the area reads as empty (callers that care check the bounds).
 pub fn entry_at(area: &[u8], off: usize) -> Entry<'_> {
-    let name_len = u8_at(area, off) as usize;
+    let name_len = usize::from(u8_at(area, off));
     let name_start = off.saturating_add(ENTRY_HEADER_LEN);
     Entry {
         offset: off,
@@ -93,7 +93,7 @@ pub fn read_entries(area: &[u8], start: usize) -> Result<Vec<Entry<'_>>, Entries
         if off + ENTRY_HEADER_LEN > area.len() {
             return Err(EntriesError::Overrun);
         }
-        let name_len = u8_at(area, off) as usize;
+        let name_len = usize::from(u8_at(area, off));
         let name_end = off + ENTRY_HEADER_LEN + name_len;
         if name_end > area.len() {
             return Err(EntriesError::Overrun);

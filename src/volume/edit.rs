@@ -7,7 +7,7 @@ use super::{Fs, Stage};
 use crate::error::{Error, Result};
 use crate::fs::group_desc::DescMut;
 use crate::fs::inode::InodeMut;
-use crate::fs::num::{Blk, Ino};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::{
     STATE_VALID, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, SuperblockMut, incompat,
 };
@@ -72,7 +72,7 @@ pub fn read_inode<S: Stage + ?Sized>(fs: &Fs, st: &S, ino: Ino) -> Result<Option
     let Some(pos) = fs.inode_offset(ino) else {
         return Ok(None);
     };
-    let mut b = vec![0u8; fs.geo.inode_size as usize];
+    let mut b = vec![0u8; fs.geo.inode_len()];
     st.read_at(&fs.dev, pos, &mut b)?;
     Ok(Some(b))
 }
@@ -91,11 +91,11 @@ pub fn edit_inode<S: Stage + ?Sized>(
     };
     let csum = fs.metadata_csum();
     let seed = fs.csum_seed;
-    edit_bytes(fs, st, pos, fs.geo.inode_size as usize, |b| {
+    edit_bytes(fs, st, pos, fs.geo.inode_len(), |b| {
         let mut m = InodeMut(b);
         change(&mut m);
         if csum {
-            m.set_checksum(seed, ino.0);
+            m.set_checksum(seed, ino);
         }
     })?;
     Ok(true)
@@ -146,7 +146,7 @@ pub fn edit_desc<S: Stage + ?Sized>(
     g: u32,
     edit: impl FnOnce(&mut DescMut),
 ) -> Result<()> {
-    let ds = fs.geo.desc_size as usize;
+    let ds = fs.geo.desc_len();
     edit_bytes(fs, st, desc_offset(fs, g), ds, |d| {
         let mut m = DescMut(d);
         edit(&mut m);
@@ -165,14 +165,14 @@ impl DescTable {
     pub fn loaded(fs: &Fs) -> DescTable {
         DescTable {
             raw: fs.gd_raw.clone(),
-            desc_size: fs.geo.desc_size as usize,
+            desc_size: fs.geo.desc_len(),
         }
     }
 
     /// Group `g`'s descriptor; None past the loaded groups.
     pub fn desc(&mut self, g: u32) -> Option<DescMut<'_>> {
         let ds = self.desc_size;
-        let start = (g as usize).checked_mul(ds)?;
+        let start = Group(g).index().checked_mul(ds)?;
         self.raw.get_mut(start..start + ds).map(DescMut)
     }
 }

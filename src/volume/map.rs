@@ -171,11 +171,11 @@ impl InodeCounts {
 
     /// One more entry names `ino`.
     pub fn incr(&self, ino: Ino) {
-        self.0.incr(ino.0 as usize)
+        self.0.incr(ino.index())
     }
 
     /// The entries naming `ino` (saturated at u16::MAX).
     pub fn get(&self, ino: Ino) -> u16 {
-        self.0.get(ino.0 as usize)
+        self.0.get(ino.index())
     }
 }

@@ -34,7 +34,7 @@ pub use stage::{Blocks, Stage};
 use crate::error::Result;
 use crate::fs::geometry::Geometry;
 use crate::fs::group_desc::{self, GroupDesc};
-use crate::fs::num::{Blk, Ino};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::Superblock;
 use crate::io::Device;
 use crate::narrow::to_usize;
@@ -56,7 +56,7 @@ pub struct Fs {
 
 impl Fs {
     pub fn block_size(&self) -> usize {
-        self.geo.block_size as usize
+        self.geo.block_len()
     }
 
     pub fn metadata_csum(&self) -> bool {
@@ -87,15 +87,26 @@ impl Fs {
         self.dev.read_cached(off, buf)
     }
 
+    /// Group `g`'s descriptor; None past the last group.
+    pub fn gd(&self, g: Group) -> Option<&GroupDesc> {
+        self.gds.get(g.index())
+    }
+
+    /// Group `g`'s descriptor, for a group the caller knows exists (one
+    /// below `geo.groups`); past the last group this panics, as indexing.
+    pub fn gd_at(&self, g: Group) -> &GroupDesc {
+        &self.gds[g.index()]
+    }
+
     pub fn gd_raw(&self, g: u32) -> &[u8] {
-        let ds = self.geo.desc_size as usize;
-        let start = g as usize * ds;
+        let ds = self.geo.desc_len();
+        let start = Group(g).index() * ds;
         self.gd_raw.get(start..start + ds).unwrap_or(&[])
     }
 
     pub fn gd_checksum_ok(&self, g: u32) -> bool {
         match group_desc::compute_checksum(&self.sb, g, self.gd_raw(g)) {
-            Some(c) => c == self.gds[g as usize].checksum,
+            Some(c) => c == self.gd_at(Group(g)).checksum,
             None => true,
         }
     }
@@ -106,10 +117,10 @@ impl Fs {
         if ino == Ino::NONE || ino.0 > self.geo.inodes_count {
             return None;
         }
-        let g = self.geo.group_of_inode(ino.0);
+        let g = self.geo.group_of_inode(ino);
         let idx = ino.index_in_group(self.geo.inodes_per_group);
         let byte = u64::from(idx) * u64::from(self.geo.inode_size);
-        let table = self.gds.get(g as usize)?.inode_table;
+        let table = self.gd(Group(g))?.inode_table;
         let blk = table.checked_add(byte / u64::from(self.geo.block_size))?;
         if !self.geo.block_in_fs(blk) {
             return None;
@@ -132,7 +143,7 @@ impl Fs {
                 "inode {ino} has no valid location"
             )));
         };
-        let mut b = vec![0u8; self.geo.inode_size as usize];
+        let mut b = vec![0u8; self.geo.inode_len()];
         self.dev.read_at(pos, &mut b)?;
         Ok(b)
     }
@@ -153,7 +164,7 @@ impl Fs {
             .group_super_and_gdt(g)
             .into_iter()
             .flat_map(move |(start, len)| start..start.saturating_add(len).min(count));
-        let gd = self.gds.get(g as usize);
+        let gd = self.gd(Group(g));
         let bitmaps = gd
             .into_iter()
             .flat_map(|gd| [gd.block_bitmap, gd.inode_bitmap])
@@ -201,7 +212,7 @@ impl Fs {
         if !self.uninit_bg() {
             return ipg;
         }
-        let gd = &self.gds[g as usize];
+        let gd = self.gd_at(Group(g));
         if gd.has_flag(group_desc::BG_INODE_UNINIT) {
             return 0;
         }

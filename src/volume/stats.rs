@@ -8,8 +8,9 @@
 
 use super::edit::{DescTable, read_block, write_desc_table};
 use super::{Fs, Stage};
+use crate::fs::bitmap;
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT};
-use crate::fs::num::{Blk, Ino};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::SuperblockMut;
 use std::collections::BTreeSet;
 
@@ -65,7 +66,7 @@ impl<'a> AllocStats<'a> {
         }
         let g = geo.group_of_block(blk);
         let bit = (blk - geo.group_first_block(g)) >> geo.cluster_bits;
-        let Some(bm_blk) = self.fs.gds.get(g as usize).map(|d| d.block_bitmap) else {
+        let Some(bm_blk) = self.fs.gd(Group(g)).map(|d| d.block_bitmap) else {
             return Err(FreeError::Other(format!(
                 "group {g} of block {blk} has no descriptor"
             )));
@@ -75,7 +76,7 @@ impl<'a> AllocStats<'a> {
         }
         let bm = read_block(self.fs, st, bm_blk)
             .map_err(|e| FreeError::Other(format!("cannot read block {bm_blk}: {e}")))?;
-        let (byte, mask) = ((bit / 8) as usize, 1u8 << (bit % 8));
+        let (byte, mask) = bitmap::byte_and_mask(bit);
         if bm.get(byte).is_none_or(|b| b & mask == 0) {
             return Err(FreeError::AlreadyFree);
         }
@@ -110,17 +111,14 @@ impl<'a> AllocStats<'a> {
     pub fn free_inode<S: Stage + ?Sized>(&mut self, st: &mut S, ino: u32, is_dir: bool) {
         let geo = &self.fs.geo;
         let ipg = geo.inodes_per_group;
-        let g = geo.group_of_inode(ino);
+        let g = geo.group_of_inode(Ino(ino));
         let idx = Ino(ino).index_in_group(ipg);
-        let bm_blk = self.fs.gds[g as usize].inode_bitmap;
+        let bm_blk = self.fs.gd_at(Group(g)).inode_bitmap;
         if geo.block_in_fs(bm_blk)
             && !self.uninit(g, BG_INODE_UNINIT)
             && let Ok(mut bm) = read_block(self.fs, st, bm_blk)
         {
-            let (byte, mask) = ((idx / 8) as usize, 1u8 << (idx % 8));
-            if let Some(b) = bm.get_mut(byte) {
-                *b &= !mask;
-            }
+            bitmap::clear(&mut bm, u64::from(idx));
             if st.stage(Blk(bm_blk), bm).is_ok() {
                 self.inode_bm_dirty.insert(g);
             }
@@ -144,7 +142,7 @@ impl<'a> AllocStats<'a> {
         // The descriptor counts clusters.
         let cpg = geo.clusters_per_group();
         let (ipg, last) = (geo.inodes_per_group, geo.groups - 1);
-        let bm = read_block(self.fs, st, self.fs.gds[g as usize].inode_bitmap).ok();
+        let bm = read_block(self.fs, st, self.fs.gd_at(Group(g)).inode_bitmap).ok();
         let Some(mut d) = self.table.desc(g) else {
             return;
         };
@@ -157,11 +155,7 @@ impl<'a> AllocStats<'a> {
             d.set_itable_unused(ipg);
         } else {
             flags &= !BG_INODE_UNINIT;
-            let used = |i: u32| {
-                bm.as_ref()
-                    .and_then(|b| b.get((i / 8) as usize))
-                    .is_some_and(|b| b & (1 << (i % 8)) != 0)
-            };
+            let used = |i: u32| bm.as_ref().is_some_and(|b| bitmap::test(b, u64::from(i)));
             let last_used = (0..ipg).rev().find(|&i| used(i)).map_or(0, |i| i + 1);
             d.set_itable_unused(ipg - last_used);
         }
@@ -179,7 +173,7 @@ impl<'a> AllocStats<'a> {
             let wide = geo.desc_size >= 64;
             let bbytes = geo.block_bitmap_bytes();
             for g in std::mem::take(&mut self.block_bm_dirty) {
-                if let Ok(bm) = read_block(fs, st, fs.gds[g as usize].block_bitmap)
+                if let Ok(bm) = read_block(fs, st, fs.gd_at(Group(g)).block_bitmap)
                     && let Some(mut d) = self.table.desc(g)
                 {
                     d.set_block_bitmap_csum(group_desc::bitmap_checksum(
@@ -191,7 +185,7 @@ impl<'a> AllocStats<'a> {
             }
             let ibytes = geo.inode_bitmap_bytes();
             for g in std::mem::take(&mut self.inode_bm_dirty) {
-                if let Ok(bm) = read_block(fs, st, fs.gds[g as usize].inode_bitmap)
+                if let Ok(bm) = read_block(fs, st, fs.gd_at(Group(g)).inode_bitmap)
                     && let Some(mut d) = self.table.desc(g)
                 {
                     d.set_inode_bitmap_csum(group_desc::bitmap_checksum(

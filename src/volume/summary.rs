@@ -22,8 +22,9 @@
 use super::edit::{DescTable, edit_superblock, write_desc_table};
 use super::{ClusterMap, Fs, InodeMap, Stage};
 use crate::error::{Error, Result};
+use crate::fs::bitmap;
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT, GroupDesc};
-use crate::fs::num::{Blk, Cluster};
+use crate::fs::num::{Blk, Cluster, Group};
 
 /// What the passes found in use, which the summary is written from.
 pub struct InUse<'a> {
@@ -32,12 +33,6 @@ pub struct InUse<'a> {
     /// By inode number (bit 0 unused).
     pub inodes: &'a InodeMap,
     pub dirs: &'a InodeMap,
-}
-
-/// Bit `i` of a bitmap block.
-fn bit(bm: &[u8], i: u64) -> bool {
-    bm.get((i / 8) as usize)
-        .is_some_and(|&b| b & (1 << (i % 8)) != 0)
 }
 
 /// May a bitmap be written at `blk`? Not outside the file system, and
@@ -63,7 +58,7 @@ fn build(bs: usize, n: u64, used: impl Fn(u64) -> bool) -> Vec<u8> {
     // guards the indexing.
     for i in 0..n.min(bs as u64 * 8) {
         if !used(i) {
-            b[(i / 8) as usize] &= !(1 << (i % 8));
+            bitmap::clear(&mut b, i);
         }
     }
     b
@@ -96,7 +91,7 @@ pub fn reset_uninit_marks<S: Stage + ?Sized>(
         .map(|g| (g, false))
         .chain(marks.iter().map(|g| (g, true)))
     {
-        if fs.gds.get(g as usize).is_none() {
+        if fs.gd(Group(g)).is_none() {
             continue;
         }
         let mut d = table.desc(g).ok_or_else(|| missing(g))?;
@@ -192,15 +187,15 @@ impl<'a> Groups<'a> {
             .map(|(g, gd)| g + 1 < geo.groups && self.flagged(gd, BG_BLOCK_UNINIT))
             .collect();
         loop {
-            self.view = fs.uninit_view(|g| self.keep[g as usize]);
+            self.view = fs.uninit_view(|g| self.keep[Group(g).index()]);
             let mut changed = false;
             for g in 0..geo.groups {
-                if self.keep[g as usize] {
+                if self.keep[Group(g).index()] {
                     let (first, n) = group_clusters(geo, g);
                     if !(0..n)
                         .all(|i| self.used.clusters.get(first + i) == self.view_bit(first + i))
                     {
-                        self.keep[g as usize] = false;
+                        self.keep[Group(g).index()] = false;
                         changed = true;
                     }
                 }
@@ -221,12 +216,12 @@ impl<'a> Groups<'a> {
         disk: &mut [u8],
     ) -> Result<(u64, u64)> {
         let (fs, used, ipg) = (self.fs, self.used, self.ipg);
-        let gd = &fs.gds[g as usize];
+        let gd = fs.gd_at(Group(g));
         let mut d = table.desc(g).ok_or_else(|| missing(g))?;
         let mut flags = gd.flags;
 
         let (first, n) = group_clusters(&fs.geo, g);
-        let block_bm = if self.keep[g as usize] {
+        let block_bm = if self.keep[Group(g).index()] {
             None
         } else {
             self.block_bitmap(st, g, gd, disk)?
@@ -312,7 +307,7 @@ impl<'a> Groups<'a> {
             // bits are missing on disk, it rewrites the bitmap when its
             // checksum is not that of the bitmap as read.
             let read_differs = (0..bpg).any(|i| {
-                let on_disk = bit(disk, i) || (i < n && self.view_bit(first + i));
+                let on_disk = bitmap::test(disk, i) || (i < n && self.view_bit(first + i));
                 on_disk != (i >= n || found(i))
             }) || !padded(disk, bpg);
             read_differs
@@ -350,7 +345,7 @@ impl<'a> Groups<'a> {
             true
         } else {
             st.read_at(&fs.dev, Blk(gd.inode_bitmap).byte(fs.geo.block_size), disk)?;
-            (0..ipg).any(|i| bit(disk, i) != in_use(i)) || !padded(disk, ipg)
+            (0..ipg).any(|i| bitmap::test(disk, i) != in_use(i)) || !padded(disk, ipg)
         };
         if differs {
             st.stage(Blk(gd.inode_bitmap), want.clone())?;
@@ -381,6 +376,6 @@ mod tests {
         assert_eq!(b[0], 0b0101_0101);
         assert_eq!(b[1], 0xF5);
         assert!(b[2..].iter().all(|&x| x == 0xFF));
-        assert!(bit(&b, 0) && !bit(&b, 1) && bit(&b, 13));
+        assert!(bitmap::test(&b, 0) && !bitmap::test(&b, 1) && bitmap::test(&b, 13));
     }
 }

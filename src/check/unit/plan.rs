@@ -21,7 +21,7 @@ fn plan_and_apply(bytes: &[u8], mode: Mode) -> (Report, fix::Plan, Vec<u8>) {
         &Staging::in_memory(1 << 20),
     )
     .unwrap();
-    let bs = fs.geo.block_size as usize;
+    let bs = fs.geo.block_len();
     let mut out = bytes.to_vec();
     for b in plan.overlay.blocks() {
         let data = plan.overlay.get(b).unwrap().unwrap();
