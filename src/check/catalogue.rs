@@ -780,6 +780,14 @@ pub const UNFIXED_BY_E2FSCK: &[(u32, &str)] = &[
         "stated: the replay stops at that transaction, which is the repair",
     ),
     (
+        0x01001b,
+        "a warning: the backup superblock stays on its bad block and the check goes on (exit 0)",
+    ),
+    (
+        0x01001c,
+        "a warning: the backup descriptors stay on their bad block and the check goes on (exit 0)",
+    ),
+    (
         0x000052,
         "stated: e2fsck asks nothing, stops the orphan release there and runs the full check, as pfsck does",
     ),

@@ -96,8 +96,9 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeDtimeSet => &[0x010005, 0x010002],
         InodeZeroDtimeDeleted => &[0x010004],
         InodeBadFlags => &[
-            0x010077, 0x01005C, 0x02000D, 0x020044, 0x010082, 0x010078, 0x010079, 0x01007A,
+            0x010077, 0x01005C, 0x02000D, 0x020044, 0x010078, 0x010079, 0x01007A,
         ],
+        InodeTimesPre1970 => &[0x010082],
         InodeExtentsNoFeature => &[0x01005A],
         InodeExtentFormatNoFeature => &[0x01005B],
         InodeInlineNoFeature => &[0x010070, 0x01006F],
@@ -150,7 +151,8 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeEncryptNoXattr => &[0x01008A],
         InodeEncryptCorrupt => &[0x01008B],
         InodeOrphanInUse => &[0x010036],
-        BadBlockInMetadata => &[0x010019, 0x01001A, 0x01001B, 0x01001C, 0x01000A, 0x01000B],
+        BadBlockInMetadata => &[0x010019, 0x01001A, 0x01000A, 0x01000B],
+        BadBlockInBackup => &[0x01001B, 0x01001C],
         BadBlocksInodeInBadBlock => &[0x01007B],
         BadBlocksInodeIndirect => &[0x010015, 0x01004D],
         HtreeRootInvalid => &[0x010049, 0x01004A, 0x01004B, 0x01004C, 0x01008D, 0x01008E],
@@ -449,7 +451,8 @@ pub fn before_valid(p: &Problem) -> bool {
 /// Is `p` fixed without e2fsck marking the file system changed? Its
 /// pass 0 resets a descriptor whose checksum fails (uninit marks,
 /// unused-inodes count) in memory only, and its closing checksum pass
-/// writes the descriptors: alone, that exits 0 without "MODIFIED". So
+/// writes the descriptors: alone, that exits 0 without "MODIFIED". Uninit
+/// marks without group checksums are cleared the same way. So
 /// do a new UUID, the test_fs flag cleared and the dirhash hint added,
 /// which it makes in pass 0 before its passes count what they fix, and
 /// the superblock's times ahead of the clock (set in memory, written when
@@ -460,6 +463,7 @@ pub fn unmarked_fix(p: &Problem) -> bool {
         p.code,
         Code::GdChecksum
             | Code::InodeExtentNodeChecksum
+            | Code::GdUninitWithoutCsum
             | Code::SbNoUuid
             | Code::SbTestFs
             | Code::SbDirHashHint
@@ -562,6 +566,11 @@ const REPAIR_ONLY: &[Code] = &[
     Code::LostFoundEncrypted,
     Code::LostFoundInlineData,
 ];
+
+/// Is `c` a problem e2fsck only logs when it repairs ([`Run::ReadOnly`])?
+pub fn repair_only(c: Code) -> bool {
+    REPAIR_ONLY.contains(&c)
+}
 
 /// Codes that stand for their e2fsck code only where the check names it:
 /// e2fsck asks once per quota type to rewrite its file, and reports the

@@ -48,7 +48,6 @@ pub mod detail {
     pub const BLOCKS_HI: &str = "i_blocks_hi without huge_file";
     pub const SPECIAL_SIZE: &str = "special file";
     pub const ZERO_LENGTH_DIR: &str = "zero-length directory";
-    pub const OLD_EXTRA_TIMES: &str = "extra time fields in the old, invalid format";
     pub const BAD_BLOCKS_INODE: &str = "bad blocks inode";
     pub const RESERVED_BAD_MODE: &str = "reserved inode has bad mode";
     pub const ORPHAN_FILE_MODE: &str = "the orphan file is not a regular file";
@@ -1861,7 +1860,11 @@ impl Claimer<'_> {
                     .group_super_and_gdt(g)
                     .iter()
                     .any(|&(s, n)| b >= s && b < s + n);
-            if !backup {
+            if backup {
+                if let Some(p) = bad_backup(geo, g, b) {
+                    self.problems.push(p.ino(Ino(self.ino)));
+                }
+            } else {
                 // e2fsck names what the bad block holds (bad blocks are
                 // few: the descriptors are searched for each).
                 let gds = &self.fs.gds;
@@ -1890,6 +1893,30 @@ impl Claimer<'_> {
         }
         self.state.claim_block(b);
     }
+}
+
+/// A bad block in group `g`'s backup superblock or descriptor table
+/// (`g` > 0): e2fsck warns and goes on (the reserved descriptor blocks it
+/// does not name). Nothing is fixed: the copy stays where it is.
+fn bad_backup(geo: &crate::fs::geometry::Geometry, g: u32, b: u64) -> Option<Problem> {
+    if !geo.group_has_super(g) || geo.meta_bg {
+        return None;
+    }
+    let first = geo.group_first_block(g);
+    let (e2, what) = if b == first {
+        (0x01001B, "superblock")
+    } else if b > first && b <= first + u64::from(geo.desc_blocks) {
+        (0x01001C, "group descriptors")
+    } else {
+        return None;
+    };
+    Some(
+        Problem::new(Code::BadBlockInBackup)
+            .e2fsck(e2)
+            .blk(Blk(b))
+            .group(Group(g))
+            .detail(what),
+    )
 }
 
 impl MapVisitor for Claimer<'_> {

@@ -179,6 +179,8 @@ problems! {
     InodeDtimeSet = ("0x1003", P1, Error, true, "Inode {ino} is in use, but has dtime set"),
     InodeZeroDtimeDeleted = ("0x1004", P1, Error, true, "Deleted inode {ino} has zero dtime"),
     InodeBadFlags = ("0x1005", P1, Error, false, "Inode {ino} has flags {detail} set that are invalid for its type"),
+    // Asked with NO_OK: e2fsck -n answers no and stays clean (exit 0).
+    InodeTimesPre1970 = ("0x1760", P1, Notice, true, "Inode {ino} has time stamps past 2310 in the old extra-field format, probably before 1970"),
     InodeExtentsNoFeature = ("0x1006", P1, Error, false, "Inode {ino} has EXTENTS_FL flag set on a file system without extents support"),
     InodeExtentFormatNoFeature = ("0x1700", P1, Error, false, "Inode {ino} is in extent format, but the superblock lacks the extents feature"),
     InodeInlineNoFeature = ("0x1007", P1, Error, false, "Inode {ino} has INLINE_DATA_FL flag on filesystem without inline data support"),
@@ -248,6 +250,7 @@ problems! {
     InodeEncryptCorrupt = ("0x10E3", P1, Error, false, "Encrypted inode {ino} has corrupt encryption extended attribute"),
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
     BadBlockInMetadata = ("0x1031", P1, Error, false, "Bad block {blk} is in use by file system metadata"),
+    BadBlockInBackup = ("0x1761", P1, Notice, true, "Bad block {blk} lies in group {group}'s backup {detail}"),
     BadBlocksInodeInBadBlock = ("0x1036", P1, Error, false, "Bad block list says the bad block list inode is bad"),
     HtreeRootInvalid = ("0x1032", P1, Error, true, "HTREE directory inode {ino} has an invalid root node ({detail})"),
     XattrEaInodeInvalid = ("0x1034", P1, Error, true, "Inode {ino} has illegal extended attribute value inode {num}"),

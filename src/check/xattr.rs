@@ -234,12 +234,7 @@ pub fn check_inode_extra(
             && le32(raw, base) & 0x8000_0000 != 0
             && le32(raw, xoff) & 3 == 3
         {
-            probs.push(
-                Problem::new(Code::InodeBadFlags)
-                    .ino(Ino(ino))
-                    .e2fsck(0x010082)
-                    .detail(super::pass1::detail::OLD_EXTRA_TIMES),
-            );
+            probs.push(Problem::new(Code::InodeTimesPre1970).ino(Ino(ino)));
             break;
         }
     }

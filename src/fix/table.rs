@@ -236,6 +236,7 @@ const TABLE: &[Entry] = &[
     row(Code::SpecialImmutable, F::Clear, S),
     row(Code::InodeBadSize, F::Clear, S),
     row(Code::InodeBadFlags, F::Clear, S),
+    row(Code::InodeTimesPre1970, F::Clear, S),
     row(Code::InodeFileAcl, F::Clear, S),
     row(Code::InodeImagic, F::Clear, S),
     row(Code::InodeExtraIsize, F::Clear, S),

@@ -355,6 +355,18 @@ const DAMAGE: &[(Code, &str)] = &[
         "catalogue_13k::inline_lost_found_is_replaced",
     ),
     (
+        Code::GdUninitWithoutCsum,
+        "catalogue_13k::uninit_group_without_checksums",
+    ),
+    (
+        Code::InodeTimesPre1970,
+        "catalogue_13k::old_extra_times_leave_n_clean",
+    ),
+    (
+        Code::BadBlockInBackup,
+        "catalogue_13k::bad_block_in_a_backup_is_a_warning",
+    ),
+    (
         Code::DirEntryUninitGroup,
         "catalogue_p2_5::entry_into_an_uninit_group",
     ),
@@ -371,6 +383,28 @@ const BATCHED: &[Code] = &[Code::BlockBitmapDiff, Code::InodeBitmapDiff];
 
 /// Why an e2fsck problem is not detected, where the reason is known.
 const WHY_NOT: &[(u32, &str)] = &[
+    (
+        0x000033,
+        "e2fsck asks it only for an external journal blkid finds by UUID among the block \
+         devices, whose device number differs from the hint; a journal named with -j (an \
+         image file) is not looked up, and the hint is left: not made on an image file",
+    ),
+    (
+        0x000028,
+        "not yet: e2fsck -y and -p move a journal in a visible inode (/.journal) to inode 8 and          unlink it (exit 1; -n says nothing); pfsck leaves it where it is",
+    ),
+    (
+        0x020045,
+        "e2fsck asks it for a directory block past the blocks pass 1 counted for the index;          not reproduced",
+    ),
+    (
+        0x02004f,
+        "e2fsck asks it when its library fails to store an inline directory's corrected          size (after a yes to 0x02004e); not made on an image file",
+    ),
+    (
+        0x030002,
+        "not yet reported: pfsck grows a full lost+found by a block when it connects a file,          as e2fsck does after this question (-y: exit 1, then clean in both)",
+    ),
     (
         0x010045,
         "e2fsck asks it only when a regular file maps as many blocks as its per-file limit \
@@ -460,6 +494,104 @@ fn no_ok(c: Code) -> bool {
     c.spec().severity == Severity::Notice
 }
 
+/// e2fsck codes whose NO_OK flag is not what decides e2fsck -n's verdict,
+/// each judged against e2fsck 1.47.4 by a test: whether its "no" leaves
+/// the file system unmarked (exit 0 on that damage alone), and why.
+const NO_VERDICT: &[(u32, bool, &str)] = &[
+    (
+        0x00002A,
+        true,
+        "stated while the journal is loaded, not asked: -n exits 0 \
+         (`catalogue_13k::stray_v2_journal_fields_leave_n_clean`)",
+    ),
+    (
+        0x000035,
+        true,
+        "asked by the superblock check, whose no leaves the verdict to the \
+         passes (0x000036 and 0x00004d alone: -n exits 0)",
+    ),
+    (
+        0x000036,
+        true,
+        "asked by the superblock check: -n exits 0 \
+         (`catalogue_13k::uninit_group_without_checksums`)",
+    ),
+    (
+        0x000039,
+        true,
+        "asked by the superblock check, whose no leaves the verdict to the \
+         passes (0x000036 and 0x00004d alone: -n exits 0)",
+    ),
+    (
+        0x00004D,
+        true,
+        "asked by the superblock check: -n exits 0 \
+         (`catalogue_13k::superblock_questions_leave_n_clean`)",
+    ),
+    (
+        0x00004E,
+        true,
+        "asked by the superblock check, as 0x00004d: -n exits 0",
+    ),
+    (
+        0x000043,
+        false,
+        "a no stops the check: -n exits 12 in both \
+         (`catalogue_13k::bad_mmp_block_stops_n`)",
+    ),
+    (
+        0x000047,
+        false,
+        "a no stops the check: -n exits 12 in both \
+         (`catalogue_13k::bad_mmp_block_stops_n`)",
+    ),
+    (
+        0x01001B,
+        true,
+        "stated, not asked: -n warns and exits 0 \
+         (`catalogue_13k::bad_block_in_a_backup_is_a_warning`)",
+    ),
+    (
+        0x01001C,
+        true,
+        "stated, not asked: -n warns and exits 0 \
+         (`catalogue_13k::bad_block_in_a_backup_is_a_warning`)",
+    ),
+    (
+        0x010033,
+        false,
+        "asked after 0x020033 about the same large file, which has no \
+         NO_OK: -n exits 4 (`catalogue_13k::large_file_on_revision_0`)",
+    ),
+    (
+        0x010076,
+        false,
+        "declined, the flags stay and pass 2 asks to clear the device \
+         (0x020025): -n exits 4 (`catalogue_13k::device_with_extents_and_inline_data`)",
+    ),
+    (
+        0x040001,
+        false,
+        "declined, e2fsck asks to connect the inode (0x040002), which has \
+         no NO_OK: -n exits 4 (`catalogue_13k::unattached_empty_inode`)",
+    ),
+];
+
+/// Whether a no to `e` leaves the file system unmarked in e2fsck: its
+/// NO_OK flag, unless [`NO_VERDICT`] says otherwise; none for what e2fsck
+/// only states in a repair (a statement is never answered no there, and
+/// -n does not reach it).
+fn e2fsck_no_ok(e: &Entry, pfsck: &[Code]) -> Option<bool> {
+    if let Some(&(_, clean, _)) = NO_VERDICT.iter().find(|(c, _, _)| *c == e.code) {
+        return Some(clean);
+    }
+    let stated = e.prompt == catalogue::Prompt::None;
+    if stated && pfsck.iter().all(|&c| e2fsck_map::repair_only(c)) {
+        return None;
+    }
+    Some(e.no_ok())
+}
+
 struct Row {
     entry: &'static Entry,
     pfsck: Vec<Code>,
@@ -479,7 +611,7 @@ fn row(e: &'static Entry) -> Row {
         fixed: pfsck.iter().any(|&c| pfsck::fix::supported(c)),
         // What stops the check is fixed in no mode: preen has no say.
         preen: all(&|c| c.spec().severity == Severity::Fatal || preens(c, e) == preen_fixes(e)),
-        no_ok: all(&|c| no_ok(c) == e.no_ok()),
+        no_ok: e2fsck_no_ok(e, &pfsck).and_then(|want| all(&|c| no_ok(c) == want)),
         latch: all(&|c| BATCHED.contains(&c) == latch),
         test: pfsck.iter().find_map(|&c| damage(c)),
         pfsck,
@@ -534,7 +666,10 @@ fn render() -> String {
          and block e2fsck's message names, under `e2fsck`); **fixed**: `pfsck \
          -y` repairs it; **preen**: `-p` fixes it exactly where e2fsck's \
          PREEN_OK (without PREEN_NO) says so; **no-ok**: answering no leaves \
-         the file system unmarked in both (pfsck: a notice) or in neither; \
+         the file system unmarked in both (pfsck: a notice) or in neither \
+         (e2fsck's NO_OK flag, or its verdict where the flag does not decide \
+         it, listed below; blank for what e2fsck states only in a repair, \
+         which is never answered no); \
          **latch**: e2fsck asks once for a group of such problems (latch), and \
          pfsck batches them into one problem, or neither does; **test**: a test \
          that makes that damage from scratch.\n"
@@ -604,6 +739,15 @@ fn render() -> String {
             r.entry.code,
             r.entry.what,
             codes(&r.pfsck)
+        );
+    }
+    let _ = writeln!(s, "\n### No-ok judged by e2fsck's verdict\n");
+    for (code, clean, why) in NO_VERDICT {
+        let what = catalogue::entry(*code).map_or("", |e| e.what);
+        let verdict = if *clean { "unmarked" } else { "marked" };
+        let _ = writeln!(
+            s,
+            "- `0x{code:06x}` {what}: a no leaves it {verdict}: {why}"
         );
     }
     let _ = writeln!(s, "\n### Flags that differ\n");
