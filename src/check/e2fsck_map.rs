@@ -452,8 +452,8 @@ pub fn before_valid(p: &Problem) -> bool {
 /// pass 0 resets a descriptor whose checksum fails (uninit marks,
 /// unused-inodes count) in memory only, and its closing checksum pass
 /// writes the descriptors: alone, that exits 0 without "MODIFIED". Uninit
-/// marks without group checksums are cleared the same way. So
-/// do a new UUID, the test_fs flag cleared and the dirhash hint added,
+/// marks without group checksums are cleared the same way. So are a new
+/// UUID, the test_fs flag cleared and the dirhash hint added,
 /// which it makes in pass 0 before its passes count what they fix, and
 /// the superblock's times ahead of the clock (set in memory, written when
 /// the superblock is). And an extent block's checksum alone: its extent
