@@ -437,8 +437,7 @@ impl<'a> Work<'a> {
     /// no-op then).
     fn inode_marked(&self, ino: u32) -> bool {
         let geo = &self.fs.geo;
-        let g = geo.group_of_inode(ino);
-        let Some(d) = self.fs.gds.get(g as usize) else {
+        let Some(d) = self.fs.gd(Ino(ino).group(geo.inodes_per_group)) else {
             return true;
         };
         if d.flags & crate::fs::group_desc::BG_INODE_UNINIT != 0 && self.fs.sb.group_desc_csum() {
