@@ -429,6 +429,12 @@ pub fn supported(code: Code) -> bool {
     fixer(code).is_some_and(|f| f != Fixer::View)
 }
 
+/// Does a repair fix problems of this class, chosen ([`supported`]) or
+/// by staging the view the check read through (orphan processing)?
+pub fn repaired(code: Code) -> bool {
+    fixer(code).is_some()
+}
+
 /// Is this class fixed by rebuilding its directory (e2fsck's pass 3A)?
 pub fn rebuilds_directory(code: Code) -> bool {
     is(code, Fixer::Rehash)
