@@ -16,8 +16,9 @@ use crate::check::problem::Code;
 /// Who stages the fix of a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Fixer {
-    /// The view the check read through (`check::orphan`): staging the
-    /// view does it; never chosen nor asked about.
+    /// The view the check read through (`check::orphan`, and the replay
+    /// `-y` makes of a journal without needs_recovery): staging the view
+    /// does it; never chosen nor asked about.
     View,
     /// Staged over the journal replay, before the passes' fixes
     /// (`journal_inode::clear_v2_fields`, `mmp::rewrite`).
@@ -188,6 +189,8 @@ const TABLE: &[Entry] = &[
     row(Code::OrphansPendingHarmless, F::View, 0),
     row(Code::OrphanFileBlockDirty, F::View, 0),
     row(Code::OrphanPresentClean, F::View, 0),
+    // Replayed anyway by -y, with the journal the view reads through.
+    row(Code::JournalNeedsRecoveryNoFlag, F::View, 0),
     row(Code::JournalStrayV2Fields, F::WithReplay, 0),
     row(Code::MmpBadMagic, F::WithReplay, 0),
     row(Code::MmpChecksum, F::WithReplay, 0),

@@ -116,3 +116,37 @@ fn invalid_mmp_block_is_left_as_e2fsck_leaves_it() {
     assert!(out.contains("MMP block number 999999 is invalid"), "{out}");
     assert_eq!(hash_file(&mine), before, "pfsck -fy wrote");
 }
+
+/// A journal holding transactions (s_start set) while needs_recovery is
+/// clear (0x000018): e2fsck -y runs it anyway (nothing valid there, exit
+/// 0; unforced, it then finds the file system clean) and its next check
+/// says nothing; pfsck answered no and left the journal as it was, which
+/// e2fsck -fn still reported.
+#[test]
+fn journal_data_without_needs_recovery_is_replayed_by_yes() {
+    let tmp = TempDir::new("c13j-jstart");
+    let img = tmp.join("img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let jsb = debugfs_number(&img, "bmap <8> 0") * 1024;
+    write_at(&img, jsb + 0x1C, &1u32.to_be_bytes());
+    assert_same_codes(&img, &[0x000018]);
+    for args in [&["-fy"][..], &["-y"]] {
+        let mine = tmp.join("mine");
+        copy_image(&img, &mine);
+        let (code, out) = pfsck_code(args, &mine);
+        assert_eq!(code, 0, "pfsck {args:?}:\n{out}");
+        if args == ["-fy"] {
+            assert!(out.contains("not set.  Fix? yes"), "{out}");
+        }
+        assert_eq!(read_at(&mine, jsb + 0x1C, 4), vec![0; 4], "s_start");
+        if oracle().is_some() {
+            let after = oracle_run(&mine, &["-fn"]);
+            assert_eq!(after.code(), Some(0), "{}", after.stdout);
+            assert!(
+                !after.stdout.contains("journal has data"),
+                "{}",
+                after.stdout
+            );
+        }
+    }
+}
