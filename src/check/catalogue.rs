@@ -744,6 +744,11 @@ pub const UNFIXED_BY_E2FSCK: &[(u32, &str)] = &[
     (0x00000b, "asks 0x000004 next: the check stops (exit 8)"),
     (0x000050, "asks 0x000004 next: the check stops (exit 8)"),
     (0x000010, "fatal: the external journal is not changed"),
+    (
+        0x000042,
+        "-y clears the MMP block number, then cannot open the file system (exit 8) \
+         and its next check still finds the MMP block invalid",
+    ),
     (0x000011, "fatal: there is no journal to repair"),
     (0x000012, "fatal: the external journal is not changed"),
     (0x000013, "fatal: the external journal is not changed"),
@@ -802,6 +807,14 @@ pub const UNFIXED_BY_E2FSCK: &[(u32, &str)] = &[
     (
         0x000055,
         "stated: e2fsck asks nothing, stops the orphan release there and runs the full check, as pfsck does",
+    ),
+    (
+        0x06000f,
+        "stated: e2fsck asks nothing here and makes the orphan file anew under 0x060009, as pfsck does",
+    ),
+    (
+        0x060010,
+        "stated: e2fsck asks nothing here and makes the orphan file anew under 0x060009, as pfsck does",
     ),
 ];
 

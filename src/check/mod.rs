@@ -63,6 +63,10 @@ pub struct Options {
     /// inodes count) is reported for the repair to fix, and the check goes
     /// on.
     pub repairing: bool,
+    /// `-y` (not preen, not asking): a journal holding transactions while
+    /// needs_recovery is clear is replayed anyway, as e2fsck -y answers
+    /// yes to running it; preen may not decide and stops there.
+    pub replay_anyway: bool,
     /// A repair's re-check of what it staged: its first check already
     /// decided not to skip the file system as clean (e2fsck decides once),
     /// and a staging that keeps the superblock's clean state must not
@@ -134,6 +138,7 @@ impl Default for Options {
             superblock: None,
             blocksize: None,
             repairing: false,
+            replay_anyway: false,
             recheck: false,
             mmp_claimed: false,
             journal_device: None,

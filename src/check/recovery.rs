@@ -621,6 +621,11 @@ pub fn plan_internal(fs: &Fs) -> std::result::Result<(JournalSuperblock, Plan, u
 /// leaves them), and the superblock and descriptors are loaded again through
 /// it. Otherwise `fs` is returned as is.
 ///
+/// With [`Options::replay_anyway`], an internal journal holding
+/// transactions without needs_recovery is replayed the same way (the
+/// problem saying so is then reported with the replay, the view's
+/// journal being reset).
+///
 /// Returns the view and the problems that replace the first opening's (the
 /// superblock in use may differ after replay).
 pub fn after_replay(
@@ -629,7 +634,12 @@ pub fn after_replay(
     opts: &Options,
 ) -> Result<superblock::Opened> {
     let sb = &fs.sb;
-    if !sb.has_incompat(incompat::RECOVER)
+    let unflagged = opts.replay_anyway
+        && !sb.has_incompat(incompat::RECOVER)
+        && super::journal::check(&fs, true)
+            .iter()
+            .any(|p| p.code == Code::JournalNeedsRecoveryNoFlag);
+    if !(sb.has_incompat(incompat::RECOVER) || unflagged)
         || !sb.has_compat(compat::HAS_JOURNAL)
         || opts.superblock.is_some()
     {
@@ -653,6 +663,9 @@ pub fn after_replay(
         return Ok(superblock::Opened::Fs(fs, first_probs));
     };
     let mut notes = Vec::new();
+    if unflagged {
+        notes.push(Problem::new(Code::JournalNeedsRecoveryNoFlag));
+    }
     let replayed = plan.failure.is_none() || !plan.blocks.is_empty();
     let fc_note = match &plan.fast_commit {
         Some((_, tags)) => format!(

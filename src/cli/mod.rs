@@ -320,6 +320,7 @@ fn options(args: &Args, threads: Threads) -> Result<Options, i32> {
         superblock: args.superblock,
         blocksize: args.blocksize,
         repairing: false,
+        replay_anyway: false,
         recheck: false,
         mmp_claimed: false,
         journal_device: args.journal.clone(),

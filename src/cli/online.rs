@@ -17,6 +17,7 @@ pub fn check_options(args: &Args) -> Result<check::Options, String> {
         superblock: args.superblock,
         blocksize: args.blocksize,
         repairing: false,
+        replay_anyway: false,
         recheck: false,
         mmp_claimed: false,
         journal_device: args.journal.clone(),

@@ -75,7 +75,7 @@ mod superblock;
 mod table;
 
 pub use plan::plan;
-pub use table::{rebuilds_directory, supported};
+pub use table::{rebuilds_directory, repaired, supported};
 
 use crate::check::Report;
 use crate::check::e2fsck_map;

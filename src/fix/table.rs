@@ -16,8 +16,9 @@ use crate::check::problem::Code;
 /// Who stages the fix of a problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Fixer {
-    /// The view the check read through (`check::orphan`): staging the
-    /// view does it; never chosen nor asked about.
+    /// The view the check read through (`check::orphan`, and the replay
+    /// `-y` makes of a journal without needs_recovery): staging the view
+    /// does it; never chosen nor asked about.
     View,
     /// Staged over the journal replay, before the passes' fixes
     /// (`journal_inode::clear_v2_fields`, `mmp::rewrite`).
@@ -188,6 +189,8 @@ const TABLE: &[Entry] = &[
     row(Code::OrphansPendingHarmless, F::View, 0),
     row(Code::OrphanFileBlockDirty, F::View, 0),
     row(Code::OrphanPresentClean, F::View, 0),
+    // Replayed anyway by -y, with the journal the view reads through.
+    row(Code::JournalNeedsRecoveryNoFlag, F::View, 0),
     row(Code::JournalStrayV2Fields, F::WithReplay, 0),
     row(Code::MmpBadMagic, F::WithReplay, 0),
     row(Code::MmpChecksum, F::WithReplay, 0),
@@ -430,6 +433,12 @@ pub(super) fn has(code: Code, flag: u8) -> bool {
 /// asked about interactively)?
 pub fn supported(code: Code) -> bool {
     fixer(code).is_some_and(|f| f != Fixer::View)
+}
+
+/// Does a repair fix problems of this class, chosen ([`supported`]) or
+/// by staging the view the check read through (orphan processing)?
+pub fn repaired(code: Code) -> bool {
+    fixer(code).is_some()
 }
 
 /// Is this class fixed by rebuilding its directory (e2fsck's pass 3A)?

@@ -384,6 +384,7 @@ impl<'a, 'q> Session<'a, 'q> {
         // recreates it, preen included) and fix a wrong inodes count, so
         // the check goes on past them.
         self.opts.repairing = true;
+        self.opts.replay_anyway = self.mode == Mode::Yes && self.ask.is_none();
         let result = self.run_claimed();
         let released = match claim {
             Some(c) => c.release(),

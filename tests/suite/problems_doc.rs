@@ -1,7 +1,7 @@
 //! `docs/problems.md`, generated from the code (issue 13): every code of
 //! e2fsck 1.47.4's problem table (`check::catalogue`), the pfsck problems
 //! standing for it (`check::e2fsck_map::codes`), whether pfsck detects and
-//! fixes it (`fix::supported`), whether its flags agree, and the test that
+//! fixes it (`fix::repaired`), whether its flags agree, and the test that
 //! makes that damage from scratch ([`DAMAGE`]).
 //!
 //! `problems_md_is_current` fails when the file differs from what the code
@@ -124,6 +124,10 @@ const DAMAGE: &[(Code, &str)] = &[
     (
         Code::OrphanReleased,
         "corruptions::ext3-orphan-list-head-live-inode",
+    ),
+    (
+        Code::MmpBlockInvalid,
+        "catalogue_13j::invalid_mmp_block_is_left_as_e2fsck_leaves_it",
     ),
     (
         Code::OrphanFileBlockDirty,
@@ -608,7 +612,7 @@ fn row(e: &'static Entry) -> Row {
     let latch = e.flags & catalogue::LATCH_MASK != 0;
     Row {
         entry: e,
-        fixed: pfsck.iter().any(|&c| pfsck::fix::supported(c)),
+        fixed: pfsck.iter().any(|&c| pfsck::fix::repaired(c)),
         // What stops the check is fixed in no mode: preen has no say.
         preen: all(&|c| c.spec().severity == Severity::Fatal || preens(c, e) == preen_fixes(e)),
         no_ok: e2fsck_no_ok(e, &pfsck).and_then(|want| all(&|c| no_ok(c) == want)),
@@ -660,7 +664,7 @@ fn render() -> String {
          while this file is stale. Sources: e2fsck 1.47.4's problem table \
          (`src/check/catalogue.rs`, descriptions in pfsck's words), the pfsck \
          problems standing for each code (`src/check/e2fsck_map.rs`), the fixes \
-         pfsck makes (`fix::supported`) and the tests that make each damage.\n\n\
+         pfsck makes (`fix::repaired`) and the tests that make each damage.\n\n\
          Columns: **pfsck**: the pfsck problem codes standing for the e2fsck \
          code (`--json` gives the e2fsck code of every problem, with the inode \
          and block e2fsck's message names, under `e2fsck`); **fixed**: `pfsck \
