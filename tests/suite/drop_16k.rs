@@ -90,3 +90,30 @@ fn uninit_group_asked_per_block_under_n() {
     let out = same_shape("f_uninit_blk_used_not_set", &["-fy"]).unwrap();
     assert_eq!(out.matches("marked BLOCK_UNINIT").count(), 1, "{out}");
 }
+
+/// A directory entry repeating a name: e2fsck's paragraph names it on one
+/// line and the directory it marks for rebuilding on the next, indented,
+/// then a blank line (pfsck wrote one line, without the blank).
+#[test]
+fn duplicate_entry_two_line_paragraph() {
+    let tmp = TempDir::new("drop16k-dupdot");
+    let Some(img) = public_image(&tmp, "f_dupdot") else {
+        return;
+    };
+    let ((e2, _), (ours, _)) = both(&img, &["-fn"]);
+    let para = |out: &str| {
+        let at = out.find("Duplicate entry '.' found.\n\t")?;
+        let end = out[at..].find("\n\n")?;
+        Some(shape(&out[at..at + end + 2]))
+    };
+    let want = para(&e2).unwrap_or_else(|| panic!("e2fsck:\n{e2}"));
+    assert_eq!(
+        para(&ours),
+        Some(want),
+        "pfsck:\n{ours}\n--- e2fsck ---\n{e2}"
+    );
+    assert!(
+        ours.contains("\tDirectory <14>/<12> (12) is marked for rebuilding.\n\n"),
+        "{ours}"
+    );
+}
