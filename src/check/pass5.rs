@@ -31,7 +31,7 @@ use crate::engine::{Control, Threads, par_map};
 use crate::error::Result;
 use crate::fs::bitmap;
 use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT};
-use crate::fs::num::{Blk, Cluster, Group};
+use crate::fs::num::{Blk, Cluster, Group, Ino};
 use crate::narrow;
 use crate::volume::{ClusterMap, Fs};
 
@@ -54,10 +54,29 @@ struct GroupOut {
     free_inodes: u64,
     block_csum_bad: bool,
     inode_csum_bad: bool,
-    /// Marked BLOCK_UNINIT (INODE_UNINIT), yet blocks (inodes) other than
-    /// its own metadata are in use.
-    block_uninit_used: bool,
-    inode_uninit_used: bool,
+    /// Marked BLOCK_UNINIT (INODE_UNINIT), yet these clusters (inodes)
+    /// other than its own metadata are in use: the first
+    /// `UNINIT_ASKS_SHOWN`, and how many there are.
+    block_uninit_used: Vec<u64>,
+    block_uninit_count: u64,
+    inode_uninit_used: Vec<u64>,
+    inode_uninit_count: u64,
+}
+
+/// Questions about one flagged group's used blocks (inodes) a read-only
+/// check asks at most, over all groups: e2fsck -n asks once per cluster
+/// (inode), as its "no" leaves the flag set, which on a large file system
+/// is millions of lines; past this many, the check stops there instead.
+const UNINIT_ASKS_SHOWN: u64 = 1 << 16;
+
+/// The positions of the bits set in `word`, from `base`, onto `to` while
+/// it holds fewer than `UNINIT_ASKS_SHOWN`; counted in `count`.
+fn note_bits(to: &mut Vec<u64>, count: &mut u64, base: u64, mut word: u64) {
+    *count += u64::from(word.count_ones());
+    while word != 0 && (to.len() as u64) < UNINIT_ASKS_SHOWN {
+        to.push(base + u64::from(word.trailing_zeros()));
+        word &= word - 1;
+    }
 }
 
 fn block_uninit(fs: &Fs, g: u32) -> bool {
@@ -210,7 +229,15 @@ fn check_group_blocks(
                 disk &= (1u64 << take) - 1;
             }
             disk_used += u64::from(disk.count_ones());
-            out.block_uninit_used |= uninit && found & !disk != 0;
+            if uninit {
+                let mask = if take < 64 { (1u64 << take) - 1 } else { !0 };
+                note_bits(
+                    &mut out.block_uninit_used,
+                    &mut out.block_uninit_count,
+                    first.get() + i,
+                    found & !disk & mask,
+                );
+            }
             push_diffs(&mut out.block_diffs, first.get() + i, found, disk, take);
             i += 64;
         }
@@ -288,7 +315,15 @@ fn check_group_inodes(
             }
             disk_used += u64::from(disk.count_ones());
             disk_dirs += u64::from((disk & state.inode_dir.word_at(ino0 + i)).count_ones());
-            out.inode_uninit_used |= uninit && found != 0;
+            if uninit {
+                let mask = if take < 64 { (1u64 << take) - 1 } else { !0 };
+                note_bits(
+                    &mut out.inode_uninit_used,
+                    &mut out.inode_uninit_count,
+                    ino0 + i,
+                    found & !disk & mask,
+                );
+            }
             push_diffs(&mut out.inode_diffs, ino0 + i, found, disk, take);
             i += 64;
         }
@@ -387,13 +422,18 @@ pub fn run(
     let (mut free_blocks, mut free_inodes) = (0u64, 0u64);
     let mut block_csum = Vec::new();
     let mut inode_csum = Vec::new();
+    // (group, its used clusters or inodes as far as kept), and how many
+    // in all.
     let (mut block_uninit, mut inode_uninit) = (Vec::new(), Vec::new());
-    for (g, o) in outs.into_iter().enumerate() {
-        if o.block_uninit_used {
-            block_uninit.push(narrow::sat32(g));
+    let (mut block_uninit_n, mut inode_uninit_n) = (0u64, 0u64);
+    for (g, mut o) in outs.into_iter().enumerate() {
+        if o.block_uninit_count > 0 {
+            block_uninit_n += o.block_uninit_count;
+            block_uninit.push((narrow::sat32(g), std::mem::take(&mut o.block_uninit_used)));
         }
-        if o.inode_uninit_used {
-            inode_uninit.push(narrow::sat32(g));
+        if o.inode_uninit_count > 0 {
+            inode_uninit_n += o.inode_uninit_count;
+            inode_uninit.push((narrow::sat32(g), std::mem::take(&mut o.inode_uninit_used)));
         }
         merge_runs(&mut block_diffs, o.block_diffs);
         merge_runs(&mut inode_diffs, o.inode_diffs);
@@ -408,8 +448,10 @@ pub fn run(
         }
     }
     // A group flagged uninitialised whose blocks (inodes) are in use:
-    // e2fsck meets it before that bitmap's differences; declined (-n), it
-    // gives up there.
+    // e2fsck meets it before that bitmap's differences. A repair clears
+    // the flag at the first; declined (-n), the flag stays and e2fsck
+    // asks again for every cluster (inode), then goes on as a repair
+    // would. Past `UNINIT_ASKS_SHOWN` questions a read-only check stops.
     let uninit_flag = |g: u32, e2: u32| {
         let what = if e2 == 0x050018 {
             "block(s) in use but the group is marked BLOCK_UNINIT"
@@ -426,14 +468,27 @@ pub fn run(
         problems.push(Problem::new(Code::StoppedAtUninitGroup));
         Ok(problems)
     };
-    if let Some(&g) = block_uninit.first()
-        && !repairing
-    {
-        return stop(problems, g, 0x050018);
+    // Each one's cluster (inode) is named by `blk` (`ino`).
+    let ask_each = |problems: &mut ProblemList, flagged: &[(u32, Vec<u64>)], e2: u32| {
+        for (g, used) in flagged {
+            if repairing {
+                problems.push(uninit_flag(*g, e2));
+                continue;
+            }
+            for &u in used {
+                let p = uninit_flag(*g, e2);
+                problems.push(if e2 == 0x050018 {
+                    p.blk(Blk(u << fs.geo.cluster_bits))
+                } else {
+                    p.ino(Ino(narrow::sat32(u)))
+                });
+            }
+        }
+    };
+    if !repairing && block_uninit_n > UNINIT_ASKS_SHOWN {
+        return stop(problems, block_uninit[0].0, 0x050018);
     }
-    for &g in &block_uninit {
-        problems.push(uninit_flag(g, 0x050018));
-    }
+    ask_each(&mut problems, &block_uninit, 0x050018);
     if !block_diffs.is_empty() {
         // Found per cluster, named by the cluster's first block.
         let bits = fs.geo.cluster_bits;
@@ -463,14 +518,10 @@ pub fn run(
                 .num2(free_blocks),
         );
     }
-    if let Some(&g) = inode_uninit.first()
-        && !repairing
-    {
-        return stop(problems, g, 0x050019);
+    if !repairing && inode_uninit_n > UNINIT_ASKS_SHOWN {
+        return stop(problems, inode_uninit[0].0, 0x050019);
     }
-    for &g in &inode_uninit {
-        problems.push(uninit_flag(g, 0x050019));
-    }
+    ask_each(&mut problems, &inode_uninit, 0x050019);
     if !inode_diffs.is_empty() {
         problems.push(Problem::new(Code::InodeBitmapDiff).detail(render(&inode_diffs)));
     }

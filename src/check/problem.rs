@@ -400,9 +400,10 @@ problems! {
     QuotaEntryMissing = ("0x500F", P5, Error, true, "Missing {detail} quota entry for ID {num}"),
     QuotaFileBad = ("0x5010", P5, Error, true, "Quota file cannot be used: {detail}"),
     BitmapUnreadable = ("0x500D", P5, Error, false, "Cannot read {detail} bitmap of group {group} (block {blk})"),
-    // e2fsck -n gives up there too: its bitmaps would have to be read
-    // again without the flag.
-    StoppedAtUninitGroup = ("0x5011", P5, Notice, false, "The check stops at a group whose uninitialised flag it may not clear, as e2fsck -n does; run a repair to check the rest"),
+    // e2fsck -n asks once per used block (inode) of such a group, as its
+    // "no" keeps the flag: millions of questions on a large file system.
+    // pfsck asks up to a bound, then stops there.
+    StoppedAtUninitGroup = ("0x5011", P5, Notice, false, "The check stops at groups whose uninitialised flag it may not clear, after too many blocks or inodes in use in them; run a repair to check the rest"),
 }
 
 pub use super::problem_list::ProblemList;

@@ -585,6 +585,22 @@ pub fn render_problem(
         });
     }
     let msg = p.text_in(tree);
+    if p.code == crate::check::problem::Code::DirEntryDuplicate
+        && let Some(ino) = p.args().ino
+    {
+        // e2fsck's paragraph for it: the name on one line, the directory
+        // to rebuild on the next, indented.
+        let place = Problem::new(p.code).ino(ino).detail("").text_in(tree);
+        let place = place
+            .strip_prefix("Duplicate entry '' found in ")
+            .unwrap_or(&place);
+        let name = msg.strip_suffix(place).unwrap_or(&msg);
+        let name = name.strip_suffix(" found in ").unwrap_or(name);
+        return write!(
+            out,
+            "{name} found.\n\tDirectory {place} is marked for rebuilding.\n\n"
+        );
+    }
     if e2fsck_map::message_only(p) {
         // Stated, not asked: the answer is the later question's. What
         // pass 0 sets on its own stands in a paragraph of its own.

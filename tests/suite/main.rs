@@ -25,6 +25,7 @@ mod crash_images;
 mod defects;
 mod determinism;
 mod difffuzz;
+mod drop_16k;
 mod dup_output;
 mod ea_inode_quota;
 mod external_journal;

@@ -22,8 +22,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-/// Images agreeing when this floor was last raised.
-const FLOOR: usize = 127;
+/// Images agreeing when this floor was last raised (the two on which
+/// e2fsck crashes writing its log are no longer counted).
+const FLOOR: usize = 125;
 
 /// (code, inode, block), as the log's message would name them.
 type Entry = (u32, Option<u64>, Option<u64>);
@@ -151,6 +152,14 @@ fn compare(dir: &Path, test: &str) -> Outcome {
     // on two images under -n).
     if e2.timed_out || e2.signal().is_some() {
         out.skipped = Some(format!("e2fsck {}", e2.describe()));
+        return out;
+    }
+    // Nor when e2fsck caught a crash of its own: logging 0x050018 (a
+    // group flagged BLOCK_UNINIT with blocks in use) it reads a string
+    // it never set and dies of SIGSEGV, where its run without the log
+    // goes on to ask once per block.
+    if e2.stderr.contains("Signal (11) SIGSEGV") {
+        out.skipped = Some("e2fsck crashed writing its problem log".to_string());
         return out;
     }
     let want = parse_log(&text);
