@@ -1023,3 +1023,20 @@ fn reserved_inode_with_an_invalid_xattr_block() {
         file_kept(&img, 3000);
     }
 }
+
+/// `s_orphan_file_inum` naming a free inode past its group's
+/// itable_unused mark without the orphan_file feature (seed fz13d, damage
+/// 1113: 1502 on ext4 with quota). e2fsck's inode scan never reaches
+/// that inode, so its pass 1 does not mark it in use and pass 5 finds
+/// nothing: exit 0. pfsck expected pass 5 to trip on it (exit 4).
+#[test]
+fn orphan_file_field_naming_an_inode_never_scanned() {
+    let tmp = TempDir::new("fuzz-orphan-field-unscanned");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+    let unused = debugfs_r(&img, "stats");
+    assert!(unused.contains("unused inodes"), "{unused}");
+    debugfs_w(&img, &["ssv orphan_file_inum 1500"]);
+    judged_by_oracle("orphan_file_inum 1500", &img, 0, 0);
+    file_kept(&img, 3000);
+}
