@@ -752,8 +752,8 @@ fn inode_bitmap_bit(fs: &Fs, ino: u32) -> Option<bool> {
 /// it in use? None for a group that does not exist.
 fn past_lazy_scan(fs: &Fs, ino: u32) -> Option<bool> {
     let geo = &fs.geo;
-    let gd = fs.gds.get(geo.group_of_inode(ino) as usize)?;
-    let idx = (ino - 1) % geo.inodes_per_group;
+    let gd = fs.gd(Ino(ino).group(geo.inodes_per_group))?;
+    let idx = Ino(ino).index_in_group(geo.inodes_per_group);
     let first_unused = geo
         .inodes_per_group
         .saturating_sub(gd.itable_unused.min(geo.inodes_per_group));
