@@ -388,6 +388,54 @@ fn merge_runs(all: &mut Vec<(u64, u64, bool)>, more: Vec<(u64, u64, bool)>) {
     }
 }
 
+// A group flagged uninitialised whose blocks (inodes) are in use:
+// e2fsck meets it before that bitmap's differences. A repair clears the
+// flag at the first; declined (-n), the flag stays and e2fsck asks again
+// for every cluster (inode), then goes on as a repair would. Past
+// `UNINIT_ASKS_SHOWN` questions a read-only check stops.
+fn uninit_flag(g: u32, e2: u32) -> Problem {
+    let what = if e2 == 0x050018 {
+        "block(s) in use but the group is marked BLOCK_UNINIT"
+    } else {
+        "inode(s) in use but the group is marked INODE_UNINIT"
+    };
+    Problem::new(Code::GroupUninitFlags)
+        .group(Group(g))
+        .e2fsck(e2)
+        .detail(what)
+}
+
+fn stop_at_uninit(mut problems: ProblemList, g: u32, e2: u32) -> ProblemList {
+    problems.push(uninit_flag(g, e2));
+    problems.push(Problem::new(Code::StoppedAtUninitGroup));
+    problems
+}
+
+/// Each flagged group's used cluster (inode) named by `blk` (`ino`); a
+/// repair asks once per group.
+fn ask_uninit(
+    problems: &mut ProblemList,
+    fs: &Fs,
+    flagged: &[(u32, Vec<u64>)],
+    e2: u32,
+    repairing: bool,
+) {
+    for (g, used) in flagged {
+        if repairing {
+            problems.push(uninit_flag(*g, e2));
+            continue;
+        }
+        for &u in used {
+            let p = uninit_flag(*g, e2);
+            problems.push(if e2 == 0x050018 {
+                p.blk(Blk(u << fs.geo.cluster_bits))
+            } else {
+                p.ino(Ino(narrow::sat32(u)))
+            });
+        }
+    }
+}
+
 /// `repairing`: a repair follows (see the module's comment on counts).
 pub fn run(
     fs: &Fs,
@@ -447,48 +495,10 @@ pub fn run(
             inode_csum.push(narrow::sat32(g));
         }
     }
-    // A group flagged uninitialised whose blocks (inodes) are in use:
-    // e2fsck meets it before that bitmap's differences. A repair clears
-    // the flag at the first; declined (-n), the flag stays and e2fsck
-    // asks again for every cluster (inode), then goes on as a repair
-    // would. Past `UNINIT_ASKS_SHOWN` questions a read-only check stops.
-    let uninit_flag = |g: u32, e2: u32| {
-        let what = if e2 == 0x050018 {
-            "block(s) in use but the group is marked BLOCK_UNINIT"
-        } else {
-            "inode(s) in use but the group is marked INODE_UNINIT"
-        };
-        Problem::new(Code::GroupUninitFlags)
-            .group(Group(g))
-            .e2fsck(e2)
-            .detail(what)
-    };
-    let stop = |mut problems: ProblemList, g: u32, e2: u32| {
-        problems.push(uninit_flag(g, e2));
-        problems.push(Problem::new(Code::StoppedAtUninitGroup));
-        Ok(problems)
-    };
-    // Each one's cluster (inode) is named by `blk` (`ino`).
-    let ask_each = |problems: &mut ProblemList, flagged: &[(u32, Vec<u64>)], e2: u32| {
-        for (g, used) in flagged {
-            if repairing {
-                problems.push(uninit_flag(*g, e2));
-                continue;
-            }
-            for &u in used {
-                let p = uninit_flag(*g, e2);
-                problems.push(if e2 == 0x050018 {
-                    p.blk(Blk(u << fs.geo.cluster_bits))
-                } else {
-                    p.ino(Ino(narrow::sat32(u)))
-                });
-            }
-        }
-    };
     if !repairing && block_uninit_n > UNINIT_ASKS_SHOWN {
-        return stop(problems, block_uninit[0].0, 0x050018);
+        return Ok(stop_at_uninit(problems, block_uninit[0].0, 0x050018));
     }
-    ask_each(&mut problems, &block_uninit, 0x050018);
+    ask_uninit(&mut problems, fs, &block_uninit, 0x050018, repairing);
     if !block_diffs.is_empty() {
         // Found per cluster, named by the cluster's first block.
         let bits = fs.geo.cluster_bits;
@@ -519,9 +529,9 @@ pub fn run(
         );
     }
     if !repairing && inode_uninit_n > UNINIT_ASKS_SHOWN {
-        return stop(problems, inode_uninit[0].0, 0x050019);
+        return Ok(stop_at_uninit(problems, inode_uninit[0].0, 0x050019));
     }
-    ask_each(&mut problems, &inode_uninit, 0x050019);
+    ask_uninit(&mut problems, fs, &inode_uninit, 0x050019, repairing);
     if !inode_diffs.is_empty() {
         problems.push(Problem::new(Code::InodeBitmapDiff).detail(render(&inode_diffs)));
     }
