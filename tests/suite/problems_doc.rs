@@ -395,7 +395,7 @@ const WHY_NOT: &[(u32, &str)] = &[
     ),
     (
         0x000028,
-        "not yet: e2fsck -y and -p move a journal in a visible inode (/.journal) to inode 8 and          unlink it (exit 1; -n says nothing); pfsck leaves it where it is",
+        "not yet: e2fsck -y and -p move a journal in a visible inode (/.journal) to inode 8 and unlink it (exit 1; -n says nothing); pfsck leaves it where it is",
     ),
     (
         0x020045,
