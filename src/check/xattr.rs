@@ -442,7 +442,7 @@ fn library_read(
                 return Err("entry hash is wrong");
             }
         }
-        if e.name_index == SYSTEM_INDEX && e.name == b"data" && data.is_none() {
+        if xattr::name_is(e.name_index, e.name, SYSTEM_INDEX, b"data") && data.is_none() {
             data = Some(u64::from(e.value_size));
         }
         at += xattr::ENTRY_HEADER_LEN + round(e.name.len());

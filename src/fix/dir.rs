@@ -277,7 +277,8 @@ fn edit_inline(
         }
         changed = edit(&mut raw[a..z]);
         if changed && le32(raw, data.hash_at) != 0 {
-            let h = crate::fs::xattr::entry_hash(b"data", &raw[a..z], false);
+            let name = raw[data.name.0..data.name.1].to_vec();
+            let h = crate::fs::xattr::entry_hash(&name, &raw[a..z], false);
             put_le32(raw, data.hash_at, h);
         }
     })?;

@@ -165,23 +165,28 @@ fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: Ino, part: u64) -> super:
     let inodes = fs.geo.inodes_count;
     let mut done = false;
     crate::volume::edit::edit_bytes(fs, overlay, pos, isize, |raw| {
-        let (range, hash_at) = match part {
+        let (range, hash_at, name) = match part {
             0 => (
                 Some((I_BLOCK + INLINE_ENTRIES_AT, I_BLOCK + I_BLOCK_LEN)),
                 None,
+                Vec::new(),
             ),
-            1 => match inline_value(raw) {
-                Some((a, z, h)) => (Some((a, z)), Some(h)),
-                None => (None, None),
+            1 => match crate::fs::xattr::inline_data(raw) {
+                Some(d) => (
+                    Some(d.value),
+                    Some(d.hash_at),
+                    raw[d.name.0..d.name.1].to_vec(),
+                ),
+                None => (None, None, Vec::new()),
             },
-            _ => (None, None),
+            _ => (None, None, Vec::new()),
         };
         if let Some((a, z)) = range.filter(|&(a, z)| a < z && z <= raw.len()) {
             let region = &mut raw[a..z];
             done = salvage(region, region.len(), inodes);
             // The attribute's hash covers its value (0: not hashed).
             if let Some(h) = hash_at.filter(|&h| done && le32(raw, h) != 0) {
-                let v = crate::fs::xattr::entry_hash(b"data", &raw[a..z], false);
+                let v = crate::fs::xattr::entry_hash(&name, &raw[a..z], false);
                 put_le32(raw, h, v);
             }
         }
@@ -190,12 +195,6 @@ fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: Ino, part: u64) -> super:
         }
     })?;
     Ok(done)
-}
-
-/// The byte range of the system.data value in a raw inode, and where its
-/// entry keeps the hash.
-fn inline_value(raw: &[u8]) -> Option<(usize, usize, usize)> {
-    crate::fs::xattr::inline_data(raw).map(|d| (d.value.0, d.value.1, d.hash_at))
 }
 
 /// Reads directory block `pblk` through the overlay, lets `f` change it

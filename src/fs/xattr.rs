@@ -210,6 +210,16 @@ mod tests {
             entry_hash(&[0x80], &[], false)
         );
     }
+
+    #[test]
+    fn names_read_as_c_strings() {
+        assert!(name_is(INDEX_SYSTEM, b"data", INDEX_SYSTEM, b"data"));
+        assert!(name_is(INDEX_SYSTEM, b"data\0\0", INDEX_SYSTEM, b"data"));
+        assert!(name_is(0, b"system.data", INDEX_SYSTEM, b"data"));
+        assert!(!name_is(INDEX_SYSTEM, b"dat", INDEX_SYSTEM, b"data"));
+        assert!(!name_is(INDEX_SYSTEM, b"data1", INDEX_SYSTEM, b"data"));
+        assert!(!name_is(1, b"data", INDEX_SYSTEM, b"data"));
+    }
 }
 
 /// Where the in-inode attribute area of raw inode `raw` starts (past its
@@ -228,6 +238,38 @@ pub fn ibody_start(raw: &[u8]) -> Option<usize> {
 pub struct InlineData {
     pub value: (usize, usize),
     pub hash_at: usize,
+    /// The stored name's byte range: a new hash covers all its bytes.
+    pub name: (usize, usize),
+}
+
+/// The prefix libext2fs puts before a stored name, by name index; none for
+/// an index it does not know.
+fn index_prefix(index: u8) -> &'static [u8] {
+    match index {
+        1 => b"user.",
+        2 => b"system.posix_acl_access",
+        3 => b"system.posix_acl_default",
+        4 => b"trusted.",
+        5 => b"lustre.",
+        6 => b"security.",
+        7 => b"system.",
+        8 => b"system.richacl",
+        10 => b"gnu.",
+        _ => b"",
+    }
+}
+
+/// Whether the stored entry (`index`, `name`) is attribute `want_name` of
+/// `want_index` as libext2fs looks it up for e2fsck: it joins prefix and
+/// stored name into a C string, so a NUL ends the name early (a damaged
+/// name length turning "data" into "data\0\0" still reads as system.data)
+/// and an index without a prefix may carry the whole name.
+pub fn name_is(index: u8, name: &[u8], want_index: u8, want_name: &[u8]) -> bool {
+    let stored = name.iter().take_while(|&&c| c != 0);
+    index_prefix(index)
+        .iter()
+        .chain(stored)
+        .eq(index_prefix(want_index).iter().chain(want_name))
 }
 
 /// Finds system.data (stored in the inode, not in an EA inode) among the
@@ -237,10 +279,12 @@ pub fn inline_data(raw: &[u8]) -> Option<InlineData> {
     let entries = read_entries(raw.get(base..)?, 0).ok()?;
     let e = entries
         .iter()
-        .find(|e| e.name_index == INDEX_SYSTEM && e.name == b"data" && e.value_inum == 0)?;
+        .find(|e| name_is(e.name_index, e.name, INDEX_SYSTEM, b"data") && e.value_inum == 0)?;
     let a = base + e.value_offs as usize;
+    let n = base + e.offset + ENTRY_HEADER_LEN;
     Some(InlineData {
         value: (a, a + e.value_size as usize),
         hash_at: base + e.offset + ENTRY_HASH_AT,
+        name: (n, n + e.name.len()),
     })
 }

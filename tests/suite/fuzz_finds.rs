@@ -1,5 +1,5 @@
 //! What the differential fuzzer (`scripts/difffuzz.py`) found (seeds 1,
-//! 102, fz13c, fz13c-2), each damage made again from scratch (mkfs, debugfs -w, raw writes)
+//! 102, fz13c, fz13c-2, fz13d), each damage made again from scratch (mkfs, debugfs -w, raw writes)
 //! and judged against e2fsck 1.47.4: pfsck's `-fn` verdict must be the
 //! oracle's, one `pfsck -fy` must leave a file system the oracle finds
 //! clean, and the files e2fsck keeps must still be there.
@@ -1043,4 +1043,43 @@ fn orphan_file_field_naming_an_inode_never_scanned() {
     debugfs_w(&img, &["ssv orphan_file_inum 1500"]);
     judged_by_oracle("orphan_file_inum 1500", &img, 0, 0);
     file_kept(&img, 3000);
+}
+
+/// An inline directory whose system.data entry says its name is 6 bytes,
+/// "data" and two NULs, with the inode checksum then failing (seed fz13d,
+/// damage 2585). libext2fs joins prefix and name into a C string, so
+/// e2fsck still finds system.data and only fixes the checksum. pfsck
+/// compared the name's bytes, found no system.data, truncated the
+/// directory and cleared it, losing its entries. Under -n, e2fsck's pass 2
+/// cannot read the directory again (its checksum still fails), so it
+/// skips it: pass 3 finds no '..' and pass 4 stops at the inode (exit 12).
+#[test]
+fn inline_data_name_padded_with_nuls() {
+    let tmp = TempDir::new("fuzz-inline-name-nuls");
+    let img = tmp.join("disk.img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(4096).features("inline_data"),
+        None,
+    );
+    debugfs_w(&img, &["mkdir d", "symlink d/l /a/target"]);
+    let dir = inode_of(&img, "/d");
+    let link = inode_of(&img, "/d/l");
+    let raw = inode_offset(&img, dir);
+    let extra = u16::from_le_bytes(read_at(&img, raw + 128, 2).try_into().unwrap());
+    // The magic, then the first entry: name length, index, ..., hash, name.
+    let entry = raw + 128 + u64::from(extra) + 4;
+    let head = read_at(&img, entry, 24);
+    assert_eq!(&head[..2], &[4, 7], "{head:?}");
+    assert_eq!(&head[12..16], &[0; 4], "hashed entry: {head:?}");
+    assert_eq!(&head[16..24], b"data\0\0\0\0", "{head:?}");
+    write_at(&img, entry, &[6]);
+    let (fn_out, fy_out) = judged_by_oracle("name data\\0\\0", &img, 12, 1);
+    assert!(fn_out.contains("checksum does not match"), "{fn_out}");
+    let no_parent = format!("'..' in /d ({dir}) is <The NULL inode>");
+    assert!(fn_out.contains(&no_parent), "{fn_out}");
+    assert!(!fy_out.contains("inline data"), "{fy_out}");
+    assert_eq!(inode_of(&img, "/d"), dir);
+    assert_eq!(inode_of(&img, "/d/l"), link);
 }
