@@ -21,28 +21,6 @@ fn journal_sb_field(tmp: &TempDir, name: &str, offset: u64, value: u32) -> PathB
     img
 }
 
-/// pfsck and e2fsck 1.47.4 run with `args` on copies of `img`: both exit
-/// `want`; pfsck's output and its copy are returned.
-#[track_caller]
-fn both_exit(img: &Path, args: &[&str], want: i32) -> (String, PathBuf) {
-    let mine = img.with_extension("pfsck");
-    copy_image(img, &mine);
-    if oracle().is_some() {
-        let theirs = img.with_extension("oracle");
-        copy_image(img, &theirs);
-        let oracle = oracle_run(&theirs, args);
-        assert_eq!(
-            oracle.code(),
-            Some(want),
-            "e2fsck {args:?}:\n{}",
-            oracle.stdout
-        );
-    }
-    let (code, out) = pfsck_code(args, &mine);
-    assert_eq!(code, want, "pfsck {args:?}:\n{out}");
-    (out, mine)
-}
-
 /// Whether the superblock of `img` says the file system has errors.
 fn marked_with_errors(img: &Path) -> bool {
     dumpe2fs(img)

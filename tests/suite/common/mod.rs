@@ -1649,6 +1649,32 @@ pub fn judged_by_oracle(ctx: &str, img: &Path, want: i32, want_fy: i32) -> (Stri
     (fn_out, out)
 }
 
+/// pfsck and e2fsck 1.47.4 (when present) run with `args` on copies of
+/// `img`: both exit `want`; pfsck's output and its copy are returned. The
+/// installed 1.47.0 is not asked in the oracle's place: where they differ,
+/// 1.47.4 stands.
+#[track_caller]
+pub fn both_exit(img: &Path, args: &[&str], want: i32) -> (String, PathBuf) {
+    let mine = img.with_extension("pfsck");
+    copy_image(img, &mine);
+    let mut theirs_out = String::new();
+    if oracle().is_some() {
+        let theirs = img.with_extension("oracle");
+        copy_image(img, &theirs);
+        let oracle = oracle_run(&theirs, args);
+        assert_eq!(
+            oracle.code(),
+            Some(want),
+            "e2fsck {args:?}:\n{}",
+            oracle.stdout
+        );
+        theirs_out = oracle.stdout;
+    }
+    let (code, out) = pfsck_code(args, &mine);
+    assert_eq!(code, want, "pfsck {args:?}:\n{out}\ne2fsck:\n{theirs_out}");
+    (out, mine)
+}
+
 /// stdout, then stderr, of a finished command, as text.
 pub fn output_text(out: &Output) -> String {
     format!(
