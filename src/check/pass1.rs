@@ -1324,7 +1324,7 @@ fn check_used_fields(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
                 .detail(detail::DIR_SIZE_HIGH),
         );
     }
-    if !ctx.bit64 && inode.file_acl >> 32 != 0 && named_by_entries(ctx, ino) {
+    if !ctx.bit64 && inode.file_acl >> 32 != 0 && user_inode(&ctx.fs.geo, ino) {
         c.bad(
             Problem::new(Code::InodeFileAcl)
                 .ino(Ino(ino))
@@ -2284,7 +2284,7 @@ fn check_blocks(
         c.out.stats.extent_files += 1;
         let depth = crate::fs::extent::parse_header(&inode.block).depth;
         c.out.stats.extent_depths[usize::from(depth).min(4)] += 1;
-    } else if walked && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino) {
+    } else if walked && user_inode(&fs.geo, ino) {
         // e2fsck counts the files' maps, not those of the journal or the
         // other reserved inodes.
         let ptrs = inode.block_ptrs();
@@ -2334,12 +2334,13 @@ fn check_blocks(
     check_iblocks(ctx, c, raw, inode, &walk, acl, ibody);
 }
 
-/// Can a directory entry name `ino` without pass 2 rejecting the entry
-/// first? Not the reserved inodes below s_first_ino (the root aside), so
-/// what e2fsck leaves to pass 2's judgement of bad inodes is never asked
-/// about them.
-fn named_by_entries(ctx: &Ctx, ino: u32) -> bool {
-    ino >= ctx.fs.geo.first_ino || ino == inode::ROOT_INO
+/// Is `ino` a file as e2fsck counts files: the root or an inode from
+/// s_first_ino on, not one of the other reserved inodes? Only those can be
+/// named by a directory entry that pass 2 does not reject first, so what
+/// e2fsck leaves to pass 2's judgement of bad inodes is never asked about
+/// the others; nor are their maps, quota or bigalloc block maps counted.
+fn user_inode(geo: &crate::fs::geometry::Geometry, ino: u32) -> bool {
+    ino >= geo.first_ino || ino == inode::ROOT_INO
 }
 
 /// The inode's xattr block (i_file_acl): its number when it is to be
@@ -2351,7 +2352,7 @@ fn check_file_acl(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) -> Option<u64> {
         return None;
     }
     if !ctx.ext_attr || !ctx.fs.geo.block_in_fs(acl) {
-        if !named_by_entries(ctx, c.ino) {
+        if !user_inode(&ctx.fs.geo, c.ino) {
             // e2fsck only marks the inode bad here; its pass 2 judges a
             // bad inode when an entry names it, and none names these.
             return None;
@@ -2461,7 +2462,7 @@ fn check_iblocks(
     // every inode but the reserved ones, the project quota file and EA
     // inodes (their values are charged to the inodes owning the xattrs).
     let quota = (ctx.quota
-        && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
+        && user_inode(&fs.geo, ino)
         && ino != fs.sb.prj_quota_inum
         && !inode.has_flag(flags::EA_INODE))
     .then(|| (quota_ids(raw, inode), blocks, 1 + ibody.inodes));
@@ -2491,7 +2492,7 @@ fn check_iblocks(
         && !walk.extent_mapped
         && !walk.inline
         && walk.mapped > 0
-        && (ino == inode::ROOT_INO || ino >= fs.geo.first_ino)
+        && user_inode(&fs.geo, ino)
     {
         c.report(Problem::new(Code::InodeBigallocBlockMap).ino(Ino(ino)));
     }

@@ -21,8 +21,6 @@ use crate::fs::xattr::{self, ENTRY_HEADER_LEN, XATTR_MAGIC};
 use crate::narrow;
 use crate::volume::Fs;
 
-/// Index of the "system." namespace, where inline data keeps "data".
-const SYSTEM_INDEX: u8 = 7;
 /// i_block holds the first 60 bytes of inline data.
 pub const MIN_INLINE_DATA_SIZE: u64 = 60;
 
@@ -442,7 +440,7 @@ fn library_read(
                 return Err("entry hash is wrong");
             }
         }
-        if xattr::name_is(e.name_index, e.name, SYSTEM_INDEX, b"data") && data.is_none() {
+        if xattr::name_is(e.name_index, e.name, xattr::INDEX_SYSTEM, b"data") && data.is_none() {
             data = Some(u64::from(e.value_size));
         }
         at += xattr::ENTRY_HEADER_LEN + round(e.name.len());
