@@ -67,13 +67,10 @@ fn file_acl_high_without_64bit() {
     }
 }
 
-/// An inline directory's entries go on in its system.data attribute
-/// once i_block is full: an entry there naming an unused inode is
-/// removed from the attribute's value, as from i_block.
-#[test]
-fn inline_dir_entry_in_system_data() {
-    let tmp = TempDir::new("c13l-inline-ea");
-    let img = tmp.join("image");
+/// An 8 MiB ext4 image with 1 KiB blocks, 256-byte inodes and
+/// inline_data, without metadata_csum, in `dir`.
+fn inline_image(dir: &Path) -> std::path::PathBuf {
+    let img = dir.join("image");
     mkfs(
         &img,
         8 << 20,
@@ -83,6 +80,16 @@ fn inline_dir_entry_in_system_data() {
             .features("inline_data,^metadata_csum"),
         None,
     );
+    img
+}
+
+/// An inline directory's entries go on in its system.data attribute
+/// once i_block is full: an entry there naming an unused inode is
+/// removed from the attribute's value, as from i_block.
+#[test]
+fn inline_dir_entry_in_system_data() {
+    let tmp = TempDir::new("c13l-inline-ea");
+    let img = inline_image(tmp.path());
     let data = tmp.join("data");
     std::fs::write(&data, b"x\n").unwrap();
     let mut cmds = vec!["mkdir d".to_string()];
@@ -179,16 +186,7 @@ fn ea_inode_missing_flag() {
 #[test]
 fn inline_data_without_feature() {
     let tmp = TempDir::new("c13l-inline-nofeat");
-    let img = tmp.join("image");
-    mkfs(
-        &img,
-        8 << 20,
-        &MkfsOpts::ext4()
-            .block_size(1024)
-            .inode_size(256)
-            .features("inline_data,^metadata_csum"),
-        None,
-    );
+    let img = inline_image(tmp.path());
     let data = tmp.join("data");
     std::fs::write(&data, b"small\n").unwrap();
     debugfs_w(&img, &[format!("write {} a", data.display())]);
