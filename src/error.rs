@@ -41,15 +41,6 @@ impl std::error::Error for Error {
     }
 }
 
-impl From<crate::repair::RepairError> for Error {
-    fn from(e: crate::repair::RepairError) -> Error {
-        match e {
-            crate::repair::RepairError::Io { what, source } => Error::Io { what, source },
-            other => Error::Staging(other.to_string()),
-        }
-    }
-}
-
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// The repair's fixes still report failures as text; a library error

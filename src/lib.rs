@@ -1,13 +1,14 @@
 //! pfsck: a parallel checker for ext2/ext3/ext4 file systems.
 //!
-//! Layers, each depending only on those below it:
-//! `cli` → `fix` → `check` → `volume` (the file system handle and the
-//! write library) → `engine`, `fs` (pure parsing and encoding), `io`
-//! (reads) and `repair` (staged writes, crash-safe commit, over `io`).
-//! Leaf helpers any layer may use: `narrow` (narrowing numbers on
-//! purpose), `newfile` (files created safely), `error`.
-//! `online` (snapshots of mounted file systems, checked with `check`) sits
-//! under `cli`.
+//! Layers, each depending only on those below it (the matrix is in
+//! docs/ARCHITECTURE.md, and the test `layers` enforces it):
+//! `cli` → `repair` (the session running the rounds) and `online`
+//! (snapshots of mounted file systems) → `fix` → `check` → `volume` (the
+//! file system handle and the write library) → `store` (staged writes,
+//! undo log, crash-safe commit) → `io` (reads) → `engine`, `fs` (pure
+//! parsing and encoding). Leaf helpers any layer may use: `narrow`
+//! (narrowing numbers on purpose), `newfile` (files created safely),
+//! `error`.
 #![deny(unsafe_code)]
 // Unit tests build blocks from literals; the narrowing gate is for the
 // code that reads hostile input (Cargo.toml).
@@ -24,6 +25,7 @@ pub mod narrow;
 pub mod newfile;
 pub mod online;
 pub mod repair;
+pub mod store;
 #[cfg(test)]
 pub(crate) mod testfs;
 pub mod volume;

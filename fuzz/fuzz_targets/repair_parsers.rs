@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = pfsck::repair::undo::parse(data);
-    let _ = pfsck::repair::undo::parse_header(data);
-    let _ = pfsck::repair::mounted::parse_mountinfo(&String::from_utf8_lossy(data));
+    let _ = pfsck::store::undo::parse(data);
+    let _ = pfsck::store::undo::parse_header(data);
+    let _ = pfsck::store::mounted::parse_mountinfo(&String::from_utf8_lossy(data));
 });

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pfsck::repair::undo;
+use pfsck::store::undo;
 
 fuzz_target!(|data: &[u8]| {
     let _ = undo::parse(data);

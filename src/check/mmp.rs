@@ -3,7 +3,7 @@
 //! while the block says a checker holds the file system or names an
 //! operation it does not know, and stops under -n at a block it would
 //! have to rewrite. A node's sequence number alone does not stop a
-//! read-only check; a repair waits to see it still (`repair::mmp`).
+//! read-only check; a repair waits to see it still (`store::mmp`).
 
 use super::problem::{Code, Problem};
 use crate::fs::mmp::{self, MMP_MAGIC, SEQ_CLEAN, SEQ_FSCK, SEQ_MAX};

@@ -72,7 +72,7 @@ pub struct Options {
     /// and a staging that keeps the superblock's clean state must not
     /// make the re-check skip what is left.
     pub recheck: bool,
-    /// The repair holds the MMP block (`repair::mmp::claim`): the
+    /// The repair holds the MMP block (`store::mmp::claim`): the
     /// "being checked" sequence there is its own.
     pub mmp_claimed: bool,
     /// `-j`: the external journal device.

@@ -6,8 +6,8 @@
 //! repair layer's.
 
 use super::{EXIT_OK, EXIT_OPERATIONAL};
-use crate::repair::commit::{RollbackOutcome, RollbackScope, rollback_with};
-use crate::repair::faults::NoFaults;
+use crate::store::commit::{RollbackOutcome, RollbackScope, rollback_with};
+use crate::store::faults::NoFaults;
 use std::path::Path;
 
 /// `force`: restore blocks changed since the repair too.

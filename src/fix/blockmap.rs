@@ -39,7 +39,7 @@ use crate::fs::inode::{self, Inode, flags};
 use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::incompat;
 use crate::narrow;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
 /// Problems that put the kind of an inode's map in doubt (extent tree,

@@ -29,7 +29,7 @@ use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::fs::xattr;
 use crate::narrow;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::BTreeSet;
 

@@ -23,7 +23,7 @@ use crate::fs::dir_entry::{
 };
 use crate::fs::num::{Blk, Ino, LBlk};
 use crate::fs::superblock::incompat;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::Fs;
 
 /// Problems fixed by removing the entry.

@@ -24,7 +24,7 @@ use crate::fs::dir_salvage::{MIN_REC, grow, readable, salvage};
 use crate::fs::inode::field::*;
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::incompat;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::Fs;
 
 /// Stages the fix of one block problem; false when it could not be fixed

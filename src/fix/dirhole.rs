@@ -21,7 +21,7 @@ use crate::fs::extent::{self, EXTENT_MAGIC, ROOT_MAX};
 use crate::fs::inode::{InodeMut, flags};
 use crate::fs::num::{Blk, Ino};
 use crate::narrow;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
 // Direct block pointers in i_block.

@@ -48,7 +48,7 @@ use crate::fs::num::{Blk, Cluster, Ino};
 use crate::fs::superblock::incompat;
 use crate::fs::xattr;
 use crate::narrow;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::{BTreeMap, BTreeSet};
 

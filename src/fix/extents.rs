@@ -25,7 +25,7 @@ use crate::fs::inode::{Inode, flags, inode_csum_seed};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::narrow;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 
 /// Rebuilds inode `ino`'s block map as an extent tree. Returns whether it

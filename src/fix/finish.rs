@@ -8,7 +8,7 @@
 use crate::check::Fs;
 use crate::fs::journal;
 use crate::fs::superblock::STATE_VALID;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::edit::{edit_bytes, edit_superblock};
 
 /// A clock before this is wrong, and e2fsck then leaves the last-check

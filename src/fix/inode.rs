@@ -13,7 +13,7 @@ use crate::check::state::State;
 use crate::fs::inode::{Inode, InodeMut, flags};
 use crate::fs::num::Ino;
 use crate::fs::superblock::ro_compat;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Fs, edit as vol};
 
 /// Files this large need the large_file feature.

@@ -21,7 +21,7 @@ use crate::check::problem::Code;
 use crate::fs::num::Blk;
 use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, incompat};
 use crate::io::RangeOverlay;
-use crate::repair::overlay::{Overlay, Staging};
+use crate::store::overlay::{Overlay, Staging};
 use crate::volume::Fs;
 use std::any::Any;
 use std::sync::Arc;

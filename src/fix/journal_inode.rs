@@ -38,7 +38,7 @@ use crate::fs::inode::{self as finode, InodeMut, flags};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{JNL_BACKUP_BLOCKS, compat, incompat};
 use crate::narrow;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 use std::collections::BTreeSet;
 

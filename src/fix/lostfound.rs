@@ -28,7 +28,7 @@ use crate::fs::inode::{InodeMut, ROOT_INO, inode_csum_seed};
 use crate::fs::num::{Blk, Group, Ino, LBlk};
 use crate::fs::superblock::incompat;
 use crate::narrow;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::BTreeMap;
 

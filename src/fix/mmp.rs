@@ -3,8 +3,8 @@
 //! system, written by this node.
 
 use crate::fs::mmp::SEQ_CLEAN;
-use crate::repair::mmp::{block, interval};
-use crate::repair::overlay::Overlay;
+use crate::store::mmp::{block, interval};
+use crate::store::overlay::Overlay;
 use crate::volume::{Fs, edit as vol};
 
 /// Stages a fresh MMP block ("clean") over an invalid one.

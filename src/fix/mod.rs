@@ -1,10 +1,11 @@
 //! Fixes: turning a check's problems into staged block writes.
 //!
-//! Sits between `cli` and `check`/`repair`: it reads the problems, the file
+//! Sits between `repair` (the session running the rounds) above and `check`,
+//! `volume`, `store` below: it reads the problems, the file
 //! system view and the state of a finished check, decides which problems
 //! the mode lets it fix and which it knows how to fix, and stages the new
-//! contents of the blocks concerned in a [`crate::repair::overlay::Overlay`].
-//! Nothing here writes; `repair::commit` does, afterwards.
+//! contents of the blocks concerned in a [`crate::store::overlay::Overlay`].
+//! Nothing here writes; `store::commit` does, afterwards.
 //!
 //! A repair runs in rounds (`repair::session`): each round's plan comes from
 //! a check of what the earlier rounds staged. Fixes that change what the
@@ -81,8 +82,8 @@ use crate::check::Report;
 use crate::check::e2fsck_map;
 use crate::check::problem::{Code, Problem, Severity};
 use crate::check::state::State;
-use crate::repair::RepairError;
-use crate::repair::overlay::{Overlay, Staging};
+use crate::store::StoreError;
+use crate::store::overlay::{Overlay, Staging};
 use crate::volume::Fs;
 use crate::volume::edit::edit_superblock;
 
@@ -147,8 +148,8 @@ impl From<crate::error::Error> for Refusal {
     }
 }
 
-impl From<RepairError> for Refusal {
-    fn from(e: RepairError) -> Refusal {
+impl From<StoreError> for Refusal {
+    fn from(e: StoreError) -> Refusal {
         Refusal::Failed(e.into())
     }
 }
@@ -167,7 +168,7 @@ pub enum FixError {
     Volume(crate::error::Error),
     /// The staged writes refused a block (beyond the device, the staging
     /// limit, the spill file).
-    Staging(RepairError),
+    Staging(StoreError),
     /// What the fixer found on disk is not what it can act on (the
     /// message says what).
     Invalid(String),
@@ -199,8 +200,8 @@ impl From<crate::error::Error> for FixError {
     }
 }
 
-impl From<RepairError> for FixError {
-    fn from(e: RepairError) -> FixError {
+impl From<StoreError> for FixError {
+    fn from(e: StoreError) -> FixError {
         FixError::Staging(e)
     }
 }

@@ -27,7 +27,7 @@ use crate::fs::num::{Blk, Ino};
 use crate::fs::orphan as ofile;
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::narrow;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 use std::collections::BTreeSet;
 

@@ -15,7 +15,7 @@ use crate::fs::group_desc::{BG_BLOCK_UNINIT, BG_INODE_UNINIT};
 use crate::fs::inode::RESIZE_INO;
 use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::ro_compat;
-use crate::repair::overlay::{Overlay, Staging};
+use crate::store::overlay::{Overlay, Staging};
 use crate::volume::Fs;
 use crate::volume::edit::edit_superblock;
 use std::collections::{BTreeMap, BTreeSet};

@@ -40,7 +40,7 @@ use crate::fs::num::{Blk, Ino};
 use crate::fs::quota::{self, Dquot, Limits, QUOTA_BLOCK};
 use crate::fs::superblock::incompat;
 use crate::narrow;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 use std::collections::{BTreeMap, BTreeSet};
 

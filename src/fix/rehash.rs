@@ -31,7 +31,7 @@ use crate::fs::inode::{ROOT_INO, flags};
 use crate::fs::num::{Ino, LBlk};
 use crate::fs::superblock::{compat, incompat};
 use crate::narrow;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::Fs;
 use crate::volume::edit as vol;
 use std::collections::BTreeMap;

@@ -39,7 +39,7 @@ use crate::fs::inode::{GOOD_OLD_INODE_SIZE, InodeMut, RESIZE_INO, ROOT_INO};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::narrow;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol};
 
 use crate::fs::inode::{DIND_SLOT, set_map_ptr};

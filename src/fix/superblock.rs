@@ -11,7 +11,7 @@
 use crate::fs::inode::GOOD_OLD_INODE_SIZE;
 use crate::fs::num::Ino;
 use crate::fs::superblock::{SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, SuperblockMut};
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use crate::volume::{Fs, edit as vol};
 
 /// Did the check read a backup instead of the primary superblock?

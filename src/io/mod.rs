@@ -1,7 +1,7 @@
 //! Reading the device: positioned reads that many threads can issue at once.
 //!
-//! `Device` is opened read-only; the only write path (repair) lives elsewhere
-//! and takes a different type, so `-n` cannot write by construction.
+//! `Device` is opened read-only; the only write path (`store::commit`) lives
+//! elsewhere and takes a different type, so `-n` cannot write by construction.
 
 pub mod readahead;
 pub mod writable;
@@ -55,7 +55,7 @@ enum Backend {
 /// writes, so what it must see differently from the disk comes through
 /// here: the blocks journal replay and orphan processing would write
 /// (`-n` checks the file system as it will be after recovery), and in a
-/// repair's re-check the blocks the fixes staged (`repair::overlay`,
+/// repair's re-check the blocks the fixes staged (`store::overlay`,
 /// which keeps most of them in a file: hence the fallible `apply`).
 ///
 /// `Any`: an overlay's owner finds its own kind again on a device (a

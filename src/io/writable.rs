@@ -1,6 +1,6 @@
 //! The one write path: a device opened for writing.
 //!
-//! Only the repair commit (`repair::commit`) constructs a `WritableDevice`,
+//! Only the repair commit (`store::commit`) constructs a `WritableDevice`,
 //! after it has checked that the file system is not mounted; the constructor
 //! is `pub(crate)` so nothing outside the crate can open a device for
 //! writing, and `-n` runs never reach it. Block devices are opened with
@@ -110,7 +110,7 @@ fn io_err(what: String) -> impl FnOnce(std::io::Error) -> Error {
 
 impl WritableDevice {
     /// Opens `path` for reading and writing. Callers must have checked that
-    /// the file system is not mounted (see `repair::mounted`).
+    /// the file system is not mounted (see `store::mounted`).
     pub(crate) fn open(path: &Path) -> Result<WritableDevice> {
         Self::open_with(path, true)
     }

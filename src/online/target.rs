@@ -5,7 +5,7 @@
 //! feed them synthetic ones.
 
 use super::OnlineError;
-use crate::repair::mounted::{Mount, dev_major_minor, parse_mountinfo};
+use crate::store::mounted::{Mount, dev_major_minor, parse_mountinfo};
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};

@@ -14,10 +14,6 @@
 //! result is checked again and fixed again until nothing more can be
 //! fixed, at most [`MAX_ROUNDS`] times; the last check is the verdict.
 
-use super::commit::{self, CommitOptions};
-use super::faults::NoFaults;
-use super::overlay::{Overlay, Staging};
-use super::{RepairError, UndoTarget};
 use crate::check::problem::{Code, Pass, Problem, ProblemList};
 use crate::check::{self, Options, Report};
 use crate::error::Error;
@@ -25,6 +21,10 @@ use crate::fix::{self, FixError, Mode, Refusal};
 use crate::fs::num::{Blk, Ino};
 use crate::io::Device;
 use crate::io::writable::DeviceLock;
+use crate::store::commit::{self, CommitOptions};
+use crate::store::faults::NoFaults;
+use crate::store::overlay::{Overlay, Staging};
+use crate::store::{StoreError, UndoTarget};
 use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -99,7 +99,7 @@ pub fn mount_policy(
     repair: bool,
     force: bool,
 ) -> std::result::Result<MountVerdict, SessionError> {
-    use super::mounted::{MountState, mount_state};
+    use crate::store::mounted::{MountState, mount_state};
     match mount_state(device) {
         MountState::NotMounted => Ok(MountVerdict::NotMounted),
         MountState::ReadOnlyRoot => Ok(MountVerdict::ReadOnlyRoot),
@@ -217,7 +217,7 @@ pub enum SessionError {
     /// A commit failed (see [`NotWritten`]).
     NotWritten(NotWritten),
     /// The record of a check that fixed nothing could not be written.
-    Record(RepairError),
+    Record(StoreError),
     /// The replayed external journal could not be reset; the file system
     /// itself is repaired.
     JournalReset(String),
@@ -228,7 +228,7 @@ pub enum SessionError {
 #[derive(Debug)]
 pub struct NotWritten {
     pub what: &'static str,
-    pub source: RepairError,
+    pub source: StoreError,
     /// The log that can roll it back, when the device may be partly
     /// written.
     pub rollback: Option<(PathBuf, PathBuf)>,
@@ -286,8 +286,8 @@ impl From<FixError> for SessionError {
     }
 }
 
-impl From<RepairError> for SessionError {
-    fn from(e: RepairError) -> SessionError {
+impl From<StoreError> for SessionError {
+    fn from(e: StoreError) -> SessionError {
         SessionError::Staging(FixError::from(e))
     }
 }
@@ -375,7 +375,7 @@ impl<'a, 'q> Session<'a, 'q> {
             }
             Err(e) => return (Err(e), Ok(())),
         }
-        let claim = match super::mmp::claim(&self.device) {
+        let claim = match crate::store::mmp::claim(&self.device) {
             Ok(c) => c,
             Err(e) => return (Err(SessionError::Mmp(e)), Ok(())),
         };
@@ -917,16 +917,16 @@ impl<'a, 'q> Session<'a, 'q> {
             let u = &self.undo;
             let (wanted, may_move) = match &u.explicit {
                 Some(p) => (p.clone(), u.unattended),
-                None => (super::default_undo_path(&self.device), true),
+                None => (crate::store::default_undo_path(&self.device), true),
             };
-            super::resolve_undo(&wanted, may_move, may_move && (u.unattended || u.yes))
+            crate::store::resolve_undo(&wanted, may_move, may_move && (u.unattended || u.yes))
         })
     }
 
     /// Commits `overlay` through this run's undo log, or without one when
     /// none can be written; either change of plan is told, once, before
     /// the device is written.
-    fn commit_run(&mut self, overlay: &Overlay) -> super::Result<commit::CommitReport> {
+    fn commit_run(&mut self, overlay: &Overlay) -> crate::store::Result<commit::CommitReport> {
         let target = self.undo_target().clone();
         if !overlay.is_empty() && !self.warned {
             self.warned = true;
@@ -1023,7 +1023,7 @@ impl<'a, 'q> Session<'a, 'q> {
                 check::external_journal::reset_block(&ext),
             )
             .map_err(|e| SessionError::JournalReset(e.to_string()))?;
-        let log = super::default_undo_path(path);
+        let log = crate::store::default_undo_path(path);
         commit::commit(
             path,
             &overlay,
@@ -1038,7 +1038,7 @@ impl<'a, 'q> Session<'a, 'q> {
         Ok(())
     }
 
-    fn not_written(&self, what: &'static str, e: RepairError, log: &Path) -> NotWritten {
+    fn not_written(&self, what: &'static str, e: StoreError, log: &Path) -> NotWritten {
         not_written(what, e, log, &self.device)
     }
 }
@@ -1046,7 +1046,7 @@ impl<'a, 'q> Session<'a, 'q> {
 /// A commit that failed: a rollback is suggested only when a log at
 /// `log` says the device may have been written (never a log that was not
 /// written, nor whatever file `--undo` named).
-fn not_written(what: &'static str, e: RepairError, log: &Path, device: &Path) -> NotWritten {
+fn not_written(what: &'static str, e: StoreError, log: &Path, device: &Path) -> NotWritten {
     let rollback = commit::interrupted_log(log).then(|| (log.to_path_buf(), device.to_path_buf()));
     NotWritten {
         what,

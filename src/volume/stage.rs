@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::fs::num::Blk;
 use crate::io::Device;
 use crate::narrow::to_usize;
-use crate::repair::overlay::Overlay;
+use crate::store::overlay::Overlay;
 use std::collections::BTreeMap;
 use std::ops::Range;
 

@@ -379,7 +379,7 @@ fn e2fsprogs_conformance_repair() {
             }
         }
         let after = std::fs::read(&img).unwrap();
-        let log = pfsck::repair::default_undo_path(&img);
+        let log = pfsck::store::default_undo_path(&img);
         // A run that fixed nothing writes only the record of the check,
         // without a log.
         let only_record = !log.exists() && only_check_record_changed_in(&img, &damaged, &after);

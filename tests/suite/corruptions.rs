@@ -1164,7 +1164,7 @@ fn repair_is_honest_and_undoable() {
                 ));
             }
         }
-        let log = pfsck::repair::default_undo_path(&p.img);
+        let log = pfsck::store::default_undo_path(&p.img);
         // A run that fixed nothing writes only the record of the check,
         // without a log.
         let only_record =

@@ -172,7 +172,7 @@ fn repair_differences(img: &Path, dir: &Path) -> Option<String> {
             .replace(&copy.display().to_string(), "IMAGE");
         let bytes = std::fs::read(&copy).unwrap();
         let _ = std::fs::remove_file(&copy);
-        let _ = std::fs::remove_file(pfsck::repair::default_undo_path(&copy));
+        let _ = std::fs::remove_file(pfsck::store::default_undo_path(&copy));
         match &first {
             None => first = Some((text, bytes)),
             Some((t1, b1)) => {

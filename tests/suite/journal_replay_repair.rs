@@ -86,7 +86,7 @@ fn assert_replay_matches_e2fsck(dir: &TempDir, img: &Path, mode: &str) -> String
         String::from_utf8_lossy(&again.stdout)
     );
 
-    let log = pfsck::repair::default_undo_path(&b);
+    let log = pfsck::store::default_undo_path(&b);
     let rb = pfsck(&["--rollback".as_ref(), log.as_os_str(), b.as_os_str()]);
     assert_eq!(
         run_code(&rb),
@@ -303,7 +303,7 @@ fn preen_unexpected_inconsistency_still_replays() {
             "replayed block {blk}"
         );
     }
-    let log = pfsck::repair::default_undo_path(&b);
+    let log = pfsck::store::default_undo_path(&b);
     let rb = pfsck(&["--rollback".as_ref(), log.as_os_str(), b.as_os_str()]);
     assert_eq!(run_code(&rb), 0);
     assert_eq!(std::fs::read(&b).unwrap(), std::fs::read(&img).unwrap());

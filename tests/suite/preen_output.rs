@@ -135,7 +135,7 @@ fn preen_halt_matches_e2fsck() {
         "e2fsck -n: {}",
         n.stdout
     );
-    let log = pfsck::repair::default_undo_path(&ours);
+    let log = pfsck::store::default_undo_path(&ours);
     let rb = pfsck(&["--rollback".as_ref(), log.as_os_str(), ours.as_os_str()]);
     assert_eq!(rb.status.code(), Some(0));
     assert!(std::fs::read(&ours).unwrap() == std::fs::read(&damaged).unwrap());

@@ -14,13 +14,11 @@
 
 use crate::common::*;
 use pfsck::fs::num::Blk;
-use pfsck::repair::RepairError;
-use pfsck::repair::commit::{
-    self, CommitOptions, RollbackOutcome, RollbackScope, commit, rollback,
-};
-use pfsck::repair::faults::{Crash, FailAfter, Faults, NoFaults, Op};
-use pfsck::repair::overlay::{Overlay, Staging};
-use pfsck::repair::undo::{self, State};
+use pfsck::store::StoreError;
+use pfsck::store::commit::{self, CommitOptions, RollbackOutcome, RollbackScope, commit, rollback};
+use pfsck::store::faults::{Crash, FailAfter, Faults, NoFaults, Op};
+use pfsck::store::overlay::{Overlay, Staging};
+use pfsck::store::undo::{self, State};
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -193,7 +191,7 @@ fn recover(log: &Path, img: &Path, original: &[u8], expected: &[u8], ctx: &str) 
                 "{ctx}: complete log, image not repaired"
             );
             let r = rollback(log, img, RollbackScope::Interrupted, &mut NoFaults);
-            assert!(matches!(r, Err(RepairError::Refused(_))), "{ctx}: {r:?}");
+            assert!(matches!(r, Err(StoreError::Refused(_))), "{ctx}: {r:?}");
             let r = rollback(log, img, RollbackScope::IncludingComplete, &mut NoFaults);
             assert!(
                 matches!(r, Ok(RollbackOutcome::Restored { .. })),
@@ -263,7 +261,7 @@ fn crash_matrix(block_size: u32, model: Model, opts: CommitOptions, n: usize, mi
                 r
             }
         };
-        assert!(matches!(r, Err(RepairError::Crash)), "{ctx}: {r:?}");
+        assert!(matches!(r, Err(StoreError::Crash)), "{ctx}: {r:?}");
         recover(&log, &img, &original, &expected, &ctx);
         // Run the repair again: it completes, exactly as if never stopped.
         let rep = commit(&img, &o, &log, &mut NoFaults, &opts)
@@ -327,7 +325,7 @@ fn interrupted_rollback_can_be_redone() {
                     commit(&img, &o, &log, &mut NoFaults, &dense()).unwrap();
                 } else {
                     let r = commit(&img, &o, &log, &mut FailAfter::new(commit_point), &dense());
-                    assert!(matches!(r, Err(RepairError::Crash)), "{ctx}");
+                    assert!(matches!(r, Err(StoreError::Crash)), "{ctx}");
                 }
                 let scope = RollbackScope::IncludingComplete;
                 let r = match model {
@@ -341,7 +339,7 @@ fn interrupted_rollback_can_be_redone() {
                 };
                 let finished = r.is_ok();
                 if !finished {
-                    assert!(matches!(r, Err(RepairError::Crash)), "{ctx}: {r:?}");
+                    assert!(matches!(r, Err(StoreError::Crash)), "{ctx}: {r:?}");
                     tried += 1;
                 }
                 let r = rollback(&log, &img, scope, &mut NoFaults);
@@ -374,7 +372,7 @@ fn interrupted(tmp: &TempDir, o: &Overlay) -> (PathBuf, PathBuf, Vec<u8>) {
     copy_image(&base, &img);
     let total = count_points(&base, o, &dense(), tmp);
     let r = commit(&img, o, &log, &mut FailAfter::new(total - 10), &dense());
-    assert!(matches!(r, Err(RepairError::Crash)));
+    assert!(matches!(r, Err(StoreError::Crash)));
     assert_eq!(log_state(&log), Some(State::Applying));
     (img, log, fs::read(&base).unwrap())
 }
@@ -416,13 +414,13 @@ fn damaged_logs_are_refused_without_touching_the_device() {
         fs::write(&bad, bytes).unwrap();
         for scope in [RollbackScope::Interrupted, RollbackScope::IncludingComplete] {
             let r = rollback(&bad, &img, scope, &mut NoFaults);
-            assert!(matches!(r, Err(RepairError::BadLog(_))), "{what}: {r:?}");
+            assert!(matches!(r, Err(StoreError::BadLog(_))), "{what}: {r:?}");
         }
         assert!(fs::read(&img).unwrap() == mid, "{what}: device touched");
         // A repair refuses to overwrite it.
         let r = commit(&img, &o, &bad, &mut NoFaults, &dense());
         assert!(
-            matches!(r, Err(RepairError::Refused(_))),
+            matches!(r, Err(StoreError::Refused(_))),
             "{what}: commit over it: {r:?}"
         );
     }
@@ -432,7 +430,7 @@ fn damaged_logs_are_refused_without_touching_the_device() {
         RollbackScope::Interrupted,
         &mut NoFaults,
     );
-    assert!(matches!(r, Err(RepairError::BadLog(_))), "{r:?}");
+    assert!(matches!(r, Err(StoreError::BadLog(_))), "{r:?}");
     // The intact log still works.
     rollback(&log, &img, RollbackScope::Interrupted, &mut NoFaults).unwrap();
     assert!(fs::read(&img).unwrap() == original);
@@ -476,7 +474,7 @@ fn log_is_tied_to_its_device() {
     debugfs_w(&other, &["ssv mnt_count 17"]);
     let before = fs::read(&other).unwrap();
     let r = rollback(&log, &other, RollbackScope::Interrupted, &mut NoFaults);
-    assert!(matches!(r, Err(RepairError::Refused(_))), "{r:?}");
+    assert!(matches!(r, Err(StoreError::Refused(_))), "{r:?}");
     assert!(fs::read(&other).unwrap() == before);
     // A device of another size.
     let short = tmp.join("short.img");
@@ -488,10 +486,10 @@ fn log_is_tied_to_its_device() {
         .set_len(IMAGE_SIZE - 4096)
         .unwrap();
     let r = rollback(&log, &short, RollbackScope::Interrupted, &mut NoFaults);
-    assert!(matches!(r, Err(RepairError::Refused(_))), "{r:?}");
+    assert!(matches!(r, Err(StoreError::Refused(_))), "{r:?}");
     // A repair will not start over an interrupted one's log.
     let r = commit(&img, &o, &log, &mut NoFaults, &dense());
-    assert!(matches!(r, Err(RepairError::Refused(_))), "{r:?}");
+    assert!(matches!(r, Err(StoreError::Refused(_))), "{r:?}");
     // A completed repair whose file system changed since is not undone.
     rollback(&log, &img, RollbackScope::Interrupted, &mut NoFaults).unwrap();
     commit(&img, &o, &log, &mut NoFaults, &dense()).unwrap();
@@ -499,7 +497,7 @@ fn log_is_tied_to_its_device() {
     sb[0x34] ^= 1; // s_mnt_count, as a mount would change it
     write_at(&img, 1024, &sb);
     let r = rollback(&log, &img, RollbackScope::IncludingComplete, &mut NoFaults);
-    assert!(matches!(r, Err(RepairError::Refused(_))), "{r:?}");
+    assert!(matches!(r, Err(StoreError::Refused(_))), "{r:?}");
 }
 
 #[test]
@@ -517,7 +515,7 @@ fn nothing_to_write_writes_no_log() {
     let o = Overlay::new(4096, IMAGE_SIZE * 2, 1 << 20).unwrap();
     assert!(matches!(
         commit(&img, &o, &log, &mut NoFaults, &dense()),
-        Err(RepairError::Refused(_))
+        Err(StoreError::Refused(_))
     ));
 }
 
@@ -527,7 +525,7 @@ fn cli_rollback() {
     let img = tmp.join("disk.img");
     copy_image(&base_image(4096), &img);
     let original = fs::read(&img).unwrap();
-    let log = pfsck::repair::default_undo_path(&img);
+    let log = pfsck::store::default_undo_path(&img);
     assert_eq!(log, tmp.join("disk.img.pfsck-undo"));
     let o = stage_random(4096, 12, 3);
     commit(&img, &o, &log, &mut NoFaults, &CommitOptions::default()).unwrap();
@@ -597,13 +595,13 @@ fn mounted_image_is_refused() {
     let guard = Mounted { dir: dir.clone() };
     let before = fs::read(&img).unwrap();
     let log = tmp.join("disk.undo");
-    let e = pfsck::repair::mounted::ensure_not_mounted(&img, false).unwrap_err();
+    let e = pfsck::store::mounted::ensure_not_mounted(&img, false).unwrap_err();
     let msg = e.to_string();
-    assert!(matches!(e, RepairError::Mounted(_)), "{e:?}");
+    assert!(matches!(e, StoreError::Mounted(_)), "{e:?}");
     assert!(msg.contains(&dir.display().to_string()), "{msg}");
     let o = stage_random(4096, 5, 1);
     let r = commit(&img, &o, &log, &mut NoFaults, &dense());
-    assert!(matches!(r, Err(RepairError::Mounted(_))), "{r:?}");
+    assert!(matches!(r, Err(StoreError::Mounted(_))), "{r:?}");
     assert!(!log.exists());
     assert!(fs::read(&img).unwrap() == before);
     drop(guard);
@@ -647,7 +645,7 @@ fn block_device_commit_rollback_and_mounted_refusal() {
     };
     let lo = Loop { dev: dev.clone() };
     assert_eq!(
-        pfsck::repair::default_undo_path(&dev),
+        pfsck::store::default_undo_path(&dev),
         Path::new("/var/lib/pfsck").join(format!(
             "{}.pfsck-undo",
             dev.file_name().unwrap().to_string_lossy()
@@ -677,9 +675,9 @@ fn block_device_commit_rollback_and_mounted_refusal() {
         .is_ok_and(|o| o.status.success());
     if mounted {
         let r = commit(&dev, &o, &log, &mut NoFaults, &dense());
-        assert!(matches!(r, Err(RepairError::Mounted(_))), "{r:?}");
+        assert!(matches!(r, Err(StoreError::Mounted(_))), "{r:?}");
         let r = rollback(&log, &dev, RollbackScope::IncludingComplete, &mut NoFaults);
-        assert!(matches!(r, Err(RepairError::Mounted(_))), "{r:?}");
+        assert!(matches!(r, Err(StoreError::Mounted(_))), "{r:?}");
     } else {
         eprintln!("NOTICE: mounting a loop device is not permitted here; refusal not tested");
     }

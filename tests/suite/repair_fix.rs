@@ -136,7 +136,7 @@ fn repairs_with(name: &str, base: Base, damage: impl FnOnce(&Path)) {
     assert_both_clean(&ctx, &img);
     assert_files_kept(&ctx, &img);
 
-    let log = pfsck::repair::default_undo_path(&img);
+    let log = pfsck::store::default_undo_path(&img);
     assert!(log.exists(), "[{ctx}] no undo log at {}", log.display());
     let (code, text) = pfsck_run(&[OsStr::new("--rollback"), log.as_os_str(), img.as_os_str()]);
     assert_eq!(code, Some(0), "[{ctx}] rollback:\n{text}");
@@ -326,7 +326,7 @@ fn preen_refuses_unsafe_damage() {
         assert_eq!(changed, vec![0], "{flag} wrote more than the superblock");
         let state = u16::from_le_bytes([after[1024 + 0x3A], after[1024 + 0x3B]]);
         assert_eq!(state & 2, 2, "{flag}: no error state");
-        let log = pfsck::repair::default_undo_path(&img);
+        let log = pfsck::store::default_undo_path(&img);
         let (rb, _) = pfsck_run(&[OsStr::new("--rollback"), log.as_os_str(), img.as_os_str()]);
         assert_eq!(rb, Some(0));
         assert!(std::fs::read(&img).unwrap() == before, "{flag}: rollback");
@@ -379,7 +379,7 @@ fn clean_image_gets_only_the_check_record() {
     // Only what e2fsck writes after any check (mount count, time), and
     // no undo log for it.
     assert_only_check_record_changed(&before, &std::fs::read(&img).unwrap());
-    assert!(!pfsck::repair::default_undo_path(&img).exists());
+    assert!(!pfsck::store::default_undo_path(&img).exists());
 }
 
 #[test]

@@ -334,7 +334,7 @@ fn run_case(v: &Variant, d: Damage, base: &Path, tmp: &TempDir) -> Result<(), St
                 .join("\n"),
         ));
     }
-    let log = pfsck::repair::default_undo_path(&b);
+    let log = pfsck::store::default_undo_path(&b);
     let rb = pfsck(&[OsStr::new("--rollback"), log.as_os_str(), b.as_os_str()]);
     if rb.status.code() != Some(0) || std::fs::read(&b).unwrap() != damaged {
         return Err(format!(

@@ -555,7 +555,7 @@ fn repair_one(dir: &Path, base: &[u8], flips: &[(u64, u8)]) -> RepairOutcome {
     let e2_img = dir.join("e2.img");
     std::fs::write(&pf_img, &bytes).unwrap();
     std::fs::write(&e2_img, &bytes).unwrap();
-    let log = pfsck::repair::default_undo_path(&pf_img);
+    let log = pfsck::store::default_undo_path(&pf_img);
     let _ = std::fs::remove_file(&log);
     let mut out = RepairOutcome::default();
     let mut why = Vec::new();

@@ -358,7 +358,7 @@ fn rollback_refuses_logs_others_can_write_or_own() {
 
 #[test]
 fn rollback_of_endless_or_huge_files_is_bounded() {
-    use pfsck::repair::undo::{self, Header, Identity, State};
+    use pfsck::store::undo::{self, Header, Identity, State};
     let dir = TempDir::new("safety-hugelog");
     let (img, _) = repaired(&dir);
     let after = fs::read(&img).unwrap();

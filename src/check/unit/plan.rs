@@ -6,7 +6,7 @@ use crate::check::{self, Report};
 use crate::fix::{self, Mode};
 use crate::fs::num::Blk;
 use crate::io::Device;
-use crate::repair::overlay::Staging;
+use crate::store::overlay::Staging;
 use crate::testfs::{Image, check, options};
 
 /// `bytes` with every block `plan` stages written over it.

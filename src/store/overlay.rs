@@ -31,7 +31,7 @@
 //! the device is written. A repair with no undo log (no directory could be
 //! written, as at boot) stages everything in memory ([`Staging::without_log`]).
 
-use super::{RepairError, Result};
+use super::{Result, StoreError};
 use crate::fs::num::Blk;
 use crate::io::{Device, ReadOverlay};
 use crate::narrow::to_usize;
@@ -143,7 +143,7 @@ impl Overlay {
     /// An empty overlay that stages as `staging` says.
     pub fn with_staging(block_size: u32, device_size: u64, staging: &Staging) -> Result<Overlay> {
         if !(block_size.is_power_of_two() && (1024..=65536).contains(&block_size)) {
-            return Err(RepairError::Invalid(format!(
+            return Err(StoreError::Invalid(format!(
                 "invalid block size {block_size} for staged writes"
             )));
         }
@@ -293,14 +293,14 @@ impl Overlay {
     pub fn stage(&mut self, block: Blk, data: Vec<u8>) -> Result<()> {
         let bs = u64::from(self.block_size);
         if data.len() as u64 != bs {
-            return Err(RepairError::Invalid(format!(
+            return Err(StoreError::Invalid(format!(
                 "staged block {block} has {} bytes, not the block size {}",
                 data.len(),
                 self.block_size
             )));
         }
         if self.block_offset(block).is_none() {
-            return Err(RepairError::Invalid(format!(
+            return Err(StoreError::Invalid(format!(
                 "staged block {block} lies beyond the end of the device ({} bytes)",
                 self.device_size
             )));
@@ -310,7 +310,7 @@ impl Overlay {
         if new_block {
             let total = self.staged_bytes().checked_add(bs);
             if total.is_none_or(|t| t > self.staging.limit) {
-                return Err(RepairError::Invalid(format!(
+                return Err(StoreError::Invalid(format!(
                     "repair would rewrite more than {} bytes (the staging limit)",
                     self.staging.limit
                 )));
@@ -457,16 +457,16 @@ impl Overlay {
         self.spill
             .as_ref()
             .map(|s| &s.file)
-            .ok_or_else(|| RepairError::Invalid("spilled block without a spill file".into()))
+            .ok_or_else(|| StoreError::Invalid("spilled block without a spill file".into()))
     }
 
     fn write_spilled(&self, slot: u64, data: &[u8]) -> Result<()> {
         let off = slot
             .checked_mul(u64::from(self.block_size))
-            .ok_or_else(|| RepairError::Invalid("spill file offset overflows".into()))?;
+            .ok_or_else(|| StoreError::Invalid("spill file offset overflows".into()))?;
         self.spill_file()?
             .write_all_at(data, off)
-            .map_err(|e| RepairError::Io {
+            .map_err(|e| StoreError::Io {
                 what: "cannot write the staged blocks' spill file".into(),
                 source: e,
             })
@@ -477,10 +477,10 @@ impl Overlay {
         let off = slot
             .checked_mul(u64::from(self.block_size))
             .and_then(|o| o.checked_add(within))
-            .ok_or_else(|| RepairError::Invalid("spill file offset overflows".into()))?;
+            .ok_or_else(|| StoreError::Invalid("spill file offset overflows".into()))?;
         self.spill_file()?
             .read_exact_at(buf, off)
-            .map_err(|e| RepairError::Io {
+            .map_err(|e| StoreError::Io {
                 what: "cannot read the staged blocks' spill file".into(),
                 source: e,
             })
@@ -506,7 +506,7 @@ impl Overlay {
     pub fn read_block(&self, block: Blk, buf: &mut [u8]) -> Result<bool> {
         let block = block.get();
         if buf.len() != self.block_size as usize {
-            return Err(RepairError::Invalid(format!(
+            return Err(StoreError::Invalid(format!(
                 "a buffer of {} bytes for a block of {}",
                 buf.len(),
                 self.block_size
@@ -676,7 +676,7 @@ impl Overlay {
 impl ReadOverlay for Overlay {
     fn apply(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<()> {
         self.patch(offset, buf).map_err(|e| match e {
-            RepairError::Io { source, .. } => source,
+            StoreError::Io { source, .. } => source,
             other => std::io::Error::other(other.to_string()),
         })
     }
@@ -685,7 +685,7 @@ impl ReadOverlay for Overlay {
 /// An unlinked file in `dir` for spilled blocks (`crate::newfile::unlinked`):
 /// it goes away with the process, however that ends.
 fn create_spill_file(dir: &Path) -> Result<File> {
-    crate::newfile::unlinked(dir, ".pfsck-spill").map_err(|e| RepairError::Io {
+    crate::newfile::unlinked(dir, ".pfsck-spill").map_err(|e| StoreError::Io {
         what: format!("cannot create a spill file in {}", dir.display()),
         source: e,
     })

@@ -10,7 +10,7 @@
 //! this misses (device-mapper holders, another pfsck). The parsers take text
 //! and directories so tests can feed them synthetic ones.
 
-use super::{RepairError, Result};
+use super::{Result, StoreError};
 use crate::narrow::lo32;
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -169,7 +169,7 @@ pub fn loops_backed_by(sys_block: &Path, dev: u64, ino: u64) -> Vec<LoopDev> {
 /// Where `path` is mounted, given mountinfo text and the sysfs block
 /// directory: (what is mounted, the mount) pairs.
 pub fn find_mounts(path: &Path, mountinfo: &str, sys_block: &Path) -> Result<Vec<(String, Mount)>> {
-    let meta = fs::metadata(path).map_err(|e| RepairError::Io {
+    let meta = fs::metadata(path).map_err(|e| StoreError::Io {
         what: format!("cannot stat {}", path.display()),
         source: e,
     })?;
@@ -238,7 +238,7 @@ pub fn mount_state(path: &Path) -> MountState {
     }
 }
 
-/// Fails with [`RepairError::Mounted`] when `path` (a block device or an
+/// Fails with [`StoreError::Mounted`] when `path` (a block device or an
 /// image file) is mounted anywhere this process can see, but for the root
 /// file system mounted read-only (see [`MountState::ReadOnlyRoot`]) and,
 /// with `read_only_ok`, any read-only mount (e2fsck -f repairs one after
@@ -249,7 +249,7 @@ pub fn ensure_not_mounted(path: &Path, read_only_ok: bool) -> Result<()> {
         Err(e) => {
             // Without mountinfo we cannot prove the device is free; writing
             // blind is the one thing a repair must not do.
-            return Err(RepairError::Io {
+            return Err(StoreError::Io {
                 what:
                     "cannot read /proc/self/mountinfo to check that the file system is not mounted"
                         .to_string(),
@@ -267,7 +267,7 @@ pub fn ensure_not_mounted(path: &Path, read_only_ok: bool) -> Result<()> {
     }
     match hits.first() {
         None => Ok(()),
-        Some((what, m)) => Err(RepairError::Mounted(format!(
+        Some((what, m)) => Err(StoreError::Mounted(format!(
             "{what} is mounted on {} ({}, {}); refusing to write to a mounted file system — unmount it first",
             m.mount_point,
             m.fs_type,

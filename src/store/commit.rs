@@ -24,7 +24,7 @@
 use super::faults::{Faults, Op};
 use super::overlay::Overlay;
 use super::undo::{self, Header, Identity, State};
-use super::{RepairError, Result, files, mounted};
+use super::{Result, StoreError, files, mounted};
 use crate::fs::num::Blk;
 use crate::io::writable::WritableDevice;
 use crate::narrow::to_usize;
@@ -115,7 +115,7 @@ impl Steps<'_> {
         };
         self.faults.before(&op);
         file.write_all_at(data, offset)
-            .map_err(|e| RepairError::Io {
+            .map_err(|e| StoreError::Io {
                 what: format!("cannot write undo log {}", path.display()),
                 source: e,
             })?;
@@ -125,7 +125,7 @@ impl Steps<'_> {
     fn sync_file(&mut self, file: &File, path: &Path) -> Result<()> {
         let op = Op::Sync { file: path };
         self.faults.before(&op);
-        file.sync_all().map_err(|e| RepairError::Io {
+        file.sync_all().map_err(|e| StoreError::Io {
             what: format!("cannot sync undo log {}", path.display()),
             source: e,
         })?;
@@ -153,7 +153,7 @@ impl Steps<'_> {
     fn rename(&mut self, from: &Path, to: &Path) -> Result<()> {
         let op = Op::Rename { from, to };
         self.faults.before(&op);
-        std::fs::rename(from, to).map_err(|e| RepairError::Io {
+        std::fs::rename(from, to).map_err(|e| StoreError::Io {
             what: format!("cannot rename {} to {}", from.display(), to.display()),
             source: e,
         })?;
@@ -165,7 +165,7 @@ impl Steps<'_> {
         self.faults.before(&op);
         File::open(dir)
             .and_then(|d| d.sync_all())
-            .map_err(|e| RepairError::Io {
+            .map_err(|e| StoreError::Io {
                 what: format!("cannot sync directory {}", dir.display()),
                 source: e,
             })?;
@@ -213,7 +213,7 @@ impl Steps<'_> {
 fn offset_of(block: u64, bs: u64) -> Result<u64> {
     block
         .checked_mul(bs)
-        .ok_or_else(|| RepairError::Invalid(format!("block {block} overflows a byte offset")))
+        .ok_or_else(|| StoreError::Invalid(format!("block {block} overflows a byte offset")))
 }
 
 /// Writes the staged contents of `changes` (block numbers of `overlay`)
@@ -247,7 +247,7 @@ fn open_staged_for(
 ) -> Result<WritableDevice> {
     let dev = open_for_write(device, opts.read_only_mount)?;
     if dev.size() != overlay.device_size() {
-        return Err(RepairError::Refused(format!(
+        return Err(StoreError::Refused(format!(
             "{} has {} bytes, the repair was staged for {}",
             device.display(),
             dev.size(),
@@ -270,7 +270,7 @@ fn open_for_write(device: &Path, read_only_ok: bool) -> Result<WritableDevice> {
     };
     open(device).map_err(|e| match e {
         crate::error::Error::Io { what, source } if source.raw_os_error() == Some(libc::EBUSY) => {
-            RepairError::Mounted(format!("{what}: {source}"))
+            StoreError::Mounted(format!("{what}: {source}"))
         }
         other => other.into(),
     })
@@ -314,7 +314,7 @@ fn check_existing_log(log: &Path) -> Result<()> {
     match std::fs::symlink_metadata(log) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Ok(m) if !m.file_type().is_file() => {
-            return Err(RepairError::Refused(format!(
+            return Err(StoreError::Refused(format!(
                 "{} exists and is not a regular file (a symlink, device or FIFO); remove it or \
                  choose another log with --undo",
                 log.display()
@@ -330,7 +330,7 @@ fn check_existing_log(log: &Path) -> Result<()> {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => {
-            return Err(RepairError::Io {
+            return Err(StoreError::Io {
                 what: format!("cannot read existing undo log {}", log.display()),
                 source: e,
             });
@@ -339,14 +339,14 @@ fn check_existing_log(log: &Path) -> Result<()> {
     let mut head = vec![0u8; undo::HEADER_LEN];
     let n = read_prefix(&file, &mut head);
     match undo::parse_header(&head[..n]) {
-        Ok((_, State::Applying, _)) => Err(RepairError::Refused(format!(
+        Ok((_, State::Applying, _)) => Err(StoreError::Refused(format!(
             "{} is the undo log of an interrupted repair; restore the device first with \
              `pfsck --rollback {} DEVICE`",
             log.display(),
             log.display()
         ))),
         Ok(_) => Ok(()),
-        Err(e) => Err(RepairError::Refused(format!(
+        Err(e) => Err(StoreError::Refused(format!(
             "{} exists and is not a usable pfsck undo log ({e}); remove it or choose another \
              log with --undo",
             log.display()
@@ -438,7 +438,7 @@ pub fn commit(
         record_count: count,
         records_len: count
             .checked_mul(rlen)
-            .ok_or_else(|| RepairError::Invalid("undo log too large".to_string()))?,
+            .ok_or_else(|| StoreError::Invalid("undo log too large".to_string()))?,
     };
 
     let mut steps = Steps { faults };
@@ -453,7 +453,7 @@ pub fn commit(
         &mut steps, &file, &tmp, log, &dev, overlay, &header, &changes, opts,
     );
     match &written {
-        Err(RepairError::Crash) => guard.keep(),
+        Err(StoreError::Crash) => guard.keep(),
         Err(_) => {}
         Ok(()) => guard.keep(),
     }
@@ -532,7 +532,7 @@ pub const RECORD_MAX_BLOCKS: usize = 2;
 pub fn record(device: &Path, overlay: &Overlay, opts: &CommitOptions) -> Result<u64> {
     let blocks = overlay.len();
     if blocks > RECORD_MAX_BLOCKS {
-        return Err(RepairError::Refused(format!(
+        return Err(StoreError::Refused(format!(
             "a check record of {blocks} blocks needs the undo log"
         )));
     }
@@ -600,16 +600,16 @@ fn patch_range(range: &mut [u8], range_start: u64, block: u64, bs: u64, data: &[
 /// Reads a whole log file, bounded by [`MAX_LOG_BYTES`].
 pub fn read_log(log: &Path) -> Result<Vec<u8>> {
     let meta = std::fs::metadata(log)
-        .map_err(|e| RepairError::BadLog(format!("cannot open undo log {}: {e}", log.display())))?;
+        .map_err(|e| StoreError::BadLog(format!("cannot open undo log {}: {e}", log.display())))?;
     if meta.len() > MAX_LOG_BYTES {
-        return Err(RepairError::BadLog(format!(
+        return Err(StoreError::BadLog(format!(
             "{} has {} bytes, more than any pfsck undo log",
             log.display(),
             meta.len()
         )));
     }
     std::fs::read(log)
-        .map_err(|e| RepairError::BadLog(format!("cannot read undo log {}: {e}", log.display())))
+        .map_err(|e| StoreError::BadLog(format!("cannot read undo log {}: {e}", log.display())))
 }
 
 /// Opens a log to roll back: a regular file (no symlink followed, never a
@@ -618,7 +618,7 @@ pub fn read_log(log: &Path) -> Result<Vec<u8>> {
 /// write onto the device: crc32c authenticates nothing).
 fn open_log(path: &Path) -> Result<File> {
     use std::os::unix::fs::MetadataExt;
-    let bad = |why: String| RepairError::BadLog(format!("{}: {why}", path.display()));
+    let bad = |why: String| StoreError::BadLog(format!("{}: {why}", path.display()));
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -686,7 +686,7 @@ struct LogFile {
 
 impl LogFile {
     fn open(path: &Path) -> Result<LogFile> {
-        let bad = |e: undo::LogError| RepairError::BadLog(format!("{}: {e}", path.display()));
+        let bad = |e: undo::LogError| StoreError::BadLog(format!("{}: {e}", path.display()));
         let file = open_log(path)?;
         let mut head = vec![0u8; undo::HEADER_LEN];
         let n = read_prefix(&file, &mut head);
@@ -694,7 +694,7 @@ impl LogFile {
         let want = undo::expected_len(&header).map_err(bad)?;
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         if len != want {
-            return Err(RepairError::BadLog(format!(
+            return Err(StoreError::BadLog(format!(
                 "{}: undo log has {len} bytes, its header describes {want}",
                 path.display()
             )));
@@ -718,7 +718,7 @@ impl LogFile {
         let mut done = false;
         let mut buf = vec![0u8; rlen];
         let bad = move |path: &Path, e: undo::LogError| {
-            RepairError::BadLog(format!("{}: {e}", path.display()))
+            StoreError::BadLog(format!("{}: {e}", path.display()))
         };
         std::iter::from_fn(move || {
             if done {
@@ -731,7 +731,7 @@ impl LogFile {
                 let r = self
                     .file
                     .read_exact_at(&mut t, pos)
-                    .map_err(|e| RepairError::BadLog(format!("{}: {e}", self.path.display())))
+                    .map_err(|e| StoreError::BadLog(format!("{}: {e}", self.path.display())))
                     .and_then(|()| {
                         undo::check_trailer(&self.header, &t, acc).map_err(|e| bad(&self.path, e))
                     });
@@ -740,7 +740,7 @@ impl LogFile {
             let r = self
                 .file
                 .read_exact_at(&mut buf, pos)
-                .map_err(|e| RepairError::BadLog(format!("{}: {e}", self.path.display())))
+                .map_err(|e| StoreError::BadLog(format!("{}: {e}", self.path.display())))
                 .and_then(|()| {
                     undo::parse_record(&self.header, i, pos, &buf, prev)
                         .map(|(r, c)| (OwnedRecord::of(&r), c))
@@ -801,7 +801,7 @@ pub fn rollback_with(
     match (log.state, scope) {
         (State::Prepared, _) => return Ok(RollbackOutcome::DeviceUntouched),
         (State::Complete, RollbackScope::Interrupted) => {
-            return Err(RepairError::Refused(format!(
+            return Err(StoreError::Refused(format!(
                 "{}: the repair completed; undoing it must be asked for explicitly",
                 log_path.display()
             )));
@@ -811,7 +811,7 @@ pub fn rollback_with(
     let dev = open_for_write(device, false)?;
     let id = log.header.identity;
     if dev.size() != id.device_size {
-        return Err(RepairError::Refused(format!(
+        return Err(StoreError::Refused(format!(
             "{} has {} bytes, the undo log {} was made for a device of {} bytes",
             device.display(),
             dev.size(),
@@ -824,7 +824,7 @@ pub fn rollback_with(
     let now = superblock_crcs(&sb);
     let known = (0..2).all(|i| now[i] == id.sb_before[i] || now[i] == id.sb_after[i]);
     if !known && !force {
-        return Err(RepairError::Refused(format!(
+        return Err(StoreError::Refused(format!(
             "the superblock of {} is neither the one before nor the one after the repair \
              recorded in {}: wrong device, or it changed since (mounted?); refusing to roll back \
              (--force restores it anyway)",
@@ -843,7 +843,7 @@ pub fn rollback_with(
         } else {
             ""
         };
-        return Err(RepairError::Refused(format!(
+        return Err(StoreError::Refused(format!(
             "{changed} of the {} blocks to restore changed since the repair recorded in {} \
              (block{} {}{more}); rolling back would lose those changes. Refusing to roll back \
              (--force restores them anyway)",

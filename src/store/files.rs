@@ -2,7 +2,7 @@
 //! the repair's errors; `crate::newfile` says why each is new and private,
 //! and removed again if what it was made for fails.
 
-use super::{RepairError, Result};
+use super::{Result, StoreError};
 use std::path::{Path, PathBuf};
 
 pub use crate::newfile::create_new;
@@ -10,7 +10,7 @@ pub use crate::newfile::create_new;
 /// Creates a new file named `BASE.PID-RANDOM` (see
 /// `crate::newfile::create_unique`); `what` names it in errors.
 pub fn create_unique(base: &Path, what: &str) -> Result<(std::fs::File, PathBuf)> {
-    crate::newfile::create_unique(base).map_err(|(source, path)| RepairError::Io {
+    crate::newfile::create_unique(base).map_err(|(source, path)| StoreError::Io {
         what: match path {
             Some(p) => format!("cannot create {what} {}", p.display()),
             None => format!("cannot create {what} beside {}", base.display()),
