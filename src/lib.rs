@@ -21,6 +21,8 @@ pub mod error;
 pub mod fix;
 pub mod fs;
 pub mod io;
+#[cfg(test)]
+mod layers;
 pub mod narrow;
 pub mod newfile;
 pub mod online;
