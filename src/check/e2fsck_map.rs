@@ -687,7 +687,7 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .collect();
         }
         // The bad blocks inode's illegal blocks have a code of their own.
-        (Code::InodeIllegalBlock, _) if a.ino == Some(Ino(crate::fs::inode::BAD_INO)) => {
+        (Code::InodeIllegalBlock, _) if a.ino == Some(Ino::BAD) => {
             return vec![Ref {
                 code: 0x010012,
                 ino: None,

@@ -603,7 +603,7 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
 /// same block's backups in the groups that carry a superblock copy.
 pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
     let bad = |why: &str| Some(Problem::new(Code::SbResizeInodeNoFeature).detail(why.to_string()));
-    let raw = fs.read_inode_raw(Ino(inode::RESIZE_INO)).ok()?;
+    let raw = fs.read_inode_raw(Ino::RESIZE).ok()?;
     let ri = Inode::parse(&raw);
     let ptrs = ri.block_ptrs();
     if !fs.sb.has_compat(compat::RESIZE_INODE) {

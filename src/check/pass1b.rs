@@ -28,9 +28,6 @@ use crate::volume::Fs;
 /// Longest list of owners kept in a problem's detail.
 const DETAIL_CAP: usize = 2000;
 
-/// The bad blocks inode, an owner named but not reported.
-const BAD: Ino = Ino(inode::BAD_INO);
-
 /// Collects the duplicate blocks an inode maps, as e2fsck's pass 1B
 /// submits them: without bigalloc every mapping of a duplicate block (a
 /// block an inode maps twice counts twice). With bigalloc one per cluster
@@ -326,7 +323,7 @@ fn dup_problems(state: &State, owners: &[(Ino, Vec<u64>)]) -> Vec<Problem> {
 
     let mut problems = Vec::new();
     for (ino, hits) in owners {
-        if *ino == BAD {
+        if *ino == Ino::BAD {
             // The bad blocks inode is named as an owner, not reported.
             continue;
         }
@@ -357,7 +354,7 @@ fn dup_problems(state: &State, owners: &[(Ino, Vec<u64>)]) -> Vec<Problem> {
             if !detail.is_empty() {
                 detail.push_str(", ");
             }
-            if *o == BAD {
+            if *o == Ino::BAD {
                 detail.push_str("<the bad blocks inode> (inode #1)");
             } else {
                 detail.push_str(&format!("inode #{o}"));
@@ -445,7 +442,7 @@ impl Dups {
         self.owners
             .iter()
             .map(|o| {
-                if o.ino == BAD || o.ino == Ino(inode::RESIZE_INO) {
+                if o.ino == Ino::BAD || o.ino == Ino::RESIZE {
                     return None;
                 }
                 let busy = o

@@ -174,7 +174,7 @@ impl MapVisitor for BadItable<'_> {
 
 /// Inode table blocks in the bad-block list (inode 1), sorted.
 pub(crate) fn bad_itable_blocks(fs: &Fs) -> Vec<u64> {
-    let Ok(raw) = fs.read_inode_raw(Ino(inode::BAD_INO)) else {
+    let Ok(raw) = fs.read_inode_raw(Ino::BAD) else {
         return Vec::new();
     };
     let ino = inode::Inode::parse(&raw);

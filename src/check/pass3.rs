@@ -20,7 +20,6 @@
 use super::problem::{Code, Problem};
 use super::state::{State, iflag};
 use crate::error::Result;
-use crate::fs::inode::ROOT_INO;
 use crate::fs::num::Ino;
 use crate::volume::Fs;
 
@@ -32,7 +31,7 @@ pub fn run(_fs: &Fs, state: &mut State, repairing: bool) -> Result<Vec<Problem>>
 
 pub fn check(st: &State, repairing: bool) -> Vec<Problem> {
     let mut out = Vec::new();
-    if !st.inode_used.get(Ino(ROOT_INO)) {
+    if !st.inode_used.get(Ino::ROOT) {
         out.push(Problem::new(Code::RootMissing));
         if !repairing {
             // Declined, e2fsck cannot go on without a root (it aborts).

@@ -147,7 +147,7 @@ fn check_range(
         .peekable();
     for i in st.inode_used.iter_set(start, end) {
         let ino = i.get();
-        if ino == 1
+        if i == Ino::BAD
             || (ino > ROOT_INO && ino < first_ino)
             || skip.inodes.contains(&ino)
             || st.has_iflag(Ino(ino), iflag::IN_BAD_BLOCK)

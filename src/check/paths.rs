@@ -40,7 +40,6 @@ const SPECIAL: [&str; 11] = [
 
 /// How deep e2fsck follows '..' before giving up.
 const MAX_DEPTH: i32 = 32;
-const ROOT_INO: Ino = Ino(2);
 
 /// Each directory's '..' and its name in that directory, as pass 2 found
 /// them.
@@ -256,7 +255,7 @@ impl DirTree {
         unread: &dyn Fn(Ino) -> bool,
     ) -> Option<Vec<u8>> {
         if dir == ino {
-            return Some(if dir == ROOT_INO {
+            return Some(if dir == Ino::ROOT {
                 b"/".to_vec()
             } else {
                 b".".to_vec()

@@ -440,9 +440,7 @@ impl State {
     /// Is `ino` a regular file in use? The journal and quota inodes are
     /// not: pass 1 checks them as reserved files, never as user files.
     pub fn is_reg(&self, ino: Ino) -> bool {
-        use crate::fs::inode::{GRP_QUOTA_INO, JOURNAL_INO, USR_QUOTA_INO};
-        !matches!(ino.get(), USR_QUOTA_INO | GRP_QUOTA_INO | JOURNAL_INO)
-            && self.ftype(ino) == FT_REG
+        !matches!(ino, Ino::USR_QUOTA | Ino::GRP_QUOTA | Ino::JOURNAL) && self.ftype(ino) == FT_REG
     }
 
     /// Records the file type of used inode `ino` (any thread). Directories

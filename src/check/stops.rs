@@ -287,13 +287,14 @@ pub(super) fn at_bad_blocks_inode(fs: &Fs, problems: &mut ProblemList) -> bool {
     if !inode_unreadable(fs, inode::BAD_INO) {
         return false;
     }
-    let Some(at) = problems.iter().position(|p| {
-        p.code == Code::InodeReservedBad && p.args().ino == Some(Ino(inode::BAD_INO))
-    }) else {
+    let Some(at) = problems
+        .iter()
+        .position(|p| p.code == Code::InodeReservedBad && p.args().ino == Some(Ino::BAD))
+    else {
         return false;
     };
     problems.truncate(at + 1);
-    problems.push(Problem::new(Code::StoppedAtInodeChecksumP1).ino(Ino(inode::BAD_INO)));
+    problems.push(Problem::new(Code::StoppedAtInodeChecksumP1).ino(Ino::BAD));
     true
 }
 
@@ -305,7 +306,7 @@ pub(super) fn at_bad_blocks_indirect(problems: &mut ProblemList) -> bool {
     if !problems.codes().any(|c| c == Code::BadBlocksInodeIndirect) {
         return false;
     }
-    let bad = Some(Ino(inode::BAD_INO));
+    let bad = Some(Ino::BAD);
     let Some(at) = problems
         .iter()
         .enumerate()
@@ -316,7 +317,7 @@ pub(super) fn at_bad_blocks_indirect(problems: &mut ProblemList) -> bool {
         return false;
     };
     problems.truncate(at + 1);
-    problems.push(Problem::new(Code::StoppedAtBadBlocksInode).ino(Ino(inode::BAD_INO)));
+    problems.push(Problem::new(Code::StoppedAtBadBlocksInode).ino(Ino::BAD));
     true
 }
 
@@ -356,7 +357,7 @@ pub(super) fn at_resize_inode(fs: &Fs, problems: &mut ProblemList) -> bool {
     if !resize_inode_unreadable(fs) {
         return false;
     }
-    problems.push(Problem::new(Code::StoppedAtInodeChecksumP1).ino(Ino(inode::RESIZE_INO)));
+    problems.push(Problem::new(Code::StoppedAtInodeChecksumP1).ino(Ino::RESIZE));
     true
 }
 
@@ -409,7 +410,7 @@ pub(super) fn dir_without_info(fs: &Fs, state: &State) -> Option<NoDirInfo> {
         .iter()
         .filter(|b| {
             b.lblk == LBlk(0)
-                && b.ino != Ino(inode::ROOT_INO)
+                && b.ino != Ino::ROOT
                 && b.ino < Ino(first_ino)
                 && state.dir_index(b.ino).is_none()
                 && !state.has_iflag(b.ino, iflag::INLINE)

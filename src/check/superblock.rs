@@ -475,7 +475,7 @@ fn corrupt_value(sb: &Superblock, geo: &Geometry) -> Option<(&'static str, u64)>
     // Checked against the inodes count pass 0 goes on with (e2fsck fixes
     // a wrong count before it looks at first_ino).
     let first = sb.first_ino();
-    if sb.rev_level > 0 && (first < 11 || first > geo.inodes_count) {
+    if sb.rev_level > 0 && (first < Ino::GOOD_OLD_FIRST.get() || first > geo.inodes_count) {
         return Some(("first_ino", u64::from(first)));
     }
     None

@@ -422,13 +422,12 @@ fn dup_passes(
 ) -> std::io::Result<()> {
     use crate::check::pass1b::DupFate;
     use crate::check::problem::Code;
-    use crate::fs::inode::BAD_INO;
     let problem: std::collections::HashMap<Ino, (usize, Problem)> = rep
         .problems
         .iter_where(|c| c == Code::DupBlocks)
         .filter_map(|(k, p)| Some((p.args().ino?, (k, p))))
         .collect();
-    for o in dups.owners.iter().filter(|o| o.ino != Ino(BAD_INO)) {
+    for o in dups.owners.iter().filter(|o| o.ino != Ino::BAD) {
         write!(out, "Multiply-claimed block(s) in inode {}:", o.ino)?;
         for &(a, b) in &o.runs {
             if a == b {
@@ -668,7 +667,6 @@ impl Latches {
     /// Prints `p` in its latch's form; false when it has none.
     fn render(&mut self, out: &mut dyn Write, p: &Problem, fixed: bool) -> std::io::Result<bool> {
         use crate::check::problem::Code;
-        use crate::fs::inode::BAD_INO;
         let a = p.args();
         let Some(ino) = a.ino else {
             return Ok(false);
@@ -694,7 +692,7 @@ impl Latches {
             // Those past the file's largest block have a latch of their
             // own (the file is too big), not this one.
             Code::InodeIllegalBlock if p.e2fsck_code() == Some(0x01000E) => {
-                let bad = ino == Ino(BAD_INO);
+                let bad = ino == Ino::BAD;
                 if self.illegal != Some(ino) {
                     self.illegal = Some(ino);
                     if bad {

@@ -225,7 +225,7 @@ fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> super::Resu
 /// Clears the bad blocks inode entirely (e2fsck zeroes its whole base
 /// inode), which empties the bad-block list.
 pub(super) fn clear_bad_blocks_inode(fs: &Fs, overlay: &mut Overlay) -> super::Result<bool> {
-    Ok(vol::edit_inode(fs, overlay, Ino(inode::BAD_INO), |m| {
+    Ok(vol::edit_inode(fs, overlay, Ino::BAD, |m| {
         m.0[..inode::GOOD_OLD_INODE_SIZE].fill(0);
     })?)
 }

@@ -446,15 +446,15 @@ fn make_root(
     if round.modified.contains(&ROOT_INO) {
         return Ok(true);
     }
-    if fs.inode_location(Ino(ROOT_INO)).is_none() {
+    if fs.inode_location(Ino::ROOT).is_none() {
         return Ok(false);
     }
     let Some(blk) = Allocator::new(fs, &state.block_used).take_lowest(overlay) else {
         return Ok(false);
     };
     super::lostfound::write_dir(fs, overlay, Ino::ROOT, Ino::ROOT, blk, S_IFDIR | 0o755)?;
-    state.inode_used.set(Ino(ROOT_INO));
-    state.inode_dir.set(Ino(ROOT_INO));
+    state.inode_used.set(Ino::ROOT);
+    state.inode_dir.set(Ino::ROOT);
     round.modified.insert(ROOT_INO);
     Ok(true)
 }

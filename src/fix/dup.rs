@@ -128,7 +128,7 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay) -> super::Resul
     let mut alloc = Allocator::new(fs, &state.block_used);
     for (ino, hits) in &state.dup_owners {
         let ino = *ino;
-        if ino == Ino(inode::BAD_INO) || ino == Ino(inode::RESIZE_INO) {
+        if ino == Ino::BAD || ino == Ino::RESIZE {
             continue;
         }
         let clusters = || hits.iter().map(|&b| state.cluster(b));

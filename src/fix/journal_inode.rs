@@ -42,7 +42,6 @@ use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 use std::collections::BTreeSet;
 
-const JOURNAL_INO: u32 = 8;
 /// e2fsck's size rule reads the backup size in MiB; below this the
 /// default size is used.
 const MIN_BACKUP_SIZE: i64 = 1024;
@@ -134,7 +133,7 @@ pub(super) fn recreate(
 
     let size = n * u64::from(geo.block_size);
     let raw = journal_inode(fs, size, n + ind_count, extents, &block);
-    if !vol::write_inode(fs, overlay, Ino(JOURNAL_INO), &raw)? {
+    if !vol::write_inode(fs, overlay, Ino::JOURNAL, &raw)? {
         return Err("the journal inode has no valid location".into());
     }
 
@@ -143,7 +142,7 @@ pub(super) fn recreate(
         s.set_compat(s.compat() | compat::HAS_JOURNAL);
         s.set_incompat(s.incompat() & !incompat::RECOVER);
         s.clear_journal();
-        s.set_journal_inum(Ino(JOURNAL_INO));
+        s.set_journal_inum(Ino::JOURNAL);
         s.set_journal_backup(&block, size);
     })?;
     Ok(None)
@@ -399,8 +398,8 @@ pub(super) fn clear_v2_fields(fs: &Fs, overlay: &mut Overlay) -> super::Result<b
 
 /// Blocks the old journal inode maps (as pass 1 walked it).
 fn old_blocks(fs: &Fs) -> BTreeSet<u64> {
-    match fs.read_inode_raw(Ino(JOURNAL_INO)) {
-        Ok(raw) => mapped_blocks(fs, JOURNAL_INO, &finode::Inode::parse(&raw)),
+    match fs.read_inode_raw(Ino::JOURNAL) {
+        Ok(raw) => mapped_blocks(fs, Ino::JOURNAL.get(), &finode::Inode::parse(&raw)),
         Err(_) => BTreeSet::new(),
     }
 }
@@ -470,7 +469,7 @@ fn midpoint_goal(fs: &Fs, group_free: &dyn Fn(u32) -> u64) -> u64 {
 /// The first block of the journal inode's group, rounded down to its flex
 /// group.
 fn inode_group_goal(fs: &Fs) -> u64 {
-    let mut group = fs.geo.group_of_inode(Ino(JOURNAL_INO));
+    let mut group = fs.geo.group_of_inode(Ino::JOURNAL);
     let log_flex = fs.sb.log_groups_per_flex;
     if log_flex != 0 && log_flex < 32 {
         group &= !((1u32 << log_flex) - 1);
@@ -561,7 +560,7 @@ pub(super) fn resolves(p: &Problem) -> bool {
     matches!(
         p.code,
         Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
-    ) || p.args().ino == Some(Ino(JOURNAL_INO))
+    ) || p.args().ino == Some(Ino::JOURNAL)
 }
 
 #[cfg(test)]

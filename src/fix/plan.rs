@@ -438,7 +438,7 @@ impl<'a> Round<'a> {
             .iter_where(|c| c == Code::SbResizeInodeNoFeature)
             .find(|(_, p)| want.ok(p) && resize::recreates(fs, p))
             .map(|(k, _)| k);
-        let resize_ino = |p: &Problem| m.resize.is_some() && p.args().ino == Some(Ino(RESIZE_INO));
+        let resize_ino = |p: &Problem| m.resize.is_some() && p.args().ino == Some(Ino::RESIZE);
         // A symlink whose only fault is direct blocks past the first
         // waits for the block map fix that zeroes them (e2fsck's pass 1
         // does, then its pass 2 judges the symlink again): cleared now,

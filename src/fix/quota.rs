@@ -121,8 +121,8 @@ pub(super) fn rewrite(
     // there: an inode of the tree the field named is left alone, data and
     // all. The project file goes where the field says.
     let ino = match qtype {
-        0 => crate::fs::inode::USR_QUOTA_INO,
-        1 => crate::fs::inode::GRP_QUOTA_INO,
+        0 => Ino::USR_QUOTA.get(),
+        1 => Ino::GRP_QUOTA.get(),
         _ => field,
     };
     if ino == field && !state.inode_used.get(Ino(ino)) {

@@ -35,7 +35,7 @@
 use crate::check::problem::{Code, Problem};
 use crate::check::state::State;
 use crate::fs::inode::field::I_CRTIME;
-use crate::fs::inode::{GOOD_OLD_INODE_SIZE, InodeMut, RESIZE_INO, ROOT_INO};
+use crate::fs::inode::{GOOD_OLD_INODE_SIZE, InodeMut};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::narrow;
@@ -104,7 +104,7 @@ pub(super) fn recreate(
     let sb_blk = super_block(fs);
     let desc = u64::from(geo.desc_blocks);
     let rsv = u64::from(geo.reserved_gdt_blocks);
-    let Some(mut old) = vol::read_inode(fs, overlay, Ino(RESIZE_INO))? else {
+    let Some(mut old) = vol::read_inode(fs, overlay, Ino::RESIZE)? else {
         return Ok(false);
     };
     let first_gdt = sb_blk + 1 + desc;
@@ -137,8 +137,8 @@ pub(super) fn recreate(
     }
     // Blocks e2fsck's pass 1 sets aside for a missing root and a missing
     // lost+found before it recreates this inode: the lowest free ones.
-    let set_aside = usize::from(!state.inode_used.get(Ino(ROOT_INO)))
-        + usize::from(state.lost_found == Ino::NONE);
+    let set_aside =
+        usize::from(!state.inode_used.get(Ino::ROOT)) + usize::from(state.lost_found == Ino::NONE);
     let aside: Vec<Blk> = (0..set_aside)
         .map_while(|_| alloc.take_lowest(overlay))
         .collect();
@@ -179,7 +179,7 @@ pub(super) fn recreate(
         alloc.rollback(checkpoint);
         return Ok(false);
     }
-    if !vol::edit_inode(fs, overlay, Ino(RESIZE_INO), |m| {
+    if !vol::edit_inode(fs, overlay, Ino::RESIZE, |m| {
         m.0.fill(0);
         m.set_mode(MODE);
         m.set_size(size);

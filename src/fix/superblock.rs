@@ -124,7 +124,7 @@ pub(super) fn fix_resize_inode(
         sb.set_reserved_gdt_blocks(0);
     })?;
     // The part of the inode e2fsck clears (its `struct ext2_inode`).
-    let cleared = vol::edit_inode(fs, overlay, Ino(crate::fs::inode::RESIZE_INO), |m| {
+    let cleared = vol::edit_inode(fs, overlay, Ino::RESIZE, |m| {
         let n = GOOD_OLD_INODE_SIZE.min(m.0.len());
         m.0[..n].fill(0);
     })?;

@@ -5,16 +5,18 @@ use super::checksum::{crc32c_raw, crc32c_raw_masked, crc32c_raw_u64};
 use super::num::Ino;
 use crate::narrow::{hi16, lo16, lo32};
 
-pub const ROOT_INO: u32 = 2;
-pub const BAD_INO: u32 = 1;
-pub const USR_QUOTA_INO: u32 = 3;
-pub const GRP_QUOTA_INO: u32 = 4;
-pub const BOOT_LOADER_INO: u32 = 5;
-pub const UNDEL_DIR_INO: u32 = 6;
-pub const RESIZE_INO: u32 = 7;
-pub const JOURNAL_INO: u32 = 8;
-pub const EXCLUDE_INO: u32 = 9;
-pub const REPLICA_INO: u32 = 10;
+// The reserved inodes' raw numbers, for the scans that still hold an inode
+// number as u32 (match patterns included); `Ino`'s constants are the source.
+pub const BAD_INO: u32 = Ino::BAD.get();
+pub const ROOT_INO: u32 = Ino::ROOT.get();
+pub const USR_QUOTA_INO: u32 = Ino::USR_QUOTA.get();
+pub const GRP_QUOTA_INO: u32 = Ino::GRP_QUOTA.get();
+pub const BOOT_LOADER_INO: u32 = Ino::BOOT_LOADER.get();
+pub const UNDEL_DIR_INO: u32 = Ino::UNDEL_DIR.get();
+pub const RESIZE_INO: u32 = Ino::RESIZE.get();
+pub const JOURNAL_INO: u32 = Ino::JOURNAL.get();
+pub const EXCLUDE_INO: u32 = Ino::EXCLUDE.get();
+pub const REPLICA_INO: u32 = Ino::REPLICA.get();
 
 pub const S_IFMT: u16 = 0xF000;
 pub const S_IFSOCK: u16 = 0xC000;

@@ -129,8 +129,32 @@ impl Cluster {
 impl Ino {
     /// No inode: an unused directory entry, a missing parent.
     pub const NONE: Ino = Ino(0);
+    /// The bad blocks inode: its map lists the unusable blocks.
+    pub const BAD: Ino = Ino(1);
     /// The root directory.
     pub const ROOT: Ino = Ino(2);
+    /// The user quota file of the old layout (before the quota feature
+    /// named its inodes in the superblock).
+    pub const USR_QUOTA: Ino = Ino(3);
+    /// The group quota file of the old layout.
+    pub const GRP_QUOTA: Ino = Ino(4);
+    /// The boot loader inode.
+    pub const BOOT_LOADER: Ino = Ino(5);
+    /// The undelete directory inode (reserved, never used).
+    pub const UNDEL_DIR: Ino = Ino(6);
+    /// The resize inode: the blocks reserved for the descriptors of
+    /// online growth.
+    pub const RESIZE: Ino = Ino(7);
+    /// The internal journal.
+    pub const JOURNAL: Ino = Ino(8);
+    /// The exclude bitmap inode (reserved).
+    pub const EXCLUDE: Ino = Ino(9);
+    /// The replica inode (reserved).
+    pub const REPLICA: Ino = Ino(10);
+    /// The first inode a revision 0 file system does not reserve (a later
+    /// revision stores its own in s_first_ino, never below this): where
+    /// mke2fs puts lost+found.
+    pub const GOOD_OLD_FIRST: Ino = Ino(11);
 
     /// The group holding this inode, for `inodes_per_group` inodes a group.
     pub const fn group(self, inodes_per_group: u32) -> Group {

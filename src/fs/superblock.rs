@@ -162,7 +162,7 @@ impl SuperblockMut<'_> {
     pub fn make_dynamic(&mut self) {
         if self.rev_level() == 0 {
             put_le32(self.0, field::S_REV_LEVEL, 1);
-            put_le32(self.0, field::S_FIRST_INO, 11);
+            put_le32(self.0, field::S_FIRST_INO, Ino::GOOD_OLD_FIRST.get());
             put_le16(self.0, field::S_INODE_SIZE, 128);
         }
     }
@@ -549,7 +549,7 @@ impl Superblock {
 
     pub fn first_ino(&self) -> u32 {
         if self.rev_level == 0 {
-            11
+            Ino::GOOD_OLD_FIRST.get()
         } else {
             self.first_ino
         }

@@ -9,7 +9,6 @@
 
 use crate::check::Report;
 use crate::check::problem::{Code, Pass, Problem, ProblemList};
-use crate::fs::inode::{JOURNAL_INO, RESIZE_INO};
 use crate::fs::num::Ino;
 
 /// The problems e2fsck's run sees before it restarts.
@@ -63,7 +62,7 @@ pub fn cut(rep: &Report, kept_type: impl Fn(&Problem) -> Option<Problem>) -> Opt
         rep.problems
             .get(k)
             .and_then(|p| p.args().ino)
-            .is_some_and(|Ino(i)| i == RESIZE_INO || i == JOURNAL_INO)
+            .is_some_and(|i| i == Ino::RESIZE || i == Ino::JOURNAL)
     };
     let (at, when) = order
         .iter()
