@@ -298,7 +298,7 @@ pub fn dx_kind(fsp: &FsParams, lblk: u32, b: &[u8]) -> Option<DxKind> {
     let rec_len = rec_len_at(b, 0, fsp.bs);
     let csum = if fsp.metadata_csum { 8 } else { 0 };
     let expect = narrow::sat16(fsp.bs.saturating_sub(htree::NODE_COUNT_OFFSET + csum) / 8);
-    if inode_at(b, 0) == 0
+    if inode_at(b, 0) == Ino::NONE
         && rec_len == fsp.bs
         && name_len_at(b, 0) == 0
         && htree::parse_count_limit(b, htree::NODE_COUNT_OFFSET).limit == expect
@@ -790,7 +790,7 @@ fn walk<T: Targets>(
             off,
             rec_len,
             real: true,
-            inode: Ino(dir_entry::inode_at(b, off)),
+            inode: dir_entry::inode_at(b, off),
             name: &b[name_at..name_at + name_len],
             file_type: dir_entry::file_type_at(b, off),
             after_name: u8_at(b, name_at + name_len),

@@ -741,7 +741,7 @@ impl Replay<'_> {
                     break;
                 };
                 let next = off + cur;
-                if next < bs - (8 + csum_size) && inode_at(&b, next) == 0 {
+                if next < bs - (8 + csum_size) && inode_at(&b, next) == Ino::NONE {
                     let nrec = rec_len_at(&b, next, bs);
                     if next + nrec <= bs {
                         cur += nrec;

@@ -1502,7 +1502,7 @@ fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) ->
         let rec_len = dir_entry::rec_len_at(b, first, fs.block_size());
         if size & 3 != 0
             || !good_ino(dir_entry::inline_parent(b), false)
-            || !good_ino(dir_entry::inode_at(b, first), true)
+            || !good_ino(dir_entry::inode_at(b, first).get(), true)
             || rec_len > 56
         {
             return None;
@@ -1548,7 +1548,7 @@ fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) ->
     let r1 = rec(0);
     let named = |off: usize, name: &[u8]| dir_entry::name_is(b, off, name);
     if !named(0, b".")
-        || dir_entry::inode_at(b, 0) != ino
+        || dir_entry::inode_at(b, 0).get() != ino
         || r1 < 12
         || r1 % 4 != 0
         || r1 >= bs - 12

@@ -531,7 +531,7 @@ pub(crate) fn max_target(fsp: &FsParams, b: &[u8]) -> u32 {
         if off + 8 > b.len() {
             return u32::MAX;
         }
-        let ino = inode_at(b, off);
+        let ino = inode_at(b, off).get();
         let rec_len = rec_len_at(b, off, b.len());
         if rec_len < 8 || off + rec_len > b.len() {
             return u32::MAX;

@@ -355,7 +355,7 @@ fn read_disk_dir(fs: &crate::volume::Fs, ino: Ino, known: impl Fn(Ino) -> bool) 
             if rl < HEADER_LEN || !rl.is_multiple_of(4) || rl > bs - off || nl + HEADER_LEN > rl {
                 break;
             }
-            let child = Ino(inode_at(&buf, off));
+            let child = inode_at(&buf, off);
             let name = &buf[off + HEADER_LEN..off + HEADER_LEN + nl];
             if child != Ino::NONE {
                 if name == b".." {

@@ -137,7 +137,7 @@ fn entries(fs: &Fs, st: &State, dir: u32) -> Option<(Vec<Ent>, bool)> {
             {
                 break;
             }
-            let ino = inode_at(&b, off);
+            let ino = inode_at(&b, off).get();
             let name = &b[off + HEADER_LEN..off + HEADER_LEN + name_len];
             off += rec;
             if ino == 0 || (!compress && (name == b"." || name == b"..")) {

@@ -235,7 +235,7 @@ fn follow_up(fs: &Fs, p: &Problem, filetype: bool, csum: bool) -> Option<Problem
             return None;
         }
         let rec = dir_entry::rec_len_at(&b, off, b.len());
-        if dir_entry::inode_at(&b, off) == target {
+        if dir_entry::inode_at(&b, off) == Ino(target) {
             break dir_entry::file_type_at(&b, off);
         }
         if rec < dir_entry::HEADER_LEN {
@@ -422,7 +422,7 @@ pub(super) fn dir_without_info(fs: &Fs, state: &State) -> Option<NoDirInfo> {
             .ino(at.ino)
             .blk(at.pblk)
             .detail(".".to_string())
-            .num(u64::from(ino)),
+            .num(u64::from(ino.get())),
     );
     problems.push(Problem::new(Code::StoppedAtNoDirInfo).ino(at.ino));
     Some(NoDirInfo { at, problems })
@@ -430,14 +430,14 @@ pub(super) fn dir_without_info(fs: &Fs, state: &State) -> Option<NoDirInfo> {
 
 /// The inode a directory block's '.' names, when it names its own
 /// directory and is followed by a plain '..' naming some inode.
-fn plain_dot_dotdot(fs: &Fs, b: &DirBlock) -> Option<u32> {
+fn plain_dot_dotdot(fs: &Fs, b: &DirBlock) -> Option<Ino> {
     let buf = fs.read_block(b.pblk.0).ok()?;
     let bs = buf.len();
     let name = |off: usize, len: usize| buf.get(off + dir_entry::HEADER_LEN..off + 9 + len);
     let dot_len = dir_entry::rec_len_at(&buf, 0, bs);
     let dot = dir_entry::inode_at(&buf, 0);
     // A '.' longer than 24 bytes is split first (a question, not an abort).
-    if dot != b.ino.0
+    if dot != b.ino
         || dir_entry::name_len_at(&buf, 0) != 1
         || name(0, 1)? != b".\0"
         || !(12..=24).contains(&dot_len)
@@ -449,7 +449,7 @@ fn plain_dot_dotdot(fs: &Fs, b: &DirBlock) -> Option<u32> {
     let len = dir_entry::rec_len_at(&buf, off, bs);
     let fits = len >= 12 && len.is_multiple_of(4) && off + len <= bs;
     (fits
-        && dir_entry::inode_at(&buf, off) != 0
+        && dir_entry::inode_at(&buf, off) != Ino::NONE
         && dir_entry::name_len_at(&buf, off) == 2
         && name(off, 2)? == b"..\0")
         .then_some(dot)

@@ -311,9 +311,11 @@ fn find(b: &[u8], key: Key, name: &str, filetype: bool) -> Option<(Option<usize>
         };
         let n = b.get(off + HEADER_LEN..off + HEADER_LEN + name_len)?;
         let hit = match key {
-            Key::Inode(i) => inode_at(b, off) == i.get(),
-            Key::FileType(t) => filetype && inode_at(b, off) != 0 && file_type_at(b, off) == t,
-            Key::Any => inode_at(b, off) != 0,
+            Key::Inode(i) => inode_at(b, off) == i,
+            Key::FileType(t) => {
+                filetype && inode_at(b, off) != Ino::NONE && file_type_at(b, off) == t
+            }
+            Key::Any => inode_at(b, off) != Ino::NONE,
         };
         if hit && crate::check::dirblock::name_str(n) == name {
             return Some((prev, off));
@@ -403,7 +405,7 @@ pub(super) fn set_dotdot(
         if first < HEADER_LEN || first + HEADER_LEN > b.len() || b.get(first + 8) != Some(&b'.') {
             return false;
         }
-        old = Ino(inode_at(b, first));
+        old = inode_at(b, first);
         set_inode_at(b, first, to);
         true
     })?;

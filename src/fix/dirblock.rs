@@ -254,7 +254,7 @@ fn insert_tail(b: &mut [u8]) -> bool {
     }
     // An empty record keeps the smallest valid length; a used one what
     // its name needs.
-    let need = if inode_at(b, lo) == 0 {
+    let need = if inode_at(b, lo) == Ino::NONE {
         MIN_REC
     } else {
         rec_len_for(name_len_at(b, lo)).max(MIN_REC)
@@ -278,7 +278,7 @@ fn remove_at(b: &mut [u8], bs: usize, off: usize) -> bool {
             return false;
         };
         if cur == off {
-            if inode_at(b, cur) == 0 {
+            if inode_at(b, cur) == Ino::NONE {
                 return false;
             }
             match prev {

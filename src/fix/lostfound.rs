@@ -147,8 +147,7 @@ pub(super) fn edit_dir_block(
 /// of `dir` ('.' naming it, the standard 8-byte root info).
 fn dx_root_reseal(b: &mut [u8], dir: Ino, seed: u32) {
     use crate::fs::htree;
-    if inode_at(b, 0) != dir.get() || htree::parse_root_info(b).info_length != htree::ROOT_INFO_LEN
-    {
+    if inode_at(b, 0) != dir || htree::parse_root_info(b).info_length != htree::ROOT_INFO_LEN {
         return;
     }
     let count_off = htree::ROOT_INFO_OFFSET + 8;
@@ -177,7 +176,7 @@ fn insert_entry(b: &mut [u8], ino: Ino, name: &[u8], ft: u8, filetype: bool) -> 
         };
         // An empty record (inode 0) is reused whole, except the first of
         // the block, which is kept as it is so '.' is never overwritten.
-        let (at, len) = if used == 0 && off != 0 {
+        let (at, len) = if used == Ino::NONE && off != 0 {
             (off, rec)
         } else {
             let mine = rec_len_for(name_len);

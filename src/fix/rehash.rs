@@ -182,7 +182,7 @@ fn collect(b: &[u8], first: bool, filetype: bool, out: &mut Vec<Ent>, dotdot: &m
         {
             break;
         }
-        let ino = inode_at(b, off);
+        let ino = inode_at(b, off).get();
         let name = &b[off + HEADER_LEN..off + HEADER_LEN + name_len];
         if first && n == 1 && name == b".." {
             *dotdot = ino;
@@ -548,7 +548,7 @@ fn seal(b: &mut [u8], seed: u32) {
         set_tail_checksum(seed, b);
         return;
     }
-    let count_off = if inode_at(b, 0) == 0 {
+    let count_off = if inode_at(b, 0) == Ino::NONE {
         NODE_COUNT_OFF
     } else {
         ROOT_COUNT_OFF

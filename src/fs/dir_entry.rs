@@ -147,8 +147,8 @@ pub fn hash_after_name(b: &[u8], off: usize, name_len: usize) -> u32 {
 }
 
 /// The inode number of the record at `off`.
-pub fn inode_at(b: &[u8], off: usize) -> u32 {
-    le32(b, off)
+pub fn inode_at(b: &[u8], off: usize) -> Ino {
+    Ino(le32(b, off))
 }
 
 /// Sets the inode number of the record at `off` (`Ino::NONE`: unused).

@@ -65,7 +65,7 @@ pub fn salvage_at(b: &mut [u8], bs: usize, inodes: u32, off: usize, prev: Option
     if rec > room
         && room > HEADER_LEN
         && rec_len_for(name_len) <= room
-        && inode_at(b, off) <= inodes
+        && inode_at(b, off).get() <= inodes
         && !b[off + HEADER_LEN..off + HEADER_LEN + name_len].contains(&0)
     {
         set_rec_len_at(b, off, room, bs);
