@@ -73,7 +73,7 @@ impl Ext {
 }
 
 struct List {
-    ino: u32,
+    ino: Ino,
     extents: Vec<Ext>,
 }
 
@@ -145,7 +145,7 @@ pub fn replay(fs: &Fs, pre_gd: &[u8], tags: &[Tag]) -> Result<Written, Unsupport
             Tag::AddRange { ino, extent } => r.add_range(*ino, extent)?,
             Tag::DelRange { ino, lblk, len } => r.del_range(*ino, *lblk, *len)?,
             Tag::Inode { ino, raw } => r.inode(*ino, raw)?,
-            Tag::Tail { .. } => r.flush(0)?,
+            Tag::Tail { .. } => r.flush(Ino::NONE)?,
             Tag::Head { .. } | Tag::Pad => {}
             Tag::Unknown(t) => return Err(format!("fast-commit tag {t}")),
         }
@@ -205,22 +205,22 @@ impl Replay<'_> {
         }
     }
 
-    fn inode_raw(&self, ino: u32) -> Result<Vec<u8>, Unsupported> {
-        read_inode(self.fs, &self.st, Ino(ino))
+    fn inode_raw(&self, ino: Ino) -> Result<Vec<u8>, Unsupported> {
+        read_inode(self.fs, &self.st, ino)
             .map_err(io)?
             .ok_or_else(|| format!("inode {ino} outside the inode tables"))
     }
 
-    fn write_inode(&mut self, ino: u32, raw: &[u8]) -> Result<(), Unsupported> {
-        edit::write_inode(self.fs, &mut self.st, Ino(ino), raw).map_err(io)?;
+    fn write_inode(&mut self, ino: Ino, raw: &[u8]) -> Result<(), Unsupported> {
+        edit::write_inode(self.fs, &mut self.st, ino, raw).map_err(io)?;
         Ok(())
     }
 
-    fn inode_seed(&self, ino: u32, raw: &[u8]) -> Option<u32> {
+    fn inode_seed(&self, ino: Ino, raw: &[u8]) -> Option<u32> {
         self.fs.metadata_csum().then(|| {
             inode_csum_seed(
                 self.fs.csum_seed,
-                Ino(ino),
+                ino,
                 crate::fs::bytes::le32(raw, field::I_GENERATION),
             )
         })
@@ -232,7 +232,7 @@ impl Replay<'_> {
     /// blocks below the root. An inode whose i_block is all zero reads as
     /// an empty tree (libext2fs opens it so); any other non-extent inode
     /// is not modelled.
-    fn load_tree(&self, ino: u32, raw: &[u8]) -> Result<(Vec<Ext>, Vec<u64>), Unsupported> {
+    fn load_tree(&self, ino: Ino, raw: &[u8]) -> Result<(Vec<Ext>, Vec<u64>), Unsupported> {
         let iblock = &raw[field::I_BLOCK..field::I_BLOCK + field::I_BLOCK_LEN];
         let fl = InodeMutRead(raw).flags();
         if fl & flags::EXTENTS == 0 {
@@ -253,7 +253,7 @@ impl Replay<'_> {
     /// unread.
     fn walk_node(
         &self,
-        ino: u32,
+        ino: Ino,
         node: &[u8],
         depth: u16,
         leaves: &mut Vec<Ext>,
@@ -289,7 +289,7 @@ impl Replay<'_> {
 
     /// Loads inode `ino`'s extents into the list (e2fsck_read_extents):
     /// tree blocks are freed, physically adjacent extents joined.
-    fn read_extents(&mut self, ino: u32) -> Result<(), Unsupported> {
+    fn read_extents(&mut self, ino: Ino) -> Result<(), Unsupported> {
         if self.list.as_ref().is_some_and(|l| l.ino == ino) {
             return Ok(());
         }
@@ -318,7 +318,7 @@ impl Replay<'_> {
     }
 
     /// Writes the pending list back unless it belongs to `ino` (0: always).
-    fn flush(&mut self, ino: u32) -> Result<(), Unsupported> {
+    fn flush(&mut self, ino: Ino) -> Result<(), Unsupported> {
         match &self.list {
             Some(l) if l.ino != ino => {}
             _ => return Ok(()),
@@ -504,7 +504,7 @@ impl Replay<'_> {
         self.list = Some(list);
     }
 
-    fn add_range(&mut self, ino: u32, e: &Extent) -> Result<(), Unsupported> {
+    fn add_range(&mut self, ino: Ino, e: &Extent) -> Result<(), Unsupported> {
         self.flush(ino)?;
         self.read_extents(ino)?;
         self.modify(
@@ -519,7 +519,7 @@ impl Replay<'_> {
         Ok(())
     }
 
-    fn del_range(&mut self, ino: u32, lblk: u32, len: u32) -> Result<(), Unsupported> {
+    fn del_range(&mut self, ino: Ino, lblk: u32, len: u32) -> Result<(), Unsupported> {
         self.flush(ino)?;
         self.read_extents(ino)?;
         self.modify(
@@ -536,7 +536,7 @@ impl Replay<'_> {
 
     // ---- inodes ----
 
-    fn inode(&mut self, ino: u32, fc: &[u8]) -> Result<(), Unsupported> {
+    fn inode(&mut self, ino: Ino, fc: &[u8]) -> Result<(), Unsupported> {
         let isz = self.fs.geo.inode_len();
         let mut len = GOOD_OLD_INODE_SIZE;
         if isz > GOOD_OLD_INODE_SIZE {
@@ -579,7 +579,7 @@ impl Replay<'_> {
         self.set_iblocks(&mut raw, count);
         self.write_inode(ino, &raw)?;
         let links = InodeMutRead(&raw).links();
-        self.inodes.set(u64::from(ino), links != 0);
+        self.inodes.set(ino.bit(), links != 0);
         Ok(())
     }
 
@@ -587,7 +587,7 @@ impl Replay<'_> {
 
     /// The parent's directory blocks in logical order, with the seed of
     /// their checksums.
-    fn dir_blocks(&self, parent: u32) -> Result<(Vec<u64>, Vec<u8>), Unsupported> {
+    fn dir_blocks(&self, parent: Ino) -> Result<(Vec<u64>, Vec<u8>), Unsupported> {
         let raw = self.inode_raw(parent)?;
         let mode = InodeMutRead(&raw).mode();
         if mode & S_IFMT != S_IFDIR {
@@ -609,7 +609,7 @@ impl Replay<'_> {
         Ok((out, raw))
     }
 
-    fn write_dir_block(&mut self, blk: u64, mut b: Vec<u8>, dir_raw: &[u8], dir: u32) {
+    fn write_dir_block(&mut self, blk: u64, mut b: Vec<u8>, dir_raw: &[u8], dir: Ino) {
         if let Some(seed) = self.inode_seed(dir, dir_raw)
             && dir_entry::has_tail(&b)
         {
@@ -621,7 +621,7 @@ impl Replay<'_> {
     /// The entries of a directory block as libext2fs iterates them
     /// (including empty ones, the checksum tail left out): (offset,
     /// rec_len, inode, name_len, name).
-    fn entries(&self, b: &[u8], dir: u32) -> Result<Vec<(usize, usize, u32, usize)>, Unsupported> {
+    fn entries(&self, b: &[u8], dir: Ino) -> Result<Vec<(usize, usize, Ino, usize)>, Unsupported> {
         let bs = b.len();
         let csum = self.fs.metadata_csum();
         let filetype = self.fs.sb.has_incompat(incompat::FILETYPE);
@@ -636,7 +636,7 @@ impl Replay<'_> {
             let is_tail =
                 csum && e.inode == 0 && off == bs - dir_entry::TAIL_LEN && e.rec_len == 12;
             if !is_tail {
-                out.push((off, e.rec_len, e.inode, e.name_len));
+                out.push((off, e.rec_len, Ino(e.inode), e.name_len));
             }
             off += e.rec_len;
         }
@@ -647,9 +647,9 @@ impl Replay<'_> {
     /// unless `force`, any used entry then). False when none was found.
     fn remove_name(
         &mut self,
-        parent: u32,
+        parent: Ino,
         name: &[u8],
-        ino: u32,
+        ino: Ino,
         force: bool,
     ) -> Result<bool, Unsupported> {
         let (blocks, raw) = self.dir_blocks(parent)?;
@@ -660,11 +660,11 @@ impl Replay<'_> {
                 if name_len != name.len() || b.get(off + 8..off + 8 + name_len) != Some(name) {
                     continue;
                 }
-                if !force && ino != 0 {
+                if !force && ino != Ino::NONE {
                     if inode != ino {
                         continue;
                     }
-                } else if inode == 0 {
+                } else if inode == Ino::NONE {
                     continue;
                 }
                 if off != 0 && k > 0 {
@@ -680,7 +680,7 @@ impl Replay<'_> {
         Ok(false)
     }
 
-    fn unlink(&mut self, parent: u32, ino: u32, name: &[u8]) -> Result<(), Unsupported> {
+    fn unlink(&mut self, parent: Ino, ino: Ino, name: &[u8]) -> Result<(), Unsupported> {
         self.flush(ino)?;
         if !self.remove_name(parent, name, ino, false)? {
             return Err(format!(
@@ -691,8 +691,8 @@ impl Replay<'_> {
         Ok(())
     }
 
-    fn link(&mut self, parent: u32, ino: u32, name: &[u8]) -> Result<(), Unsupported> {
-        self.flush(0)?;
+    fn link(&mut self, parent: Ino, ino: Ino, name: &[u8]) -> Result<(), Unsupported> {
+        self.flush(Ino::NONE)?;
         let raw = self.inode_raw(ino)?;
         let ft = match InodeMutRead(&raw).mode() & S_IFMT {
             S_IFREG => 1,
@@ -749,7 +749,7 @@ impl Replay<'_> {
                         changed = true;
                     }
                 }
-                if inode != 0 {
+                if inode != Ino::NONE {
                     let min = dir_entry::rec_len_for(name_len);
                     if cur >= min + need {
                         dir_entry::put_rec_len(&mut b, off, min);
@@ -767,7 +767,7 @@ impl Replay<'_> {
                     off += cur;
                     continue;
                 }
-                set_inode_at(&mut b, off, Ino(ino));
+                set_inode_at(&mut b, off, ino);
                 dir_entry::put_name(&mut b, off, name, Some(if filetype { ft } else { 0 }));
                 self.write_dir_block(blk, b, &draw, parent);
                 return Ok(());
@@ -784,7 +784,7 @@ impl Replay<'_> {
     // ---- the end: summary, bitmaps, descriptors ----
 
     fn finish(&mut self, pre_gd: &[u8]) -> Result<(), Unsupported> {
-        self.flush(0)?;
+        self.flush(Ino::NONE)?;
         let fs = self.fs;
         let geo = &fs.geo;
         let bs = fs.block_size();

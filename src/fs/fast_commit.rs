@@ -15,6 +15,7 @@
 use super::bytes::{le16, le32};
 use super::checksum::crc32c_raw;
 use super::extent::{self, Extent};
+use super::num::Ino;
 
 /// Record tags (ext4_fc_tl.fc_tag).
 pub mod tag {
@@ -53,25 +54,25 @@ pub enum Tag {
     },
     /// Maps `extent` into inode `ino` (replacing what it overlaps).
     AddRange {
-        ino: u32,
+        ino: Ino,
         extent: Extent,
     },
     /// Unmaps logical blocks `lblk..lblk+len` of inode `ino`.
     DelRange {
-        ino: u32,
+        ino: Ino,
         lblk: u32,
         len: u32,
     },
     Dentry {
         op: DentryOp,
-        parent: u32,
-        ino: u32,
+        parent: Ino,
+        ino: Ino,
         name: Vec<u8>,
     },
     /// The inode's image as the kernel had it (its first bytes: at least
     /// the 128-byte base, plus the extra fields it logged).
     Inode {
-        ino: u32,
+        ino: Ino,
         raw: Vec<u8>,
     },
     Pad,
@@ -138,14 +139,14 @@ pub fn decode(b: &[u8], r: &Record) -> Option<Tag> {
             let mut raw = [0u8; extent::ENTRY_LEN];
             raw.copy_from_slice(&v[4..4 + extent::ENTRY_LEN]);
             Tag::AddRange {
-                ino: le32(v, 0),
+                ino: Ino(le32(v, 0)),
                 extent: extent::decode_leaf(&raw),
             }
         }
         tag::DEL_RANGE => {
             need(12)?;
             Tag::DelRange {
-                ino: le32(v, 0),
+                ino: Ino(le32(v, 0)),
                 lblk: le32(v, 4),
                 len: le32(v, 8),
             }
@@ -159,15 +160,15 @@ pub fn decode(b: &[u8], r: &Record) -> Option<Tag> {
             };
             Tag::Dentry {
                 op,
-                parent: le32(v, 0),
-                ino: le32(v, 4),
+                parent: Ino(le32(v, 0)),
+                ino: Ino(le32(v, 4)),
                 name: v[DENTRY_FIXED..].to_vec(),
             }
         }
         tag::INODE => {
             need(4)?;
             Tag::Inode {
-                ino: le32(v, 0),
+                ino: Ino(le32(v, 0)),
                 raw: v[4..].to_vec(),
             }
         }
@@ -386,7 +387,7 @@ mod tests {
         assert_eq!(
             out.tags[1],
             Tag::AddRange {
-                ino: 14,
+                ino: Ino(14),
                 extent: Extent {
                     lblk: 0,
                     len: 1,
@@ -399,8 +400,8 @@ mod tests {
             out.tags[3],
             Tag::Dentry {
                 op: DentryOp::Unlink,
-                parent: 12,
-                ino: 13,
+                parent: Ino(12),
+                ino: Ino(13),
                 name: b"old".to_vec()
             }
         );
