@@ -216,17 +216,14 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
         match w.clean_orphan_file() {
             Ok(c) => {
                 if let Some(l) = c.first_dirty {
-                    w.notes.push(
-                        Problem::new(Code::OrphanFileBlockDirty)
-                            .ino(Ino(c.ino))
-                            .num(l),
-                    );
+                    w.notes
+                        .push(Problem::new(Code::OrphanFileBlockDirty).ino(c.ino).num(l));
                 } else if present && c.hole.is_none() {
                     w.notes.push(Problem::new(Code::OrphanPresentClean));
                 }
                 if let Some(h) = c.hole {
                     w.notes
-                        .push(Problem::new(Code::OrphanFileHole).ino(Ino(c.ino)).num(h));
+                        .push(Problem::new(Code::OrphanFileHole).ino(c.ino).num(h));
                     w.notes.push(corrupt(&format!("a hole at block {h}")));
                 } else {
                     clear_present = present;
@@ -288,7 +285,7 @@ struct Work<'a> {
     budget: u64,
     /// The orphan being released, and the cluster of the last block its
     /// walk handed out (e2fsck skips a block in that same cluster).
-    ino_now: u32,
+    ino_now: Ino,
     last_cluster: u64,
     /// The problem that stopped the release at a block, when e2fsck has a
     /// code for it (an illegal block, one already free).
@@ -310,7 +307,7 @@ impl<'a> Work<'a> {
             free_orphans: 0,
             now,
             budget: fs.geo.blocks_count.saturating_add(64),
-            ino_now: 0,
+            ino_now: Ino::NONE,
             last_cluster: 0,
             stop: None,
         }
@@ -359,10 +356,10 @@ impl<'a> Work<'a> {
 
     /// A stop e2fsck names with `e2` (and the inode and block its message
     /// names: for the orphan file, the file and a logical block).
-    fn named_stop(&mut self, e2: u32, ino: u32, blk: Option<u64>, why: Abort) -> Abort {
+    fn named_stop(&mut self, e2: u32, ino: Ino, blk: Option<u64>, why: Abort) -> Abort {
         let mut p = Problem::new(Code::OrphanNotProcessed)
             .e2fsck(e2)
-            .ino(Ino(ino))
+            .ino(ino)
             .detail(why.clone());
         if let Some(b) = blk {
             p = p.blk(Blk(b));
@@ -378,7 +375,7 @@ impl<'a> Work<'a> {
             FreeError::AlreadyFree => Code::OrphanBlockFreed,
             FreeError::Other(why) => return why,
         };
-        let p = Problem::new(code).ino(Ino(self.ino_now)).blk(Blk(blk));
+        let p = Problem::new(code).ino(self.ino_now).blk(Blk(blk));
         let why = p.message();
         self.stop = Some(p);
         why
@@ -386,16 +383,16 @@ impl<'a> Work<'a> {
 
     // ---- inodes ----
 
-    fn read_inode(&self, ino: u32) -> std::result::Result<Vec<u8>, Abort> {
-        match vol::read_inode(self.fs, &self.st, Ino(ino)) {
+    fn read_inode(&self, ino: Ino) -> std::result::Result<Vec<u8>, Abort> {
+        match vol::read_inode(self.fs, &self.st, ino) {
             Ok(Some(raw)) => Ok(raw),
             Ok(None) => Err(format!("inode {ino} has no valid location")),
             Err(e) => Err(format!("cannot read inode {ino}: {e}")),
         }
     }
 
-    fn write_inode(&mut self, ino: u32, raw: &[u8]) -> std::result::Result<(), Abort> {
-        match vol::write_inode(self.fs, &mut self.st, Ino(ino), raw) {
+    fn write_inode(&mut self, ino: Ino, raw: &[u8]) -> std::result::Result<(), Abort> {
+        match vol::write_inode(self.fs, &mut self.st, ino, raw) {
             Ok(true) => Ok(()),
             Ok(false) => Err(format!("inode {ino} has no valid location")),
             Err(e) => Err(format!("cannot write inode {ino}: {e}")),
@@ -405,8 +402,8 @@ impl<'a> Work<'a> {
     /// The orphan list, then the orphan file's entries.
     fn release_all(&mut self, orphan_file: bool, present: bool) -> std::result::Result<(), Abort> {
         let geo = &self.fs.geo;
-        let mut ino = self.fs.sb.last_orphan;
-        if ino != 0 && (ino < geo.first_ino || ino > geo.inodes_count) {
+        let mut ino = Ino(self.fs.sb.last_orphan);
+        if ino != Ino::NONE && (ino < Ino(geo.first_ino) || ino > Ino(geo.inodes_count)) {
             let why = format!("illegal inode {ino} in orphaned inode list head");
             return Err(self.named_stop(0x000023, ino, None, why));
         }
@@ -414,7 +411,7 @@ impl<'a> Work<'a> {
         // inode number), so a loop stops by itself; the bound is for
         // chains that are merely very long.
         let mut left = u64::from(geo.inodes_count) + 1;
-        while ino != 0 {
+        while ino != Ino::NONE {
             if left == 0 {
                 return Err("the orphan list is longer than the inode table".into());
             }
@@ -435,26 +432,26 @@ impl<'a> Work<'a> {
     /// now? A group never initialised has none in use; a bitmap that
     /// cannot be read counts as in use (the release is not known to be a
     /// no-op then).
-    fn inode_marked(&self, ino: u32) -> bool {
+    fn inode_marked(&self, ino: Ino) -> bool {
         let geo = &self.fs.geo;
-        let Some(d) = self.fs.gd(Ino(ino).group(geo.inodes_per_group)) else {
+        let Some(d) = self.fs.gd(ino.group(geo.inodes_per_group)) else {
             return true;
         };
         if d.flags & crate::fs::group_desc::BG_INODE_UNINIT != 0 && self.fs.sb.group_desc_csum() {
             return false;
         }
-        let idx = Ino(ino).index_in_group(geo.inodes_per_group);
+        let idx = ino.index_in_group(geo.inodes_per_group);
         if !geo.block_in_fs(d.inode_bitmap) {
             return true;
         }
         self.read(d.inode_bitmap).map_or(true, |bm| {
-            bm.get((idx / 8) as usize)
+            bm.get(narrow::to_usize(u64::from(idx / 8)))
                 .is_none_or(|b| b & (1 << (idx % 8)) != 0)
         })
     }
 
     /// Releases one orphan; returns the next inode of the chain (its dtime).
-    fn release_inode(&mut self, ino: u32) -> std::result::Result<u32, Abort> {
+    fn release_inode(&mut self, ino: Ino) -> std::result::Result<Ino, Abort> {
         let geo = &self.fs.geo;
         let mut raw = self.read_inode(ino)?;
         let inode = Inode::parse(&raw);
@@ -469,7 +466,7 @@ impl<'a> Work<'a> {
         let at = self.notes.len();
         self.notes.push(
             Problem::new(Code::OrphanReleased)
-                .ino(Ino(ino))
+                .ino(ino)
                 .num(u64::from(inode.dtime))
                 .detail(format!(
                     "{} orphaned inode {} (uid={}, gid={}, mode=0{:o}, size={})",
@@ -481,8 +478,8 @@ impl<'a> Work<'a> {
                     inode.size
                 )),
         );
-        let next = inode.dtime;
-        if next != 0 && (next < geo.first_ino || next > geo.inodes_count) {
+        let next = Ino(inode.dtime);
+        if next != Ino::NONE && (next < Ino(geo.first_ino) || next > Ino(geo.inodes_count)) {
             let why = format!("illegal inode {next} in orphaned inode list");
             return Err(self.named_stop(0x000024, next, None, why));
         }
@@ -520,7 +517,7 @@ impl<'a> Work<'a> {
     /// Returns the first block freed and how many.
     fn delete_blocks(
         &mut self,
-        ino: u32,
+        ino: Ino,
         inode: &Inode,
     ) -> std::result::Result<(Option<u64>, u64), Abort> {
         let mut blocks = Vec::new();
@@ -629,7 +626,7 @@ impl<'a> Work<'a> {
     /// many (no first block: e2fsck -n names the inode, not them).
     fn truncate_blocks(
         &mut self,
-        ino: u32,
+        ino: Ino,
         raw: &mut [u8],
         inode: &Inode,
     ) -> std::result::Result<(Option<u64>, u64), Abort> {
@@ -640,7 +637,7 @@ impl<'a> Work<'a> {
             seed: self
                 .fs
                 .metadata_csum()
-                .then(|| finode::inode_csum_seed(self.fs.csum_seed, Ino(ino), inode.generation)),
+                .then(|| finode::inode_csum_seed(self.fs.csum_seed, ino, inode.generation)),
         };
         let mut freed = 0u64;
         let mut root = inode.block.to_vec();
@@ -857,9 +854,9 @@ impl<'a> Work<'a> {
     /// inside its indirect blocks (a zero indirect pointer skips its
     /// whole span unseen).
     fn walk_orphan_file(&self) -> std::result::Result<OrphanWalk, Unusable> {
-        let ino = self.fs.sb.orphan_file_inum;
+        let ino = Ino(self.fs.sb.orphan_file_inum);
         let geo = &self.fs.geo;
-        if ino == 0 || ino > geo.inodes_count {
+        if ino == Ino::NONE || ino > Ino(geo.inodes_count) {
             return Err(Unusable::Broken(format!(
                 "the orphan file inode {ino} is invalid"
             )));
@@ -890,7 +887,7 @@ impl<'a> Work<'a> {
                 ..Collect::default()
             };
             let mut scratch = Scratch::new();
-            let info = MapInfo::unbounded(ino, false);
+            let info = MapInfo::unbounded(ino.get(), false);
             blockmap::walk_extents(self.fs, info, &inode.block, &mut scratch, &mut c);
             if let Some(why) = c.broken {
                 return Err(Unusable::Broken(why));
@@ -982,7 +979,7 @@ impl<'a> Work<'a> {
         let w = match self.walk_orphan_file() {
             Ok(w) => w,
             Err(Unusable::WrongSize) => {
-                let ino = self.fs.sb.orphan_file_inum;
+                let ino = Ino(self.fs.sb.orphan_file_inum);
                 let why = format!("the orphan file (inode {ino}) has a wrong size");
                 return Err(self.named_stop(0x000055, ino, None, why));
             }
@@ -1017,7 +1014,7 @@ impl<'a> Work<'a> {
                 if o < first_ino || o > count {
                     return Err(format!("illegal inode {o} in the orphan file"));
                 }
-                self.release_inode(o)?;
+                self.release_inode(Ino(o))?;
             }
         }
         match w.hole() {
@@ -1093,7 +1090,7 @@ impl<'a> Work<'a> {
 /// The orphan file as e2fsck's block iteration walks it
 /// (`Work::walk_orphan_file`).
 struct OrphanWalk {
-    ino: u32,
+    ino: Ino,
     generation: u32,
     /// i_size in blocks.
     blocks: u64,
@@ -1120,7 +1117,7 @@ enum Unusable {
 
 /// What cleaning the orphan file found.
 struct Cleaned {
-    ino: u32,
+    ino: Ino,
     /// The first block that was not empty (logical), rewritten with all
     /// after it.
     first_dirty: Option<u64>,

@@ -86,7 +86,7 @@ pub(super) fn recreate(
 
     // Empty blocks, checksummed for generation 0 (the new inode's).
     for &p in &data {
-        let csum = fs.metadata_csum().then_some((fs.csum_seed, ino, 0, p));
+        let csum = fs.metadata_csum().then_some((fs.csum_seed, Ino(ino), 0, p));
         vol::stage_if_changed(fs, overlay, p, ofile::empty_block(bs, csum))?;
     }
     for (p, bytes) in ind_blocks {

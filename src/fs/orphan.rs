@@ -3,6 +3,7 @@
 
 use super::bytes::{le32, put_le32};
 use super::checksum::crc32c_raw;
+use super::num::Ino;
 
 /// Tail magic of an orphan file block.
 pub const BLOCK_MAGIC: u32 = 0x0B10_CA04;
@@ -20,8 +21,8 @@ pub fn stored_checksum(b: &[u8]) -> u32 {
 
 /// The checksum of block `b` at physical block `pblk` of orphan file
 /// `ino` (generation `generation`).
-pub fn compute_checksum(fs_seed: u32, ino: u32, generation: u32, pblk: u64, b: &[u8]) -> u32 {
-    let c = crc32c_raw(fs_seed, &ino.to_le_bytes());
+pub fn compute_checksum(fs_seed: u32, ino: Ino, generation: u32, pblk: u64, b: &[u8]) -> u32 {
+    let c = crc32c_raw(fs_seed, &ino.get().to_le_bytes());
     let c = crc32c_raw(c, &generation.to_le_bytes());
     let c = crc32c_raw(c, &pblk.to_le_bytes());
     crc32c_raw(c, &b[..b.len().saturating_sub(TAIL_LEN)])
@@ -34,7 +35,7 @@ pub fn entries(b: &[u8]) -> impl Iterator<Item = u32> + '_ {
 
 /// An empty block: no entries, the magic, and the checksum when `csum`
 /// gives (fs seed, inode, generation, physical block).
-pub fn empty_block(bs: usize, csum: Option<(u32, u32, u32, u64)>) -> Vec<u8> {
+pub fn empty_block(bs: usize, csum: Option<(u32, Ino, u32, u64)>) -> Vec<u8> {
     let mut b = vec![0u8; bs];
     put_le32(&mut b, bs - TAIL_LEN, BLOCK_MAGIC);
     if let Some((seed, ino, generation, pblk)) = csum {
@@ -50,9 +51,9 @@ mod tests {
 
     #[test]
     fn empty_block_reads_back() {
-        let b = empty_block(1024, Some((1, 12, 3, 99)));
+        let b = empty_block(1024, Some((1, Ino(12), 3, 99)));
         assert_eq!(magic(&b), BLOCK_MAGIC);
-        assert_eq!(stored_checksum(&b), compute_checksum(1, 12, 3, 99, &b));
+        assert_eq!(stored_checksum(&b), compute_checksum(1, Ino(12), 3, 99, &b));
         assert!(entries(&b).all(|e| e == 0));
         assert_eq!(entries(&b).count(), 254);
     }

@@ -108,11 +108,11 @@ impl<'a> AllocStats<'a> {
 
     /// Frees inode `ino` in its group's inode bitmap, with the counts
     /// (directories too for a directory).
-    pub fn free_inode<S: Stage + ?Sized>(&mut self, st: &mut S, ino: u32, is_dir: bool) {
+    pub fn free_inode<S: Stage + ?Sized>(&mut self, st: &mut S, ino: Ino, is_dir: bool) {
         let geo = &self.fs.geo;
         let ipg = geo.inodes_per_group;
-        let g = geo.group_of_inode(Ino(ino));
-        let idx = Ino(ino).index_in_group(ipg);
+        let g = geo.group_of_inode(ino);
+        let idx = ino.index_in_group(ipg);
         let bm_blk = self.fs.gd_at(Group(g)).inode_bitmap;
         if geo.block_in_fs(bm_blk)
             && !self.uninit(g, BG_INODE_UNINIT)
