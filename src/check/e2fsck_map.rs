@@ -172,7 +172,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
 fn dir_codes(code: Code) -> &'static [u32] {
     use Code::*;
     match code {
-        DirEntryBadRecLen => &[0x020013, 0x02001D],
+        DirEntryBadRecLen => &[0x02001D],
         DirEntryBadInode => &[0x020002],
         DirEntryDeletedInode => &[0x020003],
         DirEntryLinkToDir => &[0x020006],

@@ -267,7 +267,7 @@ problems! {
     DupBlocks = ("0x1101", P1B, Error, false, "Inode {ino} has {num} multiply-claimed block(s), shared with {num2} file(s): {detail}"),
 
     // ---- Pass 2: directory structure ----
-    DirEntryBadRecLen = ("0x2001", P2, Error, false, "Entry at offset {num} in directory inode {ino} block {blk} has a bad rec_len ({detail})"),
+    DirEntryBadRecLen = ("0x2001", P2, Error, false, "Directory inode {ino}, block #{num}, offset {num2}: entry {detail}, left inside the entry before it by the salvage, gets a rec_len reaching the end of the block"),
     DirEntryBadInode = ("0x2002", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has bad inode #: {num}"),
     DirEntryDeletedInode = ("0x2003", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) has deleted/unused inode {num}"),
     DirEntryLinkToDir = ("0x2004", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a link to directory {num}"),
