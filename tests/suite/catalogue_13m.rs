@@ -67,3 +67,89 @@ fn salvage_before_the_area_end_sets_the_last_rec_len() {
         assert_eq!(read_at(&mine, ino, 256), read_at(&theirs, ino, 256));
     }
 }
+
+/// 0x03001D is never asked by e2fsck 1.47.4: a loop of 2100 directories
+/// cut off from the root (the top one unlinked from / and linked from the
+/// deepest) passes its 2048-parent limit, yet e2fsck only sets the top's
+/// '..' to the parent pass 2 found (0x030005), and leaves the loop. pfsck
+/// does the same.
+#[test]
+fn directory_loop_is_left_as_e2fsck_leaves_it() {
+    let tmp = TempDir::new("c13m-dir-loop");
+    let img = tmp.join("image");
+    mkfs(
+        &img,
+        32 * MIB,
+        &MkfsOpts::ext4().block_size(1024).inodes(4096),
+        None,
+    );
+    let depth = 2100;
+    let mut cmds = Vec::new();
+    for _ in 0..depth {
+        cmds.push("mkdir c".to_string());
+        cmds.push("cd c".to_string());
+    }
+    cmds.push("cd /".to_string());
+    cmds.push(format!("link c /{}x", "c/".repeat(depth)));
+    cmds.push("unlink c".to_string());
+    debugfs_w(&img, &cmds);
+    crate::problem_codes::assert_same_codes(&img, &[0x030005]);
+    repaired_as_e2fsck("loop", &img, 4, 1);
+}
+
+/// 0x01000F is never asked by e2fsck 1.47.4: a file's block on group 0's
+/// block bitmap is a block claimed twice, shared with the file system's
+/// metadata; pass 1D copies it (exit 1). pfsck the same.
+#[test]
+fn file_block_on_metadata_is_a_shared_block() {
+    let tmp = TempDir::new("c13m-block-on-meta");
+    let img = tmp.join("image");
+    three_files(&img, &MkfsOpts::ext4().block_size(1024));
+    let stats = debugfs_r(&img, "stats");
+    let bitmap: u64 = stats
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Group  0: block bitmap at "))
+        .and_then(|r| r.split(',').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no block bitmap in:\n{stats}"));
+    // The first extent's start (i_block word 5) moved onto the bitmap.
+    debugfs_w(&img, &[format!("sif d/aa block[5] {bitmap}")]);
+    crate::problem_codes::assert_same_codes(&img, &[0x011001]);
+    repaired_as_e2fsck("block-on-meta", &img, 4, 1);
+}
+
+/// 0x020020 is left as e2fsck leaves it on an image file: a directory
+/// block fails to read only past the file's end (here d's block, moved
+/// near the end of a file system whose image is then cut short). e2fsck
+/// -n declines to go on there (exit 12); -y stops at the file system
+/// being larger than the device (0x000005) before pass 2, exit 8, as
+/// pfsck does.
+#[test]
+fn unreadable_directory_block_stops_before_pass_2() {
+    let tmp = TempDir::new("c13m-dir-unreadable");
+    let img = tmp.join("image");
+    three_files(&img, &MkfsOpts::ext4().block_size(1024));
+    let old = debugfs_number(&img, "bmap d 0");
+    let new = 8150u64;
+    write_at(&img, new * 1024, &read_at(&img, old * 1024, 1024));
+    debugfs_w(
+        &img,
+        &[
+            format!("sif d block[5] {new}"),
+            format!("freeb {old}"),
+            format!("setb {new}"),
+        ],
+    );
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&img)
+        .unwrap()
+        .set_len(8100 * 1024)
+        .unwrap();
+    if let Some(codes) = e2fsck_codes(&img, &["-fn"]) {
+        assert!(codes.contains(&0x020020), "{codes:x?}");
+    }
+    let (out, mine) = both_exit(&img, &["-fy"], 8);
+    assert!(out.contains("8192 blocks"), "{out}");
+    assert_eq!(hash_file(&mine), hash_file(&img), "pfsck -fy wrote");
+}
