@@ -726,6 +726,20 @@ pub const NOT_APPLICABLE: &[(u32, &str)] = &[
         "defined but never raised by e2fsck 1.47.4: a journal superblock of an \
          unknown type is reported as an unsupported version (0x000027)",
     ),
+    (
+        0x01000F,
+        "defined but never raised by e2fsck 1.47.4 (its check is compiled out): a \
+         file's block on the file system's metadata is a block claimed twice, \
+         resolved in pass 1D (0x011001 and the questions after it)",
+    ),
+    (
+        0x03001D,
+        "never raised by e2fsck 1.47.4: its walk up a directory's parents stops at \
+         the first directory already walked, and past 2048 parents it restarts, with \
+         loop detection, from the directory it began with, already walked, so it \
+         stops at once; a loop cut off from the root only has its '..' set to the \
+         parent pass 2 found (0x030005), even 2100 directories deep",
+    ),
 ];
 
 /// Problems e2fsck 1.47.4 reports but does not repair, with the reason:
@@ -811,6 +825,12 @@ pub const UNFIXED_BY_E2FSCK: &[(u32, &str)] = &[
     (
         0x06000f,
         "stated: e2fsck asks nothing here and makes the orphan file anew under 0x060009, as pfsck does",
+    ),
+    (
+        0x020020,
+        "on an image file a directory block fails to read only past the file's end, \
+         and then -y stops at 0x000005 before pass 2 (exit 8), as pfsck does; -n \
+         declines and aborts (exit 12). A device failing a read is not made in a test",
     ),
     (
         0x060010,

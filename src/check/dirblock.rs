@@ -377,6 +377,7 @@ pub fn check_block<T: Targets>(
         );
     }
     report_duplicate(d.ino, walked.bytes(b), cf_names(fsp, d), out);
+    out.problems.extend(walked.stray);
     if let Some(h) = d.htree {
         match kind {
             Some(k) => parse_index(fsp, d, &h, pos, b, k, bad_csum, out),
@@ -456,9 +457,11 @@ pub fn check_inline<T: Targets>(
             Walked {
                 clean: true,
                 salvaged: None,
+                stray: None,
             }
         };
         report_duplicate(d.ino, walked.bytes(iblock), cf_names(fsp, d), out);
+        out.problems.extend(walked.stray);
     }
     if !ea.is_empty() {
         out.seen.clear();
@@ -477,6 +480,7 @@ pub fn check_inline<T: Targets>(
         };
         let walked = walk(&mut cx, ea, 0, ea.len(), 2, out);
         report_duplicate(d.ino, walked.bytes(ea), cf_names(fsp, d), out);
+        out.problems.extend(walked.stray);
     }
 }
 
@@ -718,6 +722,10 @@ struct Walked {
     /// The area as salvaged, when a record was broken: the offsets of the
     /// problems found after it refer to these bytes.
     salvaged: Option<Vec<u8>>,
+    /// The broken record the salvage left with a stray rec_len
+    /// (`dir_salvage::stray_rec_len`), which e2fsck asks about once the
+    /// block's other problems are reported.
+    stray: Option<Problem>,
 }
 
 impl Walked {
@@ -746,6 +754,7 @@ fn walk<T: Targets>(
     let mut prev: Option<usize> = None;
     let mut copy: Option<Vec<u8>> = None;
     let mut steps = dir_salvage::max_steps(max.saturating_sub(start));
+    let mut stray = None;
     while off < max {
         let b = copy.as_deref().unwrap_or(area);
         let fits = max - off >= dir_entry::HEADER_LEN;
@@ -779,10 +788,16 @@ fn walk<T: Targets>(
                 break;
             }
             steps -= 1;
-            let salvaged = &mut copy.get_or_insert_with(|| area.to_vec())[start..max];
+            let whole = copy.get_or_insert_with(|| area.to_vec());
             let at = off - start;
             let before = prev.map(|p| p - start);
-            off = start + dir_salvage::salvage_at(salvaged, bs, cx.fsp.inodes_count, at, before);
+            let inodes = cx.fsp.inodes_count;
+            let (next, rest_dropped) =
+                dir_salvage::salvage_step(&mut whole[start..max], bs, inodes, at, before);
+            if rest_dropped {
+                stray = stray_problem(cx, &whole[..max], off);
+            }
+            off = start + next;
             continue;
         }
         let name_at = off + dir_entry::HEADER_LEN;
@@ -804,7 +819,29 @@ fn walk<T: Targets>(
     Walked {
         clean: copy.is_none(),
         salvaged: copy,
+        stray,
     }
+}
+
+/// The stray rec_len e2fsck's salvage leaves in the broken record at
+/// `off` of `b` (from the start of e2fsck's buffer to the area's end),
+/// as a problem, if it leaves one.
+fn stray_problem<T: Targets>(cx: &EntryCx<'_, T>, b: &[u8], off: usize) -> Option<Problem> {
+    let v = dir_salvage::stray_rec_len(b, cx.fsp.bs, off)?;
+    let name_at = off + dir_entry::HEADER_LEN;
+    let name_end = (name_at + dir_entry::name_len_at(b, off)).min(b.len());
+    Some(
+        Problem::new(Code::DirEntryBadRecLen)
+            .ino(cx.d.ino)
+            .blk(Blk(cx.pos.pblk))
+            .num(u64::from(cx.pos.lblk))
+            .num2(off as u64)
+            .detail(format!(
+                "'{}' (rec_len {}, to be {v})",
+                name_str(&b[name_at..name_end]),
+                rec_len_at(b, off, cx.fsp.bs)
+            )),
+    )
 }
 
 impl<T: Targets> EntryCx<'_, T> {

@@ -104,7 +104,6 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeInlineNoFeature => &[0x010070, 0x01006F],
         InodeIllegalBlock => &[0x01000E, 0x010012, 0x010044, 0x010046],
         InodeTooManyIllegalBlocks => &[0x010011],
-        InodeBlockOnMetadata => &[0x01000F],
         InodeISize => &[0x01000C],
         InodeIBlocks => &[0x01000D],
         ClusterMisaligned => &[0x010074],
@@ -172,7 +171,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
 fn dir_codes(code: Code) -> &'static [u32] {
     use Code::*;
     match code {
-        DirEntryBadRecLen => &[0x020013, 0x02001D],
+        DirEntryBadRecLen => &[0x02001D],
         DirEntryBadInode => &[0x020002],
         DirEntryDeletedInode => &[0x020003],
         DirEntryLinkToDir => &[0x020006],
@@ -229,7 +228,6 @@ fn dir_codes(code: Code) -> &'static [u32] {
         LostFoundNotDir => &[0x030017],
         LostFoundEncrypted => &[0x03001B],
         LostFoundInlineData => &[0x030018],
-        DirLoop => &[0x03001D],
         DirMultipleParents => &[0x020006],
         DirRebuildDuplicate => &[0x020041, 0x020054, 0x020042],
 

@@ -186,7 +186,6 @@ problems! {
     InodeInlineNoFeature = ("0x1007", P1, Error, false, "Inode {ino} has INLINE_DATA_FL flag on filesystem without inline data support"),
     InodeIllegalBlock = ("0x1008", P1, Error, false, "Inode {ino} has an illegal block {blk} ({detail})"),
     InodeTooManyIllegalBlocks = ("0x1009", P1, Error, false, "Inode {ino} has too many illegal blocks"),
-    InodeBlockOnMetadata = ("0x100A", P1, Error, false, "Inode {ino} block {blk} overlaps file system metadata ({detail})"),
     InodeISize = ("0x100B", P1, Error, true, "Inode {ino}, i_size is {num}, should be {num2}"),
     InodeIBlocks = ("0x100C", P1, Error, true, "Inode {ino}, i_blocks is {num}, should be {num2}"),
     ClusterMisaligned = ("0x10E4", P1, Error, false, "Inode {ino} logical block {num} (physical block {blk}) violates cluster allocation rules"),
@@ -267,7 +266,7 @@ problems! {
     DupBlocks = ("0x1101", P1B, Error, false, "Inode {ino} has {num} multiply-claimed block(s), shared with {num2} file(s): {detail}"),
 
     // ---- Pass 2: directory structure ----
-    DirEntryBadRecLen = ("0x2001", P2, Error, false, "Entry at offset {num} in directory inode {ino} block {blk} has a bad rec_len ({detail})"),
+    DirEntryBadRecLen = ("0x2001", P2, Error, false, "Directory inode {ino}, block #{num}, offset {num2}: entry {detail}, left inside the entry before it by the salvage, gets a rec_len reaching the end of the block"),
     DirEntryBadInode = ("0x2002", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has bad inode #: {num}"),
     DirEntryDeletedInode = ("0x2003", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) has deleted/unused inode {num}"),
     DirEntryLinkToDir = ("0x2004", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a link to directory {num}"),
@@ -368,7 +367,6 @@ problems! {
     LostFoundNotDir = ("0x3005", P3, Error, false, "/lost+found is not a directory (inode {ino})"),
     LostFoundEncrypted = ("0x30E1", P3, Error, false, "/lost+found is encrypted (inode {ino})"),
     LostFoundInlineData = ("0x3760", P3, Error, false, "/lost+found keeps its entries inline (inode {ino})"),
-    DirLoop = ("0x3006", P3, Error, false, "Directory inode {ino} is part of a directory loop"),
     DirMultipleParents = ("0x3007", P3, Error, false, "Directory inode {ino} is linked from more than one directory ({num} and {num2})"),
     DirRebuildDuplicate = ("0x3710", P3, Error, false, "Duplicate entry '{detail}' in {path:ino} ({ino}) found rebuilding the directory"),
 

@@ -20,7 +20,7 @@ use crate::fs::dir_entry::{
     INLINE_ENTRIES_AT, inode_at, name_len_at, put_name, set_file_type_at, set_inode_at,
     set_name_len_at, set_rec_len_at,
 };
-use crate::fs::dir_salvage::{MIN_REC, grow, readable, salvage};
+use crate::fs::dir_salvage::{MIN_REC, grow, put_stray_rec_len, readable, salvage};
 use crate::fs::inode::field::*;
 use crate::fs::num::{Blk, Ino};
 use crate::fs::superblock::incompat;
@@ -39,9 +39,18 @@ pub(super) fn fix(
     let (Some(dir), Some(Blk(pblk))) = (p.args().ino, p.args().blk) else {
         return Ok(false);
     };
+    let inodes = fs.geo.inodes_count;
+    let bs = fs.block_size();
+    let at = p.args().num2.map(crate::narrow::to_usize);
     if state.has_iflag(dir, iflag::INLINE) {
-        return match (p.code, p.args().num) {
-            (Code::DirBlockCorrupt, Some(part)) => salvage_inline(fs, overlay, dir, part),
+        return match (p.code, p.args().num, at) {
+            (Code::DirBlockCorrupt, Some(part), _) => edit_inline(fs, overlay, dir, part, |b| {
+                let entries = if part == 0 { INLINE_ENTRIES_AT } else { 0 };
+                salvage(&mut b[entries..], bs, inodes)
+            }),
+            (Code::DirEntryBadRecLen, Some(part), Some(off)) => {
+                edit_inline(fs, overlay, dir, part, |b| put_stray_rec_len(b, bs, off))
+            }
             _ => Ok(false),
         };
     }
@@ -49,8 +58,6 @@ pub(super) fn fix(
         return Ok(false);
     }
     let csum = fs.metadata_csum();
-    let bs = fs.block_size();
-    let inodes = fs.geo.inodes_count;
     match p.code {
         Code::DirBlockCorrupt => edit(fs, state, overlay, dir, pblk, |b| {
             // The same end the check walked to: before the tail unless
@@ -67,6 +74,19 @@ pub(super) fn fix(
             changed
         }),
         Code::DirBlockNoTail if csum => edit(fs, state, overlay, dir, pblk, insert_tail),
+        Code::DirEntryBadRecLen => {
+            let Some(off) = at else {
+                return Ok(false);
+            };
+            edit(fs, state, overlay, dir, pblk, |b| {
+                let end = if csum && tail_state(b) != Tail::Missing {
+                    bs - TAIL_LEN
+                } else {
+                    bs
+                };
+                put_stray_rec_len(&mut b[..end], bs, off)
+            })
+        }
         Code::DirEntryZeroLenName | Code::DirEntryLinkToDot => {
             let Some(off) = p.args().num.and_then(|n| usize::try_from(n).ok()) else {
                 return Ok(false);
@@ -153,24 +173,28 @@ pub(super) fn writable(fs: &Fs, state: &State, pblk: u64) -> bool {
         && !state.block_meta.get(state.cluster(pblk))
 }
 
-/// Salvages part `part` of an inline directory: 0 the entries in i_block
-/// (after the parent's number), 1 those in the system.data attribute.
-fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: Ino, part: u64) -> super::Result<bool> {
+/// Lets `f` change part `part` of an inline directory (0: i_block, the
+/// parent's number then entries; 1: the system.data attribute's value,
+/// entries) and stages the inode if it did, with the attribute's hash and
+/// the inode's checksum.
+fn edit_inline(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    dir: Ino,
+    part: u64,
+    f: impl FnOnce(&mut [u8]) -> bool,
+) -> super::Result<bool> {
     let pos = fs
         .inode_offset(dir)
         .ok_or_else(|| format!("inode {dir} lies beyond the addressable range"))?;
     let isize = fs.geo.inode_len();
     let csum = fs.metadata_csum();
     let seed = fs.csum_seed;
-    let inodes = fs.geo.inodes_count;
     let mut done = false;
+    let mut f = Some(f);
     crate::volume::edit::edit_bytes(fs, overlay, pos, isize, |raw| {
         let (range, hash_at, name) = match part {
-            0 => (
-                Some((I_BLOCK + INLINE_ENTRIES_AT, I_BLOCK + I_BLOCK_LEN)),
-                None,
-                Vec::new(),
-            ),
+            0 => (Some((I_BLOCK, I_BLOCK + I_BLOCK_LEN)), None, Vec::new()),
             1 => match crate::fs::xattr::inline_data(raw) {
                 Some(d) => (
                     Some(d.value),
@@ -182,8 +206,9 @@ fn salvage_inline(fs: &Fs, overlay: &mut Overlay, dir: Ino, part: u64) -> super:
             _ => (None, None, Vec::new()),
         };
         if let Some((a, z)) = range.filter(|&(a, z)| a < z && z <= raw.len()) {
-            let region = &mut raw[a..z];
-            done = salvage(region, region.len(), inodes);
+            if let Some(f) = f.take() {
+                done = f(&mut raw[a..z]);
+            }
             // The attribute's hash covers its value (0: not hashed).
             if let Some(h) = hash_at.filter(|&h| done && le32(raw, h) != 0) {
                 let v = crate::fs::xattr::entry_hash(&name, &raw[a..z], false);

@@ -1003,6 +1003,9 @@ fn structure(
                 // A later broken record of a block pass 2 walked on
                 // salvaged: the block's first salvage took it too.
                 true
+            } else if p.code == Code::DirEntryBadRecLen && !salvaged.contains(&blk) {
+                // The record is stray only in the salvaged block.
+                false
             } else {
                 dirblock::fix(fs, state, overlay, &p)?
             };

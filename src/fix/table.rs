@@ -359,6 +359,8 @@ const TABLE: &[Entry] = &[
     row(Code::DirEntryUnusedArea, F::UnusedMark, S),
     row(Code::DirEntryUninitGroup, F::UnusedMark, S),
     row(Code::DirBlockCorrupt, F::DirBlock, S),
+    // After its block's salvage, which it follows in the report.
+    row(Code::DirEntryBadRecLen, F::DirBlock, S),
     row(Code::DirBlockNoTail, F::DirBlock, S),
     row(Code::DirEntryZeroLenName, F::DirBlock, S),
     row(Code::DirEntryLinkToDot, F::DirBlock, S),

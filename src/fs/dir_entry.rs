@@ -140,6 +140,12 @@ pub fn stored_rec_len(b: &[u8], off: usize) -> u16 {
     le16(b, off.wrapping_add(4))
 }
 
+/// Stores `v` as the rec_len of the record at `off`, as it is (not
+/// encoded).
+pub fn set_stored_rec_len(b: &mut [u8], off: usize, v: u16) {
+    put_le16(b, off.wrapping_add(4), v);
+}
+
 /// The hash stored after the name of the record at `off` (casefolded and
 /// encrypted names), for a name of `name_len` bytes.
 pub fn hash_after_name(b: &[u8], off: usize, name_len: usize) -> u32 {

@@ -18,7 +18,7 @@
 
 use super::dir_entry::{
     HEADER_LEN, inode_at, name_len_at, rec_len_at, rec_len_for, set_file_type_at, set_inode_at,
-    set_name_len_at, set_rec_len_at,
+    set_name_len_at, set_rec_len_at, set_stored_rec_len,
 };
 use super::num::Ino;
 
@@ -47,9 +47,21 @@ pub fn readable(b: &[u8], bs: usize, off: usize) -> Option<usize> {
 /// when the record before absorbed it, `b.len()` when the rest of the
 /// area is gone (or cannot hold a record at all).
 pub fn salvage_at(b: &mut [u8], bs: usize, inodes: u32, off: usize, prev: Option<usize>) -> usize {
+    salvage_step(b, bs, inodes, off, prev).0
+}
+
+/// [`salvage_at`], also telling whether the step gave the rest of the
+/// area to the record before (see [`stray_rec_len`]).
+pub fn salvage_step(
+    b: &mut [u8],
+    bs: usize,
+    inodes: u32,
+    off: usize,
+    prev: Option<usize>,
+) -> (usize, bool) {
     let max = b.len();
     if off >= max {
-        return max;
+        return (max, false);
     }
     let room = max - off;
     let (rec, name_len) = if room < HEADER_LEN {
@@ -60,7 +72,7 @@ pub fn salvage_at(b: &mut [u8], bs: usize, inodes: u32, off: usize, prev: Option
     if rec == HEADER_LEN && room >= HEADER_LEN + MIN_REC {
         b.copy_within(off + HEADER_LEN..max, off);
         b[max - HEADER_LEN..].fill(0);
-        return off;
+        return (off, false);
     }
     if rec > room
         && room > HEADER_LEN
@@ -69,16 +81,16 @@ pub fn salvage_at(b: &mut [u8], bs: usize, inodes: u32, off: usize, prev: Option
         && !b[off + HEADER_LEN..off + HEADER_LEN + name_len].contains(&0)
     {
         set_rec_len_at(b, off, room, bs);
-        return off;
+        return (off, false);
     }
-    match prev {
+    let next = match prev {
         Some(p) if rec != 0 && rec.is_multiple_of(4) && rec <= room => {
             grow(b, bs, p, rec);
             off + rec
         }
         Some(p) => {
             grow(b, bs, p, room);
-            max
+            return (max, true);
         }
         None => {
             set_inode_at(b, off, Ino::NONE);
@@ -93,7 +105,39 @@ pub fn salvage_at(b: &mut [u8], bs: usize, inodes: u32, off: usize, prev: Option
                 max
             }
         }
+    };
+    (next, false)
+}
+
+/// e2fsck's walk, once a salvage step gave the rest of an area to the
+/// record before, goes on from the end of a whole block of `bs` bytes,
+/// not from the area's end. Where the area ends earlier (before a
+/// checksum tail, or the entries of an inline directory), it then finds
+/// its walk off the end and gives the broken record, by then inside the
+/// record before, the rec_len that would have reached the block's end
+/// from it. That value, or None where e2fsck leaves the record alone:
+/// the area is a whole block, or the field does not lie inside the area.
+/// `b` runs from the start of e2fsck's buffer to the area's end (so for
+/// an inline directory's first part, all of i_block), `off` is the broken
+/// record's offset in it.
+pub fn stray_rec_len(b: &[u8], bs: usize, off: usize) -> Option<u16> {
+    let end = b.len();
+    if end == bs || off + HEADER_LEN > end {
+        return None;
     }
+    // e2fsck stores it in the 16-bit field as it is, high bits lost.
+    let v = rec_len_at(b, off, bs) + bs - end;
+    Some(crate::narrow::lo16(crate::narrow::sat32(v)))
+}
+
+/// Leaves [`stray_rec_len`] in the record at `off` of `b`, as e2fsck's
+/// repair does. Whether there was one to leave.
+pub fn put_stray_rec_len(b: &mut [u8], bs: usize, off: usize) -> bool {
+    let Some(v) = stray_rec_len(b, bs, off) else {
+        return false;
+    };
+    set_stored_rec_len(b, off, v);
+    true
 }
 
 /// How many salvage steps an area of `len` bytes can take: each one
@@ -233,6 +277,23 @@ mod tests {
         assert_eq!(chain(&b), vec![(0, 0, BS)]);
         let mut ok = block(&[(12, b"a", BS)]);
         assert!(!salvage(&mut ok, BS, 100));
+    }
+
+    #[test]
+    fn rest_given_before_a_tail_leaves_a_stray_rec_len() {
+        let mut b = block(&[(12, b"a", 12), (13, b"bb", 12), (14, b"c", 988)]);
+        put_le16(&mut b, 16, 13);
+        let area = &mut b[..BS - 12];
+        assert_eq!(salvage_step(area, BS, 100, 12, Some(0)), (BS - 12, true));
+        // 13 + 1024 - 1012, in the record "a" now covers.
+        assert_eq!(stray_rec_len(area, BS, 12), Some(25));
+        assert!(put_stray_rec_len(area, BS, 12));
+        assert_eq!(rec_len_at(area, 12, BS), 25);
+        assert_eq!(rec_len_at(area, 0, BS), BS - 12);
+        // A whole block's walk ends at its end: nothing stray.
+        assert_eq!(stray_rec_len(&b, BS, 12), None);
+        // No header left for the field.
+        assert_eq!(stray_rec_len(&b[..16], BS, 12), None);
     }
 
     #[test]

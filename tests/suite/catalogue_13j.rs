@@ -13,7 +13,12 @@ const MIB: u64 = 1 << 20;
 /// `want_y` (on a copy), pfsck the same, and e2fsck -fn finds pfsck's
 /// repair clean. Returns pfsck's -fy output and its repaired copy.
 #[track_caller]
-fn repaired_as_e2fsck(ctx: &str, img: &Path, want_n: i32, want_y: i32) -> (String, PathBuf) {
+pub(crate) fn repaired_as_e2fsck(
+    ctx: &str,
+    img: &Path,
+    want_n: i32,
+    want_y: i32,
+) -> (String, PathBuf) {
     let mine = img.with_extension("pfsck");
     copy_image(img, &mine);
     if oracle().is_none() {

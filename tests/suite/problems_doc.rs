@@ -378,6 +378,10 @@ const DAMAGE: &[(Code, &str)] = &[
         Code::DirEntryUnusedArea,
         "catalogue_p2_5::entry_into_the_unused_inode_area",
     ),
+    (
+        Code::DirEntryBadRecLen,
+        "catalogue_13m::salvage_before_the_area_end_sets_the_last_rec_len",
+    ),
 ];
 
 /// The pfsck problems batching a latch group's entries into one problem,
