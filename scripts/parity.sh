@@ -14,14 +14,17 @@
 # totals are printed at the end.
 #
 # PFSCK=path picks the binary (default target/release/pfsck, not rebuilt);
-# PFSCK_ARGS adds options (e.g. "-m 1"); E2FSCK the oracle.
+# PFSCK_ARGS adds options (e.g. "-m 1"); E2FSCK the oracle (default
+# $PFSCK_E2FSCK_ORACLE, as the tests, else ../shared/tools/e2fsck-1.47.4);
+# the images are $PFSCK_CONFORMANCE_DIR/e2fsprogs (default
+# ../shared/conformance), so that it runs from a worktree too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/parity.sh OUT [IMAGE...]}
 shift
-conf=$(realpath ../shared/conformance/e2fsprogs)
+conf=$(realpath "${PFSCK_CONFORMANCE_DIR:-../shared/conformance}/e2fsprogs")
 PFSCK=$(realpath "${PFSCK:-target/release/pfsck}")
-E2FSCK=$(realpath "${E2FSCK:-../shared/tools/e2fsck-1.47.4}")
+E2FSCK=$(realpath "${E2FSCK:-${PFSCK_E2FSCK_ORACLE:-../shared/tools/e2fsck-1.47.4}}")
 read -r -a extra <<<"${PFSCK_ARGS:-}"
 # The same "now" for both: e2fsck takes it from E2FSCK_TIME (the fake
 # time of e2fsprogs' libraries alone leaves its own clock real, and

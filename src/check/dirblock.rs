@@ -894,17 +894,28 @@ impl<T: Targets> EntryCx<'_, T> {
             return;
         }
         let mut named_wrongly = false;
+        // Answered no, e2fsck meets the same question again further on in
+        // its checks of the entry when the inode is in use (unused, it asks
+        // about that instead): -n prints it twice (`report::asked_twice`).
+        let again = |p: Problem| {
+            if self.t.info(e.inode).used {
+                p.num2(1)
+            } else {
+                p
+            }
+        };
         if state > 1 {
             named_wrongly = true;
             if is_dot(e.name) || is_dotdot(e.name) {
                 let code = if is_dot(e.name) { 0x02001A } else { 0x02001B };
-                out.problems.push(
+                out.problems.push(again(
                     self.problem(Code::DirDotSecondEntry, e)
                         .num(e.off as u64)
                         .e2fsck(code),
-                );
+                ));
             } else if e.inode == Ino::ROOT {
-                out.problems.push(self.problem(Code::DirEntryLinkToRoot, e));
+                out.problems
+                    .push(again(self.problem(Code::DirEntryLinkToRoot, e)));
             } else if e.name.is_empty() {
                 out.problems.push(
                     Problem::new(Code::DirEntryZeroLenName)

@@ -179,16 +179,16 @@ const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "-c",
-        "Run badblocks(8) read-only over the device first (-cc: non-destructive read-write) and check its list against the bad blocks inode",
+        "Run badblocks(8) read-only over the device first (-cc: non-destructive read-write); bad blocks found stop the check with exit 8, since pfsck cannot add them to the bad blocks inode yet",
     ),
     ("-k", "With -c: keep the bad blocks already listed"),
     (
         "-l <FILE>",
-        "Add the blocks listed in FILE (badblocks(8) output) to the bad blocks inode",
+        "Read a bad blocks list from FILE (badblocks(8) output): empty, the check goes on; otherwise exit 8 naming the blocks, nothing written (adding them to the bad blocks inode is not supported yet)",
     ),
     (
         "-L <FILE>",
-        "Replace the bad blocks inode's list with FILE's",
+        "As -l (replacing the bad blocks inode's list is not supported yet: the list in it is kept)",
     ),
     (
         "-D",

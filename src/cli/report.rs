@@ -636,6 +636,9 @@ pub fn render_problem(
     ) {
         return write!(out, "{msg}{sep}{ask}? no\n\n");
     }
+    if !repair && asked_twice(p) {
+        write!(out, "{msg}{sep}{ask}? no\n\n")?;
+    }
     match p.spec().severity {
         Severity::Error => write!(out, "{msg}{sep}{ask}? no\n\n"),
         // Pass 1's notices e2fsck asks about all the same, where no is a
@@ -644,6 +647,15 @@ pub fn render_problem(
         Severity::Notice if e2fsck_map::asked_notice(p) => write!(out, "{msg}{sep}{ask}? no\n\n"),
         Severity::Notice | Severity::Fatal => writeln!(out, "{msg}"),
     }
+}
+
+/// A misplaced '.' or '..', or a link to the root, whose inode is in use
+/// (the check's num2): e2fsck, answered no, asks about it a second time
+/// further on in its checks of the same entry, so `-n` prints the
+/// question twice. A repair's answer is yes, and asked once.
+fn asked_twice(p: &Problem) -> bool {
+    use crate::check::problem::Code;
+    matches!(p.code, Code::DirDotSecondEntry | Code::DirEntryLinkToRoot) && p.args().num2 == Some(1)
 }
 
 /// Problems e2fsck asks about as a set, one question for all (its

@@ -303,3 +303,46 @@ fn paths_of_judged_directories_follow_the_disk() {
         assert_eq!(report_paths(&ours), want, "pfsck:\n{ours}\ne2fsck:\n{e2}");
     }
 }
+
+/// How many times a report asks about the entries whose message starts
+/// with one of `starts`: its lines that start so.
+fn entry_questions(out: &str, starts: &[&str]) -> usize {
+    out.lines()
+        .filter(|l| starts.iter().any(|s| l.starts_with(s)))
+        .count()
+}
+
+/// Answered no about a link to the root or a second '.' or '..' whose
+/// inode is in use, e2fsck meets the same question again further on in
+/// its checks of the entry and asks it twice under -n; pfsck prints it as
+/// often. Under -y both ask once.
+#[test]
+fn misplaced_entries_are_asked_as_often_as_e2fsck_asks() {
+    let dir = TempDir::new("messages-asked-twice");
+    let img = dir.join("img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext4(), None);
+    debugfs_w(&img, &["mkdir a", "ln <2> a/r"]);
+    let starts = ["Entry 'r' in /a (12) is a link to the root inode"];
+    let e2 = oracle_run(&img, &["-fn"]).stdout;
+    assert_eq!(entry_questions(&e2, &starts), 2, "{e2}");
+    let ours = run_pfsck(&img, &["-fn"]);
+    assert_eq!(entry_questions(&ours, &starts), 2, "{ours}");
+    let fixed = run_pfsck(&img, &["-fy"]);
+    assert_eq!(entry_questions(&fixed, &starts), 1, "{fixed}");
+    assert_both_clean("asked-twice", &img);
+
+    let Some(conf) = conformance_dir() else {
+        eprintln!("NOTICE: conformance images not found: f_dupdot not tried");
+        return;
+    };
+    let img = dir.join("dupdot");
+    extract_image(&conf.join("e2fsprogs/f_dupdot"), &img).unwrap();
+    let starts = [
+        "Entry '.' in <14>/<12> (12)",
+        "Entry '..' in <14>/<12> (12)",
+    ];
+    let e2 = oracle_run(&img, &["-fn"]).stdout;
+    assert_eq!(entry_questions(&e2, &starts), 4, "{e2}");
+    let ours = run_pfsck(&img, &["-fn"]);
+    assert_eq!(entry_questions(&ours, &starts), 4, "{ours}");
+}
