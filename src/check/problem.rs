@@ -3,7 +3,7 @@
 //!
 //! Checks never print: they push a `Problem` carrying a code and numbers;
 //! the CLI renders it. Message templates use `{ino}`, `{blk}`, `{group}`,
-//! `{num}`, `{num2}` and `{detail}`.
+//! `{num}`, `{num2}` and `{detail}` (`{time:num}`: a time as a date).
 
 use crate::fs::num::{Blk, Group, Ino};
 use crate::narrow;
@@ -91,8 +91,8 @@ problems! {
     SbFreeInodesInvalid = ("0x0009", Super, Notice, true, "Superblock free inodes count {num} is larger than the inode count {num2}"),
     SbFirstIno = ("0x000A", Super, Error, false, "Superblock first_ino = {num} is invalid"),
     SbRevLevel = ("0x000B", Super, Fatal, false, "Superblock revision level {num} is not supported"),
-    SbLastMountFuture = ("0x000C", Super, Notice, true, "Superblock last mount time ({num}) is in the future (now {num2})"),
-    SbLastWriteFuture = ("0x000D", Super, Notice, true, "Superblock last write time ({num}) is in the future (now {num2})"),
+    SbLastMountFuture = ("0x000C", Super, Notice, true, "Superblock last mount time ({time:num}) is in the future (now {time:num2})"),
+    SbLastWriteFuture = ("0x000D", Super, Notice, true, "Superblock last write time ({time:num}) is in the future (now {time:num2})"),
     SbHugeFileNoLargeFile = ("0x000E", Super, Error, true, "Filesystem has huge files but the large_file flag is not set"),
     SbOrphanList = ("0x000F", Super, Notice, true, "The orphan inode list starting at inode {ino} needs processing"),
     SbExtraIsize = ("0x0010", Super, Notice, true, "Superblock {detail}_extra_isize {num} is invalid"),
@@ -630,6 +630,12 @@ impl Problem {
                 "group" => out.push_str(&opt(a.group.map(|g| u64::from(g.get())))),
                 "num" => out.push_str(&opt(a.num)),
                 "num2" => out.push_str(&opt(a.num2)),
+                // Seconds since the epoch, as a date: what a reader can
+                // compare with the clock.
+                "time:num" => out.push_str(&a.num.map_or("?".into(), |n| ctime(narrow::sat32(n)))),
+                "time:num2" => {
+                    out.push_str(&a.num2.map_or("?".into(), |n| ctime(narrow::sat32(n))))
+                }
                 "detail" => out.push_str(&detail(a.detail)),
                 "path:ino" => out.push_str(&path(a.ino.map(|i| u64::from(i.get())))),
                 "path:num" => out.push_str(&path(a.num)),
@@ -673,6 +679,35 @@ pub fn escape_name(bytes: &[u8]) -> String {
         out.push(char::from(c));
     }
     out
+}
+
+/// A time as e2fsck prints an inode's (`Tue Sep 21 03:19:14 1993`), in
+/// UTC.
+pub fn ctime(secs: u32) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = i64::from(secs);
+    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's method).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {day:>2} {:02}:{:02}:{:02} {year}",
+        DAYS[usize::try_from(days.rem_euclid(7)).unwrap_or(0)],
+        MONTHS[usize::try_from(month - 1).unwrap_or(0)],
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use super::{Args, EXIT_OK, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
 use crate::check::Report;
 use crate::check::e2fsck_map;
-use crate::check::problem::{Code, Pass, Problem, Severity};
+use crate::check::problem::{Code, Pass, Problem, Severity, ctime};
 use crate::fs::num::{Blk, Group, Ino};
 use crate::online;
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -503,35 +503,6 @@ fn dup_passes(
         }
     }
     Ok(())
-}
-
-/// A time as e2fsck prints an inode's (`Tue Sep 21 03:19:14 1993`), in
-/// UTC.
-pub fn ctime(secs: u32) -> String {
-    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let secs = i64::from(secs);
-    let (days, rem) = (secs.div_euclid(86400), secs.rem_euclid(86400));
-    // Days since 1970-01-01 to a civil date (Howard Hinnant's method).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{} {} {day:>2} {:02}:{:02}:{:02} {year}",
-        DAYS[usize::try_from(days.rem_euclid(7)).unwrap_or(0)],
-        MONTHS[usize::try_from(month - 1).unwrap_or(0)],
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
 }
 
 /// What the check says of /lost+found itself: e2fsck only looks while

@@ -697,12 +697,24 @@ impl<'a> Round<'a> {
                 // The count pass 2 found, plus what the tree fixes changed.
                 let ino = p.args().ino.map_or(0, Ino::get);
                 let d = m.links.get(&Ino(ino)).copied().unwrap_or(0);
-                let mut q = p.clone();
-                if let Some(n) = p.args().num2 {
-                    q = q.num2(link_target(self.state, ino, n as i64 + d));
-                }
+                let want = p
+                    .args()
+                    .num2
+                    .map(|n| link_target(self.state, ino, n as i64 + d));
                 m.link_fixed.insert(ino);
-                inode::fix(fs, overlay, &q, &mut m.large_file)?
+                if want == Some(u64::from(self.state.i_links(Ino(ino)))) {
+                    // The tree fixes took away the entries that made the
+                    // count wrong (a link to the root cleared): nothing
+                    // to write, and e2fsck, counting after them, says
+                    // nothing; unfixed, the problem is not shown.
+                    false
+                } else {
+                    let q = match want {
+                        Some(n) => p.clone().num2(n),
+                        None => p.clone(),
+                    };
+                    inode::fix(fs, overlay, &q, &mut m.large_file)?
+                }
             }
             Fixer::Field => inode::fix(fs, overlay, p, &mut m.large_file)?,
             Fixer::Summary => {

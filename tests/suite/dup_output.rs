@@ -78,12 +78,12 @@ fn passes_1b_to_1d_print_as_e2fscks() {
 #[test]
 fn mod_times_print_as_ctime() {
     assert_eq!(
-        pfsck::cli::report::ctime(748_581_554),
+        pfsck::check::problem::ctime(748_581_554),
         "Tue Sep 21 03:19:14 1993"
     );
-    assert_eq!(pfsck::cli::report::ctime(0), "Thu Jan  1 00:00:00 1970");
+    assert_eq!(pfsck::check::problem::ctime(0), "Thu Jan  1 00:00:00 1970");
     assert_eq!(
-        pfsck::cli::report::ctime(951_782_400),
+        pfsck::check::problem::ctime(951_782_400),
         "Tue Feb 29 00:00:00 2000"
     );
 }

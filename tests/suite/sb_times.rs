@@ -134,6 +134,14 @@ fn times_days_ahead_are_asked_about_and_set() {
     let pf = run(pfsck_bin(), &["-fn"], &img, "", &log);
     assert!(pf.stdout.contains("last mount time"), "{}", pf.stdout);
     assert!(pf.stdout.contains("Fix? no"), "{}", pf.stdout);
+    // The times as dates (UTC), as e2fsck shows them, not as seconds.
+    assert!(
+        pf.stdout.contains(
+            "last mount time (Sun Jan 17 08:00:00 2027) is in the future (now Fri Jan 15 08:00:00 2027)"
+        ),
+        "{}",
+        pf.stdout
+    );
     // e2fsck sets them without calling it a correction: exit 0.
     let out = repaired(&img, 0);
     assert!(out.contains("Fix? yes"), "{out}");
