@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = group_desc::compute_checksum(&sb, 3, data);
     let i = inode::Inode::parse(data);
     let _ = i.block_ptrs();
-    let _ = inode::compute_checksum(1, 12, data);
+    let _ = inode::compute_checksum(1, pfsck::fs::num::Ino(12), data);
     let h = extent::parse_header(data);
     for k in 0..h.entries.min(400) as usize {
         let _ = extent::parse_leaf(data, k);
