@@ -48,6 +48,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         SbCsumSeedNoCsum => &[0x00004B],
         SbRev0Features => &[0x00001A],
         SbJournalBackupMissing => &[0x00002D],
+        JournalVisible => &[0x000028],
         GdBlockBitmapLocation => &[0x000001],
         GdInodeBitmapLocation => &[0x000002],
         GdInodeTableLocation => &[0x000003],
@@ -387,7 +388,7 @@ pub fn message_only(p: &Problem) -> bool {
     // What e2fsck sets on its own before asking anything: stated.
     if matches!(
         p.code,
-        Code::SbNoUuid | Code::SbDirHashHint | Code::SbJournalBackupMissing
+        Code::SbNoUuid | Code::SbDirHashHint | Code::SbJournalBackupMissing | Code::JournalVisible
     ) {
         return true;
     }
@@ -468,6 +469,7 @@ pub fn unmarked_fix(p: &Problem) -> bool {
             | Code::SbTestFs
             | Code::SbDirHashHint
             | Code::SbJournalBackupMissing
+            | Code::JournalVisible
             | Code::SbLastMountFuture
             | Code::SbLastWriteFuture
     )
@@ -554,6 +556,7 @@ const REPAIR_ONLY: &[Code] = &[
     Code::SbHurdFiletype,
     Code::SbRev0Features,
     Code::SbJournalBackupMissing,
+    Code::JournalVisible,
     Code::OrphanReleased,
     Code::OrphanNotProcessed,
     Code::OrphanBlockIllegal,

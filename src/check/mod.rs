@@ -400,6 +400,8 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         && !opts.recheck
         && (times.is_empty() || !opts.repairing)
         && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))
+        // e2fsck moves a visible journal before it decides to skip.
+        && (!opts.repairing || journal::visible(&fs).is_none())
         && let Some(reason) = superblock::clean_skip_reason(&fs, opts)
         && !journal::stops_clean_skip(&fs, opts.repairing)
     {
@@ -435,7 +437,20 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     if report.has_fatal() {
         return Ok(Pass0::Stop(Some(fs)));
     }
-    report.problems.extend(journal::check(&fs, opts.repairing));
+    let journal = journal::check(&fs, opts.repairing);
+    // e2fsck moves a visible journal only once it has found it usable.
+    let usable = !journal.iter().any(|p| {
+        matches!(
+            p.code,
+            problem::Code::JournalInodeInvalid
+                | problem::Code::JournalSuperblockCorrupt
+                | problem::Code::JournalInodeFromBackup
+        )
+    });
+    report.problems.extend(journal);
+    if opts.repairing && usable {
+        report.problems.extend(journal::visible(&fs));
+    }
     // Before pass 1, as e2fsck: its problem is printed before the pass 1
     // header, which a streamed report prints as pass 1 begins. One it
     // cannot read it says nothing of (`stops::resize_inode_unreadable`).

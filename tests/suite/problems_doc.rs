@@ -45,6 +45,10 @@ const DAMAGE: &[(Code, &str)] = &[
     ),
     (Code::SbRev0Features, "sb_flags::features_on_revision_0"),
     (
+        Code::JournalVisible,
+        "catalogue_13o::visible_journal_moves_to_its_inode",
+    ),
+    (
         Code::SbExtraIsize,
         "catalogue_13j::invalid_extra_isize_in_the_superblock_is_reset",
     ),
@@ -392,10 +396,6 @@ const WHY_NOT: &[(u32, &str)] = &[
         "e2fsck asks it only for an external journal blkid finds by UUID among the block \
          devices, whose device number differs from the hint; a journal named with -j (an \
          image file) is not looked up, and the hint is left: not made on an image file",
-    ),
-    (
-        0x000028,
-        "not yet: e2fsck -y and -p move a journal in a visible inode (/.journal) to inode 8 and unlink it (exit 1; -n says nothing); pfsck leaves it where it is",
     ),
     (
         0x020045,
