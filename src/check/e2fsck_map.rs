@@ -235,6 +235,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
         DirRebuildDuplicate => &[0x020041, 0x020054, 0x020042],
 
         InodeUnattached => &[0x040002],
+        LostFoundFull | LostFoundFullP4 => &[0x030002],
         InodeUnattachedZero => &[0x040001],
         InodeLinkCount => &[0x040003],
         DirNlinkFeature => &[0x040006],
@@ -568,6 +569,8 @@ const REPAIR_ONLY: &[Code] = &[
     Code::LostFoundNotDir,
     Code::LostFoundEncrypted,
     Code::LostFoundInlineData,
+    Code::LostFoundFull,
+    Code::LostFoundFullP4,
 ];
 
 /// Is `c` a problem e2fsck only logs when it repairs ([`Run::ReadOnly`])?

@@ -368,6 +368,7 @@ problems! {
     LostFoundMissing = ("0x3004", P3, Error, true, "/lost+found not found"),
     LostFoundNotDir = ("0x3005", P3, Error, false, "/lost+found is not a directory (inode {ino})"),
     LostFoundEncrypted = ("0x30E1", P3, Error, false, "/lost+found is encrypted (inode {ino})"),
+    LostFoundFull = ("0x3008", P3, Error, false, "No room in /lost+found for inode {ino}"),
     LostFoundInlineData = ("0x3760", P3, Error, false, "/lost+found keeps its entries inline (inode {ino})"),
     DirLoop = ("0x3006", P3, Error, false, "Directory inode {ino} is part of a directory loop"),
     DirMultipleParents = ("0x3007", P3, Error, false, "Directory inode {ino} is linked from more than one directory ({num} and {num2})"),
@@ -375,6 +376,8 @@ problems! {
 
     // ---- Pass 4: reference counts ----
     InodeUnattached = ("0x4001", P4, Error, false, "Unattached inode {ino}"),
+    // 0x030002 again, asked when pass 4 connects an inode.
+    LostFoundFullP4 = ("0x4009", P4, Error, false, "No room in /lost+found for inode {ino}"),
     InodeUnattachedZero = ("0x4002", P4, Error, true, "Unattached zero-length inode {ino}"),
     InodeLinkCount = ("0x4003", P4, Error, true, "Inode {ino} ref count is {num}, should be {num2}"),
     DirNlinkFeature = ("0x4005", P4, Error, false, "Directory exceeds max links, but no DIR_NLINK feature in superblock"),

@@ -280,6 +280,8 @@ const TABLE: &[Entry] = &[
     row(Code::InodeUnattached, F::Tree, S),
     row(Code::InodeUnattachedZero, F::Tree, S),
     row(Code::DirUnconnected, F::Tree, S),
+    row(Code::LostFoundFull, F::Tree, S),
+    row(Code::LostFoundFullP4, F::Tree, S),
     row(Code::DirEntryDeletedInode, F::Entry, S),
     row(Code::DirEntryBadInode, F::Entry, S),
     row(Code::DirEntryReservedInode, F::Entry, S),

@@ -35,3 +35,46 @@ fn visible_journal_moves_to_its_inode() {
     let listing = debugfs_r(&img, "ls");
     assert!(!listing.contains(".journal"), "{listing}");
 }
+
+/// 0x030002: lost+found has no room for the name of an inode a repair
+/// connects. e2fsck asks to expand it right after the question that
+/// connects the inode, in a repair only (-n declines the connection);
+/// preen stops at the connection before (exit 4).
+#[test]
+fn full_lost_found_is_expanded() {
+    let tmp = TempDir::new("c13o-lf-full");
+    let img = tmp.join("image");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, b"hi\n").unwrap();
+    // Long names first, then short ones into what each block has left:
+    // the names that find no room are refused by debugfs.
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} f", data.display()),
+            format!("write {} orphan", data.display()),
+        ],
+    );
+    let orphan = inode_of(&img, "orphan");
+    let long = "x".repeat(200);
+    let mut cmds: Vec<String> = (0..60)
+        .map(|i| format!("ln f lost+found/{long}{i:03}"))
+        .collect();
+    cmds.extend((0..250).map(|i| format!("ln f lost+found/a{i:03}")));
+    cmds.push("unlink orphan".into());
+    let _ = debugfs_w_unchecked(&img, &cmds);
+    let f = inode_of(&img, "f").to_string();
+    let links = debugfs_r(&img, "ls -l lost+found")
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(f.as_str()))
+        .count();
+    debugfs_w(&img, &[format!("sif f links_count {}", links + 1)]);
+    assert_same_codes(&img, &[0x040002]);
+    let out = both_exit(&img, &["-fp"], 4).0;
+    assert!(!out.contains("No room"), "{out}");
+    let (_, fy) = judged_by_oracle("lf-full", &img, 4, 1);
+    assert!(fy.contains("No room in /lost+found"), "{fy}");
+    let listing = debugfs_r(&img, "ls lost+found");
+    assert!(listing.contains(&format!("#{orphan}")), "{listing}");
+}

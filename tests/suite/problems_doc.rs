@@ -318,6 +318,10 @@ const DAMAGE: &[(Code, &str)] = &[
     (Code::DirUnconnected, "corruptions::ext2-clri-dir"),
     (Code::DirDotDotWrong, "corruptions::ext2-clri-dir"),
     (Code::LostFoundMissing, "corruptions::ext2-root-not-dir"),
+    (
+        Code::LostFoundFullP4,
+        "catalogue_13o::full_lost_found_is_expanded",
+    ),
     (Code::InodeUnattached, "corruptions::ext2-clri-dir"),
     (Code::InodeUnattachedZero, "corruptions::ext2-root-not-dir"),
     (
@@ -404,10 +408,6 @@ const WHY_NOT: &[(u32, &str)] = &[
     (
         0x02004f,
         "e2fsck asks it when its library fails to store an inline directory's corrected          size (after a yes to 0x02004e); not made on an image file",
-    ),
-    (
-        0x030002,
-        "not yet reported: pfsck grows a full lost+found by a block when it connects a file,          as e2fsck does after this question (-y: exit 1, then clean in both)",
     ),
     (
         0x010045,
