@@ -235,6 +235,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
         DirRebuildDuplicate => &[0x020041, 0x020054, 0x020042],
 
         InodeUnattached => &[0x040002],
+        InodeDirHole => &[0x010072],
         LostFoundFull | LostFoundFullP4 => &[0x030002],
         InodeUnattachedZero => &[0x040001],
         InodeLinkCount => &[0x040003],
@@ -312,9 +313,6 @@ pub const NONE: &[Code] = &[
     Code::BitmapUnreadable,
     // A valid tree deeper than pfsck's walk: e2fsck walks any depth.
     Code::InodeExtentTreeUnwalkable,
-    // e2fsck finds a directory's holes in pass 2 only, where DirHole
-    // stands for them.
-    Code::InodeDirHole,
     // e2fsck walks every path through shared nodes, printing without end
     // under -n; under -y it clears the inode, as pfsck's repair does.
     Code::InodeExtentTreeShared,
@@ -584,7 +582,13 @@ pub fn repair_only(c: Code) -> bool {
 ///
 /// A backup superblock stands for e2fsck's failed open of the primary
 /// only when pfsck tried the primary (not one named with `-b`).
+///
+/// A directory's hole found in pass 1 stands for e2fsck's offer to move
+/// the extent after it down only on an extent-mapped directory, once per
+/// gap: e2fsck finds the other holes in pass 2 only, where DirHole stands
+/// for them.
 const NAMED_ONLY: &[Code] = &[
+    Code::InodeDirHole,
     Code::SbUsedBackup,
     Code::QuotaUsage,
     Code::QuotaEntryMissing,

@@ -1950,8 +1950,15 @@ impl MapVisitor for Claimer<'_> {
                 let gap = lblk - self.dir_next;
                 let shown = gap.min(16u64.saturating_sub(u64::from(self.holes)));
                 for h in self.dir_next..self.dir_next + shown {
-                    self.problems
-                        .push(Problem::new(Code::InodeDirHole).ino(Ino(self.ino)).num(h));
+                    let mut p = Problem::new(Code::InodeDirHole).ino(Ino(self.ino)).num(h);
+                    // e2fsck asks once per extent that starts past a
+                    // gap whether to move it down (it names the extent's
+                    // logical start); a block map's holes it finds in
+                    // pass 2 only.
+                    if h == self.dir_next && !self.indirect {
+                        p = p.e2fsck(0x010072).blk(Blk(lblk));
+                    }
+                    self.problems.push(p);
                 }
                 self.holes = self
                     .holes

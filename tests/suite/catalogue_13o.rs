@@ -78,3 +78,26 @@ fn full_lost_found_is_expanded() {
     let listing = debugfs_r(&img, "ls lost+found");
     assert!(listing.contains(&format!("#{orphan}")), "{listing}");
 }
+
+/// 0x010072, 0x020015: an extent-mapped directory with a gap of three
+/// blocks. e2fsck asks in pass 1 once for the gap (moving the extent
+/// after it down, naming its logical start), then, declined, in pass 2
+/// about each missing block: the same codes on the same objects.
+#[test]
+fn directory_gap_is_asked_about_per_block() {
+    let tmp = TempDir::new("c13o-dir-gap");
+    let img = tmp.join("image");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let mut cmds = vec!["mkdir d".to_string()];
+    cmds.extend((0..5).map(|_| "expand_dir d".to_string()));
+    cmds.push("punch d 2 4".into());
+    debugfs_w(&img, &cmds);
+    assert_same_codes(&img, &[0x010072, 0x020015]);
+    let (fn_out, _) = judged_by_oracle("dir-gap", &img, 4, 1);
+    for b in 2..=4 {
+        assert!(
+            fn_out.contains(&format!("block #{b}.  Allocate")),
+            "{fn_out}"
+        );
+    }
+}

@@ -319,6 +319,10 @@ const DAMAGE: &[(Code, &str)] = &[
     (Code::DirDotDotWrong, "corruptions::ext2-clri-dir"),
     (Code::LostFoundMissing, "corruptions::ext2-root-not-dir"),
     (
+        Code::InodeDirHole,
+        "catalogue_13o::directory_gap_is_asked_about_per_block",
+    ),
+    (
         Code::LostFoundFullP4,
         "catalogue_13o::full_lost_found_is_expanded",
     ),
@@ -423,11 +427,6 @@ const WHY_NOT: &[(u32, &str)] = &[
         0x010064,
         "never asked: e2fsck 1.47.4 has no check behind the code (a visible quota file is \
          0x000041, pass 0)",
-    ),
-    (
-        0x010072,
-        "asked only for a directory with holes that e2fsck will rehash, which -n never does \
-         (-n refuses -D)",
     ),
     (
         0x010087,
