@@ -101,3 +101,35 @@ fn directory_gap_is_asked_about_per_block() {
         );
     }
 }
+
+/// 0x010048, 0x010047, 0x010049: a regular file with the htree flag.
+/// Declined (-n), each of e2fsck's questions leads to the next: not a
+/// directory, then (without dir_index) the feature missing, then its
+/// block 0 judged as an htree root, which it is not.
+#[test]
+fn index_flag_on_a_file_is_judged_to_its_root() {
+    let tmp = TempDir::new("c13o-index-file");
+    let data = tmp.join("data");
+    std::fs::write(&data, b"hi\n").unwrap();
+    for (name, features, codes) in [
+        ("dir-index", "dir_index", &[0x010048, 0x010049][..]),
+        (
+            "no-dir-index",
+            "^dir_index",
+            &[0x010048, 0x010047, 0x010049],
+        ),
+    ] {
+        let img = tmp.join(name);
+        let opts = MkfsOpts::ext4().block_size(1024).features(features);
+        mkfs(&img, 16 * MIB, &opts, None);
+        debugfs_w(
+            &img,
+            &[
+                format!("write {} f", data.display()),
+                "sif f flags 0x81000".into(),
+            ],
+        );
+        assert_same_codes(&img, codes);
+        judged_by_oracle(name, &img, 4, 1);
+    }
+}
