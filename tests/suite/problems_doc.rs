@@ -407,7 +407,12 @@ const WHY_NOT: &[(u32, &str)] = &[
     ),
     (
         0x020045,
-        "e2fsck asks it for a directory block past the blocks pass 1 counted for the index;          not reproduced",
+        "made, not detected: e2fsck -y asks it when pass 1 cleared the illegal last block of \
+         a block-mapped htree directory, a block its index does not name (debugfs expand_dir, \
+         then sif block[N] past the end): pass 2 allocates the hole and finds it past the \
+         blocks pass 1 counted, and clears the index (-n declines the clearing and asks \
+         nothing); pfsck's repair shortens the directory instead, which e2fsck then finds \
+         clean",
     ),
     (
         0x02004f,
@@ -422,6 +427,13 @@ const WHY_NOT: &[(u32, &str)] = &[
         0x010057,
         "e2fsck asks it when its extent library fails in the middle of a walk (a read error); \
          not made on an image file",
+    ),
+    (
+        0x000041,
+        "not yet: e2fsck -y and -p (exit 0) rewrite a quota file the superblock names at an \
+         ordinary inode into the reserved one (3 or 4), unlink its name and release the old \
+         inode; -n instead flags the entry naming it as an invalid inode number (0x020002) \
+         and the inode as unattached; pfsck does neither",
     ),
     (
         0x010064,
