@@ -48,6 +48,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         SbCsumSeedNoCsum => &[0x00004B],
         SbRev0Features => &[0x00001A],
         SbJournalBackupMissing => &[0x00002D],
+        JournalVisible => &[0x000028],
         GdBlockBitmapLocation => &[0x000001],
         GdInodeBitmapLocation => &[0x000002],
         GdInodeTableLocation => &[0x000003],
@@ -232,6 +233,8 @@ fn dir_codes(code: Code) -> &'static [u32] {
         DirRebuildDuplicate => &[0x020041, 0x020054, 0x020042],
 
         InodeUnattached => &[0x040002],
+        InodeDirHole => &[0x010072],
+        LostFoundFull | LostFoundFullP4 => &[0x030002],
         InodeUnattachedZero => &[0x040001],
         InodeLinkCount => &[0x040003],
         DirNlinkFeature => &[0x040006],
@@ -308,9 +311,6 @@ pub const NONE: &[Code] = &[
     Code::BitmapUnreadable,
     // A valid tree deeper than pfsck's walk: e2fsck walks any depth.
     Code::InodeExtentTreeUnwalkable,
-    // e2fsck finds a directory's holes in pass 2 only, where DirHole
-    // stands for them.
-    Code::InodeDirHole,
     // e2fsck walks every path through shared nodes, printing without end
     // under -n; under -y it clears the inode, as pfsck's repair does.
     Code::InodeExtentTreeShared,
@@ -385,7 +385,7 @@ pub fn message_only(p: &Problem) -> bool {
     // What e2fsck sets on its own before asking anything: stated.
     if matches!(
         p.code,
-        Code::SbNoUuid | Code::SbDirHashHint | Code::SbJournalBackupMissing
+        Code::SbNoUuid | Code::SbDirHashHint | Code::SbJournalBackupMissing | Code::JournalVisible
     ) {
         return true;
     }
@@ -466,6 +466,7 @@ pub fn unmarked_fix(p: &Problem) -> bool {
             | Code::SbTestFs
             | Code::SbDirHashHint
             | Code::SbJournalBackupMissing
+            | Code::JournalVisible
             | Code::SbLastMountFuture
             | Code::SbLastWriteFuture
     )
@@ -552,6 +553,7 @@ const REPAIR_ONLY: &[Code] = &[
     Code::SbHurdFiletype,
     Code::SbRev0Features,
     Code::SbJournalBackupMissing,
+    Code::JournalVisible,
     Code::OrphanReleased,
     Code::OrphanNotProcessed,
     Code::OrphanBlockIllegal,
@@ -563,6 +565,8 @@ const REPAIR_ONLY: &[Code] = &[
     Code::LostFoundNotDir,
     Code::LostFoundEncrypted,
     Code::LostFoundInlineData,
+    Code::LostFoundFull,
+    Code::LostFoundFullP4,
 ];
 
 /// Is `c` a problem e2fsck only logs when it repairs ([`Run::ReadOnly`])?
@@ -576,7 +580,13 @@ pub fn repair_only(c: Code) -> bool {
 ///
 /// A backup superblock stands for e2fsck's failed open of the primary
 /// only when pfsck tried the primary (not one named with `-b`).
+///
+/// A directory's hole found in pass 1 stands for e2fsck's offer to move
+/// the extent after it down only on an extent-mapped directory, once per
+/// gap: e2fsck finds the other holes in pass 2 only, where DirHole stands
+/// for them.
 const NAMED_ONLY: &[Code] = &[
+    Code::InodeDirHole,
     Code::SbUsedBackup,
     Code::QuotaUsage,
     Code::QuotaEntryMissing,

@@ -568,3 +568,92 @@ fn invalid_journal(out: &mut Vec<Problem>, ino: u32, why: String, clear_bad: boo
         out.push(Problem::new(Code::JournalCannotProceed));
     }
 }
+
+/// The names under which e2fsck looks for a journal kept as a visible file
+/// of the root directory (tune2fs -J on a mounted file system makes
+/// /.journal), in the order it tries them.
+const VISIBLE_NAMES: [&str; 4] = [".journal", "journal", ".journal.dat", "journal.dat"];
+
+/// An internal journal kept in a visible file of the root directory,
+/// which a repair moves to the reserved journal inode (e2fsck does so
+/// only when it may write, and only for a journal inode of one link that
+/// the first root entry of one of [`VISIBLE_NAMES`] names). The problem
+/// carries the journal's inode and the name.
+pub fn visible(fs: &Fs) -> Option<Problem> {
+    let sb = &fs.sb;
+    let ino = sb.journal_inum;
+    if !sb.has_compat(compat::HAS_JOURNAL) || ino == 0 || ino == crate::fs::inode::JOURNAL_INO {
+        return None;
+    }
+    let journal = Inode::parse(&fs.read_inode_raw(Ino(ino)).ok()?);
+    if journal.links_count != 1 {
+        return None;
+    }
+    let entries = root_entries(fs);
+    let first_named = |name: &str| {
+        entries
+            .iter()
+            .find(|(n, _)| n.as_slice() == name.as_bytes())
+            .map(|&(_, i)| i)
+    };
+    VISIBLE_NAMES
+        .into_iter()
+        .find(|name| first_named(name) == Some(ino))
+        .map(|name| {
+            Problem::new(Code::JournalVisible)
+                .ino(Ino(ino))
+                .detail(name)
+        })
+}
+
+/// The root directory's used entries (name, inode) in the order of its
+/// blocks. An inline root is not searched (e2fsck's would be): its
+/// journal is left where it is.
+fn root_entries(fs: &Fs) -> Vec<(Vec<u8>, u32)> {
+    #[derive(Default)]
+    struct Blocks(Vec<(u64, u64)>);
+    impl MapVisitor for Blocks {
+        fn data(&mut self, lblk: u64, pblk: u64, len: u64, _unwritten: bool) {
+            for k in 0..len {
+                self.0.push((lblk + k, pblk + k));
+            }
+        }
+        fn node(&mut self, _pblk: u64) {}
+        fn problem(&mut self, _p: Problem) {}
+    }
+    let Ok(raw) = fs.read_inode_raw(Ino::ROOT) else {
+        return Vec::new();
+    };
+    let root = Inode::parse(&raw);
+    if root.has_flag(flags::INLINE_DATA) || !root.is_dir() {
+        return Vec::new();
+    }
+    let mut blocks = Blocks::default();
+    let mut scratch = Scratch::new();
+    if root.has_flag(flags::EXTENTS) {
+        let info = MapInfo::unbounded(Ino::ROOT.get(), true);
+        walk_extents(fs, info, &root.block, &mut scratch, &mut blocks);
+    } else {
+        walk_indirect(
+            fs,
+            Ino::ROOT.get(),
+            &root.block_ptrs(),
+            &mut scratch,
+            &mut blocks,
+        );
+    }
+    blocks.0.sort_unstable();
+    let filetype = fs.sb.has_incompat(incompat::FILETYPE);
+    let mut out = Vec::new();
+    for (_, pblk) in blocks.0 {
+        let Ok(b) = fs.read_block(pblk) else { continue };
+        let mut off = 0;
+        while let Ok(e) = crate::fs::dir_entry::read_entry(&b, off, filetype) {
+            if e.inode != 0 {
+                out.push((e.name.to_vec(), e.inode));
+            }
+            off += e.rec_len;
+        }
+    }
+    out
+}

@@ -11,6 +11,7 @@ pub mod external_journal;
 pub mod fast_commit;
 pub mod htree_check;
 pub mod journal;
+pub mod lost_found_room;
 pub mod mmp;
 pub mod orphan;
 pub mod pass1;
@@ -400,6 +401,8 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         && !opts.recheck
         && (times.is_empty() || !opts.repairing)
         && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))
+        // e2fsck moves a visible journal before it decides to skip.
+        && (!opts.repairing || journal::visible(&fs).is_none())
         && let Some(reason) = superblock::clean_skip_reason(&fs, opts)
         && !journal::stops_clean_skip(&fs, opts.repairing)
     {
@@ -435,7 +438,20 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     if report.has_fatal() {
         return Ok(Pass0::Stop(Some(fs)));
     }
-    report.problems.extend(journal::check(&fs, opts.repairing));
+    let journal = journal::check(&fs, opts.repairing);
+    // e2fsck moves a visible journal only once it has found it usable.
+    let usable = !journal.iter().any(|p| {
+        matches!(
+            p.code,
+            problem::Code::JournalInodeInvalid
+                | problem::Code::JournalSuperblockCorrupt
+                | problem::Code::JournalInodeFromBackup
+        )
+    });
+    report.problems.extend(journal);
+    if opts.repairing && usable {
+        report.problems.extend(journal::visible(&fs));
+    }
     // Before pass 1, as e2fsck: its problem is printed before the pass 1
     // header, which a streamed report prints as pass 1 begins. One it
     // cannot read it says nothing of (`stops::resize_inode_unreadable`).
@@ -598,7 +614,9 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     // matters: 3A's problems follow pass 3's, where e2fsck (rebuilding at
     // the end of its pass 3) reports them.
     let rebuilt = rebuild::check(&fs, &state, &r.problems, opts.repairing);
-    if pass3_stops(r, &mut timer, &fs, ctl, &mut state, rebuilt, opts.repairing)? {
+    let mut room = lost_found_room::Room::new(&fs, &state, opts.repairing);
+    let p3 = Pass3::new(rebuilt, opts.repairing, room.as_mut());
+    if pass3_stops(r, &mut timer, &fs, ctl, &mut state, p3)? {
         return checked(report, fs, state);
     }
     progress.pass_complete(3);
@@ -607,6 +625,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     let mut stop4 = false;
     step(r, &mut timer, &fs, ctl, "pass4", 4, || {
         let mut found = pass4::run(&fs, &state, t, ctl, opts.repairing)?;
+        found = lost_found_room::annotate(room.as_mut(), found);
         let skip = [fs.sb.prj_quota_inum, fs.sb.orphan_file_inum];
         stop4 = !opts.repairing
             && stops::at_pass4_checksum(&mut found, &state, &bad_csum, fs.geo.first_ino, &skip);
@@ -683,20 +702,39 @@ fn stop_at_illegal_indirect(problems: &mut ProblemList) -> bool {
     true
 }
 
+/// What pass 3 is given besides the file system.
+struct Pass3<'a, R> {
+    /// Pass 3A's problems.
+    rebuilt: R,
+    repairing: bool,
+    /// Where a repair connects directories (`lost_found_room`).
+    room: Option<&'a mut lost_found_room::Room>,
+}
+
+impl<'a, R> Pass3<'a, R> {
+    fn new(rebuilt: R, repairing: bool, room: Option<&'a mut lost_found_room::Room>) -> Self {
+        Pass3 {
+            rebuilt,
+            repairing,
+            room,
+        }
+    }
+}
+
 /// Pass 3, then pass 3A's problems; whether a read-only check stopped
 /// there (no root, which -n may not make).
-fn pass3_stops(
+fn pass3_stops<R: IntoIterator<Item = problem::Problem>>(
     r: &mut Report,
     timer: &mut Timer,
     fs: &Fs,
     ctl: &Control,
     state: &mut State,
-    rebuilt: impl IntoIterator<Item = problem::Problem>,
-    repairing: bool,
+    p3: Pass3<'_, R>,
 ) -> Result<bool> {
     step(r, timer, fs, ctl, "pass3", 3, || {
-        let mut found = ProblemList::from(pass3::run(fs, state, repairing)?);
-        for p in rebuilt {
+        let mut found = ProblemList::from(pass3::run(fs, state, p3.repairing)?);
+        found = lost_found_room::annotate(p3.room, found);
+        for p in p3.rebuilt {
             found.push(p);
         }
         Ok(found)

@@ -1760,6 +1760,8 @@ struct Claimer<'a> {
     prev: Option<(u64, u64)>,
     /// Pass 1E's statistics of the extent tree.
     tree: super::pass1e::TreeStats,
+    /// Where logical block 0 is mapped.
+    first_block: Option<u64>,
 }
 
 impl Claimer<'_> {
@@ -1925,6 +1927,9 @@ impl MapVisitor for Claimer<'_> {
     }
 
     fn data(&mut self, lblk: u64, pblk: u64, len: u64, unwritten: bool) {
+        if lblk == 0 && len > 0 {
+            self.first_block = Some(pblk);
+        }
         let len = len.min(self.budget);
         self.budget -= len;
         self.note_position(pblk, len);
@@ -1950,8 +1955,15 @@ impl MapVisitor for Claimer<'_> {
                 let gap = lblk - self.dir_next;
                 let shown = gap.min(16u64.saturating_sub(u64::from(self.holes)));
                 for h in self.dir_next..self.dir_next + shown {
-                    self.problems
-                        .push(Problem::new(Code::InodeDirHole).ino(Ino(self.ino)).num(h));
+                    let mut p = Problem::new(Code::InodeDirHole).ino(Ino(self.ino)).num(h);
+                    // e2fsck asks once per extent that starts past a
+                    // gap whether to move it down (it names the extent's
+                    // logical start); a block map's holes it finds in
+                    // pass 2 only.
+                    if h == self.dir_next && !self.indirect {
+                        p = p.e2fsck(0x010072).blk(Blk(lblk));
+                    }
+                    self.problems.push(p);
                 }
                 self.holes = self
                     .holes
@@ -2200,14 +2212,17 @@ fn check_blocks(
 
     let is_dir = inode.is_dir();
     let extent_mapped = extent_mapped(ctx, inode);
-    if inode.has_flag(flags::INDEX) {
-        if !is_dir {
-            c.report(Problem::new(Code::InodeIndexNotDir).ino(Ino(ino)));
-        } else if !ctx.dir_index {
-            c.report(Problem::new(Code::InodeIndexNoFeature).ino(Ino(ino)));
-        } else {
-            c.set_flag(iflag::HTREE);
-        }
+    // Declined (-n), each of e2fsck's questions about an index leads to
+    // the next: not a directory, no dir_index, then its root judged.
+    let index = inode.has_flag(flags::INDEX);
+    if index && !is_dir {
+        c.report(Problem::new(Code::InodeIndexNotDir).ino(Ino(ino)));
+    }
+    if index && !ctx.dir_index && (is_dir || ctx.read_only) {
+        c.report(Problem::new(Code::InodeIndexNoFeature).ino(Ino(ino)));
+    }
+    if index && is_dir && ctx.dir_index {
+        c.set_flag(iflag::HTREE);
     }
 
     let mut claimer = Claimer {
@@ -2234,6 +2249,7 @@ fn check_blocks(
         cluster_bits: fs.geo.cluster_bits,
         prev: None,
         tree: Default::default(),
+        first_block: None,
     };
     let inline = ctx.inline_data && inode.has_flag(flags::INLINE_DATA);
     let dir_blocks_start = claimer.dir_blocks.len();
@@ -2257,16 +2273,24 @@ fn check_blocks(
         last_init,
         fragmented,
         tree,
+        first_block,
         ..
     } = claimer;
     if walked && extent_mapped && !bad_blocks {
         offer_pass1e(ctx, c, inode, &tree);
     }
-    if is_dir && !inline && inode.has_flag(flags::INDEX) && ctx.dir_index {
-        let root = c.out.dir_blocks[dir_blocks_start..]
-            .iter()
-            .find(|d| d.ino == Ino(ino) && d.lblk == LBlk(0))
-            .map(|d| d.pblk.0);
+    if index && !inline && ((is_dir && ctx.dir_index) || ctx.read_only) {
+        // libext2fs maps no block of an inode flagged inline.
+        let root = if inode.has_flag(flags::INLINE_DATA) {
+            None
+        } else if is_dir {
+            c.out.dir_blocks[dir_blocks_start..]
+                .iter()
+                .find(|d| d.ino == Ino(ino) && d.lblk == LBlk(0))
+                .map(|d| d.pblk.0)
+        } else {
+            first_block
+        };
         match htree_root_problem(ctx, w, inode, root) {
             Some((e2, why)) => c.report(
                 Problem::new(Code::HtreeRootInvalid)

@@ -1113,6 +1113,9 @@ fn read_generations(fs: &Fs, inos: &[Ino], threads: Threads, ctl: &Control) -> V
     parts.into_iter().flatten().collect()
 }
 
+/// Holes reported per directory at most.
+const MAX_HOLES_SHOWN: u32 = 1 << 12;
+
 /// Reports logical blocks missing inside a directory's mapped range.
 fn find_holes(fsp: &FsParams, counts: &mut DirCounts, out: &mut ProblemList) {
     // largedir lets the kernel punch out emptied blocks.
@@ -1125,11 +1128,17 @@ fn find_holes(fsp: &FsParams, counts: &mut DirCounts, out: &mut ProblemList) {
         l.sort_unstable();
         l.dedup();
         let mut expect = 0u32;
+        let mut shown = 0u32;
         for &lb in l.iter() {
-            // Report each gap's first block only: a sparse directory with
-            // a huge hole must not produce millions of lines.
-            if lb > expect {
-                out.push(Problem::new(Code::DirHole).ino(*ino).num(u64::from(expect)));
+            // Each missing block, as e2fsck asks about each; up to a
+            // bound, so that a sparse directory with a huge hole does
+            // not produce millions of lines.
+            for h in expect..lb {
+                if shown == MAX_HOLES_SHOWN {
+                    break;
+                }
+                shown += 1;
+                out.push(Problem::new(Code::DirHole).ino(*ino).num(u64::from(h)));
             }
             expect = lb.saturating_add(1);
         }

@@ -144,6 +144,7 @@ problems! {
     JournalExternalBad = ("0x0216", Super, Error, false, "{detail}"),
     JournalExternalCannotProceed = ("0x0217", Super, Fatal, false, "Cannot proceed with the file system check without its external journal"),
     JournalStrayV2Fields = ("0x0218", Super, Notice, true, "The journal superblock (inode {ino}) has version 2 fields a version 1 journal, or an internal one, cannot have: the fields past the version 1 layout are cleared"),
+    JournalVisible = ("0x0219", Super, Error, true, "The journal (inode {ino}) is the visible file /{detail}; moved to the reserved journal inode"),
     JournalInodeFromBackup = ("0x0215", Super, Error, true, "Journal inode {ino} is invalid ({detail}); restored from the superblock's backup of its block map"),
     MmpBlockInvalid = ("0x0230", Super, Fatal, true, "The superblock's MMP block number {blk} is invalid"),
     MmpBadMagic = ("0x0231", Super, Error, true, "The MMP block {blk} has a bad magic number"),
@@ -366,12 +367,15 @@ problems! {
     LostFoundMissing = ("0x3004", P3, Error, true, "/lost+found not found"),
     LostFoundNotDir = ("0x3005", P3, Error, false, "/lost+found is not a directory (inode {ino})"),
     LostFoundEncrypted = ("0x30E1", P3, Error, false, "/lost+found is encrypted (inode {ino})"),
+    LostFoundFull = ("0x3008", P3, Error, false, "No room in /lost+found for inode {ino}"),
     LostFoundInlineData = ("0x3760", P3, Error, false, "/lost+found keeps its entries inline (inode {ino})"),
     DirMultipleParents = ("0x3007", P3, Error, false, "Directory inode {ino} is linked from more than one directory ({num} and {num2})"),
     DirRebuildDuplicate = ("0x3710", P3, Error, false, "Duplicate entry '{detail}' in {path:ino} ({ino}) found rebuilding the directory"),
 
     // ---- Pass 4: reference counts ----
     InodeUnattached = ("0x4001", P4, Error, false, "Unattached inode {ino}"),
+    // 0x030002 again, asked when pass 4 connects an inode.
+    LostFoundFullP4 = ("0x4009", P4, Error, false, "No room in /lost+found for inode {ino}"),
     InodeUnattachedZero = ("0x4002", P4, Error, true, "Unattached zero-length inode {ino}"),
     InodeLinkCount = ("0x4003", P4, Error, true, "Inode {ino} ref count is {num}, should be {num2}"),
     DirNlinkFeature = ("0x4005", P4, Error, false, "Directory exceeds max links, but no DIR_NLINK feature in superblock"),

@@ -377,6 +377,61 @@ pub(super) fn restore_from_backup(fs: &Fs, overlay: &mut Overlay) -> super::Resu
     Ok(true)
 }
 
+/// Moves a journal kept in a visible file of the root directory
+/// (`check::journal::visible`) to the reserved journal inode, as e2fsck
+/// does before pass 1: the root's entry removed, the first 128 bytes of
+/// the file's inode copied over the journal inode (the rest of that inode
+/// kept), the file's inode released (no links, deleted now, free in its
+/// group's bitmap and counts), the superblock and its backups pointed at
+/// the journal inode. The journal's blocks stay where they are. Whether
+/// it staged something (nothing when the entry is gone).
+pub(super) fn move_to_hidden(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    p: &Problem,
+) -> super::Result<bool> {
+    let Some(old) = p.args().ino else {
+        return Ok(false);
+    };
+    let Some(raw) = vol::read_inode(fs, overlay, old)? else {
+        return Ok(false);
+    };
+    let mut links = super::lostfound::Links::new();
+    if !super::dir::unlink(
+        fs,
+        state,
+        overlay,
+        Ino::ROOT,
+        old,
+        p.args().detail,
+        &mut links,
+    )? {
+        return Ok(false);
+    }
+    let small = &raw[..finode::GOOD_OLD_INODE_SIZE.min(raw.len())];
+    let placed = vol::edit_inode(fs, overlay, Ino::JOURNAL, |m| {
+        m.0[..small.len()].copy_from_slice(small);
+    })?;
+    if !placed {
+        return Err("the journal inode has no valid location".into());
+    }
+    let t = super::lostfound::now(fs);
+    vol::edit_inode(fs, overlay, old, |m| {
+        m.set_links(0);
+        m.set_dtime(t);
+    })?;
+    let mut stats = crate::volume::stats::AllocStats::new(fs);
+    stats.free_inode(overlay, old, false);
+    stats.flush(overlay);
+    vol::edit_superblock(fs, overlay, |sb| {
+        sb.set_journal_inum(Ino::JOURNAL);
+        stats.count_in(sb);
+    })?;
+    vol::write_backups(fs, overlay)?;
+    Ok(true)
+}
+
 /// Clears the journal superblock's fields past the version 1 layout
 /// (`check::journal::stray_v2_fields`), as e2fsck does before it reads the
 /// journal. Whether it staged something.

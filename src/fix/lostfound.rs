@@ -20,9 +20,8 @@
 use crate::check::problem::{Code, Problem};
 use crate::check::state::{State, iflag};
 use crate::fs::dir_entry::{
-    self, HEADER_LEN, TAIL_LEN, has_tail, put_name, put_rec_len, rec_len_for,
+    self, TAIL_LEN, has_tail, inode_at, insert_entry, put_name, set_inode_at,
 };
-use crate::fs::dir_entry::{inode_at, name_len_at, name_len16_at, rec_len_at, set_inode_at};
 use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN};
 use crate::fs::inode::{InodeMut, ROOT_INO, inode_csum_seed};
 use crate::fs::num::{Blk, Group, Ino, LBlk};
@@ -48,6 +47,8 @@ pub(super) struct LostFound {
     pub ino: Ino,
     /// Its blocks in logical order.
     blocks: Vec<Blk>,
+    /// The inodes whose names it grew by a block for.
+    grown_for: std::collections::BTreeSet<Ino>,
 }
 
 impl LostFound {
@@ -60,6 +61,7 @@ impl LostFound {
         LostFound {
             ino: state.lost_found,
             blocks: blocks.into_iter().map(|(_, b)| b).collect(),
+            grown_for: Default::default(),
         }
     }
 }
@@ -81,6 +83,8 @@ pub(super) fn fix(
             reconnect(fs, state, overlay, lf, ino, links)
         }
         Code::InodeUnattachedZero => clear(fs, state, overlay, ino),
+        // Asked after the question connecting `ino`, whose fix grew it.
+        Code::LostFoundFull | Code::LostFoundFullP4 => Ok(lf.grown_for.contains(&ino)),
         _ => Ok(false),
     }
 }
@@ -157,48 +161,6 @@ fn dx_root_reseal(b: &mut [u8], dir: Ino, seed: u32) {
     }
 }
 
-/// Adds entry `name` → `ino` (type `ft`) in the first record of `b` with
-/// room for it after its own name; false when there is none.
-fn insert_entry(b: &mut [u8], ino: Ino, name: &[u8], ft: u8, filetype: bool) -> bool {
-    let need = rec_len_for(name.len());
-    let mut off = 0;
-    while off + HEADER_LEN <= b.len() {
-        let rec = rec_len_at(b, off, b.len());
-        if rec < HEADER_LEN || !rec.is_multiple_of(4) || off + rec > b.len() {
-            // A broken block is pass 2's to report; nothing is added to it.
-            return false;
-        }
-        let used = inode_at(b, off);
-        let name_len = if filetype {
-            name_len_at(b, off)
-        } else {
-            name_len16_at(b, off)
-        };
-        // An empty record (inode 0) is reused whole, except the first of
-        // the block, which is kept as it is so '.' is never overwritten.
-        let (at, len) = if used == Ino::NONE && off != 0 {
-            (off, rec)
-        } else {
-            let mine = rec_len_for(name_len);
-            (off + mine, rec.saturating_sub(mine))
-        };
-        if len >= need {
-            if at != off {
-                // Split: the existing entry keeps just what its name needs.
-                put_rec_len(b, off, at - off);
-                put_rec_len(b, at, len);
-            }
-            set_inode_at(b, at, ino);
-            put_name(b, at, name, filetype.then_some(ft));
-            // Bytes after the name are zeroed so no old name shows through.
-            b[at + HEADER_LEN + name.len()..at + len].fill(0);
-            return true;
-        }
-        off += rec;
-    }
-    false
-}
-
 /// Can entries be added to / rewritten in directory `dir` by these fixes?
 fn plain_dir(state: &State, dir: Ino) -> bool {
     state.inode_dir.get(dir) && !state.has_iflag(dir, iflag::HTREE | iflag::INLINE | iflag::BAD)
@@ -261,6 +223,7 @@ fn reconnect(
             put_name(b, 0, n, filetype.then_some(ft));
             true
         })?;
+        lost_found.grown_for.insert(ino);
     }
     add(links, ino, 1);
     if let Some(pblk) = dotdot_blk {
@@ -469,6 +432,7 @@ pub(super) fn create(
         let mut root = LostFound {
             ino: Ino::ROOT,
             blocks: root_blocks.iter().map(|&(_, b)| b).collect(),
+            grown_for: Default::default(),
         };
         let grown = expand(fs, state, overlay, &mut root, &mut alloc)?;
         let Some(pblk) = grown else {
@@ -496,6 +460,7 @@ pub(super) fn create(
     Ok(Some(LostFound {
         ino,
         blocks: vec![blk],
+        grown_for: Default::default(),
     }))
 }
 
@@ -595,7 +560,7 @@ mod tests {
     use super::*;
     use crate::fs::bytes::put_le16;
     use crate::fs::bytes::{le16, le32, put_le32};
-    use crate::fs::dir_entry::decode_rec_len;
+    use crate::fs::dir_entry::{decode_rec_len, put_rec_len};
 
     fn block() -> Vec<u8> {
         let mut b = vec![0u8; 1024];

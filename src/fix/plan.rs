@@ -214,8 +214,9 @@ impl<'a> Round<'a> {
     }
 
     /// The fixes made alone in their round, in this order: the primary
-    /// superblock from its backup, the journal inode from its backup, an
-    /// impossible itable_unused, the bad-blocks inode, moved bitmaps.
+    /// superblock from its backup, the journal inode from its backup, a
+    /// visible journal moved to its reserved inode, an impossible
+    /// itable_unused, the bad-blocks inode, moved bitmaps.
     /// Whether one ended the round (and whether it staged a fix).
     fn alone(&mut self, want: &Wanted) -> Fixed<Option<bool>> {
         let fs = self.fs;
@@ -247,6 +248,12 @@ impl<'a> Round<'a> {
         {
             self.fixed[k] = true;
             return Ok(Some(true));
+        }
+        // The passes counted the visible file as in use and linked: the
+        // next round judges the journal in its reserved inode.
+        if let Some((k, p)) = self.first(want, Code::JournalVisible) {
+            self.fixed[k] = journal_inode::move_to_hidden(fs, self.state, &mut self.overlay, &p)?;
+            return Ok(Some(self.fixed[k] || self.replay_fix));
         }
         if self.itable_unused_reset(want)? {
             return Ok(Some(true));

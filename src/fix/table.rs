@@ -29,6 +29,9 @@ pub(super) enum Fixer {
     /// The journal inode from the superblock's backup of it
     /// (`journal_inode::restore_from_backup`).
     JournalFromBackup,
+    /// A journal kept in a visible file moved to the reserved inode
+    /// (`journal_inode::move_to_hidden`).
+    JournalToHidden,
     /// The bad-blocks inode cleared (`blockmap::clear_bad_blocks_inode`).
     BadBlocksInode,
     /// An inode's block map or extent tree (`blockmap::fix`, per inode);
@@ -123,7 +126,9 @@ impl Fixer {
         use Fixer::*;
         match self {
             View | WithReplay => Phase::Replay,
-            SuperFromBackup | JournalFromBackup | BadBlocksInode | NewUuid => Phase::Alone,
+            SuperFromBackup | JournalFromBackup | JournalToHidden | BadBlocksInode | NewUuid => {
+                Phase::Alone
+            }
             Clear | ResizeInode | Extents => Phase::Inodes,
             LostFound | Tree | Entry => Phase::Tree,
             BlockMap => Phase::Maps,
@@ -200,6 +205,7 @@ const TABLE: &[Entry] = &[
         F::JournalFromBackup,
         ALONE | S,
     ),
+    row(Code::JournalVisible, F::JournalToHidden, ALONE | S),
     row(Code::BadBlocksInodeInBadBlock, F::BadBlocksInode, ALONE),
     // Bitmaps on bad blocks, outside their group or on other metadata.
     row(Code::BadBlockInMetadata, F::BlockMap, RELOCATE | ALONE),
@@ -274,6 +280,8 @@ const TABLE: &[Entry] = &[
     row(Code::InodeUnattached, F::Tree, S),
     row(Code::InodeUnattachedZero, F::Tree, S),
     row(Code::DirUnconnected, F::Tree, S),
+    row(Code::LostFoundFull, F::Tree, S),
+    row(Code::LostFoundFullP4, F::Tree, S),
     row(Code::DirEntryDeletedInode, F::Entry, S),
     row(Code::DirEntryBadInode, F::Entry, S),
     row(Code::DirEntryReservedInode, F::Entry, S),

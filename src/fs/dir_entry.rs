@@ -263,6 +263,48 @@ pub fn set_tail_checksum(inode_seed: u32, b: &mut [u8]) {
     put_le32(b, n.saturating_sub(4), c);
 }
 
+/// Adds entry `name` → `ino` (type `ft`) in the first record of `b` with
+/// room for it after its own name; false when there is none.
+pub fn insert_entry(b: &mut [u8], ino: Ino, name: &[u8], ft: u8, filetype: bool) -> bool {
+    let need = rec_len_for(name.len());
+    let mut off = 0;
+    while off + HEADER_LEN <= b.len() {
+        let rec = rec_len_at(b, off, b.len());
+        if rec < HEADER_LEN || !rec.is_multiple_of(4) || off + rec > b.len() {
+            // A broken block is pass 2's to report; nothing is added to it.
+            return false;
+        }
+        let used = inode_at(b, off);
+        let name_len = if filetype {
+            name_len_at(b, off)
+        } else {
+            name_len16_at(b, off)
+        };
+        // An empty record (inode 0) is reused whole, except the first of
+        // the block, which is kept as it is so '.' is never overwritten.
+        let (at, len) = if used == Ino::NONE && off != 0 {
+            (off, rec)
+        } else {
+            let mine = rec_len_for(name_len);
+            (off + mine, rec.saturating_sub(mine))
+        };
+        if len >= need {
+            if at != off {
+                // Split: the existing entry keeps just what its name needs.
+                put_rec_len(b, off, at - off);
+                put_rec_len(b, at, len);
+            }
+            set_inode_at(b, at, ino);
+            put_name(b, at, name, filetype.then_some(ft));
+            // Bytes after the name are zeroed so no old name shows through.
+            b[at + HEADER_LEN + name.len()..at + len].fill(0);
+            return true;
+        }
+        off += rec;
+    }
+    false
+}
+
 /// A directory block of `bs` bytes with one empty record over it all,
 /// or, with a checksum seed (metadata_csum), over all but the tail.
 pub fn empty_block(bs: usize, seed: Option<u32>) -> Vec<u8> {

@@ -45,6 +45,10 @@ const DAMAGE: &[(Code, &str)] = &[
     ),
     (Code::SbRev0Features, "sb_flags::features_on_revision_0"),
     (
+        Code::JournalVisible,
+        "catalogue_13o::visible_journal_moves_to_its_inode",
+    ),
+    (
         Code::SbExtraIsize,
         "catalogue_13j::invalid_extra_isize_in_the_superblock_is_reset",
     ),
@@ -314,6 +318,14 @@ const DAMAGE: &[(Code, &str)] = &[
     (Code::DirUnconnected, "corruptions::ext2-clri-dir"),
     (Code::DirDotDotWrong, "corruptions::ext2-clri-dir"),
     (Code::LostFoundMissing, "corruptions::ext2-root-not-dir"),
+    (
+        Code::InodeDirHole,
+        "catalogue_13o::directory_gap_is_asked_about_per_block",
+    ),
+    (
+        Code::LostFoundFullP4,
+        "catalogue_13o::full_lost_found_is_expanded",
+    ),
     (Code::InodeUnattached, "corruptions::ext2-clri-dir"),
     (Code::InodeUnattachedZero, "corruptions::ext2-root-not-dir"),
     (
@@ -398,20 +410,17 @@ const WHY_NOT: &[(u32, &str)] = &[
          image file) is not looked up, and the hint is left: not made on an image file",
     ),
     (
-        0x000028,
-        "not yet: e2fsck -y and -p move a journal in a visible inode (/.journal) to inode 8 and unlink it (exit 1; -n says nothing); pfsck leaves it where it is",
-    ),
-    (
         0x020045,
-        "e2fsck asks it for a directory block past the blocks pass 1 counted for the index;          not reproduced",
+        "made, not detected: e2fsck -y asks it when pass 1 cleared the illegal last block of \
+         a block-mapped htree directory, a block its index does not name (debugfs expand_dir, \
+         then sif block[N] past the end): pass 2 allocates the hole and finds it past the \
+         blocks pass 1 counted, and clears the index (-n declines the clearing and asks \
+         nothing); pfsck's repair shortens the directory instead, which e2fsck then finds \
+         clean",
     ),
     (
         0x02004f,
         "e2fsck asks it when its library fails to store an inline directory's corrected          size (after a yes to 0x02004e); not made on an image file",
-    ),
-    (
-        0x030002,
-        "not yet reported: pfsck grows a full lost+found by a block when it connects a file,          as e2fsck does after this question (-y: exit 1, then clean in both)",
     ),
     (
         0x010045,
@@ -424,14 +433,16 @@ const WHY_NOT: &[(u32, &str)] = &[
          not made on an image file",
     ),
     (
+        0x000041,
+        "not yet: e2fsck -y and -p (exit 0) rewrite a quota file the superblock names at an \
+         ordinary inode into the reserved one (3 or 4), unlink its name and release the old \
+         inode; -n instead flags the entry naming it as an invalid inode number (0x020002) \
+         and the inode as unattached; pfsck does neither",
+    ),
+    (
         0x010064,
         "never asked: e2fsck 1.47.4 has no check behind the code (a visible quota file is \
          0x000041, pass 0)",
-    ),
-    (
-        0x010072,
-        "asked only for a directory with holes that e2fsck will rehash, which -n never does \
-         (-n refuses -D)",
     ),
     (
         0x010087,

@@ -1,0 +1,135 @@
+//! Problems of e2fsck 1.47.4's catalogue (issue 13) that pfsck did not
+//! detect, each made on a fresh file system and judged against e2fsck.
+
+use crate::common::*;
+use crate::problem_codes::assert_same_codes;
+
+const MIB: u64 = 1 << 20;
+
+/// 0x000028: the journal kept as the visible file /.journal (what
+/// tune2fs -J makes on a mounted file system). Only a repair looks, so -n
+/// is clean; a repair moves it to inode 8 and unlinks the name without
+/// counting a correction (exit 0), in every mode, forced or not.
+#[test]
+fn visible_journal_moves_to_its_inode() {
+    let tmp = TempDir::new("c13o-visible-journal");
+    let img = tmp.join("image");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(
+        &img,
+        &[
+            "write /dev/null .journal",
+            "copy_inode <8> <12>",
+            "clri <8>",
+            "ssv journal_inum 12",
+        ],
+    );
+    assert_same_codes(&img, &[]);
+    for args in [&["-fp"][..], &["-p"], &["-y"]] {
+        let out = both_exit(&img, args, 0).0;
+        assert!(out.contains("/.journal"), "{args:?}: {out}");
+    }
+    let (_, fy) = judged_by_oracle("visible-journal", &img, 0, 0);
+    assert!(fy.contains("/.journal"), "{fy}");
+    assert_eq!(dumpe2fs(&img).header["Journal inode"].trim(), "8");
+    let listing = debugfs_r(&img, "ls");
+    assert!(!listing.contains(".journal"), "{listing}");
+}
+
+/// 0x030002: lost+found has no room for the name of an inode a repair
+/// connects. e2fsck asks to expand it right after the question that
+/// connects the inode, in a repair only (-n declines the connection);
+/// preen stops at the connection before (exit 4).
+#[test]
+fn full_lost_found_is_expanded() {
+    let tmp = TempDir::new("c13o-lf-full");
+    let img = tmp.join("image");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, b"hi\n").unwrap();
+    // Long names first, then short ones into what each block has left:
+    // the names that find no room are refused by debugfs.
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} f", data.display()),
+            format!("write {} orphan", data.display()),
+        ],
+    );
+    let orphan = inode_of(&img, "orphan");
+    let long = "x".repeat(200);
+    let mut cmds: Vec<String> = (0..60)
+        .map(|i| format!("ln f lost+found/{long}{i:03}"))
+        .collect();
+    cmds.extend((0..250).map(|i| format!("ln f lost+found/a{i:03}")));
+    cmds.push("unlink orphan".into());
+    let _ = debugfs_w_unchecked(&img, &cmds);
+    let f = inode_of(&img, "f").to_string();
+    let links = debugfs_r(&img, "ls -l lost+found")
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(f.as_str()))
+        .count();
+    debugfs_w(&img, &[format!("sif f links_count {}", links + 1)]);
+    assert_same_codes(&img, &[0x040002]);
+    let out = both_exit(&img, &["-fp"], 4).0;
+    assert!(!out.contains("No room"), "{out}");
+    let (_, fy) = judged_by_oracle("lf-full", &img, 4, 1);
+    assert!(fy.contains("No room in /lost+found"), "{fy}");
+    let listing = debugfs_r(&img, "ls lost+found");
+    assert!(listing.contains(&format!("#{orphan}")), "{listing}");
+}
+
+/// 0x010072, 0x020015: an extent-mapped directory with a gap of three
+/// blocks. e2fsck asks in pass 1 once for the gap (moving the extent
+/// after it down, naming its logical start), then, declined, in pass 2
+/// about each missing block: the same codes on the same objects.
+#[test]
+fn directory_gap_is_asked_about_per_block() {
+    let tmp = TempDir::new("c13o-dir-gap");
+    let img = tmp.join("image");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let mut cmds = vec!["mkdir d".to_string()];
+    cmds.extend((0..5).map(|_| "expand_dir d".to_string()));
+    cmds.push("punch d 2 4".into());
+    debugfs_w(&img, &cmds);
+    assert_same_codes(&img, &[0x010072, 0x020015]);
+    let (fn_out, _) = judged_by_oracle("dir-gap", &img, 4, 1);
+    for b in 2..=4 {
+        assert!(
+            fn_out.contains(&format!("block #{b}.  Allocate")),
+            "{fn_out}"
+        );
+    }
+}
+
+/// 0x010048, 0x010047, 0x010049: a regular file with the htree flag.
+/// Declined (-n), each of e2fsck's questions leads to the next: not a
+/// directory, then (without dir_index) the feature missing, then its
+/// block 0 judged as an htree root, which it is not.
+#[test]
+fn index_flag_on_a_file_is_judged_to_its_root() {
+    let tmp = TempDir::new("c13o-index-file");
+    let data = tmp.join("data");
+    std::fs::write(&data, b"hi\n").unwrap();
+    for (name, features, codes) in [
+        ("dir-index", "dir_index", &[0x010048, 0x010049][..]),
+        (
+            "no-dir-index",
+            "^dir_index",
+            &[0x010048, 0x010047, 0x010049],
+        ),
+    ] {
+        let img = tmp.join(name);
+        let opts = MkfsOpts::ext4().block_size(1024).features(features);
+        mkfs(&img, 16 * MIB, &opts, None);
+        debugfs_w(
+            &img,
+            &[
+                format!("write {} f", data.display()),
+                "sif f flags 0x81000".into(),
+            ],
+        );
+        assert_same_codes(&img, codes);
+        judged_by_oracle(name, &img, 4, 1);
+    }
+}
