@@ -142,7 +142,6 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeImagic => &[0x01002F],
         InodeInUseBitmapClear => &[0x020047],
         InodeBadSize => &[0x02000F, 0x010032, 0x010006],
-        InodeBlockBitmapUnreadable => &[0x010056],
         InodeTableUnreadable => &[0x010028],
         InodeEaInodeFlag => &[0x010092],
         InodeCasefold => &[0x010089],
@@ -308,6 +307,9 @@ pub const NONE: &[Code] = &[
     Code::InodeCompression,
     Code::InodeEncrypted,
     Code::BitmapUnreadable,
+    // A block of a block map that cannot be read: e2fsck's I/O error
+    // handler reports it, outside its problem table.
+    Code::InodeBlockBitmapUnreadable,
     // A valid tree deeper than pfsck's walk: e2fsck walks any depth.
     Code::InodeExtentTreeUnwalkable,
     // e2fsck finds a directory's holes in pass 2 only, where DirHole
