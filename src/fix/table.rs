@@ -233,6 +233,7 @@ const TABLE: &[Entry] = &[
     row(Code::ExtentTreeShorter, F::Extents, AFTER_1D | S),
     row(Code::ExtentTreeNarrower, F::Extents, AFTER_1D | S),
     row(Code::InodeGarbage, F::Clear, S),
+    row(Code::InodeEncryptCorrupt, F::Clear, S),
     row(Code::InodeBadMode, F::Clear, S),
     row(Code::InodeDeviceBlocks, F::Clear, S),
     row(Code::InodeFastSymlink, F::Clear, S),

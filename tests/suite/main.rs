@@ -13,6 +13,7 @@ mod catalogue_13g;
 mod catalogue_13i;
 mod catalogue_13j;
 mod catalogue_13k;
+mod catalogue_13n;
 mod catalogue_p2_5;
 mod check_record;
 mod clean_matrix;

@@ -31,6 +31,10 @@ const DAMAGE: &[(Code, &str)] = &[
         "corruptions::ext3-unknown-incompat-feature",
     ),
     (Code::SbChecksum, "corruptions::ext4-raw-sb-checksum"),
+    (
+        Code::InodeEncryptCorrupt,
+        "catalogue_13n::corrupt_encryption_context_clears_the_inode",
+    ),
     (Code::SbInodesCount, "corruptions::ext4-sb-inodes-count"),
     (Code::SbNoUuid, "sb_flags::no_uuid_gets_a_new_one"),
     (
