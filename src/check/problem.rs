@@ -242,7 +242,7 @@ problems! {
     InodeBadSize = ("0x102B", P1, Error, false, "Inode {ino} has an invalid size {num}"),
     InodeBlockBitmapUnreadable = ("0x102C", P1, Error, false, "Error reading block {blk} ({detail}) while checking inode {ino}"),
     InodeTableUnreadable = ("0x102D", P1, Error, false, "Inode table for group {group} cannot be read (block {blk})"),
-    InodeEaInodeFlag = ("0x102E", P1, Error, true, "Inode {ino} has EA_INODE flag set but ea_inode is not supported"),
+    InodeEaInodeFlag = ("0x102E", P1, Error, true, "Inode {ino} keeps an extended attribute value in an EA inode, but the ea_inode feature is off"),
     InodeCasefold = ("0x102F", P1, Error, false, "Inode {ino} has CASEFOLD flag set on a file system without casefold support"),
     InodeCasefoldNonDir = ("0x10E1", P1, Error, false, "Inode {ino} has the casefold flag set but is not a directory"),
     InodeEaInodeNonReg = ("0x10E6", P1, Error, false, "Inode {ino} has the ea_inode flag set but is not a regular file"),

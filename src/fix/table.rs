@@ -315,6 +315,7 @@ const TABLE: &[Entry] = &[
     row(Code::SbDirHashHint, F::SuperFlag, S),
     row(Code::SbHurdFiletype, F::SuperFlag, S),
     row(Code::Sb64bitNoExtents, F::SuperFlag, S),
+    row(Code::InodeEaInodeFlag, F::SuperFlag, S),
     row(Code::SbCsumSeedNoCsum, F::SuperFlag, S),
     row(Code::SbRev0Features, F::SuperFlag, S),
     row(Code::SbMetadataCsumAndGdtCsum, F::SuperFlag, S),

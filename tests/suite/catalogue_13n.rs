@@ -58,3 +58,41 @@ fn corrupt_encryption_context_clears_the_inode() {
     let stat = debugfs_r(&img, &format!("stat <{ino}>"));
     assert!(stat.contains("Links: 0"), "{stat}");
 }
+
+/// 0x010092: a file keeps an xattr value in an EA inode, on a file system
+/// whose ea_inode feature is off. e2fsck asks to set the feature (preen
+/// may) and judges the reference as it would with it; the value stays.
+#[test]
+fn ea_inode_value_without_the_feature_sets_it() {
+    let tmp = TempDir::new("c13n-eafeat");
+    let img = tmp.join("image");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(1024).features("ea_inode"),
+        None,
+    );
+    let data = tmp.join("data");
+    std::fs::write(&data, b"hi\n").unwrap();
+    let big = tmp.join("big");
+    std::fs::write(&big, vec![b'x'; 4000]).unwrap();
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} f", data.display()),
+            format!("ea_set -f {} f user.big", big.display()),
+            // debugfs charges the file nothing for its EA inode's block.
+            "sif f blocks 4".into(),
+        ],
+    );
+    assert_same_codes(&img, &[]);
+    debugfs_w(&img, &["feature -ea_inode"]);
+    assert_same_codes(&img, &[0x010092]);
+    let (out, preened) = both_exit(&img, &["-fp"], 1);
+    assert!(out.contains("ea_inode feature is off.  FIXED."), "{out}");
+    assert!(dumpe2fs(&preened).has_feature("ea_inode"));
+    judged_by_oracle("c13n-eafeat", &img, 4, 1);
+    assert!(dumpe2fs(&img).has_feature("ea_inode"));
+    let value = debugfs_r(&img, "ea_get f user.big");
+    assert!(value.contains(&"x".repeat(100)), "{value}");
+}

@@ -35,6 +35,10 @@ const DAMAGE: &[(Code, &str)] = &[
         Code::InodeEncryptCorrupt,
         "catalogue_13n::corrupt_encryption_context_clears_the_inode",
     ),
+    (
+        Code::InodeEaInodeFlag,
+        "catalogue_13n::ea_inode_value_without_the_feature_sets_it",
+    ),
     (Code::SbInodesCount, "corruptions::ext4-sb-inodes-count"),
     (Code::SbNoUuid, "sb_flags::no_uuid_gets_a_new_one"),
     (
