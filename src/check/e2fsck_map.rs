@@ -65,7 +65,8 @@ pub fn codes(code: Code) -> &'static [u32] {
         JournalNeedsRecoveryNoFlag => &[0x000018],
         JournalRecoverNoJournal => &[0x000017],
         JournalTransactionCorrupt => &[0x00003A],
-        JournalExternalBad => &[0x000012, 0x000013, 0x000010, 0x00004A],
+        JournalExternalBad => &[0x000012, 0x000013, 0x000010],
+        JournalExternalChecksum => &[0x00004A],
         JournalExternalCannotProceed => &[0x000011],
         JournalInodeFromBackup => &[0x00000F],
         JournalStrayV2Fields => &[0x00002A],
@@ -414,6 +415,11 @@ pub fn message_only(p: &Problem) -> bool {
 /// spanning free space, among others)?
 pub fn asked_notice(p: &Problem) -> bool {
     use super::problem::{Pass, Severity};
+    // Asked as the journal is loaded, before e2fsck marks the file system
+    // valid for its passes: its no (without NO_OK) leaves -n clean.
+    if p.code == Code::JournalExternalChecksum {
+        return true;
+    }
     // And pass 0's superblock times ahead of the clock.
     let times = matches!(p.code, Code::SbLastMountFuture | Code::SbLastWriteFuture);
     if !(matches!(p.spec().pass, Pass::P1 | Pass::P2) || times)
@@ -459,11 +465,13 @@ pub fn before_valid(p: &Problem) -> bool {
 /// which it makes in pass 0 before its passes count what they fix, and
 /// the superblock's times ahead of the clock (set in memory, written when
 /// the superblock is). And an extent block's checksum alone: its extent
-/// handle writes the block straight to the device.
+/// handle writes the block straight to the device. So does its journal
+/// code the external journal device's superblock checksum.
 pub fn unmarked_fix(p: &Problem) -> bool {
     matches!(
         p.code,
         Code::GdChecksum
+            | Code::JournalExternalChecksum
             | Code::InodeExtentNodeChecksum
             | Code::GdUninitWithoutCsum
             | Code::SbNoUuid

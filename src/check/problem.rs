@@ -143,6 +143,7 @@ problems! {
     JournalFastCommitReplay = ("0x0214", Super, Fatal, false, "The journal holds fast-commit data for transaction {num} whose replay pfsck does not model ({detail}); run e2fsck"),
     JournalExternalBad = ("0x0216", Super, Error, false, "{detail}"),
     JournalExternalCannotProceed = ("0x0217", Super, Fatal, false, "Cannot proceed with the file system check without its external journal"),
+    JournalExternalChecksum = ("0x0219", Super, Notice, true, "The external journal device's own superblock fails its checksum"),
     JournalStrayV2Fields = ("0x0218", Super, Notice, true, "The journal superblock (inode {ino}) has version 2 fields a version 1 journal, or an internal one, cannot have: the fields past the version 1 layout are cleared"),
     JournalInodeFromBackup = ("0x0215", Super, Error, true, "Journal inode {ino} is invalid ({detail}); restored from the superblock's backup of its block map"),
     MmpBlockInvalid = ("0x0230", Super, Fatal, true, "The superblock's MMP block number {blk} is invalid"),

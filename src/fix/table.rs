@@ -23,6 +23,10 @@ pub(super) enum Fixer {
     /// Staged over the journal replay, before the passes' fixes
     /// (`journal_inode::clear_v2_fields`, `mmp::rewrite`).
     WithReplay,
+    /// The external journal device's own superblock checksum: written on
+    /// that device by the session after the file system's commit
+    /// (`Session::reset_external`); the plan only marks it fixed.
+    ExternalJournal,
     /// The primary superblock and descriptors from the backup the check
     /// read (`superblock::restore_primary`).
     SuperFromBackup,
@@ -122,7 +126,7 @@ impl Fixer {
     pub(super) fn phase(self) -> Phase {
         use Fixer::*;
         match self {
-            View | WithReplay => Phase::Replay,
+            View | WithReplay | ExternalJournal => Phase::Replay,
             SuperFromBackup | JournalFromBackup | BadBlocksInode | NewUuid => Phase::Alone,
             Clear | ResizeInode | Extents => Phase::Inodes,
             LostFound | Tree | Entry => Phase::Tree,
@@ -194,6 +198,7 @@ const TABLE: &[Entry] = &[
     row(Code::JournalStrayV2Fields, F::WithReplay, 0),
     row(Code::MmpBadMagic, F::WithReplay, 0),
     row(Code::MmpChecksum, F::WithReplay, 0),
+    row(Code::JournalExternalChecksum, F::ExternalJournal, S),
     row(Code::SbUsedBackup, F::SuperFromBackup, ALONE),
     row(
         Code::JournalInodeFromBackup,

@@ -5,7 +5,7 @@
 
 use crate::common::*;
 use crate::problem_codes::assert_same_codes;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
 
@@ -95,4 +95,90 @@ fn ea_inode_value_without_the_feature_sets_it() {
     assert!(dumpe2fs(&img).has_feature("ea_inode"));
     let value = debugfs_r(&img, "ea_get f user.big");
     assert!(value.contains(&"x".repeat(100)), "{value}");
+}
+
+/// A file system whose journal is on the device `jdev` (made with
+/// `mke2fs -O journal_dev`, metadata_csum on), attached with debugfs.
+fn with_external_journal(tmp: &TempDir) -> (PathBuf, PathBuf) {
+    let jdev = tmp.join("jdev");
+    let fs = tmp.join("fs");
+    let journal = MkfsOpts::ext4().block_size(1024).features("journal_dev");
+    mkfs(&jdev, 2 * MIB, &journal, None);
+    assert!(dumpe2fs(&jdev).has_feature("metadata_csum"));
+    let plain = MkfsOpts::ext4().block_size(1024).features("^has_journal");
+    mkfs(&fs, 8 * MIB, &plain, None);
+    let uuid = dumpe2fs(&jdev).header["Filesystem UUID"].clone();
+    debugfs_w(
+        &fs,
+        &[
+            "feature has_journal".to_string(),
+            format!("ssv journal_uuid {uuid}"),
+            "ssv journal_dev 0x700".into(),
+        ],
+    );
+    (fs, jdev)
+}
+
+/// Runs `prog` (pfsck when None) with `args`, `-j jdev` and `fs`: its
+/// exit code and output.
+fn run_with_journal(prog: Option<&Path>, args: &[&str], jdev: &Path, fs: &Path) -> (i32, String) {
+    let mut cmd = std::process::Command::new(prog.unwrap_or(pfsck_bin()));
+    cmd.args(args).arg("-j").arg(jdev).arg(fs);
+    let r = run_timeout_merged(cmd, std::time::Duration::from_secs(60));
+    assert!(!r.timed_out, "{args:?} timed out");
+    (r.code().unwrap_or(-1), r.stdout)
+}
+
+/// 0x00004a: the journal device's own superblock fails its checksum.
+/// e2fsck asks as it loads the journal: -n answers no and exits 0; -y and
+/// -p set the checksum on the journal device without marking the file
+/// system changed (exit 0), and check in full even when not forced.
+#[test]
+fn external_journal_superblock_checksum_is_set() {
+    let tmp = TempDir::new("c13n-jdevcsum");
+    let (fs, jdev) = with_external_journal(&tmp);
+    let csum_at = 1024 + 0x3FC;
+    let good = read_at(&jdev, csum_at, 4);
+    write_at(&jdev, csum_at, &[0; 4]);
+    let oracle = oracle();
+    for mode in ["-fn", "-n", "-fy", "-y", "-fp", "-p"] {
+        let (f, j) = (tmp.join("f"), tmp.join("j"));
+        // Each run starts without the undo logs an earlier one left.
+        for log in ["f.pfsck-undo", "j.pfsck-undo"] {
+            let _ = std::fs::remove_file(tmp.join(log));
+        }
+        if let Some(e2fsck) = &oracle {
+            copy_image(&fs, &f);
+            copy_image(&jdev, &j);
+            let (code, out) = run_with_journal(Some(e2fsck), &[mode], &j, &f);
+            assert_eq!(code, 0, "e2fsck {mode}:\n{out}");
+            assert!(
+                out.contains("External journal superblock checksum"),
+                "{out}"
+            );
+        }
+        copy_image(&fs, &f);
+        copy_image(&jdev, &j);
+        let (code, out) = run_with_journal(None, &[mode], &j, &f);
+        assert_eq!(code, 0, "pfsck {mode}:\n{out}");
+        let fixed = read_at(&j, csum_at, 4) == good;
+        if mode.ends_with('n') {
+            assert!(
+                !fixed && hash_file(&f) == hash_file(&fs),
+                "pfsck {mode} wrote"
+            );
+            if mode == "-fn" {
+                assert!(out.contains("fails its checksum.  Fix? no"), "{out}");
+            }
+            continue;
+        }
+        assert!(fixed, "pfsck {mode} left the checksum:\n{out}");
+        // Not forced, the fix still makes the check a full one.
+        assert!(out.contains("non-contiguous"), "pfsck {mode}:\n{out}");
+        if let Some(e2fsck) = &oracle {
+            let (code, after) = run_with_journal(Some(e2fsck), &["-fn"], &j, &f);
+            assert_eq!(code, 0, "e2fsck -fn after pfsck {mode}:\n{after}");
+            assert!(!after.contains("External journal"), "{after}");
+        }
+    }
 }

@@ -39,6 +39,10 @@ const DAMAGE: &[(Code, &str)] = &[
         Code::InodeEaInodeFlag,
         "catalogue_13n::ea_inode_value_without_the_feature_sets_it",
     ),
+    (
+        Code::JournalExternalChecksum,
+        "catalogue_13n::external_journal_superblock_checksum_is_set",
+    ),
     (Code::SbInodesCount, "corruptions::ext4-sb-inodes-count"),
     (Code::SbNoUuid, "sb_flags::no_uuid_gets_a_new_one"),
     (
@@ -544,6 +548,13 @@ const NO_VERDICT: &[(u32, bool, &str)] = &[
         0x00004E,
         true,
         "asked by the superblock check, as 0x00004d: -n exits 0",
+    ),
+    (
+        0x00004A,
+        true,
+        "asked as the journal is loaded, before e2fsck marks the file system valid \
+         for its passes: -n exits 0 \
+         (`catalogue_13n::external_journal_superblock_checksum_is_set`)",
     ),
     (
         0x000043,
