@@ -415,9 +415,10 @@ pub fn message_only(p: &Problem) -> bool {
 /// spanning free space, among others)?
 pub fn asked_notice(p: &Problem) -> bool {
     use super::problem::{Pass, Severity};
-    // Asked as the journal is loaded, before e2fsck marks the file system
-    // valid for its passes: its no (without NO_OK) leaves -n clean.
-    if p.code == Code::JournalExternalChecksum {
+    // Asked as the journal is loaded, or by the superblock check (the
+    // extra inode sizes), before e2fsck's passes: its no (without NO_OK)
+    // leaves -n's verdict clean.
+    if matches!(p.code, Code::JournalExternalChecksum | Code::SbExtraIsize) {
         return true;
     }
     // And pass 0's superblock times ahead of the clock.
@@ -539,11 +540,14 @@ fn latched(e: &catalogue::Entry) -> bool {
 }
 
 /// Codes whose preen flag stays pfsck's own, with the reason.
-const PREEN_OWN: &[(Code, &str)] = &[(
-    Code::SbExtraIsize,
-    "e2fsck stops preen here (no PREEN_OK); pfsck reports a notice, which \
-     never stops preen, so it keeps fixing it rather than skip it silently",
-)];
+const PREEN_OWN: &[(Code, &str)] = &[];
+
+/// Notices that stop `-p` all the same: pass 0 questions whose no leaves
+/// the verdict clean, but which e2fsck asks without PREEN_OK, so its
+/// preen stops there (exit 4).
+pub fn halts_preen(p: &Problem) -> bool {
+    p.code == Code::SbExtraIsize
+}
 
 /// What e2fsck does, and so logs, differently in a repair and in a
 /// read-only check.

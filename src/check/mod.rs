@@ -399,6 +399,11 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     if !opts.force {
         report.forced = superblock::forced_reason(&fs, opts);
     }
+    // Asked before the skip too (`superblock::check` reports them).
+    let extra_isize = !superblock::extra_isize(&fs).is_empty();
+    if extra_isize && !opts.force && !opts.repairing && report.forced.is_none() {
+        report.forced = Some("contains a file system with errors".into());
+    }
     // Times ahead of the clock, which e2fsck judges before it decides to
     // skip: a repair sets them right, so it does not skip then (e2fsck
     // skips after setting one within the fudge; pfsck checks in full).
@@ -406,6 +411,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     if !opts.force
         && !opts.recheck
         && !jdev_fix
+        && !extra_isize
         && (times.is_empty() || !opts.repairing)
         && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))
         && let Some(reason) = superblock::clean_skip_reason(&fs, opts)

@@ -95,7 +95,7 @@ problems! {
     SbLastWriteFuture = ("0x000D", Super, Notice, true, "Superblock last write time ({num}) is in the future (now {num2})"),
     SbHugeFileNoLargeFile = ("0x000E", Super, Error, true, "Filesystem has huge files but the large_file flag is not set"),
     SbOrphanList = ("0x000F", Super, Notice, true, "The orphan inode list starting at inode {ino} needs processing"),
-    SbExtraIsize = ("0x0010", Super, Notice, true, "Superblock {detail}_extra_isize {num} is invalid"),
+    SbExtraIsize = ("0x0010", Super, Notice, false, "Superblock {detail}_extra_isize {num} is invalid"),
     SbNeedsRecovery = ("0x0011", Super, Notice, false, "Warning: skipping journal recovery because doing a read-only filesystem check"),
     SbMetadataCsumAndGdtCsum = ("0x0012", Super, Notice, true, "Superblock has both metadata_csum and uninit_bg (gdt_csum) set"),
     SbDescSize = ("0x0013", Super, Fatal, false, "Superblock 64bit filesystem has an invalid group descriptor size {num}"),

@@ -182,3 +182,31 @@ fn external_journal_superblock_checksum_is_set() {
         }
     }
 }
+
+/// 0x00004d, 0x00004e: the superblock's extra inode sizes, invalid.
+/// e2fsck asks about them before it decides to skip a clean file system,
+/// without PREEN_OK: -p stops there (exit 4) even unforced; -n says no
+/// and checks in full (exit 0), -y fixes them (exit 1).
+#[test]
+fn invalid_extra_isize_stops_preen() {
+    let tmp = TempDir::new("c13n-extra-isize");
+    for (field, value) in [("min_extra_isize", "3"), ("want_extra_isize", "1000")] {
+        let img = tmp.join(field);
+        mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+        debugfs_w(&img, &[format!("ssv {field} {value}")]);
+        for args in ["-fp", "-p"] {
+            let (out, _) = both_exit(&img, &[args], 4);
+            assert!(
+                out.contains("UNEXPECTED INCONSISTENCY"),
+                "[{field} {args}] {out}"
+            );
+        }
+        let (out, _) = both_exit(&img, &["-n"], 0);
+        assert!(out.contains("check forced"), "[{field}] {out}");
+        assert!(out.contains("is invalid.  Fix? no"), "[{field}] {out}");
+        let (_, mine) = both_exit(&img, &["-y"], 1);
+        if oracle().is_some() {
+            assert_eq!(oracle_fn(&mine), 0, "[{field}] e2fsck -fn after pfsck -y");
+        }
+    }
+}
