@@ -186,7 +186,9 @@ problems! {
     InodeExtentFormatNoFeature = ("0x1700", P1, Error, false, "Inode {ino} is in extent format, but the superblock lacks the extents feature"),
     InodeInlineNoFeature = ("0x1007", P1, Error, false, "Inode {ino} has INLINE_DATA_FL flag on filesystem without inline data support"),
     InodeIllegalBlock = ("0x1008", P1, Error, false, "Inode {ino} has an illegal block {blk} ({detail})"),
-    InodeTooManyIllegalBlocks = ("0x1009", P1, Error, false, "Inode {ino} has too many illegal blocks"),
+    // e2fsck asks it with NO_OK: a no leaves the verdict to the illegal
+    // blocks themselves, each asked before it.
+    InodeTooManyIllegalBlocks = ("0x1009", P1, Notice, false, "Inode {ino} has too many illegal blocks"),
     InodeBlockOnMetadata = ("0x100A", P1, Error, false, "Inode {ino} block {blk} overlaps file system metadata ({detail})"),
     InodeISize = ("0x100B", P1, Error, true, "Inode {ino}, i_size is {num}, should be {num2}"),
     InodeIBlocks = ("0x100C", P1, Error, true, "Inode {ino}, i_blocks is {num}, should be {num2}"),

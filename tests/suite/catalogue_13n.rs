@@ -210,3 +210,42 @@ fn invalid_extra_isize_stops_preen() {
         }
     }
 }
+
+/// 0x010011: more illegal blocks than e2fsck names one by one. Its
+/// question has NO_OK: a no leaves the verdict to the illegal blocks asked
+/// before it (-n exits 4 on those), so pfsck's problem is a notice; -y
+/// clears the inode (exit 1), preen stops at the first illegal block.
+#[test]
+fn too_many_illegal_blocks_leave_the_verdict_to_the_blocks() {
+    let tmp = TempDir::new("c13n-too-many");
+    let img = tmp.join("image");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext2().block_size(1024), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, vec![7u8; 12 * 1024]).unwrap();
+    let mut cmds = vec![format!("write {} f", data.display())];
+    cmds.extend((0..12).map(|i| format!("sif f block[{i}] {}", 9_000_000 + i)));
+    debugfs_w(&img, &cmds);
+    // (e2fsck's problem log has its "Suppress messages?" (0x01002d) too,
+    // which pfsck prints but does not log.)
+    let out = pfsck(&[
+        std::ffi::OsStr::new("-fn"),
+        "--json".as_ref(),
+        img.as_os_str(),
+    ]);
+    assert_eq!(out.status.code(), Some(4));
+    let json = String::from_utf8_lossy(&out.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let severity = doc["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["code"] == "0x1009")
+        .map(|p| p["severity"].clone());
+    assert_eq!(severity, Some("Notice".into()), "{json}");
+    both_exit(&img, &["-fp"], 4);
+    let (fn_out, _) = judged_by_oracle("c13n-too-many", &img, 4, 1);
+    assert!(
+        fn_out.contains("Too many illegal blocks in inode 12.\nClear inode? no"),
+        "{fn_out}"
+    );
+}
