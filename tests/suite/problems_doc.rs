@@ -557,6 +557,19 @@ const NO_VERDICT: &[(u32, bool, &str)] = &[
          (`catalogue_13n::external_journal_superblock_checksum_is_set`)",
     ),
     (
+        0x06000F,
+        true,
+        "stated, not asked: e2fsck never marks the file system for a statement; the \
+         verdict is that of 0x060009, asked next (-n exits 4 in both: \
+         `orphan_file::orphan_file_of_a_wrong_size_is_made_anew`)",
+    ),
+    (
+        0x060010,
+        true,
+        "stated, not asked, as 0x06000f: the verdict is that of 0x060009 (-n exits 4 \
+         in both: `orphan_file::orphan_file_with_a_hole_is_made_anew`)",
+    ),
+    (
         0x000043,
         false,
         "a no stops the check: -n exits 12 in both \
