@@ -397,6 +397,12 @@ const DAMAGE: &[(Code, &str)] = &[
 /// asks each problem on its own (and `a` answers all).
 const BATCHED: &[Code] = &[Code::BlockBitmapDiff, Code::InodeBitmapDiff];
 
+/// Latch groups whose question asks nothing: e2fsck prints it once, a
+/// warning, and then asks each problem of the group on its own, as pfsck
+/// does. The relocation group's question (0x00000a) warns of data loss
+/// and has no prompt.
+const LATCH_ASKS_EACH: &[u32] = &[catalogue::LATCH_RELOC];
+
 /// Why an e2fsck problem is not detected, where the reason is known.
 const WHY_NOT: &[(u32, &str)] = &[
     (
@@ -641,7 +647,8 @@ struct Row {
 fn row(e: &'static Entry) -> Row {
     let pfsck = pfsck_for(e.code);
     let all = |f: &dyn Fn(Code) -> bool| (!pfsck.is_empty()).then(|| pfsck.iter().all(|&c| f(c)));
-    let latch = e.flags & catalogue::LATCH_MASK != 0;
+    let group = e.flags & catalogue::LATCH_MASK;
+    let latch = group != 0 && !LATCH_ASKS_EACH.contains(&group);
     Row {
         entry: e,
         fixed: pfsck.iter().any(|&c| pfsck::fix::repaired(c)),
@@ -707,7 +714,9 @@ fn render() -> String {
          it, listed below; blank for what e2fsck states only in a repair, \
          which is never answered no); \
          **latch**: e2fsck asks once for a group of such problems (latch), and \
-         pfsck batches them into one problem, or neither does; **test**: a test \
+         pfsck batches them into one problem, or neither does (a latch whose question \
+         asks nothing, the relocation warning, leaves each problem asked on its own); \
+         **test**: a test \
          that makes that damage from scratch.\n"
     );
     let _ = writeln!(s, "## Summary\n");
