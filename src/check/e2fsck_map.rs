@@ -871,6 +871,28 @@ const LATCHES: &[Latch] = &[
     },
 ];
 
+/// The set of e2fsck's latch group `p` belongs to, where the group's
+/// question asks (a file's illegal blocks, the bad-block inode's, a file
+/// too big, the orphan-list refugees, the descriptor checksums): e2fsck
+/// asks once per set (per inode for a file's) and answers the rest of it
+/// alike. None outside such a group.
+pub fn latch_set(p: &Problem) -> Option<(u32, Option<Ino>)> {
+    let flag = catalogue::entry(p.e2fsck_code()?)?.flags & catalogue::LATCH_MASK;
+    let latch = LATCHES.iter().find(|l| l.flag == flag && flag != 0)?;
+    asks_once(flag).then(|| (flag, latch.per_inode.then_some(p.args().ino).flatten()))
+}
+
+/// Does e2fsck ask once for the problems of latch group `flag`: is its
+/// question one that asks? (The relocation warning and the bitmap
+/// differences' header ask nothing there.)
+pub fn asks_once(flag: u32) -> bool {
+    LATCHES
+        .iter()
+        .find(|l| l.flag == flag && flag != 0)
+        .and_then(|l| catalogue::entry(l.question))
+        .is_some_and(|q| q.prompt != catalogue::Prompt::None)
+}
+
 /// The entries of e2fsck's problem log for the problems of one report,
 /// taken in order: [`refs`] of each, and before the first problem of a
 /// latch group, the group's question.

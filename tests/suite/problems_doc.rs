@@ -394,7 +394,9 @@ const DAMAGE: &[(Code, &str)] = &[
 
 /// The pfsck problems batching a latch group's entries into one problem,
 /// asked once, as e2fsck's latch asks once for the group. Elsewhere pfsck
-/// asks each problem on its own (and `a` answers all).
+/// asks once per set where e2fsck's group question asks
+/// (`e2fsck_map::latch_set`), and each problem on its own outside latch
+/// groups (`a` answers all).
 const BATCHED: &[Code] = &[Code::BlockBitmapDiff, Code::InodeBitmapDiff];
 
 /// Latch groups whose question asks nothing: e2fsck prints it once, a
@@ -655,7 +657,7 @@ fn row(e: &'static Entry) -> Row {
         // What stops the check is fixed in no mode: preen has no say.
         preen: all(&|c| c.spec().severity == Severity::Fatal || preens(c, e) == preen_fixes(e)),
         no_ok: e2fsck_no_ok(e, &pfsck).and_then(|want| all(&|c| no_ok(c) == want)),
-        latch: all(&|c| BATCHED.contains(&c) == latch),
+        latch: all(&|c| (BATCHED.contains(&c) || e2fsck_map::asks_once(group)) == latch),
         test: pfsck.iter().find_map(|&c| damage(c)),
         pfsck,
     }
@@ -714,7 +716,7 @@ fn render() -> String {
          it, listed below; blank for what e2fsck states only in a repair, \
          which is never answered no); \
          **latch**: e2fsck asks once for a group of such problems (latch), and \
-         pfsck batches them into one problem, or neither does (a latch whose question \
+         pfsck batches them into one problem or asks once per set, or neither does (a latch whose question \
          asks nothing, the relocation warning, leaves each problem asked on its own); \
          **test**: a test \
          that makes that damage from scratch.\n"
