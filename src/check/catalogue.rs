@@ -740,6 +740,12 @@ pub const NOT_APPLICABLE: &[(u32, &str)] = &[
          stops at once; a loop cut off from the root only has its '..' set to the \
          parent pass 2 found (0x030005), even 2100 directories deep",
     ),
+    (
+        0x010056,
+        "asked only when libext2fs cannot open an extent tree whose header in the inode \
+         e2fsck has just found valid: that open then fails only for want of memory (a bad \
+         header is 0x010081, a block that cannot be read e2fsck's I/O error handler)",
+    ),
 ];
 
 /// Problems e2fsck 1.47.4 reports but does not repair, with the reason:

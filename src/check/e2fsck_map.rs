@@ -66,7 +66,8 @@ pub fn codes(code: Code) -> &'static [u32] {
         JournalNeedsRecoveryNoFlag => &[0x000018],
         JournalRecoverNoJournal => &[0x000017],
         JournalTransactionCorrupt => &[0x00003A],
-        JournalExternalBad => &[0x000012, 0x000013, 0x000010, 0x00004A],
+        JournalExternalBad => &[0x000012, 0x000013, 0x000010],
+        JournalExternalChecksum => &[0x00004A],
         JournalExternalCannotProceed => &[0x000011],
         JournalInodeFromBackup => &[0x00000F],
         JournalStrayV2Fields => &[0x00002A],
@@ -142,7 +143,6 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeImagic => &[0x01002F],
         InodeInUseBitmapClear => &[0x020047],
         InodeBadSize => &[0x02000F, 0x010032, 0x010006],
-        InodeBlockBitmapUnreadable => &[0x010056],
         InodeTableUnreadable => &[0x010028],
         InodeEaInodeFlag => &[0x010092],
         InodeCasefold => &[0x010089],
@@ -309,6 +309,9 @@ pub const NONE: &[Code] = &[
     Code::InodeCompression,
     Code::InodeEncrypted,
     Code::BitmapUnreadable,
+    // A block of a block map that cannot be read: e2fsck's I/O error
+    // handler reports it, outside its problem table.
+    Code::InodeBlockBitmapUnreadable,
     // A valid tree deeper than pfsck's walk: e2fsck walks any depth.
     Code::InodeExtentTreeUnwalkable,
     // e2fsck walks every path through shared nodes, printing without end
@@ -410,6 +413,12 @@ pub fn message_only(p: &Problem) -> bool {
 /// spanning free space, among others)?
 pub fn asked_notice(p: &Problem) -> bool {
     use super::problem::{Pass, Severity};
+    // Asked as the journal is loaded, or by the superblock check (the
+    // extra inode sizes), before e2fsck's passes: its no (without NO_OK)
+    // leaves -n's verdict clean.
+    if matches!(p.code, Code::JournalExternalChecksum | Code::SbExtraIsize) {
+        return true;
+    }
     // And pass 0's superblock times ahead of the clock.
     let times = matches!(p.code, Code::SbLastMountFuture | Code::SbLastWriteFuture);
     if !(matches!(p.spec().pass, Pass::P1 | Pass::P2) || times)
@@ -455,11 +464,13 @@ pub fn before_valid(p: &Problem) -> bool {
 /// which it makes in pass 0 before its passes count what they fix, and
 /// the superblock's times ahead of the clock (set in memory, written when
 /// the superblock is). And an extent block's checksum alone: its extent
-/// handle writes the block straight to the device.
+/// handle writes the block straight to the device. So does its journal
+/// code the external journal device's superblock checksum.
 pub fn unmarked_fix(p: &Problem) -> bool {
     matches!(
         p.code,
         Code::GdChecksum
+            | Code::JournalExternalChecksum
             | Code::InodeExtentNodeChecksum
             | Code::GdUninitWithoutCsum
             | Code::SbNoUuid
@@ -528,11 +539,14 @@ fn latched(e: &catalogue::Entry) -> bool {
 }
 
 /// Codes whose preen flag stays pfsck's own, with the reason.
-const PREEN_OWN: &[(Code, &str)] = &[(
-    Code::SbExtraIsize,
-    "e2fsck stops preen here (no PREEN_OK); pfsck reports a notice, which \
-     never stops preen, so it keeps fixing it rather than skip it silently",
-)];
+const PREEN_OWN: &[(Code, &str)] = &[];
+
+/// Notices that stop `-p` all the same: pass 0 questions whose no leaves
+/// the verdict clean, but which e2fsck asks without PREEN_OK, so its
+/// preen stops there (exit 4).
+pub fn halts_preen(p: &Problem) -> bool {
+    p.code == Code::SbExtraIsize
+}
 
 /// What e2fsck does, and so logs, differently in a repair and in a
 /// read-only check.
@@ -864,6 +878,28 @@ const LATCHES: &[Latch] = &[
         per_inode: false,
     },
 ];
+
+/// The set of e2fsck's latch group `p` belongs to, where the group's
+/// question asks (a file's illegal blocks, the bad-block inode's, a file
+/// too big, the orphan-list refugees, the descriptor checksums): e2fsck
+/// asks once per set (per inode for a file's) and answers the rest of it
+/// alike. None outside such a group.
+pub fn latch_set(p: &Problem) -> Option<(u32, Option<Ino>)> {
+    let flag = catalogue::entry(p.e2fsck_code()?)?.flags & catalogue::LATCH_MASK;
+    let latch = LATCHES.iter().find(|l| l.flag == flag && flag != 0)?;
+    asks_once(flag).then(|| (flag, latch.per_inode.then_some(p.args().ino).flatten()))
+}
+
+/// Does e2fsck ask once for the problems of latch group `flag`: is its
+/// question one that asks? (The relocation warning and the bitmap
+/// differences' header ask nothing there.)
+pub fn asks_once(flag: u32) -> bool {
+    LATCHES
+        .iter()
+        .find(|l| l.flag == flag && flag != 0)
+        .and_then(|l| catalogue::entry(l.question))
+        .is_some_and(|q| q.prompt != catalogue::Prompt::None)
+}
 
 /// The entries of e2fsck's problem log for the problems of one report,
 /// taken in order: [`refs`] of each, and before the first problem of a

@@ -12,8 +12,9 @@
 
 use super::recovery::{self, Plan};
 use crate::fs::journal::{self as jfmt, JBD2_MAGIC, JournalSuperblock};
-use crate::fs::superblock::{EXT2_MAGIC, Superblock, incompat};
+use crate::fs::superblock::{EXT2_MAGIC, SUPERBLOCK_SIZE, Superblock, SuperblockMut, incompat};
 use crate::io::Device;
+use crate::narrow;
 use crate::volume::Fs;
 use std::path::Path;
 
@@ -25,6 +26,9 @@ pub struct External {
     pub jsb_block: u64,
     /// The jbd2 superblock as read.
     pub jsb_raw: Vec<u8>,
+    /// The device's own (ext2) superblock has metadata_csum and a
+    /// checksum that does not match it.
+    pub sb_checksum_bad: bool,
 }
 
 /// Opens the journal device at `path` read-only, checks that it is the
@@ -48,6 +52,7 @@ pub fn open(fs: &Fs, path: &Path) -> Result<External, String> {
     if jdev_sb.log_block_size >= 7 || 1024u32 << jdev_sb.log_block_size != bs {
         return Err("the external journal's block size differs from the file system's".into());
     }
+    let sb_checksum_bad = jdev_sb.metadata_csum() && jdev_sb.compute_checksum() != jdev_sb.checksum;
     let jsb_block = if bs == 1024 { 2 } else { 1 };
     let blocks = dev.size() / u64::from(bs);
     let read = |n: u32| -> Result<Vec<u8>, String> {
@@ -84,7 +89,22 @@ pub fn open(fs: &Fs, path: &Path) -> Result<External, String> {
         plan,
         jsb_block: u64::from(jsb_block),
         jsb_raw,
+        sb_checksum_bad,
     })
+}
+
+/// The block of the journal device at `path` that holds its own
+/// superblock (byte 1024), with that superblock's checksum set right:
+/// its device block number (in blocks of `bs` bytes) and its bytes.
+pub fn superblock_fixed(path: &Path, bs: u32) -> Result<(u64, Vec<u8>), String> {
+    let dev = Device::open_read_only(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let block = 1024 / u64::from(bs);
+    let mut b = vec![0u8; bs as usize];
+    dev.read_at(block * u64::from(bs), &mut b)
+        .map_err(|e| format!("cannot read the journal device's superblock: {e}"))?;
+    let at = narrow::to_usize(1024 % u64::from(bs));
+    SuperblockMut(&mut b[at..at + SUPERBLOCK_SIZE]).set_checksum();
+    Ok((block, b))
 }
 
 /// The journal device's superblock block as recovery leaves it: empty

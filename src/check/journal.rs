@@ -213,6 +213,19 @@ pub fn external_problems(fs: &Fs, given: Option<&Path>) -> Vec<Problem> {
     ]
 }
 
+/// The external journal device's own superblock fails its checksum:
+/// e2fsck asks to fix it as it loads the journal, before it decides to
+/// skip a clean file system; a no leaves the file system unmarked. Only
+/// when the journal can be used ([`external_problems`] finds nothing).
+pub fn external_checksum(fs: &Fs, given: Option<&Path>) -> Option<Problem> {
+    if !external(fs) {
+        return None;
+    }
+    let ext = super::external_journal::open(fs, &external_path(fs, given)?).ok()?;
+    ext.sb_checksum_bad
+        .then(|| Problem::new(Code::JournalExternalChecksum))
+}
+
 /// Is the internal journal unusable (invalid inode or superblock, or one
 /// of a version or with features pfsck cannot read)?
 pub fn unusable(fs: &Fs) -> bool {

@@ -388,10 +388,22 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         report.problems.extend(external);
         return Ok(Pass0::Stop(Some(fs)));
     }
+    // Asked as e2fsck loads the journal. A fixed one forces the full
+    // check, as any fix does in e2fsck. The journal device is written
+    // after the file system's commit, so a re-check cannot see it fixed.
+    let jdev_csum =
+        journal::external_checksum(&fs, opts.journal_device.as_deref()).filter(|_| !opts.recheck);
+    let jdev_fix = jdev_csum.is_some() && opts.repairing;
+    report.problems.extend(jdev_csum);
     // e2fsck looks at the journal before it decides to skip a clean file
     // system: an unusable one is cleared (or stops -n) even then.
     if !opts.force {
         report.forced = superblock::forced_reason(&fs, opts);
+    }
+    // Asked before the skip too (`superblock::check` reports them).
+    let extra_isize = !superblock::extra_isize(&fs).is_empty();
+    if extra_isize && !opts.force && !opts.repairing && report.forced.is_none() {
+        report.forced = Some("contains a file system with errors".into());
     }
     // Times ahead of the clock, which e2fsck judges before it decides to
     // skip: a repair sets them right, so it does not skip then (e2fsck
@@ -399,6 +411,8 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     let times = superblock::future_times(&fs, opts);
     if !opts.force
         && !opts.recheck
+        && !jdev_fix
+        && !extra_isize
         && (times.is_empty() || !opts.repairing)
         && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))
         // e2fsck moves a visible journal before it decides to skip.

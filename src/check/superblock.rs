@@ -873,6 +873,31 @@ fn kernel_has_ext4() -> bool {
 }
 
 /// The checks of pass 0 on the superblock in use and its descriptors.
+/// The superblock's extra inode sizes, which e2fsck asks about before it
+/// decides to skip a clean file system: a yes forces the check, as any
+/// fix does, and so does a no, which marks the file system as having
+/// errors; preen stops there (no PREEN_OK).
+pub fn extra_isize(fs: &Fs) -> Vec<Problem> {
+    let (sb, geo) = (&fs.sb, &fs.geo);
+    if sb.rev_level == 0 || geo.inode_size <= 128 {
+        return Vec::new();
+    }
+    let room = narrow::sat16(geo.inode_size - 128);
+    [
+        ("min", sb.min_extra_isize, 0x00004D),
+        ("want", sb.want_extra_isize, 0x00004E),
+    ]
+    .into_iter()
+    .filter(|&(_, v, _)| v > room || v % 4 != 0)
+    .map(|(name, v, e2)| {
+        Problem::new(Code::SbExtraIsize)
+            .num(u64::from(v))
+            .e2fsck(e2)
+            .detail(name)
+    })
+    .collect()
+}
+
 pub fn check(fs: &Fs) -> Vec<Problem> {
     let sb = &fs.sb;
     let geo = &fs.geo;
@@ -899,22 +924,7 @@ pub fn check(fs: &Fs) -> Vec<Problem> {
     if sb.has_incompat(incompat::CSUM_SEED) && !sb.metadata_csum() {
         out.push(Problem::new(Code::SbCsumSeedNoCsum));
     }
-    if sb.rev_level > 0 && geo.inode_size > 128 {
-        let room = narrow::sat16(geo.inode_size - 128);
-        for (name, v, e2) in [
-            ("min", sb.min_extra_isize, 0x00004D),
-            ("want", sb.want_extra_isize, 0x00004E),
-        ] {
-            if v > room || v % 4 != 0 {
-                out.push(
-                    Problem::new(Code::SbExtraIsize)
-                        .num(u64::from(v))
-                        .e2fsck(e2)
-                        .detail(name),
-                );
-            }
-        }
-    }
+    out.extend(extra_isize(fs));
     if sb.free_blocks_count > geo.blocks_count {
         out.push(
             Problem::new(Code::SbFreeBlocksInvalid)

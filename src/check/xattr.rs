@@ -136,6 +136,14 @@ fn check_ea_ref(fs: &Fs, owner: Owner, e: &EaEntry) -> Result<u64, Problem> {
     Ok(blocks)
 }
 
+/// An entry keeps its value in an EA inode on a file system without the
+/// ea_inode feature. e2fsck asks to set the feature for each such entry
+/// and, yes or no, judges the reference as it would with the feature.
+fn feature_missing(fs: &Fs, owner: Owner) -> Option<Problem> {
+    (!fs.sb.has_incompat(incompat::EA_INODE))
+        .then(|| Problem::new(Code::InodeEaInodeFlag).ino(Ino(owner.ino)))
+}
+
 /// The EA inodes the entries of `area` (from `start`) refer to, pushed to
 /// `refs`. Like e2fsck, every entry counts, valid or not, as long as the
 /// table can be walked.
@@ -192,17 +200,14 @@ pub fn check_inode_extra(
     if extra + 4 < max && le32(raw, GOOD_OLD_INODE_SIZE + extra) == XATTR_MAGIC {
         let header = GOOD_OLD_INODE_SIZE + extra;
         let area = &raw[header..];
-        let ea_inode = fs.sb.has_incompat(incompat::EA_INODE);
         let mut check_ref = |e: &EaEntry| -> Result<u64, Problem> {
-            if ea_inode {
-                check_ea_ref(fs, owner, e)
-            } else {
-                Err(Problem::new(Code::InodeXattrInInode)
-                    .ino(Ino(ino))
-                    .detail("value stored in an inode without ea_inode"))
+            if let Some(p) = feature_missing(fs, owner) {
+                probs.push(p);
             }
+            check_ea_ref(fs, owner, e)
         };
-        match in_inode_problem(area, &mut charge, &mut check_ref) {
+        let issue = in_inode_problem(area, &mut charge, &mut check_ref);
+        match issue {
             Some(InInodeIssue::Corrupt(why, e2)) => {
                 probs.push(
                     Problem::new(Code::InodeXattrInInode)
@@ -214,9 +219,7 @@ pub fn check_inode_extra(
             Some(InInodeIssue::Entry(p)) => probs.push(p),
             None => {}
         }
-        if ea_inode {
-            collect_ea_refs(area, 4, ea_refs);
-        }
+        collect_ea_refs(area, 4, ea_refs);
     }
     // Old kernels stored pre-1970 extra times with both epoch bits set;
     // e2fsck rewrites them.
@@ -541,7 +544,6 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool)
             return out;
         }
     }
-    let ea_inode = fs.sb.has_incompat(incompat::EA_INODE);
     let bs = buf.len();
     let mut region = Region::new(bs);
     region.take(0, xattr::BLOCK_HEADER_LEN);
@@ -568,12 +570,8 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool)
         let entry = xattr::entry_at(buf, off);
         let (value_offs, value_inum) = (entry.value_offs as usize, entry.value_inum);
         let (value_size, hash, name) = (entry.value_size as usize, entry.hash, entry.name);
-        if value_inum != 0 && !ea_inode {
-            out.problems.push(entries(
-                "value stored in an inode without ea_inode",
-                bad_value,
-            ));
-        } else if value_inum != 0 {
+        if value_inum != 0 {
+            out.ea_problems.extend(feature_missing(fs, owner));
             let e = EaEntry {
                 name,
                 value_inum,
@@ -627,9 +625,7 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool)
                 .blk(Blk(blk)),
         );
     }
-    if ea_inode {
-        collect_ea_refs(buf, xattr::BLOCK_HEADER_LEN, &mut out.ea_refs);
-    }
+    collect_ea_refs(buf, xattr::BLOCK_HEADER_LEN, &mut out.ea_refs);
     out
 }
 

@@ -28,6 +28,9 @@ pub struct Asker<R: BufRead, W: Write> {
     /// Problems answered no: a later round that finds them again does not
     /// ask again.
     declined: std::collections::HashSet<String>,
+    /// The answers given for the sets of e2fsck's latch groups
+    /// (`e2fsck_map::latch_set`): the rest of a set is not asked.
+    latched: std::collections::HashMap<(u32, Option<crate::fs::num::Ino>), bool>,
 }
 
 impl<R: BufRead, W: Write> Asker<R, W> {
@@ -38,6 +41,7 @@ impl<R: BufRead, W: Write> Asker<R, W> {
             all: false,
             eof: false,
             declined: Default::default(),
+            latched: Default::default(),
         }
     }
 
@@ -68,8 +72,7 @@ impl<R: BufRead, W: Write> Asker<R, W> {
                 answers.stated(&p);
                 continue;
             }
-            let ask = crate::check::e2fsck_map::prompt(&p).question();
-            let yes = self.question(&msg, ask);
+            let yes = self.latched_question(&p, &msg);
             answers.asked(&p, yes);
         }
         answers.finish(self.all)
@@ -88,8 +91,26 @@ impl<R: BufRead, W: Write> Asker<R, W> {
 
     /// Asks about one problem, with e2fsck's word for its fix.
     pub fn question_of(&mut self, p: &Problem, tree: Option<&DirTree>) -> bool {
-        let ask = crate::check::e2fsck_map::prompt(p).question();
-        self.question(&p.text_in(tree), ask)
+        self.latched_question(p, &p.text_in(tree))
+    }
+
+    /// Asks about `p` (its text `msg`), once for the set of a latch group
+    /// as e2fsck asks: a later problem of the set takes that answer, and
+    /// is listed with it.
+    fn latched_question(&mut self, p: &Problem, msg: &str) -> bool {
+        use crate::check::e2fsck_map;
+        let ask = e2fsck_map::prompt(p).question();
+        let set = e2fsck_map::latch_set(p);
+        if let Some(&yes) = set.and_then(|k| self.latched.get(&k)) {
+            let answer = if yes { "yes" } else { "no" };
+            let _ = writeln!(self.output, "{msg}.  {ask}? {answer}\n");
+            return yes;
+        }
+        let yes = self.question(msg, ask);
+        if let Some(k) = set {
+            self.latched.insert(k, yes);
+        }
+        yes
     }
 
     fn question(&mut self, msg: &str, ask: &str) -> bool {
@@ -220,6 +241,31 @@ mod tests {
         assert_eq!(a.ask(&report()), vec![true, true, true]);
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.matches("Pass 1: ").count(), 2, "{text}");
+    }
+
+    /// A file's illegal blocks are one set: one question, its answer
+    /// standing for the others; another file's set is asked again.
+    #[test]
+    fn a_latch_set_is_asked_once() {
+        let mut r = Report::default();
+        for (ino, blk) in [(12, 9_000_000), (12, 9_000_001), (13, 9_000_002)] {
+            r.problems.push(
+                Problem::new(Code::InodeIllegalBlock)
+                    .ino(Ino(ino))
+                    .blk(crate::fs::num::Blk(blk))
+                    .e2fsck(0x01000E),
+            );
+        }
+        let mut out = Vec::new();
+        let mut a = Asker::new(
+            &b"n
+y
+"[..],
+            &mut out,
+        );
+        assert_eq!(a.ask(&r), vec![false, false, true]);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.matches("<y>? ").count(), 2, "{text}");
     }
 
     #[test]

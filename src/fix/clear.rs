@@ -169,7 +169,9 @@ fn fix_inode(
     let (ino, raw, node) = (t.ino, t.raw, &t.node);
     let (extents_fs, inline_fs) = (t.extents_fs, t.inline_fs);
     match p.code {
-        Code::InodeGarbage | Code::InodeBadMode => clear(fs, state, overlay, ino, round),
+        Code::InodeGarbage | Code::InodeBadMode | Code::InodeEncryptCorrupt => {
+            clear(fs, state, overlay, ino, round)
+        }
         // e2fsck zeroes the pointer; only the inode's own are fixed here.
         Code::BadBlocksInodeIndirect => {
             let Some(Blk(b)) = p.args().blk else {

@@ -256,7 +256,7 @@ fn preen_halt_in(report: &Report) -> Option<usize> {
         )
     });
     report.problems.iter().position(|p| {
-        p.spec().severity == Severity::Error
+        (p.spec().severity == Severity::Error || e2fsck_map::halts_preen(&p))
             && !e2fsck_map::preen_ok(&p)
             && !(bad_journal && journal_inode::resolves(&p))
     })

@@ -161,6 +161,10 @@ impl<'a> Round<'a> {
                 orphan_fix |= p.code == Code::OrphanFileBlockDirty;
             }
         }
+        let jdev = |c: Code| table::is(c, Fixer::ExternalJournal);
+        for (k, p) in report.problems.iter_where(jdev) {
+            fixed[k] = allowed(&p, mode);
+        }
         let replay_fix = replayed && journal::replay_is_correction(report);
         if replay_fix {
             journal::mark_valid(fs, &mut overlay)?;

@@ -185,6 +185,7 @@ pub(super) fn fix_flag(
         }
         Code::SbHurdFiletype => sb.set_incompat(sb.incompat() & !incompat::FILETYPE),
         Code::Sb64bitNoExtents => sb.set_incompat(sb.incompat() | incompat::EXTENTS),
+        Code::InodeEaInodeFlag => sb.set_incompat(sb.incompat() | incompat::EA_INODE),
         Code::SbCsumSeedNoCsum => {
             sb.set_incompat(sb.incompat() & !incompat::CSUM_SEED);
             sb.set_checksum_seed(0);
@@ -214,6 +215,7 @@ pub(super) fn fix_flag(
             | Code::SbDirHashHint
             | Code::SbHurdFiletype
             | Code::Sb64bitNoExtents
+            | Code::InodeEaInodeFlag
             | Code::SbCsumSeedNoCsum
             | Code::SbRev0Features
             | Code::SbJournalBackupMissing

@@ -23,6 +23,10 @@ pub(super) enum Fixer {
     /// Staged over the journal replay, before the passes' fixes
     /// (`journal_inode::clear_v2_fields`, `mmp::rewrite`).
     WithReplay,
+    /// The external journal device's own superblock checksum: written on
+    /// that device by the session after the file system's commit
+    /// (`Session::reset_external`); the plan only marks it fixed.
+    ExternalJournal,
     /// The primary superblock and descriptors from the backup the check
     /// read (`superblock::restore_primary`).
     SuperFromBackup,
@@ -125,7 +129,7 @@ impl Fixer {
     pub(super) fn phase(self) -> Phase {
         use Fixer::*;
         match self {
-            View | WithReplay => Phase::Replay,
+            View | WithReplay | ExternalJournal => Phase::Replay,
             SuperFromBackup | JournalFromBackup | JournalToHidden | BadBlocksInode | NewUuid => {
                 Phase::Alone
             }
@@ -199,6 +203,7 @@ const TABLE: &[Entry] = &[
     row(Code::JournalStrayV2Fields, F::WithReplay, 0),
     row(Code::MmpBadMagic, F::WithReplay, 0),
     row(Code::MmpChecksum, F::WithReplay, 0),
+    row(Code::JournalExternalChecksum, F::ExternalJournal, S),
     row(Code::SbUsedBackup, F::SuperFromBackup, ALONE),
     row(
         Code::JournalInodeFromBackup,
@@ -239,6 +244,7 @@ const TABLE: &[Entry] = &[
     row(Code::ExtentTreeShorter, F::Extents, AFTER_1D | S),
     row(Code::ExtentTreeNarrower, F::Extents, AFTER_1D | S),
     row(Code::InodeGarbage, F::Clear, S),
+    row(Code::InodeEncryptCorrupt, F::Clear, S),
     row(Code::InodeBadMode, F::Clear, S),
     row(Code::InodeDeviceBlocks, F::Clear, S),
     row(Code::InodeFastSymlink, F::Clear, S),
@@ -322,6 +328,7 @@ const TABLE: &[Entry] = &[
     row(Code::SbDirHashHint, F::SuperFlag, S),
     row(Code::SbHurdFiletype, F::SuperFlag, S),
     row(Code::Sb64bitNoExtents, F::SuperFlag, S),
+    row(Code::InodeEaInodeFlag, F::SuperFlag, S),
     row(Code::SbCsumSeedNoCsum, F::SuperFlag, S),
     row(Code::SbRev0Features, F::SuperFlag, S),
     row(Code::SbMetadataCsumAndGdtCsum, F::SuperFlag, S),

@@ -453,6 +453,8 @@ impl<'a, 'q> Session<'a, 'q> {
             if self.ask.is_none() || !rep.has_errors() {
                 recorded = self.record_check(fs, rep, staging)?;
             }
+            // What a fix writes on the journal device alone.
+            self.reset_external(fs, rep, &rep.problems, &plan.fixed)?;
             let status = self.status(&rep.problems, &plan.fixed);
             return Ok(Outcome::Unchanged {
                 report: checked.report,
@@ -623,7 +625,7 @@ impl<'a, 'q> Session<'a, 'q> {
                 return Ok(Outcome::NotWritten { report, error });
             }
         };
-        self.reset_external(fs, &report)?;
+        self.reset_external(fs, &report, &report.problems, &fixed)?;
         let status = self.status(&report.problems, &fixed);
         Ok(Outcome::Repaired(Box::new(Repaired {
             report,
@@ -855,7 +857,7 @@ impl<'a, 'q> Session<'a, 'q> {
                 .commit_run(&plan.overlay)
                 .map_err(|e| SessionError::NotWritten(self.not_written("preen stop", e, &log)))?
                 .blocks_written;
-            self.reset_external(fs, rep)?;
+            self.reset_external(fs, rep, &rep.problems, &plan.fixed)?;
         }
         Ok(Outcome::PreenHalt(Box::new(PreenHalt {
             report: rep.with_problems(rep.problems.clone()),
@@ -993,7 +995,7 @@ impl<'a, 'q> Session<'a, 'q> {
         let log = self.undo_log();
         self.commit_run(&overlay)
             .map_err(|e| SessionError::NotWritten(self.not_written("journal replay", e, &log)))?;
-        self.reset_external(fs, rep)?;
+        self.reset_external(fs, rep, &rep.problems, &[])?;
         Ok(true)
     }
 
@@ -1001,9 +1003,21 @@ impl<'a, 'q> Session<'a, 'q> {
     /// recovery), an external journal that was replayed is reset on its
     /// own device, in a commit of its own: a crash between the two leaves
     /// a journal the kernel wipes, since the file system says nothing is
-    /// due.
-    fn reset_external(&self, fs: &check::Fs, rep: &Report) -> Result<()> {
-        if !check::journal::external(fs) || !fix::journal::journal_replayed(rep) {
+    /// due. The device's own superblock checksum, when `fixed` marks it
+    /// fixed among `problems`, goes in the same commit.
+    fn reset_external(
+        &self,
+        fs: &check::Fs,
+        rep: &Report,
+        problems: &ProblemList,
+        fixed: &[bool],
+    ) -> Result<()> {
+        let csum = problems
+            .codes()
+            .zip(fixed)
+            .any(|(c, &f)| f && c == Code::JournalExternalChecksum);
+        let replayed = fix::journal::journal_replayed(rep);
+        if !check::journal::external(fs) || !(replayed || csum) {
             return Ok(());
         }
         let Some(path) = check::journal::external_path(fs, self.opts.journal_device.as_deref())
@@ -1015,14 +1029,21 @@ impl<'a, 'q> Session<'a, 'q> {
         let bs = fs.geo.block_size;
         let dev =
             Device::open_read_only(path).map_err(|e| SessionError::JournalReset(e.to_string()))?;
-        let mut overlay = Overlay::new(bs, dev.size(), u64::from(bs))
+        let mut overlay = Overlay::new(bs, dev.size(), 2 * u64::from(bs))
             .map_err(|e| SessionError::JournalReset(e.to_string()))?;
-        overlay
-            .stage(
-                Blk(ext.jsb_block),
-                check::external_journal::reset_block(&ext),
-            )
-            .map_err(|e| SessionError::JournalReset(e.to_string()))?;
+        let mut stage = |blk: u64, bytes: Vec<u8>| {
+            overlay
+                .stage(Blk(blk), bytes)
+                .map_err(|e| SessionError::JournalReset(e.to_string()))
+        };
+        if replayed {
+            stage(ext.jsb_block, check::external_journal::reset_block(&ext))?;
+        }
+        if csum {
+            let (blk, bytes) = check::external_journal::superblock_fixed(path, bs)
+                .map_err(SessionError::JournalReset)?;
+            stage(blk, bytes)?;
+        }
         let log = crate::store::default_undo_path(path);
         commit::commit(
             path,

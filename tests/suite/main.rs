@@ -14,6 +14,7 @@ mod catalogue_13i;
 mod catalogue_13j;
 mod catalogue_13k;
 mod catalogue_13m;
+mod catalogue_13n;
 mod catalogue_13o;
 mod catalogue_p2_5;
 mod check_record;

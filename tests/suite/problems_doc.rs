@@ -31,6 +31,18 @@ const DAMAGE: &[(Code, &str)] = &[
         "corruptions::ext3-unknown-incompat-feature",
     ),
     (Code::SbChecksum, "corruptions::ext4-raw-sb-checksum"),
+    (
+        Code::InodeEncryptCorrupt,
+        "catalogue_13n::corrupt_encryption_context_clears_the_inode",
+    ),
+    (
+        Code::InodeEaInodeFlag,
+        "catalogue_13n::ea_inode_value_without_the_feature_sets_it",
+    ),
+    (
+        Code::JournalExternalChecksum,
+        "catalogue_13n::external_journal_superblock_checksum_is_set",
+    ),
     (Code::SbInodesCount, "corruptions::ext4-sb-inodes-count"),
     (Code::SbNoUuid, "sb_flags::no_uuid_gets_a_new_one"),
     (
@@ -398,8 +410,16 @@ const DAMAGE: &[(Code, &str)] = &[
 
 /// The pfsck problems batching a latch group's entries into one problem,
 /// asked once, as e2fsck's latch asks once for the group. Elsewhere pfsck
-/// asks each problem on its own (and `a` answers all).
+/// asks once per set where e2fsck's group question asks
+/// (`e2fsck_map::latch_set`), and each problem on its own outside latch
+/// groups (`a` answers all).
 const BATCHED: &[Code] = &[Code::BlockBitmapDiff, Code::InodeBitmapDiff];
+
+/// Latch groups whose question asks nothing: e2fsck prints it once, a
+/// warning, and then asks each problem of the group on its own, as pfsck
+/// does. The relocation group's question (0x00000a) warns of data loss
+/// and has no prompt.
+const LATCH_ASKS_EACH: &[u32] = &[catalogue::LATCH_RELOC];
 
 /// Why an e2fsck problem is not detected, where the reason is known.
 const WHY_NOT: &[(u32, &str)] = &[
@@ -553,6 +573,26 @@ const NO_VERDICT: &[(u32, bool, &str)] = &[
         "asked by the superblock check, as 0x00004d: -n exits 0",
     ),
     (
+        0x00004A,
+        true,
+        "asked as the journal is loaded, before e2fsck marks the file system valid \
+         for its passes: -n exits 0 \
+         (`catalogue_13n::external_journal_superblock_checksum_is_set`)",
+    ),
+    (
+        0x06000F,
+        true,
+        "stated, not asked: e2fsck never marks the file system for a statement; the \
+         verdict is that of 0x060009, asked next (-n exits 4 in both: \
+         `orphan_file::orphan_file_of_a_wrong_size_is_made_anew`)",
+    ),
+    (
+        0x060010,
+        true,
+        "stated, not asked, as 0x06000f: the verdict is that of 0x060009 (-n exits 4 \
+         in both: `orphan_file::orphan_file_with_a_hole_is_made_anew`)",
+    ),
+    (
         0x000043,
         false,
         "a no stops the check: -n exits 12 in both \
@@ -624,14 +664,15 @@ struct Row {
 fn row(e: &'static Entry) -> Row {
     let pfsck = pfsck_for(e.code);
     let all = |f: &dyn Fn(Code) -> bool| (!pfsck.is_empty()).then(|| pfsck.iter().all(|&c| f(c)));
-    let latch = e.flags & catalogue::LATCH_MASK != 0;
+    let group = e.flags & catalogue::LATCH_MASK;
+    let latch = group != 0 && !LATCH_ASKS_EACH.contains(&group);
     Row {
         entry: e,
         fixed: pfsck.iter().any(|&c| pfsck::fix::repaired(c)),
         // What stops the check is fixed in no mode: preen has no say.
         preen: all(&|c| c.spec().severity == Severity::Fatal || preens(c, e) == preen_fixes(e)),
         no_ok: e2fsck_no_ok(e, &pfsck).and_then(|want| all(&|c| no_ok(c) == want)),
-        latch: all(&|c| BATCHED.contains(&c) == latch),
+        latch: all(&|c| (BATCHED.contains(&c) || e2fsck_map::asks_once(group)) == latch),
         test: pfsck.iter().find_map(|&c| damage(c)),
         pfsck,
     }
@@ -690,7 +731,9 @@ fn render() -> String {
          it, listed below; blank for what e2fsck states only in a repair, \
          which is never answered no); \
          **latch**: e2fsck asks once for a group of such problems (latch), and \
-         pfsck batches them into one problem, or neither does; **test**: a test \
+         pfsck batches them into one problem or asks once per set, or neither does (a latch whose question \
+         asks nothing, the relocation warning, leaves each problem asked on its own); \
+         **test**: a test \
          that makes that damage from scratch.\n"
     );
     let _ = writeln!(s, "## Summary\n");
