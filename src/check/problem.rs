@@ -145,7 +145,7 @@ problems! {
     JournalExternalCannotProceed = ("0x0217", Super, Fatal, false, "Cannot proceed with the file system check without its external journal"),
     JournalExternalChecksum = ("0x0219", Super, Notice, true, "The external journal device's own superblock fails its checksum"),
     JournalStrayV2Fields = ("0x0218", Super, Notice, true, "The journal superblock (inode {ino}) has version 2 fields a version 1 journal, or an internal one, cannot have: the fields past the version 1 layout are cleared"),
-    JournalVisible = ("0x0219", Super, Error, true, "The journal (inode {ino}) is the visible file /{detail}; moved to the reserved journal inode"),
+    JournalVisible = ("0x021A", Super, Error, true, "The journal (inode {ino}) is the visible file /{detail}; moved to the reserved journal inode"),
     JournalInodeFromBackup = ("0x0215", Super, Error, true, "Journal inode {ino} is invalid ({detail}); restored from the superblock's backup of its block map"),
     MmpBlockInvalid = ("0x0230", Super, Fatal, true, "The superblock's MMP block number {blk} is invalid"),
     MmpBadMagic = ("0x0231", Super, Error, true, "The MMP block {blk} has a bad magic number"),
