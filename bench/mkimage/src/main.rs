@@ -29,6 +29,7 @@ use pfsck::fs::group_desc::{
     BG_BLOCK_UNINIT, BG_INODE_UNINIT, DescMut, GroupDesc, bitmap_checksum,
 };
 use pfsck::fs::inode::{self, InodeMut, S_IFDIR, S_IFREG, flags};
+use pfsck::fs::num::Ino;
 use pfsck::fs::superblock::{Superblock, SuperblockMut};
 
 const FANOUT: u64 = 100;
@@ -472,7 +473,7 @@ impl Image {
             // Leaves full of extents, then index levels over them until the
             // four entries of the inode hold the top one.
             let per_node = extent::max_entries(self.bs) as usize;
-            let iseed = inode::inode_csum_seed(self.seed, ino, 0);
+            let iseed = inode::inode_csum_seed(self.seed, Ino(ino), 0);
             let mut level: Vec<[u8; 12]> = extents.iter().map(Extent::encode).collect();
             let mut firsts: Vec<u32> = extents.iter().map(|e| e.lblk).collect();
             let mut depth = 0u16;
@@ -517,11 +518,11 @@ impl Image {
             m.set_crtime(TIME);
         }
         if self.sb.metadata_csum() {
-            InodeMut(raw).set_checksum(self.seed, ino);
+            InodeMut(raw).set_checksum(self.seed, Ino(ino));
         }
         self.inodes.set(ino as u64);
         if meta.mode & inode::S_IFMT == S_IFDIR {
-            self.used_dirs[self.geo.group_of_inode(ino) as usize] += 1;
+            self.used_dirs[self.geo.group_of_inode(Ino(ino)) as usize] += 1;
         }
         Ok(())
     }
@@ -553,7 +554,7 @@ impl Image {
         dir_entry::put_rec_len(&mut b, last, end - last);
         blocks.push(b);
         if csum {
-            let iseed = inode::inode_csum_seed(self.seed, ino, 0);
+            let iseed = inode::inode_csum_seed(self.seed, Ino(ino), 0);
             for b in &mut blocks {
                 dir_entry::put_tail_header(b);
                 dir_entry::set_tail_checksum(iseed, b);
