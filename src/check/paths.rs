@@ -50,6 +50,8 @@ const ROOT_INO: Ino = Ino(2);
 pub struct DirTree {
     /// Directories, sorted; the other lists are parallel.
     dirs: ScratchList<Ino>,
+    /// Where each run of inode numbers starts in `dirs`.
+    buckets: super::state::DirBuckets,
     dotdot: ScratchList<Ino>,
     /// The directory holding the first entry naming each directory.
     parent: ScratchList<Ino>,
@@ -102,6 +104,7 @@ impl DirTree {
         ends.resize(n, narrow::sat32(names.len()));
         let spill = state.spill.as_ref();
         DirTree {
+            buckets: super::state::DirBuckets::new(&state.dirs),
             dirs: ScratchList::settle(state.dirs.to_vec(), spill),
             dotdot: ScratchList::settle(dotdot, spill),
             parent: ScratchList::settle(parent, spill),
@@ -208,7 +211,7 @@ impl DirTree {
     }
 
     fn index(&self, ino: Ino) -> Option<usize> {
-        self.dirs.binary_search(&ino).ok()
+        self.buckets.find(&self.dirs, ino)
     }
 
     /// The path of directory `dir`, as e2fsck prints it (escaped as a
