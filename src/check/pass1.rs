@@ -503,7 +503,7 @@ pub(crate) fn finish(
         }
     }
     dirs.shrink_to_fit();
-    state.dirs = dirs;
+    state.set_dirs(dirs);
     state.dir_gen = gens;
     state.settle_lists();
     // dir_parent and dir_dotdot are pass 2's to fill.

@@ -553,7 +553,12 @@ pub(crate) struct Units2 {
     limit: u32,
     csum: Option<u32>,
     blocks: Vec<DirBlock>,
-    dirs: std::collections::BTreeMap<Ino, UnitDir>,
+    /// The directories of `blocks`, sorted by inode. Pass 1's units merge
+    /// in inode order, so they arrive sorted and are appended: a map
+    /// cost ~300 instructions a directory to insert and drop again.
+    dirs: Vec<UnitDir>,
+    /// Which of a merged unit's directories have blocks to check.
+    wanted: Vec<bool>,
     /// What `finish` needs of the directories' block lists.
     pub counts: DirCounts,
 }
@@ -591,7 +596,8 @@ impl Units2 {
                 .has_ro_compat(ro_compat::METADATA_CSUM)
                 .then_some(fs.csum_seed),
             blocks: Vec::new(),
-            dirs: Default::default(),
+            dirs: Vec::new(),
+            wanted: Vec::new(),
             counts: DirCounts::default(),
         }
     }
@@ -661,6 +667,8 @@ impl Units2 {
             }
         }
         // Only the blocks pass 2 checks (as `check_unit` would skip them).
+        self.wanted.clear();
+        self.wanted.resize(infos.len(), false);
         for b in blocks {
             if let Some(i) = find(&infos, b.ino)
                 && !infos[i].info.inline
@@ -668,7 +676,17 @@ impl Units2 {
                 && st.inode_used.get(b.ino)
             {
                 self.blocks.push(*b);
-                self.dirs.entry(b.ino).or_insert_with(|| infos[i].clone());
+                self.wanted[i] = true;
+            }
+        }
+        for (d, _) in infos.into_iter().zip(&self.wanted).filter(|(_, w)| **w) {
+            let ino = d.info.params.ino;
+            if self.dirs.last().is_none_or(|l| l.info.params.ino < ino) {
+                self.dirs.push(d);
+            } else if let Err(at) = self.dir_at(ino) {
+                // Out of inode order: kept sorted all the same (the first
+                // listing of a directory stays, as before).
+                self.dirs.insert(at, d);
             }
         }
         if self.blocks.len() >= UNIT_BLOCKS {
@@ -697,13 +715,21 @@ impl Units2 {
                 blocks: chunk.to_vec(),
                 dirs: inos
                     .iter()
-                    .filter_map(|i| self.dirs.get(i).cloned())
+                    .filter_map(|&i| self.dir_at(i).ok().map(|k| self.dirs[k].clone()))
                     .collect(),
             });
         }
         self.blocks = rest;
-        let keep: std::collections::BTreeSet<Ino> = self.blocks.iter().map(|b| b.ino).collect();
-        self.dirs.retain(|i, _| keep.contains(i));
+        let mut keep: Vec<Ino> = self.blocks.iter().map(|b| b.ino).collect();
+        keep.sort_unstable();
+        keep.dedup();
+        self.dirs
+            .retain(|d| keep.binary_search(&d.info.params.ino).is_ok());
+    }
+
+    /// Where directory `ino` is in `dirs`, or would go.
+    fn dir_at(&self, ino: Ino) -> Result<usize, usize> {
+        self.dirs.binary_search_by_key(&ino, |d| d.info.params.ino)
     }
 }
 

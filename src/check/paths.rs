@@ -49,6 +49,8 @@ const MAX_DEPTH: i32 = 32;
 pub struct DirTree {
     /// Directories, sorted; the other lists are parallel.
     dirs: ScratchList<Ino>,
+    /// Where each run of inode numbers starts in `dirs`.
+    buckets: super::state::DirBuckets,
     dotdot: ScratchList<Ino>,
     /// The directory holding the first entry naming each directory.
     parent: ScratchList<Ino>,
@@ -101,6 +103,7 @@ impl DirTree {
         ends.resize(n, narrow::sat32(names.len()));
         let spill = state.spill.as_ref();
         DirTree {
+            buckets: super::state::DirBuckets::new(&state.dirs),
             dirs: ScratchList::settle(state.dirs.to_vec(), spill),
             dotdot: ScratchList::settle(dotdot, spill),
             parent: ScratchList::settle(parent, spill),
@@ -207,7 +210,7 @@ impl DirTree {
     }
 
     fn index(&self, ino: Ino) -> Option<usize> {
-        self.dirs.binary_search(&ino).ok()
+        self.buckets.find(&self.dirs, ino)
     }
 
     /// The path of directory `dir`, as e2fsck prints it (escaped as a

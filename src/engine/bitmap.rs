@@ -330,7 +330,39 @@ const SHARDS: usize = 16;
 pub struct LinkCounts {
     bits: ZeroedWords,
     len: usize,
-    excess: Vec<Mutex<HashMap<u32, u32>>>,
+    excess: Vec<Mutex<Excess>>,
+}
+
+/// One shard of the exact counts, by inode number.
+type Excess = HashMap<u32, u32, std::hash::BuildHasherDefault<MixHasher>>;
+
+/// Hashes the excess tables' inode numbers with splitmix64's finalizer,
+/// which moves every bit of the hash (bucket and tag) with every bit of
+/// the key, so the shards' keys (all equal modulo `SHARDS`) spread. A
+/// tree of directories sends every '..' entry here: SipHash under a
+/// random key was ~90 instructions of each (issue 17), this ~10. Its keys
+/// being known changes nothing that fixed SipHash keys (the extent walk's
+/// node sets) would not.
+#[derive(Default, Clone, Copy)]
+struct MixHasher(u64);
+
+impl std::hash::Hasher for MixHasher {
+    fn finish(&self) -> u64 {
+        let mut z = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = self.0.rotate_left(32) ^ u64::from(n);
+    }
 }
 
 impl LinkCounts {
@@ -343,11 +375,11 @@ impl LinkCounts {
         LinkCounts {
             bits: zeroed_words(n.div_ceil(32), spill),
             len: n,
-            excess: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            excess: (0..SHARDS).map(|_| Mutex::new(Excess::default())).collect(),
         }
     }
 
-    fn shard(&self, i: usize) -> std::sync::MutexGuard<'_, HashMap<u32, u32>> {
+    fn shard(&self, i: usize) -> std::sync::MutexGuard<'_, Excess> {
         self.excess[i % SHARDS]
             .lock()
             .unwrap_or_else(|e| e.into_inner())
