@@ -1083,3 +1083,28 @@ fn inline_data_name_padded_with_nuls() {
     assert_eq!(inode_of(&img, "/d"), dir);
     assert_eq!(inode_of(&img, "/d/l"), link);
 }
+
+// ---- seed fz33 ----
+
+/// A journal inode marked encrypted, or as holding inline data, with its
+/// extent tree intact (the flag bits of seed fz33, damage 2706). e2fsck
+/// takes no encrypted inode for a journal, and its walk of an inline-data
+/// inode's map finds no block: the journal is invalid (and the backup in
+/// the superblock, an extent root read as block pointers, does not help),
+/// so -n cannot proceed and -y clears and recreates the journal. pfsck
+/// read the journal through the extent tree and said clean.
+#[test]
+fn journal_inode_encrypted_or_inline() {
+    for flags in ["0x80800", "0x10080000"] {
+        let tmp = TempDir::new("fuzz-journal-flags");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+        debugfs_w(&img, &[format!("sif <8> flags {flags}")]);
+        let (fn_out, _) = judged_by_oracle(flags, &img, 12, 1);
+        assert!(
+            fn_out.contains("invalid journal (inode 8)"),
+            "[{flags}] {fn_out}"
+        );
+        file_kept(&img, 3000);
+    }
+}
