@@ -1108,3 +1108,28 @@ fn journal_inode_encrypted_or_inline() {
         file_kept(&img, 3000);
     }
 }
+
+/// An invalid journal on bigalloc (seed fz33, damage 2706: every flag
+/// of the journal inode set). The new journal was left to a later run on
+/// bigalloc, so -y answered no to clearing it, fixed the inode's flags
+/// instead and exited 1, while e2fsck still found the journal invalid
+/// (12). e2fsck -y clears the journal and makes a new one of the same
+/// size; so does pfsck now, whole clusters at a time.
+#[test]
+fn invalid_journal_recreated_on_bigalloc() {
+    let tmp = TempDir::new("fuzz-journal-bigalloc");
+    let img = tmp.join("disk.img");
+    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    opts.extra_args = vec!["-C".into(), "4096".into()];
+    mkfs(&img, 16 * MIB, &opts, None);
+    let data = img.with_extension("data");
+    std::fs::write(&data, file_content("f", 3000)).unwrap();
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    std::fs::remove_file(&data).unwrap();
+    debugfs_w(&img, &["sif <8> flags 0xffffffff"]);
+    let (_, fy_out) = judged_by_oracle("journal flags on bigalloc", &img, 12, 1);
+    assert!(fy_out.contains("Clear? yes"), "{fy_out}");
+    let stat = debugfs_r(&img, "stat <8>");
+    assert!(stat.contains("Size: 1048576"), "{stat}");
+    file_kept(&img, 3000);
+}
