@@ -1366,11 +1366,18 @@ fn check_file_type(
         }
         t @ (FileType::CharDev | FileType::BlockDev | FileType::Fifo | FileType::Socket) => {
             // A repair has cleared both flags by now (e2fsck's yes to
-            // 0x010076 above), and judges the device without them.
+            // 0x010076 above), and judges the device without them. It
+            // has cleared INDEX_FL too (a yes to "not a directory"), and
+            // e2fsck's pass 2 judges the device again without it: the
+            // index flag alone never costs a device its inode under -y.
             let cleared;
-            let inode = if !ctx.read_only && inline_and_extents(ctx, inode, ino) {
+            let both = inline_and_extents(ctx, inode, ino);
+            let inode = if !ctx.read_only && (both || inode.has_flag(flags::INDEX)) {
                 let mut copy = inode.clone();
-                copy.flags &= !(flags::INLINE_DATA | flags::EXTENTS);
+                if both {
+                    copy.flags &= !(flags::INLINE_DATA | flags::EXTENTS);
+                }
+                copy.flags &= !flags::INDEX;
                 cleared = copy;
                 &cleared
             } else {

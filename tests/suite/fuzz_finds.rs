@@ -1133,3 +1133,26 @@ fn invalid_journal_recreated_on_bigalloc() {
     assert!(stat.contains("Size: 1048576"), "{stat}");
     file_kept(&img, 3000);
 }
+
+/// A device, FIFO or socket with INDEX_FL set (seed fz33, damage 2057:
+/// an inode table moved onto data blocks, where e2fsck kept inode 64 in
+/// /lost+found and pfsck cleared it). e2fsck's pass 1 finds the inode bad
+/// and clears the index flag (not a directory); its pass 2 judges the
+/// device again, now valid, and keeps it. pfsck judged the device with
+/// the flag still set and cleared the inode.
+#[test]
+fn special_file_with_index_flag_kept() {
+    for (name, mknod) in [("cdev", "mknod cdev c 1 2"), ("fifo", "mknod fifo p")] {
+        let tmp = TempDir::new("fuzz-special-index");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+        debugfs_w(&img, &[mknod]);
+        let ino = inode_of(&img, &format!("/{name}"));
+        debugfs_w(&img, &[format!("sif <{ino}> flags 0x1000")]);
+        let (fn_out, fy_out) = judged_by_oracle(name, &img, 4, 1);
+        assert!(fn_out.contains("INDEX_FL"), "[{name}] {fn_out}");
+        assert!(!fy_out.contains("deleted/unused"), "[{name}] {fy_out}");
+        assert_eq!(inode_of(&img, &format!("/{name}")), ino, "[{name}]");
+        file_kept(&img, 3000);
+    }
+}
