@@ -1156,3 +1156,45 @@ fn special_file_with_index_flag_kept() {
         file_kept(&img, 3000);
     }
 }
+
+/// The resize feature turned off with the resize inode and reserved GDT
+/// blocks left (seed fz33, damages 1658 and 2001: `feature ^resize_inode`),
+/// or turned on over meta_bg (damage 1974: `feature resize_inode`).
+/// e2fsck asks about them before its passes, each under its own code
+/// (0x00002e the reserved GDT blocks, 0x00002f the inode in use, 0x000051
+/// meta_bg, then 0x000030 the inode the feature now wants): answered no,
+/// the passes decide, and -n exits 0. pfsck asked one question (0x000030)
+/// and exited 4. -y turns the feature off, clears the inode and frees
+/// the reserved blocks, as e2fsck.
+#[test]
+fn resize_questions_leave_n_clean() {
+    // (name, mkfs features, debugfs command, e2fsck codes asked)
+    let cases: [(&str, &str, &str, &[&str]); 2] = [
+        (
+            "feature off",
+            "",
+            "feature ^resize_inode",
+            &["95 GDT blocks", "not empty"],
+        ),
+        (
+            "resize_inode on meta_bg",
+            "meta_bg,^resize_inode",
+            "feature resize_inode",
+            &["meta_bg", "bad block pointers"],
+        ),
+    ];
+    for (name, features, damage, said) in cases {
+        let tmp = TempDir::new("fuzz-resize-questions");
+        let img = tmp.join("disk.img");
+        let mut opts = MkfsOpts::ext4().block_size(1024);
+        if !features.is_empty() {
+            opts = opts.features(features).blocks_per_group(1024);
+        }
+        mkfs(&img, 12 * MIB, &opts, None);
+        debugfs_w(&img, &[damage]);
+        let (fn_out, _) = judged_by_oracle(name, &img, 0, 1);
+        for s in said {
+            assert!(fn_out.contains(s), "[{name}] {fn_out}");
+        }
+    }
+}
