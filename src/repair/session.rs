@@ -1133,12 +1133,14 @@ impl Shown {
 
 /// Is an error of `report` answered no ([`Repaired::declined_errors`])?
 /// Not one that e2fsck asks before it marks its file system valid for
-/// the passes (`e2fsck_map::before_valid`), nor one pfsck has no fix for.
+/// the passes (`e2fsck_map::before_valid`), nor one it only states (no
+/// question, no answer), nor one pfsck has no fix for.
 fn declined_errors(report: &Report, status: &[Status]) -> bool {
     report.problems.iter().zip(status).any(|(p, s)| {
         matches!(s, Status::Unfixed | Status::Declined)
             && p.spec().severity == crate::check::problem::Severity::Error
             && !check::e2fsck_map::before_valid(&p)
+            && !check::e2fsck_map::message_only(&p)
     })
 }
 
