@@ -600,7 +600,7 @@ impl<'a, 'q> Session<'a, 'q> {
         let fixes_staged = shown.fixes_staged;
         let (report, fixed) = shown.kept(rep, &after);
         let status = self.status(&report.problems, &fixed);
-        let declined_errors = declined_errors(&report, &status);
+        let declined_errors = declined_errors(fs, &report, &status);
         // The record of the check goes with the repair, staged over it on
         // the file system as the last check read it.
         let mut recorded = fix::finish::Recorded::default();
@@ -1131,16 +1131,24 @@ impl Shown {
     }
 }
 
-/// Is an error of `report` answered no ([`Repaired::declined_errors`])?
-/// Not one that e2fsck asks before it marks its file system valid for
-/// the passes (`e2fsck_map::before_valid`), nor one it only states (no
-/// question, no answer), nor one pfsck has no fix for.
-fn declined_errors(report: &Report, status: &[Status]) -> bool {
+/// Is an error of `report` answered no ([`Repaired::declined_errors`]):
+/// declined by the user, or left by the repair's policy on `fs`
+/// (`fix::left_on`)? Not a problem a later round's fix settled another
+/// way (an orphan file's size fixed by pass 1), nor one that e2fsck asks
+/// before it marks its file system valid for the passes
+/// (`e2fsck_map::before_valid`), nor one it only states (no question, no
+/// answer), nor one whose no it lets pass (NO_OK).
+fn declined_errors(fs: &check::Fs, report: &Report, status: &[Status]) -> bool {
+    use check::catalogue;
     report.problems.iter().zip(status).any(|(p, s)| {
-        matches!(s, Status::Unfixed | Status::Declined)
+        (*s == Status::Declined || (*s == Status::Unfixed && fix::left_on(fs, p.code)))
             && p.spec().severity == crate::check::problem::Severity::Error
             && !check::e2fsck_map::before_valid(&p)
             && !check::e2fsck_map::message_only(&p)
+            && !p
+                .e2fsck_code()
+                .and_then(catalogue::entry)
+                .is_some_and(|e| e.no_ok())
     })
 }
 
