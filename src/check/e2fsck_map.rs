@@ -445,11 +445,16 @@ pub fn preen_quiet(p: &Problem) -> bool {
 /// or a journal holding transactions without needs_recovery) and its
 /// superblock quota fields come first; a kept quota field changes the
 /// verdict only through what the passes then find, which the check marks
-/// with `num2` 1. The journal problems that stop the check are fatal on
-/// their own.
+/// with `num2` 1. So are its questions about the resize feature and
+/// inode (meta_bg with resize_inode, reserved GDT blocks or a resize
+/// inode in use without the feature, an invalid resize inode): declined,
+/// what pass 1 finds in the inode decides. The journal problems that stop
+/// the check are fatal on their own.
 pub fn before_valid(p: &Problem) -> bool {
     match p.code {
-        Code::JournalInodeNoFeature | Code::JournalNeedsRecoveryNoFlag => true,
+        Code::JournalInodeNoFeature
+        | Code::JournalNeedsRecoveryNoFlag
+        | Code::SbResizeInodeNoFeature => true,
         Code::SbQuotaInode => p.args().num2 != Some(1),
         _ => false,
     }

@@ -304,6 +304,14 @@ fn find_journal_inode(fs: &Fs) -> Result<(Inode, Option<String>), String> {
             if inode.links_count == 0 || !inode.is_reg() {
                 return Err("not a regular file in use".into());
             }
+            // e2fsck takes no encrypted file for a journal, and its walk
+            // of the block map finds no block in an inline-data inode.
+            if inode.has_flag(flags::ENCRYPT) {
+                return Err("it is marked encrypted".into());
+            }
+            if inode.has_flag(flags::INLINE_DATA) {
+                return Err("it is marked as holding inline data".into());
+            }
             journal_first_block(fs, &inode)?;
             map_covers_size(fs, &inode)?;
             Ok(inode)

@@ -469,8 +469,11 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     // Before pass 1, as e2fsck: its problem is printed before the pass 1
     // header, which a streamed report prints as pass 1 begins. One it
     // cannot read it says nothing of (`stops::resize_inode_unreadable`).
-    if !report.has_fatal() && (opts.repairing || !stops::resize_inode_unreadable(&fs)) {
-        report.problems.extend(pass1::check_resize_inode(&fs));
+    if !report.has_fatal() {
+        let read_inode = opts.repairing || !stops::resize_inode_unreadable(&fs);
+        report
+            .problems
+            .extend(pass1::check_resize(&fs, opts.repairing, read_inode));
     }
     timer.lap(report, "pass0", &fs);
     if report.has_fatal() {

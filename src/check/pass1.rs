@@ -597,18 +597,67 @@ fn scan_unit(ctx: &Ctx, w: &mut Worker, u: Unit) -> UnitOut {
     out
 }
 
-/// e2fsck's check of the resize inode (done before its pass 1): without
-/// resize_inode it must be empty; with it, only the double indirect block
-/// is set, and it maps the reserved GDT blocks, each of which maps the
-/// same block's backups in the groups that carry a superblock copy.
-pub(crate) fn check_resize_inode(fs: &Fs) -> Option<Problem> {
-    let bad = |why: &str| Some(Problem::new(Code::SbResizeInodeNoFeature).detail(why.to_string()));
+/// e2fsck's questions about the resize feature and inode, asked before
+/// its pass 1, each under its own code: resize_inode with meta_bg (which
+/// a repair turns off), reserved GDT blocks without the feature, then
+/// the inode itself ([`check_resize_inode`], when `read_inode`).
+pub(crate) fn check_resize(fs: &Fs, repairing: bool, read_inode: bool) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut has = fs.sb.has_compat(compat::RESIZE_INODE);
+    let mut reserved = fs.sb.reserved_gdt_blocks;
+    if has && fs.sb.has_incompat(crate::fs::superblock::incompat::META_BG) {
+        out.push(
+            Problem::new(Code::SbResizeInodeNoFeature)
+                .e2fsck(0x000051)
+                .detail("resize_inode cannot go with meta_bg".to_string()),
+        );
+        // A yes turns the feature off, with its reserved GDT blocks.
+        if repairing {
+            (has, reserved) = (false, 0);
+        }
+    }
+    if !has && reserved != 0 {
+        out.push(
+            Problem::new(Code::SbResizeInodeNoFeature)
+                .e2fsck(0x00002E)
+                .num(u64::from(reserved))
+                .detail(format!(
+                    "resize_inode is not enabled, but {reserved} GDT blocks are reserved"
+                )),
+        );
+    }
+    if read_inode {
+        out.extend(check_resize_inode(fs, has));
+    }
+    out
+}
+
+/// e2fsck's check of the resize inode (done before its pass 1), with the
+/// feature as it stands then (`has`): without resize_inode it must be
+/// empty; with it, only the double indirect block is set, and it maps the
+/// reserved GDT blocks, each of which maps the same block's backups in
+/// the groups that carry a superblock copy.
+fn check_resize_inode(fs: &Fs, has: bool) -> Option<Problem> {
+    let bad = |why: &str| {
+        Some(
+            Problem::new(Code::SbResizeInodeNoFeature)
+                .e2fsck(0x000030)
+                .detail(why.to_string()),
+        )
+    };
     let raw = fs.read_inode_raw(Ino::RESIZE).ok()?;
     let ri = Inode::parse(&raw);
     let ptrs = ri.block_ptrs();
-    if !fs.sb.has_compat(compat::RESIZE_INODE) {
+    if !has {
         if ptrs.iter().any(|&p| p != 0) {
-            return bad("resize_inode is not enabled, but the resize inode is not empty");
+            return Some(
+                Problem::new(Code::SbResizeInodeNoFeature)
+                    .e2fsck(0x00002F)
+                    .detail(
+                        "resize_inode is not enabled, but the resize inode is not empty"
+                            .to_string(),
+                    ),
+            );
         }
         return None;
     }
@@ -1366,11 +1415,18 @@ fn check_file_type(
         }
         t @ (FileType::CharDev | FileType::BlockDev | FileType::Fifo | FileType::Socket) => {
             // A repair has cleared both flags by now (e2fsck's yes to
-            // 0x010076 above), and judges the device without them.
+            // 0x010076 above), and judges the device without them. It
+            // has cleared INDEX_FL too (a yes to "not a directory"), and
+            // e2fsck's pass 2 judges the device again without it: the
+            // index flag alone never costs a device its inode under -y.
             let cleared;
-            let inode = if !ctx.read_only && inline_and_extents(ctx, inode, ino) {
+            let both = inline_and_extents(ctx, inode, ino);
+            let inode = if !ctx.read_only && (both || inode.has_flag(flags::INDEX)) {
                 let mut copy = inode.clone();
-                copy.flags &= !(flags::INLINE_DATA | flags::EXTENTS);
+                if both {
+                    copy.flags &= !(flags::INLINE_DATA | flags::EXTENTS);
+                }
+                copy.flags &= !flags::INDEX;
                 cleared = copy;
                 &cleared
             } else {

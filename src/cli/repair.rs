@@ -181,6 +181,9 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
         outln!("{device}: recovering journal");
     }
     code |= report::exit_code(&done.after);
+    if done.declined_errors {
+        code |= EXIT_UNCORRECTED;
+    }
     let r = Repaired {
         fixed: &fixed(&done.status),
         modified: code & EXIT_CORRECTED != 0

@@ -98,14 +98,18 @@ pub(super) fn recreate(
         let c = state.cluster(b);
         old.contains(&b) && !state.block_dup.get(c) && !state.block_meta.get(c)
     };
+    // In clusters, as the descriptors count free space on bigalloc.
     let group_free = |g: u32| {
         let first = geo.group_first_block(g);
         let end = first + u64::from(geo.group_blocks(g));
-        let used = state
-            .block_used
-            .count_range(state.cluster(first), state.cluster(end));
-        let back = old.range(first..end).filter(|&&b| only_old(b)).count() as u64;
-        (end - first).saturating_sub(used) + back
+        let (c0, c1) = (state.cluster(first), state.cluster(end));
+        let used = state.block_used.count_range(c0, c1);
+        let back: BTreeSet<_> = old
+            .range(first..end)
+            .filter(|&&b| only_old(b))
+            .map(|&b| state.cluster(b))
+            .collect();
+        (c1.0 - c0.0).saturating_sub(used) + back.len() as u64
     };
     let extents = sb.has_incompat(incompat::EXTENTS);
     // The library aims an extent-mapped journal at the middle of the file
@@ -132,7 +136,9 @@ pub(super) fn recreate(
     stage_contents(fs, overlay, &data, ind_blocks, n)?;
 
     let size = n * u64::from(geo.block_size);
-    let raw = journal_inode(fs, size, n + ind_count, extents, &block);
+    // i_blocks counts whole clusters on bigalloc.
+    let blocks = (n + ind_count).next_multiple_of(1 << geo.cluster_bits);
+    let raw = journal_inode(fs, size, blocks, extents, &block);
     if !vol::write_inode(fs, overlay, Ino::JOURNAL, &raw)? {
         return Err("the journal inode has no valid location".into());
     }
@@ -215,7 +221,7 @@ pub(super) fn place(
             alloc.free(Blk(b));
         }
     }
-    let picked = pick(alloc, overlay, goal, need);
+    let picked = pick(alloc, overlay, goal, need, 1 << fs.geo.cluster_bits);
     if (picked.len() as u64) < need {
         alloc.rollback(checkpoint);
         return Err(format!("not enough free blocks for a {n}-block {what}"));
@@ -340,7 +346,16 @@ fn journal_inode(fs: &Fs, size: u64, blocks: u64, extents: bool, i_block: &[u8; 
 
 /// `need` free blocks in libext2fs' order: ascending from `goal`, then
 /// from the first data block up to it; fewer when there are not as many.
-fn pick(alloc: &mut Allocator, overlay: &Overlay, goal: u64, need: u64) -> Vec<u64> {
+/// On bigalloc every block of a cluster taken is used (`cluster_blocks`
+/// per cluster): the allocator hands out whole clusters, and a file
+/// given only their first blocks would be one extent per block.
+fn pick(
+    alloc: &mut Allocator,
+    overlay: &Overlay,
+    goal: u64,
+    need: u64,
+    cluster_blocks: u64,
+) -> Vec<u64> {
     let first = alloc.first_data_block();
     let start = Blk(goal).max(first);
     let mut picked = Vec::new();
@@ -348,7 +363,8 @@ fn pick(alloc: &mut Allocator, overlay: &Overlay, goal: u64, need: u64) -> Vec<u
     while (picked.len() as u64) < need {
         match alloc.take_from(overlay, at, end) {
             Some(b) => {
-                picked.push(b.get());
+                let left = need - picked.len() as u64;
+                picked.extend(b.get()..b.get() + cluster_blocks.min(left));
                 at = b.next();
             }
             None if !wrapped => (at, end, wrapped) = (first, start, true),

@@ -221,6 +221,12 @@ impl From<&str> for FixError {
 /// What a fixer returns.
 pub type Result<T> = std::result::Result<T, FixError>;
 
+/// Does the repair leave `code` alone on `fs` by policy, though it has a
+/// fix for it: a fix that still works in blocks, on bigalloc?
+pub fn left_on(fs: &Fs, code: Code) -> bool {
+    fs.geo.cluster_bits > 0 && supported(code) && !table::cluster_safe(code)
+}
+
 /// Is the problem one the mode lets us fix (regardless of whether we can)?
 fn allowed(p: &Problem, mode: Mode) -> bool {
     match mode {

@@ -104,7 +104,9 @@ pub(super) fn drop_orphan_file(fs: &Fs, overlay: &mut Overlay) -> super::Result<
 /// feature cannot work and is turned off; without the feature the inode
 /// must be empty, so it is cleared, and there are no reserved GDT blocks.
 /// An invalid resize inode while the feature stays is `resize.rs`'s.
-/// Returns whether something was staged.
+/// Returns whether the problem is settled: e2fsck asks up to three
+/// questions here (meta_bg, the reserved GDT blocks, the inode), all
+/// settled by the one change the first of them stages.
 pub(super) fn fix_resize_inode(
     fs: &Fs,
     overlay: &mut Overlay,
@@ -124,11 +126,11 @@ pub(super) fn fix_resize_inode(
         sb.set_reserved_gdt_blocks(0);
     })?;
     // The part of the inode e2fsck clears (its `struct ext2_inode`).
-    let cleared = vol::edit_inode(fs, overlay, Ino::RESIZE, |m| {
+    vol::edit_inode(fs, overlay, Ino::RESIZE, |m| {
         let n = GOOD_OLD_INODE_SIZE.min(m.0.len());
         m.0[..n].fill(0);
     })?;
-    Ok(cleared || has)
+    Ok(true)
 }
 
 /// A superblock flag or feature set right, as e2fsck's pass 0 does: the

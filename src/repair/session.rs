@@ -146,6 +146,12 @@ pub struct Repaired {
     pub status: Vec<Status>,
     /// The last check: the verdict on the repaired file system.
     pub after: Report,
+    /// An error shown was answered no (its fix not allowed, not made, or
+    /// declined). e2fsck's no leaves its file system marked not valid and
+    /// exits 4, whatever its later passes find; so does this repair, even
+    /// where the last check no longer sees the problem (a pass 0 problem
+    /// the passes' fixes hid).
+    pub declined_errors: bool,
     pub blocks_written: u64,
     /// Some fix beyond the journal replay was staged.
     pub fixes_staged: bool,
@@ -593,6 +599,10 @@ impl<'a, 'q> Session<'a, 'q> {
             fs: last_fs,
             ..
         } = *last;
+        let fixes_staged = shown.fixes_staged;
+        let (report, fixed) = shown.kept(rep, &after);
+        let status = self.status(&report.problems, &fixed);
+        let declined_errors = declined_errors(fs, &report, &status);
         // The record of the check goes with the repair, staged over it on
         // the file system as the last check read it.
         let mut recorded = fix::finish::Recorded::default();
@@ -601,7 +611,7 @@ impl<'a, 'q> Session<'a, 'q> {
             recorded = fix::finish::stage(
                 last_fs.as_ref().unwrap_or(fs),
                 &mut top,
-                !after.has_errors(),
+                !after.has_errors() && !declined_errors,
                 self.opts.clock.now(),
             )?;
             // The last check's device reads through the staging: gone, the
@@ -610,8 +620,6 @@ impl<'a, 'q> Session<'a, 'q> {
             drop(overlay);
             overlay = Arc::new(top.flattened()?);
         }
-        let fixes_staged = shown.fixes_staged;
-        let (report, fixed) = shown.kept(rep, &after);
         (self.before_commit)();
         // The last moment a signal cancels the repair: nothing written yet.
         if self.opts.control.cancelled() {
@@ -626,11 +634,11 @@ impl<'a, 'q> Session<'a, 'q> {
             }
         };
         self.reset_external(fs, &report, &report.problems, &fixed)?;
-        let status = self.status(&report.problems, &fixed);
         Ok(Outcome::Repaired(Box::new(Repaired {
             report,
             status,
             after,
+            declined_errors,
             blocks_written: written,
             fixes_staged,
             replayed,
@@ -1142,6 +1150,27 @@ impl Shown {
             rep.with_problems(shown.select_by_pass(&keep, |k| kept_fixed.push(shown_fixed[k])));
         (report, kept_fixed)
     }
+}
+
+/// Is an error of `report` answered no ([`Repaired::declined_errors`]):
+/// declined by the user, or left by the repair's policy on `fs`
+/// (`fix::left_on`)? Not a problem a later round's fix settled another
+/// way (an orphan file's size fixed by pass 1), nor one that e2fsck asks
+/// before it marks its file system valid for the passes
+/// (`e2fsck_map::before_valid`), nor one it only states (no question, no
+/// answer), nor one whose no it lets pass (NO_OK).
+fn declined_errors(fs: &check::Fs, report: &Report, status: &[Status]) -> bool {
+    use check::catalogue;
+    report.problems.iter().zip(status).any(|(p, s)| {
+        (*s == Status::Declined || (*s == Status::Unfixed && fix::left_on(fs, p.code)))
+            && p.spec().severity == crate::check::problem::Severity::Error
+            && !check::e2fsck_map::before_valid(&p)
+            && !check::e2fsck_map::message_only(&p)
+            && !p
+                .e2fsck_code()
+                .and_then(catalogue::entry)
+                .is_some_and(|e| e.no_ok())
+    })
 }
 
 /// The problems of `list` that `pick` names, as (hash of key, index,

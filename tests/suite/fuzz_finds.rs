@@ -1083,3 +1083,118 @@ fn inline_data_name_padded_with_nuls() {
     assert_eq!(inode_of(&img, "/d"), dir);
     assert_eq!(inode_of(&img, "/d/l"), link);
 }
+
+// ---- seed fz33 ----
+
+/// A journal inode marked encrypted, or as holding inline data, with its
+/// extent tree intact (the flag bits of seed fz33, damage 2706). e2fsck
+/// takes no encrypted inode for a journal, and its walk of an inline-data
+/// inode's map finds no block: the journal is invalid (and the backup in
+/// the superblock, an extent root read as block pointers, does not help),
+/// so -n cannot proceed and -y clears and recreates the journal. pfsck
+/// read the journal through the extent tree and said clean.
+#[test]
+fn journal_inode_encrypted_or_inline() {
+    for flags in ["0x80800", "0x10080000"] {
+        let tmp = TempDir::new("fuzz-journal-flags");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+        debugfs_w(&img, &[format!("sif <8> flags {flags}")]);
+        let (fn_out, _) = judged_by_oracle(flags, &img, 12, 1);
+        assert!(
+            fn_out.contains("invalid journal (inode 8)"),
+            "[{flags}] {fn_out}"
+        );
+        file_kept(&img, 3000);
+    }
+}
+
+/// An invalid journal on bigalloc (seed fz33, damage 2706: every flag
+/// of the journal inode set). The new journal was left to a later run on
+/// bigalloc, so -y answered no to clearing it, fixed the inode's flags
+/// instead and exited 1, while e2fsck still found the journal invalid
+/// (12). e2fsck -y clears the journal and makes a new one of the same
+/// size; so does pfsck now, whole clusters at a time.
+#[test]
+fn invalid_journal_recreated_on_bigalloc() {
+    let tmp = TempDir::new("fuzz-journal-bigalloc");
+    let img = tmp.join("disk.img");
+    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    opts.extra_args = vec!["-C".into(), "4096".into()];
+    mkfs(&img, 16 * MIB, &opts, None);
+    let data = img.with_extension("data");
+    std::fs::write(&data, file_content("f", 3000)).unwrap();
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    std::fs::remove_file(&data).unwrap();
+    debugfs_w(&img, &["sif <8> flags 0xffffffff"]);
+    let (_, fy_out) = judged_by_oracle("journal flags on bigalloc", &img, 12, 1);
+    assert!(fy_out.contains("Clear? yes"), "{fy_out}");
+    let stat = debugfs_r(&img, "stat <8>");
+    assert!(stat.contains("Size: 1048576"), "{stat}");
+    file_kept(&img, 3000);
+}
+
+/// A device, FIFO or socket with INDEX_FL set (seed fz33, damage 2057:
+/// an inode table moved onto data blocks, where e2fsck kept inode 64 in
+/// /lost+found and pfsck cleared it). e2fsck's pass 1 finds the inode bad
+/// and clears the index flag (not a directory); its pass 2 judges the
+/// device again, now valid, and keeps it. pfsck judged the device with
+/// the flag still set and cleared the inode.
+#[test]
+fn special_file_with_index_flag_kept() {
+    for (name, mknod) in [("cdev", "mknod cdev c 1 2"), ("fifo", "mknod fifo p")] {
+        let tmp = TempDir::new("fuzz-special-index");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+        debugfs_w(&img, &[mknod]);
+        let ino = inode_of(&img, &format!("/{name}"));
+        debugfs_w(&img, &[format!("sif <{ino}> flags 0x1000")]);
+        let (fn_out, fy_out) = judged_by_oracle(name, &img, 4, 1);
+        assert!(fn_out.contains("INDEX_FL"), "[{name}] {fn_out}");
+        assert!(!fy_out.contains("deleted/unused"), "[{name}] {fy_out}");
+        assert_eq!(inode_of(&img, &format!("/{name}")), ino, "[{name}]");
+        file_kept(&img, 3000);
+    }
+}
+
+/// The resize feature turned off with the resize inode and reserved GDT
+/// blocks left (seed fz33, damages 1658 and 2001: `feature ^resize_inode`),
+/// or turned on over meta_bg (damage 1974: `feature resize_inode`).
+/// e2fsck asks about them before its passes, each under its own code
+/// (0x00002e the reserved GDT blocks, 0x00002f the inode in use, 0x000051
+/// meta_bg, then 0x000030 the inode the feature now wants): answered no,
+/// the passes decide, and -n exits 0. pfsck asked one question (0x000030)
+/// and exited 4. -y turns the feature off, clears the inode and frees
+/// the reserved blocks, as e2fsck.
+#[test]
+fn resize_questions_leave_n_clean() {
+    // (name, mkfs features, debugfs command, e2fsck codes asked)
+    let cases: [(&str, &str, &str, &[&str]); 2] = [
+        (
+            "feature off",
+            "",
+            "feature ^resize_inode",
+            &["95 GDT blocks", "not empty"],
+        ),
+        (
+            "resize_inode on meta_bg",
+            "meta_bg,^resize_inode",
+            "feature resize_inode",
+            &["meta_bg", "bad block pointers"],
+        ),
+    ];
+    for (name, features, damage, said) in cases {
+        let tmp = TempDir::new("fuzz-resize-questions");
+        let img = tmp.join("disk.img");
+        let mut opts = MkfsOpts::ext4().block_size(1024);
+        if !features.is_empty() {
+            opts = opts.features(features).blocks_per_group(1024);
+        }
+        mkfs(&img, 12 * MIB, &opts, None);
+        debugfs_w(&img, &[damage]);
+        let (fn_out, _) = judged_by_oracle(name, &img, 0, 1);
+        for s in said {
+            assert!(fn_out.contains(s), "[{name}] {fn_out}");
+        }
+    }
+}

@@ -154,3 +154,28 @@ fn htree_statements_are_not_asked() {
     assert_eq!(code, 1, "{out}");
     assert_eq!(e2fsck_fn(&img), 0, "{out}");
 }
+
+/// A journal inode whose checksum fails: the journal is invalid, and the
+/// fix of that checksum in pass 1 makes it usable again, so the last
+/// check finds nothing. Answered no, the invalid journal still counts:
+/// the run exits 4 with the file system marked not clean, as e2fsck's
+/// "no" leaves its own (it stops there, exit 12, where pfsck goes on to
+/// the questions of the passes). pfsck exited 1, claiming it clean.
+#[test]
+fn invalid_journal_answered_no_is_left_an_error() {
+    let dir = TempDir::new("interactive-journal-no");
+    let img = dir.join("img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    // i_checksum_lo, at 0x7c in the inode.
+    write_at(&img, inode_offset(&img, 8) + 0x7c, &[0x34, 0x12]);
+    let Some((code, out)) = on_terminal(&img, "n\ny\ny\ny\n") else {
+        println!("`script` not found: interactive cases skipped");
+        return;
+    };
+    assert!(out.contains("invalid journal (inode 8)"), "{out}");
+    assert!(out.contains("Clear<y>? no"), "{out}");
+    assert_eq!(code & 4, 4, "{out}");
+    assert!(out.contains("still has errors"), "{out}");
+    let state = dumpe2fs(&img).header.get("Filesystem state").cloned();
+    assert_eq!(state.as_deref(), Some("not clean"), "{out}");
+}

@@ -528,9 +528,11 @@ fn preen_fixes(e: &Entry) -> bool {
 }
 
 /// A "no" leaves the file system unmarked: a notice in pfsck, which does
-/// not count toward the verdict.
-fn no_ok(c: Code) -> bool {
+/// not count toward the verdict, or a question e2fsck asks before it
+/// marks the file system valid for its passes (`e2fsck_map::before_valid`).
+fn no_ok(c: Code, e: &Entry) -> bool {
     c.spec().severity == Severity::Notice
+        || e2fsck_map::before_valid(&Problem::new(c).e2fsck(e.code))
 }
 
 /// e2fsck codes whose NO_OK flag is not what decides e2fsck -n's verdict,
@@ -591,6 +593,50 @@ const NO_VERDICT: &[(u32, bool, &str)] = &[
         true,
         "stated, not asked, as 0x06000f: the verdict is that of 0x060009 (-n exits 4 \
          in both: `orphan_file::orphan_file_with_a_hole_is_made_anew`)",
+    ),
+    (
+        0x000016,
+        true,
+        "asked by the journal check, before the passes: -n exits 0 \
+         (`catalogue_13i::journal_without_has_journal_counts_only_when_repaired`)",
+    ),
+    (
+        0x000018,
+        true,
+        "asked by the journal check, before the passes: -n exits 0 \
+         (`catalogue_13i::journal_data_without_needs_recovery`)",
+    ),
+    (
+        0x00004F,
+        true,
+        "asked by the superblock check; a kept field counts only through what \
+         the passes find: -n exits 0 \
+         (`fuzz_finds::invalid_quota_field_declined_alone_exits_0`)",
+    ),
+    (
+        0x00002E,
+        true,
+        "asked by the resize inode check, before the passes: -n exits 0 \
+         (`fuzz_finds::resize_questions_leave_n_clean`)",
+    ),
+    (
+        0x00002F,
+        true,
+        "asked by the resize inode check, before the passes: -n exits 0 \
+         (`fuzz_finds::resize_questions_leave_n_clean`)",
+    ),
+    (
+        0x000030,
+        true,
+        "asked by the resize inode check, before the passes, which judge the \
+         inode (its i_blocks): -n exits 0 after 0x000051 \
+         (`fuzz_finds::resize_questions_leave_n_clean`)",
+    ),
+    (
+        0x000051,
+        true,
+        "asked by the superblock check: -n exits 0 \
+         (`fuzz_finds::resize_questions_leave_n_clean`)",
     ),
     (
         0x000043,
@@ -671,7 +717,7 @@ fn row(e: &'static Entry) -> Row {
         fixed: pfsck.iter().any(|&c| pfsck::fix::repaired(c)),
         // What stops the check is fixed in no mode: preen has no say.
         preen: all(&|c| c.spec().severity == Severity::Fatal || preens(c, e) == preen_fixes(e)),
-        no_ok: e2fsck_no_ok(e, &pfsck).and_then(|want| all(&|c| no_ok(c) == want)),
+        no_ok: e2fsck_no_ok(e, &pfsck).and_then(|want| all(&|c| no_ok(c, e) == want)),
         latch: all(&|c| (BATCHED.contains(&c) || e2fsck_map::asks_once(group)) == latch),
         test: pfsck.iter().find_map(|&c| damage(c)),
         pfsck,
