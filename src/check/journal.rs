@@ -598,7 +598,7 @@ const VISIBLE_NAMES: [&str; 4] = [".journal", "journal", ".journal.dat", "journa
 /// An internal journal kept in a visible file of the root directory,
 /// which a repair moves to the reserved journal inode (e2fsck does so
 /// only when it may write, and only for a journal inode of one link that
-/// the first root entry of one of the names above). The problem
+/// the first root entry of one of the names above names). The problem
 /// carries the journal's inode and the name.
 pub fn visible(fs: &Fs) -> Option<Problem> {
     let sb = &fs.sb;
