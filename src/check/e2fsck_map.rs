@@ -98,7 +98,8 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeDtimeSet => &[0x010005, 0x010002],
         InodeZeroDtimeDeleted => &[0x010004],
         InodeBadFlags => &[
-            0x010077, 0x01005C, 0x02000D, 0x020044, 0x010078, 0x010079, 0x01007A,
+            0x010077, 0x01005C, 0x02000D, 0x020010, 0x020011, 0x020044, 0x010078, 0x010079,
+            0x01007A,
         ],
         InodeTimesPre1970 => &[0x010082],
         InodeExtentsNoFeature => &[0x01005A],

@@ -46,6 +46,8 @@ pub mod detail {
     pub const FADDR: &str = "i_faddr";
     pub const DIR_SIZE_HIGH: &str = "directory i_size_high";
     pub const BLOCKS_HI: &str = "i_blocks_hi without huge_file";
+    pub const HURD_FRAG: &str = "i_frag";
+    pub const HURD_FSIZE: &str = "i_fsize";
     pub const SPECIAL_SIZE: &str = "special file";
     pub const ZERO_LENGTH_DIR: &str = "zero-length directory";
     pub const BAD_BLOCKS_INODE: &str = "bad blocks inode";
@@ -1381,7 +1383,25 @@ fn check_used_fields(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode) {
                 .blk(Blk(inode.file_acl)),
         );
     }
-    if !ctx.huge_file && inode.blocks_raw >> 32 != 0 {
+    let hi = inode.blocks_raw >> 32;
+    if ctx.fs.sb.creator_os == crate::fs::superblock::OS_HURD {
+        // The Hurd keeps its fragment number and size in what Linux reads
+        // as i_blocks_hi; e2fsck judges them there, each on its own.
+        for (value, code, what) in [
+            (hi & 0xFF, 0x020010, detail::HURD_FRAG),
+            (hi >> 8 & 0xFF, 0x020011, detail::HURD_FSIZE),
+        ] {
+            if value != 0 {
+                c.bad(
+                    Problem::new(Code::InodeBadFlags)
+                        .ino(Ino(ino))
+                        .e2fsck(code)
+                        .num(value)
+                        .detail(what),
+                );
+            }
+        }
+    } else if !ctx.huge_file && hi != 0 {
         c.bad(
             Problem::new(Code::InodeBadFlags)
                 .ino(Ino(ino))

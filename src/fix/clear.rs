@@ -238,6 +238,8 @@ fn fix_inode(
             d::EXTENTS_FL_MISSING => set_flags(fs, overlay, ino, round, flags::EXTENTS, 0),
             d::FADDR => edit(fs, overlay, ino, |m| m.set_faddr(0)),
             d::BLOCKS_HI => edit(fs, overlay, ino, |m| put_le16(m.0, I_BLOCKS_HIGH, 0)),
+            d::HURD_FRAG => edit(fs, overlay, ino, |m| m.0[I_HURD_FRAG] = 0),
+            d::HURD_FSIZE => edit(fs, overlay, ino, |m| m.0[I_HURD_FSIZE] = 0),
             _ => Ok(false),
         },
         Code::InodeTimesPre1970 => edit(fs, overlay, ino, |m| fix_extra_times(m.0)),

@@ -85,6 +85,10 @@ pub mod field {
     pub const I_SIZE_HIGH: usize = 0x6C;
     pub const I_FADDR: usize = 0x70;
     pub const I_BLOCKS_HIGH: usize = 0x74;
+    /// On a file system the Hurd made, the two bytes Linux reads as
+    /// i_blocks_hi are the fragment number and size, unused and zero.
+    pub const I_HURD_FRAG: usize = 0x74;
+    pub const I_HURD_FSIZE: usize = 0x75;
     pub const I_FILE_ACL_HIGH: usize = 0x76;
     pub const I_CHECKSUM_LO: usize = 0x7C;
     pub const I_EXTRA_ISIZE: usize = 0x80;

@@ -469,16 +469,6 @@ const WHY_NOT: &[(u32, &str)] = &[
         "not reproduced: e2fsck 1.47.4 leaves an uninitialised extent of a symlink unreported",
     ),
     (
-        0x020010,
-        "e2fsck reads i_frag only when the creator OS is the Hurd (1); \
-         elsewhere the byte is part of i_blocks_hi (0x020044)",
-    ),
-    (
-        0x020011,
-        "e2fsck reads i_fsize only when the creator OS is the Hurd (1); \
-         elsewhere the byte is part of i_blocks_hi (0x020044)",
-    ),
-    (
         0x020014,
         "cannot happen: name_len is one byte, so never above the 255 e2fsck \
          compares it with (a name longer than its record is 0x020013)",
