@@ -741,6 +741,16 @@ pub const NOT_APPLICABLE: &[(u32, &str)] = &[
          parent pass 2 found (0x030005), even 2100 directories deep",
     ),
     (
+        0x010064,
+        "never asked: e2fsck 1.47.4 has no check behind the code (a quota file in a \
+         visible inode is 0x000041, asked in pass 0)",
+    ),
+    (
+        0x020014,
+        "cannot happen: name_len is one byte, so never above the 255 e2fsck compares \
+         it with (a name longer than its record is 0x020013)",
+    ),
+    (
         0x010056,
         "asked only when libext2fs cannot open an extent tree whose header in the inode \
          e2fsck has just found valid: that open then fails only for want of memory (a bad \

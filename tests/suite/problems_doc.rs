@@ -460,18 +460,8 @@ const WHY_NOT: &[(u32, &str)] = &[
          and the inode as unattached; pfsck does neither",
     ),
     (
-        0x010064,
-        "never asked: e2fsck 1.47.4 has no check behind the code (a visible quota file is \
-         0x000041, pass 0)",
-    ),
-    (
         0x010087,
         "not reproduced: e2fsck 1.47.4 leaves an uninitialised extent of a symlink unreported",
-    ),
-    (
-        0x020014,
-        "cannot happen: name_len is one byte, so never above the 255 e2fsck \
-         compares it with (a name longer than its record is 0x020013)",
     ),
 ];
 
