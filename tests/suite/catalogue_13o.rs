@@ -174,14 +174,7 @@ fn hurd_fragment_fields_are_cleared_each_on_its_own() {
     let theirs = img.with_extension("oracle");
     if oracle().is_some() {
         // Inode 12's record, as e2fsck's repair leaves it.
-        let text = debugfs_r(&img, "imap <12>");
-        let words: Vec<&str> = text.split_whitespace().collect();
-        let blk: u64 = words[words.iter().rposition(|w| *w == "block").unwrap() + 1]
-            .trim_end_matches(',')
-            .parse()
-            .unwrap();
-        let off = u64::from_str_radix(words.last().unwrap().trim_start_matches("0x"), 16).unwrap();
-        let at = blk * 1024 + off;
+        let at = inode_offset(&img, 12);
         assert_eq!(read_at(&mine, at, 128), read_at(&theirs, at, 128));
     }
 }
