@@ -238,6 +238,31 @@ fn write_new_blocks(
     )
 }
 
+/// The numbers of the staged blocks whose bytes differ from the device's
+/// now, in the overlay's order; `on_change` sees each one's new bytes.
+/// Unchanged blocks are left out so that neither the log nor the device
+/// is written for a block the repair put back as it was.
+fn changed_blocks(
+    dev: &WritableDevice,
+    overlay: &Overlay,
+    mut on_change: impl FnMut(u64, &[u8]),
+) -> Result<Vec<u64>> {
+    let bs = overlay.block_size();
+    let mut changes = Vec::new();
+    let mut before = vec![0u8; bs as usize];
+    let mut new = vec![0u8; bs as usize];
+    for blk in overlay.blocks() {
+        let block = blk.get();
+        overlay.read_block(blk, &mut new)?;
+        dev.read_at(offset_of(block, u64::from(bs))?, &mut before)?;
+        if before != new {
+            changes.push(block);
+            on_change(block, &new);
+        }
+    }
+    Ok(changes)
+}
+
 /// [`open_for_write`], refusing a device whose size is not the one
 /// `overlay` was staged for.
 fn open_staged_for(
@@ -404,18 +429,9 @@ pub fn commit(
     let mut sb = vec![0u8; sb_len];
     dev.read_at(SB_OFFSET.min(dev.size()), &mut sb)?;
     let sb_before = superblock_crcs(&sb);
-    let mut changes: Vec<u64> = Vec::new();
-    let mut before = vec![0u8; bs as usize];
-    let mut new = vec![0u8; bs as usize];
-    for blk in overlay.blocks() {
-        let block = blk.get();
-        overlay.read_block(blk, &mut new)?;
-        dev.read_at(offset_of(block, bsu)?, &mut before)?;
-        if before != new {
-            changes.push(block);
-            patch_range(&mut sb, SB_OFFSET, block, bsu, &new);
-        }
-    }
+    let changes = changed_blocks(&dev, overlay, |block, new| {
+        patch_range(&mut sb, SB_OFFSET, block, bsu, new);
+    })?;
     if changes.is_empty() {
         return Ok(CommitReport {
             blocks_written: 0,
@@ -498,19 +514,7 @@ pub fn commit_unlogged(
     opts: &CommitOptions,
 ) -> Result<CommitReport> {
     let dev = open_staged_for(device, overlay, opts)?;
-    let bs = overlay.block_size();
-    let bsu = u64::from(bs);
-    let mut changes: Vec<u64> = Vec::new();
-    let mut before = vec![0u8; bs as usize];
-    let mut new = vec![0u8; bs as usize];
-    for blk in overlay.blocks() {
-        let block = blk.get();
-        overlay.read_block(blk, &mut new)?;
-        dev.read_at(offset_of(block, bsu)?, &mut before)?;
-        if before != new {
-            changes.push(block);
-        }
-    }
+    let changes = changed_blocks(&dev, overlay, |_, _| {})?;
     let mut steps = Steps { faults };
     let written = write_new_blocks(&mut steps, &dev, overlay, &changes, opts)?;
     Ok(CommitReport {
