@@ -49,6 +49,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         SbRev0Features => &[0x00001A],
         SbJournalBackupMissing => &[0x00002D],
         JournalVisible => &[0x000028],
+        QuotaVisible => &[0x000041],
         GdBlockBitmapLocation => &[0x000001],
         GdInodeBitmapLocation => &[0x000002],
         GdInodeTableLocation => &[0x000003],
@@ -389,7 +390,11 @@ pub fn message_only(p: &Problem) -> bool {
     // What e2fsck sets on its own before asking anything: stated.
     if matches!(
         p.code,
-        Code::SbNoUuid | Code::SbDirHashHint | Code::SbJournalBackupMissing | Code::JournalVisible
+        Code::SbNoUuid
+            | Code::SbDirHashHint
+            | Code::SbJournalBackupMissing
+            | Code::JournalVisible
+            | Code::QuotaVisible
     ) {
         return true;
     }
@@ -484,6 +489,7 @@ pub fn unmarked_fix(p: &Problem) -> bool {
             | Code::SbDirHashHint
             | Code::SbJournalBackupMissing
             | Code::JournalVisible
+            | Code::QuotaVisible
             | Code::SbLastMountFuture
             | Code::SbLastWriteFuture
     )
@@ -574,6 +580,7 @@ const REPAIR_ONLY: &[Code] = &[
     Code::SbRev0Features,
     Code::SbJournalBackupMissing,
     Code::JournalVisible,
+    Code::QuotaVisible,
     Code::OrphanReleased,
     Code::OrphanNotProcessed,
     Code::OrphanBlockIllegal,

@@ -146,6 +146,7 @@ problems! {
     JournalExternalChecksum = ("0x0219", Super, Notice, true, "The external journal device's own superblock fails its checksum"),
     JournalStrayV2Fields = ("0x0218", Super, Notice, true, "The journal superblock (inode {ino}) has version 2 fields a version 1 journal, or an internal one, cannot have: the fields past the version 1 layout are cleared"),
     JournalVisible = ("0x021A", Super, Error, true, "The journal (inode {ino}) is the visible file /{detail}; moved to the reserved journal inode"),
+    QuotaVisible = ("0x0771", Super, Error, true, "The {detail} quota file is the visible inode {ino}; moved to its reserved inode"),
     JournalInodeFromBackup = ("0x0215", Super, Error, true, "Journal inode {ino} is invalid ({detail}); restored from the superblock's backup of its block map"),
     MmpBlockInvalid = ("0x0230", Super, Fatal, true, "The superblock's MMP block number {blk} is invalid"),
     MmpBadMagic = ("0x0231", Super, Error, true, "The MMP block {blk} has a bad magic number"),
