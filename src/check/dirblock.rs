@@ -73,6 +73,9 @@ pub struct FsParams {
     pub bs: usize,
     pub inodes_count: u32,
     pub first_ino: u32,
+    /// Files the superblock names that no entry may name (the quota
+    /// files and the orphan file, with their features; zero for none).
+    pub hidden: [u32; 4],
     pub inodes_per_group: u32,
     pub filetype: bool,
     pub metadata_csum: bool,
@@ -886,6 +889,15 @@ impl<T: Targets> EntryCx<'_, T> {
             );
             return;
         }
+        // e2fsck's pass 2 rejects an entry naming one of them as it
+        // rejects an impossible number.
+        if fsp.hidden.contains(&e.inode.get()) {
+            out.problems.push(
+                self.problem(Code::DirEntryBadInode, e)
+                    .num(u64::from(e.inode.get())),
+            );
+            return;
+        }
         if e.inode != Ino::ROOT && e.inode.get() < fsp.first_ino {
             out.problems.push(
                 self.problem(Code::DirEntryReservedInode, e)
@@ -1368,6 +1380,7 @@ mod tests {
             bs: BS,
             inodes_count: 64,
             first_ino: 11,
+            hidden: [0; 4],
             inodes_per_group: 32,
             filetype: true,
             metadata_csum: csum,

@@ -49,6 +49,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         SbRev0Features => &[0x00001A],
         SbJournalBackupMissing => &[0x00002D],
         JournalVisible => &[0x000028],
+        QuotaVisible => &[0x000041],
         GdBlockBitmapLocation => &[0x000001],
         GdInodeBitmapLocation => &[0x000002],
         GdInodeTableLocation => &[0x000003],
@@ -154,6 +155,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeOrphanInUse => &[0x010036],
         BadBlockInMetadata => &[0x010019, 0x01001A, 0x01000A, 0x01000B],
         BadBlockInBackup => &[0x01001B, 0x01001C],
+        BadBlockInOtherMetadata => &[0x01001D],
         BadBlocksInodeInBadBlock => &[0x01007B],
         BadBlocksInodeIndirect => &[0x010015, 0x01004D],
         HtreeRootInvalid => &[0x010049, 0x01004A, 0x01004B, 0x01004C, 0x01008D, 0x01008E],
@@ -389,7 +391,11 @@ pub fn message_only(p: &Problem) -> bool {
     // What e2fsck sets on its own before asking anything: stated.
     if matches!(
         p.code,
-        Code::SbNoUuid | Code::SbDirHashHint | Code::SbJournalBackupMissing | Code::JournalVisible
+        Code::SbNoUuid
+            | Code::SbDirHashHint
+            | Code::SbJournalBackupMissing
+            | Code::JournalVisible
+            | Code::QuotaVisible
     ) {
         return true;
     }
@@ -484,6 +490,7 @@ pub fn unmarked_fix(p: &Problem) -> bool {
             | Code::SbDirHashHint
             | Code::SbJournalBackupMissing
             | Code::JournalVisible
+            | Code::QuotaVisible
             | Code::SbLastMountFuture
             | Code::SbLastWriteFuture
     )
@@ -574,6 +581,7 @@ const REPAIR_ONLY: &[Code] = &[
     Code::SbRev0Features,
     Code::SbJournalBackupMissing,
     Code::JournalVisible,
+    Code::QuotaVisible,
     Code::OrphanReleased,
     Code::OrphanNotProcessed,
     Code::OrphanBlockIllegal,

@@ -630,7 +630,7 @@ pub fn visible(fs: &Fs) -> Option<Problem> {
 /// The root directory's used entries (name, inode) in the order of its
 /// blocks. An inline root is not searched (e2fsck's would be): its
 /// journal is left where it is.
-fn root_entries(fs: &Fs) -> Vec<(Vec<u8>, u32)> {
+pub(super) fn root_entries(fs: &Fs) -> Vec<(Vec<u8>, u32)> {
     #[derive(Default)]
     struct Blocks(Vec<(u64, u64)>);
     impl MapVisitor for Blocks {

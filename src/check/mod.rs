@@ -417,6 +417,8 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))
         // e2fsck moves a visible journal before it decides to skip.
         && (!opts.repairing || journal::visible(&fs).is_none())
+        // So does it a visible quota file.
+        && (!opts.repairing || quota::visible(&fs).is_empty())
         && let Some(reason) = superblock::clean_skip_reason(&fs, opts)
         && !journal::stops_clean_skip(&fs, opts.repairing)
     {
@@ -465,6 +467,10 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     report.problems.extend(journal);
     if opts.repairing && usable {
         report.problems.extend(journal::visible(&fs));
+    }
+    // Last of e2fsck's superblock checks, in a repair only.
+    if opts.repairing {
+        report.problems.extend(quota::visible(&fs));
     }
     // Before pass 1, as e2fsck: its problem is printed before the pass 1
     // header, which a streamed report prints as pass 1 begins. One it

@@ -1949,14 +1949,25 @@ impl Claimer<'_> {
                 let bitmap_of = |is: fn(&crate::fs::group_desc::GroupDesc) -> u64| {
                     gds.iter().position(|gd| is(gd) == b)
                 };
+                let first = geo.first_data_block;
                 let (e2, group) = if let Some(g) = bitmap_of(|gd| gd.block_bitmap) {
                     (0x01000A, Some(g))
                 } else if let Some(g) = bitmap_of(|gd| gd.inode_bitmap) {
                     (0x01000B, Some(g))
-                } else if b == geo.first_data_block {
+                } else if b == first {
                     (0x010019, None)
-                } else {
+                } else if b > first && b <= first + u64::from(geo.desc_blocks) {
                     (0x01001A, None)
+                } else {
+                    // What e2fsck does not name (the reserved descriptor
+                    // blocks, the MMP block) it only remarks on, and the
+                    // block stays as it is.
+                    self.problems.push(
+                        Problem::new(Code::BadBlockInOtherMetadata)
+                            .ino(Ino(self.ino))
+                            .blk(Blk(b)),
+                    );
+                    return;
                 };
                 let mut p = Problem::new(Code::BadBlockInMetadata)
                     .ino(Ino(self.ino))

@@ -38,7 +38,7 @@ use crate::fs::group_desc::BG_INODE_UNINIT;
 use crate::fs::htree;
 use crate::fs::inode::{self, ROOT_INO, field};
 use crate::fs::num::{Ino, LBlk};
-use crate::fs::superblock::{incompat, ro_compat};
+use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::fs::xattr;
 use crate::narrow;
 use crate::volume::Fs;
@@ -192,7 +192,8 @@ pub(crate) fn bad_itable_blocks(fs: &Fs) -> Vec<u64> {
     v.out
 }
 
-pub fn fs_params(fs: &Fs) -> FsParams {
+/// `repairing`: see [`hidden_files`].
+pub fn fs_params(fs: &Fs, repairing: bool) -> FsParams {
     let sb = &fs.sb;
     // e2fsck reads the marks whatever the features say: without group
     // checksums they are wrong (pass 0 clears them when it may), and -n
@@ -223,6 +224,7 @@ pub fn fs_params(fs: &Fs) -> FsParams {
         bs: fs.block_size(),
         inodes_count: fs.geo.inodes_count,
         first_ino: fs.geo.first_ino,
+        hidden: hidden_files(fs, repairing),
         inodes_per_group: fs.geo.inodes_per_group,
         // As pass 0 left it: a repair clears the Hurd's filetype feature
         // there (`superblock::hurd_filetype`), -n keeps it.
@@ -235,6 +237,34 @@ pub fn fs_params(fs: &Fs) -> FsParams {
             && sb.encoding_flags & casefold::ENCODING_STRICT != 0,
         groups,
     }
+}
+
+/// The quota files and the orphan file, by the superblock, where their
+/// feature is on (without it, pass 0 reports a field naming a linked
+/// inode: `SbInodeFieldNoFeature`); zero elsewhere. A repair leaves the
+/// user and group files alone: it moves those `quota::visible` finds to
+/// their reserved inodes before the passes, as e2fsck does, and writes
+/// the others' quota anew in their reserved inodes (where e2fsck's
+/// rewrite points the field too), after which no entry names a quota
+/// file; rejected here, a file linked again in /lost+found would still
+/// be named by the field in the round's re-check.
+fn hidden_files(fs: &Fs, repairing: bool) -> [u32; 4] {
+    let sb = &fs.sb;
+    let quota = sb.has_ro_compat(ro_compat::QUOTA);
+    let orphan = sb.has_compat(compat::ORPHAN_FILE);
+    let keep = |on: bool, ino: u32| {
+        if on && ino >= fs.geo.first_ino {
+            ino
+        } else {
+            0
+        }
+    };
+    [
+        keep(quota && !repairing, sb.usr_quota_inum),
+        keep(quota && !repairing, sb.grp_quota_inum),
+        keep(quota, sb.prj_quota_inum),
+        keep(orphan, sb.orphan_file_inum),
+    ]
 }
 
 /// What pass 2 needs to know about each directory of `state.dirs`.
@@ -291,7 +321,7 @@ pub(crate) fn finish(
     if run != Finish::Repair {
         keep_rebuilt_dir_blocks(state, &outs);
     }
-    let fsp = fs_params(fs);
+    let fsp = fs_params(fs, run == Finish::Repair);
     let st: &State = state;
     let mut problems = ProblemList::new();
     find_holes(&fsp, &mut counts, &mut problems);

@@ -109,7 +109,7 @@ pub(crate) fn run(
         scan.read_only(!opts.repairing);
         let n0 = scan.len();
         let final_below = AtomicU32::new(0);
-        let fsp = pass2::fs_params(fs);
+        let fsp = pass2::fs_params(fs, opts.repairing);
         let targets = StateTargets::new(fs, st, Some(&policies));
         let arena = st.spill.as_ref().map(ScratchArena::new);
         let cfg = pipe::Config {

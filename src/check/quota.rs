@@ -27,6 +27,49 @@ use std::collections::BTreeSet;
 
 const TYPE_NAMES: [&str; QUOTA_TYPES] = ["user", "group", "project"];
 
+/// User and group quota files the superblock names at an ordinary inode
+/// rather than their reserved one (3, 4), under the name e2fsprogs gives
+/// them in the root (`aquota.user`, `aquota.group`): a repair moves each
+/// into its reserved inode before pass 1, as e2fsck does when it may
+/// write (-n leaves it to pass 2, which rejects the entries naming the
+/// file). Under any other name e2fsck's move stops half-way (the reserved
+/// inode overwritten, the field and the file kept); pfsck leaves such a
+/// file to the passes, which end where e2fsck's repair ends (the entry
+/// rejected, the file in /lost+found, the quota file written anew). A
+/// project file has no reserved inode: wherever it is, it stays. A
+/// number that cannot be an inode is `SbQuotaInode`'s, and a reserved
+/// inode other than the type's own is left where it is. The problem
+/// carries the file's inode and its type's name.
+pub fn visible(fs: &Fs) -> Vec<Problem> {
+    if !fs.sb.has_ro_compat(ro_compat::QUOTA) {
+        return Vec::new();
+    }
+    let fields = [fs.sb.usr_quota_inum, fs.sb.grp_quota_inum];
+    let wanted: Vec<_> = fields
+        .into_iter()
+        .zip(TYPE_NAMES)
+        .zip(FILE_NAMES)
+        .filter(|&((ino, _), _)| ino >= fs.geo.first_ino && ino <= fs.geo.inodes_count)
+        .collect();
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let entries = super::journal::root_entries(fs);
+    wanted
+        .into_iter()
+        .filter(|&((ino, _), file)| {
+            entries
+                .iter()
+                .find(|(n, _)| n.as_slice() == file.as_bytes())
+                .is_some_and(|&(_, i)| i == ino)
+        })
+        .map(|((ino, name), _)| Problem::new(Code::QuotaVisible).ino(Ino(ino)).detail(name))
+        .collect()
+}
+
+/// The names e2fsprogs gives the user and group quota files.
+pub const FILE_NAMES: [&str; 2] = ["aquota.user", "aquota.group"];
+
 /// Mapped runs of a file kept by the walker: no more than this many (a
 /// quota file has a few blocks; more runs mean a corrupt map).
 const MAX_RUNS: usize = 1 << 16;

@@ -219,7 +219,8 @@ impl<'a> Round<'a> {
 
     /// The fixes made alone in their round, in this order: the primary
     /// superblock from its backup, the journal inode from its backup, a
-    /// visible journal moved to its reserved inode, an impossible
+    /// visible journal moved to its reserved inode, visible quota files
+    /// moved to theirs, an impossible
     /// itable_unused, the bad-blocks inode, moved bitmaps.
     /// Whether one ended the round (and whether it staged a fix).
     fn alone(&mut self, want: &Wanted) -> Fixed<Option<bool>> {
@@ -258,6 +259,20 @@ impl<'a> Round<'a> {
         if let Some((k, p)) = self.first(want, Code::JournalVisible) {
             self.fixed[k] = journal_inode::move_to_hidden(fs, self.state, &mut self.overlay, &p)?;
             return Ok(Some(self.fixed[k] || self.replay_fix));
+        }
+        // As the journal's: both files move in the one round.
+        let (ks, visible): (Vec<usize>, Vec<Problem>) = self
+            .report
+            .problems
+            .iter_where(|c| c == Code::QuotaVisible)
+            .filter(|(_, p)| want.ok(p))
+            .unzip();
+        if !visible.is_empty() {
+            let moved = quota::move_to_hidden(fs, self.state, &mut self.overlay, &visible)?;
+            for (&k, done) in ks.iter().zip(&moved) {
+                self.fixed[k] = *done;
+            }
+            return Ok(Some(moved.contains(&true) || self.replay_fix));
         }
         if self.itable_unused_reset(want)? {
             return Ok(Some(true));

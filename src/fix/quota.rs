@@ -35,7 +35,7 @@ use crate::check::state::State;
 use crate::check::superblock::FIELD_NAMES;
 use crate::fs::bytes::put_le32;
 use crate::fs::extent::{Extent, INIT_MAX_LEN};
-use crate::fs::inode::{Inode, InodeMut, flags, inode_csum_seed};
+use crate::fs::inode::{GOOD_OLD_INODE_SIZE, Inode, InodeMut, flags, inode_csum_seed};
 use crate::fs::num::{Blk, Ino};
 use crate::fs::quota::{self, Dquot, Limits, QUOTA_BLOCK};
 use crate::fs::superblock::incompat;
@@ -69,6 +69,100 @@ pub(super) fn clear_inum(fs: &Fs, overlay: &mut Overlay, p: &Problem) -> super::
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// Moves the quota files the superblock names at ordinary inodes
+/// (`check::quota::visible`, the problems `ps`) into their types'
+/// reserved inodes, as e2fsck does before pass 1: each reserved inode is
+/// written new from its file's first 128 bytes (one link, a regular file
+/// of mode 0600, immutable, with the extents flag when the feature is on,
+/// its extra fields new), the file's entry in the root removed (the check
+/// reports only a file the root names so), the file's inode released (free in its group's bitmap and
+/// counts, its first 128 bytes zeroed) and the superblock pointed at the
+/// reserved inode. The blocks stay where they are; the backups are left
+/// as e2fsck leaves them. Whether each was moved.
+pub(super) fn move_to_hidden(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    ps: &[Problem],
+) -> super::Result<Vec<bool>> {
+    // One account of the freed inodes: the descriptors and the
+    // superblock's count are written once, for every file moved.
+    let mut stats = crate::volume::stats::AllocStats::new(fs);
+    let mut moved = Vec::new();
+    let mut fields = Vec::new();
+    for p in ps {
+        let done = match move_one(fs, state, overlay, &mut stats, p)? {
+            Some(qtype) => {
+                fields.push(qtype);
+                true
+            }
+            None => false,
+        };
+        moved.push(done);
+    }
+    stats.flush(overlay);
+    vol::edit_superblock(fs, overlay, |sb| {
+        for &qtype in &fields {
+            sb.set_quota_inum(qtype, [Ino::USR_QUOTA, Ino::GRP_QUOTA][qtype].get());
+        }
+        stats.count_in(sb);
+    })?;
+    Ok(moved)
+}
+
+/// One file of [`move_to_hidden`]; its quota type when moved.
+fn move_one(
+    fs: &Fs,
+    state: &State,
+    overlay: &mut Overlay,
+    stats: &mut crate::volume::stats::AllocStats,
+    p: &Problem,
+) -> super::Result<Option<usize>> {
+    let Some(qtype) = TYPE_NAMES[..2].iter().position(|&n| n == p.args().detail) else {
+        return Ok(None);
+    };
+    let Some(old) = p.args().ino else {
+        return Ok(None);
+    };
+    let Some(raw) = vol::read_inode(fs, overlay, old)? else {
+        return Ok(None);
+    };
+    let to = [Ino::USR_QUOTA, Ino::GRP_QUOTA][qtype];
+    let now = super::lostfound::now(fs);
+    let mut new = vec![0u8; fs.geo.inode_len()];
+    let small = GOOD_OLD_INODE_SIZE.min(raw.len()).min(new.len());
+    new[..small].copy_from_slice(&raw[..small]);
+    let mut m = InodeMut(&mut new);
+    m.set_links(1);
+    m.set_mode(QUOTA_MODE);
+    let extents = if fs.sb.has_incompat(incompat::EXTENTS) {
+        flags::EXTENTS
+    } else {
+        0
+    };
+    m.set_flags(flags::IMMUTABLE | extents);
+    if m.0.len() >= crate::fs::inode::field::I_CRTIME + 4 {
+        m.set_extra_isize(crate::fs::inode::NEW_EXTRA_ISIZE);
+        m.set_crtime(now);
+    }
+    if !vol::write_inode(fs, overlay, to, &new)? {
+        return Err("the reserved quota inode has no valid location".into());
+    }
+    let mut links = super::lostfound::Links::new();
+    super::dir::unlink(
+        fs,
+        state,
+        overlay,
+        Ino::ROOT,
+        old,
+        crate::check::quota::FILE_NAMES[qtype],
+        &mut links,
+    )?;
+    stats.free_inode(overlay, old, false);
+    vol::edit_inode(fs, overlay, old, |m| m.0[..small].fill(0))?;
+    Ok(Some(qtype))
 }
 
 fn inums(fs: &Fs) -> [u32; 3] {

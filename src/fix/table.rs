@@ -36,6 +36,9 @@ pub(super) enum Fixer {
     /// A journal kept in a visible file moved to the reserved inode
     /// (`journal_inode::move_to_hidden`).
     JournalToHidden,
+    /// Visible user and group quota files moved to their reserved
+    /// inodes (`quota::move_to_hidden`).
+    QuotaToHidden,
     /// The bad-blocks inode cleared (`blockmap::clear_bad_blocks_inode`).
     BadBlocksInode,
     /// An inode's block map or extent tree (`blockmap::fix`, per inode);
@@ -130,9 +133,8 @@ impl Fixer {
         use Fixer::*;
         match self {
             View | WithReplay | ExternalJournal => Phase::Replay,
-            SuperFromBackup | JournalFromBackup | JournalToHidden | BadBlocksInode | NewUuid => {
-                Phase::Alone
-            }
+            SuperFromBackup | JournalFromBackup | JournalToHidden | QuotaToHidden
+            | BadBlocksInode | NewUuid => Phase::Alone,
             Clear | ResizeInode | Extents => Phase::Inodes,
             LostFound | Tree | Entry => Phase::Tree,
             BlockMap => Phase::Maps,
@@ -211,6 +213,7 @@ const TABLE: &[Entry] = &[
         ALONE | S,
     ),
     row(Code::JournalVisible, F::JournalToHidden, ALONE | S),
+    row(Code::QuotaVisible, F::QuotaToHidden, ALONE | S),
     row(Code::BadBlocksInodeInBadBlock, F::BadBlocksInode, ALONE),
     // Bitmaps on bad blocks, outside their group or on other metadata.
     row(Code::BadBlockInMetadata, F::BlockMap, RELOCATE | ALONE),

@@ -1198,3 +1198,27 @@ fn resize_questions_leave_n_clean() {
         }
     }
 }
+
+/// Seed fz33-final #651 (ext3-1k, `write inode+0x30/4@69632`): the
+/// bad-block list names block 8, a reserved descriptor block of group 0.
+/// e2fsck names what a bad block in metadata holds only for the
+/// superblock, the descriptors and the bitmaps; of any other metadata
+/// block it only remarks that it was claimed (0x01001D) and exits 0 in
+/// every mode. pfsck asked to clear it and exited 4.
+#[test]
+fn bad_block_in_reserved_descriptors_is_remarked() {
+    let tmp = TempDir::new("fuzz-bad-reserved-gdt");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext3().block_size(1024), None);
+    debugfs_w(
+        &img,
+        &[
+            "sif <1> block[0] 8",
+            "sif <1> size 1024",
+            "sif <1> blocks 2",
+        ],
+    );
+    crate::problem_codes::assert_same_codes(&img, &[0x01001D]);
+    judged_by_oracle("bad-reserved-gdt", &img, 0, 0);
+    both_exit(&img, &["-fp"], 0);
+}

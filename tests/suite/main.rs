@@ -62,6 +62,7 @@ mod preen_output;
 mod problem_codes;
 mod problems_doc;
 mod progress_fd;
+mod quota_hide;
 mod repair_bigalloc;
 mod repair_blockmap;
 mod repair_commit;

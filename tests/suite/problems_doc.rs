@@ -61,6 +61,10 @@ const DAMAGE: &[(Code, &str)] = &[
         "catalogue_13o::visible_journal_moves_to_its_inode",
     ),
     (
+        Code::QuotaVisible,
+        "quota_hide::visible_quota_files_move_to_their_inodes",
+    ),
+    (
         Code::SbExtraIsize,
         "catalogue_13j::invalid_extra_isize_in_the_superblock_is_reset",
     ),
@@ -451,13 +455,6 @@ const WHY_NOT: &[(u32, &str)] = &[
         0x010057,
         "e2fsck asks it when its extent library fails in the middle of a walk (a read error); \
          not made on an image file",
-    ),
-    (
-        0x000041,
-        "not yet: e2fsck -y and -p (exit 0) rewrite a quota file the superblock names at an \
-         ordinary inode into the reserved one (3 or 4), unlink its name and release the old \
-         inode; -n instead flags the entry naming it as an invalid inode number (0x020002) \
-         and the inode as unattached; pfsck does neither",
     ),
     (
         0x010087,
