@@ -267,3 +267,66 @@ pub fn stage(fs: &Fs, list: &NewList, staging: &Staging) -> Result<Staged> {
         count,
     })
 }
+
+/// Drops `blocks` from the bad blocks inode's list (e2fsck's answer to a
+/// primary superblock or descriptor block on it): their pointers zeroed
+/// where the map holds them as bad blocks, i_blocks and i_size left as
+/// they are, as e2fsck leaves them. Whether anything was staged.
+pub(super) fn unlist(fs: &Fs, overlay: &mut Overlay, blocks: &[u64]) -> Result<bool> {
+    let Some(raw) = vol::edit::read_inode(fs, overlay, Ino::BAD)? else {
+        return Ok(false);
+    };
+    let ptrs = inode::Inode::parse(&raw).block_ptrs();
+    let mut root = ptrs;
+    let mut staged = false;
+    for (i, p) in root.iter_mut().enumerate() {
+        let level = u8::try_from(i.saturating_sub(11)).unwrap_or(DATA);
+        if level == DATA {
+            if blocks.contains(&u64::from(*p)) {
+                *p = 0;
+            }
+        } else {
+            staged |= unlist_below(fs, overlay, u64::from(*p), level, blocks)?;
+        }
+    }
+    if root != ptrs {
+        vol::edit::edit_inode(fs, overlay, Ino::BAD, |m| {
+            for (i, &p) in root.iter().enumerate() {
+                m.set_block_ptr(i, p);
+            }
+        })?;
+        staged = true;
+    }
+    Ok(staged)
+}
+
+fn unlist_below(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    ptr: u64,
+    level: u8,
+    blocks: &[u64],
+) -> Result<bool> {
+    if ptr == 0 || !legal(fs, ptr) {
+        return Ok(false);
+    }
+    let mut block = vol::edit::read_block(fs, overlay, ptr)?;
+    let mut staged = false;
+    let mut changed = false;
+    let n = block.len() / 4;
+    for i in 0..n {
+        let child = u64::from(inode::map_ptr(&block, i));
+        if level - 1 == DATA {
+            if blocks.contains(&child) {
+                inode::set_map_ptr(&mut block, i, 0);
+                changed = true;
+            }
+        } else {
+            staged |= unlist_below(fs, overlay, child, level - 1, blocks)?;
+        }
+    }
+    if changed {
+        overlay.stage(Blk(ptr), block)?;
+    }
+    Ok(staged || changed)
+}
