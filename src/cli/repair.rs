@@ -85,6 +85,13 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, ask: Option<As
             eprintln!("pfsck: {e}");
             return EXIT_UNCORRECTED | EXIT_OPERATIONAL;
         }
+        Err(SessionError::Interrupted)
+            if super::stream::STOPPED.load(std::sync::atomic::Ordering::Relaxed) =>
+        {
+            // An answer stopped the run where e2fsck stops: nothing written.
+            outln!("\n{device}: ********** WARNING: Filesystem still has errors **********\n");
+            EXIT_UNCORRECTED | EXIT_OPERATIONAL
+        }
         Err(SessionError::Interrupted) => super::cancelled(device),
         Err(e @ SessionError::Mounted(_)) => super::refuse_mounted(args, device, &e.to_string()),
         Err(e) => fail(args, device, &e),
