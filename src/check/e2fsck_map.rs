@@ -155,7 +155,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeOrphanInUse => &[0x010036],
         BadBlockInMetadata => &[0x010019, 0x01001A, 0x01000A, 0x01000B],
         BadBlockInBackup => &[0x01001B, 0x01001C],
-        BadBlockInOtherMetadata => &[0x01001D],
+        BadBlockUnnamed => &[0x01001D],
         BadBlocksInodeInBadBlock => &[0x01007B],
         BadBlocksInodeIndirect => &[0x010015, 0x01004D],
         HtreeRootInvalid => &[0x010049, 0x01004A, 0x01004B, 0x01004C, 0x01008D, 0x01008E],

@@ -1931,52 +1931,8 @@ impl Claimer<'_> {
         if self.bad_blocks && self.state.block_meta.get(self.state.cluster(b)) {
             // A bad block inside a backup superblock or descriptor copy is
             // harmless; inside live metadata the metadata must move.
-            let geo = &self.fs.geo;
-            let g = geo.group_of_block(b);
-            let backup = g > 0
-                && geo
-                    .group_super_and_gdt(g)
-                    .iter()
-                    .any(|&(s, n)| b >= s && b < s + n);
-            if backup {
-                if let Some(p) = bad_backup(geo, g, b) {
-                    self.problems.push(p.ino(Ino(self.ino)));
-                }
-            } else {
-                // e2fsck names what the bad block holds (bad blocks are
-                // few: the descriptors are searched for each).
-                let gds = &self.fs.gds;
-                let bitmap_of = |is: fn(&crate::fs::group_desc::GroupDesc) -> u64| {
-                    gds.iter().position(|gd| is(gd) == b)
-                };
-                let first = geo.first_data_block;
-                let (e2, group) = if let Some(g) = bitmap_of(|gd| gd.block_bitmap) {
-                    (0x01000A, Some(g))
-                } else if let Some(g) = bitmap_of(|gd| gd.inode_bitmap) {
-                    (0x01000B, Some(g))
-                } else if b == first {
-                    (0x010019, None)
-                } else if b > first && b <= first + u64::from(geo.desc_blocks) {
-                    (0x01001A, None)
-                } else {
-                    // What e2fsck does not name (the reserved descriptor
-                    // blocks, the MMP block) it only remarks on, and the
-                    // block stays as it is.
-                    self.problems.push(
-                        Problem::new(Code::BadBlockInOtherMetadata)
-                            .ino(Ino(self.ino))
-                            .blk(Blk(b)),
-                    );
-                    return;
-                };
-                let mut p = Problem::new(Code::BadBlockInMetadata)
-                    .ino(Ino(self.ino))
-                    .e2fsck(e2)
-                    .blk(Blk(b));
-                if let Some(g) = group {
-                    p = p.group(Group(narrow::sat32(g)));
-                }
-                self.problems.push(p);
+            if let Some(p) = bad_metadata(self.fs, b) {
+                self.problems.push(p.ino(Ino(self.ino)));
             }
             return;
         }
@@ -1984,28 +1940,57 @@ impl Claimer<'_> {
     }
 }
 
-/// A bad block in group `g`'s backup superblock or descriptor table
-/// (`g` > 0): e2fsck warns and goes on (the reserved descriptor blocks it
-/// does not name). Nothing is fixed: the copy stays where it is.
-fn bad_backup(geo: &crate::fs::geometry::Geometry, g: u32, b: u64) -> Option<Problem> {
-    if !geo.group_has_super(g) || geo.meta_bg {
-        return None;
+/// What a bad block the file system's own metadata holds is, as e2fsck
+/// looks for it group by group: a superblock or descriptor copy (the
+/// primary's refused, a backup's a warning; with meta_bg a backup's goes
+/// unreported), a bitmap (moved), and else nothing it names (a reserved
+/// descriptor block: a warning). Inode table blocks are handled before.
+fn bad_metadata(fs: &crate::volume::Fs, b: u64) -> Option<Problem> {
+    let geo = &fs.geo;
+    let descs = u64::from(geo.desc_blocks);
+    for (g, gd) in (0..geo.groups).zip(&fs.gds) {
+        let first = geo.group_first_block(g);
+        let copy = if !geo.group_has_super(g) {
+            None
+        } else if b == first {
+            Some((0x010019, 0x01001B, "superblock"))
+        } else if b > first && b <= first + descs {
+            Some((0x01001A, 0x01001C, "group descriptors"))
+        } else {
+            None
+        };
+        match copy {
+            Some((primary, _, _)) if g == 0 => {
+                return Some(
+                    Problem::new(Code::BadBlockInMetadata)
+                        .e2fsck(primary)
+                        .blk(Blk(b)),
+                );
+            }
+            Some(_) if geo.meta_bg => return None,
+            Some((_, backup, what)) => {
+                return Some(
+                    Problem::new(Code::BadBlockInBackup)
+                        .e2fsck(backup)
+                        .blk(Blk(b))
+                        .group(Group(g))
+                        .detail(what),
+                );
+            }
+            None => {}
+        }
+        for (at, e2) in [(gd.block_bitmap, 0x01000A), (gd.inode_bitmap, 0x01000B)] {
+            if at == b {
+                return Some(
+                    Problem::new(Code::BadBlockInMetadata)
+                        .e2fsck(e2)
+                        .blk(Blk(b))
+                        .group(Group(g)),
+                );
+            }
+        }
     }
-    let first = geo.group_first_block(g);
-    let (e2, what) = if b == first {
-        (0x01001B, "superblock")
-    } else if b > first && b <= first + u64::from(geo.desc_blocks) {
-        (0x01001C, "group descriptors")
-    } else {
-        return None;
-    };
-    Some(
-        Problem::new(Code::BadBlockInBackup)
-            .e2fsck(e2)
-            .blk(Blk(b))
-            .group(Group(g))
-            .detail(what),
-    )
+    Some(Problem::new(Code::BadBlockUnnamed).blk(Blk(b)))
 }
 
 impl MapVisitor for Claimer<'_> {

@@ -254,8 +254,8 @@ problems! {
     InodeEncryptCorrupt = ("0x10E3", P1, Error, false, "Encrypted inode {ino} has corrupt encryption extended attribute"),
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
     BadBlockInMetadata = ("0x1031", P1, Error, false, "Bad block {blk} is in use by file system metadata"),
-    BadBlockInOtherMetadata = ("0x17A1", P1, Notice, true, "Bad block {blk} lies in file system metadata that is not moved for it; left as it is"),
     BadBlockInBackup = ("0x1761", P1, Notice, true, "Bad block {blk} lies in group {group}'s backup {detail}"),
+    BadBlockUnnamed = ("0x1762", P1, Notice, true, "Bad block {blk} lies in the file system's own blocks, but in none the bad block check names (a reserved descriptor block): it stays listed"),
     BadBlocksInodeInBadBlock = ("0x1036", P1, Error, false, "Bad block list says the bad block list inode is bad"),
     HtreeRootInvalid = ("0x1032", P1, Error, true, "HTREE directory inode {ino} has an invalid root node ({detail})"),
     XattrEaInodeInvalid = ("0x1034", P1, Error, true, "Inode {ino} has illegal extended attribute value inode {num}"),
@@ -599,6 +599,12 @@ impl Problem {
             }
             (Code::BadBlockInMetadata, Some(0x01000B)) if self.args().group.is_some() => {
                 "Group {group}'s inode bitmap ({blk}) is bad"
+            }
+            (Code::BadBlockInMetadata, Some(0x010019)) => {
+                "The primary superblock ({blk}) is listed as a bad block. If it really is, the file system cannot be repaired; dropping it from the list keeps it in use, with no guarantee it can be read"
+            }
+            (Code::BadBlockInMetadata, Some(0x01001A)) => {
+                "Block {blk} of the primary group descriptors is listed as a bad block. If it really is, the file system cannot be repaired; dropping it from the list keeps it in use, with no guarantee it can be read"
             }
             (Code::SbLastMountFuture, Some(0x00003C)) => {
                 "Superblock last mount time is in the future, by less than a day (the hardware clock is probably set to local time)"

@@ -179,16 +179,19 @@ const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "-c",
-        "Run badblocks(8) read-only over the device first (-cc: non-destructive read-write); bad blocks found stop the check with exit 8, since pfsck cannot add them to the bad blocks inode yet",
+        "Run badblocks(8) read-only over the device first (-cc: non-destructive read-write) and make its list the bad blocks inode's; the check is then forced",
     ),
-    ("-k", "With -c: keep the bad blocks already listed"),
+    (
+        "-k",
+        "With -c: add the blocks found to the bad blocks already listed",
+    ),
     (
         "-l <FILE>",
-        "Read a bad blocks list from FILE (badblocks(8) output): empty, the check goes on; otherwise exit 8 naming the blocks, nothing written (adding them to the bad blocks inode is not supported yet)",
+        "Add the blocks FILE lists (badblocks(8) output) to the bad blocks inode; the check is then forced",
     ),
     (
         "-L <FILE>",
-        "As -l (replacing the bad blocks inode's list is not supported yet: the list in it is kept)",
+        "As -l, replacing the list the bad blocks inode holds",
     ),
     (
         "-D",

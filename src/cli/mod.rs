@@ -264,7 +264,7 @@ fn modes(args: &Args) -> Result<(Option<fix::Mode>, Threads), i32> {
 }
 
 /// What the run sets up before the check: the signal handlers, the
-/// flush (`-F`), the bad blocks list (refused), the idle priority.
+/// flush (`-F`), the idle priority.
 fn prepare(args: &Args) -> Result<(), i32> {
     {
         // Ctrl-C, SIGTERM, SIGHUP: the check stops at its next unit and
@@ -284,23 +284,6 @@ fn prepare(args: &Args) -> Result<(), i32> {
     {
         eprintln!("pfsck: {e} while trying to flush {}", args.device.display());
         return Err(EXIT_OPERATIONAL);
-    }
-    match badblocks::gather(args, &args.device.display().to_string()) {
-        Ok(list) if list.is_empty() => {}
-        Ok(list) => {
-            let shown: Vec<String> = list.iter().take(20).map(u64::to_string).collect();
-            eprintln!(
-                "pfsck: {} bad block(s) to record ({}{}): writing the bad blocks inode is not supported yet (e2fsck -l can); nothing written",
-                list.len(),
-                shown.join(" "),
-                if list.len() > 20 { " ..." } else { "" }
-            );
-            return Err(EXIT_OPERATIONAL);
-        }
-        Err(e) => {
-            eprintln!("pfsck: {e}");
-            return Err(EXIT_OPERATIONAL);
-        }
     }
     if args.idle
         && let Err(e) = crate::engine::budget::set_idle_priority()

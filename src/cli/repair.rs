@@ -33,6 +33,26 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, ask: Option<As
         Notice::ReadOnlyRoot => {
             report::REBOOT_IF_MODIFIED.store(true, std::sync::atomic::Ordering::Relaxed)
         }
+        Notice::BadBlocks { dropped, ignored } if !args.json => {
+            for b in dropped {
+                outln!("Block {b} in the bad blocks inode lies outside the file system: dropped.");
+            }
+            for b in ignored {
+                outln!("Bad block {b} of the list lies outside the file system: ignored.");
+            }
+            outln!("{device}: writing the bad blocks list into the bad blocks inode.");
+        }
+        Notice::BadBlocks { .. } => {}
+    };
+    let bad_blocks = match super::badblocks::new_list(args, device) {
+        Ok(list) => list,
+        Err(e) => {
+            if args.json {
+                report::print_error_json(device, &e, EXIT_OPERATIONAL);
+            }
+            eprintln!("pfsck: {e}");
+            return EXIT_OPERATIONAL;
+        }
     };
     let undo = UndoChoice {
         explicit: args.undo.clone(),
@@ -43,7 +63,7 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, ask: Option<As
             .and_then(|v| v.parse().ok()),
     };
     let before_commit = || super::fault("before-commit");
-    let session = Session::new(
+    let mut session = Session::new(
         &args.device,
         opts,
         mode,
@@ -52,6 +72,9 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, ask: Option<As
         &mut notify,
         &before_commit,
     );
+    if let Some(list) = bad_blocks {
+        session = session.with_bad_blocks(list);
+    }
     let (result, released) = session.run();
     let code = match result {
         Ok(outcome) => print(args, mode, device, outcome),
@@ -61,6 +84,13 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, ask: Option<As
             }
             eprintln!("pfsck: {e}");
             return EXIT_UNCORRECTED | EXIT_OPERATIONAL;
+        }
+        Err(SessionError::Interrupted)
+            if super::stream::STOPPED.load(std::sync::atomic::Ordering::Relaxed) =>
+        {
+            // An answer stopped the run where e2fsck stops: nothing written.
+            outln!("\n{device}: ********** WARNING: Filesystem still has errors **********\n");
+            EXIT_UNCORRECTED | EXIT_OPERATIONAL
         }
         Err(SessionError::Interrupted) => super::cancelled(device),
         Err(e @ SessionError::Mounted(_)) => super::refuse_mounted(args, device, &e.to_string()),
@@ -188,6 +218,7 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
         fixed: &fixed(&done.status),
         modified: code & EXIT_CORRECTED != 0
             || done.recorded.journal_errno_cleared
+            || (done.bad_blocks_written && written > 0)
             || (offers_only && written > 0 && !unmarked_only),
         after: Some(&done.after),
         refusal: None,

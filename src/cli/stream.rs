@@ -23,6 +23,22 @@ use std::sync::{Arc, Mutex};
 
 pub type StdAsker = Asker<BufReader<Stdin>, Stdout>;
 
+/// An answer stopped the run as e2fsck's would (`stops_when_declined`):
+/// the check is cancelled, nothing is written, and the run exits 12.
+pub static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A problem whose "no" stops e2fsck before its passes: an unusable
+/// journal it was not let clear (checking on would judge metadata the
+/// journal may still overwrite). `-n` stops there in the check itself
+/// (`JournalCannotProceed`); an interactive no stops here.
+fn stops_when_declined(p: &Problem) -> bool {
+    use crate::check::problem::Code;
+    matches!(
+        p.code,
+        Code::JournalInodeInvalid | Code::JournalSuperblockCorrupt
+    )
+}
+
 pub struct Streamer {
     device: String,
     /// Interactive mode: asks about the problems pfsck can fix.
@@ -126,10 +142,14 @@ impl Streamer {
         // An extent tree's optimisation answered yes: e2fsck's pass 1E
         // header follows pass 1's problems.
         let optimized = std::cell::Cell::new(false);
+        let stopped = std::cell::Cell::new(STOPPED.load(std::sync::atomic::Ordering::Relaxed));
         let mut render = |out: &mut dyn Write, _k: usize, p: &Problem| {
             let Some(a) = asker.as_mut() else {
                 return report::render_problem(out, p, tree, false, false, &mut latches);
             };
+            if stopped.get() {
+                return Ok(());
+            }
             if !crate::fix::supported(p.code) {
                 report::render_problem(out, p, tree, true, false, &mut latches)?;
                 answers.not_asked();
@@ -148,6 +168,15 @@ impl Streamer {
                 optimized.set(true);
             }
             answers.asked(p, yes);
+            if !yes && stops_when_declined(p) {
+                writeln!(
+                    out,
+                    "The journal is unusable and was not cleared: cannot proceed with the file system check"
+                )?;
+                stopped.set(true);
+                STOPPED.store(true, std::sync::atomic::Ordering::Relaxed);
+                super::control().cancel();
+            }
             Ok(())
         };
         let result = (|| {
@@ -168,6 +197,7 @@ impl Streamer {
             }
             if let Some(p) = then
                 && p > st.headers
+                && !stopped.get()
             {
                 report::header(out, p)?;
                 st.headers = p;

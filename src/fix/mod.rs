@@ -49,11 +49,14 @@
 //! `quota.rs` (quota inode numbers in the superblock, quota files
 //! rewritten from the counted usage in a round with no other fix but the
 //! summary),
+//! `badblocks.rs` (a new bad blocks list from `-l`/`-L`/`-c`, staged
+//! before the first check),
 //! `journal.rs` (the journal replay and orphan processing the check read
 //! through, staged first so the fixes land on top of them), `finish.rs`
 //! (the end-of-check record in the superblock, staged after the last
 //! round's check).
 
+pub mod badblocks;
 mod blockmap;
 mod clear;
 mod dir;

@@ -4,9 +4,9 @@
 
 use super::table::{self, AFTER_1D, Fixer, HOLE, RELOCATE, WAITS_FOR_COPY};
 use super::{
-    Mode, Plan, Refusal, allowed, blockmap, clear, dir, dirblock, dirhole, dup, extents, inode,
-    journal, journal_inode, lostfound, mmp, orphan_file, preen_halt_at, quota, rehash, resize,
-    superblock,
+    Mode, Plan, Refusal, allowed, badblocks, blockmap, clear, dir, dirblock, dirhole, dup, extents,
+    inode, journal, journal_inode, lostfound, mmp, orphan_file, preen_halt_at, quota, rehash,
+    resize, superblock,
 };
 use crate::check::problem::{Code, Pass, Problem};
 use crate::check::state::State;
@@ -352,9 +352,18 @@ impl<'a> Round<'a> {
     fn relocate(&mut self, want: &Wanted) -> Fixed<Option<bool>> {
         let mut moves = Vec::new();
         let mut movers = Vec::new();
+        // The primary superblock or descriptors on the bad block list
+        // cannot move: e2fsck's yes drops the entry instead.
+        let mut unlisted = Vec::new();
         let codes = |c: Code| table::has(c, RELOCATE);
         for (k, p) in self.report.problems.iter_where(codes) {
             if !want.ok(&p) {
+                continue;
+            }
+            if p.code == Code::BadBlockInMetadata
+                && matches!(p.e2fsck_override(), Some(0x010019 | 0x01001A))
+            {
+                unlisted.extend(p.args().blk.map(|Blk(b)| (k, b)));
                 continue;
             }
             let m = blockmap::bitmaps_to_move(self.fs, &p);
@@ -363,12 +372,19 @@ impl<'a> Round<'a> {
                 moves.extend(m);
             }
         }
+        let blocks: Vec<u64> = unlisted.iter().map(|&(_, b)| b).collect();
+        let dropped = !blocks.is_empty() && badblocks::unlist(self.fs, &mut self.overlay, &blocks)?;
+        if dropped {
+            for &(k, _) in &unlisted {
+                self.fixed[k] = true;
+            }
+        }
         if moves.is_empty() {
-            return Ok(None);
+            return Ok(dropped.then_some(true));
         }
         let moved = blockmap::relocate_bitmaps(self.fs, self.state, &mut self.overlay, &moves)?;
         if !moved.iter().any(|&m| m) {
-            return Ok(None);
+            return Ok(dropped.then_some(true));
         }
         for &(k, at, n) in &movers {
             self.fixed[k] = moved[at..at + n].iter().all(|&m| m);

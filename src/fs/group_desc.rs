@@ -40,6 +40,11 @@ pub enum Location {
 /// 16-bit half.
 pub struct DescMut<'a>(pub &'a mut [u8]);
 
+/// The flags of raw descriptor `d`.
+pub fn flags_of(d: &[u8]) -> u16 {
+    le16(d, field::FLAGS)
+}
+
 impl DescMut<'_> {
     pub fn wide(&self) -> bool {
         self.0.len() >= 64

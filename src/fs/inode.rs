@@ -298,6 +298,17 @@ impl InodeMut<'_> {
             put_le32(self.0, f, t);
         }
     }
+    /// atime and mtime (a file's content changed, not its inode).
+    pub fn set_atime_mtime(&mut self, t: u32) {
+        put_le32(self.0, field::I_ATIME, t);
+        put_le32(self.0, field::I_MTIME, t);
+    }
+    pub fn ctime(&self) -> u32 {
+        le32(self.0, field::I_CTIME)
+    }
+    pub fn set_ctime(&mut self, t: u32) {
+        put_le32(self.0, field::I_CTIME, t);
+    }
     /// The reference count of an EA inode, kept in i_ctime (high half)
     /// and i_version (low).
     pub fn set_ea_refcount(&mut self, n: u64) {

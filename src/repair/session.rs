@@ -72,6 +72,13 @@ pub enum Notice<'a> {
     /// The root file system mounted read-only (the boot case): repaired
     /// in place; a repair that changes it asks for a reboot.
     ReadOnlyRoot,
+    /// A new bad blocks list is staged (`with_bad_blocks`): the inode's
+    /// pointers outside the file system dropped, the listed blocks
+    /// outside it ignored.
+    BadBlocks {
+        dropped: &'a [u64],
+        ignored: &'a [u64],
+    },
 }
 
 /// How a run may go on with a mounted file system, judged once before
@@ -155,8 +162,11 @@ pub struct Repaired {
     pub blocks_written: u64,
     /// Some fix beyond the journal replay was staged.
     pub fixes_staged: bool,
-    /// The first round started with a journal replay.
+    /// The first round started with a journal replay (or with the new
+    /// bad blocks list, which is no correction either).
     pub replayed: bool,
+    /// A new bad blocks list was written (`Session::with_bad_blocks`).
+    pub bad_blocks_written: bool,
     pub recorded: fix::finish::Recorded,
     pub undo_log: PathBuf,
     /// What the checks before each restart showed (e2fsck -y starts over
@@ -331,6 +341,10 @@ pub struct Session<'a, 'q> {
     /// The device is mounted read-only and `-f` was given: the commit
     /// writes under the mount, as e2fsck does.
     read_only_mount: bool,
+    /// The new bad blocks list to write before the check.
+    bad_blocks: Option<fix::badblocks::NewList>,
+    /// It was staged under the first check.
+    bad_blocks_staged: bool,
 }
 
 impl<'a, 'q> Session<'a, 'q> {
@@ -360,7 +374,58 @@ impl<'a, 'q> Session<'a, 'q> {
             before_commit,
             declined: HashSet::new(),
             read_only_mount: false,
+            bad_blocks: None,
+            bad_blocks_staged: false,
         }
+    }
+
+    /// Writes `list` into the bad blocks inode before the check, as e2fsck
+    /// does for `-l`, `-L` and `-c`; the check is then forced. The passes
+    /// judge the result (blocks in use elsewhere, in the metadata).
+    pub fn with_bad_blocks(mut self, list: fix::badblocks::NewList) -> Self {
+        self.opts.force = true;
+        self.bad_blocks = Some(list);
+        self
+    }
+
+    /// The device the first check reads: with the new bad blocks list
+    /// staged under it, when there is one.
+    fn first_device(&mut self) -> Result<Device> {
+        let dev = Device::open_read_only(&self.device).map_err(SessionError::Device)?;
+        let Some(list) = self.bad_blocks.take() else {
+            return Ok(dev);
+        };
+        let fs = match check::superblock::open(dev, &self.opts) {
+            Ok(check::superblock::Opened::Fs(fs, _)) => fs,
+            // No file system to write it in: the check says why.
+            Ok(check::superblock::Opened::Fatal(_)) => {
+                return Device::open_read_only(&self.device).map_err(SessionError::Device);
+            }
+            Err(e) => return Err(SessionError::Device(e)),
+        };
+        // e2fsck replays the journal first and writes the list on the
+        // primary superblock's file system; pfsck does not stack the two.
+        if fs.sb.has_incompat(crate::fs::superblock::incompat::RECOVER) {
+            return Err(FixError::from(
+                "the journal needs recovery: repair without -l, -L or -c first, then record the bad blocks",
+            )
+            .into());
+        }
+        if fs.sb_block != fs.primary_sb_block() {
+            return Err(FixError::from(
+                "the primary superblock is not in use: repair without -l, -L or -c first, then record the bad blocks",
+            )
+            .into());
+        }
+        let staged = fix::badblocks::stage(&fs, &list, &self.staging())?;
+        (self.notify)(Notice::BadBlocks {
+            dropped: &staged.dropped,
+            ignored: &staged.ignored,
+        });
+        self.bad_blocks_staged = true;
+        Ok(Device::open_read_only(&self.device)
+            .map_err(SessionError::Device)?
+            .with_read_overlay(Arc::new(staged.overlay)))
     }
 
     /// Runs the repair. e2fsck holds the MMP block from before its check
@@ -403,7 +468,7 @@ impl<'a, 'q> Session<'a, 'q> {
         // Held until the commit is done: a second repair waits briefly,
         // then refuses before it has checked anything.
         let _lock = DeviceLock::acquire(&self.device, LOCK_WAIT).map_err(SessionError::Device)?;
-        let dev = Device::open_read_only(&self.device).map_err(SessionError::Device)?;
+        let dev = self.first_device()?;
         let checked = match check::check_device(dev, &self.opts) {
             Ok(c) => c,
             Err(Error::Interrupted) => return Err(SessionError::Interrupted),
@@ -642,6 +707,7 @@ impl<'a, 'q> Session<'a, 'q> {
             blocks_written: written,
             fixes_staged,
             replayed,
+            bad_blocks_written: self.bad_blocks_staged,
             recorded,
             undo_log: log,
             restarts: Vec::new(),

@@ -169,6 +169,16 @@ impl DescTable {
         }
     }
 
+    /// Group `g`'s descriptor flags as edited so far; None past the
+    /// loaded groups.
+    pub fn flags(&self, g: u32) -> Option<u16> {
+        let ds = self.desc_size;
+        let start = Group(g).index().checked_mul(ds)?;
+        self.raw
+            .get(start..start + ds)
+            .map(crate::fs::group_desc::flags_of)
+    }
+
     /// Group `g`'s descriptor; None past the loaded groups.
     pub fn desc(&mut self, g: u32) -> Option<DescMut<'_>> {
         let ds = self.desc_size;

@@ -33,6 +33,8 @@ pub struct AllocStats<'a> {
     inode_bm_dirty: BTreeSet<u32>,
     pub freed_blocks: u64,
     pub freed_inodes: u64,
+    /// Clusters `count_block` marked in use (counted whatever they were).
+    pub taken_blocks: u64,
 }
 
 impl<'a> AllocStats<'a> {
@@ -45,11 +47,12 @@ impl<'a> AllocStats<'a> {
             inode_bm_dirty: BTreeSet::new(),
             freed_blocks: 0,
             freed_inodes: 0,
+            taken_blocks: 0,
         }
     }
 
-    fn uninit(&mut self, g: u32, f: u16) -> bool {
-        self.fs.uninit_bg() && self.table.desc(g).is_some_and(|d| d.flags() & f != 0)
+    fn uninit(&self, g: u32, f: u16) -> bool {
+        self.fs.uninit_bg() && self.table.flags(g).is_some_and(|x| x & f != 0)
     }
 
     /// Where `blk`'s bit lies: its group, the bitmap block and the bit
@@ -103,6 +106,120 @@ impl<'a> AllocStats<'a> {
         self.desc_dirty.insert(g);
         self.block_bm_dirty.insert(g);
         self.freed_blocks += 1;
+        Ok(())
+    }
+
+    /// Group `g`'s block bitmap block and its bytes as libext2fs holds
+    /// them: as staged or on the device; for a BLOCK_UNINIT group, none
+    /// in use but the blocks the uninit groups' metadata take (e2fsck's
+    /// bitmap as read), the bits past the group set as a written bitmap
+    /// has them.
+    fn block_bitmap<S: Stage + ?Sized>(&self, st: &S, g: u32) -> Result<(u64, Vec<u8>), FreeError> {
+        let fs = self.fs;
+        let geo = &fs.geo;
+        let Some(bm_blk) = fs.gd(Group(g)).map(|d| d.block_bitmap) else {
+            return Err(FreeError::Other(format!("group {g} has no descriptor")));
+        };
+        if !geo.block_in_fs(bm_blk) {
+            return Err(FreeError::Other(format!(
+                "group {g}'s block bitmap {bm_blk} lies outside the file system"
+            )));
+        }
+        if !self.uninit(g, BG_BLOCK_UNINIT) {
+            let bm = read_block(fs, st, bm_blk)
+                .map_err(|e| FreeError::Other(format!("cannot read block {bm_blk}: {e}")))?;
+            return Ok((bm_blk, bm));
+        }
+        let mut bm = vec![0xFFu8; fs.block_size()];
+        let bits = geo.cluster_bits;
+        let first = Blk(geo.group_first_block(g)).cluster(bits);
+        let n = u64::from(geo.group_blocks(g)).div_ceil(1 << bits);
+        let view = fs.uninit_view(|h| self.uninit(h, BG_BLOCK_UNINIT));
+        for i in 0..n {
+            if !view.as_ref().is_some_and(|v| v.get(first + i)) {
+                bitmap::clear(&mut bm, i);
+            }
+        }
+        Ok((bm_blk, bm))
+    }
+
+    /// Is `blk`'s cluster marked in use in its group's bitmap as libext2fs
+    /// holds it (`block_bitmap`)? False outside the file system.
+    pub fn block_marked<S: Stage + ?Sized>(&self, st: &S, blk: u64) -> bool {
+        let geo = &self.fs.geo;
+        if blk < geo.first_data_block || blk >= geo.blocks_count {
+            return false;
+        }
+        let g = geo.group_of_block(blk);
+        let bit = (blk - geo.group_first_block(g)) >> geo.cluster_bits;
+        self.block_bitmap(st, g)
+            .is_ok_and(|(_, bm)| bitmap::test(&bm, bit))
+    }
+
+    /// The in-use map libext2fs would allocate from: every group's bitmap
+    /// as `block_bitmap` reads it (a group whose bitmap cannot be read
+    /// counts as full).
+    pub fn in_use_map<S: Stage + ?Sized>(&self, st: &S) -> super::ClusterMap {
+        let geo = &self.fs.geo;
+        let bits = geo.cluster_bits;
+        let map = super::ClusterMap::new(geo.clusters_count());
+        for g in 0..geo.groups {
+            let first = Blk(geo.group_first_block(g)).cluster(bits);
+            let n = u64::from(geo.group_blocks(g)).div_ceil(1 << bits);
+            let bm = self.block_bitmap(st, g).ok().map(|(_, bm)| bm);
+            for i in 0..n {
+                if bm.as_ref().is_none_or(|b| bitmap::test(b, i)) {
+                    map.set(first + i);
+                }
+            }
+        }
+        map
+    }
+
+    /// Marks `blk`'s cluster in use (`in_use`) or free as libext2fs'
+    /// allocation statistics do: the bit set or cleared, and the group's
+    /// free count moved by one whatever the bit was before (a block marked
+    /// twice is counted twice, and pass 5 then finds the count wrong, as
+    /// e2fsck's does), the group's BLOCK_UNINIT cleared.
+    pub fn count_block<S: Stage + ?Sized>(
+        &mut self,
+        st: &mut S,
+        blk: u64,
+        in_use: bool,
+    ) -> Result<(), FreeError> {
+        let geo = &self.fs.geo;
+        if blk < geo.first_data_block || blk >= geo.blocks_count {
+            return Err(FreeError::Illegal);
+        }
+        let g = geo.group_of_block(blk);
+        let bit = (blk - geo.group_first_block(g)) >> geo.cluster_bits;
+        let (bm_blk, mut bm) = self.block_bitmap(st, g)?;
+        let (byte, mask) = bitmap::byte_and_mask(bit);
+        if let Some(b) = bm.get_mut(byte) {
+            if in_use {
+                *b |= mask;
+            } else {
+                *b &= !mask;
+            }
+        }
+        st.stage(Blk(bm_blk), bm)
+            .map_err(|e| FreeError::Other(e.to_string()))?;
+        if let Some(mut d) = self.table.desc(g) {
+            let free = d.free_blocks();
+            d.set_free_blocks(if in_use {
+                free.wrapping_sub(1)
+            } else {
+                free.wrapping_add(1)
+            });
+            d.set_flags(d.flags() & !BG_BLOCK_UNINIT);
+        }
+        self.desc_dirty.insert(g);
+        self.block_bm_dirty.insert(g);
+        if in_use {
+            self.taken_blocks += 1;
+        } else {
+            self.freed_blocks += 1;
+        }
         Ok(())
     }
 
@@ -167,6 +284,16 @@ impl<'a> AllocStats<'a> {
     /// the table that follows the superblock in use. Failures to read or
     /// stage a block leave that block as it was.
     pub fn flush<S: Stage + ?Sized>(&mut self, st: &mut S) {
+        self.flush_with(st, true);
+    }
+
+    /// As `flush`, but the descriptors keep the flags the counting left
+    /// them (libext2fs' statistics clear BLOCK_UNINIT and set nothing).
+    pub fn flush_counted<S: Stage + ?Sized>(&mut self, st: &mut S) {
+        self.flush_with(st, false);
+    }
+
+    fn flush_with<S: Stage + ?Sized>(&mut self, st: &mut S, marks: bool) {
         let fs = self.fs;
         let geo = &fs.geo;
         if fs.metadata_csum() {
@@ -197,7 +324,7 @@ impl<'a> AllocStats<'a> {
             }
         }
         for g in std::mem::take(&mut self.desc_dirty) {
-            if fs.uninit_bg() {
+            if marks && fs.uninit_bg() {
                 self.uninit_marks(st, g);
             }
             if let Some(mut d) = self.table.desc(g) {
@@ -207,12 +334,17 @@ impl<'a> AllocStats<'a> {
         let _ = write_desc_table(fs, st, fs.sb_block, &self.table.raw, Some(&fs.gd_raw));
     }
 
-    /// Adds what was freed to the superblock's free counts.
+    /// Adds what was freed, less what was taken, to the superblock's free
+    /// counts.
     pub fn count_in(&self, sb: &mut SuperblockMut) {
         let is_64 = self.fs.sb.is_64bit();
         // Counted in clusters, the superblock's count is in blocks.
         let freed = self.freed_blocks << self.fs.geo.cluster_bits;
-        let blocks = sb.free_blocks(is_64).saturating_add(freed);
+        let taken = self.taken_blocks << self.fs.geo.cluster_bits;
+        let blocks = sb
+            .free_blocks(is_64)
+            .saturating_add(freed)
+            .saturating_sub(taken);
         sb.set_free_blocks(blocks, is_64);
         let freed = u32::try_from(self.freed_inodes).unwrap_or(u32::MAX);
         let inodes = sb.free_inodes().saturating_add(freed);

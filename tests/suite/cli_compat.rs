@@ -1,7 +1,8 @@
 //! The same command lines through e2fsck 1.47.4 and pfsck: whether the
 //! options are accepted, the exit code, and which stream carries the
 //! messages (stdout for the report, stderr for refusals and errors).
-//! e2fsck's version banner on stderr is left out of the comparison.
+//! e2fsck's version banner and pfsck's undo log line on stderr are left
+//! out of the comparison.
 
 use crate::common::*;
 use std::process::{Command, Stdio};
@@ -25,7 +26,10 @@ fn run(bin: &std::path::Path, args: &[&str], img: &std::path::Path) -> Seen {
     Seen {
         code: out.status.code(),
         stdout: !out.stdout.is_empty(),
-        stderr: err.lines().any(|l| !l.starts_with("e2fsck 1.47")),
+        // pfsck names the undo log of a repair that wrote (its own line).
+        stderr: err
+            .lines()
+            .any(|l| !l.starts_with("e2fsck 1.47") && !l.starts_with("Undo log: ")),
     }
 }
 
@@ -86,9 +90,6 @@ fn options_exit_codes_and_streams_match_e2fsck() {
             ));
         }
     }
-    // -fy -c: badblocks' own progress goes to stderr under e2fsck, which
-    // always passes it -s; pfsck passes -s only with a progress bar.
-    diffs.retain(|d| !d.starts_with("[\"-fy\", \"-c\"]") && !d.starts_with("[\"-fy\", \"-cc\""));
     assert!(diffs.is_empty(), "{}", diffs.join("\n"));
 }
 
@@ -108,14 +109,6 @@ fn deliberate_differences() {
     // syncs the file and goes on.
     let p = pfsck(&["-fn", "-F", img.to_str().unwrap()]);
     assert_eq!(p.status.code(), Some(0));
-    // A non-empty bad-blocks list: refused before anything is written.
-    let list = dir.join("list");
-    std::fs::write(&list, "5\n").unwrap();
-    let before = hash_file(&img);
-    let p = pfsck(&["-fy", "-l", list.to_str().unwrap(), img.to_str().unwrap()]);
-    assert_eq!(p.status.code(), Some(8));
-    assert!(p.stdout.is_empty());
-    assert_eq!(hash_file(&img), before);
 }
 
 /// A zeroed device: the "while trying to open" line with the device's

@@ -9,6 +9,7 @@
 // Tests build images from literals; the narrowing gate is for src/.
 #![allow(clippy::cast_possible_truncation)]
 
+mod badblocks;
 mod catalogue_13g;
 mod catalogue_13i;
 mod catalogue_13j;

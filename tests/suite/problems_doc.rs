@@ -399,6 +399,10 @@ const DAMAGE: &[(Code, &str)] = &[
         "catalogue_13k::bad_block_in_a_backup_is_a_warning",
     ),
     (
+        Code::BadBlockUnnamed,
+        "badblocks::lists_from_a_file_as_e2fsck",
+    ),
+    (
         Code::DirEntryUninitGroup,
         "catalogue_p2_5::entry_into_an_uninit_group",
     ),
