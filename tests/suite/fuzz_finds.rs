@@ -1241,3 +1241,24 @@ fn inodes_per_group_not_a_multiple_of_eight() {
     assert!(out.contains("+(17--20)"), "{out}");
     assert_eq!(inode_of(&img, "/f9"), 20);
 }
+
+/// Fewer reserved GDT blocks on 1 KiB bigalloc (seed fz33-20k, damage
+/// 9110: `ssv reserved_gdt_blocks 22`). Group 0 starts at block 0 there,
+/// yet the superblock is block 1: the reserved blocks are 3 to 24, and
+/// cluster 6 (blocks 24 to 27) holds the last one. pfsck counted the
+/// superblock at block 0, freed that cluster with the ones past the new
+/// end, and claimed a repair e2fsck then found wrong (+24).
+#[test]
+fn fewer_reserved_gdt_blocks_on_1k_bigalloc() {
+    let tmp = TempDir::new("fuzz-rsv-gdt-bigalloc");
+    let img = tmp.join("disk.img");
+    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    opts.extra_args = vec!["-C".into(), "4096".into()];
+    mkfs(&img, 16 * MIB, &opts, None);
+    debugfs_w(&img, &["ssv reserved_gdt_blocks 22"]);
+    let (fn_out, _) = judged_by_oracle("reserved_gdt_blocks 22", &img, 4, 1);
+    assert!(
+        fn_out.contains("Block bitmap differences:  -28\n"),
+        "{fn_out}"
+    );
+}
