@@ -1262,3 +1262,32 @@ fn fewer_reserved_gdt_blocks_on_1k_bigalloc() {
         "{fn_out}"
     );
 }
+
+/// `s_orphan_file_inum` naming the root without the orphan_file feature
+/// (seed fz33-20k, damage 5417: `ssv orphan_file_inum 2` on ext4).
+/// e2fsck's pass 2 rejects every entry naming the orphan file's inode,
+/// here '.' of / and each '..' naming it, and -y clears them only to
+/// find the same again. pfsck left reserved inodes out of its look at
+/// such fields and said clean. The field is what is wrong: it is
+/// cleared, and the tree stays as it is.
+#[test]
+fn orphan_file_field_naming_the_root() {
+    let tmp = TempDir::new("fuzz-orphan-field-root");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+    debugfs_w(&img, &["mkdir d", "ssv orphan_file_inum 2"]);
+    let theirs = tmp.join("oracle.img");
+    copy_image(&img, &theirs);
+    let oracle = oracle_run(&theirs, &["-fn"]);
+    assert!(
+        oracle
+            .stdout
+            .contains("Entry '..' in /d (13) has invalid inode #: 2."),
+        "{}",
+        oracle.stdout
+    );
+    let (fn_out, _) = judged_by_oracle("orphan_file_inum 2", &img, 4, 1);
+    assert!(fn_out.contains("inode 2 as its orphan file"), "{fn_out}");
+    file_kept(&img, 3000);
+    assert_eq!(inode_of(&img, "/d"), 13);
+}
