@@ -300,6 +300,7 @@ fn check_group_inodes(
         if csum && !gd.has_flag(BG_INODE_UNINIT) {
             out.inode_csum_bad = !gd.inode_bitmap_csum_ok(&fs.sb, &buf[..geo.inode_bitmap_bytes()]);
         }
+        unread_partial_byte(buf, ipg);
     }
     let mut used = state.inode_used.count_range(ino0, ino0 + ipg);
     let mut dirs = state.inode_dir.count_range(ino0, ino0 + ipg);
@@ -347,6 +348,20 @@ fn check_group_inodes(
                 .num(u64::from(gd.used_dirs_count))
                 .num2(dirs),
         );
+    }
+}
+
+/// Clears the group's bits in the last byte of an inode bitmap that
+/// `ipg` does not fill. libext2fs reads whole bytes of a group's bits
+/// only (`ipg / 8`), so e2fsck sees those inodes free whatever the block
+/// holds: judged otherwise, a repair would leave what e2fsck still finds
+/// wrong (an inodes per group that is not a multiple of 8, which only a
+/// damaged superblock has) and claim it fixed.
+fn unread_partial_byte(buf: &mut [u8], ipg: u64) {
+    if !ipg.is_multiple_of(8)
+        && let Some(b) = buf.get_mut(bitmap::byte_of(ipg))
+    {
+        *b = 0;
     }
 }
 

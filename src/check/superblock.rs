@@ -695,7 +695,12 @@ fn fields_without_feature(fs: &Fs) -> Vec<Problem> {
         (FIELD_NAMES[3], sb.orphan_file_inum, orphan_file, true),
     ];
     for (what, ino, feature, reserved) in fields {
-        if feature || ino < geo.first_ino || ino > geo.inodes_count {
+        // The orphan field naming the root: e2fsck's pass 1 takes the
+        // inode for the root, but its pass 2 rejects every entry naming
+        // it ('.' of / and each '..' there). The quota fields naming
+        // reserved inodes are judged with the quota inodes.
+        let root = what == FIELD_NAMES[3] && ino == Ino::ROOT.get();
+        if feature || (ino < geo.first_ino && !root) || ino > geo.inodes_count {
             continue;
         }
         let Ok(raw) = fs.read_inode_raw(Ino(ino)) else {
@@ -703,12 +708,18 @@ fn fields_without_feature(fs: &Fs) -> Vec<Problem> {
         };
         let inode = crate::fs::inode::Inode::parse(&raw);
         let holds = inode.links_count > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0;
-        let e2 = if !reserved {
+        // e2fsck's pass 1 passes over an unlinked inode from s_first_ino
+        // up before it looks at what the orphan field names (the quota
+        // fields it looks at first): such an inode is never marked in use.
+        let unlinked = inode.links_count == 0;
+        let e2 = if !reserved || root {
             // A linked inode: e2fsck's pass 2 rejects the entries naming it.
-            if inode.links_count == 0 {
+            if unlinked {
                 continue;
             }
             0x020002
+        } else if unlinked && what == FIELD_NAMES[3] {
+            continue;
         } else if holds {
             if what == FIELD_NAMES[3] {
                 0x010090

@@ -325,8 +325,16 @@ impl Geometry {
         let has_super = self.group_has_super(g);
         let mut next = start;
         if has_super {
-            runs.push((start, 1));
-            next = start + 1;
+            // 1 KiB blocks with bigalloc start group 0 at block 0, but the
+            // superblock is still block 1: the boot block and the
+            // superblock come first, the descriptors after them.
+            let len = if start == 0 && self.block_size == 1024 {
+                2
+            } else {
+                1
+            };
+            runs.push((start, len));
+            next = start + len;
         }
         // For 1 KiB blocks group 0 starts at block 1; block 0 (boot) belongs
         // to no group. For larger blocks the superblock shares block 0.

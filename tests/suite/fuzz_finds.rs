@@ -1222,3 +1222,121 @@ fn bad_block_in_reserved_descriptors_is_remarked() {
     judged_by_oracle("bad-reserved-gdt", &img, 0, 0);
     both_exit(&img, &["-fp"], 0);
 }
+
+// ---- seed fz33-20k ----
+
+/// An inodes per group that is not a multiple of 8 on a file system of
+/// one group, so with no backup superblock (seed fz33-20k, damages 895,
+/// 3571 and 11450: `ssv inodes_per_group 44`, 30, 42). e2fsck believes
+/// the field and cuts the inode count to it; its library reads a group's
+/// inode bitmap in whole bytes, so the inodes of the last, partial byte
+/// always read free, and e2fsck -y itself leaves "inode bitmap
+/// differences" it finds on the next run. pfsck read those bits and
+/// claimed a clean repair (exit 1); it now reads them as e2fsck does and
+/// says the errors its repair leaves (exit 5), and -n then agrees with
+/// e2fsck.
+#[test]
+fn inodes_per_group_not_a_multiple_of_eight() {
+    let tmp = TempDir::new("fuzz-ipg-partial-byte");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext2().block_size(4096), None);
+    let data = img.with_extension("data");
+    std::fs::write(&data, file_content("f", 100)).unwrap();
+    // Inodes 12 to 23: 17 to 20 lie in the partial byte of 20 per group.
+    let writes: Vec<String> = (1..=12)
+        .map(|i| format!("write {} f{i}", data.display()))
+        .collect();
+    debugfs_w(&img, &writes);
+    std::fs::remove_file(&data).unwrap();
+    assert_eq!(inode_of(&img, "/f9"), 20);
+    debugfs_w(&img, &["ssv inodes_per_group 20"]);
+    assert_eq!(oracle_fn(&img), 12);
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 12, "pfsck -fn:\n{out}");
+    let undo = tmp.join("undo");
+    let (code, fy_out) = pfsck_code(&["-fy", "-z", undo.to_str().unwrap()], &img);
+    assert_eq!(code, 5, "pfsck -fy:\n{fy_out}");
+    assert!(fy_out.contains("still has errors"), "{fy_out}");
+    let after = oracle_run(&img, &["-fn"]);
+    assert_eq!(after.code(), Some(4), "{}", after.stdout);
+    assert!(after.stdout.contains("+(17--20)"), "{}", after.stdout);
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 4, "pfsck -fn after:\n{out}");
+    assert!(out.contains("+(17--20)"), "{out}");
+    assert_eq!(inode_of(&img, "/f9"), 20);
+}
+
+/// Fewer reserved GDT blocks on 1 KiB bigalloc (seed fz33-20k, damage
+/// 9110: `ssv reserved_gdt_blocks 22`). Group 0 starts at block 0 there,
+/// yet the superblock is block 1: the reserved blocks are 3 to 24, and
+/// cluster 6 (blocks 24 to 27) holds the last one. pfsck counted the
+/// superblock at block 0, freed that cluster with the ones past the new
+/// end, and claimed a repair e2fsck then found wrong (+24).
+#[test]
+fn fewer_reserved_gdt_blocks_on_1k_bigalloc() {
+    let tmp = TempDir::new("fuzz-rsv-gdt-bigalloc");
+    let img = tmp.join("disk.img");
+    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    opts.extra_args = vec!["-C".into(), "4096".into()];
+    mkfs(&img, 16 * MIB, &opts, None);
+    debugfs_w(&img, &["ssv reserved_gdt_blocks 22"]);
+    let (fn_out, _) = judged_by_oracle("reserved_gdt_blocks 22", &img, 4, 1);
+    assert!(
+        fn_out.contains("Block bitmap differences:  -28\n"),
+        "{fn_out}"
+    );
+}
+
+/// `s_orphan_file_inum` naming the root without the orphan_file feature
+/// (seed fz33-20k, damage 5417: `ssv orphan_file_inum 2` on ext4).
+/// e2fsck's pass 2 rejects every entry naming the orphan file's inode,
+/// here '.' of / and each '..' naming it, and -y clears them only to
+/// find the same again. pfsck left reserved inodes out of its look at
+/// such fields and said clean. The field is what is wrong: it is
+/// cleared, and the tree stays as it is.
+#[test]
+fn orphan_file_field_naming_the_root() {
+    let tmp = TempDir::new("fuzz-orphan-field-root");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+    debugfs_w(&img, &["mkdir d", "ssv orphan_file_inum 2"]);
+    let theirs = tmp.join("oracle.img");
+    copy_image(&img, &theirs);
+    let oracle = oracle_run(&theirs, &["-fn"]);
+    assert!(
+        oracle
+            .stdout
+            .contains("Entry '..' in /d (13) has invalid inode #: 2."),
+        "{}",
+        oracle.stdout
+    );
+    let (fn_out, _) = judged_by_oracle("orphan_file_inum 2", &img, 4, 1);
+    assert!(fn_out.contains("inode 2 as its orphan file"), "{fn_out}");
+    file_kept(&img, 3000);
+    assert_eq!(inode_of(&img, "/d"), 13);
+}
+
+/// `s_orphan_file_inum` naming a free inode without the feature on ext3
+/// (seed fz34a, damage 358: `write sb+0x280/4`, inode 4087). e2fsck's
+/// pass 1 passes over an unlinked inode before it looks at what the
+/// orphan field names, so it marks nothing in use: exit 0, whatever the
+/// free inode still holds. pfsck expected an inode bitmap difference
+/// there, as for the project quota field, and exited 4. Linked, the
+/// inode is cleared as an orphan file holding data, as before.
+#[test]
+fn orphan_file_field_naming_an_unlinked_inode() {
+    for (name, edit, want) in [
+        ("free", None, 0),
+        ("free with blocks", Some("sif <40> blocks 8"), 0),
+        ("linked", Some("sif <40> links_count 1"), 4),
+    ] {
+        let tmp = TempDir::new("fuzz-orphan-field-unlinked");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &MkfsOpts::ext3().block_size(1024), 3000);
+        let mut cmds = vec!["ssv orphan_file_inum 40".to_string()];
+        cmds.extend(edit.map(str::to_string));
+        debugfs_w(&img, &cmds);
+        judged_by_oracle(name, &img, want, i32::from(want != 0));
+        file_kept(&img, 3000);
+    }
+}
