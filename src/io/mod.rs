@@ -277,24 +277,29 @@ impl Device {
     }
 
     /// Fills `buf` from byte `offset` only if the data is in the page
-    /// cache already (`preadv2` with `RWF_NOWAIT`): Some(Ok) then; None
-    /// when it is not, or the device cannot say (`tells_cached`): the
-    /// caller reads it normally. Whether data is cached when it is asked
-    /// for tells a warm cache from a cold one, which read times cannot on
-    /// a virtual disk whose host caches the image.
-    pub fn read_cached(&self, offset: u64, buf: &mut [u8]) -> Option<Result<()>> {
-        let end = offset.checked_add(buf.len() as u64)?;
+    /// cache already (`preadv2` with `RWF_NOWAIT`): `Filled` then;
+    /// otherwise how much of its start the cache holds, or that the
+    /// device cannot say (`tells_cached`), and the caller reads it
+    /// normally. Whether data is cached when it is asked for tells a warm
+    /// cache from a cold one, which read times cannot on a virtual disk
+    /// whose host caches the image.
+    pub fn read_cached(&self, offset: u64, buf: &mut [u8]) -> Result<FromCache> {
+        let Some(end) = offset.checked_add(buf.len() as u64) else {
+            return Ok(FromCache::Unknown);
+        };
         if end > self.size {
-            return None;
+            return Ok(FromCache::Unknown);
         }
         match &self.backend {
             Backend::File(f) => {
                 if !self.tells_cached() {
-                    return None;
+                    return Ok(FromCache::Unknown);
                 }
                 let t = Instant::now();
-                if !self.nowait(f, offset, buf) {
-                    return None;
+                match self.nowait(f, offset, buf) {
+                    Nowait::Filled => {}
+                    Nowait::Missed(n) => return Ok(FromCache::Upto(n)),
+                    Nowait::Unsupported => return Ok(FromCache::Unknown),
                 }
                 // A request served, at cache speed: `is_slow` sees it.
                 self.note_latency(u64::try_from(t.elapsed().as_micros()).unwrap_or(u64::MAX));
@@ -303,7 +308,8 @@ impl Device {
                 buf.copy_from_slice(&m[to_usize(offset)..to_usize(offset) + buf.len()]);
             }
         }
-        Some(self.delivered(offset, buf))
+        self.delivered(offset, buf)?;
+        Ok(FromCache::Filled)
     }
 
     /// Is the data at `offset` (as much as `scratch` holds) in the page
@@ -316,21 +322,20 @@ impl Device {
             .is_some_and(|e| e <= self.size);
         match &self.backend {
             Backend::File(_) if !self.tells_cached() => None,
-            Backend::File(f) => Some(in_range && self.nowait(f, offset, scratch)),
+            Backend::File(f) => {
+                Some(in_range && matches!(self.nowait(f, offset, scratch), Nowait::Filled))
+            }
             Backend::Memory(_) => Some(in_range),
         }
     }
 
     /// `pread_nowait`, remembering a refusal.
-    fn nowait(&self, f: &File, offset: u64, buf: &mut [u8]) -> bool {
-        match pread_nowait(f, offset, buf) {
-            Nowait::Filled => true,
-            Nowait::Missed => false,
-            Nowait::Unsupported => {
-                self.no_nowait.store(true, Ordering::Relaxed);
-                false
-            }
+    fn nowait(&self, f: &File, offset: u64, buf: &mut [u8]) -> Nowait {
+        let r = pread_nowait(f, offset, buf);
+        if matches!(r, Nowait::Unsupported) {
+            self.no_nowait.store(true, Ordering::Relaxed);
         }
+        r
     }
 
     /// Records one request's time.
@@ -456,12 +461,26 @@ fn device_size(file: &File) -> std::io::Result<u64> {
     f.seek(SeekFrom::End(0))
 }
 
+/// What a read from the page cache alone found (`Device::read_cached`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FromCache {
+    /// All of it: the buffer is filled, as by `read_at`.
+    Filled,
+    /// The cache holds only this many bytes of its start (0: not even
+    /// its first page). Nothing is delivered.
+    Upto(usize),
+    /// The device cannot say (it refuses `RWF_NOWAIT`, or the range
+    /// passes its end).
+    Unknown,
+}
+
 /// What a read that must not block did.
 enum Nowait {
     /// All of the buffer came from the page cache.
     Filled,
-    /// Some of it is not cached (or the read failed): read it normally.
-    Missed,
+    /// Only this many bytes of its start are cached (or the read
+    /// failed: 0): read it normally.
+    Missed(usize),
     /// The file cannot be read without blocking at all.
     Unsupported,
 }
@@ -471,7 +490,7 @@ enum Nowait {
 fn pread_nowait(f: &File, offset: u64, buf: &mut [u8]) -> Nowait {
     use std::os::fd::AsRawFd;
     let Ok(off) = i64::try_from(offset) else {
-        return Nowait::Missed;
+        return Nowait::Missed(0);
     };
     let iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
@@ -483,12 +502,12 @@ fn pread_nowait(f: &File, offset: u64, buf: &mut [u8]) -> Nowait {
     match usize::try_from(n) {
         // A short read means part of it was not cached: read it all again.
         Ok(n) if n == buf.len() => Nowait::Filled,
-        Ok(_) => Nowait::Missed,
+        Ok(n) => Nowait::Missed(n),
         Err(_) => match std::io::Error::last_os_error().raw_os_error() {
             // Kernels before 4.14 (EINVAL) and files without non-blocking
             // reads (EOPNOTSUPP).
             Some(libc::EOPNOTSUPP | libc::EINVAL | libc::ENOSYS) => Nowait::Unsupported,
-            _ => Nowait::Missed,
+            _ => Nowait::Missed(0),
         },
     }
 }
@@ -547,11 +566,11 @@ mod tests {
         assert_eq!(d.is_cached(4096, &mut b), Some(true));
         assert_eq!(d.bytes_read(), 0, "asking reads nothing");
         b.fill(0);
-        assert!(matches!(d.read_cached(4096, &mut b), Some(Ok(()))));
+        assert_eq!(d.read_cached(4096, &mut b).unwrap(), FromCache::Filled);
         assert_eq!(&b[..], &data[4096..]);
         assert_eq!(d.bytes_read(), 4096);
         // Past the end: never served, never cached.
-        assert!(d.read_cached(8000, &mut b).is_none());
+        assert_eq!(d.read_cached(8000, &mut b).unwrap(), FromCache::Unknown);
         assert_eq!(d.is_cached(8000, &mut b), Some(false));
         std::fs::remove_file(&path).unwrap();
         // Memory holds everything; the overlay applies.
@@ -559,9 +578,33 @@ mod tests {
         ov.insert(1, vec![0xAA]);
         let m = Device::from_bytes(vec![1, 2, 3]).with_overlay(ov);
         let mut c = [0u8; 3];
-        assert!(matches!(m.read_cached(0, &mut c), Some(Ok(()))));
+        assert_eq!(m.read_cached(0, &mut c).unwrap(), FromCache::Filled);
         assert_eq!(c, [1, 0xAA, 3]);
         assert_eq!(m.is_cached(0, &mut c), Some(true));
+    }
+
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_partly_cached_read_says_how_much_is_cached() {
+        use std::os::fd::AsRawFd;
+        let path = std::env::temp_dir().join(format!("pfsck-io-partly-{}", std::process::id()));
+        let data = vec![5u8; 3 * 4096];
+        let f = File::create(&path).unwrap();
+        f.write_all_at(&data, 0).unwrap();
+        f.sync_all().unwrap();
+        // SAFETY: an integer-only call on a valid fd.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 4096, 4096, libc::POSIX_FADV_DONTNEED) };
+        let d = Device::open_read_only(&path).unwrap();
+        let mut b = vec![0u8; 3 * 4096];
+        // Some file systems (tmpfs) keep the page: all of it is cached.
+        match d.read_cached(0, &mut b).unwrap() {
+            FromCache::Upto(n) => {
+                assert_eq!(n, 4096);
+                assert_eq!(d.bytes_read(), 0, "a partial read delivers nothing");
+            }
+            other => assert_eq!(other, FromCache::Filled),
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]

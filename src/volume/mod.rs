@@ -80,9 +80,9 @@ impl Fs {
         self.read_block_into(blk, buf)
     }
 
-    /// `read_blocks` if the blocks are in the page cache already; None
-    /// otherwise (`Device::read_cached`).
-    pub fn read_blocks_cached(&self, blk: u64, buf: &mut [u8]) -> Option<Result<()>> {
+    /// `read_blocks` if the blocks are in the page cache already
+    /// (`Device::read_cached`: otherwise how much of them it holds).
+    pub fn read_blocks_cached(&self, blk: u64, buf: &mut [u8]) -> Result<crate::io::FromCache> {
         let off = blk.saturating_mul(u64::from(self.geo.block_size));
         self.dev.read_cached(off, buf)
     }
