@@ -1198,3 +1198,44 @@ fn resize_questions_leave_n_clean() {
         }
     }
 }
+
+// ---- seed fz33-20k ----
+
+/// Every incompat feature cleared on an inline_data file system (seed
+/// fz33-20k, damage 8472: `ssv feature_incompat 0`). e2fsck -y sets
+/// inline_data back at the first inode with sound inline data, and its
+/// size check of a directory flagged inline reads the inline data with
+/// the feature or without it. pfsck judged those directories without
+/// the feature: no blocks and a size of 60 for none, so it cleared them
+/// and lost what they held; it then asked about the feature at every
+/// inline inode, where e2fsck asks once.
+#[test]
+fn inline_dirs_kept_when_incompat_cleared() {
+    let tmp = TempDir::new("fuzz-incompat-cleared");
+    let img = tmp.join("disk.img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(4096).features("inline_data"),
+        None,
+    );
+    debugfs_w(&img, &["mkdir d", "mkdir d/e", "symlink d/e/l /a/target"]);
+    let (d, e, l) = (
+        inode_of(&img, "/d"),
+        inode_of(&img, "/d/e"),
+        inode_of(&img, "/d/e/l"),
+    );
+    assert!(debugfs_r(&img, "stat /d/e").contains("Size of inline data: 60"));
+    debugfs_w(&img, &["ssv feature_incompat 0"]);
+    let (fn_out, fy_out) = judged_by_oracle("feature_incompat 0", &img, 4, 1);
+    assert!(
+        fn_out.contains(&format!("Inode {e} has inline data")),
+        "{fn_out}"
+    );
+    assert!(!fn_out.contains("invalid size"), "{fn_out}");
+    assert_eq!(fy_out.matches("has inline data").count(), 1, "{fy_out}");
+    assert!(!fy_out.contains("Connect to"), "{fy_out}");
+    assert_eq!(inode_of(&img, "/d"), d);
+    assert_eq!(inode_of(&img, "/d/e"), e);
+    assert_eq!(inode_of(&img, "/d/e/l"), l);
+}
