@@ -1239,3 +1239,33 @@ fn inline_dirs_kept_when_incompat_cleared() {
     assert_eq!(inode_of(&img, "/d/e"), e);
     assert_eq!(inode_of(&img, "/d/e/l"), l);
 }
+
+/// A journal to replay when the primary superblock's checksum fails (seed
+/// fz33-20k, damages 10733 and 2676: a bit of the UUID flipped). e2fsck
+/// goes on from the backup, replays the journal (the backup does not say
+/// it needs recovery, so it runs it anyway) and writes the backup back as
+/// the primary. pfsck's replay view rewrote the primary superblock with
+/// its checksum redone, so the re-check took that primary, bad UUID and
+/// all: every metadata checksum failed and -fy cleared every inode.
+#[test]
+fn replay_when_primary_superblock_is_refused() {
+    let tmp = TempDir::new("fuzz-replay-backup-sb");
+    let opts = MkfsOpts::ext4().block_size(1024);
+    let img = journal::build(&tmp, &opts, 16 * MIB, "", |free| {
+        vec![journal::Txn::write(&free[..2], 9)]
+    });
+    let data = tmp.join("f.data");
+    std::fs::write(&data, file_content("f", 3000)).unwrap();
+    debugfs_w(&img, &["mkdir d", &format!("write {} d/f", data.display())]);
+    let (d, f) = (inode_of(&img, "/d"), inode_of(&img, "/d/f"));
+    let uuid = 1024 + 0x69;
+    let byte = read_at(&img, uuid, 1)[0];
+    write_at(&img, uuid, &[byte ^ 0x24]);
+    let (fn_out, fy_out) = judged_by_oracle("uuid flipped", &img, 4, 1);
+    assert!(fn_out.contains("Using the backup superblock"), "{fn_out}");
+    assert!(fy_out.contains("recovering journal"), "{fy_out}");
+    assert!(!fy_out.contains("Clear? yes"), "{fy_out}");
+    assert_eq!(inode_of(&img, "/d"), d);
+    assert_eq!(inode_of(&img, "/d/f"), f);
+    assert!(debugfs_r(&img, "stat /d/f").contains("Size: 3000"));
+}
