@@ -1231,14 +1231,15 @@ pub(crate) fn inline_extents_questions(inode: &Inode, blocks_count: u64) -> Vec<
     if blockmap::header_problem(&inode.block, 60).is_none() {
         out.push(0x010077);
     }
+    // Unsigned and wrapping, as e2fsck computes it: an i_extra_isize
+    // past the inode's end makes the room huge, so the size fits.
     let max_inline_ea = if inode.disk_size > inode::GOOD_OLD_INODE_SIZE {
-        inode
-            .disk_size
-            .saturating_sub(inode::GOOD_OLD_INODE_SIZE + usize::from(inode.extra_isize))
+        (inode.disk_size as u64)
+            .wrapping_sub((inode::GOOD_OLD_INODE_SIZE + usize::from(inode.extra_isize)) as u64)
     } else {
         0
     };
-    if inode.size < xattr::MIN_INLINE_DATA_SIZE + max_inline_ea as u64 {
+    if inode.size < xattr::MIN_INLINE_DATA_SIZE.wrapping_add(max_inline_ea) {
         out.push(0x010078);
     }
     if inode
