@@ -1306,3 +1306,51 @@ fn inline_and_extent_flags_with_extra_isize_past_the_inode() {
     assert!(!fy_out.contains("Clear inode"), "{fy_out}");
     assert_eq!(inode_of(&img, "/f"), f);
 }
+
+/// A refused primary superblock, or only its descriptors refused (group
+/// 0's inode table at block 0), and a backup whose descriptors are bad
+/// too (seed fz33-20k, damage 11560: a bit of group 1's inode bitmap
+/// address flipped in the backup table). e2fsck takes any backup that
+/// opens and relocates the bitmap; pfsck wanted a backup with sound
+/// descriptors, found none and checked the primary, whose table cost
+/// every file (-fn stopped at 12, -fy lost 20 files).
+#[test]
+fn refused_primary_and_backup_with_bad_descriptors() {
+    for (name, csum_broken) in [("superblock refused", true), ("descriptors refused", false)] {
+        let tmp = TempDir::new("fuzz-backup-bad-desc");
+        let img = tmp.join("disk.img");
+        let opts = MkfsOpts::ext4().block_size(1024).features("^flex_bg");
+        mkfs(&img, 12 * MIB, &opts, None);
+        let data = tmp.join("f.data");
+        std::fs::write(&data, file_content("f", 5000)).unwrap();
+        debugfs_w(&img, &["mkdir d", &format!("write {} d/f", data.display())]);
+        let (d, f) = (inode_of(&img, "/d"), inode_of(&img, "/d/f"));
+        debugfs_w(&img, &["set_bg 0 inode_table 0"]);
+        // Group 1's descriptor in the backup table (block 8194), 64 bytes
+        // each: the top byte of bg_inode_bitmap_hi.
+        let hi = 8194 * 1024 + 64 + 0x27;
+        write_at(&img, hi, &[0x80]);
+        if csum_broken {
+            let csum = 1024 + 0x3FC;
+            let byte = read_at(&img, csum, 1)[0];
+            write_at(&img, csum, &[byte ^ 0xFF]);
+        }
+        let (fn_out, fy_out) = judged_by_oracle(name, &img, 4, 1);
+        assert!(
+            fn_out.contains("Using the backup superblock"),
+            "[{name}] {fn_out}"
+        );
+        assert!(fy_out.contains("Relocate? yes"), "[{name}] {fy_out}");
+        assert_eq!(
+            fy_out.matches("Using the backup").count(),
+            1,
+            "[{name}] {fy_out}"
+        );
+        assert_eq!(inode_of(&img, "/d"), d, "[{name}]");
+        assert_eq!(inode_of(&img, "/d/f"), f, "[{name}]");
+        assert!(
+            debugfs_r(&img, "stat /d/f").contains("Size: 5000"),
+            "[{name}]"
+        );
+    }
+}
