@@ -546,7 +546,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
             || stops::at_unreadable_xattr(&mut found1)
             || stops::at_resize_inode(&fs, &mut found1));
     if opts.repairing {
-        pass1::extents_feature_asked_once(&mut found1);
+        pass1::features_asked_once(&mut found1);
     }
     let bad_csum = if opts.repairing {
         Default::default()

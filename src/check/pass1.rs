@@ -1124,7 +1124,7 @@ fn check_flag_features(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8]
     {
         // e2fsck first offers to set the feature for a sound root; a
         // repair says yes once and the rest read as extents
-        // (`extents_feature_asked_once`); declined, or for a bad root, it
+        // (`features_asked_once`); declined, or for a bad root, it
         // offers to clear the inode.
         let sound = extent_mapped(ctx, inode);
         if sound {
@@ -1170,6 +1170,16 @@ fn check_flag_features(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8]
     }
 }
 
+/// Does the inode hold its data inline? Without the feature, a repair
+/// sets it back for sound inline data (`features_asked_once`), so the
+/// rest of the check reads the inode as the repaired file system will.
+fn inline_mapped(ctx: &Ctx, w: &mut Worker, raw: &[u8], inode: &Inode) -> bool {
+    inode.has_flag(flags::INLINE_DATA)
+        && (ctx.inline_data
+            || (!ctx.read_only
+                && xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, true).is_ok()))
+}
+
 /// Is the inode's map an extent tree? Without the feature the library
 /// still follows a flagged inode whose root header is sound, as e2fsck's
 /// block iteration does while it offers to set the feature.
@@ -1178,16 +1188,19 @@ fn extent_mapped(ctx: &Ctx, inode: &Inode) -> bool {
         && (ctx.extents || blockmap::header_problem(&inode.block, 60).is_none())
 }
 
-/// A repair sets the extents feature at the first inode in extent format
+/// A repair sets the extents feature at the first inode in extent format,
+/// and the inline_data feature at the first inode with sound inline data
 /// (e2fsck asks once; after the yes, no other inode is in question), so
 /// only that inode's question stays in `problems`.
-pub fn extents_feature_asked_once(problems: &mut ProblemList) {
-    let mut seen = false;
+pub fn features_asked_once(problems: &mut ProblemList) {
+    let (mut extents, mut inline) = (false, false);
     problems.retain(|p| {
-        if p.code != Code::InodeExtentFormatNoFeature {
-            return true;
-        }
-        !std::mem::replace(&mut seen, true)
+        let seen = match p.code {
+            Code::InodeExtentFormatNoFeature => &mut extents,
+            Code::InodeInlineNoFeature if p.e2fsck_override() == Some(0x01006F) => &mut inline,
+            _ => return true,
+        };
+        !std::mem::replace(seen, true)
     });
 }
 
@@ -1218,14 +1231,15 @@ pub(crate) fn inline_extents_questions(inode: &Inode, blocks_count: u64) -> Vec<
     if blockmap::header_problem(&inode.block, 60).is_none() {
         out.push(0x010077);
     }
+    // Unsigned and wrapping, as e2fsck computes it: an i_extra_isize
+    // past the inode's end makes the room huge, so the size fits.
     let max_inline_ea = if inode.disk_size > inode::GOOD_OLD_INODE_SIZE {
-        inode
-            .disk_size
-            .saturating_sub(inode::GOOD_OLD_INODE_SIZE + usize::from(inode.extra_isize))
+        (inode.disk_size as u64)
+            .wrapping_sub((inode::GOOD_OLD_INODE_SIZE + usize::from(inode.extra_isize)) as u64)
     } else {
         0
     };
-    if inode.size < xattr::MIN_INLINE_DATA_SIZE + max_inline_ea as u64 {
+    if inode.size < xattr::MIN_INLINE_DATA_SIZE.wrapping_add(max_inline_ea) {
         out.push(0x010078);
     }
     if inode
@@ -2262,6 +2276,8 @@ struct MapWalk {
     last_init: Option<u64>,
     is_dir: bool,
     inline: bool,
+    /// A directory whose i_size is that of its inline data.
+    sized_inline: bool,
     extent_mapped: bool,
 }
 
@@ -2323,7 +2339,7 @@ fn check_blocks(
         tree: Default::default(),
         first_block: None,
     };
-    let inline = ctx.inline_data && inode.has_flag(flags::INLINE_DATA);
+    let inline = inline_mapped(ctx, w, raw, inode);
     let dir_blocks_start = claimer.dir_blocks.len();
     let walked = walk_map(ctx, ino, inode, bad_blocks, &mut w.scratch, &mut claimer);
     if walked && !extent_mapped {
@@ -2405,7 +2421,11 @@ fn check_blocks(
         c.out.stats.inline_files += 1;
     }
 
-    if is_dir && !inline && mapped == 0 {
+    // e2fsck excuses a directory flagged inline from having blocks, and
+    // sizes it by its inline data, with or without the feature: a
+    // repair sets the feature back rather than clear it.
+    let flagged_inline = inode.has_flag(flags::INLINE_DATA);
+    if is_dir && !flagged_inline && mapped == 0 {
         c.report(
             Problem::new(Code::InodeBadSize)
                 .ino(Ino(ino))
@@ -2424,6 +2444,7 @@ fn check_blocks(
         last_init,
         is_dir,
         inline,
+        sized_inline: is_dir && flagged_inline,
         extent_mapped,
     };
     check_size(ctx, w, c, raw, inode, &walk);
@@ -2495,7 +2516,7 @@ fn check_size(
     // directory the inline data (0 when it cannot be sized, as e2fsck).
     let mut want_size = nlast * bs;
     let bad_size = if walk.is_dir {
-        if walk.inline {
+        if walk.sized_inline {
             let sz = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, false);
             want_size = *sz.as_ref().unwrap_or(&0);
             sz.is_err() || want_size != size

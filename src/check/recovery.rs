@@ -739,7 +739,7 @@ pub fn after_replay(
 }
 
 /// Byte ranges of the device after replay: the journalled blocks, the
-/// primary superblock with needs_recovery cleared (checksum redone) and
+/// superblock in use with needs_recovery cleared (checksum redone) and
 /// the journal superblock reset to start empty at the next sequence.
 fn overlay_after(fs: &Fs, plan: &Plan, jsb_phys: Option<u64>) -> BTreeMap<u64, Vec<u8>> {
     let bs = u64::from(fs.geo.block_size);
@@ -760,8 +760,18 @@ fn overlay_after(fs: &Fs, plan: &Plan, jsb_phys: Option<u64>) -> BTreeMap<u64, V
             None => fs.read_block(blk).ok(),
         }
     };
-    let sb_blk = SUPERBLOCK_OFFSET / bs;
-    let sb_off = narrow::to_usize(SUPERBLOCK_OFFSET % bs);
+    // The superblock in use: a backup when the primary was refused. A
+    // primary rewritten here with its checksum redone would be taken
+    // next time, with whatever damage made it refused (a flipped UUID
+    // seeds every other checksum); e2fsck goes on from the backup too.
+    let (sb_blk, sb_off) = if fs.sb_block == fs.primary_sb_block() {
+        (
+            SUPERBLOCK_OFFSET / bs,
+            narrow::to_usize(SUPERBLOCK_OFFSET % bs),
+        )
+    } else {
+        (fs.sb_block, 0)
+    };
     if let Some(mut b) = current(&out, sb_blk)
         && let Some(s) = b.get_mut(sb_off..sb_off + 1024)
     {

@@ -103,6 +103,16 @@ fn csum_ok(sb: &Superblock) -> bool {
     !sb.metadata_csum() || sb.compute_checksum() == sb.checksum
 }
 
+/// Do two descriptor tables put every group's bitmaps and inode table
+/// at the same blocks?
+fn same_places(a: &[GroupDesc], b: &[GroupDesc]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            (x.block_bitmap, x.inode_bitmap, x.inode_table)
+                == (y.block_bitmap, y.inode_bitmap, y.inode_table)
+        })
+}
+
 /// Where e2fsck looks for a backup superblock: group 1 for each possible
 /// block size.
 fn backup_candidates() -> Vec<(u64, u32)> {
@@ -182,12 +192,22 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
                 let bs = p.geo.block_size;
                 (p.geo.groups > 1).then(|| (blk.checked_mul(u64::from(bs)), bs))
             });
+            // e2fsck takes any backup that opens and judges its
+            // descriptors with the rest of pass 0. One that puts every
+            // group's metadata where the primary does is passed over: it
+            // changes nothing, and once a repair restored the primary from
+            // it, taking it again would restore it again round after round.
+            let primary_gds = primary.as_ref().ok().map(|l| l.gds.as_slice());
             let backup = from_primary
                 .and_then(|(off, bs)| off.map(|o| (o, bs)))
                 .into_iter()
                 .chain(backup_candidates())
                 .filter_map(|(off, bs)| load_at(dev, off, Some(bs)).ok())
-                .find(|l| desc_problems(&l.sb, &l.geo, &l.gds).is_empty() && csum_ok(&l.sb));
+                .find(|l| {
+                    csum_ok(&l.sb)
+                        && (desc_problems(&l.sb, &l.geo, &l.gds).is_empty()
+                            || primary_gds.is_none_or(|p| !same_places(p, &l.gds)))
+                });
             // No backup where e2fsck looks: like e2fsck, load the
             // primary again overlooking a wrong inodes count (the one
             // field its second try forgives), which pass 0 reports.

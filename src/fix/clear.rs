@@ -48,9 +48,6 @@ pub(super) struct Round {
     ro_compat: u32,
 }
 
-/// Inline data lives in i_block (60 bytes) and the system.data value.
-const MIN_INLINE_DATA_SIZE: u64 = 60;
-
 /// Stages the fix of `p` (its fixer in the fix table is `Clear`). Returns whether the problem is
 /// taken care of.
 pub(super) fn fix(
@@ -506,26 +503,13 @@ fn inline_and_extents(
     if special {
         return set_flags(fs, overlay, ino, round, 0, both);
     }
-    if blockmap::header_problem(&node.block, 60).is_none() {
-        return set_flags(fs, overlay, ino, round, 0, flags::INLINE_DATA);
+    // The first of e2fsck's questions is the one a repair answers yes.
+    match pass1::inline_extents_questions(&node, fs.geo.blocks_count).first() {
+        Some(0x010077) => set_flags(fs, overlay, ino, round, 0, flags::INLINE_DATA),
+        Some(0x010078) => set_flags(fs, overlay, ino, round, 0, flags::EXTENTS),
+        Some(0x010079) => set_flags(fs, overlay, ino, round, 0, both),
+        _ => clear(fs, state, overlay, ino, round),
     }
-    let isz = raw.len();
-    let max_inline_ea = if isz > GOOD_OLD_INODE_SIZE {
-        isz.saturating_sub(GOOD_OLD_INODE_SIZE + usize::from(le16(raw, I_EXTRA_ISIZE)))
-    } else {
-        0
-    };
-    if node.size < MIN_INLINE_DATA_SIZE + max_inline_ea as u64 {
-        return set_flags(fs, overlay, ino, round, 0, flags::EXTENTS);
-    }
-    if node
-        .block_ptrs()
-        .iter()
-        .all(|&b| u64::from(b) < fs.geo.blocks_count)
-    {
-        return set_flags(fs, overlay, ino, round, 0, both);
-    }
-    clear(fs, state, overlay, ino, round)
 }
 
 /// e2fsck's pass 2 repair of i_file_acl: zero without the ext_attr

@@ -19,7 +19,7 @@
 use crate::check::Report;
 use crate::check::problem::Code;
 use crate::fs::num::Blk;
-use crate::fs::superblock::{STATE_VALID, SUPERBLOCK_OFFSET, incompat};
+use crate::fs::superblock::{STATE_VALID, incompat};
 use crate::io::RangeOverlay;
 use crate::store::overlay::{Overlay, Staging};
 use crate::volume::Fs;
@@ -40,15 +40,6 @@ pub fn staged(fs: &Fs, staging: &Staging) -> super::Result<Arc<Overlay>> {
     if layers.is_empty() {
         let o = Overlay::with_staging(bs, fs.dev.size(), staging)?;
         return Ok(Arc::new(o));
-    }
-    // The replay view rewrites the primary superblock; a check that fell
-    // back to a backup superblock has no trustworthy primary to rewrite.
-    if fs.sb_block != SUPERBLOCK_OFFSET / u64::from(bs) {
-        return Err(
-            "the journal needs recovery but the primary superblock is unusable; \
-             restoring it from a backup is not implemented yet"
-                .into(),
-        );
     }
     // Only a repair puts its staging on a device, lowest; what a re-check
     // lays over it (orphans) is copied on top.

@@ -238,8 +238,10 @@ impl<'a> Round<'a> {
                 ));
             }
             superblock::restore_primary(fs, &mut self.overlay)?;
+            // What `start` staged below (a journal replay from the
+            // backup's view) stays fixed.
             for (k, c) in self.report.problems.codes().enumerate() {
-                self.fixed[k] = c == Code::SbUsedBackup;
+                self.fixed[k] |= c == Code::SbUsedBackup;
             }
             return Ok(Some(true));
         }

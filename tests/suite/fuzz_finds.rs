@@ -1340,3 +1340,157 @@ fn orphan_file_field_naming_an_unlinked_inode() {
         file_kept(&img, 3000);
     }
 }
+
+/// Every incompat feature cleared on an inline_data file system (seed
+/// fz33-20k, damage 8472: `ssv feature_incompat 0`). e2fsck -y sets
+/// inline_data back at the first inode with sound inline data, and its
+/// size check of a directory flagged inline reads the inline data with
+/// the feature or without it. pfsck judged those directories without
+/// the feature: no blocks and a size of 60 for none, so it cleared them
+/// and lost what they held; it then asked about the feature at every
+/// inline inode, where e2fsck asks once.
+#[test]
+fn inline_dirs_kept_when_incompat_cleared() {
+    let tmp = TempDir::new("fuzz-incompat-cleared");
+    let img = tmp.join("disk.img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(4096).features("inline_data"),
+        None,
+    );
+    debugfs_w(&img, &["mkdir d", "mkdir d/e", "symlink d/e/l /a/target"]);
+    let (d, e, l) = (
+        inode_of(&img, "/d"),
+        inode_of(&img, "/d/e"),
+        inode_of(&img, "/d/e/l"),
+    );
+    assert!(debugfs_r(&img, "stat /d/e").contains("Size of inline data: 60"));
+    debugfs_w(&img, &["ssv feature_incompat 0"]);
+    let (fn_out, fy_out) = judged_by_oracle("feature_incompat 0", &img, 4, 1);
+    assert!(
+        fn_out.contains(&format!("Inode {e} has inline data")),
+        "{fn_out}"
+    );
+    assert!(!fn_out.contains("invalid size"), "{fn_out}");
+    assert_eq!(fy_out.matches("has inline data").count(), 1, "{fy_out}");
+    assert!(!fy_out.contains("Connect to"), "{fy_out}");
+    assert_eq!(inode_of(&img, "/d"), d);
+    assert_eq!(inode_of(&img, "/d/e"), e);
+    assert_eq!(inode_of(&img, "/d/e/l"), l);
+}
+
+/// A journal to replay when the primary superblock's checksum fails (seed
+/// fz33-20k, damages 10733 and 2676: a bit of the UUID flipped). e2fsck
+/// goes on from the backup, replays the journal (the backup does not say
+/// it needs recovery, so it runs it anyway) and writes the backup back as
+/// the primary. pfsck's replay view rewrote the primary superblock with
+/// its checksum redone, so the re-check took that primary, bad UUID and
+/// all: every metadata checksum failed and -fy cleared every inode.
+#[test]
+fn replay_when_primary_superblock_is_refused() {
+    let tmp = TempDir::new("fuzz-replay-backup-sb");
+    let opts = MkfsOpts::ext4().block_size(1024);
+    let img = journal::build(&tmp, &opts, 16 * MIB, "", |free| {
+        vec![journal::Txn::write(&free[..2], 9)]
+    });
+    let data = tmp.join("f.data");
+    std::fs::write(&data, file_content("f", 3000)).unwrap();
+    debugfs_w(&img, &["mkdir d", &format!("write {} d/f", data.display())]);
+    let (d, f) = (inode_of(&img, "/d"), inode_of(&img, "/d/f"));
+    let uuid = 1024 + 0x69;
+    let byte = read_at(&img, uuid, 1)[0];
+    write_at(&img, uuid, &[byte ^ 0x24]);
+    let (fn_out, fy_out) = judged_by_oracle("uuid flipped", &img, 4, 1);
+    assert!(fn_out.contains("Using the backup superblock"), "{fn_out}");
+    assert!(fy_out.contains("recovering journal"), "{fy_out}");
+    assert!(!fy_out.contains("Clear? yes"), "{fy_out}");
+    assert_eq!(inode_of(&img, "/d"), d);
+    assert_eq!(inode_of(&img, "/d/f"), f);
+    assert!(debugfs_r(&img, "stat /d/f").contains("Size: 3000"));
+}
+
+/// A file with both INLINE_DATA_FL and EXTENTS_FL, no extent header in
+/// i_block, a size no inline data holds and an i_extra_isize past the
+/// inode's end (seed fz33-20k, damage 4704: 512 bytes of an inode table
+/// overwritten). e2fsck reckons the room for inline data unsigned, so
+/// that i_extra_isize makes it huge: the size fits, it drops the extent
+/// flag and keeps the file (truncated). pfsck's check saturated the room
+/// to 0 and asked to clear the inode, and its fixer, deciding apart from
+/// the check, cleared it.
+#[test]
+fn inline_and_extent_flags_with_extra_isize_past_the_inode() {
+    let tmp = TempDir::new("fuzz-inline-extents-isize");
+    let img = tmp.join("disk.img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(4096).features("inline_data"),
+        None,
+    );
+    let data = tmp.join("f.data");
+    std::fs::write(&data, file_content("f", 30)).unwrap();
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    let f = inode_of(&img, "/f");
+    debugfs_w(
+        &img,
+        &[
+            "sif /f flags 0x10080000",
+            "sif /f size 100000",
+            "sif /f block[0] 0xffffffff",
+            "sif /f extra_isize 200",
+        ],
+    );
+    let (fn_out, fy_out) = judged_by_oracle("extra_isize 200", &img, 4, 1);
+    assert!(fn_out.contains("INLINE_DATA_FL and EXTENTS_FL"), "{fn_out}");
+    assert!(!fy_out.contains("Clear inode"), "{fy_out}");
+    assert_eq!(inode_of(&img, "/f"), f);
+}
+
+/// A refused primary superblock, or only its descriptors refused (group
+/// 0's inode table at block 0), and a backup whose descriptors are bad
+/// too (seed fz33-20k, damage 11560: a bit of group 1's inode bitmap
+/// address flipped in the backup table). e2fsck takes any backup that
+/// opens and relocates the bitmap; pfsck wanted a backup with sound
+/// descriptors, found none and checked the primary, whose table cost
+/// every file (-fn stopped at 12, -fy lost 20 files).
+#[test]
+fn refused_primary_and_backup_with_bad_descriptors() {
+    for (name, csum_broken) in [("superblock refused", true), ("descriptors refused", false)] {
+        let tmp = TempDir::new("fuzz-backup-bad-desc");
+        let img = tmp.join("disk.img");
+        let opts = MkfsOpts::ext4().block_size(1024).features("^flex_bg");
+        mkfs(&img, 12 * MIB, &opts, None);
+        let data = tmp.join("f.data");
+        std::fs::write(&data, file_content("f", 5000)).unwrap();
+        debugfs_w(&img, &["mkdir d", &format!("write {} d/f", data.display())]);
+        let (d, f) = (inode_of(&img, "/d"), inode_of(&img, "/d/f"));
+        debugfs_w(&img, &["set_bg 0 inode_table 0"]);
+        // Group 1's descriptor in the backup table (block 8194), 64 bytes
+        // each: the top byte of bg_inode_bitmap_hi.
+        let hi = 8194 * 1024 + 64 + 0x27;
+        write_at(&img, hi, &[0x80]);
+        if csum_broken {
+            let csum = 1024 + 0x3FC;
+            let byte = read_at(&img, csum, 1)[0];
+            write_at(&img, csum, &[byte ^ 0xFF]);
+        }
+        let (fn_out, fy_out) = judged_by_oracle(name, &img, 4, 1);
+        assert!(
+            fn_out.contains("Using the backup superblock"),
+            "[{name}] {fn_out}"
+        );
+        assert!(fy_out.contains("Relocate? yes"), "[{name}] {fy_out}");
+        assert_eq!(
+            fy_out.matches("Using the backup").count(),
+            1,
+            "[{name}] {fy_out}"
+        );
+        assert_eq!(inode_of(&img, "/d"), d, "[{name}]");
+        assert_eq!(inode_of(&img, "/d/f"), f, "[{name}]");
+        assert!(
+            debugfs_r(&img, "stat /d/f").contains("Size: 5000"),
+            "[{name}]"
+        );
+    }
+}
