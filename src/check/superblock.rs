@@ -215,15 +215,26 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
                     );
                     b
                 }
+                (Ok(p), None) if !csum_ok(&p.sb) => {
+                    // A wrong checksum says some field of the superblock
+                    // is not what the kernel wrote, but not which: e2fsck
+                    // logs its library's refusal, judges the superblock
+                    // unusable and stops in every mode. Checking on would
+                    // bless whatever field was damaged, and a repair would
+                    // seal it with a fresh checksum.
+                    probs.push(
+                        Problem::new(Code::SbCorrupt)
+                            .detail(
+                                "the primary superblock's checksum does not match, \
+                                 and no backup superblock is usable",
+                            )
+                            .num(1)
+                            .e2fsck(0x000044),
+                    );
+                    return None;
+                }
                 (Ok(p), None) => {
-                    // A wrong superblock checksum: e2fsck logs its
-                    // library's refusal and judges the superblock
-                    // unusable (it stops there; pfsck checks on).
-                    let mut gd = Problem::new(Code::GdRejectedNoBackup).detail(why);
-                    if !csum_ok(&p.sb) {
-                        gd = gd.e2fsck(0x000044);
-                    }
-                    probs.push(gd);
+                    probs.push(Problem::new(Code::GdRejectedNoBackup).detail(why));
                     p
                 }
                 (Err(_), None) if let Some(l) = despite() => {

@@ -1198,3 +1198,36 @@ fn resize_questions_leave_n_clean() {
         }
     }
 }
+
+// ---- seed fz33-20k ----
+
+/// A superblock field overwritten without its checksum on a file system
+/// of one group, where no backup exists (seed fz33-20k, damages 8462:
+/// `s_orphan_file_inum`, and 10279: `s_reserved_gdt_blocks`). e2fsck's
+/// library refuses the primary, no backup is found, and e2fsck stops
+/// (exit 8) in every mode, writing nothing. pfsck checked on through the
+/// damaged primary, and its repair sealed the garbage field with a fresh
+/// checksum: e2fsck then found what the field broke (exit 1, then 4).
+#[test]
+fn superblock_checksum_wrong_without_backup() {
+    let mut bigalloc = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    bigalloc.extra_args = vec!["-C".into(), "4096".into()];
+    // (name, options, size, superblock offset)
+    let cases = [
+        ("bigalloc orphan_file_inum", bigalloc, 16 * MIB, 0x280),
+        ("4k reserved_gdt_blocks", MkfsOpts::ext4(), 8 * MIB, 0xce),
+    ];
+    for (name, opts, size, at) in cases {
+        let tmp = TempDir::new("fuzz-sb-csum-one-group");
+        let img = tmp.join("disk.img");
+        mkfs(&img, size, &opts, None);
+        assert_eq!(dumpe2fs(&img).groups_count(), 1, "[{name}]");
+        let old = read_at(&img, 1024 + at, 1)[0];
+        write_at(&img, 1024 + at, &[old ^ 0x07]);
+        for args in [["-fn"], ["-fy"], ["-fp"]] {
+            let (out, mine) = both_exit(&img, &args, 8);
+            assert!(out.contains("checksum does not match"), "[{name}] {out}");
+            assert_eq!(hash_file(&mine), hash_file(&img), "[{name}] {args:?} wrote");
+        }
+    }
+}
