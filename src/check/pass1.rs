@@ -2333,9 +2333,11 @@ fn check_blocks(
     if walked && !extent_mapped {
         claimer.last_init = claimer.last_block;
     }
-    if ino == inode::RESIZE_INO {
+    if ino == inode::RESIZE_INO && walked {
         // Only the double indirect block is the inode's own; what it maps
-        // are reserved GDT blocks, already marked as metadata.
+        // are reserved GDT blocks, already marked as metadata. A mode
+        // that maps no block (a cleared one) leaves it free, as e2fsck's
+        // map walk never reaches it then.
         let dind = u64::from(inode.block_ptrs()[13]);
         if fs.geo.block_in_fs(dind) {
             ctx.state.claim_block(dind);

@@ -1231,3 +1231,36 @@ fn superblock_checksum_wrong_without_backup() {
         }
     }
 }
+
+/// The resize inode's mode overwritten with one that maps no block (seed
+/// fz33-20k, damage 6506: a socket on bigalloc). e2fsck's pass 1 walks
+/// no map for such a mode, so the double indirect block is free to its
+/// pass 5 (-n: "-1092", exit 4); -y clears the mode and frees the block.
+/// pfsck claimed the double indirect block whatever the mode, and its
+/// repair left it marked in use (e2fsck -fn after: 4).
+#[test]
+fn resize_inode_with_a_mode_that_maps_nothing() {
+    let mut bigalloc = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    bigalloc.extra_args = vec!["-C".into(), "4096".into()];
+    for (name, opts) in [
+        ("bigalloc", bigalloc),
+        ("1k", MkfsOpts::ext4().block_size(1024)),
+    ] {
+        let tmp = TempDir::new("fuzz-resize-mode");
+        let img = tmp.join("disk.img");
+        mkfs(&img, 16 * MIB, &opts, None);
+        let dind = debugfs_r(&img, "stat <7>");
+        let dind = dind
+            .split("(DIND):")
+            .nth(1)
+            .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+            .unwrap_or_else(|| panic!("[{name}] {dind}"))
+            .to_string();
+        debugfs_w(&img, &["sif <7> mode 0140600"]);
+        let (fn_out, _) = judged_by_oracle(name, &img, 4, 1);
+        assert!(
+            fn_out.contains(&format!("Block bitmap differences:  -{dind}")),
+            "[{name}] {fn_out}"
+        );
+    }
+}
