@@ -61,6 +61,9 @@ pub mod detail {
     /// each is an illegal or too-big block, which e2fsck -y zeroes in
     /// pass 1 before its pass 2 judges the symlink again.
     pub const SYMLINK_EXTRA_BLOCKS: &str = "more than one block";
+    /// An index flag on an inline-data inode (`HtreeRootInvalid`): no
+    /// block holds a root, and the fix only clears the flag.
+    pub const INLINE_INDEX: &str = "inline data holds no index root";
 }
 
 /// Inode-table blocks per unit: one read of 128 KiB with 4 KiB blocks (the
@@ -2197,6 +2200,9 @@ fn htree_root_problem(
     root: Option<u64>,
 ) -> Option<(u32, String)> {
     let fs = ctx.fs;
+    if inode.has_flag(flags::INLINE_DATA) {
+        return Some((0x010049, detail::INLINE_INDEX.into()));
+    }
     let Some(blk) = root else {
         return Some((0x010049, "block 0 is not mapped".into()));
     };
@@ -2357,8 +2363,9 @@ fn check_blocks(
     if walked && extent_mapped && !bad_blocks {
         offer_pass1e(ctx, c, inode, &tree);
     }
-    if index && !inline && ((is_dir && ctx.dir_index) || ctx.read_only) {
-        // libext2fs maps no block of an inode flagged inline.
+    if index && ((is_dir && ctx.dir_index) || ctx.read_only) {
+        // libext2fs maps no block of an inode flagged inline: e2fsck
+        // finds no root block for its index.
         let root = if inode.has_flag(flags::INLINE_DATA) {
             None
         } else if is_dir {

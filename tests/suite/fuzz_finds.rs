@@ -1264,3 +1264,29 @@ fn resize_inode_with_a_mode_that_maps_nothing() {
         );
     }
 }
+
+/// A directory holding inline data with the index flag set (seed
+/// fz33-20k, damage 13960: every flag of an inline directory). e2fsck
+/// finds no root block for the index, reports it and clears the flag.
+/// pfsck left inline directories out of its index check: -y cleared the
+/// other flags, kept the index flag and exited 1 (e2fsck -fn after: 4).
+#[test]
+fn inline_directory_with_the_index_flag() {
+    for flags in ["0x10001000", "0x7fffffff"] {
+        let tmp = TempDir::new("fuzz-inline-index");
+        let img = tmp.join("disk.img");
+        mkfs(
+            &img,
+            8 * MIB,
+            &MkfsOpts::ext4().block_size(4096).features("inline_data"),
+            None,
+        );
+        debugfs_w(&img, &["mkdir d", "mkdir d/e"]);
+        let e = inode_of(&img, "/d/e");
+        debugfs_w(&img, &[format!("sif d flags {flags}")]);
+        let (fn_out, fy_out) = judged_by_oracle(flags, &img, 4, 1);
+        assert!(fn_out.contains("invalid root node"), "[{flags}] {fn_out}");
+        assert!(!fy_out.contains("Pass 3A"), "[{flags}] {fy_out}");
+        assert_eq!(inode_of(&img, "/d/e"), e, "[{flags}]");
+    }
+}
