@@ -706,7 +706,12 @@ fn fields_without_feature(fs: &Fs) -> Vec<Problem> {
         (FIELD_NAMES[3], sb.orphan_file_inum, orphan_file, true),
     ];
     for (what, ino, feature, reserved) in fields {
-        if feature || ino < geo.first_ino || ino > geo.inodes_count {
+        // e2fsck's pass 1 takes the bad blocks, root, journal and quota
+        // inodes by their numbers before it asks whether an inode is the
+        // orphan file; any other reserved inode the orphan field names
+        // (the resize inode, say) it judges as the orphan file.
+        let orphan_reserved = what == FIELD_NAMES[3] && !matches!(ino, 0..=4 | 8);
+        if feature || (ino < geo.first_ino && !orphan_reserved) || ino > geo.inodes_count {
             continue;
         }
         let Ok(raw) = fs.read_inode_raw(Ino(ino)) else {
@@ -714,6 +719,10 @@ fn fields_without_feature(fs: &Fs) -> Vec<Problem> {
         };
         let inode = crate::fs::inode::Inode::parse(&raw);
         let holds = inode.links_count > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0;
+        if ino < geo.first_ino && !holds {
+            // In use to e2fsck as any reserved inode is.
+            continue;
+        }
         let e2 = if !reserved {
             // A linked inode: e2fsck's pass 2 rejects the entries naming it.
             if inode.links_count == 0 {

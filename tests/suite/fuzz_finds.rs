@@ -1290,3 +1290,28 @@ fn inline_directory_with_the_index_flag() {
         assert_eq!(inode_of(&img, "/d/e"), e, "[{flags}]");
     }
 }
+
+/// `s_orphan_file_inum` naming a reserved inode without the orphan_file
+/// feature (seed fz33-20k, damage 8462 with its checksum made good: the
+/// resize inode, 7). e2fsck's pass 1 asks whether an inode is the orphan
+/// file before it judges the reserved ones, finds the resize inode "not
+/// in use, but contains data" (exit 4), and -y clears it. pfsck judged
+/// the field only for inodes past the reserved ones: -n said clean and
+/// -y exited 0 on what e2fsck still found. The field is cleared; the
+/// resize inode is kept. Reserved inodes that hold nothing, and those
+/// e2fsck takes by number first (the journal), change nothing.
+#[test]
+fn orphan_file_field_naming_a_reserved_inode() {
+    for (ino, want) in [(7, 4), (8, 0), (9, 0)] {
+        let tmp = TempDir::new("fuzz-orphan-field-reserved");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+        debugfs_w(&img, &[format!("ssv orphan_file_inum {ino}")]);
+        let name = format!("orphan_file_inum {ino}");
+        let (fn_out, _) = judged_by_oracle(&name, &img, want, want.min(1));
+        assert_eq!(fn_out.contains("inode 7"), ino == 7, "[{name}] {fn_out}");
+        let stat = debugfs_r(&img, "stat <7>");
+        assert!(stat.contains("Links: 1"), "[{name}] {stat}");
+        file_kept(&img, 3000);
+    }
+}
