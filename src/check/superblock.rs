@@ -103,6 +103,30 @@ fn csum_ok(sb: &Superblock) -> bool {
     !sb.metadata_csum() || sb.compute_checksum() == sb.checksum
 }
 
+/// A primary superblock with the right magic number and checksum type
+/// whose checksum does not match, read as it is (any other field may be
+/// what made it unreadable).
+fn primary_checksum_refused(dev: &Device) -> bool {
+    let mut b = vec![0u8; SUPERBLOCK_SIZE];
+    if dev.read_at(SUPERBLOCK_OFFSET, &mut b).is_err() {
+        return false;
+    }
+    let sb = Superblock::parse(&b);
+    sb.magic == EXT2_MAGIC && sb.checksum_type == superblock::CSUM_TYPE_CRC32C && !csum_ok(&sb)
+}
+
+/// The primary refused for its checksum with no usable backup: fatal, as
+/// e2fsck's open (its refusal, then the superblock judged unusable).
+fn checksum_refusal() -> Problem {
+    Problem::new(Code::SbCorrupt)
+        .detail(
+            "the primary superblock's checksum does not match, \
+             and no backup superblock is usable",
+        )
+        .num(1)
+        .e2fsck(0x000044)
+}
+
 /// Where e2fsck looks for a backup superblock: group 1 for each possible
 /// block size.
 fn backup_candidates() -> Vec<(u64, u32)> {
@@ -215,22 +239,21 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
                     );
                     b
                 }
+                // A wrong checksum says some field of the superblock is
+                // not what the kernel wrote, but not which: e2fsck logs
+                // its library's refusal, judges the superblock unusable
+                // and stops in every mode. Checking on would bless
+                // whatever field was damaged, and a repair would seal it
+                // with a fresh checksum.
                 (Ok(p), None) if !csum_ok(&p.sb) => {
-                    // A wrong checksum says some field of the superblock
-                    // is not what the kernel wrote, but not which: e2fsck
-                    // logs its library's refusal, judges the superblock
-                    // unusable and stops in every mode. Checking on would
-                    // bless whatever field was damaged, and a repair would
-                    // seal it with a fresh checksum.
-                    probs.push(
-                        Problem::new(Code::SbCorrupt)
-                            .detail(
-                                "the primary superblock's checksum does not match, \
-                                 and no backup superblock is usable",
-                            )
-                            .num(1)
-                            .e2fsck(0x000044),
-                    );
+                    probs.push(checksum_refusal());
+                    return None;
+                }
+                // The library judges the checksum before any field but
+                // the magic number: a primary refused for a field is
+                // refused for its checksum first.
+                (Err(_), None) if primary_checksum_refused(dev) => {
+                    probs.push(checksum_refusal());
                     return None;
                 }
                 (Ok(p), None) => {

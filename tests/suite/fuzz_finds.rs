@@ -1208,14 +1208,24 @@ fn resize_questions_leave_n_clean() {
 /// (exit 8) in every mode, writing nothing. pfsck checked on through the
 /// damaged primary, and its repair sealed the garbage field with a fresh
 /// checksum: e2fsck then found what the field broke (exit 1, then 4).
+/// A field that made the primary unreadable (the inodes count) stopped
+/// pfsck -n on that field (12), not on the checksum e2fsck judges first.
 #[test]
 fn superblock_checksum_wrong_without_backup() {
     let mut bigalloc = MkfsOpts::ext4().block_size(1024).features("bigalloc");
     bigalloc.extra_args = vec!["-C".into(), "4096".into()];
     // (name, options, size, superblock offset)
     let cases = [
-        ("bigalloc orphan_file_inum", bigalloc, 16 * MIB, 0x280),
+        (
+            "bigalloc orphan_file_inum",
+            bigalloc.clone(),
+            16 * MIB,
+            0x280,
+        ),
         ("4k reserved_gdt_blocks", MkfsOpts::ext4(), 8 * MIB, 0xce),
+        // A field that makes the superblock unreadable: the library
+        // judges the checksum first (seed fz34b, damages 305 and 784).
+        ("bigalloc inodes_count", bigalloc, 16 * MIB, 0x0),
     ];
     for (name, opts, size, at) in cases {
         let tmp = TempDir::new("fuzz-sb-csum-one-group");
