@@ -193,6 +193,12 @@ fn load_named(dev: &Device, sbn: u64, opts: &Options, probs: &mut Vec<Problem>) 
 fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<Loaded> {
     Some(match load_at(dev, SUPERBLOCK_OFFSET, None) {
         Ok(l) if desc_problems(&l.sb, &l.geo, &l.gds).is_empty() && csum_ok(&l.sb) => l,
+        // libext2fs refuses incompat features it does not know before it
+        // reads the descriptors, and e2fsck looks for no backup then: the
+        // primary stands, for `open` to stop on its features.
+        Ok(l) if csum_ok(&l.sb) && l.sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT != 0 => {
+            l
+        }
         primary => {
             let why = match &primary {
                 Ok(l) if !csum_ok(&l.sb) => "its checksum does not match".to_string(),

@@ -1325,3 +1325,26 @@ fn orphan_file_field_naming_a_reserved_inode() {
         file_kept(&img, 3000);
     }
 }
+
+// ---- seed fz34b ----
+
+/// Unknown incompat features with descriptors the new features no longer
+/// read right (seed fz34b, damage 242: `ssv feature_incompat 5`, the
+/// compression and recovery bits alone, 64bit gone). libext2fs refuses
+/// the features before it reads the descriptors, and e2fsck looks for no
+/// backup then: it stops (8). pfsck found the descriptors bad first,
+/// checked through the backup, whose features are sound, and repaired
+/// (exit 4, then 1).
+#[test]
+fn unknown_incompat_feature_stops_before_the_backup() {
+    let tmp = TempDir::new("fuzz-incompat-backup");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    assert!(dumpe2fs(&img).groups_count() > 1);
+    debugfs_w(&img, &["ssv feature_incompat 5"]);
+    for args in [["-fn"], ["-fy"]] {
+        let (out, mine) = both_exit(&img, &args, 8);
+        assert!(out.contains("compression"), "{args:?} {out}");
+        assert_eq!(hash_file(&mine), hash_file(&img), "{args:?} wrote");
+    }
+}
