@@ -1046,6 +1046,7 @@ def build_one(args):
 
 
 def main():
+    global E2FSCK
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", default="1")
     ap.add_argument("--count", type=int, default=200, help="damages (bases' own checks included)")
@@ -1068,6 +1069,9 @@ def main():
     ap.add_argument("--e2fsck", default=E2FSCK)
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
+    # The base images are built with the e2fsck named here too (workers
+    # are forked and inherit it), not only the checks.
+    E2FSCK = a.e2fsck
     if a.summarise:
         results = []
         for p in a.summarise:

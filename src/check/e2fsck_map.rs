@@ -259,7 +259,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
         GroupUninitFlags => &[0x050018, 0x050019],
         QuotaUsage | QuotaEntryMissing | QuotaFileBad => &[0x060002],
         SbUsedBackup => &[0x000044, 0x000045],
-        GdRejectedNoBackup => &[0x000045, 0x000044],
+        GdRejectedNoBackup => &[0x000045],
         _ => &[],
     }
 }
@@ -665,14 +665,6 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             return (0..tries)
                 .map(|_| Ref::of(code, None))
                 .chain(std::iter::once(Ref::of(0x000004, None)))
-                .collect();
-        }
-        // The primary refused for its checksum, with no backup: the
-        // refusal, then the superblock judged unusable.
-        (Code::GdRejectedNoBackup, 0x000044) => {
-            return [0x000044, 0x000004]
-                .into_iter()
-                .map(|code| Ref::of(code, None))
                 .collect();
         }
         // The primary refused, read again despite its errors: the

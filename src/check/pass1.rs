@@ -61,6 +61,9 @@ pub mod detail {
     /// each is an illegal or too-big block, which e2fsck -y zeroes in
     /// pass 1 before its pass 2 judges the symlink again.
     pub const SYMLINK_EXTRA_BLOCKS: &str = "more than one block";
+    /// An index flag on an inline-data inode (`HtreeRootInvalid`): no
+    /// block holds a root, and the fix only clears the flag.
+    pub const INLINE_INDEX: &str = "inline data holds no index root";
 }
 
 /// Inode-table blocks per unit: one read of 128 KiB with 4 KiB blocks (the
@@ -2207,6 +2210,9 @@ fn htree_root_problem(
     root: Option<u64>,
 ) -> Option<(u32, String)> {
     let fs = ctx.fs;
+    if inode.has_flag(flags::INLINE_DATA) {
+        return Some((0x010049, detail::INLINE_INDEX.into()));
+    }
     let Some(blk) = root else {
         return Some((0x010049, "block 0 is not mapped".into()));
     };
@@ -2345,9 +2351,11 @@ fn check_blocks(
     if walked && !extent_mapped {
         claimer.last_init = claimer.last_block;
     }
-    if ino == inode::RESIZE_INO {
+    if ino == inode::RESIZE_INO && walked {
         // Only the double indirect block is the inode's own; what it maps
-        // are reserved GDT blocks, already marked as metadata.
+        // are reserved GDT blocks, already marked as metadata. A mode
+        // that maps no block (a cleared one) leaves it free, as e2fsck's
+        // map walk never reaches it then.
         let dind = u64::from(inode.block_ptrs()[13]);
         if fs.geo.block_in_fs(dind) {
             ctx.state.claim_block(dind);
@@ -2367,8 +2375,9 @@ fn check_blocks(
     if walked && extent_mapped && !bad_blocks {
         offer_pass1e(ctx, c, inode, &tree);
     }
-    if index && !inline && ((is_dir && ctx.dir_index) || ctx.read_only) {
-        // libext2fs maps no block of an inode flagged inline.
+    if index && ((is_dir && ctx.dir_index) || ctx.read_only) {
+        // libext2fs maps no block of an inode flagged inline: e2fsck
+        // finds no root block for its index.
         let root = if inode.has_flag(flags::INLINE_DATA) {
             None
         } else if is_dir {

@@ -113,6 +113,30 @@ fn same_places(a: &[GroupDesc], b: &[GroupDesc]) -> bool {
         })
 }
 
+/// A primary superblock with the right magic number and checksum type
+/// whose checksum does not match, read as it is (any other field may be
+/// what made it unreadable).
+fn primary_checksum_refused(dev: &Device) -> bool {
+    let mut b = vec![0u8; SUPERBLOCK_SIZE];
+    if dev.read_at(SUPERBLOCK_OFFSET, &mut b).is_err() {
+        return false;
+    }
+    let sb = Superblock::parse(&b);
+    sb.magic == EXT2_MAGIC && sb.checksum_type == superblock::CSUM_TYPE_CRC32C && !csum_ok(&sb)
+}
+
+/// The primary refused for its checksum with no usable backup: fatal, as
+/// e2fsck's open (its refusal, then the superblock judged unusable).
+fn checksum_refusal() -> Problem {
+    Problem::new(Code::SbCorrupt)
+        .detail(
+            "the primary superblock's checksum does not match, \
+             and no backup superblock is usable",
+        )
+        .num(1)
+        .e2fsck(0x000044)
+}
+
 /// Where e2fsck looks for a backup superblock: group 1 for each possible
 /// block size.
 fn backup_candidates() -> Vec<(u64, u32)> {
@@ -179,6 +203,12 @@ fn load_named(dev: &Device, sbn: u64, opts: &Options, probs: &mut Vec<Problem>) 
 fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<Loaded> {
     Some(match load_at(dev, SUPERBLOCK_OFFSET, None) {
         Ok(l) if desc_problems(&l.sb, &l.geo, &l.gds).is_empty() && csum_ok(&l.sb) => l,
+        // libext2fs refuses incompat features it does not know before it
+        // reads the descriptors, and e2fsck looks for no backup then: the
+        // primary stands, for `open` to stop on its features.
+        Ok(l) if csum_ok(&l.sb) && l.sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT != 0 => {
+            l
+        }
         primary => {
             let why = match &primary {
                 Ok(l) if !csum_ok(&l.sb) => "its checksum does not match".to_string(),
@@ -235,15 +265,25 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
                     );
                     b
                 }
+                // A wrong checksum says some field of the superblock is
+                // not what the kernel wrote, but not which: e2fsck logs
+                // its library's refusal, judges the superblock unusable
+                // and stops in every mode. Checking on would bless
+                // whatever field was damaged, and a repair would seal it
+                // with a fresh checksum.
+                (Ok(p), None) if !csum_ok(&p.sb) => {
+                    probs.push(checksum_refusal());
+                    return None;
+                }
+                // The library judges the checksum before any field but
+                // the magic number: a primary refused for a field is
+                // refused for its checksum first.
+                (Err(_), None) if primary_checksum_refused(dev) => {
+                    probs.push(checksum_refusal());
+                    return None;
+                }
                 (Ok(p), None) => {
-                    // A wrong superblock checksum: e2fsck logs its
-                    // library's refusal and judges the superblock
-                    // unusable (it stops there; pfsck checks on).
-                    let mut gd = Problem::new(Code::GdRejectedNoBackup).detail(why);
-                    if !csum_ok(&p.sb) {
-                        gd = gd.e2fsck(0x000044);
-                    }
-                    probs.push(gd);
+                    probs.push(Problem::new(Code::GdRejectedNoBackup).detail(why));
                     p
                 }
                 (Err(_), None) if let Some(l) = despite() => {
@@ -718,9 +758,14 @@ fn fields_without_feature(fs: &Fs) -> Vec<Problem> {
         // The orphan field naming the root: e2fsck's pass 1 takes the
         // inode for the root, but its pass 2 rejects every entry naming
         // it ('.' of / and each '..' there). The quota fields naming
-        // reserved inodes are judged with the quota inodes.
+        // reserved inodes are judged with the quota inodes. e2fsck's pass
+        // 1 takes the bad blocks, root, journal and quota inodes by their
+        // numbers before it asks whether an inode is the orphan file; any
+        // other reserved inode the orphan field names (the resize inode,
+        // say) it judges as the orphan file.
         let root = what == FIELD_NAMES[3] && ino == Ino::ROOT.get();
-        if feature || (ino < geo.first_ino && !root) || ino > geo.inodes_count {
+        let orphan_reserved = what == FIELD_NAMES[3] && !matches!(ino, 0..=4 | 8);
+        if feature || (ino < geo.first_ino && !root && !orphan_reserved) || ino > geo.inodes_count {
             continue;
         }
         let Ok(raw) = fs.read_inode_raw(Ino(ino)) else {
@@ -728,6 +773,10 @@ fn fields_without_feature(fs: &Fs) -> Vec<Problem> {
         };
         let inode = crate::fs::inode::Inode::parse(&raw);
         let holds = inode.links_count > 0 || inode.blocks_raw != 0 || inode.block_ptrs()[0] != 0;
+        if ino < geo.first_ino && !holds && !root {
+            // In use to e2fsck as any reserved inode is.
+            continue;
+        }
         // e2fsck's pass 1 passes over an unlinked inode from s_first_ino
         // up before it looks at what the orphan field names (the quota
         // fields it looks at first): such an inode is never marked in use.

@@ -405,7 +405,9 @@ pub fn section(
 fn rebuilds_directories(rep: &Report, fixed: &dyn Fn(usize) -> bool) -> bool {
     rep.problems.iter().enumerate().any(|(k, p)| {
         matches!(p.code, Code::DirEntryDuplicate | Code::DirRebuildDuplicate)
-            || (fixed(k) && crate::fix::rebuilds_directory(p.code))
+            || (fixed(k)
+                && crate::fix::rebuilds_directory(p.code)
+                && p.args().detail != crate::check::pass1::detail::INLINE_INDEX)
     })
 }
 

@@ -1078,6 +1078,15 @@ fn structure(
             fixed[k] = true;
             staged = true;
             dot_fixed.insert(dir);
+        } else if p.code == Code::HtreeRootInvalid && p.args().detail == pass1::detail::INLINE_INDEX
+        {
+            // An inline directory has no root block for its index flag to
+            // describe, and nothing to rebuild: the flag goes, as e2fsck's
+            // pass 1 clears it.
+            fixed[k] = crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
+                m.set_flags(m.flags() & !crate::fs::inode::flags::INDEX);
+            })?;
+            staged |= fixed[k];
         } else if table::is(p.code, Fixer::Rehash) {
             rebuild.entry(dir).or_default().push(k);
         } else {

@@ -1341,6 +1341,131 @@ fn orphan_file_field_naming_an_unlinked_inode() {
     }
 }
 
+/// A superblock field overwritten without its checksum on a file system
+/// of one group, where no backup exists (seed fz33-20k, damages 8462:
+/// `s_orphan_file_inum`, and 10279: `s_reserved_gdt_blocks`). e2fsck's
+/// library refuses the primary, no backup is found, and e2fsck stops
+/// (exit 8) in every mode, writing nothing. pfsck checked on through the
+/// damaged primary, and its repair sealed the garbage field with a fresh
+/// checksum: e2fsck then found what the field broke (exit 1, then 4).
+/// A field that made the primary unreadable (the inodes count) stopped
+/// pfsck -n on that field (12), not on the checksum e2fsck judges first.
+#[test]
+fn superblock_checksum_wrong_without_backup() {
+    let mut bigalloc = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    bigalloc.extra_args = vec!["-C".into(), "4096".into()];
+    // (name, options, size, superblock offset)
+    let cases = [
+        (
+            "bigalloc orphan_file_inum",
+            bigalloc.clone(),
+            16 * MIB,
+            0x280,
+        ),
+        ("4k reserved_gdt_blocks", MkfsOpts::ext4(), 8 * MIB, 0xce),
+        // A field that makes the superblock unreadable: the library
+        // judges the checksum first (seed fz34b, damages 305 and 784).
+        ("bigalloc inodes_count", bigalloc, 16 * MIB, 0x0),
+    ];
+    for (name, opts, size, at) in cases {
+        let tmp = TempDir::new("fuzz-sb-csum-one-group");
+        let img = tmp.join("disk.img");
+        mkfs(&img, size, &opts, None);
+        assert_eq!(dumpe2fs(&img).groups_count(), 1, "[{name}]");
+        let old = read_at(&img, 1024 + at, 1)[0];
+        write_at(&img, 1024 + at, &[old ^ 0x07]);
+        for args in [["-fn"], ["-fy"], ["-fp"]] {
+            let (out, mine) = both_exit(&img, &args, 8);
+            assert!(out.contains("checksum does not match"), "[{name}] {out}");
+            assert_eq!(hash_file(&mine), hash_file(&img), "[{name}] {args:?} wrote");
+        }
+    }
+}
+
+/// The resize inode's mode overwritten with one that maps no block (seed
+/// fz33-20k, damage 6506: a socket on bigalloc). e2fsck's pass 1 walks
+/// no map for such a mode, so the double indirect block is free to its
+/// pass 5 (-n: "-1092", exit 4); -y clears the mode and frees the block.
+/// pfsck claimed the double indirect block whatever the mode, and its
+/// repair left it marked in use (e2fsck -fn after: 4).
+#[test]
+fn resize_inode_with_a_mode_that_maps_nothing() {
+    let mut bigalloc = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    bigalloc.extra_args = vec!["-C".into(), "4096".into()];
+    for (name, opts) in [
+        ("bigalloc", bigalloc),
+        ("1k", MkfsOpts::ext4().block_size(1024)),
+    ] {
+        let tmp = TempDir::new("fuzz-resize-mode");
+        let img = tmp.join("disk.img");
+        mkfs(&img, 16 * MIB, &opts, None);
+        let dind = debugfs_r(&img, "stat <7>");
+        let dind = dind
+            .split("(DIND):")
+            .nth(1)
+            .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+            .unwrap_or_else(|| panic!("[{name}] {dind}"))
+            .to_string();
+        debugfs_w(&img, &["sif <7> mode 0140600"]);
+        let (fn_out, _) = judged_by_oracle(name, &img, 4, 1);
+        assert!(
+            fn_out.contains(&format!("Block bitmap differences:  -{dind}")),
+            "[{name}] {fn_out}"
+        );
+    }
+}
+
+/// A directory holding inline data with the index flag set (seed
+/// fz33-20k, damage 13960: every flag of an inline directory). e2fsck
+/// finds no root block for the index, reports it and clears the flag.
+/// pfsck left inline directories out of its index check: -y cleared the
+/// other flags, kept the index flag and exited 1 (e2fsck -fn after: 4).
+#[test]
+fn inline_directory_with_the_index_flag() {
+    for flags in ["0x10001000", "0x7fffffff"] {
+        let tmp = TempDir::new("fuzz-inline-index");
+        let img = tmp.join("disk.img");
+        mkfs(
+            &img,
+            8 * MIB,
+            &MkfsOpts::ext4().block_size(4096).features("inline_data"),
+            None,
+        );
+        debugfs_w(&img, &["mkdir d", "mkdir d/e"]);
+        let e = inode_of(&img, "/d/e");
+        debugfs_w(&img, &[format!("sif d flags {flags}")]);
+        let (fn_out, fy_out) = judged_by_oracle(flags, &img, 4, 1);
+        assert!(fn_out.contains("invalid root node"), "[{flags}] {fn_out}");
+        assert!(!fy_out.contains("Pass 3A"), "[{flags}] {fy_out}");
+        assert_eq!(inode_of(&img, "/d/e"), e, "[{flags}]");
+    }
+}
+
+/// `s_orphan_file_inum` naming a reserved inode without the orphan_file
+/// feature (seed fz33-20k, damage 8462 with its checksum made good: the
+/// resize inode, 7). e2fsck's pass 1 asks whether an inode is the orphan
+/// file before it judges the reserved ones, finds the resize inode "not
+/// in use, but contains data" (exit 4), and -y clears it. pfsck judged
+/// the field only for inodes past the reserved ones: -n said clean and
+/// -y exited 0 on what e2fsck still found. The field is cleared; the
+/// resize inode is kept. Reserved inodes that hold nothing, and those
+/// e2fsck takes by number first (the journal), change nothing.
+#[test]
+fn orphan_file_field_naming_a_reserved_inode() {
+    for (ino, want) in [(7, 4), (8, 0), (9, 0)] {
+        let tmp = TempDir::new("fuzz-orphan-field-reserved");
+        let img = tmp.join("disk.img");
+        image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+        debugfs_w(&img, &[format!("ssv orphan_file_inum {ino}")]);
+        let name = format!("orphan_file_inum {ino}");
+        let (fn_out, _) = judged_by_oracle(&name, &img, want, want.min(1));
+        assert_eq!(fn_out.contains("inode 7"), ino == 7, "[{name}] {fn_out}");
+        let stat = debugfs_r(&img, "stat <7>");
+        assert!(stat.contains("Links: 1"), "[{name}] {stat}");
+        file_kept(&img, 3000);
+    }
+}
+
 /// Every incompat feature cleared on an inline_data file system (seed
 /// fz33-20k, damage 8472: `ssv feature_incompat 0`). e2fsck -y sets
 /// inline_data back at the first inode with sound inline data, and its
@@ -1492,5 +1617,28 @@ fn refused_primary_and_backup_with_bad_descriptors() {
             debugfs_r(&img, "stat /d/f").contains("Size: 5000"),
             "[{name}]"
         );
+    }
+}
+
+// ---- seed fz34b ----
+
+/// Unknown incompat features with descriptors the new features no longer
+/// read right (seed fz34b, damage 242: `ssv feature_incompat 5`, the
+/// compression and recovery bits alone, 64bit gone). libext2fs refuses
+/// the features before it reads the descriptors, and e2fsck looks for no
+/// backup then: it stops (8). pfsck found the descriptors bad first,
+/// checked through the backup, whose features are sound, and repaired
+/// (exit 4, then 1).
+#[test]
+fn unknown_incompat_feature_stops_before_the_backup() {
+    let tmp = TempDir::new("fuzz-incompat-backup");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    assert!(dumpe2fs(&img).groups_count() > 1);
+    debugfs_w(&img, &["ssv feature_incompat 5"]);
+    for args in [["-fn"], ["-fy"]] {
+        let (out, mine) = both_exit(&img, &args, 8);
+        assert!(out.contains("compression"), "{args:?} {out}");
+        assert_eq!(hash_file(&mine), hash_file(&img), "{args:?} wrote");
     }
 }
