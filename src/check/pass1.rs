@@ -1492,7 +1492,7 @@ fn check_file_type(
                 }
             }
         }
-        FileType::Symlink => match symlink_problem(ctx, w, raw, inode) {
+        FileType::Symlink => match symlink_problem(ctx, w, raw, &without_index(ctx, inode)) {
             Some(why) => c.bad(
                 Problem::new(Code::InodeFastSymlink)
                     .ino(Ino(ino))
@@ -1521,6 +1521,19 @@ fn check_file_type(
         }
     }
     true
+}
+
+/// The inode as a repair's pass 2 judges it: e2fsck's pass 1 has cleared
+/// INDEX_FL from any inode that is not a directory by then (a yes to
+/// "not a directory"), so the flag alone never costs a symlink its inode.
+/// Read-only, the flag stays and the symlink is invalid, as e2fsck -n says.
+fn without_index<'a>(ctx: &Ctx, inode: &'a Inode) -> std::borrow::Cow<'a, Inode> {
+    if ctx.read_only || !inode.has_flag(flags::INDEX) || inode.is_dir() {
+        return std::borrow::Cow::Borrowed(inode);
+    }
+    let mut copy = inode.clone();
+    copy.flags &= !flags::INDEX;
+    std::borrow::Cow::Owned(copy)
 }
 
 /// Flags that only one type of inode may carry: CASEFOLD (directories,

@@ -422,6 +422,37 @@ fn symlink_with_a_stray_encrypt_flag() {
     symlink_kept(&img, "/s", "/short/target");
 }
 
+/// Symlinks, fast and slow, with INDEX_FL among garbage flags (seed
+/// fz33-20k, damages 9097, 3616 and 14730: `write inode+0x20/4`).
+/// e2fsck's pass 1 finds the symlink bad and clears the index flag (not a
+/// directory); its pass 2 judges the symlink again, now valid, and keeps
+/// it (`-n` leaves the flag, and the symlink invalid). pfsck judged the
+/// symlink with the flag still set and cleared the inode.
+#[test]
+fn symlink_with_index_flag_kept() {
+    let tmp = TempDir::new("fuzz-symlink-index");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let slow = format!("/{}", "c".repeat(100));
+    debugfs_w(
+        &img,
+        &[
+            "symlink /s /short/target".to_string(),
+            format!("symlink /l {slow}"),
+        ],
+    );
+    // The slow one keeps its EXTENTS_FL.
+    debugfs_w(&img, &["sif /s flags 0x1000", "sif /l flags 0x81000"]);
+    let (fn_out, fy_out) = judged_by_oracle("symlink index flag", &img, 4, 1);
+    assert!(fn_out.contains("INDEX_FL"), "{fn_out}");
+    assert!(!fy_out.contains("deleted/unused"), "{fy_out}");
+    for (path, target) in [("/s", "/short/target"), ("/l", slow.as_str())] {
+        let stat = debugfs_r(&img, &format!("stat {path}"));
+        assert!(stat.contains("Type: symlink"), "{stat}");
+        assert!(stat.contains(&format!("Size: {}", target.len())), "{stat}");
+    }
+}
+
 // ---- seed 2 ----
 
 /// The orphan_file feature with an orphan file inode number that cannot
