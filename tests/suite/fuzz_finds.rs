@@ -1276,3 +1276,48 @@ fn salvaged_first_record_beside_a_pass1_fix() {
         assert!(ls.contains(&format!(" {name} ")), "{name}: {ls}");
     }
 }
+
+/// A directory whose extent tree has an index level, its mode's type bits
+/// gone (seed fz33-20k, damage 15747: `sif <20> mode 1408`, an indexed
+/// directory). e2fsck looks its block 0 up through the tree, finds '.'
+/// and '..' there, and makes the inode a directory again (0x01000d);
+/// indexed, it reads the root through the tree too and finds it sound.
+/// pfsck followed only a tree whose root holds the leaves: it cleared the
+/// inode for its bad mode and every file below it went to /lost+found
+/// (and, indexed, it found no root).
+#[test]
+fn typeless_directory_with_an_extent_index_kept() {
+    for indexed in [false, true] {
+        let tmp = TempDir::new("fuzz-really-dir-depth");
+        let img = tmp.join("disk.img");
+        let opts = MkfsOpts::ext4().block_size(1024).features("^metadata_csum");
+        mkfs(&img, 8 * MIB, &opts, None);
+        let data = tmp.join("data");
+        std::fs::write(&data, "hello\n").unwrap();
+        // Each file's block lands between two of the directory's: more
+        // extents than the inode holds.
+        let mut cmds = vec!["mkdir big".to_string()];
+        for i in 0..100 {
+            cmds.push(format!(
+                "write {} big/entry-with-a-rather-long-name-{i:04}",
+                data.display()
+            ));
+        }
+        debugfs_w(&img, &cmds);
+        if indexed {
+            oracle_run(&img, &["-fyD"]);
+            let stat = debugfs_r(&img, "stat /big");
+            assert!(stat.contains("Flags: 0x81000"), "{stat}");
+        }
+        let ex = debugfs_r(&img, "ex /big");
+        assert!(ex.contains(" 0/ 1 "), "{ex}");
+        debugfs_w(&img, &["sif /big mode 02600"]);
+        let ctx = format!("indexed {indexed}");
+        let (fn_out, fy_out) = judged_by_oracle(&ctx, &img, 4, 1);
+        assert!(fn_out.contains("really a directory"), "[{ctx}] {fn_out}");
+        assert!(!fn_out.contains("invalid root"), "[{ctx}] {fn_out}");
+        assert!(!fy_out.contains("lost+found"), "[{ctx}] {fy_out}");
+        let stat = debugfs_r(&img, "stat /big/entry-with-a-rather-long-name-0099");
+        assert!(stat.contains("Size: 6"), "[{ctx}] {stat}");
+    }
+}
