@@ -1509,7 +1509,7 @@ fn check_file_type(
                 }
             }
         }
-        FileType::Symlink => match symlink_problem(ctx, w, raw, inode) {
+        FileType::Symlink => match symlink_problem(ctx, w, raw, &without_index(ctx, inode)) {
             Some(why) => c.bad(
                 Problem::new(Code::InodeFastSymlink)
                     .ino(Ino(ino))
@@ -1538,6 +1538,19 @@ fn check_file_type(
         }
     }
     true
+}
+
+/// The inode as a repair's pass 2 judges it: e2fsck's pass 1 has cleared
+/// INDEX_FL from any inode that is not a directory by then (a yes to
+/// "not a directory"), so the flag alone never costs a symlink its inode.
+/// Read-only, the flag stays and the symlink is invalid, as e2fsck -n says.
+fn without_index<'a>(ctx: &Ctx, inode: &'a Inode) -> std::borrow::Cow<'a, Inode> {
+    if ctx.read_only || !inode.has_flag(flags::INDEX) || inode.is_dir() {
+        return std::borrow::Cow::Borrowed(inode);
+    }
+    let mut copy = inode.clone();
+    copy.flags &= !flags::INDEX;
+    std::borrow::Cow::Owned(copy)
 }
 
 /// Flags that only one type of inode may carry: CASEFOLD (directories,
@@ -1602,16 +1615,8 @@ fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) ->
         }
         return Some(what);
     } else if ctx.extents && inode.has_flag(flags::EXTENTS) {
-        // Only a tree whose root holds the leaves is followed.
-        let h = crate::fs::extent::parse_header(&inode.block);
-        if blockmap::header_problem(&inode.block, 60).is_some() || h.depth != 0 {
-            return None;
-        }
         not_device = true;
-        (0..usize::from(h.entries))
-            .map(|i| crate::fs::extent::parse_leaf(&inode.block, i))
-            .find(|e| e.lblk == 0 && e.len > 0)
-            .map_or(0, |e| e.pblk)
+        first_extent_block(ctx, w, inode)?
     } else {
         for (i, &p) in inode.block_ptrs().iter().enumerate() {
             if p == 0 {
@@ -1653,6 +1658,43 @@ fn really_dir(ctx: &Ctx, w: &mut Worker, ino: u32, raw: &[u8], inode: &Inode) ->
         return None;
     }
     Some(what)
+}
+
+/// Where an extent tree maps logical block 0 (0 for a hole), following
+/// index nodes down their first entry as libext2fs's lookup does for it;
+/// None when a node on the way cannot be read as one (e2fsck's lookup
+/// fails and it takes the inode for what its mode says).
+fn first_extent_block(ctx: &Ctx, w: &mut Worker, inode: &Inode) -> Option<u64> {
+    use crate::fs::extent;
+    let fs = ctx.fs;
+    let mut node = inode.block.to_vec();
+    let mut depth = extent::parse_header(&node).depth;
+    if depth > extent::MAX_DEPTH {
+        return None;
+    }
+    loop {
+        let h = extent::parse_header(&node);
+        if blockmap::header_problem(&node, node.len()).is_some() || h.depth != depth {
+            return None;
+        }
+        if h.depth == 0 {
+            return Some(
+                (0..usize::from(h.entries))
+                    .map(|i| extent::parse_leaf(&node, i))
+                    .find(|e| e.lblk == 0 && e.len > 0)
+                    .map_or(0, |e| e.pblk),
+            );
+        }
+        if h.entries == 0 {
+            return None;
+        }
+        let child = extent::parse_index(&node, 0).leaf;
+        if !fs.geo.block_in_fs(child) || fs.read_block_into(child, &mut w.block).is_err() {
+            return None;
+        }
+        node.clone_from(&w.block);
+        depth -= 1;
+    }
 }
 
 /// An inode flagged ENCRYPT needs a readable encryption context (with or
@@ -2200,6 +2242,16 @@ fn offer_pass1e(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode, tree: &super::pass
     }
 }
 
+/// Where block 0 of an inode whose map is not walked (its mode has no
+/// blocks) lies, as e2fsck's lookup finds it to judge an index flag on it.
+fn unwalked_block0(ctx: &Ctx, w: &mut Worker, inode: &Inode) -> Option<u64> {
+    if inode.has_flag(flags::EXTENTS) {
+        first_extent_block(ctx, w, inode)
+    } else {
+        Some(u64::from(inode.block_ptr(0)))
+    }
+}
+
 /// e2fsck's first look at an htree directory (pass 1): block 0 must be
 /// mapped and hold a dx_root whose info fields are sane. The problem comes
 /// with the e2fsck code of its kind.
@@ -2213,9 +2265,15 @@ fn htree_root_problem(
     if inode.has_flag(flags::INLINE_DATA) {
         return Some((0x010049, detail::INLINE_INDEX.into()));
     }
-    let Some(blk) = root else {
+    let Some(blk) = root.filter(|&b| b != 0) else {
         return Some((0x010049, "block 0 is not mapped".into()));
     };
+    if !fs.geo.block_in_fs(blk) {
+        return Some((
+            0x010049,
+            format!("block 0 maps to {blk}, outside the file system"),
+        ));
+    }
     if fs.read_block_into(blk, &mut w.block).is_err() {
         return Some((0x010049, "block 0 cannot be read".into()));
     }
@@ -2385,8 +2443,10 @@ fn check_blocks(
                 .iter()
                 .find(|d| d.ino == Ino(ino) && d.lblk == LBlk(0))
                 .map(|d| d.pblk.0)
-        } else {
+        } else if walked {
             first_block
+        } else {
+            unwalked_block0(ctx, w, inode)
         };
         match htree_root_problem(ctx, w, inode, root) {
             Some((e2, why)) => c.report(

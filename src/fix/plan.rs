@@ -406,10 +406,18 @@ impl<'a> Round<'a> {
         // (Only when pass 1D is still to come: with no pass 1 fix left,
         // it ran before this round and staged nothing.)
         let copies_pending = want.sharing && early;
+        // The directory structure waits for a round without pass 0-1
+        // fixes, and what passes 2-5 found was found on the blocks as
+        // pass 2 salvaged them: counts and entries that only hold once
+        // the structure is fixed wait with it (a link count or an
+        // unattached file judged without the entries of a salvaged
+        // block would cost the file its entry).
+        let structure_pending = early && self.any(&want, is_structure);
         want.changed = !m.round.cleared.is_empty()
             || !m.round.modified.is_empty()
             || m.symlink_waits
-            || copies_pending;
+            || copies_pending
+            || structure_pending;
         self.tree(&want, &mut m)?;
         self.maps(&want, &mut m)?;
         self.fields(&want, &mut m)?;
@@ -1027,6 +1035,11 @@ fn dup_round(
     Ok(Some(fixed))
 }
 
+/// Is `c` fixed by `structure`?
+fn is_structure(c: Code) -> bool {
+    matches!(table::fixer(c), Some(Fixer::DirBlock | Fixer::Rehash)) || table::has(c, HOLE)
+}
+
 /// Stages the fixes of whole directory blocks and whole directories (the
 /// salvage and tail fixes of `dirblock.rs`, then the rebuilds of
 /// `rehash.rs`, each directory once); returns whether any was staged.
@@ -1043,10 +1056,7 @@ fn structure(
     let mut holes: BTreeMap<Ino, Vec<usize>> = Default::default();
     let mut dot_fixed = BTreeSet::new();
     let mut salvaged = BTreeSet::new();
-    let codes = |c: Code| {
-        matches!(table::fixer(c), Some(Fixer::DirBlock | Fixer::Rehash)) || table::has(c, HOLE)
-    };
-    for (k, p) in report.problems.iter_where(codes) {
+    for (k, p) in report.problems.iter_where(is_structure) {
         if !want.ok(&p) {
             continue;
         }

@@ -422,6 +422,37 @@ fn symlink_with_a_stray_encrypt_flag() {
     symlink_kept(&img, "/s", "/short/target");
 }
 
+/// Symlinks, fast and slow, with INDEX_FL among garbage flags (seed
+/// fz33-20k, damages 9097, 3616 and 14730: `write inode+0x20/4`).
+/// e2fsck's pass 1 finds the symlink bad and clears the index flag (not a
+/// directory); its pass 2 judges the symlink again, now valid, and keeps
+/// it (`-n` leaves the flag, and the symlink invalid). pfsck judged the
+/// symlink with the flag still set and cleared the inode.
+#[test]
+fn symlink_with_index_flag_kept() {
+    let tmp = TempDir::new("fuzz-symlink-index");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let slow = format!("/{}", "c".repeat(100));
+    debugfs_w(
+        &img,
+        &[
+            "symlink /s /short/target".to_string(),
+            format!("symlink /l {slow}"),
+        ],
+    );
+    // The slow one keeps its EXTENTS_FL.
+    debugfs_w(&img, &["sif /s flags 0x1000", "sif /l flags 0x81000"]);
+    let (fn_out, fy_out) = judged_by_oracle("symlink index flag", &img, 4, 1);
+    assert!(fn_out.contains("INDEX_FL"), "{fn_out}");
+    assert!(!fy_out.contains("deleted/unused"), "{fy_out}");
+    for (path, target) in [("/s", "/short/target"), ("/l", slow.as_str())] {
+        let stat = debugfs_r(&img, &format!("stat {path}"));
+        assert!(stat.contains("Type: symlink"), "{stat}");
+        assert!(stat.contains(&format!("Size: {}", target.len())), "{stat}");
+    }
+}
+
 // ---- seed 2 ----
 
 /// The orphan_file feature with an orphan file inode number that cannot
@@ -1640,5 +1671,97 @@ fn unknown_incompat_feature_stops_before_the_backup() {
         let (out, mine) = both_exit(&img, &args, 8);
         assert!(out.contains("compression"), "{args:?} {out}");
         assert_eq!(hash_file(&mine), hash_file(&img), "{args:?} wrote");
+    }
+}
+
+/// A directory's first record unreadable (its name_len raised past its
+/// rec_len) while pass 1 fixes an inode's checksum elsewhere (seed
+/// fz33-20k, damage 303). e2fsck salvages the block, and its fix of '.'
+/// brings the old records back: every entry stays. pfsck's directory
+/// fixes waited for a round without pass 1 fixes, but the link counts
+/// and unattached inodes pass 4 judged on the salvaged view (where the
+/// records behind the first are gone) were fixed at once: a zero-length
+/// file was cleared, and its entry with it in the next round.
+#[test]
+fn salvaged_first_record_beside_a_pass1_fix() {
+    let tmp = TempDir::new("fuzz-salvage-pass1");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(
+        &img,
+        &[
+            "mkdir d",
+            "write /dev/null d/empty",
+            "write /etc/hostname d/f",
+            "symlink d/l /etc/hostname",
+            "write /etc/hostname other",
+        ],
+    );
+    let dir = debugfs_number(&img, "bmap /d 0");
+    write_at(&img, dir * 1024 + 6, &[45]);
+    // i_generation changed behind the inode's checksum.
+    let other = inode_offset(&img, inode_of(&img, "/other"));
+    write_at(&img, other + 0x64, &[0x5a]);
+    let oracle = oracle_run(&img, &["-fn"]);
+    assert!(
+        oracle.stdout.contains("checksum does not match"),
+        "{}",
+        oracle.stdout
+    );
+    // -n stops at the block it may not salvage (e2fsck -n aborts, 8).
+    let (code, _) = pfsck_code(&["-fn"], &img);
+    assert_eq!(Some(code), oracle.code());
+    let (code, out) = pfsck_code(&["-fy"], &img);
+    assert_eq!(code, 1, "pfsck -fy:\n{out}");
+    assert!(!out.contains("deleted/unused"), "{out}");
+    assert_eq!(oracle_fn(&img), 0, "pfsck -fy:\n{out}");
+    let ls = debugfs_r(&img, "ls /d");
+    for name in ["empty", "f", "l"] {
+        assert!(ls.contains(&format!(" {name} ")), "{name}: {ls}");
+    }
+}
+
+/// A directory whose extent tree has an index level, its mode's type bits
+/// gone (seed fz33-20k, damage 15747: `sif <20> mode 1408`, an indexed
+/// directory). e2fsck looks its block 0 up through the tree, finds '.'
+/// and '..' there, and makes the inode a directory again (0x01000d);
+/// indexed, it reads the root through the tree too and finds it sound.
+/// pfsck followed only a tree whose root holds the leaves: it cleared the
+/// inode for its bad mode and every file below it went to /lost+found
+/// (and, indexed, it found no root).
+#[test]
+fn typeless_directory_with_an_extent_index_kept() {
+    for indexed in [false, true] {
+        let tmp = TempDir::new("fuzz-really-dir-depth");
+        let img = tmp.join("disk.img");
+        let opts = MkfsOpts::ext4().block_size(1024).features("^metadata_csum");
+        mkfs(&img, 8 * MIB, &opts, None);
+        let data = tmp.join("data");
+        std::fs::write(&data, "hello\n").unwrap();
+        // Each file's block lands between two of the directory's: more
+        // extents than the inode holds.
+        let mut cmds = vec!["mkdir big".to_string()];
+        for i in 0..100 {
+            cmds.push(format!(
+                "write {} big/entry-with-a-rather-long-name-{i:04}",
+                data.display()
+            ));
+        }
+        debugfs_w(&img, &cmds);
+        if indexed {
+            oracle_run(&img, &["-fyD"]);
+            let stat = debugfs_r(&img, "stat /big");
+            assert!(stat.contains("Flags: 0x81000"), "{stat}");
+        }
+        let ex = debugfs_r(&img, "ex /big");
+        assert!(ex.contains(" 0/ 1 "), "{ex}");
+        debugfs_w(&img, &["sif /big mode 02600"]);
+        let ctx = format!("indexed {indexed}");
+        let (fn_out, fy_out) = judged_by_oracle(&ctx, &img, 4, 1);
+        assert!(fn_out.contains("really a directory"), "[{ctx}] {fn_out}");
+        assert!(!fn_out.contains("invalid root"), "[{ctx}] {fn_out}");
+        assert!(!fy_out.contains("lost+found"), "[{ctx}] {fy_out}");
+        let stat = debugfs_r(&img, "stat /big/entry-with-a-rather-long-name-0099");
+        assert!(stat.contains("Size: 6"), "[{ctx}] {stat}");
     }
 }
