@@ -192,7 +192,7 @@ pub(crate) fn bad_itable_blocks(fs: &Fs) -> Vec<u64> {
     v.out
 }
 
-/// `repairing`: see [`hidden_files`].
+/// `repairing`: see `hidden_files`.
 pub fn fs_params(fs: &Fs, repairing: bool) -> FsParams {
     let sb = &fs.sb;
     // e2fsck reads the marks whatever the features say: without group
