@@ -405,14 +405,19 @@ const REPAIR_MAX_FLIPS: u64 = 12;
 /// reserved GDT blocks, bitmaps, inode tables, the first directories).
 const REPAIR_SPAN: u64 = 600 << 10;
 /// Of the copies e2fsck finds damaged, at least this share must be left
-/// clean by one `pfsck -fy`: it reaches 148 of 160 (92.5%; e2fsck -fy
-/// 114, 71.2%) with the default seed, and the floor leaves room for other
-/// seeds. The copies neither tool repairs are honest stops, not failures:
-/// superblock values e2fsck's superblock check refuses (it exits 8
-/// without a backup; these images have one group, so no backup either
-/// way) and a journal UUID naming an external journal neither finds
-/// (exit 12); pfsck exits as e2fsck and writes nothing there.
-const REPAIR_FLOOR: f64 = 0.85;
+/// clean by one `pfsck -fy`, and never fewer than e2fsck -fy leaves: with
+/// the default seed pfsck reaches 115 of 160 (71.9%; e2fsck -fy 114,
+/// 71.2%), and the floor leaves room for other seeds. The copies neither
+/// tool repairs are honest stops, not failures: a primary superblock
+/// whose checksum fails, or with values e2fsck's superblock check refuses
+/// (it exits 8 without a backup; these images have one group, so no
+/// backup either way), and a journal UUID naming an external journal
+/// neither finds (exit 12); pfsck exits as e2fsck and writes nothing
+/// there. (Until 8423443 pfsck repaired through a primary whose checksum
+/// fails, 148 of 160, and sealed whatever garbage the damage had left in
+/// it with a fresh checksum: the fuzzer's false claims fz33-20k #8462 and
+/// #10279.)
+const REPAIR_FLOOR: f64 = 0.65;
 
 /// The clock of the bases' mke2fs, and of the checkers' runs (later, so
 /// no time in a base lies in the future): the same copies give the same
@@ -619,7 +624,7 @@ fn repair_one(dir: &Path, base: &[u8], flips: &[(u64, u8)]) -> RepairOutcome {
 /// `pfsck -fn` find nothing), and its undo log must restore the damaged
 /// copy byte for byte. The test prints, per image, how many damaged copies
 /// each tool leaves clean, and the problems pfsck leaves where e2fsck
-/// succeeds; pfsck's share must stay above `REPAIR_FLOOR`.
+/// succeeds; pfsck's share must stay above `REPAIR_FLOOR` and e2fsck's.
 ///
 /// `PFSCK_REPAIR_VARIANTS` (default 240) and `PFSCK_REPAIR_SEED` change the
 /// run; `PFSCK_REPAIR_KEEP=DIR` saves the copies pfsck leaves damaged
@@ -758,6 +763,10 @@ fn random_damage_repair_rate() {
             .cloned()
             .collect::<Vec<_>>()
             .join("\n\n")
+    );
+    assert!(
+        all_pf >= all_e2,
+        "pfsck -fy left fewer damaged copies clean than e2fsck -fy ({all_pf} < {all_e2})\n{report}"
     );
     assert!(
         rate >= REPAIR_FLOOR,
