@@ -8,7 +8,9 @@
 # decompressed to OUT/work/test.img so that both checkers print the same
 # device name, with a fixed clock: `-fn` on the image, then `-fy` on a
 # fresh copy, once with e2fsck 1.47.4 and once with pfsck. Standard output
-# and the exit code are compared. OUT/<image>.{fn,fy}.diff holds the diff
+# and the exit code are compared in shape (scripts/report-shape.py: which
+# lines state, which ask what, the numbers they name; pfsck's words are
+# its own). OUT/<image>.{fn,fy}.diff holds the diff
 # (e2fsck's lines `<`, pfsck's `>`) where they differ; OUT/summary.tsv has
 # one line per image: identical (1/0) and diff lines for -fn and -fy. The
 # totals are printed at the end.
@@ -71,7 +73,10 @@ for name in "${names[@]}"; do
         run "$work/e2.$mode" "$E2FSCK" "-$mode"
         unpack "$name"
         run "$work/pf.$mode" "$PFSCK" "${extra[@]}" "-$mode"
-        if diff "$work/e2.$mode" "$work/pf.$mode" >"$out/$name.$mode.diff"; then
+        # pfsck's words are its own: the shapes are compared.
+        scripts/report-shape.py <"$work/e2.$mode" >"$work/e2.$mode.shape"
+        scripts/report-shape.py <"$work/pf.$mode" >"$work/pf.$mode.shape"
+        if diff "$work/e2.$mode.shape" "$work/pf.$mode.shape" >"$out/$name.$mode.diff"; then
             rm -f "$out/$name.$mode.diff"
             row+=$'\t1\t0'
         else
@@ -82,5 +87,5 @@ for name in "${names[@]}"; do
 done
 rm -f "$work"/test.img*
 awk -F'\t' 'NR > 1 { n++; fs += $2; fl += $3; ys += $4; yl += $5 }
-    END { printf "-fn: %d/%d identical, %d diff lines\n-fy: %d/%d identical, %d diff lines\n", fs, n, fl, ys, n, yl }' \
+    END { printf "-fn: %d/%d the same shape, %d diff lines\n-fy: %d/%d the same shape, %d diff lines\n", fs, n, fl, ys, n, yl }' \
     "$out/summary.tsv"

@@ -93,7 +93,7 @@ impl Prompt {
             Prompt::Abort => "Abort",
             Prompt::Split => "Split",
             Prompt::Continue => "Continue",
-            Prompt::Clone => "Clone multiply-claimed blocks",
+            Prompt::Clone => "Copy the shared blocks",
             Prompt::Delete => "Delete file",
             Prompt::Suppress => "Suppress messages",
             Prompt::Unlink => "Unlink",

@@ -79,63 +79,63 @@ macro_rules! problems {
 
 problems! {
     // ---- Superblock, group descriptors, journal ----
-    SbCorrupt = ("0x0001", Super, Fatal, false, "The superblock could not be read or does not describe a valid ext2/ext3/ext4 file system: {detail}"),
-    SbUsedBackup = ("0x0002", Super, Notice, false, "Using the backup superblock at block {blk} ({detail})"),
-    SbFeatureUnsupported = ("0x0003", Super, Fatal, false, "The file system has unsupported feature(s): {detail}"),
-    SbChecksum = ("0x0004", Super, Error, true, "Superblock checksum does not match superblock"),
-    SbBlocksCountTooBig = ("0x0005", Super, Fatal, false, "The file system size (according to the superblock) is {num} blocks, but the device holds only {num2} blocks"),
-    SbFirstDataBlock = ("0x0006", Super, Fatal, false, "Superblock first_data_block = {num}, should have been {num2}"),
-    SbInodesCount = ("0x0007", Super, Error, false, "Inode count in superblock is {num}, should be {num2}"),
+    SbCorrupt = ("0x0001", Super, Fatal, false, "No usable ext2/ext3/ext4 superblock here: {detail}"),
+    SbUsedBackup = ("0x0002", Super, Notice, false, "The primary superblock is unusable ({detail}); using the copy at block {blk}"),
+    SbFeatureUnsupported = ("0x0003", Super, Fatal, false, "Features this checker does not know are set: {detail}"),
+    SbChecksum = ("0x0004", Super, Error, true, "The superblock's checksum is wrong"),
+    SbBlocksCountTooBig = ("0x0005", Super, Fatal, false, "The superblock counts {num} blocks; the device has room for {num2}"),
+    SbFirstDataBlock = ("0x0006", Super, Fatal, false, "The superblock's first data block is {num}; it must be {num2}"),
+    SbInodesCount = ("0x0007", Super, Error, false, "The superblock's inode count {num} disagrees with the geometry ({num2})"),
     SbFirstMetaBg = ("0x0017", Super, Error, false, "The first meta_bg ({num}) is beyond the descriptor blocks (at most {num2})"),
-    SbFreeBlocksInvalid = ("0x0008", Super, Notice, true, "Superblock free blocks count {num} is larger than the block count {num2}"),
-    SbFreeInodesInvalid = ("0x0009", Super, Notice, true, "Superblock free inodes count {num} is larger than the inode count {num2}"),
-    SbFirstIno = ("0x000A", Super, Error, false, "Superblock first_ino = {num} is invalid"),
-    SbRevLevel = ("0x000B", Super, Fatal, false, "Superblock revision level {num} is not supported"),
-    SbLastMountFuture = ("0x000C", Super, Notice, true, "Superblock last mount time ({time:num}) is in the future (now {time:num2})"),
-    SbLastWriteFuture = ("0x000D", Super, Notice, true, "Superblock last write time ({time:num}) is in the future (now {time:num2})"),
-    SbHugeFileNoLargeFile = ("0x000E", Super, Error, true, "Filesystem has huge files but the large_file flag is not set"),
-    SbOrphanList = ("0x000F", Super, Notice, true, "The orphan inode list starting at inode {ino} needs processing"),
-    SbExtraIsize = ("0x0010", Super, Notice, false, "Superblock {detail}_extra_isize {num} is invalid"),
-    SbNeedsRecovery = ("0x0011", Super, Notice, false, "Warning: skipping journal recovery because doing a read-only filesystem check"),
-    SbMetadataCsumAndGdtCsum = ("0x0012", Super, Notice, true, "Superblock has both metadata_csum and uninit_bg (gdt_csum) set"),
-    SbDescSize = ("0x0013", Super, Fatal, false, "Superblock 64bit filesystem has an invalid group descriptor size {num}"),
-    SbResizeInodeNoFeature = ("0x0014", Super, Error, false, "Resize inode not valid: {detail}"),
-    SbQuotaInode = ("0x0016", Super, Error, false, "Invalid {detail} quota inode {ino}"),
+    SbFreeBlocksInvalid = ("0x0008", Super, Notice, true, "The superblock's free block count {num} exceeds the block count {num2}"),
+    SbFreeInodesInvalid = ("0x0009", Super, Notice, true, "The superblock's free inode count {num} exceeds the inode count {num2}"),
+    SbFirstIno = ("0x000A", Super, Error, false, "The superblock's first ordinary inode ({num}) is out of range"),
+    SbRevLevel = ("0x000B", Super, Fatal, false, "Superblock revision {num} is beyond what this checker reads"),
+    SbLastMountFuture = ("0x000C", Super, Notice, true, "The last mount time ({time:num}) lies ahead of the clock ({time:num2})"),
+    SbLastWriteFuture = ("0x000D", Super, Notice, true, "The last write time ({time:num}) lies ahead of the clock ({time:num2})"),
+    SbHugeFileNoLargeFile = ("0x000E", Super, Error, true, "huge_file is set without large_file"),
+    SbOrphanList = ("0x000F", Super, Notice, true, "Orphan inodes starting at {ino} are waiting to be released"),
+    SbExtraIsize = ("0x0010", Super, Notice, false, "The superblock's {detail} extra inode size {num} is out of range"),
+    SbNeedsRecovery = ("0x0011", Super, Notice, false, "The journal needs replaying, which a read-only check leaves undone"),
+    SbMetadataCsumAndGdtCsum = ("0x0012", Super, Notice, true, "metadata_csum and uninit_bg (gdt_csum) are both set; only the first is wanted"),
+    SbDescSize = ("0x0013", Super, Fatal, false, "Group descriptor size {num} is invalid for a 64bit file system"),
+    SbResizeInodeNoFeature = ("0x0014", Super, Error, false, "The resize inode is wrong: {detail}"),
+    SbQuotaInode = ("0x0016", Super, Error, false, "The {detail} quota file named in the superblock (inode {ino}) is unusable"),
     SbInodeFieldNoFeature = ("0x0018", Super, Error, false, "Superblock names inode {ino} as its {detail} file, but that feature is off"),
-    SbBlocksPerGroupInvalid = ("0x0015", Super, Fatal, false, "Superblock blocks per group {num} is invalid"),
-    SbNoUuid = ("0x0019", Super, Error, true, "Filesystem did not have a UUID; generating one."),
+    SbBlocksPerGroupInvalid = ("0x0015", Super, Fatal, false, "The superblock's blocks per group ({num}) is out of range"),
+    SbNoUuid = ("0x0019", Super, Error, true, "The file system has no UUID; a new one is made"),
     SbTestFs = ("0x001A", Super, Error, true, "The test_fs flag is set (and ext4 is available)"),
-    SbDirHashHint = ("0x001B", Super, Error, true, "Adding dirhash hint to filesystem."),
-    Sb64bitNoExtents = ("0x001C", Super, Notice, true, "Superblock 64bit filesystem needs extents to access the whole disk"),
-    SbRev0Features = ("0x001E", Super, Notice, true, "Filesystem has feature flag(s) set, but is a revision 0 filesystem"),
-    SbJournalBackupMissing = ("0x001F", Super, Error, true, "Backing up journal inode block information."),
+    SbDirHashHint = ("0x001B", Super, Error, true, "No directory hash hint is recorded; one is added"),
+    Sb64bitNoExtents = ("0x001C", Super, Notice, true, "A 64bit file system without the extents feature cannot reach all its blocks"),
+    SbRev0Features = ("0x001E", Super, Notice, true, "Feature flags are set on a revision 0 file system"),
+    SbJournalBackupMissing = ("0x001F", Super, Error, true, "The superblock keeps no copy of the journal inode's block map; one is saved"),
     SbHurdFiletype = ("0x0722", Super, Error, false, "The Hurd cannot use the filetype feature, which is set"),
-    SbCsumSeedNoCsum = ("0x001D", Super, Notice, true, "Superblock metadata_csum_seed is not necessary without metadata_csum"),
-    GdBlockBitmapLocation = ("0x0101", Super, Error, false, "Block bitmap for group {group} is not in group (block {blk})"),
-    GdInodeBitmapLocation = ("0x0102", Super, Error, false, "Inode bitmap for group {group} is not in group (block {blk})"),
-    GdInodeTableLocation = ("0x0103", Super, Error, false, "Inode table for group {group} is not in group (block {blk})"),
-    GdChecksum = ("0x0104", Super, Notice, true, "One or more block group descriptor checksums are invalid (group {group})"),
-    GdUninitWithoutCsum = ("0x0105", Super, Notice, true, "Group descriptor {group} marked uninitialized without the feature set"),
-    GdItableUnused = ("0x0106", Super, Error, true, "Group descriptor {group} has invalid unused inodes count {num}"),
-    GdFreeBlocksInvalid = ("0x0107", Super, Error, true, "Group descriptor {group} free blocks count {num} is invalid"),
-    GdFreeInodesInvalid = ("0x0108", Super, Error, true, "Group descriptor {group} free inodes count {num} is invalid"),
+    SbCsumSeedNoCsum = ("0x001D", Super, Notice, true, "metadata_csum_seed is set without metadata_csum"),
+    GdBlockBitmapLocation = ("0x0101", Super, Error, false, "Group {group}'s block bitmap (block {blk}) lies outside the group"),
+    GdInodeBitmapLocation = ("0x0102", Super, Error, false, "Group {group}'s inode bitmap (block {blk}) lies outside the group"),
+    GdInodeTableLocation = ("0x0103", Super, Error, false, "Group {group}'s inode table (block {blk}) lies outside the group"),
+    GdChecksum = ("0x0104", Super, Notice, true, "Group descriptor checksums are wrong (first: group {group})"),
+    GdUninitWithoutCsum = ("0x0105", Super, Notice, true, "Group {group} is flagged uninitialised on a file system without group checksums"),
+    GdItableUnused = ("0x0106", Super, Error, true, "Group {group}'s count of never-used inodes ({num}) is out of range"),
+    GdFreeBlocksInvalid = ("0x0107", Super, Error, true, "Group {group}'s free block count ({num}) is out of range"),
+    GdFreeInodesInvalid = ("0x0108", Super, Error, true, "Group {group}'s free inode count ({num}) is out of range"),
     GdMetadataOverlap = ("0x0109", Super, Error, false, "{detail} for group {group} (block {blk}) overlaps other file system metadata"),
-    GdBlockUninitLastGroup = ("0x010A", Super, Notice, true, "Last group block bitmap uninitialized"),
-    GdInodeUninitNotZeroed = ("0x010B", Super, Notice, true, "Group {group} inode table not zeroed"),
+    GdBlockUninitLastGroup = ("0x010A", Super, Notice, true, "The last group's block bitmap is flagged uninitialised"),
+    GdInodeUninitNotZeroed = ("0x010B", Super, Notice, true, "Group {group}'s inode table is not flagged as zeroed"),
     // e2fsck's library refuses such descriptors; with no backup to fall
     // back on it checks with them as they are, and so does pfsck.
     GdRejectedNoBackup = ("0x010C", Super, Notice, false, "Group descriptors look bad ({detail}); no usable backup, checking with them as they are"),
     JournalSuperblockCorrupt = ("0x0201", Super, Error, true, "The journal superblock is corrupt: {detail}"),
-    JournalInodeInvalid = ("0x0202", Super, Error, true, "Superblock has an invalid journal (inode {ino}): {detail}"),
+    JournalInodeInvalid = ("0x0202", Super, Error, true, "The journal (inode {ino}) is unusable: {detail}"),
     JournalFeatureUnsupported = ("0x0203", Super, Error, false, "The journal has unsupported feature(s): {detail}"),
-    JournalInodeNoFeature = ("0x0205", Super, Error, true, "Superblock has no has_journal flag, but a journal inode {ino} is present"),
+    JournalInodeNoFeature = ("0x0205", Super, Error, true, "Inode {ino} holds a journal but has_journal is not set"),
     JournalExternalUnsupported = ("0x0206", Super, Fatal, false, "The file system uses an external journal device, which is not supported"),
-    JournalChecksum = ("0x0207", Super, Error, true, "The journal superblock checksum does not match"),
+    JournalChecksum = ("0x0207", Super, Error, true, "The journal superblock's checksum is wrong"),
     JournalNeedsRecoveryNoFlag = ("0x0208", Super, Error, false, "The journal has data to replay but the needs_recovery flag is not set"),
     JournalVersionUnsupported = ("0x0730", Super, Error, false, "The journal superblock's version (block type {num}) is not supported"),
     JournalVersionAbort = ("0x0731", Super, Fatal, false, "The check is aborted: the journal may hold updates pfsck cannot read (an unknown version or features), and replacing it would lose them"),
     JournalCannotProceed = ("0x020A", Super, Fatal, false, "The journal is unusable and -n forbids clearing it: cannot proceed with the file system check"),
-    JournalRecoverNoJournal = ("0x0209", Super, Error, true, "The needs_recovery flag is set but the file system has no journal"),
+    JournalRecoverNoJournal = ("0x0209", Super, Error, true, "needs_recovery is set on a file system without a journal"),
     JournalAfterReplay = ("0x0210", Super, Notice, false, "Checking the file system as it will be after journal recovery ({detail})"),
     JournalTransactionCorrupt = ("0x0211", Super, Notice, true, "Journal transaction {num} is corrupt, replay would be aborted there"),
     JournalBlockChecksum = ("0x0212", Super, Notice, false, "Journalled copy of block {blk} fails its checksum and would not be replayed"),
@@ -158,49 +158,49 @@ problems! {
     OrphansPending = ("0x0220", Super, Error, true, "The orphan inode list or orphan file needs processing ({detail}); checking the file system as it will be after"),
     OrphansPendingHarmless = ("0x0225", Super, Notice, true, "The orphan inode list needs processing ({detail}); checking the file system as it will be after"),
     OrphanReleased = ("0x0221", Super, Notice, true, "{detail}"),
-    OrphanFileBlockDirty = ("0x0223", Super, Error, true, "Orphan file (inode {ino}) block {num} is not clean"),
+    OrphanFileBlockDirty = ("0x0223", Super, Error, true, "Block {num} of the orphan file (inode {ino}) still lists inodes"),
     // e2fsck -n answers no without marking the file system (NO_OK), and
     // its repair clears the flag as part of the orphan processing.
-    OrphanPresentClean = ("0x0224", Super, Notice, true, "Flag orphan_present is set but orphan file is clean"),
+    OrphanPresentClean = ("0x0224", Super, Notice, true, "orphan_present is set, yet the orphan file lists nothing"),
     OrphanNotProcessed = ("0x0222", Super, Notice, true, "Orphan processing stopped: {detail}; the full check follows"),
     // The two ways a block map stops e2fsck's orphan release (it asks
     // nothing: the release stops and the full check follows).
-    OrphanBlockIllegal = ("0x0720", Super, Notice, true, "Illegal block {blk} found in orphaned inode {ino}: orphan processing stopped; the full check follows"),
-    OrphanBlockFreed = ("0x0721", Super, Notice, true, "Already cleared block {blk} found in orphaned inode {ino}: orphan processing stopped; the full check follows"),
-    OrphanFileInodeInvalid = ("0x0226", Super, Error, true, "The orphan_file feature is set, but the orphan file inode {ino} is invalid"),
-    OrphanFileWrongSize = ("0x0227", Super, Notice, false, "Orphan file (inode {ino}) size is not a whole number of blocks"),
-    OrphanFileHole = ("0x0228", Super, Notice, false, "Orphan file (inode {ino}) has a hole at block {num}"),
+    OrphanBlockIllegal = ("0x0720", Super, Notice, true, "Orphan inode {ino} maps block {blk}, outside the file system: orphan processing stopped; the full check follows"),
+    OrphanBlockFreed = ("0x0721", Super, Notice, true, "Orphan inode {ino} maps block {blk}, already released: orphan processing stopped; the full check follows"),
+    OrphanFileInodeInvalid = ("0x0226", Super, Error, true, "orphan_file is set but its inode ({ino}) is unusable"),
+    OrphanFileWrongSize = ("0x0227", Super, Notice, false, "The orphan file's size (inode {ino}) is not whole blocks"),
+    OrphanFileHole = ("0x0228", Super, Notice, false, "The orphan file (inode {ino}) has no block at {num}"),
     OrphanFileCorrupt = ("0x0229", Super, Error, true, "The orphan file (inode {ino}) cannot be set up ({detail})"),
-    OrphanPresentNoFile = ("0x022A", Super, Error, true, "Flag orphan_present is set but flag orphan_file is not"),
+    OrphanPresentNoFile = ("0x022A", Super, Error, true, "orphan_present is set without orphan_file"),
     // After its passes e2fsck drops an orphan file on a file system
     // without a journal (the kernel uses it only with one).
     OrphanFileNoJournal = ("0x022B", Super, Error, true, "The file system has an orphan file (inode {ino}) but no journal"),
 
     // ---- Pass 1: inodes, blocks and sizes ----
-    InodeChecksum = ("0x1001", P1, Error, true, "Inode {ino} passes checks, but checksum does not match inode"),
-    InodeBadMode = ("0x1002", P1, Error, false, "Inode {ino} has a bad mode ({num})"),
-    InodeDtimeSet = ("0x1003", P1, Error, true, "Inode {ino} is in use, but has dtime set"),
-    InodeZeroDtimeDeleted = ("0x1004", P1, Error, true, "Deleted inode {ino} has zero dtime"),
+    InodeChecksum = ("0x1001", P1, Error, true, "Inode {ino} is sound apart from its checksum"),
+    InodeBadMode = ("0x1002", P1, Error, false, "Inode {ino}'s mode ({num}) is no known file type"),
+    InodeDtimeSet = ("0x1003", P1, Error, true, "Inode {ino} is in use yet carries a deletion time"),
+    InodeZeroDtimeDeleted = ("0x1004", P1, Error, true, "Inode {ino} is free but has no deletion time"),
     InodeBadFlags = ("0x1005", P1, Error, false, "Inode {ino} has flags {detail} set that are invalid for its type"),
     // Asked with NO_OK: e2fsck -n answers no and stays clean (exit 0).
     InodeTimesPre1970 = ("0x1760", P1, Notice, true, "Inode {ino} has time stamps past 2310 in the old extra-field format, probably before 1970"),
-    InodeExtentsNoFeature = ("0x1006", P1, Error, false, "Inode {ino} has EXTENTS_FL flag set on a file system without extents support"),
-    InodeExtentFormatNoFeature = ("0x1700", P1, Error, false, "Inode {ino} is in extent format, but the superblock lacks the extents feature"),
-    InodeInlineNoFeature = ("0x1007", P1, Error, false, "Inode {ino} has INLINE_DATA_FL flag on filesystem without inline data support"),
-    InodeIllegalBlock = ("0x1008", P1, Error, false, "Inode {ino} has an illegal block {blk} ({detail})"),
+    InodeExtentsNoFeature = ("0x1006", P1, Error, false, "Inode {ino} is flagged as extent-mapped, but the extents feature is off"),
+    InodeExtentFormatNoFeature = ("0x1700", P1, Error, false, "Inode {ino} holds an extent tree, but the extents feature is off"),
+    InodeInlineNoFeature = ("0x1007", P1, Error, false, "Inode {ino} is flagged as holding inline data, but the inline_data feature is off"),
+    InodeIllegalBlock = ("0x1008", P1, Error, false, "Inode {ino} maps block {blk}, which it may not ({detail})"),
     // e2fsck asks it with NO_OK: a no leaves the verdict to the illegal
     // blocks themselves, each asked before it.
-    InodeTooManyIllegalBlocks = ("0x1009", P1, Notice, false, "Inode {ino} has too many illegal blocks"),
-    InodeISize = ("0x100B", P1, Error, true, "Inode {ino}, i_size is {num}, should be {num2}"),
-    InodeIBlocks = ("0x100C", P1, Error, true, "Inode {ino}, i_blocks is {num}, should be {num2}"),
-    ClusterMisaligned = ("0x10E4", P1, Error, false, "Inode {ino} logical block {num} (physical block {blk}) violates cluster allocation rules"),
-    InodeBigallocBlockMap = ("0x10E5", P1, Error, false, "Inode {ino} on bigalloc filesystem cannot be block mapped"),
-    InodeDirHole = ("0x100D", P1, Error, false, "Directory inode {ino} has an unallocated block #{num}"),
+    InodeTooManyIllegalBlocks = ("0x1009", P1, Notice, false, "Inode {ino} maps too many blocks it may not"),
+    InodeISize = ("0x100B", P1, Error, true, "Inode {ino}: size {num}, expected {num2}"),
+    InodeIBlocks = ("0x100C", P1, Error, true, "Inode {ino}: i_blocks {num}, expected {num2}"),
+    ClusterMisaligned = ("0x10E4", P1, Error, false, "Inode {ino} places logical block {num} at block {blk}, off its cluster's alignment"),
+    InodeBigallocBlockMap = ("0x10E5", P1, Error, false, "Inode {ino} uses a block map, which bigalloc does not allow"),
+    InodeDirHole = ("0x100D", P1, Error, false, "Directory inode {ino} has no block at #{num}"),
     InodeExtentHeader = ("0x100E", P1, Error, false, "Inode {ino} has an invalid extent tree header ({detail})"),
     InodeExtentBad = ("0x100F", P1, Error, false, "Inode {ino} has an invalid extent (logical block {num}, physical block {blk}, length {num2}): {detail}"),
-    InodeExtentOrder = ("0x1010", P1, Error, false, "Inode {ino} has out-of-order extents (logical block {num}, physical block {blk})"),
-    InodeExtentNodeChecksum = ("0x1011", P1, Error, false, "Inode {ino} extent block {blk} passes checks, but checksum does not match extent"),
-    InodeExtentTooDeep = ("0x1012", P1, Notice, false, "Inode {ino} extent tree could be more shallow ({num}; could be <= {num2})"),
+    InodeExtentOrder = ("0x1010", P1, Error, false, "Inode {ino}: extents out of order at logical block {num} (block {blk})"),
+    InodeExtentNodeChecksum = ("0x1011", P1, Error, false, "Extent block {blk} of inode {ino} is sound apart from its checksum"),
+    InodeExtentTooDeep = ("0x1012", P1, Notice, false, "Inode {ino}'s extent tree has depth {num}; {num2} would do"),
     // More valid levels than pfsck walks: a repair cannot rebuild what it
     // cannot read, and clears the inode.
     InodeExtentTreeUnwalkable = ("0x1042", P1, Error, false, "Inode {ino} extent tree has more than {num} levels of valid nodes, too deep to check"),
@@ -215,90 +215,90 @@ problems! {
     // Pass 1E's offers (e2fsck's NOT_A_FIX): the tree is consistent, it
     // could only take fewer blocks or levels. Declining leaves the file
     // system clean; making it is not a correction either (exit 0).
-    ExtentTreeShorter = ("0x1045", P1, Notice, false, "Inode {ino} extent tree (at level {num}) could be shorter"),
-    ExtentTreeNarrower = ("0x1046", P1, Notice, false, "Inode {ino} extent tree (at level {num}) could be narrower"),
-    InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino} has an invalid extent node (blk {blk}, lblk {num})"),
-    InodeExtentIndexEnd = ("0x1014", P1, Error, false, "Inode {ino} extent index start {num} does not match its node's first extent {num2}"),
-    InodeExtentPastEof = ("0x1015", P1, Error, false, "Inode {ino}, end of extent exceeds allowed value (logical block {num}, physical block {blk}, len {num2})"),
-    InodeFastSymlink = ("0x1016", P1, Error, false, "Symlink inode {ino} is invalid ({detail})"),
-    InodeDeviceBlocks = ("0x1017", P1, Error, false, "Special (device/socket/fifo) inode {ino} has non-zero block data or flags"),
+    ExtentTreeShorter = ("0x1045", P1, Notice, false, "Inode {ino}: its extent tree, from level {num}, would fit in fewer levels"),
+    ExtentTreeNarrower = ("0x1046", P1, Notice, false, "Inode {ino}: its extent tree, at level {num}, would fit in fewer nodes"),
+    InodeExtentNodeBad = ("0x1013", P1, Error, false, "Inode {ino}: extent node at block {blk} (logical block {num}) is damaged"),
+    InodeExtentIndexEnd = ("0x1014", P1, Error, false, "Inode {ino}: an extent index says {num}, but its node starts at {num2}"),
+    InodeExtentPastEof = ("0x1015", P1, Error, false, "Inode {ino}: the extent at logical block {num} (block {blk}, {num2} long) ends past what the file may hold"),
+    InodeFastSymlink = ("0x1016", P1, Error, false, "Symbolic link inode {ino} is malformed ({detail})"),
+    InodeDeviceBlocks = ("0x1017", P1, Error, false, "Device, socket or FIFO inode {ino} carries block data or flags"),
     InodeInlineData = ("0x1018", P1, Error, false, "Inode {ino} has corrupt inline data ({detail})"),
-    InodeExtraIsize = ("0x1019", P1, Error, true, "Inode {ino} has a extra size ({num}) which is invalid"),
-    InodeFileAcl = ("0x101A", P1, Error, false, "Inode {ino} has a bad extended attribute block {blk}"),
+    InodeExtraIsize = ("0x1019", P1, Error, true, "Inode {ino}'s extra size ({num}) is out of range"),
+    InodeFileAcl = ("0x101A", P1, Error, false, "Inode {ino} names extended attribute block {blk}, which is unusable"),
     InodeXattrInInode = ("0x101B", P1, Error, true, "Inode {ino} has corrupt extended attributes in the inode ({detail})"),
     XattrBlockHeader = ("0x101C", P1, Error, false, "Extended attribute block {blk} (inode {ino}) has a bad header ({detail})"),
     XattrBlockEntries = ("0x101D", P1, Error, false, "Extended attribute block {blk} (inode {ino}) is corrupt ({detail})"),
-    XattrBlockChecksum = ("0x101E", P1, Error, false, "Extended attribute block {blk} passes checks, but checksum does not match block"),
-    XattrBlockRefcount = ("0x101F", P1, Error, false, "Extended attribute block {blk} has reference count {num}, should be {num2}"),
-    XattrHash = ("0x1020", P1, Error, true, "Extended attribute in inode {ino} has a hash ({num}) which is invalid"),
+    XattrBlockChecksum = ("0x101E", P1, Error, false, "Extended attribute block {blk} is sound apart from its checksum"),
+    XattrBlockRefcount = ("0x101F", P1, Error, false, "Extended attribute block {blk} claims {num} users; {num2} found"),
+    XattrHash = ("0x1020", P1, Error, true, "An extended attribute of inode {ino} carries a wrong hash ({num})"),
     InodeReservedBad = ("0x1021", P1, Error, true, "Reserved inode {ino} ({detail}) has an invalid mode or contents"),
-    RootNotDirectory = ("0x1022", P1, Error, false, "Root inode is not a directory"),
-    InodeHugeFileNoFeature = ("0x1023", P1, Error, false, "Inode {ino} has HUGE_FILE flag set on a file system without huge_file support"),
+    RootNotDirectory = ("0x1022", P1, Error, false, "The root inode is not a directory"),
+    InodeHugeFileNoFeature = ("0x1023", P1, Error, false, "Inode {ino} is flagged huge_file, but that feature is off"),
     InodeLargeFileNoFeature = ("0x1024", P1, Error, true, "Inode {ino} is larger than 2 GiB but the large_file feature is not set"),
-    InodeIndexNoFeature = ("0x1025", P1, Error, true, "Inode {ino} has INDEX_FL flag set on a file system without htree support"),
+    InodeIndexNoFeature = ("0x1025", P1, Error, true, "Inode {ino} is flagged as an indexed directory, but dir_index is off"),
     // e2fsck asks at the end of pass 1, though its code is pass 2's.
-    FeatureLargeDirs = ("0x10EC", P1, Error, true, "Filesystem has large directories, but lacks LARGE_DIR flag in superblock"),
-    InodeIndexNotDir = ("0x1026", P1, Error, true, "Inode {ino} has INDEX_FL flag set but is not a directory"),
-    InodeImagic = ("0x1027", P1, Error, false, "Inode {ino} has imagic flag set"),
+    FeatureLargeDirs = ("0x10EC", P1, Error, true, "Directories use large_dir's sizes, but that feature is off"),
+    InodeIndexNotDir = ("0x1026", P1, Error, true, "Inode {ino} is flagged as an indexed directory, but is not a directory"),
+    InodeImagic = ("0x1027", P1, Error, false, "Inode {ino} is flagged imagic, which this file system does not support"),
     InodeInUseBitmapClear = ("0x1028", P1, Error, true, "Inode {ino} is in use but is beyond the group's unused-inode mark (itable_unused)"),
-    InodeCompression = ("0x1029", P1, Error, false, "Inode {ino} has compression flags set on a file system without compression support"),
+    InodeCompression = ("0x1029", P1, Error, false, "Inode {ino} is flagged compressed, which this file system does not support"),
     InodeEncrypted = ("0x102A", P1, Fatal, false, "Inode {ino} is encrypted, which is not supported"),
     InodeBadSize = ("0x102B", P1, Error, false, "Inode {ino} has an invalid size {num}"),
     InodeBlockBitmapUnreadable = ("0x102C", P1, Error, false, "Error reading block {blk} ({detail}) while checking inode {ino}"),
     InodeTableUnreadable = ("0x102D", P1, Error, false, "Inode table for group {group} cannot be read (block {blk})"),
     InodeEaInodeFlag = ("0x102E", P1, Error, true, "Inode {ino} keeps an extended attribute value in an EA inode, but the ea_inode feature is off"),
-    InodeCasefold = ("0x102F", P1, Error, false, "Inode {ino} has CASEFOLD flag set on a file system without casefold support"),
-    InodeCasefoldNonDir = ("0x10E1", P1, Error, false, "Inode {ino} has the casefold flag set but is not a directory"),
-    InodeEaInodeNonReg = ("0x10E6", P1, Error, false, "Inode {ino} has the ea_inode flag set but is not a regular file"),
-    InodeEncryptNoXattr = ("0x10E2", P1, Error, false, "Inode {ino} has encrypt flag but no encryption extended attribute"),
-    InodeEncryptCorrupt = ("0x10E3", P1, Error, false, "Encrypted inode {ino} has corrupt encryption extended attribute"),
+    InodeCasefold = ("0x102F", P1, Error, false, "Inode {ino} is flagged casefold, but that feature is off"),
+    InodeCasefoldNonDir = ("0x10E1", P1, Error, false, "Inode {ino} is flagged casefold but is not a directory"),
+    InodeEaInodeNonReg = ("0x10E6", P1, Error, false, "Inode {ino} is flagged as an EA inode but is not a regular file"),
+    InodeEncryptNoXattr = ("0x10E2", P1, Error, false, "Inode {ino} is flagged encrypted but has no encryption context"),
+    InodeEncryptCorrupt = ("0x10E3", P1, Error, false, "Encrypted inode {ino} has a malformed encryption context"),
     InodeOrphanInUse = ("0x1030", P1, Error, false, "Inode {ino} is on the orphan list ({detail})"),
     BadBlockInMetadata = ("0x1031", P1, Error, false, "Bad block {blk} is in use by file system metadata"),
     BadBlockInBackup = ("0x1761", P1, Notice, true, "Bad block {blk} lies in group {group}'s backup {detail}"),
     BadBlockUnnamed = ("0x1762", P1, Notice, true, "Bad block {blk} lies in the file system's own blocks, but in none the bad block check names (a reserved descriptor block): it stays listed"),
     BadBlocksInodeInBadBlock = ("0x1036", P1, Error, false, "Bad block list says the bad block list inode is bad"),
-    HtreeRootInvalid = ("0x1032", P1, Error, true, "HTREE directory inode {ino} has an invalid root node ({detail})"),
-    XattrEaInodeInvalid = ("0x1034", P1, Error, true, "Inode {ino} has illegal extended attribute value inode {num}"),
-    XattrValueSize = ("0x10ED", P1, Error, true, "Extended attribute in inode {ino} has a value size ({num}) which is invalid"),
-    XattrEaInodeNoFlag = ("0x1035", P1, Error, true, "Inode {ino} has invalid extended attribute. EA inode {num} missing EA_INODE flag"),
+    HtreeRootInvalid = ("0x1032", P1, Error, true, "Indexed directory inode {ino}: its index root is unusable ({detail})"),
+    XattrEaInodeInvalid = ("0x1034", P1, Error, true, "Inode {ino} keeps an attribute value in inode {num}, which cannot hold one"),
+    XattrValueSize = ("0x10ED", P1, Error, true, "An extended attribute of inode {ino} gives an impossible value size ({num})"),
+    XattrEaInodeNoFlag = ("0x1035", P1, Error, true, "Inode {ino} keeps an attribute value in inode {num}, which is not flagged as an EA inode"),
     // e2fsck's inode scan: more than half the inodes of an inode-table
     // block fail their checksum or have an impossible block map, so every
     // in-use inode of that block is taken for garbage.
-    InodeReallyDir = ("0x1041", P1, Error, false, "Inode {ino} is a {detail} but it looks like it is really a directory"),
-    InodeGarbage = ("0x1040", P1, Error, false, "Inode {ino} seems to contain garbage"),
-    SpecialImmutable = ("0x1033", P1, Notice, false, "Special (device/socket/fifo/symlink) file (inode {ino}) has immutable or append-only flag set"),
+    InodeReallyDir = ("0x1041", P1, Error, false, "Inode {ino} says {detail}, but its contents are a directory's"),
+    InodeGarbage = ("0x1040", P1, Error, false, "Inode {ino} looks like random bytes"),
+    SpecialImmutable = ("0x1033", P1, Notice, false, "Device, socket, FIFO or symbolic link inode {ino} is flagged immutable or append-only"),
 
     // ---- Pass 1B-1D: multiply-claimed blocks ----
-    DupBlocks = ("0x1101", P1B, Error, false, "Inode {ino} has {num} multiply-claimed block(s), shared with {num2} file(s): {detail}"),
+    DupBlocks = ("0x1101", P1B, Error, false, "Inode {ino} shares {num} block(s) with {num2} other file(s): {detail}"),
 
     // ---- Pass 2: directory structure ----
     DirEntryBadRecLen = ("0x2001", P2, Error, false, "Directory inode {ino}, block #{num}, offset {num2}: entry {detail}, left inside the entry before it by the salvage, gets a rec_len reaching the end of the block"),
-    DirEntryBadInode = ("0x2002", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has bad inode #: {num}"),
-    DirEntryDeletedInode = ("0x2003", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) has deleted/unused inode {num}"),
-    DirEntryLinkToDir = ("0x2004", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a link to directory {num}"),
-    DirEntryLinkToRoot = ("0x2005", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a link to the root inode"),
-    DirEntryIllegalChars = ("0x2006", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has illegal characters in its name"),
-    DirEntryZeroLenName = ("0x2007", P2, Error, false, "Entry in directory inode {ino} at offset {num} has a zero-length name"),
-    DirEntryFileType = ("0x2008", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has an incorrect filetype (was {num}, should be {num2})"),
+    DirEntryBadInode = ("0x2002", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) names inode {num}, which does not exist"),
+    DirEntryDeletedInode = ("0x2003", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) names inode {num}, which is free"),
+    DirEntryLinkToDir = ("0x2004", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a second link to directory {num}"),
+    DirEntryLinkToRoot = ("0x2005", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) links to the root directory"),
+    DirEntryIllegalChars = ("0x2006", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}): the name holds a '/' or a NUL"),
+    DirEntryZeroLenName = ("0x2007", P2, Error, false, "Directory inode {ino}, offset {num}: an entry with an empty name"),
+    DirEntryFileType = ("0x2008", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}): file type {num}, the inode's is {num2}"),
     // e2fsck's PR_2_SET_FILETYPE: a type of 0 where the feature wants one
     // is filled in by a repair and not an error for a read-only check.
-    DirEntryFileTypeUnset = ("0x2050", P2, Notice, true, "Setting filetype for entry '{detail}' in {path:ino} ({ino}) to {num2}"),
-    DirEntryFileTypeSet = ("0x2009", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) has filetype set on a file system without the filetype feature"),
+    DirEntryFileTypeUnset = ("0x2050", P2, Notice, true, "Entry '{detail}' in {path:ino} ({ino}) gets file type {num2}"),
+    DirEntryFileTypeSet = ("0x2009", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) carries a file type, but the filetype feature is off"),
     DirEntryReservedInode = ("0x200A", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) points to reserved inode {num}"),
     DirEntryBadInodeTarget = ("0x200B", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) points to inode {num} which is bad"),
-    DirEntryDuplicate = ("0x200C", P2, Error, false, "Duplicate entry '{detail}' found in {path:ino} ({ino})"),
-    DirDotMissing = ("0x200D", P2, Error, false, "Missing '.' in directory inode {ino}"),
-    DirDotDotMissing = ("0x200E", P2, Error, false, "Missing '..' in directory inode {ino}"),
-    DirDotBadInode = ("0x200F", P2, Error, false, "'.' in directory inode {ino} has wrong inode number {num}"),
+    DirEntryDuplicate = ("0x200C", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is there twice"),
+    DirDotMissing = ("0x200D", P2, Error, false, "Directory inode {ino} has no '.' entry"),
+    DirDotDotMissing = ("0x200E", P2, Error, false, "Directory inode {ino} has no '..' entry"),
+    DirDotBadInode = ("0x200F", P2, Error, false, "'.' in directory inode {ino} names inode {num}"),
     // e2fsck's PR_2_SPLIT_DOT is NO_OK: a '.' spanning free space is
     // still a valid entry.
-    DirDotRecLen = ("0x2010", P2, Notice, false, "'.' directory entry in directory inode {ino} has a bad rec_len {num}"),
+    DirDotRecLen = ("0x2010", P2, Notice, false, "'.' in directory inode {ino} has record length {num}"),
     DirDotDotBadForm = ("0x2011", P2, Error, false, "'..' in directory inode {ino} is malformed"),
     DirDotSecondEntry = ("0x2012", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a '.' or '..' entry in the wrong place"),
-    DirBlockChecksum = ("0x2013", P2, Error, true, "Directory inode {ino}, block #{num}, offset 0: directory passes checks but fails checksum"),
-    DirBlockNoTail = ("0x2014", P2, Error, true, "Directory inode {ino}, block #{num}: directory block has no checksum tail"),
-    DirBlockCorrupt = ("0x2015", P2, Error, false, "Directory inode {ino}, block #{num}, offset {num2}: directory corrupted"),
-    DirBlockUnreadable = ("0x2016", P2, Error, false, "Error reading directory block {blk} (inode {ino})"),
+    DirBlockChecksum = ("0x2013", P2, Error, true, "Directory inode {ino}, block #{num}: the block is sound apart from its checksum"),
+    DirBlockNoTail = ("0x2014", P2, Error, true, "Directory inode {ino}, block #{num}: the block lacks its checksum tail"),
+    DirBlockCorrupt = ("0x2015", P2, Error, false, "Directory inode {ino}, block #{num}, offset {num2}: the entries are damaged"),
+    DirBlockUnreadable = ("0x2016", P2, Error, false, "Directory block {blk} (inode {ino}) cannot be read"),
     HtreeRootBad = ("0x2017", P2, Error, true, "Directory inode {ino} has a bad htree root node ({detail})"),
     HtreeHashVersion = ("0x2018", P2, Error, true, "Directory inode {ino} htree root uses an unsupported hash version ({num})"),
     HtreeDepth = ("0x2019", P2, Error, true, "Directory inode {ino} htree has too big a depth ({num})"),
@@ -306,28 +306,28 @@ problems! {
     HtreeCount = ("0x201B", P2, Error, true, "Directory inode {ino} htree node at block #{num} has a bad count ({num2})"),
     HtreeHashOrder = ("0x201C", P2, Error, true, "Directory inode {ino} htree is not sorted by hash at block #{num}"),
     HtreeBadBlock = ("0x201D", P2, Error, false, "Directory inode {ino} ({path:ino}) htree points to an invalid block #{num}"),
-    HtreeNodeChecksum = ("0x201E", P2, Error, true, "Problem in HTREE directory inode {ino}: internal node fails checksum"),
+    HtreeNodeChecksum = ("0x201E", P2, Error, true, "Indexed directory inode {ino}: an interior index block fails its checksum"),
     HtreeHashRange = ("0x201F", P2, Error, false, "Directory inode {ino} has a bad hash ({detail}) in htree leaf block #{num}"),
     HtreeBlockReferenced = ("0x2020", P2, Error, false, "Directory inode {ino} htree block #{num} is referenced {num2} times"),
     HtreeNoIndexFlag = ("0x2021", P2, Error, false, "Directory inode {ino} has an htree root but not the INDEX flag"),
     HtreeInvalid = ("0x2022", P2, Error, false, "Directory inode {ino} ({path:ino}) has an invalid htree index"),
     DirInlineBad = ("0x2023", P2, Error, false, "Directory inode {ino} has corrupt inline data ({detail})"),
-    DirEntryEncryptedShort = ("0x2024", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) is too short"),
-    DirEntryUnencrypted = ("0x20E1", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) references unencrypted inode {num}"),
-    DirEntryPolicyMismatch = ("0x20E2", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) references inode {num}, which has a different encryption policy"),
+    DirEntryEncryptedShort = ("0x2024", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) has a name too short to be a ciphertext"),
+    DirEntryUnencrypted = ("0x20E1", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) names inode {num}, which is not encrypted"),
+    DirEntryPolicyMismatch = ("0x20E2", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) names inode {num}, encrypted under another policy"),
     DirEntryEaInode = ("0x20E4", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) names EA inode {num}, which holds an extended attribute value"),
-    DirEntryBadUtf8 = ("0x20E3", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has illegal UTF-8 characters in its name"),
-    DirEntryUnusedArea = ("0x2026", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) references inode {num} found in group {group}'s unused inodes area"),
-    DirEntryUninitGroup = ("0x2027", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) references inode {num} in group {group} where _INODE_UNINIT is set"),
+    DirEntryBadUtf8 = ("0x20E3", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) has a name that is not valid UTF-8"),
+    DirEntryUnusedArea = ("0x2026", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) names inode {num}, in group {group}'s never-used inode range"),
+    DirEntryUninitGroup = ("0x2027", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) names inode {num}, in group {group} whose inode table is flagged uninitialised"),
     DirBlockEmpty = ("0x2025", P2, Error, false, "Directory inode {ino} block #{num} should be a directory block but is empty or garbage"),
-    DirHole = ("0x2028", P2, Error, false, "Directory inode {ino} has an unallocated block #{num}"),
-    DirEntryLinkToDot = ("0x2029", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) is a link to '.'"),
-    DirDotNotTerminated = ("0x202A", P2, Error, false, "'{detail}' directory entry in directory inode {ino} is not NULL terminated"),
-    DirEntryInodeInBadBlock = ("0x202C", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) points to inode {num} located in a bad block"),
+    DirHole = ("0x2028", P2, Error, false, "Directory inode {ino} has no block at #{num}"),
+    DirEntryLinkToDot = ("0x2029", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) links to the directory itself"),
+    DirDotNotTerminated = ("0x202A", P2, Error, false, "The '{detail}' entry of directory inode {ino} has bytes after its name"),
+    DirEntryInodeInBadBlock = ("0x202C", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) names inode {num}, stored in a bad block"),
     HtreeLeafDepth = ("0x202B", P2, Error, false, "Directory inode {ino} htree leaf block #{num} is not at depth {num2}"),
     // e2fsck counts regular files of 2 GiB or more in pass 1 and asks at
     // the end of pass 2: kernels without the feature would refuse them.
-    FeatureLargeFiles = ("0x202D", P2, Error, true, "Filesystem contains large files, but lacks LARGE_FILE flag in superblock"),
+    FeatureLargeFiles = ("0x202D", P2, Error, true, "Files over 2 GiB exist, but large_file is off"),
     // e2fsck -n gives up at a directory block it may not salvage: what
     // the later passes would say rests on that directory.
     // e2fsck -n cannot walk below an indirect pointer it may not zero:
@@ -362,49 +362,49 @@ problems! {
     StoppedAtNoDirInfo = ("0x2030", P2, Notice, false, "The check stops at reserved inode {ino}, a directory e2fsck -n keeps no record of, as e2fsck -n does; run a repair to check the rest"),
 
     // ---- Pass 3: directory connectivity ----
-    RootMissing = ("0x3001", P3, Error, false, "Root inode not allocated"),
+    RootMissing = ("0x3001", P3, Error, false, "The root inode is not in use"),
     StoppedWithoutRoot = ("0x3740", P3, Notice, false, "The check stops: without a root directory, which -n may not make, nothing can be connected, as e2fsck -n gives up; run a repair to check the rest"),
-    DirUnconnected = ("0x3002", P3, Error, false, "Unconnected directory inode {ino} (was in {path:num})"),
-    DirDotDotWrong = ("0x3003", P3, Error, false, "'..' in {path:detail/ino} ({ino}) is {path:num2} ({num2}), should be {path:detail} ({detail})"),
+    DirUnconnected = ("0x3002", P3, Error, false, "Directory inode {ino} (was in {path:num}) is reachable from no directory"),
+    DirDotDotWrong = ("0x3003", P3, Error, false, "'..' in {path:detail/ino} ({ino}) names {path:num2} ({num2}); its parent is {path:detail} ({detail})"),
     // Only a repair looks for lost+found (e2fsck -n does not), so these
     // three are never reported by a read-only check; declined, they leave
     // the file system invalid, as e2fsck's flags say.
-    LostFoundMissing = ("0x3004", P3, Error, true, "/lost+found not found"),
-    LostFoundNotDir = ("0x3005", P3, Error, false, "/lost+found is not a directory (inode {ino})"),
+    LostFoundMissing = ("0x3004", P3, Error, true, "There is no /lost+found"),
+    LostFoundNotDir = ("0x3005", P3, Error, false, "/lost+found (inode {ino}) is not a directory"),
     LostFoundEncrypted = ("0x30E1", P3, Error, false, "/lost+found is encrypted (inode {ino})"),
-    LostFoundFull = ("0x3008", P3, Error, false, "No room in /lost+found for inode {ino}"),
+    LostFoundFull = ("0x3008", P3, Error, false, "/lost+found has no room left for inode {ino}"),
     LostFoundInlineData = ("0x3760", P3, Error, false, "/lost+found keeps its entries inline (inode {ino})"),
     DirMultipleParents = ("0x3007", P3, Error, false, "Directory inode {ino} is linked from more than one directory ({num} and {num2})"),
     DirRebuildDuplicate = ("0x3710", P3, Error, false, "Duplicate entry '{detail}' in {path:ino} ({ino}) found rebuilding the directory"),
 
     // ---- Pass 4: reference counts ----
-    InodeUnattached = ("0x4001", P4, Error, false, "Unattached inode {ino}"),
+    InodeUnattached = ("0x4001", P4, Error, false, "Inode {ino} is in use but no directory names it"),
     // 0x030002 again, asked when pass 4 connects an inode.
-    LostFoundFullP4 = ("0x4009", P4, Error, false, "No room in /lost+found for inode {ino}"),
-    InodeUnattachedZero = ("0x4002", P4, Error, true, "Unattached zero-length inode {ino}"),
-    InodeLinkCount = ("0x4003", P4, Error, true, "Inode {ino} ref count is {num}, should be {num2}"),
-    DirNlinkFeature = ("0x4005", P4, Error, false, "Directory exceeds max links, but no DIR_NLINK feature in superblock"),
+    LostFoundFullP4 = ("0x4009", P4, Error, false, "/lost+found has no room left for inode {ino}"),
+    InodeUnattachedZero = ("0x4002", P4, Error, true, "Inode {ino} is empty and no directory names it"),
+    InodeLinkCount = ("0x4003", P4, Error, true, "Inode {ino} has link count {num}, counted {num2}"),
+    DirNlinkFeature = ("0x4005", P4, Error, false, "A directory has more subdirectories than links can count, but dir_nlink is off"),
     InodeEaInodeSpurious = ("0x4006", P4, Error, true, "Inode {ino} has the EA_INODE flag but no extended attribute or directory entry refers to it"),
     // e2fsck asks this only in a repair; a read-only check takes the
     // count 1 of an indexed directory as an overflow.
-    DirLinkOverflowExact = ("0x4008", P4, Error, true, "Directory inode {ino} ref count set to overflow but could be exact value {num2}"),
-    InodeEaInodeRefs = ("0x4004", P4, Error, true, "Extended attribute inode {ino} ref count is {num}, should be {num2}"),
+    DirLinkOverflowExact = ("0x4008", P4, Error, true, "Directory inode {ino}'s link count says 'too many to count', but {num2} would fit"),
+    InodeEaInodeRefs = ("0x4004", P4, Error, true, "EA inode {ino} has link count {num}, counted {num2}"),
 
     // ---- Pass 5: bitmaps and summaries ----
-    BlockBitmapDiff = ("0x5001", P5, Error, true, "Block bitmap differences: {detail}"),
-    InodeBitmapDiff = ("0x5002", P5, Error, true, "Inode bitmap differences: {detail}"),
-    GroupFreeBlocks = ("0x5003", P5, Error, true, "Free blocks count wrong for group #{group} ({num}, counted={num2})"),
-    GroupFreeInodes = ("0x5004", P5, Error, true, "Free inodes count wrong for group #{group} ({num}, counted={num2})"),
-    GroupDirsCount = ("0x5005", P5, Error, true, "Directories count wrong for group #{group} ({num}, counted={num2})"),
-    SuperFreeBlocks = ("0x5006", P5, Notice, true, "Free blocks count wrong ({num}, counted={num2})"),
-    SuperFreeInodes = ("0x5007", P5, Notice, true, "Free inodes count wrong ({num}, counted={num2})"),
-    BlockBitmapChecksum = ("0x5008", P5, Error, true, "Group {group} block bitmap does not match checksum"),
-    InodeBitmapChecksum = ("0x5009", P5, Error, true, "Group {group} inode bitmap does not match checksum"),
-    BlockBitmapPadding = ("0x500A", P5, Error, true, "Padding at end of block bitmap of group {group} is not set"),
-    InodeBitmapPadding = ("0x500B", P5, Error, true, "Padding at end of inode bitmap of group {group} is not set"),
+    BlockBitmapDiff = ("0x5001", P5, Error, true, "Blocks whose bitmap bit is wrong: {detail}"),
+    InodeBitmapDiff = ("0x5002", P5, Error, true, "Inodes whose bitmap bit is wrong: {detail}"),
+    GroupFreeBlocks = ("0x5003", P5, Error, true, "Group {group}: {num} free blocks recorded, {num2} counted"),
+    GroupFreeInodes = ("0x5004", P5, Error, true, "Group {group}: {num} free inodes recorded, {num2} counted"),
+    GroupDirsCount = ("0x5005", P5, Error, true, "Group {group}: {num} directories recorded, {num2} counted"),
+    SuperFreeBlocks = ("0x5006", P5, Notice, true, "Whole file system: {num} free blocks recorded, {num2} counted"),
+    SuperFreeInodes = ("0x5007", P5, Notice, true, "Whole file system: {num} free inodes recorded, {num2} counted"),
+    BlockBitmapChecksum = ("0x5008", P5, Error, true, "Group {group}'s block bitmap fails its checksum"),
+    InodeBitmapChecksum = ("0x5009", P5, Error, true, "Group {group}'s inode bitmap fails its checksum"),
+    BlockBitmapPadding = ("0x500A", P5, Error, true, "The unused tail of group {group}'s block bitmap is not all ones"),
+    InodeBitmapPadding = ("0x500B", P5, Error, true, "The unused tail of group {group}'s inode bitmap is not all ones"),
     GroupUninitFlags = ("0x500C", P5, Error, true, "Group {group} {detail}"),
-    QuotaUsage = ("0x500E", P5, Error, true, "Usage inconsistent for {detail}"),
-    QuotaEntryMissing = ("0x500F", P5, Error, true, "Missing {detail} quota entry for ID {num}"),
+    QuotaUsage = ("0x500E", P5, Error, true, "Quota usage differs for {detail}"),
+    QuotaEntryMissing = ("0x500F", P5, Error, true, "The {detail} quota file has no record for ID {num}"),
     QuotaFileBad = ("0x5010", P5, Error, true, "Quota file cannot be used: {detail}"),
     BitmapUnreadable = ("0x500D", P5, Error, false, "Cannot read {detail} bitmap of group {group} (block {blk})"),
     // e2fsck -n asks once per used block (inode) of such a group, as its
@@ -578,27 +578,27 @@ impl Problem {
         self.render(|d| escape_name(d.as_bytes()), tree)
     }
 
-    /// The message template: the code's own, or e2fsck's wording for the
+    /// The message template: the code's own, or a more precise one for the
     /// e2fsck problem the check named where one code stands for several.
     fn template(&self) -> &'static str {
         match (self.code, self.e2fsck_code()) {
             (Code::InodeInlineNoFeature, Some(0x01006F)) => {
-                return "Inode {ino} has inline data, but superblock is missing INLINE_DATA feature";
+                return "Inode {ino} holds inline data, but the inline_data feature is off";
             }
             (Code::InodeExtentHeader, Some(0x010081)) => {
-                return "Inode {ino} has corrupt extent header";
+                return "Inode {ino}'s extent tree header is damaged";
             }
             (Code::HtreeNodeChecksum, Some(0x020049)) => {
-                return "Problem in HTREE directory inode {ino}: root node fails checksum";
+                return "Indexed directory inode {ino}: the index root fails its checksum";
             }
             _ => {}
         }
         match (self.code, self.e2fsck_override()) {
             (Code::BadBlockInMetadata, Some(0x01000A)) if self.args().group.is_some() => {
-                "Group {group}'s block bitmap ({blk}) is bad"
+                "Group {group}'s block bitmap sits on bad block {blk}"
             }
             (Code::BadBlockInMetadata, Some(0x01000B)) if self.args().group.is_some() => {
-                "Group {group}'s inode bitmap ({blk}) is bad"
+                "Group {group}'s inode bitmap sits on bad block {blk}"
             }
             (Code::BadBlockInMetadata, Some(0x010019)) => {
                 "The primary superblock ({blk}) is listed as a bad block. If it really is, the file system cannot be repaired; dropping it from the list keeps it in use, with no guarantee it can be read"
@@ -607,10 +607,10 @@ impl Problem {
                 "Block {blk} of the primary group descriptors is listed as a bad block. If it really is, the file system cannot be repaired; dropping it from the list keeps it in use, with no guarantee it can be read"
             }
             (Code::SbLastMountFuture, Some(0x00003C)) => {
-                "Superblock last mount time is in the future, by less than a day (the hardware clock is probably set to local time)"
+                "The last mount time is less than a day ahead of the clock, which probably keeps local time"
             }
             (Code::SbLastWriteFuture, Some(0x00003D)) => {
-                "Superblock last write time is in the future, by less than a day (the hardware clock is probably set to local time)"
+                "The last write time is less than a day ahead of the clock, which probably keeps local time"
             }
             _ => self.spec().message,
         }
@@ -766,6 +766,6 @@ mod tests {
             .ino(Ino(12))
             .num(0)
             .num2(1024);
-        assert_eq!(p.message(), "Inode 12, i_size is 0, should be 1024");
+        assert_eq!(p.message(), "Inode 12: size 0, expected 1024");
     }
 }

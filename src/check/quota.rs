@@ -129,7 +129,7 @@ fn compare(
                 Problem::new(Code::QuotaUsage)
                     .num(u64::from(d.id))
                     .detail(format!(
-                        "{name} quota ID {}: actual ({}, {}) != expected ({}, {})",
+                        "{name} ID {}: {} bytes in {} inodes counted, {} bytes in {} inodes recorded",
                         d.id, c.space, c.inodes, d.space, d.inodes
                     )),
             );
@@ -275,7 +275,7 @@ mod tests {
         );
         assert_eq!(
             p[0].message(),
-            "Usage inconsistent for user quota ID 0: actual (13312, 2) != expected (14336, 3)"
+            "Quota usage differs for user ID 0: 13312 bytes in 2 inodes counted, 14336 bytes in 3 inodes recorded"
         );
         assert!(compare(1, &BTreeMap::new(), &disk[1..]).is_empty());
     }

@@ -590,7 +590,7 @@ pub fn clean_skip_reason(fs: &Fs, opts: &Options) -> Option<String> {
 }
 
 /// Why a check without `-f` cannot skip a file system: e2fsck's reasons,
-/// tested in its order, worded for the line "NAME REASON, check forced.".
+/// tested in its order, worded for the line "NAME: checked because it REASON.".
 /// The check interval counts only with a clock to trust (not one set
 /// broken in e2fsck.conf, nor before 2010), and a last-check time ahead
 /// of the clock is taken back by the fudge first, as e2fsck does.
@@ -606,25 +606,25 @@ pub fn forced_reason(fs: &Fs, opts: &Options) -> Option<String> {
     // An error the journal recorded counts as the error state: e2fsck
     // moves it there before deciding.
     if sb.state & superblock::STATE_ERROR != 0 || super::journal::recorded_errno(fs) != 0 {
-        return Some("contains a file system with errors".into());
+        return Some("has errors recorded".into());
     }
     if sb.state & superblock::STATE_VALID == 0 {
-        return Some("was not cleanly unmounted".into());
+        return Some("was not unmounted cleanly".into());
     }
     if sb.max_mnt_count > 0 && i32::from(sb.mnt_count) >= i32::from(sb.max_mnt_count) {
         return Some(format!(
-            "has been mounted {} times without being checked",
+            "was mounted {} times since its last check",
             sb.mnt_count
         ));
     }
     if sb.checkinterval != 0 && !broken_clock {
         if now < lastcheck {
-            return Some("has filesystem last checked time in the future".into());
+            return Some("says it was last checked in the future".into());
         }
         let since = now.saturating_sub(lastcheck);
         if since >= u64::from(sb.checkinterval) {
             return Some(format!(
-                "has gone {} days without being checked",
+                "has not been checked for {} days",
                 since / (24 * 3600)
             ));
         }

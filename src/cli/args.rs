@@ -153,7 +153,7 @@ const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "-p",
-        "Preen: fix what is safe without asking; stop on anything else with \"UNEXPECTED INCONSISTENCY\" (exit 4; the fixes made before it and the superblock's error state written, as e2fsck)",
+        "Preen: fix what is safe without asking; stop on anything else with \"STOPPED: a problem preen may not fix needs a person\" (exit 4; the fixes made before it and the superblock's error state written, as e2fsck)",
     ),
     ("-a", "Same as -p"),
     (

@@ -178,7 +178,7 @@ fn warn_mounted(args: &Args, device: &str) {
     if args.json {
         eprintln!("pfsck: warning: {device} is mounted");
     } else {
-        outln!("Warning!  {device} is mounted.");
+        outln!("Warning: {device} is mounted.");
     }
 }
 

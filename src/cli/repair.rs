@@ -89,7 +89,9 @@ pub fn run(args: &Args, opts: &Options, mode: Mode, device: &str, ask: Option<As
             if super::stream::STOPPED.load(std::sync::atomic::Ordering::Relaxed) =>
         {
             // An answer stopped the run where e2fsck stops: nothing written.
-            outln!("\n{device}: ********** WARNING: Filesystem still has errors **********\n");
+            outln!(
+                "\n{device}: ********** WARNING: errors are left in the file system **********\n"
+            );
             EXIT_UNCORRECTED | EXIT_OPERATIONAL
         }
         Err(SessionError::Interrupted) => super::cancelled(device),
@@ -120,7 +122,7 @@ fn print(args: &Args, mode: Mode, device: &str, outcome: Outcome) -> i32 {
             replay_written,
         } => {
             if replay_written && !args.json && fix::journal::journal_replayed(&rep) {
-                outln!("{device}: recovering journal");
+                outln!("{device}: replaying the journal");
             }
             report::print(&rep, device, args)
         }
@@ -208,7 +210,7 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
     }
     let rep: &Report = &done.report;
     if done.replayed && !args.json && fix::journal::journal_replayed(rep) {
-        outln!("{device}: recovering journal");
+        outln!("{device}: replaying the journal");
     }
     code |= report::exit_code(&done.after);
     if done.declined_errors {
@@ -236,7 +238,7 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
 /// e2fsck -p stopping at a problem it may not fix (its preenhalt), after
 /// writing what it fixed by then: prints what e2fsck prints, each fix
 /// (`NAME: message.  FIXED.`, with the word of its question), the
-/// problem, then `UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.` on
+/// problem, then the "STOPPED" line on
 /// standard error. Exit 4, as e2fsck.
 fn preen_halt(args: &Args, device: &str, h: &session::PreenHalt) -> i32 {
     let rep = &h.report;
@@ -250,7 +252,7 @@ fn preen_halt(args: &Args, device: &str, h: &session::PreenHalt) -> i32 {
             modified: h.blocks_written > 0,
             after: None,
             refusal: Some(format!(
-                "UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY: preen may not fix: {}",
+                "STOPPED: a problem preen may not fix needs a person: {}",
                 h.halt
                     .as_ref()
                     .map(|p| p.message_in(rep.tree.as_deref()))
@@ -274,7 +276,7 @@ fn preen_halt(args: &Args, device: &str, h: &session::PreenHalt) -> i32 {
         crate::check::problem::escape_name(rep.volume_label.as_bytes())
     };
     if h.replayed && fix::journal::journal_replayed(rep) {
-        outln!("{name}: recovering journal");
+        outln!("{name}: replaying the journal");
     }
     let fixed_now = rep.problems.iter().zip(&h.fixed).filter(|(_, f)| **f);
     let said = |p: &crate::check::problem::Problem| !crate::check::e2fsck_map::preen_quiet(p);
@@ -291,7 +293,7 @@ fn preen_halt(args: &Args, device: &str, h: &session::PreenHalt) -> i32 {
         outln!("{name}: {}.", p.text_in(rep.tree.as_deref()));
     }
     eprintln!(
-        "\n\n{name}: UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY.\n\t(i.e., without -a or -p options)"
+        "\n\n{name}: STOPPED: a problem preen may not fix needs a person.\n\tRun pfsck (or fsck) again without -a or -p."
     );
     EXIT_UNCORRECTED
 }

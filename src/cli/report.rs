@@ -16,17 +16,20 @@ pub static REBOOT_IF_MODIFIED: std::sync::atomic::AtomicBool =
 
 fn reboot_line(out: &mut impl Write, name: &str) -> std::io::Result<()> {
     if REBOOT_IF_MODIFIED.load(std::sync::atomic::Ordering::Relaxed) {
-        writeln!(out, "{name}: ***** REBOOT SYSTEM *****")?;
+        writeln!(
+            out,
+            "{name}: ***** the mounted root was repaired: reboot now *****"
+        )?;
     }
     Ok(())
 }
 
 const PASS_HEADERS: [(Pass, &str); 5] = [
-    (Pass::P1, "Pass 1: Checking inodes, blocks, and sizes"),
-    (Pass::P2, "Pass 2: Checking directory structure"),
-    (Pass::P3, "Pass 3: Checking directory connectivity"),
-    (Pass::P4, "Pass 4: Checking reference counts"),
-    (Pass::P5, "Pass 5: Checking group summary information"),
+    (Pass::P1, "Pass 1: inodes, the blocks they map, their sizes"),
+    (Pass::P2, "Pass 2: directory entries"),
+    (Pass::P3, "Pass 3: every directory reachable from the root"),
+    (Pass::P4, "Pass 4: link counts"),
+    (Pass::P5, "Pass 5: bitmaps and free counts"),
 ];
 
 pub fn exit_code(rep: &Report) -> i32 {
@@ -85,7 +88,7 @@ pub struct Repaired<'a> {
 }
 
 /// Said where the repair starts over (e2fsck's restart, in pfsck's name).
-const RESTARTING: &[u8] = b"Restarting pfsck from the beginning...\n";
+const RESTARTING: &[u8] = b"Checking again from the start...\n";
 
 /// Prints the report of a read-only check (`-n`) and returns its exit code.
 /// A device with no usable superblock: e2fsck's one line on stderr, with
@@ -96,11 +99,11 @@ fn open_failure(rep: &Report, device: &str) {
         let msg = p.message();
         let detail = msg.rsplit(": ").next().unwrap_or(&msg);
         let detail = if detail == "bad magic number in superblock" {
-            "Bad magic number in super-block".to_string()
+            "no ext2/ext3/ext4 superblock magic".to_string()
         } else {
             detail.to_string()
         };
-        eprintln!("pfsck: {detail} while trying to open {device}");
+        eprintln!("pfsck: cannot open {device}: {detail}");
     }
 }
 
@@ -170,12 +173,12 @@ fn write_text(
     if let Some(note) = &rep.skipped_clean {
         return writeln!(
             out,
-            "{name}: clean, {}/{} files, {}/{} blocks{note}",
+            "{name}: clean, {}/{} inodes, {}/{} blocks in use{note}",
             s.inodes_used, s.inodes_count, s.blocks_used, s.blocks_count
         );
     }
     let forced = |out: &mut dyn Write| match &rep.forced {
-        Some(why) => writeln!(out, "{name} {why}, check forced."),
+        Some(why) => writeln!(out, "{name}: checked because it {why}."),
         None => Ok(()),
     };
     let numbered = || rep.problems.iter().enumerate();
@@ -227,7 +230,7 @@ fn write_text(
                 .iter_where(|c| c.spec().pass == Pass::P1)
                 .any(|(k, p)| fixed(k) && e2fsck_map::not_a_fix(&p));
             if pass == 1 && optimized {
-                out.write_all(b"Pass 1E: Optimizing extent trees\n")?;
+                out.write_all(b"Pass 1E: extent trees made smaller\n")?;
             }
         }
     }
@@ -256,7 +259,7 @@ fn write_text(
         if code & EXIT_UNCORRECTED != 0 {
             write!(
                 out,
-                "\n{name}: ********** WARNING: Filesystem still has errors **********\n\n"
+                "\n{name}: ********** WARNING: errors are left in the file system **********\n\n"
             )?;
         }
         if !stopped {
@@ -345,7 +348,7 @@ pub fn opening(
         writeln!(out, "{n}")?;
     }
     if let Some(why) = &rep.forced {
-        writeln!(out, "{name} {why}, check forced.")?;
+        writeln!(out, "{name}: checked because it {why}.")?;
     }
     for (k, p) in rep.problems.iter_where(|c| c.spec().pass == Pass::Super) {
         render(out, k, &p)?;
@@ -380,13 +383,13 @@ pub fn section(
         render(out, k, &p)?;
     }
     if pass == Pass::P3 && rebuilds_directories(rep, fixed) {
-        out.write_all(b"Pass 3A: Optimizing directories\n")?;
+        out.write_all(b"Pass 3A: directories rebuilt\n")?;
         for (k, p) in in_pass(pass).filter(|(_, p)| in_3a(p.code)) {
             render(out, k, &p)?;
         }
     }
     if pass == Pass::P1 && in_pass(Pass::P1B).next().is_some() {
-        out.write_all(b"\nRunning additional passes to resolve blocks claimed by more than one inode...\nPass 1B: Rescanning for multiply-claimed blocks\n")?;
+        out.write_all(b"\nSome blocks belong to more than one inode; the passes below sort them out.\nPass 1B: every inode's blocks again, for the shared ones\n")?;
         match rep.dups.as_deref() {
             Some(dups) => dup_passes(out, rep, dups, render, fixed)?,
             None => {
@@ -430,7 +433,7 @@ fn dup_passes(
         .filter_map(|(k, p)| Some((p.args().ino?, (k, p))))
         .collect();
     for o in dups.owners.iter().filter(|o| o.ino != Ino::BAD) {
-        write!(out, "Multiply-claimed block(s) in inode {}:", o.ino)?;
+        write!(out, "Inode {} shares block(s):", o.ino)?;
         for &(a, b) in &o.runs {
             if a == b {
                 write!(out, " {a}")?;
@@ -448,12 +451,8 @@ fn dup_passes(
     {
         return render(out, k, &p);
     }
-    out.write_all(b"Pass 1C: Scanning directories for inodes with multiply-claimed blocks\nPass 1D: Reconciling multiply-claimed blocks\n")?;
-    writeln!(
-        out,
-        "(There are {} inodes containing multiply-claimed blocks.)\n",
-        dups.files
-    )?;
+    out.write_all(b"Pass 1C: the names of the files that share blocks\nPass 1D: sharing resolved file by file\n")?;
+    writeln!(out, "({} inodes share blocks.)\n", dups.files)?;
     let empty = crate::check::paths::DirTree::default();
     let tree = rep.tree.as_deref().unwrap_or(&empty);
     let name = |ino: Ino| match dups.names.get(&ino) {
@@ -476,7 +475,7 @@ fn dup_passes(
         meta |= o.clusters.iter().any(|&(_, m)| m);
         writeln!(
             out,
-            "File {} (inode #{}, mod time {}) \n  has {} multiply-claimed block(s), shared with {} file(s):",
+            "{} (inode {}, modified {})\n  shares {} block(s) with {} file(s):",
             name(o.ino),
             o.ino,
             ctime(o.mtime),
@@ -484,24 +483,22 @@ fn dup_passes(
             o.shared.len() + usize::from(meta)
         )?;
         if meta {
-            out.write_all(b"\t<filesystem metadata>\n")?;
+            out.write_all(b"\t<file system metadata>\n")?;
         }
         for &s in &o.shared {
             writeln!(
                 out,
-                "\t{} (inode #{s}, mod time {})",
+                "\t{} (inode {s}, modified {})",
                 name(s),
                 ctime(mtime(s))
             )?;
         }
         match (fate, problem.get(&o.ino)) {
             (DupFate::Resolved, _) => {
-                out.write_all(b"Multiply-claimed blocks already reassigned or cloned.\n\n")?
+                out.write_all(b"Its shared blocks were copied or released already.\n\n")?
             }
             (_, Some((k, p))) => render(out, *k, p)?,
-            (_, None) => {
-                out.write_all(b"Clone multiply-claimed blocks? no\n\nDelete file? no\n\n")?
-            }
+            (_, None) => out.write_all(b"Copy the shared blocks? no\n\nDelete file? no\n\n")?,
         }
     }
     Ok(())
@@ -551,9 +548,9 @@ pub fn render_problem(
     if p.code == crate::check::problem::Code::DupBlocks {
         // Pass 1D's question; its file was described before.
         return out.write_all(if fixed {
-            b"Clone multiply-claimed blocks? yes\n\n"
+            b"Copy the shared blocks? yes\n\n"
         } else {
-            b"Clone multiply-claimed blocks? no\n\nDelete file? no\n\n"
+            b"Copy the shared blocks? no\n\nDelete file? no\n\n"
         });
     }
     let msg = p.text_in(tree);
@@ -564,13 +561,18 @@ pub fn render_problem(
         // to rebuild on the next, indented.
         let place = Problem::new(p.code).ino(ino).detail("").text_in(tree);
         let place = place
-            .strip_prefix("Duplicate entry '' found in ")
+            .strip_prefix("Entry '' in ")
+            .and_then(|p| p.strip_suffix(" is there twice"))
             .unwrap_or(&place);
-        let name = msg.strip_suffix(place).unwrap_or(&msg);
-        let name = name.strip_suffix(" found in ").unwrap_or(name);
+        // The entry's name on the first line, its directory on the next.
+        let name = msg
+            .strip_suffix(" is there twice")
+            .and_then(|m| m.strip_suffix(place))
+            .and_then(|m| m.strip_suffix(" in "))
+            .unwrap_or(&msg);
         return write!(
             out,
-            "{name} found.\n\tDirectory {place} is marked for rebuilding.\n\n"
+            "{name} is there twice.\n\tDirectory {place} will be rebuilt.\n\n"
         );
     }
     if e2fsck_map::message_only(p) {
@@ -665,7 +667,7 @@ impl Latches {
             Code::InodeTooManyIllegalBlocks => {
                 write!(
                     out,
-                    "Too many illegal blocks in inode {ino}.\nClear inode? {answer}\n\n"
+                    "Inode {ino} maps too many blocks it may not.\nClear inode? {answer}\n\n"
                 )?;
                 if fixed {
                     self.cleared = Some(ino);
@@ -681,11 +683,11 @@ impl Latches {
                 if self.illegal != Some(ino) {
                     self.illegal = Some(ino);
                     if bad {
-                        out.write_all(b"Bad block inode")?;
+                        out.write_all(b"The bad blocks inode")?;
                     } else {
                         write!(out, "Inode {ino}")?;
                     }
-                    write!(out, " has illegal block(s).  Clear? {answer}\n\n")?;
+                    write!(out, " maps blocks it may not.  Clear? {answer}\n\n")?;
                 }
                 // The detail is "<kind> block, logical <n>[, why]".
                 let (kind, rest) = a.detail.split_once(", logical ").unwrap_or((a.detail, ""));
@@ -694,16 +696,21 @@ impl Latches {
                     other => other.to_string(),
                 };
                 let blk = a.blk.map_or(0, |b| b.get());
-                out.write_all(b"Illegal ")?;
-                out.write_all(what.as_bytes())?;
-                write!(out, " ({blk}) in ")?;
+                let mut first = what.chars();
+                let what: String = first
+                    .next()
+                    .map(|c| c.to_ascii_uppercase())
+                    .into_iter()
+                    .chain(first)
+                    .collect();
+                write!(out, "{what} ({blk}) of ")?;
                 if bad {
-                    out.write_all(b"bad block inode")?;
+                    out.write_all(b"the bad blocks inode")?;
                 } else {
                     write!(out, "inode {ino}")?;
                 }
                 let done = if fixed { "CLEARED" } else { "IGNORED" };
-                writeln!(out, ".  {done}.")?;
+                writeln!(out, " is out of bounds.  {done}.")?;
                 Ok(true)
             }
             Code::InodeIllegalBlock => {
@@ -716,7 +723,10 @@ impl Latches {
                 if self.too_big != Some(ino) {
                     self.too_big = Some(ino);
                     let answer = if fixed { "yes" } else { "no" };
-                    write!(out, "Inode {ino} is too big.  Truncate? {answer}\n\n")?;
+                    write!(
+                        out,
+                        "Inode {ino} maps blocks past the largest size it may have.  Truncate? {answer}\n\n"
+                    )?;
                 }
                 let lblk = a.detail.split_once(", logical ").map_or("", |(_, r)| r);
                 let lblk = lblk.split(',').next().unwrap_or(lblk);
@@ -724,7 +734,7 @@ impl Latches {
                 let done = if fixed { "CLEARED" } else { "IGNORED" };
                 writeln!(
                     out,
-                    "Block #{lblk} ({blk}) causes {what} to be too big.  {done}."
+                    "Block #{lblk} ({blk}) lies past the largest {what} size.  {done}."
                 )?;
                 Ok(true)
             }
@@ -793,7 +803,10 @@ fn repair_lines(out: &mut impl Write, name: &str, r: &Repaired<'_>) -> std::io::
         }
     }
     if r.modified {
-        write!(out, "\n{name}: ***** FILE SYSTEM WAS MODIFIED *****\n")?;
+        write!(
+            out,
+            "\n{name}: ***** repairs written to the file system *****\n"
+        )?;
         reboot_line(out, name)?;
     }
     Ok(())
@@ -971,7 +984,7 @@ fn preen_tail(
     if code & EXIT_UNCORRECTED != 0 {
         write!(
             out,
-            "\n{name}: ********** WARNING: Filesystem still has errors **********\n\n"
+            "\n{name}: ********** WARNING: errors are left in the file system **********\n\n"
         )?;
     }
     summary_line(out, name, s, args_verbose)
@@ -1000,7 +1013,7 @@ fn summary_line(
     let t = tenths(s.fragmented);
     writeln!(
         out,
-        "{name}: {inodes}/{} files ({}.{}% non-contiguous), {blocks}/{} blocks",
+        "{name}: {inodes}/{} inodes ({}.{}% fragmented), {blocks}/{} blocks in use",
         s.inodes_count,
         t / 10,
         t % 10,

@@ -191,7 +191,7 @@ impl Streamer {
                 }
                 report::section(out, rep, pass, &mut render, &|_| false)?;
                 if pass == 1 && optimized.get() {
-                    out.write_all(b"Pass 1E: Optimizing extent trees\n")?;
+                    out.write_all(b"Pass 1E: extent trees made smaller\n")?;
                 }
                 st.sections = pass;
             }

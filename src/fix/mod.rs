@@ -129,7 +129,7 @@ pub enum Refusal {
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refusal::Unexpected => write!(f, "UNEXPECTED INCONSISTENCY"),
+            Refusal::Unexpected => write!(f, "STOPPED: a problem preen may not fix needs a person"),
             Refusal::Unsupported(why) => write!(f, "{why}"),
             Refusal::Failed(e) => write!(f, "{e}"),
         }

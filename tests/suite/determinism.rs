@@ -319,24 +319,29 @@ fn many_problems_same_and_complete_report_for_any_thread_count() {
         v.sort_unstable();
         v
     };
-    let dtime = reported(&|p| p.message.contains("has dtime set").then_some(p.ino?));
+    let dtime = reported(&|p| {
+        p.message
+            .contains("carries a deletion time")
+            .then_some(p.ino?)
+    });
     assert_eq!(dtime, sorted(&kinds[0]), "dtime problems");
     let links = |n: u32| {
-        let text = format!("ref count is {n}, should be 1");
+        let text = format!("has link count {n}, counted 1");
         reported(&move |p| p.message.contains(&text).then_some(p.ino?))
     };
     assert_eq!(links(2), sorted(&kinds[1]), "link count 2 problems");
     assert_eq!(links(3), sorted(&kinds[3]), "link count 3 problems");
-    // The entries naming the cleared inodes: "has deleted/unused inode N".
+    // The entries naming the cleared inodes: "names inode N, which is free".
     let unused = reported(&|p| {
-        let at = p.message.find("deleted/unused inode ")?;
-        p.message[at + 21..].trim_end_matches('.').parse().ok()
+        let at = p.message.find("names inode ")?;
+        let rest = p.message[at + 12..].strip_suffix(", which is free")?;
+        rest.parse().ok()
     });
     assert_eq!(unused, sorted(&kinds[2]), "entries naming cleared inodes");
     assert!(
         rep.problems
             .iter()
-            .any(|p| p.message.starts_with("Inode bitmap differences")),
+            .any(|p| p.message.starts_with("Inodes whose bitmap bit is wrong")),
         "pass 5 bitmap problem missing"
     );
 }

@@ -124,7 +124,7 @@ fn external_journal_replay_matches_e2fsck() {
         "{text}\ne2fsck:\n{}",
         e2.stdout
     );
-    assert!(text.contains("recovering journal"), "{text}");
+    assert!(text.contains("replaying the journal"), "{text}");
     let after = e2fsck(&fb, &["-fn", "-j", jb.to_str().unwrap()]);
     assert_eq!(after.code(), Some(0), "{}", after.stdout);
     assert_eq!(

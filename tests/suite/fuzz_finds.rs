@@ -39,7 +39,10 @@ fn quota_field_naming_root_without_quota() {
     image_with_file(&img, &MkfsOpts::ext2().block_size(1024), 3000);
     debugfs_w(&img, &["ssv usr_quota_inum 2"]);
     let (fn_out, _) = judged_by_oracle("usr_quota_inum 2", &img, 4, 1);
-    assert!(fn_out.contains("Invalid user quota inode 2"), "{fn_out}");
+    assert!(
+        fn_out.contains("The user quota file named in the superblock (inode 2) is unusable"),
+        "{fn_out}"
+    );
     file_kept(&img, 3000);
 }
 
@@ -69,7 +72,7 @@ fn invalid_quota_field_declined_alone_exits_0() {
         copy_image(&img, &preen);
         let (fn_out, _) = judged_by_oracle(name, &img, want, 1);
         assert!(
-            fn_out.contains(&format!("quota inode {value}")),
+            fn_out.contains(&format!("(inode {value}) is unusable")),
             "[{name}] {fn_out}"
         );
         let (code, out) = pfsck_code(&["-fp"], &preen);
@@ -238,7 +241,7 @@ fn descriptor_checksum_reset_alone_exits_0() {
         assert!(oracle.stdout.contains("checksum"), "{}", oracle.stdout);
         let (code, out) = pfsck_code(&["-fy"], &img);
         assert_eq!(code, 0, "[flags {flags}] {out}");
-        assert!(!out.contains("MODIFIED"), "[flags {flags}] {out}");
+        assert!(!out.contains("repairs written"), "[flags {flags}] {out}");
         assert_eq!(oracle_fn(&img), 0, "[flags {flags}]");
     }
 }
@@ -333,7 +336,7 @@ fn inode_table_under_reserved_gdt_blocks_keeps_its_inodes() {
     write_at(&img, 8193 * 1024 + 120, b"X");
     let (fn_out, fy_out) = judged_by_oracle("itable under reserved GDT", &img, 4, 1);
     assert!(fn_out.contains("Inode table for group 0"), "{fn_out}");
-    assert!(!fy_out.contains("Root inode"), "{fy_out}");
+    assert!(!fy_out.contains("root inode"), "{fy_out}");
     file_kept(&img, 5000);
 }
 
@@ -444,8 +447,8 @@ fn symlink_with_index_flag_kept() {
     // The slow one keeps its EXTENTS_FL.
     debugfs_w(&img, &["sif /s flags 0x1000", "sif /l flags 0x81000"]);
     let (fn_out, fy_out) = judged_by_oracle("symlink index flag", &img, 4, 1);
-    assert!(fn_out.contains("INDEX_FL"), "{fn_out}");
-    assert!(!fy_out.contains("deleted/unused"), "{fy_out}");
+    assert!(fn_out.contains("indexed directory"), "{fn_out}");
+    assert!(!fy_out.contains("which is free"), "{fy_out}");
     for (path, target) in [("/s", "/short/target"), ("/l", slow.as_str())] {
         let stat = debugfs_r(&img, &format!("stat {path}"));
         assert!(stat.contains("Type: symlink"), "{stat}");
@@ -494,7 +497,10 @@ fn orphan_file_feature_without_a_valid_inode() {
         let before = hash_file(&img);
         let (code, out) = pfsck_code(&["-fn"], &img);
         assert_eq!(code, 4, "[{ctx}] pfsck -fn:\n{out}");
-        assert!(out.contains("orphan file inode"), "[{ctx}] {out}");
+        assert!(
+            out.contains("orphan_file is set but its inode"),
+            "[{ctx}] {out}"
+        );
         assert_eq!(before, hash_file(&img), "[{ctx}] pfsck -fn wrote");
         let (code, out) = pfsck_code(&["-fy"], &img);
         assert_eq!(code, 1, "[{ctx}] pfsck -fy:\n{out}");
@@ -530,10 +536,20 @@ fn extent_root_last_index_bounded_by_i_size() {
     }
     std::fs::write(tree.join("sp"), &data).unwrap();
     let cases = [
-        (200000u64, "end of extent exceeds allowed value", 15),
-        (4096, "i_size is 4096, should be 323584", 0),
+        (
+            200000u64,
+            "end of extent exceeds allowed value",
+            "ends past what the file may hold",
+            15,
+        ),
+        (
+            4096,
+            "i_size is 4096, should be 323584",
+            "size 4096, expected 323584",
+            0,
+        ),
     ];
-    for (size, msg, cleared) in cases {
+    for (size, theirs, msg, cleared) in cases {
         let img = tmp.join("disk.img");
         mkfs(
             &img,
@@ -543,11 +559,11 @@ fn extent_root_last_index_bounded_by_i_size() {
         );
         debugfs_w(&img, &[format!("sif /sp size {size}")]);
         let oracle = oracle_run(&img, &["-fn"]);
-        assert!(oracle.stdout.contains(msg), "{}", oracle.stdout);
+        assert!(oracle.stdout.contains(theirs), "{}", oracle.stdout);
         let (fn_out, _) = judged_by_oracle(&format!("size {size}"), &img, 4, 1);
         assert!(fn_out.contains(msg), "{fn_out}");
         assert_eq!(
-            fn_out.matches("exceeds allowed value").count(),
+            fn_out.matches("ends past what the file may hold").count(),
             cleared,
             "{fn_out}"
         );
@@ -586,7 +602,10 @@ fn uninit_marks_on_a_descriptor_failing_its_checksum() {
         // marking the file system changed.
         let (code, out) = pfsck_code(&["-fy"], &img);
         assert_eq!(code, 0, "[{ctx}] {out}");
-        assert!(!out.contains("Root inode not allocated"), "[{ctx}] {out}");
+        assert!(
+            !out.contains("The root inode is not in use"),
+            "[{ctx}] {out}"
+        );
         let after = oracle_run(&img, &["-fn"]);
         assert_eq!(after.code(), Some(0), "[{ctx}] {}\n{out}", after.stdout);
         assert!(
@@ -611,7 +630,10 @@ fn inode_uninit_without_group_checksums_under_n() {
     mkfs(&img, 16 * MIB, &opts, None);
     debugfs_w(&img, &["mkdir d", "set_bg 0 flags 1"]);
     let (fn_out, _) = judged_by_oracle("nocsum INODE_UNINIT", &img, 4, 1);
-    assert!(fn_out.contains("where _INODE_UNINIT is set"), "{fn_out}");
+    assert!(
+        fn_out.contains("whose inode table is flagged uninitialised"),
+        "{fn_out}"
+    );
     assert!(debugfs_r(&img, "ls /").contains(" d "));
 }
 
@@ -680,7 +702,7 @@ fn uninit_group_table_freed_in_another_groups_bitmap() {
     debugfs_w(&img, &[format!("freeb {} 8", table + 10)]);
     let (fn_out, _) = judged_by_oracle("uninit overlay", &img, 4, 1);
     assert!(
-        fn_out.contains("Group 0 block bitmap does not match checksum"),
+        fn_out.contains("Group 0's block bitmap fails its checksum"),
         "{fn_out}"
     );
     file_kept(&img, 3000);
@@ -699,9 +721,13 @@ fn extents_feature_turned_off() {
     image_with_file(&img, &MkfsOpts::ext4().features("^metadata_csum"), 50_000);
     debugfs_w(&img, &["mkdir d", "feature ^extent"]);
     let (fn_out, fy_out) = judged_by_oracle("feature ^extent", &img, 4, 1);
-    assert!(fn_out.contains("Inode 12 is in extent format"), "{fn_out}");
+    assert!(fn_out.contains("Inode 12 holds an extent tree"), "{fn_out}");
     assert!(!fn_out.contains("illegal block"), "{fn_out}");
-    assert_eq!(fy_out.matches("is in extent format").count(), 1, "{fy_out}");
+    assert_eq!(
+        fy_out.matches("holds an extent tree").count(),
+        1,
+        "{fy_out}"
+    );
     assert!(!fy_out.contains("i_size"), "{fy_out}");
     file_kept(&img, 50_000);
     assert!(debugfs_r(&img, "stat /d").contains("Type: directory"));
@@ -728,7 +754,10 @@ fn bigalloc_feature_with_one_block_clusters_on_block_maps() {
     let before = hash_file(&img);
     let (code, fn_out) = pfsck_code(&["-fn"], &img);
     assert_eq!(code, 4, "{fn_out}");
-    assert!(fn_out.contains("Inode 12 on bigalloc"), "{fn_out}");
+    assert!(
+        fn_out.contains("Inode 12 uses a block map, which bigalloc"),
+        "{fn_out}"
+    );
     assert_eq!(before, hash_file(&img), "pfsck -fn wrote");
     // No extents feature: nothing can be rebuilt, and pfsck says so.
     let (code, fy_out) = pfsck_code(&["-fy"], &img);
@@ -737,7 +766,10 @@ fn bigalloc_feature_with_one_block_clusters_on_block_maps() {
     // With it, the maps become trees, as e2fsck's pass 1E makes them.
     debugfs_w(&extents, &["feature extent", "feature bigalloc"]);
     let (fn_out, _) = judged_by_oracle("bigalloc, one-block clusters", &extents, 4, 1);
-    assert!(fn_out.contains("Inode 12 on bigalloc"), "{fn_out}");
+    assert!(
+        fn_out.contains("Inode 12 uses a block map, which bigalloc"),
+        "{fn_out}"
+    );
     file_kept(&extents, 3000);
     assert!(debugfs_r(&extents, "stat /f").contains("EXTENTS:"));
 }
@@ -819,7 +851,7 @@ fn extent_leaf_with_a_wrong_depth_field() {
         }
         let ctx = format!("leaf depth field, {name}");
         let (fn_out, _) = judged_by_oracle(&ctx, &img, want, want_fy);
-        assert!(!fn_out.contains("invalid extent node"), "{fn_out}");
+        assert!(!fn_out.contains("extent node at block"), "{fn_out}");
         let stat = debugfs_r(&img, "stat /f");
         assert_eq!(extents_of(&stat), extents, "[{name}] {stat}");
         assert!(extents.contains("(56):"), "[{name}] {extents}");
@@ -892,10 +924,7 @@ fn entry_naming_a_symlink_whose_checksum_fails() {
         let old = read_at(&img, at, 1)[0];
         write_at(&img, at, &[old ^ 0x55]);
         let (fn_out, _) = judged_by_oracle(name, &img, want, 1);
-        assert!(
-            fn_out.contains("checksum does not match"),
-            "[{name}] {fn_out}"
-        );
+        assert!(fn_out.contains("checksum"), "[{name}] {fn_out}");
         assert_eq!(fn_out.contains("Pass 3"), want != 12, "[{name}] {fn_out}");
         assert_eq!(inode_of(&img, path), ino);
     }
@@ -919,7 +948,10 @@ fn extent_fixed_while_the_feature_is_being_set_back() {
     );
     debugfs_w(&img, &["feature ^extent", "sif /f block[5] 9000"]);
     let (fn_out, fy_out) = judged_by_oracle("extent feature off, 64bit", &img, 4, 1);
-    assert!(fn_out.contains("needs extents"), "{fn_out}");
+    assert!(
+        fn_out.contains("without the extents feature cannot reach"),
+        "{fn_out}"
+    );
     assert!(!fy_out.contains("Clear inode"), "{fy_out}");
     assert!(fy_out.contains("Inode 12"), "{fy_out}");
     assert_eq!(inode_of(&img, "/f"), 12);
@@ -1107,8 +1139,8 @@ fn inline_data_name_padded_with_nuls() {
     assert_eq!(&head[16..24], b"data\0\0\0\0", "{head:?}");
     write_at(&img, entry, &[6]);
     let (fn_out, fy_out) = judged_by_oracle("name data\\0\\0", &img, 12, 1);
-    assert!(fn_out.contains("checksum does not match"), "{fn_out}");
-    let no_parent = format!("'..' in /d ({dir}) is <The NULL inode>");
+    assert!(fn_out.contains("checksum"), "{fn_out}");
+    let no_parent = format!("'..' in /d ({dir}) names <The NULL inode>");
     assert!(fn_out.contains(&no_parent), "{fn_out}");
     assert!(!fy_out.contains("inline data"), "{fy_out}");
     assert_eq!(inode_of(&img, "/d"), dir);
@@ -1133,7 +1165,7 @@ fn journal_inode_encrypted_or_inline() {
         debugfs_w(&img, &[format!("sif <8> flags {flags}")]);
         let (fn_out, _) = judged_by_oracle(flags, &img, 12, 1);
         assert!(
-            fn_out.contains("invalid journal (inode 8)"),
+            fn_out.contains("The journal (inode 8) is unusable"),
             "[{flags}] {fn_out}"
         );
         file_kept(&img, 3000);
@@ -1181,8 +1213,8 @@ fn special_file_with_index_flag_kept() {
         let ino = inode_of(&img, &format!("/{name}"));
         debugfs_w(&img, &[format!("sif <{ino}> flags 0x1000")]);
         let (fn_out, fy_out) = judged_by_oracle(name, &img, 4, 1);
-        assert!(fn_out.contains("INDEX_FL"), "[{name}] {fn_out}");
-        assert!(!fy_out.contains("deleted/unused"), "[{name}] {fy_out}");
+        assert!(fn_out.contains("indexed directory"), "[{name}] {fn_out}");
+        assert!(!fy_out.contains("which is free"), "[{name}] {fy_out}");
         assert_eq!(inode_of(&img, &format!("/{name}")), ino, "[{name}]");
         file_kept(&img, 3000);
     }
@@ -1287,7 +1319,7 @@ fn inodes_per_group_not_a_multiple_of_eight() {
     let undo = tmp.join("undo");
     let (code, fy_out) = pfsck_code(&["-fy", "-z", undo.to_str().unwrap()], &img);
     assert_eq!(code, 5, "pfsck -fy:\n{fy_out}");
-    assert!(fy_out.contains("still has errors"), "{fy_out}");
+    assert!(fy_out.contains("errors are left"), "{fy_out}");
     let after = oracle_run(&img, &["-fn"]);
     assert_eq!(after.code(), Some(4), "{}", after.stdout);
     assert!(after.stdout.contains("+(17--20)"), "{}", after.stdout);
@@ -1313,7 +1345,7 @@ fn fewer_reserved_gdt_blocks_on_1k_bigalloc() {
     debugfs_w(&img, &["ssv reserved_gdt_blocks 22"]);
     let (fn_out, _) = judged_by_oracle("reserved_gdt_blocks 22", &img, 4, 1);
     assert!(
-        fn_out.contains("Block bitmap differences:  -28\n"),
+        fn_out.contains("Blocks whose bitmap bit is wrong:  -28\n"),
         "{fn_out}"
     );
 }
@@ -1440,7 +1472,7 @@ fn resize_inode_with_a_mode_that_maps_nothing() {
         debugfs_w(&img, &["sif <7> mode 0140600"]);
         let (fn_out, _) = judged_by_oracle(name, &img, 4, 1);
         assert!(
-            fn_out.contains(&format!("Block bitmap differences:  -{dind}")),
+            fn_out.contains(&format!("Blocks whose bitmap bit is wrong:  -{dind}")),
             "[{name}] {fn_out}"
         );
     }
@@ -1466,7 +1498,10 @@ fn inline_directory_with_the_index_flag() {
         let e = inode_of(&img, "/d/e");
         debugfs_w(&img, &[format!("sif d flags {flags}")]);
         let (fn_out, fy_out) = judged_by_oracle(flags, &img, 4, 1);
-        assert!(fn_out.contains("invalid root node"), "[{flags}] {fn_out}");
+        assert!(
+            fn_out.contains("index root is unusable"),
+            "[{flags}] {fn_out}"
+        );
         assert!(!fy_out.contains("Pass 3A"), "[{flags}] {fy_out}");
         assert_eq!(inode_of(&img, "/d/e"), e, "[{flags}]");
     }
@@ -1525,11 +1560,11 @@ fn inline_dirs_kept_when_incompat_cleared() {
     debugfs_w(&img, &["ssv feature_incompat 0"]);
     let (fn_out, fy_out) = judged_by_oracle("feature_incompat 0", &img, 4, 1);
     assert!(
-        fn_out.contains(&format!("Inode {e} has inline data")),
+        fn_out.contains(&format!("Inode {e} holds inline data")),
         "{fn_out}"
     );
     assert!(!fn_out.contains("invalid size"), "{fn_out}");
-    assert_eq!(fy_out.matches("has inline data").count(), 1, "{fy_out}");
+    assert_eq!(fy_out.matches("holds inline data").count(), 1, "{fy_out}");
     assert!(!fy_out.contains("Connect to"), "{fy_out}");
     assert_eq!(inode_of(&img, "/d"), d);
     assert_eq!(inode_of(&img, "/d/e"), e);
@@ -1558,8 +1593,8 @@ fn replay_when_primary_superblock_is_refused() {
     let byte = read_at(&img, uuid, 1)[0];
     write_at(&img, uuid, &[byte ^ 0x24]);
     let (fn_out, fy_out) = judged_by_oracle("uuid flipped", &img, 4, 1);
-    assert!(fn_out.contains("Using the backup superblock"), "{fn_out}");
-    assert!(fy_out.contains("recovering journal"), "{fy_out}");
+    assert!(fn_out.contains("using the copy at block"), "{fn_out}");
+    assert!(fy_out.contains("replaying the journal"), "{fy_out}");
     assert!(!fy_out.contains("Clear? yes"), "{fy_out}");
     assert_eq!(inode_of(&img, "/d"), d);
     assert_eq!(inode_of(&img, "/d/f"), f);
@@ -1633,12 +1668,12 @@ fn refused_primary_and_backup_with_bad_descriptors() {
         }
         let (fn_out, fy_out) = judged_by_oracle(name, &img, 4, 1);
         assert!(
-            fn_out.contains("Using the backup superblock"),
+            fn_out.contains("using the copy at block"),
             "[{name}] {fn_out}"
         );
         assert!(fy_out.contains("Relocate? yes"), "[{name}] {fy_out}");
         assert_eq!(
-            fy_out.matches("Using the backup").count(),
+            fy_out.matches("using the copy at block").count(),
             1,
             "[{name}] {fy_out}"
         );
@@ -1713,7 +1748,7 @@ fn salvaged_first_record_beside_a_pass1_fix() {
     assert_eq!(Some(code), oracle.code());
     let (code, out) = pfsck_code(&["-fy"], &img);
     assert_eq!(code, 1, "pfsck -fy:\n{out}");
-    assert!(!out.contains("deleted/unused"), "{out}");
+    assert!(!out.contains("which is free"), "{out}");
     assert_eq!(oracle_fn(&img), 0, "pfsck -fy:\n{out}");
     let ls = debugfs_r(&img, "ls /d");
     for name in ["empty", "f", "l"] {
@@ -1758,8 +1793,14 @@ fn typeless_directory_with_an_extent_index_kept() {
         debugfs_w(&img, &["sif /big mode 02600"]);
         let ctx = format!("indexed {indexed}");
         let (fn_out, fy_out) = judged_by_oracle(&ctx, &img, 4, 1);
-        assert!(fn_out.contains("really a directory"), "[{ctx}] {fn_out}");
-        assert!(!fn_out.contains("invalid root"), "[{ctx}] {fn_out}");
+        assert!(
+            fn_out.contains("contents are a directory's"),
+            "[{ctx}] {fn_out}"
+        );
+        assert!(
+            !fn_out.contains("index root is unusable"),
+            "[{ctx}] {fn_out}"
+        );
         assert!(!fy_out.contains("lost+found"), "[{ctx}] {fy_out}");
         let stat = debugfs_r(&img, "stat /big/entry-with-a-rather-long-name-0099");
         assert!(stat.contains("Size: 6"), "[{ctx}] {stat}");

@@ -107,7 +107,7 @@ fn ea_inode_flag_on_non_regular_files() {
         let (_d, img) = damaged(&format!("geo-ea-nonreg-{name}"), &[cmd.to_string()]);
         let (fn_out, _) = judged(name, &img, 4);
         assert!(
-            fn_out.contains("has the ea_inode flag set but is not a regular file"),
+            fn_out.contains("is flagged as an EA inode but is not a regular file"),
             "[{name}] {fn_out}"
         );
     }
@@ -264,7 +264,7 @@ fn log_groups_per_flex_out_of_range() {
     let (_d, img) = small_fs("geo-flex-primary", "", 32 << 20);
     primary_only(&img, "ssv log_groups_per_flex 40");
     let (fn_out, _) = judged("flex-primary", &img, 4);
-    assert!(fn_out.contains("backup superblock"), "{fn_out}");
+    assert!(fn_out.contains("using the copy at block"), "{fn_out}");
 }
 
 #[test]
@@ -290,7 +290,7 @@ fn first_meta_bg_too_big() {
     let (_d, img) = small_fs("geo-meta-primary", "meta_bg,^resize_inode", 32 << 20);
     primary_only(&img, "ssv first_meta_bg 2");
     let (fn_out, _) = judged("meta-primary", &img, 4);
-    assert!(fn_out.contains("backup superblock"), "{fn_out}");
+    assert!(fn_out.contains("using the copy at block"), "{fn_out}");
 }
 
 // ---- flags and in-inode xattrs ----

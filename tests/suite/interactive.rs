@@ -62,18 +62,21 @@ fn answers_choose_the_fixes() {
         println!("`script` not found: interactive cases skipped");
         return;
     };
-    assert!(out.contains("has dtime set.  Fix<y>? no"), "{out}");
-    assert!(out.contains("should be 1.  Fix<y>? yes"), "{out}");
+    assert!(
+        out.contains("carries a deletion time.  Fix<y>? no"),
+        "{out}"
+    );
+    assert!(out.contains("counted 1.  Fix<y>? yes"), "{out}");
     // The declined problem is asked once, not again by a later round.
-    assert_eq!(out.matches("dtime set.  Fix<y>?").count(), 1, "{out}");
+    assert_eq!(out.matches("deletion time.  Fix<y>?").count(), 1, "{out}");
     // Asked in place, under the pass's header, and not shown again in a
     // report afterwards.
     let at = |s: &str| out.find(s).unwrap_or_else(|| panic!("{s:?} in {out}"));
-    assert!(at("Pass 1: ") < at("dtime set.  Fix<y>?"), "{out}");
-    assert!(at("dtime set.  Fix<y>?") < at("Pass 2: "), "{out}");
-    assert!(at("Pass 4: ") < at("should be 1.  Fix<y>?"), "{out}");
-    assert!(at("should be 1.  Fix<y>?") < at("Pass 5: "), "{out}");
-    assert_eq!(out.matches("ref count is 5").count(), 1, "{out}");
+    assert!(at("Pass 1: ") < at("deletion time.  Fix<y>?"), "{out}");
+    assert!(at("deletion time.  Fix<y>?") < at("Pass 2: "), "{out}");
+    assert!(at("Pass 4: ") < at("counted 1.  Fix<y>?"), "{out}");
+    assert!(at("counted 1.  Fix<y>?") < at("Pass 5: "), "{out}");
+    assert_eq!(out.matches("has link count 5").count(), 1, "{out}");
     assert_eq!(out.matches("Pass 1: ").count(), 1, "{out}");
     assert_eq!(code, 5, "fixed one, one left: {out}");
     let e2 = e2fsck_fn_run(&img);
@@ -133,9 +136,9 @@ fn pass_1e_header_after_an_optimisation_answered_yes() {
         println!("`script` not found: interactive cases skipped");
         return;
     };
-    assert!(out.contains("could be shorter"), "{out}");
+    assert!(out.contains("would fit in fewer levels"), "{out}");
     assert!(
-        out.contains("Pass 1E: Optimizing extent trees\r\nPass 2: "),
+        out.contains("Pass 1E: extent trees made smaller\r\nPass 2: "),
         "{out}"
     );
 }
@@ -175,11 +178,11 @@ fn invalid_journal_answered_no_stops_as_e2fsck() {
         println!("`script` not found: interactive cases skipped");
         return;
     };
-    assert!(out.contains("invalid journal (inode 8)"), "{out}");
+    assert!(out.contains("The journal (inode 8) is unusable"), "{out}");
     assert!(out.contains("Clear<y>? no"), "{out}");
     assert!(out.contains("cannot proceed"), "{out}");
     assert!(!out.contains("Pass 1"), "{out}");
-    assert!(out.contains("still has errors"), "{out}");
+    assert!(out.contains("errors are left"), "{out}");
     assert_eq!(code, 12, "{out}");
     assert_eq!(hash_file(&img), before, "{out}");
     if let Some(e2fsck) = oracle() {

@@ -111,9 +111,10 @@ fn journal_without_has_journal_is_forgotten() {
 }
 
 /// The figures of the closing line ("N/M files (...), N/M blocks").
-fn summary(out: &str) -> Option<String> {
+/// The summary line's figures (e2fsck and pfsck word it differently).
+fn summary(out: &str) -> Option<Vec<String>> {
     out.lines()
-        .rfind(|l| l.contains(" files ("))
+        .rfind(|l| l.contains(" files (") || l.contains(" inodes ("))
         .and_then(|l| l.split_once(": "))
-        .map(|(_, figures)| figures.to_string())
+        .map(|(_, figures)| report_shape(figures))
 }

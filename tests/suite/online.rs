@@ -322,7 +322,7 @@ fn damage_is_found_online_and_marked_for_the_next_check() {
     let r = online(&["-n"], st.mnt());
     assert_eq!(r.code(), Some(4), "{}", r.dump(4000));
     assert!(
-        r.stdout.contains("ref count is 3, should be 1"),
+        r.stdout.contains("has link count 3, counted 1"),
         "{}",
         r.dump(4000)
     );
@@ -363,7 +363,7 @@ fn damage_is_found_online_and_marked_for_the_next_check() {
     );
     let r = pfsck_timeout(&[OsStr::new("-p"), st.image.as_os_str()], LIMIT);
     assert!(
-        r.stdout.contains("ref count is 3, should be 1"),
+        r.stdout.contains("has link count 3, counted 1"),
         "pfsck -p skipped the marked file system:\n{}",
         r.dump(4000)
     );

@@ -38,10 +38,15 @@ fn image(dir: &TempDir, name: &str, bs: u32, count: u64, punch: &[(u64, u64)]) -
     img
 }
 
-/// The lines of pass 1E's offers in an output.
+/// The lines of pass 1E's offers in an output (e2fsck's words or
+/// pfsck's; pfsck's are compared with e2fsck's by their shape).
 fn offers(out: &str) -> Vec<String> {
     out.lines()
-        .filter(|l| l.contains("could be shorter") || l.contains("could be narrower"))
+        .filter(|l| {
+            l.contains("could be shorter")
+                || l.contains("could be narrower")
+                || l.contains("would fit in fewer")
+        })
         .map(|l| {
             l.split_once(": Inode")
                 .map_or(l.to_string(), |(_, r)| format!("Inode{r}"))
@@ -66,7 +71,12 @@ fn offered_as_e2fsck_offers(img: &Path, want: &str) {
     assert_eq!(pf.code(), Some(0), "{}", pf.stdout);
     let line = format!("{want}  Optimize? no");
     assert_eq!(offers(&e2.stdout), vec![line.clone()], "{}", e2.stdout);
-    assert_eq!(offers(&pf.stdout), vec![line], "{}", pf.stdout);
+    assert_eq!(
+        report_shape(&offers(&pf.stdout).join("\n")),
+        report_shape(&line),
+        "{}",
+        pf.stdout
+    );
 
     let (a, b) = (img.with_extension("e2"), img.with_extension("pf"));
     copy_image(img, &a);
@@ -76,7 +86,12 @@ fn offered_as_e2fsck_offers(img: &Path, want: &str) {
     assert_eq!((e2.code(), pf.code()), (Some(0), Some(0)), "{}", pf.stdout);
     let line = format!("{want}  IGNORED.");
     assert_eq!(offers(&e2.stdout), vec![line.clone()], "{}", e2.stdout);
-    assert_eq!(offers(&pf.stdout), vec![line], "{}", pf.stdout);
+    assert_eq!(
+        report_shape(&offers(&pf.stdout).join("\n")),
+        report_shape(&line),
+        "{}",
+        pf.stdout
+    );
     // Declined: the tree stands as it was.
     assert_eq!(debugfs_r(&b, "ex /sparse"), debugfs_r(img, "ex /sparse"));
 }
@@ -124,16 +139,27 @@ fn rebuilt_as_e2fsck_rebuilds(img: &Path, want: &str) {
     assert_eq!(pf.code(), Some(0), "{}", pf.stdout);
     let line = format!("{want}  Optimize? yes");
     assert_eq!(offers(&e2.stdout), vec![line.clone()], "{}", e2.stdout);
-    assert_eq!(offers(&pf.stdout), vec![line], "{}", pf.stdout);
-    for out in [&e2.stdout, &pf.stdout] {
-        assert!(
-            out.contains("\nPass 1E: Optimizing extent trees\nPass 2:"),
-            "{out}"
-        );
-        assert!(
-            out.contains("***** FILE SYSTEM WAS MODIFIED *****"),
-            "{out}"
-        );
+    assert_eq!(
+        report_shape(&offers(&pf.stdout).join("\n")),
+        report_shape(&line),
+        "{}",
+        pf.stdout
+    );
+    let tool_lines = [
+        (
+            &e2.stdout,
+            "Pass 1E: Optimizing extent trees",
+            "FILE SYSTEM WAS MODIFIED",
+        ),
+        (
+            &pf.stdout,
+            "Pass 1E: extent trees made smaller",
+            "repairs written",
+        ),
+    ];
+    for (out, pass1e, modified) in tool_lines {
+        assert!(out.contains(&format!("\n{pass1e}\nPass 2:")), "{out}");
+        assert!(out.contains(modified), "{out}");
     }
     let after = oracle_run(&b, &["-fn"]);
     assert_eq!(after.code(), Some(0), "{}", after.stdout);

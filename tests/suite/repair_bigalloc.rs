@@ -175,14 +175,14 @@ fn all_cases(base: Base) {
     case(
         base,
         "shared",
-        "multiply-claimed",
+        "shares block(s)",
         &[format!("sif /f70k block[5] {big}")],
     );
     // Blocks at another offset in a shared cluster than in the file.
     case(
         base,
         "misaligned-shared",
-        "violates cluster allocation rules",
+        "off its cluster's alignment",
         &[format!("sif /f4096 block[5] {}", big + 1)],
     );
     // Misaligned inside the file's own cluster: it shares with no one,
@@ -190,7 +190,7 @@ fn all_cases(base: Base) {
     case(
         base,
         "misaligned-alone",
-        "violates cluster allocation rules",
+        "off its cluster's alignment",
         &[format!("sif /f4096 block[5] {}", f4096[0] + 1)],
     );
     // One logical cluster over two physical clusters: the stray block
@@ -199,7 +199,7 @@ fn all_cases(base: Base) {
     case(
         base,
         "split-logical-cluster",
-        "violates cluster allocation rules",
+        "off its cluster's alignment",
         &extent_root("/f12k", &[(0, 1, f12k), (2, 1, far + 2)]),
     );
     // A block-mapped regular file: rebuilt as an extent tree (pass 1E).
@@ -208,7 +208,12 @@ fn all_cases(base: Base) {
         let p = f4096.get(k).copied().unwrap_or(0);
         cmds.push(format!("sif /f4096 block[{k}] {p}"));
     }
-    case(base, "block-mapped", "cannot be block mapped", &cmds);
+    case(
+        base,
+        "block-mapped",
+        "uses a block map, which bigalloc does not allow",
+        &cmds,
+    );
 }
 
 /// Fixes that allocate nothing and free nothing by themselves (an inode
@@ -254,7 +259,7 @@ fn in_place_cases(base: Base) {
     case(
         base,
         "dir-no-tail",
-        "no checksum tail",
+        "lacks its checksum tail",
         &[
             format!("zap_block -o 28 -l 1 -p {lo} {dir}"),
             format!("zap_block -o 29 -l 1 -p {hi} {dir}"),
@@ -298,7 +303,7 @@ fn e2fsprogs_bigalloc_images() {
             println!("{t} not found, skipped");
             continue;
         }
-        repairs_like_e2fsck(t, &img, bs, "multiply-claimed");
+        repairs_like_e2fsck(t, &img, bs, "shares block(s)");
     }
 }
 
@@ -374,7 +379,11 @@ fn full_lost_found_grows(name: &str, bs: u32, cluster: u32, files: u32) {
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "pfsck -fy:\n{text}");
-    for made_up in ["i_blocks", "Block bitmap differences", "Free blocks count"] {
+    for made_up in [
+        "i_blocks",
+        "Blocks whose bitmap bit is wrong",
+        "free blocks recorded",
+    ] {
         assert!(
             !text.contains(made_up),
             "pfsck reports '{made_up}':\n{text}"

@@ -1,14 +1,14 @@
 //! End-to-end repairs: damage a real image with `debugfs -w`, run
 //! `pfsck -fy` (or `-fp`), and require what e2fsck's own users rely on:
 //!
-//! - exit 1 and "FILE SYSTEM WAS MODIFIED" for a damage pfsck fixes, then
+//! - exit 1 and "repairs written to the file system" for a damage pfsck fixes, then
 //!   `e2fsck -fn` and `pfsck -fn` both exit 0;
 //! - files the damage did not touch keep their exact contents (read back
 //!   with `debugfs cat` and compared with the tree the image was made from);
 //! - the undo log exists and `pfsck --rollback` restores the damaged image
 //!   byte for byte;
 //! - preen fixes preen-safe damage (exit 1) and refuses the rest with
-//!   "UNEXPECTED INCONSISTENCY" (exit 4, only the superblock's error
+//!   "STOPPED: a problem preen may not fix" (exit 4, only the superblock's error
 //!   state written, as e2fsck);
 //! - a damage pfsck does not fix yet gives exit 4 with the problem listed.
 //!
@@ -129,7 +129,7 @@ fn repairs_with(name: &str, base: Base, damage: impl FnOnce(&Path)) {
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
     assert_eq!(code, Some(1), "[{ctx}] pfsck -fy:\n{text}");
     assert!(
-        text.contains("***** FILE SYSTEM WAS MODIFIED *****"),
+        text.contains("***** repairs written to the file system *****"),
         "[{ctx}]\n{text}"
     );
     assert!(text.contains("? yes\n"), "[{ctx}]\n{text}");
@@ -316,7 +316,7 @@ fn preen_refuses_unsafe_damage() {
         let (code, text) = pfsck_run(&[OsStr::new(flag), img.as_os_str()]);
         assert_eq!(code, Some(4), "{flag}: {text}");
         assert!(
-            text.contains("UNEXPECTED INCONSISTENCY; RUN fsck MANUALLY."),
+            text.contains("STOPPED: a problem preen may not fix needs a person."),
             "{text}"
         );
         let after = std::fs::read(&img).unwrap();
@@ -353,10 +353,10 @@ fn unsupported_damage_is_left_and_listed() {
     let img = unsupported_damaged(&tmp);
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
     assert_eq!(code, Some(5), "{text}");
-    assert!(text.contains("has an unallocated block #1"), "{text}");
+    assert!(text.contains("has no block at #1"), "{text}");
     assert!(text.contains("? no\n"), "{text}");
     assert!(
-        text.contains("WARNING: Filesystem still has errors"),
+        text.contains("WARNING: errors are left in the file system"),
         "{text}"
     );
     // The image still shows the damage to both checkers.
@@ -374,7 +374,7 @@ fn clean_image_gets_only_the_check_record() {
     for flag in ["-fy", "-fp"] {
         let (code, text) = pfsck_run(&[OsStr::new(flag), img.as_os_str()]);
         assert_eq!(code, Some(0), "{flag}: {text}");
-        assert!(!text.contains("MODIFIED"), "{text}");
+        assert!(!text.contains("repairs written"), "{text}");
     }
     // Only what e2fsck writes after any check (mount count, time), and
     // no undo log for it.

@@ -88,7 +88,7 @@ fn repairs(name: &str, base: Base, damage: impl FnOnce(&Path), after: impl FnOnc
     let (code, text) = pfsck_run(&[OsStr::new("-fy"), img.as_os_str()]);
     assert_eq!(code, Some(1), "[{ctx}] pfsck -fy:\n{text}");
     assert!(
-        text.contains("***** FILE SYSTEM WAS MODIFIED *****"),
+        text.contains("***** repairs written to the file system *****"),
         "[{ctx}]\n{text}"
     );
     assert_both_clean(&ctx, &img);
@@ -405,8 +405,8 @@ fn missing_root_is_recreated() {
         }
         assert!(
             text.lines()
-                .any(|l| (l.starts_with("Root inode not allocated.  ")
-                    || l.starts_with("Root inode is not a directory.  "))
+                .any(|l| (l.starts_with("The root inode is not in use.  ")
+                    || l.starts_with("The root inode is not a directory.  "))
                     && l.ends_with("? yes")),
             "[{ctx}]\n{text}"
         );

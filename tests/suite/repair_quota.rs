@@ -232,7 +232,7 @@ fn all_cases(base: Base) {
     repairs(
         base,
         "new-uid",
-        "Missing user quota entry for ID 4321",
+        "The user quota file has no record for ID 4321",
         |img| {
             sif(img, &["sif /small uid 4321".to_string()]);
         },
@@ -240,7 +240,7 @@ fn all_cases(base: Base) {
     repairs(
         base,
         "new-gid",
-        "Missing group quota entry for ID 77",
+        "The group quota file has no record for ID 77",
         |img| {
             sif(
                 img,
@@ -255,7 +255,7 @@ fn all_cases(base: Base) {
         repairs(
             base,
             "new-projid",
-            "Missing project quota entry for ID 5",
+            "The project quota file has no record for ID 5",
             |img| {
                 sif(img, &["sif /f300k projid 5".to_string()]);
             },
@@ -263,22 +263,27 @@ fn all_cases(base: Base) {
     }
     // Forty new owners: several data blocks and index blocks (and, for a
     // block-mapped file of 1 KiB blocks, an indirect block).
-    repairs(base, "many-ids", "Missing user quota entry", |img| {
-        let cmds: Vec<String> = (0..40)
-            .map(|i| {
-                format!(
-                    "sif /many/entry-with-a-long-name-{i:04} uid {}",
-                    1000 * i + 7
-                )
-            })
-            .collect();
-        sif(img, &cmds);
-    });
+    repairs(
+        base,
+        "many-ids",
+        "The user quota file has no record",
+        |img| {
+            let cmds: Vec<String> = (0..40)
+                .map(|i| {
+                    format!(
+                        "sif /many/entry-with-a-long-name-{i:04} uid {}",
+                        1000 * i + 7
+                    )
+                })
+                .collect();
+            sif(img, &cmds);
+        },
+    );
     // An entry taken out of the file.
     repairs(
         base,
         "entry-removed",
-        "Missing user quota entry for ID 0",
+        "The user quota file has no record for ID 0",
         |img| {
             let q = QuotaFile::read(img, quota_inode(img, "user"));
             let off = q.entry(0);
@@ -289,7 +294,7 @@ fn all_cases(base: Base) {
     repairs(
         base,
         "limits-kept",
-        "Missing user quota entry for ID 4321",
+        "The user quota file has no record for ID 4321",
         |img| {
             for (t, fields) in [("user", [32usize, 40]), ("group", [8, 16])] {
                 let q = QuotaFile::read(img, quota_inode(img, t));
@@ -313,7 +318,7 @@ fn all_cases(base: Base) {
     repairs(
         base,
         "inode-size",
-        "Missing user quota entry for ID 4321",
+        "The user quota file has no record for ID 4321",
         |img| {
             let ino = quota_inode(img, "user");
             sif(
@@ -330,7 +335,7 @@ fn all_cases(base: Base) {
     repairs(
         base,
         "with-other-fixes",
-        "Missing user quota entry for ID 4321",
+        "The user quota file has no record for ID 4321",
         |img| {
             let q = QuotaFile::read(img, quota_inode(img, "user"));
             sif(
@@ -350,12 +355,12 @@ fn all_cases(base: Base) {
     repairs(
         base,
         "empty-file-cleared",
-        "Unattached zero-length inode",
+        "is empty and no directory names it",
         |img| {
             sif(img, &["unlink /empty".to_string()]);
         },
     );
-    repairs_as(base, "usage-changed", "Usage inconsistent", false, |img| {
+    repairs_as(base, "usage-changed", "Quota usage differs", false, |img| {
         sif(
             img,
             &[

@@ -125,7 +125,7 @@ fn repairs_with(
 #[test]
 fn zeroed_primary_superblock() {
     for b in [Base::Ext2, Base::Ext4Default] {
-        repairs("zero-sb", b, "backup superblock", true, |img| {
+        repairs("zero-sb", b, "using the copy at block", true, |img| {
             write_at(img, 1024, &[0u8; 1024])
         });
     }
@@ -141,7 +141,7 @@ fn primary_superblock_checksum_wrong() {
     repairs(
         "sb-csum",
         Base::Ext4Default,
-        "backup superblock",
+        "using the copy at block",
         false,
         |img| {
             let uuid0 = read_at(img, 1024 + 0x68, 1)[0];
@@ -177,8 +177,8 @@ fn inodes_count_wrong() {
             );
         }
         let expect = match b {
-            Base::Ext4 => "Inode count in superblock is",
-            _ => "backup superblock",
+            Base::Ext4 => "The superblock's inode count",
+            _ => "using the copy at block",
         };
         repairs("inodes-count", b, expect, false, damage);
     }
@@ -202,7 +202,7 @@ fn backup_named_with_b() {
         "b-2048",
         Base::Ext4,
         &["-b", "2048", "-B", "4096"],
-        "FILE SYSTEM WAS MODIFIED",
+        "repairs written to the file system",
         true,
         damage,
     );
@@ -211,7 +211,7 @@ fn backup_named_with_b() {
 #[test]
 fn primary_descriptors_unusable() {
     for b in [Base::Ext2, Base::Ext4] {
-        repairs("bad-gd", b, "backup superblock", true, |img| {
+        repairs("bad-gd", b, "using the copy at block", true, |img| {
             debugfs_w(img, &["set_bg 0 block_bitmap 0"]);
         });
     }
@@ -230,7 +230,7 @@ fn bitmaps_on_bad_blocks_relocated() {
             g1.block_bitmap
         };
         let bs = info.block_size;
-        let expect = format!("Group 1's {which} bitmap ({blk}) is bad.  Relocate? yes");
+        let expect = format!("Group 1's {which} bitmap sits on bad block {blk}.  Relocate? yes");
         repairs("bad-bitmap", b, &expect, false, |img| {
             debugfs_w(
                 img,
@@ -260,7 +260,10 @@ fn invalid_quota_inode_numbers_cleared() {
     let out = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert_eq!(out.status.code(), Some(1), "pfsck -fy:\n{text}");
-    assert!(text.contains("Invalid project quota inode"), "{text}");
+    assert!(
+        text.contains("The project quota file named in the superblock"),
+        "{text}"
+    );
     assert_both_clean("quota-inum", &img);
 }
 
@@ -286,7 +289,7 @@ fn quota_usage_rewritten() {
         let out = pfsck(&[OsStr::new("-fy"), img.as_os_str()]);
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         assert_eq!(out.status.code(), Some(1), "[{name}] pfsck -fy:\n{text}");
-        assert!(text.contains("Usage inconsistent"), "[{name}] {text}");
+        assert!(text.contains("Quota usage differs"), "[{name}] {text}");
         assert_both_clean(name, &img);
     }
 }
@@ -377,7 +380,7 @@ fn zeroed_primary_without_any_backup() {
             let name = img.display().to_string();
             assert!(
                 out.lines()
-                    .any(|l| l.contains("Bad magic number") && l.contains(&name)),
+                    .any(|l| l.contains("superblock magic") && l.contains(&name)),
                 "[{ctx}] pfsck {mode}:\n{out}"
             );
             assert_eq!(before, hash_file(&img), "[{ctx}] pfsck {mode} wrote");

@@ -41,10 +41,7 @@ fn stdout_of(img: &Path, e2: bool) -> (Option<i32>, String) {
             .filter(|l| !l.starts_with("e2fsck 1."))
             .map(|l| format!("{l}\n"))
             .collect();
-        (
-            r.code(),
-            text.replace("Restarting e2fsck", "Restarting pfsck"),
-        )
+        (r.code(), text)
     } else {
         let out = pfsck(&[std::ffi::OsStr::new("-fy"), img.as_os_str()]);
         (
@@ -60,12 +57,13 @@ fn an_entry_in_the_unused_area_restarts_the_repair() {
     let img = dir.join("img");
     copy_image(&unused_area_image(), &img);
     let (e2_code, e2) = stdout_of(&img, true);
-    assert!(e2.contains("Restarting pfsck"), "{e2}");
+    assert!(e2.contains("Restarting e2fsck"), "{e2}");
     copy_image(&unused_area_image(), &img);
     let (code, ours) = stdout_of(&img, false);
+    assert!(ours.contains("Checking again from the start"), "{ours}");
     assert_eq!(
-        ours.trim_end(),
-        e2.trim_end(),
+        report_shape(ours.trim_end()),
+        report_shape(e2.trim_end()),
         "pfsck:\n{ours}\n--- e2fsck ---\n{e2}"
     );
     assert_eq!(code, e2_code);

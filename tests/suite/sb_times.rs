@@ -137,7 +137,7 @@ fn times_days_ahead_are_asked_about_and_set() {
     // The times as dates (UTC), as e2fsck shows them, not as seconds.
     assert!(
         pf.stdout.contains(
-            "last mount time (Sun Jan 17 08:00:00 2027) is in the future (now Fri Jan 15 08:00:00 2027)"
+            "last mount time (Sun Jan 17 08:00:00 2027) lies ahead of the clock (Fri Jan 15 08:00:00 2027)"
         ),
         "{}",
         pf.stdout
@@ -145,7 +145,7 @@ fn times_days_ahead_are_asked_about_and_set() {
     // e2fsck sets them without calling it a correction: exit 0.
     let out = repaired(&img, 0);
     assert!(out.contains("Fix? yes"), "{out}");
-    assert!(!out.contains("MODIFIED"), "{out}");
+    assert!(!out.contains("repairs written"), "{out}");
 }
 
 #[test]

@@ -117,7 +117,7 @@ fn pass_headers_print_as_the_passes_begin() {
         assert_eq!(early, whole[..line_end], "printed when pass {pass} began");
     }
     assert!(
-        whole.contains("dtime set") && whole.contains("ref count is 5"),
+        whole.contains("deletion time") && whole.contains("has link count 5"),
         "{whole}"
     );
 }
@@ -149,7 +149,7 @@ fn repair_headers_print_as_the_passes_begin() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let whole = String::from_utf8_lossy(&out.stdout).replace(&img_path(&dir, "whole"), "IMG");
-    assert!(whole.contains("ref count is 5"), "{whole}");
+    assert!(whole.contains("has link count 5"), "{whole}");
     // The undo log is named on standard error, off e2fsck's report.
     assert!(!whole.contains("Undo log"), "{whole}");
     assert!(

@@ -1821,3 +1821,49 @@ pub fn report_paths(out: &str) -> Vec<String> {
     found.dedup();
     found
 }
+
+/// A report reduced to what pfsck must share with e2fsck's where the
+/// words are pfsck's own: line by line, blank or not, the question asked
+/// and its answer (`ask Clear no`), and the numbers the line names, in
+/// order (inodes, blocks, counts, times). Two reports of one run agree
+/// here when they find, ask and count the same things.
+pub fn report_shape(out: &str) -> Vec<String> {
+    out.lines()
+        .map(|l| {
+            // Numbers standing alone: not the digits of a word (e2fsck,
+            // ext4).
+            let mut numbers: Vec<&str> = Vec::new();
+            let mut rest = l;
+            while let Some(at) = rest.find(|c: char| c.is_ascii_digit()) {
+                let len = rest[at..]
+                    .find(|c: char| !c.is_ascii_digit())
+                    .unwrap_or(rest.len() - at);
+                let glued = rest[..at].ends_with(|c: char| c.is_ascii_alphabetic())
+                    || rest[at + len..].starts_with(|c: char| c.is_ascii_alphabetic());
+                if !glued {
+                    numbers.push(&rest[at..at + len]);
+                }
+                rest = &rest[at + len..];
+            }
+            let kind = if l.trim().is_empty() {
+                return String::new();
+            } else if let Some((q, a)) = l
+                .strip_suffix("? no")
+                .map(|q| (q, "no"))
+                .or_else(|| l.strip_suffix("? yes").map(|q| (q, "yes")))
+            {
+                let word = q.rsplit(". ").next().unwrap_or(q);
+                let word = word.rsplit(": ").next().unwrap_or(word).trim();
+                // The one question whose words pfsck changed.
+                let word = match word {
+                    "Clone multiply-claimed blocks" => "Copy the shared blocks",
+                    w => w,
+                };
+                format!("ask {word} {a}")
+            } else {
+                "state".to_string()
+            };
+            format!("{kind} {}", numbers.join(" "))
+        })
+        .collect()
+}
