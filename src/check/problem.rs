@@ -322,7 +322,7 @@ problems! {
     DirBlockEmpty = ("0x2025", P2, Error, false, "Directory inode {ino} block #{num} should be a directory block but is empty or garbage"),
     DirHole = ("0x2028", P2, Error, false, "Directory inode {ino} has no block at #{num}"),
     DirEntryLinkToDot = ("0x2029", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) links to the directory itself"),
-    DirDotNotTerminated = ("0x202A", P2, Error, false, "The '{detail}' entry of directory inode {ino} has bytes after its name"),
+    DirDotNotTerminated = ("0x202A", P2, Error, false, "The '{detail}' entry of directory inode {ino} has non-zero bytes after its name"),
     DirEntryInodeInBadBlock = ("0x202C", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) names inode {num}, stored in a bad block"),
     HtreeLeafDepth = ("0x202B", P2, Error, false, "Directory inode {ino} htree leaf block #{num} is not at depth {num2}"),
     // e2fsck counts regular files of 2 GiB or more in pass 1 and asks at
