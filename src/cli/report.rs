@@ -559,20 +559,14 @@ pub fn render_problem(
     {
         // e2fsck's paragraph for it: the name on one line, the directory
         // to rebuild on the next, indented.
-        let place = Problem::new(p.code).ino(ino).detail("").text_in(tree);
-        let place = place
-            .strip_prefix("Entry '' in ")
-            .and_then(|p| p.strip_suffix(" is there twice"))
-            .unwrap_or(&place);
-        // The entry's name on the first line, its directory on the next.
-        let name = msg
-            .strip_suffix(" is there twice")
-            .and_then(|m| m.strip_suffix(place))
-            .and_then(|m| m.strip_suffix(" in "))
-            .unwrap_or(&msg);
+        let name = crate::check::problem::escape_name(p.args().detail.as_bytes());
+        let dir = tree.map_or_else(
+            || "???".to_string(),
+            |t| t.pathname_in(p.spec().pass, ino, Ino::NONE),
+        );
         return write!(
             out,
-            "{name} is there twice.\n\tDirectory {place} will be rebuilt.\n\n"
+            "Entry '{name}' is there twice.\n\tDirectory {dir} ({ino}) will be rebuilt.\n\n"
         );
     }
     if e2fsck_map::message_only(p) {
