@@ -15,22 +15,6 @@ fn public_image(tmp: &TempDir, name: &str) -> Option<PathBuf> {
     Some(img)
 }
 
-/// A report reduced to its structure: per line, blank, a statement, or a
-/// question (by its words).
-fn shape(out: &str) -> Vec<String> {
-    out.lines()
-        .map(|l| {
-            if l.is_empty() {
-                String::new()
-            } else if let Some(q) = l.strip_suffix("? no").or_else(|| l.strip_suffix("? yes")) {
-                format!("ask {}", q.rsplit(".  ").next().unwrap_or(q))
-            } else {
-                "state".to_string()
-            }
-        })
-        .collect()
-}
-
 /// e2fsck's and pfsck's runs with `args` on fresh copies of `img`:
 /// (e2fsck's output and exit code, pfsck's).
 fn both(img: &Path, args: &[&str]) -> ((String, i32), (String, i32)) {
@@ -66,8 +50,8 @@ fn same_shape(name: &str, args: &[&str]) -> Option<String> {
     let e2 = report(&e2);
     let e2 = e2.as_str();
     assert_eq!(
-        (shape(&ours), code),
-        (shape(e2), e2_code),
+        (report_shape(&ours), code),
+        (report_shape(e2), e2_code),
         "{name} {args:?}: pfsck:\n{ours}\n--- e2fsck ---\n{e2}"
     );
     Some(ours)
@@ -107,7 +91,7 @@ fn duplicate_entry_two_line_paragraph() {
             .find("Duplicate entry '.' found.\n\t")
             .or_else(|| out.find("Entry '.' is there twice.\n\t"))?;
         let end = out[at..].find("\n\n")?;
-        Some(shape(&out[at..at + end + 2]))
+        Some(report_shape(&out[at..at + end + 2]))
     };
     let want = para(&e2).unwrap_or_else(|| panic!("e2fsck:\n{e2}"));
     assert_eq!(

@@ -242,17 +242,7 @@ fn code_sets(img: &Path) -> Option<(Vec<u32>, Vec<u32>)> {
         Duration::from_secs(60),
     );
     let json: serde_json::Value = serde_json::from_str(&run.stdout).expect("pfsck --json");
-    let mut got: Vec<u32> = json["problems"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|p| p["e2fsck"].as_array().cloned().unwrap_or_default())
-        .filter_map(|r| {
-            r["code"]
-                .as_str()
-                .and_then(|c| u32::from_str_radix(c.trim_start_matches("0x"), 16).ok())
-        })
-        .collect();
+    let mut got = report_e2fsck_codes(&json);
     got.sort_unstable();
     got.dedup();
     Some((want, got))

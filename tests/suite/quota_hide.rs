@@ -15,17 +15,7 @@ fn pfsck_codes(img: &std::path::Path, args: &[&str]) -> Vec<u32> {
     let out = pfsck(&all);
     let json: serde_json::Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("pfsck --json: {e}"));
-    let mut got: Vec<u32> = json["problems"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|p| p["e2fsck"].as_array().cloned().unwrap_or_default())
-        .filter_map(|r| {
-            r["code"]
-                .as_str()
-                .and_then(|c| u32::from_str_radix(c.trim_start_matches("0x"), 16).ok())
-        })
-        .collect();
+    let mut got = report_e2fsck_codes(&json);
     got.sort_unstable();
     got.dedup();
     got

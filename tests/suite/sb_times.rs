@@ -69,17 +69,7 @@ fn logged(log: &Path) -> Vec<u32> {
 /// The e2fsck codes in pfsck's `--json` report.
 fn reported(stdout: &str) -> Vec<u32> {
     let json: serde_json::Value = serde_json::from_str(stdout).expect("pfsck --json");
-    let mut codes: Vec<u32> = json["problems"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|p| p["e2fsck"].as_array().cloned().unwrap_or_default())
-        .filter_map(|r| {
-            r["code"]
-                .as_str()
-                .and_then(|c| u32::from_str_radix(c.trim_start_matches("0x"), 16).ok())
-        })
-        .collect();
+    let mut codes = report_e2fsck_codes(&json);
     codes.sort_unstable();
     codes
 }

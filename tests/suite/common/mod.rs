@@ -1822,6 +1822,22 @@ pub fn report_paths(out: &str) -> Vec<String> {
     found
 }
 
+/// The e2fsck codes of a pfsck `--json` report, problem by problem, in
+/// the report's order (a problem may carry several).
+pub fn report_e2fsck_codes(json: &serde_json::Value) -> Vec<u32> {
+    json["problems"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|p| p["e2fsck"].as_array().cloned().unwrap_or_default())
+        .filter_map(|r| {
+            r["code"]
+                .as_str()
+                .and_then(|c| u32::from_str_radix(c.trim_start_matches("0x"), 16).ok())
+        })
+        .collect()
+}
+
 /// A report reduced to what pfsck must share with e2fsck's where the
 /// words are pfsck's own: line by line, blank or not, the question asked
 /// and its answer (`ask Clear no`), and the numbers the line names, in
