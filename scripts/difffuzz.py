@@ -33,7 +33,7 @@ FINDS/<kind>-<profile>-<seed>-<i>/ with the image and repro.sh.
 
 Usage: scripts/difffuzz.py [--seed S] [--count N] [--seconds T]
          [--workers W] [--profiles a,b] [--work DIR] [--finds DIR]
-         [--known FILE] [--json FILE]
+         [--known FILE] [--json FILE] [--only N --keep DIR]
 Exit 0 when no false claim, lost file, crash or -n write was found (those
 listed in --known aside), 1 otherwise, 2 when a tool is missing.
 """
@@ -993,6 +993,9 @@ def one(task):
     else:
         ops, desc = make_damage(rng, m, base)
         apply_damage(dimg, ops)
+    if _G.get("keep"):
+        os.makedirs(_G["keep"], exist_ok=True)
+        copy_sparse(dimg, os.path.join(_G["keep"], "%s-%d.img" % (_G["seed"], i)))
     r = chk.check(dimg)
     r.update(i=i, profile=m["profile"], damage=desc, base=os.path.basename(img))
     kinds = [k for k in findings(r) if "%s/%d/%s" % (_G["seed"], i, k) not in _G["known"]]
@@ -1067,6 +1070,7 @@ def main():
     ap.add_argument("--json", help="write every result here")
     ap.add_argument("--pfsck", default=PFSCK)
     ap.add_argument("--e2fsck", default=E2FSCK)
+    ap.add_argument("--keep", help="copy each damaged image to KEEP/<seed>-<i>.img (with --only)")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args()
     # The base images are built with the e2fsck named here too (workers
@@ -1116,7 +1120,7 @@ def main():
     tasks = [(i, base_of(i)) for i in idx]
     opts = dict(work=a.work, pfsck=a.pfsck, e2fsck=a.e2fsck, threads=a.threads,
                 seed=a.seed, deadline=t0 + a.seconds, nbases=nb, known=known,
-                finds=a.finds, minimise=0 if a.no_minimise else a.min_tries)
+                finds=a.finds, keep=a.keep, minimise=0 if a.no_minimise else a.min_tries)
     results = []
     with multiprocessing.Pool(a.workers, initializer=worker_init, initargs=(opts,)) as pool:
         for r in pool.imap_unordered(one, tasks, chunksize=1):
