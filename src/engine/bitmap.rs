@@ -226,7 +226,17 @@ impl AtomicBitmap {
         } else {
             u64::MAX
         };
-        let old = self.words[to_usize(w)].fetch_or(mask & valid, Ordering::Relaxed);
+        let (word, bits) = (&self.words[to_usize(w)], mask & valid);
+        // A clear word is set by one compare-and-swap, whose first access
+        // writes. fetch_or of a mask is a load before its swap: on a page
+        // never touched the load maps the shared zero page, and the write
+        // that follows copies it, which flushes the page from every
+        // CPU's TLB, an interrupt to each other core the process runs on
+        // (-m2 on a fragmented file: one per page of the block map).
+        let old = match word.compare_exchange(0, bits, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => 0,
+            Err(_) => word.fetch_or(bits, Ordering::Relaxed),
+        };
         (old | !valid) & mask
     }
 
