@@ -646,7 +646,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             depth: depth - 1,
             room: rest.len(),
         };
-        let walked = self.spec.as_deref_mut().and_then(|s| s.take(task));
+        let mut walked = self.spec.as_deref_mut().and_then(|s| s.take(task));
         let mut read = false;
         let head = match &walked {
             Some(w) => w.head.clone(),
@@ -711,8 +711,8 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
         let before = self.problems;
         // e2fsck scans the child from its own first block (after
         // moving the index there when it may).
-        match walked {
-            Some(w) if self.fits(&w) => self.take_in(w),
+        match walked.as_mut() {
+            Some(w) if self.fits(w) => self.take_in(w),
             _ => {
                 if !read
                     && ahead
@@ -731,6 +731,9 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                 }
                 self.node(buf, depth - 1, first, node_end, node_end_blk, rest);
             }
+        }
+        if let (Some(w), Some(s)) = (walked, self.spec.as_deref_mut()) {
+            s.give_back(w);
         }
         had_problem |= self.problems != before;
         if head.csum_bad && (!had_problem || self.info.read_only) {
@@ -760,10 +763,10 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             && self.v.absorb(&w.sub)
     }
 
-    fn take_in(&mut self, w: split::Walked) {
+    fn take_in(&mut self, w: &mut split::Walked) {
         self.nodes_left -= w.nodes.len() as u64;
-        self.seen.extend(w.nodes);
-        for p in w.problems {
+        self.seen.extend(w.nodes.drain(..));
+        for p in w.problems.drain(..) {
             self.report(p);
         }
         if w.last_lblk.is_some() {

@@ -42,6 +42,10 @@ const WINDOW_LEAVES: usize = 256;
 const WINDOW_SUBTREES: usize = 8;
 /// Leaves a thread takes at a time, read together when they are adjacent.
 const LEAF_BATCH: usize = 4;
+/// Claim words a recycled result keeps room for: past it (a leaf of long
+/// runs) the room is given back to the allocator rather than held by its
+/// slot for the rest of the file.
+const RECYCLE_WORDS: usize = 4096;
 /// Spins the walk waits for a subtree a helper is walking, with nothing
 /// else to walk, before it sleeps until the helper is done: about 25 µs
 /// on this project's machine (4,096 took 97 µs), the walk of a few
@@ -84,12 +88,6 @@ pub fn walk_extents_split<V: MapVisitor>(
     }
     too_deep(fs, info.ino, h.depth, v);
     let shared = Shared::new(fs, info, tasks, threads);
-    let index = shared
-        .tasks
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.pblk, i))
-        .collect();
     let taken = std::thread::scope(|sc| {
         let mut handles = Vec::with_capacity(threads - 1);
         for _ in 1..threads {
@@ -108,7 +106,7 @@ pub fn walk_extents_split<V: MapVisitor>(
         }
         let mut spec = Spec {
             shared: &shared,
-            index,
+            index: None,
             pos: 0,
             helpers: handles.iter().map(|h| h.thread().clone()).collect(),
             own: Producer::default(),
@@ -242,6 +240,7 @@ pub(super) fn child_head(info: &MapInfo, buf: &[u8]) -> ChildHead {
 }
 
 /// A subtree walked apart, as if its predecessors had taken no extent.
+#[derive(Default)]
 pub(super) struct Walked {
     pub head: ChildHead,
     pub problems: Vec<Problem>,
@@ -253,6 +252,38 @@ pub(super) struct Walked {
     pub last_pblk: u64,
     pub pending_min: Option<u64>,
     pub stopped: bool,
+    /// The task walked (set when it is left in its slot).
+    task: usize,
+}
+
+impl Walked {
+    /// Empties it for the next subtree, keeping the room of its lists:
+    /// results go round between the threads (see `Shared::publish`) so
+    /// that a walk allocates nothing per subtree. One arena serves every
+    /// thread (main.rs), and each helper growing its lists while the walk
+    /// freed theirs made the two wait on the arena's lock.
+    fn clear(&mut self) {
+        let Walked {
+            mut problems,
+            mut nodes,
+            sub,
+            ..
+        } = std::mem::take(self);
+        let mut claims = sub.claims;
+        problems.clear();
+        nodes.clear();
+        claims.words.clear();
+        claims.again.clear();
+        *self = Walked {
+            problems,
+            nodes,
+            sub: Subtree {
+                claims,
+                ..Subtree::default()
+            },
+            ..Walked::default()
+        };
+    }
 }
 
 /// The visitor of a subtree walked apart: records, claims nothing.
@@ -296,42 +327,33 @@ impl MapVisitor for Recorder {
 struct Producer {
     scratch: Scratch,
     buf: Vec<u8>,
+    /// The result being made, swapped into the task's slot when done.
+    out: Walked,
 }
 
-/// Walks the subtree of `t` apart, reading its root with `ahead` (with
-/// `next`, the roots this thread walks after it).
-fn walk_apart(
-    fs: &Fs,
-    info: MapInfo,
-    t: Task,
-    next: impl Iterator<Item = u64>,
-    p: &mut Producer,
-) -> Walked {
+/// Walks the subtree of `t` apart into `p.out`, reading its root with
+/// `ahead` (with `next`, the roots this thread walks after it).
+fn walk_apart(fs: &Fs, info: MapInfo, t: Task, next: impl Iterator<Item = u64>, p: &mut Producer) {
     let levels = p.scratch.begin();
     let (first_level, rest) = levels.split_at_mut(1);
     let ahead = &mut first_level[0].ahead;
     ahead.set_block_size(fs.block_size());
     let buf = &mut p.buf;
     buf.resize(fs.block_size(), 0);
-    let mut walked = Walked {
-        head: ChildHead::default(),
-        problems: Vec::new(),
-        nodes: Vec::new(),
-        sub: Subtree::default(),
-        last_lblk: None,
-        last_pblk: 0,
-        pending_min: None,
-        stopped: false,
-    };
+    let walked = &mut p.out;
+    walked.clear();
     if let Err(e) = ahead.read(&fs.dev, t.pblk, next, buf) {
         walked.head.read_err = Some(e.to_string());
-        return walked;
+        return;
     }
     walked.head = child_head(&info, buf);
     if walked.head.why.is_some() || walked.head.entries == 0 {
-        return walked;
+        return;
     }
-    let mut rec = Recorder::default();
+    let mut rec = Recorder {
+        problems: std::mem::take(&mut walked.problems),
+        sub: std::mem::take(&mut walked.sub),
+    };
     let mut w = ExtentWalk::new(fs, info, &mut rec, t.root_depth, None);
     let room = t.room.min(rest.len());
     w.node(
@@ -346,21 +368,25 @@ fn walk_apart(
     walked.last_pblk = w.last_pblk;
     walked.pending_min = w.pending_min;
     walked.stopped = w.stopped;
-    walked.nodes = w.seen.into_iter().collect();
+    walked.nodes.extend(w.seen);
     walked.problems = rec.problems;
     walked.sub = rec.sub;
-    walked
 }
 
-/// A task's result, once walked.
+/// Where the result of a task is left for the walk: task `k` goes to
+/// slot `k % window`, as no task is walked a window or more ahead of the
+/// one the walk waits for.
+#[derive(Default)]
 struct Slot {
-    done: AtomicBool,
-    walked: Mutex<Option<Walked>>,
+    /// The task whose result the slot holds, plus one (0: none yet).
+    task: AtomicUsize,
+    walked: Mutex<Walked>,
 }
 
 /// What the walk and its helpers share.
 struct Shared<'a> {
     tasks: Vec<Task>,
+    /// `window` of them (fewer for fewer tasks).
     slots: Vec<Slot>,
     /// The next task nobody has taken to walk apart.
     next: AtomicUsize,
@@ -391,14 +417,15 @@ impl<'a> Shared<'a> {
     /// thread.
     fn new(fs: &'a Fs, info: MapInfo, tasks: Vec<Task>, threads: usize) -> Self {
         let leaves = tasks.first().is_some_and(|t| t.depth == 0);
+        let window = if leaves {
+            WINDOW_LEAVES
+        } else {
+            WINDOW_SUBTREES.max(4 * threads)
+        };
         Shared {
             next: AtomicUsize::new(0),
             at: AtomicUsize::new(0),
-            window: if leaves {
-                WINDOW_LEAVES
-            } else {
-                WINDOW_SUBTREES.max(4 * threads)
-            },
+            window,
             batch: if leaves { LEAF_BATCH } else { 1 },
             stop: AtomicBool::new(false),
             sleeping: AtomicUsize::new(0),
@@ -407,12 +434,8 @@ impl<'a> Shared<'a> {
             lost: AtomicBool::new(false),
             walked: AtomicU64::new(0),
             by_helpers: AtomicU64::new(0),
-            slots: tasks
-                .iter()
-                .map(|_| Slot {
-                    done: AtomicBool::new(false),
-                    walked: Mutex::new(None),
-                })
+            slots: (0..window.min(tasks.len()).max(1))
+                .map(|_| Slot::default())
                 .collect(),
             tasks,
             fs,
@@ -443,22 +466,38 @@ impl<'a> Shared<'a> {
     fn produce(&self, r: std::ops::Range<usize>, p: &mut Producer) {
         for k in r.clone() {
             let next = self.tasks[k + 1..r.end].iter().map(|t| t.pblk);
-            let w = walk_apart(self.fs, self.info, self.tasks[k], next, p);
-            *self.slots[k]
-                .walked
-                .lock()
-                .unwrap_or_else(|e| e.into_inner()) = Some(w);
-            self.finish(k);
+            walk_apart(self.fs, self.info, self.tasks[k], next, p);
+            self.publish(k, &mut p.out);
         }
         self.walked.fetch_add(r.len() as u64, Ordering::Relaxed);
     }
 
-    /// Marks task `k` walked, waking the walk if it sleeps on it. With
-    /// `wait_for`'s order reversed (it names the task, then looks at the
-    /// flag), one of the two sees the other's store: a wake-up is never
-    /// lost.
-    fn finish(&self, k: usize) {
-        self.slots[k].done.store(true, Ordering::SeqCst);
+    fn slot(&self, k: usize) -> &Slot {
+        &self.slots[k % self.slots.len()]
+    }
+
+    fn is_done(&self, k: usize) -> bool {
+        self.slot(k).task.load(Ordering::SeqCst) == k + 1
+    }
+
+    /// Leaves task `k`'s result in its slot, taking in exchange what the
+    /// slot held (a result taken in and handed back, emptied, by the
+    /// walk, or one it skipped), and wakes the walk if it sleeps on `k`.
+    /// A slot already holding a later task keeps it: `k` was skipped
+    /// while this thread walked it. With `wait_for`'s order reversed (it
+    /// names the task, then looks at the slot), one of the two sees the
+    /// other's store: a wake-up is never lost.
+    fn publish(&self, k: usize, w: &mut Walked) {
+        let slot = self.slot(k);
+        {
+            let mut held = slot.walked.lock().unwrap_or_else(|e| e.into_inner());
+            if slot.task.load(Ordering::SeqCst) > k + 1 {
+                return;
+            }
+            w.task = k;
+            std::mem::swap(&mut *held, w);
+            slot.task.store(k + 1, Ordering::SeqCst);
+        }
         if self.waiting_for.load(Ordering::SeqCst) == k {
             self.walker.unpark();
         }
@@ -469,7 +508,7 @@ impl<'a> Shared<'a> {
     fn wait_for(&self, i: usize) -> bool {
         self.waiting_for.store(i, Ordering::SeqCst);
         let mut walked = true;
-        while !self.slots[i].done.load(Ordering::SeqCst) {
+        while !self.is_done(i) {
             if self.lost.load(Ordering::Acquire) {
                 walked = false;
                 break;
@@ -539,8 +578,10 @@ impl Drop for LostGuard<'_, '_> {
 /// The walk's side of a split walk.
 pub(in crate::check) struct Spec<'a> {
     shared: &'a Shared<'a>,
-    /// Task of each block of the frontier.
-    index: HashMap<u64, usize>,
+    /// Task of each block of the frontier, made when the walk first
+    /// meets a task out of order (a tree walked as its frontier read
+    /// needs none).
+    index: Option<HashMap<u64, usize>>,
     /// Tasks before this one were passed.
     pos: usize,
     helpers: Vec<Thread>,
@@ -555,7 +596,18 @@ impl Spec<'_> {
     /// still ahead; tasks the walk skipped are dropped.
     pub(super) fn take(&mut self, t: Task) -> Option<Walked> {
         let sh = self.shared;
-        let &i = self.index.get(&t.pblk)?;
+        let i = if sh.tasks.get(self.pos) == Some(&t) {
+            self.pos
+        } else {
+            let index = self.index.get_or_insert_with(|| {
+                sh.tasks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| (t.pblk, i))
+                    .collect()
+            });
+            *index.get(&t.pblk)?
+        };
         if sh.tasks[i] != t || i < self.pos {
             return None;
         }
@@ -569,7 +621,7 @@ impl Spec<'_> {
             }
         }
         let mut spins = 0u32;
-        while !sh.slots[i].done.load(Ordering::Acquire) {
+        while !sh.is_done(i) {
             // Taken by a helper and not done yet: walk the next ones
             // meanwhile rather than wait.
             if let Some(r) = sh.grab() {
@@ -589,11 +641,24 @@ impl Spec<'_> {
                 return None;
             }
         }
-        sh.slots[i]
-            .walked
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
+        let mut held = sh.slot(i).walked.lock().unwrap_or_else(|e| e.into_inner());
+        Some(std::mem::take(&mut *held))
+    }
+
+    /// Hands a result taken back to its slot, for the room of its lists
+    /// to serve a later task (unless a later task is there already, or
+    /// the room is large).
+    pub(super) fn give_back(&mut self, mut w: Walked) {
+        let k = w.task;
+        if w.sub.claims.words.capacity() > RECYCLE_WORDS {
+            return;
+        }
+        w.clear();
+        let slot = self.shared.slot(k);
+        let mut held = slot.walked.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.task.load(Ordering::SeqCst) == k + 1 {
+            *held = w;
+        }
     }
 }
 
@@ -635,25 +700,18 @@ mod tests {
         std::thread::scope(|sc| {
             sc.spawn(|| {
                 std::thread::sleep(slow);
-                let head = super::ChildHead {
-                    entries: 7,
-                    ..super::ChildHead::default()
+                let mut walked = Walked {
+                    head: super::ChildHead {
+                        entries: 7,
+                        ..super::ChildHead::default()
+                    },
+                    ..Walked::default()
                 };
-                *shared.slots[0].walked.lock().unwrap() = Some(Walked {
-                    head,
-                    problems: Vec::new(),
-                    nodes: Vec::new(),
-                    sub: super::Subtree::default(),
-                    last_lblk: None,
-                    last_pblk: 0,
-                    pending_min: None,
-                    stopped: false,
-                });
-                shared.finish(0);
+                shared.publish(0, &mut walked);
             });
             let mut spec = Spec {
                 shared: &shared,
-                index: [(task.pblk, 0)].into_iter().collect(),
+                index: None,
                 pos: 0,
                 helpers: Vec::new(),
                 own: Producer::default(),
@@ -666,6 +724,57 @@ mod tests {
             );
         });
         assert!(start.elapsed() >= slow);
+    }
+
+    /// Results share a window's worth of slots: a helper finishing a task
+    /// the walk skipped long ago leaves the later task in its slot alone,
+    /// and a result handed back lends its room to the next task there.
+    #[test]
+    fn a_late_result_leaves_a_later_one_in_its_slot() {
+        let img = Image::new("4M", &[]);
+        let Opened::Fs(fs, _) =
+            superblock::open(Device::from_bytes(img.bytes()), &options(2)).unwrap()
+        else {
+            panic!("the image does not open");
+        };
+        let task = |k: u64| Task {
+            pblk: 100 + k,
+            lblk: k,
+            root_depth: 1,
+            end: None,
+            end_blk: 0,
+            depth: 0,
+            room: 1,
+        };
+        let tasks: Vec<Task> = (0..600).map(task).collect();
+        let shared = Shared::new(&fs, MapInfo::unbounded(12, false), tasks, 2);
+        let ring = shared.slots.len();
+        assert!(ring < 600);
+        let made = |entries: u16| Walked {
+            head: super::ChildHead {
+                entries,
+                ..super::ChildHead::default()
+            },
+            ..Walked::default()
+        };
+        shared.publish(ring, &mut made(2));
+        shared.publish(0, &mut made(1));
+        assert!(shared.is_done(ring) && !shared.is_done(0));
+        let mut spec = Spec {
+            shared: &shared,
+            index: None,
+            pos: ring,
+            helpers: Vec::new(),
+            own: Producer::default(),
+            taken: 0,
+        };
+        let mut walked = spec.take(task(ring as u64)).expect("the later result");
+        assert_eq!(walked.head.entries, 2);
+        walked.sub.claims.words.reserve(100);
+        spec.give_back(walked);
+        let mut next = made(3);
+        shared.publish(2 * ring, &mut next);
+        assert!(next.sub.claims.words.capacity() >= 100, "room not lent");
     }
 
     /// A claim log ORed in word by word leaves the maps as claiming its
