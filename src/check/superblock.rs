@@ -419,7 +419,16 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         names.push(format!("casefold with unknown encoding {}", sb.encoding));
     }
     if !names.is_empty() {
-        probs.push(Problem::new(Code::SbFeatureUnsupported).detail(names.join(", ")));
+        // libext2fs refuses unknown incompat features, and unknown
+        // ro_compat ones when it opens to write; past that, e2fsck's own
+        // feature check refuses, on a file system it has not yet judged
+        // valid (`e2fsck_map::aborts_unjudged`): `num` 1 says which.
+        let library_refuses = bad_incompat != 0 || (bad_ro != 0 && opts.repairing);
+        probs.push(
+            Problem::new(Code::SbFeatureUnsupported)
+                .detail(names.join(", "))
+                .num(u64::from(!library_refuses)),
+        );
         return Ok(Opened::Fatal(probs));
     }
     if let Some((field, value)) = corrupt_value(&sb, &geo) {

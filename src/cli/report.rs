@@ -36,7 +36,11 @@ pub fn exit_code(rep: &Report) -> i32 {
     let mut code = EXIT_OK;
     let counted =
         |p: &Problem| p.spec().severity == Severity::Error && !e2fsck_map::before_valid(p);
-    if rep.problems.iter().any(|p| counted(&p)) {
+    if rep
+        .problems
+        .iter()
+        .any(|p| counted(&p) || e2fsck_map::aborts_unjudged(&p))
+    {
         code |= EXIT_UNCORRECTED;
     }
     // e2fsck -n aborts where it stops, and an abort adds 8 to its code.

@@ -1,0 +1,91 @@
+//! Where e2fsck 1.47.4 gives up with errors left (exit 12) and pfsck
+//! said only that it could not go on (8) or went on to the end (4): the
+//! classes "e2fsck 12, pfsck 8" and "e2fsck 12, pfsck 4" of the
+//! differential fuzzer's seed fz34-final, each damage made again from
+//! scratch and judged against e2fsck.
+
+use crate::common::*;
+use crate::problem_codes::assert_same_codes;
+
+const MIB: u64 = 1 << 20;
+
+/// Features e2fsck refuses itself, after its library opened the file
+/// system (seed fz34-final, damages 623 and 1067: unknown ro_compat bits;
+/// 901 and 1618: unknown compat bits; 1542: casefold with encoding 0).
+/// e2fsck has not judged the file system valid yet, so its abort says
+/// errors are left: 12. The library refuses unknown incompat bits itself,
+/// and unknown ro_compat ones when it opens to write (-y, -p): 8 there.
+/// pfsck said 8 for all.
+#[test]
+fn features_e2fsck_refuses_itself_exit_12() {
+    let tmp = TempDir::new("fuzz-abort-features");
+    // (name, debugfs edit, -fn exit, -fy exit, words of pfsck's report)
+    let cases: [(&str, &str, i32, i32, &str); 4] = [
+        (
+            "compat",
+            "feature FEATURE_C7",
+            12,
+            12,
+            "unknown (compat 0x80)",
+        ),
+        (
+            "ro_compat",
+            "feature FEATURE_R20",
+            12,
+            8,
+            "(ro_compat 0x100000)",
+        ),
+        (
+            "incompat",
+            "feature FEATURE_I20",
+            8,
+            8,
+            "(incompat 0x100000)",
+        ),
+        (
+            "encoding",
+            "feature casefold",
+            12,
+            12,
+            "casefold with unknown encoding 0",
+        ),
+    ];
+    for (name, edit, want_n, want_y, words) in cases {
+        let img = tmp.join(name);
+        mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+        debugfs_w(&img, &[edit]);
+        assert_same_codes(&img, &[]);
+        for (args, want) in [
+            (&["-fn"][..], want_n),
+            (&["-fy"], want_y),
+            (&["-fp"], want_y),
+        ] {
+            let (out, mine) = both_exit(&img, args, want);
+            assert!(
+                out.contains("Features this checker does not know are set") && out.contains(words),
+                "[{name}] {args:?}: {out}"
+            );
+            assert_eq!(hash_file(&mine), hash_file(&img), "[{name}] {args:?} wrote");
+        }
+    }
+}
+
+/// An MMP block number outside the file system (seed fz34-final, damages
+/// 2433, 5975, 8624: `feature mmp` leaves the number 0). e2fsck -n may
+/// not clear it and gives up before it judged the file system: 12 (a
+/// repair clears it and then cannot open the file system: 8). pfsck -n
+/// said 8.
+#[test]
+fn invalid_mmp_block_number_declined_exit_12() {
+    let tmp = TempDir::new("fuzz-abort-mmp");
+    let img = tmp.join("img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(&img, &["feature mmp"]);
+    assert_same_codes(&img, &[0x000042]);
+    let (out, mine) = both_exit(&img, &["-fn"], 12);
+    assert!(
+        out.contains("The superblock's MMP block number 0 is invalid"),
+        "{out}"
+    );
+    assert_eq!(hash_file(&mine), hash_file(&img), "-fn wrote");
+}
