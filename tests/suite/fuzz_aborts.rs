@@ -89,3 +89,38 @@ fn invalid_mmp_block_number_declined_exit_12() {
     );
     assert_eq!(hash_file(&mine), hash_file(&img), "-fn wrote");
 }
+
+/// A file carrying EA_INODE_FL whose checksum fails (seed fz34-final,
+/// damages 3484, 3654, 9327, 9736: `write inode+0x20/4` sets every flag;
+/// 2980, 5505, 7423 alike). e2fsck's pass 4 reads every inode with that
+/// flag again, to judge it as an EA inode however many entries name it,
+/// and under -n that read fails on the checksum it was not allowed to
+/// fix: it stops there (12). pfsck read it again only when its link count
+/// was off, went on to pass 5 and exited 4.
+#[test]
+fn ea_inode_flag_with_bad_checksum_stops_pass_4() {
+    let tmp = TempDir::new("fuzz-abort-ea-csum");
+    let img = tmp.join("img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, b"hello\n").unwrap();
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} f", data.display()),
+            "sif /f flags 0x280000".into(),
+        ],
+    );
+    assert_eq!(inode_of(&img, "/f"), 12);
+    // A byte of i_block past the extent header: the checksum no longer
+    // matches, nothing else changes.
+    let at = inode_offset(&img, 12) + 0x64;
+    write_at(&img, at, &[1]);
+    assert_same_codes(&img, &[0x010068]);
+    let (out, _) = judged_by_oracle("ea-inode-csum", &img, 12, 1);
+    assert!(
+        out.contains("The check stops at inode 12, whose checksum it may not fix"),
+        "{out}"
+    );
+    assert!(!out.contains("Pass 5"), "{out}");
+}
