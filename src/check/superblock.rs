@@ -641,6 +641,25 @@ pub fn forced_reason(fs: &Fs, opts: &Options) -> Option<String> {
     None
 }
 
+/// Does a group descriptor hold what e2fsck's superblock check asks to
+/// fix before anything else reads the groups: a wrong checksum, uninit
+/// marks without group checksums, an out-of-range unused inode count?
+/// Declined (-n), the descriptor stays as it is for the passes.
+pub fn descriptors_need_fixes(fs: &Fs) -> bool {
+    let csum = fs.sb.group_desc_csum();
+    let ipg = fs.geo.inodes_per_group;
+    (0..fs.geo.groups).any(|g| {
+        let gd = fs.gd_at(Group(g));
+        if csum {
+            !fs.gd_checksum_ok(g)
+                || gd.itable_unused > ipg
+                || gd.itable_unused > gd.free_inodes_count
+        } else {
+            gd.flags & (BG_INODE_UNINIT | BG_BLOCK_UNINIT) != 0 || gd.itable_unused != 0
+        }
+    })
+}
+
 /// e2fsck's descriptor sanity check: bitmaps and inode table inside their
 /// group (or anywhere with flex_bg) and not overlapping other metadata.
 fn desc_problems(sb: &Superblock, geo: &Geometry, gds: &[GroupDesc]) -> Vec<Problem> {

@@ -124,3 +124,45 @@ fn ea_inode_flag_with_bad_checksum_stops_pass_4() {
     );
     assert!(!out.contains("Pass 5"), "{out}");
 }
+
+/// An orphan list with group 0's unused inode count out of range (seed
+/// fz34-final, damages 6798, 9826; 1960, 3335, 3972, 5447, 6747, 8111
+/// alike with a wrong descriptor checksum or uninit mark). e2fsck judges
+/// the descriptors before any orphan is released, and -n leaves them
+/// damaged: its inode scan skips what the count calls unused, the root
+/// among them, and it stops in pass 3 (12). pfsck checked the view after
+/// the orphan release, whose descriptors the release had rewritten: no
+/// descriptor problem, the root found, exit 4.
+#[test]
+fn orphans_over_damaged_descriptors_checked_as_they_are() {
+    let tmp = TempDir::new("fuzz-abort-orphan-desc");
+    let img = tmp.join("img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, b"hello\n").unwrap();
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} f", data.display()),
+            "unlink /f".into(),
+            "sif <12> links_count 0".into(),
+            "ssv last_orphan 12".into(),
+        ],
+    );
+    // Alone in its session, so that nothing rewrites the descriptor.
+    debugfs_w(&img, &["set_bg 0 itable_unused 2147483647"]);
+    assert_same_codes(&img, &[0x000038, 0x030001]);
+    let (out, _) = both_exit(&img, &["-fn"], 12);
+    for words in [
+        "the group descriptors need fixes -n may not make",
+        "Group 0's count of never-used inodes (2147483647) is out of range",
+        "The root inode is not in use",
+    ] {
+        assert!(out.contains(words), "{words}: {out}");
+    }
+    let (code, out) = pfsck_code(&["-fy"], &img);
+    assert!(code == 0 || code == 1, "pfsck -fy {code}: {out}");
+    if oracle().is_some() {
+        assert_eq!(oracle_fn(&img), 0, "after pfsck -fy: {out}");
+    }
+}
