@@ -166,3 +166,38 @@ fn orphans_over_damaged_descriptors_checked_as_they_are() {
         assert_eq!(oracle_fn(&img), 0, "after pfsck -fy: {out}");
     }
 }
+
+/// orphan_file set with an orphan file inode number naming no inode (seed
+/// fz34-final, damage 8640: `feature orphan_file` on a file system
+/// without one, the number 0). e2fsck -n reads that inode after its
+/// passes to set the orphan file up, fails and gives up (8, with 4 for
+/// what it declined: 12). pfsck said the number was unusable and exited
+/// 4. A repair sets the orphan file up (e2fsck -y gives up there too,
+/// exit 9, and leaves it).
+#[test]
+fn orphan_file_inode_naming_no_inode_stops_n_after_the_passes() {
+    let tmp = TempDir::new("fuzz-abort-orphan-inum");
+    for (name, inum) in [("zero", "0"), ("past", "99999")] {
+        let img = tmp.join(name);
+        mkfs(
+            &img,
+            16 * MIB,
+            &MkfsOpts::ext4().block_size(1024).features("orphan_file"),
+            None,
+        );
+        debugfs_w(&img, &[format!("ssv orphan_file_inum {inum}")]);
+        assert_same_codes(&img, &[]);
+        let (out, _) = both_exit(&img, &["-fn"], 12);
+        assert!(
+            out.contains(&format!(
+                "orphan_file is set but its inode ({inum}) is unusable"
+            )),
+            "[{name}] {out}"
+        );
+        let (code, out) = pfsck_code(&["-fy"], &img);
+        assert_eq!(code, 1, "[{name}] pfsck -fy: {out}");
+        if oracle().is_some() {
+            assert_eq!(oracle_fn(&img), 0, "[{name}] after pfsck -fy: {out}");
+        }
+    }
+}
