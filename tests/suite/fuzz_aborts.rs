@@ -201,3 +201,23 @@ fn orphan_file_inode_naming_no_inode_stops_n_after_the_passes() {
         }
     }
 }
+
+/// A root inode that is no directory (seed fz34-final, damages 1242 and
+/// 3305: `write gdt+0x8/4` moves ext2's inode table; 6843 alike). -n
+/// declines to clear it in pass 1, and e2fsck's pass 3 gives up there
+/// without a question (12). pfsck went on through passes 3 to 5 and
+/// exited 4.
+#[test]
+fn root_that_is_no_directory_stops_pass_3() {
+    let tmp = TempDir::new("fuzz-abort-root-not-dir");
+    let img = tmp.join("img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(&img, &["sif <2> mode 0100644"]);
+    assert_same_codes(&img, &[0x010001]);
+    let (out, _) = judged_by_oracle("root-not-dir", &img, 12, 1);
+    assert!(out.contains("The root inode is not a directory"), "{out}");
+    assert!(
+        out.contains("The check stops: without a root directory") && !out.contains("Pass 4"),
+        "{out}"
+    );
+}
