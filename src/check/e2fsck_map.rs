@@ -467,6 +467,24 @@ pub fn before_valid(p: &Problem) -> bool {
     }
 }
 
+/// Is `p` a fatal problem e2fsck meets after its library opened the file
+/// system but before it marks it valid for its passes, so that its abort
+/// also reports errors left (exit 12, not 8)? Features its own check
+/// refuses (unknown compat ones, unknown ro_compat ones in a read-only
+/// check, a casefold encoding it does not know) and an invalid MMP block
+/// number it was not allowed to clear; the check marks them with `num` 1.
+pub fn aborts_unjudged(p: &Problem) -> bool {
+    matches!(p.code, Code::SbFeatureUnsupported | Code::MmpBlockInvalid) && p.args().num == Some(1)
+}
+
+/// Is `p` a problem at which e2fsck -n gives up once its passes are
+/// done (exit 8 added to theirs)? An orphan file inode number naming no
+/// inode: e2fsck reads that inode after pass 5 to set the file up, and
+/// the read fails. The check marks it with `num` 1 under -n.
+pub fn stops_after(p: &Problem) -> bool {
+    p.code == Code::OrphanFileInodeInvalid && p.args().num == Some(1)
+}
+
 /// Is `p` fixed without e2fsck marking the file system changed? Its
 /// pass 0 resets a descriptor whose checksum fails (uninit marks,
 /// unused-inodes count) in memory only, and its closing checksum pass

@@ -20,7 +20,13 @@ pub fn check(fs: &Fs, repairing: bool, claimed: bool) -> Vec<Problem> {
     }
     let blk = fs.sb.mmp_block;
     if blk < fs.geo.first_data_block.max(1) || !fs.geo.block_in_fs(blk) {
-        out.push(Problem::new(Code::MmpBlockInvalid).blk(Blk(blk)));
+        // `num` 1: declined (-n), which e2fsck meets as an abort before
+        // it judges the file system (`e2fsck_map::aborts_unjudged`).
+        out.push(
+            Problem::new(Code::MmpBlockInvalid)
+                .blk(Blk(blk))
+                .num(u64::from(!repairing)),
+        );
         return out;
     }
     let raw = match fs.read_block(blk) {

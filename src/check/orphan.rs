@@ -95,6 +95,28 @@ pub fn after_orphans(
     let Some(out) = plan(&fs, opts) else {
         return Ok(superblock::Opened::Fs(fs, first_probs));
     };
+    if !opts.repairing && superblock::descriptors_need_fixes(&fs) {
+        // e2fsck judges the descriptors before any orphan is released,
+        // and -n leaves them damaged for its passes (an unused inode
+        // count or uninit mark can hide the root): the view would rewrite
+        // them, so the check looks at the file system as it is.
+        let mut probs = first_probs;
+        probs.extend(out.notes.into_iter().filter(|p| {
+            matches!(
+                p.code,
+                Code::OrphanFileBlockDirty
+                    | Code::OrphanPresentClean
+                    | Code::OrphanFileHole
+                    | Code::OrphanFileCorrupt
+                    | Code::OrphanFileWrongSize
+            )
+        }));
+        probs.push(Problem::new(Code::OrphanNotProcessed).detail(
+            "the group descriptors need fixes -n may not make, so the file system is checked as it is"
+                .to_string(),
+        ));
+        return Ok(superblock::Opened::Fs(fs, probs));
+    }
     if out.only_free && !opts.repairing {
         // Checked as e2fsck -n checks it: as it is.
         let mut probs = first_probs;

@@ -38,6 +38,11 @@ pub fn check(st: &State, repairing: bool) -> Vec<Problem> {
             out.push(Problem::new(Code::StoppedWithoutRoot));
             return out;
         }
+    } else if !st.inode_dir.get(Ino::ROOT) && !repairing {
+        // A root that is no directory, which -n declined to clear in pass
+        // 1: e2fsck gives up here without a question.
+        out.push(Problem::new(Code::StoppedWithoutRoot));
+        return out;
     }
     let n = st.dirs.len();
     let parent = |i: usize| st.dir_parent.get(i).copied().unwrap_or_default();

@@ -141,10 +141,12 @@ pub(super) fn at_no_dir_info(pass1: &mut ProblemList, pass2: &ProblemList) -> bo
     true
 }
 
-/// Pass 4: e2fsck reads again each inode in use that no entry names, and
-/// each whose link count differs from the entries found; a checksum it
-/// was not allowed to fix fails that read. `pass4` keeps the problems of
-/// the inodes before it (and those naming no inode).
+/// Pass 4: e2fsck reads again each inode in use that no entry names, each
+/// whose link count differs from the entries found, and each carrying
+/// EA_INODE_FL (to judge it as an EA inode, however many entries name
+/// it); a checksum it was not allowed to fix fails that read. `pass4`
+/// keeps the problems of the inodes before it (and those naming no
+/// inode).
 pub(super) fn at_pass4_checksum(
     pass4: &mut ProblemList,
     state: &State,
@@ -161,7 +163,9 @@ pub(super) fn at_pass4_checksum(
             && !skip.contains(&ino)
             && !state.has_iflag(Ino(ino), iflag::IN_BAD_BLOCK)
             && state.inode_used.get(Ino(ino))
-            && (state.links_seen.get(Ino(ino)) == 0 || miscounted.contains(&ino))
+            && (state.links_seen.get(Ino(ino)) == 0
+                || miscounted.contains(&ino)
+                || state.has_iflag(Ino(ino), iflag::EA_INODE))
     }) else {
         return false;
     };

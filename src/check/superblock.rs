@@ -419,7 +419,16 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         names.push(format!("casefold with unknown encoding {}", sb.encoding));
     }
     if !names.is_empty() {
-        probs.push(Problem::new(Code::SbFeatureUnsupported).detail(names.join(", ")));
+        // libext2fs refuses unknown incompat features, and unknown
+        // ro_compat ones when it opens to write; past that, e2fsck's own
+        // feature check refuses, on a file system it has not yet judged
+        // valid (`e2fsck_map::aborts_unjudged`): `num` 1 says which.
+        let library_refuses = bad_incompat != 0 || (bad_ro != 0 && opts.repairing);
+        probs.push(
+            Problem::new(Code::SbFeatureUnsupported)
+                .detail(names.join(", "))
+                .num(u64::from(!library_refuses)),
+        );
         return Ok(Opened::Fatal(probs));
     }
     if let Some((field, value)) = corrupt_value(&sb, &geo) {
@@ -630,6 +639,25 @@ pub fn forced_reason(fs: &Fs, opts: &Options) -> Option<String> {
         }
     }
     None
+}
+
+/// Does a group descriptor hold what e2fsck's superblock check asks to
+/// fix before anything else reads the groups: a wrong checksum, uninit
+/// marks without group checksums, an out-of-range unused inode count?
+/// Declined (-n), the descriptor stays as it is for the passes.
+pub fn descriptors_need_fixes(fs: &Fs) -> bool {
+    let csum = fs.sb.group_desc_csum();
+    let ipg = fs.geo.inodes_per_group;
+    (0..fs.geo.groups).any(|g| {
+        let gd = fs.gd_at(Group(g));
+        if csum {
+            !fs.gd_checksum_ok(g)
+                || gd.itable_unused > ipg
+                || gd.itable_unused > gd.free_inodes_count
+        } else {
+            gd.flags & (BG_INODE_UNINIT | BG_BLOCK_UNINIT) != 0 || gd.itable_unused != 0
+        }
+    })
 }
 
 /// e2fsck's descriptor sanity check: bitmaps and inode table inside their

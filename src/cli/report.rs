@@ -34,9 +34,17 @@ const PASS_HEADERS: [(Pass, &str); 5] = [
 
 pub fn exit_code(rep: &Report) -> i32 {
     let mut code = EXIT_OK;
-    let counted =
-        |p: &Problem| p.spec().severity == Severity::Error && !e2fsck_map::before_valid(p);
-    if rep.problems.iter().any(|p| counted(&p)) {
+    // e2fsck asks nothing about a problem it only stops at.
+    let counted = |p: &Problem| {
+        p.spec().severity == Severity::Error
+            && !e2fsck_map::before_valid(p)
+            && !e2fsck_map::stops_after(p)
+    };
+    if rep
+        .problems
+        .iter()
+        .any(|p| counted(&p) || e2fsck_map::aborts_unjudged(&p))
+    {
         code |= EXIT_UNCORRECTED;
     }
     // e2fsck -n aborts where it stops, and an abort adds 8 to its code.
@@ -48,7 +56,7 @@ pub fn exit_code(rep: &Report) -> i32 {
 
 /// The read-only check stopped where e2fsck -n gives up.
 fn stopped(rep: &Report) -> bool {
-    rep.problems.codes().any(is_stop)
+    rep.problems.codes().any(is_stop) || rep.problems.iter().any(|p| e2fsck_map::stops_after(&p))
 }
 
 /// Is it where a read-only check stops, as e2fsck -n aborts?

@@ -463,6 +463,7 @@ fn symlink_with_index_flag_kept() {
 /// debugfs, leaving the number 0). e2fsck reads that inode after its
 /// passes and stops (exit 8), -fn and -fy alike; pfsck said clean, or
 /// only noted that orphan processing stopped, and exited 1 after -fy.
+/// Its -n exit is e2fsck's (seed fz34-final, damage 8640: it was 4).
 /// pfsck turns the feature off; the kernel then keeps its orphans in the
 /// superblock's list.
 #[test]
@@ -493,10 +494,13 @@ fn orphan_file_feature_without_a_valid_inode() {
         debugfs_w(&img, &[format!("write {} f", data.display())]);
         debugfs_w(&img, &[damage]);
         // 12 where it also finds the old orphan file unattached.
-        assert_ne!(oracle_fn(&img) & 8, 0, "[{ctx}]");
+        let want = if ctx.starts_with("ext3") { 8 } else { 12 };
+        if oracle().is_some() {
+            assert_eq!(oracle_fn(&img), want, "[{ctx}]");
+        }
         let before = hash_file(&img);
         let (code, out) = pfsck_code(&["-fn"], &img);
-        assert_eq!(code, 4, "[{ctx}] pfsck -fn:\n{out}");
+        assert_eq!(code, want, "[{ctx}] pfsck -fn:\n{out}");
         assert!(
             out.contains("orphan_file is set but its inode"),
             "[{ctx}] {out}"

@@ -35,6 +35,7 @@ mod ea_inode_quota;
 mod external_journal;
 mod fast_commit;
 mod features;
+mod fuzz_aborts;
 mod fuzz_finds;
 mod geometry;
 mod huge_files;
