@@ -513,12 +513,8 @@ fn superblock_problem(
             j.maxlen
         ));
     }
-    // e2fsck loads the field without judging it; only a replay walks
-    // from it (`recovery`). An empty journal with a wrong one is clean to
-    // e2fsck (the kernel would refuse it, but e2fsck leaves it so).
-    if j.start != 0 && (j.first == 0 || j.first >= j.maxlen) {
-        return Some(format!("first block {} outside 1..{}", j.first, j.maxlen));
-    }
+    // s_first is not judged: e2fsck loads it as it is, and only a replay
+    // that wraps past the log's end uses it (`recovery::Log::advance`).
     if j.blocktype == journal::BLOCKTYPE_SB_V2 && j.has_csum_v2v3() {
         // Checksum type 4 is crc32c, the only one jbd2 defines for v2/v3.
         if j.checksum_type != 4 || journal::compute_sb_checksum(raw) != j.checksum {
