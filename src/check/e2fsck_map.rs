@@ -632,6 +632,11 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
     let Some(code) = p.e2fsck_code() else {
         return Vec::new();
     };
+    // A fatal problem ends e2fsck as it is printed, before its log entry
+    // is written (the external journal's, several users on a journal).
+    if catalogue::entry(code).is_some_and(catalogue::Entry::fatal) {
+        return Vec::new();
+    }
     let a = p.args();
     if run == Run::ReadOnly && p.code == Code::OrphanReleased {
         return orphan_left(p);
@@ -1032,6 +1037,9 @@ impl LatchLog {
 /// The pass a check stopped in, from the problem that says it did.
 fn stop_pass(code: Code) -> Option<u32> {
     match code {
+        // An unusable journal ends e2fsck before the orphans are released
+        // and before pass 1: nothing of the passes is logged.
+        Code::JournalCannotProceed | Code::JournalVersionAbort => Some(0),
         Code::StoppedAtIllegalIndirect
         | Code::StoppedAtBadBlocksInode
         | Code::StoppedAtInodeTable
