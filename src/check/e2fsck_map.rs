@@ -1056,8 +1056,43 @@ fn stop_pass(code: Code) -> Option<u32> {
     }
 }
 
+/// Is `code` found by e2fsck's superblock check (check_super_block: the
+/// superblock's values and times, the group descriptors, the quota
+/// fields, the orphans), which runs after its journal check? An unusable
+/// journal ends e2fsck before it; pfsck judges these first.
+fn after_journal_check(code: Code) -> bool {
+    matches!(
+        code,
+        Code::GdBlockBitmapLocation
+            | Code::GdInodeBitmapLocation
+            | Code::GdInodeTableLocation
+            | Code::GdChecksum
+            | Code::GdUninitWithoutCsum
+            | Code::GdItableUnused
+            | Code::GdFreeBlocksInvalid
+            | Code::GdFreeInodesInvalid
+            | Code::GdMetadataOverlap
+            | Code::GdBlockUninitLastGroup
+            | Code::GdInodeUninitNotZeroed
+            | Code::SbInodesCount
+            | Code::SbFirstMetaBg
+            | Code::SbFreeBlocksInvalid
+            | Code::SbFreeInodesInvalid
+            | Code::SbFirstIno
+            | Code::SbLastMountFuture
+            | Code::SbLastWriteFuture
+            | Code::SbQuotaInode
+            | Code::OrphansPending
+            | Code::OrphansPendingHarmless
+            | Code::OrphanReleased
+    )
+}
+
 impl LatchLog {
     pub fn refs(&mut self, p: &Problem, run: Run) -> Vec<Ref> {
+        if self.stop == Some(0) && after_journal_check(p.code) {
+            return Vec::new();
+        }
         let mut out = self.refs_all(p, run);
         if let Some(stop) = self.stop {
             // Pass 1B-1E codes are pass 1's, 3A pass 3's.

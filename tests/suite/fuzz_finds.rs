@@ -1809,32 +1809,47 @@ fn typeless_directory_with_an_extent_index_kept() {
 
 /// A journal superblock listing several users (`s_nr_users`, seed
 /// fz34-final: damages 277, 1605 and 1176 `write jsb+0x40`, and on the
-/// orphan profiles 649, 2271 and 9473). e2fsck -n clears the fields past
-/// the version 1 layout (declined, logged as 0x00002A), then calls the
-/// several users fatal: it ends as it prints that, before the problem log
-/// entry, and before the orphans are released or pass 1 runs. pfsck -n's
-/// report named e2fsck's 0x000010, and with orphans to release, the pass 1
-/// and 5 codes an unreleased orphan leaves: none of them are in e2fsck's
-/// log.
+/// orphan profiles 649, 2271 and 9473; with a group descriptor written
+/// too, 1946). e2fsck -n clears the fields past the version 1 layout
+/// (declined, logged as 0x00002A), then calls the several users fatal:
+/// it ends as it prints that, before the problem log entry, and before
+/// its superblock check (the group descriptors, the orphans) and pass 1.
+/// pfsck -n's report named e2fsck's 0x000010, the descriptor checksum
+/// codes it judges first, and with orphans to release, the pass 1 and 5
+/// codes an unreleased orphan leaves: none of them are in e2fsck's log.
 #[test]
 fn journal_with_several_users_ends_the_check_before_the_orphans() {
-    for orphan in [false, true] {
+    for damage in ["", "orphan", "descriptor checksum"] {
         let tmp = TempDir::new("fuzz-jsb-users");
         let img = tmp.join("disk.img");
-        let opts = MkfsOpts::ext4().block_size(1024).features("^metadata_csum");
+        let opts = MkfsOpts::ext4()
+            .block_size(1024)
+            .features("^metadata_csum,uninit_bg");
         image_with_file(&img, &opts, 3000);
-        if orphan {
-            debugfs_w(&img, &["sif <12> links_count 0", "ssv last_orphan 12"]);
+        match damage {
+            "orphan" => {
+                debugfs_w(&img, &["sif <12> links_count 0", "ssv last_orphan 12"]);
+            }
+            "descriptor checksum" => {
+                debugfs_w(&img, &["set_bg 0 checksum 0x1234"]);
+            }
+            _ => {}
         }
         let jsb = debugfs_number(&img, "bmap <8> 0");
         write_at(&img, jsb * 1024 + 0x40, &11u32.to_be_bytes());
         let out = pfsck(&["-fn".as_ref(), img.as_os_str()]);
         let text = String::from_utf8_lossy(&out.stdout);
-        assert_eq!(out.status.code(), Some(12), "{text}");
+        assert_eq!(out.status.code(), Some(12), "{damage}: {text}");
         assert!(
             text.contains("The journal lists 11 file systems as its users (unsupported)"),
             "{text}"
         );
+        if damage == "descriptor checksum" {
+            assert!(
+                text.contains("Group descriptor checksums are wrong"),
+                "{text}"
+            );
+        }
         crate::problem_codes::assert_same_codes(&img, &[0x00002A]);
     }
 }
