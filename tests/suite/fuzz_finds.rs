@@ -1853,3 +1853,31 @@ fn journal_with_several_users_ends_the_check_before_the_orphans() {
         crate::problem_codes::assert_same_codes(&img, &[0x00002A]);
     }
 }
+
+/// `s_journal_inum` moved off inode 8 (seed fz34-final: damages 3570,
+/// 7123 and 1943, `ssv journal_inum` 38, 3900, 2). e2fsck finds its
+/// journal through the superblock's backup of the block map, and in pass
+/// 1 offers to clear inode 8, which still maps the old journal's blocks.
+/// Declined (-n), it checks inode 8 on as an ordinary file, so those
+/// blocks stay in use. pfsck left them unclaimed: its pass 5 reported
+/// them all free (0x050003, 0x050006, 0x050014 on top of e2fsck's one
+/// code).
+#[test]
+fn stray_journal_inode_declined_keeps_its_blocks() {
+    let tmp = TempDir::new("fuzz-journal-inum");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext3().block_size(1024), 3000);
+    debugfs_w(&img, &["ssv journal_inum 30"]);
+    let (_, fn_out) = pfsck_code(&["-fn"], &img);
+    assert!(
+        fn_out.contains("journal inode is not in use, but contains data"),
+        "{fn_out}"
+    );
+    assert!(
+        !fn_out.contains("Blocks whose bitmap bit is wrong"),
+        "{fn_out}"
+    );
+    crate::problem_codes::assert_same_codes(&img, &[0x010034]);
+    judged_by_oracle("journal_inum 30", &img, 4, 1);
+    file_kept(&img, 3000);
+}
