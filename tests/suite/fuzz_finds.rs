@@ -1881,3 +1881,29 @@ fn stray_journal_inode_declined_keeps_its_blocks() {
     judged_by_oracle("journal_inum 30", &img, 4, 1);
     file_kept(&img, 3000);
 }
+
+/// An unknown incompatible feature set in a checksummed journal
+/// superblock whose checksum then fails (seed fz34-final, damage 7300:
+/// ext3 4 KiB, `write jsb+0x28`). e2fsck judges the journal's features
+/// before its checksum: it asks to abort (declined, 0x000026), then calls
+/// the superblock corrupt (0x000015). pfsck judged the checksum first and
+/// named only the corruption.
+#[test]
+fn journal_features_judged_before_its_checksum() {
+    let tmp = TempDir::new("fuzz-jsb-incompat");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+    // An empty transaction list: debugfs turns the journal's checksums on.
+    debugfs_w(&img, &["jo -c", "jc"]);
+    let jsb = debugfs_number(&img, "bmap <8> 0");
+    let incompat = read_at(&img, jsb * 1024 + 0x28, 4);
+    let mut v = u32::from_be_bytes([incompat[0], incompat[1], incompat[2], incompat[3]]);
+    // Checksum v3 on: the superblock carries a checksum the write breaks.
+    assert_ne!(v & 0x10, 0, "no journal checksum v3");
+    v |= 0x0100_0000;
+    write_at(&img, jsb * 1024 + 0x28, &v.to_be_bytes());
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 12, "{out}");
+    assert!(out.contains("unsupported feature(s): incompat 0x"), "{out}");
+    crate::problem_codes::assert_same_codes(&img, &[0x000026, 0x000015]);
+}
