@@ -836,10 +836,11 @@ class Checker:
         if e_rc is None:
             r["oracle_timeout"] = True
             return r
-        if "Error writing block" in e_out:
-            # e2fsck -n tried to write (1.47.4 clears a journal's s_errno
-            # even read-only) and failed: its exit says so, not the file
-            # system. Its verdict is left out, the repair still judged.
+        if journal_sb_write(img, e_out):
+            # e2fsck -n tried to write the journal superblock (1.47.4
+            # clears a journal's s_errno even read-only) and failed: its
+            # exit says so, not the file system. Its verdict is left out,
+            # the repair still judged.
             r["oracle_wrote"] = True
         p_rc, crash, p_codes = self.pfsck_run(img, ["-fn"], json_out=True)
         r["p_rc"] = p_rc
@@ -883,6 +884,17 @@ class Checker:
                 r["resized"] = sum(1 for i in le if i in lp and lp[i][2] != le[i][2]
                                    and le[i][1] & 0o170000 == 0o100000)
         return r
+
+
+def journal_sb_write(img, e_out):
+    """Did e2fsck -n fail to write the journal superblock (block 0 of the
+    journal inode)? Other writes it attempts under -n (a bitmap it
+    relocates) end in an abort pfsck -n mirrors, and keep their verdict."""
+    m = re.search(r"Error writing block (\d+)", e_out)
+    if not m:
+        return False
+    code, out, _ = run(["debugfs", "-R", "bmap <8> 0", img])
+    return code == 0 and out.strip() == m.group(1)
 
 
 def findings(r):
