@@ -650,6 +650,11 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
     let Some(code) = p.e2fsck_code() else {
         return Vec::new();
     };
+    // A fatal problem ends e2fsck as it is printed, before its log entry
+    // is written (the external journal's, several users on a journal).
+    if catalogue::entry(code).is_some_and(catalogue::Entry::fatal) {
+        return Vec::new();
+    }
     let a = p.args();
     if run == Run::ReadOnly && p.code == Code::OrphanReleased {
         return orphan_left(p);
@@ -1050,6 +1055,9 @@ impl LatchLog {
 /// The pass a check stopped in, from the problem that says it did.
 fn stop_pass(code: Code) -> Option<u32> {
     match code {
+        // An unusable journal ends e2fsck before the orphans are released
+        // and before pass 1: nothing of the passes is logged.
+        Code::JournalCannotProceed | Code::JournalVersionAbort => Some(0),
         Code::StoppedAtIllegalIndirect
         | Code::StoppedAtBadBlocksInode
         | Code::StoppedAtInodeTable
@@ -1066,8 +1074,43 @@ fn stop_pass(code: Code) -> Option<u32> {
     }
 }
 
+/// Is `code` found by e2fsck's superblock check (check_super_block: the
+/// superblock's values and times, the group descriptors, the quota
+/// fields, the orphans), which runs after its journal check? An unusable
+/// journal ends e2fsck before it; pfsck judges these first.
+fn after_journal_check(code: Code) -> bool {
+    matches!(
+        code,
+        Code::GdBlockBitmapLocation
+            | Code::GdInodeBitmapLocation
+            | Code::GdInodeTableLocation
+            | Code::GdChecksum
+            | Code::GdUninitWithoutCsum
+            | Code::GdItableUnused
+            | Code::GdFreeBlocksInvalid
+            | Code::GdFreeInodesInvalid
+            | Code::GdMetadataOverlap
+            | Code::GdBlockUninitLastGroup
+            | Code::GdInodeUninitNotZeroed
+            | Code::SbInodesCount
+            | Code::SbFirstMetaBg
+            | Code::SbFreeBlocksInvalid
+            | Code::SbFreeInodesInvalid
+            | Code::SbFirstIno
+            | Code::SbLastMountFuture
+            | Code::SbLastWriteFuture
+            | Code::SbQuotaInode
+            | Code::OrphansPending
+            | Code::OrphansPendingHarmless
+            | Code::OrphanReleased
+    )
+}
+
 impl LatchLog {
     pub fn refs(&mut self, p: &Problem, run: Run) -> Vec<Ref> {
+        if self.stop == Some(0) && after_journal_check(p.code) {
+            return Vec::new();
+        }
         let mut out = self.refs_all(p, run);
         if let Some(stop) = self.stop {
             // Pass 1B-1E codes are pass 1's, 3A pass 3's.

@@ -77,8 +77,10 @@ pub fn open(fs: &Fs, path: &Path) -> Result<External, String> {
     if j.uuid != fs.sb.journal_uuid {
         return Err("the external journal superblock's UUID does not match".into());
     }
-    if u64::from(j.maxlen) > blocks || j.first == 0 || j.first >= j.maxlen {
-        return Err("the external journal's length or first block is invalid".into());
+    // s_first is not judged, as e2fsck does not: only a replay that
+    // wraps uses it (`recovery`).
+    if u64::from(j.maxlen) > blocks {
+        return Err("the external journal's length is invalid".into());
     }
     if j.blocktype == jfmt::BLOCKTYPE_SB_V2 && j.feature_incompat & !jfmt::incompat::KNOWN != 0 {
         return Err("the external journal has unknown features".into());

@@ -104,29 +104,23 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                     j = journal::parse_superblock(&jsb_bytes);
                 }
             }
+            let problem = superblock_problem(fs, &j, &jsb_bytes, journal_blocks);
+            let readable = j.magic == JBD2_MAGIC
+                && matches!(
+                    j.blocktype,
+                    journal::BLOCKTYPE_SB_V1 | journal::BLOCKTYPE_SB_V2
+                );
             if j.magic == JBD2_MAGIC && !known_blocktype(j.blocktype) {
                 let p = Problem::new(Code::JournalVersionUnsupported)
                     .ino(Ino(sb.journal_inum))
                     .num(u64::from(j.blocktype));
                 let why = format!("unsupported version (block type {})", j.blocktype);
                 unreadable(&mut out, p, sb.journal_inum, &why, clear_bad);
-            } else if let Some(why) = superblock_problem(fs, &j, &jsb_bytes, journal_blocks) {
-                // Without the magic number e2fsck first takes the inode
-                // for the wrong one (and asks to clear it).
-                let e2 = if j.magic != JBD2_MAGIC {
-                    0x00000F
-                } else {
-                    0x000015
-                };
-                out.push(
-                    Problem::new(Code::JournalSuperblockCorrupt)
-                        .ino(Ino(sb.journal_inum))
-                        .detail(why)
-                        .e2fsck(e2),
-                );
-                if !clear_bad {
-                    out.push(Problem::new(Code::JournalCannotProceed));
-                }
+            } else if let Some(why) = problem.clone().filter(|_| !readable) {
+                // e2fsck judges its users and features before the rest
+                // (block size, length, checksum), once it knows the
+                // superblock's kind.
+                corrupt_superblock(&mut out, &j, sb.journal_inum, why, clear_bad);
             } else if j.blocktype == journal::BLOCKTYPE_SB_V2 && j.nr_users > 1 && !clear_bad {
                 // A repair clears the fields first (the journal then has
                 // no users listed); a read-only check cannot, and stops.
@@ -157,12 +151,41 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
                     .e2fsck(e2);
                 let why = format!("unknown features ({detail})");
                 unreadable(&mut out, p, sb.journal_inum, &why, clear_bad);
+            } else if let Some(why) = problem {
+                corrupt_superblock(&mut out, &j, sb.journal_inum, why, clear_bad);
             } else if !recover && j.start != 0 {
                 out.push(Problem::new(Code::JournalNeedsRecoveryNoFlag));
             }
         }
     }
     out
+}
+
+/// The journal superblock judged corrupt (`why`); the check cannot go on
+/// when the mode may not reset it.
+fn corrupt_superblock(
+    out: &mut Vec<Problem>,
+    j: &journal::JournalSuperblock,
+    ino: u32,
+    why: String,
+    clear_bad: bool,
+) {
+    // Without the magic number e2fsck first takes the inode for the wrong
+    // one (and asks to clear it).
+    let e2 = if j.magic != JBD2_MAGIC {
+        0x00000F
+    } else {
+        0x000015
+    };
+    out.push(
+        Problem::new(Code::JournalSuperblockCorrupt)
+            .ino(Ino(ino))
+            .detail(why)
+            .e2fsck(e2),
+    );
+    if !clear_bad {
+        out.push(Problem::new(Code::JournalCannotProceed));
+    }
 }
 
 /// Does the superblock name an external journal? e2fsck decides by the
@@ -513,12 +536,8 @@ fn superblock_problem(
             j.maxlen
         ));
     }
-    // e2fsck loads the field without judging it; only a replay walks
-    // from it (`recovery`). An empty journal with a wrong one is clean to
-    // e2fsck (the kernel would refuse it, but e2fsck leaves it so).
-    if j.start != 0 && (j.first == 0 || j.first >= j.maxlen) {
-        return Some(format!("first block {} outside 1..{}", j.first, j.maxlen));
-    }
+    // s_first is not judged: e2fsck loads it as it is, and only a replay
+    // that wraps past the log's end uses it (`recovery::Log::advance`).
     if j.blocktype == journal::BLOCKTYPE_SB_V2 && j.has_csum_v2v3() {
         // Checksum type 4 is crc32c, the only one jbd2 defines for v2/v3.
         if j.checksum_type != 4 || journal::compute_sb_checksum(raw) != j.checksum {

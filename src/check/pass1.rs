@@ -950,6 +950,10 @@ fn in_bad_itable_block(ctx: &Ctx, ino: u32) -> Option<u64> {
 
 /// A reserved inode that holds a file when its feature names it (journal,
 /// quota): checked like a regular file then; otherwise it must be empty.
+/// A stray one e2fsck was not let clear (-n) goes on to its checks of an
+/// ordinary inode, which claim the blocks it maps: they stay in use. No
+/// directory entry names it, nor does pass 4 look at a reserved inode, so
+/// nothing else of those checks is ever asked about.
 #[allow(clippy::too_many_arguments)]
 fn reserved_file(
     ctx: &Ctx,
@@ -990,6 +994,10 @@ fn reserved_file(
                 .e2fsck(e2)
                 .detail(what),
         );
+        if ctx.read_only {
+            mark_used(ctx, c, inode);
+            check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
+        }
     }
 }
 

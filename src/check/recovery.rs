@@ -138,13 +138,20 @@ struct Log<'a> {
 }
 
 impl Log<'_> {
-    /// The block after `pos` in the circular log. The writer never puts a
-    /// log block at or past `last`, so positions wrap to `first`.
+    /// The block `by` blocks after `pos` in the circular log. As jbd2, a
+    /// position at or past `last` is taken back once by the ring's length
+    /// (`last - first`, in wrapping arithmetic): it lands `first` blocks
+    /// on, whatever `first` holds. A `first` outside the journal so
+    /// leads to a read past its end, which fails the replay; a log that
+    /// never wraps never uses it.
     fn advance(&self, pos: u32, by: u32) -> u32 {
-        let ring = self.last - self.first;
-        let off = (u64::from(pos.saturating_sub(self.first)) + u64::from(by)) % u64::from(ring);
-        // Below `ring`, a u32.
-        self.first + narrow::sat32(off)
+        let next = u64::from(pos) + u64::from(by);
+        if next < u64::from(self.last) {
+            // Below `last`, a u32.
+            return narrow::sat32(next);
+        }
+        // At or past `maxlen` when it does not fit: `read` refuses it.
+        narrow::sat32(next - u64::from(self.last) + u64::from(self.first))
     }
 
     fn read(&self, pos: u32) -> std::result::Result<Vec<u8>, Failure> {
@@ -191,9 +198,6 @@ pub fn plan_with(
         .maxlen
         .checked_sub(fc)
         .ok_or_else(|| format!("{fc} fast-commit blocks in a {}-block journal", j.maxlen))?;
-    if j.first == 0 || j.first >= last {
-        return Err(format!("first log block {} outside 1..{last}", j.first));
-    }
     let mut plan = Plan {
         start_transaction: j.sequence,
         end_transaction: j.sequence,
@@ -202,13 +206,6 @@ pub fn plan_with(
     };
     if j.start == 0 {
         // Cleanly unmounted: nothing to replay.
-        return Ok(plan);
-    }
-    if j.start < j.first || j.start >= last {
-        plan.failure = Some(Failure::Corrupted(format!(
-            "log start {} outside {}..{last}",
-            j.start, j.first
-        )));
         return Ok(plan);
     }
     let log = Log {
@@ -982,10 +979,39 @@ mod tests {
         assert!(p.blocks.is_empty() && p.failure.is_none());
         let p = run(&jsb(3, 70, 0), &journal(1, vec![]));
         assert!(matches!(p.failure, Some(Failure::Corrupted(_))));
-        let mut j = jsb(3, 1, 0);
-        j.first = 0;
-        assert!(plan(&j, BS as u32, &|_| Ok(vec![0u8; BS])).is_err());
         assert!(plan(&jsb(3, 1, 0), 4096, &|_| Ok(vec![0u8; BS])).is_err());
+    }
+
+    /// s_first is used only where the log wraps, as jbd2 uses it: a log
+    /// that ends before the journal's end replays whatever s_first holds,
+    /// one that wraps goes on at s_first (past the journal's end: the
+    /// replay fails; at block 0: the journal superblock ends the log).
+    #[test]
+    fn first_block_matters_only_where_the_log_wraps() {
+        let txn = |seq| vec![desc(seq, &[300]), data(9), commit(seq, 1)];
+        for first in [0, 2, MAXLEN, u32::MAX] {
+            let mut j = jsb(3, 1, 0);
+            j.first = first;
+            let p = run(&j, &journal(1, txn(3)));
+            assert!(p.failure.is_none(), "first {first}");
+            assert_eq!(p.blocks.keys().copied().collect::<Vec<_>>(), vec![300]);
+        }
+        // Descriptor and data at the journal's last two blocks, the
+        // commit at block 1 (where journal() wraps).
+        let log = journal(MAXLEN - 2, txn(3));
+        for first in [MAXLEN, u32::MAX] {
+            let mut j = jsb(3, MAXLEN - 2, 0);
+            j.first = first;
+            let p = run(&j, &log);
+            assert!(matches!(p.failure, Some(Failure::Corrupted(_))), "{first}");
+            assert!(p.blocks.is_empty());
+        }
+        let mut j = jsb(3, MAXLEN - 2, 0);
+        j.first = 0;
+        let p = run(&j, &log);
+        assert!(p.failure.is_none() && p.blocks.is_empty());
+        j.first = 1;
+        assert_eq!(run(&j, &log).blocks.len(), 1);
     }
 
     /// Garbage logs (deterministic pseudo-random) never panic and stay

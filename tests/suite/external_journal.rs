@@ -12,9 +12,8 @@ use crate::common::journal::masked_sb;
 use crate::common::*;
 use std::path::Path;
 
-/// File system `fs` with the journal device `jdev`, and one committed
-/// transaction that writes `blocks` with a pattern.
-fn build(dir: &TempDir, blocks: &[u64]) -> (std::path::PathBuf, std::path::PathBuf) {
+/// A file system whose journal is the (empty) journal device beside it.
+fn attach(dir: &TempDir) -> (std::path::PathBuf, std::path::PathBuf) {
     let jdev = dir.join("jdev");
     let fs = dir.join("fs");
     mkfs(
@@ -42,6 +41,21 @@ fn build(dir: &TempDir, blocks: &[u64]) -> (std::path::PathBuf, std::path::PathB
         &uuid[16..20],
         &uuid[20..32]
     );
+    debugfs_w(
+        &fs,
+        &[
+            "feature has_journal".to_string(),
+            format!("ssv journal_uuid {uuid}"),
+            "ssv journal_dev 0x700".into(),
+        ],
+    );
+    (fs, jdev)
+}
+
+/// File system `fs` with the journal device `jdev`, and one committed
+/// transaction that writes `blocks` with a pattern.
+fn build(dir: &TempDir, blocks: &[u64]) -> (std::path::PathBuf, std::path::PathBuf) {
+    let (fs, jdev) = attach(dir);
     let data = dir.join("pattern");
     let bytes: Vec<u8> = (0..blocks.len() * 1024)
         .map(|i| (i % 251) as u8 + 1)
@@ -52,14 +66,6 @@ fn build(dir: &TempDir, blocks: &[u64]) -> (std::path::PathBuf, std::path::PathB
         .map(u64::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    debugfs_w(
-        &fs,
-        &[
-            "feature has_journal".to_string(),
-            format!("ssv journal_uuid {uuid}"),
-            "ssv journal_dev 0x700".into(),
-        ],
-    );
     debugfs_w_unchecked(
         &fs,
         &[
@@ -167,4 +173,40 @@ fn foreign_journal_device_is_refused() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert_eq!(hash_file(&fs), h);
+}
+
+/// The journal device's first log block (`s_first`) out of range in an
+/// empty journal: e2fsck does not judge the field (only a replay that
+/// wraps uses it) and finds the file system clean. pfsck took the device
+/// for unusable and could not proceed (exit 12), as it did for an
+/// internal journal (seed fz34-final, damage 9861).
+#[test]
+fn empty_external_journal_with_a_first_block_out_of_range() {
+    for first in [0u32, 2048, u32::MAX] {
+        let dir = TempDir::new("extj-first");
+        let (fs, jdev) = attach(&dir);
+        // The journal superblock: the device's block 2 (1 KiB blocks).
+        write_at(&jdev, 2048 + 0x14, &first.to_be_bytes());
+        let h = (hash_file(&fs), hash_file(&jdev));
+        let out = run(&["-fn".as_ref(), "-j".as_ref(), &jdev, &fs]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "s_first {first}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert_eq!((hash_file(&fs), hash_file(&jdev)), h, "-n wrote");
+        if let Some(oracle) = oracle() {
+            let e2 = std::process::Command::new(oracle)
+                .args([
+                    "-fn".as_ref(),
+                    "-j".as_ref(),
+                    jdev.as_os_str(),
+                    fs.as_os_str(),
+                ])
+                .output()
+                .unwrap();
+            assert_eq!(e2.status.code(), Some(0), "e2fsck 1.47.4, s_first {first}");
+        }
+    }
 }

@@ -1810,3 +1810,104 @@ fn typeless_directory_with_an_extent_index_kept() {
         assert!(stat.contains("Size: 6"), "[{ctx}] {stat}");
     }
 }
+
+/// A journal superblock listing several users (`s_nr_users`, seed
+/// fz34-final: damages 277, 1605 and 1176 `write jsb+0x40`, and on the
+/// orphan profiles 649, 2271 and 9473; with a group descriptor written
+/// too, 1946). e2fsck -n clears the fields past the version 1 layout
+/// (declined, logged as 0x00002A), then calls the several users fatal:
+/// it ends as it prints that, before the problem log entry, and before
+/// its superblock check (the group descriptors, the orphans) and pass 1.
+/// pfsck -n's report named e2fsck's 0x000010, the descriptor checksum
+/// codes it judges first, and with orphans to release, the pass 1 and 5
+/// codes an unreleased orphan leaves: none of them are in e2fsck's log.
+#[test]
+fn journal_with_several_users_ends_the_check_before_the_orphans() {
+    for damage in ["", "orphan", "descriptor checksum"] {
+        let tmp = TempDir::new("fuzz-jsb-users");
+        let img = tmp.join("disk.img");
+        let opts = MkfsOpts::ext4()
+            .block_size(1024)
+            .features("^metadata_csum,uninit_bg");
+        image_with_file(&img, &opts, 3000);
+        match damage {
+            "orphan" => {
+                debugfs_w(&img, &["sif <12> links_count 0", "ssv last_orphan 12"]);
+            }
+            "descriptor checksum" => {
+                debugfs_w(&img, &["set_bg 0 checksum 0x1234"]);
+            }
+            _ => {}
+        }
+        let jsb = debugfs_number(&img, "bmap <8> 0");
+        write_at(&img, jsb * 1024 + 0x40, &11u32.to_be_bytes());
+        let out = pfsck(&["-fn".as_ref(), img.as_os_str()]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(12), "{damage}: {text}");
+        assert!(
+            text.contains("The journal lists 11 file systems as its users (unsupported)"),
+            "{text}"
+        );
+        if damage == "descriptor checksum" {
+            assert!(
+                text.contains("Group descriptor checksums are wrong"),
+                "{text}"
+            );
+        }
+        crate::problem_codes::assert_same_codes(&img, &[0x00002A]);
+    }
+}
+
+/// `s_journal_inum` moved off inode 8 (seed fz34-final: damages 3570,
+/// 7123 and 1943, `ssv journal_inum` 38, 3900, 2). e2fsck finds its
+/// journal through the superblock's backup of the block map, and in pass
+/// 1 offers to clear inode 8, which still maps the old journal's blocks.
+/// Declined (-n), it checks inode 8 on as an ordinary file, so those
+/// blocks stay in use. pfsck left them unclaimed: its pass 5 reported
+/// them all free (0x050003, 0x050006, 0x050014 on top of e2fsck's one
+/// code).
+#[test]
+fn stray_journal_inode_declined_keeps_its_blocks() {
+    let tmp = TempDir::new("fuzz-journal-inum");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext3().block_size(1024), 3000);
+    debugfs_w(&img, &["ssv journal_inum 30"]);
+    let (_, fn_out) = pfsck_code(&["-fn"], &img);
+    assert!(
+        fn_out.contains("journal inode is not in use, but contains data"),
+        "{fn_out}"
+    );
+    assert!(
+        !fn_out.contains("Blocks whose bitmap bit is wrong"),
+        "{fn_out}"
+    );
+    crate::problem_codes::assert_same_codes(&img, &[0x010034]);
+    judged_by_oracle("journal_inum 30", &img, 4, 1);
+    file_kept(&img, 3000);
+}
+
+/// An unknown incompatible feature set in a checksummed journal
+/// superblock whose checksum then fails (seed fz34-final, damage 7300:
+/// ext3 4 KiB, `write jsb+0x28`). e2fsck judges the journal's features
+/// before its checksum: it asks to abort (declined, 0x000026), then calls
+/// the superblock corrupt (0x000015). pfsck judged the checksum first and
+/// named only the corruption.
+#[test]
+fn journal_features_judged_before_its_checksum() {
+    let tmp = TempDir::new("fuzz-jsb-incompat");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext4().block_size(1024), 3000);
+    // An empty transaction list: debugfs turns the journal's checksums on.
+    debugfs_w(&img, &["jo -c", "jc"]);
+    let jsb = debugfs_number(&img, "bmap <8> 0");
+    let incompat = read_at(&img, jsb * 1024 + 0x28, 4);
+    let mut v = u32::from_be_bytes([incompat[0], incompat[1], incompat[2], incompat[3]]);
+    // Checksum v3 on: the superblock carries a checksum the write breaks.
+    assert_ne!(v & 0x10, 0, "no journal checksum v3");
+    v |= 0x0100_0000;
+    write_at(&img, jsb * 1024 + 0x28, &v.to_be_bytes());
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 12, "{out}");
+    assert!(out.contains("unsupported feature(s): incompat 0x"), "{out}");
+    crate::problem_codes::assert_same_codes(&img, &[0x000026, 0x000015]);
+}

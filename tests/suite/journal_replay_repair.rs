@@ -390,3 +390,86 @@ fn journal_device_number_alone_is_an_invalid_journal() {
         assert_eq!(debugfs_r(&img, what), debugfs_r(&e2_img, what), "{what}");
     }
 }
+
+/// The journal's size in blocks and its block `n`'s byte offset.
+fn journal_geometry(img: &Path, bs: u64) -> (u64, impl Fn(u64) -> u64 + '_) {
+    let jsb = read_at(img, debugfs_number(img, "bmap <8> 0") * bs, 32);
+    let maxlen = u32::from_be_bytes([jsb[0x10], jsb[0x11], jsb[0x12], jsb[0x13]]);
+    let at = move |n: u64| debugfs_number(img, &format!("bmap <8> {n}")) * bs;
+    (u64::from(maxlen), at)
+}
+
+/// Moves the log's first `len` blocks (from block 1, where debugfs
+/// writes it) to start `before_end` blocks before the journal's end, so
+/// that it wraps to block 1, and points `s_start` there.
+fn wrap_log(img: &Path, bs: u64, len: u64, before_end: u64) {
+    let (maxlen, at) = journal_geometry(img, bs);
+    let log: Vec<Vec<u8>> = (1..=len)
+        .map(|n| read_at(img, at(n), bs as usize))
+        .collect();
+    for n in 1..=len {
+        write_at(img, at(n), &vec![0; bs as usize]);
+    }
+    let start = maxlen - before_end;
+    for (i, b) in (0u64..).zip(&log) {
+        let pos = start + i;
+        write_at(
+            img,
+            at(if pos >= maxlen { pos - maxlen + 1 } else { pos }),
+            b,
+        );
+    }
+    let start = u32::try_from(start).unwrap();
+    write_at(img, at(0) + 0x1C, &start.to_be_bytes());
+}
+
+/// The journal superblock's first log block (`s_first`) damaged while a
+/// replay is due (seed fz34-final, damage 9861: ext3, 4 KiB blocks,
+/// `s_first` 0x7e75fa5a). e2fsck does not judge the field: only a log
+/// that wraps past the journal's end goes on at it, so a log that does
+/// not wrap is replayed whole, and one that wraps ends at block 0 (the
+/// journal superblock) or fails its replay at a block past the journal.
+/// pfsck called the journal superblock corrupt (-n exit 12; -y reset the
+/// journal without replaying it). -n must agree with e2fsck 1.47.4, -y
+/// must leave e2fsck's bytes.
+#[test]
+fn first_log_block_damaged_with_a_replay_due() {
+    let judge = oracle().unwrap_or_else(|| tool("e2fsck"));
+    let opts = MkfsOpts::ext3().block_size(1024);
+    // Two transactions of two blocks: 8 log blocks, wrapped after 3 or not.
+    for (wrap, first) in [
+        (false, 0x7e75_fa5a),
+        (false, 0),
+        (false, 1024),
+        (true, 1),
+        (true, 0),
+        (true, 5),
+        (true, 1024),
+        (true, 0x7fff_ffff),
+    ] {
+        let dir = TempDir::new("jrr-first");
+        let img = build(&dir, &opts, 8 << 20, "", |free| {
+            vec![Txn::write(&free[0..2], 50), Txn::write(&free[2..4], 51)]
+        });
+        if wrap {
+            wrap_log(&img, 1024, 8, 3);
+        }
+        let (_, at) = journal_geometry(&img, 1024);
+        write_at(&img, at(0) + 0x14, &u32::to_be_bytes(first));
+        let e2n = std::process::Command::new(&judge)
+            .args(["-fn".as_ref(), img.as_os_str()])
+            .output()
+            .unwrap();
+        let before = hash_file(&img);
+        let out = pfsck(&["-fn".as_ref(), img.as_os_str()]);
+        assert_eq!(hash_file(&img), before, "pfsck -fn wrote");
+        assert_eq!(
+            out.status.code(),
+            e2n.status.code(),
+            "wrap {wrap} s_first {first}: pfsck -fn {}\ne2fsck -fn {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&e2n.stdout)
+        );
+        assert_replay_matches_e2fsck(&dir, &img, "-fy");
+    }
+}
