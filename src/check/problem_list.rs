@@ -13,7 +13,8 @@
 //! encoding is canonical (equal problems, equal bytes): comparing and
 //! hashing work on the bytes ([`ProblemList::keys`]).
 //!
-//! Record: code (index in `Code::ALL`), a byte of `HAS_*` bits, then the
+//! Record: code (index in `Code::ALL`, two bytes, big-endian so that byte
+//! order is code order), a byte of `HAS_*` bits, then the
 //! numbers present (ino, blk, group, num, num2) as LEB128, then, with
 //! `HAS_E2`, the e2fsck code the check named as LEB128, then, with
 //! `HAS_DETAIL`, the detail's length as LEB128 and its bytes.
@@ -35,8 +36,9 @@ const HAS_E2: u8 = 64;
 /// decodes at most this many to reach any problem.
 const STRIDE: usize = 64;
 
-// The code is kept in one byte.
-const _: () = assert!(Code::ALL.len() <= 256);
+// The code is kept in two bytes.
+const _: () = assert!(Code::ALL.len() <= 1 << 16);
+const CODE_BYTES: usize = 2;
 
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct ProblemList {
@@ -359,7 +361,8 @@ impl<'a> Iterator for Records<'a> {
 }
 
 fn code_of(rec: &[u8]) -> Option<Code> {
-    Code::ALL.get(usize::from(*rec.first()?)).copied()
+    let index = u16::from_be_bytes(rec.get(..CODE_BYTES)?.try_into().ok()?);
+    Code::ALL.get(usize::from(index)).copied()
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -404,7 +407,7 @@ fn encode(p: &Problem, out: &mut Vec<u8>) {
             has |= bit;
         }
     }
-    out.push(p.code as u8);
+    out.extend_from_slice(&(p.code as u16).to_be_bytes());
     out.push(has);
     let nums = [
         a.ino.map(|i| u64::from(i.get())),
@@ -428,12 +431,12 @@ fn encode(p: &Problem, out: &mut Vec<u8>) {
 
 /// The length of the record at the start of `b`.
 fn record_len(b: &[u8]) -> Option<usize> {
-    let has = *b.get(1)?;
+    let has = *b.get(CODE_BYTES)?;
     // The numbers are skipped, not read: one varint ends at each byte
     // without its top bit.
     let numbers =
         (has & (HAS_INO | HAS_BLK | HAS_GROUP | HAS_NUM | HAS_NUM2 | HAS_E2)).count_ones() as usize;
-    let mut at = 2;
+    let mut at = CODE_BYTES + 1;
     for _ in 0..numbers {
         at += b.get(at..)?.iter().take(10).position(|&x| x & 0x80 == 0)? + 1;
     }
@@ -451,8 +454,8 @@ fn decode(rec: &[u8]) -> Option<Problem> {
 /// The problem at the start of `rec`, and its record's length.
 fn decode_len(rec: &[u8]) -> Option<(Problem, usize)> {
     let mut p = Problem::new(code_of(rec)?);
-    let has = *rec.get(1)?;
-    let mut at = 2;
+    let has = *rec.get(CODE_BYTES)?;
+    let mut at = CODE_BYTES + 1;
     let next = |at: &mut usize| -> Option<u64> {
         let (v, l) = get_varint(rec.get(*at..)?)?;
         *at += l;

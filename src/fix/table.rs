@@ -408,19 +408,19 @@ const TABLE: &[Entry] = &[
 ];
 
 /// No row.
-const NONE: u8 = u8::MAX;
+const NONE: u16 = u16::MAX;
 
 /// Row of each code (by its index in `Code::ALL`), built at compile time;
 /// a code given two rows fails the build.
 #[allow(clippy::cast_possible_truncation)] // the assert keeps every row below NONE
-static INDEX: [u8; Code::ALL.len()] = {
+static INDEX: [u16; Code::ALL.len()] = {
     let mut index = [NONE; Code::ALL.len()];
     assert!(TABLE.len() < NONE as usize);
     let mut i = 0;
     while i < TABLE.len() {
         let c = TABLE[i].code as usize;
         assert!(index[c] == NONE, "a code has two rows in the fix table");
-        index[c] = i as u8;
+        index[c] = i as u16;
         i += 1;
     }
     index
