@@ -13,7 +13,8 @@
 //! encoding is canonical (equal problems, equal bytes): comparing and
 //! hashing work on the bytes ([`ProblemList::keys`]).
 //!
-//! Record: code (index in `Code::ALL`), a byte of `HAS_*` bits, then the
+//! Record: code (index in `Code::ALL`, its low 8 bits; the ninth is
+//! `CODE_HIGH` of the next byte), a byte of `HAS_*` bits, then the
 //! numbers present (ino, blk, group, num, num2) as LEB128, then, with
 //! `HAS_E2`, the e2fsck code the check named as LEB128, then, with
 //! `HAS_DETAIL`, the detail's length as LEB128 and its bytes.
@@ -30,13 +31,16 @@ const HAS_NUM: u8 = 8;
 const HAS_NUM2: u8 = 16;
 const HAS_DETAIL: u8 = 32;
 const HAS_E2: u8 = 64;
+/// Bit 8 of the code's index: the table outgrew one byte, and this bit of
+/// the flags byte was free (no record grew).
+const CODE_HIGH: u8 = 128;
 
 /// Every this many problems the list notes where one starts, so `get`
 /// decodes at most this many to reach any problem.
 const STRIDE: usize = 64;
 
-// The code is kept in one byte.
-const _: () = assert!(Code::ALL.len() <= 256);
+// The code is kept in nine bits.
+const _: () = assert!(Code::ALL.len() <= 512);
 
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct ProblemList {
@@ -359,7 +363,8 @@ impl<'a> Iterator for Records<'a> {
 }
 
 fn code_of(rec: &[u8]) -> Option<Code> {
-    Code::ALL.get(usize::from(*rec.first()?)).copied()
+    let high = usize::from(*rec.get(1)? & CODE_HIGH != 0) << 8;
+    Code::ALL.get(high | usize::from(*rec.first()?)).copied()
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -404,7 +409,11 @@ fn encode(p: &Problem, out: &mut Vec<u8>) {
             has |= bit;
         }
     }
-    out.push(p.code as u8);
+    let index = p.code as usize;
+    if index >= 256 {
+        has |= CODE_HIGH;
+    }
+    out.push(narrow::sat8(index as u64 & 0xFF));
     out.push(has);
     let nums = [
         a.ino.map(|i| u64::from(i.get())),
@@ -512,6 +521,8 @@ mod tests {
                 .ino(Ino(9))
                 .e2fsck(0x01005C)
                 .detail("x"),
+            // Past the first 256 codes, the flags byte holds the ninth bit.
+            Problem::new(Code::ALL[Code::ALL.len() - 1]).ino(Ino(3)),
         ]
     }
 
