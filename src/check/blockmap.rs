@@ -51,6 +51,13 @@ pub trait MapVisitor {
     /// root in the inode, counting down the tree), its entries in use and
     /// their room (pass 1E's statistics).
     fn extent_node(&mut self, _level: u16, _entries: u16, _max: u16) {}
+    /// Whether an indirect block at `pblk` lies on the file system's
+    /// critical metadata (superblock or descriptor copies, bitmaps, inode
+    /// tables), where e2fsck walks it all the same but never writes it:
+    /// it says so, and forgets an illegal pointer in it without a word.
+    fn on_metadata(&self, _pblk: u64) -> bool {
+        false
+    }
     /// Whether to stop early (a budget ran out, or the caller found what it
     /// wanted).
     fn done(&self) -> bool {
@@ -813,6 +820,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
         too_big,
         seen: std::collections::HashSet::new(),
         stopped: false,
+        in_meta: false,
     };
     let levels = scratch.begin();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
@@ -867,6 +875,8 @@ struct PtrCount {
     /// so work and problems stay those of a map of the same size.
     seen: std::collections::HashSet<u64>,
     stopped: bool,
+    /// The pointers being walked sit in an indirect block on metadata.
+    in_meta: bool,
 }
 
 /// Illegal pointers after which the walk of one inode stops: e2fsck -y
@@ -907,6 +917,13 @@ fn visit_ptr<V: MapVisitor>(
     let too_big = level == 0 && illegal.limit.is_some_and(|l| lblk > l);
     if !fs.geo.block_in_fs(blk) || too_big {
         illegal.illegal += 1;
+        // In an indirect block that is really metadata the pointer is
+        // garbage of that metadata: e2fsck drops it in core only, unasked
+        // (it may not write the block), though it counts toward the
+        // twelfth.
+        if illegal.in_meta {
+            return;
+        }
         let what = match level {
             0 => "data block",
             1 => "indirect block",
@@ -938,6 +955,14 @@ fn visit_ptr<V: MapVisitor>(
     if level == 0 {
         v.data(lblk, blk, 1, false);
         return;
+    }
+    let on_meta = ino != crate::fs::inode::RESIZE_INO && v.on_metadata(blk);
+    if on_meta {
+        v.problem(
+            Problem::new(Code::InodeIndirectOnMetadata)
+                .ino(Ino(ino))
+                .blk(Blk(blk)),
+        );
     }
     // The resize inode's map is judged by its own check (pass 1 counts
     // its blocks only): e2fsck accepts reserved blocks listed twice past
@@ -976,6 +1001,7 @@ fn visit_ptr<V: MapVisitor>(
     // levels use `rest`), but the visitor may want the buffer borrowed.
     let per = narrow::to_usize(apb);
     let ptrs = &buf[..(per * 4).min(buf.len())];
+    let outer_meta = std::mem::replace(&mut illegal.in_meta, on_meta);
     for k in 0..per {
         let p = inode::map_ptr(ptrs, k);
         if p != 0 {
@@ -993,9 +1019,10 @@ fn visit_ptr<V: MapVisitor>(
             );
         }
         if v.done() || illegal.stopped {
-            return;
+            break;
         }
     }
+    illegal.in_meta = outer_meta;
 }
 
 #[cfg(test)]

@@ -108,6 +108,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeInlineNoFeature => &[0x010070, 0x01006F],
         InodeIllegalBlock => &[0x01000E, 0x010012, 0x010044, 0x010046],
         InodeTooManyIllegalBlocks => &[0x010011],
+        InodeIndirectOnMetadata => &[0x010071],
         InodeISize => &[0x01000C],
         InodeIBlocks => &[0x01000D],
         ClusterMisaligned => &[0x010074],

@@ -2138,6 +2138,15 @@ impl MapVisitor for Claimer<'_> {
         self.budget == 0
     }
 
+    fn on_metadata(&self, pblk: u64) -> bool {
+        // The MMP block is in `block_meta` but not in e2fsck's map of
+        // critical metadata; the bad blocks inode has rules of its own.
+        !self.bad_blocks
+            && !self.no_claim
+            && pblk != self.fs.sb.mmp_block
+            && self.state.block_meta.get(self.state.cluster(pblk))
+    }
+
     /// A regular file's claims are plain claims, in any order; what else
     /// it keeps is sums, maxima and the ends of its runs.
     fn splittable(&self) -> bool {
