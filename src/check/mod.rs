@@ -400,6 +400,18 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     if !opts.force {
         report.forced = superblock::forced_reason(&fs, opts);
     }
+    let past_device = superblock::past_device(&fs, opts.repairing);
+    let too_small = past_device.is_some();
+    if let Some(p) = past_device {
+        let fatal = p.spec().severity == problem::Severity::Fatal;
+        report.problems.push(p);
+        if fatal {
+            return Ok(Pass0::Stop(Some(fs)));
+        }
+        if !opts.force && report.forced.is_none() {
+            report.forced = Some("contains a file system with errors".into());
+        }
+    }
     // Asked before the skip too (`superblock::check` reports them).
     let extra_isize = !superblock::extra_isize(&fs).is_empty();
     if extra_isize && !opts.force && !opts.repairing && report.forced.is_none() {
@@ -413,6 +425,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         && !opts.recheck
         && !jdev_fix
         && !extra_isize
+        && !too_small
         && (times.is_empty() || !opts.repairing)
         && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))
         // e2fsck moves a visible journal before it decides to skip.
@@ -689,18 +702,29 @@ fn checked(report: Report, fs: Fs, state: State) -> Result<Checked> {
 
 /// Runs one pass: progress and timing around it, cancellation after it.
 /// A read-only check stops at the first directory block it may not
-/// salvage, as e2fsck -n does (the block's directory, and so what passes
-/// 3 to 5 would find, is unknown): `problems` (pass 2's, in e2fsck's
-/// order) end there, with a notice saying so. Whether it stopped.
+/// salvage, or cannot read (declining to go on), as e2fsck -n does (the
+/// block's directory, and so what passes 3 to 5 would find, is unknown):
+/// `problems` (pass 2's, in e2fsck's order) end there, with a notice
+/// saying so. Whether it stopped.
 fn stop_at_corrupt_dir(problems: &mut ProblemList) -> bool {
-    let Some(at) = problems
-        .codes()
-        .position(|c| c == problem::Code::DirBlockCorrupt)
+    use problem::Code;
+    let Some((at, p)) = problems
+        .iter()
+        .enumerate()
+        .find(|(_, p)| matches!(p.code, Code::DirBlockCorrupt | Code::DirBlockUnreadable))
     else {
         return false;
     };
     problems.truncate(at + 1);
-    problems.push(problem::Problem::new(problem::Code::StoppedAtCorruptDir));
+    problems.push(if p.code == Code::DirBlockCorrupt {
+        problem::Problem::new(Code::StoppedAtCorruptDir)
+    } else {
+        let mut stop = problem::Problem::new(Code::StoppedAtUnreadableDir);
+        if let Some(b) = p.args().blk {
+            stop = stop.blk(b);
+        }
+        stop
+    });
     true
 }
 

@@ -1850,3 +1850,52 @@ fn indirect_block_on_critical_metadata() {
     let ls = debugfs_r(&img, "ls -l /");
     assert!(ls.contains(" 11 ") && ls.contains("lost+found"), "{ls}");
 }
+
+/// A superblock counting more blocks than the device holds (seed
+/// fz34-final, damages 2842, 6930, 8765, 888: `ssv blocks_count`, or a
+/// byte of it). e2fsck asks whether to abort before it decides to skip a
+/// clean file system: -n declines and checks in full (exit 4: the
+/// bitmap's padding past the old end), -p stops for a person (exit 4,
+/// marking the superblock with errors), -y aborts (exit 8, nothing
+/// written). pfsck stopped every mode with exit 8, and without -f said
+/// the file system was clean.
+#[test]
+fn block_count_past_the_device() {
+    let tmp = TempDir::new("fuzz-size-past-device");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext2().block_size(4096), 5000);
+    debugfs_w(&img, &["ssv blocks_count 2100"]);
+    for (args, want) in [
+        (&["-n"][..], 4),
+        (&["-fn"][..], 4),
+        (&["-p"][..], 4),
+        (&["-y"][..], 8),
+        (&["-fy"][..], 8),
+    ] {
+        let (out, mine) = both_exit(&img, args, want);
+        assert!(
+            out.contains("The superblock counts 2100 blocks; the device has room for 2048"),
+            "{args:?}:\n{out}"
+        );
+        if args[0].ends_with('n') || args[0].ends_with('y') {
+            assert_eq!(hash_file(&mine), hash_file(&img), "pfsck {args:?} wrote");
+        }
+        if args == ["-fn"] {
+            assert!(out.contains("Abort? no"), "{out}");
+            assert!(out.contains("Pass 5"), "{out}");
+        }
+        if args == ["-fy"] {
+            assert!(out.contains("Abort? yes"), "{out}");
+        }
+    }
+    let json = pfsck(&["-fn", "--json", img.to_str().unwrap()]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let codes = report_e2fsck_codes(&json);
+    assert_eq!(codes.first(), Some(&0x000005), "{json}");
+    if let Some(theirs) = e2fsck_codes(&img, &["-fn"]) {
+        let mut ours = codes.clone();
+        ours.sort_unstable();
+        ours.dedup();
+        assert_eq!(ours, theirs);
+    }
+}
