@@ -802,7 +802,10 @@ pub fn walk_indirect<V: MapVisitor>(
 
 /// Like [`walk_indirect`], with data blocks past logical block `limit`
 /// reported like illegal ones (e2fsck's "causes directory to be too big",
-/// see [`indirect_limit`]).
+/// see [`indirect_limit`]). Returns whether e2fsck's walk of the map ends
+/// in error, which stops its -n: an illegal indirect pointer that no
+/// indirect block read after it (its walk keeps the last error of a read
+/// or a pointer, a good read clearing it) makes up for.
 pub fn walk_indirect_limited<V: MapVisitor>(
     fs: &Fs,
     ino: u32,
@@ -810,7 +813,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
     limit: Option<u64>,
     scratch: &mut Scratch,
     v: &mut V,
-) {
+) -> bool {
     let apb = u64::from(fs.geo.block_size / 4);
     // Only a slow symlink is limited to block 0 (see `indirect_limit`).
     let too_big = if limit == Some(0) { 0x010046 } else { 0x010044 };
@@ -821,11 +824,12 @@ pub fn walk_indirect_limited<V: MapVisitor>(
         seen: std::collections::HashSet::new(),
         stopped: false,
         in_meta: false,
+        bad_ind: false,
     };
     let levels = scratch.begin();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
         if v.done() || illegal.stopped {
-            return;
+            return false;
         }
         if p != 0 {
             visit_ptr(
@@ -861,6 +865,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
         }
         base += apb.pow(level);
     }
+    illegal.bad_ind
 }
 
 /// Illegal pointers met so far in one inode, and the data block limit.
@@ -877,6 +882,9 @@ struct PtrCount {
     stopped: bool,
     /// The pointers being walked sit in an indirect block on metadata.
     in_meta: bool,
+    /// The last indirect pointer met was illegal, with no indirect block
+    /// read since (see [`walk_indirect_limited`]).
+    bad_ind: bool,
 }
 
 /// Illegal pointers after which the walk of one inode stops: e2fsck -y
@@ -924,6 +932,7 @@ fn visit_ptr<V: MapVisitor>(
         if illegal.in_meta {
             return;
         }
+        illegal.bad_ind |= level > 0;
         let what = match level {
             0 => "data block",
             1 => "indirect block",
@@ -996,6 +1005,7 @@ fn visit_ptr<V: MapVisitor>(
         );
         return;
     }
+    illegal.bad_ind = false;
     let span = apb.pow(level - 1);
     // Copy the pointers out: `buf` is reused by nothing below (deeper
     // levels use `rest`), but the visitor may want the buffer borrowed.

@@ -728,24 +728,20 @@ fn stop_at_corrupt_dir(problems: &mut ProblemList) -> bool {
     true
 }
 
-/// A read-only check stops after pass 1 at the first indirect pointer
-/// outside the file system, as e2fsck -n does: its block walk fails there
-/// (it may not zero the pointer, so it cannot go below it) and it aborts.
-/// `problems` (pass 1's, in e2fsck's order) end at that pointer, with a
-/// notice naming the inode. Whether it stopped.
+/// A read-only check stops after pass 1 at the first inode whose block
+/// walk e2fsck ends in error, as e2fsck -n does: an indirect pointer
+/// outside the file system, which it may not zero, and no indirect block
+/// read after it (pass 1 notes it with the stop notice, after the walk's
+/// problems: `blockmap::walk_indirect_limited`). `problems` (pass 1's, in
+/// e2fsck's order) end there. Whether it stopped.
 fn stop_at_illegal_indirect(problems: &mut ProblemList) -> bool {
-    let Some(at) = problems.iter().position(|p| {
-        p.code == problem::Code::InodeIllegalBlock && !p.args().detail.starts_with("data block")
-    }) else {
+    let Some(at) = problems
+        .codes()
+        .position(|c| c == problem::Code::StoppedAtIllegalIndirect)
+    else {
         return false;
     };
-    let ino = problems.iter().nth(at).and_then(|p| p.args().ino);
     problems.truncate(at + 1);
-    let mut stop = problem::Problem::new(problem::Code::StoppedAtIllegalIndirect);
-    if let Some(ino) = ino {
-        stop = stop.ino(ino);
-    }
-    problems.push(stop);
     true
 }
 

@@ -1899,3 +1899,31 @@ fn block_count_past_the_device() {
         assert_eq!(ours, theirs);
     }
 }
+
+/// An indirect pointer outside the file system, with a good indirect
+/// block read after it (seed fz34-final, damages 2501, 8763, 9008: the
+/// resize inode's single indirect slot, whose double indirect block is
+/// read next). e2fsck's walk keeps only the last error, and a good read
+/// clears it: its -n goes on (exit 4). It gives up (exit 12) only when
+/// the illegal pointer is the walk's last word. pfsck -n stopped at any
+/// illegal indirect pointer.
+#[test]
+fn illegal_indirect_pointer_before_a_good_one() {
+    let tmp = TempDir::new("fuzz-illegal-ind-then-good");
+    // A file with single and double indirect blocks (1 KiB blocks).
+    let base = tmp.join("base.img");
+    image_with_file(&base, &MkfsOpts::ext2().block_size(1024), 400_000);
+    for (what, cmd, want) in [
+        ("single, then double", "sif /f block[IND] 536870912", 4),
+        ("double, last", "sif /f block[DIND] 536870912", 12),
+        ("resize inode", "sif <7> block[IND] 536870912", 4),
+    ] {
+        let img = tmp.join("disk.img");
+        copy_image(&base, &img);
+        debugfs_w(&img, &[cmd]);
+        let (out, _) = both_exit(&img, &["-fn"], want);
+        assert!(out.contains("536870912"), "[{what}] {out}");
+        let (_, mine) = both_exit(&img, &["-fy"], 1);
+        assert_eq!(oracle_fn(&mine), 0, "[{what}] e2fsck -fn after pfsck -fy");
+    }
+}
