@@ -2373,8 +2373,14 @@ fn check_blocks(
     let fs = ctx.fs;
     let ino = c.ino;
     // The xattr block counts in i_blocks only if it turns out valid, which
-    // is known after the scan (blocks are validated once, in order).
-    let acl = check_file_acl(ctx, c, inode);
+    // is known after the scan (blocks are validated once, in order). The
+    // bad blocks inode's is never looked at (e2fsck walks that inode's
+    // list alone): its i_file_acl only makes the inode invalid.
+    let acl = if bad_blocks {
+        None
+    } else {
+        check_file_acl(ctx, c, inode)
+    };
 
     let is_dir = inode.is_dir();
     let extent_mapped = extent_mapped(ctx, inode);

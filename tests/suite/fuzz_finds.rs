@@ -1927,3 +1927,24 @@ fn illegal_indirect_pointer_before_a_good_one() {
         assert_eq!(oracle_fn(&mine), 0, "[{what}] e2fsck -fn after pfsck -fy");
     }
 }
+
+/// The bad blocks inode naming an xattr block (seed fz34-final, damages
+/// 4258 and 2797: `sif <1> file_acl`, a block that holds no xattrs).
+/// e2fsck walks that inode's list alone: its i_file_acl only makes the
+/// inode invalid, and the block is never read as xattrs. pfsck read it,
+/// found its header bad, and its -n stopped where e2fsck would fix the
+/// block's reference count (exit 12, e2fsck 4).
+#[test]
+fn bad_blocks_inode_naming_an_xattr_block() {
+    let tmp = TempDir::new("fuzz-badblocks-acl");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext2().block_size(1024), 5000);
+    let data = debugfs_number(&img, "bmap /f 0");
+    debugfs_w(&img, &[format!("sif <1> file_acl {data}")]);
+    let (out, _) = both_exit(&img, &["-fn"], 4);
+    assert!(out.contains("bad blocks inode"), "{out}");
+    assert!(!out.contains("extended attribute"), "{out}");
+    let (_, mine) = both_exit(&img, &["-fy"], 1);
+    assert_eq!(oracle_fn(&mine), 0, "e2fsck -fn after pfsck -fy");
+    file_kept(&mine, 5000);
+}
