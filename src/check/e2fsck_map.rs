@@ -310,6 +310,7 @@ pub const NONE: &[Code] = &[
     Code::JournalRecoveryFails,
     Code::JournalFastCommitReplay,
     Code::OrphansPending,
+    Code::OrphansPendingAsIs,
     Code::OrphansPendingHarmless,
     Code::InodeCompression,
     Code::InodeEncrypted,

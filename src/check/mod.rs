@@ -441,9 +441,12 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         report.skipped_clean = Some(reason);
         // e2fsck processes the orphans and then finds the file system
         // clean; pending orphans alone do not fail a skipped check.
-        report
-            .problems
-            .retain(|p| p.code != problem::Code::OrphansPending);
+        report.problems.retain(|p| {
+            !matches!(
+                p.code,
+                problem::Code::OrphansPending | problem::Code::OrphansPendingAsIs
+            )
+        });
         return Ok(Pass0::Stop(Some(fs)));
     }
 

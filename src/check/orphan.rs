@@ -95,6 +95,25 @@ pub fn after_orphans(
     let Some(out) = plan(&fs, opts) else {
         return Ok(superblock::Opened::Fs(fs, first_probs));
     };
+    // e2fsck -n never releases orphans. The view stands for what its
+    // repair will find, and is kept only where that is what the
+    // descriptors say: rejected descriptors, or one failing its
+    // checksum, leave counts (never-used inodes) the view would take for
+    // true. Checked as e2fsck -n checks it then: as it is.
+    let untrusted = first_probs
+        .iter()
+        .any(|p| p.code == Code::GdRejectedNoBackup)
+        || (0..fs.geo.groups).any(|g| !fs.gd_checksum_ok(g));
+    if untrusted && !opts.repairing {
+        let mut probs = first_probs;
+        probs.push(Problem::new(Code::OrphansPendingAsIs).detail(format!(
+            "{} inode{} to clear, {} to truncate",
+            out.cleared,
+            if out.cleared == 1 { "" } else { "s" },
+            out.truncated
+        )));
+        return Ok(superblock::Opened::Fs(fs, probs));
+    }
     if out.only_free && !opts.repairing {
         // Checked as e2fsck -n checks it: as it is.
         let mut probs = first_probs;

@@ -159,6 +159,9 @@ problems! {
     // Processing the orphans is not a correction (e2fsck exits 0 after
     // it), but -n leaves it undone, which e2fsck -n reports as errors.
     OrphansPending = ("0x0220", Super, Error, true, "The orphan inode list or orphan file needs processing ({detail}); checking the file system as it will be after"),
+    // Under -n where the descriptors are not to be trusted: the disk is
+    // checked as it is, as e2fsck -n checks it.
+    OrphansPendingAsIs = ("0x0235", Super, Error, true, "The orphan inode list or orphan file needs processing ({detail}), which a repair does; with group descriptors this damaged the file system is checked as it is"),
     OrphansPendingHarmless = ("0x0225", Super, Notice, true, "The orphan inode list needs processing ({detail}); checking the file system as it will be after"),
     OrphanReleased = ("0x0221", Super, Notice, true, "{detail}"),
     OrphanFileBlockDirty = ("0x0223", Super, Error, true, "Block {num} of the orphan file (inode {ino}) still lists inodes"),
