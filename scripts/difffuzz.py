@@ -878,7 +878,9 @@ class Checker:
             r["e_after"] = eafter
             if eafter == 0 and py is not None and "crash" not in r:
                 le, lp = listing(eimg), listing(pimg)
-                lost = sorted(i for i in le if i not in lp)
+                # /lost+found is the checker's own directory, not a file:
+                # e2fsck may make a new one in an inode pfsck leaves free.
+                lost = sorted(i for i in le if i not in lp and le[i][0] != "/lost+found")
                 r["lost"] = [(i, le[i][0]) for i in lost][:20]
                 r["moved"] = sum(1 for i in le if i in lp and lp[i][0] != le[i][0])
                 r["resized"] = sum(1 for i in le if i in lp and lp[i][2] != le[i][2]

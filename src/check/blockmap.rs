@@ -51,6 +51,13 @@ pub trait MapVisitor {
     /// root in the inode, counting down the tree), its entries in use and
     /// their room (pass 1E's statistics).
     fn extent_node(&mut self, _level: u16, _entries: u16, _max: u16) {}
+    /// Whether an indirect block at `pblk` lies on the file system's
+    /// critical metadata (superblock or descriptor copies, bitmaps, inode
+    /// tables), where e2fsck walks it all the same but never writes it:
+    /// it says so, and forgets an illegal pointer in it without a word.
+    fn on_metadata(&self, _pblk: u64) -> bool {
+        false
+    }
     /// Whether to stop early (a budget ran out, or the caller found what it
     /// wanted).
     fn done(&self) -> bool {
@@ -798,7 +805,10 @@ pub fn walk_indirect<V: MapVisitor>(
 
 /// Like [`walk_indirect`], with data blocks past logical block `limit`
 /// reported like illegal ones (e2fsck's "causes directory to be too big",
-/// see [`indirect_limit`]).
+/// see [`indirect_limit`]). Returns whether e2fsck's walk of the map ends
+/// in error, which stops its -n: an illegal indirect pointer that no
+/// indirect block read after it (its walk keeps the last error of a read
+/// or a pointer, a good read clearing it) makes up for.
 pub fn walk_indirect_limited<V: MapVisitor>(
     fs: &Fs,
     ino: u32,
@@ -806,7 +816,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
     limit: Option<u64>,
     scratch: &mut Scratch,
     v: &mut V,
-) {
+) -> bool {
     let apb = u64::from(fs.geo.block_size / 4);
     // Only a slow symlink is limited to block 0 (see `indirect_limit`).
     let too_big = if limit == Some(0) { 0x010046 } else { 0x010044 };
@@ -816,11 +826,13 @@ pub fn walk_indirect_limited<V: MapVisitor>(
         too_big,
         seen: std::collections::HashSet::new(),
         stopped: false,
+        in_meta: false,
+        bad_ind: false,
     };
     let levels = scratch.begin();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
         if v.done() || illegal.stopped {
-            return;
+            return false;
         }
         if p != 0 {
             visit_ptr(
@@ -856,6 +868,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
         }
         base += apb.pow(level);
     }
+    illegal.bad_ind
 }
 
 /// Illegal pointers met so far in one inode, and the data block limit.
@@ -870,6 +883,11 @@ struct PtrCount {
     /// so work and problems stay those of a map of the same size.
     seen: std::collections::HashSet<u64>,
     stopped: bool,
+    /// The pointers being walked sit in an indirect block on metadata.
+    in_meta: bool,
+    /// The last indirect pointer met was illegal, with no indirect block
+    /// read since (see [`walk_indirect_limited`]).
+    bad_ind: bool,
 }
 
 /// Illegal pointers after which the walk of one inode stops: e2fsck -y
@@ -910,6 +928,14 @@ fn visit_ptr<V: MapVisitor>(
     let too_big = level == 0 && illegal.limit.is_some_and(|l| lblk > l);
     if !fs.geo.block_in_fs(blk) || too_big {
         illegal.illegal += 1;
+        // In an indirect block that is really metadata the pointer is
+        // garbage of that metadata: e2fsck drops it in core only, unasked
+        // (it may not write the block), though it counts toward the
+        // twelfth.
+        if illegal.in_meta {
+            return;
+        }
+        illegal.bad_ind |= level > 0;
         let what = match level {
             0 => "data block",
             1 => "indirect block",
@@ -941,6 +967,14 @@ fn visit_ptr<V: MapVisitor>(
     if level == 0 {
         v.data(lblk, blk, 1, false);
         return;
+    }
+    let on_meta = ino != crate::fs::inode::RESIZE_INO && v.on_metadata(blk);
+    if on_meta {
+        v.problem(
+            Problem::new(Code::InodeIndirectOnMetadata)
+                .ino(Ino(ino))
+                .blk(Blk(blk)),
+        );
     }
     // The resize inode's map is judged by its own check (pass 1 counts
     // its blocks only): e2fsck accepts reserved blocks listed twice past
@@ -974,11 +1008,13 @@ fn visit_ptr<V: MapVisitor>(
         );
         return;
     }
+    illegal.bad_ind = false;
     let span = apb.pow(level - 1);
     // Copy the pointers out: `buf` is reused by nothing below (deeper
     // levels use `rest`), but the visitor may want the buffer borrowed.
     let per = narrow::to_usize(apb);
     let ptrs = &buf[..(per * 4).min(buf.len())];
+    let outer_meta = std::mem::replace(&mut illegal.in_meta, on_meta);
     for k in 0..per {
         let p = inode::map_ptr(ptrs, k);
         if p != 0 {
@@ -996,9 +1032,10 @@ fn visit_ptr<V: MapVisitor>(
             );
         }
         if v.done() || illegal.stopped {
-            return;
+            break;
         }
     }
+    illegal.in_meta = outer_meta;
 }
 
 #[cfg(test)]

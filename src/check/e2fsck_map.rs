@@ -23,7 +23,7 @@ pub fn codes(code: Code) -> &'static [u32] {
     use Code::*;
     match code {
         SbCorrupt => &[0x000004, 0x00000B, 0x000050, 0x000044],
-        SbBlocksCountTooBig => &[0x000005],
+        SbBlocksCountTooBig | SbSizeAbort => &[0x000005],
         SbFirstDataBlock => &[0x000008],
         SbInodesCount => &[0x00000D],
         SbFirstMetaBg => &[0x000049],
@@ -108,6 +108,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeInlineNoFeature => &[0x010070, 0x01006F],
         InodeIllegalBlock => &[0x01000E, 0x010012, 0x010044, 0x010046],
         InodeTooManyIllegalBlocks => &[0x010011],
+        InodeIndirectOnMetadata => &[0x010071],
         InodeISize => &[0x01000C],
         InodeIBlocks => &[0x01000D],
         ClusterMisaligned => &[0x010074],
@@ -271,6 +272,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
 pub const NONE: &[Code] = &[
     Code::SbOrphanList,
     Code::StoppedAtCorruptDir,
+    Code::StoppedAtUnreadableDir,
     Code::StoppedAtUninitGroup,
     // e2fsck's aborts are outside its problem log (a fatal problem ends
     // it before the entry is written).
@@ -515,13 +517,15 @@ pub fn unmarked_fix(p: &Problem) -> bool {
 }
 
 /// Is `p` a question e2fsck answers by aborting (its "Abort? yes" of a
-/// repair): an unsupported journal version or feature, which the check
-/// marks so (`num2` 1) where it stops a repair.
+/// repair): a file system larger than its device, or an unsupported
+/// journal version or feature, which the check marks so (`num2` 1) where
+/// it stops a repair.
 pub fn aborted(p: &Problem) -> bool {
-    matches!(
-        p.code,
-        Code::JournalVersionUnsupported | Code::JournalFeatureUnsupported
-    ) && p.args().num2 == Some(1)
+    p.code == Code::SbSizeAbort
+        || matches!(
+            p.code,
+            Code::JournalVersionUnsupported | Code::JournalFeatureUnsupported
+        ) && p.args().num2 == Some(1)
 }
 
 /// Is `p` an offer rather than a fix (NOT_A_FIX: pass 1E's optimisation
@@ -576,7 +580,7 @@ const PREEN_OWN: &[(Code, &str)] = &[];
 /// the verdict clean, but which e2fsck asks without PREEN_OK, so its
 /// preen stops there (exit 4).
 pub fn halts_preen(p: &Problem) -> bool {
-    p.code == Code::SbExtraIsize
+    matches!(p.code, Code::SbExtraIsize | Code::SbSizeAbort)
 }
 
 /// What e2fsck does, and so logs, differently in a repair and in a
@@ -1064,9 +1068,10 @@ fn stop_pass(code: Code) -> Option<u32> {
         | Code::StoppedAtUnreadableXattr
         | Code::StoppedAtInodeChecksumP1
         | Code::StoppedAtInodeChecksumP1B => Some(1),
-        Code::StoppedAtCorruptDir | Code::StoppedAtInodeChecksumP2 | Code::StoppedAtNoDirInfo => {
-            Some(2)
-        }
+        Code::StoppedAtCorruptDir
+        | Code::StoppedAtUnreadableDir
+        | Code::StoppedAtInodeChecksumP2
+        | Code::StoppedAtNoDirInfo => Some(2),
         Code::StoppedWithoutRoot => Some(3),
         Code::StoppedAtInodeChecksumP4 => Some(4),
         Code::StoppedAtUninitGroup => Some(5),

@@ -400,6 +400,18 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     if !opts.force {
         report.forced = superblock::forced_reason(&fs, opts);
     }
+    let past_device = superblock::past_device(&fs, opts.repairing);
+    let too_small = past_device.is_some();
+    if let Some(p) = past_device {
+        let fatal = p.spec().severity == problem::Severity::Fatal;
+        report.problems.push(p);
+        if fatal {
+            return Ok(Pass0::Stop(Some(fs)));
+        }
+        if !opts.force && report.forced.is_none() {
+            report.forced = Some("contains a file system with errors".into());
+        }
+    }
     // Asked before the skip too (`superblock::check` reports them).
     let extra_isize = !superblock::extra_isize(&fs).is_empty();
     if extra_isize && !opts.force && !opts.repairing && report.forced.is_none() {
@@ -413,6 +425,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         && !opts.recheck
         && !jdev_fix
         && !extra_isize
+        && !too_small
         && (times.is_empty() || !opts.repairing)
         && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))
         // e2fsck moves a visible journal before it decides to skip.
@@ -699,39 +712,46 @@ fn checked(report: Report, fs: Fs, state: State) -> Result<Checked> {
 
 /// Runs one pass: progress and timing around it, cancellation after it.
 /// A read-only check stops at the first directory block it may not
-/// salvage, as e2fsck -n does (the block's directory, and so what passes
-/// 3 to 5 would find, is unknown): `problems` (pass 2's, in e2fsck's
-/// order) end there, with a notice saying so. Whether it stopped.
+/// salvage, or cannot read (declining to go on), as e2fsck -n does (the
+/// block's directory, and so what passes 3 to 5 would find, is unknown):
+/// `problems` (pass 2's, in e2fsck's order) end there, with a notice
+/// saying so. Whether it stopped.
 fn stop_at_corrupt_dir(problems: &mut ProblemList) -> bool {
-    let Some(at) = problems
-        .codes()
-        .position(|c| c == problem::Code::DirBlockCorrupt)
+    use problem::Code;
+    let Some((at, p)) = problems
+        .iter()
+        .enumerate()
+        .find(|(_, p)| matches!(p.code, Code::DirBlockCorrupt | Code::DirBlockUnreadable))
     else {
         return false;
     };
     problems.truncate(at + 1);
-    problems.push(problem::Problem::new(problem::Code::StoppedAtCorruptDir));
+    problems.push(if p.code == Code::DirBlockCorrupt {
+        problem::Problem::new(Code::StoppedAtCorruptDir)
+    } else {
+        let mut stop = problem::Problem::new(Code::StoppedAtUnreadableDir);
+        if let Some(b) = p.args().blk {
+            stop = stop.blk(b);
+        }
+        stop
+    });
     true
 }
 
-/// A read-only check stops after pass 1 at the first indirect pointer
-/// outside the file system, as e2fsck -n does: its block walk fails there
-/// (it may not zero the pointer, so it cannot go below it) and it aborts.
-/// `problems` (pass 1's, in e2fsck's order) end at that pointer, with a
-/// notice naming the inode. Whether it stopped.
+/// A read-only check stops after pass 1 at the first inode whose block
+/// walk e2fsck ends in error, as e2fsck -n does: an indirect pointer
+/// outside the file system, which it may not zero, and no indirect block
+/// read after it (pass 1 notes it with the stop notice, after the walk's
+/// problems: `blockmap::walk_indirect_limited`). `problems` (pass 1's, in
+/// e2fsck's order) end there. Whether it stopped.
 fn stop_at_illegal_indirect(problems: &mut ProblemList) -> bool {
-    let Some(at) = problems.iter().position(|p| {
-        p.code == problem::Code::InodeIllegalBlock && !p.args().detail.starts_with("data block")
-    }) else {
+    let Some(at) = problems
+        .codes()
+        .position(|c| c == problem::Code::StoppedAtIllegalIndirect)
+    else {
         return false;
     };
-    let ino = problems.iter().nth(at).and_then(|p| p.args().ino);
     problems.truncate(at + 1);
-    let mut stop = problem::Problem::new(problem::Code::StoppedAtIllegalIndirect);
-    if let Some(ino) = ino {
-        stop = stop.ino(ino);
-    }
-    problems.push(stop);
     true
 }
 

@@ -95,11 +95,15 @@ pub fn after_orphans(
     let Some(out) = plan(&fs, opts) else {
         return Ok(superblock::Opened::Fs(fs, first_probs));
     };
-    if !opts.repairing && superblock::descriptors_need_fixes(&fs) {
-        // e2fsck judges the descriptors before any orphan is released,
-        // and -n leaves them damaged for its passes (an unused inode
-        // count or uninit mark can hide the root): the view would rewrite
-        // them, so the check looks at the file system as it is.
+    // e2fsck judges the descriptors before any orphan is released, and -n
+    // leaves them damaged for its passes (an unused inode count or uninit
+    // mark can hide the root); rejected descriptors, or one failing its
+    // checksum, would also give the view garbage counts. The view would
+    // rewrite them, so -n looks at the file system as it is.
+    let rejected = first_probs
+        .iter()
+        .any(|p| p.code == Code::GdRejectedNoBackup);
+    if !opts.repairing && (rejected || superblock::descriptors_need_fixes(&fs)) {
         let mut probs = first_probs;
         probs.extend(out.notes.into_iter().filter(|p| {
             matches!(

@@ -2146,6 +2146,15 @@ impl MapVisitor for Claimer<'_> {
         self.budget == 0
     }
 
+    fn on_metadata(&self, pblk: u64) -> bool {
+        // The MMP block is in `block_meta` but not in e2fsck's map of
+        // critical metadata; the bad blocks inode has rules of its own.
+        !self.bad_blocks
+            && !self.no_claim
+            && pblk != self.fs.sb.mmp_block
+            && self.state.block_meta.get(self.state.cluster(pblk))
+    }
+
     /// A regular file's claims are plain claims, in any order; what else
     /// it keeps is sums, maxima and the ends of its runs.
     fn splittable(&self) -> bool {
@@ -2230,7 +2239,12 @@ pub(crate) fn walk_map<V: MapVisitor>(
         } else {
             blockmap::indirect_limit(fs, inode.is_dir(), inode.is_symlink(), ctx.large_dir)
         };
-        blockmap::walk_indirect_limited(fs, ino, &inode.block_ptrs(), limit, scratch, v);
+        let failed =
+            blockmap::walk_indirect_limited(fs, ino, &inode.block_ptrs(), limit, scratch, v);
+        if failed && ctx.read_only {
+            // Where e2fsck -n gives up (`stop_at_illegal_indirect`).
+            v.problem(Problem::new(Code::StoppedAtIllegalIndirect).ino(Ino(ino)));
+        }
     }
     true
 }
@@ -2367,8 +2381,14 @@ fn check_blocks(
     let fs = ctx.fs;
     let ino = c.ino;
     // The xattr block counts in i_blocks only if it turns out valid, which
-    // is known after the scan (blocks are validated once, in order).
-    let acl = check_file_acl(ctx, c, inode);
+    // is known after the scan (blocks are validated once, in order). The
+    // bad blocks inode's is never looked at (e2fsck walks that inode's
+    // list alone): its i_file_acl only makes the inode invalid.
+    let acl = if bad_blocks {
+        None
+    } else {
+        check_file_acl(ctx, c, inode)
+    };
 
     let is_dir = inode.is_dir();
     let extent_mapped = extent_mapped(ctx, inode);

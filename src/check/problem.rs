@@ -83,7 +83,10 @@ problems! {
     SbUsedBackup = ("0x0002", Super, Notice, false, "The primary superblock is unusable ({detail}); using the copy at block {blk}"),
     SbFeatureUnsupported = ("0x0003", Super, Fatal, false, "Features this checker does not know are set: {detail}"),
     SbChecksum = ("0x0004", Super, Error, true, "The superblock's checksum is wrong"),
-    SbBlocksCountTooBig = ("0x0005", Super, Fatal, false, "The superblock counts {num} blocks; the device has room for {num2}"),
+    // e2fsck asks whether to abort: -n says no and checks on; a repair
+    // says yes and stops (`SbSizeAbort`, the same question answered).
+    SbBlocksCountTooBig = ("0x0005", Super, Error, false, "The superblock counts {num} blocks; the device has room for {num2}"),
+    SbSizeAbort = ("0x0020", Super, Fatal, false, "The superblock counts {num} blocks; the device has room for {num2}"),
     SbFirstDataBlock = ("0x0006", Super, Fatal, false, "The superblock's first data block is {num}; it must be {num2}"),
     SbInodesCount = ("0x0007", Super, Error, false, "The superblock's inode count {num} disagrees with the geometry ({num2})"),
     SbFirstMetaBg = ("0x0017", Super, Error, false, "The first meta_bg ({num}) is beyond the descriptor blocks (at most {num2})"),
@@ -211,6 +214,9 @@ problems! {
     InodeExtentTreeShared = ("0x1043", P1, Error, false, "Inode {ino} extent tree reaches node {blk} more than once (index nodes shared), walk stopped"),
     // An indirect block reached twice in one inode's map (pointers
     // sharing it): the same product of fan-outs; a repair clears it.
+    // e2fsck walks it all the same (what it points to is claimed) and
+    // never writes it; a message, not a question.
+    InodeIndirectOnMetadata = ("0x1047", P1, Notice, false, "Inode {ino} uses block {blk}, which holds file system metadata, as an indirect block: what it points to is counted, nothing in it is repaired"),
     InodeBlockMapShared = ("0x1044", P1, Error, false, "Inode {ino} block map reaches indirect block {blk} more than once (indirect blocks shared), walk stopped"),
     // Pass 1E's offers (e2fsck's NOT_A_FIX): the tree is consistent, it
     // could only take fewer blocks or levels. Declining leaves the file
@@ -350,6 +356,7 @@ problems! {
     StoppedAtBadBlocksInode = ("0x10EB", P1, Notice, false, "The check stops at the bad blocks inode, whose list looks corrupt, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtInodeChecksumP1 = ("0x10E9", P1, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtInodeChecksumP1B = ("0x1102", P1B, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
+    StoppedAtUnreadableDir = ("0x2031", P2, Notice, false, "The check stops at directory block {blk}, which cannot be read, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtCorruptDir = ("0x202E", P2, Notice, false, "The check stops at the directory block it may not salvage, as e2fsck -n does; run a repair to check the rest"),
     // e2fsck -n reads an inode again where pass 2 meets an entry naming
     // one it marked bad, and pass 4 where a link count differs: a checksum

@@ -13,8 +13,8 @@
 //! encoding is canonical (equal problems, equal bytes): comparing and
 //! hashing work on the bytes ([`ProblemList::keys`]).
 //!
-//! Record: code (index in `Code::ALL`, two bytes, big-endian so that byte
-//! order is code order), a byte of `HAS_*` bits, then the
+//! Record: code (index in `Code::ALL`, its low 8 bits; the ninth is
+//! `CODE_HIGH` of the next byte), a byte of `HAS_*` bits, then the
 //! numbers present (ino, blk, group, num, num2) as LEB128, then, with
 //! `HAS_E2`, the e2fsck code the check named as LEB128, then, with
 //! `HAS_DETAIL`, the detail's length as LEB128 and its bytes.
@@ -31,14 +31,16 @@ const HAS_NUM: u8 = 8;
 const HAS_NUM2: u8 = 16;
 const HAS_DETAIL: u8 = 32;
 const HAS_E2: u8 = 64;
+/// Bit 8 of the code's index: the table outgrew one byte, and this bit of
+/// the flags byte was free (no record grew).
+const CODE_HIGH: u8 = 128;
 
 /// Every this many problems the list notes where one starts, so `get`
 /// decodes at most this many to reach any problem.
 const STRIDE: usize = 64;
 
-// The code is kept in two bytes.
-const _: () = assert!(Code::ALL.len() <= 1 << 16);
-const CODE_BYTES: usize = 2;
+// The code is kept in nine bits.
+const _: () = assert!(Code::ALL.len() <= 512);
 
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct ProblemList {
@@ -361,8 +363,8 @@ impl<'a> Iterator for Records<'a> {
 }
 
 fn code_of(rec: &[u8]) -> Option<Code> {
-    let index = u16::from_be_bytes(rec.get(..CODE_BYTES)?.try_into().ok()?);
-    Code::ALL.get(usize::from(index)).copied()
+    let high = usize::from(*rec.get(1)? & CODE_HIGH != 0) << 8;
+    Code::ALL.get(high | usize::from(*rec.first()?)).copied()
 }
 
 fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -407,7 +409,11 @@ fn encode(p: &Problem, out: &mut Vec<u8>) {
             has |= bit;
         }
     }
-    out.extend_from_slice(&(p.code as u16).to_be_bytes());
+    let index = p.code as usize;
+    if index >= 256 {
+        has |= CODE_HIGH;
+    }
+    out.push(narrow::sat8(index as u64 & 0xFF));
     out.push(has);
     let nums = [
         a.ino.map(|i| u64::from(i.get())),
@@ -431,12 +437,12 @@ fn encode(p: &Problem, out: &mut Vec<u8>) {
 
 /// The length of the record at the start of `b`.
 fn record_len(b: &[u8]) -> Option<usize> {
-    let has = *b.get(CODE_BYTES)?;
+    let has = *b.get(1)?;
     // The numbers are skipped, not read: one varint ends at each byte
     // without its top bit.
     let numbers =
         (has & (HAS_INO | HAS_BLK | HAS_GROUP | HAS_NUM | HAS_NUM2 | HAS_E2)).count_ones() as usize;
-    let mut at = CODE_BYTES + 1;
+    let mut at = 2;
     for _ in 0..numbers {
         at += b.get(at..)?.iter().take(10).position(|&x| x & 0x80 == 0)? + 1;
     }
@@ -454,8 +460,8 @@ fn decode(rec: &[u8]) -> Option<Problem> {
 /// The problem at the start of `rec`, and its record's length.
 fn decode_len(rec: &[u8]) -> Option<(Problem, usize)> {
     let mut p = Problem::new(code_of(rec)?);
-    let has = *rec.get(CODE_BYTES)?;
-    let mut at = CODE_BYTES + 1;
+    let has = *rec.get(1)?;
+    let mut at = 2;
     let next = |at: &mut usize| -> Option<u64> {
         let (v, l) = get_varint(rec.get(*at..)?)?;
         *at += l;
@@ -515,6 +521,8 @@ mod tests {
                 .ino(Ino(9))
                 .e2fsck(0x01005C)
                 .detail("x"),
+            // Past the first 256 codes, the flags byte holds the ninth bit.
+            Problem::new(Code::ALL[Code::ALL.len() - 1]).ino(Ino(3)),
         ]
     }
 

@@ -1006,19 +1006,29 @@ pub fn extra_isize(fs: &Fs) -> Vec<Problem> {
     .collect()
 }
 
+/// A file system larger than its device, which e2fsck asks about before
+/// it decides to skip a clean one: `-n` declines to abort and checks on
+/// (reading past the end as it comes, a clean file system checked as one
+/// with errors); a repair aborts (`SbSizeAbort`, fatal), having nowhere
+/// to put the blocks past the end.
+pub fn past_device(fs: &Fs, repairing: bool) -> Option<Problem> {
+    let geo = &fs.geo;
+    let dev_blocks = fs.dev.size() / u64::from(geo.block_size);
+    (dev_blocks < geo.blocks_count).then(|| {
+        let code = if repairing {
+            Code::SbSizeAbort
+        } else {
+            Code::SbBlocksCountTooBig
+        };
+        Problem::new(code).num(geo.blocks_count).num2(dev_blocks)
+    })
+}
+
 pub fn check(fs: &Fs) -> Vec<Problem> {
     let sb = &fs.sb;
     let geo = &fs.geo;
     let mut out = Vec::new();
 
-    let dev_blocks = fs.dev.size() / u64::from(geo.block_size);
-    if dev_blocks < geo.blocks_count {
-        out.push(
-            Problem::new(Code::SbBlocksCountTooBig)
-                .num(geo.blocks_count)
-                .num2(dev_blocks),
-        );
-    }
     if sb.metadata_csum() && sb.compute_checksum() != sb.checksum {
         out.push(Problem::new(Code::SbChecksum));
     }

@@ -65,6 +65,7 @@ fn is_stop(c: crate::check::problem::Code) -> bool {
     matches!(
         c,
         Code::StoppedAtCorruptDir
+            | Code::StoppedAtUnreadableDir
             | Code::StoppedAtUninitGroup
             | Code::StoppedAtIllegalIndirect
             | Code::StoppedAtBadBlocksInode

@@ -121,9 +121,9 @@ fn file_block_on_metadata_is_a_shared_block() {
 /// 0x020020 is left as e2fsck leaves it on an image file: a directory
 /// block fails to read only past the file's end (here d's block, moved
 /// near the end of a file system whose image is then cut short). e2fsck
-/// -n declines to go on there (exit 12); -y stops at the file system
-/// being larger than the device (0x000005) before pass 2, exit 8, as
-/// pfsck does.
+/// -n declines to abort at the file system being larger than the device
+/// (0x000005), then declines to go on at the block (exit 12); -y stops
+/// at 0x000005 before pass 2, exit 8. pfsck does both.
 #[test]
 fn unreadable_directory_block_stops_before_pass_2() {
     let tmp = TempDir::new("c13m-dir-unreadable");
@@ -152,4 +152,9 @@ fn unreadable_directory_block_stops_before_pass_2() {
     let (out, mine) = both_exit(&img, &["-fy"], 8);
     assert!(out.contains("8192 blocks"), "{out}");
     assert_eq!(hash_file(&mine), hash_file(&img), "pfsck -fy wrote");
+    let (out, _) = both_exit(&img, &["-fn"], 12);
+    assert!(
+        out.contains("Directory block 8150 (inode 12) cannot be read"),
+        "{out}"
+    );
 }

@@ -1911,3 +1911,145 @@ fn journal_features_judged_before_its_checksum() {
     assert!(out.contains("unsupported feature(s): incompat 0x"), "{out}");
     crate::problem_codes::assert_same_codes(&img, &[0x000026, 0x000015]);
 }
+
+/// A file's triple indirect pointer naming the group descriptor block
+/// (seed fz34-final, damage 5314: `sif <13> block[TIND] 2`). e2fsck walks
+/// a block of critical metadata used as an indirect block all the same,
+/// says so (0x010071), claims what it points to and never writes it: an
+/// illegal pointer inside it is dropped in core without a question. pfsck
+/// reported the descriptors' own numbers as illegal indirect blocks and
+/// its -n stopped there (exit 12, e2fsck 4).
+#[test]
+fn indirect_block_on_critical_metadata() {
+    let tmp = TempDir::new("fuzz-ind-on-meta");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext2().block_size(1024), 5000);
+    debugfs_w(&img, &["sif /f block[TIND] 2"]);
+    let oracle = oracle_run(&img, &["-fn"]);
+    assert_eq!(oracle.code(), Some(4), "{}", oracle.stdout);
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 4, "pfsck -fn:\n{out}");
+    let blocks_of_lines = |text: &str, marker: &str, word: usize| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.contains(marker))
+            .filter_map(|l| l.split_whitespace().nth(word).map(str::to_string))
+            .map(|w| w.trim_end_matches(',').to_string())
+            .collect()
+    };
+    let ours = blocks_of_lines(&out, "holds file system metadata, as an indirect block", 4);
+    let theirs = blocks_of_lines(&oracle.stdout, "conflicts with critical metadata", 3);
+    assert!(ours.len() >= 4, "pfsck -fn:\n{out}");
+    assert!(theirs.starts_with(&ours), "{ours:?} / {theirs:?}\n{out}");
+    let json = pfsck(&["-fn", "--json", img.to_str().unwrap()]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(report_e2fsck_codes(&json).contains(&0x010071), "{json}");
+    if let Some(codes) = e2fsck_codes(&img, &["-fn"]) {
+        assert!(codes.contains(&0x010071), "{codes:x?}");
+    }
+    // The repair clears the file (e2fsck does too, for its illegal
+    // pointers) and writes nothing into the descriptors' block but their
+    // counts.
+    let (code, out) = pfsck_code(&["-fy"], &img);
+    assert_eq!(code, 1, "pfsck -fy:\n{out}");
+    assert_eq!(oracle_fn(&img), 0, "pfsck -fy:\n{out}");
+    let ls = debugfs_r(&img, "ls -l /");
+    assert!(ls.contains(" 11 ") && ls.contains("lost+found"), "{ls}");
+}
+
+/// A superblock counting more blocks than the device holds (seed
+/// fz34-final, damages 2842, 6930, 8765, 888: `ssv blocks_count`, or a
+/// byte of it). e2fsck asks whether to abort before it decides to skip a
+/// clean file system: -n declines and checks in full (exit 4: the
+/// bitmap's padding past the old end), -p stops for a person (exit 4,
+/// marking the superblock with errors), -y aborts (exit 8, nothing
+/// written). pfsck stopped every mode with exit 8, and without -f said
+/// the file system was clean.
+#[test]
+fn block_count_past_the_device() {
+    let tmp = TempDir::new("fuzz-size-past-device");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext2().block_size(4096), 5000);
+    debugfs_w(&img, &["ssv blocks_count 2100"]);
+    for (args, want) in [
+        (&["-n"][..], 4),
+        (&["-fn"][..], 4),
+        (&["-p"][..], 4),
+        (&["-y"][..], 8),
+        (&["-fy"][..], 8),
+    ] {
+        let (out, mine) = both_exit(&img, args, want);
+        assert!(
+            out.contains("The superblock counts 2100 blocks; the device has room for 2048"),
+            "{args:?}:\n{out}"
+        );
+        if args[0].ends_with('n') || args[0].ends_with('y') {
+            assert_eq!(hash_file(&mine), hash_file(&img), "pfsck {args:?} wrote");
+        }
+        if args == ["-fn"] {
+            assert!(out.contains("Abort? no"), "{out}");
+            assert!(out.contains("Pass 5"), "{out}");
+        }
+        if args == ["-fy"] {
+            assert!(out.contains("Abort? yes"), "{out}");
+        }
+    }
+    let json = pfsck(&["-fn", "--json", img.to_str().unwrap()]);
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let codes = report_e2fsck_codes(&json);
+    assert_eq!(codes.first(), Some(&0x000005), "{json}");
+    if let Some(theirs) = e2fsck_codes(&img, &["-fn"]) {
+        let mut ours = codes.clone();
+        ours.sort_unstable();
+        ours.dedup();
+        assert_eq!(ours, theirs);
+    }
+}
+
+/// An indirect pointer outside the file system, with a good indirect
+/// block read after it (seed fz34-final, damages 2501, 8763, 9008: the
+/// resize inode's single indirect slot, whose double indirect block is
+/// read next). e2fsck's walk keeps only the last error, and a good read
+/// clears it: its -n goes on (exit 4). It gives up (exit 12) only when
+/// the illegal pointer is the walk's last word. pfsck -n stopped at any
+/// illegal indirect pointer.
+#[test]
+fn illegal_indirect_pointer_before_a_good_one() {
+    let tmp = TempDir::new("fuzz-illegal-ind-then-good");
+    // A file with single and double indirect blocks (1 KiB blocks).
+    let base = tmp.join("base.img");
+    image_with_file(&base, &MkfsOpts::ext2().block_size(1024), 400_000);
+    for (what, cmd, want) in [
+        ("single, then double", "sif /f block[IND] 536870912", 4),
+        ("double, last", "sif /f block[DIND] 536870912", 12),
+        ("resize inode", "sif <7> block[IND] 536870912", 4),
+    ] {
+        let img = tmp.join("disk.img");
+        copy_image(&base, &img);
+        debugfs_w(&img, &[cmd]);
+        let (out, _) = both_exit(&img, &["-fn"], want);
+        assert!(out.contains("536870912"), "[{what}] {out}");
+        let (_, mine) = both_exit(&img, &["-fy"], 1);
+        assert_eq!(oracle_fn(&mine), 0, "[{what}] e2fsck -fn after pfsck -fy");
+    }
+}
+
+/// The bad blocks inode naming an xattr block (seed fz34-final, damages
+/// 4258 and 2797: `sif <1> file_acl`, a block that holds no xattrs).
+/// e2fsck walks that inode's list alone: its i_file_acl only makes the
+/// inode invalid, and the block is never read as xattrs. pfsck read it,
+/// found its header bad, and its -n stopped where e2fsck would fix the
+/// block's reference count (exit 12, e2fsck 4).
+#[test]
+fn bad_blocks_inode_naming_an_xattr_block() {
+    let tmp = TempDir::new("fuzz-badblocks-acl");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext2().block_size(1024), 5000);
+    let data = debugfs_number(&img, "bmap /f 0");
+    debugfs_w(&img, &[format!("sif <1> file_acl {data}")]);
+    let (out, _) = both_exit(&img, &["-fn"], 4);
+    assert!(out.contains("bad blocks inode"), "{out}");
+    assert!(!out.contains("extended attribute"), "{out}");
+    let (_, mine) = both_exit(&img, &["-fy"], 1);
+    assert_eq!(oracle_fn(&mine), 0, "e2fsck -fn after pfsck -fy");
+    file_kept(&mine, 5000);
+}
