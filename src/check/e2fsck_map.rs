@@ -693,15 +693,16 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .map(|code| Ref::of(code, a_ino))
                 .collect();
         }
-        // Stated, then the question whether to replay anyway; declined,
-        // the one whether to reset the journal.
+        // Stated, then the question whether to replay anyway (on a backup
+        // superblock, whose flag is never set, a statement that it does);
+        // declined, the one whether to reset the journal.
         (Code::JournalNeedsRecoveryNoFlag, _) => {
-            let asked: &[u32] = if run == Run::ReadOnly {
-                &[code, 0x00002B, 0x000019]
-            } else {
-                &[code, 0x00002B]
-            };
-            return asked.iter().map(|&c| Ref::of(c, None)).collect();
+            let anyway = if a.num.is_some() { 0x00002C } else { 0x00002B };
+            let mut asked = vec![code, anyway];
+            if run == Run::ReadOnly {
+                asked.push(0x000019);
+            }
+            return asked.into_iter().map(|c| Ref::of(c, None)).collect();
         }
         (Code::FeatureLargeFiles, _) if a.detail == super::pass2::LARGE_FILES_REV0 => {
             return vec![Ref::of(code, None), Ref::of(0x010033, None)];

@@ -664,7 +664,7 @@ pub fn after_replay(
     };
     let mut notes = Vec::new();
     if unflagged {
-        notes.push(Problem::new(Code::JournalNeedsRecoveryNoFlag));
+        notes.push(super::journal::needs_recovery_no_flag(&fs));
     }
     let replayed = plan.failure.is_none() || !plan.blocks.is_empty();
     let fc_note = match &plan.fast_commit {
