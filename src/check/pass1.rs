@@ -1697,6 +1697,46 @@ fn first_extent_block(ctx: &Ctx, w: &mut Worker, inode: &Inode) -> Option<u64> {
     }
 }
 
+/// Whether an extent block on the way to logical block 0 fails its
+/// checksum, when the check leaves it so (`-n`). e2fsck looks the index
+/// root up through the extent tree with checksums verified, and judges
+/// the root unusable when the lookup fails; a repair rewrites the block
+/// with its checksum in pass 1 first.
+fn path_csum_bad(ctx: &Ctx, w: &mut Worker, ino: u32, inode: &Inode) -> bool {
+    use crate::fs::extent;
+    if !(ctx.read_only && ctx.csum && extent_mapped(ctx, inode)) {
+        return false;
+    }
+    let seed = inode::inode_csum_seed(ctx.fs.csum_seed, Ino(ino), inode.generation);
+    let mut node = inode.block.to_vec();
+    let mut depth = extent::parse_header(&node).depth;
+    if depth > extent::MAX_DEPTH {
+        return false;
+    }
+    loop {
+        // Levels are counted down from the root's depth: a child's own
+        // depth field is not read.
+        let h = extent::parse_header(&node);
+        if depth == 0 || h.entries == 0 || blockmap::header_problem(&node, node.len()).is_some() {
+            return false;
+        }
+        // The lookup goes down the first entry, or the second when that
+        // one starts at block 0 too.
+        let i = usize::from(h.entries >= 2 && extent::parse_index(&node, 1).lblk == 0);
+        let child = extent::parse_index(&node, i).leaf;
+        if !ctx.fs.geo.block_in_fs(child) || ctx.fs.read_block_into(child, &mut w.block).is_err() {
+            return false;
+        }
+        node.clone_from(&w.block);
+        let sum_ok = extent::compute_block_checksum(seed, &node)
+            .is_some_and(|c| c == extent::stored_block_checksum(&node));
+        if !sum_ok && blockmap::header_problem(&node, node.len()).is_none() {
+            return true;
+        }
+        depth -= 1;
+    }
+}
+
 /// An inode flagged ENCRYPT needs a readable encryption context (with or
 /// without the feature, as e2fsck); its policy is kept for pass 2, which
 /// compares it with the directory's.
@@ -2448,7 +2488,13 @@ fn check_blocks(
         } else {
             unwalked_block0(ctx, w, inode)
         };
-        match htree_root_problem(ctx, w, inode, root) {
+        let found = if path_csum_bad(ctx, w, ino, inode) {
+            let why = "an extent block on the way to it fails its checksum";
+            Some((0x010049, why.to_string()))
+        } else {
+            htree_root_problem(ctx, w, inode, root)
+        };
+        match found {
             Some((e2, why)) => c.report(
                 Problem::new(Code::HtreeRootInvalid)
                     .ino(Ino(ino))

@@ -7,8 +7,33 @@
 
 use crate::common::*;
 use crate::problem_codes::assert_same_codes;
+use std::path::Path;
 
 const MIB: u64 = 1 << 20;
+
+/// The report from its first line holding `from` on, as
+/// `common::report_shape` sees it.
+fn shape_from(out: &str, from: &str) -> Vec<String> {
+    let at = out
+        .lines()
+        .position(|l| l.contains(from))
+        .unwrap_or_else(|| panic!("no line with {from:?} in:\n{out}"));
+    let rest: Vec<&str> = out.lines().skip(at).collect();
+    report_shape(&rest.join("\n"))
+}
+
+/// The physical block of the first extent tree block of `path`, from
+/// debugfs's `ex` listing (its level 0 line names it).
+fn first_extent_node(img: &Path, path: &str) -> u64 {
+    let out = debugfs_r(img, &format!("ex {path}"));
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("0/"))
+        .unwrap_or_else(|| panic!("{path} has no extent tree block:\n{out}"));
+    // " 0/ 1   1/  1     0 -    13  1847             14"
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    fields[fields.len() - 2].parse().unwrap()
+}
 
 /// A journal holding transactions without needs_recovery, seen through a
 /// backup superblock (fz34-final #457: the primary's checksum fails).
@@ -28,4 +53,56 @@ fn journal_without_needs_recovery_on_a_backup_superblock() {
     write_at(&img, 1024 + 0x3FC, &bad);
     assert_same_codes(&img, &[0x000044, 0x000018, 0x00002C]);
     judged_by_oracle("journal, backup superblock", &img, 4, 1);
+}
+
+/// An indexed directory whose extent tree block fails only its checksum
+/// (fz34-final #62, #118, #124: 101 damages). Under -n e2fsck leaves the
+/// block as it is and then looks the index root up through the tree with
+/// checksums verified: the lookup fails, and it judges the root unusable
+/// (0x010049). pfsck found the root through its own walk and said
+/// nothing of it. A repair rewrites the checksum first: the root is fine.
+#[test]
+fn htree_root_behind_an_extent_block_failing_its_checksum() {
+    let tmp = TempDir::new("codes-fz34-htree-csum");
+    let tree = tmp.join("tree");
+    // Files written between the directory's blocks scatter them into
+    // more extents than the inode holds.
+    let spec: Vec<Node> = std::iter::once(Node::dir("d"))
+        .chain((0..300).map(|i| Node::file(&format!("d/file_with_a_long_name_{i}"), 1500)))
+        .collect();
+    build_tree(&tree, &spec);
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(1024),
+        Some(&tree),
+    );
+    let r = e2fsck(&img, &["-fyD"]);
+    assert!(matches!(r.code(), Some(0 | 1)), "e2fsck -fyD: {}", r.stdout);
+    let node = first_extent_node(&img, "/d");
+    let sum = read_at(&img, node * 1024 + 1020, 4);
+    let bad: Vec<u8> = sum.iter().map(|b| !b).collect();
+    write_at(&img, node * 1024 + 1020, &bad);
+    assert_same_codes(&img, &[0x01006A, 0x010049]);
+    if oracle().is_some() {
+        let theirs = oracle_run(&img, &["-fn"]);
+        let (_, ours) = pfsck_code(&["-fn"], &img);
+        assert!(
+            ours.contains(&format!(
+                "Indexed directory inode {}: its index root is unusable \
+                 (an extent block on the way to it fails its checksum)",
+                inode_of(&img, "/d")
+            )),
+            "{ours}"
+        );
+        assert_eq!(
+            shape_from(&ours, "index root"),
+            shape_from(&theirs.stdout, "HTREE directory"),
+            "pfsck:\n{ours}\ne2fsck:\n{}",
+            theirs.stdout
+        );
+    }
+    let (_, fy) = judged_by_oracle("htree, extent checksum", &img, 4, 0);
+    assert!(!fy.contains("index root"), "{fy}");
 }
