@@ -565,6 +565,7 @@ fn map_journal(fs: &Fs, ino: u32, inode: &Inode, maxlen: u32) -> JournalMap {
             csum_seed: None,
             large_dir: false,
             read_only: false,
+            inode_unreadable: false,
         };
         blockmap::walk_extents(fs, info, &inode.block, &mut scratch, &mut c);
     } else {

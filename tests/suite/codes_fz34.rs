@@ -7,7 +7,7 @@
 
 use crate::common::*;
 use crate::problem_codes::assert_same_codes;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const MIB: u64 = 1 << 20;
 
@@ -33,6 +33,28 @@ fn first_extent_node(img: &Path, path: &str) -> u64 {
     // " 0/ 1   1/  1     0 -    13  1847             14"
     let fields: Vec<&str> = line.split_whitespace().collect();
     fields[fields.len() - 2].parse().unwrap()
+}
+
+/// A 1 KiB-block ext4 image whose directory `/d` (300 entries) is
+/// indexed by `e2fsck -fyD` and maps its blocks through an extent tree
+/// block: files written between the directory's blocks scatter them into
+/// more extents than the inode holds.
+fn indexed_dir_image(tmp: &TempDir) -> PathBuf {
+    let tree = tmp.join("tree");
+    let spec: Vec<Node> = std::iter::once(Node::dir("d"))
+        .chain((0..300).map(|i| Node::file(&format!("d/file_with_a_long_name_{i}"), 1500)))
+        .collect();
+    build_tree(&tree, &spec);
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(1024),
+        Some(&tree),
+    );
+    let r = e2fsck(&img, &["-fyD"]);
+    assert!(matches!(r.code(), Some(0 | 1)), "e2fsck -fyD: {}", r.stdout);
+    img
 }
 
 /// A journal holding transactions without needs_recovery, seen through a
@@ -64,22 +86,7 @@ fn journal_without_needs_recovery_on_a_backup_superblock() {
 #[test]
 fn htree_root_behind_an_extent_block_failing_its_checksum() {
     let tmp = TempDir::new("codes-fz34-htree-csum");
-    let tree = tmp.join("tree");
-    // Files written between the directory's blocks scatter them into
-    // more extents than the inode holds.
-    let spec: Vec<Node> = std::iter::once(Node::dir("d"))
-        .chain((0..300).map(|i| Node::file(&format!("d/file_with_a_long_name_{i}"), 1500)))
-        .collect();
-    build_tree(&tree, &spec);
-    let img = tmp.join("img");
-    mkfs(
-        &img,
-        8 * MIB,
-        &MkfsOpts::ext4().block_size(1024),
-        Some(&tree),
-    );
-    let r = e2fsck(&img, &["-fyD"]);
-    assert!(matches!(r.code(), Some(0 | 1)), "e2fsck -fyD: {}", r.stdout);
+    let img = indexed_dir_image(&tmp);
     let node = first_extent_node(&img, "/d");
     let sum = read_at(&img, node * 1024 + 1020, 4);
     let bad: Vec<u8> = sum.iter().map(|b| !b).collect();
@@ -104,5 +111,57 @@ fn htree_root_behind_an_extent_block_failing_its_checksum() {
         );
     }
     let (_, fy) = judged_by_oracle("htree, extent checksum", &img, 4, 0);
+    assert!(!fy.contains("index root"), "{fy}");
+}
+
+/// A directory whose inode fails only its checksum (fz34-final #43,
+/// #256, #937, #1867: "missing 0x02004D", "missing 0x01006A"). libext2fs
+/// verifies a directory block's or an extent block's checksum by reading
+/// the inode again for its generation; under -n the inode's checksum is
+/// left failing, that read fails, and so does every checksum it seeds:
+/// each leaf block is "sound apart from its checksum" (0x02004D), and on
+/// an indexed directory mapped through an extent block, that block too
+/// (0x01006A), the index root looked up through it (0x010049) and the
+/// root's own checksum in pass 2 (0x020049). pfsck verified them with the
+/// generation it had read and found them right. A repair rewrites the
+/// inode's checksum in pass 1 first: then every block is right.
+#[test]
+fn directory_inode_failing_its_checksum() {
+    let tmp = TempDir::new("codes-fz34-dir-icsum");
+    // A plain directory of one block.
+    let tree = tmp.join("tree");
+    build_tree(&tree, &[Node::dir("sub"), Node::file("sub/f", 100)]);
+    let plain = tmp.join("plain");
+    mkfs(
+        &plain,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(1024),
+        Some(&tree),
+    );
+    debugfs_w(&plain, &["sif /sub checksum 0x1234"]);
+    assert_same_codes(&plain, &[0x010068, 0x02004D]);
+    let (fn_out, _) = judged_by_oracle("plain directory", &plain, 4, 1);
+    let sub = inode_of(&plain, "/sub");
+    assert!(
+        fn_out.contains(&format!(
+            "Directory inode {sub}, block #0: the block is sound apart from its checksum"
+        )),
+        "{fn_out}"
+    );
+    // An indexed one behind an extent tree block.
+    let img = indexed_dir_image(&tmp);
+    debugfs_w(&img, &["sif /d checksum 0x1234"]);
+    assert_same_codes(&img, &[0x01006A, 0x010049, 0x010068, 0x020049, 0x02004D]);
+    if oracle().is_some() {
+        let theirs = oracle_run(&img, &["-fn"]);
+        let (_, ours) = pfsck_code(&["-fn"], &img);
+        assert_eq!(
+            shape_from(&ours, "Pass 2"),
+            shape_from(&theirs.stdout, "Pass 2"),
+            "pfsck:\n{ours}\ne2fsck:\n{}",
+            theirs.stdout
+        );
+    }
+    let (_, fy) = judged_by_oracle("indexed directory", &img, 4, 1);
     assert!(!fy.contains("index root"), "{fy}");
 }
