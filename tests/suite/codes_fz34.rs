@@ -165,3 +165,63 @@ fn directory_inode_failing_its_checksum() {
     let (_, fy) = judged_by_oracle("indexed directory", &img, 4, 1);
     assert!(!fy.contains("index root"), "{fy}");
 }
+
+/// An xattr block with neither its magic number nor one block in
+/// h_blocks (fz34-final #88, #185, #394: 62 damages "missing 0x01003E").
+/// Declined, e2fsck's check of the bad magic goes on to h_blocks, and
+/// asks about it too (0x01003E); a header its library rejects hides the
+/// block's checksum (#1291 and others, which the magic alone makes fail).
+/// pfsck stopped at the magic number.
+#[test]
+fn xattr_block_without_magic_and_with_several_blocks() {
+    let tmp = TempDir::new("codes-fz34-xattr-magic");
+    let base = tmp.join("base");
+    image_with_xattr_block(&base);
+    let acl = xattr_block_of(&base, "/f");
+    for (name, h_blocks, want) in [
+        ("magic and h_blocks", 2u32, &[0x01003A, 0x01003E][..]),
+        ("magic alone", 1, &[0x01003A]),
+    ] {
+        let img = tmp.join(name.replace(' ', "-"));
+        copy_image(&base, &img);
+        write_at(&img, acl * 1024, &[0; 4]);
+        write_at(&img, acl * 1024 + 8, &h_blocks.to_le_bytes());
+        assert_same_codes(&img, want);
+        let (fn_out, _) = judged_by_oracle(name, &img, 4, 1);
+        assert!(
+            fn_out.contains(&format!(
+                "Extended attribute block {acl} (inode 12) has a bad header (bad magic)"
+            )),
+            "[{name}] {fn_out}"
+        );
+    }
+}
+
+/// A 1 KiB-block ext4 image with a file `/f` (inode 12) whose xattr
+/// is too big for the inode, so it goes to a block.
+fn image_with_xattr_block(img: &Path) {
+    mkfs(img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let data = img.with_extension("data");
+    std::fs::write(&data, b"data\n").unwrap();
+    let value = img.with_extension("value");
+    std::fs::write(&value, vec![b'v'; 700]).unwrap();
+    debugfs_w(
+        img,
+        &[
+            format!("write {} f", data.display()),
+            format!("ea_set -f {} /f user.big", value.display()),
+        ],
+    );
+    assert_eq!(inode_of(img, "/f"), 12);
+}
+
+/// The xattr block of `path`, from debugfs's `stat`.
+fn xattr_block_of(img: &Path, path: &str) -> u64 {
+    let out = debugfs_r(img, &format!("stat {path}"));
+    out.split("File ACL:")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .filter(|&b: &u64| b != 0)
+        .unwrap_or_else(|| panic!("{path} has no xattr block:\n{out}"))
+}
