@@ -667,11 +667,14 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .chain(std::iter::once(Ref::of(0x000004, None)))
                 .collect();
         }
-        // The primary refused, read again despite its errors: the
-        // refusal, the superblock judged unusable, the field named.
+        // A field out of range: the library's refusals of the primary
+        // before (`num`, one when not given), then the field named with
+        // the superblock judged unusable after it.
         (Code::SbCorrupt, 0x00000B) => {
-            return [0x000044, 0x000004, 0x00000B]
-                .into_iter()
+            let refusals = a.num.unwrap_or(1);
+            return (0..refusals)
+                .map(|_| 0x000044)
+                .chain([0x000004, 0x00000B])
                 .map(|code| Ref::of(code, None))
                 .collect();
         }

@@ -423,9 +423,16 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         return Ok(Opened::Fatal(probs));
     }
     if let Some((field, value)) = corrupt_value(&sb, &geo) {
-        probs.push(Problem::new(Code::SbCorrupt).detail(format!(
-            "corruption found in superblock ({field} = {value})"
-        )));
+        // The library opened it (no refusal): e2fsck's own range checks
+        // find the field.
+        probs.push(
+            Problem::new(Code::SbCorrupt)
+                .detail(format!(
+                    "corruption found in superblock ({field} = {value})"
+                ))
+                .num(0)
+                .e2fsck(0x00000B),
+        );
         return Ok(Opened::Fatal(probs));
     }
     let should_be = u32::from(geo.block_size == 1024 && geo.cluster_bits == 0);

@@ -225,3 +225,28 @@ fn xattr_block_of(img: &Path, path: &str) -> u64 {
         .filter(|&b: &u64| b != 0)
         .unwrap_or_else(|| panic!("{path} has no xattr block:\n{out}"))
 }
+
+/// A superblock field out of range that the library accepts
+/// (fz34-final #684, #851, #1090, #8519: `ssv first_ino`, 26 damages
+/// "missing 0x00000B"). e2fsck's own range check names the field
+/// (0x00000B), then judges the superblock unusable (0x000004) and stops
+/// (exit 8, -n and -y alike). pfsck's problem stood for the second only.
+#[test]
+fn superblock_field_out_of_range_names_the_field() {
+    for (first_ino, bs) in [(65536u32, 1024u32), (2, 4096), (0, 1024)] {
+        let tmp = TempDir::new("codes-fz34-first-ino");
+        let img = tmp.join("img");
+        mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(bs), None);
+        debugfs_w(&img, &[format!("ssv first_ino {first_ino}")]);
+        assert_same_codes(&img, &[0x000004, 0x00000B]);
+        for args in [&["-fn"][..], &["-fy"]] {
+            let (out, _) = both_exit(&img, args, 8);
+            assert!(
+                out.contains(&format!(
+                    "corruption found in superblock (first_ino = {first_ino})"
+                )),
+                "[{first_ino}] {out}"
+            );
+        }
+    }
+}
