@@ -1283,10 +1283,12 @@ fn check_reserved(
                 || inode.has_flag(flags::INLINE_DATA)
                 || inode.acl_block(ctx.bit64) != 0
             {
+                // e2fsck has a code of its own for the bad blocks inode.
                 c.report(
                     Problem::new(Code::InodeReservedBad)
                         .ino(Ino(ino))
-                        .detail(detail::BAD_BLOCKS_INODE),
+                        .detail(detail::BAD_BLOCKS_INODE)
+                        .e2fsck(0x010065),
                 );
             }
             ctx.state.inode_used.set(Ino(ino));

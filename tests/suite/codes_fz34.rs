@@ -250,3 +250,21 @@ fn superblock_field_out_of_range_names_the_field() {
         }
     }
 }
+
+/// The bad blocks inode with a mode (fz34-final #561, #853, #897: 20
+/// damages "0x010065 where pfsck maps 0x010003"). e2fsck has a code of
+/// its own for an invalid bad blocks inode (0x010065), apart from the
+/// other reserved inodes' bad mode (0x010003).
+#[test]
+fn bad_blocks_inode_invalid_has_its_own_code() {
+    let tmp = TempDir::new("codes-fz34-bad-ino");
+    let img = tmp.join("img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(&img, &["sif <1> mode 0100644"]);
+    assert_same_codes(&img, &[0x010065]);
+    let (fn_out, _) = judged_by_oracle("bad blocks inode mode", &img, 4, 1);
+    assert!(
+        fn_out.contains("Reserved inode 1 (bad blocks inode) has an invalid mode or contents"),
+        "{fn_out}"
+    );
+}
