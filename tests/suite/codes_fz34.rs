@@ -268,3 +268,25 @@ fn bad_blocks_inode_invalid_has_its_own_code() {
         "{fn_out}"
     );
 }
+
+/// A revision level past the dynamic one (fz34-final #818, #3007,
+/// #3112: 17 damages `ssv rev_level`, "extra 0x000044"). The library's
+/// refusal there is none e2fsck logs or tries again after: it only
+/// judges the superblock unusable (0x000004) and stops (exit 8).
+#[test]
+fn revision_too_high_is_no_logged_refusal() {
+    for opts in [MkfsOpts::ext2().block_size(1024), MkfsOpts::ext4()] {
+        let tmp = TempDir::new("codes-fz34-rev");
+        let img = tmp.join("img");
+        mkfs(&img, 8 * MIB, &opts, None);
+        debugfs_w(&img, &["ssv rev_level 4294967295"]);
+        assert_same_codes(&img, &[0x000004]);
+        for args in [&["-fn"][..], &["-fy"]] {
+            let (out, _) = both_exit(&img, args, 8);
+            assert!(
+                out.contains("revision level 4294967295 is not supported"),
+                "{out}"
+            );
+        }
+    }
+}
