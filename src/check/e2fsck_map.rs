@@ -1129,13 +1129,19 @@ pub fn dup_refs(dups: &super::pass1b::Dups, ino: u32, first: bool, run: Run) -> 
         return Vec::new();
     };
     let o = &dups.owners[k];
+    // e2fsck starts each file's list as if block 0 came before: a first
+    // run from block 1 continues it, and is logged as a range from 0.
     let mut out: Vec<Ref> = o
         .runs
         .iter()
-        .map(|&(a, b)| Ref {
-            code: if a == b { 0x011002 } else { 0x011008 },
-            ino: None,
-            blk: Some(a.get()),
+        .enumerate()
+        .map(|(i, &(a, b))| {
+            let a = if i == 0 && a.get() == 1 { 0 } else { a.get() };
+            Ref {
+                code: if a == b.get() { 0x011002 } else { 0x011008 },
+                ino: None,
+                blk: (a != 0).then_some(a),
+            }
         })
         .collect();
     out.push(Ref::of(0x011003, None));

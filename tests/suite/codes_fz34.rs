@@ -290,3 +290,27 @@ fn revision_too_high_is_no_logged_refusal() {
         }
     }
 }
+
+/// A file sharing block 1 (the group descriptors of a 4 KiB file
+/// system) first (fz34-final #214, #2517, #3507: 8 damages "0x011008 vs
+/// 0x011002"). e2fsck starts each file's list of shared blocks as if
+/// block 0 came before: a first run from block 1 continues it, and is
+/// logged as a range from 0 (0x011008) though one block is shared.
+#[test]
+fn shared_block_one_is_logged_as_a_range() {
+    let tmp = TempDir::new("codes-fz34-dup-one");
+    let img = tmp.join("img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext3().block_size(4096), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, file_content("f", 4096)).unwrap();
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} f", data.display()),
+            "sif /f block[0] 1".to_string(),
+        ],
+    );
+    assert_same_codes(&img, &[0x011001, 0x011008, 0x011003]);
+    let (fn_out, _) = judged_by_oracle("shares block 1", &img, 4, 1);
+    assert!(fn_out.contains("Inode 12 shares block(s): 1\n"), "{fn_out}");
+}
