@@ -1145,7 +1145,9 @@ pub fn dup_refs(dups: &super::pass1b::Dups, ino: u32, first: bool, run: Run) -> 
         })
         .collect();
     out.push(Ref::of(0x011003, None));
-    if run == Run::Repair {
+    // A rescan stopped at an inode it cannot read (-n) never reaches
+    // pass 1D, which passes the resize inode over.
+    if run == Run::Repair || dups.unreadable.is_some() || o.ino == Ino::RESIZE {
         return out;
     }
     if first {

@@ -314,3 +314,50 @@ fn shared_block_one_is_logged_as_a_range() {
     let (fn_out, _) = judged_by_oracle("shares block 1", &img, 4, 1);
     assert!(fn_out.contains("Inode 12 shares block(s): 1\n"), "{fn_out}");
 }
+
+/// A file mapping a reserved GDT block, which the resize inode maps too
+/// (fz34-final #316, #441: 23 damages "missing 0x013002"; #1057, #1137:
+/// 23 "missing 0x011001-3"). e2fsck's pass 1B walks the resize inode's
+/// whole map: the resize inode is listed among the files sharing the
+/// block (0x011001-3) and, in pass 1D, among those the file shares with
+/// (0x013002), though pass 1D asks nothing about it. pfsck looked at its
+/// double indirect block only. Read-only, a rescan stopping at an inode
+/// failing its checksum keeps what it listed before it (the resize
+/// inode, here).
+#[test]
+fn resize_inode_listed_among_the_files_sharing_a_block() {
+    let tmp = TempDir::new("codes-fz34-dup-resize");
+    let img = tmp.join("img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(4096), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, file_content("f", 4096)).unwrap();
+    // The resize inode's first reserved GDT block: debugfs lists it as
+    // the inode's indirect block ("(IND):2").
+    let stat = debugfs_r(&img, "stat <7>");
+    let reserved: u64 = stat
+        .split("(IND):")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no reserved GDT block in:\n{stat}"));
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    // The leaf's one extent (its start's low half is i_block[5]) moved
+    // onto the resize inode's first reserved GDT block.
+    debugfs_w(&img, &[format!("sif /f block[5] {reserved}")]);
+    let stops = tmp.join("stops");
+    copy_image(&img, &stops);
+    assert_same_codes(&img, &[0x011001, 0x011002, 0x013002]);
+    let (fn_out, _) = judged_by_oracle("resize inode shares", &img, 4, 1);
+    assert!(
+        fn_out.contains(&format!("Inode 7 shares block(s): {reserved}\n")),
+        "{fn_out}"
+    );
+    debugfs_w(&stops, &["sif /f checksum 0x1234"]);
+    assert_same_codes(&stops, &[0x010068, 0x011001, 0x011002, 0x011003]);
+    let (code, out) = pfsck_code(&["-fn"], &stops);
+    assert_eq!(code, 12, "{out}");
+    assert!(
+        out.contains(&format!("Inode 7 shares block(s): {reserved}\n")),
+        "{out}"
+    );
+}
