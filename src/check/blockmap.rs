@@ -169,6 +169,10 @@ pub struct MapInfo {
     /// is still asked about after its entries' problems (a fix of one of
     /// them rewrites the node, checksum included).
     pub read_only: bool,
+    /// The inode's own checksum fails and the check leaves it so:
+    /// libext2fs verifies a node's checksum by reading the inode again
+    /// (for its generation), which then fails, so every node fails its.
+    pub inode_unreadable: bool,
 }
 
 impl MapInfo {
@@ -182,6 +186,7 @@ impl MapInfo {
             csum_seed: None,
             large_dir: true,
             read_only: false,
+            inode_unreadable: false,
         }
     }
 }
@@ -1134,6 +1139,7 @@ mod tests {
             csum_seed: None,
             large_dir: false,
             read_only: false,
+            inode_unreadable: false,
         }
     }
 

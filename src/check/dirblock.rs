@@ -327,6 +327,10 @@ pub fn check_block<T: Targets>(
     let kind = d.htree.and_then(|_| dx_kind(fsp, pos.lblk, b));
     let mut max = fsp.bs;
     let mut bad_csum = false;
+    // e2fsck reads the directory's inode again for each block's
+    // checksum: when that inode's own checksum fails (left so by -n), no
+    // block's checksum can be verified.
+    let inode_unreadable = fsp.metadata_csum && t.info(d.ino).csum_failed;
     if fsp.metadata_csum {
         if kind.is_none() {
             let tail = tail_state(b);
@@ -334,8 +338,9 @@ pub fn check_block<T: Targets>(
                 max = fsp.bs - dir_entry::TAIL_LEN;
             }
             if tail == Tail::Present {
-                bad_csum = dir_entry::compute_tail_checksum(d.csum_seed, b)
-                    != dir_entry::stored_tail_checksum(b);
+                bad_csum = inode_unreadable
+                    || dir_entry::compute_tail_checksum(d.csum_seed, b)
+                        != dir_entry::stored_tail_checksum(b);
             } else if tail == Tail::Missing {
                 out.problems.push(
                     Problem::new(Code::DirBlockNoTail)
@@ -345,7 +350,8 @@ pub fn check_block<T: Targets>(
                 );
             }
         } else {
-            bad_csum = !dx_csum_ok(fsp, d.csum_seed, b, kind == Some(DxKind::Root));
+            bad_csum =
+                inode_unreadable || !dx_csum_ok(fsp, d.csum_seed, b, kind == Some(DxKind::Root));
         }
     }
     let leaf_hashing = if kind.is_none() {

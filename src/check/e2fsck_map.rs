@@ -694,11 +694,14 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .chain(std::iter::once(Ref::of(0x000004, None)))
                 .collect();
         }
-        // The primary refused, read again despite its errors: the
-        // refusal, the superblock judged unusable, the field named.
+        // A field out of range: the library's refusals of the primary
+        // before (`num`, one when not given), then the field named with
+        // the superblock judged unusable after it.
         (Code::SbCorrupt, 0x00000B) => {
-            return [0x000044, 0x000004, 0x00000B]
-                .into_iter()
+            let refusals = a.num.unwrap_or(1);
+            return (0..refusals)
+                .map(|_| 0x000044)
+                .chain([0x000004, 0x00000B])
                 .map(|code| Ref::of(code, None))
                 .collect();
         }
@@ -720,15 +723,16 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .map(|code| Ref::of(code, a_ino))
                 .collect();
         }
-        // Stated, then the question whether to replay anyway; declined,
-        // the one whether to reset the journal.
+        // Stated, then the question whether to replay anyway (on a backup
+        // superblock, whose flag is never set, a statement that it does);
+        // declined, the one whether to reset the journal.
         (Code::JournalNeedsRecoveryNoFlag, _) => {
-            let asked: &[u32] = if run == Run::ReadOnly {
-                &[code, 0x00002B, 0x000019]
-            } else {
-                &[code, 0x00002B]
-            };
-            return asked.iter().map(|&c| Ref::of(c, None)).collect();
+            let anyway = if a.num.is_some() { 0x00002C } else { 0x00002B };
+            let mut asked = vec![code, anyway];
+            if run == Run::ReadOnly {
+                asked.push(0x000019);
+            }
+            return asked.into_iter().map(|c| Ref::of(c, None)).collect();
         }
         (Code::FeatureLargeFiles, _) if a.detail == super::pass2::LARGE_FILES_REV0 => {
             return vec![Ref::of(code, None), Ref::of(0x010033, None)];
@@ -1191,17 +1195,25 @@ pub fn dup_refs(dups: &super::pass1b::Dups, ino: u32, first: bool, run: Run) -> 
         return Vec::new();
     };
     let o = &dups.owners[k];
+    // e2fsck starts each file's list as if block 0 came before: a first
+    // run from block 1 continues it, and is logged as a range from 0.
     let mut out: Vec<Ref> = o
         .runs
         .iter()
-        .map(|&(a, b)| Ref {
-            code: if a == b { 0x011002 } else { 0x011008 },
-            ino: None,
-            blk: Some(a.get()),
+        .enumerate()
+        .map(|(i, &(a, b))| {
+            let a = if i == 0 && a.get() == 1 { 0 } else { a.get() };
+            Ref {
+                code: if a == b.get() { 0x011002 } else { 0x011008 },
+                ino: None,
+                blk: (a != 0).then_some(a),
+            }
         })
         .collect();
     out.push(Ref::of(0x011003, None));
-    if run == Run::Repair {
+    // A rescan stopped at an inode it cannot read (-n) never reaches
+    // pass 1D, which passes the resize inode over.
+    if run == Run::Repair || dups.unreadable.is_some() || o.ino == Ino::RESIZE {
         return out;
     }
     if first {

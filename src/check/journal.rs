@@ -154,7 +154,7 @@ pub fn check(fs: &Fs, clear_bad: bool) -> Vec<Problem> {
             } else if let Some(why) = problem {
                 corrupt_superblock(&mut out, &j, sb.journal_inum, why, clear_bad);
             } else if !recover && j.start != 0 {
-                out.push(Problem::new(Code::JournalNeedsRecoveryNoFlag));
+                out.push(needs_recovery_no_flag(fs));
             }
         }
     }
@@ -185,6 +185,18 @@ fn corrupt_superblock(
     );
     if !clear_bad {
         out.push(Problem::new(Code::JournalCannotProceed));
+    }
+}
+
+/// A journal with transactions but no needs_recovery flag. On a backup
+/// superblock, whose flag is never set, `num` holds that superblock's
+/// block: e2fsck then states it replays anyway instead of asking.
+pub(super) fn needs_recovery_no_flag(fs: &Fs) -> Problem {
+    let p = Problem::new(Code::JournalNeedsRecoveryNoFlag);
+    if fs.sb_block == fs.primary_sb_block() {
+        p
+    } else {
+        p.num(fs.sb_block)
     }
 }
 

@@ -64,6 +64,9 @@ pub mod detail {
     /// An index flag on an inline-data inode (`HtreeRootInvalid`): no
     /// block holds a root, and the fix only clears the flag.
     pub const INLINE_INDEX: &str = "inline data holds no index root";
+    /// An extent block on the way to an index root fails its checksum
+    /// (`HtreeRootInvalid`, read-only checks only).
+    pub const PATH_CSUM: &str = "an extent block on the way to it fails its checksum";
 }
 
 /// Inode-table blocks per unit: one read of 128 KiB with 4 KiB blocks (the
@@ -1288,10 +1291,12 @@ fn check_reserved(
                 || inode.has_flag(flags::INLINE_DATA)
                 || inode.acl_block(ctx.bit64) != 0
             {
+                // e2fsck has a code of its own for the bad blocks inode.
                 c.report(
                     Problem::new(Code::InodeReservedBad)
                         .ino(Ino(ino))
-                        .detail(detail::BAD_BLOCKS_INODE),
+                        .detail(detail::BAD_BLOCKS_INODE)
+                        .e2fsck(0x010065),
                 );
             }
             ctx.state.inode_used.set(Ino(ino));
@@ -1701,6 +1706,49 @@ fn first_extent_block(ctx: &Ctx, w: &mut Worker, inode: &Inode) -> Option<u64> {
             return None;
         }
         node.clone_from(&w.block);
+        depth -= 1;
+    }
+}
+
+/// Whether an extent block on the way to logical block 0 fails its
+/// checksum, when the check leaves it so (`-n`). e2fsck looks the index
+/// root up through the extent tree with checksums verified, and judges
+/// the root unusable when the lookup fails; a repair rewrites the block
+/// with its checksum in pass 1 first. `csum_ok`: the inode's own
+/// checksum holds; when it fails, the lookup cannot verify any node.
+fn path_csum_bad(ctx: &Ctx, w: &mut Worker, (ino, csum_ok): (u32, bool), inode: &Inode) -> bool {
+    use crate::fs::extent;
+    if !(ctx.read_only && ctx.csum && extent_mapped(ctx, inode)) {
+        return false;
+    }
+    let seed = inode::inode_csum_seed(ctx.fs.csum_seed, Ino(ino), inode.generation);
+    let mut node = inode.block.to_vec();
+    let mut depth = extent::parse_header(&node).depth;
+    if depth > extent::MAX_DEPTH {
+        return false;
+    }
+    loop {
+        // Levels are counted down from the root's depth: a child's own
+        // depth field is not read.
+        let h = extent::parse_header(&node);
+        if depth == 0 || h.entries == 0 || blockmap::header_problem(&node, node.len()).is_some() {
+            return false;
+        }
+        // The lookup goes down the first entry, or the second when that
+        // one starts at block 0 too.
+        let i = usize::from(h.entries >= 2 && extent::parse_index(&node, 1).lblk == 0);
+        let child = extent::parse_index(&node, i).leaf;
+        if !ctx.fs.geo.block_in_fs(child) || ctx.fs.read_block_into(child, &mut w.block).is_err() {
+            return false;
+        }
+        node.clone_from(&w.block);
+        // Without the inode read again, no node's checksum holds.
+        let sum_ok = csum_ok
+            && extent::compute_block_checksum(seed, &node)
+                .is_some_and(|c| c == extent::stored_block_checksum(&node));
+        if !sum_ok && blockmap::header_problem(&node, node.len()).is_none() {
+            return true;
+        }
         depth -= 1;
     }
 }
@@ -2206,6 +2254,18 @@ pub(crate) fn walk_map<V: MapVisitor>(
     scratch: &mut Scratch,
     v: &mut V,
 ) -> bool {
+    walk_map_of(ctx, ino, (inode, true), bad_blocks, scratch, v)
+}
+
+/// [`walk_map`] of an inode whose own checksum holds or not (`csum_ok`).
+fn walk_map_of<V: MapVisitor>(
+    ctx: &Ctx,
+    ino: u32,
+    (inode, csum_ok): (&Inode, bool),
+    bad_blocks: bool,
+    scratch: &mut Scratch,
+    v: &mut V,
+) -> bool {
     let fs = ctx.fs;
     if ctx.inline_data && inode.has_flag(flags::INLINE_DATA) {
         return false;
@@ -2227,6 +2287,7 @@ pub(crate) fn walk_map<V: MapVisitor>(
                 .then(|| inode::inode_csum_seed(fs.csum_seed, Ino(ino), inode.generation)),
             large_dir: ctx.large_dir,
             read_only: ctx.read_only,
+            inode_unreadable: ctx.read_only && !csum_ok,
         };
         if ctx.split > 1 && v.splittable() {
             blockmap::walk_extents_split(fs, info, &inode.block, scratch, v, ctx.split);
@@ -2367,6 +2428,50 @@ struct MapWalk {
     extent_mapped: bool,
 }
 
+/// e2fsck's look at an index root in pass 1, once the map is walked:
+/// `walked`, `first_block` (the walk's first mapped block) and where this
+/// inode's directory blocks start in the unit's list.
+fn check_index_root(
+    ctx: &Ctx,
+    w: &mut Worker,
+    c: &mut InodeCheck,
+    inode: &Inode,
+    (walked, first_block, dir_blocks_start): (bool, Option<u64>, usize),
+) {
+    let ino = c.ino;
+    let is_dir = inode.is_dir();
+    // libext2fs maps no block of an inode flagged inline: e2fsck
+    // finds no root block for its index.
+    let root = if inode.has_flag(flags::INLINE_DATA) {
+        None
+    } else if is_dir {
+        c.out.dir_blocks[dir_blocks_start..]
+            .iter()
+            .find(|d| d.ino == Ino(ino) && d.lblk == LBlk(0))
+            .map(|d| d.pblk.0)
+    } else if walked {
+        first_block
+    } else {
+        unwalked_block0(ctx, w, inode)
+    };
+    let lookup_fails = path_csum_bad(ctx, w, (ino, c.csum_ok), inode);
+    match lookup_fails
+        .then(|| (0x010049, detail::PATH_CSUM.to_string()))
+        .or_else(|| htree_root_problem(ctx, w, inode, root))
+    {
+        Some((e2, why)) => c.report(
+            Problem::new(Code::HtreeRootInvalid)
+                .ino(Ino(ino))
+                .e2fsck(e2)
+                .detail(why),
+        ),
+        // e2fsck counts an index it keeps, of a size that needs
+        // large_dir, before it judges the size against the blocks.
+        None if inode.size >= 0x8000_0000 => c.out.stats.large_dirs += 1,
+        None => {}
+    }
+}
+
 /// Walks the inode's blocks, claims them, and checks i_size and i_blocks.
 /// `ibody` is what the inode's in-inode EA-inode entries charge to it.
 fn check_blocks(
@@ -2433,7 +2538,14 @@ fn check_blocks(
     };
     let inline = inline_mapped(ctx, w, raw, inode);
     let dir_blocks_start = claimer.dir_blocks.len();
-    let walked = walk_map(ctx, ino, inode, bad_blocks, &mut w.scratch, &mut claimer);
+    let walked = walk_map_of(
+        ctx,
+        ino,
+        (inode, c.csum_ok),
+        bad_blocks,
+        &mut w.scratch,
+        &mut claimer,
+    );
     if walked && !extent_mapped {
         claimer.last_init = claimer.last_block;
     }
@@ -2462,32 +2574,7 @@ fn check_blocks(
         offer_pass1e(ctx, c, inode, &tree);
     }
     if index && ((is_dir && ctx.dir_index) || ctx.read_only) {
-        // libext2fs maps no block of an inode flagged inline: e2fsck
-        // finds no root block for its index.
-        let root = if inode.has_flag(flags::INLINE_DATA) {
-            None
-        } else if is_dir {
-            c.out.dir_blocks[dir_blocks_start..]
-                .iter()
-                .find(|d| d.ino == Ino(ino) && d.lblk == LBlk(0))
-                .map(|d| d.pblk.0)
-        } else if walked {
-            first_block
-        } else {
-            unwalked_block0(ctx, w, inode)
-        };
-        match htree_root_problem(ctx, w, inode, root) {
-            Some((e2, why)) => c.report(
-                Problem::new(Code::HtreeRootInvalid)
-                    .ino(Ino(ino))
-                    .e2fsck(e2)
-                    .detail(why),
-            ),
-            // e2fsck counts an index it keeps, of a size that needs
-            // large_dir, before it judges the size against the blocks.
-            None if inode.size >= 0x8000_0000 => c.out.stats.large_dirs += 1,
-            None => {}
-        }
+        check_index_root(ctx, w, c, inode, (walked, first_block, dir_blocks_start));
     }
     if extent_mapped {
         c.out.stats.extent_files += 1;

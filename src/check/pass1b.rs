@@ -279,7 +279,7 @@ fn scan_owners(
                     hits: Vec::new(),
                     runs: Vec::new(),
                     skip_meta: (ino == inode::BAD_INO).then_some(state),
-                    only: (ino == inode::RESIZE_INO).then(|| u64::from(inode.block_ptrs()[13])),
+                    only: None,
                     budget: fs.geo.blocks_count,
                     bits: state.cluster_bits,
                     last: None,

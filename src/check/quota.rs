@@ -188,6 +188,7 @@ pub(crate) fn read_file(fs: &Fs, ino: u32, qtype: usize) -> Result<Vec<quota::Dq
                 .then(|| inode::inode_csum_seed(fs.csum_seed, Ino(ino), inode.generation)),
             large_dir: false,
             read_only: false,
+            inode_unreadable: false,
         };
         blockmap::walk_extents(fs, info, &inode.block, &mut scratch, &mut v);
     } else {

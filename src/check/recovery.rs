@@ -562,6 +562,7 @@ fn map_journal(fs: &Fs, ino: u32, inode: &Inode, maxlen: u32) -> JournalMap {
             csum_seed: None,
             large_dir: false,
             read_only: false,
+            inode_unreadable: false,
         };
         blockmap::walk_extents(fs, info, &inode.block, &mut scratch, &mut c);
     } else {
@@ -661,7 +662,7 @@ pub fn after_replay(
     };
     let mut notes = Vec::new();
     if unflagged {
-        notes.push(Problem::new(Code::JournalNeedsRecoveryNoFlag));
+        notes.push(super::journal::needs_recovery_no_flag(&fs));
     }
     let replayed = plan.failure.is_none() || !plan.blocks.is_empty();
     let fc_note = match &plan.fast_commit {

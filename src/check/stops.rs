@@ -367,9 +367,9 @@ pub(super) fn at_resize_inode(fs: &Fs, problems: &mut ProblemList) -> bool {
 
 /// Pass 1B rescans every inode with a read that checks checksums: at the
 /// first that fails (`unreadable`, from pass 1B) e2fsck aborts. The
-/// owners of shared blocks before it stay listed; `problems` (pass 1B's,
-/// asked in pass 1D, which it never reaches) give way to the notice.
-/// Whether it stopped.
+/// owners of shared blocks before it stay listed, with their problems
+/// (what pass 1B logged of them; pass 1D, which asks about them, is never
+/// reached); the others' give way to the notice. Whether it stopped.
 pub(super) fn at_pass1b_checksum(
     problems: &mut ProblemList,
     dups: &mut Option<std::sync::Arc<super::pass1b::Dups>>,
@@ -383,7 +383,9 @@ pub(super) fn at_pass1b_checksum(
     let mut d = d.clone();
     d.owners.retain(|o| o.ino < bad);
     *dups = Some(std::sync::Arc::new(d));
-    problems.retain(|p| p.spec().pass != Pass::P1B);
+    // What the rescan said of the inodes before the one it stops at
+    // stays.
+    problems.retain(|p| p.spec().pass != Pass::P1B || p.args().ino.is_some_and(|i| i < bad));
     problems.push(Problem::new(Code::StoppedAtInodeChecksumP1B).ino(bad));
     true
 }

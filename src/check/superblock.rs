@@ -325,16 +325,20 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
                     // second one where the magic number is right, as
                     // it tries again overlooking the superblock's
                     // errors.
-                    let mut magic = [0u8; 2];
-                    let tries = if dev
-                        .read_at(SUPERBLOCK_OFFSET + superblock::MAGIC_AT as u64, &mut magic)
-                        .is_ok()
-                        && u16::from_le_bytes(magic) == EXT2_MAGIC
-                    {
-                        2
-                    } else {
-                        1
-                    };
+                    let mut raw = vec![0u8; SUPERBLOCK_SIZE];
+                    let sb = dev
+                        .read_at(SUPERBLOCK_OFFSET, &mut raw)
+                        .map(|()| Superblock::parse(&raw))
+                        .ok();
+                    let magic_ok = sb.as_ref().is_some_and(|s| s.magic == EXT2_MAGIC);
+                    // A revision too high is no refusal e2fsck tries
+                    // again after, or logs: the superblock is just judged
+                    // unusable.
+                    if magic_ok && sb.is_some_and(|s| s.rev_level > 1) {
+                        probs.push(Problem::new(Code::SbCorrupt).detail(e));
+                        return None;
+                    }
+                    let tries = if magic_ok { 2 } else { 1 };
                     probs.push(
                         Problem::new(Code::SbCorrupt)
                             .detail(e)
@@ -432,9 +436,16 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         return Ok(Opened::Fatal(probs));
     }
     if let Some((field, value)) = corrupt_value(&sb, &geo) {
-        probs.push(Problem::new(Code::SbCorrupt).detail(format!(
-            "corruption found in superblock ({field} = {value})"
-        )));
+        // The library opened it (no refusal): e2fsck's own range checks
+        // find the field.
+        probs.push(
+            Problem::new(Code::SbCorrupt)
+                .detail(format!(
+                    "corruption found in superblock ({field} = {value})"
+                ))
+                .num(0)
+                .e2fsck(0x00000B),
+        );
         return Ok(Opened::Fatal(probs));
     }
     let should_be = u32::from(geo.block_size == 1024 && geo.cluster_bits == 0);

@@ -530,7 +530,9 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool)
                 .blk(Blk(blk))
                 .detail("bad magic"),
         );
-        return out;
+        if repairing {
+            return out;
+        }
     }
     if h.blocks != 1 {
         out.problems.push(
@@ -613,8 +615,10 @@ fn check_block(fs: &Fs, blk: u64, owner: Owner, buf: &mut [u8], repairing: bool)
         out.problems
             .push(entries("entry table overlaps values", overlap));
     }
-    // A header e2fsck's library rejects (h_blocks) hides the checksum.
+    // A header e2fsck's library rejects (magic, h_blocks) hides the
+    // checksum.
     if (out.problems.is_empty() || !repairing)
+        && h.magic == XATTR_MAGIC
         && h.blocks == 1
         && fs.metadata_csum()
         && xattr::compute_block_checksum(fs.csum_seed, blk, buf) != h.checksum

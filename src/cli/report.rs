@@ -1247,7 +1247,8 @@ fn json_problems<'a>(
             (p.code, rep.dups.as_deref(), p.args().ino)
         {
             refs.extend(e2fsck_map::dup_refs(dups, ino.get(), first_dup, run));
-            first_dup = false;
+            // Pass 1D opens with its count at the first file it takes.
+            first_dup &= ino == crate::fs::num::Ino::RESIZE;
         }
         let shown = p.spec().pass.number() <= upto;
         shown.then(|| JsonProblem(p, fixed(k), refs, rep.tree.as_deref()))

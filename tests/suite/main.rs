@@ -22,6 +22,7 @@ mod check_record;
 mod clean_matrix;
 mod cli_compat;
 mod codes_13l;
+mod codes_fz34;
 mod common;
 mod conformance;
 mod corruptions;

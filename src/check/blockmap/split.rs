@@ -233,8 +233,9 @@ pub(super) fn child_head(info: &MapInfo, buf: &[u8]) -> ChildHead {
         entries: ch.entries,
         first: u64::from(extent::first_lblk(buf)),
         csum_bad: info.csum_seed.is_some_and(|seed| {
-            extent::compute_block_checksum(seed, buf)
-                .is_none_or(|c| c != extent::stored_block_checksum(buf))
+            info.inode_unreadable
+                || extent::compute_block_checksum(seed, buf)
+                    .is_none_or(|c| c != extent::stored_block_checksum(buf))
         }),
     }
 }
