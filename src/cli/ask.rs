@@ -9,7 +9,7 @@
 
 use crate::check::Report;
 use crate::check::paths::DirTree;
-use crate::check::problem::Problem;
+use crate::check::problem::{Code, Problem};
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -31,6 +31,10 @@ pub struct Asker<R: BufRead, W: Write> {
     /// The answers given for the sets of e2fsck's latch groups
     /// (`e2fsck_map::latch_set`): the rest of a set is not asked.
     latched: std::collections::HashMap<(u32, Option<crate::fs::num::Ino>), bool>,
+    /// The last question connecting an inode to /lost+found: an
+    /// expansion it needs answered no undoes it (the name has no room),
+    /// so a later round does not put it again.
+    connecting: Option<String>,
 }
 
 impl<R: BufRead, W: Write> Asker<R, W> {
@@ -42,6 +46,7 @@ impl<R: BufRead, W: Write> Asker<R, W> {
             eof: false,
             declined: Default::default(),
             latched: Default::default(),
+            connecting: None,
         }
     }
 
@@ -109,6 +114,13 @@ impl<R: BufRead, W: Write> Asker<R, W> {
         let yes = self.question(msg, ask);
         if let Some(k) = set {
             self.latched.insert(k, yes);
+        }
+        match p.code {
+            Code::DirUnconnected | Code::InodeUnattached => self.connecting = Some(msg.to_string()),
+            Code::LostFoundFull | Code::LostFoundFullP4 if !yes => {
+                self.declined.extend(self.connecting.take());
+            }
+            _ => {}
         }
         yes
     }

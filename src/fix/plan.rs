@@ -589,6 +589,11 @@ impl<'a> Round<'a> {
         if let Some(made) = self.lost_found(want, m)? {
             lf = made;
         }
+        let full = |c: Code| matches!(c, Code::LostFoundFull | Code::LostFoundFullP4);
+        lf.may_grow = (self.report.problems.iter_where(full))
+            .filter(|(_, p)| want.ok(p))
+            .filter_map(|(_, p)| p.args().ino)
+            .collect();
         let mut reconnected = BTreeSet::new();
         let codes = |c: Code| matches!(table::fixer(c), Some(Fixer::Tree | Fixer::Entry));
         for (k, p) in self.report.problems.iter_where(codes) {

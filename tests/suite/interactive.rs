@@ -199,3 +199,83 @@ fn invalid_journal_answered_no_stops_as_e2fsck() {
         assert_eq!(hash_file(&copy), before, "{out}");
     }
 }
+
+/// A full /lost+found (1 KiB blocks, 12 of them, each name 4 characters)
+/// and an inode no directory names: connecting it needs a new block.
+fn full_lost_found(dir: &TempDir) -> std::path::PathBuf {
+    let img = dir.join("img");
+    let opts = MkfsOpts::ext4()
+        .block_size(1024)
+        .features("^metadata_csum,^uninit_bg");
+    mkfs(&img, 8 * MIB, &opts, None);
+    let data = dir.join("data");
+    std::fs::write(&data, b"hi\n").unwrap();
+    let mut cmds = vec![
+        "mkdir d".to_string(),
+        format!("write {} d/f", data.display()),
+        "cd lost+found".into(),
+    ];
+    cmds.extend((0..1018).map(|i| format!("mknod {i:04} p")));
+    debugfs_w(&img, &cmds);
+    debugfs_w(&img, &["unlink /d/f"]);
+    img
+}
+
+fn lost_found_size(img: &Path) -> String {
+    let stat = debugfs_r(img, "stat /lost+found");
+    let size = stat.split("Size: ").nth(1).unwrap_or("");
+    size.split_whitespace().next().unwrap_or("").to_string()
+}
+
+/// Connecting the inode answered yes, expanding /lost+found for its name
+/// answered no: as e2fsck, nothing is written for either (the name has no
+/// room) and the run exits 4. pfsck grew lost+found by a block anyway and
+/// exited 1. Answered yes, lost+found grows and the repair is clean.
+#[test]
+fn declined_expansion_leaves_lost_found_alone() {
+    let dir = TempDir::new("interactive-lf-expand");
+    let img = full_lost_found(&dir);
+    assert_eq!(lost_found_size(&img), "12288");
+    let before = hash_file(&img);
+    let copy = dir.join("yes");
+    copy_image(&img, &copy);
+    let Some((code, out)) = on_terminal(&img, "y\nn\nn\nn\n") else {
+        println!("`script` not found: interactive cases skipped");
+        return;
+    };
+    assert!(out.contains("Connect to /lost+found<y>? yes"), "{out}");
+    assert!(
+        out.contains("no room left for inode 13.  Expand<y>? no"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("Connect to /lost+found<y>?").count(),
+        1,
+        "{out}"
+    );
+    assert!(out.contains("errors are left"), "{out}");
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(lost_found_size(&img), "12288", "{out}");
+    assert_eq!(hash_file(&img), before, "{out}");
+    let e2 = e2fsck_fn_run(&img);
+    assert_eq!(e2.code(), Some(4), "{}", e2.stdout);
+    assert!(e2.stdout.contains("Unattached inode 13"), "{}", e2.stdout);
+    if let Some(e2fsck) = oracle() {
+        // e2fsck reads single keys: yes, no, then no to the link count
+        // it offers to zero once the connection failed.
+        let theirs = dir.join("e2fsck");
+        copy_image(&copy, &theirs);
+        if let Some((code, out)) = on_terminal_with(&e2fsck, &theirs, "ynn") {
+            assert!(out.contains("Expand<y>? no"), "{out}");
+            assert_eq!(code, 4, "{out}");
+            assert_eq!(lost_found_size(&theirs), "12288", "{out}");
+        }
+    }
+    let Some((code, out)) = on_terminal(&copy, "y\ny\n") else {
+        return;
+    };
+    assert!(out.contains("Expand<y>? yes"), "{out}");
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(lost_found_size(&copy), "13312", "{out}");
+    assert_eq!(e2fsck_fn(&copy), 0, "{out}");
+}
