@@ -279,3 +279,77 @@ fn declined_expansion_leaves_lost_found_alone() {
     assert_eq!(lost_found_size(&copy), "13312", "{out}");
     assert_eq!(e2fsck_fn(&copy), 0, "{out}");
 }
+
+/// Pass 5's questions answered one by one: the bitmap and group 0's free
+/// inodes yes, group 1's free blocks no. As e2fsck, the count answered no
+/// stays as recorded (100) and the run exits 4; the rewrite of the
+/// summary wrote every count (exit 1, and e2fsck -fn then clean).
+#[test]
+fn declined_counts_stay_as_recorded() {
+    let dir = TempDir::new("interactive-pass5");
+    let img = dir.join("img");
+    mkfs(
+        &img,
+        16 * MIB,
+        &MkfsOpts::ext4().features("^metadata_csum"),
+        None,
+    );
+    let data = dir.join("data");
+    std::fs::write(&data, vec![7u8; 4096]).unwrap();
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    let blk = blocks_of(&img, "/f")[0];
+    debugfs_w(
+        &img,
+        &[
+            format!("freeb {blk}"),
+            "set_bg 1 free_blocks_count 100".into(),
+            "set_bg 0 free_inodes_count 7".into(),
+        ],
+    );
+    let copy = dir.join("e2fsck");
+    copy_image(&img, &copy);
+    // The bitmap answered no: its block stays free in it, though the
+    // counts answered yes are written.
+    let bitmap_no = dir.join("bitmap-no");
+    copy_image(&img, &bitmap_no);
+    let Some((code, out)) = on_terminal(&bitmap_no, "n\ny\ny\n") else {
+        println!("`script` not found: interactive cases skipped");
+        return;
+    };
+    assert_eq!(code, 4, "{out}");
+    let testb = debugfs_r(&bitmap_no, &format!("testb {blk}"));
+    assert!(testb.contains("not in use"), "{testb}\n{out}");
+    assert_ne!(dumpe2fs(&bitmap_no).groups[1].free_blocks, 100, "{out}");
+    let Some((code, out)) = on_terminal(&img, "y\nn\ny\n") else {
+        println!("`script` not found: interactive cases skipped");
+        return;
+    };
+    assert_eq!(out.matches("<y>?").count(), 3, "{out}");
+    assert!(out.contains("100 free blocks recorded"), "{out}");
+    assert_eq!(code, 4, "{out}");
+    let ours = dumpe2fs(&img);
+    assert_eq!(ours.groups[1].free_blocks, 100, "{out}");
+    let e2 = e2fsck_fn_run(&img);
+    assert_eq!(e2.code(), Some(4), "{}", e2.stdout);
+    assert!(
+        e2.stdout.contains("group #1 (100, counted="),
+        "{}",
+        e2.stdout
+    );
+    assert!(!e2.stdout.contains("bitmap differences"), "{}", e2.stdout);
+    if let Some(e2fsck) = oracle()
+        && let Some((code, out)) = on_terminal_with(&e2fsck, &copy, "yny")
+    {
+        assert_eq!(code, 4, "{out}");
+        let theirs = dumpe2fs(&copy);
+        let counts = |i: &FsInfo| {
+            let g: Vec<(u64, u64)> = i
+                .groups
+                .iter()
+                .map(|g| (g.free_blocks, g.free_inodes))
+                .collect();
+            (g, i.free_blocks, i.free_inodes)
+        };
+        assert_eq!(counts(&ours), counts(&theirs), "{out}");
+    }
+}
