@@ -1113,7 +1113,7 @@ fn structure(
                 salvaged.insert(blk);
             }
             staged |= fixed[k];
-            if !fixed[k] && p.code == Code::DirBlockNoTail {
+            if !fixed[k] && matches!(p.code, Code::DirBlockNoTail | Code::DirDotSecondEntry) {
                 rebuild.entry(dir).or_default().push(k);
             }
         } else if p.code == Code::DirDotMissing && dirblock::fix_dot(fs, state, overlay, &p)? {
