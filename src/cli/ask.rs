@@ -28,6 +28,10 @@ pub struct Asker<R: BufRead, W: Write> {
     /// Problems answered no: a later round that finds them again does not
     /// ask again.
     declined: std::collections::HashSet<String>,
+    /// Problems answered yes: a later round (or the check after a restart)
+    /// that finds them again, their fix not yet made, takes the same
+    /// answer without asking again, as e2fsck asks each once.
+    accepted: std::collections::HashSet<String>,
     /// The answers given for the sets of e2fsck's latch groups
     /// (`e2fsck_map::latch_set`): the rest of a set is not asked.
     latched: std::collections::HashMap<(u32, Option<crate::fs::num::Ino>), bool>,
@@ -45,6 +49,7 @@ impl<R: BufRead, W: Write> Asker<R, W> {
             all: false,
             eof: false,
             declined: Default::default(),
+            accepted: Default::default(),
             latched: Default::default(),
             connecting: None,
         }
@@ -63,6 +68,10 @@ impl<R: BufRead, W: Write> Asker<R, W> {
                 continue;
             }
             let msg = p.text_in(rep.tree.as_deref());
+            if self.accepted.contains(&msg) {
+                answers.asked(&p, true);
+                continue;
+            }
             if self.eof || self.declined.contains(&msg) {
                 answers.not_asked();
                 continue;
@@ -130,7 +139,9 @@ impl<R: BufRead, W: Write> Asker<R, W> {
             return false;
         }
         let yes = self.answer(msg, ask);
-        if !yes {
+        if yes {
+            self.accepted.insert(msg.to_string());
+        } else {
             self.declined.insert(msg.to_string());
         }
         yes
@@ -240,8 +251,9 @@ mod tests {
         let mut out = Vec::new();
         let mut a = Asker::new(&b"n\nmaybe\n\n"[..], &mut out);
         assert_eq!(a.ask(&report()), vec![false, true, false]);
-        // Declined once, not asked again in a later round.
-        assert_eq!(a.ask(&report()), vec![false, false, false]);
+        // Declined once, not asked again in a later round; accepted once,
+        // taken as yes again without a question.
+        assert_eq!(a.ask(&report()), vec![false, true, false]);
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("Please answer"));
         assert_eq!(text.matches("Fix<y>? ").count(), 4);
@@ -252,7 +264,7 @@ mod tests {
         assert_eq!(a.ask(&report()), vec![true, true, true]);
         assert_eq!(a.ask(&report()), vec![true, true, true]);
         let text = String::from_utf8(out).unwrap();
-        assert_eq!(text.matches("Pass 1: ").count(), 2, "{text}");
+        assert_eq!(text.matches("Pass 1: ").count(), 1, "{text}");
     }
 
     /// A file's illegal blocks are one set: one question, its answer

@@ -353,3 +353,28 @@ fn declined_counts_stay_as_recorded() {
         assert_eq!(counts(&ours), counts(&theirs), "{out}");
     }
 }
+
+/// e2fsprogs' f_noroot answered yes throughout: e2fsck asks each
+/// question once. pfsck asked the first check's questions again after
+/// the repair started over (the root reallocated), ran out of answers
+/// and left errors (exit 4); a problem answered yes is now taken as yes
+/// when found again.
+#[test]
+fn questions_answered_yes_are_not_asked_again() {
+    let Some(conf) = conformance_dir() else {
+        eprintln!("NOTICE: conformance images not found: f_noroot not tried");
+        return;
+    };
+    let dir = TempDir::new("interactive-noroot");
+    let img = dir.join("img");
+    extract_image(&conf.join("e2fsprogs/f_noroot"), &img).unwrap();
+    let Some((code, out)) = on_terminal(&img, &"y\n".repeat(40)) else {
+        println!("`script` not found: interactive cases skipped");
+        return;
+    };
+    assert_eq!(out.matches("Allocate<y>?").count(), 1, "{out}");
+    assert_eq!(out.matches("deletion time.  Fix<y>?").count(), 1, "{out}");
+    assert_eq!(out.matches("Pass 1: ").count(), 1, "{out}");
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(oracle_fn(&img), 0, "{out}");
+}
