@@ -113,6 +113,11 @@ impl<R: BufRead, W: Write> Asker<R, W> {
     /// is listed with it.
     fn latched_question(&mut self, p: &Problem, msg: &str) -> bool {
         use crate::check::e2fsck_map;
+        if p.code == Code::DupBlocks {
+            // Pass 1D's question: the paragraph before it described the
+            // file, as e2fsck's "Clone multiply-claimed blocks?".
+            return self.question(msg, DUP_QUESTION);
+        }
         let ask = e2fsck_map::prompt(p).question();
         let set = e2fsck_map::latch_set(p);
         if let Some(&yes) = set.and_then(|k| self.latched.get(&k)) {
@@ -148,12 +153,19 @@ impl<R: BufRead, W: Write> Asker<R, W> {
     }
 
     fn answer(&mut self, msg: &str, ask: &str) -> bool {
+        // Pass 1D's question stands alone: its file is the paragraph
+        // above it.
+        let msg = if ask == DUP_QUESTION {
+            String::new()
+        } else {
+            format!("{msg}.  ")
+        };
         if self.all {
-            let _ = writeln!(self.output, "{msg}.  {ask}? yes\n");
+            let _ = writeln!(self.output, "{msg}{ask}? yes\n");
             return true;
         }
         loop {
-            let _ = write!(self.output, "{msg}.  {ask}<y>? ");
+            let _ = write!(self.output, "{msg}{ask}<y>? ");
             let _ = self.output.flush();
             let mut line = String::new();
             ASKING.store(true, Ordering::Relaxed);
@@ -188,6 +200,10 @@ impl<R: BufRead, W: Write> Asker<R, W> {
         }
     }
 }
+
+/// Pass 1D's question about a file sharing blocks (the report's words
+/// under -n and -y).
+const DUP_QUESTION: &str = "Copy the shared blocks";
 
 /// The answers about one check's problems, in the order they were put.
 /// A problem e2fsck only states (an htree block's bad hash, before its

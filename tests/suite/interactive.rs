@@ -378,3 +378,40 @@ fn questions_answered_yes_are_not_asked_again() {
     assert_eq!(code, 1, "{out}");
     assert_eq!(oracle_fn(&img), 0, "{out}");
 }
+
+/// Pass 1D interactively: after each file's paragraph, e2fsck asks
+/// "Clone multiply-claimed blocks?" alone; pfsck asked the problem's
+/// whole message with "Fix?". Its question is now the one -y and -n
+/// print, "Copy the shared blocks?", alone on its line.
+#[test]
+fn pass_1d_question_is_its_own() {
+    let dir = TempDir::new("interactive-1d");
+    let img = dir.join("img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().features("^metadata_csum"),
+        None,
+    );
+    let data = dir.join("data");
+    std::fs::write(&data, vec![7u8; 3000]).unwrap();
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} a", data.display()),
+            format!("write {} b", data.display()),
+        ],
+    );
+    let shared = blocks_of(&img, "/a")[0];
+    // i_block[5]: the low 32 bits of the first extent's start.
+    debugfs_w(&img, &[format!("sif b block[5] {shared}")]);
+    let Some((code, out)) = on_terminal(&img, &"y\n".repeat(10)) else {
+        println!("`script` not found: interactive cases skipped");
+        return;
+    };
+    assert!(out.contains("modified "), "{out}");
+    assert!(out.contains(")\r\nCopy the shared blocks<y>? yes"), "{out}");
+    assert!(!out.contains("other file(s)"), "{out}");
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(oracle_fn(&img), 0, "{out}");
+}
