@@ -85,6 +85,10 @@ pub struct FsParams {
     /// casefold with the strict encoding flag: names of casefolded
     /// directories must be valid UTF-8, and compare case-insensitively.
     pub strict_names: bool,
+    /// A repair follows: an entry whose fix clears it (a '.' or '..' past
+    /// the first two) is gone for the rest of the check, as e2fsck goes
+    /// on to the next entry once it cleared one.
+    pub repairing: bool,
     /// Empty when the descriptors carry no uninit flags (no uninit_bg).
     pub groups: Vec<GroupInodes>,
 }
@@ -220,8 +224,9 @@ pub struct Sink {
     /// Inodes the entries of the block being checked name so far.
     block_inodes: Vec<Ino>,
     /// Names of the block being checked, for duplicate detection:
-    /// (fingerprint, offset, length). Reused from block to block.
-    seen: Vec<(u64, u32, u8)>,
+    /// (fingerprint, offset, length, the problems' mark after the entry's
+    /// own). Reused from block to block.
+    seen: Vec<(u64, u32, u8, usize)>,
 }
 
 impl Sink {
@@ -687,31 +692,35 @@ fn report_duplicate(ino: Ino, b: &[u8], cf: bool, out: &mut Sink) {
     }
     // Folded names of different lengths may be equal.
     out.seen
-        .sort_unstable_by_key(|&(fp, off, len)| (fp, if cf { 0 } else { len }, off));
+        .sort_unstable_by_key(|&(fp, off, len, _)| (fp, if cf { 0 } else { len }, off));
     let name = |off: u32, len: u8| {
         let s = off as usize + dir_entry::HEADER_LEN;
         b.get(s..s + len as usize).unwrap_or(&[])
     };
     // The duplicate is the later of two equal names; e2fsck meets the one
     // with the lowest offset first.
-    let mut best: Option<(u32, u8)> = None;
+    let mut best: Option<(u32, u8, usize)> = None;
     for w in out.seen.windows(2) {
-        let ((fp, off, len), (fp2, off2, len2)) = (w[0], w[1]);
+        let ((fp, off, len, _), (fp2, off2, len2, mark)) = (w[0], w[1]);
         let equal = if cf {
             casefold::same(name(off, len), name(off2, len2))
         } else {
             len == len2 && name(off, len) == name(off2, len2)
         };
-        if fp == fp2 && equal && best.is_none_or(|(o, _)| off2 < o) {
-            best = Some((off2, len2));
+        if fp == fp2 && equal && best.is_none_or(|(o, _, _)| off2 < o) {
+            best = Some((off2, len2, mark));
         }
     }
-    if let Some((off, len)) = best {
+    if let Some((off, len, mark)) = best {
+        // e2fsck finds it while it checks that entry: after the entry's
+        // own problems, before those of the entries that follow.
+        let after = out.problems.split_off(mark);
         out.problems.push(
             Problem::new(Code::DirEntryDuplicate)
                 .ino(ino)
                 .detail(name_str(name(off, len))),
         );
+        out.problems.append(after);
     }
 }
 
@@ -926,11 +935,16 @@ impl<T: Targets> EntryCx<'_, T> {
             named_wrongly = true;
             if is_dot(e.name) || is_dotdot(e.name) {
                 let code = if is_dot(e.name) { 0x02001A } else { 0x02001B };
-                out.problems.push(again(
-                    self.problem(Code::DirDotSecondEntry, e)
-                        .num(e.off as u64)
-                        .e2fsck(code),
-                ));
+                let p = self
+                    .problem(Code::DirDotSecondEntry, e)
+                    .num(e.off as u64)
+                    .e2fsck(code);
+                if fsp.repairing {
+                    // Cleared: it names nothing, repeats no name.
+                    out.problems.push(p);
+                    return;
+                }
+                out.problems.push(again(p));
             } else if e.inode == Ino::ROOT {
                 out.problems
                     .push(again(self.problem(Code::DirEntryLinkToRoot, e)));
@@ -1071,6 +1085,7 @@ impl<T: Targets> EntryCx<'_, T> {
                         fingerprint(&f),
                         narrow::sat32(e.off),
                         narrow::sat8(e.name.len()),
+                        out.problems.mark(),
                     ));
                 }
             } else {
@@ -1078,6 +1093,7 @@ impl<T: Targets> EntryCx<'_, T> {
                     fingerprint(e.name),
                     narrow::sat32(e.off),
                     narrow::sat8(e.name.len()),
+                    out.problems.mark(),
                 ));
             }
         }
@@ -1394,6 +1410,7 @@ mod tests {
             hash_seed: [1, 2, 3, 4],
             unsigned_hash: false,
             strict_names: true,
+            repairing: false,
             groups: Vec::new(),
         }
     }

@@ -235,6 +235,7 @@ pub fn fs_params(fs: &Fs, repairing: bool) -> FsParams {
         unsigned_hash: sb.unsigned_hash(),
         strict_names: sb.has_incompat(incompat::CASEFOLD)
             && sb.encoding_flags & casefold::ENCODING_STRICT != 0,
+        repairing,
         groups,
     }
 }

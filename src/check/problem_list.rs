@@ -99,6 +99,17 @@ impl ProblemList {
         self.append_records(bytes, n);
     }
 
+    /// Splits the list at `mark` (one of its marks): it keeps what was
+    /// pushed before, and the rest is returned.
+    pub fn split_off(&mut self, mark: usize) -> ProblemList {
+        let mut tail = ProblemList::new();
+        tail.append_range(self, mark..self.bytes.len());
+        self.bytes.truncate(mark);
+        self.len -= tail.len;
+        self.starts.retain(|&s| s < mark);
+        tail
+    }
+
     /// Appends `n` whole records.
     fn append_records(&mut self, bytes: &[u8], n: usize) {
         if n == 0 {

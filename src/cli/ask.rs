@@ -9,7 +9,7 @@
 
 use crate::check::Report;
 use crate::check::paths::DirTree;
-use crate::check::problem::Problem;
+use crate::check::problem::{Code, Problem};
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -28,9 +28,17 @@ pub struct Asker<R: BufRead, W: Write> {
     /// Problems answered no: a later round that finds them again does not
     /// ask again.
     declined: std::collections::HashSet<String>,
+    /// Problems answered yes: a later round (or the check after a restart)
+    /// that finds them again, their fix not yet made, takes the same
+    /// answer without asking again, as e2fsck asks each once.
+    accepted: std::collections::HashSet<String>,
     /// The answers given for the sets of e2fsck's latch groups
     /// (`e2fsck_map::latch_set`): the rest of a set is not asked.
     latched: std::collections::HashMap<(u32, Option<crate::fs::num::Ino>), bool>,
+    /// The last question connecting an inode to /lost+found: an
+    /// expansion it needs answered no undoes it (the name has no room),
+    /// so a later round does not put it again.
+    connecting: Option<String>,
 }
 
 impl<R: BufRead, W: Write> Asker<R, W> {
@@ -41,7 +49,9 @@ impl<R: BufRead, W: Write> Asker<R, W> {
             all: false,
             eof: false,
             declined: Default::default(),
+            accepted: Default::default(),
             latched: Default::default(),
+            connecting: None,
         }
     }
 
@@ -58,6 +68,10 @@ impl<R: BufRead, W: Write> Asker<R, W> {
                 continue;
             }
             let msg = p.text_in(rep.tree.as_deref());
+            if self.accepted.contains(&msg) {
+                answers.asked(&p, true);
+                continue;
+            }
             if self.eof || self.declined.contains(&msg) {
                 answers.not_asked();
                 continue;
@@ -99,6 +113,11 @@ impl<R: BufRead, W: Write> Asker<R, W> {
     /// is listed with it.
     fn latched_question(&mut self, p: &Problem, msg: &str) -> bool {
         use crate::check::e2fsck_map;
+        if p.code == Code::DupBlocks {
+            // Pass 1D's question: the paragraph before it described the
+            // file, as e2fsck's "Clone multiply-claimed blocks?".
+            return self.question(msg, DUP_QUESTION);
+        }
         let ask = e2fsck_map::prompt(p).question();
         let set = e2fsck_map::latch_set(p);
         if let Some(&yes) = set.and_then(|k| self.latched.get(&k)) {
@@ -110,6 +129,13 @@ impl<R: BufRead, W: Write> Asker<R, W> {
         if let Some(k) = set {
             self.latched.insert(k, yes);
         }
+        match p.code {
+            Code::DirUnconnected | Code::InodeUnattached => self.connecting = Some(msg.to_string()),
+            Code::LostFoundFull | Code::LostFoundFullP4 if !yes => {
+                self.declined.extend(self.connecting.take());
+            }
+            _ => {}
+        }
         yes
     }
 
@@ -118,19 +144,28 @@ impl<R: BufRead, W: Write> Asker<R, W> {
             return false;
         }
         let yes = self.answer(msg, ask);
-        if !yes {
+        if yes {
+            self.accepted.insert(msg.to_string());
+        } else {
             self.declined.insert(msg.to_string());
         }
         yes
     }
 
     fn answer(&mut self, msg: &str, ask: &str) -> bool {
+        // Pass 1D's question stands alone: its file is the paragraph
+        // above it.
+        let msg = if ask == DUP_QUESTION {
+            String::new()
+        } else {
+            format!("{msg}.  ")
+        };
         if self.all {
-            let _ = writeln!(self.output, "{msg}.  {ask}? yes\n");
+            let _ = writeln!(self.output, "{msg}{ask}? yes\n");
             return true;
         }
         loop {
-            let _ = write!(self.output, "{msg}.  {ask}<y>? ");
+            let _ = write!(self.output, "{msg}{ask}<y>? ");
             let _ = self.output.flush();
             let mut line = String::new();
             ASKING.store(true, Ordering::Relaxed);
@@ -165,6 +200,10 @@ impl<R: BufRead, W: Write> Asker<R, W> {
         }
     }
 }
+
+/// Pass 1D's question about a file sharing blocks (the report's words
+/// under -n and -y).
+const DUP_QUESTION: &str = "Copy the shared blocks";
 
 /// The answers about one check's problems, in the order they were put.
 /// A problem e2fsck only states (an htree block's bad hash, before its
@@ -228,8 +267,9 @@ mod tests {
         let mut out = Vec::new();
         let mut a = Asker::new(&b"n\nmaybe\n\n"[..], &mut out);
         assert_eq!(a.ask(&report()), vec![false, true, false]);
-        // Declined once, not asked again in a later round.
-        assert_eq!(a.ask(&report()), vec![false, false, false]);
+        // Declined once, not asked again in a later round; accepted once,
+        // taken as yes again without a question.
+        assert_eq!(a.ask(&report()), vec![false, true, false]);
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains("Please answer"));
         assert_eq!(text.matches("Fix<y>? ").count(), 4);
@@ -240,7 +280,7 @@ mod tests {
         assert_eq!(a.ask(&report()), vec![true, true, true]);
         assert_eq!(a.ask(&report()), vec![true, true, true]);
         let text = String::from_utf8(out).unwrap();
-        assert_eq!(text.matches("Pass 1: ").count(), 2, "{text}");
+        assert_eq!(text.matches("Pass 1: ").count(), 1, "{text}");
     }
 
     /// A file's illegal blocks are one set: one question, its answer

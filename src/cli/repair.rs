@@ -2,12 +2,13 @@
 //! plan, stage, re-check, commit) and prints what it did.
 //!
 //! Exit code, like e2fsck: 1 when blocks were written, 4 when the re-check
-//! still finds errors (problems pfsck does not fix yet, or a refusal), 8
+//! still finds errors (problems pfsck does not fix yet, a refusal, or an
+//! error answered no), then without the 1 even when blocks were written, 8
 //! when something operational failed (the commit included: then the undo
 //! log, if the device was touched, restores it).
 
 use super::report::{self, Repaired};
-use super::{Args, EXIT_CORRECTED, EXIT_OPERATIONAL, EXIT_UNCORRECTED};
+use super::{Args, EXIT_CORRECTED, EXIT_OPERATIONAL, EXIT_REBOOT, EXIT_UNCORRECTED};
 use crate::check::problem::Code;
 use crate::check::{Options, Report};
 use crate::fix::{self, Mode};
@@ -177,6 +178,19 @@ fn fixed(status: &[Status]) -> Vec<bool> {
     status.iter().map(|&s| s == Status::Fixed).collect()
 }
 
+/// e2fsck's verdict when errors are left: exit 4 alone, though it wrote
+/// (and says so): "some fixed, some left" is not the "corrected" that
+/// fsck(8) reads in 1. The mounted root, read-only, still asks for its
+/// reboot (2), which `cli::run` adds only to a 1.
+fn errors_left_first(code: i32) -> i32 {
+    if code & EXIT_UNCORRECTED == 0 || code & EXIT_CORRECTED == 0 {
+        return code;
+    }
+    let root = report::REBOOT_IF_MODIFIED.load(std::sync::atomic::Ordering::Relaxed);
+    let reboot = if root { EXIT_REBOOT } else { 0 };
+    (code & !EXIT_CORRECTED) | reboot
+}
+
 /// A committed repair: the problems shown with what was fixed, the
 /// verdict of the last check.
 fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> i32 {
@@ -216,9 +230,11 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
     if done.declined_errors {
         code |= EXIT_UNCORRECTED;
     }
+    let corrected = code & EXIT_CORRECTED != 0;
+    code = errors_left_first(code);
     let r = Repaired {
         fixed: &fixed(&done.status),
-        modified: code & EXIT_CORRECTED != 0
+        modified: corrected
             || done.recorded.journal_errno_cleared
             || (done.bad_blocks_written && written > 0)
             || (offers_only && written > 0 && !unmarked_only),

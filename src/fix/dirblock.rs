@@ -87,7 +87,7 @@ pub(super) fn fix(
                 put_stray_rec_len(&mut b[..end], bs, off)
             })
         }
-        Code::DirEntryZeroLenName | Code::DirEntryLinkToDot => {
+        Code::DirEntryZeroLenName | Code::DirEntryLinkToDot | Code::DirDotSecondEntry => {
             let Some(off) = p.args().num.and_then(|n| usize::try_from(n).ok()) else {
                 return Ok(false);
             };

@@ -49,6 +49,12 @@ pub(super) struct LostFound {
     blocks: Vec<Blk>,
     /// The inodes whose names it grew by a block for.
     grown_for: std::collections::BTreeSet<Ino>,
+    /// The inodes whose names it may grow for: those whose question to
+    /// expand it (`LostFoundFull`, which the check puts after each
+    /// connection that finds no room) is among the fixes planned. An
+    /// expansion answered no leaves lost+found as it is, and the inode
+    /// unconnected, as e2fsck's no does.
+    pub may_grow: std::collections::BTreeSet<Ino>,
 }
 
 impl LostFound {
@@ -62,6 +68,7 @@ impl LostFound {
             ino: state.lost_found,
             blocks: blocks.into_iter().map(|(_, b)| b).collect(),
             grown_for: Default::default(),
+            may_grow: Default::default(),
         }
     }
 }
@@ -211,6 +218,9 @@ fn reconnect(
         }
     }
     if !added {
+        if !lost_found.may_grow.contains(&ino) {
+            return Ok(false);
+        }
         // No room: lost+found grows by a block, as e2fsck's "Expand".
         let mut alloc = Allocator::new(fs, &state.block_used);
         let Some(pblk) = expand(fs, state, overlay, lost_found, &mut alloc)? else {
@@ -433,6 +443,7 @@ pub(super) fn create(
             ino: Ino::ROOT,
             blocks: root_blocks.iter().map(|&(_, b)| b).collect(),
             grown_for: Default::default(),
+            may_grow: Default::default(),
         };
         let grown = expand(fs, state, overlay, &mut root, &mut alloc)?;
         let Some(pblk) = grown else {
@@ -461,6 +472,7 @@ pub(super) fn create(
         ino,
         blocks: vec![blk],
         grown_for: Default::default(),
+        may_grow: Default::default(),
     }))
 }
 

@@ -78,7 +78,7 @@ mod resize;
 mod superblock;
 mod table;
 
-pub use plan::plan;
+pub use plan::{plan, plan_keeping};
 pub use table::{rebuilds_directory, repaired, supported};
 
 use crate::check::Report;
@@ -341,6 +341,46 @@ fn mark_errors(fs: &Fs, overlay: &mut Overlay) -> Result<()> {
 /// exists, but the planner reads some of them: a failed journal recovery,
 /// other damage of an inode whose checksum it would otherwise recompute),
 /// and for each kept problem its index in `rep`.
+/// The summary's counts and bitmaps that `rep`'s problems answered no
+/// (`yes` parallel to them) leave as the device has them, with the maps
+/// of `state` as the check found them where a bitmap is kept.
+pub fn kept_summary(
+    fs: &Fs,
+    state: &State,
+    rep: &Report,
+    yes: &[bool],
+) -> crate::volume::summary::Kept {
+    use crate::volume::summary::Kept;
+    let mut kept = Kept::default();
+    for (k, p) in rep.problems.iter().enumerate() {
+        if yes.get(k).copied().unwrap_or(false) {
+            continue;
+        }
+        let a = p.args();
+        let pair = (a.num.unwrap_or(0), a.num2.unwrap_or(0));
+        let group = a.group.map(|g| g.0);
+        match (p.code, group) {
+            (Code::GroupFreeBlocks, Some(g)) => drop(kept.free_blocks.insert(g, pair)),
+            (Code::GroupFreeInodes, Some(g)) => drop(kept.free_inodes.insert(g, pair)),
+            (Code::GroupDirsCount, Some(g)) => drop(kept.dirs.insert(g, pair)),
+            (Code::SuperFreeBlocks, _) => kept.sb_free_blocks = Some(pair),
+            (Code::SuperFreeInodes, _) => kept.sb_free_inodes = Some(pair),
+            (Code::BlockBitmapDiff, _) => {
+                let map = &state.block_used;
+                let words = Kept::words(map.len(), |c| map.word_at(crate::fs::num::Cluster(c)));
+                kept.clusters = Some(words);
+            }
+            (Code::InodeBitmapDiff, _) => {
+                let map = &state.inode_used;
+                let bits = u64::from(fs.geo.inodes_count) + 1;
+                kept.inodes = Some(Kept::words(bits, |i| map.word_at(i)));
+            }
+            _ => {}
+        }
+    }
+    kept
+}
+
 pub fn answered(rep: &Report, yes: &[bool]) -> (Report, Vec<usize>) {
     let mut idx = Vec::new();
     let mut kept = crate::check::problem::ProblemList::new();

@@ -18,6 +18,7 @@ use crate::fs::superblock::ro_compat;
 use crate::store::overlay::{Overlay, Staging};
 use crate::volume::Fs;
 use crate::volume::edit::edit_superblock;
+use crate::volume::summary::Kept;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -32,10 +33,24 @@ pub fn plan(
     mode: Mode,
     staging: &Staging,
 ) -> Result<Plan, Refusal> {
+    plan_keeping(fs, state, report, mode, staging, &Kept::default())
+}
+
+/// [`plan`], leaving the summary's counts and bitmaps that `kept` names
+/// as the device has them (their questions answered no).
+pub fn plan_keeping(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    mode: Mode,
+    staging: &Staging,
+    kept: &Kept,
+) -> Result<Plan, Refusal> {
     if mode == Mode::Preen && preen_halt_at(report).is_some() {
         return Err(Refusal::Unexpected);
     }
     let mut r = Round::start(fs, state, report, mode, staging)?;
+    r.kept = kept;
     let mut want = Wanted {
         mode,
         bigalloc: fs.geo.cluster_bits > 0,
@@ -110,6 +125,16 @@ impl Wanted<'_> {
     }
 }
 
+static NOTHING_KEPT: Kept = Kept {
+    free_blocks: std::collections::BTreeMap::new(),
+    free_inodes: std::collections::BTreeMap::new(),
+    dirs: std::collections::BTreeMap::new(),
+    sb_free_blocks: None,
+    sb_free_inodes: None,
+    clusters: None,
+    inodes: None,
+};
+
 /// One round being planned.
 struct Round<'a> {
     fs: &'a Fs,
@@ -124,6 +149,8 @@ struct Round<'a> {
     replay_fix: bool,
     /// So does the orphan file's cleanup.
     orphan_fix: bool,
+    /// What the summary rewrite leaves as it is.
+    kept: &'a Kept,
 }
 
 impl<'a> Round<'a> {
@@ -179,6 +206,7 @@ impl<'a> Round<'a> {
             replayed,
             replay_fix,
             orphan_fix,
+            kept: &NOTHING_KEPT,
         })
     }
 
@@ -430,7 +458,8 @@ impl<'a> Round<'a> {
             set_large_file(fs, &mut self.overlay)?;
         }
         if m.summary {
-            crate::volume::summary::rewrite(fs, &state.in_use(), &mut self.overlay)?;
+            let used = state.in_use();
+            crate::volume::summary::rewrite_keeping(fs, &used, self.kept, &mut self.overlay)?;
         }
         // Over the summary, which puts the mark back behind the last inode
         // in use: the next check must read the inodes the entries name.
@@ -589,6 +618,11 @@ impl<'a> Round<'a> {
         if let Some(made) = self.lost_found(want, m)? {
             lf = made;
         }
+        let full = |c: Code| matches!(c, Code::LostFoundFull | Code::LostFoundFullP4);
+        lf.may_grow = (self.report.problems.iter_where(full))
+            .filter(|(_, p)| want.ok(p))
+            .filter_map(|(_, p)| p.args().ino)
+            .collect();
         let mut reconnected = BTreeSet::new();
         let codes = |c: Code| matches!(table::fixer(c), Some(Fixer::Tree | Fixer::Entry));
         for (k, p) in self.report.problems.iter_where(codes) {
@@ -1079,7 +1113,7 @@ fn structure(
                 salvaged.insert(blk);
             }
             staged |= fixed[k];
-            if !fixed[k] && p.code == Code::DirBlockNoTail {
+            if !fixed[k] && matches!(p.code, Code::DirBlockNoTail | Code::DirDotSecondEntry) {
                 rebuild.entry(dir).or_default().push(k);
             }
         } else if p.code == Code::DirDotMissing && dirblock::fix_dot(fs, state, overlay, &p)? {

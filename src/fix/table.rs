@@ -382,6 +382,9 @@ const TABLE: &[Entry] = &[
     row(Code::DirBlockNoTail, F::DirBlock, S),
     row(Code::DirEntryZeroLenName, F::DirBlock, S),
     row(Code::DirEntryLinkToDot, F::DirBlock, S),
+    // Cleared in place, as e2fsck (no pass 3A); an inline directory is
+    // rebuilt instead.
+    row(Code::DirDotSecondEntry, F::DirBlock, S),
     row(Code::DirEntryDuplicate, F::Rehash, S),
     row(Code::DirRebuildDuplicate, F::Rehash, S),
     row(Code::DirDotMissing, F::Rehash, S),
@@ -390,7 +393,6 @@ const TABLE: &[Entry] = &[
     row(Code::DirDotRecLen, F::Rehash, S),
     row(Code::DirDotNotTerminated, F::Rehash, S),
     row(Code::DirDotDotBadForm, F::Rehash, S),
-    row(Code::DirDotSecondEntry, F::Rehash, S),
     row(Code::HtreeRootInvalid, F::Rehash, S),
     row(Code::HtreeRootBad, F::Rehash, S),
     row(Code::HtreeHashVersion, F::Rehash, S),

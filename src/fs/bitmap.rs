@@ -29,6 +29,14 @@ pub fn clear(bm: &mut [u8], i: u64) {
     }
 }
 
+/// Sets bit `i`; a bit past the end of the slice is left alone.
+pub fn set(bm: &mut [u8], i: u64) {
+    let (byte, mask) = byte_and_mask(i);
+    if let Some(b) = bm.get_mut(byte) {
+        *b |= mask;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

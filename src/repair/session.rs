@@ -900,7 +900,8 @@ impl<'a, 'q> Session<'a, 'q> {
             }
         }
         let (kept, idx) = fix::answered(rep, &yes);
-        let mut plan = fix::plan(fs, state, &kept, Mode::Yes, staging)?;
+        let summary = fix::kept_summary(fs, state, rep, &yes);
+        let mut plan = fix::plan_keeping(fs, state, &kept, Mode::Yes, staging, &summary)?;
         let mut fixed = vec![false; rep.problems.len()];
         for (j, &k) in idx.iter().enumerate() {
             fixed[k] = plan.fixed[j];

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::fs::bitmap;
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT, GroupDesc};
 use crate::fs::num::{Blk, Cluster, Group};
+use crate::narrow;
 
 /// What the passes found in use, which the summary is written from.
 pub struct InUse<'a> {
@@ -33,6 +34,53 @@ pub struct InUse<'a> {
     /// By inode number (bit 0 unused).
     pub inodes: &'a InodeMap,
     pub dirs: &'a InodeMap,
+}
+
+/// What a repair leaves as the device has it, its question answered no
+/// (interactive mode): each count keeps the value the check read, moved
+/// only by what the round's other fixes allocate or free, as e2fsck's
+/// library moves the counts it was told not to fix; each bitmap keeps
+/// its bits but those the other fixes change.
+#[derive(Default)]
+pub struct Kept {
+    /// By group: the free clusters recorded and counted by the check.
+    pub free_blocks: std::collections::BTreeMap<u32, (u64, u64)>,
+    /// By group: the free inodes recorded and counted.
+    pub free_inodes: std::collections::BTreeMap<u32, (u64, u64)>,
+    /// By group: the directories recorded and counted.
+    pub dirs: std::collections::BTreeMap<u32, (u64, u64)>,
+    /// The superblock's free blocks (in blocks) recorded and counted.
+    pub sb_free_blocks: Option<(u64, u64)>,
+    /// The superblock's free inodes recorded and counted.
+    pub sb_free_inodes: Option<(u64, u64)>,
+    /// The clusters in use as the check found them, 64 to a word, when
+    /// the block bitmaps are kept.
+    pub clusters: Option<Vec<u64>>,
+    /// The inodes in use as the check found them (by number, 64 to a
+    /// word), when the inode bitmaps are kept.
+    pub inodes: Option<Vec<u64>>,
+}
+
+impl Kept {
+    /// The words of `word_at` over `bits` bits.
+    pub fn words(bits: u64, word_at: impl Fn(u64) -> u64) -> Vec<u64> {
+        (0..bits.div_ceil(64)).map(|w| word_at(w * 64)).collect()
+    }
+
+    fn bit(words: &[u64], i: u64) -> bool {
+        let w = usize::try_from(i / 64).unwrap_or(usize::MAX);
+        words.get(w).is_some_and(|x| x >> (i % 64) & 1 == 1)
+    }
+
+    /// `now`, the count a rewrite computes, for a count the check read as
+    /// `kept` = (recorded, counted): the recorded value moved by what the
+    /// fixes changed since.
+    fn count(now: u64, kept: Option<&(u64, u64)>) -> u64 {
+        match kept {
+            Some(&(recorded, counted)) => (recorded + now).saturating_sub(counted),
+            None => now,
+        }
+    }
 }
 
 /// May a bitmap be written at `blk`? Not outside the file system, and
@@ -58,6 +106,25 @@ fn build(bs: usize, n: u64, used: impl Fn(u64) -> bool) -> Vec<u8> {
     // guards the indexing.
     for i in 0..n.min(bs as u64 * 8) {
         if !used(i) {
+            bitmap::clear(&mut b, i);
+        }
+    }
+    b
+}
+
+/// Bitmap block `disk` with the first `n` bits that `changed` set to
+/// `used`, the others as they are.
+fn keep_bits(
+    disk: &[u8],
+    n: u64,
+    used: impl Fn(u64) -> bool,
+    changed: impl Fn(u64) -> bool,
+) -> Vec<u8> {
+    let mut b = disk.to_vec();
+    for i in (0..n.min(b.len() as u64 * 8)).filter(|&i| changed(i)) {
+        if used(i) {
+            bitmap::set(&mut b, i);
+        } else {
             bitmap::clear(&mut b, i);
         }
     }
@@ -111,7 +178,17 @@ fn missing(g: u32) -> Error {
 /// Rebuilds the summary from what the passes found: bitmaps, descriptor
 /// counts, flags, never-used marks and checksums, the superblock's counts.
 pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<()> {
-    let groups = Groups::new(fs, used);
+    rewrite_keeping(fs, used, &Kept::default(), st)
+}
+
+/// [`rewrite`], but for what `kept` keeps.
+pub fn rewrite_keeping<S: Stage + ?Sized>(
+    fs: &Fs,
+    used: &InUse,
+    kept: &Kept,
+    st: &mut S,
+) -> Result<()> {
+    let groups = Groups::new(fs, used, kept);
     let mut table = DescTable::loaded(fs);
     let (mut free_blocks, mut free_inodes) = (0u64, 0u64);
     let mut disk = vec![0u8; fs.block_size()];
@@ -126,13 +203,19 @@ pub fn rewrite<S: Stage + ?Sized>(fs: &Fs, used: &InUse, st: &mut S) -> Result<(
     // keeps the device's bytes.
     write_desc_table(fs, st, fs.sb_block, &table.raw, Some(&fs.gd_raw))?;
 
-    super_counts(fs, st, free_blocks << fs.geo.cluster_bits, free_inodes)
+    let blocks = Kept::count(
+        free_blocks << fs.geo.cluster_bits,
+        kept.sb_free_blocks.as_ref(),
+    );
+    let inodes = Kept::count(free_inodes, kept.sb_free_inodes.as_ref());
+    super_counts(fs, st, blocks, inodes)
 }
 
 /// What the rewrite of every group reads.
 struct Groups<'a> {
     fs: &'a Fs,
     used: &'a InUse<'a>,
+    kept: &'a Kept,
     csum: bool,
     uninit_bg: bool,
     /// Bits of a group in the block bitmaps: clusters (blocks without
@@ -147,11 +230,12 @@ struct Groups<'a> {
 }
 
 impl<'a> Groups<'a> {
-    fn new(fs: &'a Fs, used: &'a InUse<'a>) -> Self {
+    fn new(fs: &'a Fs, used: &'a InUse<'a>, kept: &'a Kept) -> Self {
         let geo = &fs.geo;
         let mut groups = Groups {
             fs,
             used,
+            kept,
             csum: fs.metadata_csum(),
             uninit_bg: fs.uninit_bg(),
             bpg: u64::from(geo.clusters_per_group()),
@@ -237,9 +321,8 @@ impl<'a> Groups<'a> {
             d.set_block_bitmap_csum(c);
         }
         let free_blocks = n - used.clusters.count_range(first, first + n);
-        // A count within one group: at most blocks per group, a u32.
-        #[allow(clippy::cast_possible_truncation)]
-        d.set_free_blocks(free_blocks as u32);
+        let written = Kept::count(free_blocks, self.kept.free_blocks.get(&g));
+        d.set_free_blocks(narrow::sat32(written));
 
         let ino0 = u64::from(g) * ipg + 1;
         let ino_bm = self.inode_bitmap(st, g, gd, disk)?;
@@ -254,11 +337,11 @@ impl<'a> Groups<'a> {
             d.set_inode_bitmap_csum(c);
         }
         let free_inodes = ipg - used.inodes.count_range(ino0, ino0 + ipg);
-        #[allow(clippy::cast_possible_truncation)] // at most inodes per group
-        d.set_free_inodes(free_inodes as u32);
+        let written = Kept::count(free_inodes, self.kept.free_inodes.get(&g));
+        d.set_free_inodes(narrow::sat32(written));
         let dirs = used.dirs.count_range(ino0, ino0 + ipg);
-        #[allow(clippy::cast_possible_truncation)] // at most inodes per group
-        d.set_used_dirs(dirs as u32);
+        let written = Kept::count(dirs, self.kept.dirs.get(&g));
+        d.set_used_dirs(narrow::sat32(written));
         if self.uninit_bg {
             // e2fsck ends every repair with the library's descriptor pass,
             // which puts the never-used mark right behind the group's last
@@ -297,9 +380,14 @@ impl<'a> Groups<'a> {
         }
         let (first, n) = group_clusters(&fs.geo, g);
         let found = |i: u64| self.used.clusters.get(first + i);
-        let want = build(bs, bpg, |i| i >= n || found(i));
+        let mut want = build(bs, bpg, |i| i >= n || found(i));
         let differs = if self.flagged(gd, BG_BLOCK_UNINIT) {
             true
+        } else if let Some(then) = &self.kept.clusters {
+            st.read_at(&fs.dev, Blk(gd.block_bitmap).byte(fs.geo.block_size), disk)?;
+            let changed = |i: u64| found(i) != Kept::bit(then, (first + i).0);
+            want = keep_bits(disk, n, found, changed);
+            *disk != want[..]
         } else {
             st.read_at(&fs.dev, Blk(gd.block_bitmap).byte(fs.geo.block_size), disk)?;
             // e2fsck compares the bitmap as the library reads it, with
@@ -340,9 +428,14 @@ impl<'a> Groups<'a> {
         {
             return Ok(None);
         }
-        let want = build(bs, ipg, in_use);
+        let mut want = build(bs, ipg, in_use);
         let differs = if uninit {
             true
+        } else if let Some(then) = &self.kept.inodes {
+            st.read_at(&fs.dev, Blk(gd.inode_bitmap).byte(fs.geo.block_size), disk)?;
+            let changed = |i: u64| in_use(i) != Kept::bit(then, ino0 + i);
+            want = keep_bits(disk, ipg, in_use, changed);
+            *disk != want[..]
         } else {
             st.read_at(&fs.dev, Blk(gd.inode_bitmap).byte(fs.geo.block_size), disk)?;
             (0..ipg).any(|i| bitmap::test(disk, i) != in_use(i)) || !padded(disk, ipg)
@@ -377,5 +470,17 @@ mod tests {
         assert_eq!(b[1], 0xF5);
         assert!(b[2..].iter().all(|&x| x == 0xFF));
         assert!(bitmap::test(&b, 0) && !bitmap::test(&b, 1) && bitmap::test(&b, 13));
+    }
+
+    /// A kept bitmap changes only where the fixes changed what is in use;
+    /// a kept count moves by as much as the count did.
+    #[test]
+    fn kept_bits_and_counts_move_with_the_fixes() {
+        let disk = [0b0000_0011u8, 0];
+        let b = keep_bits(&disk, 16, |i| i == 1 || i == 9, |i| i == 9);
+        assert_eq!(b, [0b0000_0011, 0b0000_0010]);
+        assert_eq!(Kept::count(50, Some(&(100, 52))), 98);
+        assert_eq!(Kept::count(50, None), 50);
+        assert!(Kept::bit(&[1 << 3], 3));
     }
 }

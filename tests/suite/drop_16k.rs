@@ -104,3 +104,30 @@ fn duplicate_entry_two_line_paragraph() {
         "{ours}"
     );
 }
+
+/// f_dupdot: a '.' and a '..' past the first two entries of a directory.
+/// e2fsck finds the repeated name while it checks the second '.', so its
+/// paragraph comes between the two '.' questions and the '..' ones
+/// (pfsck put it after the whole block). A repair clears both entries
+/// where they are, as e2fsck: no name is then repeated, nothing is
+/// rebuilt, no pass 3A (pfsck rebuilt the directory and said so).
+#[test]
+fn dupdot_order_and_repair() {
+    let Some(out) = same_shape("f_dupdot", &["-fn"]) else {
+        return;
+    };
+    let at = |s: &str| out.find(s).unwrap_or_else(|| panic!("{s:?} in {out}"));
+    assert!(at("is there twice") < at("Entry '..'"), "{out}");
+    let tmp = TempDir::new("drop16k-dupdot-fy");
+    let img = public_image(&tmp, "f_dupdot").unwrap();
+    let ((e2, e2_code), (ours, code)) = both(&img, &["-fy"]);
+    assert_eq!(code, e2_code, "pfsck:\n{ours}\n--- e2fsck ---\n{e2}");
+    assert!(!ours.contains("is there twice"), "{ours}");
+    assert!(!ours.contains("Pass 3A"), "{ours}");
+    assert_eq!(
+        ours.matches("in the wrong place.\nFix? yes").count(),
+        2,
+        "{ours}"
+    );
+    assert_eq!(oracle_fn(&img.with_extension("pfsck")), 0, "{ours}");
+}
