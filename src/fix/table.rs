@@ -221,7 +221,7 @@ const TABLE: &[Entry] = &[
     row(Code::GdInodeBitmapLocation, F::BlockMap, RELOCATE | ALONE),
     row(Code::GdInodeTableLocation, F::BlockMap, RELOCATE | ALONE),
     row(Code::GdMetadataOverlap, F::BlockMap, RELOCATE | ALONE),
-    row(Code::InodeIllegalBlock, F::BlockMap, 0),
+    row(Code::InodeIllegalBlock, F::BlockMap, S),
     row(Code::InodeTooManyIllegalBlocks, F::BlockMap, 0),
     row(Code::InodeExtentHeader, F::BlockMap, S),
     row(Code::InodeExtentTreeUnwalkable, F::BlockMap, S),
