@@ -1853,3 +1853,49 @@ fn resize_inode_illegal_block_zeroed_on_bigalloc() {
     assert!(!fy_out.contains("Problems left"), "{fy_out}");
     file_kept(&img, 3000);
 }
+
+/// A bitmap over other metadata or outside its group on bigalloc (seed
+/// fz34-final, damages 573, 4836, 7403 and 10 more: writes and bit flips
+/// in the descriptor table). e2fsck's pass 1 asks to relocate it and
+/// takes the group's first free cluster. pfsck left relocation to a
+/// later run on bigalloc and exited 5; it now moves the bitmap to the
+/// same block as e2fsck, marking the cluster's bit, not the block's.
+#[test]
+fn bitmap_relocated_on_bigalloc() {
+    // (damage, pfsck's question, where e2fsck puts them: block bitmap,
+    // inode bitmap)
+    let cases = [
+        (
+            "set_bg 0 inode_bitmap 34",
+            "Inode bitmap for group 0 (block 34) overlaps other file system metadata.\nRelocate? yes",
+            (34, 48),
+        ),
+        (
+            "set_bg 0 inode_bitmap 70000",
+            "Group 0's inode bitmap (block 70000) lies outside the group\nRelocate? yes",
+            (34, 48),
+        ),
+        (
+            "set_bg 0 block_bitmap 66",
+            "Block bitmap for group 0 (block 66) overlaps other file system metadata.\nRelocate? yes",
+            (2112, 50),
+        ),
+    ];
+    for (damage, question, at) in cases {
+        let tmp = TempDir::new("fuzz-bitmap-bigalloc");
+        let img = tmp.join("disk.img");
+        let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+        opts.extra_args = vec!["-C".into(), "4096".into()];
+        mkfs(&img, 16 * MIB, &opts, None);
+        debugfs_w(&img, &[damage]);
+        let theirs = tmp.join("oracle.img");
+        copy_image(&img, &theirs);
+        let (_, fy_out) = judged_by_oracle(damage, &img, 4, 1);
+        assert!(fy_out.contains(question), "[{damage}] {fy_out}");
+        assert_eq!(oracle_run(&theirs, &["-fy"]).code(), Some(1), "[{damage}]");
+        for (who, i) in [("e2fsck", &theirs), ("pfsck", &img)] {
+            let g = &dumpe2fs(i).groups[0];
+            assert_eq!((g.block_bitmap, g.inode_bitmap), at, "[{damage}] {who}");
+        }
+    }
+}
