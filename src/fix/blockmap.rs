@@ -396,7 +396,8 @@ fn mark_in_bitmap(fs: &Fs, overlay: &mut Overlay, blk: u64) -> super::Result<()>
     if !geo.block_in_fs(bm) || bm == fs.primary_sb_block() {
         return Ok(());
     }
-    let bit = blk - geo.group_first_block(h);
+    // One bit per cluster on bigalloc.
+    let bit = (blk - geo.group_first_block(h)) >> geo.cluster_bits;
     let mut bytes = Vec::new();
     vol::edit_bytes(fs, overlay, bm * bs, fs.block_size(), |b| {
         if let Some(x) = b.get_mut(narrow::to_usize(bit / 8)) {
@@ -407,7 +408,7 @@ fn mark_in_bitmap(fs: &Fs, overlay: &mut Overlay, blk: u64) -> super::Result<()>
     if !fs.metadata_csum() {
         return Ok(());
     }
-    let n = ((geo.blocks_per_group / 8) as usize).min(bytes.len());
+    let n = geo.block_bitmap_bytes().min(bytes.len());
     let c = group_desc::bitmap_checksum(&fs.sb, &bytes[..n], gd.wide);
     Ok(vol::edit_desc(fs, overlay, h, |d| {
         d.set_block_bitmap_csum(c)

@@ -217,11 +217,19 @@ const TABLE: &[Entry] = &[
     row(Code::BadBlocksInodeInBadBlock, F::BadBlocksInode, ALONE),
     // Bitmaps on bad blocks, outside their group or on other metadata.
     row(Code::BadBlockInMetadata, F::BlockMap, RELOCATE | ALONE),
-    row(Code::GdBlockBitmapLocation, F::BlockMap, RELOCATE | ALONE),
-    row(Code::GdInodeBitmapLocation, F::BlockMap, RELOCATE | ALONE),
+    row(
+        Code::GdBlockBitmapLocation,
+        F::BlockMap,
+        RELOCATE | ALONE | S,
+    ),
+    row(
+        Code::GdInodeBitmapLocation,
+        F::BlockMap,
+        RELOCATE | ALONE | S,
+    ),
     row(Code::GdInodeTableLocation, F::BlockMap, RELOCATE | ALONE),
-    row(Code::GdMetadataOverlap, F::BlockMap, RELOCATE | ALONE),
-    row(Code::InodeIllegalBlock, F::BlockMap, 0),
+    row(Code::GdMetadataOverlap, F::BlockMap, RELOCATE | ALONE | S),
+    row(Code::InodeIllegalBlock, F::BlockMap, S),
     row(Code::InodeTooManyIllegalBlocks, F::BlockMap, 0),
     row(Code::InodeExtentHeader, F::BlockMap, S),
     row(Code::InodeExtentTreeUnwalkable, F::BlockMap, S),

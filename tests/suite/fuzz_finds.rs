@@ -2053,3 +2053,96 @@ fn bad_blocks_inode_naming_an_xattr_block() {
     assert_eq!(oracle_fn(&mine), 0, "e2fsck -fn after pfsck -fy");
     file_kept(&mine, 5000);
 }
+
+/// An out-of-range pointer in one of the resize inode's reserved GDT
+/// blocks on bigalloc (seed fz34-final, damages 1776, 371, 1071 and 60
+/// more: a write or bit flip in an indirect block of inode 7). The
+/// resize inode check looks only at the slots that name backups, so
+/// e2fsck's pass 1 finds the illegal block and zeroes it. pfsck left
+/// every block-map fix to a later run on bigalloc and exited 4; zeroing a
+/// pointer allocates and frees nothing by itself (the next round's check
+/// counts the clusters), so it now does the same.
+#[test]
+fn resize_inode_illegal_block_zeroed_on_bigalloc() {
+    let tmp = TempDir::new("fuzz-resize-illegal-bigalloc");
+    let img = tmp.join("disk.img");
+    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    opts.extra_args = vec!["-C".into(), "4096".into()];
+    mkfs(&img, 16 * MIB, &opts, None);
+    let data = img.with_extension("data");
+    std::fs::write(&data, file_content("f", 3000)).unwrap();
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    std::fs::remove_file(&data).unwrap();
+    // The first reserved GDT block: "(IND):N" in the resize inode's map.
+    let stat = debugfs_r(&img, "stat <7>");
+    let ind: u64 = stat
+        .split("(IND):")
+        .nth(1)
+        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no reserved GDT block in {stat}"));
+    // Slot 4 names no backup (one group): block 131072, past the end.
+    write_at(&img, ind * 1024 + 16, &131_072u32.to_le_bytes());
+    crate::problem_codes::assert_same_codes(&img, &[0x01000E]);
+    let (fn_out, fy_out) = judged_by_oracle("resize inode on bigalloc", &img, 4, 1);
+    assert!(
+        fn_out.contains("(131072) of inode 7 is out of bounds.  IGNORED."),
+        "{fn_out}"
+    );
+    assert!(
+        fy_out.contains("Inode 7 maps blocks it may not.  Clear? yes"),
+        "{fy_out}"
+    );
+    assert!(
+        fy_out.contains("(131072) of inode 7 is out of bounds.  CLEARED."),
+        "{fy_out}"
+    );
+    assert!(!fy_out.contains("Problems left"), "{fy_out}");
+    file_kept(&img, 3000);
+}
+
+/// A bitmap over other metadata or outside its group on bigalloc (seed
+/// fz34-final, damages 573, 4836, 7403 and 10 more: writes and bit flips
+/// in the descriptor table). e2fsck's pass 1 asks to relocate it and
+/// takes the group's first free cluster. pfsck left relocation to a
+/// later run on bigalloc and exited 5; it now moves the bitmap to the
+/// same block as e2fsck, marking the cluster's bit, not the block's.
+#[test]
+fn bitmap_relocated_on_bigalloc() {
+    // (damage, pfsck's question, where e2fsck puts them: block bitmap,
+    // inode bitmap)
+    let cases = [
+        (
+            "set_bg 0 inode_bitmap 34",
+            "Inode bitmap for group 0 (block 34) overlaps other file system metadata.\nRelocate? yes",
+            (34, 48),
+        ),
+        (
+            "set_bg 0 inode_bitmap 70000",
+            "Group 0's inode bitmap (block 70000) lies outside the group\nRelocate? yes",
+            (34, 48),
+        ),
+        (
+            "set_bg 0 block_bitmap 66",
+            "Block bitmap for group 0 (block 66) overlaps other file system metadata.\nRelocate? yes",
+            (2112, 50),
+        ),
+    ];
+    for (damage, question, at) in cases {
+        let tmp = TempDir::new("fuzz-bitmap-bigalloc");
+        let img = tmp.join("disk.img");
+        let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+        opts.extra_args = vec!["-C".into(), "4096".into()];
+        mkfs(&img, 16 * MIB, &opts, None);
+        debugfs_w(&img, &[damage]);
+        let theirs = tmp.join("oracle.img");
+        copy_image(&img, &theirs);
+        let (_, fy_out) = judged_by_oracle(damage, &img, 4, 1);
+        assert!(fy_out.contains(question), "[{damage}] {fy_out}");
+        assert_eq!(oracle_run(&theirs, &["-fy"]).code(), Some(1), "[{damage}]");
+        for (who, i) in [("e2fsck", &theirs), ("pfsck", &img)] {
+            let g = &dumpe2fs(i).groups[0];
+            assert_eq!((g.block_bitmap, g.inode_bitmap), at, "[{damage}] {who}");
+        }
+    }
+}
