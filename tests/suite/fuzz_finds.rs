@@ -1806,3 +1806,148 @@ fn typeless_directory_with_an_extent_index_kept() {
         assert!(stat.contains("Size: 6"), "[{ctx}] {stat}");
     }
 }
+
+// ---- seed fz34-final: which superblock e2fsck opens ----
+
+const ALL_MODES: &[&str] = &["-fn", "-fy", "-fp"];
+
+/// `img`'s primary superblock refused with no backup e2fsck takes: in
+/// each of `modes` both stop (8) without writing, e2fsck's codes are
+/// pfsck's (-n), and the report is the open failure alone, its reason
+/// `says` on stderr as e2fsck's is, no pass run.
+fn refused_without_backup(name: &str, img: &Path, modes: &[&str], says: &str) {
+    for &mode in modes {
+        let args = [mode];
+        let (out, mine) = both_exit(img, &args, 8);
+        assert_eq!(hash_file(&mine), hash_file(img), "[{name}] {args:?} wrote");
+        assert!(!out.contains("Pass 1"), "[{name}] {args:?} {out}");
+    }
+    let run = pfsck(&["-fn".as_ref(), img.as_os_str()]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("pfsck: cannot open"), "[{name}] {err}");
+    assert!(err.contains(says), "[{name}] {err}");
+    if let Some((_, log)) = e2fsck_logged(img, &["-fn"]) {
+        let json = pfsck(&["-fn".as_ref(), "--json".as_ref(), img.as_os_str()]);
+        let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let (mut want, mut got) = (log_codes(&log), report_e2fsck_codes(&json));
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "[{name}] pfsck's codes, then e2fsck's");
+    }
+}
+
+/// The primary superblock's checksum broken on file systems with fewer
+/// blocks per group than a bitmap holds (seed fz34-final, damage 135 and
+/// 60 others: meta_bg, 1 KiB blocks, `-g 1024`; damage 9400: ext2 with
+/// `-g 2048`, metadata_csum turned on by the damage). With the primary
+/// refused, e2fsck does not trust its blocks per group: it looks for a
+/// backup only at block 8193 (1 KiB blocks) or 8 times the block size,
+/// finds none there and stops (8). pfsck took the backup where the
+/// primary put group 1 (block 1025 or 2049) and checked through it
+/// (exit 4).
+#[test]
+fn refused_primary_backup_only_where_e2fsck_looks() {
+    let cases = [
+        (
+            "meta_bg -g 1024",
+            MkfsOpts::ext4()
+                .block_size(1024)
+                .blocks_per_group(1024)
+                .features("meta_bg,^resize_inode"),
+        ),
+        (
+            "-g 2048",
+            MkfsOpts::ext4().block_size(1024).blocks_per_group(2048),
+        ),
+    ];
+    for (name, opts) in cases {
+        let tmp = TempDir::new("fuzz-backup-probe");
+        let img = tmp.join("disk.img");
+        mkfs(&img, 12 * MIB, &opts, None);
+        assert!(dumpe2fs(&img).groups_count() > 4, "[{name}]");
+        // s_feature_compat changed behind the checksum.
+        let at = 1024 + 0x5c;
+        let old = read_at(&img, at, 1)[0];
+        write_at(&img, at, &[old ^ 0x40]);
+        refused_without_backup(name, &img, ALL_MODES, "checksum does not match");
+    }
+}
+
+/// A revision level libext2fs does not know, with a sound checksum
+/// (seed fz34-final, damages 481, 4330, 4524, 6201, 8775, 9957: `ssv
+/// rev_level`; 2635, 5347, 5769, 9624: the field overwritten on ext2/3
+/// without checksums). libext2fs refuses it as "revision too high", and
+/// e2fsck looks for no backup then: it stops (8). pfsck took the backup
+/// at 8193 and checked (exit 4).
+#[test]
+fn revision_too_high_stops_without_a_backup() {
+    let tmp = TempDir::new("fuzz-rev-high");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 12 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    assert!(dumpe2fs(&img).groups_count() > 1);
+    debugfs_w(&img, &["ssv rev_level 2"]);
+    refused_without_backup("rev_level 2", &img, ALL_MODES, "revision level 2");
+}
+
+/// A 64bit file system's descriptor size set to 0 (seed fz34-final,
+/// damage 914: `ssv desc_size 0`). libext2fs refuses the size itself, not
+/// the superblock as corrupt, and e2fsck looks for no backup then; read
+/// again despite errors, a size of 0 is still refused: it stops (8).
+/// pfsck took the backup at 8193 and checked (exit 4).
+#[test]
+fn descriptor_size_zero_stops_without_a_backup() {
+    let tmp = TempDir::new("fuzz-desc-size-0");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 12 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    assert!(dumpe2fs(&img).groups_count() > 1);
+    debugfs_w(&img, &["ssv desc_size 0"]);
+    refused_without_backup("desc_size 0", &img, ALL_MODES, "descriptor size 0");
+}
+
+/// The primary refused for a value, read again despite its errors, and a
+/// value e2fsck's check of the superblock rejects (seed fz34-final,
+/// damages 2274: inodes_count 0 on ext3, and 5898: `ssv inodes_per_group
+/// 12`; one group of 4 KiB blocks, no backup). e2fsck judges the values
+/// before the inodes count, and stops on the value (8). pfsck first asked
+/// about the inodes count (exit 12). (ext3: e2fsck reads the journal
+/// before it judges the values, through the superblock's copy of the
+/// journal inode when the count leaves inode 8 out, which an extent
+/// mapped journal's copy does not survive: it stops there, 12.)
+#[test]
+fn value_judged_before_the_inodes_count() {
+    for (name, cmd, says) in [
+        ("inodes_count 0", "ssv inodes_count 0", "inodes_count = 0"),
+        (
+            "inodes_per_group 12",
+            "ssv inodes_per_group 12",
+            "inodes_per_group = 12",
+        ),
+    ] {
+        let tmp = TempDir::new("fuzz-despite-value");
+        let img = tmp.join("disk.img");
+        mkfs(&img, 16 * MIB, &MkfsOpts::ext3().block_size(4096), None);
+        assert_eq!(dumpe2fs(&img).groups_count(), 1, "[{name}]");
+        debugfs_w(&img, &[cmd]);
+        // -y: e2fsck clears the journal it then reads through the
+        // inodes count it overlooked, before it stops (9).
+        refused_without_backup(name, &img, &["-fn"], says);
+    }
+}
+
+/// The checksum type overwritten with another refused field (seed
+/// fz34-final, damage 3345: the blocks count and `s_checksum_type`).
+/// libext2fs judges the checksum whatever the type says, before any
+/// value: e2fsck stops on the checksum (8). pfsck took a checksum of an
+/// unknown type for no checksum, read the primary despite its errors
+/// and asked about the inodes count (exit 12).
+#[test]
+fn checksum_judged_whatever_its_type() {
+    let tmp = TempDir::new("fuzz-csum-type");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(4096), None);
+    assert_eq!(dumpe2fs(&img).groups_count(), 1);
+    // s_blocks_count_lo raised past a group, then s_checksum_type.
+    write_at(&img, 1024 + 0x4, &[0x00, 0x00, 0x00, 0x01]);
+    write_at(&img, 1024 + 0x175, &[0x07]);
+    refused_without_backup("checksum type", &img, ALL_MODES, "checksum does not match");
+}
