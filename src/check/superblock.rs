@@ -385,9 +385,11 @@ fn primary_refused(
 
 /// The primary read despite its errors: e2fsck's check of the
 /// superblock's values comes first, then the inodes count and the first
-/// meta group. None: stopped (a fatal problem pushed).
+/// meta group, then the first inode (judged against the count pass 0
+/// goes on with, in `open`). None: stopped (a fatal problem pushed).
 fn despite_errors(l: Loaded, opts: &Options, probs: &mut Vec<Problem>) -> Option<Loaded> {
-    if let Some((field, value)) = corrupt_value(&l.sb, &l.geo) {
+    let value = corrupt_value(&l.sb, &l.geo).filter(|&(field, _)| field != "first_ino");
+    if let Some((field, value)) = value {
         probs.push(
             Problem::new(Code::SbCorrupt)
                 .detail(format!("{field} = {value}"))

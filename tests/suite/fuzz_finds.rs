@@ -1951,3 +1951,25 @@ fn checksum_judged_whatever_its_type() {
     write_at(&img, 1024 + 0x175, &[0x07]);
     refused_without_backup("checksum type", &img, ALL_MODES, "checksum does not match");
 }
+
+/// The primary refused for its inodes count, read despite its errors,
+/// with a first inode beyond the count the inodes per group make (seed
+/// fz34-final, damage 2967: `ssv inodes_per_group 9` on bigalloc, one
+/// group). e2fsck asks about the inodes count before it looks at the
+/// first inode; declined, it stops there with the file system marked
+/// with errors (12). pfsck judged the first inode against the count it
+/// would go on with, and stopped on it first (8).
+#[test]
+fn inodes_count_asked_before_the_first_inode() {
+    let tmp = TempDir::new("fuzz-despite-first-ino");
+    let img = tmp.join("disk.img");
+    let mut bigalloc = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    bigalloc.extra_args = vec!["-C".into(), "4096".into()];
+    mkfs(&img, 16 * MIB, &bigalloc, None);
+    assert_eq!(dumpe2fs(&img).groups_count(), 1);
+    debugfs_w(&img, &["ssv inodes_per_group 9"]);
+    let (out, mine) = both_exit(&img, &["-fn"], 12);
+    assert_eq!(hash_file(&mine), hash_file(&img), "-n wrote");
+    assert!(out.contains("inode count 4096"), "{out}");
+    assert!(out.contains("inodes_count = 4096"), "{out}");
+}
