@@ -969,6 +969,12 @@ impl LatchLog {
             if log.stop.is_none() {
                 log.stop = stop_pass(p.code);
             }
+            if p.code == Code::SbUsedBackup {
+                // e2fsck gives its advice before relocating only when it
+                // runs on the primary superblock: the advice is to try
+                // the backup.
+                log.asked.push((catalogue::LATCH_RELOC, None));
+            }
             if p.code == Code::DirBlockCorrupt {
                 last_corrupt = Some((p.args().ino, p.args().blk));
             } else if p.code == Code::StoppedAtCorruptDir {

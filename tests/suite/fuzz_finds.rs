@@ -1952,6 +1952,48 @@ fn checksum_judged_whatever_its_type() {
     refused_without_backup("checksum type", &img, ALL_MODES, "checksum does not match");
 }
 
+/// Group 0's inode table beyond the end of the file system, in the
+/// descriptors pass 0 goes on with (seed fz34-final, damages 409, 6471,
+/// 9277: the primary's on one group, where there is no backup; 2178: the
+/// backup's, the primary refused). e2fsck -n declines the relocation,
+/// and its scan of inodes stops at the table (8): what it declined in
+/// pass 0 counts only through what the passes then find, as it marks
+/// the file system valid again before them, so the abort alone is the
+/// verdict. pfsck counted the declined relocation as an error left
+/// (12). Checking through a backup, e2fsck gives no advice to try the
+/// backup first.
+#[test]
+fn stop_at_inode_table_after_a_declined_relocation() {
+    for (name, backup) in [("primary", false), ("backup", true)] {
+        let tmp = TempDir::new("fuzz-itable-stop");
+        let img = tmp.join("disk.img");
+        if backup {
+            let opts = MkfsOpts::ext3().block_size(1024);
+            mkfs(&img, 16 * MIB, &opts, None);
+            debugfs_w(&img, &["ssv log_cluster_size 4294967295"]);
+            // bg_inode_table of group 0 in the backup table at 8194.
+            write_at(&img, 8194 * 1024 + 8, &[0xff; 4]);
+        } else {
+            mkfs(&img, 16 * MIB, &MkfsOpts::ext2().block_size(4096), None);
+            assert_eq!(dumpe2fs(&img).groups_count(), 1);
+            debugfs_w(&img, &["set_bg 0 inode_table 17137"]);
+        }
+        let (out, mine) = both_exit(&img, &["-fn"], 8);
+        assert_eq!(hash_file(&mine), hash_file(&img), "[{name}] -n wrote");
+        assert!(out.contains("Relocate? no"), "[{name}] {out}");
+        assert!(out.contains("The check stops at group 0"), "[{name}] {out}");
+        assert!(!out.contains("errors are left"), "[{name}] {out}");
+        if let Some((_, log)) = e2fsck_logged(&img, &["-fn"]) {
+            let json = pfsck(&["-fn".as_ref(), "--json".as_ref(), img.as_os_str()]);
+            let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+            let (mut want, mut got) = (log_codes(&log), report_e2fsck_codes(&json));
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!(got, want, "[{name}] pfsck's codes, then e2fsck's");
+        }
+    }
+}
+
 /// The primary refused for its inodes count, read despite its errors,
 /// with a first inode beyond the count the inodes per group make (seed
 /// fz34-final, damage 2967: `ssv inodes_per_group 9` on bigalloc, one
