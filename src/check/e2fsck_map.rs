@@ -667,6 +667,14 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .chain(std::iter::once(Ref::of(0x000004, None)))
                 .collect();
         }
+        // The primary refused, then read despite its errors with bad
+        // descriptors (`num` 2): both refusals, before the backup.
+        (Code::SbUsedBackup, 0x000045) if a.num == Some(2) => {
+            return [0x000044, 0x000045]
+                .into_iter()
+                .map(|code| Ref::of(code, None))
+                .collect();
+        }
         // The primary refused, read again despite its errors: the
         // refusal, the superblock judged unusable, the field named.
         (Code::SbCorrupt, 0x00000B) => {

@@ -359,7 +359,13 @@ fn primary_refused(
         .flatten()
         .filter(|l| l.sb.inodes_count != l.geo.inodes_count || l.geo.first_meta_bg_too_big());
     if let Some(l) = despite {
-        return despite_errors(l, opts, probs);
+        return Some(match despite_backup(dev, &l, refusal) {
+            Some(b) => {
+                probs.push(b.1);
+                b.0
+            }
+            None => despite_errors(l, opts, probs)?,
+        });
     }
     let e = refusal.text();
     let e = match other_fs_signature(dev) {
@@ -381,6 +387,30 @@ fn primary_refused(
             .e2fsck(0x000044),
     );
     None
+}
+
+/// The primary read despite its errors, and its descriptors look bad:
+/// e2fsck, overlooking superblock errors still, takes the backup where
+/// that primary puts group 1 if it opens (no backup with a single group),
+/// with the problem saying so (the primary refused twice).
+fn despite_backup(dev: &Device, p: &Loaded, refusal: &Refusal) -> Option<(Loaded, Problem)> {
+    if p.geo.groups < 2 || desc_problems(&p.sb, &p.geo, &p.gds).is_empty() {
+        return None;
+    }
+    let bs = p.geo.block_size;
+    let off = p.geo.group_first_block(1).checked_mul(u64::from(bs))?;
+    let b = load(dev, off, Some(bs), Geometry::despite_inodes_count).ok()?;
+    let why = format!(
+        "the primary superblock is damaged: {}; read despite it, \
+         its group descriptors look bad",
+        refusal.text()
+    );
+    let prob = Problem::new(Code::SbUsedBackup)
+        .blk(Blk(b.sb_block))
+        .detail(why)
+        .num(2)
+        .e2fsck(0x000045);
+    Some((b, prob))
 }
 
 /// The primary read despite its errors: e2fsck's check of the

@@ -2015,3 +2015,35 @@ fn inodes_count_asked_before_the_first_inode() {
     assert!(out.contains("inode count 4096"), "{out}");
     assert!(out.contains("inodes_count = 4096"), "{out}");
 }
+
+/// The primary refused for its inodes count, read despite its errors,
+/// and its descriptors then looking bad (seed fz34-final, damage 5971:
+/// `ssv inodes_per_group 7452` on meta_bg with `-g 1024`, the inode
+/// tables no longer where the count puts them). e2fsck, still
+/// overlooking superblock errors, tries the backup where that primary
+/// puts group 1 (block 1025), takes it and checks (4; -y repairs).
+/// pfsck judged the primary's values and stopped (8; 12 before).
+#[test]
+fn despite_errors_then_the_backup_of_group_1() {
+    let tmp = TempDir::new("fuzz-despite-backup");
+    let img = tmp.join("disk.img");
+    let opts = MkfsOpts::ext4()
+        .block_size(1024)
+        .blocks_per_group(1024)
+        .features("meta_bg,^resize_inode");
+    mkfs(&img, 12 * MIB, &opts, None);
+    debugfs_w(&img, &["ssv inodes_per_group 7452"]);
+    if let Some((_, log)) = e2fsck_logged(&img, &["-fn"]) {
+        let json = pfsck(&["-fn".as_ref(), "--json".as_ref(), img.as_os_str()]);
+        let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let opening =
+            |codes: Vec<u32>| -> Vec<u32> { codes.into_iter().filter(|c| *c < 0x10000).collect() };
+        assert_eq!(
+            opening(report_e2fsck_codes(&json)),
+            opening(log_codes(&log)),
+            "pfsck's pass 0 codes, then e2fsck's"
+        );
+    }
+    let (fn_out, _) = judged_by_oracle("inodes_per_group 7452", &img, 4, 1);
+    assert!(fn_out.contains("using the copy at block 1025"), "{fn_out}");
+}
