@@ -354,6 +354,21 @@ fn primary_refused(
         probs.push(checksum_refusal());
         return None;
     }
+    if let Refusal::DescSize(size) = refusal
+        && *size != 0
+        && let Some(b) = desc_size_backup(dev)
+    {
+        probs.push(
+            Problem::new(Code::SbUsedBackup)
+                .blk(Blk(b.sb_block))
+                .detail(format!(
+                    "the primary superblock is damaged: {}",
+                    refusal.text()
+                ))
+                .e2fsck(0x000045),
+        );
+        return Some(b);
+    }
     let despite = matches!(refusal, Refusal::Corrupt(_) | Refusal::DescSize(_))
         .then(|| load(dev, SUPERBLOCK_OFFSET, None, Geometry::despite_inodes_count).ok())
         .flatten()
@@ -387,6 +402,26 @@ fn primary_refused(
             .e2fsck(0x000044),
     );
     None
+}
+
+/// A primary refused for a descriptor size other than 0: read despite
+/// its errors, libext2fs overlooks the size, and its check of the
+/// descriptors refuses it instead, which sends e2fsck to the backup
+/// where the primary puts group 1 (none with a single group).
+fn desc_size_backup(dev: &Device) -> Option<Loaded> {
+    let mut b = vec![0u8; SUPERBLOCK_SIZE];
+    dev.read_at(SUPERBLOCK_OFFSET, &mut b).ok()?;
+    let sb = Superblock::parse(&b);
+    let bs = sb.block_size()?;
+    let (fdb, bpg) = (
+        u64::from(sb.first_data_block),
+        u64::from(sb.blocks_per_group),
+    );
+    if bpg == 0 || sb.blocks_count.saturating_sub(fdb).div_ceil(bpg) < 2 {
+        return None;
+    }
+    let off = (fdb + bpg).checked_mul(u64::from(bs))?;
+    load(dev, off, Some(bs), Geometry::despite_inodes_count).ok()
 }
 
 /// The primary read despite its errors, and its descriptors look bad:

@@ -2047,3 +2047,24 @@ fn despite_errors_then_the_backup_of_group_1() {
     let (fn_out, _) = judged_by_oracle("inodes_per_group 7452", &img, 4, 1);
     assert!(fn_out.contains("using the copy at block 1025"), "{fn_out}");
 }
+
+/// A 64bit descriptor size other than 0 that libext2fs refuses (seed
+/// fz34-final, damage 8281: `ssv desc_size 23`). e2fsck looks for no
+/// backup after that refusal, but reads the primary again despite its
+/// errors, which overlooks the size; its check of the descriptors then
+/// refuses the size and sends it to the backup of group 1, which it
+/// takes (-n 4, -y repairs). This branch's first commit stopped on the
+/// size (8).
+#[test]
+fn bad_descriptor_size_despite_errors_then_the_backup() {
+    for size in ["23", "96"] {
+        let tmp = TempDir::new("fuzz-desc-size-backup");
+        let img = tmp.join("disk.img");
+        let opts = MkfsOpts::ext4().block_size(1024).features("64bit");
+        mkfs(&img, 12 * MIB, &opts, None);
+        assert!(dumpe2fs(&img).groups_count() > 1);
+        debugfs_w(&img, &[format!("ssv desc_size {size}")]);
+        let (fn_out, _) = judged_by_oracle(size, &img, 4, 1);
+        assert!(fn_out.contains("using the copy at block 8193"), "{fn_out}");
+    }
+}
