@@ -694,6 +694,14 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
                 .chain(std::iter::once(Ref::of(0x000004, None)))
                 .collect();
         }
+        // The primary refused, then read despite its errors with bad
+        // descriptors (`num` 2): both refusals, before the backup.
+        (Code::SbUsedBackup, 0x000045) if a.num == Some(2) => {
+            return [0x000044, 0x000045]
+                .into_iter()
+                .map(|code| Ref::of(code, None))
+                .collect();
+        }
         // A field out of range: the library's refusals of the primary
         // before (`num`, one when not given), then the field named with
         // the superblock judged unusable after it.
@@ -999,6 +1007,12 @@ impl LatchLog {
         for p in problems {
             if log.stop.is_none() {
                 log.stop = stop_pass(p.code);
+            }
+            if p.code == Code::SbUsedBackup {
+                // e2fsck gives its advice before relocating only when it
+                // runs on the primary superblock: the advice is to try
+                // the backup.
+                log.asked.push((catalogue::LATCH_RELOC, None));
             }
             if p.code == Code::DirBlockCorrupt {
                 last_corrupt = Some((p.args().ino, p.args().blk));

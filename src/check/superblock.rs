@@ -32,7 +32,65 @@ struct Loaded {
     gd_raw: Vec<u8>,
 }
 
-fn load_at(dev: &Device, offset: u64, want_bs: Option<u32>) -> std::result::Result<Loaded, String> {
+/// Why libext2fs refuses to open a superblock. What e2fsck does next
+/// depends on which refusal it is, and the library looks in this order:
+/// the magic number, the checksum, the revision, then the values.
+enum Refusal {
+    /// No ext2 magic number where the superblock should be.
+    Magic,
+    /// metadata_csum, and the stored checksum is not the computed one.
+    Checksum,
+    /// A revision newer than any libext2fs knows.
+    Revision(u32),
+    /// A 64bit descriptor size libext2fs refuses.
+    DescSize(u32),
+    /// A value out of the range libext2fs accepts ("corrupt superblock").
+    Corrupt(String),
+    /// Anything else: unreadable, or its block size is not the one asked.
+    Other(String),
+}
+
+impl Refusal {
+    fn text(&self) -> String {
+        match self {
+            Refusal::Magic => "bad magic number in superblock".into(),
+            Refusal::Checksum => "its checksum does not match".into(),
+            Refusal::Revision(rev) => format!(
+                "revision level {rev} is newer than any this checker knows \
+                 (or the superblock is damaged)"
+            ),
+            Refusal::DescSize(size) => format!("group descriptor size {size} is invalid"),
+            Refusal::Corrupt(e) | Refusal::Other(e) => e.clone(),
+        }
+    }
+
+    /// Does e2fsck look for a backup superblock after this refusal of the
+    /// primary? Only after these three; any other stops it.
+    fn tries_backup(&self) -> bool {
+        matches!(
+            self,
+            Refusal::Magic | Refusal::Checksum | Refusal::Corrupt(_)
+        )
+    }
+}
+
+/// A 64bit descriptor size libext2fs refuses, judged where it judges it:
+/// after the block and inode sizes (whose refusal is a corrupt superblock).
+fn bad_desc_size(sb: &Superblock) -> Option<u32> {
+    let bs = sb.block_size()?;
+    let inode = sb.inode_size();
+    if inode < 128 || inode > bs || !inode.is_power_of_two() || !sb.is_64bit() {
+        return None;
+    }
+    let size = sb.desc_size();
+    (!(64..=1024).contains(&size) || !size.is_power_of_two()).then_some(size)
+}
+
+fn load_at(
+    dev: &Device,
+    offset: u64,
+    want_bs: Option<u32>,
+) -> std::result::Result<Loaded, Refusal> {
     load(dev, offset, want_bs, Geometry::new)
 }
 
@@ -41,22 +99,29 @@ fn load(
     offset: u64,
     want_bs: Option<u32>,
     geometry: fn(&Superblock) -> std::result::Result<Geometry, String>,
-) -> std::result::Result<Loaded, String> {
+) -> std::result::Result<Loaded, Refusal> {
     let mut b = vec![0u8; SUPERBLOCK_SIZE];
-    dev.read_at(offset, &mut b).map_err(|e| e.to_string())?;
+    dev.read_at(offset, &mut b)
+        .map_err(|e| Refusal::Other(e.to_string()))?;
     let sb = Superblock::parse(&b);
     if sb.magic != EXT2_MAGIC {
-        return Err("bad magic number in superblock".into());
+        return Err(Refusal::Magic);
+    }
+    if !csum_ok(&sb) {
+        return Err(Refusal::Checksum);
     }
     if sb.rev_level > 1 {
-        return Err(format!("revision level {} is not supported", sb.rev_level));
+        return Err(Refusal::Revision(sb.rev_level));
     }
-    let geo = geometry(&sb)?;
+    if let Some(size) = bad_desc_size(&sb) {
+        return Err(Refusal::DescSize(size));
+    }
+    let geo = geometry(&sb).map_err(Refusal::Corrupt)?;
     if want_bs.is_some_and(|bs| bs != geo.block_size) {
-        return Err("block size does not match".into());
+        return Err(Refusal::Other("block size does not match".into()));
     }
     let sb_block = offset / u64::from(geo.block_size);
-    let (gds, gd_raw) = read_descriptors(dev, &geo, sb_block)?;
+    let (gds, gd_raw) = read_descriptors(dev, &geo, sb_block).map_err(Refusal::Other)?;
     Ok(Loaded {
         sb,
         geo,
@@ -113,18 +178,6 @@ fn same_places(a: &[GroupDesc], b: &[GroupDesc]) -> bool {
         })
 }
 
-/// A primary superblock with the right magic number and checksum type
-/// whose checksum does not match, read as it is (any other field may be
-/// what made it unreadable).
-fn primary_checksum_refused(dev: &Device) -> bool {
-    let mut b = vec![0u8; SUPERBLOCK_SIZE];
-    if dev.read_at(SUPERBLOCK_OFFSET, &mut b).is_err() {
-        return false;
-    }
-    let sb = Superblock::parse(&b);
-    sb.magic == EXT2_MAGIC && sb.checksum_type == superblock::CSUM_TYPE_CRC32C && !csum_ok(&sb)
-}
-
 /// The primary refused for its checksum with no usable backup: fatal, as
 /// e2fsck's open (its refusal, then the superblock judged unusable).
 fn checksum_refusal() -> Problem {
@@ -137,16 +190,28 @@ fn checksum_refusal() -> Problem {
         .e2fsck(0x000044)
 }
 
-/// Where e2fsck looks for a backup superblock: group 1 for each possible
-/// block size.
-fn backup_candidates() -> Vec<(u64, u32)> {
+/// Where e2fsck looks for a backup once its library refused the primary
+/// superblock (whose blocks per group it then does not trust): group 1
+/// of a file system with a bitmap's worth of blocks per group, for each
+/// block size in turn, the first holding the magic number and that block
+/// size; 8193 with 1 KiB blocks when none does. A block size given with
+/// -B is taken as it is.
+fn backup_probe(dev: &Device, blocksize: Option<u32>) -> (u64, u32) {
+    let group1 = |bs: u32| u64::from(bs) * 8 + u64::from(bs == 1024);
+    if let Some(bs) = blocksize {
+        return (group1(bs), bs);
+    }
     (0..=6)
-        .map(|l| {
-            let bs = 1024u32 << l;
-            let blk = u64::from(bs) * 8 + if bs == 1024 { 1 } else { 0 };
-            (blk * u64::from(bs), bs)
+        .map(|l| 1024u32 << l)
+        .find(|&bs| {
+            let mut b = vec![0u8; SUPERBLOCK_SIZE];
+            let sb = group1(bs)
+                .checked_mul(u64::from(bs))
+                .is_some_and(|off| dev.read_at(off, &mut b).is_ok())
+                .then(|| Superblock::parse(&b));
+            sb.is_some_and(|sb| sb.magic == EXT2_MAGIC && sb.block_size() == Some(bs))
         })
-        .collect()
+        .map_or((8193, 1024), |bs| (group1(bs), bs))
 }
 
 /// The superblock named with -b, tried with each block size (or the one
@@ -167,7 +232,7 @@ fn load_named(dev: &Device, sbn: u64, opts: &Options, probs: &mut Vec<Problem>) 
                 found = Some(l);
                 break;
             }
-            Err(e) => last_err = e,
+            Err(e) => last_err = e.text(),
         }
     }
     Some(match found {
@@ -179,7 +244,10 @@ fn load_named(dev: &Device, sbn: u64, opts: &Options, probs: &mut Vec<Problem>) 
         {
             let why = match load_at(dev, SUPERBLOCK_OFFSET, None) {
                 Ok(_) => "named with -b".to_string(),
-                Err(e) => format!("named with -b; the primary superblock is damaged: {e}"),
+                Err(e) => format!(
+                    "named with -b; the primary superblock is damaged: {}",
+                    e.text()
+                ),
             };
             probs.push(
                 Problem::new(Code::SbUsedBackup)
@@ -198,158 +266,229 @@ fn load_named(dev: &Device, sbn: u64, opts: &Options, probs: &mut Vec<Problem>) 
     })
 }
 
-/// The primary superblock, or the first good backup where e2fsck looks;
-/// None: no usable one (a fatal problem pushed).
+/// The primary superblock, or a backup where e2fsck looks for one; None:
+/// no usable one (a fatal problem pushed).
 fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<Loaded> {
-    Some(match load_at(dev, SUPERBLOCK_OFFSET, None) {
-        Ok(l) if desc_problems(&l.sb, &l.geo, &l.gds).is_empty() && csum_ok(&l.sb) => l,
+    let refusal = match load_at(dev, SUPERBLOCK_OFFSET, None) {
+        Ok(l) if desc_problems(&l.sb, &l.geo, &l.gds).is_empty() => return Some(l),
         // libext2fs refuses incompat features it does not know before it
         // reads the descriptors, and e2fsck looks for no backup then: the
         // primary stands, for `open` to stop on its features.
-        Ok(l) if csum_ok(&l.sb) && l.sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT != 0 => {
-            l
+        Ok(l) if l.sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT != 0 => return Some(l),
+        Ok(l) => return Some(descriptors_refused(dev, l, probs)),
+        Err(r) => r,
+    };
+    if refusal.tries_backup() {
+        let (blk, bs) = backup_probe(dev, opts.blocksize);
+        // e2fsck takes the backup if its library opens it, whatever its
+        // descriptors (the rest of pass 0 judges them); if not, it stops.
+        let backup = blk
+            .checked_mul(u64::from(bs))
+            .and_then(|off| load_at(dev, off, Some(bs)).ok());
+        if let Some(b) = backup {
+            probs.push(
+                Problem::new(Code::SbUsedBackup)
+                    .blk(Blk(b.sb_block))
+                    .detail(format!(
+                        "the primary superblock is damaged: {}",
+                        refusal.text()
+                    ))
+                    .e2fsck(0x000044),
+            );
+            return Some(b);
         }
-        primary => {
-            let why = match &primary {
-                Ok(l) if !csum_ok(&l.sb) => "its checksum does not match".to_string(),
-                Ok(_) => "group descriptors look bad".to_string(),
-                Err(e) => e.clone(),
-            };
-            // A readable primary says where group 1 starts (e2fsck
-            // looks there first); otherwise mke2fs's default geometry.
-            let from_primary = primary.as_ref().ok().and_then(|p| {
-                let blk = p.geo.group_first_block(1);
-                let bs = p.geo.block_size;
-                (p.geo.groups > 1).then(|| (blk.checked_mul(u64::from(bs)), bs))
-            });
-            // e2fsck takes any backup that opens and judges its
-            // descriptors with the rest of pass 0. One that puts every
-            // group's metadata where the primary does is passed over: it
-            // changes nothing, and once a repair restored the primary from
-            // it, taking it again would restore it again round after round.
-            let primary_gds = primary.as_ref().ok().map(|l| l.gds.as_slice());
-            let backup = from_primary
-                .and_then(|(off, bs)| off.map(|o| (o, bs)))
-                .into_iter()
-                .chain(backup_candidates())
-                .filter_map(|(off, bs)| load_at(dev, off, Some(bs)).ok())
-                .find(|l| {
-                    csum_ok(&l.sb)
-                        && (desc_problems(&l.sb, &l.geo, &l.gds).is_empty()
-                            || primary_gds.is_none_or(|p| !same_places(p, &l.gds)))
-                });
-            // No backup where e2fsck looks: like e2fsck, load the
-            // primary again overlooking a wrong inodes count (the one
-            // field its second try forgives), which pass 0 reports.
-            let despite = || {
-                load(dev, SUPERBLOCK_OFFSET, None, Geometry::despite_inodes_count)
-                    .ok()
-                    .filter(|l| {
-                        l.sb.inodes_count != l.geo.inodes_count || l.geo.first_meta_bg_too_big()
-                    })
-            };
-            match (primary, backup) {
-                (primary, Some(b)) => {
-                    // e2fsck logs why its library refused the
-                    // primary: the superblock itself, or its group
-                    // descriptors.
-                    let e2 = match &primary {
-                        Ok(l) if csum_ok(&l.sb) => 0x000045,
-                        _ => 0x000044,
-                    };
-                    probs.push(
-                        Problem::new(Code::SbUsedBackup)
-                            .blk(Blk(b.sb_block))
-                            .detail(format!("the primary superblock is damaged: {why}"))
-                            .e2fsck(e2),
-                    );
-                    b
-                }
-                // A wrong checksum says some field of the superblock is
-                // not what the kernel wrote, but not which: e2fsck logs
-                // its library's refusal, judges the superblock unusable
-                // and stops in every mode. Checking on would bless
-                // whatever field was damaged, and a repair would seal it
-                // with a fresh checksum.
-                (Ok(p), None) if !csum_ok(&p.sb) => {
-                    probs.push(checksum_refusal());
-                    return None;
-                }
-                // The library judges the checksum before any field but
-                // the magic number: a primary refused for a field is
-                // refused for its checksum first.
-                (Err(_), None) if primary_checksum_refused(dev) => {
-                    probs.push(checksum_refusal());
-                    return None;
-                }
-                (Ok(p), None) => {
-                    probs.push(Problem::new(Code::GdRejectedNoBackup).detail(why));
-                    p
-                }
-                (Err(_), None) if let Some(l) = despite() => {
-                    if l.geo.first_meta_bg_too_big() {
-                        // e2fsck -n declines and checks on with the
-                        // descriptors where the field can put them.
-                        probs.push(
-                            Problem::new(Code::SbFirstMetaBg)
-                                .num(u64::from(l.sb.first_meta_bg))
-                                .num2(u64::from(l.geo.desc_blocks)),
-                        );
-                    }
-                    if l.sb.inodes_count == l.geo.inodes_count {
-                        l
-                    } else {
-                        probs.push(
-                            Problem::new(Code::SbInodesCount)
-                                .num(u64::from(l.sb.inodes_count))
-                                .num2(u64::from(l.geo.inodes_count)),
-                        );
-                        if !opts.repairing {
-                            // e2fsck -n answers no and stops there.
-                            probs.push(
-                                Problem::new(Code::SbCorrupt)
-                                    .detail(format!("inodes_count = {}", l.sb.inodes_count))
-                                    .e2fsck(0x00000B),
-                            );
-                            return None;
-                        }
-                        l
-                    }
-                }
-                (Err(e), None) => {
-                    let e = match other_fs_signature(dev) {
-                        Some(kind) => format!("{e} (the device holds {kind})"),
-                        None => e,
-                    };
-                    // e2fsck logs each open its library refuses: a
-                    // second one where the magic number is right, as
-                    // it tries again overlooking the superblock's
-                    // errors.
-                    let mut raw = vec![0u8; SUPERBLOCK_SIZE];
-                    let sb = dev
-                        .read_at(SUPERBLOCK_OFFSET, &mut raw)
-                        .map(|()| Superblock::parse(&raw))
-                        .ok();
-                    let magic_ok = sb.as_ref().is_some_and(|s| s.magic == EXT2_MAGIC);
-                    // A revision too high is no refusal e2fsck tries
-                    // again after, or logs: the superblock is just judged
-                    // unusable.
-                    if magic_ok && sb.is_some_and(|s| s.rev_level > 1) {
-                        probs.push(Problem::new(Code::SbCorrupt).detail(e));
-                        return None;
-                    }
-                    let tries = if magic_ok { 2 } else { 1 };
-                    probs.push(
-                        Problem::new(Code::SbCorrupt)
-                            .detail(e)
-                            .num(tries)
-                            .e2fsck(0x000044),
-                    );
-                    return None;
-                }
+    }
+    primary_refused(dev, opts, &refusal, probs)
+}
+
+/// The primary opened but its descriptors look bad: e2fsck then trusts
+/// its geometry and tries the backup at the start of group 1 alone,
+/// unless there is no group 1. One that puts every group's metadata
+/// where the primary does is passed over: it changes nothing, and once a
+/// repair restored the primary from it, taking it again would restore it
+/// again round after round.
+fn descriptors_refused(dev: &Device, p: Loaded, probs: &mut Vec<Problem>) -> Loaded {
+    let why = "group descriptors look bad";
+    let bs = p.geo.block_size;
+    let backup = (p.geo.groups > 1)
+        .then(|| p.geo.group_first_block(1).checked_mul(u64::from(bs)))
+        .flatten()
+        .and_then(|off| load_at(dev, off, Some(bs)).ok())
+        .filter(|b| {
+            desc_problems(&b.sb, &b.geo, &b.gds).is_empty() || !same_places(&p.gds, &b.gds)
+        });
+    match backup {
+        Some(b) => {
+            probs.push(
+                Problem::new(Code::SbUsedBackup)
+                    .blk(Blk(b.sb_block))
+                    .detail(format!("the primary superblock is damaged: {why}"))
+                    .e2fsck(0x000045),
+            );
+            b
+        }
+        None => {
+            probs.push(Problem::new(Code::GdRejectedNoBackup).detail(why));
+            p
+        }
+    }
+}
+
+/// The primary refused and no backup taken: e2fsck stops, unless its
+/// library opens the primary when told to overlook a wrong inodes count
+/// or first meta group (after a refusal of a value or of the descriptor
+/// size), which pass 0 then reports. None: stopped (a fatal problem
+/// pushed).
+fn primary_refused(
+    dev: &Device,
+    opts: &Options,
+    refusal: &Refusal,
+    probs: &mut Vec<Problem>,
+) -> Option<Loaded> {
+    // A wrong checksum says some field of the superblock is not what the
+    // kernel wrote, but not which: e2fsck logs its library's refusal,
+    // judges the superblock unusable and stops in every mode. Checking on
+    // would bless whatever field was damaged, and a repair would seal it
+    // with a fresh checksum.
+    if matches!(refusal, Refusal::Checksum) {
+        probs.push(checksum_refusal());
+        return None;
+    }
+    if let Refusal::DescSize(size) = refusal
+        && *size != 0
+        && let Some(b) = desc_size_backup(dev)
+    {
+        probs.push(
+            Problem::new(Code::SbUsedBackup)
+                .blk(Blk(b.sb_block))
+                .detail(format!(
+                    "the primary superblock is damaged: {}",
+                    refusal.text()
+                ))
+                .e2fsck(0x000045),
+        );
+        return Some(b);
+    }
+    let despite = matches!(refusal, Refusal::Corrupt(_) | Refusal::DescSize(_))
+        .then(|| load(dev, SUPERBLOCK_OFFSET, None, Geometry::despite_inodes_count).ok())
+        .flatten()
+        .filter(|l| l.sb.inodes_count != l.geo.inodes_count || l.geo.first_meta_bg_too_big());
+    if let Some(l) = despite {
+        return Some(match despite_backup(dev, &l, refusal) {
+            Some(b) => {
+                probs.push(b.1);
+                b.0
             }
-        }
-    })
+            None => despite_errors(l, opts, probs)?,
+        });
+    }
+    let e = refusal.text();
+    let e = match other_fs_signature(dev) {
+        Some(kind) => format!("{e} (the device holds {kind})"),
+        None => e,
+    };
+    // e2fsck logs each refusal that sends it to a backup: a second one
+    // after a refused value, as it tries again overlooking the
+    // superblock's errors and is refused again.
+    let tries = match refusal {
+        Refusal::Magic => 1,
+        Refusal::Corrupt(_) => 2,
+        _ => 0,
+    };
+    probs.push(
+        Problem::new(Code::SbCorrupt)
+            .detail(e)
+            .num(tries)
+            .e2fsck(0x000044),
+    );
+    None
+}
+
+/// A primary refused for a descriptor size other than 0: read despite
+/// its errors, libext2fs overlooks the size, and its check of the
+/// descriptors refuses it instead, which sends e2fsck to the backup
+/// where the primary puts group 1 (none with a single group).
+fn desc_size_backup(dev: &Device) -> Option<Loaded> {
+    let mut b = vec![0u8; SUPERBLOCK_SIZE];
+    dev.read_at(SUPERBLOCK_OFFSET, &mut b).ok()?;
+    let sb = Superblock::parse(&b);
+    let bs = sb.block_size()?;
+    let (fdb, bpg) = (
+        u64::from(sb.first_data_block),
+        u64::from(sb.blocks_per_group),
+    );
+    if bpg == 0 || sb.blocks_count.saturating_sub(fdb).div_ceil(bpg) < 2 {
+        return None;
+    }
+    let off = (fdb + bpg).checked_mul(u64::from(bs))?;
+    load(dev, off, Some(bs), Geometry::despite_inodes_count).ok()
+}
+
+/// The primary read despite its errors, and its descriptors look bad:
+/// e2fsck, overlooking superblock errors still, takes the backup where
+/// that primary puts group 1 if it opens (no backup with a single group),
+/// with the problem saying so (the primary refused twice).
+fn despite_backup(dev: &Device, p: &Loaded, refusal: &Refusal) -> Option<(Loaded, Problem)> {
+    if p.geo.groups < 2 || desc_problems(&p.sb, &p.geo, &p.gds).is_empty() {
+        return None;
+    }
+    let bs = p.geo.block_size;
+    let off = p.geo.group_first_block(1).checked_mul(u64::from(bs))?;
+    let b = load(dev, off, Some(bs), Geometry::despite_inodes_count).ok()?;
+    let why = format!(
+        "the primary superblock is damaged: {}; read despite it, \
+         its group descriptors look bad",
+        refusal.text()
+    );
+    let prob = Problem::new(Code::SbUsedBackup)
+        .blk(Blk(b.sb_block))
+        .detail(why)
+        .num(2)
+        .e2fsck(0x000045);
+    Some((b, prob))
+}
+
+/// The primary read despite its errors: e2fsck's check of the
+/// superblock's values comes first, then the inodes count and the first
+/// meta group, then the first inode (judged against the count pass 0
+/// goes on with, in `open`). None: stopped (a fatal problem pushed).
+fn despite_errors(l: Loaded, opts: &Options, probs: &mut Vec<Problem>) -> Option<Loaded> {
+    let value = corrupt_value(&l.sb, &l.geo).filter(|&(field, _)| field != "first_ino");
+    if let Some((field, value)) = value {
+        probs.push(
+            Problem::new(Code::SbCorrupt)
+                .detail(format!("{field} = {value}"))
+                .e2fsck(0x00000B),
+        );
+        return None;
+    }
+    if l.geo.first_meta_bg_too_big() {
+        // e2fsck -n declines and checks on with the descriptors where
+        // the field can put them.
+        probs.push(
+            Problem::new(Code::SbFirstMetaBg)
+                .num(u64::from(l.sb.first_meta_bg))
+                .num2(u64::from(l.geo.desc_blocks)),
+        );
+    }
+    if l.sb.inodes_count == l.geo.inodes_count {
+        return Some(l);
+    }
+    probs.push(
+        Problem::new(Code::SbInodesCount)
+            .num(u64::from(l.sb.inodes_count))
+            .num2(u64::from(l.geo.inodes_count)),
+    );
+    if !opts.repairing {
+        // e2fsck -n answers no and stops there.
+        probs.push(
+            Problem::new(Code::SbCorrupt)
+                .detail(format!("inodes_count = {}", l.sb.inodes_count))
+                .e2fsck(0x00000B),
+        );
+        return None;
+    }
+    Some(l)
 }
 
 pub fn open(dev: Device, opts: &Options) -> Result<Opened> {

@@ -34,11 +34,19 @@ const PASS_HEADERS: [(Pass, &str); 5] = [
 
 pub fn exit_code(rep: &Report) -> i32 {
     let mut code = EXIT_OK;
-    // e2fsck asks nothing about a problem it only stops at.
+    // e2fsck marks the file system valid again once its checks of the
+    // superblock and descriptors are done: what it declined there makes
+    // its verdict through what the passes then find, which a check that
+    // stops in them (e2fsck -n aborting) may never reach. A declined
+    // relocation of an inode table outside the file system, and the scan
+    // of inodes stopping at it, exit 8 alone. And e2fsck asks nothing
+    // about a problem it only stops at.
+    let stop = stopped(rep);
     let counted = |p: &Problem| {
         p.spec().severity == Severity::Error
             && !e2fsck_map::before_valid(p)
             && !e2fsck_map::stops_after(p)
+            && (!stop || p.spec().pass != Pass::Super)
     };
     if rep
         .problems
@@ -48,7 +56,7 @@ pub fn exit_code(rep: &Report) -> i32 {
         code |= EXIT_UNCORRECTED;
     }
     // e2fsck -n aborts where it stops, and an abort adds 8 to its code.
-    if rep.has_fatal() || stopped(rep) {
+    if rep.has_fatal() || stop {
         code |= EXIT_OPERATIONAL;
     }
     code

@@ -2146,3 +2146,265 @@ fn bitmap_relocated_on_bigalloc() {
         }
     }
 }
+
+// ---- seed fz34-final: which superblock e2fsck opens ----
+
+const ALL_MODES: &[&str] = &["-fn", "-fy", "-fp"];
+
+/// `img`'s primary superblock refused with no backup e2fsck takes: in
+/// each of `modes` both stop (8) without writing, e2fsck's codes are
+/// pfsck's (-n), and the report is the open failure alone, its reason
+/// `says` on stderr as e2fsck's is, no pass run.
+fn refused_without_backup(name: &str, img: &Path, modes: &[&str], says: &str) {
+    for &mode in modes {
+        let args = [mode];
+        let (out, mine) = both_exit(img, &args, 8);
+        assert_eq!(hash_file(&mine), hash_file(img), "[{name}] {args:?} wrote");
+        assert!(!out.contains("Pass 1"), "[{name}] {args:?} {out}");
+    }
+    let run = pfsck(&["-fn".as_ref(), img.as_os_str()]);
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("pfsck: cannot open"), "[{name}] {err}");
+    assert!(err.contains(says), "[{name}] {err}");
+    if let Some((_, log)) = e2fsck_logged(img, &["-fn"]) {
+        let json = pfsck(&["-fn".as_ref(), "--json".as_ref(), img.as_os_str()]);
+        let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let (mut want, mut got) = (log_codes(&log), report_e2fsck_codes(&json));
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "[{name}] pfsck's codes, then e2fsck's");
+    }
+}
+
+/// The primary superblock's checksum broken on file systems with fewer
+/// blocks per group than a bitmap holds (seed fz34-final, damage 135 and
+/// 60 others: meta_bg, 1 KiB blocks, `-g 1024`; damage 9400: ext2 with
+/// `-g 2048`, metadata_csum turned on by the damage). With the primary
+/// refused, e2fsck does not trust its blocks per group: it looks for a
+/// backup only at block 8193 (1 KiB blocks) or 8 times the block size,
+/// finds none there and stops (8). pfsck took the backup where the
+/// primary put group 1 (block 1025 or 2049) and checked through it
+/// (exit 4).
+#[test]
+fn refused_primary_backup_only_where_e2fsck_looks() {
+    let cases = [
+        (
+            "meta_bg -g 1024",
+            MkfsOpts::ext4()
+                .block_size(1024)
+                .blocks_per_group(1024)
+                .features("meta_bg,^resize_inode"),
+        ),
+        (
+            "-g 2048",
+            MkfsOpts::ext4().block_size(1024).blocks_per_group(2048),
+        ),
+    ];
+    for (name, opts) in cases {
+        let tmp = TempDir::new("fuzz-backup-probe");
+        let img = tmp.join("disk.img");
+        mkfs(&img, 12 * MIB, &opts, None);
+        assert!(dumpe2fs(&img).groups_count() > 4, "[{name}]");
+        // s_feature_compat changed behind the checksum.
+        let at = 1024 + 0x5c;
+        let old = read_at(&img, at, 1)[0];
+        write_at(&img, at, &[old ^ 0x40]);
+        refused_without_backup(name, &img, ALL_MODES, "checksum does not match");
+    }
+}
+
+/// A revision level libext2fs does not know, with a sound checksum
+/// (seed fz34-final, damages 481, 4330, 4524, 6201, 8775, 9957: `ssv
+/// rev_level`; 2635, 5347, 5769, 9624: the field overwritten on ext2/3
+/// without checksums). libext2fs refuses it as "revision too high", and
+/// e2fsck looks for no backup then: it stops (8). pfsck took the backup
+/// at 8193 and checked (exit 4).
+#[test]
+fn revision_too_high_stops_without_a_backup() {
+    let tmp = TempDir::new("fuzz-rev-high");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 12 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    assert!(dumpe2fs(&img).groups_count() > 1);
+    debugfs_w(&img, &["ssv rev_level 2"]);
+    refused_without_backup("rev_level 2", &img, ALL_MODES, "revision level 2");
+}
+
+/// A 64bit file system's descriptor size set to 0 (seed fz34-final,
+/// damage 914: `ssv desc_size 0`). libext2fs refuses the size itself, not
+/// the superblock as corrupt, and e2fsck looks for no backup then; read
+/// again despite errors, a size of 0 is still refused: it stops (8).
+/// pfsck took the backup at 8193 and checked (exit 4).
+#[test]
+fn descriptor_size_zero_stops_without_a_backup() {
+    let tmp = TempDir::new("fuzz-desc-size-0");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 12 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    assert!(dumpe2fs(&img).groups_count() > 1);
+    debugfs_w(&img, &["ssv desc_size 0"]);
+    refused_without_backup("desc_size 0", &img, ALL_MODES, "descriptor size 0");
+}
+
+/// The primary refused for a value, read again despite its errors, and a
+/// value e2fsck's check of the superblock rejects (seed fz34-final,
+/// damages 2274: inodes_count 0 on ext3, and 5898: `ssv inodes_per_group
+/// 12`; one group of 4 KiB blocks, no backup). e2fsck judges the values
+/// before the inodes count, and stops on the value (8). pfsck first asked
+/// about the inodes count (exit 12). (ext3: e2fsck reads the journal
+/// before it judges the values, through the superblock's copy of the
+/// journal inode when the count leaves inode 8 out, which an extent
+/// mapped journal's copy does not survive: it stops there, 12.)
+#[test]
+fn value_judged_before_the_inodes_count() {
+    for (name, cmd, says) in [
+        ("inodes_count 0", "ssv inodes_count 0", "inodes_count = 0"),
+        (
+            "inodes_per_group 12",
+            "ssv inodes_per_group 12",
+            "inodes_per_group = 12",
+        ),
+    ] {
+        let tmp = TempDir::new("fuzz-despite-value");
+        let img = tmp.join("disk.img");
+        mkfs(&img, 16 * MIB, &MkfsOpts::ext3().block_size(4096), None);
+        assert_eq!(dumpe2fs(&img).groups_count(), 1, "[{name}]");
+        debugfs_w(&img, &[cmd]);
+        // -y: e2fsck clears the journal it then reads through the
+        // inodes count it overlooked, before it stops (9).
+        refused_without_backup(name, &img, &["-fn"], says);
+    }
+}
+
+/// The checksum type overwritten with another refused field (seed
+/// fz34-final, damage 3345: the blocks count and `s_checksum_type`).
+/// libext2fs judges the checksum whatever the type says, before any
+/// value: e2fsck stops on the checksum (8). pfsck took a checksum of an
+/// unknown type for no checksum, read the primary despite its errors
+/// and asked about the inodes count (exit 12).
+#[test]
+fn checksum_judged_whatever_its_type() {
+    let tmp = TempDir::new("fuzz-csum-type");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(4096), None);
+    assert_eq!(dumpe2fs(&img).groups_count(), 1);
+    // s_blocks_count_lo raised past a group, then s_checksum_type.
+    write_at(&img, 1024 + 0x4, &[0x00, 0x00, 0x00, 0x01]);
+    write_at(&img, 1024 + 0x175, &[0x07]);
+    refused_without_backup("checksum type", &img, ALL_MODES, "checksum does not match");
+}
+
+/// Group 0's inode table beyond the end of the file system, in the
+/// descriptors pass 0 goes on with (seed fz34-final, damages 409, 6471,
+/// 9277: the primary's on one group, where there is no backup; 2178: the
+/// backup's, the primary refused). e2fsck -n declines the relocation,
+/// and its scan of inodes stops at the table (8): what it declined in
+/// pass 0 counts only through what the passes then find, as it marks
+/// the file system valid again before them, so the abort alone is the
+/// verdict. pfsck counted the declined relocation as an error left
+/// (12). Checking through a backup, e2fsck gives no advice to try the
+/// backup first.
+#[test]
+fn stop_at_inode_table_after_a_declined_relocation() {
+    for (name, backup) in [("primary", false), ("backup", true)] {
+        let tmp = TempDir::new("fuzz-itable-stop");
+        let img = tmp.join("disk.img");
+        if backup {
+            let opts = MkfsOpts::ext3().block_size(1024);
+            mkfs(&img, 16 * MIB, &opts, None);
+            debugfs_w(&img, &["ssv log_cluster_size 4294967295"]);
+            // bg_inode_table of group 0 in the backup table at 8194.
+            write_at(&img, 8194 * 1024 + 8, &[0xff; 4]);
+        } else {
+            mkfs(&img, 16 * MIB, &MkfsOpts::ext2().block_size(4096), None);
+            assert_eq!(dumpe2fs(&img).groups_count(), 1);
+            debugfs_w(&img, &["set_bg 0 inode_table 17137"]);
+        }
+        let (out, mine) = both_exit(&img, &["-fn"], 8);
+        assert_eq!(hash_file(&mine), hash_file(&img), "[{name}] -n wrote");
+        assert!(out.contains("Relocate? no"), "[{name}] {out}");
+        assert!(out.contains("The check stops at group 0"), "[{name}] {out}");
+        assert!(!out.contains("errors are left"), "[{name}] {out}");
+        if let Some((_, log)) = e2fsck_logged(&img, &["-fn"]) {
+            let json = pfsck(&["-fn".as_ref(), "--json".as_ref(), img.as_os_str()]);
+            let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+            let (mut want, mut got) = (log_codes(&log), report_e2fsck_codes(&json));
+            want.sort_unstable();
+            got.sort_unstable();
+            assert_eq!(got, want, "[{name}] pfsck's codes, then e2fsck's");
+        }
+    }
+}
+
+/// The primary refused for its inodes count, read despite its errors,
+/// with a first inode beyond the count the inodes per group make (seed
+/// fz34-final, damage 2967: `ssv inodes_per_group 9` on bigalloc, one
+/// group). e2fsck asks about the inodes count before it looks at the
+/// first inode; declined, it stops there with the file system marked
+/// with errors (12). pfsck judged the first inode against the count it
+/// would go on with, and stopped on it first (8).
+#[test]
+fn inodes_count_asked_before_the_first_inode() {
+    let tmp = TempDir::new("fuzz-despite-first-ino");
+    let img = tmp.join("disk.img");
+    let mut bigalloc = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    bigalloc.extra_args = vec!["-C".into(), "4096".into()];
+    mkfs(&img, 16 * MIB, &bigalloc, None);
+    assert_eq!(dumpe2fs(&img).groups_count(), 1);
+    debugfs_w(&img, &["ssv inodes_per_group 9"]);
+    let (out, mine) = both_exit(&img, &["-fn"], 12);
+    assert_eq!(hash_file(&mine), hash_file(&img), "-n wrote");
+    assert!(out.contains("inode count 4096"), "{out}");
+    assert!(out.contains("inodes_count = 4096"), "{out}");
+}
+
+/// The primary refused for its inodes count, read despite its errors,
+/// and its descriptors then looking bad (seed fz34-final, damage 5971:
+/// `ssv inodes_per_group 7452` on meta_bg with `-g 1024`, the inode
+/// tables no longer where the count puts them). e2fsck, still
+/// overlooking superblock errors, tries the backup where that primary
+/// puts group 1 (block 1025), takes it and checks (4; -y repairs).
+/// pfsck judged the primary's values and stopped (8; 12 before).
+#[test]
+fn despite_errors_then_the_backup_of_group_1() {
+    let tmp = TempDir::new("fuzz-despite-backup");
+    let img = tmp.join("disk.img");
+    let opts = MkfsOpts::ext4()
+        .block_size(1024)
+        .blocks_per_group(1024)
+        .features("meta_bg,^resize_inode");
+    mkfs(&img, 12 * MIB, &opts, None);
+    debugfs_w(&img, &["ssv inodes_per_group 7452"]);
+    if let Some((_, log)) = e2fsck_logged(&img, &["-fn"]) {
+        let json = pfsck(&["-fn".as_ref(), "--json".as_ref(), img.as_os_str()]);
+        let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let opening =
+            |codes: Vec<u32>| -> Vec<u32> { codes.into_iter().filter(|c| *c < 0x10000).collect() };
+        assert_eq!(
+            opening(report_e2fsck_codes(&json)),
+            opening(log_codes(&log)),
+            "pfsck's pass 0 codes, then e2fsck's"
+        );
+    }
+    let (fn_out, _) = judged_by_oracle("inodes_per_group 7452", &img, 4, 1);
+    assert!(fn_out.contains("using the copy at block 1025"), "{fn_out}");
+}
+
+/// A 64bit descriptor size other than 0 that libext2fs refuses (seed
+/// fz34-final, damage 8281: `ssv desc_size 23`). e2fsck looks for no
+/// backup after that refusal, but reads the primary again despite its
+/// errors, which overlooks the size; its check of the descriptors then
+/// refuses the size and sends it to the backup of group 1, which it
+/// takes (-n 4, -y repairs). This branch's first commit stopped on the
+/// size (8).
+#[test]
+fn bad_descriptor_size_despite_errors_then_the_backup() {
+    for size in ["23", "96"] {
+        let tmp = TempDir::new("fuzz-desc-size-backup");
+        let img = tmp.join("disk.img");
+        let opts = MkfsOpts::ext4().block_size(1024).features("64bit");
+        mkfs(&img, 12 * MIB, &opts, None);
+        assert!(dumpe2fs(&img).groups_count() > 1);
+        debugfs_w(&img, &[format!("ssv desc_size {size}")]);
+        let (fn_out, _) = judged_by_oracle(size, &img, 4, 1);
+        assert!(fn_out.contains("using the copy at block 8193"), "{fn_out}");
+    }
+}
