@@ -753,51 +753,132 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
 /// What e2fsck logs for a pass-5 bitmap difference: the set's question,
 /// one entry per run of bits, the set's end.
 fn bitmap_refs(p: &Problem) -> Vec<Ref> {
-    let a = p.args();
-    let inodes = p.code == Code::InodeBitmapDiff;
+    let runs: Vec<Run5> = bitmap_runs(p.args().detail).collect();
+    runs_refs(p.code == Code::InodeBitmapDiff, &runs)
+}
+
+/// A run of pass 5's differences: sign ('+' marked in use where the
+/// bitmap says free), first and last (blocks or inodes).
+type Run5 = (char, u64, u64);
+
+/// The entries of one bitmap's set of differences (`inodes`: the inode
+/// bitmap's), none without a run.
+fn runs_refs(inodes: bool, runs: &[Run5]) -> Vec<Ref> {
     // The set's question, the runs, its end.
-    let (question, end) = if inodes {
-        (0x050007, 0x05000A)
+    let (question, end, diff) = if inodes {
+        (0x050007, 0x05000A, Code::InodeBitmapDiff)
     } else {
-        (0x050003, 0x050006)
+        (0x050003, 0x050006, Code::BlockBitmapDiff)
     };
-    let bare = |code| Ref::of(code, None);
-    let runs: Vec<Ref> = bitmap_runs(a.detail)
-        .map(|(sign, first, last)| {
-            // -N, +N, -(N--M), +(N--M), in e2fsck's code order.
-            let k = usize::from(sign == '+') + if last > first { 2 } else { 0 };
-            let code = codes(p.code)[k];
-            if inodes {
-                Ref::of(code, Some(narrow::sat32(first)))
-            } else {
-                Ref {
-                    code,
-                    ino: None,
-                    blk: Some(first),
-                }
-            }
-        })
-        .collect();
     if runs.is_empty() {
-        return runs;
+        return Vec::new();
     }
+    let bare = |code| Ref::of(code, None);
+    let each = runs.iter().map(|&(sign, first, last)| {
+        // -N, +N, -(N--M), +(N--M), in e2fsck's code order.
+        let k = usize::from(sign == '+') + if last > first { 2 } else { 0 };
+        let code = codes(diff)[k];
+        if inodes {
+            Ref::of(code, Some(narrow::sat32(first)))
+        } else {
+            Ref {
+                code,
+                ino: None,
+                blk: Some(first),
+            }
+        }
+    });
     std::iter::once(bare(question))
-        .chain(runs)
+        .chain(each)
         .chain(std::iter::once(bare(end)))
         .collect()
 }
 
-/// What e2fsck -n, which leaves the orphans unreleased, logs for one
-/// orphan pfsck's view releases (its dtime in `num`, the blocks the
-/// release frees in `num2`, the first of them in `blk`). A chain link
-/// in i_dtime is an inode number, below the inode count: a deletion
-/// time too low to be one. An orphan to delete has no links: with no
-/// dtime it is a deleted inode without one, and its inode and blocks
-/// are marked in use by no file. One to truncate is in use: any dtime
-/// is one too many, and the blocks past i_size make i_size wrong.
+/// Pass 5's runs `runs` (units `step` apart) as e2fsck -n finds them,
+/// which leaves the orphans unreleased: the units the release freed
+/// (`freed`, sorted) are still marked, so where the view finds one in
+/// use with its bit clear e2fsck finds nothing, and where it finds one
+/// free and clear e2fsck finds it marked in use by no file. Runs that
+/// then touch join, as e2fsck reports runs of like differences.
+fn unreleased_runs(runs: &[Run5], freed: &[u64], step: u64) -> Vec<Run5> {
+    let step = step.max(1);
+    let mut gone: Vec<(u64, u64)> = Vec::new();
+    for &u in freed {
+        let i = u / step;
+        match gone.last_mut() {
+            Some(last) if last.1 + 1 >= i => last.1 = last.1.max(i),
+            _ => gone.push((i, i)),
+        }
+    }
+    let idx = |sign| {
+        runs.iter()
+            .filter(move |r| r.0 == sign)
+            .map(|r| (r.1 / step, r.2 / step))
+            .collect::<Vec<_>>()
+    };
+    let (plus, minus) = (idx('+'), idx('-'));
+    let mut all: Vec<Run5> = subtract(&plus, &gone)
+        .into_iter()
+        .map(|(a, b)| ('+', a, b))
+        .chain(minus.into_iter().map(|(a, b)| ('-', a, b)))
+        .chain(subtract(&gone, &plus).into_iter().map(|(a, b)| ('-', a, b)))
+        .collect();
+    all.sort_unstable_by_key(|r| r.1);
+    let mut out: Vec<Run5> = Vec::with_capacity(all.len());
+    for r in all {
+        match out.last_mut() {
+            Some(last) if last.0 == r.0 && last.2 + 1 == r.1 => last.2 = r.2,
+            _ => out.push(r),
+        }
+    }
+    out.into_iter()
+        .map(|(sign, a, b)| (sign, a * step, b * step))
+        .collect()
+}
+
+/// The parts of the sorted, disjoint ranges `a` outside those of `b`.
+fn subtract(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    for &(first, last) in a {
+        let mut from = first;
+        while k < b.len() && b[k].1 < from {
+            k += 1;
+        }
+        let mut j = k;
+        while from <= last {
+            match b.get(j) {
+                Some(&(bf, bl)) if bf <= last => {
+                    if bf > from {
+                        out.push((from, bf - 1));
+                    }
+                    if bl >= last {
+                        break;
+                    }
+                    from = from.max(bl + 1);
+                    j += 1;
+                }
+                _ => {
+                    out.push((from, last));
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What e2fsck -n, which leaves the orphans unreleased, logs in pass 1
+/// for one orphan pfsck's view releases (its dtime in `num`, the blocks
+/// the release frees in `num2`). A chain link in i_dtime is an inode
+/// number, below the inode count: a deletion time too low to be one. An
+/// orphan to delete has no links: with no dtime it is a deleted inode
+/// without one (its inode and blocks, still marked in use by no file,
+/// are pass 5's: [`LatchLog::refs`]). One to truncate is in use: any
+/// dtime is one too many, and the blocks past i_size make i_size wrong.
 fn orphan_left(p: &Problem) -> Vec<Ref> {
     let a = p.args();
-    let (a_ino, a_blk) = (a.ino.map(Ino::get), a.blk.map(Blk::get));
+    let a_ino = a.ino.map(Ino::get);
     let dtime = a.num.unwrap_or(0);
     let freed = a.num2.unwrap_or(0);
     let at = |code, ino, blk| Ref { code, ino, blk };
@@ -817,13 +898,6 @@ fn orphan_left(p: &Problem) -> Vec<Ref> {
         a_ino,
         None,
     ));
-    if freed > 0 {
-        let code = if freed == 1 { 0x050004 } else { 0x050014 };
-        out.push(at(code, None, a_blk));
-        out.push(at(0x050006, None, None));
-    }
-    out.push(at(0x050008, a_ino, None));
-    out.push(at(0x05000A, None, None));
     out
 }
 
@@ -938,6 +1012,12 @@ pub struct LatchLog {
     /// and block): e2fsck -n aborts in the middle of it, before the
     /// questions it asks at the block's end.
     stop_block: Option<(Option<Ino>, Option<Blk>)>,
+    /// What the orphans' release freed, in a read-only check: sorted
+    /// first blocks of clusters, sorted inodes, blocks per cluster.
+    freed: Option<(Vec<u64>, Vec<u64>, u64)>,
+    /// The report has a block (inode) bitmap difference.
+    block_diff: bool,
+    inode_diff: bool,
 }
 
 /// A directory entry, as pass 2's problems about it name it: the
@@ -987,8 +1067,58 @@ impl LatchLog {
             } else if FIRST_SERIES.contains(&p.code) {
                 log.first_series.insert(entry_key(&p));
             }
+            log.block_diff |= p.code == Code::BlockBitmapDiff;
+            log.inode_diff |= p.code == Code::InodeBitmapDiff;
         }
         log
+    }
+
+    /// What the orphans' release freed in the view the check looked
+    /// through ([`super::orphan::Freed`]): e2fsck -n finds it in pass 5.
+    #[must_use]
+    pub fn with_orphans_freed(mut self, freed: Option<&super::orphan::Freed>) -> LatchLog {
+        self.freed = freed.map(|f| {
+            let mut blocks: Vec<u64> = f.blocks.iter().map(|b| b.get()).collect();
+            let mut inodes: Vec<u64> = f.inodes.iter().map(|i| u64::from(i.get())).collect();
+            blocks.sort_unstable();
+            blocks.dedup();
+            inodes.sort_unstable();
+            inodes.dedup();
+            (blocks, inodes, 1u64 << f.cluster_bits)
+        });
+        self
+    }
+
+    /// In a read-only check, pass 5's sets of differences as e2fsck -n
+    /// finds them, the orphans unreleased ([`unreleased_runs`]): in
+    /// place of the view's (`p` a bitmap difference), or, where the view
+    /// found none, with the first orphan released. None where `p` gives
+    /// its own.
+    fn unreleased_refs(&mut self, p: &Problem, run: Run) -> Option<Vec<Ref>> {
+        if run != Run::ReadOnly {
+            return None;
+        }
+        let (blocks, inodes, step) = self.freed.as_ref()?;
+        let view: Vec<Run5> = bitmap_runs(p.args().detail).collect();
+        let out = match p.code {
+            Code::BlockBitmapDiff => runs_refs(false, &unreleased_runs(&view, blocks, *step)),
+            Code::InodeBitmapDiff => runs_refs(true, &unreleased_runs(&view, inodes, 1)),
+            Code::OrphanReleased => {
+                let mut out = refs(p, run);
+                if !self.block_diff {
+                    out.extend(runs_refs(false, &unreleased_runs(&[], blocks, *step)));
+                }
+                if !self.inode_diff {
+                    out.extend(runs_refs(true, &unreleased_runs(&[], inodes, 1)));
+                }
+                // Once: the sets are the whole check's.
+                self.block_diff = true;
+                self.inode_diff = true;
+                out
+            }
+            _ => return None,
+        };
+        Some(out)
     }
 
     /// How many more times than once e2fsck -n asks about the pass 2
@@ -1073,7 +1203,7 @@ impl LatchLog {
                 return Vec::new();
             }
         }
-        let mut own = refs(p, run);
+        let mut own = self.unreleased_refs(p, run).unwrap_or_else(|| refs(p, run));
         if p.code == Code::DirBlockNoTail && self.stop_block == Some((a.ino, a.blk)) {
             // The checksum question comes at the block's end, which the
             // stopped check never reaches.
@@ -1232,6 +1362,27 @@ mod tests {
         assert_eq!(
             got,
             vec![(0x050007, None), (0x050016, Some(12)), (0x05000A, None)]
+        );
+    }
+
+    /// The orphans' freed units, still marked for e2fsck -n: a '+' of the
+    /// view there goes, elsewhere a '-' comes, and like runs that touch
+    /// join (clusters of 4 blocks here).
+    #[test]
+    fn unreleased_runs_join_the_views() {
+        let view = [('+', 8, 16), ('-', 24, 24), ('+', 40, 40)];
+        let freed = [12, 28, 32, 40, 44];
+        assert_eq!(
+            unreleased_runs(&view, &freed, 4),
+            vec![('+', 8, 8), ('+', 16, 16), ('-', 24, 32), ('-', 44, 44)]
+        );
+        assert_eq!(
+            unreleased_runs(&[], &[5, 6, 9], 1),
+            vec![('-', 5, 6), ('-', 9, 9)]
+        );
+        assert_eq!(
+            subtract(&[(0, 10)], &[(2, 3), (5, 5), (9, 12)]),
+            vec![(0, 1), (4, 4), (6, 8)]
         );
     }
 

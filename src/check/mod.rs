@@ -237,6 +237,9 @@ pub struct Report {
     /// Passes 1B to 1C's account of the multiply-claimed blocks, when
     /// there are some.
     pub dups: Option<std::sync::Arc<pass1b::Dups>>,
+    /// What releasing the deleted orphans freed, when the check looked
+    /// at the file system through that release and it freed something.
+    pub orphan_freed: Option<std::sync::Arc<orphan::Freed>>,
     /// Bytes in memory by structure once passes 1 and 2 are done (`-t`).
     pub census: Vec<(&'static str, u64)>,
     /// What `--max-memory` did; None without it.
@@ -259,6 +262,7 @@ impl Report {
             features: self.features.clone(),
             tree: self.tree.clone(),
             dups: self.dups.clone(),
+            orphan_freed: self.orphan_freed.clone(),
             census: self.census.clone(),
             spill: self.spill,
         }
@@ -358,7 +362,11 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     };
     // Then the orphans, on the replayed bytes, the same way.
     let opened = match opened {
-        superblock::Opened::Fs(fs, probs) => orphan::after_orphans(fs, probs, opts)?,
+        superblock::Opened::Fs(fs, probs) => {
+            let (opened, freed) = orphan::after_orphans(fs, probs, opts)?;
+            report.orphan_freed = (!freed.is_empty()).then(|| std::sync::Arc::new(freed));
+            opened
+        }
         fatal => fatal,
     };
     let mut fs = match opened {

@@ -81,19 +81,43 @@ pub struct Outcome {
     /// each free inode freed once more (what e2fsck -y's pass 5 then
     /// puts right).
     pub only_free: bool,
+    pub freed: Freed,
+}
+
+/// What releasing the deleted orphans cleared in the bitmaps: e2fsck -n,
+/// which leaves the orphans alone, finds it still marked in use by no
+/// file in pass 5, where the view finds it free. (A truncation's blocks
+/// stay mapped for e2fsck -n: in use, as marked.)
+#[derive(Clone, Debug, Default)]
+pub struct Freed {
+    /// The clusters, by their first block, in the order freed.
+    pub blocks: Vec<Blk>,
+    /// The inodes that were marked in use.
+    pub inodes: Vec<Ino>,
+    /// Blocks per cluster, as a power of two.
+    pub cluster_bits: u32,
+}
+
+impl Freed {
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty() && self.inodes.is_empty()
+    }
 }
 
 /// Reopens the file system seen through the orphan processing, when there
 /// is something to process; otherwise hands it back unchanged. Runs after
 /// the journal replay view, on the replayed bytes (replay can change the
 /// list).
+///
+/// With the reopened file system goes what the release freed (see
+/// [`Freed`]); empty where the view is not taken.
 pub fn after_orphans(
     fs: Box<Fs>,
     first_probs: Vec<Problem>,
     opts: &Options,
-) -> Result<superblock::Opened> {
+) -> Result<(superblock::Opened, Freed)> {
     let Some(out) = plan(&fs, opts) else {
-        return Ok(superblock::Opened::Fs(fs, first_probs));
+        return Ok((superblock::Opened::Fs(fs, first_probs), Freed::default()));
     };
     if out.only_free && !opts.repairing {
         // Checked as e2fsck -n checks it: as it is.
@@ -103,14 +127,14 @@ pub fn after_orphans(
             out.cleared,
             if out.cleared == 1 { "" } else { "s" }
         )));
-        return Ok(superblock::Opened::Fs(fs, probs));
+        return Ok((superblock::Opened::Fs(fs, probs), Freed::default()));
     }
     if out.blocks.is_empty() {
         // Nothing to lay over; what the orphan file is found to need
         // (made anew) is still said.
         let mut probs = first_probs;
         probs.extend(out.notes);
-        return Ok(superblock::Opened::Fs(fs, probs));
+        return Ok((superblock::Opened::Fs(fs, probs), Freed::default()));
     }
     let bs = u64::from(fs.geo.block_size);
     // Laid over the device's overlays (a journal replay), not merged.
@@ -151,7 +175,7 @@ pub fn after_orphans(
         .collect();
     let Fs { dev, .. } = *fs;
     let dev = dev.with_overlay(ranges);
-    Ok(match superblock::open(dev, opts)? {
+    let opened = match superblock::open(dev, opts)? {
         superblock::Opened::Fs(fs, mut probs) => {
             probs.extend(kept);
             probs.extend(notes);
@@ -162,7 +186,8 @@ pub fn after_orphans(
             probs.extend(notes);
             superblock::Opened::Fatal(probs)
         }
-    })
+    };
+    Ok((opened, out.freed))
 }
 
 /// Computes the processing; None when there is nothing to process or the
@@ -263,6 +288,7 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
             && w.truncated == 0
             && freed_blocks == 0
             && only_notes,
+        freed: w.freed,
     })
 }
 
@@ -290,6 +316,9 @@ struct Work<'a> {
     /// The problem that stopped the release at a block, when e2fsck has a
     /// code for it (an illegal block, one already free).
     stop: Option<Problem>,
+    /// The orphan being released is deleted (not truncated).
+    deleting: bool,
+    freed: Freed,
 }
 
 impl<'a> Work<'a> {
@@ -310,6 +339,11 @@ impl<'a> Work<'a> {
             ino_now: Ino::NONE,
             last_cluster: 0,
             stop: None,
+            deleting: false,
+            freed: Freed {
+                cluster_bits: fs.geo.cluster_bits,
+                ..Freed::default()
+            },
         }
     }
 
@@ -332,7 +366,13 @@ impl<'a> Work<'a> {
     fn free_block(&mut self, blk: u64) -> std::result::Result<(), Abort> {
         self.stats
             .free_block(&mut self.st, blk)
-            .map_err(|e| self.block_stop(e, blk))
+            .map_err(|e| self.block_stop(e, blk))?;
+        if self.deleting {
+            let geo = &self.fs.geo;
+            let first = Blk(geo.cluster_of(blk) << geo.cluster_bits);
+            self.freed.blocks.push(first);
+        }
+        Ok(())
     }
 
     /// One block of an orphan's map as e2fsck's release sees it, in its
@@ -460,6 +500,7 @@ impl<'a> Work<'a> {
             self.free_orphans += 1;
         }
         self.ino_now = ino;
+        self.deleting = !truncating;
         self.last_cluster = 0;
         // The dtime as found: what e2fsck -n's pass 1, which leaves the
         // orphans alone, judges (e2fsck_map::refs).
@@ -505,6 +546,9 @@ impl<'a> Work<'a> {
             InodeMut(&mut raw).set_dtime(0);
             self.truncated += 1;
         } else {
+            if self.inode_marked(ino) {
+                self.freed.inodes.push(ino);
+            }
             self.stats.free_inode(&mut self.st, ino, inode.is_dir());
             InodeMut(&mut raw).set_dtime(self.now.max(1));
             self.cleared += 1;

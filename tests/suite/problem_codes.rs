@@ -339,6 +339,52 @@ fn orphan_list_left_to_a_read_only_check() {
     );
 }
 
+/// A deleted orphan (dtime 0) whose data blocks and xattr block lie
+/// apart, another file between them, on an ext4 file system of 1 KiB
+/// blocks (`features` added).
+fn deleted_orphan_apart(tmp: &TempDir, features: &str) -> std::path::PathBuf {
+    let root = tmp.join("tree");
+    build_tree(
+        &root,
+        &[Node::file("gone", 3000), Node::file("other", 3000)],
+    );
+    let img = tmp.join("image");
+    let opts = MkfsOpts::ext4().block_size(1024);
+    let opts = if features.is_empty() {
+        opts
+    } else {
+        opts.features(features)
+    };
+    mkfs(&img, 16 << 20, &opts, Some(&root));
+    let gone = inode_of(&img, "/gone");
+    let value = tmp.join("value");
+    std::fs::write(&value, vec![b'v'; 600]).unwrap();
+    debugfs_w(
+        &img,
+        &[
+            format!("ea_set -f {} /gone user.big", value.display()),
+            "unlink /gone".to_string(),
+            format!("sif <{gone}> links_count 0"),
+            format!("ssv last_orphan {gone}"),
+        ],
+    );
+    img
+}
+
+/// e2fsck -n finds the blocks of a deleted orphan still marked as runs
+/// over the whole bitmap: its data blocks one run, its xattr block
+/// (freed too), apart from them, a single block. pfsck named one run
+/// per orphan, single or not by the count freed. On bigalloc the runs
+/// are of clusters.
+#[test]
+fn orphan_blocks_left_marked_are_runs() {
+    for features in ["", "bigalloc"] {
+        let tmp = TempDir::new("codes-orphan-runs");
+        let img = deleted_orphan_apart(&tmp, features);
+        assert_same_codes(&img, &[0x010004, 0x050004, 0x050008]);
+    }
+}
+
 /// Declined (-n), e2fsck goes on with a bad xattr block: it counts it
 /// for the inode and in use (no i_blocks or bitmap follow-up), and still
 /// checks its checksum.
