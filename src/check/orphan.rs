@@ -20,7 +20,10 @@
 //! checksum stops the processing (what was released stays released) and
 //! the file system is marked not clean so the full check follows. The
 //! partial last block is zeroed from i_size % block size in the first block
-//! past EOF (the one e2fsck zeroes before freeing it).
+//! past EOF (the one e2fsck zeroes before freeing it). A bitmap or
+//! descriptor checksum that was wrong on the disk is left wrong in the
+//! view: e2fsck -n, which releases nothing, finds it so, and the repair
+//! then fixes it as such.
 //!
 //! After the passes e2fsck walks the orphan file again to empty it; one it
 //! cannot walk as an orphan file (a wrong size, a hole) it makes anew
@@ -328,7 +331,9 @@ impl<'a> Work<'a> {
             fs,
             bs: fs.block_size(),
             st: Blocks::new(fs.geo.block_size),
-            stats: AllocStats::new(fs),
+            // e2fsck -n checks the bitmaps' and descriptors' checksums as
+            // they are on the disk: one wrong there stays wrong in the view.
+            stats: AllocStats::new(fs).keeping_bad_checksums(),
             notes: Vec::new(),
             cleared: 0,
             truncated: 0,

@@ -385,6 +385,25 @@ fn orphan_blocks_left_marked_are_runs() {
     }
 }
 
+/// The orphan's release changes group 0's bitmaps and descriptor, whose
+/// checksums were wrong on the disk: e2fsck -n, which leaves them as
+/// they are, finds them wrong. pfsck's view wrote them anew and found
+/// nothing.
+#[test]
+fn orphan_release_keeps_a_wrong_checksum() {
+    for (field, code) in [
+        ("block_bitmap_csum", 0x05001B),
+        ("inode_bitmap_csum", 0x05001A),
+        ("checksum", 0x000035),
+    ] {
+        let tmp = TempDir::new("codes-orphan-csum");
+        let img = deleted_orphan_apart(&tmp, "");
+        debugfs_w(&img, &[format!("set_bg 0 {field} 0x1234")]);
+        assert_same_codes(&img, &[0x010004, code]);
+        judged_by_oracle(field, &img, 4, 1);
+    }
+}
+
 /// Declined (-n), e2fsck goes on with a bad xattr block: it counts it
 /// for the inode and in use (no i_blocks or bitmap follow-up), and still
 /// checks its checksum.
