@@ -404,6 +404,21 @@ fn orphan_release_keeps_a_wrong_checksum() {
     }
 }
 
+/// A bitmap whose location lies outside the file system, on a file
+/// system of one group (no backup descriptors to fall back to): e2fsck
+/// -n, which leaves it there, checks the empty bitmap it reads instead
+/// against the checksum. pfsck checked none.
+#[test]
+fn bitmap_outside_the_file_system_still_has_a_checksum() {
+    for (field, code) in [("block_bitmap", 0x05001B), ("inode_bitmap", 0x05001A)] {
+        let tmp = TempDir::new("codes-bitmap-outside");
+        let img = tmp.join("image");
+        mkfs(&img, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
+        debugfs_w(&img, &[format!("set_bg 0 {field} 99999999")]);
+        assert_same_codes(&img, &[code]);
+    }
+}
+
 /// Declined (-n), e2fsck goes on with a bad xattr block: it counts it
 /// for the inode and in use (no i_blocks or bitmap follow-up), and still
 /// checks its checksum.
