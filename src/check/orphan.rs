@@ -27,7 +27,10 @@
 //!
 //! After the passes e2fsck walks the orphan file again to empty it; one it
 //! cannot walk as an orphan file (a wrong size, a hole) it makes anew
-//! (`OrphanFileCorrupt`, fixed by `fix::orphan_file`).
+//! (`OrphanFileCorrupt`, fixed by `fix::orphan_file`). It does so on a
+//! backup superblock too, where nothing is released (the backup's list
+//! head and orphan_present are stale copies) and the superblock is left
+//! to the restore from the backup.
 //!
 //! On bigalloc a block in the cluster of the block walked before it is
 //! skipped, as e2fsck skips it, and a cluster is freed once. A truncation
@@ -193,8 +196,8 @@ pub fn after_orphans(
     Ok((opened, out.freed))
 }
 
-/// Computes the processing; None when there is nothing to process or the
-/// file system is not one it handles (a backup superblock).
+/// Computes the processing; None when there is nothing to process (on a
+/// backup superblock, no orphan file).
 pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
     let sb = &fs.sb;
     let orphan_file = sb.has_compat(compat::ORPHAN_FILE);
@@ -205,12 +208,16 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
     if sb.last_orphan == 0 && !orphan_file {
         return None;
     }
-    if opts.superblock.is_some() || fs.sb_block != fs.primary_sb_block() {
+    // On a backup superblock (its list and flag are stale copies) only
+    // the orphan file is looked at, as e2fsck does after its passes.
+    let backup = opts.superblock.is_some() || fs.sb_block != fs.primary_sb_block();
+    if backup && !orphan_file {
         return None;
     }
     let mut w = Work::new(fs);
     let mut failed = false;
-    if sb.last_orphan != 0 || present {
+    let present = present && !backup;
+    if !backup && (sb.last_orphan != 0 || present) {
         if sb.state & STATE_ERROR != 0 {
             // The list cannot be trusted; the full check follows anyway.
             w.notes.push(Problem::new(Code::OrphanNotProcessed).detail(
@@ -266,7 +273,9 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
             Err(Unusable::Broken(why)) => w.notes.push(corrupt(&why)),
         }
     }
-    w.finish(sb.last_orphan != 0, clear_present, failed);
+    if !backup {
+        w.finish(sb.last_orphan != 0, clear_present, failed);
+    }
     let (freed_blocks, freed_inodes) = (w.stats.freed_blocks, w.stats.freed_inodes);
     let only_notes = w.notes.iter().all(|p| p.code == Code::OrphanReleased);
     Some(Outcome {
@@ -274,7 +283,7 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
         notes: w.notes,
         cleared: w.cleared,
         truncated: w.truncated,
-        list: sb.last_orphan != 0 || w.cleared + w.truncated > 0 || failed,
+        list: (!backup && sb.last_orphan != 0) || w.cleared + w.truncated > 0 || failed,
         // Stopped before releasing anything (an illegal list head): e2fsck
         // -n, which never releases, finds nothing either.
         trivial: (!failed || w.chained == 0)
