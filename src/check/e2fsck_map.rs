@@ -1012,9 +1012,14 @@ pub struct LatchLog {
     /// and block): e2fsck -n aborts in the middle of it, before the
     /// questions it asks at the block's end.
     stop_block: Option<(Option<Ino>, Option<Blk>)>,
-    /// What the orphans' release freed, in a read-only check: sorted
-    /// first blocks of clusters, sorted inodes, blocks per cluster.
+    /// What e2fsck -n finds marked in use by no file where the view
+    /// does not (the orphans' release freed it, or its pass 1 skipped
+    /// it): sorted first blocks of clusters, sorted inodes, blocks per
+    /// cluster.
     freed: Option<(Vec<u64>, Vec<u64>, u64)>,
+    /// The resize inode's i_blocks, when e2fsck's pass 1 finds no block
+    /// in it (and has not said so yet).
+    resize_blocks: Option<u64>,
     /// The report has a block (inode) bitmap difference.
     block_diff: bool,
     inode_diff: bool,
@@ -1077,34 +1082,74 @@ impl LatchLog {
     /// through ([`super::orphan::Freed`]): e2fsck -n finds it in pass 5.
     #[must_use]
     pub fn with_orphans_freed(mut self, freed: Option<&super::orphan::Freed>) -> LatchLog {
-        self.freed = freed.map(|f| {
-            let mut blocks: Vec<u64> = f.blocks.iter().map(|b| b.get()).collect();
-            let mut inodes: Vec<u64> = f.inodes.iter().map(|i| u64::from(i.get())).collect();
-            blocks.sort_unstable();
-            blocks.dedup();
-            inodes.sort_unstable();
-            inodes.dedup();
-            (blocks, inodes, 1u64 << f.cluster_bits)
-        });
+        if let Some(f) = freed {
+            self.unmarked(f);
+        }
         self
     }
 
+    /// The resize inode e2fsck's pass 1 finds no block in, after a
+    /// reserved inode's bad checksum (`check::Report::resize_unwalked`):
+    /// its i_blocks, and its double indirect block, which e2fsck then
+    /// finds marked in use by no file.
+    #[must_use]
+    pub fn with_resize_unwalked(
+        mut self,
+        resize: Option<&(u64, std::sync::Arc<super::orphan::Freed>)>,
+    ) -> LatchLog {
+        if let Some((blocks, dind)) = resize {
+            self.resize_blocks = Some(*blocks);
+            self.unmarked(dind);
+        }
+        self
+    }
+
+    /// Adds `f` to the units e2fsck -n finds marked in use by no file.
+    fn unmarked(&mut self, f: &super::orphan::Freed) {
+        let (blocks, inodes, _) = self
+            .freed
+            .get_or_insert_with(|| (Vec::new(), Vec::new(), 1u64 << f.cluster_bits));
+        blocks.extend(f.blocks.iter().map(|b| b.get()));
+        inodes.extend(f.inodes.iter().map(|i| u64::from(i.get())));
+        blocks.sort_unstable();
+        blocks.dedup();
+        inodes.sort_unstable();
+        inodes.dedup();
+    }
+
     /// In a read-only check, pass 5's sets of differences as e2fsck -n
-    /// finds them, the orphans unreleased ([`unreleased_runs`]): in
-    /// place of the view's (`p` a bitmap difference), or, where the view
-    /// found none, with the first orphan released. None where `p` gives
-    /// its own.
+    /// finds them, the orphans unreleased and the resize inode unwalked
+    /// ([`unreleased_runs`]): in place of the view's (`p` a bitmap
+    /// difference), or, where the view found none, with the first orphan
+    /// released or the checksum that leaves the resize inode unwalked
+    /// (which also gives e2fsck's i_blocks question on it). None where
+    /// `p` gives its own.
     fn unreleased_refs(&mut self, p: &Problem, run: Run) -> Option<Vec<Ref>> {
         if run != Run::ReadOnly {
             return None;
         }
-        let (blocks, inodes, step) = self.freed.as_ref()?;
+        let resize_trigger = p.code == Code::InodeChecksum
+            && p.args().ino.is_some_and(|i| (3..=6).contains(&i.get()));
+        let mut out = Vec::new();
+        if resize_trigger && let Some(n) = self.resize_blocks.take() {
+            out = refs(p, run);
+            if n != 0 {
+                out.push(Ref::of(0x01000D, Some(Ino::RESIZE.get())));
+            }
+        }
+        let Some((blocks, inodes, step)) = self.freed.as_ref() else {
+            return (!out.is_empty()).then_some(out);
+        };
         let view: Vec<Run5> = bitmap_runs(p.args().detail).collect();
         let out = match p.code {
             Code::BlockBitmapDiff => runs_refs(false, &unreleased_runs(&view, blocks, *step)),
             Code::InodeBitmapDiff => runs_refs(true, &unreleased_runs(&view, inodes, 1)),
-            Code::OrphanReleased => {
-                let mut out = refs(p, run);
+            Code::OrphanReleased | Code::InodeChecksum
+                if p.code == Code::OrphanReleased || !out.is_empty() =>
+            {
+                if out.is_empty() {
+                    out = refs(p, run);
+                }
                 if !self.block_diff {
                     out.extend(runs_refs(false, &unreleased_runs(&[], blocks, *step)));
                 }
@@ -1116,7 +1161,7 @@ impl LatchLog {
                 self.inode_diff = true;
                 out
             }
-            _ => return None,
+            _ => return (!out.is_empty()).then_some(out),
         };
         Some(out)
     }

@@ -419,6 +419,26 @@ fn bitmap_outside_the_file_system_still_has_a_checksum() {
     }
 }
 
+/// A reserved inode below the resize inode whose checksum alone is wrong:
+/// e2fsck's pass 1 then finds no block in the resize inode, says its
+/// i_blocks should be 0 and finds its double indirect block marked in
+/// use by no file (a repair of its own then damages the resize inode).
+/// pfsck finds the resize inode sound, and names those entries with the
+/// checksum problem.
+#[test]
+fn reserved_inode_checksum_leaves_the_resize_inode_unwalked() {
+    for ino in [3, 6] {
+        let tmp = TempDir::new("codes-resize-unwalked");
+        let img = tmp.join("image");
+        mkfs(&img, 8 << 20, &MkfsOpts::ext4().block_size(1024), None);
+        // Its access time: a field no check looks at.
+        write_at(&img, inode_offset(&img, ino) + 0x08, &[1]);
+        assert_same_codes(&img, &[0x010068, 0x01000D, 0x050004]);
+        let (fn_out, _) = judged_by_oracle("resize unwalked", &img, 4, 1);
+        assert!(!fn_out.contains("Inode 7"), "{fn_out}");
+    }
+}
+
 /// Declined (-n), e2fsck goes on with a bad xattr block: it counts it
 /// for the inode and in use (no i_blocks or bitmap follow-up), and still
 /// checks its checksum.
