@@ -1020,6 +1020,9 @@ pub struct LatchLog {
     /// The resize inode's i_blocks, when e2fsck's pass 1 finds no block
     /// in it (and has not said so yet).
     resize_blocks: Option<u64>,
+    /// The check stopped at a journal -n may not clear: e2fsck stops
+    /// there before its checks of the descriptors ([`AFTER_JOURNAL`]).
+    journal_stop: bool,
     /// The report has a block (inode) bitmap difference.
     block_diff: bool,
     inode_diff: bool,
@@ -1072,6 +1075,7 @@ impl LatchLog {
             } else if FIRST_SERIES.contains(&p.code) {
                 log.first_series.insert(entry_key(&p));
             }
+            log.journal_stop |= p.code == Code::JournalCannotProceed;
             log.block_diff |= p.code == Code::BlockBitmapDiff;
             log.inode_diff |= p.code == Code::InodeBitmapDiff;
         }
@@ -1204,6 +1208,18 @@ impl LatchLog {
     }
 }
 
+/// Pass 0 problems e2fsck finds in its superblock check, after the
+/// journal's: a journal it may not clear under -n ends the check first.
+const AFTER_JOURNAL: &[Code] = &[
+    Code::GdBlockBitmapLocation,
+    Code::GdInodeBitmapLocation,
+    Code::GdInodeTableLocation,
+    Code::GdChecksum,
+    Code::GdUninitWithoutCsum,
+    Code::GdItableUnused,
+    Code::GdBlockUninitLastGroup,
+];
+
 /// The pass a check stopped in, from the problem that says it did.
 fn stop_pass(code: Code) -> Option<u32> {
     match code {
@@ -1219,12 +1235,17 @@ fn stop_pass(code: Code) -> Option<u32> {
         Code::StoppedWithoutRoot => Some(3),
         Code::StoppedAtInodeChecksumP4 => Some(4),
         Code::StoppedAtUninitGroup => Some(5),
+        // Before its passes, after the journal's checks.
+        Code::JournalCannotProceed => Some(0),
         _ => None,
     }
 }
 
 impl LatchLog {
     pub fn refs(&mut self, p: &Problem, run: Run) -> Vec<Ref> {
+        if self.journal_stop && AFTER_JOURNAL.contains(&p.code) {
+            return Vec::new();
+        }
         let mut out = self.refs_all(p, run);
         if let Some(stop) = self.stop {
             // Pass 1B-1E codes are pass 1's, 3A pass 3's.

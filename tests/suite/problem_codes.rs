@@ -439,6 +439,21 @@ fn reserved_inode_checksum_leaves_the_resize_inode_unwalked() {
     }
 }
 
+/// A journal inode -n may not clear ends e2fsck's check before its
+/// superblock checks: a descriptor checksum wrong besides goes unlogged,
+/// as does anything of the passes. pfsck states the checksum, as it
+/// finds it first, and names no e2fsck code for it.
+#[test]
+fn journal_stop_comes_before_the_descriptor_checks() {
+    let tmp = TempDir::new("codes-journal-stop");
+    let img = tmp.join("image");
+    mkfs(&img, 16 << 20, &MkfsOpts::ext4().block_size(1024), None);
+    debugfs_w(&img, &["clri <8>"]);
+    // Alone in its session: closing after clri rewrites the descriptors.
+    debugfs_w(&img, &["set_bg 1 checksum 0x1234"]);
+    assert_same_codes(&img, &[0x00000F]);
+}
+
 /// Declined (-n), e2fsck goes on with a bad xattr block: it counts it
 /// for the inode and in use (no i_blocks or bitmap follow-up), and still
 /// checks its checksum.
