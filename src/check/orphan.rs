@@ -22,8 +22,9 @@
 //! partial last block is zeroed from i_size % block size in the first block
 //! past EOF (the one e2fsck zeroes before freeing it). A bitmap or
 //! descriptor checksum that was wrong on the disk is left wrong in the
-//! view: e2fsck -n, which releases nothing, finds it so, and the repair
-//! then fixes it as such.
+//! view (and such a descriptor's uninit marks as they were): e2fsck -n,
+//! which releases nothing, finds it so, and the repair then fixes it as
+//! such.
 //!
 //! After the passes e2fsck walks the orphan file again to empty it; one it
 //! cannot walk as an orphan file (a wrong size, a hole) it makes anew

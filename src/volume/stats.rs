@@ -366,11 +366,12 @@ impl<'a> AllocStats<'a> {
             }
         }
         for g in std::mem::take(&mut self.desc_dirty) {
-            if marks && fs.uninit_bg() {
-                self.uninit_marks(st, g);
-            }
+            // Nor its uninit marks: e2fsck -n judges them as they are.
             if self.keep_bad_csums && !fs.gd_checksum_ok(g) {
                 continue;
+            }
+            if marks && fs.uninit_bg() {
+                self.uninit_marks(st, g);
             }
             if let Some(mut d) = self.table.desc(g) {
                 d.set_checksum(&fs.sb, g);

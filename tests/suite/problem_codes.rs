@@ -404,6 +404,26 @@ fn orphan_release_keeps_a_wrong_checksum() {
     }
 }
 
+/// As above, the descriptor's uninit marks: its never-used inode count
+/// (0) is in range of its free inodes count (5) on the disk, which
+/// e2fsck -n judges; the view recounted it from the inodes in use, out
+/// of range of the free count, and said so.
+#[test]
+fn orphan_release_keeps_the_marks_of_a_wrong_descriptor() {
+    let tmp = TempDir::new("codes-orphan-marks");
+    let img = deleted_orphan_apart(&tmp, "");
+    debugfs_w(
+        &img,
+        &[
+            "set_bg 0 itable_unused 0",
+            "set_bg 0 free_inodes_count 5",
+            "set_bg 0 checksum 0x1234",
+        ],
+    );
+    assert_same_codes(&img, &[0x000035, 0x05000B]);
+    judged_by_oracle("marks", &img, 4, 1);
+}
+
 /// A bitmap whose location lies outside the file system, on a file
 /// system of one group (no backup descriptors to fall back to): e2fsck
 /// -n, which leaves it there, checks the empty bitmap it reads instead
