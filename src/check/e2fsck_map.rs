@@ -14,7 +14,7 @@
 
 use super::catalogue;
 use super::problem::{Code, Problem};
-use crate::fs::num::{Blk, Ino};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::narrow;
 
 /// The e2fsck codes `code` can stand for, the usual one first; empty for
@@ -1020,6 +1020,11 @@ pub struct LatchLog {
     /// The resize inode's i_blocks, when e2fsck's pass 1 finds no block
     /// in it (and has not said so yet).
     resize_blocks: Option<u64>,
+    /// The groups whose directories count e2fsck -n finds wrong where
+    /// the view does not (deleted orphan directories), with the count.
+    dirs_off: Vec<(Group, u32)>,
+    /// The groups whose directories count the view finds wrong.
+    dirs_found: Vec<Group>,
     /// The check stopped at a journal -n may not clear: e2fsck stops
     /// there before its checks of the descriptors ([`AFTER_JOURNAL`]).
     journal_stop: bool,
@@ -1076,6 +1081,11 @@ impl LatchLog {
                 log.first_series.insert(entry_key(&p));
             }
             log.journal_stop |= p.code == Code::JournalCannotProceed;
+            if p.code == Code::GroupDirsCount
+                && let Some(g) = p.args().group
+            {
+                log.dirs_found.push(g);
+            }
             log.block_diff |= p.code == Code::BlockBitmapDiff;
             log.inode_diff |= p.code == Code::InodeBitmapDiff;
         }
@@ -1088,6 +1098,12 @@ impl LatchLog {
     pub fn with_orphans_freed(mut self, freed: Option<&super::orphan::Freed>) -> LatchLog {
         if let Some(f) = freed {
             self.unmarked(f);
+            self.dirs_off.extend(
+                f.dirs
+                    .iter()
+                    .filter(|(g, _)| !self.dirs_found.contains(g))
+                    .copied(),
+            );
         }
         self
     }
@@ -1160,6 +1176,12 @@ impl LatchLog {
                 if !self.inode_diff {
                     out.extend(runs_refs(true, &unreleased_runs(&[], inodes, 1)));
                 }
+                // A directories count per group, after the sets.
+                out.extend(
+                    std::mem::take(&mut self.dirs_off)
+                        .into_iter()
+                        .map(|(_, n)| Ref::of(0x05000C, Some(n))),
+                );
                 // Once: the sets are the whole check's.
                 self.block_diff = true;
                 self.inode_diff = true;

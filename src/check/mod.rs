@@ -380,6 +380,7 @@ fn resize_unwalked(
             .into_iter()
             .collect(),
         inodes: Vec::new(),
+        dirs: Vec::new(),
         cluster_bits: bits,
     };
     Some((inode.blocks_raw, std::sync::Arc::new(unmarked)))

@@ -53,7 +53,7 @@ use super::superblock;
 use crate::error::Result;
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode::{self as finode, Inode, InodeMut, flags};
-use crate::fs::num::{Blk, Ino};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SuperblockMut, compat, ro_compat};
 use crate::fs::{orphan as ofile, xattr};
 use crate::narrow;
@@ -101,6 +101,10 @@ pub struct Freed {
     pub blocks: Vec<Blk>,
     /// The inodes that were marked in use.
     pub inodes: Vec<Ino>,
+    /// The groups of the directories among them, each once, with the
+    /// directories count their descriptor had (e2fsck -n counts the
+    /// deleted directories out of it).
+    pub dirs: Vec<(Group, u32)>,
     /// Blocks per cluster, as a power of two.
     pub cluster_bits: u32,
 }
@@ -563,6 +567,13 @@ impl<'a> Work<'a> {
         } else {
             if self.inode_marked(ino) {
                 self.freed.inodes.push(ino);
+            }
+            let g = Group(geo.group_of_inode(ino));
+            if inode.is_dir()
+                && !self.freed.dirs.iter().any(|d| d.0 == g)
+                && let Some(d) = self.fs.gd(g)
+            {
+                self.freed.dirs.push((g, d.used_dirs_count));
             }
             self.stats.free_inode(&mut self.st, ino, inode.is_dir());
             InodeMut(&mut raw).set_dtime(self.now.max(1));
