@@ -14,7 +14,7 @@
 
 use super::catalogue;
 use super::problem::{Code, Problem};
-use crate::fs::num::{Blk, Ino};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::narrow;
 
 /// The e2fsck codes `code` can stand for, the usual one first; empty for
@@ -792,51 +792,132 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
 /// What e2fsck logs for a pass-5 bitmap difference: the set's question,
 /// one entry per run of bits, the set's end.
 fn bitmap_refs(p: &Problem) -> Vec<Ref> {
-    let a = p.args();
-    let inodes = p.code == Code::InodeBitmapDiff;
+    let runs: Vec<Run5> = bitmap_runs(p.args().detail).collect();
+    runs_refs(p.code == Code::InodeBitmapDiff, &runs)
+}
+
+/// A run of pass 5's differences: sign ('+' marked in use where the
+/// bitmap says free), first and last (blocks or inodes).
+type Run5 = (char, u64, u64);
+
+/// The entries of one bitmap's set of differences (`inodes`: the inode
+/// bitmap's), none without a run.
+fn runs_refs(inodes: bool, runs: &[Run5]) -> Vec<Ref> {
     // The set's question, the runs, its end.
-    let (question, end) = if inodes {
-        (0x050007, 0x05000A)
+    let (question, end, diff) = if inodes {
+        (0x050007, 0x05000A, Code::InodeBitmapDiff)
     } else {
-        (0x050003, 0x050006)
+        (0x050003, 0x050006, Code::BlockBitmapDiff)
     };
-    let bare = |code| Ref::of(code, None);
-    let runs: Vec<Ref> = bitmap_runs(a.detail)
-        .map(|(sign, first, last)| {
-            // -N, +N, -(N--M), +(N--M), in e2fsck's code order.
-            let k = usize::from(sign == '+') + if last > first { 2 } else { 0 };
-            let code = codes(p.code)[k];
-            if inodes {
-                Ref::of(code, Some(narrow::sat32(first)))
-            } else {
-                Ref {
-                    code,
-                    ino: None,
-                    blk: Some(first),
-                }
-            }
-        })
-        .collect();
     if runs.is_empty() {
-        return runs;
+        return Vec::new();
     }
+    let bare = |code| Ref::of(code, None);
+    let each = runs.iter().map(|&(sign, first, last)| {
+        // -N, +N, -(N--M), +(N--M), in e2fsck's code order.
+        let k = usize::from(sign == '+') + if last > first { 2 } else { 0 };
+        let code = codes(diff)[k];
+        if inodes {
+            Ref::of(code, Some(narrow::sat32(first)))
+        } else {
+            Ref {
+                code,
+                ino: None,
+                blk: Some(first),
+            }
+        }
+    });
     std::iter::once(bare(question))
-        .chain(runs)
+        .chain(each)
         .chain(std::iter::once(bare(end)))
         .collect()
 }
 
-/// What e2fsck -n, which leaves the orphans unreleased, logs for one
-/// orphan pfsck's view releases (its dtime in `num`, the blocks the
-/// release frees in `num2`, the first of them in `blk`). A chain link
-/// in i_dtime is an inode number, below the inode count: a deletion
-/// time too low to be one. An orphan to delete has no links: with no
-/// dtime it is a deleted inode without one, and its inode and blocks
-/// are marked in use by no file. One to truncate is in use: any dtime
-/// is one too many, and the blocks past i_size make i_size wrong.
+/// Pass 5's runs `runs` (units `step` apart) as e2fsck -n finds them,
+/// which leaves the orphans unreleased: the units the release freed
+/// (`freed`, sorted) are still marked, so where the view finds one in
+/// use with its bit clear e2fsck finds nothing, and where it finds one
+/// free and clear e2fsck finds it marked in use by no file. Runs that
+/// then touch join, as e2fsck reports runs of like differences.
+fn unreleased_runs(runs: &[Run5], freed: &[u64], step: u64) -> Vec<Run5> {
+    let step = step.max(1);
+    let mut gone: Vec<(u64, u64)> = Vec::new();
+    for &u in freed {
+        let i = u / step;
+        match gone.last_mut() {
+            Some(last) if last.1 + 1 >= i => last.1 = last.1.max(i),
+            _ => gone.push((i, i)),
+        }
+    }
+    let idx = |sign| {
+        runs.iter()
+            .filter(move |r| r.0 == sign)
+            .map(|r| (r.1 / step, r.2 / step))
+            .collect::<Vec<_>>()
+    };
+    let (plus, minus) = (idx('+'), idx('-'));
+    let mut all: Vec<Run5> = subtract(&plus, &gone)
+        .into_iter()
+        .map(|(a, b)| ('+', a, b))
+        .chain(minus.into_iter().map(|(a, b)| ('-', a, b)))
+        .chain(subtract(&gone, &plus).into_iter().map(|(a, b)| ('-', a, b)))
+        .collect();
+    all.sort_unstable_by_key(|r| r.1);
+    let mut out: Vec<Run5> = Vec::with_capacity(all.len());
+    for r in all {
+        match out.last_mut() {
+            Some(last) if last.0 == r.0 && last.2 + 1 == r.1 => last.2 = r.2,
+            _ => out.push(r),
+        }
+    }
+    out.into_iter()
+        .map(|(sign, a, b)| (sign, a * step, b * step))
+        .collect()
+}
+
+/// The parts of the sorted, disjoint ranges `a` outside those of `b`.
+fn subtract(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut k = 0;
+    for &(first, last) in a {
+        let mut from = first;
+        while k < b.len() && b[k].1 < from {
+            k += 1;
+        }
+        let mut j = k;
+        while from <= last {
+            match b.get(j) {
+                Some(&(bf, bl)) if bf <= last => {
+                    if bf > from {
+                        out.push((from, bf - 1));
+                    }
+                    if bl >= last {
+                        break;
+                    }
+                    from = from.max(bl + 1);
+                    j += 1;
+                }
+                _ => {
+                    out.push((from, last));
+                    break;
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What e2fsck -n, which leaves the orphans unreleased, logs in pass 1
+/// for one orphan pfsck's view releases (its dtime in `num`, the blocks
+/// the release frees in `num2`). A chain link in i_dtime is an inode
+/// number, below the inode count: a deletion time too low to be one. An
+/// orphan to delete has no links: with no dtime it is a deleted inode
+/// without one (its inode and blocks, still marked in use by no file,
+/// are pass 5's: [`LatchLog::refs`]). One to truncate is in use: any
+/// dtime is one too many, and the blocks past i_size make i_size wrong.
 fn orphan_left(p: &Problem) -> Vec<Ref> {
     let a = p.args();
-    let (a_ino, a_blk) = (a.ino.map(Ino::get), a.blk.map(Blk::get));
+    let a_ino = a.ino.map(Ino::get);
     let dtime = a.num.unwrap_or(0);
     let freed = a.num2.unwrap_or(0);
     let at = |code, ino, blk| Ref { code, ino, blk };
@@ -856,13 +937,6 @@ fn orphan_left(p: &Problem) -> Vec<Ref> {
         a_ino,
         None,
     ));
-    if freed > 0 {
-        let code = if freed == 1 { 0x050004 } else { 0x050014 };
-        out.push(at(code, None, a_blk));
-        out.push(at(0x050006, None, None));
-    }
-    out.push(at(0x050008, a_ino, None));
-    out.push(at(0x05000A, None, None));
     out
 }
 
@@ -977,6 +1051,22 @@ pub struct LatchLog {
     /// and block): e2fsck -n aborts in the middle of it, before the
     /// questions it asks at the block's end.
     stop_block: Option<(Option<Ino>, Option<Blk>)>,
+    /// What e2fsck -n finds marked in use by no file where the view
+    /// does not (the orphans' release freed it, or its pass 1 skipped
+    /// it): sorted first blocks of clusters, sorted inodes, blocks per
+    /// cluster.
+    freed: Option<(Vec<u64>, Vec<u64>, u64)>,
+    /// The resize inode's i_blocks, when e2fsck's pass 1 finds no block
+    /// in it (and has not said so yet).
+    resize_blocks: Option<u64>,
+    /// The groups whose directories count e2fsck -n finds wrong where
+    /// the view does not (deleted orphan directories), with the count.
+    dirs_off: Vec<(Group, u32)>,
+    /// The groups whose directories count the view finds wrong.
+    dirs_found: Vec<Group>,
+    /// The report has a block (inode) bitmap difference.
+    block_diff: bool,
+    inode_diff: bool,
 }
 
 /// A directory entry, as pass 2's problems about it name it: the
@@ -1032,8 +1122,115 @@ impl LatchLog {
             } else if FIRST_SERIES.contains(&p.code) {
                 log.first_series.insert(entry_key(&p));
             }
+            if p.code == Code::GroupDirsCount
+                && let Some(g) = p.args().group
+            {
+                log.dirs_found.push(g);
+            }
+            log.block_diff |= p.code == Code::BlockBitmapDiff;
+            log.inode_diff |= p.code == Code::InodeBitmapDiff;
         }
         log
+    }
+
+    /// What the orphans' release freed in the view the check looked
+    /// through ([`super::orphan::Freed`]): e2fsck -n finds it in pass 5.
+    #[must_use]
+    pub fn with_orphans_freed(mut self, freed: Option<&super::orphan::Freed>) -> LatchLog {
+        if let Some(f) = freed {
+            self.unmarked(f);
+            self.dirs_off.extend(
+                f.dirs
+                    .iter()
+                    .filter(|(g, _)| !self.dirs_found.contains(g))
+                    .copied(),
+            );
+        }
+        self
+    }
+
+    /// The resize inode e2fsck's pass 1 finds no block in, after a
+    /// reserved inode's bad checksum (`check::Report::resize_unwalked`):
+    /// its i_blocks, and its double indirect block, which e2fsck then
+    /// finds marked in use by no file.
+    #[must_use]
+    pub fn with_resize_unwalked(
+        mut self,
+        resize: Option<&(u64, std::sync::Arc<super::orphan::Freed>)>,
+    ) -> LatchLog {
+        if let Some((blocks, dind)) = resize {
+            self.resize_blocks = Some(*blocks);
+            self.unmarked(dind);
+        }
+        self
+    }
+
+    /// Adds `f` to the units e2fsck -n finds marked in use by no file.
+    fn unmarked(&mut self, f: &super::orphan::Freed) {
+        let (blocks, inodes, _) = self
+            .freed
+            .get_or_insert_with(|| (Vec::new(), Vec::new(), 1u64 << f.cluster_bits));
+        blocks.extend(f.blocks.iter().map(|b| b.get()));
+        inodes.extend(f.inodes.iter().map(|i| u64::from(i.get())));
+        blocks.sort_unstable();
+        blocks.dedup();
+        inodes.sort_unstable();
+        inodes.dedup();
+    }
+
+    /// In a read-only check, pass 5's sets of differences as e2fsck -n
+    /// finds them, the orphans unreleased and the resize inode unwalked
+    /// ([`unreleased_runs`]): in place of the view's (`p` a bitmap
+    /// difference), or, where the view found none, with the first orphan
+    /// released or the checksum that leaves the resize inode unwalked
+    /// (which also gives e2fsck's i_blocks question on it). None where
+    /// `p` gives its own.
+    fn unreleased_refs(&mut self, p: &Problem, run: Run) -> Option<Vec<Ref>> {
+        if run != Run::ReadOnly {
+            return None;
+        }
+        let resize_trigger = p.code == Code::InodeChecksum
+            && p.args().ino.is_some_and(|i| (3..=6).contains(&i.get()));
+        let mut out = Vec::new();
+        if resize_trigger && let Some(n) = self.resize_blocks.take() {
+            out = refs(p, run);
+            if n != 0 {
+                out.push(Ref::of(0x01000D, Some(Ino::RESIZE.get())));
+            }
+        }
+        let Some((blocks, inodes, step)) = self.freed.as_ref() else {
+            return (!out.is_empty()).then_some(out);
+        };
+        let view: Vec<Run5> = bitmap_runs(p.args().detail).collect();
+        let out = match p.code {
+            Code::BlockBitmapDiff => runs_refs(false, &unreleased_runs(&view, blocks, *step)),
+            Code::InodeBitmapDiff => runs_refs(true, &unreleased_runs(&view, inodes, 1)),
+            Code::OrphanReleased | Code::InodeChecksum
+                if p.code == Code::OrphanReleased || !out.is_empty() =>
+            {
+                if out.is_empty() {
+                    out = refs(p, run);
+                }
+                if !self.block_diff {
+                    out.extend(runs_refs(false, &unreleased_runs(&[], blocks, *step)));
+                }
+                if !self.inode_diff {
+                    out.extend(runs_refs(true, &unreleased_runs(&[], inodes, 1)));
+                }
+                // A directories count per group, after the sets.
+                out.extend(
+                    std::mem::take(&mut self.dirs_off)
+                        .into_iter()
+                        .map(|(_, n)| Ref::of(0x05000C, Some(n))),
+                );
+                // Once: the sets are the whole check's.
+                self.block_diff = true;
+                self.inode_diff = true;
+                out
+            }
+            _ => return (!out.is_empty()).then_some(out),
+        };
+        Some(out)
     }
 
     /// How many more times than once e2fsck -n asks about the pass 2
@@ -1157,7 +1354,7 @@ impl LatchLog {
                 return Vec::new();
             }
         }
-        let mut own = refs(p, run);
+        let mut own = self.unreleased_refs(p, run).unwrap_or_else(|| refs(p, run));
         if p.code == Code::DirBlockNoTail && self.stop_block == Some((a.ino, a.blk)) {
             // The checksum question comes at the block's end, which the
             // stopped check never reaches.
@@ -1324,6 +1521,27 @@ mod tests {
         assert_eq!(
             got,
             vec![(0x050007, None), (0x050016, Some(12)), (0x05000A, None)]
+        );
+    }
+
+    /// The orphans' freed units, still marked for e2fsck -n: a '+' of the
+    /// view there goes, elsewhere a '-' comes, and like runs that touch
+    /// join (clusters of 4 blocks here).
+    #[test]
+    fn unreleased_runs_join_the_views() {
+        let view = [('+', 8, 16), ('-', 24, 24), ('+', 40, 40)];
+        let freed = [12, 28, 32, 40, 44];
+        assert_eq!(
+            unreleased_runs(&view, &freed, 4),
+            vec![('+', 8, 8), ('+', 16, 16), ('-', 24, 32), ('-', 44, 44)]
+        );
+        assert_eq!(
+            unreleased_runs(&[], &[5, 6, 9], 1),
+            vec![('-', 5, 6), ('-', 9, 9)]
+        );
+        assert_eq!(
+            subtract(&[(0, 10)], &[(2, 3), (5, 5), (9, 12)]),
+            vec![(0, 1), (4, 4), (6, 8)]
         );
     }
 

@@ -38,7 +38,7 @@ pub mod xattr;
 
 use crate::engine::{Budget, Clock, Control, Threads, TimeTrust};
 use crate::error::{Error, Result};
-use crate::fs::num::{Cluster, Ino};
+use crate::fs::num::{Blk, Cluster, Ino};
 use crate::io::Device;
 use crate::narrow;
 pub use crate::volume::Fs;
@@ -237,6 +237,13 @@ pub struct Report {
     /// Passes 1B to 1C's account of the multiply-claimed blocks, when
     /// there are some.
     pub dups: Option<std::sync::Arc<pass1b::Dups>>,
+    /// What releasing the deleted orphans freed, when the check looked
+    /// at the file system through that release and it freed something.
+    pub orphan_freed: Option<std::sync::Arc<orphan::Freed>>,
+    /// The resize inode's i_blocks and its double indirect block (as
+    /// the units e2fsck then finds marked in use by no file), when
+    /// e2fsck's pass 1 would find no block in it ([`resize_unwalked`]).
+    pub resize_unwalked: Option<(u64, std::sync::Arc<orphan::Freed>)>,
     /// Bytes in memory by structure once passes 1 and 2 are done (`-t`).
     pub census: Vec<(&'static str, u64)>,
     /// What `--max-memory` did; None without it.
@@ -259,6 +266,8 @@ impl Report {
             features: self.features.clone(),
             tree: self.tree.clone(),
             dups: self.dups.clone(),
+            orphan_freed: self.orphan_freed.clone(),
+            resize_unwalked: self.resize_unwalked.clone(),
             census: self.census.clone(),
             spill: self.spill,
         }
@@ -339,6 +348,44 @@ pub fn check_device(dev: Device, opts: &Options) -> Result<Checked> {
     passes(fs, opts, report, timer)
 }
 
+/// e2fsck 1.47.4's pass 1, once it has met a reserved inode below the
+/// resize inode (3 to 6) whose checksum alone is wrong, finds no block
+/// in the resize inode: it says its i_blocks should be 0 and leaves its
+/// double indirect block unmarked (whichever way the checksum question
+/// is answered; its repair then damages the resize inode, which pfsck
+/// does not copy). The resize inode's i_blocks and that block, for the
+/// e2fsck codes of a report (`e2fsck_map::LatchLog`), where `problems`
+/// hold such a checksum.
+fn resize_unwalked(
+    fs: &Fs,
+    problems: &ProblemList,
+) -> Option<(u64, std::sync::Arc<orphan::Freed>)> {
+    let trigger = problems.iter().any(|p| {
+        p.code == problem::Code::InodeChecksum
+            && p.args().ino.is_some_and(|i| (3..=6).contains(&i.get()))
+    });
+    if !trigger
+        || !fs
+            .sb
+            .has_compat(crate::fs::superblock::compat::RESIZE_INODE)
+    {
+        return None;
+    }
+    let inode = crate::fs::inode::Inode::parse(&fs.read_inode_raw(Ino::RESIZE).ok()?);
+    let dind = u64::from(inode.block_ptrs()[crate::fs::inode::DIND_SLOT]);
+    let bits = fs.geo.cluster_bits;
+    let unmarked = orphan::Freed {
+        blocks: (dind != 0)
+            .then(|| Blk(fs.geo.cluster_of(dind) << bits))
+            .into_iter()
+            .collect(),
+        inodes: Vec::new(),
+        dirs: Vec::new(),
+        cluster_bits: bits,
+    };
+    Some((inode.blocks_raw, std::sync::Arc::new(unmarked)))
+}
+
 /// Whether the passes follow pass 0.
 enum Pass0 {
     Go(Fs),
@@ -358,7 +405,11 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     };
     // Then the orphans, on the replayed bytes, the same way.
     let opened = match opened {
-        superblock::Opened::Fs(fs, probs) => orphan::after_orphans(fs, probs, opts)?,
+        superblock::Opened::Fs(fs, probs) => {
+            let (opened, freed) = orphan::after_orphans(fs, probs, opts)?;
+            report.orphan_freed = (!freed.is_empty()).then(|| std::sync::Arc::new(freed));
+            opened
+        }
         fatal => fatal,
     };
     let mut fs = match opened {
@@ -702,7 +753,8 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
 
 /// The outcome of a check that went through pass 1, to its end or to
 /// where it stopped.
-fn checked(report: Report, fs: Fs, state: State) -> Result<Checked> {
+fn checked(mut report: Report, fs: Fs, state: State) -> Result<Checked> {
+    report.resize_unwalked = resize_unwalked(&fs, &report.problems);
     Ok(Checked {
         report,
         fs: Some(fs),

@@ -20,11 +20,18 @@
 //! checksum stops the processing (what was released stays released) and
 //! the file system is marked not clean so the full check follows. The
 //! partial last block is zeroed from i_size % block size in the first block
-//! past EOF (the one e2fsck zeroes before freeing it).
+//! past EOF (the one e2fsck zeroes before freeing it). A bitmap or
+//! descriptor checksum that was wrong on the disk is left wrong in the
+//! view (and such a descriptor's uninit marks as they were): e2fsck -n,
+//! which releases nothing, finds it so, and the repair then fixes it as
+//! such.
 //!
 //! After the passes e2fsck walks the orphan file again to empty it; one it
 //! cannot walk as an orphan file (a wrong size, a hole) it makes anew
-//! (`OrphanFileCorrupt`, fixed by `fix::orphan_file`).
+//! (`OrphanFileCorrupt`, fixed by `fix::orphan_file`). It does so on a
+//! backup superblock too, where nothing is released (the backup's list
+//! head and orphan_present are stale copies) and the superblock is left
+//! to the restore from the backup.
 //!
 //! On bigalloc a block in the cluster of the block walked before it is
 //! skipped, as e2fsck skips it, and a cluster is freed once. A truncation
@@ -46,7 +53,7 @@ use super::superblock;
 use crate::error::Result;
 use crate::fs::extent::{self, EXTENT_MAGIC};
 use crate::fs::inode::{self as finode, Inode, InodeMut, flags};
-use crate::fs::num::{Blk, Ino};
+use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::{STATE_ERROR, STATE_VALID, SuperblockMut, compat, ro_compat};
 use crate::fs::{orphan as ofile, xattr};
 use crate::narrow;
@@ -81,19 +88,47 @@ pub struct Outcome {
     /// each free inode freed once more (what e2fsck -y's pass 5 then
     /// puts right).
     pub only_free: bool,
+    pub freed: Freed,
+}
+
+/// What releasing the deleted orphans cleared in the bitmaps: e2fsck -n,
+/// which leaves the orphans alone, finds it still marked in use by no
+/// file in pass 5, where the view finds it free. (A truncation's blocks
+/// stay mapped for e2fsck -n: in use, as marked.)
+#[derive(Clone, Debug, Default)]
+pub struct Freed {
+    /// The clusters, by their first block, in the order freed.
+    pub blocks: Vec<Blk>,
+    /// The inodes that were marked in use.
+    pub inodes: Vec<Ino>,
+    /// The groups of the directories among them, each once, with the
+    /// directories count their descriptor had (e2fsck -n counts the
+    /// deleted directories out of it).
+    pub dirs: Vec<(Group, u32)>,
+    /// Blocks per cluster, as a power of two.
+    pub cluster_bits: u32,
+}
+
+impl Freed {
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty() && self.inodes.is_empty()
+    }
 }
 
 /// Reopens the file system seen through the orphan processing, when there
 /// is something to process; otherwise hands it back unchanged. Runs after
 /// the journal replay view, on the replayed bytes (replay can change the
 /// list).
+///
+/// With the reopened file system goes what the release freed (see
+/// [`Freed`]); empty where the view is not taken.
 pub fn after_orphans(
     fs: Box<Fs>,
     first_probs: Vec<Problem>,
     opts: &Options,
-) -> Result<superblock::Opened> {
+) -> Result<(superblock::Opened, Freed)> {
     let Some(out) = plan(&fs, opts) else {
-        return Ok(superblock::Opened::Fs(fs, first_probs));
+        return Ok((superblock::Opened::Fs(fs, first_probs), Freed::default()));
     };
     // e2fsck judges the descriptors before any orphan is released, and -n
     // leaves them damaged for its passes (an unused inode count or uninit
@@ -119,7 +154,7 @@ pub fn after_orphans(
             "the group descriptors need fixes -n may not make, so the file system is checked as it is"
                 .to_string(),
         ));
-        return Ok(superblock::Opened::Fs(fs, probs));
+        return Ok((superblock::Opened::Fs(fs, probs), Freed::default()));
     }
     if out.only_free && !opts.repairing {
         // Checked as e2fsck -n checks it: as it is.
@@ -129,14 +164,14 @@ pub fn after_orphans(
             out.cleared,
             if out.cleared == 1 { "" } else { "s" }
         )));
-        return Ok(superblock::Opened::Fs(fs, probs));
+        return Ok((superblock::Opened::Fs(fs, probs), Freed::default()));
     }
     if out.blocks.is_empty() {
         // Nothing to lay over; what the orphan file is found to need
         // (made anew) is still said.
         let mut probs = first_probs;
         probs.extend(out.notes);
-        return Ok(superblock::Opened::Fs(fs, probs));
+        return Ok((superblock::Opened::Fs(fs, probs), Freed::default()));
     }
     let bs = u64::from(fs.geo.block_size);
     // Laid over the device's overlays (a journal replay), not merged.
@@ -177,7 +212,7 @@ pub fn after_orphans(
         .collect();
     let Fs { dev, .. } = *fs;
     let dev = dev.with_overlay(ranges);
-    Ok(match superblock::open(dev, opts)? {
+    let opened = match superblock::open(dev, opts)? {
         superblock::Opened::Fs(fs, mut probs) => {
             probs.extend(kept);
             probs.extend(notes);
@@ -188,11 +223,12 @@ pub fn after_orphans(
             probs.extend(notes);
             superblock::Opened::Fatal(probs)
         }
-    })
+    };
+    Ok((opened, out.freed))
 }
 
-/// Computes the processing; None when there is nothing to process or the
-/// file system is not one it handles (a backup superblock).
+/// Computes the processing; None when there is nothing to process (on a
+/// backup superblock, no orphan file).
 pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
     let sb = &fs.sb;
     let orphan_file = sb.has_compat(compat::ORPHAN_FILE);
@@ -203,12 +239,16 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
     if sb.last_orphan == 0 && !orphan_file {
         return None;
     }
-    if opts.superblock.is_some() || fs.sb_block != fs.primary_sb_block() {
+    // On a backup superblock (its list and flag are stale copies) only
+    // the orphan file is looked at, as e2fsck does after its passes.
+    let backup = opts.superblock.is_some() || fs.sb_block != fs.primary_sb_block();
+    if backup && !orphan_file {
         return None;
     }
     let mut w = Work::new(fs);
     let mut failed = false;
-    if sb.last_orphan != 0 || present {
+    let present = present && !backup;
+    if !backup && (sb.last_orphan != 0 || present) {
         if sb.state & STATE_ERROR != 0 {
             // The list cannot be trusted; the full check follows anyway.
             w.notes.push(Problem::new(Code::OrphanNotProcessed).detail(
@@ -264,7 +304,9 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
             Err(Unusable::Broken(why)) => w.notes.push(corrupt(&why)),
         }
     }
-    w.finish(sb.last_orphan != 0, clear_present, failed);
+    if !backup {
+        w.finish(sb.last_orphan != 0, clear_present, failed);
+    }
     let (freed_blocks, freed_inodes) = (w.stats.freed_blocks, w.stats.freed_inodes);
     let only_notes = w.notes.iter().all(|p| p.code == Code::OrphanReleased);
     Some(Outcome {
@@ -272,7 +314,7 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
         notes: w.notes,
         cleared: w.cleared,
         truncated: w.truncated,
-        list: sb.last_orphan != 0 || w.cleared + w.truncated > 0 || failed,
+        list: (!backup && sb.last_orphan != 0) || w.cleared + w.truncated > 0 || failed,
         // Stopped before releasing anything (an illegal list head): e2fsck
         // -n, which never releases, finds nothing either.
         trivial: (!failed || w.chained == 0)
@@ -289,6 +331,7 @@ pub fn plan(fs: &Fs, opts: &Options) -> Option<Outcome> {
             && w.truncated == 0
             && freed_blocks == 0
             && only_notes,
+        freed: w.freed,
     })
 }
 
@@ -316,6 +359,9 @@ struct Work<'a> {
     /// The problem that stopped the release at a block, when e2fsck has a
     /// code for it (an illegal block, one already free).
     stop: Option<Problem>,
+    /// The orphan being released is deleted (not truncated).
+    deleting: bool,
+    freed: Freed,
 }
 
 impl<'a> Work<'a> {
@@ -325,7 +371,9 @@ impl<'a> Work<'a> {
             fs,
             bs: fs.block_size(),
             st: Blocks::new(fs.geo.block_size),
-            stats: AllocStats::new(fs),
+            // e2fsck -n checks the bitmaps' and descriptors' checksums as
+            // they are on the disk: one wrong there stays wrong in the view.
+            stats: AllocStats::new(fs).keeping_bad_checksums(),
             notes: Vec::new(),
             cleared: 0,
             truncated: 0,
@@ -336,6 +384,11 @@ impl<'a> Work<'a> {
             ino_now: Ino::NONE,
             last_cluster: 0,
             stop: None,
+            deleting: false,
+            freed: Freed {
+                cluster_bits: fs.geo.cluster_bits,
+                ..Freed::default()
+            },
         }
     }
 
@@ -358,7 +411,13 @@ impl<'a> Work<'a> {
     fn free_block(&mut self, blk: u64) -> std::result::Result<(), Abort> {
         self.stats
             .free_block(&mut self.st, blk)
-            .map_err(|e| self.block_stop(e, blk))
+            .map_err(|e| self.block_stop(e, blk))?;
+        if self.deleting {
+            let geo = &self.fs.geo;
+            let first = Blk(geo.cluster_of(blk) << geo.cluster_bits);
+            self.freed.blocks.push(first);
+        }
+        Ok(())
     }
 
     /// One block of an orphan's map as e2fsck's release sees it, in its
@@ -486,6 +545,7 @@ impl<'a> Work<'a> {
             self.free_orphans += 1;
         }
         self.ino_now = ino;
+        self.deleting = !truncating;
         self.last_cluster = 0;
         // The dtime as found: what e2fsck -n's pass 1, which leaves the
         // orphans alone, judges (e2fsck_map::refs).
@@ -531,6 +591,16 @@ impl<'a> Work<'a> {
             InodeMut(&mut raw).set_dtime(0);
             self.truncated += 1;
         } else {
+            if self.inode_marked(ino) {
+                self.freed.inodes.push(ino);
+            }
+            let g = Group(geo.group_of_inode(ino));
+            if inode.is_dir()
+                && !self.freed.dirs.iter().any(|d| d.0 == g)
+                && let Some(d) = self.fs.gd(g)
+            {
+                self.freed.dirs.push((g, d.used_dirs_count));
+            }
             self.stats.free_inode(&mut self.st, ino, inode.is_dir());
             InodeMut(&mut raw).set_dtime(self.now.max(1));
             self.cleared += 1;

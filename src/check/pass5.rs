@@ -190,6 +190,12 @@ fn check_group_blocks(
             // Pass 0 reported the location; the bitmap reads as empty.
             buf.fill(0);
             have_disk = true;
+            // Left there (-n), e2fsck checks the empty bitmap against the
+            // checksum; a repair moves it and writes both.
+            if by_disk && csum && !gd.has_flag(BG_BLOCK_UNINIT) {
+                out.block_csum_bad =
+                    !gd.block_bitmap_csum_ok(&fs.sb, &buf[..geo.block_bitmap_bytes()]);
+            }
         } else if let Err(e) = fs.read_block_into(gd.block_bitmap, buf) {
             out.problems.push(
                 Problem::new(Code::BitmapUnreadable)
@@ -284,6 +290,11 @@ fn check_group_inodes(
         // Uninitialised, or a location pass 0 reported: reads as empty.
         buf.fill(0);
         have_disk = true;
+        // A location left wrong (-n): e2fsck checks the empty bitmap
+        // against the checksum, as for the block bitmap.
+        if by_disk && !uninit && csum && !gd.has_flag(BG_INODE_UNINIT) {
+            out.inode_csum_bad = !gd.inode_bitmap_csum_ok(&fs.sb, &buf[..geo.inode_bitmap_bytes()]);
+        }
     } else if let Err(e) = fs.read_block_into(gd.inode_bitmap, buf) {
         out.problems.push(
             Problem::new(Code::BitmapUnreadable)

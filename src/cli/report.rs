@@ -1246,7 +1246,9 @@ fn json_problems<'a>(
     run: e2fsck_map::Run,
     upto: u8,
 ) -> impl Iterator<Item = JsonProblem<'a>> + 'a {
-    let mut log = e2fsck_map::LatchLog::new(rep.problems.iter());
+    let mut log = e2fsck_map::LatchLog::new(rep.problems.iter())
+        .with_orphans_freed(rep.orphan_freed.as_deref())
+        .with_resize_unwalked(rep.resize_unwalked.as_ref());
     let mut first_dup = true;
     rep.problems.iter().enumerate().filter_map(move |(k, p)| {
         // Every problem goes through the log: its latches count them.

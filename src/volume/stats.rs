@@ -35,6 +35,9 @@ pub struct AllocStats<'a> {
     pub freed_inodes: u64,
     /// Clusters `count_block` marked in use (counted whatever they were).
     pub taken_blocks: u64,
+    /// A bitmap or descriptor checksum wrong before the freeing is left
+    /// as it was.
+    keep_bad_csums: bool,
 }
 
 impl<'a> AllocStats<'a> {
@@ -48,6 +51,39 @@ impl<'a> AllocStats<'a> {
             freed_blocks: 0,
             freed_inodes: 0,
             taken_blocks: 0,
+            keep_bad_csums: false,
+        }
+    }
+
+    /// `flush` leaves a bitmap or descriptor checksum that did not match
+    /// before the freeing as it was, rather than making it right.
+    pub fn keeping_bad_checksums(mut self) -> AllocStats<'a> {
+        self.keep_bad_csums = true;
+        self
+    }
+
+    /// Did group `g`'s block (`inodes`: inode) bitmap carry a wrong
+    /// checksum on the device, before any change staged here? An
+    /// unreadable one counts as right (its read fails again later).
+    fn csum_was_bad(&self, g: u32, inodes: bool) -> bool {
+        let fs = self.fs;
+        let geo = &fs.geo;
+        let gd = fs.gd_at(Group(g));
+        let (blk, bytes) = if inodes {
+            (gd.inode_bitmap, geo.inode_bitmap_bytes())
+        } else {
+            (gd.block_bitmap, geo.block_bitmap_bytes())
+        };
+        let Ok(bm) = fs.read_block(blk) else {
+            return false;
+        };
+        let Some(bm) = bm.get(..bytes) else {
+            return false;
+        };
+        if inodes {
+            !gd.inode_bitmap_csum_ok(&fs.sb, bm)
+        } else {
+            !gd.block_bitmap_csum_ok(&fs.sb, bm)
         }
     }
 
@@ -300,6 +336,9 @@ impl<'a> AllocStats<'a> {
             let wide = geo.desc_size >= 64;
             let bbytes = geo.block_bitmap_bytes();
             for g in std::mem::take(&mut self.block_bm_dirty) {
+                if self.keep_bad_csums && self.csum_was_bad(g, false) {
+                    continue;
+                }
                 if let Ok(bm) = read_block(fs, st, fs.gd_at(Group(g)).block_bitmap)
                     && let Some(mut d) = self.table.desc(g)
                 {
@@ -312,6 +351,9 @@ impl<'a> AllocStats<'a> {
             }
             let ibytes = geo.inode_bitmap_bytes();
             for g in std::mem::take(&mut self.inode_bm_dirty) {
+                if self.keep_bad_csums && self.csum_was_bad(g, true) {
+                    continue;
+                }
                 if let Ok(bm) = read_block(fs, st, fs.gd_at(Group(g)).inode_bitmap)
                     && let Some(mut d) = self.table.desc(g)
                 {
@@ -324,6 +366,10 @@ impl<'a> AllocStats<'a> {
             }
         }
         for g in std::mem::take(&mut self.desc_dirty) {
+            // Nor its uninit marks: e2fsck -n judges them as they are.
+            if self.keep_bad_csums && !fs.gd_checksum_ok(g) {
+                continue;
+            }
             if marks && fs.uninit_bg() {
                 self.uninit_marks(st, g);
             }

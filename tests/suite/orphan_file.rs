@@ -229,6 +229,27 @@ fn orphan_file_blocks_with_bad_tails() {
     }
 }
 
+/// A dirty orphan file block on a file system whose primary superblock
+/// is unusable: e2fsck, checking with a backup, still walks the orphan
+/// file after its passes and offers to clean the block (declined, to
+/// make the file anew). pfsck looked at no orphan file on a backup.
+#[test]
+fn orphan_file_checked_with_a_backup_superblock() {
+    let tmp = TempDir::new("orphan-file-backup");
+    let img = tmp.join("disk.img");
+    image(&img, ext4_1k(), 16 * MIB);
+    let blk = debugfs_number(&img, "bmap <12> 3");
+    write_at(&img, (blk + 1) * 1024 - 8, &[0x5a]);
+    // The primary's magic number.
+    write_at(&img, 1024 + 0x38, &[0, 0]);
+    assert_same_codes(&img, &[0x06000C, 0x060009]);
+    let (fn_out, _) = judged_by_oracle("backup", &img, 4, 1);
+    assert!(
+        fn_out.contains("Block 3 of the orphan file (inode 12) still lists inodes."),
+        "{fn_out}"
+    );
+}
+
 /// An orphan file without a journal (0x060007): e2fsck asks to clear it
 /// after its passes (exit 4 under -n), pfsck said nothing of it. e2fsck
 /// -fy zeroes the inode but leaves it marked in use and named by the
