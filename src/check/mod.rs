@@ -242,7 +242,7 @@ pub struct Report {
     pub orphan_freed: Option<std::sync::Arc<orphan::Freed>>,
     /// The resize inode's i_blocks and its double indirect block (as
     /// the units e2fsck then finds marked in use by no file), when
-    /// e2fsck's pass 1 would find no block in it ([`resize_unwalked`]).
+    /// e2fsck's pass 1 would find no block in it (see the private fn `resize_unwalked`).
     pub resize_unwalked: Option<(u64, std::sync::Arc<orphan::Freed>)>,
     /// Bytes in memory by structure once passes 1 and 2 are done (`-t`).
     pub census: Vec<(&'static str, u64)>,
