@@ -830,6 +830,7 @@ pub fn walk_indirect_limited<V: MapVisitor>(
         limit,
         too_big,
         seen: std::collections::HashSet::new(),
+        meta_revisits: 0,
         stopped: false,
         in_meta: false,
         bad_ind: false,
@@ -876,6 +877,11 @@ pub fn walk_indirect_limited<V: MapVisitor>(
     illegal.bad_ind
 }
 
+/// Walks of an indirect block on metadata after its first, per inode:
+/// each costs one block of pointers, and blocks off metadata reached
+/// again still stop the walk, so the work stays bounded.
+const META_REVISITS: u32 = 8;
+
 /// Illegal pointers met so far in one inode, and the data block limit.
 struct PtrCount {
     illegal: u32,
@@ -887,6 +893,8 @@ struct PtrCount {
     /// reached again (pointers sharing an indirect block) stops the walk,
     /// so work and problems stay those of a map of the same size.
     seen: std::collections::HashSet<u64>,
+    /// Indirect blocks on metadata walked again (see [`META_REVISITS`]).
+    meta_revisits: u32,
     stopped: bool,
     /// The pointers being walked sit in an indirect block on metadata.
     in_meta: bool,
@@ -984,7 +992,12 @@ fn visit_ptr<V: MapVisitor>(
     // The resize inode's map is judged by its own check (pass 1 counts
     // its blocks only): e2fsck accepts reserved blocks listed twice past
     // the part it reads, and its map is two levels, bounded anyway.
-    if ino != crate::fs::inode::RESIZE_INO && !illegal.seen.insert(blk) {
+    // An indirect block on metadata is never written by a repair, and
+    // e2fsck walks it as often as the map names it (its blocks then shared
+    // and cloned in pass 1D, the file kept): walked again a few times, as
+    // e2fsck; past that the walk stops as for any shared indirect block.
+    let revisit = on_meta && illegal.meta_revisits < META_REVISITS;
+    if ino != crate::fs::inode::RESIZE_INO && !illegal.seen.insert(blk) && !revisit {
         // The blocks below other paths are neither claimed nor known: the
         // inode cannot keep them (a repair clears it).
         illegal.stopped = true;
@@ -994,6 +1007,9 @@ fn visit_ptr<V: MapVisitor>(
                 .blk(Blk(blk)),
         );
         return;
+    }
+    if revisit && !illegal.seen.insert(blk) {
+        illegal.meta_revisits += 1;
     }
     v.node(blk);
     let Some((Level { buf, ahead }, rest)) = next_level(levels, fs.block_size()) else {

@@ -2409,3 +2409,48 @@ fn bad_descriptor_size_despite_errors_then_the_backup() {
         assert!(fn_out.contains("using the copy at block 8193"), "{fn_out}");
     }
 }
+
+/// A file whose double and triple indirect pointers both name a reserved
+/// GDT block (seed fz35-final, damage 1219: bytes of an ext3 inode's
+/// i_block flipped). e2fsck walks that block on metadata once per pointer,
+/// says so each time, finds its blocks shared with the resize inode, and
+/// its repair copies them: the file is kept. pfsck stopped at the second
+/// visit (an indirect block reached twice) and its repair cleared the
+/// file, a file e2fsck keeps.
+#[test]
+fn indirect_block_on_metadata_named_twice() {
+    let tmp = TempDir::new("fuzz-ind-on-meta-twice");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext3().block_size(1024), 5000);
+    // The resize inode's first reserved GDT block (its double indirect
+    // block's first entry).
+    let stat = debugfs_r(&img, "stat <7>");
+    let reserved: u64 = stat
+        .split("(IND):")
+        .nth(1)
+        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{stat}"));
+    debugfs_w(
+        &img,
+        &[
+            format!("sif /f block[DIND] {reserved}"),
+            format!("sif /f block[TIND] {reserved}"),
+        ],
+    );
+    let (out, _) = both_exit(&img, &["-fn"], 4);
+    let visits = out
+        .lines()
+        .filter(|l| {
+            l.contains(&format!(
+                "uses block {reserved}, which holds file system metadata"
+            ))
+        })
+        .count();
+    assert_eq!(visits, 2, "{out}");
+    assert!(!out.contains("more than once"), "{out}");
+    let (_, mine) = both_exit(&img, &["-fy"], 1);
+    assert_eq!(oracle_fn(&mine), 0, "e2fsck -fn after pfsck -fy");
+    let stat = debugfs_r(&mine, "stat /f");
+    assert!(stat.contains("Type: regular"), "{stat}");
+}
