@@ -996,8 +996,10 @@ fn visit_ptr<V: MapVisitor>(
     // e2fsck walks it as often as the map names it (its blocks then shared
     // and cloned in pass 1D, the file kept): walked again a few times, as
     // e2fsck; past that the walk stops as for any shared indirect block.
-    let revisit = on_meta && illegal.meta_revisits < META_REVISITS;
-    if ino != crate::fs::inode::RESIZE_INO && !illegal.seen.insert(blk) && !revisit {
+    let again = ino != crate::fs::inode::RESIZE_INO && !illegal.seen.insert(blk);
+    if again && on_meta && illegal.meta_revisits < META_REVISITS {
+        illegal.meta_revisits += 1;
+    } else if again {
         // The blocks below other paths are neither claimed nor known: the
         // inode cannot keep them (a repair clears it).
         illegal.stopped = true;
@@ -1007,9 +1009,6 @@ fn visit_ptr<V: MapVisitor>(
                 .blk(Blk(blk)),
         );
         return;
-    }
-    if revisit && !illegal.seen.insert(blk) {
-        illegal.meta_revisits += 1;
     }
     v.node(blk);
     let Some((Level { buf, ahead }, rest)) = next_level(levels, fs.block_size()) else {
