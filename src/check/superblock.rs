@@ -32,6 +32,16 @@ struct Loaded {
     gd_raw: Vec<u8>,
 }
 
+/// The backup superblock taken for a refused primary: why it was
+/// refused, and e2fsck's code for the refusal (the superblock itself,
+/// 0x000044, or its group descriptors, 0x000045).
+fn used_backup(b: &Loaded, why: &str, e2: u32) -> Problem {
+    Problem::new(Code::SbUsedBackup)
+        .blk(Blk(b.sb_block))
+        .detail(format!("the primary superblock is damaged: {why}"))
+        .e2fsck(e2)
+}
+
 /// Why libext2fs refuses to open a superblock. What e2fsck does next
 /// depends on which refusal it is, and the library looks in this order:
 /// the magic number, the checksum, the revision, then the values.
@@ -286,15 +296,7 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
             .checked_mul(u64::from(bs))
             .and_then(|off| load_at(dev, off, Some(bs)).ok());
         if let Some(b) = backup {
-            probs.push(
-                Problem::new(Code::SbUsedBackup)
-                    .blk(Blk(b.sb_block))
-                    .detail(format!(
-                        "the primary superblock is damaged: {}",
-                        refusal.text()
-                    ))
-                    .e2fsck(0x000044),
-            );
+            probs.push(used_backup(&b, &refusal.text(), 0x000044));
             return Some(b);
         }
     }
@@ -319,12 +321,7 @@ fn descriptors_refused(dev: &Device, p: Loaded, probs: &mut Vec<Problem>) -> Loa
         });
     match backup {
         Some(b) => {
-            probs.push(
-                Problem::new(Code::SbUsedBackup)
-                    .blk(Blk(b.sb_block))
-                    .detail(format!("the primary superblock is damaged: {why}"))
-                    .e2fsck(0x000045),
-            );
+            probs.push(used_backup(&b, why, 0x000045));
             b
         }
         None => {
@@ -358,15 +355,7 @@ fn primary_refused(
         && *size != 0
         && let Some(b) = desc_size_backup(dev)
     {
-        probs.push(
-            Problem::new(Code::SbUsedBackup)
-                .blk(Blk(b.sb_block))
-                .detail(format!(
-                    "the primary superblock is damaged: {}",
-                    refusal.text()
-                ))
-                .e2fsck(0x000045),
-        );
+        probs.push(used_backup(&b, &refusal.text(), 0x000045));
         return Some(b);
     }
     let despite = matches!(refusal, Refusal::Corrupt(_) | Refusal::DescSize(_))
