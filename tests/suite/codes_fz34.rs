@@ -331,15 +331,7 @@ fn resize_inode_listed_among_the_files_sharing_a_block() {
     mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(4096), None);
     let data = tmp.join("data");
     std::fs::write(&data, file_content("f", 4096)).unwrap();
-    // The resize inode's first reserved GDT block: debugfs lists it as
-    // the inode's indirect block ("(IND):2").
-    let stat = debugfs_r(&img, "stat <7>");
-    let reserved: u64 = stat
-        .split("(IND):")
-        .nth(1)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no reserved GDT block in:\n{stat}"));
+    let reserved = first_reserved_gdt_block(&img);
     debugfs_w(&img, &[format!("write {} f", data.display())]);
     // The leaf's one extent (its start's low half is i_block[5]) moved
     // onto the resize inode's first reserved GDT block.

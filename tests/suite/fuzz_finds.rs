@@ -19,6 +19,14 @@ fn image_with_file(img: &Path, opts: &MkfsOpts, len: usize) {
     assert_eq!(inode_of(img, "/f"), 12);
 }
 
+/// 1 KiB blocks in 4 KiB clusters: the bigalloc geometry of the fuzzer's
+/// profiles.
+fn bigalloc_1k() -> MkfsOpts {
+    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
+    opts.extra_args = vec!["-C".into(), "4096".into()];
+    opts
+}
+
 /// `/f` is still inode 12 and still holds its bytes.
 fn file_kept(img: &Path, len: usize) {
     let out = debugfs_r(img, "stat /f");
@@ -1187,8 +1195,7 @@ fn journal_inode_encrypted_or_inline() {
 fn invalid_journal_recreated_on_bigalloc() {
     let tmp = TempDir::new("fuzz-journal-bigalloc");
     let img = tmp.join("disk.img");
-    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
-    opts.extra_args = vec!["-C".into(), "4096".into()];
+    let opts = bigalloc_1k();
     mkfs(&img, 16 * MIB, &opts, None);
     let data = img.with_extension("data");
     std::fs::write(&data, file_content("f", 3000)).unwrap();
@@ -1344,8 +1351,7 @@ fn inodes_per_group_not_a_multiple_of_eight() {
 fn fewer_reserved_gdt_blocks_on_1k_bigalloc() {
     let tmp = TempDir::new("fuzz-rsv-gdt-bigalloc");
     let img = tmp.join("disk.img");
-    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
-    opts.extra_args = vec!["-C".into(), "4096".into()];
+    let opts = bigalloc_1k();
     mkfs(&img, 16 * MIB, &opts, None);
     debugfs_w(&img, &["ssv reserved_gdt_blocks 22"]);
     let (fn_out, _) = judged_by_oracle("reserved_gdt_blocks 22", &img, 4, 1);
@@ -1420,8 +1426,7 @@ fn orphan_file_field_naming_an_unlinked_inode() {
 /// pfsck -n on that field (12), not on the checksum e2fsck judges first.
 #[test]
 fn superblock_checksum_wrong_without_backup() {
-    let mut bigalloc = MkfsOpts::ext4().block_size(1024).features("bigalloc");
-    bigalloc.extra_args = vec!["-C".into(), "4096".into()];
+    let bigalloc = bigalloc_1k();
     // (name, options, size, superblock offset)
     let cases = [
         (
@@ -1458,8 +1463,7 @@ fn superblock_checksum_wrong_without_backup() {
 /// repair left it marked in use (e2fsck -fn after: 4).
 #[test]
 fn resize_inode_with_a_mode_that_maps_nothing() {
-    let mut bigalloc = MkfsOpts::ext4().block_size(1024).features("bigalloc");
-    bigalloc.extra_args = vec!["-C".into(), "4096".into()];
+    let bigalloc = bigalloc_1k();
     for (name, opts) in [
         ("bigalloc", bigalloc),
         ("1k", MkfsOpts::ext4().block_size(1024)),
@@ -2067,21 +2071,13 @@ fn bad_blocks_inode_naming_an_xattr_block() {
 fn resize_inode_illegal_block_zeroed_on_bigalloc() {
     let tmp = TempDir::new("fuzz-resize-illegal-bigalloc");
     let img = tmp.join("disk.img");
-    let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
-    opts.extra_args = vec!["-C".into(), "4096".into()];
+    let opts = bigalloc_1k();
     mkfs(&img, 16 * MIB, &opts, None);
     let data = img.with_extension("data");
     std::fs::write(&data, file_content("f", 3000)).unwrap();
     debugfs_w(&img, &[format!("write {} f", data.display())]);
     std::fs::remove_file(&data).unwrap();
-    // The first reserved GDT block: "(IND):N" in the resize inode's map.
-    let stat = debugfs_r(&img, "stat <7>");
-    let ind: u64 = stat
-        .split("(IND):")
-        .nth(1)
-        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no reserved GDT block in {stat}"));
+    let ind = first_reserved_gdt_block(&img);
     // Slot 4 names no backup (one group): block 131072, past the end.
     write_at(&img, ind * 1024 + 16, &131_072u32.to_le_bytes());
     crate::problem_codes::assert_same_codes(&img, &[0x01000E]);
@@ -2132,8 +2128,7 @@ fn bitmap_relocated_on_bigalloc() {
     for (damage, question, at) in cases {
         let tmp = TempDir::new("fuzz-bitmap-bigalloc");
         let img = tmp.join("disk.img");
-        let mut opts = MkfsOpts::ext4().block_size(1024).features("bigalloc");
-        opts.extra_args = vec!["-C".into(), "4096".into()];
+        let opts = bigalloc_1k();
         mkfs(&img, 16 * MIB, &opts, None);
         debugfs_w(&img, &[damage]);
         let theirs = tmp.join("oracle.img");
@@ -2346,8 +2341,7 @@ fn stop_at_inode_table_after_a_declined_relocation() {
 fn inodes_count_asked_before_the_first_inode() {
     let tmp = TempDir::new("fuzz-despite-first-ino");
     let img = tmp.join("disk.img");
-    let mut bigalloc = MkfsOpts::ext4().block_size(1024).features("bigalloc");
-    bigalloc.extra_args = vec!["-C".into(), "4096".into()];
+    let bigalloc = bigalloc_1k();
     mkfs(&img, 16 * MIB, &bigalloc, None);
     assert_eq!(dumpe2fs(&img).groups_count(), 1);
     debugfs_w(&img, &["ssv inodes_per_group 9"]);
@@ -2422,15 +2416,7 @@ fn indirect_block_on_metadata_named_twice() {
     let tmp = TempDir::new("fuzz-ind-on-meta-twice");
     let img = tmp.join("disk.img");
     image_with_file(&img, &MkfsOpts::ext3().block_size(1024), 5000);
-    // The resize inode's first reserved GDT block (its double indirect
-    // block's first entry).
-    let stat = debugfs_r(&img, "stat <7>");
-    let reserved: u64 = stat
-        .split("(IND):")
-        .nth(1)
-        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("{stat}"));
+    let reserved = first_reserved_gdt_block(&img);
     debugfs_w(
         &img,
         &[

@@ -845,6 +845,17 @@ pub fn debugfs_number(img: &Path, cmd: &str) -> u64 {
         .unwrap_or_else(|| panic!("`debugfs -R {cmd}` gave no number: {out}"))
 }
 
+/// The resize inode's first reserved GDT block: debugfs lists it as the
+/// inode's indirect block ("(IND):N").
+pub fn first_reserved_gdt_block(img: &Path) -> u64 {
+    let stat = debugfs_r(img, "stat <7>");
+    stat.split("(IND):")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no reserved GDT block in:\n{stat}"))
+}
+
 /// Inode number of `path` (absolute within the file system).
 pub fn inode_of(img: &Path, path: &str) -> u64 {
     let text = debugfs_r(img, &format!("stat \"{path}\""));
