@@ -8,13 +8,16 @@
 //! - INODE: the logged inode image replaces the on-disk one except its
 //!   block map (i_block is kept; an extent inode whose i_block holds no
 //!   extent header gets an empty root); i_blocks is counted again from the
-//!   extent tree, and the inode bitmap follows the link count;
+//!   extent tree as libext2fs counts (the data, and the index nodes but
+//!   not the leaves), and the inode bitmap follows the link count;
 //! - ADD_RANGE / DEL_RANGE: the inode's extents are loaded into a list
 //!   (tree blocks below the root freed), the range mapped or unmapped in
 //!   it (blocks unmapped are freed, blocks mapped marked in the bitmap),
 //!   and the list written back as a new tree when another inode's record
-//!   comes (four extents in the root, more in one leaf placed by libext2fs'
-//!   goal: the block before the first extent);
+//!   comes, grown extent by extent as libext2fs grows it
+//!   (`volume::extent_append`), i_blocks then set from libext2fs' count,
+//!   which leaves the leaves out (e2fsck's pass 1 finds such a file's
+//!   i_blocks wrong after its own replay, and so does pfsck's);
 //! - CREAT / LINK: the name is unlinked from the parent whatever it names,
 //!   then linked to the inode in the first directory slot with room (a
 //!   symlink is left unlinked, as e2fsck's replay returns early for it);
@@ -29,7 +32,9 @@
 //! `Unsupported` (the check then stops as before, nothing written): a
 //! replay step that fails in e2fsck (its replay stops half way), indexed
 //! parent directories for a link, indirect-mapped inodes, bigalloc,
-//! extent lists needing more than one leaf.
+//! extent lists whose tree would split an index block below the root
+//! (more leaves than one index block holds: about 7,000 extents with
+//! 1 KiB blocks, 115,000 with 4 KiB).
 
 use crate::fs::bitmap;
 use crate::fs::dir_entry;
@@ -45,7 +50,7 @@ use crate::fs::num::{Blk, Group, Ino};
 use crate::fs::superblock::{incompat, ro_compat};
 use crate::narrow;
 use crate::volume::edit::{self, read_block, read_inode, write_desc_table};
-use crate::volume::{Blocks, Fs};
+use crate::volume::{Blocks, Fs, extent_append};
 
 /// Why the replay cannot be computed here.
 pub type Unsupported = String;
@@ -75,6 +80,17 @@ impl Ext {
 struct List {
     ino: Ino,
     extents: Vec<Ext>,
+}
+
+/// An extent tree as read: its extents (leaves in order), its blocks
+/// below the root, and how many of its nodes libext2fs' block count
+/// (ext2fs_count_blocks, which e2fsck sets i_blocks from) adds to the
+/// data: the index nodes, the root included, but not the leaves.
+#[derive(Default)]
+struct Tree {
+    leaves: Vec<Ext>,
+    nodes: Vec<u64>,
+    counted_nodes: u64,
 }
 
 /// A plain bitset over `0..n`.
@@ -158,6 +174,17 @@ fn io(e: crate::error::Error) -> Unsupported {
     e.to_string()
 }
 
+/// ext2fs_new_block: the first free block from `goal` to the end, then
+/// from the first data block.
+fn first_free(blocks: &Bits, first: u64, count: u64, goal: u64) -> Option<u64> {
+    let goal = if goal == 0 || goal >= count {
+        first
+    } else {
+        goal
+    };
+    (goal..count).chain(first..goal).find(|&b| !blocks.get(b))
+}
+
 impl Replay<'_> {
     fn uninit_bg(&self) -> bool {
         self.fs.uninit_bg()
@@ -232,20 +259,19 @@ impl Replay<'_> {
     /// blocks below the root. An inode whose i_block is all zero reads as
     /// an empty tree (libext2fs opens it so); any other non-extent inode
     /// is not modelled.
-    fn load_tree(&self, ino: Ino, raw: &[u8]) -> Result<(Vec<Ext>, Vec<u64>), Unsupported> {
+    fn load_tree(&self, ino: Ino, raw: &[u8]) -> Result<Tree, Unsupported> {
         let iblock = &raw[field::I_BLOCK..field::I_BLOCK + field::I_BLOCK_LEN];
         let fl = InodeMutRead(raw).flags();
         if fl & flags::EXTENTS == 0 {
             if iblock.iter().all(|&b| b == 0) {
-                return Ok((Vec::new(), Vec::new()));
+                return Ok(Tree::default());
             }
             return Err(format!("inode {ino} is not extent-mapped"));
         }
-        let mut leaves = Vec::new();
-        let mut nodes = Vec::new();
+        let mut t = Tree::default();
         let depth = extent::parse_header(iblock).depth;
-        self.walk_node(ino, iblock, depth, &mut leaves, &mut nodes)?;
-        Ok((leaves, nodes))
+        self.walk_node(ino, iblock, depth, &mut t)?;
+        Ok(t)
     }
 
     /// Walks `node`, `depth` levels above the leaves: counted down from
@@ -256,8 +282,7 @@ impl Replay<'_> {
         ino: Ino,
         node: &[u8],
         depth: u16,
-        leaves: &mut Vec<Ext>,
-        nodes: &mut Vec<u64>,
+        t: &mut Tree,
     ) -> Result<(), Unsupported> {
         let h = extent::parse_header(node);
         let cap = narrow::sat16(node.len().saturating_sub(extent::HEADER_LEN) / extent::ENTRY_LEN);
@@ -265,10 +290,11 @@ impl Replay<'_> {
         {
             return Err(format!("inode {ino} has a damaged extent tree"));
         }
+        let before = t.leaves.len();
         for i in 0..usize::from(h.entries) {
             if depth == 0 {
                 let e = extent::parse_leaf(node, i);
-                leaves.push(Ext {
+                t.leaves.push(Ext {
                     lblk: u64::from(e.lblk),
                     len: u64::from(e.len),
                     pblk: e.pblk,
@@ -276,13 +302,18 @@ impl Replay<'_> {
                 });
             } else {
                 let ix = extent::parse_index(node, i);
-                if !self.fs.geo.block_in_fs(ix.leaf) || nodes.len() > 1 << 20 {
+                if !self.fs.geo.block_in_fs(ix.leaf) || t.nodes.len() > 1 << 20 {
                     return Err(format!("inode {ino} has a damaged extent tree"));
                 }
-                nodes.push(ix.leaf);
+                t.nodes.push(ix.leaf);
                 let b = read_block(self.fs, &self.st, ix.leaf).map_err(io)?;
-                self.walk_node(ino, &b, depth - 1, leaves, nodes)?;
+                self.walk_node(ino, &b, depth - 1, t)?;
             }
+        }
+        // libext2fs counts an index node when it first meets an extent
+        // below it.
+        if depth > 0 && t.leaves.len() > before {
+            t.counted_nodes += 1;
         }
         Ok(())
     }
@@ -294,12 +325,12 @@ impl Replay<'_> {
             return Ok(());
         }
         let raw = self.inode_raw(ino)?;
-        let (leaves, nodes) = self.load_tree(ino, &raw)?;
-        for b in nodes {
+        let tree = self.load_tree(ino, &raw)?;
+        for &b in &tree.nodes {
             self.blocks.set(b, false);
         }
         let mut extents: Vec<Ext> = Vec::new();
-        for e in leaves {
+        for e in tree.leaves {
             if let Some(last) = extents.last_mut() {
                 let end = last.pblk + last.len;
                 if last.lblk + last.len == e.lblk
@@ -360,65 +391,24 @@ impl Replay<'_> {
                 done += n;
             }
         }
-        let bs = self.fs.block_size();
         let seed = self.inode_seed(ino, &raw);
-        let mut leaf_blocks = Vec::new();
-        let root: [u8; field::I_BLOCK_LEN];
-        if out.len() <= usize::from(ROOT_MAX) {
-            let t = crate::volume::extent::build(&out, bs, 0, seed, || None)
-                .ok_or_else(|| format!("inode {ino}: extent tree"))?;
-            root = t.root;
-        } else {
-            if out.len() > usize::from(extent::max_entries(bs)) {
-                return Err(format!(
-                    "inode {ino}: {} extents need more than one leaf",
-                    out.len()
-                ));
-            }
-            // libext2fs splits the full root into a new leaf placed at
-            // the first free block from the one before the first extent.
-            let goal = out[0].pblk.wrapping_sub(1);
-            let leaf = self
-                .new_block(goal)
-                .ok_or_else(|| format!("inode {ino}: no free block for an extent leaf"))?;
-            self.blocks.set(leaf, true);
-            let t = crate::volume::extent::build(&out, bs, 1, seed, || Some(leaf))
-                .ok_or_else(|| format!("inode {ino}: extent tree"))?;
-            // The root keeps, past its index entry, the extents it held
-            // before the split moved them out (libext2fs does not clear
-            // them): stale, but part of the bytes e2fsck writes.
-            let mut r = t.root;
-            for (k, e) in out.iter().enumerate().take(usize::from(ROOT_MAX)).skip(1) {
-                let at = extent::HEADER_LEN + k * extent::ENTRY_LEN;
-                r[at..at + extent::ENTRY_LEN].copy_from_slice(&e.encode());
-            }
-            root = r;
-            for (b, data) in t.leaves {
-                leaf_blocks.push(b);
-                self.st.map.insert(b, data);
-            }
+        let geo = &self.fs.geo;
+        let blocks = &mut self.blocks;
+        let grown = extent_append::grow(&out, self.fs.block_size(), seed, |goal| {
+            let b = first_free(blocks, geo.first_data_block, geo.blocks_count, goal)?;
+            blocks.set(b, true);
+            Some(b)
+        })
+        .map_err(|why| format!("inode {ino}: {why}"))?;
+        for (b, data) in &grown.blocks {
+            self.st.map.insert(*b, data.clone());
         }
-        raw[field::I_BLOCK..field::I_BLOCK + field::I_BLOCK_LEN].copy_from_slice(&root);
+        raw[field::I_BLOCK..field::I_BLOCK + field::I_BLOCK_LEN].copy_from_slice(&grown.root);
         let mut m = InodeMut(&mut raw);
         m.set_flags(fl | flags::EXTENTS);
-        let count = out.iter().map(|e| u64::from(e.len)).sum::<u64>() + leaf_blocks.len() as u64;
+        let count = out.iter().map(|e| u64::from(e.len)).sum::<u64>() + grown.counted_tree_blocks();
         self.set_iblocks(&mut raw, count);
         self.write_inode(ino, &raw)
-    }
-
-    /// ext2fs_new_block: the first free block from `goal` to the end, then
-    /// from the first data block.
-    fn new_block(&self, goal: u64) -> Option<u64> {
-        let geo = &self.fs.geo;
-        let first = geo.first_data_block;
-        let goal = if goal == 0 || goal >= geo.blocks_count {
-            first
-        } else {
-            goal
-        };
-        (goal..geo.blocks_count)
-            .chain(first..goal)
-            .find(|&b| !self.blocks.get(b))
     }
 
     /// ext2fs_iblk_set: `count` file system blocks.
@@ -574,8 +564,8 @@ impl Replay<'_> {
             extent::put_header(&mut raw[ib.clone()], 0, ROOT_MAX, 0);
             InodeMut(&mut raw).set_flags(fl | flags::EXTENTS);
         }
-        let (leaves, nodes) = self.load_tree(ino, &raw)?;
-        let count = leaves.iter().map(|e| e.len).sum::<u64>() + nodes.len() as u64;
+        let tree = self.load_tree(ino, &raw)?;
+        let count = tree.leaves.iter().map(|e| e.len).sum::<u64>() + tree.counted_nodes;
         self.set_iblocks(&mut raw, count);
         self.write_inode(ino, &raw)?;
         let links = InodeMutRead(&raw).links();
@@ -593,7 +583,7 @@ impl Replay<'_> {
         if mode & S_IFMT != S_IFDIR {
             return Err(format!("fast-commit parent {parent} is not a directory"));
         }
-        let (leaves, _) = self.load_tree(parent, &raw)?;
+        let leaves = self.load_tree(parent, &raw)?.leaves;
         let mut out = Vec::new();
         for e in leaves {
             if e.uninit {

@@ -12,6 +12,8 @@
 //!   inodes read and edited with their checksum, the superblock and group
 //!   descriptors edited with theirs;
 //! - [`extent`]: extent trees built from runs of blocks;
+//! - [`extent_append`]: extent trees grown extent by extent as libext2fs
+//!   grows them (e2fsck's rewrite of an extent list);
 //! - [`summary`]: the pass 5 summary (bitmaps, counts, flags, checksums)
 //!   rewritten from what the passes found.
 //!
@@ -22,6 +24,7 @@
 pub mod alloc;
 pub mod edit;
 pub mod extent;
+pub mod extent_append;
 pub mod map;
 pub mod stage;
 pub mod stats;
