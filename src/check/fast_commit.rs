@@ -19,7 +19,8 @@
 //!   which leaves the leaves out (e2fsck's pass 1 finds such a file's
 //!   i_blocks wrong after its own replay, and so does pfsck's);
 //! - CREAT / LINK: the name is unlinked from the parent whatever it names,
-//!   then linked to the inode in the first directory slot with room (a
+//!   then linked to the inode in the first directory slot with room, in
+//!   an indexed directory in the leaf the name's hash leads to (a
 //!   symlink is left unlinked, as e2fsck's replay returns early for it);
 //! - UNLINK: the name naming that inode is removed.
 //!
@@ -30,8 +31,9 @@
 //!
 //! What e2fsck would do that this does not model is reported as
 //! `Unsupported` (the check then stops as before, nothing written): a
-//! replay step that fails in e2fsck (its replay stops half way), indexed
-//! parent directories for a link, indirect-mapped inodes, bigalloc,
+//! replay step that fails in e2fsck (its replay stops half way), a link
+//! into a full leaf of an indexed directory (libext2fs splits the leaf)
+//! or into a casefolded indexed one, indirect-mapped inodes, bigalloc,
 //! extent lists whose tree would split an index block below the root
 //! (more leaves than one index block holds: about 7,000 extents with
 //! 1 KiB blocks, 115,000 with 4 KiB).
@@ -39,9 +41,11 @@
 use crate::fs::bitmap;
 use crate::fs::dir_entry;
 use crate::fs::dir_entry::{inode_at, rec_len_at, set_file_type_at, set_inode_at, set_name_len_at};
+use crate::fs::dx_hash::{DX_HASH_TEA, dx_hash};
 use crate::fs::extent::{self, EXTENT_MAGIC, Extent, INIT_MAX_LEN, ROOT_MAX};
 use crate::fs::fast_commit::{DentryOp, Tag};
 use crate::fs::group_desc::{self, BG_BLOCK_UNINIT, BG_INODE_UNINIT, DescMut};
+use crate::fs::htree;
 use crate::fs::inode::{
     GOOD_OLD_INODE_SIZE, InodeMut, S_IFBLK, S_IFCHR, S_IFDIR, S_IFIFO, S_IFLNK, S_IFMT, S_IFREG,
     S_IFSOCK, field, flags, inode_csum_seed,
@@ -80,6 +84,19 @@ impl Ext {
 struct List {
     ino: Ino,
     extents: Vec<Ext>,
+}
+
+/// A name to link and what its entry needs.
+struct Slot<'a> {
+    parent: Ino,
+    ino: Ino,
+    name: &'a [u8],
+    ftype: u8,
+    /// The record length the name needs.
+    need: usize,
+    /// The directory block's checksum tail, 0 without metadata_csum.
+    csum_size: usize,
+    dir_raw: Vec<u8>,
 }
 
 /// An extent tree as read: its extents (leaves in order), its blocks
@@ -700,75 +717,163 @@ impl Replay<'_> {
             }
         };
         self.remove_name(parent, name, ino, true)?;
-        let praw = self.inode_raw(parent)?;
-        if InodeMutRead(&praw).flags() & flags::INDEX != 0 {
-            return Err(format!(
-                "fast-commit link into indexed directory {parent} is not modelled"
-            ));
-        }
         if name.is_empty() || name.len() > 255 {
             return Err(format!("fast-commit name of {} bytes", name.len()));
         }
-        let need = dir_entry::rec_len_for(name.len());
         let filetype = self.fs.sb.has_incompat(incompat::FILETYPE);
-        let csum_size = if self.fs.metadata_csum() {
-            dir_entry::TAIL_LEN
+        let (blocks, dir_raw) = self.dir_blocks(parent)?;
+        let indexed = InodeMutRead(&dir_raw).flags() & flags::INDEX != 0;
+        // An indexed directory takes the name only in the leaf its hash
+        // leads to (libext2fs' dx_link), any other in its first block
+        // with room.
+        let candidates = if indexed {
+            vec![self.dx_leaf(parent, &dir_raw, name)?]
         } else {
-            0
+            blocks
         };
-        let (blocks, draw) = self.dir_blocks(parent)?;
-        for blk in blocks {
-            let mut b = read_block(self.fs, &self.st, blk).map_err(io)?;
-            let bs = b.len();
-            let mut changed = false;
-            let mut off = 0;
-            // libext2fs' link walk: an unused entry absorbs an unused
-            // successor; a used one with slack is split, and the new
-            // empty entry is taken on the next step.
-            while off < bs {
-                let ents = self.entries(&b, parent)?;
-                let Some(&(_, mut cur, inode, name_len)) = ents.iter().find(|e| e.0 == off) else {
-                    break;
-                };
-                let next = off + cur;
-                if next < bs - (8 + csum_size) && inode_at(&b, next) == Ino::NONE {
-                    let nrec = rec_len_at(&b, next, bs);
-                    if next + nrec <= bs {
-                        cur += nrec;
-                        dir_entry::put_rec_len(&mut b, off, cur);
-                        changed = true;
-                    }
-                }
-                if inode != Ino::NONE {
-                    let min = dir_entry::rec_len_for(name_len);
-                    if cur >= min + need {
-                        dir_entry::put_rec_len(&mut b, off, min);
-                        let n = off + min;
-                        set_inode_at(&mut b, n, Ino::NONE);
-                        set_name_len_at(&mut b, n, 0);
-                        set_file_type_at(&mut b, n, 0);
-                        dir_entry::put_rec_len(&mut b, n, cur - min);
-                        changed = true;
-                    }
-                    off += rec_len_at(&b, off, bs);
-                    continue;
-                }
-                if cur < need {
-                    off += cur;
-                    continue;
-                }
-                set_inode_at(&mut b, off, ino);
-                dir_entry::put_name(&mut b, off, name, Some(if filetype { ft } else { 0 }));
-                self.write_dir_block(blk, b, &draw, parent);
+        let slot = Slot {
+            parent,
+            ino,
+            name,
+            ftype: if filetype { ft } else { 0 },
+            need: dir_entry::rec_len_for(name.len()),
+            csum_size: if self.fs.metadata_csum() {
+                dir_entry::TAIL_LEN
+            } else {
+                0
+            },
+            dir_raw,
+        };
+        for blk in candidates {
+            if self.link_in_block(blk, &slot)? {
                 return Ok(());
             }
-            if changed {
-                self.write_dir_block(blk, b, &draw, parent);
-            }
+        }
+        if indexed {
+            return Err(format!(
+                "fast-commit link into a full leaf of indexed directory {parent} is not modelled"
+            ));
         }
         Err(format!(
             "no room in directory {parent} for a fast-commit link (e2fsck's replay stops)"
         ))
+    }
+
+    /// libext2fs' link walk over one directory block: an unused entry
+    /// absorbs an unused successor; a used one with slack is split, and
+    /// the new empty entry is taken on the next step. Whether the name
+    /// went in (the block is written when it changed either way).
+    fn link_in_block(&mut self, blk: u64, slot: &Slot<'_>) -> Result<bool, Unsupported> {
+        let mut b = read_block(self.fs, &self.st, blk).map_err(io)?;
+        let bs = b.len();
+        let mut changed = false;
+        let mut off = 0;
+        // libext2fs' link walk: an unused entry absorbs an unused
+        // successor; a used one with slack is split, and the new
+        // empty entry is taken on the next step.
+        while off < bs {
+            let ents = self.entries(&b, slot.parent)?;
+            let Some(&(_, mut cur, inode, name_len)) = ents.iter().find(|e| e.0 == off) else {
+                break;
+            };
+            let next = off + cur;
+            if next < bs - (8 + slot.csum_size) && inode_at(&b, next) == Ino::NONE {
+                let nrec = rec_len_at(&b, next, bs);
+                if next + nrec <= bs {
+                    cur += nrec;
+                    dir_entry::put_rec_len(&mut b, off, cur);
+                    changed = true;
+                }
+            }
+            if inode != Ino::NONE {
+                let min = dir_entry::rec_len_for(name_len);
+                if cur >= min + slot.need {
+                    dir_entry::put_rec_len(&mut b, off, min);
+                    let n = off + min;
+                    set_inode_at(&mut b, n, Ino::NONE);
+                    set_name_len_at(&mut b, n, 0);
+                    set_file_type_at(&mut b, n, 0);
+                    dir_entry::put_rec_len(&mut b, n, cur - min);
+                    changed = true;
+                }
+                off += rec_len_at(&b, off, bs);
+                continue;
+            }
+            if cur < slot.need {
+                off += cur;
+                continue;
+            }
+            set_inode_at(&mut b, off, slot.ino);
+            dir_entry::put_name(&mut b, off, slot.name, Some(slot.ftype));
+            self.write_dir_block(blk, b, &slot.dir_raw, slot.parent);
+            return Ok(true);
+        }
+        if changed {
+            self.write_dir_block(blk, b, &slot.dir_raw, slot.parent);
+        }
+        Ok(false)
+    }
+
+    /// The physical block of logical block `lblk` of directory `dir`.
+    fn dir_block_at(&self, dir: Ino, raw: &[u8], lblk: u64) -> Result<u64, Unsupported> {
+        self.load_tree(dir, raw)?
+            .leaves
+            .iter()
+            .find(|e| !e.uninit && e.lblk <= lblk && lblk < e.lblk + e.len)
+            .map(|e| e.pblk + (lblk - e.lblk))
+            .ok_or_else(|| format!("indexed directory {dir} has no block {lblk}"))
+    }
+
+    /// The leaf block of indexed directory `dir` that `name` hashes to,
+    /// found as libext2fs' dx_lookup finds it: at each index level the
+    /// last entry whose hash is not above the name's.
+    fn dx_leaf(&self, dir: Ino, raw: &[u8], name: &[u8]) -> Result<u64, Unsupported> {
+        let unmodelled =
+            || format!("fast-commit link into indexed directory {dir} is not modelled");
+        if InodeMutRead(raw).flags() & flags::CASEFOLD != 0 {
+            return Err(unmodelled());
+        }
+        let mut node =
+            read_block(self.fs, &self.st, self.dir_block_at(dir, raw, 0)?).map_err(io)?;
+        let info = htree::parse_root_info(&node);
+        let max_levels = if self.fs.sb.has_incompat(incompat::LARGEDIR) {
+            htree::MAX_LEVELS_LARGEDIR
+        } else {
+            htree::MAX_LEVELS
+        };
+        if info.hash_version > DX_HASH_TEA || info.indirect_levels >= max_levels {
+            return Err(unmodelled());
+        }
+        let version = if self.fs.sb.unsigned_hash() {
+            info.hash_version + 3
+        } else {
+            info.hash_version
+        };
+        let hash = dx_hash(name, version, &self.fs.sb.hash_seed)
+            .ok_or_else(unmodelled)?
+            .0;
+        let mut off = htree::root_count_offset(&info);
+        let mut level = 0;
+        loop {
+            let count = usize::from(htree::parse_count_limit(&node, off).count);
+            let (mut p, mut q) = (1usize, count.saturating_sub(1));
+            while p <= q {
+                let m = p + (q - p) / 2;
+                if htree::dx_entry(&node, off, m).0 > hash {
+                    q = m - 1;
+                } else {
+                    p = m + 1;
+                }
+            }
+            let child = u64::from(htree::dx_entry(&node, off, p - 1).1 & 0x0fff_ffff);
+            let blk = self.dir_block_at(dir, raw, child)?;
+            if level == info.indirect_levels {
+                return Ok(blk);
+            }
+            node = read_block(self.fs, &self.st, blk).map_err(io)?;
+            off = htree::NODE_COUNT_OFFSET;
+            level += 1;
+        }
     }
 
     // ---- the end: summary, bitmaps, descriptors ----
