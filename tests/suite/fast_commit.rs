@@ -556,6 +556,59 @@ fn j_recover_fast_commit_repair() {
     );
 }
 
+/// Why `j_recover_fast_commit` is one of the two public images whose -fn
+/// verdicts differ: e2fsck -fn skips recovery and checks the stale
+/// on-disk state (exit 4: inode 14's i_blocks, unattached, the bitmaps
+/// and counts), pfsck -fn checks the state after recovery, which e2fsck
+/// itself finds clean once it has replayed (`-E journal_only`, then -fn:
+/// exit 0). Both judge each state alike: with needs_recovery cleared (no
+/// replay for either), pfsck's codes are e2fsck's.
+#[test]
+fn j_recover_fast_commit_verdicts_differ_only_by_the_replay() {
+    let Some(root) = conformance_dir() else {
+        println!("conformance images not found, skipped");
+        return;
+    };
+    let tmp = TempDir::new("fc-jn");
+    let img = tmp.join("orig");
+    if extract_image(&root.join("e2fsprogs/j_recover_fast_commit"), &img).is_err() {
+        println!("j_recover_fast_commit not found, skipped");
+        return;
+    }
+    let Some((stale_run, _)) = e2fsck_logged(&img, &["-fn"]) else {
+        return;
+    };
+    assert_eq!(stale_run.code(), Some(4));
+    let replayed = tmp.join("E");
+    copy_image(&img, &replayed);
+    assert_eq!(
+        oracle_run(&replayed, &["-E", "journal_only", "-y"]).code(),
+        Some(0)
+    );
+    assert_eq!(oracle_fn(&replayed), 0);
+    let out = pfsck(&["-fn".as_ref(), img.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0));
+
+    let stale = tmp.join("stale");
+    copy_image(&img, &stale);
+    debugfs_w(&stale, &["feature ^needs_recovery"]);
+    let (run, log) = e2fsck_logged(&stale, &["-fn"]).unwrap();
+    let json = pfsck(&["-fn".as_ref(), "--json".as_ref(), stale.as_os_str()]);
+    assert_eq!(json.status.code(), run.code());
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let (mut want, mut got) = (log_codes(&log), report_e2fsck_codes(&json));
+    want.sort_unstable();
+    got.sort_unstable();
+    assert_eq!(
+        got, want,
+        "pfsck's codes, then e2fsck's, on the stale state"
+    );
+    assert!(
+        got.contains(&0x01000d) && got.contains(&0x040001),
+        "{got:x?}"
+    );
+}
+
 /// Fast commits, then a full commit (`sync -f`) before the copy: the area
 /// still opens with the HEAD of the committed transaction, so the scan
 /// for the next one fails (EINVAL) and recovery fails before replaying
