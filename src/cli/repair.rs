@@ -207,15 +207,17 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
                 || (done.replayed && p.code == Code::OrphansPending)
         });
     // Nor are descriptor checksum resets alone (e2fsck never marks its
-    // file system changed for them): exit 0, not modified.
+    // file system changed for them): exit 0, not modified; after a
+    // journal replay too (e2fsck checks the replayed file system after
+    // reopening it, unchanged: a fast-commit replay on a file system
+    // without group checksums leaves uninit marks it then clears so).
     let unmarked_only = status.contains(&Status::Fixed)
         && done
             .report
             .problems
             .iter()
             .zip(status)
-            .all(|(p, &s)| s != Status::Fixed || crate::check::e2fsck_map::unmarked_fix(&p))
-        && !done.replayed;
+            .all(|(p, &s)| s != Status::Fixed || crate::check::e2fsck_map::unmarked_fix(&p));
     // A journal replay alone is not a correction: e2fsck exits 0 after it.
     if (written > 0 && (done.fixes_staged || !done.replayed) && !offers_only && !unmarked_only)
         || done.recorded.became_valid
