@@ -468,6 +468,16 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     if extra_isize && !opts.force && !opts.repairing && report.forced.is_none() {
         report.forced = Some("contains a file system with errors".into());
     }
+    // The descriptors too: e2fsck's superblock check judges each group's
+    // before it decides to skip, and a bad one (a checksum, uninit marks
+    // without group checksums, counts out of range) fails the file
+    // system's validity, so the full check runs (after a fix, silently).
+    let bad_desc = superblock::check(&fs)
+        .iter()
+        .any(|p| superblock::descriptor_fails_validity(p.code));
+    if bad_desc && !opts.force && !opts.repairing && report.forced.is_none() {
+        report.forced = Some("contains a file system with errors".into());
+    }
     // Times ahead of the clock, which e2fsck judges before it decides to
     // skip: a repair sets them right, so it does not skip then (e2fsck
     // skips after setting one within the fudge; pfsck checks in full).
@@ -476,6 +486,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
         && !opts.recheck
         && !jdev_fix
         && !extra_isize
+        && !bad_desc
         && !too_small
         && (times.is_empty() || !opts.repairing)
         && (!opts.repairing || !superblock::hurd_filetype(&fs.sb))

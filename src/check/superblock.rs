@@ -715,6 +715,21 @@ fn other_fs_signature(dev: &Device) -> Option<&'static str> {
 /// "clean" line when the next forced check is near (empty otherwise);
 /// None when it must be checked (a journal or orphans to process, or a
 /// [`forced_reason`]).
+/// Is `code` one of the group descriptor problems e2fsck's superblock
+/// check finds group by group, each failing the file system's validity
+/// (so that a check without -f does not skip it)?
+pub fn descriptor_fails_validity(code: Code) -> bool {
+    matches!(
+        code,
+        Code::GdChecksum
+            | Code::GdUninitWithoutCsum
+            | Code::GdBlockUninitLastGroup
+            | Code::GdFreeBlocksInvalid
+            | Code::GdFreeInodesInvalid
+            | Code::GdItableUnused
+    )
+}
+
 pub fn clean_skip_reason(fs: &Fs, opts: &Options) -> Option<String> {
     let sb = &fs.sb;
     if sb.has_incompat(incompat::RECOVER) || sb.last_orphan != 0 {

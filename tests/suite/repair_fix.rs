@@ -490,6 +490,56 @@ fn preen_without_force_skips_a_clean_file_system() {
     assert!(std::fs::read(&img).unwrap() == before);
 }
 
+/// A clean, unforced file system whose group descriptors e2fsck's
+/// superblock check rejects (a descriptor checksum; uninit marks without
+/// group checksums, as a fast-commit replay leaves them) is not skipped:
+/// e2fsck fixes the descriptor and runs the full check (-p, -y: after the
+/// fix, silently), or says why it checks (-n). pfsck said "clean" and
+/// left them, e2fsck -fn then finding the bitmap differences the full
+/// check repairs.
+#[test]
+fn bad_descriptors_are_not_skipped_as_clean() {
+    let cases = [
+        ("checksum", "", "set_bg 1 checksum 0x1234", 1, 4),
+        (
+            "uninit",
+            "^metadata_csum,^uninit_bg",
+            "set_bg 1 flags 1",
+            0,
+            0,
+        ),
+    ];
+    for (name, features, damage, fixed_exit, n_exit) in cases {
+        let tmp = TempDir::new(&format!("desc-noskip-{name}"));
+        let img = tmp.join("disk.img");
+        mkfs(&img, 32 << 20, &MkfsOpts::ext4().features(features), None);
+        debugfs_w(&img, &[damage]);
+        for (mode, want) in [("-p", fixed_exit), ("-y", fixed_exit), ("-n", n_exit)] {
+            let copy = tmp.join(format!("{mode}.img"));
+            copy_image(&img, &copy);
+            let (code, text) = pfsck_run(&[OsStr::new(mode), copy.as_os_str()]);
+            assert_eq!(code, Some(want), "[{name} {mode}] {text}");
+            assert!(!text.contains("clean,"), "[{name} {mode}] {text}");
+            assert!(
+                text.contains("Pass 5") || mode == "-p",
+                "[{name} {mode}] {text}"
+            );
+            if mode == "-n" {
+                assert!(text.contains("file system with errors"), "[{name}] {text}");
+            } else {
+                assert_eq!(oracle_fn(&copy), 0, "[{name} {mode}] e2fsck -fn after");
+                let e2 = tmp.join(format!("e{mode}.img"));
+                copy_image(&img, &e2);
+                assert_eq!(
+                    oracle_run(&e2, &[mode]).code(),
+                    code,
+                    "[{name} {mode}] e2fsck"
+                );
+            }
+        }
+    }
+}
+
 /// `debugfs cat` of `path` in `img`.
 fn cat(img: &Path, path: &str) -> Vec<u8> {
     std::process::Command::new(tool("debugfs"))
