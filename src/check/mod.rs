@@ -95,6 +95,10 @@ pub struct Options {
     pub optimize_extents: bool,
     /// `-D`: every directory is rebuilt, so none is offered pass 1E.
     pub rehash_dirs: bool,
+    /// `-E journal_only` without `-f`: after the replay the file system is
+    /// skipped whatever its state says, as e2fsck skips it (only a fix
+    /// made before the skip, or pending orphans, still run the check).
+    pub journal_only: bool,
     /// Told of each pass as it begins (the CLI prints as the check goes).
     pub events: Option<Events>,
     /// `--max-memory`: the scratch file the per-inode and per-block maps
@@ -149,6 +153,7 @@ impl Default for Options {
             overlap: true,
             optimize_extents: true,
             rehash_dirs: false,
+            journal_only: false,
             events: None,
             spill: None,
         }
@@ -448,7 +453,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     report.problems.extend(jdev_csum);
     // e2fsck looks at the journal before it decides to skip a clean file
     // system: an unusable one is cleared (or stops -n) even then.
-    if !opts.force {
+    if !opts.force && !opts.journal_only {
         report.forced = superblock::forced_reason(&fs, opts);
     }
     let past_device = superblock::past_device(&fs, opts.repairing);

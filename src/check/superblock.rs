@@ -735,7 +735,7 @@ pub fn clean_skip_reason(fs: &Fs, opts: &Options) -> Option<String> {
     if sb.has_incompat(incompat::RECOVER) || sb.last_orphan != 0 {
         return None;
     }
-    if forced_reason(fs, opts).is_some() {
+    if !opts.journal_only && forced_reason(fs, opts).is_some() {
         return None;
     }
     // Mounts left before the count forces a check; e2fsck mentions the

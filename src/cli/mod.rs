@@ -313,6 +313,7 @@ fn options(args: &Args, threads: Threads) -> Result<Options, i32> {
         overlap: overlap(),
         optimize_extents: !args.extended.no_optimize_extents && !args.extended.fixes_only,
         rehash_dirs: args.optimize_dirs,
+        journal_only: args.extended.journal_only && !args.force,
         events: None,
         spill: None,
     };

@@ -188,6 +188,10 @@ fn write_text(
     // The summary describes the file system as it was left.
     let s = &repaired.and_then(|r| r.after).unwrap_or(rep).summary;
     if let Some(note) = &rep.skipped_clean {
+        // e2fsck's journal-only skip says nothing.
+        if args.extended.journal_only {
+            return Ok(());
+        }
         return writeln!(
             out,
             "{name}: clean, {}/{} inodes, {}/{} blocks in use{note}",

@@ -443,3 +443,35 @@ fn a_journal_inode_with_a_bad_checksum_is_an_invalid_journal() {
     assert!(text.contains("The journal (inode 8) is unusable"), "{text}");
     assert_eq!(oracle_fn(&img), 0, "{}", oracle_run(&img, &["-fn"]).stdout);
 }
+
+/// `-E journal_only` without `-f`: e2fsck replays the journal and skips the
+/// file system whatever its state says (here "not clean" with a damaged
+/// directory entry), writing nothing and printing nothing; with `-f` it
+/// checks in full. pfsck ran the full check and repaired (exit 1).
+#[test]
+fn journal_only_skips_the_check_without_force() {
+    let dir = TempDir::new("cli-compat-jonly");
+    let base = dir.join("base.img");
+    mkfs(&base, 8 << 20, &MkfsOpts::ext4(), None);
+    debugfs_w(&base, &["clri <11>", "ssv state 0"]);
+    let e2fsck = oracle();
+    for mode in ["-y", "-p", "-n"] {
+        let img = dir.join("p.img");
+        copy_image(&base, &img);
+        let out = pfsck(&[mode, "-E", "journal_only", img.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "pfsck {mode}");
+        assert!(out.stdout.is_empty(), "pfsck {mode}: {:?}", out.stdout);
+        assert_eq!(hash_file(&img), hash_file(&base), "pfsck {mode} wrote");
+        if let Some(e2fsck) = &e2fsck {
+            copy_image(&base, &img);
+            let e = run(e2fsck, &[mode, "-E", "journal_only"], &img);
+            assert_eq!(e.code, Some(0), "the oracle no longer skips ({mode})");
+            assert_eq!(hash_file(&img), hash_file(&base), "e2fsck {mode} wrote");
+        }
+    }
+    let img = dir.join("f.img");
+    copy_image(&base, &img);
+    let out = pfsck(&["-fy", "-E", "journal_only", img.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "-f checks in full");
+    assert_eq!(pfsck_code(&["-fn"], &img).0, 0);
+}
