@@ -2490,3 +2490,44 @@ fn resize_dind_naming_the_superblock() {
         );
     }
 }
+
+// ---- repairs left undone ----
+
+/// A NUL in the name of an entry of an indexed directory (seed fz36,
+/// damages 513, 2107, 2374, 2503, 3106, 3896: a byte of a name in an
+/// htree leaf overwritten). e2fsck makes each NUL a '.' in any directory
+/// and judges the leaf's hash range with the new name (the index is
+/// rebuilt when it no longer fits). pfsck left names in indexed
+/// directories alone ("the new name would hash elsewhere"): -fy exited 4.
+#[test]
+fn nul_in_a_name_of_an_indexed_directory() {
+    let tmp = TempDir::new("fuzz-htree-nul-name");
+    let tree = tmp.join("tree");
+    let spec: Vec<Node> = std::iter::once(Node::dir("d"))
+        .chain((0..300).map(|i| Node::file(&format!("d/file_with_a_long_name_{i}"), 10)))
+        .collect();
+    build_tree(&tree, &spec);
+    let img = tmp.join("disk.img");
+    let opts = MkfsOpts::ext4().block_size(1024).features("^metadata_csum");
+    mkfs(&img, 8 * MIB, &opts, Some(&tree));
+    let r = e2fsck(&img, &["-fyD"]);
+    assert!(matches!(r.code(), Some(0 | 1)), "e2fsck -fyD: {}", r.stdout);
+    let stat = debugfs_r(&img, "stat /d");
+    let flags = stat
+        .split("Flags: 0x")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .unwrap_or(0);
+    assert!(flags & 0x1000 != 0, "not indexed:\n{stat}");
+    // The first name of the directory's second block (a leaf): its first
+    // byte made a NUL.
+    let leaf = debugfs_number(&img, "bmap /d 1");
+    let name = read_at(&img, leaf * 1024 + 8, 4);
+    assert_eq!(&name, b"file", "leaf starts elsewhere");
+    write_at(&img, leaf * 1024 + 8, &[0]);
+    let (fn_out, _) = judged_by_oracle("NUL in an htree name", &img, 4, 1);
+    assert!(fn_out.contains("the name holds a '/' or a NUL"), "{fn_out}");
+    let ls = debugfs_r(&img, "ls /d");
+    assert!(ls.contains(".ile_with_a_long_name_"), "{ls}");
+}
