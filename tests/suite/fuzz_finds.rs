@@ -2531,3 +2531,21 @@ fn nul_in_a_name_of_an_indexed_directory() {
     let ls = debugfs_r(&img, "ls /d");
     assert!(ls.contains(".ile_with_a_long_name_"), "{ls}");
 }
+
+/// A wrong inode count in the superblock of a bigalloc file system (seed
+/// fz36, damages 2859 and 3298: `ssv inodes_count`). e2fsck sets it to
+/// the groups times the inodes per group; pfsck had the same fix but left
+/// it undone on bigalloc (a superblock field: nothing to do with
+/// clusters), and -fy exited 4.
+#[test]
+fn wrong_inodes_count_on_bigalloc() {
+    let tmp = TempDir::new("fuzz-inodes-count-bigalloc");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 16 * MIB, &bigalloc_1k(), None);
+    debugfs_w(&img, &["ssv inodes_count 46"]);
+    let (fn_out, _) = judged_by_oracle("bigalloc inodes_count 46", &img, 12, 1);
+    assert!(
+        fn_out.contains("The superblock's inode count 46 disagrees with the geometry"),
+        "{fn_out}"
+    );
+}
