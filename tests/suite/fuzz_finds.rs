@@ -2532,6 +2532,27 @@ fn nul_in_a_name_of_an_indexed_directory() {
     assert!(ls.contains(".ile_with_a_long_name_"), "{ls}");
 }
 
+/// A primary superblock whose s_first_data_block is wrong (seed fz36,
+/// damages 339, 2397, 3792: 128, 2 and 4142 on 1 KiB file systems). The
+/// descriptors it places are garbage; e2fsck finds the backup of group 1
+/// where a right first data block puts it and repairs from it. pfsck
+/// looked for the backup where the damaged field put group 1, found
+/// none, and stopped (-fy exit 8).
+#[test]
+fn damaged_first_data_block_finds_the_backup() {
+    let tmp = TempDir::new("fuzz-first-data-block");
+    let img = tmp.join("disk.img");
+    // Two groups: a backup in group 1 (which counts no file: exit 4).
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext3().block_size(1024), None);
+    let data = img.with_extension("data");
+    std::fs::write(&data, file_content("f", 3000)).unwrap();
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    write_at(&img, 1024 + 0x14, &128u32.to_le_bytes());
+    let (fn_out, _) = judged_by_oracle("first data block 128", &img, 4, 1);
+    assert!(fn_out.contains("using the copy at block 8193"), "{fn_out}");
+    file_kept(&img, 3000);
+}
+
 /// A wrong inode count in the superblock of a bigalloc file system (seed
 /// fz36, damages 2859 and 3298: `ssv inodes_count`). e2fsck sets it to
 /// the groups times the inodes per group; pfsck had the same fix but left
