@@ -24,18 +24,22 @@ For each damage:
     e2fsck's own repair ends clean, the inodes reachable from the root
     (debugfs `ls -p`, level by level) after each repair: an inode e2fsck
     keeps and pfsck does not is a lost file;
+  * a repair that breaks the file system: e2fsck -fn opened the damaged
+    image (exit other than 8) and cannot open it after pfsck -fy (exit 8,
+    a superblock or descriptors destroyed), whatever pfsck -fy exited;
   * any pfsck panic, signal, timeout (30 s) or exit code outside fsck(8)'s
     bits is a crash.
 
-Findings (false claim, lost file, crash, -n writes) are minimised (the
+Findings (false claim, lost file, broken, crash, -n writes) are minimised (the
 damaged bytes, split in runs, reduced by delta debugging) and written to
 FINDS/<kind>-<profile>-<seed>-<i>/ with the image and repro.sh.
 
 Usage: scripts/difffuzz.py [--seed S] [--count N] [--seconds T]
          [--workers W] [--profiles a,b] [--work DIR] [--finds DIR]
          [--known FILE] [--json FILE] [--only N --keep DIR]
-Exit 0 when no false claim, lost file, crash or -n write was found (those
-listed in --known aside), 1 otherwise, 2 when a tool is missing.
+Exit 0 when no false claim, lost file, broken repair, crash or -n write
+was found (those listed in --known aside), 1 otherwise, 2 when a tool is
+missing.
 """
 
 import argparse
@@ -58,7 +62,7 @@ VERSION = "1"  # bump when base images change, so cached bases are rebuilt
 LIMIT = 30  # seconds for any checker run
 FAKE_TIME = "1700000000"
 BASES_PER_PROFILE = 2
-FATAL = ("false-claim", "lost-file", "crash", "n-wrote")
+FATAL = ("false-claim", "lost-file", "broken", "crash", "n-wrote")
 
 # name: (mke2fs arguments, size in KiB, post-build step)
 PROFILES = {
@@ -910,6 +914,8 @@ def findings(r):
         k.append("false-claim")
     if r.get("lost") and r.get("py_rc") in (0, 1):
         k.append("lost-file")
+    if r.get("e_rc") not in (8, None) and r.get("p_after") == 8:
+        k.append("broken")
     return k
 
 
@@ -948,7 +954,8 @@ def minimise(chk, base, chunks, kind, budget=24):
             for off, data in sub:
                 f.seek(off)
                 f.write(data)
-        stop = {"crash": None, "n-wrote": "n", "false-claim": "claim"}.get(kind)
+        stop = {"crash": None, "n-wrote": "n", "false-claim": "claim",
+                "broken": "claim"}.get(kind)
         return kind in findings(chk.check(img, stop_early=stop))
 
     cur, n = list(chunks), 2
@@ -1188,6 +1195,7 @@ def summary(results, a, secs):
         p_conv, len(repaired), pct(p_conv, len(repaired))))
     print("false claims: %d" % count["false-claim"])
     print("lost files: %d" % count["lost-file"])
+    print("broken by the repair (e2fsck cannot open it after): %d" % count["broken"])
     print("crashes: %d" % count["crash"])
     print("-n writes: %d" % count["n-wrote"])
     print("moved files (path differs from e2fsck's): %d" % sum(r.get("moved", 0) for r in done))

@@ -312,10 +312,22 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
 fn descriptors_refused(dev: &Device, p: Loaded, probs: &mut Vec<Problem>) -> Loaded {
     let why = "group descriptors look bad";
     let bs = p.geo.block_size;
+    // Group 1 as the primary places it, else as a first data block right
+    // for the block size would (a damaged s_first_data_block: e2fsck
+    // 1.47.4 still finds that backup).
+    let usual_first = u64::from(bs == 1024 && p.geo.cluster_bits == 0);
+    let group1 = [
+        p.geo.group_first_block(1),
+        u64::from(p.geo.blocks_per_group) + usual_first,
+    ];
     let backup = (p.geo.groups > 1)
-        .then(|| p.geo.group_first_block(1).checked_mul(u64::from(bs)))
+        .then(|| {
+            group1.iter().find_map(|&g| {
+                g.checked_mul(u64::from(bs))
+                    .and_then(|off| load_at(dev, off, Some(bs)).ok())
+            })
+        })
         .flatten()
-        .and_then(|off| load_at(dev, off, Some(bs)).ok())
         .filter(|b| {
             desc_problems(&b.sb, &b.geo, &b.gds).is_empty() || !same_places(&p.gds, &b.gds)
         });

@@ -631,9 +631,12 @@ struct IndirectRewrite<'a> {
     /// Indirect blocks left to read: as many as the file system has
     /// blocks (a garbage map must not fan out forever).
     budget: u64,
-    /// The map is the resize inode's: its indirect blocks are the reserved
-    /// GDT blocks, metadata it owns, which e2fsck rewrites too.
-    resize: bool,
+    /// The map is the resize inode's: its own indirect blocks are the
+    /// primary reserved GDT blocks (these), metadata it owns, which e2fsck
+    /// rewrites too. Any other block its double indirect block names is
+    /// another structure's (the superblock, a descriptor block, an inode
+    /// table): never written, the pointer to it is dropped instead.
+    resize: Option<std::ops::Range<u64>>,
     /// Illegal pointers met so far, when the walk stops at the twelfth
     /// (`zero_first_illegal`).
     illegal_seen: Option<u32>,
@@ -686,7 +689,10 @@ impl<'a> IndirectRewrite<'a> {
                 })
                 .flatten(),
             budget: fs.geo.blocks_count,
-            resize: ino == inode::RESIZE_INO,
+            resize: (ino == inode::RESIZE_INO).then(|| {
+                let first = fs.primary_sb_block() + 1 + u64::from(fs.geo.desc_blocks);
+                first..first + u64::from(fs.geo.reserved_gdt_blocks)
+            }),
             illegal_seen,
             stopped: false,
         }
@@ -732,8 +738,9 @@ impl<'a> IndirectRewrite<'a> {
                     inode::set_map_ptr(root, i, 0);
                     changed = true;
                 }
-            } else if level > 0 {
-                self.indirect(p, level, lblk)?;
+            } else if level > 0 && self.indirect(p, level, lblk)? == Indirect::Drop {
+                inode::set_map_ptr(root, i, 0);
+                changed = true;
             }
         }
         Ok(changed)
@@ -741,14 +748,14 @@ impl<'a> IndirectRewrite<'a> {
 
     /// Zeroes the illegal pointers of indirect block `blk` (`level` 1 to
     /// 3, mapping from logical block `lblk`) and below, staging every
-    /// block that changes.
-    fn indirect(&mut self, blk: u64, level: u32, lblk: u64) -> super::Result<()> {
+    /// block that changes; says when the pointer to `blk` must go instead.
+    fn indirect(&mut self, blk: u64, level: u32, lblk: u64) -> super::Result<Indirect> {
         if self.budget == 0 || self.stopped {
-            return Ok(());
+            return Ok(Indirect::Kept);
         }
         self.budget -= 1;
         let Ok(mut buf) = vol::read_block(self.fs, &*self.overlay, blk) else {
-            return Ok(());
+            return Ok(Indirect::Kept);
         };
         let span = self.apb.saturating_pow(level - 1);
         let mut changed = false;
@@ -766,18 +773,45 @@ impl<'a> IndirectRewrite<'a> {
                     inode::set_map_ptr(&mut buf, k, 0);
                     changed = true;
                 }
-            } else if level > 1 {
-                self.indirect(p, level - 1, l)?;
+            } else if level > 1 && self.indirect(p, level - 1, l)? == Indirect::Drop {
+                inode::set_map_ptr(&mut buf, k, 0);
+                changed = true;
             }
         }
-        // An indirect block on critical metadata is never written (it is
-        // the metadata's block); e2fsck only forgets the pointers in core.
-        // The resize inode's are its own reserved GDT blocks: e2fsck zeroes
-        // an illegal entry there (pass 0 only judges the first quarter).
-        if changed && (self.resize || !self.state.block_meta.get(self.state.cluster(blk))) {
+        if !changed {
+            return Ok(Indirect::Kept);
+        }
+        let on_meta = self.state.block_meta.get(self.state.cluster(blk));
+        let writable = match &self.resize {
+            // The resize inode's own: its reserved GDT blocks, where e2fsck
+            // zeroes an illegal entry (pass 0 only judges the first
+            // quarter), and its double indirect block. Anything else its
+            // map names is not its to write, whatever e2fsck does there
+            // (it zeroes "entries" of the superblock itself); the entry
+            // naming it goes.
+            Some(own) if level == 1 => own.contains(&blk),
+            _ => !on_meta,
+        };
+        if writable {
             self.overlay.stage(Blk(blk), buf)?;
             self.staged = true;
+            return Ok(Indirect::Kept);
         }
-        Ok(())
+        // An indirect block on critical metadata of another inode is never
+        // written (it is the metadata's block); e2fsck only forgets the
+        // pointers in core, and so does the check.
+        Ok(if self.resize.is_some() {
+            Indirect::Drop
+        } else {
+            Indirect::Kept
+        })
     }
+}
+
+/// What becomes of the pointer to an indirect block the repair walked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Indirect {
+    Kept,
+    /// The block needed changes the repair may not write there.
+    Drop,
 }

@@ -136,8 +136,9 @@ pub(super) fn fix(
 fn entry_key(state: &State, dir: Ino, p: &Problem) -> Option<Key> {
     match p.code {
         Code::DirEntryLinkToRoot => Some(Key::Inode(Ino::ROOT)),
-        // In an indexed directory the new name would hash elsewhere.
-        Code::DirEntryIllegalChars if state.has_iflag(dir, iflag::HTREE) => None,
+        // In an indexed directory too, as e2fsck: a new name that hashes
+        // out of its leaf's range is the next round's htree problem, and
+        // the directory is rebuilt then.
         Code::DirEntryIllegalChars => Some(Key::Any),
         Code::DirEntryBadUtf8 if state.has_iflag(dir, iflag::HTREE) => None,
         Code::DirEntryBadUtf8 => Some(Key::Any),

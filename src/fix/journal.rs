@@ -74,8 +74,10 @@ pub fn staged(fs: &Fs, staging: &Staging) -> super::Result<Arc<Overlay>> {
                 )
                 .into());
             }
+            // The journal logs superblock and descriptor blocks whole, as
+            // the kernel encoded them: the replay writes them as they are.
             overlay
-                .stage(Blk(off / u64::from(bs)), data.to_vec())
+                .stage_encoded(Blk(off / u64::from(bs)), data.to_vec())
                 .map_err(|e| format!("staging the journal replay: {e}"))?;
         }
     }

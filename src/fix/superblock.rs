@@ -28,7 +28,7 @@ pub(super) fn restore_primary(fs: &Fs, overlay: &mut Overlay) -> super::Result<(
     if fs.metadata_csum() {
         m.set_checksum();
     }
-    vol::edit_bytes(fs, overlay, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, |b| {
+    vol::edit_encoded_bytes(fs, overlay, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, |b| {
         b.copy_from_slice(&sb)
     })?;
     Ok(vol::write_desc_table(

@@ -332,7 +332,7 @@ const TABLE: &[Entry] = &[
     row(Code::InodeEaInodeNonReg, F::Field, S),
     row(Code::InodeEaInodeSpurious, F::Field, S),
     row(Code::FeatureLargeFiles, F::Feature, S),
-    row(Code::SbInodesCount, F::InodesCount, 0),
+    row(Code::SbInodesCount, F::InodesCount, S),
     row(Code::SbFirstMetaBg, F::FirstMetaBg, 0),
     row(Code::SbNoUuid, F::NewUuid, ALONE | S),
     row(Code::SbTestFs, F::SuperFlag, S),

@@ -1125,7 +1125,10 @@ impl<'a, 'q> Session<'a, 'q> {
             &overlay,
             &log,
             &mut NoFaults,
-            &CommitOptions::default(),
+            &CommitOptions {
+                primary_guard: false,
+                ..CommitOptions::default()
+            },
         )
         .map_err(|e| {
             let e = not_written("external journal reset", e, &log, path);

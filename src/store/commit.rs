@@ -53,6 +53,11 @@ pub struct CommitOptions {
     /// The device may be mounted read-only (`-f` on a read-only mount,
     /// which e2fsck repairs after its warning; the caller warned).
     pub read_only_mount: bool,
+    /// Refuse the commit when the primary superblock or descriptor blocks
+    /// were staged by anything but their encoders (`store::guard`); off
+    /// only for a device that is not the file system (an external
+    /// journal).
+    pub primary_guard: bool,
 }
 
 /// 256 KiB each: large enough that a write's cost is the bytes, small
@@ -63,6 +68,7 @@ impl Default for CommitOptions {
             log_write_chunk: 256 << 10,
             device_write_run: 256 << 10,
             read_only_mount: false,
+            primary_guard: true,
         }
     }
 }
@@ -439,6 +445,9 @@ pub fn commit(
         });
     }
     check_existing_log(log)?;
+    if opts.primary_guard {
+        super::guard::check(overlay, &changes, &sb)?;
+    }
     let sb_after = superblock_crcs(&sb);
 
     let rlen = undo::record_len(bs);
@@ -514,7 +523,15 @@ pub fn commit_unlogged(
     opts: &CommitOptions,
 ) -> Result<CommitReport> {
     let dev = open_staged_for(device, overlay, opts)?;
-    let changes = changed_blocks(&dev, overlay, |_, _| {})?;
+    let mut sb = vec![0u8; superblock_len(dev.size())];
+    dev.read_at(SB_OFFSET.min(dev.size()), &mut sb)?;
+    let bsu = u64::from(overlay.block_size());
+    let changes = changed_blocks(&dev, overlay, |block, new| {
+        patch_range(&mut sb, SB_OFFSET, block, bsu, new);
+    })?;
+    if opts.primary_guard {
+        super::guard::check(overlay, &changes, &sb)?;
+    }
     let mut steps = Steps { faults };
     let written = write_new_blocks(&mut steps, &dev, overlay, &changes, opts)?;
     Ok(CommitReport {

@@ -12,7 +12,9 @@
 //! image or a finished one.
 //!
 //! Files: `overlay.rs` (staged writes), `undo.rs` (the log's format, pure),
-//! `commit.rs` (the protocol and rollback), `faults.rs` (the crash-injection
+//! `commit.rs` (the protocol and rollback), `guard.rs` (the commit's refusal
+//! of primary superblock and descriptor blocks staged by anything but their
+//! encoders), `faults.rs` (the crash-injection
 //! hook the protocol runs every write and fsync through), `files.rs`
 //! (creating files safely in directories others may write), `mmp.rs`
 //! (claiming a multi-mount protection block for a repair, as e2fsck
@@ -22,6 +24,7 @@
 pub mod commit;
 pub mod faults;
 pub mod files;
+mod guard;
 pub mod mmp;
 pub mod mounted;
 pub mod overlay;

@@ -130,6 +130,10 @@ pub struct Overlay {
     /// after it was staged, while it is still here.
     recent: VecDeque<u64>,
     spill: Option<SpillFile>,
+    /// This overlay's blocks last staged by the superblock and descriptor
+    /// encoders ([`Overlay::stage_encoded`]): the commit writes the
+    /// primary superblock and descriptor blocks only from those.
+    encoded: std::collections::BTreeSet<u64>,
 }
 
 impl Overlay {
@@ -157,6 +161,7 @@ impl Overlay {
             in_memory: 0,
             recent: VecDeque::new(),
             spill: None,
+            encoded: std::collections::BTreeSet::new(),
         })
     }
 
@@ -173,6 +178,7 @@ impl Overlay {
             in_memory: 0,
             recent: VecDeque::new(),
             spill: None,
+            encoded: std::collections::BTreeSet::new(),
         }
     }
 
@@ -212,6 +218,11 @@ impl Overlay {
         for (block, slot) in std::mem::take(&mut from.slots) {
             if !upper_into_lower && keep.slots.contains_key(&block) {
                 continue;
+            }
+            if from.encoded.contains(&block) {
+                keep.encoded.insert(block);
+            } else {
+                keep.encoded.remove(&block);
             }
             match slot {
                 Slot::Memory(d) => keep.put(block, d.into_vec())?,
@@ -290,7 +301,28 @@ impl Overlay {
     }
 
     /// Stages the new contents of `block`, replacing any earlier staging.
+    /// The block no longer counts as written by the encoders (see
+    /// [`Overlay::stage_encoded`]).
     pub fn stage(&mut self, block: Blk, data: Vec<u8>) -> Result<()> {
+        self.stage_as(block, data, false)
+    }
+
+    /// Stages `block` as written by the superblock or descriptor encoders
+    /// (`volume::edit`, the journal replay): the only writes the commit
+    /// lets reach the primary superblock and descriptor blocks.
+    pub fn stage_encoded(&mut self, block: Blk, data: Vec<u8>) -> Result<()> {
+        self.stage_as(block, data, true)
+    }
+
+    /// Was the staged `block` (as it reads now) written by the encoders?
+    pub fn staged_by_encoder(&self, block: Blk) -> bool {
+        match self.find(block.get()) {
+            Some((l, Slot::Memory(_) | Slot::Spilled(_))) => l.encoded.contains(&block.get()),
+            _ => false,
+        }
+    }
+
+    fn stage_as(&mut self, block: Blk, data: Vec<u8>, encoded: bool) -> Result<()> {
         let bs = u64::from(self.block_size);
         if data.len() as u64 != bs {
             return Err(StoreError::Invalid(format!(
@@ -317,6 +349,11 @@ impl Overlay {
             }
         }
         self.put(block, data)?;
+        if encoded {
+            self.encoded.insert(block);
+        } else {
+            self.encoded.remove(&block);
+        }
         if new_block {
             self.count += 1;
         }
@@ -399,6 +436,7 @@ impl Overlay {
 
     /// Drops this overlay's own slot for `block`, freeing its room.
     fn forget(&mut self, block: u64) {
+        self.encoded.remove(&block);
         let old = self.slots.remove(&block);
         self.release(old);
     }
@@ -422,6 +460,7 @@ impl Overlay {
             return;
         }
         let below = self.base.as_ref().is_some_and(|b| b.contains(block));
+        self.encoded.remove(&block);
         let old = if below {
             self.slots.insert(block, Slot::Removed)
         } else {

@@ -33,6 +33,29 @@ pub fn edit_bytes<S: Stage + ?Sized>(
     len: usize,
     edit: impl FnOnce(&mut [u8]),
 ) -> Result<()> {
+    edit_bytes_as(fs, st, offset, len, edit, false)
+}
+
+/// [`edit_bytes`] for the encoders of the superblock and the descriptor
+/// table, whose blocks alone the commit writes over the primary ones.
+pub fn edit_encoded_bytes<S: Stage + ?Sized>(
+    fs: &Fs,
+    st: &mut S,
+    offset: u64,
+    len: usize,
+    edit: impl FnOnce(&mut [u8]),
+) -> Result<()> {
+    edit_bytes_as(fs, st, offset, len, edit, true)
+}
+
+fn edit_bytes_as<S: Stage + ?Sized>(
+    fs: &Fs,
+    st: &mut S,
+    offset: u64,
+    len: usize,
+    edit: impl FnOnce(&mut [u8]),
+    encoded: bool,
+) -> Result<()> {
     let bs = u64::from(fs.geo.block_size);
     let block = offset / bs;
     let end = offset
@@ -48,7 +71,11 @@ pub fn edit_bytes<S: Stage + ?Sized>(
     let before = buf.clone();
     edit(&mut buf[start..start + len]);
     if buf != before {
-        st.stage(Blk(block), buf)?;
+        if encoded {
+            st.stage_encoded(Blk(block), buf)?;
+        } else {
+            st.stage(Blk(block), buf)?;
+        }
     }
     Ok(())
 }
@@ -118,7 +145,7 @@ pub fn edit_superblock<S: Stage + ?Sized>(
     edit: impl FnOnce(&mut SuperblockMut),
 ) -> Result<()> {
     let csum = fs.metadata_csum();
-    edit_bytes(fs, st, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, |b| {
+    edit_encoded_bytes(fs, st, SUPERBLOCK_OFFSET, SUPERBLOCK_SIZE, |b| {
         let mut sb = SuperblockMut(b);
         edit(&mut sb);
         if csum {
@@ -147,7 +174,7 @@ pub fn edit_desc<S: Stage + ?Sized>(
     edit: impl FnOnce(&mut DescMut),
 ) -> Result<()> {
     let ds = fs.geo.desc_len();
-    edit_bytes(fs, st, desc_offset(fs, g), ds, |d| {
+    edit_encoded_bytes(fs, st, desc_offset(fs, g), ds, |d| {
         let mut m = DescMut(d);
         edit(&mut m);
         m.set_checksum(&fs.sb, g);
@@ -218,7 +245,7 @@ pub fn write_desc_table<S: Stage + ?Sized>(
             ))
         })?;
         let part = &table[start..end];
-        edit_bytes(fs, st, pos, bs, |b| b[..part.len()].copy_from_slice(part))?;
+        edit_encoded_bytes(fs, st, pos, bs, |b| b[..part.len()].copy_from_slice(part))?;
     }
     Ok(())
 }
@@ -260,13 +287,13 @@ pub fn write_backups<S: Stage + ?Sized>(fs: &Fs, st: &mut S) -> Result<()> {
         if fs.metadata_csum() {
             m.set_checksum();
         }
-        edit_bytes(fs, st, start * bs, SUPERBLOCK_SIZE, |b| {
+        edit_encoded_bytes(fs, st, start * bs, SUPERBLOCK_SIZE, |b| {
             b.copy_from_slice(&copy)
         })?;
         for (i, d) in descs.iter().enumerate() {
             let blk = start + 1 + i as u64;
             if geo.block_in_fs(blk) {
-                edit_bytes(fs, st, blk * bs, to_usize(bs), |b| b.copy_from_slice(d))?;
+                edit_encoded_bytes(fs, st, blk * bs, to_usize(bs), |b| b.copy_from_slice(d))?;
             }
         }
     }

@@ -16,6 +16,12 @@ pub trait Stage {
     fn read_at(&self, dev: &Device, offset: u64, buf: &mut [u8]) -> Result<()>;
     /// Stages the new contents of block `blk` (a whole block).
     fn stage(&mut self, blk: Blk, data: Vec<u8>) -> Result<()>;
+    /// Stages block `blk` as written by the superblock or descriptor
+    /// encoders, the only writers the commit lets reach the primary
+    /// superblock and descriptor blocks.
+    fn stage_encoded(&mut self, blk: Blk, data: Vec<u8>) -> Result<()> {
+        self.stage(blk, data)
+    }
     /// Is any block of `blocks` staged? (The allocator never hands those
     /// out.)
     fn any_in(&self, blocks: Range<Blk>) -> bool;
@@ -27,6 +33,9 @@ impl Stage for Overlay {
     }
     fn stage(&mut self, blk: Blk, data: Vec<u8>) -> Result<()> {
         Ok(Overlay::stage(self, blk, data)?)
+    }
+    fn stage_encoded(&mut self, blk: Blk, data: Vec<u8>) -> Result<()> {
+        Ok(Overlay::stage_encoded(self, blk, data)?)
     }
     fn any_in(&self, blocks: Range<Blk>) -> bool {
         Overlay::any_in(self, blocks)

@@ -2,7 +2,8 @@
 //! `scripts/difffuzz.py`, pfsck against e2fsck 1.47.4 on seeded damage
 //! across every profile. It fails on a false claim (`pfsck -fy` exits 0
 //! or 1 and e2fsck still finds problems), a file e2fsck's repair keeps and
-//! pfsck's loses, a crash (panic, signal, hang) or a `-n` run that writes.
+//! pfsck's loses, a repair after which e2fsck can no longer open the file
+//! system, a crash (panic, signal, hang) or a `-n` run that writes.
 //! Verdict and problem-code agreement are printed, not judged: the long
 //! run in docs/testing.md measures them.
 //!

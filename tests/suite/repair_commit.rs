@@ -217,6 +217,17 @@ fn dense() -> CommitOptions {
         log_write_chunk: 0,
         device_write_run: 0,
         read_only_mount: false,
+        primary_guard: false,
+    }
+}
+
+/// The commit's defaults, without the guard of the primary superblock
+/// and descriptors: these tests stage random bytes there on purpose, to
+/// test the protocol (the device's identity is its superblock's bytes).
+fn raw_opts() -> CommitOptions {
+    CommitOptions {
+        primary_guard: false,
+        ..CommitOptions::default()
     }
 }
 
@@ -296,8 +307,8 @@ fn crash_at_every_point_power_loss_1k() {
 /// The production setting: writes gathered into chunks and runs.
 #[test]
 fn crash_at_every_point_default_batching() {
-    crash_matrix(4096, Model::Kill, CommitOptions::default(), 40, 9);
-    crash_matrix(1024, Model::PowerLoss, CommitOptions::default(), 40, 9);
+    crash_matrix(4096, Model::Kill, raw_opts(), 40, 9);
+    crash_matrix(1024, Model::PowerLoss, raw_opts(), 40, 9);
 }
 
 /// Rollback stopped after each of its own operations, from logs of repairs
@@ -445,7 +456,7 @@ fn rollback_twice_is_idempotent() {
     copy_image(&base, &img);
     let original = fs::read(&img).unwrap();
     let o = stage_random(1024, 25, 9);
-    commit(&img, &o, &log, &mut NoFaults, &CommitOptions::default()).unwrap();
+    commit(&img, &o, &log, &mut NoFaults, &raw_opts()).unwrap();
     assert!(fs::read(&img).unwrap() == expected_after(&original, &o));
     for round in 0..3 {
         let r = rollback(&log, &img, RollbackScope::IncludingComplete, &mut NoFaults).unwrap();
@@ -528,7 +539,7 @@ fn cli_rollback() {
     let log = pfsck::store::default_undo_path(&img);
     assert_eq!(log, tmp.join("disk.img.pfsck-undo"));
     let o = stage_random(4096, 12, 3);
-    commit(&img, &o, &log, &mut NoFaults, &CommitOptions::default()).unwrap();
+    commit(&img, &o, &log, &mut NoFaults, &raw_opts()).unwrap();
 
     let out = pfsck(&["--rollback".as_ref(), log.as_os_str(), img.as_os_str()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -653,7 +664,7 @@ fn block_device_commit_rollback_and_mounted_refusal() {
     );
     let log = tmp.join("loop.undo");
     let o = stage_random(4096, 20, 21);
-    commit(&dev, &o, &log, &mut NoFaults, &CommitOptions::default()).unwrap();
+    commit(&dev, &o, &log, &mut NoFaults, &raw_opts()).unwrap();
     drop(lo); // detaching flushes the loop device's cache to the image
     assert!(fs::read(&img).unwrap() == expected_after(&original, &o));
 
@@ -721,7 +732,7 @@ fn spilled_staging_commits_as_in_memory_staging_does() {
         let img = tmp.join(format!("{name}.img"));
         let log = tmp.join(format!("{name}.undo"));
         copy_image(&base, &img);
-        let rep = commit(&img, o, &log, &mut NoFaults, &CommitOptions::default()).unwrap();
+        let rep = commit(&img, o, &log, &mut NoFaults, &raw_opts()).unwrap();
         assert_eq!(rep.blocks_written, n as u64, "{name}");
         let after = fs::read(&img).unwrap();
         assert!(after == expected_after(&original, &memory), "{name}");
