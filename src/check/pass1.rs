@@ -485,7 +485,7 @@ pub(crate) fn finish(
         }
     };
     look(state);
-    dir_blocks.sort_unstable();
+    dir_blocks.sort_unstable_capped();
     look(state);
     // Grown by doubling while merging: the spare half is dead weight for
     // the rest of the check.
