@@ -13,7 +13,7 @@
 //! `dir_parent` (the first entry naming each directory, in e2fsck's block
 //! order), `dir_dotdot`, and `lost_found`.
 //!
-//! Relies on pass 1 for `dir_blocks` (sorted by physical block), `dirs`,
+//! Relies on pass 1 for `dir_blocks` (as pass 1 merges them), `dirs`,
 //! `inode_used`, `inode_dir`, `ftype`, `iflags` (HTREE,
 //! INLINE, BAD) and optionally `dir_gen`.
 //!
@@ -423,12 +423,14 @@ fn keep_rebuilt_dir_blocks(state: &mut State, outs: &[UnitOut2]) {
         .filter(|p| p.code == Code::DirEntryDuplicate)
         .filter_map(|p| p.args().ino.map(Ino::get))
         .collect();
-    let kept: Vec<DirBlock> = state
+    let mut kept: Vec<DirBlock> = state
         .dir_blocks
         .iter()
         .filter(|d| rebuilt.contains(&d.ino.get()))
         .copied()
         .collect();
+    // In inode order until now (pass 1 sorts them for repairs only).
+    kept.sort_unstable();
     state.dir_blocks = kept.into();
 }
 

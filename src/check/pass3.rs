@@ -23,6 +23,9 @@ use crate::error::Result;
 use crate::fs::num::Ino;
 use crate::volume::Fs;
 
+/// Directories walked between two `State::tick`s.
+const PER_TICK: usize = 4096;
+
 /// `repairing`: only a repair looks for /lost+found (e2fsck -n leaves it
 /// alone: it would reconnect nothing there).
 pub fn run(_fs: &Fs, state: &mut State, repairing: bool) -> Result<Vec<Problem>> {
@@ -52,6 +55,10 @@ pub fn check(st: &State, repairing: bool) -> Vec<Problem> {
         done[r] = true;
     }
     for i in 0..n {
+        // With `--max-memory` the lists walked are in the scratch file.
+        if i % PER_TICK == 0 {
+            st.tick();
+        }
         let ino = st.dirs[i];
         if !st.inode_dir.get(ino) {
             continue;

@@ -195,7 +195,9 @@ pub struct State {
     iflags: [InodeMap; iflag::COUNT],
     /// References found in directories (pass 2), by inode number.
     pub links_seen: InodeCounts,
-    /// Directory blocks, sorted by physical block.
+    /// Directory blocks, sorted by physical block when repairing (a
+    /// read-only check leaves them in inode order, and keeps past pass 2
+    /// only those of the directories pass 3A rebuilds, sorted).
     pub dir_blocks: ScratchList<DirBlock>,
     /// Directories in use, sorted; `dir_parent`/`dir_dotdot` are parallel.
     pub dirs: ScratchList<Ino>,

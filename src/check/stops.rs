@@ -408,9 +408,10 @@ pub(super) struct NoDirInfo {
 /// question (and not abort on) instead.
 pub(super) fn dir_without_info(fs: &Fs, state: &State) -> Option<NoDirInfo> {
     let first_ino = fs.geo.first_ino;
-    // Sorted by physical block, and only first blocks are looked at:
+    // The first by physical block, and only first blocks are looked at:
     // e2fsck's order either way (with dir_index it takes every first
-    // block before the others).
+    // block before the others). A read-only check keeps the blocks in
+    // inode order; these are few (reserved inodes only).
     let (at, ino) = state
         .dir_blocks
         .iter()
@@ -421,7 +422,8 @@ pub(super) fn dir_without_info(fs: &Fs, state: &State) -> Option<NoDirInfo> {
                 && state.dir_index(b.ino).is_none()
                 && !state.has_iflag(b.ino, iflag::INLINE)
         })
-        .find_map(|b| Some((*b, plain_dot_dotdot(fs, b)?)))?;
+        .filter_map(|b| Some((*b, plain_dot_dotdot(fs, b)?)))
+        .min_by_key(|&(b, _)| b)?;
     let mut problems = ProblemList::new();
     problems.push(
         Problem::new(Code::DirEntryReservedInode)
