@@ -590,7 +590,11 @@ impl<'a> Round<'a> {
                 continue;
             }
             let done = if p.code == Code::InodeBigallocBlockMap {
-                extents::rebuild(self.fs, self.state, &mut self.overlay, ino)?
+                // Indirect blocks given back, tree blocks taken: the
+                // summary follows.
+                let done = extents::convert(self.fs, self.state, &mut self.overlay, ino)?;
+                m.summary |= done;
+                done
             } else {
                 // Tree blocks given back: the summary follows.
                 let done = extents::optimize(self.fs, self.state, &mut self.overlay, ino)?;
