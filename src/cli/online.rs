@@ -27,6 +27,7 @@ pub fn check_options(args: &Args) -> Result<check::Options, String> {
         overlap: super::overlap(),
         optimize_extents: !args.extended.no_optimize_extents && !args.extended.fixes_only,
         rehash_dirs: false,
+        convert_bmap: false,
         events: None,
         spill: None,
     })

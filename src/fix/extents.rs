@@ -1,6 +1,7 @@
 //! Pass 1E: a block-mapped file rebuilt as an extent tree, as e2fsck does
-//! for a regular file or directory of a bigalloc file system ("cannot be
-//! block mapped": the kernel cannot allocate clusters to a block map).
+//! for every block map with `-E bmap2extent`, and for a regular file or
+//! directory of a bigalloc file system ("cannot be block mapped": the
+//! kernel cannot allocate clusters to a block map).
 //!
 //! The mapping stays what it is: the data blocks are walked in logical
 //! order (pass 1's walker, so exactly the blocks pass 1 claimed), runs
@@ -30,7 +31,7 @@ use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 
 /// Inode `ino`'s block map converted to an extent tree, as e2fsck's pass
-/// 1E converts one (every block map on bigalloc).
+/// 1E converts one (`-E bmap2extent`, and every block map on bigalloc).
 /// Only the mapping changes: the data blocks, i_size and the contents
 /// stay. The indirect blocks are given back first, so the tree's blocks
 /// may take their place; the tree is as deep as its extents need (up to
