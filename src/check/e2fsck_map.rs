@@ -327,6 +327,10 @@ pub const NONE: &[Code] = &[
     Code::InodeBlockMapShared,
     // e2fsck reports the target's own problem there (pfsck did in pass 1).
     Code::DirEntryBadInodeTarget,
+    // -E bmap2extent's work, which e2fsck does without a problem: the
+    // feature set in pass 0, each block map scheduled for pass 1E.
+    Code::SbExtentsForConversion,
+    Code::InodeBlockMapToExtents,
 ];
 
 /// One entry of e2fsck's problem log: its code and the inode and block
@@ -441,11 +445,24 @@ pub fn asked_notice(p: &Problem) -> bool {
 }
 
 /// Does e2fsck -p fix `p` without a word (PREEN_NOMSG: the bitmap and
-/// free-count differences of pass 5, among others)?
+/// free-count differences of pass 5, among others; what an option asked
+/// for, [`requested`])?
 pub fn preen_quiet(p: &Problem) -> bool {
-    p.e2fsck_code()
-        .and_then(catalogue::entry)
-        .is_some_and(|e| e.flags & catalogue::PREEN_NOMSG != 0)
+    requested(p)
+        || p.e2fsck_code()
+            .and_then(catalogue::entry)
+            .is_some_and(|e| e.flags & catalogue::PREEN_NOMSG != 0)
+}
+
+/// Is `p` work an option asked for rather than something found wrong
+/// (`-E bmap2extent`: the extent feature set, a block map converted)?
+/// e2fsck does it without a question or a word, under its pass 1E header,
+/// and it is no correction (exit 0).
+pub fn requested(p: &Problem) -> bool {
+    matches!(
+        p.code,
+        Code::SbExtentsForConversion | Code::InodeBlockMapToExtents
+    )
 }
 
 /// Is `p` asked before e2fsck marks the file system valid for its

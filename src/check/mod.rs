@@ -99,6 +99,10 @@ pub struct Options {
     /// skipped whatever its state says, as e2fsck skips it (only a fix
     /// made before the skip, or pending orphans, still run the check).
     pub journal_only: bool,
+    /// `-E bmap2extent` (a repair only): every block map pass 1E may
+    /// convert is reported for it, as e2fsck schedules each for its pass
+    /// 1E, with the extent feature set first where it is missing.
+    pub convert_bmap: bool,
     /// Told of each pass as it begins (the CLI prints as the check goes).
     pub events: Option<Events>,
     /// `--max-memory`: the scratch file the per-inode and per-block maps
@@ -154,6 +158,7 @@ impl Default for Options {
             optimize_extents: true,
             rehash_dirs: false,
             journal_only: false,
+            convert_bmap: false,
             events: None,
             spill: None,
         }
@@ -525,6 +530,15 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
             fs.sb.feature_incompat &= !crate::fs::superblock::incompat::FILETYPE;
         }
         report.problems.extend(fixes);
+        // e2fsck sets the feature in memory before its passes: they judge
+        // the file system as having it.
+        let extents = crate::fs::superblock::incompat::EXTENTS;
+        if opts.convert_bmap && !fs.sb.has_incompat(extents) {
+            fs.sb.feature_incompat |= extents;
+            report
+                .problems
+                .push(problem::Problem::new(problem::Code::SbExtentsForConversion));
+        }
     }
     report
         .problems

@@ -227,6 +227,8 @@ pub(crate) struct Ctx<'a> {
     /// not for directories (`-D` rebuilds them all).
     pub optimize_extents: bool,
     pub rehash_dirs: bool,
+    /// `-E bmap2extent`: block maps reported for conversion.
+    pub convert_bmap: bool,
     /// A check whose fixes are all declined (-n).
     pub read_only: bool,
 }
@@ -260,6 +262,7 @@ impl<'a> Ctx<'a> {
             split: 1,
             optimize_extents: true,
             rehash_dirs: false,
+            convert_bmap: false,
             read_only: false,
         }
     }
@@ -295,6 +298,11 @@ impl<'a> Scan<'a> {
     pub fn optimize_extents(&mut self, on: bool, rehash_dirs: bool) {
         self.ctx.optimize_extents = on;
         self.ctx.rehash_dirs = rehash_dirs;
+    }
+
+    /// Whether block maps are reported for conversion (`-E bmap2extent`).
+    pub fn convert_bmap(&mut self, on: bool) {
+        self.ctx.convert_bmap = on;
     }
 
     /// Whether every fix will be declined (-n).
@@ -2433,6 +2441,8 @@ struct MapWalk {
     /// A directory whose i_size is that of its inline data.
     sized_inline: bool,
     extent_mapped: bool,
+    /// The map was walked (an inode whose mode has blocks).
+    walked: bool,
 }
 
 /// e2fsck's look at an index root in pass 1, once the map is walked:
@@ -2637,6 +2647,7 @@ fn check_blocks(
         inline,
         sized_inline: is_dir && flagged_inline,
         extent_mapped,
+        walked,
     };
     check_size(ctx, w, c, raw, inode, &walk);
     check_iblocks(ctx, c, raw, inode, &walk, acl, ibody);
@@ -2803,6 +2814,15 @@ fn check_iblocks(
         && user_inode(&fs.geo, ino)
     {
         c.report(Problem::new(Code::InodeBigallocBlockMap).ino(Ino(ino)));
+    } else if ctx.convert_bmap
+        && walk.walked
+        && !walk.extent_mapped
+        && user_inode(&fs.geo, ino)
+        && inode.links_count > 0
+    {
+        // -E bmap2extent: every block map e2fsck's pass 1E rebuilds (it
+        // skips an inode without links), symlinks with a block included.
+        c.report(Problem::new(Code::InodeBlockMapToExtents).ino(Ino(ino)));
     }
     if let (None, Some((ids, blocks, inodes))) = (acl, quota) {
         // `blocks` are clusters with bigalloc: e2fsck charges cluster size.

@@ -106,6 +106,7 @@ pub(crate) fn run(
         let mut scan = pass1::Scan::new(fs, st);
         scan.split_huge_files(threads.0);
         scan.optimize_extents(opts.optimize_extents, opts.rehash_dirs);
+        scan.convert_bmap(opts.convert_bmap && opts.repairing);
         scan.read_only(!opts.repairing);
         let n0 = scan.len();
         let final_below = AtomicU32::new(0);

@@ -199,7 +199,7 @@ const OPTIONS: &[(&str, &str)] = &[
     ),
     (
         "-E <OPTS>",
-        "Extended options, comma-separated: journal_only, fixes_only, bmap2extent, unshare_blocks, fragcheck, discard, nodiscard, readahead_kb=N, optimize_extents, inode_count_fullmap, ea_ver=N, check_encoding (see the README for what each does in pfsck)",
+        "Extended options, comma-separated: journal_only, fixes_only, bmap2extent (a repair converts block maps to extent trees), unshare_blocks, fragcheck, discard, nodiscard, readahead_kb=N, optimize_extents, inode_count_fullmap, ea_ver=N, check_encoding (see the README for what each does in pfsck)",
     ),
     ("-F", "Flush the device's buffers before checking"),
     (

@@ -113,6 +113,10 @@ impl<R: BufRead, W: Write> Asker<R, W> {
     /// is listed with it.
     fn latched_question(&mut self, p: &Problem, msg: &str) -> bool {
         use crate::check::e2fsck_map;
+        if e2fsck_map::requested(p) {
+            // The option was the question: e2fsck asks nothing more.
+            return true;
+        }
         if p.code == Code::DupBlocks {
             // Pass 1D's question: the paragraph before it described the
             // file, as e2fsck's "Clone multiply-claimed blocks?".

@@ -132,8 +132,7 @@ fn progress_reporter(args: &Args, device: &str) -> Result<Option<progress::Repor
         })
 }
 
-/// Options e2fsck refuses together (one line on stderr, exit 8 as e2fsck),
-/// and `-E` options pfsck does not carry out.
+/// Options e2fsck refuses together (one line on stderr, exit 8 as e2fsck).
 fn option_conflicts(args: &Args) -> Result<(), i32> {
     let ext = &args.extended;
     let conflict = if args.no && args.optimize_dirs {
@@ -146,8 +145,6 @@ fn option_conflicts(args: &Args) -> Result<(), i32> {
         Some("the -D and -E fixes_only options are incompatible")
     } else if ext.bmap2extent && ext.fixes_only {
         Some("the -E bmap2extent and fixes_only options are incompatible")
-    } else if ext.bmap2extent {
-        Some("-E bmap2extent (converting block maps to extent trees) is not supported")
     } else {
         None
     };
@@ -226,6 +223,11 @@ fn modes(args: &Args) -> Result<(Option<fix::Mode>, Threads), i32> {
         return Err(EXIT_OPERATIONAL);
     }
     option_conflicts(args)?;
+    if args.no && args.extended.bmap2extent {
+        // e2fsck -n schedules no conversion either (it then fails to write
+        // the superblock it marked changed).
+        eprintln!("pfsck: -E bmap2extent converts nothing under -n");
+    }
     let mode = if args.yes {
         Some(fix::Mode::Yes)
     } else if preen {
@@ -314,6 +316,7 @@ fn options(args: &Args, threads: Threads) -> Result<Options, i32> {
         optimize_extents: !args.extended.no_optimize_extents && !args.extended.fixes_only,
         rehash_dirs: args.optimize_dirs,
         journal_only: args.extended.journal_only && !args.force,
+        convert_bmap: args.extended.bmap2extent,
         events: None,
         spill: None,
     };

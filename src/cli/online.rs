@@ -28,6 +28,7 @@ pub fn check_options(args: &Args) -> Result<check::Options, String> {
         optimize_extents: !args.extended.no_optimize_extents && !args.extended.fixes_only,
         rehash_dirs: false,
         journal_only: false,
+        convert_bmap: false,
         events: None,
         spill: None,
     })

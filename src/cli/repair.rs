@@ -197,13 +197,15 @@ fn repaired(args: &Args, mode: Mode, device: &str, done: &session::Repaired) -> 
     let written = done.blocks_written;
     let mut code = 0;
     // Pass 1E's optimisations alone are no correction either (e2fsck's
-    // NOT_A_FIX): the file system is modified, the exit is 0. Orphans
+    // NOT_A_FIX), nor is what -E bmap2extent asked for: the file system
+    // is modified, the exit is 0. Orphans
     // processed with them change nothing to that, as alone.
     let status = &done.status;
     let offers_only = status.contains(&Status::Fixed)
         && done.report.problems.iter().zip(status).all(|(p, &s)| {
             s != Status::Fixed
                 || crate::check::e2fsck_map::not_a_fix(&p)
+                || crate::check::e2fsck_map::requested(&p)
                 || (done.replayed && p.code == Code::OrphansPending)
         });
     // Nor are descriptor checksum resets alone (e2fsck never marks its

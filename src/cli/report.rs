@@ -246,20 +246,29 @@ fn write_text(
         if pass > shown.sections {
             section(out, rep, pass, &mut render, &fixed)?;
             // e2fsck's header when it rebuilds extent trees, after pass 1D.
-            let optimized = rep
-                .problems
-                .iter_where(|c| c.spec().pass == Pass::P1)
-                .any(|(k, p)| fixed(k) && e2fsck_map::not_a_fix(&p));
-            if pass == 1 && optimized {
-                out.write_all(b"Pass 1E: extent trees made smaller\n")?;
+            if pass == 1 {
+                let pass1e = rep
+                    .problems
+                    .iter_where(|c| c.spec().pass == Pass::P1)
+                    .filter(|&(k, ref p)| {
+                        fixed(k) && (e2fsck_map::not_a_fix(p) || e2fsck_map::requested(p))
+                    })
+                    .fold(Pass1E::default(), |h, (_, p)| h.with(&p));
+                pass1e.write(out)?;
             }
         }
     }
     if repaired.is_some() && shown.later_rounds {
         // Problems the repair's later rounds found in passes printed while
         // the first check ran: after the rest, under their headers again.
+        // What an option asked for is done without a word.
+        let said = |c: Code| c != Code::InodeBlockMapToExtents && c != Code::SbExtentsForConversion;
         let late: Vec<u8> = (1..=shown.sections.min(ran))
-            .filter(|&pass| rep.problems.codes().any(|c| c.spec().pass.number() == pass))
+            .filter(|&pass| {
+                rep.problems
+                    .codes()
+                    .any(|c| c.spec().pass.number() == pass && said(c))
+            })
             .collect();
         if !late.is_empty() {
             out.write_all(b"\nFound by the re-check after the fixes above:\n")?;
@@ -541,6 +550,37 @@ fn lost_found_notice(p: &Problem) -> bool {
 /// One problem as the report shows it: with the answer to e2fsck's
 /// question when it is an error (yes when `fixed`). A read-only check
 /// (not `repair`) leaves out what `e2fsck -n` does not print.
+/// e2fsck's pass 1E header, printed after pass 1 when pass 1E rebuilt
+/// anything: what it did, in pfsck's words.
+#[derive(Clone, Copy, Default)]
+pub struct Pass1E {
+    optimized: bool,
+    converted: bool,
+}
+
+impl Pass1E {
+    /// With `p`, a pass 1 problem whose fix pass 1E made.
+    pub fn with(mut self, p: &Problem) -> Pass1E {
+        if p.code == Code::InodeBlockMapToExtents {
+            self.converted = true;
+        } else if e2fsck_map::not_a_fix(p) {
+            self.optimized = true;
+        }
+        self
+    }
+
+    pub fn write(self, out: &mut dyn Write) -> std::io::Result<()> {
+        match (self.converted, self.optimized) {
+            (true, true) => out.write_all(
+                b"Pass 1E: block maps converted to extent trees, extent trees made smaller\n",
+            ),
+            (true, false) => out.write_all(b"Pass 1E: block maps converted to extent trees\n"),
+            (false, true) => out.write_all(b"Pass 1E: extent trees made smaller\n"),
+            (false, false) => Ok(()),
+        }
+    }
+}
+
 pub fn render_problem(
     out: &mut dyn Write,
     p: &Problem,
@@ -561,6 +601,10 @@ pub fn render_problem(
     // does pfsck, in its words: the report on stdout stays e2fsck's.
     if !repair && is_stop(p.code) {
         eprintln!("{}", p.text_in(tree));
+        return Ok(());
+    }
+    if repair && fixed && e2fsck_map::requested(p) {
+        // Done without a word, as e2fsck does it; pass 1E's header says so.
         return Ok(());
     }
     if latches.render(out, p, fixed)? {

@@ -141,7 +141,7 @@ impl Streamer {
         let mut latches = report::Latches::default();
         // An extent tree's optimisation answered yes: e2fsck's pass 1E
         // header follows pass 1's problems.
-        let optimized = std::cell::Cell::new(false);
+        let pass1e = std::cell::Cell::new(report::Pass1E::default());
         let stopped = std::cell::Cell::new(STOPPED.load(std::sync::atomic::Ordering::Relaxed));
         let mut render = |out: &mut dyn Write, _k: usize, p: &Problem| {
             let Some(a) = asker.as_mut() else {
@@ -164,8 +164,11 @@ impl Streamer {
                 return Ok(());
             }
             let yes = a.question_of(p, tree);
-            if yes && crate::check::e2fsck_map::not_a_fix(p) {
-                optimized.set(true);
+            if yes
+                && (crate::check::e2fsck_map::not_a_fix(p)
+                    || crate::check::e2fsck_map::requested(p))
+            {
+                pass1e.set(pass1e.get().with(p));
             }
             answers.asked(p, yes);
             if !yes && stops_when_declined(p) {
@@ -190,8 +193,8 @@ impl Streamer {
                     st.headers = pass;
                 }
                 report::section(out, rep, pass, &mut render, &|_| false)?;
-                if pass == 1 && optimized.get() {
-                    out.write_all(b"Pass 1E: extent trees made smaller\n")?;
+                if pass == 1 {
+                    pass1e.get().write(out)?;
                 }
                 st.sections = pass;
             }

@@ -1,16 +1,18 @@
 //! Pass 1E: a block-mapped file rebuilt as an extent tree, as e2fsck does
-//! for a regular file or directory of a bigalloc file system ("cannot be
-//! block mapped": the kernel cannot allocate clusters to a block map).
+//! for every block map with `-E bmap2extent`, and for a regular file or
+//! directory of a bigalloc file system ("cannot be block mapped": the
+//! kernel cannot allocate clusters to a block map).
 //!
 //! The mapping stays what it is: the data blocks are walked in logical
 //! order (pass 1's walker, so exactly the blocks pass 1 claimed), runs
 //! that continue each other logically and physically become one extent
-//! (at most 32768 blocks), the indirect blocks are dropped and no longer
-//! counted in i_blocks (e2fsck's accounting: each counted as a cluster).
-//! Up to four extents sit in the inode; more go to leaf blocks under a
-//! one-level index in the inode (lowest free clusters), up to four leaves.
-//! The freed blocks and i_blocks are judged again by the next round's
-//! check, as e2fsck's next run would.
+//! (at most 32768 blocks), the indirect blocks are given back and no
+//! longer counted in i_blocks (e2fsck's accounting: each counted as a
+//! cluster). Up to four extents sit in the inode; more go to leaf blocks
+//! under as many index levels as they need (`volume::extent::build`).
+//! The allocator's map follows what is given back and taken, and the
+//! summary is rewritten from it in the same round, as libext2fs' block
+//! statistics follow e2fsck's pass 1E.
 //!
 //! It runs once pass 1D has nothing left to copy, as e2fsck's pass 1E runs
 //! after it: pass 1D copies the blocks of the files sharing with this one
@@ -28,16 +30,28 @@ use crate::narrow;
 use crate::store::overlay::Overlay;
 use crate::volume::{Allocator, Fs, edit as vol, extent};
 
-/// Rebuilds inode `ino`'s block map as an extent tree. Returns whether it
-/// staged the new inode (false: not a block map, no extents feature, or
-/// too many extents for a one-level tree).
-pub(super) fn rebuild(
+/// Inode `ino`'s block map converted to an extent tree, as e2fsck's pass
+/// 1E converts one (`-E bmap2extent`, and every block map on bigalloc).
+/// Only the mapping changes: the data blocks, i_size and the contents
+/// stay. The indirect blocks are given back first, so the tree's blocks
+/// may take their place; the tree is as deep as its extents need (up to
+/// four in the inode, then full leaves under full index nodes), its
+/// blocks taken from the file's first data block on, as libext2fs places
+/// a new tree block. i_blocks loses the indirect blocks and gains the
+/// tree's, each counted as a whole cluster. Returns whether it staged the
+/// inode (false: not a block map, a deleted or inline inode, a reserved
+/// one e2fsck leaves, no extents feature, or a map the walk found
+/// anything wrong with: the fix of that comes first, and the next round
+/// converts what it leaves).
+pub(super) fn convert(
     fs: &Fs,
     state: &State,
     overlay: &mut Overlay,
     ino: u32,
 ) -> super::Result<bool> {
-    if !fs.sb.has_incompat(incompat::EXTENTS) {
+    if !fs.sb.has_incompat(incompat::EXTENTS)
+        || (ino != crate::fs::inode::ROOT_INO && ino < fs.geo.first_ino)
+    {
         // e2fsck answers yes and does nothing without the feature.
         return Ok(false);
     }
@@ -53,6 +67,9 @@ pub(super) fn rebuild(
         return Ok(false);
     }
     let c = Leaves::walk(fs, state, ino, &inode);
+    if c.problems || c.done() {
+        return Ok(false);
+    }
     // A block map has no unwritten runs.
     let runs: Vec<(u64, u64, u64)> = c.runs.iter().map(|&(l, p, n, _)| (l, p, n)).collect();
     // Extents hold at most 32768 blocks and a 32-bit logical start.
@@ -64,9 +81,11 @@ pub(super) fn rebuild(
         .then(|| inode_csum_seed(fs.csum_seed, Ino(ino), inode.generation));
     let mut alloc = Allocator::new(fs, &state.block_used);
     let checkpoint = alloc.checkpoint();
+    c.free_nodes(fs, &mut alloc, &[]);
+    let goal = Blk(c.runs.first().map_or(0, |r| r.1));
     let view: &Overlay = overlay;
-    let built = extent::build(&extents, fs.block_size(), 4, seed, || {
-        alloc.take_lowest(view).map(Blk::get)
+    let built = extent::build(&extents, fs.block_size(), usize::MAX, seed, || {
+        alloc.take(view, goal).map(Blk::get)
     });
     let Some(tree) = built else {
         alloc.rollback(checkpoint);
@@ -76,17 +95,15 @@ pub(super) fn rebuild(
         overlay.stage(Blk(*b), node.clone())?;
     }
     let (root, leaves) = (tree.root, tree.leaves);
-    // i_blocks loses the mapping blocks and gains the leaves, each
-    // counted as a whole cluster (e2fsck's i_blocks arithmetic).
     let huge = fs.sb.has_ro_compat(ro_compat::HUGE_FILE) && inode.has_flag(flags::HUGE_FILE);
     let unit = if huge { 1 } else { fs.geo.block_sectors() } << fs.geo.cluster_bits;
     let hi_ok = fs.sb.has_ro_compat(ro_compat::HUGE_FILE);
-    let new_leaves = leaves.len() as u64;
+    let (old, new) = (c.nodes.len() as u64, leaves.len() as u64);
     Ok(vol::edit_inode(fs, overlay, Ino(ino), |m| {
         let blocks = m
             .blocks(hi_ok)
-            .saturating_sub((c.nodes.len() as u64).saturating_mul(unit))
-            .saturating_add(new_leaves * unit);
+            .saturating_sub(old.saturating_mul(unit))
+            .saturating_add(new.saturating_mul(unit));
         m.set_blocks(blocks, hi_ok);
         m.set_flags(m.flags() | flags::EXTENTS);
         m.i_block_mut().copy_from_slice(&root);
@@ -120,6 +137,23 @@ impl Leaves {
         let mut scratch = Scratch::new();
         pass1::walk_map(&ctx, ino, inode, false, &mut scratch, &mut c);
         c
+    }
+
+    /// Gives back the mapping blocks not in `kept`, unless a block's
+    /// cluster (bigalloc) also holds the file's data.
+    fn free_nodes(&self, fs: &Fs, alloc: &mut Allocator, kept: &[u64]) {
+        let bits = fs.geo.cluster_bits;
+        let data_in = |b: u64| {
+            let cl = b >> bits;
+            self.runs
+                .iter()
+                .any(|&(_, p, n, _)| p >> bits <= cl && cl <= (p + n - 1) >> bits)
+        };
+        for &b in &self.nodes {
+            if !kept.contains(&b) && !data_in(b) {
+                alloc.free(Blk(b));
+            }
+        }
     }
 }
 
@@ -224,21 +258,9 @@ pub(super) fn optimize(
         alloc.rollback(checkpoint);
         return Ok(false);
     };
-    // A tree block left over is given back, unless its cluster (bigalloc)
-    // also holds the file's data.
+    // A tree block left over is given back.
     let kept: Vec<u64> = tree.leaves.iter().map(|l| l.0).collect();
-    let bits = fs.geo.cluster_bits;
-    let data_in = |b: u64| {
-        let cl = b >> bits;
-        c.runs
-            .iter()
-            .any(|&(_, p, n, _)| p >> bits <= cl && cl <= (p + n - 1) >> bits)
-    };
-    for &b in &c.nodes {
-        if !kept.contains(&b) && !data_in(b) {
-            alloc.free(Blk(b));
-        }
-    }
+    c.free_nodes(fs, &mut alloc, &kept);
     for (b, node) in &tree.leaves {
         overlay.stage(Blk(*b), node.clone())?;
     }

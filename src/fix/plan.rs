@@ -506,7 +506,12 @@ impl<'a> Round<'a> {
                 .iter_where(|c| {
                     c != Code::InodeChecksum
                         && c.spec().pass == Pass::P1
-                        && !matches!(c, Code::ExtentTreeShorter | Code::ExtentTreeNarrower)
+                        && !matches!(
+                            c,
+                            Code::ExtentTreeShorter
+                                | Code::ExtentTreeNarrower
+                                | Code::InodeBlockMapToExtents
+                        )
                 })
                 .filter_map(|(_, p)| p.args().ino.map(Ino::get))
                 .collect(),
@@ -564,9 +569,10 @@ impl<'a> Round<'a> {
     }
 
     /// Pass 1E, once pass 1D has nothing left: a block map on bigalloc
-    /// becomes an extent tree, an extent tree that could be shorter or
-    /// narrower is rebuilt. Not over other map fixes of the same inode
-    /// (they go first, the next round converts what they leave).
+    /// (or any, with `-E bmap2extent`) becomes an extent tree, an extent
+    /// tree that could be shorter or narrower is rebuilt. Not over other
+    /// map fixes of the same inode (they go first, the next round
+    /// converts what they leave).
     fn extents(&mut self, want: &Wanted, m: &mut Main) -> Fixed<()> {
         let round = &mut m.round;
         let report = self.report;
@@ -589,8 +595,15 @@ impl<'a> Round<'a> {
             {
                 continue;
             }
-            let done = if p.code == Code::InodeBigallocBlockMap {
-                extents::rebuild(self.fs, self.state, &mut self.overlay, ino)?
+            let done = if matches!(
+                p.code,
+                Code::InodeBigallocBlockMap | Code::InodeBlockMapToExtents
+            ) {
+                // Indirect blocks given back, tree blocks taken: the
+                // summary follows.
+                let done = extents::convert(self.fs, self.state, &mut self.overlay, ino)?;
+                m.summary |= done;
+                done
             } else {
                 // Tree blocks given back: the summary follows.
                 let done = extents::optimize(self.fs, self.state, &mut self.overlay, ino)?;

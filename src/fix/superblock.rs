@@ -136,7 +136,8 @@ pub(super) fn fix_resize_inode(
 /// A superblock flag or feature set right, as e2fsck's pass 0 does: the
 /// test_fs flag cleared (on the backups too, as e2fsck writes them), the
 /// directory hash signedness of this machine's `char` recorded, extents
-/// turned on for a 64bit file system, metadata_csum_seed turned off (and
+/// turned on for a 64bit file system (and for `-E bmap2extent`, on the
+/// backups too), metadata_csum_seed turned off (and
 /// its seed zeroed) without metadata_csum, a last mount or write time
 /// ahead of the clock set to the check's time (the problem's `num2`), an
 /// invalid min or want extra inode size set to what libext2fs' inodes
@@ -153,7 +154,10 @@ pub(super) fn fix_flag(
     use crate::fs::superblock::{FLAGS_SIGNED_HASH, FLAGS_TEST_FS, FLAGS_UNSIGNED_HASH, incompat};
     let backups = matches!(
         code,
-        Code::SbTestFs | Code::SbRev0Features | Code::SbJournalBackupMissing
+        Code::SbTestFs
+            | Code::SbRev0Features
+            | Code::SbJournalBackupMissing
+            | Code::SbExtentsForConversion
     );
     // The journal inode as this round leaves it.
     let journal = if code == Code::SbJournalBackupMissing {
@@ -186,7 +190,9 @@ pub(super) fn fix_flag(
             sb.set_flags(sb.flags() | hint);
         }
         Code::SbHurdFiletype => sb.set_incompat(sb.incompat() & !incompat::FILETYPE),
-        Code::Sb64bitNoExtents => sb.set_incompat(sb.incompat() | incompat::EXTENTS),
+        Code::Sb64bitNoExtents | Code::SbExtentsForConversion => {
+            sb.set_incompat(sb.incompat() | incompat::EXTENTS);
+        }
         Code::InodeEaInodeFlag => sb.set_incompat(sb.incompat() | incompat::EA_INODE),
         Code::SbCsumSeedNoCsum => {
             sb.set_incompat(sb.incompat() & !incompat::CSUM_SEED);
@@ -217,6 +223,7 @@ pub(super) fn fix_flag(
             | Code::SbDirHashHint
             | Code::SbHurdFiletype
             | Code::Sb64bitNoExtents
+            | Code::SbExtentsForConversion
             | Code::InodeEaInodeFlag
             | Code::SbCsumSeedNoCsum
             | Code::SbRev0Features

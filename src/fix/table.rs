@@ -250,6 +250,7 @@ const TABLE: &[Entry] = &[
     row(Code::DupBlocks, F::Dup, AFTER_1D | S),
     row(Code::ClusterMisaligned, F::Dup, AFTER_1D | S),
     row(Code::InodeBigallocBlockMap, F::Extents, AFTER_1D | S),
+    row(Code::InodeBlockMapToExtents, F::Extents, AFTER_1D | S),
     // e2fsck's forced rebuild of a tree deeper than it can be.
     row(Code::InodeExtentTooDeep, F::Extents, AFTER_1D | S),
     row(Code::ExtentTreeShorter, F::Extents, AFTER_1D | S),
@@ -339,6 +340,7 @@ const TABLE: &[Entry] = &[
     row(Code::SbDirHashHint, F::SuperFlag, S),
     row(Code::SbHurdFiletype, F::SuperFlag, S),
     row(Code::Sb64bitNoExtents, F::SuperFlag, S),
+    row(Code::SbExtentsForConversion, F::SuperFlag, S),
     row(Code::InodeEaInodeFlag, F::SuperFlag, S),
     row(Code::SbCsumSeedNoCsum, F::SuperFlag, S),
     row(Code::SbRev0Features, F::SuperFlag, S),

@@ -605,11 +605,15 @@ impl<'a, 'q> Session<'a, 'q> {
                     || p.args().ino.is_some_and(|Ino(i)| pass1.contains(&i))
             });
             // Nor is pass 1E's offer on a tree an earlier round mended
-            // (e2fsck makes it in the same run).
+            // (e2fsck makes it in the same run), or -E bmap2extent's
+            // conversion of a map an earlier round fixed first.
             let offer = again.report.problems.iter().any(|p| {
                 matches!(
                     p.code,
-                    Code::ExtentTreeShorter | Code::ExtentTreeNarrower | Code::InodeExtentTooDeep
+                    Code::ExtentTreeShorter
+                        | Code::ExtentTreeNarrower
+                        | Code::InodeExtentTooDeep
+                        | Code::InodeBlockMapToExtents
                 )
             });
             if round > MAX_ROUNDS

@@ -10,6 +10,7 @@
 #![allow(clippy::cast_possible_truncation)]
 
 mod badblocks;
+mod bmap2extent;
 mod catalogue_13g;
 mod catalogue_13i;
 mod catalogue_13j;

@@ -65,6 +65,14 @@ const DAMAGE: &[(Code, &str)] = &[
         "quota_hide::visible_quota_files_move_to_their_inodes",
     ),
     (
+        Code::InodeBlockMapToExtents,
+        "bmap2extent::bmap2extent_converts_ext3_1k",
+    ),
+    (
+        Code::SbExtentsForConversion,
+        "bmap2extent::bmap2extent_sets_the_extent_feature_with_metadata_csum",
+    ),
+    (
         Code::SbExtraIsize,
         "catalogue_13j::invalid_extra_isize_in_the_superblock_is_reset",
     ),
