@@ -219,7 +219,8 @@ fn dir_codes(code: Code) -> &'static [u32] {
         DirEntryUnusedArea => &[0x020047],
         DirEntryUninitGroup => &[0x020046],
         DirBlockEmpty => &[0x020013],
-        DirHole => &[0x020015],
+        DirHole | DirHoleCleared => &[0x020015],
+        HtreeUnexpectedBlock => &[0x020045],
         DirEntryLinkToDot => &[0x020004],
         DirDotNotTerminated => &[0x020016, 0x020017],
         DirEntryInodeInBadBlock => &[0x020005],
@@ -617,6 +618,10 @@ const REPAIR_ONLY: &[Code] = &[
     Code::LostFoundInlineData,
     Code::LostFoundFull,
     Code::LostFoundFullP4,
+    // Pass 1 of e2fsck -n keeps an illegal block it may not clear out of
+    // its list of directory blocks.
+    Code::DirHoleCleared,
+    Code::HtreeUnexpectedBlock,
 ];
 
 /// Is `c` a problem e2fsck only logs when it repairs ([`Run::ReadOnly`])?

@@ -327,6 +327,13 @@ problems! {
     DirEntryUninitGroup = ("0x2027", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) names inode {num}, in group {group} whose inode table is flagged uninitialised"),
     DirBlockEmpty = ("0x2025", P2, Error, false, "Directory inode {ino} block #{num} should be a directory block but is empty or garbage"),
     DirHole = ("0x2028", P2, Error, false, "Directory inode {ino} has no block at #{num}"),
+    // e2fsck's pass 1 leaves a directory block it clears as a hole in
+    // its list of directory blocks: -y then meets it in pass 2 and gives
+    // it a new block (the one named), even past the directory's last.
+    DirHoleCleared = ("0x2032", P2, Error, false, "Directory inode {ino} has no block at #{num} once its illegal block is cleared; block {blk} takes its place"),
+    // That block lies outside what the index of the directory covers:
+    // the index goes, as e2fsck clears it.
+    HtreeUnexpectedBlock = ("0x2033", P2, Error, false, "Indexed directory inode {ino} ({path:ino}) gains a block its index does not cover; the index goes"),
     DirEntryLinkToDot = ("0x2029", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) links to the directory itself"),
     DirDotNotTerminated = ("0x202A", P2, Error, false, "The '{detail}' entry of directory inode {ino} has non-zero bytes after its name"),
     DirEntryInodeInBadBlock = ("0x202C", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) names inode {num}, stored in a bad block"),

@@ -414,6 +414,14 @@ const DAMAGE: &[(Code, &str)] = &[
         Code::DirEntryBadRecLen,
         "catalogue_13m::salvage_before_the_area_end_sets_the_last_rec_len",
     ),
+    (
+        Code::HtreeUnexpectedBlock,
+        "catalogue_p2_5::htree_block_outside_the_index_clears_the_index",
+    ),
+    (
+        Code::DirHoleCleared,
+        "catalogue_p2_5::cleared_last_directory_block_is_allocated_again",
+    ),
 ];
 
 /// The pfsck problems batching a latch group's entries into one problem,
@@ -436,15 +444,6 @@ const WHY_NOT: &[(u32, &str)] = &[
         "e2fsck asks it only for an external journal blkid finds by UUID among the block \
          devices, whose device number differs from the hint; a journal named with -j (an \
          image file) is not looked up, and the hint is left: not made on an image file",
-    ),
-    (
-        0x020045,
-        "made, not detected: e2fsck -y asks it when pass 1 cleared the illegal last block of \
-         a block-mapped htree directory, a block its index does not name (debugfs expand_dir, \
-         then sif block[N] past the end): pass 2 allocates the hole and finds it past the \
-         blocks pass 1 counted, and clears the index (-n declines the clearing and asks \
-         nothing); pfsck's repair shortens the directory instead, which e2fsck then finds \
-         clean",
     ),
     (
         0x02004f,
