@@ -684,12 +684,18 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             }
         };
         if let Some(e) = head.read_err {
-            self.report(
-                Problem::new(Code::InodeBlockBitmapUnreadable)
-                    .ino(Ino(ino))
-                    .blk(Blk(pblk))
-                    .detail(format!("extent node: {e}")),
-            );
+            let p = Problem::new(Code::InodeBlockBitmapUnreadable)
+                .ino(Ino(ino))
+                .blk(Blk(pblk))
+                .detail(format!("extent node: {e}"));
+            if self.info.read_only {
+                // e2fsck -n declines to ignore the error: its walk of
+                // the tree fails there and goes no further.
+                self.report(p.e2fsck(0x010057).num(lblk));
+                self.stopped = true;
+                return Step::Stop;
+            }
+            self.report(p);
             return Step::Skip;
         }
         if let Some(why) = head.why {

@@ -780,6 +780,12 @@ pub const UNFIXED_BY_E2FSCK: &[(u32, &str)] = &[
          and its next check still finds the MMP block invalid",
     ),
     (0x000011, "fatal: there is no journal to repair"),
+    (
+        0x010057,
+        "made on an image file only past the end of a device shorter than the \
+         file system, where a repair stops first at the size question (0x000005, \
+         exit 8), as pfsck's does; -n declines it and aborts (exit 12)",
+    ),
     (0x000012, "fatal: the external journal is not changed"),
     (0x000013, "fatal: the external journal is not changed"),
     (

@@ -220,6 +220,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
         DirEntryUninitGroup => &[0x020046],
         DirBlockEmpty => &[0x020013],
         DirHole | DirHoleCleared => &[0x020015],
+        InodeBlockBitmapUnreadable => &[0x010057],
         HtreeUnexpectedBlock => &[0x020045],
         DirEntryLinkToDot => &[0x020004],
         DirDotNotTerminated => &[0x020016, 0x020017],
@@ -278,6 +279,7 @@ pub const NONE: &[Code] = &[
     // e2fsck's aborts are outside its problem log (a fatal problem ends
     // it before the entry is written).
     Code::StoppedAtIllegalIndirect,
+    Code::StoppedAtUnreadableExtent,
     // Its question (0x010016) is logged, by `refs`.
     Code::StoppedAtBadBlocksInode,
     Code::StoppedAtInodeTable,
@@ -315,9 +317,6 @@ pub const NONE: &[Code] = &[
     Code::InodeCompression,
     Code::InodeEncrypted,
     Code::BitmapUnreadable,
-    // A block of a block map that cannot be read: e2fsck's I/O error
-    // handler reports it, outside its problem table.
-    Code::InodeBlockBitmapUnreadable,
     // A valid tree deeper than pfsck's walk: e2fsck walks any depth.
     Code::InodeExtentTreeUnwalkable,
     // e2fsck walks every path through shared nodes, printing without end
@@ -640,7 +639,12 @@ pub fn repair_only(c: Code) -> bool {
 /// the extent after it down only on an extent-mapped directory, once per
 /// gap: e2fsck finds the other holes in pass 2 only, where DirHole stands
 /// for them.
+///
+/// A block of a block map that cannot be read is reported by e2fsck's
+/// I/O error handler, outside its problem table; declined (-n), an
+/// extent node's stands for its failed walk of the tree (0x010057).
 const NAMED_ONLY: &[Code] = &[
+    Code::InodeBlockBitmapUnreadable,
     Code::InodeDirHole,
     Code::SbUsedBackup,
     Code::QuotaUsage,
@@ -1283,6 +1287,7 @@ fn stop_pass(code: Code) -> Option<u32> {
         // and before pass 1: nothing of the passes is logged.
         Code::JournalCannotProceed | Code::JournalVersionAbort => Some(0),
         Code::StoppedAtIllegalIndirect
+        | Code::StoppedAtUnreadableExtent
         | Code::StoppedAtBadBlocksInode
         | Code::StoppedAtInodeTable
         | Code::StoppedAtUnreadableXattr

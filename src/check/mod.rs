@@ -794,12 +794,14 @@ fn stop_at_corrupt_dir(problems: &mut ProblemList) -> bool {
 /// walk e2fsck ends in error, as e2fsck -n does: an indirect pointer
 /// outside the file system, which it may not zero, and no indirect block
 /// read after it (pass 1 notes it with the stop notice, after the walk's
-/// problems: `blockmap::walk_indirect_limited`). `problems` (pass 1's, in
+/// problems: `blockmap::walk_indirect_limited`), or an extent node that
+/// cannot be read (noted after pass 1E's offer for the tree). `problems` (pass 1's, in
 /// e2fsck's order) end there. Whether it stopped.
 fn stop_at_illegal_indirect(problems: &mut ProblemList) -> bool {
+    use problem::Code::{StoppedAtIllegalIndirect, StoppedAtUnreadableExtent};
     let Some(at) = problems
         .codes()
-        .position(|c| c == problem::Code::StoppedAtIllegalIndirect)
+        .position(|c| matches!(c, StoppedAtIllegalIndirect | StoppedAtUnreadableExtent))
     else {
         return false;
     };

@@ -2491,6 +2491,17 @@ fn check_index_root(
     }
 }
 
+/// Did the walk of this inode's extent tree fail as e2fsck's does: a
+/// node it could not read (named 0x010057), among the problems from
+/// `start` on?
+fn walk_failed(c: &InodeCheck, start: usize) -> bool {
+    (start..c.out.problems.len()).any(|k| {
+        c.out.problems.get(k).is_some_and(|p| {
+            p.code == Code::InodeBlockBitmapUnreadable && p.e2fsck_code() == Some(0x010057)
+        })
+    })
+}
+
 /// A repair's view of a block-mapped directory whose illegal blocks
 /// (cleared) reach past its last legal one, up to `end`: e2fsck's pass 2
 /// meets them as holes, unless the inode had too many to be kept.
@@ -2574,6 +2585,7 @@ fn check_blocks(
     };
     let inline = inline_mapped(ctx, w, raw, inode);
     let dir_blocks_start = claimer.dir_blocks.len();
+    let problems_start = claimer.problems.len();
     let walked = walk_map_of(
         ctx,
         ino,
@@ -2613,6 +2625,10 @@ fn check_blocks(
     }
     if walked && extent_mapped && !bad_blocks {
         offer_pass1e(ctx, c, inode, &tree);
+    }
+    if ctx.read_only && extent_mapped && walk_failed(c, problems_start) {
+        // Where e2fsck -n gives up (`stop_at_illegal_indirect`).
+        c.report(Problem::new(Code::StoppedAtUnreadableExtent).ino(Ino(ino)));
     }
     if index && ((is_dir && ctx.dir_index) || ctx.read_only) {
         check_index_root(ctx, w, c, inode, (walked, first_block, dir_blocks_start));

@@ -345,6 +345,10 @@ problems! {
     // the later passes would say rests on that directory.
     // e2fsck -n cannot walk below an indirect pointer it may not zero:
     // its block walk fails and it aborts after that inode.
+    // e2fsck -n's walk of an extent tree fails at a node it cannot read
+    // (declined "Ignore error?"), and after its question about the
+    // failure it aborts.
+    StoppedAtUnreadableExtent = ("0x10EF", P1, Notice, false, "The check stops at inode {ino}, whose extent tree cannot be read, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtIllegalIndirect = ("0x10E7", P1, Notice, false, "The check stops at inode {ino}'s indirect block outside the file system, as e2fsck -n does; run a repair to check the rest"),
     // e2fsck -n reads an xattr block again to set its reference count
     // right; a block it could not read (bad header or checksum) fails

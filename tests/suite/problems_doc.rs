@@ -415,6 +415,14 @@ const DAMAGE: &[(Code, &str)] = &[
         "catalogue_13m::salvage_before_the_area_end_sets_the_last_rec_len",
     ),
     (
+        Code::InodeBlockBitmapUnreadable,
+        "catalogue_13o::extent_leaf_past_the_device_end_fails_the_walk",
+    ),
+    (
+        Code::StoppedAtUnreadableExtent,
+        "catalogue_13o::extent_leaf_past_the_device_end_fails_the_walk",
+    ),
+    (
         Code::HtreeUnexpectedBlock,
         "catalogue_p2_5::htree_block_outside_the_index_clears_the_index",
     ),
@@ -453,11 +461,6 @@ const WHY_NOT: &[(u32, &str)] = &[
         0x010045,
         "e2fsck asks it only when a regular file maps as many blocks as its per-file limit \
          (hundreds of millions of block references): not made in a test image",
-    ),
-    (
-        0x010057,
-        "e2fsck asks it when its extent library fails in the middle of a walk (a read error); \
-         not made on an image file",
     ),
     (
         0x010087,
