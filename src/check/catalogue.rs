@@ -751,6 +751,13 @@ pub const NOT_APPLICABLE: &[(u32, &str)] = &[
          it with (a name longer than its record is 0x020013)",
     ),
     (
+        0x010087,
+        "asked only under -E clear_all_uninit_bits, an option e2fsck has only when \
+         built with --enable-developer-features: 1.47.4 as released rejects it \
+         (\"Unknown extended option\"), and leaves an uninitialised extent of a symlink \
+         unreported (a directory's is 0x010073)",
+    ),
+    (
         0x010056,
         "asked only when libext2fs cannot open an extent tree whose header in the inode \
          e2fsck has just found valid: that open then fails only for want of memory (a bad \
