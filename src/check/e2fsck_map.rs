@@ -42,6 +42,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         SbBlocksPerGroupInvalid => &[0x000007],
         SbNoUuid => &[0x000009],
         SbTestFs => &[0x00003B],
+        SbJournalDevHint => &[0x000033],
         SbDirHashHint => &[0x000034],
         SbHurdFiletype => &[0x00000E],
         Sb64bitNoExtents => &[0x000048],
@@ -463,7 +464,8 @@ pub fn before_valid(p: &Problem) -> bool {
     match p.code {
         Code::JournalInodeNoFeature
         | Code::JournalNeedsRecoveryNoFlag
-        | Code::SbResizeInodeNoFeature => true,
+        | Code::SbResizeInodeNoFeature
+        | Code::SbJournalDevHint => true,
         Code::SbQuotaInode => p.args().num2 != Some(1),
         _ => false,
     }

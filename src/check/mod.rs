@@ -432,6 +432,10 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     report.summary.inodes_count = u64::from(fs.geo.inodes_count);
     report.summary.blocks_count = fs.geo.blocks_count;
 
+    // e2fsck sets the hint before it looks at the journal, clean or not.
+    let hint = journal::journal_dev_hint(&fs);
+    let hint_fix = hint.is_some() && opts.repairing;
+    report.problems.extend(hint);
     // An external journal that cannot be found or used stops the check
     // before anything else, as it stops e2fsck.
     let external = journal::external_problems(&fs, opts.journal_device.as_deref());
@@ -475,6 +479,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     if !opts.force
         && !opts.recheck
         && !jdev_fix
+        && !hint_fix
         && !extra_isize
         && !too_small
         && (times.is_empty() || !opts.repairing)

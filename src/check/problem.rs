@@ -117,6 +117,10 @@ problems! {
     GdBlockBitmapLocation = ("0x0101", Super, Error, false, "Group {group}'s block bitmap (block {blk}) lies outside the group"),
     GdInodeBitmapLocation = ("0x0102", Super, Error, false, "Group {group}'s inode bitmap (block {blk}) lies outside the group"),
     GdInodeTableLocation = ("0x0103", Super, Error, false, "Group {group}'s inode table (block {blk}) lies outside the group"),
+    // e2fsck looks the journal's UUID up as blkid does and sets the hint
+    // to the device number it finds, before it marks the file system
+    // valid: a no leaves -n's verdict to the passes.
+    SbJournalDevHint = ("0x0021", Super, Error, true, "The superblock's hint for the external journal's device ({num2}) is not the number of the device its UUID names ({num})"),
     GdChecksum = ("0x0104", Super, Notice, true, "Group descriptor checksums are wrong (first: group {group})"),
     GdUninitWithoutCsum = ("0x0105", Super, Notice, true, "Group {group} is flagged uninitialised on a file system without group checksums"),
     GdItableUnused = ("0x0106", Super, Error, true, "Group {group}'s count of never-used inodes ({num}) is out of range"),

@@ -340,6 +340,7 @@ const TABLE: &[Entry] = &[
     row(Code::SbFirstMetaBg, F::FirstMetaBg, 0),
     row(Code::SbNoUuid, F::NewUuid, ALONE | S),
     row(Code::SbTestFs, F::SuperFlag, S),
+    row(Code::SbJournalDevHint, F::SuperFlag, S),
     row(Code::SbDirHashHint, F::SuperFlag, S),
     row(Code::SbHurdFiletype, F::SuperFlag, S),
     row(Code::Sb64bitNoExtents, F::SuperFlag, S),

@@ -423,6 +423,10 @@ const DAMAGE: &[(Code, &str)] = &[
         "catalogue_13o::extent_leaf_past_the_device_end_fails_the_walk",
     ),
     (
+        Code::SbJournalDevHint,
+        "external_journal::journal_device_hint_follows_the_uuid",
+    ),
+    (
         Code::HtreeUnexpectedBlock,
         "catalogue_p2_5::htree_block_outside_the_index_clears_the_index",
     ),
@@ -447,12 +451,6 @@ const LATCH_ASKS_EACH: &[u32] = &[catalogue::LATCH_RELOC];
 
 /// Why an e2fsck problem is not detected, where the reason is known.
 const WHY_NOT: &[(u32, &str)] = &[
-    (
-        0x000033,
-        "e2fsck asks it only for an external journal blkid finds by UUID among the block \
-         devices, whose device number differs from the hint; a journal named with -j (an \
-         image file) is not looked up, and the hint is left: not made on an image file",
-    ),
     (
         0x02004f,
         "e2fsck asks it only after a yes to 0x02004e, when libext2fs fails to store the \
@@ -531,6 +529,12 @@ fn no_ok(c: Code, e: &Entry) -> bool {
 /// each judged against e2fsck 1.47.4 by a test: whether its "no" leaves
 /// the file system unmarked (exit 0 on that damage alone), and why.
 const NO_VERDICT: &[(u32, bool, &str)] = &[
+    (
+        0x000033,
+        true,
+        "asked before the file system is marked valid for the passes: -n exits 0 \
+         (`external_journal::journal_device_hint_follows_the_uuid`)",
+    ),
     (
         0x00002A,
         true,
