@@ -47,6 +47,10 @@ pub trait MapVisitor {
     fn node(&mut self, pblk: u64);
     /// A problem found on the way; pass 1B ignores them.
     fn problem(&mut self, p: Problem);
+    /// A data pointer at logical `lblk` outside the file system, which a
+    /// repair clears (reported through `problem` as well): e2fsck's pass
+    /// 1 still lists that block of a directory, as a hole, for pass 2.
+    fn cleared_data(&mut self, _lblk: u64) {}
     /// An extent node reached, with a valid header: its level (0 the
     /// root in the inode, counting down the tree), its entries in use and
     /// their room (pass 1E's statistics).
@@ -680,12 +684,18 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             }
         };
         if let Some(e) = head.read_err {
-            self.report(
-                Problem::new(Code::InodeBlockBitmapUnreadable)
-                    .ino(Ino(ino))
-                    .blk(Blk(pblk))
-                    .detail(format!("extent node: {e}")),
-            );
+            let p = Problem::new(Code::InodeBlockBitmapUnreadable)
+                .ino(Ino(ino))
+                .blk(Blk(pblk))
+                .detail(format!("extent node: {e}"));
+            if self.info.read_only {
+                // e2fsck -n declines to ignore the error: its walk of
+                // the tree fails there and goes no further.
+                self.report(p.e2fsck(0x010057).num(lblk));
+                self.stopped = true;
+                return Step::Stop;
+            }
+            self.report(p);
             return Step::Skip;
         }
         if let Some(why) = head.why {
@@ -975,6 +985,10 @@ fn visit_ptr<V: MapVisitor>(
                 .e2fsck(e2)
                 .detail(format!("{what}, logical {lblk}{why}")),
         );
+        // A block past a directory's limit e2fsck drops from its list.
+        if level == 0 && !too_big {
+            v.cleared_data(lblk);
+        }
         return;
     }
     if level == 0 {

@@ -751,6 +751,13 @@ pub const NOT_APPLICABLE: &[(u32, &str)] = &[
          it with (a name longer than its record is 0x020013)",
     ),
     (
+        0x010087,
+        "asked only under -E clear_all_uninit_bits, an option e2fsck has only when \
+         built with --enable-developer-features: 1.47.4 as released rejects it \
+         (\"Unknown extended option\"), and leaves an uninitialised extent of a symlink \
+         unreported (a directory's is 0x010073)",
+    ),
+    (
         0x010056,
         "asked only when libext2fs cannot open an extent tree whose header in the inode \
          e2fsck has just found valid: that open then fails only for want of memory (a bad \
@@ -780,6 +787,12 @@ pub const UNFIXED_BY_E2FSCK: &[(u32, &str)] = &[
          and its next check still finds the MMP block invalid",
     ),
     (0x000011, "fatal: there is no journal to repair"),
+    (
+        0x010057,
+        "made on an image file only past the end of a device shorter than the \
+         file system, where a repair stops first at the size question (0x000005, \
+         exit 8), as pfsck's does; -n declines it and aborts (exit 12)",
+    ),
     (0x000012, "fatal: the external journal is not changed"),
     (0x000013, "fatal: the external journal is not changed"),
     (

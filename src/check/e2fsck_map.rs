@@ -42,6 +42,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         SbBlocksPerGroupInvalid => &[0x000007],
         SbNoUuid => &[0x000009],
         SbTestFs => &[0x00003B],
+        SbJournalDevHint => &[0x000033],
         SbDirHashHint => &[0x000034],
         SbHurdFiletype => &[0x00000E],
         Sb64bitNoExtents => &[0x000048],
@@ -219,7 +220,9 @@ fn dir_codes(code: Code) -> &'static [u32] {
         DirEntryUnusedArea => &[0x020047],
         DirEntryUninitGroup => &[0x020046],
         DirBlockEmpty => &[0x020013],
-        DirHole => &[0x020015],
+        DirHole | DirHoleCleared => &[0x020015],
+        InodeBlockBitmapUnreadable => &[0x010057],
+        HtreeUnexpectedBlock => &[0x020045],
         DirEntryLinkToDot => &[0x020004],
         DirDotNotTerminated => &[0x020016, 0x020017],
         DirEntryInodeInBadBlock => &[0x020005],
@@ -277,6 +280,7 @@ pub const NONE: &[Code] = &[
     // e2fsck's aborts are outside its problem log (a fatal problem ends
     // it before the entry is written).
     Code::StoppedAtIllegalIndirect,
+    Code::StoppedAtUnreadableExtent,
     // Its question (0x010016) is logged, by `refs`.
     Code::StoppedAtBadBlocksInode,
     Code::StoppedAtInodeTable,
@@ -314,9 +318,6 @@ pub const NONE: &[Code] = &[
     Code::InodeCompression,
     Code::InodeEncrypted,
     Code::BitmapUnreadable,
-    // A block of a block map that cannot be read: e2fsck's I/O error
-    // handler reports it, outside its problem table.
-    Code::InodeBlockBitmapUnreadable,
     // A valid tree deeper than pfsck's walk: e2fsck walks any depth.
     Code::InodeExtentTreeUnwalkable,
     // e2fsck walks every path through shared nodes, printing without end
@@ -480,7 +481,8 @@ pub fn before_valid(p: &Problem) -> bool {
     match p.code {
         Code::JournalInodeNoFeature
         | Code::JournalNeedsRecoveryNoFlag
-        | Code::SbResizeInodeNoFeature => true,
+        | Code::SbResizeInodeNoFeature
+        | Code::SbJournalDevHint => true,
         Code::SbQuotaInode => p.args().num2 != Some(1),
         _ => false,
     }
@@ -634,6 +636,10 @@ const REPAIR_ONLY: &[Code] = &[
     Code::LostFoundInlineData,
     Code::LostFoundFull,
     Code::LostFoundFullP4,
+    // Pass 1 of e2fsck -n keeps an illegal block it may not clear out of
+    // its list of directory blocks.
+    Code::DirHoleCleared,
+    Code::HtreeUnexpectedBlock,
 ];
 
 /// Is `c` a problem e2fsck only logs when it repairs ([`Run::ReadOnly`])?
@@ -652,7 +658,12 @@ pub fn repair_only(c: Code) -> bool {
 /// the extent after it down only on an extent-mapped directory, once per
 /// gap: e2fsck finds the other holes in pass 2 only, where DirHole stands
 /// for them.
+///
+/// A block of a block map that cannot be read is reported by e2fsck's
+/// I/O error handler, outside its problem table; declined (-n), an
+/// extent node's stands for its failed walk of the tree (0x010057).
 const NAMED_ONLY: &[Code] = &[
+    Code::InodeBlockBitmapUnreadable,
     Code::InodeDirHole,
     Code::SbUsedBackup,
     Code::QuotaUsage,
@@ -1295,6 +1306,7 @@ fn stop_pass(code: Code) -> Option<u32> {
         // and before pass 1: nothing of the passes is logged.
         Code::JournalCannotProceed | Code::JournalVersionAbort => Some(0),
         Code::StoppedAtIllegalIndirect
+        | Code::StoppedAtUnreadableExtent
         | Code::StoppedAtBadBlocksInode
         | Code::StoppedAtInodeTable
         | Code::StoppedAtUnreadableXattr

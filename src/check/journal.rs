@@ -207,12 +207,19 @@ pub fn external(fs: &Fs) -> bool {
 }
 
 /// Where the external journal is: the device given with `-j`, else the
-/// device udev names by the journal's UUID (the lookup e2fsck makes
-/// through blkid). None when it is not found.
+/// device its UUID names ([`by_uuid`]). None when it is not found.
 pub fn external_path(fs: &Fs, given: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = given {
         return Some(p.to_path_buf());
     }
+    by_uuid(fs)
+}
+
+/// The device the journal's UUID names, found as e2fsck's blkid finds
+/// it: in blkid's cache file (`BLKID_FILE`, else /etc/blkid.tab) when
+/// what it names still carries that UUID, else among the block devices
+/// (udev's /dev/disk/by-uuid stands for blkid's probe of them).
+fn by_uuid(fs: &Fs) -> Option<PathBuf> {
     let u = &fs.sb.journal_uuid;
     let hex =
         |r: std::ops::Range<usize>| u[r].iter().map(|b| format!("{b:02x}")).collect::<String>();
@@ -224,8 +231,58 @@ pub fn external_path(fs: &Fs, given: Option<&Path>) -> Option<PathBuf> {
         hex(8..10),
         hex(10..16)
     );
+    let cache = std::env::var_os("BLKID_FILE").unwrap_or_else(|| "/etc/blkid.tab".into());
+    if let Some(p) = std::fs::read_to_string(cache)
+        .ok()
+        .and_then(|text| cached_device(&text, &name))
+        .filter(|p| carries_uuid(p, u))
+    {
+        return Some(p);
+    }
     let p = Path::new("/dev/disk/by-uuid").join(name);
     p.exists().then_some(p)
+}
+
+/// The device a blkid cache (`<device ... UUID="u" ...>path</device>`
+/// lines) lists with UUID `uuid`.
+fn cached_device(text: &str, uuid: &str) -> Option<PathBuf> {
+    let tag = format!(" UUID=\"{uuid}\"");
+    text.lines().find_map(|l| {
+        let l = l.trim();
+        let (head, rest) = l.strip_prefix("<device")?.split_once('>')?;
+        let path = rest.strip_suffix("</device>")?;
+        (head.contains(&tag) && !path.is_empty()).then(|| PathBuf::from(path))
+    })
+}
+
+/// Does the ext2 superblock of the device at `p` carry UUID `u` (what
+/// blkid's check of a cached device finds)?
+fn carries_uuid(p: &Path, u: &[u8; 16]) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut sb = [0u8; 1024];
+    std::fs::File::open(p)
+        .and_then(|f| f.read_exact_at(&mut sb, 1024))
+        .is_ok()
+        && crate::fs::superblock::Superblock::parse(&sb).uuid == *u
+}
+
+/// e2fsck's check of the superblock's hint for the external journal: the
+/// device number of what the journal's UUID names, when it is found
+/// there and differs (a regular file's is 0). Looked up whether `-j`
+/// names the journal or not, as e2fsck does.
+pub fn journal_dev_hint(fs: &Fs) -> Option<Problem> {
+    use std::os::unix::fs::MetadataExt;
+    if !fs.sb.has_compat(compat::HAS_JOURNAL) || !external(fs) {
+        return None;
+    }
+    let rdev = std::fs::metadata(by_uuid(fs)?).ok()?.rdev();
+    // The hint holds 32 bits, as the old encoding of a device number.
+    let dev = u32::try_from(rdev).ok()?;
+    (dev != fs.sb.journal_dev).then(|| {
+        Problem::new(Code::SbJournalDevHint)
+            .num(rdev)
+            .num2(u64::from(fs.sb.journal_dev))
+    })
 }
 
 /// The external journal's problems, which stop the check as they stop

@@ -442,6 +442,10 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     report.summary.inodes_count = u64::from(fs.geo.inodes_count);
     report.summary.blocks_count = fs.geo.blocks_count;
 
+    // e2fsck sets the hint before it looks at the journal, clean or not.
+    let hint = journal::journal_dev_hint(&fs);
+    let hint_fix = hint.is_some() && opts.repairing;
+    report.problems.extend(hint);
     // An external journal that cannot be found or used stops the check
     // before anything else, as it stops e2fsck.
     let external = journal::external_problems(&fs, opts.journal_device.as_deref());
@@ -495,6 +499,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     if !opts.force
         && !opts.recheck
         && !jdev_fix
+        && !hint_fix
         && !extra_isize
         && !bad_desc
         && !too_small
@@ -824,12 +829,14 @@ fn stop_at_corrupt_dir(problems: &mut ProblemList) -> bool {
 /// walk e2fsck ends in error, as e2fsck -n does: an indirect pointer
 /// outside the file system, which it may not zero, and no indirect block
 /// read after it (pass 1 notes it with the stop notice, after the walk's
-/// problems: `blockmap::walk_indirect_limited`). `problems` (pass 1's, in
+/// problems: `blockmap::walk_indirect_limited`), or an extent node that
+/// cannot be read (noted after pass 1E's offer for the tree). `problems` (pass 1's, in
 /// e2fsck's order) end there. Whether it stopped.
 fn stop_at_illegal_indirect(problems: &mut ProblemList) -> bool {
+    use problem::Code::{StoppedAtIllegalIndirect, StoppedAtUnreadableExtent};
     let Some(at) = problems
         .codes()
-        .position(|c| c == problem::Code::StoppedAtIllegalIndirect)
+        .position(|c| matches!(c, StoppedAtIllegalIndirect | StoppedAtUnreadableExtent))
     else {
         return false;
     };

@@ -153,6 +153,9 @@ pub(crate) struct UnitOut {
     dir_blocks: Vec<DirBlock>,
     /// (directory inode, i_generation).
     dirs: Vec<(u32, u32)>,
+    /// Directories whose cleared blocks reach past their last (a
+    /// repair's view), and one past the last of those: in inode order.
+    dir_tails: Vec<(Ino, u32)>,
     /// (xattr block, referencing inode, its i_generation).
     xrefs: Vec<(u64, u32, u32)>,
     /// EA inodes referred to by in-inode xattrs, once per entry.
@@ -175,6 +178,7 @@ impl UnitOut {
         self.problems.append(o.problems);
         self.dir_blocks.extend(o.dir_blocks);
         self.dirs.extend(o.dirs);
+        self.dir_tails.extend(o.dir_tails);
         self.xrefs.extend(o.xrefs);
         self.ea_refs.extend(o.ea_refs);
         if let (Some(q), Some(uq)) = (self.quota.as_mut(), o.quota) {
@@ -375,6 +379,7 @@ pub(crate) struct Merged {
     /// The last unit absorbed: its directories and directory blocks.
     unit_dirs: Vec<(u32, u32)>,
     unit_blocks: Vec<DirBlock>,
+    unit_tails: Vec<(Ino, u32)>,
 }
 
 impl Merged {
@@ -404,19 +409,20 @@ impl Merged {
             keep,
             unit_dirs: Vec::new(),
             unit_blocks: Vec::new(),
+            unit_tails: Vec::new(),
         }
     }
 
     /// Appends the next unit's output. The encrypted inodes' policy ids
     /// go to `policies` at once (ids in order of first appearance: the
     /// same for any thread count), for pass 2 to read while pass 1 runs.
-    /// Returns the unit's directories (inode, i_generation) and directory
-    /// blocks.
+    /// Returns the unit's directories (inode, i_generation), directory
+    /// blocks and the ends of their cleared blocks (`UnitOut::dir_tails`).
     pub fn absorb(
         &mut self,
         mut o: UnitOut,
         policies: &std::sync::RwLock<Vec<(u32, u32)>>,
-    ) -> (&[(u32, u32)], &[DirBlock]) {
+    ) -> super::state::UnitDirs<'_> {
         if !o.policies.is_empty() {
             let mut p = policies.write().unwrap_or_else(|e| e.into_inner());
             for (ino, pol) in std::mem::take(&mut o.policies) {
@@ -432,6 +438,7 @@ impl Merged {
         }
         self.unit_dirs = std::mem::take(&mut o.dirs);
         self.unit_blocks = std::mem::take(&mut o.dir_blocks);
+        self.unit_tails = std::mem::take(&mut o.dir_tails);
         let spill = self.spill.as_ref();
         self.links_other
             .extend_from_slice(&std::mem::take(&mut o.links_other), spill);
@@ -443,7 +450,7 @@ impl Merged {
         }
         self.blocks.extend_from_slice(&self.unit_blocks, spill);
         self.all.absorb(o);
-        (&self.unit_dirs, &self.unit_blocks)
+        (&self.unit_dirs, &self.unit_blocks, &self.unit_tails)
     }
 }
 
@@ -473,6 +480,7 @@ pub(crate) fn finish(
         mut problems,
         dir_blocks: _,
         dirs: _,
+        dir_tails: _,
         xrefs,
         mut ea_refs,
         mut quota,
@@ -1959,6 +1967,11 @@ struct Claimer<'a> {
     /// Next logical block expected in a directory (holes are reported).
     dir_next: u64,
     holes: u32,
+    /// A repair's view (e2fsck -y): one past the last illegal data block
+    /// of a block-mapped directory, which its pass 1 clears but still
+    /// lists for pass 2 (0 when none, or when not repairing).
+    cleared_end: u64,
+    repairing: bool,
     budget: u64,
     /// log2 of blocks per cluster (bigalloc), and the last data block
     /// claimed as (physical, logical).
@@ -2203,6 +2216,12 @@ impl MapVisitor for Claimer<'_> {
 
     fn problem(&mut self, p: Problem) {
         self.problems.push(p);
+    }
+
+    fn cleared_data(&mut self, lblk: u64) {
+        if self.repairing && self.is_dir && self.indirect {
+            self.cleared_end = self.cleared_end.max(lblk.saturating_add(1));
+        }
     }
 
     fn done(&self) -> bool {
@@ -2489,6 +2508,32 @@ fn check_index_root(
     }
 }
 
+/// Did the walk of this inode's extent tree fail as e2fsck's does: a
+/// node it could not read (named 0x010057), among the problems from
+/// `start` on?
+fn walk_failed(c: &InodeCheck, start: usize) -> bool {
+    (start..c.out.problems.len()).any(|k| {
+        c.out.problems.get(k).is_some_and(|p| {
+            p.code == Code::InodeBlockBitmapUnreadable && p.e2fsck_code() == Some(0x010057)
+        })
+    })
+}
+
+/// A repair's view of a block-mapped directory whose illegal blocks
+/// (cleared) reach past its last legal one, up to `end`: e2fsck's pass 2
+/// meets them as holes, unless the inode had too many to be kept.
+fn note_cleared_tail(c: &mut InodeCheck, end: u64) {
+    let ino = Ino(c.ino);
+    let cleared = c
+        .out
+        .problems
+        .iter_where(|code| code == Code::InodeTooManyIllegalBlocks)
+        .any(|(_, p)| p.args().ino == Some(ino));
+    if let (false, Ok(end)) = (cleared, u32::try_from(end)) {
+        c.out.dir_tails.push((ino, end));
+    }
+}
+
 /// Walks the inode's blocks, claims them, and checks i_size and i_blocks.
 /// `ibody` is what the inode's in-inode EA-inode entries charge to it.
 fn check_blocks(
@@ -2547,6 +2592,8 @@ fn check_blocks(
         problems: &mut c.out.problems,
         dir_next: 0,
         holes: 0,
+        cleared_end: 0,
+        repairing: !ctx.read_only,
         budget: fs.geo.blocks_count,
         cluster_bits: fs.geo.cluster_bits,
         prev: None,
@@ -2555,6 +2602,7 @@ fn check_blocks(
     };
     let inline = inline_mapped(ctx, w, raw, inode);
     let dir_blocks_start = claimer.dir_blocks.len();
+    let problems_start = claimer.problems.len();
     let walked = walk_map_of(
         ctx,
         ino,
@@ -2585,10 +2633,19 @@ fn check_blocks(
         fragmented,
         tree,
         first_block,
+        cleared_end,
+        dir_next,
         ..
     } = claimer;
+    if cleared_end > dir_next {
+        note_cleared_tail(c, cleared_end);
+    }
     if walked && extent_mapped && !bad_blocks {
         offer_pass1e(ctx, c, inode, &tree);
+    }
+    if ctx.read_only && extent_mapped && walk_failed(c, problems_start) {
+        // Where e2fsck -n gives up (`stop_at_illegal_indirect`).
+        c.report(Problem::new(Code::StoppedAtUnreadableExtent).ino(Ino(ino)));
     }
     if index && ((is_dir && ctx.dir_index) || ctx.read_only) {
         check_index_root(ctx, w, c, inode, (walked, first_block, dir_blocks_start));

@@ -37,11 +37,12 @@ use crate::fs::dir_entry::{inode_at, rec_len_at};
 use crate::fs::group_desc::BG_INODE_UNINIT;
 use crate::fs::htree;
 use crate::fs::inode::{self, ROOT_INO, field};
-use crate::fs::num::{Ino, LBlk};
+use crate::fs::num::{Blk, Ino, LBlk};
 use crate::fs::superblock::{compat, incompat, ro_compat};
 use crate::fs::xattr;
 use crate::narrow;
-use crate::volume::Fs;
+use crate::volume::stage::Blocks;
+use crate::volume::{Allocator, Fs};
 use std::sync::RwLock;
 
 /// The detail of `FeatureLargeFiles` on a revision 0 file system, where
@@ -325,7 +326,13 @@ pub(crate) fn finish(
     let fsp = fs_params(fs, run == Finish::Repair);
     let st: &State = state;
     let mut problems = ProblemList::new();
-    find_holes(&fsp, &mut counts, &mut problems);
+    let mut alloc = Allocator::new(fs, &st.block_used);
+    find_holes(
+        &fsp,
+        &mut counts,
+        &mut |d| hole_block(fs, &mut alloc, d),
+        &mut problems,
+    );
 
     let cut = block_order_problems(fs, &outs, stop_before, &mut problems);
     let targets = StateTargets::new(fs, st, None);
@@ -606,9 +613,25 @@ pub(crate) struct DirCounts {
     /// (directory, highest logical block + 1) of indexed directories, in
     /// inode order.
     htree: Vec<(Ino, u32)>,
-    /// (directory, its logical blocks) of directories with fewer blocks
-    /// listed than their highest one, in inode order.
-    holed: Vec<(Ino, Vec<u32>)>,
+    /// Directories with fewer blocks listed than their highest one, or
+    /// whose cleared blocks reach past it (a repair's view), in inode
+    /// order.
+    holed: Vec<Holed>,
+}
+
+/// A directory with holes in e2fsck's list of its blocks.
+struct Holed {
+    ino: Ino,
+    /// The logical blocks listed.
+    lblks: Vec<u32>,
+    /// One past the last block e2fsck lists: past the last listed when
+    /// pass 1 cleared blocks beyond it (`UnitOut::dir_tails`), whose
+    /// holes a repair gives new blocks.
+    end: u32,
+    /// Where libext2fs looks for those new blocks first: the directory's
+    /// block 0 when mapped (else the first block of its group's flex
+    /// group, looked up when needed).
+    goal: Option<Blk>,
 }
 
 impl DirCounts {
@@ -640,8 +663,7 @@ impl Units2 {
     pub fn add(
         &mut self,
         st: &State,
-        dirs: &[(u32, u32)],
-        blocks: &[DirBlock],
+        (dirs, blocks, tails): super::state::UnitDirs,
         policy: &dyn Fn(Ino) -> Option<u32>,
         out: &mut dyn FnMut(Unit2),
     ) {
@@ -690,13 +712,22 @@ impl Units2 {
                 h.numblocks = numblocks;
                 self.counts.htree.push((ino, numblocks));
             }
-            if d.info.nlisted < numblocks && !d.info.inline {
-                let lblks = blocks
-                    .iter()
-                    .filter(|b| b.ino == ino && b.lblk.0 <= self.limit)
-                    .map(|b| b.lblk.0)
-                    .collect();
-                self.counts.holed.push((ino, lblks));
+            let end = tails
+                .binary_search_by_key(&ino, |t| t.0)
+                .map_or(numblocks, |k| tails[k].1.min(self.limit.saturating_add(1)))
+                .max(numblocks);
+            if (d.info.nlisted < numblocks || end > numblocks) && !d.info.inline {
+                let mine = || {
+                    blocks
+                        .iter()
+                        .filter(|b| b.ino == ino && b.lblk.0 <= self.limit)
+                };
+                self.counts.holed.push(Holed {
+                    ino,
+                    lblks: mine().map(|b| b.lblk.0).collect(),
+                    end,
+                    goal: mine().find(|b| b.lblk == LBlk(0)).map(|b| b.pblk),
+                });
             }
         }
         // Only the blocks pass 2 checks (as `check_unit` would skip them).
@@ -1200,20 +1231,28 @@ fn read_generations(fs: &Fs, inos: &[Ino], threads: Threads, ctl: &Control) -> V
 /// Holes reported per directory at most.
 const MAX_HOLES_SHOWN: u32 = 1 << 12;
 
-/// Reports logical blocks missing inside a directory's mapped range.
-fn find_holes(fsp: &FsParams, counts: &mut DirCounts, out: &mut ProblemList) {
+/// Reports logical blocks missing inside a directory's mapped range, and
+/// in a repair those past it that pass 1 cleared (each given a new block
+/// by `take`, the directory and the hole's logical block given).
+fn find_holes(
+    fsp: &FsParams,
+    counts: &mut DirCounts,
+    take: &mut dyn FnMut(&Holed) -> Option<Blk>,
+    out: &mut ProblemList,
+) {
     // largedir lets the kernel punch out emptied blocks.
     if fsp.largedir {
         return;
     }
     // Merged in inode order already; sorted again as insurance.
-    counts.holed.sort_by_key(|h| h.0);
-    for (ino, l) in &mut counts.holed {
-        l.sort_unstable();
-        l.dedup();
+    counts.holed.sort_by_key(|h| h.ino);
+    for d in &mut counts.holed {
+        d.lblks.sort_unstable();
+        d.lblks.dedup();
+        let ino = d.ino;
         let mut expect = 0u32;
         let mut shown = 0u32;
-        for &lb in l.iter() {
+        for &lb in &d.lblks {
             // Each missing block, as e2fsck asks about each; up to a
             // bound, so that a sparse directory with a huge hole does
             // not produce millions of lines.
@@ -1222,11 +1261,48 @@ fn find_holes(fsp: &FsParams, counts: &mut DirCounts, out: &mut ProblemList) {
                     break;
                 }
                 shown += 1;
-                out.push(Problem::new(Code::DirHole).ino(*ino).num(u64::from(h)));
+                out.push(Problem::new(Code::DirHole).ino(ino).num(u64::from(h)));
             }
             expect = lb.saturating_add(1);
         }
+        let indexed = counts
+            .htree
+            .binary_search_by_key(&ino, |h| h.0)
+            .ok()
+            .filter(|&k| counts.htree[k].1 > 0);
+        for h in expect..d.end.min(expect.saturating_add(MAX_HOLES_SHOWN - shown)) {
+            let Some(blk) = take(d) else {
+                out.push(Problem::new(Code::DirHole).ino(ino).num(u64::from(h)));
+                continue;
+            };
+            out.push(
+                Problem::new(Code::DirHoleCleared)
+                    .ino(ino)
+                    .num(u64::from(h))
+                    .blk(blk),
+            );
+            // Past every block the index was built over: e2fsck clears
+            // the index at the first such block, and checks no other
+            // block of the directory against it.
+            if let Some(k) = indexed.filter(|&k| counts.htree[k].1 > 0) {
+                out.push(Problem::new(Code::HtreeUnexpectedBlock).ino(ino));
+                counts.htree[k].1 = 0;
+            }
+        }
     }
+}
+
+/// libext2fs' choice of the new block for a hole of directory `d`: from
+/// its block 0 on, else from the first block of its (flex) group.
+fn hole_block(fs: &Fs, alloc: &mut Allocator, d: &Holed) -> Option<Blk> {
+    let goal = d.goal.unwrap_or_else(|| {
+        // libext2fs rounds down to the flex group whether flex_bg is
+        // on or not (the geometry keeps the shift below 32).
+        let g = d.ino.group(fs.geo.inodes_per_group).0;
+        let log_flex = u32::from(fs.sb.log_groups_per_flex).min(31);
+        Blk(fs.geo.group_first_block(g & !((1u32 << log_flex) - 1)))
+    });
+    alloc.take(&Blocks::new(fs.geo.block_size), goal)
 }
 
 /// Holes between a unit's blocks read through with them, at most (bytes,
@@ -1604,7 +1680,6 @@ fn verify_htrees(counts: &DirCounts, outs: &[&UnitOut2], out: &mut ProblemList) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::num::{Blk, LBlk};
 
     fn blocks(pblks: &[u64]) -> Vec<DirBlock> {
         pblks

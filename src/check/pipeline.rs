@@ -134,12 +134,17 @@ pub(crate) fn run(
             if let Some(s) = spill {
                 s.tick();
             }
-            let (dirs, blocks) = merged.absorb(o, &policies);
+            let (dirs, blocks, tails) = merged.absorb(o, &policies);
             let mut out = |unit: Unit2| {
                 let n = unit.len() as u64;
                 emit.push(unit, n);
             };
-            units2.add(st, dirs, blocks, &|ino| targets.policy_of(ino), &mut out);
+            units2.add(
+                st,
+                (dirs, blocks, tails),
+                &|ino| targets.policy_of(ino),
+                &mut out,
+            );
             if u + 1 == n0 {
                 units2.flush(&mut out);
             }

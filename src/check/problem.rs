@@ -121,6 +121,10 @@ problems! {
     GdBlockBitmapLocation = ("0x0101", Super, Error, false, "Group {group}'s block bitmap (block {blk}) lies outside the group"),
     GdInodeBitmapLocation = ("0x0102", Super, Error, false, "Group {group}'s inode bitmap (block {blk}) lies outside the group"),
     GdInodeTableLocation = ("0x0103", Super, Error, false, "Group {group}'s inode table (block {blk}) lies outside the group"),
+    // e2fsck looks the journal's UUID up as blkid does and sets the hint
+    // to the device number it finds, before it marks the file system
+    // valid: a no leaves -n's verdict to the passes.
+    SbJournalDevHint = ("0x0021", Super, Error, true, "The superblock's hint for the external journal's device ({num2}) is not the number of the device its UUID names ({num})"),
     GdChecksum = ("0x0104", Super, Notice, true, "Group descriptor checksums are wrong (first: group {group})"),
     GdUninitWithoutCsum = ("0x0105", Super, Notice, true, "Group {group} is flagged uninitialised on a file system without group checksums"),
     GdItableUnused = ("0x0106", Super, Error, true, "Group {group}'s count of never-used inodes ({num}) is out of range"),
@@ -331,6 +335,13 @@ problems! {
     DirEntryUninitGroup = ("0x2027", P2, Error, true, "Entry '{detail}' in {path:ino} ({ino}) names inode {num}, in group {group} whose inode table is flagged uninitialised"),
     DirBlockEmpty = ("0x2025", P2, Error, false, "Directory inode {ino} block #{num} should be a directory block but is empty or garbage"),
     DirHole = ("0x2028", P2, Error, false, "Directory inode {ino} has no block at #{num}"),
+    // e2fsck's pass 1 leaves a directory block it clears as a hole in
+    // its list of directory blocks: -y then meets it in pass 2 and gives
+    // it a new block (the one named), even past the directory's last.
+    DirHoleCleared = ("0x2032", P2, Error, false, "Directory inode {ino} has no block at #{num} once its illegal block is cleared; block {blk} takes its place"),
+    // That block lies outside what the index of the directory covers:
+    // the index goes, as e2fsck clears it.
+    HtreeUnexpectedBlock = ("0x2033", P2, Error, false, "Indexed directory inode {ino} ({path:ino}) gains a block its index does not cover; the index goes"),
     DirEntryLinkToDot = ("0x2029", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) links to the directory itself"),
     DirDotNotTerminated = ("0x202A", P2, Error, false, "The '{detail}' entry of directory inode {ino} has non-zero bytes after its name"),
     DirEntryInodeInBadBlock = ("0x202C", P2, Error, false, "Entry '{detail}' in {path:ino} ({ino}) names inode {num}, stored in a bad block"),
@@ -342,6 +353,10 @@ problems! {
     // the later passes would say rests on that directory.
     // e2fsck -n cannot walk below an indirect pointer it may not zero:
     // its block walk fails and it aborts after that inode.
+    // e2fsck -n's walk of an extent tree fails at a node it cannot read
+    // (declined "Ignore error?"), and after its question about the
+    // failure it aborts.
+    StoppedAtUnreadableExtent = ("0x10EF", P1, Notice, false, "The check stops at inode {ino}, whose extent tree cannot be read, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtIllegalIndirect = ("0x10E7", P1, Notice, false, "The check stops at inode {ino}'s indirect block outside the file system, as e2fsck -n does; run a repair to check the rest"),
     // e2fsck -n reads an xattr block again to set its reference count
     // right; a block it could not read (bad header or checksum) fails

@@ -58,6 +58,11 @@ pub struct DirBlock {
     pub lblk: LBlk,
 }
 
+/// What one merged pass-1 unit hands pass 2: its directories (inode,
+/// i_generation), their blocks, and where a repair's view of their
+/// cleared blocks ends (`pass1::UnitOut::dir_tails`).
+pub type UnitDirs<'a> = (&'a [(u32, u32)], &'a [DirBlock], &'a [(Ino, u32)]);
+
 /// Counts for the summary line and `-v`.
 #[derive(Clone, Debug, Default)]
 pub struct Stats {

@@ -76,6 +76,7 @@ fn is_stop(c: crate::check::problem::Code) -> bool {
             | Code::StoppedAtUnreadableDir
             | Code::StoppedAtUninitGroup
             | Code::StoppedAtIllegalIndirect
+            | Code::StoppedAtUnreadableExtent
             | Code::StoppedAtBadBlocksInode
             | Code::StoppedAtInodeTable
             | Code::StoppedAtUnreadableXattr

@@ -190,6 +190,41 @@ fn fill_dir_holes(
     Ok(changed)
 }
 
+/// Gives a block-mapped directory the block its pass 2 problem names
+/// (`DirHoleCleared`, taken by the check as libext2fs takes it) in the
+/// direct pointer of the hole, as e2fsck's pass 2 fills a block its pass
+/// 1 cleared: the block holds no entry, i_blocks counts it and the size
+/// grows to cover it.
+pub(super) fn fill_cleared_hole(
+    fs: &Fs,
+    overlay: &mut Overlay,
+    p: &Problem,
+) -> super::Result<bool> {
+    let (Some(dir), Some(lblk), Some(blk)) = (p.args().ino, p.args().num, p.args().blk) else {
+        return Ok(false);
+    };
+    let (Ok(slot), Ok(ptr)) = (usize::try_from(lblk), u32::try_from(blk.0)) else {
+        return Ok(false);
+    };
+    let Some(raw) = vol::read_inode(fs, overlay, dir)? else {
+        return Ok(false);
+    };
+    let ind = Inode::parse(&raw);
+    if slot >= inode::DIRECT_BLOCKS || ind.has_flag(flags::EXTENTS) || ind.block_ptrs()[slot] != 0 {
+        return Ok(false);
+    }
+    let bs = u64::from(fs.geo.block_size);
+    overlay.stage(blk, empty_dir_block(fs, dir.0, ind.generation, slot == 0))?;
+    let sectors = fs.geo.block_sectors();
+    let size = ind.size.max((lblk + 1) * bs);
+    Ok(vol::edit_inode(fs, overlay, dir, |m| {
+        m.set_block_ptr(slot, ptr);
+        let blocks = m.blocks(false).saturating_add(sectors);
+        m.set_blocks(blocks, false);
+        m.set_size(size);
+    })?)
+}
+
 /// A directory block holding no entry (or only '.' and '..'), with its
 /// checksum tail under metadata_csum.
 fn empty_dir_block(fs: &Fs, ino: u32, generation: u32, dots: bool) -> Vec<u8> {

@@ -815,6 +815,15 @@ impl<'a> Round<'a> {
                     inode::fix(fs, overlay, &q, &mut m.large_file)?
                 }
             }
+            Fixer::Field if p.code == Code::DirHoleCleared => {
+                blockmap::fill_cleared_hole(fs, overlay, p)?
+            }
+            Fixer::Field if p.code == Code::HtreeUnexpectedBlock => {
+                let ino = p.args().ino.unwrap_or(Ino::NONE);
+                crate::volume::edit::edit_inode(fs, overlay, ino, |m| {
+                    m.set_flags(m.flags() & !crate::fs::inode::flags::INDEX);
+                })?
+            }
             Fixer::Field => inode::fix(fs, overlay, p, &mut m.large_file)?,
             Fixer::Summary => {
                 m.summary = true;

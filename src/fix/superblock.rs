@@ -168,8 +168,15 @@ pub(super) fn fix_flag(
     } else {
         None
     };
+    // The device number the check found (32 bits, or it found none).
+    let dev = p.args().num.and_then(|n| u32::try_from(n).ok());
     vol::edit_superblock(fs, overlay, |sb| match code {
         Code::SbRev0Features => sb.make_dynamic(),
+        Code::SbJournalDevHint => {
+            if let Some(d) = dev {
+                sb.set_journal_dev(d);
+            }
+        }
         // metadata_csum supersedes uninit_bg's descriptor checksums.
         Code::SbMetadataCsumAndGdtCsum => {
             sb.set_ro_compat(sb.ro_compat() & !crate::fs::superblock::ro_compat::GDT_CSUM);
@@ -232,7 +239,8 @@ pub(super) fn fix_flag(
             | Code::JournalInodeNoFeature
             | Code::JournalRecoverNoJournal
             | Code::SbExtraIsize
-    ) || (matches!(code, Code::SbLastMountFuture | Code::SbLastWriteFuture) && now.is_some()))
+    ) || (matches!(code, Code::SbLastMountFuture | Code::SbLastWriteFuture) && now.is_some())
+        || (code == Code::SbJournalDevHint && dev.is_some()))
 }
 
 /// A file system without a UUID gets a random one (version 4), written

@@ -247,6 +247,10 @@ const TABLE: &[Entry] = &[
     row(Code::InodeExtentPastEof, F::BlockMap, S),
     row(Code::InodeDirHole, F::BlockMap, HOLE),
     row(Code::DirHole, F::BlockMap, HOLE),
+    // After pass 1's size and i_blocks, in problem order, as e2fsck's
+    // pass 2 gives the hole its block after pass 1 fixed those.
+    row(Code::DirHoleCleared, F::Field, 0),
+    row(Code::HtreeUnexpectedBlock, F::Field, 0),
     row(Code::DupBlocks, F::Dup, AFTER_1D | S),
     row(Code::ClusterMisaligned, F::Dup, AFTER_1D | S),
     row(Code::InodeBigallocBlockMap, F::Extents, AFTER_1D | S),
@@ -337,6 +341,7 @@ const TABLE: &[Entry] = &[
     row(Code::SbFirstMetaBg, F::FirstMetaBg, 0),
     row(Code::SbNoUuid, F::NewUuid, ALONE | S),
     row(Code::SbTestFs, F::SuperFlag, S),
+    row(Code::SbJournalDevHint, F::SuperFlag, S),
     row(Code::SbDirHashHint, F::SuperFlag, S),
     row(Code::SbHurdFiletype, F::SuperFlag, S),
     row(Code::Sb64bitNoExtents, F::SuperFlag, S),

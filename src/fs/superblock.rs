@@ -245,6 +245,9 @@ impl SuperblockMut<'_> {
             j.fill(0);
         }
     }
+    pub fn set_journal_dev(&mut self, dev: u32) {
+        put_le32(self.0, field::S_JOURNAL_DEV, dev);
+    }
     pub fn set_journal_inum(&mut self, ino: Ino) {
         put_le32(self.0, field::S_JOURNAL_INUM, ino.0);
     }

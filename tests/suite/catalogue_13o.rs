@@ -175,3 +175,61 @@ fn hurd_fragment_fields_are_cleared_each_on_its_own() {
         assert_eq!(read_at(&mine, at, 128), read_at(&theirs, at, 128));
     }
 }
+
+/// 0x010057: an extent tree's leaf block past the end of the image (the
+/// superblock still counts it). e2fsck -n declines "Abort?" (0x000005)
+/// and checks on; its read of the leaf fails, "Ignore error?" is
+/// declined, its walk of the tree fails (0x010057, declined), it offers
+/// pass 1E's shorter tree and aborts (exit 12). A repair stops at the
+/// size question (exit 8), as e2fsck -y does.
+#[test]
+fn extent_leaf_past_the_device_end_fails_the_walk() {
+    let tmp = TempDir::new("cat-extent-unreadable");
+    let img = tmp.join("image");
+    let bs = 1024u64;
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(1024).features("^metadata_csum"),
+        None,
+    );
+    let data = tmp.join("data");
+    std::fs::write(&data, vec![7u8; 40 * 1024]).unwrap();
+    let mut cmds = vec![format!("write {} f", data.display())];
+    // Every other block punched out: 20 extents need a leaf block.
+    cmds.extend((0..40).step_by(2).map(|i| format!("punch f {i} {i}")));
+    debugfs_w(&img, &cmds);
+    let stat = debugfs_r(&img, "stat f");
+    let leaf: u64 = stat
+        .split("(ETB0):")
+        .nth(1)
+        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no extent leaf block:\n{stat}"));
+    // The leaf moved to block 8000, then the image cut at 7000 blocks.
+    let moved = 8000u64;
+    write_at(&img, moved * bs, &read_at(&img, leaf * bs, 1024));
+    debugfs_w(
+        &img,
+        &[
+            format!("sif f block[4] {moved}"),
+            format!("setb {moved}"),
+            format!("freeb {leaf}"),
+        ],
+    );
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&img)
+        .unwrap()
+        .set_len(7000 * bs)
+        .unwrap();
+    assert_same_codes(&img, &[0x010057, 0x000005]);
+    let before = hash_file(&img);
+    let (out, _) = both_exit(&img, &["-fn"], 12);
+    assert_eq!(hash_file(&img), before, "-fn wrote");
+    assert!(
+        out.contains("whose extent tree cannot be read") && !out.contains("Pass 2"),
+        "{out}"
+    );
+    both_exit(&img, &["-fy"], 8);
+}

@@ -188,3 +188,112 @@ fn entry_into_the_unused_inode_area() {
         "{fy_out}"
     );
 }
+
+/// A block-mapped (ext3) directory `d` of 200 entries, an htree made by
+/// `e2fsck -fyD` when `indexed`, given one more block by `expand_dir`
+/// whose pointer is then made illegal. Returns its listing.
+fn dir_with_illegal_last_block(img: &Path, indexed: bool) -> Vec<String> {
+    mkfs(img, 8 << 20, &MkfsOpts::ext3().block_size(1024), None);
+    let mut cmds = vec!["mkdir d".to_string()];
+    cmds.extend((0..200).map(|i| format!("write /dev/null d/file_with_a_long_name_{i}")));
+    let refs: Vec<&str> = cmds.iter().map(String::as_str).collect();
+    debugfs_w(img, &refs);
+    if indexed {
+        let r = e2fsck(img, &["-fyD"]);
+        assert!(matches!(r.code(), Some(0 | 1)), "e2fsck -fyD: {}", r.stdout);
+        assert!(
+            debugfs_r(img, "stat d").contains("Flags: 0x1000"),
+            "not an htree"
+        );
+    }
+    let before = names_in_d(img);
+    debugfs_w(img, &["expand_dir d"]);
+    let last = blocks_of(img, "d").len() - 1;
+    debugfs_w(img, &[&format!("sif d block[{last}] 99999999")]);
+    before
+}
+
+fn names_in_d(img: &Path) -> Vec<String> {
+    let mut names: Vec<String> = debugfs_r(img, "ls d")
+        .split_whitespace()
+        .filter(|w| w.starts_with("file_with"))
+        .map(String::from)
+        .collect();
+    names.sort();
+    names
+}
+
+/// e2fsck 1.47.4's codes of `args` on a copy of `img`, then pfsck's
+/// (`--json`) on another; each sorted, once.
+fn codes_of_both(img: &Path, args: &[&str]) -> Option<(Vec<u32>, Vec<u32>)> {
+    let theirs = img.with_extension("theirs");
+    copy_image(img, &theirs);
+    let want = e2fsck_codes(&theirs, args)?;
+    let mine = img.with_extension("mine");
+    copy_image(img, &mine);
+    let mut all: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+    all.extend(["--json".as_ref(), mine.as_os_str()]);
+    let run = pfsck(&all);
+    let json: serde_json::Value = serde_json::from_slice(&run.stdout).expect("pfsck --json");
+    let mut got = report_e2fsck_codes(&json);
+    got.sort_unstable();
+    got.dedup();
+    Some((want, got))
+}
+
+/// 0x020045: e2fsck -y's pass 1 clears the illegal last block of a
+/// block-mapped htree directory but keeps it in its list of directory
+/// blocks; pass 2 gives the hole a new block (0x020015), finds it past
+/// every block the index was built over, and clears the index. A
+/// read-only check declines the clearing: no hole, no question.
+#[test]
+fn htree_block_outside_the_index_clears_the_index() {
+    let tmp = TempDir::new("cat-htree-unexpected");
+    let img = tmp.join("image");
+    let names = dir_with_illegal_last_block(&img, true);
+    assert_same_codes(&img, &[0x01000e]);
+    if let Some((want, got)) = codes_of_both(&img, &["-fy"]) {
+        assert!(
+            want.contains(&0x020045) && want.contains(&0x020015),
+            "{want:x?}"
+        );
+        assert_eq!(got, want, "pfsck -fy's codes, then e2fsck's");
+    }
+    let theirs = tmp.join("theirs");
+    copy_image(&img, &theirs);
+    let (fn_out, fy_out) = judged_by_oracle("htree-unexpected", &img, 4, 1);
+    assert!(!fn_out.contains("index does not cover"), "{fn_out}");
+    assert!(
+        fy_out.contains("once its illegal block is cleared")
+            && fy_out.contains("gains a block its index does not cover"),
+        "{fy_out}"
+    );
+    assert_eq!(names_in_d(&img), names, "pfsck -fy's listing");
+    if oracle().is_some() {
+        oracle_run(&theirs, &["-fy"]);
+        assert_eq!(names_in_d(&theirs), names, "e2fsck -fy's listing");
+    }
+}
+
+/// 0x020015 in a repair only: the illegal last block of a block-mapped
+/// directory without an index becomes a hole e2fsck -y's pass 2 gives
+/// a new, empty block (the size follows); e2fsck -n never lists it.
+#[test]
+fn cleared_last_directory_block_is_allocated_again() {
+    let tmp = TempDir::new("cat-dir-tail-hole");
+    let img = tmp.join("image");
+    let names = dir_with_illegal_last_block(&img, false);
+    let n = blocks_of(&img, "d").len();
+    if let Some((want, got)) = codes_of_both(&img, &["-fy"]) {
+        assert!(want.contains(&0x020015), "{want:x?}");
+        assert_eq!(got, want, "pfsck -fy's codes, then e2fsck's");
+    }
+    let (_, fy_out) = judged_by_oracle("dir-tail-hole", &img, 4, 1);
+    assert!(
+        fy_out.contains("once its illegal block is cleared"),
+        "{fy_out}"
+    );
+    assert_eq!(blocks_of(&img, "d").len(), n, "the hole has a block again");
+    assert!(debugfs_r(&img, "stat d").contains(&format!("Size: {}", n * 1024)));
+    assert_eq!(names_in_d(&img), names);
+}

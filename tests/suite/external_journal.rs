@@ -210,3 +210,84 @@ fn empty_external_journal_with_a_first_block_out_of_range() {
         }
     }
 }
+
+/// `cmd` run on `img` with blkid's cache file `cache`: exit code, output.
+fn with_cache(cmd: &Path, args: &[&str], img: &Path, cache: &Path) -> (i32, String) {
+    let out = std::process::Command::new(cmd)
+        .env("BLKID_FILE", cache)
+        .args(args)
+        .arg(img)
+        .output()
+        .unwrap();
+    (out.status.code().unwrap_or(-1), output_text(&out))
+}
+
+/// 0x000033: the superblock's hint for the external journal's device is
+/// not the device number of what the journal's UUID names. e2fsck looks
+/// the UUID up through blkid, whose cache (`BLKID_FILE`) here names the
+/// journal image: a regular file, device number 0, where the hint says
+/// 0x700. Asked before the passes: -n declines and exits 0, -y and -p
+/// set the hint to 0 (exit 1); the journal is found the same way, no -j.
+#[test]
+fn journal_device_hint_follows_the_uuid() {
+    let tmp = TempDir::new("ext-journal-hint");
+    let (fs, jdev) = attach(&tmp);
+    let raw = std::fs::read(&jdev).unwrap();
+    let hex: String = raw[1024 + 0x68..1024 + 0x78]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let uuid = format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let cache = tmp.join("blkid.tab");
+    std::fs::write(
+        &cache,
+        format!(
+            "<device DEVNO=\"0x0000\" TIME=\"{now}\" UUID=\"{uuid}\" TYPE=\"jbd\">{}</device>\n",
+            jdev.display()
+        ),
+    )
+    .unwrap();
+    let hint = |img: &Path| u32::from_le_bytes(read_at(img, 1024 + 0xE4, 4).try_into().unwrap());
+    assert_eq!(hint(&fs), 0x700);
+    let before = hash_file(&fs);
+    let (code, out) = with_cache(pfsck_bin(), &["-fn"], &fs, &cache);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("hint for the external journal's device (1792)") && out.contains("Fix? no"),
+        "{out}"
+    );
+    assert_eq!(hash_file(&fs), before, "-n wrote");
+    let (_, json) = with_cache(pfsck_bin(), &["-fn", "--json"], &fs, &cache);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(report_e2fsck_codes(&json), [0x000033]);
+    if let Some(e2fsck) = oracle() {
+        let (code, out) = with_cache(&e2fsck, &["-fn"], &fs, &cache);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("hint for external superblock"), "{out}");
+    }
+    let preen = tmp.join("preen");
+    copy_image(&fs, &preen);
+    let (code, out) = with_cache(pfsck_bin(), &["-p"], &preen, &cache);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FIXED"), "{out}");
+    assert_eq!(hint(&preen), 0);
+    let (code, out) = with_cache(pfsck_bin(), &["-fy"], &fs, &cache);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(hint(&fs), 0);
+    if let Some(e2fsck) = oracle() {
+        let (code, out) = with_cache(&e2fsck, &["-fn"], &fs, &cache);
+        assert_eq!(code, 0, "{out}");
+        assert!(!out.contains("Superblock hint"), "{out}");
+    }
+}
