@@ -2760,11 +2760,13 @@ fn check_iblocks(
     };
     let hi_bad = huge && inode.blocks_raw >> 32 != 0;
     // e2fsck charges quota for the blocks it counted (not i_blocks), for
-    // every inode but the reserved ones, the project quota file and EA
-    // inodes (their values are charged to the inodes owning the xattrs).
+    // every inode but the reserved ones, the project quota file, the
+    // orphan file and EA inodes (their values are charged to the inodes
+    // owning the xattrs).
     let quota = (ctx.quota
         && user_inode(&fs.geo, ino)
         && ino != fs.sb.prj_quota_inum
+        && ino != fs.sb.orphan_file_inum
         && !inode.has_flag(flags::EA_INODE))
     .then(|| (quota_ids(raw, inode), blocks, 1 + ibody.inodes));
     if let Some(acl) = acl {

@@ -45,3 +45,32 @@ fn inline_data_directory_with_bad_checksum_skipped_by_pass_2() {
         );
     }
 }
+
+/// The orphan file is charged to no quota: e2fsck counts every ordinary
+/// inode's blocks but the project quota file's and the orphan file's.
+/// Found making the orphan file checksum test: pfsck charged the orphan
+/// file's 32 KiB to user and group 0, so its repair wrote quota files
+/// e2fsck then found wrong, after exiting 1 (a false claim).
+#[test]
+fn orphan_file_charged_to_no_quota() {
+    let tmp = TempDir::new("fz36-orphan-file-quota");
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        16 * MIB,
+        &MkfsOpts::ext4()
+            .block_size(1024)
+            .features("orphan_file,quota"),
+        None,
+    );
+    let data = tmp.join("data");
+    std::fs::write(&data, b"hello\n").unwrap();
+    // A file the quota files do not count yet.
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    let (out, _) = judged_by_oracle("orphan-file-quota", &img, 4, 1);
+    // The root, lost+found (12 KiB) and the file: not the orphan file.
+    assert!(
+        out.contains("user ID 0: 14336 bytes in 3 inodes counted"),
+        "{out}"
+    );
+}
