@@ -274,6 +274,7 @@ pub const NONE: &[Code] = &[
     Code::StoppedAtCorruptDir,
     Code::StoppedAtUnreadableDir,
     Code::StoppedAtUninitGroup,
+    Code::StoppedAtOrphanFileInode,
     // e2fsck's aborts are outside its problem log (a fatal problem ends
     // it before the entry is written).
     Code::StoppedAtIllegalIndirect,
@@ -1289,7 +1290,7 @@ fn stop_pass(code: Code) -> Option<u32> {
         | Code::StoppedAtNoDirInfo => Some(2),
         Code::StoppedWithoutRoot => Some(3),
         Code::StoppedAtInodeChecksumP4 => Some(4),
-        Code::StoppedAtUninitGroup => Some(5),
+        Code::StoppedAtUninitGroup | Code::StoppedAtOrphanFileInode => Some(5),
         _ => None,
     }
 }

@@ -46,6 +46,49 @@ fn inline_data_directory_with_bad_checksum_skipped_by_pass_2() {
     }
 }
 
+/// The orphan file's inode with a checksum that fails (seed fz36,
+/// damages 137, 828, 929, 3047). After pass 5, before its quota check,
+/// e2fsck reads that inode to set the orphan file up; under -n the
+/// checksum is still wrong, the read fails and it gives up (12). pfsck
+/// went on to the quota check and exited 4.
+#[test]
+fn orphan_file_inode_with_bad_checksum_stops_after_pass_5() {
+    let tmp = TempDir::new("fz36-orphan-file-csum");
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        16 * MIB,
+        &MkfsOpts::ext4()
+            .block_size(1024)
+            .features("orphan_file,quota"),
+        None,
+    );
+    let data = tmp.join("data");
+    std::fs::write(&data, b"hello\n").unwrap();
+    // A file the quota files do not count: a quota problem for the check
+    // to reach, were it not to stop before it.
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    let inum = 12;
+    assert!(
+        debugfs_r(&img, "stats")
+            .lines()
+            .any(|l| l.starts_with("Orphan file inode:")
+                && l.split_whitespace().last() == Some(&inum.to_string())),
+        "mke2fs put the orphan file elsewhere"
+    );
+    // The low half of the inode's checksum: nothing else changes.
+    let at = inode_offset(&img, inum) + 0x7c;
+    write_at(&img, at, &[0x55]);
+    let (out, _) = judged_by_oracle("orphan-file-csum", &img, 12, 1);
+    assert!(
+        out.contains(&format!(
+            "The check stops at the orphan file's inode {inum}, whose checksum it may not fix"
+        )),
+        "{out}"
+    );
+    assert!(out.contains("Pass 5") && !out.contains("uota"), "{out}");
+}
+
 /// The orphan file is charged to no quota: e2fsck counts every ordinary
 /// inode's blocks but the project quota file's and the orphan file's.
 /// Found making the orphan file checksum test: pfsck charged the orphan
