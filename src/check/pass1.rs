@@ -2346,8 +2346,15 @@ fn walk_map_of<V: MapVisitor>(
         } else {
             blockmap::indirect_limit(fs, inode.is_dir(), inode.is_symlink(), ctx.large_dir)
         };
-        let failed =
-            blockmap::walk_indirect_limited(fs, ino, &inode.block_ptrs(), limit, scratch, v);
+        let failed = blockmap::walk_indirect_limited(
+            fs,
+            ino,
+            &inode.block_ptrs(),
+            limit,
+            ctx.read_only,
+            scratch,
+            v,
+        );
         if failed && ctx.read_only {
             // Where e2fsck -n gives up (`stop_at_illegal_indirect`).
             v.problem(Problem::new(Code::StoppedAtIllegalIndirect).ino(Ino(ino)));

@@ -154,3 +154,32 @@ fn resize_inode_walked_with_the_bytes_of_a_bad_reserved_inode() {
         assert!(out.contains(words), "[{name}] {out}");
     }
 }
+
+/// An illegal indirect pointer in the resize inode's double indirect
+/// block (seed fz36, damage 823: bits flipped in that block, in-range
+/// pointers after it). e2fsck's walk of a double indirect block ends at
+/// the first indirect pointer it may not zero, so no indirect block is
+/// read after it, the walk ends in error and -n gives up (12). pfsck
+/// walked the pointers after it, whose reads cleared the error, and
+/// exited 4.
+#[test]
+fn walk_of_a_double_indirect_block_ends_at_an_illegal_pointer() {
+    let tmp = TempDir::new("fz36-dind-illegal");
+    let img = tmp.join("img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4().block_size(1024), None);
+    let stat = debugfs_r(&img, "stat <7>");
+    let dind: u64 = stat
+        .split("(DIND):")
+        .nth(1)
+        .and_then(|s| s.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no double indirect block:\n{stat}"));
+    // Its 21st pointer (to a reserved GDT block), with more after it.
+    write_at(&img, dind * 1024 + 21 * 4, &131_101u32.to_le_bytes());
+    let (out, _) = judged_by_oracle("dind-illegal", &img, 12, 1);
+    assert!(
+        out.contains("Indirect block (131101) of inode 7 is out of bounds")
+            && out.contains("The check stops at inode 7's indirect block outside the file system"),
+        "{out}"
+    );
+}
