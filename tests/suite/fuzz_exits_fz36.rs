@@ -183,3 +183,52 @@ fn walk_of_a_double_indirect_block_ends_at_an_illegal_pointer() {
         "{out}"
     );
 }
+
+/// A superblock value e2fsck's check of the superblock stops at, on a
+/// file system whose journal cannot be used then (seed fz36, damages
+/// 560, 637, 640, 1125, 1855: a block count that leaves the journal
+/// outside; 1522: a journal UUID that names an external journal). e2fsck
+/// checks the journal first; -n may not clear it and cannot proceed (12).
+/// pfsck judged the value first and exited 8.
+#[test]
+fn journal_checked_before_the_superblock_values() {
+    let tmp = TempDir::new("fz36-journal-first");
+    // (name, mkfs options, debugfs edits, words of pfsck's report)
+    let cases: [(&str, MkfsOpts, &[&str], &str); 3] = [
+        (
+            "blocks_count",
+            MkfsOpts::ext4().block_size(4096),
+            &["ssv blocks_count 1"],
+            "The journal is unusable and -n forbids clearing it",
+        ),
+        (
+            "despite errors",
+            MkfsOpts::ext4()
+                .block_size(1024)
+                .features("meta_bg,^resize_inode")
+                .blocks_per_group(1024),
+            &["ssv blocks_count 4"],
+            "The journal is unusable and -n forbids clearing it",
+        ),
+        (
+            "external",
+            MkfsOpts::ext4().block_size(1024),
+            &[
+                "ssv journal_uuid 0f4d1a0e-3b2c-4c1d-9e8f-123456789abc",
+                "ssv r_blocks_count 9000",
+            ],
+            "Can't find external journal",
+        ),
+    ];
+    for (name, opts, edits, words) in cases {
+        let img = tmp.join(name.replace(' ', "-"));
+        mkfs(&img, 16 * MIB, &opts, None);
+        debugfs_w(&img, edits);
+        let (out, mine) = both_exit(&img, &["-fn"], 12);
+        assert!(
+            out.contains(words) && !out.contains("corruption found in superblock"),
+            "[{name}] {out}"
+        );
+        assert_eq!(hash_file(&mine), hash_file(&img), "[{name}] -fn wrote");
+    }
+}
