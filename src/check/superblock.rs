@@ -308,6 +308,16 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
     primary_refused(dev, opts, &refusal, probs)
 }
 
+/// Where e2fsck looks for group 1's backup superblock once the primary's
+/// descriptors look bad: one group past the first data block the block
+/// size calls for, not the primary's own (seed fz36, damages 339, 2397,
+/// 3792: a first data block written over is no reason to look
+/// elsewhere).
+fn group1_backup(geo: &Geometry) -> u64 {
+    let first = u64::from(geo.block_size == 1024 && geo.cluster_bits == 0);
+    first + u64::from(geo.blocks_per_group)
+}
+
 /// The primary opened but its descriptors look bad: e2fsck then trusts
 /// its geometry and tries the backup at the start of group 1 alone,
 /// unless there is no group 1. One that puts every group's metadata
@@ -318,7 +328,7 @@ fn descriptors_refused(dev: &Device, p: Loaded, probs: &mut Vec<Problem>) -> Loa
     let why = "group descriptors look bad";
     let bs = p.geo.block_size;
     let backup = (p.geo.groups > 1)
-        .then(|| p.geo.group_first_block(1).checked_mul(u64::from(bs)))
+        .then(|| group1_backup(&p.geo).checked_mul(u64::from(bs)))
         .flatten()
         .and_then(|off| load_at(dev, off, Some(bs)).ok())
         .filter(|b| {
@@ -427,7 +437,7 @@ fn despite_backup(dev: &Device, p: &Loaded, refusal: &Refusal) -> Option<(Loaded
         return None;
     }
     let bs = p.geo.block_size;
-    let off = p.geo.group_first_block(1).checked_mul(u64::from(bs))?;
+    let off = group1_backup(&p.geo).checked_mul(u64::from(bs))?;
     let b = load(dev, off, Some(bs), Geometry::despite_inodes_count).ok()?;
     let why = format!(
         "the primary superblock is damaged: {}; read despite it, \

@@ -232,3 +232,34 @@ fn journal_checked_before_the_superblock_values() {
         assert_eq!(hash_file(&mine), hash_file(&img), "[{name}] -fn wrote");
     }
 }
+
+/// A first data block written over on a 1 KiB-block file system (seed
+/// fz36, damages 339, 2397, 3792). The descriptors then look bad, and
+/// e2fsck looks for group 1's backup one group past the first data block
+/// the block size calls for, finds it and checks with it (4). pfsck
+/// looked one group past the damaged value, found none, and stopped at
+/// the value (8).
+#[test]
+fn backup_found_past_a_first_data_block_written_over() {
+    let tmp = TempDir::new("fz36-first-data-block");
+    for (name, bpg) in [("8192", 8192), ("1024", 1024)] {
+        let img = tmp.join(name);
+        mkfs(
+            &img,
+            16 * MIB,
+            &MkfsOpts::ext4().block_size(1024).blocks_per_group(bpg),
+            None,
+        );
+        debugfs_w(&img, &["ssv first_data_block 128"]);
+        let (out, _) = both_exit(&img, &["-fn"], 4);
+        assert!(
+            out.contains(&format!("using the copy at block {}", bpg + 1)),
+            "[{name}] {out}"
+        );
+        let (code, out) = pfsck_code(&["-fy"], &img);
+        assert_eq!(code, 1, "[{name}] pfsck -fy: {out}");
+        if oracle().is_some() {
+            assert_eq!(oracle_fn(&img), 0, "[{name}] after pfsck -fy: {out}");
+        }
+    }
+}
