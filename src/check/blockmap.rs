@@ -815,7 +815,7 @@ pub fn walk_indirect<V: MapVisitor>(
     scratch: &mut Scratch,
     v: &mut V,
 ) {
-    walk_indirect_limited(fs, ino, ptrs, None, scratch, v);
+    walk_indirect_limited(fs, ino, ptrs, None, false, scratch, v);
 }
 
 /// Like [`walk_indirect`], with data blocks past logical block `limit`
@@ -823,12 +823,16 @@ pub fn walk_indirect<V: MapVisitor>(
 /// see [`indirect_limit`]). Returns whether e2fsck's walk of the map ends
 /// in error, which stops its -n: an illegal indirect pointer that no
 /// indirect block read after it (its walk keeps the last error of a read
-/// or a pointer, a good read clearing it) makes up for.
+/// or a pointer, a good read clearing it) makes up for. `read_only`: the
+/// illegal indirect pointers stay, and the walk of the indirect block
+/// holding one ends there, as do those of the blocks above it up to the
+/// inode (e2fsck's walk gives up on a block at its first error).
 pub fn walk_indirect_limited<V: MapVisitor>(
     fs: &Fs,
     ino: u32,
     ptrs: &[u32; 15],
     limit: Option<u64>,
+    read_only: bool,
     scratch: &mut Scratch,
     v: &mut V,
 ) -> bool {
@@ -844,6 +848,8 @@ pub fn walk_indirect_limited<V: MapVisitor>(
         stopped: false,
         in_meta: false,
         bad_ind: false,
+        read_only,
+        unwind: false,
     };
     let levels = scratch.begin();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
@@ -882,6 +888,8 @@ pub fn walk_indirect_limited<V: MapVisitor>(
                 v,
             );
         }
+        // The inode's own pointers are each walked whatever came before.
+        illegal.unwind = false;
         base += apb.pow(level);
     }
     illegal.bad_ind
@@ -911,6 +919,11 @@ struct PtrCount {
     /// The last indirect pointer met was illegal, with no indirect block
     /// read since (see [`walk_indirect_limited`]).
     bad_ind: bool,
+    /// Illegal indirect pointers are kept (-n).
+    read_only: bool,
+    /// An illegal indirect pointer was kept: the indirect blocks being
+    /// walked end their walks.
+    unwind: bool,
 }
 
 /// Illegal pointers after which the walk of one inode stops: e2fsck -y
@@ -959,6 +972,7 @@ fn visit_ptr<V: MapVisitor>(
             return;
         }
         illegal.bad_ind |= level > 0;
+        illegal.unwind |= level > 0 && illegal.read_only;
         let what = match level {
             0 => "data block",
             1 => "indirect block",
@@ -1065,7 +1079,7 @@ fn visit_ptr<V: MapVisitor>(
                 v,
             );
         }
-        if v.done() || illegal.stopped {
+        if v.done() || illegal.stopped || illegal.unwind {
             break;
         }
     }

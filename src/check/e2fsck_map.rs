@@ -277,6 +277,7 @@ pub const NONE: &[Code] = &[
     Code::StoppedAtCorruptDir,
     Code::StoppedAtUnreadableDir,
     Code::StoppedAtUninitGroup,
+    Code::StoppedAtOrphanFileInode,
     // e2fsck's aborts are outside its problem log (a fatal problem ends
     // it before the entry is written).
     Code::StoppedAtIllegalIndirect,
@@ -1318,7 +1319,7 @@ fn stop_pass(code: Code) -> Option<u32> {
         | Code::StoppedAtNoDirInfo => Some(2),
         Code::StoppedWithoutRoot => Some(3),
         Code::StoppedAtInodeChecksumP4 => Some(4),
-        Code::StoppedAtUninitGroup => Some(5),
+        Code::StoppedAtUninitGroup | Code::StoppedAtOrphanFileInode => Some(5),
         _ => None,
     }
 }

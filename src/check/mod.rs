@@ -374,10 +374,12 @@ fn resize_unwalked(
         p.code == problem::Code::InodeChecksum
             && p.args().ino.is_some_and(|i| (3..=6).contains(&i.get()))
     });
+    // Where pass 1 walked e2fsck's stand-in map, the check found it all.
     if !trigger
         || !fs
             .sb
             .has_compat(crate::fs::superblock::compat::RESIZE_INODE)
+        || pass1::resize_stand_in(fs).is_some()
     {
         return None;
     }
@@ -769,12 +771,9 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     progress.pass_complete(4);
     let t = budget.threads();
     opts.emit(5, r);
-    step(r, &mut timer, &fs, ctl, "pass5", 5, || {
-        pass5::run(&fs, &state, t, ctl, opts.repairing)
-    })?;
-    step(r, &mut timer, &fs, ctl, "quota", 5, || {
-        Ok(quota::run(&fs, &state).into())
-    })?;
+    if pass5_stops(r, &mut timer, &fs, opts, &state, t)? {
+        return checked(report, fs, state);
+    }
     progress.pass_complete(5);
     r.spill = spill.map(|s| s.stats());
 
@@ -784,6 +783,34 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     // (mostly they already are, and then nothing is copied).
     report.problems.sort_by_pass();
     checked(report, fs, state)
+}
+
+/// Pass 5, then the quota check. Whether a read-only check stopped
+/// between them: e2fsck -n sets the orphan file up after pass 5, and
+/// gives up there on an inode it cannot read
+/// (`stops::at_orphan_file_inode`).
+fn pass5_stops(
+    r: &mut Report,
+    timer: &mut Timer,
+    fs: &Fs,
+    opts: &Options,
+    state: &State,
+    t: Threads,
+) -> Result<bool> {
+    let ctl = &opts.control;
+    step(r, timer, fs, ctl, "pass5", 5, || {
+        pass5::run(fs, state, t, ctl, opts.repairing)
+    })?;
+    if !opts.repairing
+        && let Some(stop) = stops::at_orphan_file_inode(fs)
+    {
+        r.problems.push(stop);
+        return Ok(true);
+    }
+    step(r, timer, fs, ctl, "quota", 5, || {
+        Ok(quota::run(fs, state).into())
+    })?;
+    Ok(false)
 }
 
 /// The outcome of a check that went through pass 1, to its end or to

@@ -232,6 +232,7 @@ pub fn fs_params(fs: &Fs, repairing: bool) -> FsParams {
         filetype: sb.has_incompat(incompat::FILETYPE),
         metadata_csum: sb.has_ro_compat(ro_compat::METADATA_CSUM),
         largedir: sb.has_incompat(incompat::LARGEDIR),
+        inline_data: sb.has_incompat(incompat::INLINE_DATA),
         hash_seed: sb.hash_seed,
         unsigned_hash: sb.unsigned_hash(),
         strict_names: sb.has_incompat(incompat::CASEFOLD)

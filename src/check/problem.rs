@@ -438,6 +438,9 @@ problems! {
     // "no" keeps the flag: millions of questions on a large file system.
     // pfsck asks up to a bound, then stops there.
     StoppedAtUninitGroup = ("0x5011", P5, Notice, false, "The check stops at groups whose uninitialised flag it may not clear, after too many blocks or inodes in use in them; run a repair to check the rest"),
+    // e2fsck reads the orphan file's inode after pass 5, before the quota
+    // check, to set the file up.
+    StoppedAtOrphanFileInode = ("0x5020", P5, Notice, false, "The check stops at the orphan file's inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
 }
 
 pub use super::problem_list::ProblemList;

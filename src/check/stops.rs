@@ -345,6 +345,18 @@ pub(super) fn at_inode_table_outside(fs: &Fs, problems: &mut ProblemList) -> boo
     true
 }
 
+/// After pass 5, before the quota check, e2fsck reads the orphan file's
+/// inode to set the file up; under -n its checksum is still wrong, the
+/// read fails and it gives up there. The notice, when it stops (an
+/// inode number naming no inode is the superblock check's).
+pub(super) fn at_orphan_file_inode(fs: &Fs) -> Option<Problem> {
+    let inum = fs.sb.orphan_file_inum;
+    (fs.sb.has_compat(crate::fs::superblock::compat::ORPHAN_FILE)
+        && (1..=fs.geo.inodes_count).contains(&inum)
+        && inode_unreadable(fs, inum))
+    .then(|| Problem::new(Code::StoppedAtOrphanFileInode).ino(Ino(inum)))
+}
+
 /// Before pass 1, e2fsck cannot read a resize inode whose checksum
 /// fails: it says nothing then and plans to make the inode again at the
 /// end of pass 1, where the same read fails and, told not to go on, it

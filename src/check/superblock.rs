@@ -30,6 +30,10 @@ struct Loaded {
     sb_block: u64,
     gds: Vec<GroupDesc>,
     gd_raw: Vec<u8>,
+    /// A value e2fsck's check of the superblock stops at, found while
+    /// reading the primary despite its errors: judged after the journal
+    /// (`open`).
+    value_stop: Option<Problem>,
 }
 
 /// The backup superblock taken for a refused primary: why it was
@@ -138,6 +142,7 @@ fn load(
         sb_block,
         gds,
         gd_raw,
+        value_stop: None,
     })
 }
 
@@ -303,6 +308,16 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
     primary_refused(dev, opts, &refusal, probs)
 }
 
+/// Where e2fsck looks for group 1's backup superblock once the primary's
+/// descriptors look bad: one group past the first data block the block
+/// size calls for, not the primary's own (seed fz36, damages 339, 2397,
+/// 3792: a first data block written over is no reason to look
+/// elsewhere).
+fn group1_backup(geo: &Geometry) -> u64 {
+    let first = u64::from(geo.block_size == 1024 && geo.cluster_bits == 0);
+    first + u64::from(geo.blocks_per_group)
+}
+
 /// The primary opened but its descriptors look bad: e2fsck then trusts
 /// its geometry and tries the backup at the start of group 1 alone,
 /// unless there is no group 1. One that puts every group's metadata
@@ -312,22 +327,10 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
 fn descriptors_refused(dev: &Device, p: Loaded, probs: &mut Vec<Problem>) -> Loaded {
     let why = "group descriptors look bad";
     let bs = p.geo.block_size;
-    // Group 1 as the primary places it, else as a first data block right
-    // for the block size would (a damaged s_first_data_block: e2fsck
-    // 1.47.4 still finds that backup).
-    let usual_first = u64::from(bs == 1024 && p.geo.cluster_bits == 0);
-    let group1 = [
-        p.geo.group_first_block(1),
-        u64::from(p.geo.blocks_per_group) + usual_first,
-    ];
     let backup = (p.geo.groups > 1)
-        .then(|| {
-            group1.iter().find_map(|&g| {
-                g.checked_mul(u64::from(bs))
-                    .and_then(|off| load_at(dev, off, Some(bs)).ok())
-            })
-        })
+        .then(|| group1_backup(&p.geo).checked_mul(u64::from(bs)))
         .flatten()
+        .and_then(|off| load_at(dev, off, Some(bs)).ok())
         .filter(|b| {
             desc_problems(&b.sb, &b.geo, &b.gds).is_empty() || !same_places(&p.gds, &b.gds)
         });
@@ -434,7 +437,7 @@ fn despite_backup(dev: &Device, p: &Loaded, refusal: &Refusal) -> Option<(Loaded
         return None;
     }
     let bs = p.geo.block_size;
-    let off = p.geo.group_first_block(1).checked_mul(u64::from(bs))?;
+    let off = group1_backup(&p.geo).checked_mul(u64::from(bs))?;
     let b = load(dev, off, Some(bs), Geometry::despite_inodes_count).ok()?;
     let why = format!(
         "the primary superblock is damaged: {}; read despite it, \
@@ -453,15 +456,15 @@ fn despite_backup(dev: &Device, p: &Loaded, refusal: &Refusal) -> Option<(Loaded
 /// superblock's values comes first, then the inodes count and the first
 /// meta group, then the first inode (judged against the count pass 0
 /// goes on with, in `open`). None: stopped (a fatal problem pushed).
-fn despite_errors(l: Loaded, opts: &Options, probs: &mut Vec<Problem>) -> Option<Loaded> {
+fn despite_errors(mut l: Loaded, opts: &Options, probs: &mut Vec<Problem>) -> Option<Loaded> {
     let value = corrupt_value(&l.sb, &l.geo).filter(|&(field, _)| field != "first_ino");
     if let Some((field, value)) = value {
-        probs.push(
+        l.value_stop = Some(
             Problem::new(Code::SbCorrupt)
                 .detail(format!("{field} = {value}"))
                 .e2fsck(0x00000B),
         );
-        return None;
+        return Some(l);
     }
     if l.geo.first_meta_bg_too_big() {
         // e2fsck -n declines and checks on with the descriptors where
@@ -507,7 +510,21 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         sb_block,
         mut gds,
         gd_raw,
+        value_stop,
     } = loaded;
+    if let Some(stop) = value_stop {
+        let fs = Fs {
+            dev,
+            csum_seed: sb.csum_seed(),
+            sb,
+            sb_block,
+            geo,
+            gds,
+            gd_raw,
+            clock: opts.clock,
+        };
+        return Ok(Opened::Fatal(journal_first(&fs, opts, probs, stop)));
+    }
     if sb_block != SUPERBLOCK_OFFSET / u64::from(geo.block_size) && sb.group_desc_csum() {
         // A backup's descriptors are as old as the backup: the groups it
         // calls uninitialised may have been used since. e2fsck's library
@@ -575,28 +592,25 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         );
         return Ok(Opened::Fatal(probs));
     }
-    if let Some((field, value)) = corrupt_value(&sb, &geo) {
-        // The library opened it (no refusal): e2fsck's own range checks
-        // find the field.
-        probs.push(
+    // The library opened it (no refusal): e2fsck's own range checks find
+    // a value out of range, or a first data block its block size denies.
+    let should_be = u32::from(geo.block_size == 1024 && geo.cluster_bits == 0);
+    let value_stop = if let Some((field, value)) = corrupt_value(&sb, &geo) {
+        Some(
             Problem::new(Code::SbCorrupt)
                 .detail(format!(
                     "corruption found in superblock ({field} = {value})"
                 ))
                 .num(0)
                 .e2fsck(0x00000B),
-        );
-        return Ok(Opened::Fatal(probs));
-    }
-    let should_be = u32::from(geo.block_size == 1024 && geo.cluster_bits == 0);
-    if sb.first_data_block != should_be {
-        probs.push(
+        )
+    } else {
+        (sb.first_data_block != should_be).then(|| {
             Problem::new(Code::SbFirstDataBlock)
                 .num(u64::from(sb.first_data_block))
-                .num2(u64::from(should_be)),
-        );
-        return Ok(Opened::Fatal(probs));
-    }
+                .num2(u64::from(should_be))
+        })
+    };
     let csum_seed = sb.csum_seed();
     let fs = Fs {
         dev,
@@ -608,7 +622,31 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         csum_seed,
         clock: opts.clock,
     };
+    if let Some(stop) = value_stop {
+        return Ok(Opened::Fatal(journal_first(&fs, opts, probs, stop)));
+    }
     Ok(Opened::Fs(Box::new(fs), probs))
+}
+
+/// `stop`, a superblock value e2fsck's check of the superblock stops
+/// at, after what its journal check finds first: an external journal it
+/// cannot find or use, or an internal one it finds unusable and may not
+/// clear, stops it before (seed fz36, damages 560, 637, 640, 1125, 1855:
+/// block counts and first data blocks that leave the journal's blocks
+/// outside; 1522: a journal UUID written over). The problems to report.
+fn journal_first(fs: &Fs, opts: &Options, mut probs: Vec<Problem>, stop: Problem) -> Vec<Problem> {
+    let external = super::journal::external_problems(fs, opts.journal_device.as_deref());
+    if !external.is_empty() {
+        probs.extend(external);
+        return probs;
+    }
+    let journal = super::journal::check(fs, opts.repairing);
+    if journal.iter().any(|p| p.code == Code::JournalCannotProceed) {
+        probs.extend(journal);
+    } else {
+        probs.push(stop);
+    }
+    probs
 }
 
 /// The first superblock value out of the range e2fsck's check of the

@@ -75,6 +75,7 @@ fn is_stop(c: crate::check::problem::Code) -> bool {
         Code::StoppedAtCorruptDir
             | Code::StoppedAtUnreadableDir
             | Code::StoppedAtUninitGroup
+            | Code::StoppedAtOrphanFileInode
             | Code::StoppedAtIllegalIndirect
             | Code::StoppedAtUnreadableExtent
             | Code::StoppedAtBadBlocksInode

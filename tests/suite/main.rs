@@ -38,6 +38,7 @@ mod external_journal;
 mod fast_commit;
 mod features;
 mod fuzz_aborts;
+mod fuzz_exits_fz36;
 mod fuzz_finds;
 mod geometry;
 mod huge_files;
