@@ -406,6 +406,19 @@ enum Pass0 {
     Stop(Option<Fs>),
 }
 
+/// What the report says of the file system it opened.
+fn describe(fs: &Fs, opts: &Options, report: &mut Report) {
+    report.volume_label = fs.sb.volume_label();
+    report.uuid = fs.sb.uuid_text();
+    report.features = fs.sb.feature_names();
+    // e2fsck's progress lines name the file system by its label.
+    opts.control
+        .progress()
+        .set_name(Some(report.volume_label.clone()).filter(|l| !l.is_empty()));
+    report.summary.inodes_count = u64::from(fs.geo.inodes_count);
+    report.summary.blocks_count = fs.geo.blocks_count;
+}
+
 /// Opens the file system (the journal replayed and the orphans processed
 /// in read overlays) and makes the pass 0 checks.
 fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) -> Result<Pass0> {
@@ -434,15 +447,7 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
             return Ok(Pass0::Stop(None));
         }
     };
-    report.volume_label = fs.sb.volume_label();
-    report.uuid = fs.sb.uuid_text();
-    report.features = fs.sb.feature_names();
-    // e2fsck's progress lines name the file system by its label.
-    opts.control
-        .progress()
-        .set_name(Some(report.volume_label.clone()).filter(|l| !l.is_empty()));
-    report.summary.inodes_count = u64::from(fs.geo.inodes_count);
-    report.summary.blocks_count = fs.geo.blocks_count;
+    describe(&fs, opts, report);
 
     // e2fsck sets the hint before it looks at the journal, clean or not.
     let hint = journal::journal_dev_hint(&fs);
