@@ -723,6 +723,11 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         (Code::OrphanFileBlockDirty, _) if run == Run::ReadOnly => {
             return vec![Ref::of(code, a_ino), Ref::of(0x060009, None)];
         }
+        // Declined, clearing an inode with too many illegal blocks gives
+        // way to the offer to say no more of them, which e2fsck asks too.
+        (Code::InodeTooManyIllegalBlocks, _) if run == Run::ReadOnly => {
+            return vec![Ref::of(code, a_ino), Ref::of(0x01002D, None)];
+        }
         // Declined, clearing an empty unattached inode gives way to
         // connecting it, which e2fsck then asks about too.
         (Code::InodeUnattachedZero, _) if run == Run::ReadOnly => {

@@ -1,0 +1,40 @@
+//! e2fsck problem codes pfsck's `--json` gave differently from e2fsck
+//! 1.47.4's problem log on the differential fuzzer's seed fz36 (issue
+//! 13), each damage made again on a fresh file system with mke2fs and
+//! debugfs and judged against e2fsck: the set of codes, pfsck's own
+//! words, and a repair e2fsck then finds clean.
+
+use crate::common::*;
+use crate::problem_codes::assert_same_codes;
+
+const MIB: u64 = 1 << 20;
+
+/// An indirect block overwritten with 0xff (fz36 #1131, #278, #1635,
+/// #3058, #3470, #3739: "missing 0x01002D"): every pointer is out of
+/// range, and past the twelfth e2fsck offers to clear the inode; -n
+/// declines, so it asks whether to say no more of them, which pfsck
+/// printed but left out of its codes.
+#[test]
+fn too_many_illegal_blocks_declined_then_suppress_asked() {
+    let tmp = TempDir::new("codes-fz36-suppress");
+    let img = tmp.join("img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext2().block_size(1024), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, vec![7u8; 40 * 1024]).unwrap();
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    let stat = debugfs_r(&img, "stat f");
+    let ind: u64 = stat
+        .split("(IND):")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no indirect block in:\n{stat}"));
+    write_at(&img, ind * 1024, &[0xFF; 1024]);
+    assert_same_codes(&img, &[0x010011, 0x01002D]);
+    let (fn_out, _) = judged_by_oracle("fz36 suppress", &img, 4, 1);
+    assert!(
+        fn_out
+            .contains("maps too many blocks it may not.\nClear inode? no\n\nSuppress messages? no"),
+        "{fn_out}"
+    );
+}
