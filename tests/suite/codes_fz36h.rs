@@ -38,3 +38,34 @@ fn too_many_illegal_blocks_declined_then_suppress_asked() {
         "{fn_out}"
     );
 }
+
+/// An extent root whose header e2fsck refuses (fz36 #161, #190, #317 and
+/// ten more: "pfsck only 0x014006"): here its max entries and depth
+/// overwritten. Declined, e2fsck leaves the inode without walking its
+/// map, so there is no tree to offer to make shorter; pfsck offered it
+/// from the refused root's depth.
+#[test]
+fn refused_extent_root_is_not_offered_a_shorter_tree() {
+    let tmp = TempDir::new("codes-fz36-root");
+    let img = tmp.join("img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4(), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, vec![7u8; 40 * 1024]).unwrap();
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} f", data.display()),
+            "sif f block[1] 2147483647".into(),
+        ],
+    );
+    let ino = inode_of(&img, "/f");
+    assert_same_codes(&img, &[0x010081]);
+    let (fn_out, _) = judged_by_oracle("fz36 refused root", &img, 4, 1);
+    assert!(
+        fn_out.contains(&format!(
+            "Inode {ino}'s extent tree header is damaged.  Clear inode? no"
+        )),
+        "{fn_out}"
+    );
+    assert!(!fn_out.contains("fewer levels"), "{fn_out}");
+}
