@@ -1164,7 +1164,8 @@ fn check_flag_features(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8]
     if inode.has_flag(flags::INLINE_DATA)
         && ctx.inline_data
         && ino >= first_ino
-        && let Err(why) = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, true)
+        && let Err(why) =
+            xattr::inline_data_size_verified(ctx.fs, (raw, inode, c.csum_ok), &mut w.block)
     {
         c.report(
             Problem::new(Code::InodeInlineData)

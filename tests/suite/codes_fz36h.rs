@@ -69,3 +69,55 @@ fn refused_extent_root_is_not_offered_a_shorter_tree() {
     );
     assert!(!fn_out.contains("fewer levels"), "{fn_out}");
 }
+
+/// An inline-data file whose xattr block fails only its checksum (fz36
+/// #1597, #693, #765 and four more: "missing 0x010075"). Looking for the
+/// inline data's attribute, e2fsck's library verifies the block's
+/// checksum and, failing it, finds none: the data is taken for lost
+/// (0x010075) before the block's checksum is asked about (0x01006C).
+/// With the inode's own checksum failing too, e2fsck ignores checksums
+/// for that inode, and only the two checksums are asked about.
+#[test]
+fn inline_data_behind_an_xattr_block_failing_its_checksum() {
+    let tmp = TempDir::new("codes-fz36-inline-xattr");
+    let tree = tmp.join("tree");
+    build_tree(&tree, &[Node::file("f", 6)]);
+    let img = tmp.join("img");
+    let opts = MkfsOpts::ext4().block_size(4096).features("inline_data");
+    mkfs(&img, 16 * MIB, &opts, Some(&tree));
+    let value = tmp.join("value");
+    std::fs::write(&value, "v".repeat(1500)).unwrap();
+    debugfs_w(
+        &img,
+        &[format!("ea_set -f {} /f user.big", value.display())],
+    );
+    let ino = inode_of(&img, "/f");
+    let stat = debugfs_r(&img, "stat /f");
+    assert!(stat.contains("Size of inline data"), "{stat}");
+    let acl: u64 = stat
+        .split("File ACL: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no xattr block in:\n{stat}"));
+    // The block's checksum (h_checksum, at 0x10), made wrong.
+    let at = acl * 4096 + 0x10;
+    let bad: Vec<u8> = read_at(&img, at, 4).iter().map(|b| !b).collect();
+    write_at(&img, at, &bad);
+    let both = tmp.join("both");
+    copy_image(&img, &both);
+    assert_same_codes(&img, &[0x010075, 0x01006C]);
+    let (fn_out, _) = judged_by_oracle("fz36 inline xattr csum", &img, 4, 1);
+    assert!(
+        fn_out.contains(&format!(
+            "Inode {ino} has corrupt inline data (its xattr block fails its checksum).  \
+             Truncate? no"
+        )),
+        "{fn_out}"
+    );
+    // The inode's checksum (i_checksum_lo, at 0x7c) made wrong as well.
+    let raw = inode_offset(&both, ino);
+    let bad: Vec<u8> = read_at(&both, raw + 0x7C, 2).iter().map(|b| !b).collect();
+    write_at(&both, raw + 0x7C, &bad);
+    assert_same_codes(&both, &[0x010068, 0x01006C]);
+}
