@@ -723,6 +723,8 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         (Code::OrphanFileBlockDirty, _) if run == Run::ReadOnly => {
             return vec![Ref::of(code, a_ino), Ref::of(0x060009, None)];
         }
+        // Under -n, pass 2 finds the entries naming the inode itself.
+        (Code::SbInodeFieldNoFeature, 0x020002) if run == Run::ReadOnly => return Vec::new(),
         // Declined, clearing an inode with too many illegal blocks gives
         // way to the offer to say no more of them, which e2fsck asks too.
         (Code::InodeTooManyIllegalBlocks, _) if run == Run::ReadOnly => {

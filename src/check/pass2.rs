@@ -251,8 +251,9 @@ pub fn fs_params(fs: &Fs, repairing: bool) -> FsParams {
 /// be named by the field in the round's re-check.
 fn hidden_files(fs: &Fs, repairing: bool) -> [u32; 4] {
     let sb = &fs.sb;
-    let quota = sb.has_ro_compat(ro_compat::QUOTA);
-    let orphan = sb.has_compat(compat::ORPHAN_FILE);
+    // e2fsck -n rejects an entry naming any of the fields, feature or not.
+    let quota = sb.has_ro_compat(ro_compat::QUOTA) || !repairing;
+    let orphan = sb.has_compat(compat::ORPHAN_FILE) || !repairing;
     let keep = |on: bool, ino: u32| {
         if on && ino >= fs.geo.first_ino {
             ino

@@ -121,3 +121,43 @@ fn inline_data_behind_an_xattr_block_failing_its_checksum() {
     write_at(&both, raw + 0x7C, &bad);
     assert_same_codes(&both, &[0x010068, 0x01006C]);
 }
+
+/// Superblock fields naming a linked inode without their feature (fz36
+/// #699, #2843, #2933 and four more: "missing 0x020002", then 0x030003
+/// and 0x030005 where the inode is a directory). Declined, e2fsck leaves
+/// the field, and its pass 2 rejects every entry naming that inode as it
+/// rejects an impossible number; a directory so unlinked is then
+/// unconnected in pass 3, its '..' naming a parent no entry leads from.
+/// pfsck left the entries alone under -n.
+#[test]
+fn entries_naming_an_inode_a_field_names_without_its_feature() {
+    let tmp = TempDir::new("codes-fz36-field-entries");
+    let img = tmp.join("img");
+    let opts = MkfsOpts::ext4()
+        .block_size(1024)
+        .features("^quota,^orphan_file");
+    mkfs(&img, 8 * MIB, &opts, None);
+    debugfs_w(&img, &["mkdir d", "write /dev/null f"]);
+    let dir = inode_of(&img, "/d");
+    let file = inode_of(&img, "/f");
+    let orphan = tmp.join("orphan");
+    copy_image(&img, &orphan);
+    debugfs_w(&img, &[format!("ssv prj_quota_inum {dir}")]);
+    assert_same_codes(&img, &[0x010063, 0x020002, 0x030003, 0x030005]);
+    let (fn_out, _) = judged_by_oracle("fz36 project field", &img, 4, 1);
+    assert!(
+        fn_out.contains(&format!(
+            "Entry 'd' in / (2) names inode {dir}, which does not exist."
+        )),
+        "{fn_out}"
+    );
+    assert!(
+        fn_out.contains(&format!(
+            "Directory inode {dir} (was in /) is reachable from no directory"
+        )),
+        "{fn_out}"
+    );
+    debugfs_w(&orphan, &[format!("ssv orphan_file_inum {file}")]);
+    assert_same_codes(&orphan, &[0x010090, 0x020002]);
+    judged_by_oracle("fz36 orphan field", &orphan, 4, 1);
+}
