@@ -167,6 +167,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeGarbage => &[0x010067],
         SpecialImmutable => &[0x010030],
         DupBlocks => &[0x011001],
+        DupRescanFailed => &[0x011006],
         _ => dir_codes(code),
     }
 }

@@ -161,3 +161,57 @@ fn entries_naming_an_inode_a_field_names_without_its_feature() {
     assert_same_codes(&orphan, &[0x010090, 0x020002]);
     judged_by_oracle("fz36 orphan field", &orphan, 4, 1);
 }
+
+/// A file's extent leaf made to map another file's block, its checksum
+/// left stale (fz36 #1213, #1228, #3275, #3750, #3827: "missing
+/// 0x011006"). e2fsck -n's pass 1B walks the maps again with checksums
+/// verified: the walk of the file ends at that leaf, whose blocks it never
+/// sees, so the other file shares its block with no one, and pass 1D
+/// still asks to copy it. pfsck's rescan read on past the leaf.
+#[test]
+fn shared_block_behind_an_extent_leaf_failing_its_checksum() {
+    let tmp = TempDir::new("codes-fz36-1b-csum");
+    let tree = tmp.join("tree");
+    // Eight runs: more extents than the inode holds, so one leaf block.
+    let runs: Vec<(u64, u64)> = (0..8).map(|i| (i * 8192, 1024)).collect();
+    build_tree(
+        &tree,
+        &[Node::file("f", 2048), Node::sparse("s", 8 * 8192, &runs)],
+    );
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(1024),
+        Some(&tree),
+    );
+    let out = debugfs_r(&img, "ex /s");
+    let leaf: u64 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("0/"))
+        .and_then(|l| l.split_whitespace().rev().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("/s has no extent leaf block:\n{out}"));
+    let target = blocks_of(&img, "/f")[0];
+    // The leaf's last entry (of eight) starts at the other file's block.
+    let start_lo = leaf * 1024 + 12 + 7 * 12 + 8;
+    write_at(
+        &img,
+        start_lo,
+        &u32::try_from(target).unwrap().to_le_bytes(),
+    );
+    let file = inode_of(&img, "/f");
+    let sparse = inode_of(&img, "/s");
+    assert_same_codes(&img, &[0x01006A, 0x011006, 0x013004]);
+    let (fn_out, _) = judged_by_oracle("fz36 1B checksum", &img, 4, 1);
+    let stopped = format!(
+        "Inode {file} shares block(s): {target}\nInode {sparse}: the search for shared \
+         blocks stopped at an extent block failing its checksum"
+    );
+    assert!(fn_out.contains(&stopped), "{fn_out}");
+    assert!(
+        fn_out.contains(&format!("(inode {file}, modified")),
+        "{fn_out}"
+    );
+    assert!(!fn_out.contains("copied or released already"), "{fn_out}");
+}
