@@ -215,3 +215,45 @@ fn shared_block_behind_an_extent_leaf_failing_its_checksum() {
     );
     assert!(!fn_out.contains("copied or released already"), "{fn_out}");
 }
+
+/// Entries naming an unused inode whose clearing -n declines, where
+/// pfsck did not then judge their file type (fz36 #214, #2836, #3291,
+/// #3742: "missing 0x020028"): a '..' or a '.' (e2fsck judges their type
+/// as any entry's, against the mode it reads from the inode), and an
+/// entry of an inline directory.
+#[test]
+fn file_type_of_kept_entries_naming_unused_inodes() {
+    let tmp = TempDir::new("codes-fz36-unused-type");
+    let img = tmp.join("img");
+    mkfs(&img, 8 * MIB, &MkfsOpts::ext2().block_size(1024), None);
+    debugfs_w(&img, &["mkdir d"]);
+    let dir = inode_of(&img, "/d");
+    let block0 = blocks_of(&img, "/d")[0];
+    // '..' (the second entry, at 12) names inode 100, never used.
+    write_at(&img, block0 * 1024 + 12, &100u32.to_le_bytes());
+    assert_same_codes(&img, &[0x020003, 0x020028]);
+    let (fn_out, _) = judged_by_oracle("fz36 '..' unused", &img, 4, 1);
+    // (The path is found through '..', which names no directory.)
+    assert!(
+        fn_out.contains(&format!("({dir}): file type 2, the inode's is 0.")),
+        "{fn_out}"
+    );
+
+    let tmp = TempDir::new("codes-fz36-unused-type-inline");
+    let img = tmp.join("img");
+    let opts = MkfsOpts::ext4().block_size(4096).features("inline_data");
+    mkfs(&img, 16 * MIB, &opts, None);
+    let data = tmp.join("data");
+    std::fs::write(&data, "hello").unwrap();
+    debugfs_w(
+        &img,
+        &[
+            "mkdir d".to_string(),
+            format!("write {} d/f", data.display()),
+        ],
+    );
+    assert!(debugfs_r(&img, "stat /d").contains("Size of inline data"));
+    debugfs_w(&img, &["clri d/f"]);
+    assert_same_codes(&img, &[0x020003, 0x020028]);
+    judged_by_oracle("fz36 inline unused", &img, 4, 1);
+}
