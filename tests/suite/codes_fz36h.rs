@@ -257,3 +257,48 @@ fn file_type_of_kept_entries_naming_unused_inodes() {
     assert_same_codes(&img, &[0x020003, 0x020028]);
     judged_by_oracle("fz36 inline unused", &img, 4, 1);
 }
+
+/// An indexed directory whose block 0 becomes a hole: the first extent
+/// of its leaf given an impossible start, the leaf's checksum left stale
+/// (fz36 #1288, #1144, #1365: "missing 0x020034, 0x020037, 0x020040,
+/// 0x020038"). Declined, e2fsck keeps the index flag: pass 2 judges the
+/// blocks it reads as an index's without a root, at a depth of 0 and
+/// hashed with the legacy hash, so each is unreferenced, too deep and
+/// past its (empty) hash range, and the index is invalid. pfsck judged
+/// no index without its root.
+#[test]
+fn indexed_directory_without_its_root_block() {
+    let tmp = TempDir::new("codes-fz36-rootless");
+    let tree = tmp.join("tree");
+    let spec: Vec<Node> = std::iter::once(Node::dir("d"))
+        .chain((0..200).map(|i| Node::file(&format!("d/file_with_a_long_name_{i}"), 2)))
+        .collect();
+    build_tree(&tree, &spec);
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext4().block_size(1024),
+        Some(&tree),
+    );
+    let r = e2fsck(&img, &["-fyD"]);
+    assert!(matches!(r.code(), Some(0 | 1)), "e2fsck -fyD: {}", r.stdout);
+    let out = debugfs_r(&img, "ex /d");
+    let leaf: u64 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("0/"))
+        .and_then(|l| l.split_whitespace().rev().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("/d has no extent leaf block:\n{out}"));
+    let dir = inode_of(&img, "/d");
+    // The first entry's ee_start_hi (at 12 + 6).
+    write_at(&img, leaf * 1024 + 18, &0x1234u16.to_le_bytes());
+    assert_same_codes(&img, &[0x020040, 0x020037, 0x020034, 0x020038]);
+    let (fn_out, _) = judged_by_oracle("fz36 rootless htree", &img, 4, 1);
+    assert!(
+        fn_out.contains(&format!(
+            "Directory inode {dir} htree leaf block #1 is not at depth 0"
+        )),
+        "{fn_out}"
+    );
+}
