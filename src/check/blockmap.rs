@@ -67,6 +67,13 @@ pub trait MapVisitor {
     fn done(&self) -> bool {
         false
     }
+    /// Whether the walk ends at an extent node failing its checksum, the
+    /// node itself counted, as a walk of libext2fs with checksums verified
+    /// does (e2fsck's pass 1B under -n). The walk then reports the node's
+    /// checksum problem at once.
+    fn stops_at_bad_checksum(&self) -> bool {
+        false
+    }
     /// Whether subtrees of a large extent tree may be walked apart, on
     /// other threads, and taken in with `absorb`: true only for a visitor
     /// whose state does not depend on the order of the blocks beyond what
@@ -709,6 +716,15 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             return Step::Skip;
         }
         self.v.node(pblk);
+        if head.csum_bad && self.v.stops_at_bad_checksum() {
+            self.stopped = true;
+            self.report(
+                Problem::new(Code::InodeExtentNodeChecksum)
+                    .ino(Ino(ino))
+                    .blk(Blk(pblk)),
+            );
+            return Step::Stop;
+        }
         if head.entries == 0 {
             self.report(
                 Problem::new(Code::InodeExtentNodeBad)

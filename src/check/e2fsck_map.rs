@@ -168,6 +168,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeGarbage => &[0x010067],
         SpecialImmutable => &[0x010030],
         DupBlocks => &[0x011001],
+        DupRescanFailed => &[0x011006],
         _ => dir_codes(code),
     }
 }
@@ -751,6 +752,13 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
         // unusable, which e2fsck then offers to recreate.
         (Code::OrphanFileBlockDirty, _) if run == Run::ReadOnly => {
             return vec![Ref::of(code, a_ino), Ref::of(0x060009, None)];
+        }
+        // Under -n, pass 2 finds the entries naming the inode itself.
+        (Code::SbInodeFieldNoFeature, 0x020002) if run == Run::ReadOnly => return Vec::new(),
+        // Declined, clearing an inode with too many illegal blocks gives
+        // way to the offer to say no more of them, which e2fsck asks too.
+        (Code::InodeTooManyIllegalBlocks, _) if run == Run::ReadOnly => {
+            return vec![Ref::of(code, a_ino), Ref::of(0x01002D, None)];
         }
         // Declined, clearing an empty unattached inode gives way to
         // connecting it, which e2fsck then asks about too.

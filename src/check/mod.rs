@@ -683,7 +683,7 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     // Shown under pass 2, which the pipeline has reached: pass numbers
     // in progress output only grow.
     step(r, &mut timer, &fs, ctl, "pass1b", 2, || {
-        pass1b::run(&fs, &mut state, t, ctl).map(ProblemList::from)
+        pass1b::run(&fs, &mut state, !opts.repairing, t, ctl).map(ProblemList::from)
     })?;
     r.dups = state.dups.clone();
     if !opts.repairing && stops::at_pass1b_checksum(&mut r.problems, &mut r.dups) {

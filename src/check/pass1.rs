@@ -1187,7 +1187,8 @@ fn check_flag_features(ctx: &Ctx, w: &mut Worker, c: &mut InodeCheck, raw: &[u8]
     if inode.has_flag(flags::INLINE_DATA)
         && ctx.inline_data
         && ino >= first_ino
-        && let Err(why) = xattr::inline_data_size(ctx.fs, raw, inode, &mut w.block, true)
+        && let Err(why) =
+            xattr::inline_data_size_verified(ctx.fs, (raw, inode, c.csum_ok), &mut w.block)
     {
         c.report(
             Problem::new(Code::InodeInlineData)
@@ -2400,9 +2401,14 @@ fn walk_map_of<V: MapVisitor>(
 /// Pass 1E's offer for the extent tree just walked, as e2fsck makes it at
 /// the end of the walk. Not for a directory `-D` rebuilds anyway. A tree
 /// too deep (`InodeExtentTooDeep`) is offered it too, as by e2fsck when
-/// it declines that problem's forced rebuild (-n, -p).
+/// it declines that problem's forced rebuild (-n, -p). Not for a root
+/// whose header is refused: e2fsck walks no tree then, so has none to
+/// judge.
 fn offer_pass1e(ctx: &Ctx, c: &mut InodeCheck, inode: &Inode, tree: &super::pass1e::TreeStats) {
     if !ctx.optimize_extents || (inode.is_dir() && ctx.rehash_dirs) {
+        return;
+    }
+    if blockmap::header_problem(&inode.block, inode.block.len()).is_some() {
         return;
     }
     let bs = ctx.fs.geo.block_size;

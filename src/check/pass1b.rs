@@ -52,6 +52,10 @@ struct Finder<'a> {
     /// (logical cluster, physical cluster) of the block seen last; a
     /// mapping block's logical cluster is `NODE`.
     last: Option<(u64, u64)>,
+    /// Walk as e2fsck -n's rescan does: it ends at an extent node failing
+    /// its checksum (`failed`).
+    verify: bool,
+    failed: bool,
 }
 
 /// The logical cluster e2fsck gives mapping blocks (their negative block
@@ -170,9 +174,14 @@ impl MapVisitor for Finder<'_> {
             self.look(pblk, 1);
         }
     }
-    fn problem(&mut self, _p: Problem) {}
+    fn problem(&mut self, p: Problem) {
+        self.failed |= self.verify && p.code == Code::InodeExtentNodeChecksum;
+    }
     fn done(&self) -> bool {
         self.budget == 0
+    }
+    fn stops_at_bad_checksum(&self) -> bool {
+        self.verify
     }
 }
 
@@ -198,7 +207,15 @@ fn dup_list(state: &State) -> Vec<u64> {
     out
 }
 
-pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Result<Vec<Problem>> {
+/// `read_only`: e2fsck -n's rescan, whose walks end at an extent node
+/// failing its checksum (a repair has rewritten the checksum by then).
+pub fn run(
+    fs: &Fs,
+    state: &mut State,
+    read_only: bool,
+    threads: Threads,
+    ctl: &Control,
+) -> Result<Vec<Problem>> {
     // With shared_blocks, files may share blocks on purpose (deduplicated
     // images); e2fsck leaves them be unless asked to unshare.
     if fs
@@ -211,14 +228,20 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
     if dups.is_empty() {
         return Ok(Vec::new());
     }
-    let (found, unreadable) = scan_owners(fs, state, &dups, threads, ctl);
+    let scan = scan_owners(fs, state, &dups, read_only, threads, ctl);
+    let (found, unreadable) = (scan.found, scan.unreadable);
     let mut listed = Vec::with_capacity(found.len());
     let mut owners: Vec<(Ino, Vec<u64>)> = Vec::with_capacity(found.len());
     for (ino, hits, runs, mtime) in found {
         listed.push((ino, runs, mtime));
         owners.push((ino, hits));
     }
-    let problems = dup_problems(state, &owners);
+    let mut problems = dup_problems(state, &owners);
+    problems.extend(
+        scan.failed
+            .iter()
+            .map(|&ino| Problem::new(Code::DupRescanFailed).ino(ino)),
+    );
     let mut dups = listing(fs, state, &owners, listed);
     dups.names = pass1c(fs, state, &dups);
     dups.unreadable = unreadable;
@@ -233,22 +256,32 @@ pub fn run(fs: &Fs, state: &mut State, threads: Threads, ctl: &Control) -> Resul
 /// blocks in duplicate clusters, its mtime.
 type Found = (Ino, Vec<u64>, Vec<(Blk, Blk)>, u32);
 
+/// What the rescan found: the owners, the first inode whose checksum
+/// fails, the inodes whose walk ended at an extent node failing its
+/// checksum.
+struct Scan {
+    found: Vec<Found>,
+    unreadable: Option<Ino>,
+    failed: Vec<Ino>,
+}
+
 /// Walks every inode's map again, in inode order, for the owners of the
-/// duplicate blocks `dups`; also the first inode whose checksum fails.
+/// duplicate blocks `dups`.
 fn scan_owners(
     fs: &Fs,
     state: &State,
     dups: &[u64],
+    read_only: bool,
     threads: Threads,
     ctl: &Control,
-) -> (Vec<Found>, Option<Ino>) {
+) -> Scan {
     let ctx = Ctx::new(fs, state);
     let units = pass1::make_units(fs);
     let isz = fs.geo.inode_len();
     let csum = fs.metadata_csum();
-    // Per unit: its owners of shared blocks, and its first inode whose
-    // checksum fails.
-    let per_unit: Vec<(Vec<Found>, Option<Ino>)> = par_map(
+    // Per unit: its owners of shared blocks, its first inode whose
+    // checksum fails, its walks ended at a node's checksum.
+    let per_unit: Vec<(Vec<Found>, Option<Ino>, Vec<Ino>)> = par_map(
         units.len(),
         threads,
         ctl,
@@ -257,8 +290,9 @@ fn scan_owners(
             let unit = units[u];
             let mut found = Vec::new();
             let mut unreadable = None;
+            let mut failed = Vec::new();
             let Ok(Some(at)) = pass1::read_unit(fs, unit, table) else {
-                return (found, unreadable);
+                return (found, unreadable, failed);
             };
             let table = &table[at];
             let first = pass1::unit_first_ino(fs, unit);
@@ -283,8 +317,13 @@ fn scan_owners(
                     budget: fs.geo.blocks_count,
                     bits: state.cluster_bits,
                     last: None,
+                    verify: read_only,
+                    failed: false,
                 };
                 pass1::walk_map(&ctx, ino, &inode, ino == inode::BAD_INO, scratch, &mut f);
+                if f.failed {
+                    failed.push(Ino(ino));
+                }
                 let acl = inode.acl_block(ctx.bit64);
                 if acl != 0
                     && state
@@ -300,12 +339,17 @@ fn scan_owners(
                     found.push((Ino(ino), f.hits, f.runs, inode.mtime));
                 }
             }
-            (found, unreadable)
+            (found, unreadable, failed)
         },
     );
     let unreadable = per_unit.iter().find_map(|u| u.1);
+    let failed = per_unit.iter().flat_map(|u| u.2.iter().copied()).collect();
     let found: Vec<Found> = per_unit.into_iter().flat_map(|u| u.0).collect();
-    (found, unreadable)
+    Scan {
+        found,
+        unreadable,
+        failed,
+    }
 }
 
 /// One problem per owner but the bad blocks inode: how many duplicate
@@ -449,7 +493,9 @@ impl Dups {
                     .clusters
                     .iter()
                     .any(|&(c, meta)| meta || count.get(&c).is_some_and(|&n| n > 1));
-                if !busy {
+                // A file sharing with no one (its sharers' rescans ended
+                // early) is still asked about, as one sharing with itself.
+                if !busy && !o.shared.is_empty() {
                     return Some(DupFate::Resolved);
                 }
                 if !cloned(o.ino) {

@@ -253,8 +253,9 @@ pub fn fs_params(fs: &Fs, repairing: bool) -> FsParams {
 /// be named by the field in the round's re-check.
 fn hidden_files(fs: &Fs, repairing: bool) -> [u32; 4] {
     let sb = &fs.sb;
-    let quota = sb.has_ro_compat(ro_compat::QUOTA);
-    let orphan = sb.has_compat(compat::ORPHAN_FILE);
+    // e2fsck -n rejects an entry naming any of the fields, feature or not.
+    let quota = sb.has_ro_compat(ro_compat::QUOTA) || !repairing;
+    let orphan = sb.has_compat(compat::ORPHAN_FILE) || !repairing;
     let keep = |on: bool, ino: u32| {
         if on && ino >= fs.geo.first_ino {
             ino
@@ -366,7 +367,7 @@ pub(crate) fn finish(
     // gone before merge_links and the tree of paths add theirs (the peak
     // of the check is in this function).
     let mut htree_probs = ProblemList::new();
-    verify_htrees(&counts, &all, &mut htree_probs);
+    verify_htrees(&counts, &all, run != Finish::Repair, &mut htree_probs);
     drop(counts);
     let (dotdot, lf, link_probs, mut named_by) = merge_links(st, &all);
     problems.extend(link_probs);
@@ -1040,7 +1041,12 @@ pub(crate) fn check_unit2<T: Targets>(
     let mut dirs: Vec<DirInfo> = unit.dirs.iter().map(|d| d.info).collect();
     let mut io = ReadClock::default();
     // The leaves need their root's hash version, read from block 0.
+    // Without a block 0, e2fsck hashes them with the version it starts
+    // from, the legacy hash as stored (no unsigned variant).
     for (d, ud) in dirs.iter_mut().zip(&unit.dirs) {
+        if let (Some(h), None) = (d.params.htree.as_mut(), &ud.root) {
+            h.hash_version = Some(crate::fs::dx_hash::DX_HASH_LEGACY);
+        }
         if let (Some(h), Some((pblk, version))) = (d.params.htree.as_mut(), &ud.root) {
             h.hash_version = *version.get_or_init(|| {
                 if buf.len() < fsp.bs {
@@ -1648,33 +1654,40 @@ fn merge_links(st: &State, sinks: &[&UnitOut2]) -> Links {
     (dotdot, lf, probs, named_by)
 }
 
-/// Runs the whole-tree checks of every indexed directory.
-fn verify_htrees(counts: &DirCounts, outs: &[&UnitOut2], out: &mut ProblemList) {
+/// Runs the whole-tree checks of every indexed directory; `rootless`:
+/// those whose root block was not read too, as e2fsck -n judges them (a
+/// repair has cleared their index in pass 1).
+fn verify_htrees(counts: &DirCounts, outs: &[&UnitOut2], rootless: bool, out: &mut ProblemList) {
     let sinks: Vec<&Sink> = outs.iter().filter_map(|o| o.sink()).collect();
     let mut dx: Vec<&DxRec> = sinks.iter().flat_map(|s| s.dx.iter()).collect();
-    if dx.is_empty() {
+    let mut leaves: Vec<LeafRec> = sinks
+        .iter()
+        .flat_map(|s| s.leaves.iter().copied())
+        .collect();
+    if dx.is_empty() && leaves.is_empty() {
         return;
     }
     // Per directory: the root first, then nodes in the order e2fsck reads
     // them (by physical block).
     dx.sort_by_key(|r| (r.dir, r.kind != DxKind::Root, r.pblk, r.lblk));
-    let mut leaves: Vec<LeafRec> = sinks
-        .iter()
-        .flat_map(|s| s.leaves.iter().copied())
-        .collect();
     leaves.sort_unstable_by_key(|l| (l.dir, l.lblk));
-    let mut i = 0;
-    while i < dx.len() {
-        let dir = dx[i].dir;
-        let mut j = i;
-        while j < dx.len() && dx[j].dir == dir {
-            j += 1;
-        }
+    // Every indexed directory with a block read: one whose root was not
+    // read (a hole) has leaves only.
+    let mut dirs: Vec<Ino> = dx.iter().map(|r| r.dir).collect();
+    if rootless {
+        dirs.extend(leaves.iter().map(|l| l.dir));
+        dirs.sort_unstable();
+    }
+    dirs.dedup();
+    for dir in dirs {
+        let (ds, de) = (
+            dx.partition_point(|r| r.dir < dir),
+            dx.partition_point(|r| r.dir <= dir),
+        );
         let ls = leaves.partition_point(|l| l.dir < dir);
         let le = leaves.partition_point(|l| l.dir <= dir);
         let numblocks = counts.numblocks(dir);
-        htree_check::verify(dir, numblocks, &dx[i..j], &leaves[ls..le], out);
-        i = j;
+        htree_check::verify(dir, numblocks, &dx[ds..de], &leaves[ls..le], out);
     }
 }
 

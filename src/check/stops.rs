@@ -227,25 +227,18 @@ fn follow_up(fs: &Fs, p: &Problem, filetype: bool, csum: bool) -> Option<Problem
     {
         return Some(Problem::new(Code::StoppedAtInodeChecksumP2).ino(Ino(target)));
     }
-    if !filetype || a.detail == "." || a.detail == ".." {
+    // '.' and '..' are judged as any entry here: their type, too, must
+    // be the mode's.
+    if !filetype {
         return None;
     }
-    // The entry's own file type, from its block: the first naming it.
+    // The entry's own file type, from its block (block 0 for an inline
+    // directory: its inode): the first naming it.
     let blk = a.blk?.get();
-    let b = fs.read_block(blk).ok()?;
-    let mut off = 0;
-    let have = loop {
-        if off + dir_entry::HEADER_LEN > b.len() {
-            return None;
-        }
-        let rec = dir_entry::rec_len_at(&b, off, b.len());
-        if dir_entry::inode_at(&b, off) == Ino(target) {
-            break dir_entry::file_type_at(&b, off);
-        }
-        if rec < dir_entry::HEADER_LEN {
-            return None;
-        }
-        off += rec;
+    let have = if blk == 0 {
+        inline_entry_type(fs, a.ino?, Ino(target))?
+    } else {
+        entry_type(&fs.read_block(blk).ok()?, Ino(target))?
     };
     let should = node.file_type() as u8;
     if have == should {
@@ -264,6 +257,37 @@ fn follow_up(fs: &Fs, p: &Problem, filetype: bool, csum: bool) -> Option<Problem
             .num(u64::from(have))
             .num2(u64::from(should)),
     )
+}
+
+/// The file type of the first entry of directory bytes `b` naming
+/// `target`.
+fn entry_type(b: &[u8], target: Ino) -> Option<u8> {
+    let mut off = 0;
+    loop {
+        if off + dir_entry::HEADER_LEN > b.len() {
+            return None;
+        }
+        let rec = dir_entry::rec_len_at(b, off, b.len());
+        if dir_entry::inode_at(b, off) == target {
+            return Some(dir_entry::file_type_at(b, off));
+        }
+        if rec < dir_entry::HEADER_LEN {
+            return None;
+        }
+        off += rec;
+    }
+}
+
+/// [`entry_type`] in inline directory `dir`: its i_block past the parent,
+/// then its system.data value.
+fn inline_entry_type(fs: &Fs, dir: Ino, target: Ino) -> Option<u8> {
+    let raw = fs.read_inode_raw(dir).ok()?;
+    let node = Inode::parse(&raw);
+    if let Some(t) = node.block.get(4..).and_then(|b| entry_type(b, target)) {
+        return Some(t);
+    }
+    let data = crate::fs::xattr::inline_data(&raw)?;
+    entry_type(raw.get(data.value.0..data.value.1)?, target)
 }
 
 /// A read that checks `ino`'s checksum fails on it: metadata_csum, an

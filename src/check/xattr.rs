@@ -361,6 +361,29 @@ pub fn inline_data_size(
     }
 }
 
+/// [`inline_data_size`] as e2fsck's first look at an inline-data inode
+/// reads it: the library also verifies the xattr block's checksum there,
+/// unless the inode's own checksum failed (`inode_csum_ok` false), which
+/// has e2fsck ignore checksum errors for that inode.
+pub fn inline_data_size_verified(
+    fs: &Fs,
+    (raw, inode, inode_csum_ok): (&[u8], &Inode, bool),
+    buf: &mut [u8],
+) -> Result<u64, &'static str> {
+    let size = inline_data_size(fs, raw, inode, buf, true)?;
+    let acl = inode.acl_block(fs.sb.is_64bit());
+    // `buf` holds the xattr block that was just read.
+    if acl != 0
+        && inode_csum_ok
+        && fs.metadata_csum()
+        && xattr::compute_block_checksum(fs.csum_seed, acl, buf)
+            != xattr::parse_block_header(buf).checksum
+    {
+        return Err("its xattr block fails its checksum");
+    }
+    Ok(size)
+}
+
 /// Reads an xattr table the way libext2fs does before e2fsck may use a
 /// value (stricter than e2fsck's own checks of the table): `buf` is what
 /// value offsets count from, the entries start at `first`. Returns the

@@ -464,7 +464,16 @@ fn dup_passes(
         .iter_where(|c| c == Code::DupBlocks)
         .filter_map(|(k, p)| Some((p.args().ino?, (k, p))))
         .collect();
+    // A rescan that ended early says so after the inode's blocks, in
+    // inode order with the owners.
+    let mut failed = rep
+        .problems
+        .iter_where(|c| c == Code::DupRescanFailed)
+        .peekable();
     for o in dups.owners.iter().filter(|o| o.ino != Ino::BAD) {
+        while let Some((k, p)) = failed.next_if(|(_, p)| p.args().ino < Some(o.ino)) {
+            render(out, k, &p)?;
+        }
         write!(out, "Inode {} shares block(s):", o.ino)?;
         for &(a, b) in &o.runs {
             if a == b {
@@ -474,6 +483,12 @@ fn dup_passes(
             }
         }
         out.write_all(b"\n")?;
+        if let Some((k, p)) = failed.next_if(|(_, p)| p.args().ino == Some(o.ino)) {
+            render(out, k, &p)?;
+        }
+    }
+    for (k, p) in failed {
+        render(out, k, &p)?;
     }
     // e2fsck -n gave up during its rescan (pass 1B): no 1C or 1D.
     if let Some((k, p)) = rep
@@ -1309,6 +1324,22 @@ fn json_problems<'a>(
             refs.extend(e2fsck_map::dup_refs(dups, ino.get(), first_dup, run));
             // Pass 1D opens with its count at the first file it takes.
             first_dup &= ino == crate::fs::num::Ino::RESIZE;
+        }
+        // Every rescan that would find a file sharing blocks ended early:
+        // pass 1D opens all the same, with a count of none.
+        if let (crate::check::problem::Code::DupRescanFailed, Some(dups)) =
+            (p.code, rep.dups.as_deref())
+            && first_dup
+            && dups.files == 0
+            && dups.unreadable.is_none()
+            && run == e2fsck_map::Run::ReadOnly
+        {
+            refs.push(e2fsck_map::Ref {
+                code: 0x013004,
+                ino: None,
+                blk: None,
+            });
+            first_dup = false;
         }
         let shown = p.spec().pass.number() <= upto;
         shown.then(|| JsonProblem(p, fixed(k), refs, rep.tree.as_deref()))

@@ -225,8 +225,8 @@ fn too_many_illegal_blocks_leave_the_verdict_to_the_blocks() {
     let mut cmds = vec![format!("write {} f", data.display())];
     cmds.extend((0..12).map(|i| format!("sif f block[{i}] {}", 9_000_000 + i)));
     debugfs_w(&img, &cmds);
-    // (e2fsck's problem log has its "Suppress messages?" (0x01002d) too,
-    // which pfsck prints but does not log.)
+    // (Declined, e2fsck asks "Suppress messages?" (0x01002d) too, which
+    // pfsck prints and names: codes_fz36h.)
     let out = pfsck(&[
         std::ffi::OsStr::new("-fn"),
         "--json".as_ref(),

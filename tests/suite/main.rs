@@ -24,6 +24,7 @@ mod clean_matrix;
 mod cli_compat;
 mod codes_13l;
 mod codes_fz34;
+mod codes_fz36h;
 mod common;
 mod conformance;
 mod corruptions;
