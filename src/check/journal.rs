@@ -207,7 +207,7 @@ pub fn external(fs: &Fs) -> bool {
 }
 
 /// Where the external journal is: the device given with `-j`, else the
-/// device its UUID names ([`by_uuid`]). None when it is not found.
+/// device its UUID names (`by_uuid`). None when it is not found.
 pub fn external_path(fs: &Fs, given: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = given {
         return Some(p.to_path_buf());
