@@ -367,7 +367,12 @@ impl Geometry {
     pub fn desc_block_location(&self, sb_block: u64, i: u32) -> u64 {
         let bg = i.saturating_mul(self.desc_per_block);
         if self.meta_bg && i >= self.first_meta_bg {
-            let start = self.group_first_block(bg);
+            // 1 KiB blocks with bigalloc start group 0 at block 0, where
+            // the superblock is block 1: the descriptors follow it.
+            let start = match self.group_first_block(bg) {
+                0 if self.block_size == 1024 => 1,
+                b => b,
+            };
             start + u64::from(self.group_has_super(bg))
         } else {
             sb_block + 1 + u64::from(i)
@@ -424,5 +429,37 @@ mod tests {
         };
         let have: Vec<u32> = (0..100).filter(|&x| g.group_has_super(x)).collect();
         assert_eq!(have, vec![0, 1, 3, 5, 7, 9, 25, 27, 49, 81]);
+    }
+
+    /// 1 KiB blocks, bigalloc, meta_bg: group 0 starts at block 0 and its
+    /// descriptors come after the superblock in block 1, where
+    /// `group_super_and_gdt` places them too (seed fz36, damage 14388:
+    /// the repair wrote group 0's descriptor over the superblock).
+    #[test]
+    fn meta_bg_descriptors_follow_the_superblock_on_1k_bigalloc() {
+        let g = Geometry {
+            block_size: 1024,
+            blocks_count: 16384,
+            first_data_block: 0,
+            blocks_per_group: 32768,
+            inodes_per_group: 4096,
+            inodes_count: 4096,
+            inode_size: 256,
+            groups: 1,
+            desc_size: 64,
+            desc_per_block: 16,
+            desc_blocks: 1,
+            inode_table_blocks: 1024,
+            first_ino: 11,
+            meta_bg: true,
+            first_meta_bg: 0,
+            reserved_gdt_blocks: 0,
+            sparse_super: true,
+            sparse_super2: None,
+            flex_bg_size: 16,
+            cluster_bits: 2,
+        };
+        assert_eq!(g.desc_block_location(1, 0), 2);
+        assert!(g.group_super_and_gdt(0).contains(&(2, 1)));
     }
 }

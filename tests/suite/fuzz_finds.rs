@@ -2570,3 +2570,35 @@ fn wrong_inodes_count_on_bigalloc() {
         "{fn_out}"
     );
 }
+
+/// 1 KiB blocks, bigalloc and meta_bg (seed fz36, damage 14388): group 0
+/// starts at block 0, so its meta_bg descriptors are in block 2, after the
+/// superblock. pfsck looked for them in block 1: a clean file system
+/// straight from mke2fs failed its -fn ("the journal is unusable"), and a
+/// descriptor fix was written over the superblock, which e2fsck could no
+/// longer open.
+#[test]
+fn meta_bg_descriptors_on_1k_bigalloc() {
+    let tmp = TempDir::new("fuzz-metabg-1k-bigalloc");
+    let img = tmp.join("disk.img");
+    mkfs(
+        &img,
+        16 * MIB,
+        &bigalloc_1k().features("meta_bg,^resize_inode"),
+        None,
+    );
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 0, "pfsck -fn on mke2fs's image:\n{out}");
+    debugfs_w(
+        &img,
+        &["set_bg 0 free_blocks_count 5", "set_bg 0 checksum calc"],
+    );
+    if oracle().is_some() {
+        assert_eq!(oracle_fn(&img), 4, "the oracle no longer finds the damage");
+    }
+    let (code, out) = pfsck_code(&["-fy"], &img);
+    assert_eq!(code, 1, "pfsck -fy:\n{out}");
+    if oracle().is_some() {
+        assert_eq!(oracle_fn(&img), 0, "e2fsck -fn after pfsck -fy:\n{out}");
+    }
+}
