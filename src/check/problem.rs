@@ -90,7 +90,7 @@ problems! {
     // Asked for with -E bmap2extent (a repair only), not found wrong: e2fsck
     // sets the feature and converts without a word, and neither is a
     // correction (exit 0).
-    SbExtentsForConversion = ("0x0021", Super, Notice, true, "The extent feature is not set; -E bmap2extent sets it to convert block maps"),
+    SbExtentsForConversion = ("0x0022", Super, Notice, true, "The extent feature is not set; -E bmap2extent sets it to convert block maps"),
     SbFirstDataBlock = ("0x0006", Super, Fatal, false, "The superblock's first data block is {num}; it must be {num2}"),
     SbInodesCount = ("0x0007", Super, Error, false, "The superblock's inode count {num} disagrees with the geometry ({num2})"),
     SbFirstMetaBg = ("0x0017", Super, Error, false, "The first meta_bg ({num}) is beyond the descriptor blocks (at most {num2})"),
@@ -378,7 +378,7 @@ problems! {
     StoppedAtInodeTable = ("0x10EE", P1, Notice, false, "The check stops at group {group}, whose inode table lies outside the file system and was not relocated, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtBadBlocksInode = ("0x10EB", P1, Notice, false, "The check stops at the bad blocks inode, whose list looks corrupt, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtInodeChecksumP1 = ("0x10E9", P1, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
-    InodeBlockMapToExtents = ("0x1103", P1, Notice, true, "Inode {ino} maps its blocks indirectly; -E bmap2extent converts the map to an extent tree"),
+    InodeBlockMapToExtents = ("0x1104", P1, Notice, true, "Inode {ino} maps its blocks indirectly; -E bmap2extent converts the map to an extent tree"),
     StoppedAtInodeChecksumP1B = ("0x1102", P1B, Notice, false, "The check stops at inode {ino}, whose checksum it may not fix, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtUnreadableDir = ("0x2031", P2, Notice, false, "The check stops at directory block {blk}, which cannot be read, as e2fsck -n does; run a repair to check the rest"),
     StoppedAtCorruptDir = ("0x202E", P2, Notice, false, "The check stops at the directory block it may not salvage, as e2fsck -n does; run a repair to check the rest"),
