@@ -374,12 +374,10 @@ fn resize_unwalked(
         p.code == problem::Code::InodeChecksum
             && p.args().ino.is_some_and(|i| (3..=6).contains(&i.get()))
     });
-    // Where pass 1 walked e2fsck's stand-in map, the check found it all.
     if !trigger
         || !fs
             .sb
             .has_compat(crate::fs::superblock::compat::RESIZE_INODE)
-        || pass1::resize_stand_in(fs).is_some()
     {
         return None;
     }

@@ -1401,58 +1401,12 @@ fn check_reserved(
                 );
             }
             c.set_links(links);
-            let stand_in = (ino == inode::RESIZE_INO)
-                .then(|| resize_walk_stand_in(ctx, inode))
-                .flatten();
-            let walked = stand_in.as_ref().unwrap_or(inode);
-            check_blocks(ctx, w, c, raw, walked, false, EaCharge::default());
+            check_blocks(ctx, w, c, raw, inode, false, EaCharge::default());
             return true;
         }
         _ => {}
     }
     false
-}
-
-/// What e2fsck -n walks as the resize inode's map (`resize_stand_in`):
-/// inode 7 with another inode's i_block, its sizes its own.
-fn resize_walk_stand_in(ctx: &Ctx, inode: &Inode) -> Option<Inode> {
-    if !ctx.read_only {
-        return None;
-    }
-    let mut stand_in = inode.clone();
-    stand_in.block = resize_stand_in(ctx.fs)?;
-    Some(stand_in)
-}
-
-/// The i_block e2fsck -n walks as the resize inode's map, when not its
-/// own. With inodes larger than 128 bytes its block walk reads inode 7
-/// through libext2fs' small inode cache, and a reserved inode before it
-/// (3 to 6) whose checksum fails was read again just before into the
-/// cache slot that holds inode 7: the failed read leaves its bytes there
-/// under inode 7's number. So the map walked (and reported as inode 7's)
-/// is the last such inode's. Quota inodes are read otherwise, and a map
-/// in another format is left alone. A root inode whose checksum fails
-/// too fails its read before pass 1 (e2fsck looks lost+found up in it)
-/// and leaves the cache otherwise: e2fsck then walks inode 7's own map
-/// (seed fz36, damage 3345). Left to inode 7's own map on bigalloc,
-/// where pass 1 then finds blocks shared that e2fsck does not (damage
-/// 580, not understood yet).
-pub(super) fn resize_stand_in(fs: &Fs) -> Option<[u8; 60]> {
-    if !fs.metadata_csum()
-        || fs.geo.inode_size <= 128
-        || fs.geo.cluster_bits > 0
-        || super::stops::inode_unreadable(fs, inode::ROOT_INO)
-    {
-        return None;
-    }
-    let quota = [fs.sb.usr_quota_inum, fs.sb.grp_quota_inum];
-    let with_quota = fs.sb.has_ro_compat(ro_compat::QUOTA);
-    let x = (3..inode::RESIZE_INO)
-        .rev()
-        .filter(|x| !(with_quota && quota.contains(x)))
-        .find(|&x| super::stops::inode_unreadable(fs, x))?;
-    let other = Inode::parse(&fs.read_inode_raw(Ino(x)).ok()?);
-    (!other.has_flag(flags::EXTENTS) && !other.has_flag(flags::INLINE_DATA)).then_some(other.block)
 }
 
 /// Fields a used inode must keep clear without the features that use

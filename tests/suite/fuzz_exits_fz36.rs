@@ -118,43 +118,6 @@ fn orphan_file_charged_to_no_quota() {
     );
 }
 
-/// A reserved inode before the resize inode (3 to 6) whose checksum
-/// fails (seed fz36, damages 347, 701, 1156, 3093: its i_block written
-/// over too). With inodes larger than 128 bytes e2fsck's walk of inode
-/// 7 reads it through libext2fs' inode cache, where the failed read of
-/// that inode, just before, left its bytes under inode 7's number: it
-/// walks that inode's i_block as inode 7's. An illegal triple indirect
-/// pointer there ends the walk in error and -n gives up (12); an empty
-/// i_block leaves inode 7 with no blocks (4). pfsck walked inode 7's own
-/// map and exited 4 in both.
-#[test]
-fn resize_inode_walked_with_the_bytes_of_a_bad_reserved_inode() {
-    let tmp = TempDir::new("fz36-resize-stand-in");
-    // (name, reserved inode, its triple indirect pointer, -fn exit, words)
-    let cases = [
-        (
-            "illegal",
-            5,
-            Some(2_147_483_647u32),
-            12,
-            "The check stops at inode 7's indirect block outside the file system",
-        ),
-        ("empty", 3, None, 4, "Inode 7: i_blocks 128, expected 0"),
-    ];
-    for (name, ino, tind, want, words) in cases {
-        let img = tmp.join(name);
-        mkfs(&img, 8 * MIB, &MkfsOpts::ext4().block_size(1024), None);
-        if let Some(t) = tind {
-            debugfs_w(&img, &[format!("sif <{ino}> block[TIND] {t}")]);
-        }
-        // The low half of the inode's checksum: nothing else changes.
-        let at = inode_offset(&img, ino) + 0x7c;
-        write_at(&img, at, &[0x55]);
-        let (out, _) = judged_by_oracle(name, &img, want, 1);
-        assert!(out.contains(words), "[{name}] {out}");
-    }
-}
-
 /// An illegal indirect pointer in the resize inode's double indirect
 /// block (seed fz36, damage 823: bits flipped in that block, in-range
 /// pointers after it). e2fsck's walk of a double indirect block ends at

@@ -479,8 +479,8 @@ fn bitmap_outside_the_file_system_still_has_a_checksum() {
 /// e2fsck's pass 1 then finds no block in the resize inode, says its
 /// i_blocks should be 0 and finds its double indirect block marked in
 /// use by no file (a repair of its own then damages the resize inode).
-/// Its walk of inode 7 reads the other inode's empty map (see
-/// `fuzz_exits_fz36`), and so does a read-only check of pfsck's.
+/// pfsck finds the resize inode sound, and names those entries with the
+/// checksum problem.
 #[test]
 fn reserved_inode_checksum_leaves_the_resize_inode_unwalked() {
     for ino in [3, 6] {
@@ -491,10 +491,7 @@ fn reserved_inode_checksum_leaves_the_resize_inode_unwalked() {
         write_at(&img, inode_offset(&img, ino) + 0x08, &[1]);
         assert_same_codes(&img, &[0x010068, 0x01000D, 0x050004]);
         let (fn_out, _) = judged_by_oracle("resize unwalked", &img, 4, 1);
-        assert!(
-            fn_out.contains("Inode 7: i_blocks 128, expected 0"),
-            "{fn_out}"
-        );
+        assert!(!fn_out.contains("Inode 7"), "{fn_out}");
     }
 }
 
