@@ -40,21 +40,7 @@ fn first_extent_node(img: &Path, path: &str) -> u64 {
 /// block: files written between the directory's blocks scatter them into
 /// more extents than the inode holds.
 fn indexed_dir_image(tmp: &TempDir) -> PathBuf {
-    let tree = tmp.join("tree");
-    let spec: Vec<Node> = std::iter::once(Node::dir("d"))
-        .chain((0..300).map(|i| Node::file(&format!("d/file_with_a_long_name_{i}"), 1500)))
-        .collect();
-    build_tree(&tree, &spec);
-    let img = tmp.join("img");
-    mkfs(
-        &img,
-        8 * MIB,
-        &MkfsOpts::ext4().block_size(1024),
-        Some(&tree),
-    );
-    let r = e2fsck(&img, &["-fyD"]);
-    assert!(matches!(r.code(), Some(0 | 1)), "e2fsck -fyD: {}", r.stdout);
-    img
+    long_named_htree_image(tmp, &MkfsOpts::ext4().block_size(1024), 300, 1500)
 }
 
 /// A journal holding transactions without needs_recovery, seen through a

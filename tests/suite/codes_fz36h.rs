@@ -269,20 +269,7 @@ fn file_type_of_kept_entries_naming_unused_inodes() {
 #[test]
 fn indexed_directory_without_its_root_block() {
     let tmp = TempDir::new("codes-fz36-rootless");
-    let tree = tmp.join("tree");
-    let spec: Vec<Node> = std::iter::once(Node::dir("d"))
-        .chain((0..200).map(|i| Node::file(&format!("d/file_with_a_long_name_{i}"), 2)))
-        .collect();
-    build_tree(&tree, &spec);
-    let img = tmp.join("img");
-    mkfs(
-        &img,
-        8 * MIB,
-        &MkfsOpts::ext4().block_size(1024),
-        Some(&tree),
-    );
-    let r = e2fsck(&img, &["-fyD"]);
-    assert!(matches!(r.code(), Some(0 | 1)), "e2fsck -fyD: {}", r.stdout);
+    let img = long_named_htree_image(&tmp, &MkfsOpts::ext4().block_size(1024), 200, 2);
     let out = debugfs_r(&img, "ex /d");
     let leaf: u64 = out
         .lines()

@@ -2502,16 +2502,8 @@ fn resize_dind_naming_the_superblock() {
 #[test]
 fn nul_in_a_name_of_an_indexed_directory() {
     let tmp = TempDir::new("fuzz-htree-nul-name");
-    let tree = tmp.join("tree");
-    let spec: Vec<Node> = std::iter::once(Node::dir("d"))
-        .chain((0..300).map(|i| Node::file(&format!("d/file_with_a_long_name_{i}"), 10)))
-        .collect();
-    build_tree(&tree, &spec);
-    let img = tmp.join("disk.img");
     let opts = MkfsOpts::ext4().block_size(1024).features("^metadata_csum");
-    mkfs(&img, 8 * MIB, &opts, Some(&tree));
-    let r = e2fsck(&img, &["-fyD"]);
-    assert!(matches!(r.code(), Some(0 | 1)), "e2fsck -fyD: {}", r.stdout);
+    let img = long_named_htree_image(&tmp, &opts, 300, 10);
     let stat = debugfs_r(&img, "stat /d");
     let flags = stat
         .split("Flags: 0x")

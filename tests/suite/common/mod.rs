@@ -1210,6 +1210,21 @@ fn run_inner(mut cmd: Command, timeout: Duration, merge: bool) -> RunResult {
 /// Time limit for e2fsck on the small fixture images.
 pub const E2FSCK_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// An 8 MiB image made by `mke2fs -d` whose directory `/d` holds `files`
+/// long-named files of `size` bytes each, then indexed by e2fsck -fyD.
+pub fn long_named_htree_image(tmp: &TempDir, opts: &MkfsOpts, files: usize, size: u64) -> PathBuf {
+    let tree = tmp.join("tree");
+    let spec: Vec<Node> = std::iter::once(Node::dir("d"))
+        .chain((0..files).map(|i| Node::file(&format!("d/file_with_a_long_name_{i}"), size)))
+        .collect();
+    build_tree(&tree, &spec);
+    let img = tmp.join("img");
+    mkfs(&img, 8 << 20, opts, Some(&tree));
+    let r = e2fsck(&img, &["-fyD"]);
+    assert!(matches!(r.code(), Some(0 | 1)), "e2fsck -fyD: {}", r.stdout);
+    img
+}
+
 /// Runs e2fsck with `args` then the image. Its stdout and stderr are
 /// merged into `stdout`, in order: e2fsck's stdout is made line-buffered
 /// with `stdbuf` when available, so a message on stderr ("e2fsck: aborted")
