@@ -51,6 +51,10 @@ pub trait MapVisitor {
     /// repair clears (reported through `problem` as well): e2fsck's pass
     /// 1 still lists that block of a directory, as a hole, for pass 2.
     fn cleared_data(&mut self, _lblk: u64) {}
+    /// `blocks` more blocks of a regular file, already claimed, that its
+    /// map names again (e2fsck counts them once more in i_blocks), the
+    /// largest logical data block among them if any.
+    fn repeated(&mut self, _blocks: u64, _last_lblk: Option<u64>) {}
     /// An extent node reached, with a valid header: its level (0 the
     /// root in the inode, counting down the tree), its entries in use and
     /// their room (pass 1E's statistics).
@@ -831,7 +835,7 @@ pub fn walk_indirect<V: MapVisitor>(
     scratch: &mut Scratch,
     v: &mut V,
 ) {
-    walk_indirect_limited(fs, ino, ptrs, None, false, scratch, v);
+    walk_indirect_limited(fs, ino, ptrs, (None, None), false, scratch, v);
 }
 
 /// Like [`walk_indirect`], with data blocks past logical block `limit`
@@ -843,11 +847,14 @@ pub fn walk_indirect<V: MapVisitor>(
 /// illegal indirect pointers stay, and the walk of the indirect block
 /// holding one ends there, as do those of the blocks above it up to the
 /// inode (e2fsck's walk gives up on a block at its first error).
+/// `count_from`: for a regular file, the blocks counted before its map
+/// (what its xattrs charge), from which every block met counts toward
+/// [`file_block_limit`].
 pub fn walk_indirect_limited<V: MapVisitor>(
     fs: &Fs,
     ino: u32,
     ptrs: &[u32; 15],
-    limit: Option<u64>,
+    (limit, count_from): (Option<u64>, Option<u64>),
     read_only: bool,
     scratch: &mut Scratch,
     v: &mut V,
@@ -866,6 +873,18 @@ pub fn walk_indirect_limited<V: MapVisitor>(
         bad_ind: false,
         read_only,
         unwind: false,
+        count: count_from.map(|counted| FileCount {
+            counted,
+            max: file_block_limit(fs),
+            crossed: false,
+            refs: 0,
+            last_data: None,
+            subtrees: std::collections::HashMap::new(),
+            shared_said: false,
+        }),
+        replay: 0,
+        silent: 0,
+        raised: 0,
     };
     let levels = scratch.begin();
     for (i, &p) in ptrs.iter().enumerate().take(12) {
@@ -940,6 +959,60 @@ struct PtrCount {
     /// An illegal indirect pointer was kept: the indirect blocks being
     /// walked end their walks.
     unwind: bool,
+    /// A regular file's block count (None for other maps).
+    count: Option<FileCount>,
+    /// Subtrees being walked again, whose blocks were claimed already.
+    replay: u32,
+    /// Subtrees below a block past a file's limit, claimed by a repair
+    /// without a word (see `claim_too_big`).
+    silent: u32,
+    /// Problems this walk raised so far.
+    raised: u64,
+}
+
+/// e2fsck's running count of a regular file's blocks as its walk meets
+/// them, each as often as the map names it (indirect blocks too, after
+/// what its xattrs charge): the block that brings it to 2^(31 -
+/// s_log_block_size) makes the file too big, and so does every block
+/// after it, since those are not counted.
+struct FileCount {
+    counted: u64,
+    max: u64,
+    crossed: bool,
+    /// Nonzero pointers met, too big or not.
+    refs: u64,
+    /// The largest logical data block counted.
+    last_data: Option<u64>,
+    /// Indirect blocks (number, level) walked whole and clean.
+    subtrees: std::collections::HashMap<(u64, u32), Walked>,
+    /// The map was said to reach an indirect block more than once.
+    shared_said: bool,
+}
+
+impl FileCount {
+    /// Counts one more block; true when it is too big instead.
+    fn too_big(&mut self) -> bool {
+        self.crossed |= self.counted + 1 >= self.max;
+        if !self.crossed {
+            self.counted += 1;
+        }
+        self.crossed
+    }
+}
+
+/// What the subtree below an indirect block counted, walked once.
+#[derive(Clone, Copy)]
+struct Walked {
+    counted: u64,
+    refs: u64,
+    /// Its largest logical data block, from the subtree's first.
+    last: Option<u64>,
+}
+
+/// The count a regular file's blocks may not reach (e2fsck's
+/// max_blocks, the same with or without huge_file).
+pub fn file_block_limit(fs: &Fs) -> u64 {
+    1u64 << (31 - (fs.geo.block_size.trailing_zeros() - 10))
 }
 
 /// Illegal pointers after which the walk of one inode stops: e2fsck -y
@@ -961,6 +1034,17 @@ pub fn indirect_limit(fs: &Fs, is_dir: bool, is_symlink: bool, large_dir: bool) 
     }
 }
 
+/// Where one pointer sits in the map: its block, the first logical block
+/// it maps, its level (0 for data) and the pointers its parent lists after
+/// it (read ahead with it).
+#[derive(Clone, Copy)]
+struct At<'b> {
+    blk: u64,
+    lblk: u64,
+    level: u32,
+    siblings: &'b [u8],
+}
+
 #[allow(clippy::too_many_arguments)]
 fn visit_ptr<V: MapVisitor>(
     fs: &Fs,
@@ -977,56 +1061,49 @@ fn visit_ptr<V: MapVisitor>(
     if v.done() || illegal.stopped {
         return;
     }
+    let at = At {
+        blk,
+        lblk,
+        level,
+        siblings,
+    };
+    if let Some(c) = illegal.count.as_mut() {
+        c.refs += 1;
+    }
     let too_big = level == 0 && illegal.limit.is_some_and(|l| lblk > l);
     if !fs.geo.block_in_fs(blk) || too_big {
-        illegal.illegal += 1;
-        // In an indirect block that is really metadata the pointer is
-        // garbage of that metadata: e2fsck drops it in core only, unasked
-        // (it may not write the block), though it counts toward the
-        // twelfth.
-        if illegal.in_meta {
+        illegal_ptr(fs, ino, at, too_big, illegal, v);
+        return;
+    }
+    if illegal.silent == 0 && illegal.count.as_mut().is_some_and(|c| c.too_big()) {
+        file_too_big(ino, at, illegal, v);
+        if illegal.read_only {
+            // e2fsck -n keeps the block and walks what it maps, each block
+            // too big in turn (its count no longer moves).
+            if level > 0 {
+                illegal.replay += 1;
+                walk_children(fs, ino, at, apb, levels, illegal, v);
+                illegal.replay -= 1;
+            }
             return;
         }
-        illegal.bad_ind |= level > 0;
-        illegal.unwind |= level > 0 && illegal.read_only;
-        let what = match level {
-            0 => "data block",
-            1 => "indirect block",
-            2 => "double indirect block",
-            _ => "triple indirect block",
-        };
-        let why = if fs.geo.block_in_fs(blk) {
-            ", past the file's largest logical block"
-        } else {
-            ""
-        };
-        let e2 = if too_big { illegal.too_big } else { 0x01000E };
-        // e2fsck asks again at every twelfth, before naming it (a
-        // read-only check hears each question; a repair clears the inode
-        // at the first).
-        if illegal.illegal.is_multiple_of(12) {
-            v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(Ino(ino)));
-            illegal.stopped = illegal.illegal >= ILLEGAL_PTRS_SHOWN;
-        }
-        v.problem(
-            Problem::new(Code::InodeIllegalBlock)
-                .ino(Ino(ino))
-                .blk(Blk(blk))
-                .e2fsck(e2)
-                .detail(format!("{what}, logical {lblk}{why}")),
-        );
-        // A block past a directory's limit e2fsck drops from its list.
-        if level == 0 && !too_big {
-            v.cleared_data(lblk);
-        }
+        claim_too_big(fs, ino, at, apb, levels, illegal, v);
         return;
     }
     if level == 0 {
-        v.data(lblk, blk, 1, false);
+        if let Some(c) = illegal.count.as_mut() {
+            c.last_data = c.last_data.max(Some(lblk));
+        }
+        if illegal.replay > 0 {
+            v.repeated(1, Some(lblk));
+        } else {
+            v.data(lblk, blk, 1, false);
+        }
         return;
     }
     let on_meta = ino != crate::fs::inode::RESIZE_INO && v.on_metadata(blk);
     if on_meta {
+        illegal.raised += 1;
         v.problem(
             Problem::new(Code::InodeIndirectOnMetadata)
                 .ino(Ino(ino))
@@ -1041,12 +1118,16 @@ fn visit_ptr<V: MapVisitor>(
     // and cloned in pass 1D, the file kept): walked again a few times, as
     // e2fsck; past that the walk stops as for any shared indirect block.
     let again = ino != crate::fs::inode::RESIZE_INO && !illegal.seen.insert(blk);
+    if again && !on_meta && revisit(fs, ino, at, apb, levels, illegal, v) {
+        return;
+    }
     if again && on_meta && illegal.meta_revisits < META_REVISITS {
         illegal.meta_revisits += 1;
     } else if again {
         // The blocks below other paths are neither claimed nor known: the
         // inode cannot keep them (a repair clears it).
         illegal.stopped = true;
+        illegal.raised += 1;
         v.problem(
             Problem::new(Code::InodeBlockMapShared)
                 .ino(Ino(ino))
@@ -1054,7 +1135,208 @@ fn visit_ptr<V: MapVisitor>(
         );
         return;
     }
-    v.node(blk);
+    if illegal.replay > 0 {
+        v.repeated(1, None);
+    } else {
+        v.node(blk);
+    }
+    let before = illegal
+        .count
+        .as_ref()
+        .map(|c| (c.counted, c.refs, illegal.raised));
+    walk_children(fs, ino, at, apb, levels, illegal, v);
+    if let (Some((counted, refs, raised)), Some(c)) = (before, illegal.count.as_mut()) {
+        // Only a subtree walked whole, with nothing wrong in it, is counted
+        // again without a walk when the map names it again.
+        if raised == illegal.raised
+            && !illegal.stopped
+            && !c.crossed
+            && !illegal.unwind
+            && !v.done()
+        {
+            let sub = Walked {
+                counted: c.counted - counted,
+                refs: c.refs - refs,
+                last: c.last_data.and_then(|l| l.checked_sub(lblk)),
+            };
+            c.subtrees.insert((blk, level), sub);
+        }
+    }
+}
+
+/// A pointer outside the file system, or past the largest logical block
+/// its inode may map: reported, never followed.
+fn illegal_ptr<V: MapVisitor>(
+    fs: &Fs,
+    ino: u32,
+    at: At,
+    too_big: bool,
+    illegal: &mut PtrCount,
+    v: &mut V,
+) {
+    let At {
+        blk, lblk, level, ..
+    } = at;
+    illegal.illegal += 1;
+    // In an indirect block that is really metadata the pointer is
+    // garbage of that metadata: e2fsck drops it in core only, unasked
+    // (it may not write the block), though it counts toward the
+    // twelfth.
+    if illegal.in_meta {
+        return;
+    }
+    illegal.raised += 1;
+    illegal.bad_ind |= level > 0;
+    illegal.unwind |= level > 0 && illegal.read_only;
+    let why = if fs.geo.block_in_fs(blk) {
+        ", past the file's largest logical block"
+    } else {
+        ""
+    };
+    let e2 = if too_big { illegal.too_big } else { 0x01000E };
+    twelfth(ino, illegal, v);
+    v.problem(
+        Problem::new(Code::InodeIllegalBlock)
+            .ino(Ino(ino))
+            .blk(Blk(blk))
+            .e2fsck(e2)
+            .detail(format!("{}, logical {lblk}{why}", level_name(level))),
+    );
+    // A block past a directory's limit e2fsck drops from its list.
+    if level == 0 && !too_big {
+        v.cleared_data(lblk);
+    }
+}
+
+/// e2fsck asks again at every twelfth illegal block, before naming it (a
+/// read-only check hears each question; a repair clears the inode at the
+/// first).
+fn twelfth<V: MapVisitor>(ino: u32, illegal: &mut PtrCount, v: &mut V) {
+    if illegal.illegal.is_multiple_of(12) {
+        v.problem(Problem::new(Code::InodeTooManyIllegalBlocks).ino(Ino(ino)));
+        illegal.stopped = illegal.illegal >= ILLEGAL_PTRS_SHOWN;
+    }
+}
+
+fn level_name(level: u32) -> &'static str {
+    match level {
+        0 => "data block",
+        1 => "indirect block",
+        2 => "double indirect block",
+        _ => "triple indirect block",
+    }
+}
+
+/// A block that brings a regular file's count to its limit, or comes
+/// after one that did: e2fsck neither counts nor claims it.
+fn file_too_big<V: MapVisitor>(ino: u32, at: At, illegal: &mut PtrCount, v: &mut V) {
+    illegal.illegal += 1;
+    illegal.raised += 1;
+    twelfth(ino, illegal, v);
+    v.problem(
+        Problem::new(Code::InodeIllegalBlock)
+            .ino(Ino(ino))
+            .blk(Blk(at.blk))
+            .e2fsck(0x010045)
+            .detail(format!(
+                "{}, logical {}, past the block count a file may reach",
+                level_name(at.level),
+                at.lblk
+            )),
+    );
+}
+
+/// A block past a file's limit in a repair: e2fsck clears the pointer
+/// and walks nothing below it, which the repair does only by clearing the
+/// inode (at the twelfth); until then the block and what it maps stay
+/// claimed, so that no block the inode still maps is counted free.
+fn claim_too_big<V: MapVisitor>(
+    fs: &Fs,
+    ino: u32,
+    at: At,
+    apb: u64,
+    levels: &mut [Level],
+    illegal: &mut PtrCount,
+    v: &mut V,
+) {
+    if illegal.replay > 0 {
+        return;
+    }
+    if at.level == 0 {
+        v.data(at.lblk, at.blk, 1, false);
+        return;
+    }
+    if !illegal.seen.insert(at.blk) {
+        return;
+    }
+    v.node(at.blk);
+    illegal.silent += 1;
+    walk_children(fs, ino, at, apb, levels, illegal, v);
+    illegal.silent -= 1;
+}
+
+/// An indirect block of a regular file met again, below a subtree walked
+/// whole and clean the first time: e2fsck walks it again, each block
+/// counting once more. Its count is added without a walk, unless the
+/// file's limit falls inside it: then it is walked again, claiming
+/// nothing, to the block that reaches the limit. False when the subtree
+/// is not known (the walk stops there as for any shared block).
+fn revisit<V: MapVisitor>(
+    fs: &Fs,
+    ino: u32,
+    at: At,
+    apb: u64,
+    levels: &mut [Level],
+    illegal: &mut PtrCount,
+    v: &mut V,
+) -> bool {
+    let Some(c) = illegal.count.as_mut() else {
+        return false;
+    };
+    let Some(sub) = c.subtrees.get(&(at.blk, at.level)).copied() else {
+        return false;
+    };
+    // Said once; the subtrees around it stay clean (their counts known).
+    if !c.shared_said {
+        c.shared_said = true;
+        v.problem(
+            Problem::new(Code::InodeBlockMapShared)
+                .ino(Ino(ino))
+                .blk(Blk(at.blk)),
+        );
+    }
+    v.repeated(1, None);
+    if c.counted + sub.counted < c.max {
+        c.counted += sub.counted;
+        c.refs += sub.refs;
+        if let Some(last) = sub.last {
+            c.last_data = c.last_data.max(Some(at.lblk + last));
+        }
+        v.repeated(sub.counted, sub.last.map(|l| at.lblk + l));
+        return true;
+    }
+    illegal.replay += 1;
+    walk_children(fs, ino, at, apb, levels, illegal, v);
+    illegal.replay -= 1;
+    true
+}
+
+/// Reads indirect block `at` and visits its pointers.
+fn walk_children<V: MapVisitor>(
+    fs: &Fs,
+    ino: u32,
+    at: At,
+    apb: u64,
+    levels: &mut [Level],
+    illegal: &mut PtrCount,
+    v: &mut V,
+) {
+    let At {
+        blk,
+        lblk,
+        level,
+        siblings,
+    } = at;
     let Some((Level { buf, ahead }, rest)) = next_level(levels, fs.block_size()) else {
         return;
     };
@@ -1064,6 +1346,7 @@ fn visit_ptr<V: MapVisitor>(
         .map(u64::from)
         .filter(|&p| p != 0 && fs.geo.block_in_fs(p));
     if let Err(e) = ahead.read(&fs.dev, blk, next, buf) {
+        illegal.raised += 1;
         v.problem(
             Problem::new(Code::InodeBlockBitmapUnreadable)
                 .ino(Ino(ino))
@@ -1074,11 +1357,12 @@ fn visit_ptr<V: MapVisitor>(
     }
     illegal.bad_ind = false;
     let span = apb.pow(level - 1);
-    // Copy the pointers out: `buf` is reused by nothing below (deeper
-    // levels use `rest`), but the visitor may want the buffer borrowed.
     let per = narrow::to_usize(apb);
     let ptrs = &buf[..(per * 4).min(buf.len())];
-    let outer_meta = std::mem::replace(&mut illegal.in_meta, on_meta);
+    let outer_meta = std::mem::replace(
+        &mut illegal.in_meta,
+        ino != crate::fs::inode::RESIZE_INO && v.on_metadata(blk),
+    );
     for k in 0..per {
         let p = inode::map_ptr(ptrs, k);
         if p != 0 {

@@ -107,7 +107,7 @@ fn inode_codes(code: Code) -> &'static [u32] {
         InodeExtentsNoFeature => &[0x01005A],
         InodeExtentFormatNoFeature => &[0x01005B],
         InodeInlineNoFeature => &[0x010070, 0x01006F],
-        InodeIllegalBlock => &[0x01000E, 0x010012, 0x010044, 0x010046],
+        InodeIllegalBlock => &[0x01000E, 0x010012, 0x010044, 0x010045, 0x010046],
         InodeTooManyIllegalBlocks => &[0x010011],
         InodeIndirectOnMetadata => &[0x010071],
         InodeISize => &[0x01000C],

@@ -2219,6 +2219,14 @@ impl MapVisitor for Claimer<'_> {
         self.problems.push(p);
     }
 
+    fn repeated(&mut self, blocks: u64, last_lblk: Option<u64>) {
+        self.blocks += blocks;
+        if let Some(last) = last_lblk {
+            self.last_block = self.last_block.max(Some(last));
+            self.last_init = self.last_init.max(Some(last));
+        }
+    }
+
     fn cleared_data(&mut self, lblk: u64) {
         if self.repairing && self.is_dir && self.indirect {
             self.cleared_end = self.cleared_end.max(lblk.saturating_add(1));
@@ -2289,14 +2297,18 @@ pub(crate) fn walk_map<V: MapVisitor>(
     scratch: &mut Scratch,
     v: &mut V,
 ) -> bool {
-    walk_map_of(ctx, ino, (inode, true), bad_blocks, scratch, v)
+    // Only where a file's count nears its limit does what its xattrs
+    // charge matter: the block, if any, is counted as pass 1 counts it.
+    let charged = u64::from(inode.acl_block(ctx.bit64) != 0);
+    walk_map_of(ctx, ino, (inode, true, charged), bad_blocks, scratch, v)
 }
 
-/// [`walk_map`] of an inode whose own checksum holds or not (`csum_ok`).
+/// [`walk_map`] of an inode whose own checksum holds or not (`csum_ok`),
+/// with `charged` blocks counted before its map (its xattrs').
 fn walk_map_of<V: MapVisitor>(
     ctx: &Ctx,
     ino: u32,
-    (inode, csum_ok): (&Inode, bool),
+    (inode, csum_ok, charged): (&Inode, bool, u64),
     bad_blocks: bool,
     scratch: &mut Scratch,
     v: &mut V,
@@ -2335,11 +2347,17 @@ fn walk_map_of<V: MapVisitor>(
         } else {
             blockmap::indirect_limit(fs, inode.is_dir(), inode.is_symlink(), ctx.large_dir)
         };
+        // A regular file's blocks are counted toward e2fsck's limit; not
+        // on bigalloc, where it counts clusters, nor in the resize
+        // inode's map of reserved blocks.
+        let count_from =
+            (inode.is_reg() && !bad_blocks && ino != inode::RESIZE_INO && fs.geo.cluster_bits == 0)
+                .then_some(charged);
         let failed = blockmap::walk_indirect_limited(
             fs,
             ino,
             &inode.block_ptrs(),
-            limit,
+            (limit, count_from),
             ctx.read_only,
             scratch,
             v,
@@ -2616,10 +2634,11 @@ fn check_blocks(
     let inline = inline_mapped(ctx, w, raw, inode);
     let dir_blocks_start = claimer.dir_blocks.len();
     let problems_start = claimer.problems.len();
+    let charged = ibody.blocks + u64::from(acl.is_some());
     let walked = walk_map_of(
         ctx,
         ino,
-        (inode, c.csum_ok),
+        (inode, c.csum_ok, charged),
         bad_blocks,
         &mut w.scratch,
         &mut claimer,

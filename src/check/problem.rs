@@ -225,7 +225,7 @@ problems! {
     // e2fsck walks it all the same (what it points to is claimed) and
     // never writes it; a message, not a question.
     InodeIndirectOnMetadata = ("0x1047", P1, Notice, false, "Inode {ino} uses block {blk}, which holds file system metadata, as an indirect block: what it points to is counted, nothing in it is repaired"),
-    InodeBlockMapShared = ("0x1044", P1, Error, false, "Inode {ino} block map reaches indirect block {blk} more than once (indirect blocks shared), walk stopped"),
+    InodeBlockMapShared = ("0x1044", P1, Error, false, "Inode {ino} block map reaches indirect block {blk} more than once (indirect blocks shared)"),
     // Pass 1E's offers (e2fsck's NOT_A_FIX): the tree is consistent, it
     // could only take fewer blocks or levels. Declining leaves the file
     // system clean; making it is not a correction either (exit 0).

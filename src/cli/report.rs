@@ -804,13 +804,20 @@ impl Latches {
                         "Inode {ino} maps blocks past the largest size it may have.  Truncate? {answer}\n\n"
                     )?;
                 }
-                let lblk = a.detail.split_once(", logical ").map_or("", |(_, r)| r);
+                let (kind, lblk) = a.detail.split_once(", logical ").unwrap_or(("", ""));
                 let lblk = lblk.split(',').next().unwrap_or(lblk);
                 let blk = a.blk.map_or(0, |b| b.get());
                 let done = if fixed { "CLEARED" } else { "IGNORED" };
+                // An indirect block is named by its kind, as e2fsck does.
+                let named = match kind {
+                    "indirect block" => "Indirect block".to_string(),
+                    "double indirect block" => "Double indirect block".to_string(),
+                    "triple indirect block" => "Triple indirect block".to_string(),
+                    _ => format!("Block #{lblk}"),
+                };
                 writeln!(
                     out,
-                    "Block #{lblk} ({blk}) lies past the largest {what} size.  {done}."
+                    "{named} ({blk}) lies past the largest {what} size.  {done}."
                 )?;
                 Ok(true)
             }

@@ -103,6 +103,12 @@ pub(super) fn fix(
         }
         return Ok(clear(fs, state, overlay, ino)? || staged);
     }
+    // The rewrite below judges pointers one by one; a block that makes a
+    // file too big is known only to the count of the whole walk, which
+    // it does not keep: such a map is left as it is rather than half done.
+    if all.iter().any(|p| p.e2fsck_code() == Some(0x010045)) {
+        return Ok(false);
+    }
     let mut root = ind.block;
     // Blocks below i_block that were rewritten.
     let staged_below;

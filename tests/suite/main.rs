@@ -38,6 +38,7 @@ mod ea_inode_quota;
 mod external_journal;
 mod fast_commit;
 mod features;
+mod file_too_big;
 mod fuzz_aborts;
 mod fuzz_exits_fz36;
 mod fuzz_finds;

@@ -458,30 +458,13 @@ const BATCHED: &[Code] = &[Code::BlockBitmapDiff, Code::InodeBitmapDiff];
 const LATCH_ASKS_EACH: &[u32] = &[catalogue::LATCH_RELOC];
 
 /// Why an e2fsck problem is not detected, where the reason is known.
-const WHY_NOT: &[(u32, &str)] = &[
-    (
-        0x02004f,
-        "e2fsck asks it only after a yes to 0x02004e, when libext2fs fails to store the \
+const WHY_NOT: &[(u32, &str)] = &[(
+    0x02004f,
+    "e2fsck asks it only after a yes to 0x02004e, when libext2fs fails to store the \
          inline directory's data at its corrected size (ext2fs_inline_data_set failing for \
          another reason than lack of room, or failing again 4 bytes shorter); by then pass \
          1 has judged the inode's extended attributes: not made on an image file",
-    ),
-    (
-        0x010045,
-        "made, not detected: e2fsck asks it for a block-mapped regular file at the reference \
-         that brings its count to 2^(31 - s_log_block_size) (every block the walk meets \
-         counts, indirect ones too, as often as the map names it, plus the xattr block): out \
-         of reach with 1 KiB and 2 KiB blocks (16.9M and 134.5M references at most), met \
-         with 4 KiB blocks by three blocks: a triple indirect block naming one double \
-         indirect block 512 times, all of whose entries name one indirect block naming one \
-         data block. e2fsck -fy spends 20 s of CPU there, clears the next 11 references and \
-         then the inode (0x010011) and restarts; its -fn reports it once, then its pass 1B \
-         lists each of the 537M references (23 MB of one line after 34 s of CPU, stopped). pfsck stops the walk \
-         at the indirect block met twice (its 0x1044) and its repair clears the inode as \
-         e2fsck's ends (e2fsck -fn clean after); e2fsck's count needs the shared tree \
-         counted by multiplicity, not done yet",
-    ),
-];
+)];
 
 fn damage(c: Code) -> Option<&'static str> {
     DAMAGE.iter().find(|(d, _)| *d == c).map(|(_, t)| *t)
