@@ -221,3 +221,46 @@ fn root_that_is_no_directory_stops_pass_3() {
         "{out}"
     );
 }
+
+/// A group's block or inode bitmap recorded at block 0 on a file system
+/// with no backup descriptors (seed fz36, damages 2045, 3439, 13646,
+/// 15467, 16061, 16324, 17173, 17644, 19602: `set_bg 0 block_bitmap 0`
+/// or `inode_bitmap 0` on one-group 4 KiB images; 977, 2140, 15757,
+/// 18778, 4310, 4636 alike). e2fsck -n places the bitmap anew at the end
+/// of pass 1 through its block cache; the block cannot be written to the
+/// read-only device, and the pass 2 read that evicts it fails: it
+/// declines to go on past that directory block (12). pfsck went on to
+/// pass 5 and exited 4.
+#[test]
+fn bitmap_at_block_zero_stops_pass_2() {
+    let tmp = TempDir::new("fuzz-abort-bitmap-zero");
+    // Enough directory blocks for pass 2 to reach the failing read.
+    let tree = tmp.join("tree");
+    let spec: Vec<Node> = (0..10).map(|i| Node::file(&format!("d{i}/f"), 3)).collect();
+    build_tree(&tree, &spec);
+    for (fs_type, which) in [
+        ("ext2", "block_bitmap"),
+        ("ext2", "inode_bitmap"),
+        ("ext4", "block_bitmap"),
+    ] {
+        let name = format!("{fs_type}-{which}");
+        let img = tmp.join(&name);
+        let opts = if fs_type == "ext2" {
+            MkfsOpts::ext2()
+        } else {
+            MkfsOpts::ext4()
+        };
+        mkfs(&img, 16 * MIB, &opts.block_size(4096), Some(&tree));
+        debugfs_w(&img, &[format!("set_bg 0 {which} 0")]);
+        assert_same_codes(&img, &[0x010021, 0x020020]);
+        let (out, _) = judged_by_oracle(&name, &img, 12, 1);
+        let bitmap = which.replace('_', " ");
+        assert!(
+            out.contains(&format!(
+                "group 0's {bitmap} lies at block 0, e2fsck -n places it anew"
+            )) && out.contains("The check stops at directory block"),
+            "[{name}] {out}"
+        );
+        assert!(!out.contains("Pass 3"), "[{name}] {out}");
+    }
+}
