@@ -730,14 +730,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             return Step::Stop;
         }
         if head.entries == 0 {
-            self.report(
-                Problem::new(Code::InodeExtentNodeBad)
-                    .ino(Ino(ino))
-                    .blk(Blk(pblk))
-                    .num(lblk)
-                    .detail("empty node"),
-            );
-            return Step::Skip;
+            return self.empty_node(ino, pblk, lblk);
         }
         let first = head.first;
         let mut had_problem = false;
@@ -787,6 +780,33 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
             );
         }
         Step::Next
+    }
+
+    /// A child node listing no entries. libext2fs will not go down into
+    /// it: e2fsck's walk of the tree fails there, and -n declines to clear
+    /// the inode and gives up, as on a node it cannot read. A repair
+    /// judges the node damaged.
+    fn empty_node(&mut self, ino: u32, pblk: u64, lblk: u64) -> Step {
+        if self.info.read_only {
+            self.report(
+                Problem::new(Code::InodeBlockBitmapUnreadable)
+                    .ino(Ino(ino))
+                    .blk(Blk(pblk))
+                    .detail("extent node: it lists no entries to go down to".to_string())
+                    .e2fsck(0x010057)
+                    .num(lblk),
+            );
+            self.stopped = true;
+            return Step::Stop;
+        }
+        self.report(
+            Problem::new(Code::InodeExtentNodeBad)
+                .ino(Ino(ino))
+                .blk(Blk(pblk))
+                .num(lblk)
+                .detail("empty node"),
+        );
+        Step::Skip
     }
 
     /// Whether a subtree walked apart is what walking it here would give:

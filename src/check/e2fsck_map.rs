@@ -57,7 +57,7 @@ pub fn codes(code: Code) -> &'static [u32] {
         GdChecksum => &[0x000035],
         GdUninitWithoutCsum => &[0x000036],
         GdItableUnused => &[0x000038],
-        GdMetadataOverlap => &[0x010007, 0x010008, 0x010009],
+        GdMetadataOverlap => &[0x010007, 0x010008, 0x010009, 0x010021],
         GdBlockUninitLastGroup => &[0x000039],
         JournalSuperblockCorrupt => &[0x000015, 0x00000F],
         JournalInodeInvalid => &[0x00000F],
@@ -290,6 +290,8 @@ pub const NONE: &[Code] = &[
     Code::StoppedAtInodeChecksumP2,
     Code::StoppedAtInodeChecksumP4,
     Code::StoppedAtNoDirInfo,
+    // Its read of the directory block (0x020020) is logged, by `refs`.
+    Code::StoppedAtRelocatedBitmap,
     Code::StoppedAtInodeChecksumP1,
     Code::StoppedAtInodeChecksumP1B,
     Code::StoppedWithoutRoot,
@@ -372,6 +374,11 @@ impl Problem {
 /// `Prompt::Fix` where there is neither.
 pub fn prompt(p: &Problem) -> catalogue::Prompt {
     use catalogue::Prompt;
+    // A bitmap at block 0 e2fsck places anew without asking (0x010021):
+    // pfsck asks as it does of any overlap.
+    if p.code == Code::GdMetadataOverlap {
+        return Prompt::Relocate;
+    }
     let mut code = p.e2fsck_code();
     // The chain of follow-up codes is short; the bound only guards the
     // walk against a cycle.
@@ -496,8 +503,12 @@ pub fn before_valid(p: &Problem) -> bool {
 /// refuses (unknown compat ones, unknown ro_compat ones in a read-only
 /// check, a casefold encoding it does not know) and an invalid MMP block
 /// number it was not allowed to clear; the check marks them with `num` 1.
+/// Also a stop whose own question -n declines (whether to go on past a
+/// directory block it cannot read after a bitmap was placed anew).
 pub fn aborts_unjudged(p: &Problem) -> bool {
-    matches!(p.code, Code::SbFeatureUnsupported | Code::MmpBlockInvalid) && p.args().num == Some(1)
+    (matches!(p.code, Code::SbFeatureUnsupported | Code::MmpBlockInvalid)
+        && p.args().num == Some(1))
+        || p.code == Code::StoppedAtRelocatedBitmap
 }
 
 /// Is `p` a problem at which e2fsck -n gives up once its passes are
@@ -680,6 +691,16 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
     // blocks inode, answered no.
     if p.code == Code::StoppedAtBadBlocksInode {
         return vec![Ref::of(0x010016, None)];
+    }
+    // The read of the directory block that fails, and its question
+    // whether to go on, answered no.
+    if p.code == Code::StoppedAtRelocatedBitmap {
+        let a = p.args();
+        return vec![Ref {
+            code: 0x020020,
+            ino: a.ino.map(Ino::get),
+            blk: a.blk.map(Blk::get),
+        }];
     }
     let Some(code) = p.e2fsck_code() else {
         return Vec::new();
@@ -1324,7 +1345,8 @@ fn stop_pass(code: Code) -> Option<u32> {
         Code::StoppedAtCorruptDir
         | Code::StoppedAtUnreadableDir
         | Code::StoppedAtInodeChecksumP2
-        | Code::StoppedAtNoDirInfo => Some(2),
+        | Code::StoppedAtNoDirInfo
+        | Code::StoppedAtRelocatedBitmap => Some(2),
         Code::StoppedWithoutRoot => Some(3),
         Code::StoppedAtInodeChecksumP4 => Some(4),
         Code::StoppedAtUninitGroup | Code::StoppedAtOrphanFileInode => Some(5),

@@ -602,6 +602,34 @@ fn pass0(dev: Device, opts: &Options, report: &mut Report, timer: &mut Timer) ->
     Ok(Pass0::Go(fs))
 }
 
+/// Where a read-only check's pass 2 stops before a directory block: on a
+/// directory e2fsck keeps no record of, or on the read that fails after
+/// a bitmap was placed anew, whichever comes first in e2fsck's order (at
+/// most one is returned). Neither when repairing; not the read after a
+/// relocation with `shared` blocks (pass 1B reads first).
+fn pass2_stops(
+    fs: &Fs,
+    state: &State,
+    repairing: bool,
+    shared: bool,
+) -> (Option<stops::NoDirInfo>, Option<stops::RelocatedBitmap>) {
+    if repairing {
+        return (None, None);
+    }
+    let no_dir_info = stops::dir_without_info(fs, state);
+    let relocated = (!shared)
+        .then(|| stops::relocated_bitmap(fs, state))
+        .flatten();
+    let zero_first = fs.sb.has_compat(crate::fs::superblock::compat::DIR_INDEX);
+    let key = |b: &state::DirBlock| (zero_first && b.lblk != crate::fs::num::LBlk(0), *b);
+    match (no_dir_info, relocated) {
+        (Some(n), Some(r)) if key(&r.at) < key(&n.at) => (None, Some(r)),
+        (n, None) => (n, None),
+        (n @ Some(_), Some(_)) => (n, None),
+        (None, r) => (None, r),
+    }
+}
+
 /// The bytes each structure of the check holds, pass 2's results last.
 fn census(state: &State, outs2: &[pass2::UnitOut2], spilled: bool) -> Vec<(&'static str, u64)> {
     let mut out = state.census();
@@ -697,14 +725,15 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     }
     let start2 = Instant::now();
     let bytes2 = fs.dev.bytes_read();
-    let no_dir_info = (!opts.repairing)
-        .then(|| stops::dir_without_info(&fs, &state))
-        .flatten();
+    let (no_dir_info, relocated) = pass2_stops(&fs, &state, opts.repairing, late);
     let run2 = if opts.repairing {
         pass2::Finish::Repair
     } else {
         pass2::Finish::ReadOnly {
-            stop_before: no_dir_info.as_ref().map(|s| s.at),
+            stop_before: no_dir_info
+                .as_ref()
+                .map(|s| s.at)
+                .or(relocated.as_ref().map(|s| s.at)),
         }
     };
     let mut found2 = pass2::finish(&fs, &mut state, piped.outs2, piped.counts2, run2, t, ctl);
@@ -727,7 +756,9 @@ fn passes(fs: Fs, opts: &Options, mut report: Report, mut timer: Timer) -> Resul
     let stop = !opts.repairing
         && (stops::at_bad_inode_checksum(&mut r.problems, &mut found2, &bad_csum)
             || stop_at_corrupt_dir(&mut found2)
-            || stops::at_no_dir_info(&mut r.problems, &found2));
+            || stops::at_no_dir_info(&mut r.problems, &found2)
+            || relocated
+                .is_some_and(|s| stops::at_relocated_bitmap(&mut r.problems, &mut found2, s)));
     r.problems.append(found2);
     crate::engine::memory::release_free();
     let end2 = start2.elapsed().as_secs_f64();

@@ -391,6 +391,10 @@ problems! {
     // directory but keeps no record of it: setting its parent from '..'
     // fails, and it aborts.
     StoppedAtNoDirInfo = ("0x2030", P2, Notice, false, "The check stops at reserved inode {ino}, a directory e2fsck -n keeps no record of, as e2fsck -n does; run a repair to check the rest"),
+    // e2fsck -n places a bitmap recorded at block 0 anew at the end of
+    // pass 1; the block it zeroes waits in libext2fs' cache, and the read
+    // that evicts it fails on the read-only device.
+    StoppedAtRelocatedBitmap = ("0x2051", P2, Notice, false, "The check stops at directory block {blk} of inode {ino}: group {group}'s {detail} lies at block 0, e2fsck -n places it anew in pass 1 and cannot write it, and the read that writes it fails; run a repair to check the rest"),
 
     // ---- Pass 3: directory connectivity ----
     RootMissing = ("0x3001", P3, Error, false, "The root inode is not in use"),

@@ -498,3 +498,71 @@ fn plain_dot_dotdot(fs: &Fs, b: &DirBlock) -> Option<Ino> {
         && name(off, 2)? == b"..\0")
         .then_some(dot)
 }
+
+/// How many blocks libext2fs' block cache holds: a block written under
+/// -n stays there until the cache gives its slot to the eighth other
+/// block read after it.
+const BLOCK_CACHE_SLOTS: usize = 8;
+
+/// Where pass 2 stops after e2fsck -n placed a bitmap anew.
+pub(super) struct RelocatedBitmap {
+    /// The directory block whose read fails.
+    pub at: DirBlock,
+    /// What it says, the notice alone.
+    pub problem: Problem,
+}
+
+/// A group's block or inode bitmap recorded at block 0 (as the check
+/// reads the descriptors: e2fsck's superblock check sets an out-of-group
+/// one to 0 only when told yes) is one e2fsck relocates at the end of
+/// pass 1, under -n too: it picks a free block and zeroes it through
+/// libext2fs' write-back cache of `BLOCK_CACHE_SLOTS` blocks. The device
+/// is open read-only, so the write fails when that slot is taken for
+/// another block, and the read that takes it fails with it; in pass 2,
+/// that of a directory block, where e2fsck asks whether to go on and -n
+/// gives up. Pass 2 reads the directory blocks in its order (with
+/// dir_index every first block, then the others, each by physical
+/// block), and the slot goes at about the eighth: the block taken here
+/// (the blocks pass 1 left in the cache, or inodes read between them,
+/// move it a few places, which only changes what is said before the
+/// stop). None with fewer blocks (e2fsck fails later, on reads this does
+/// not follow) or with shared blocks (pass 1B reads first).
+pub(super) fn relocated_bitmap(fs: &Fs, state: &State) -> Option<RelocatedBitmap> {
+    let (g, which) = fs.gds.iter().enumerate().find_map(|(g, gd)| {
+        if gd.block_bitmap == 0 {
+            Some((g, "block bitmap"))
+        } else if gd.inode_bitmap == 0 {
+            Some((g, "inode bitmap"))
+        } else {
+            None
+        }
+    })?;
+    let zero_first = fs.sb.has_compat(crate::fs::superblock::compat::DIR_INDEX);
+    let mut blocks: Vec<(bool, DirBlock)> = state
+        .dir_blocks
+        .iter()
+        .filter(|b| b.pblk != Blk(0) && !state.has_iflag(b.ino, iflag::INLINE))
+        .map(|b| (zero_first && b.lblk != LBlk(0), *b))
+        .collect();
+    blocks.sort_unstable();
+    let (_, at) = *blocks.get(BLOCK_CACHE_SLOTS - 1)?;
+    let problem = Problem::new(Code::StoppedAtRelocatedBitmap)
+        .ino(at.ino)
+        .blk(at.pblk)
+        .group(Group(narrow::sat32(g)))
+        .detail(which.to_string());
+    Some(RelocatedBitmap { at, problem })
+}
+
+/// After [`relocated_bitmap`] cut pass 2 before its block: `pass2` ends
+/// with the notice, and `pass1` keeps what pass 2 would have asked of
+/// the inodes its entries named before (as [`at_bad_inode_checksum`]).
+pub(super) fn at_relocated_bitmap(
+    pass1: &mut ProblemList,
+    pass2: &mut ProblemList,
+    stop: RelocatedBitmap,
+) -> bool {
+    keep_asked_before(pass1, &bad_targets(pass2));
+    pass2.push(stop.problem);
+    true
+}

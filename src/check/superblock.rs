@@ -895,8 +895,14 @@ fn desc_problems(sb: &Superblock, geo: &Geometry, gds: &[GroupDesc]) -> Vec<Prob
             }
             for b in blk..blk + len {
                 if meta.set(b) {
-                    // e2fsck's code says which of the three overlaps.
+                    // e2fsck's code says which of the three overlaps; a
+                    // bitmap at block 0 it takes for one never placed,
+                    // and places anew at the end of pass 1 without a
+                    // question, -n or not.
                     let e2 = match loc {
+                        Code::GdBlockBitmapLocation | Code::GdInodeBitmapLocation if b == 0 => {
+                            0x010021
+                        }
                         Code::GdBlockBitmapLocation => 0x010007,
                         Code::GdInodeBitmapLocation => 0x010008,
                         _ => 0x010009,

@@ -221,3 +221,86 @@ fn root_that_is_no_directory_stops_pass_3() {
         "{out}"
     );
 }
+
+/// A group's block or inode bitmap recorded at block 0 on a file system
+/// with no backup descriptors (seed fz36, damages 2045, 3439, 13646,
+/// 15467, 16061, 16324, 17173, 17644, 19602: `set_bg 0 block_bitmap 0`
+/// or `inode_bitmap 0` on one-group 4 KiB images; 977, 2140, 15757,
+/// 18778, 4310, 4636 alike). e2fsck -n places the bitmap anew at the end
+/// of pass 1 through its block cache; the block cannot be written to the
+/// read-only device, and the pass 2 read that evicts it fails: it
+/// declines to go on past that directory block (12). pfsck went on to
+/// pass 5 and exited 4.
+#[test]
+fn bitmap_at_block_zero_stops_pass_2() {
+    let tmp = TempDir::new("fuzz-abort-bitmap-zero");
+    // Enough directory blocks for pass 2 to reach the failing read.
+    let tree = tmp.join("tree");
+    let spec: Vec<Node> = (0..10).map(|i| Node::file(&format!("d{i}/f"), 3)).collect();
+    build_tree(&tree, &spec);
+    for (fs_type, which) in [
+        ("ext2", "block_bitmap"),
+        ("ext2", "inode_bitmap"),
+        ("ext4", "block_bitmap"),
+    ] {
+        let name = format!("{fs_type}-{which}");
+        let img = tmp.join(&name);
+        let opts = if fs_type == "ext2" {
+            MkfsOpts::ext2()
+        } else {
+            MkfsOpts::ext4()
+        };
+        mkfs(&img, 16 * MIB, &opts.block_size(4096), Some(&tree));
+        debugfs_w(&img, &[format!("set_bg 0 {which} 0")]);
+        assert_same_codes(&img, &[0x010021, 0x020020]);
+        let (out, _) = judged_by_oracle(&name, &img, 12, 1);
+        let bitmap = which.replace('_', " ");
+        assert!(
+            out.contains(&format!(
+                "group 0's {bitmap} lies at block 0, e2fsck -n places it anew"
+            )) && out.contains("The check stops at directory block"),
+            "[{name}] {out}"
+        );
+        assert!(!out.contains("Pass 3"), "[{name}] {out}");
+    }
+}
+
+/// An extent tree block whose entry count is 0 (seed fz36, damages 6672,
+/// 9039, 12894, 16292, 18847: `write etb+0x2/2`). libext2fs will not go
+/// down into a node listing nothing: e2fsck's walk of the tree fails
+/// there (0x010057), -n declines to clear the inode, offers the shorter
+/// tree (0x014006) and gives up (12). pfsck judged the node damaged
+/// (0x01005F), went on to pass 5 and exited 4. A repair still ends clean.
+#[test]
+fn empty_extent_node_stops_n_in_pass_1() {
+    let tmp = TempDir::new("fuzz-abort-empty-node");
+    let tree = tmp.join("tree");
+    // Eight one-block extents: more than the inode holds, one leaf block.
+    let data: Vec<(u64, u64)> = (0..8).map(|k| (k * 65536, 4096)).collect();
+    build_tree(&tree, &[Node::sparse("s", 8 * 65536, &data)]);
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        16 * MIB,
+        &MkfsOpts::ext4().block_size(4096),
+        Some(&tree),
+    );
+    let out = debugfs_r(&img, "ex /s");
+    let leaf: u64 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("0/"))
+        .and_then(|l| l.split_whitespace().rev().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("/s has no extent leaf block:\n{out}"));
+    // eh_entries, two bytes into the node's header.
+    write_at(&img, leaf * 4096 + 2, &[0, 0]);
+    assert_same_codes(&img, &[0x010057, 0x014006]);
+    let (out, _) = judged_by_oracle("empty-extent-node", &img, 12, 1);
+    assert!(
+        out.contains(&format!(
+            "Error reading block {leaf} (extent node: it lists no entries to go down to)"
+        )) && out.contains("whose extent tree cannot be read"),
+        "{out}"
+    );
+    assert!(!out.contains("Pass 2"), "{out}");
+}
