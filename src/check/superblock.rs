@@ -105,14 +105,16 @@ fn load_at(
     offset: u64,
     want_bs: Option<u32>,
 ) -> std::result::Result<Loaded, Refusal> {
-    load(dev, offset, want_bs, Geometry::new)
+    load(dev, offset, want_bs, false)
 }
 
+/// `despite`: as libext2fs told to overlook superblock errors, which
+/// skips its check of the descriptor size and takes a wrong inodes count.
 fn load(
     dev: &Device,
     offset: u64,
     want_bs: Option<u32>,
-    geometry: fn(&Superblock) -> std::result::Result<Geometry, String>,
+    despite: bool,
 ) -> std::result::Result<Loaded, Refusal> {
     let mut b = vec![0u8; SUPERBLOCK_SIZE];
     dev.read_at(offset, &mut b)
@@ -127,10 +129,15 @@ fn load(
     if sb.rev_level > 1 {
         return Err(Refusal::Revision(sb.rev_level));
     }
-    if let Some(size) = bad_desc_size(&sb) {
+    if let Some(size) = bad_desc_size(&sb).filter(|_| !despite) {
         return Err(Refusal::DescSize(size));
     }
-    let geo = geometry(&sb).map_err(Refusal::Corrupt)?;
+    let geo = if despite {
+        Geometry::despite_inodes_count(&sb)
+    } else {
+        Geometry::new(&sb)
+    };
+    let geo = geo.map_err(Refusal::Corrupt)?;
     if want_bs.is_some_and(|bs| bs != geo.block_size) {
         return Err(Refusal::Other("block size does not match".into()));
     }
@@ -374,9 +381,13 @@ fn primary_refused(
         return Some(b);
     }
     let despite = matches!(refusal, Refusal::Corrupt(_) | Refusal::DescSize(_))
-        .then(|| load(dev, SUPERBLOCK_OFFSET, None, Geometry::despite_inodes_count).ok())
+        .then(|| load(dev, SUPERBLOCK_OFFSET, None, true).ok())
         .flatten()
-        .filter(|l| l.sb.inodes_count != l.geo.inodes_count || l.geo.first_meta_bg_too_big());
+        .filter(|l| {
+            l.sb.inodes_count != l.geo.inodes_count
+                || l.geo.first_meta_bg_too_big()
+                || bad_desc_size(&l.sb).is_some()
+        });
     if let Some(l) = despite {
         return Some(match despite_backup(dev, &l, refusal) {
             Some(b) => {
@@ -425,7 +436,7 @@ fn desc_size_backup(dev: &Device) -> Option<Loaded> {
         return None;
     }
     let off = (fdb + bpg).checked_mul(u64::from(bs))?;
-    load(dev, off, Some(bs), Geometry::despite_inodes_count).ok()
+    load(dev, off, Some(bs), true).ok()
 }
 
 /// The primary read despite its errors, and its descriptors look bad:
@@ -438,7 +449,7 @@ fn despite_backup(dev: &Device, p: &Loaded, refusal: &Refusal) -> Option<(Loaded
     }
     let bs = p.geo.block_size;
     let off = group1_backup(&p.geo).checked_mul(u64::from(bs))?;
-    let b = load(dev, off, Some(bs), Geometry::despite_inodes_count).ok()?;
+    let b = load(dev, off, Some(bs), true).ok()?;
     let why = format!(
         "the primary superblock is damaged: {}; read despite it, \
          its group descriptors look bad",

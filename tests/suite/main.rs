@@ -40,6 +40,7 @@ mod fast_commit;
 mod features;
 mod fuzz_aborts;
 mod fuzz_exits_fz36;
+mod fuzz_exits_fz36j;
 mod fuzz_finds;
 mod geometry;
 mod huge_files;
