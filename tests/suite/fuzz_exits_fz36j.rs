@@ -63,3 +63,42 @@ fn small_desc_size_on_one_group_read_despite_errors() {
     debugfs_w(&img, &["ssv desc_size 48"]);
     both_exit(&img, &["-fn"], 8);
 }
+
+/// The user quota inode, unused (no quota feature), with only the high
+/// 16 bits of its block count set (seed fz36, damage 14820: 64 bytes of
+/// inode 3 overwritten). e2fsck asks whether an unused quota inode holds
+/// data by its links, the low 32 bits of its block count and its first
+/// block pointer: nothing to it here (exit 0). pfsck read the whole
+/// 48-bit count and reported the inode (exit 4). Set in the low half,
+/// both report it.
+#[test]
+fn unused_quota_inode_judged_by_low_block_count() {
+    let tmp = TempDir::new("fz36j-quota-blocks-hi");
+    let base = tmp.join("base");
+    mkfs(
+        &base,
+        12 * MIB,
+        &MkfsOpts::ext4()
+            .block_size(1024)
+            .features("^metadata_csum,^quota"),
+        None,
+    );
+    let img = tmp.join("hi");
+    copy_image(&base, &img);
+    // l_i_blocks_hi, and the high half of the size, which e2fsck does
+    // not judge on an unused reserved inode either.
+    write_at(&img, inode_offset(&img, 3) + 0x74, &[0xff, 0xff]);
+    write_at(&img, inode_offset(&img, 3) + 0x6c, &[0xff; 4]);
+    same_codes_as_e2fsck("blocks_hi", &img);
+    let (out, _) = judged_by_oracle("blocks_hi", &img, 0, 0);
+    assert!(!out.contains("Inode 3"), "{out}");
+    let img = tmp.join("lo");
+    copy_image(&base, &img);
+    write_at(&img, inode_offset(&img, 3) + 0x1c, &[2]);
+    same_codes_as_e2fsck("blocks_lo", &img);
+    let (out, _) = judged_by_oracle("blocks_lo", &img, 4, 1);
+    assert!(
+        out.contains("Reserved inode 3 (quota inode is not in use, but contains data)"),
+        "{out}"
+    );
+}
