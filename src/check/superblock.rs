@@ -142,7 +142,16 @@ fn load(
         return Err(Refusal::Other("block size does not match".into()));
     }
     let sb_block = offset / u64::from(geo.block_size);
-    let (gds, gd_raw) = read_descriptors(dev, &geo, sb_block).map_err(Refusal::Other)?;
+    // libext2fs reads the primary's table after the first data block
+    // (block 1 with 1 KiB blocks), not after the superblock: a first data
+    // block written over moves the table it reads (seed fz36, damages
+    // 13960, 7446: 1 with 4 KiB blocks, the table read from block 2).
+    let group_block = match geo.first_data_block {
+        _ if offset != SUPERBLOCK_OFFSET => sb_block,
+        0 if geo.block_size == 1024 => 1,
+        fdb => fdb,
+    };
+    let (gds, gd_raw) = read_descriptors(dev, &geo, group_block).map_err(Refusal::Other)?;
     Ok(Loaded {
         sb,
         geo,

@@ -102,3 +102,36 @@ fn unused_quota_inode_judged_by_low_block_count() {
         "{out}"
     );
 }
+
+/// A first data block of 1 written into a 4 KiB file system's superblock
+/// (seed fz36, damages 13960, 7446). libext2fs reads the primary's
+/// descriptor table after the first data block, from block 2 here (a
+/// reserved GDT block), not after the superblock: the descriptors it
+/// gets are bad, there is no backup with a single group, and with them
+/// the journal inode has no valid location. e2fsck's journal check comes
+/// before its check of the first data block: -n may not clear the
+/// journal and cannot proceed (12). pfsck read the table at block 1,
+/// found the journal sound and stopped at the first data block (8).
+#[test]
+fn first_data_block_moves_the_primary_descriptor_table() {
+    let tmp = TempDir::new("fz36j-fdb-table");
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        16 * MIB,
+        &MkfsOpts::ext4()
+            .block_size(4096)
+            .features("^metadata_csum,^64bit"),
+        None,
+    );
+    // s_first_data_block, written raw: debugfs would move the table too.
+    write_at(&img, 1024 + 0x14, &1u32.to_le_bytes());
+    same_codes_as_e2fsck("fdb 1", &img);
+    let (out, _) = both_exit(&img, &["-fn"], 12);
+    assert!(
+        out.contains("The journal (inode 8) is unusable")
+            && out.contains("cannot proceed with the file system check"),
+        "{out}"
+    );
+    assert!(!out.contains("first data block"), "{out}");
+}
