@@ -496,7 +496,7 @@ fn despite_errors(mut l: Loaded, opts: &Options, probs: &mut Vec<Problem>) -> Op
         );
     }
     if l.sb.inodes_count == l.geo.inodes_count {
-        return Some(l);
+        return Some(bitmap_too_small(l));
     }
     probs.push(
         Problem::new(Code::SbInodesCount)
@@ -512,7 +512,21 @@ fn despite_errors(mut l: Loaded, opts: &Options, probs: &mut Vec<Problem>) -> Op
         );
         return None;
     }
-    Some(l)
+    Some(bitmap_too_small(l))
+}
+
+/// More inodes per group than one bitmap block holds, which libext2fs
+/// overlooks with the superblock's errors: e2fsck runs its passes on
+/// such a group and gives up when it reads the bitmaps. Stop before the
+/// passes instead (after the journal, as a value of the superblock).
+fn bitmap_too_small(mut l: Loaded) -> Loaded {
+    let ipg = l.geo.inodes_per_group;
+    if u64::from(ipg) > 8 * u64::from(l.geo.block_size) && l.value_stop.is_none() {
+        l.value_stop = Some(Problem::new(Code::SbCorrupt).detail(format!(
+            "inodes_per_group = {ipg}, more than a bitmap block holds"
+        )));
+    }
+    l
 }
 
 pub fn open(dev: Device, opts: &Options) -> Result<Opened> {

@@ -113,15 +113,29 @@ impl Geometry {
                 sb.blocks_per_group
             ));
         }
-        if sb.inodes_per_group == 0 || u64::from(sb.inodes_per_group) > bits {
-            return Err(format!(
+        let ipg_invalid = || {
+            Err(format!(
                 "inodes per group {} is invalid",
                 sb.inodes_per_group
-            ));
+            ))
+        };
+        if sb.inodes_per_group == 0 || (strict && u64::from(sb.inodes_per_group) > bits) {
+            return ipg_invalid();
         }
         let inode_size = sb.inode_size();
         if inode_size < 128 || inode_size > bs || !inode_size.is_power_of_two() {
             return Err(format!("inode size {inode_size} is invalid"));
+        }
+        // Overlooking superblock errors, libext2fs bounds the inode
+        // table's blocks per group by its most inodes per group (a bound
+        // of another unit, but the one it applies), not the inodes by one
+        // bitmap block: pass 0 stops before any pass reads such a group
+        // (`check::superblock`).
+        let per_block = u64::from(bs / inode_size);
+        let itable =
+            (u64::from(sb.inodes_per_group) * u64::from(inode_size)).div_ceil(u64::from(bs));
+        if itable > (1 << 16) - per_block {
+            return ipg_invalid();
         }
         let fdb = u64::from(sb.first_data_block);
         let expect_fdb = if bs == 1024 { 1 } else { 0 };

@@ -135,3 +135,36 @@ fn first_data_block_moves_the_primary_descriptor_table() {
     );
     assert!(!out.contains("first data block"), "{out}");
 }
+
+/// More inodes per group than one bitmap block holds, written into the
+/// primary superblock of a file system of several groups (seed fz36,
+/// damages 10085, 18748: ext2, 1 KiB blocks, `-g 2048`). libext2fs
+/// refuses the primary (its inodes count no longer matches), finds no
+/// backup at block 8193, then loads the primary overlooking its errors:
+/// there it bounds the inode table's blocks, not the inodes by a bitmap
+/// block, and its check of the descriptors sends e2fsck to the backup
+/// of group 1, which it checks through (4: counts the backup does not
+/// know). pfsck refused the primary even overlooking its errors (8).
+#[test]
+fn inodes_per_group_beyond_a_bitmap_read_despite_errors() {
+    let tmp = TempDir::new("fz36j-ipg-bitmap");
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        8 * MIB,
+        &MkfsOpts::ext2().block_size(1024).blocks_per_group(2048),
+        None,
+    );
+    // A file the backups do not count.
+    let data = tmp.join("data");
+    std::fs::write(&data, vec![7u8; 5000]).unwrap();
+    debugfs_w(&img, &[format!("write {} f", data.display())]);
+    write_at(&img, 1024 + 0x28, &8704u32.to_le_bytes());
+    same_codes_as_e2fsck("ipg 8704", &img);
+    let (out, _) = judged_by_oracle("ipg 8704", &img, 4, 1);
+    assert!(
+        out.contains("The primary superblock is unusable")
+            && out.contains("using the copy at block 2049"),
+        "{out}"
+    );
+}
