@@ -168,3 +168,43 @@ fn inodes_per_group_beyond_a_bitmap_read_despite_errors() {
         "{out}"
     );
 }
+
+/// A journal extent grown over the next one (seed fz36, damage 14760:
+/// the journal's second extent made 271 blocks long, its third now out
+/// of order). e2fsck's walk of the journal's map goes through every
+/// extent in the tree's order, so the map still reaches the journal's
+/// size and the journal is used; pass 1 then finds the extents out of
+/// order (4). pfsck's walk skipped the extent pass 1 rejects, found the
+/// map too short, called the journal unusable and could not proceed
+/// under -n (12).
+#[test]
+fn journal_extent_out_of_order_still_reaches_its_size() {
+    let tmp = TempDir::new("fz36j-journal-order");
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        16 * MIB,
+        &MkfsOpts::ext4()
+            .block_size(4096)
+            .features("^metadata_csum,^64bit"),
+        None,
+    );
+    let extents = debugfs_r(&img, "ex <8>");
+    assert!(
+        extents.contains(" 2/  3    10 -    24"),
+        "mke2fs laid the journal out otherwise:\n{extents}"
+    );
+    // ee_len of the second entry of the tree in i_block.
+    write_at(
+        &img,
+        inode_offset(&img, 8) + 0x28 + 12 + 12 + 4,
+        &271u16.to_le_bytes(),
+    );
+    same_codes_as_e2fsck("journal order", &img);
+    let (out, _) = judged_by_oracle("journal order", &img, 4, 1);
+    assert!(
+        out.contains("Inode 8: extents out of order at logical block 25"),
+        "{out}"
+    );
+    assert!(!out.contains("unusable"), "{out}");
+}
