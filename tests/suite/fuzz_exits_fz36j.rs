@@ -208,3 +208,37 @@ fn journal_extent_out_of_order_still_reaches_its_size() {
     );
     assert!(!out.contains("unusable"), "{out}");
 }
+
+/// EXTENTS_FL on a file of a file system without the extents feature,
+/// over block pointers with an indirect block outside the file system
+/// (seed fz36, damage 18836: 512 bytes of an ext3 inode table written
+/// over). Declined clearing (-n), e2fsck walks the map as its library
+/// does, by the flag: the pointers are no extent header, so it finds no
+/// block and no error (i_blocks should be 0; exit 4). pfsck walked them
+/// as block pointers and gave up at the indirect block, as e2fsck -n
+/// does for a block-mapped file (12).
+#[test]
+fn extents_flag_without_feature_walks_no_pointers() {
+    let tmp = TempDir::new("fz36j-extents-flag");
+    let img = tmp.join("img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext3().block_size(1024), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, b"hello\n").unwrap();
+    debugfs_w(
+        &img,
+        &[
+            format!("write {} f", data.display()),
+            "sif f flags 0x80000".to_string(),
+            "sif f block[IND] 4000000000".to_string(),
+        ],
+    );
+    same_codes_as_e2fsck("extents flag", &img);
+    let (out, fixed) = judged_by_oracle("extents flag", &img, 4, 1);
+    assert!(
+        out.contains("Inode 12 is flagged as extent-mapped, but the extents feature is off")
+            && out.contains("Inode 12: i_blocks 2, expected 0"),
+        "{out}"
+    );
+    assert!(!out.contains("The check stops"), "{out}");
+    assert!(fixed.contains("Clear? yes"), "{fixed}");
+}
