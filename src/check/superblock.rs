@@ -221,6 +221,13 @@ fn checksum_refusal() -> Problem {
         .e2fsck(0x000044)
 }
 
+/// The primary superblock as it is on the device, unjudged.
+fn primary_superblock(dev: &Device) -> Option<Superblock> {
+    let mut b = vec![0u8; SUPERBLOCK_SIZE];
+    dev.read_at(SUPERBLOCK_OFFSET, &mut b).ok()?;
+    Some(Superblock::parse(&b))
+}
+
 /// Where e2fsck looks for a backup once its library refused the primary
 /// superblock (whose blocks per group it then does not trust): group 1
 /// of a file system with a bitmap's worth of blocks per group, for each
@@ -309,6 +316,18 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
         Ok(l) => return Some(descriptors_refused(dev, l, probs)),
         Err(r) => r,
     };
+    // libext2fs refuses unknown incompat features (and ro_compat ones
+    // when it may write) before it judges any value, and e2fsck looks for
+    // no backup then (seed fz36, damage 11814: features and a flex group
+    // size written over together).
+    if matches!(refusal, Refusal::DescSize(_) | Refusal::Corrupt(_))
+        && let Some(p) = primary_superblock(dev)
+            .and_then(|sb| unsupported_features(&sb, opts))
+            .filter(|p| p.args().num == Some(0))
+    {
+        probs.push(p);
+        return None;
+    }
     if refusal.tries_backup() {
         let (blk, bs) = backup_probe(dev, opts.blocksize);
         // e2fsck takes the backup if its library opens it, whatever its
@@ -582,48 +601,8 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         return Ok(Opened::Fatal(probs));
     }
 
-    let bad_compat = sb.feature_compat & !superblock::SUPPORTED_COMPAT;
-    let bad_incompat = sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT;
-    let bad_ro = sb.feature_ro_compat & !superblock::SUPPORTED_RO_COMPAT;
-    let mut names = Vec::new();
-    for bit in (0..32).map(|i| 1u32 << i) {
-        if bad_compat & bit != 0 {
-            names.push(format!(
-                "{} (compat 0x{bit:x})",
-                superblock::compat_name(bit)
-            ));
-        }
-        if bad_incompat & bit != 0 {
-            names.push(format!(
-                "{} (incompat 0x{bit:x})",
-                superblock::incompat_name(bit)
-            ));
-        }
-        if bad_ro & bit != 0 {
-            names.push(format!(
-                "{} (ro_compat 0x{bit:x})",
-                superblock::ro_compat_name(bit)
-            ));
-        }
-    }
-    // Names of casefolded directories cannot be compared, nor their
-    // hashes computed, in an encoding nobody defined (e2fsck stops too).
-    if sb.feature_incompat & incompat::CASEFOLD != 0
-        && sb.encoding != crate::fs::casefold::ENCODING_UTF8_12_1
-    {
-        names.push(format!("casefold with unknown encoding {}", sb.encoding));
-    }
-    if !names.is_empty() {
-        // libext2fs refuses unknown incompat features, and unknown
-        // ro_compat ones when it opens to write; past that, e2fsck's own
-        // feature check refuses, on a file system it has not yet judged
-        // valid (`e2fsck_map::aborts_unjudged`): `num` 1 says which.
-        let library_refuses = bad_incompat != 0 || (bad_ro != 0 && opts.repairing);
-        probs.push(
-            Problem::new(Code::SbFeatureUnsupported)
-                .detail(names.join(", "))
-                .num(u64::from(!library_refuses)),
-        );
+    if let Some(p) = unsupported_features(&sb, opts) {
+        probs.push(p);
         return Ok(Opened::Fatal(probs));
     }
     // The library opened it (no refusal): e2fsck's own range checks find
@@ -660,6 +639,55 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         return Ok(Opened::Fatal(journal_first(&fs, opts, probs, stop)));
     }
     Ok(Opened::Fs(Box::new(fs), probs))
+}
+
+/// Features this checker does not know, as the problem that stops the
+/// check; None when every feature is known.
+fn unsupported_features(sb: &Superblock, opts: &Options) -> Option<Problem> {
+    let bad_compat = sb.feature_compat & !superblock::SUPPORTED_COMPAT;
+    let bad_incompat = sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT;
+    let bad_ro = sb.feature_ro_compat & !superblock::SUPPORTED_RO_COMPAT;
+    let mut names = Vec::new();
+    for bit in (0..32).map(|i| 1u32 << i) {
+        if bad_compat & bit != 0 {
+            names.push(format!(
+                "{} (compat 0x{bit:x})",
+                superblock::compat_name(bit)
+            ));
+        }
+        if bad_incompat & bit != 0 {
+            names.push(format!(
+                "{} (incompat 0x{bit:x})",
+                superblock::incompat_name(bit)
+            ));
+        }
+        if bad_ro & bit != 0 {
+            names.push(format!(
+                "{} (ro_compat 0x{bit:x})",
+                superblock::ro_compat_name(bit)
+            ));
+        }
+    }
+    // Names of casefolded directories cannot be compared, nor their
+    // hashes computed, in an encoding nobody defined (e2fsck stops too).
+    if sb.feature_incompat & incompat::CASEFOLD != 0
+        && sb.encoding != crate::fs::casefold::ENCODING_UTF8_12_1
+    {
+        names.push(format!("casefold with unknown encoding {}", sb.encoding));
+    }
+    if names.is_empty() {
+        return None;
+    }
+    // libext2fs refuses unknown incompat features, and unknown ro_compat
+    // ones when it opens to write; past that, e2fsck's own feature check
+    // refuses, on a file system it has not yet judged valid
+    // (`e2fsck_map::aborts_unjudged`): `num` 1 says which.
+    let library_refuses = bad_incompat != 0 || (bad_ro != 0 && opts.repairing);
+    Some(
+        Problem::new(Code::SbFeatureUnsupported)
+            .detail(names.join(", "))
+            .num(u64::from(!library_refuses)),
+    )
 }
 
 /// `stop`, a superblock value e2fsck's check of the superblock stops

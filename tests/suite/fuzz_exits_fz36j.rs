@@ -242,3 +242,40 @@ fn extents_flag_without_feature_walks_no_pointers() {
     assert!(!out.contains("The check stops"), "{out}");
     assert!(fixed.contains("Clear? yes"), "{fixed}");
 }
+
+/// Unknown incompat features and a flex group size of 2^206 written
+/// over the primary superblock together (seed fz36, damage 11814).
+/// libext2fs refuses the unknown features before it judges any value,
+/// and e2fsck looks for no backup after that refusal: it stops (8).
+/// pfsck refused the flex group size first, took the backup and checked
+/// through it (4).
+#[test]
+fn unknown_features_refused_before_values() {
+    let tmp = TempDir::new("fz36j-features-first");
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        12 * MIB,
+        &MkfsOpts::ext4()
+            .block_size(1024)
+            .features("^metadata_csum,^metadata_csum_seed"),
+        None,
+    );
+    // s_log_groups_per_flex, and incompat bit 0x20 (unassigned).
+    write_at(&img, 1024 + 0x174, &[206]);
+    let incompat = read_at(&img, 1024 + 0x60, 4);
+    let incompat = u32::from_le_bytes(incompat.try_into().unwrap()) | 0x20;
+    write_at(&img, 1024 + 0x60, &incompat.to_le_bytes());
+    same_codes_as_e2fsck("features first", &img);
+    for mode in ["-fn", "-fy"] {
+        let (out, mine) = both_exit(&img, &[mode], 8);
+        assert_eq!(hash_file(&mine), hash_file(&img), "{mode} wrote");
+        assert!(!out.contains("using the copy"), "{mode}: {out}");
+    }
+    let run = pfsck(&["-fn".as_ref(), img.as_os_str()]);
+    let text = output_text(&run);
+    assert!(
+        text.contains("Features this checker does not know are set: unknown (incompat 0x20)"),
+        "{text}"
+    );
+}
