@@ -587,7 +587,8 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                 EntryFault::Order => Problem::new(Code::InodeExtentOrder)
                     .ino(Ino(ino))
                     .num(lblk)
-                    .blk(Blk(pblk)),
+                    .blk(Blk(pblk))
+                    .num2(len),
                 EntryFault::PastEnd => Problem::new(Code::InodeExtentPastEof)
                     .ino(Ino(ino))
                     .num(lblk)

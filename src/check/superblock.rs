@@ -105,14 +105,16 @@ fn load_at(
     offset: u64,
     want_bs: Option<u32>,
 ) -> std::result::Result<Loaded, Refusal> {
-    load(dev, offset, want_bs, Geometry::new)
+    load(dev, offset, want_bs, false)
 }
 
+/// `despite`: as libext2fs told to overlook superblock errors, which
+/// skips its check of the descriptor size and takes a wrong inodes count.
 fn load(
     dev: &Device,
     offset: u64,
     want_bs: Option<u32>,
-    geometry: fn(&Superblock) -> std::result::Result<Geometry, String>,
+    despite: bool,
 ) -> std::result::Result<Loaded, Refusal> {
     let mut b = vec![0u8; SUPERBLOCK_SIZE];
     dev.read_at(offset, &mut b)
@@ -127,15 +129,29 @@ fn load(
     if sb.rev_level > 1 {
         return Err(Refusal::Revision(sb.rev_level));
     }
-    if let Some(size) = bad_desc_size(&sb) {
+    if let Some(size) = bad_desc_size(&sb).filter(|_| !despite) {
         return Err(Refusal::DescSize(size));
     }
-    let geo = geometry(&sb).map_err(Refusal::Corrupt)?;
+    let geo = if despite {
+        Geometry::despite_inodes_count(&sb)
+    } else {
+        Geometry::new(&sb)
+    };
+    let geo = geo.map_err(Refusal::Corrupt)?;
     if want_bs.is_some_and(|bs| bs != geo.block_size) {
         return Err(Refusal::Other("block size does not match".into()));
     }
     let sb_block = offset / u64::from(geo.block_size);
-    let (gds, gd_raw) = read_descriptors(dev, &geo, sb_block).map_err(Refusal::Other)?;
+    // libext2fs reads the primary's table after the first data block
+    // (block 1 with 1 KiB blocks), not after the superblock: a first data
+    // block written over moves the table it reads (seed fz36, damages
+    // 13960, 7446: 1 with 4 KiB blocks, the table read from block 2).
+    let group_block = match geo.first_data_block {
+        _ if offset != SUPERBLOCK_OFFSET => sb_block,
+        0 if geo.block_size == 1024 => 1,
+        fdb => fdb,
+    };
+    let (gds, gd_raw) = read_descriptors(dev, &geo, group_block).map_err(Refusal::Other)?;
     Ok(Loaded {
         sb,
         geo,
@@ -203,6 +219,13 @@ fn checksum_refusal() -> Problem {
         )
         .num(1)
         .e2fsck(0x000044)
+}
+
+/// The primary superblock as it is on the device, unjudged.
+fn primary_superblock(dev: &Device) -> Option<Superblock> {
+    let mut b = vec![0u8; SUPERBLOCK_SIZE];
+    dev.read_at(SUPERBLOCK_OFFSET, &mut b).ok()?;
+    Some(Superblock::parse(&b))
 }
 
 /// Where e2fsck looks for a backup once its library refused the primary
@@ -293,6 +316,18 @@ fn load_found(dev: &Device, opts: &Options, probs: &mut Vec<Problem>) -> Option<
         Ok(l) => return Some(descriptors_refused(dev, l, probs)),
         Err(r) => r,
     };
+    // libext2fs refuses unknown incompat features (and ro_compat ones
+    // when it may write) before it judges any value, and e2fsck looks for
+    // no backup then (seed fz36, damage 11814: features and a flex group
+    // size written over together).
+    if matches!(refusal, Refusal::DescSize(_) | Refusal::Corrupt(_))
+        && let Some(p) = primary_superblock(dev)
+            .and_then(|sb| unsupported_features(&sb, opts))
+            .filter(|p| p.args().num == Some(0))
+    {
+        probs.push(p);
+        return None;
+    }
     if refusal.tries_backup() {
         let (blk, bs) = backup_probe(dev, opts.blocksize);
         // e2fsck takes the backup if its library opens it, whatever its
@@ -374,9 +409,13 @@ fn primary_refused(
         return Some(b);
     }
     let despite = matches!(refusal, Refusal::Corrupt(_) | Refusal::DescSize(_))
-        .then(|| load(dev, SUPERBLOCK_OFFSET, None, Geometry::despite_inodes_count).ok())
+        .then(|| load(dev, SUPERBLOCK_OFFSET, None, true).ok())
         .flatten()
-        .filter(|l| l.sb.inodes_count != l.geo.inodes_count || l.geo.first_meta_bg_too_big());
+        .filter(|l| {
+            l.sb.inodes_count != l.geo.inodes_count
+                || l.geo.first_meta_bg_too_big()
+                || bad_desc_size(&l.sb).is_some()
+        });
     if let Some(l) = despite {
         return Some(match despite_backup(dev, &l, refusal) {
             Some(b) => {
@@ -425,7 +464,7 @@ fn desc_size_backup(dev: &Device) -> Option<Loaded> {
         return None;
     }
     let off = (fdb + bpg).checked_mul(u64::from(bs))?;
-    load(dev, off, Some(bs), Geometry::despite_inodes_count).ok()
+    load(dev, off, Some(bs), true).ok()
 }
 
 /// The primary read despite its errors, and its descriptors look bad:
@@ -438,7 +477,7 @@ fn despite_backup(dev: &Device, p: &Loaded, refusal: &Refusal) -> Option<(Loaded
     }
     let bs = p.geo.block_size;
     let off = group1_backup(&p.geo).checked_mul(u64::from(bs))?;
-    let b = load(dev, off, Some(bs), Geometry::despite_inodes_count).ok()?;
+    let b = load(dev, off, Some(bs), true).ok()?;
     let why = format!(
         "the primary superblock is damaged: {}; read despite it, \
          its group descriptors look bad",
@@ -476,7 +515,7 @@ fn despite_errors(mut l: Loaded, opts: &Options, probs: &mut Vec<Problem>) -> Op
         );
     }
     if l.sb.inodes_count == l.geo.inodes_count {
-        return Some(l);
+        return Some(bitmap_too_small(l));
     }
     probs.push(
         Problem::new(Code::SbInodesCount)
@@ -492,7 +531,21 @@ fn despite_errors(mut l: Loaded, opts: &Options, probs: &mut Vec<Problem>) -> Op
         );
         return None;
     }
-    Some(l)
+    Some(bitmap_too_small(l))
+}
+
+/// More inodes per group than one bitmap block holds, which libext2fs
+/// overlooks with the superblock's errors: e2fsck runs its passes on
+/// such a group and gives up when it reads the bitmaps. Stop before the
+/// passes instead (after the journal, as a value of the superblock).
+fn bitmap_too_small(mut l: Loaded) -> Loaded {
+    let ipg = l.geo.inodes_per_group;
+    if u64::from(ipg) > 8 * u64::from(l.geo.block_size) && l.value_stop.is_none() {
+        l.value_stop = Some(Problem::new(Code::SbCorrupt).detail(format!(
+            "inodes_per_group = {ipg}, more than a bitmap block holds"
+        )));
+    }
+    l
 }
 
 pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
@@ -548,48 +601,8 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         return Ok(Opened::Fatal(probs));
     }
 
-    let bad_compat = sb.feature_compat & !superblock::SUPPORTED_COMPAT;
-    let bad_incompat = sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT;
-    let bad_ro = sb.feature_ro_compat & !superblock::SUPPORTED_RO_COMPAT;
-    let mut names = Vec::new();
-    for bit in (0..32).map(|i| 1u32 << i) {
-        if bad_compat & bit != 0 {
-            names.push(format!(
-                "{} (compat 0x{bit:x})",
-                superblock::compat_name(bit)
-            ));
-        }
-        if bad_incompat & bit != 0 {
-            names.push(format!(
-                "{} (incompat 0x{bit:x})",
-                superblock::incompat_name(bit)
-            ));
-        }
-        if bad_ro & bit != 0 {
-            names.push(format!(
-                "{} (ro_compat 0x{bit:x})",
-                superblock::ro_compat_name(bit)
-            ));
-        }
-    }
-    // Names of casefolded directories cannot be compared, nor their
-    // hashes computed, in an encoding nobody defined (e2fsck stops too).
-    if sb.feature_incompat & incompat::CASEFOLD != 0
-        && sb.encoding != crate::fs::casefold::ENCODING_UTF8_12_1
-    {
-        names.push(format!("casefold with unknown encoding {}", sb.encoding));
-    }
-    if !names.is_empty() {
-        // libext2fs refuses unknown incompat features, and unknown
-        // ro_compat ones when it opens to write; past that, e2fsck's own
-        // feature check refuses, on a file system it has not yet judged
-        // valid (`e2fsck_map::aborts_unjudged`): `num` 1 says which.
-        let library_refuses = bad_incompat != 0 || (bad_ro != 0 && opts.repairing);
-        probs.push(
-            Problem::new(Code::SbFeatureUnsupported)
-                .detail(names.join(", "))
-                .num(u64::from(!library_refuses)),
-        );
+    if let Some(p) = unsupported_features(&sb, opts) {
+        probs.push(p);
         return Ok(Opened::Fatal(probs));
     }
     // The library opened it (no refusal): e2fsck's own range checks find
@@ -626,6 +639,55 @@ pub fn open(dev: Device, opts: &Options) -> Result<Opened> {
         return Ok(Opened::Fatal(journal_first(&fs, opts, probs, stop)));
     }
     Ok(Opened::Fs(Box::new(fs), probs))
+}
+
+/// Features this checker does not know, as the problem that stops the
+/// check; None when every feature is known.
+fn unsupported_features(sb: &Superblock, opts: &Options) -> Option<Problem> {
+    let bad_compat = sb.feature_compat & !superblock::SUPPORTED_COMPAT;
+    let bad_incompat = sb.feature_incompat & !superblock::SUPPORTED_INCOMPAT;
+    let bad_ro = sb.feature_ro_compat & !superblock::SUPPORTED_RO_COMPAT;
+    let mut names = Vec::new();
+    for bit in (0..32).map(|i| 1u32 << i) {
+        if bad_compat & bit != 0 {
+            names.push(format!(
+                "{} (compat 0x{bit:x})",
+                superblock::compat_name(bit)
+            ));
+        }
+        if bad_incompat & bit != 0 {
+            names.push(format!(
+                "{} (incompat 0x{bit:x})",
+                superblock::incompat_name(bit)
+            ));
+        }
+        if bad_ro & bit != 0 {
+            names.push(format!(
+                "{} (ro_compat 0x{bit:x})",
+                superblock::ro_compat_name(bit)
+            ));
+        }
+    }
+    // Names of casefolded directories cannot be compared, nor their
+    // hashes computed, in an encoding nobody defined (e2fsck stops too).
+    if sb.feature_incompat & incompat::CASEFOLD != 0
+        && sb.encoding != crate::fs::casefold::ENCODING_UTF8_12_1
+    {
+        names.push(format!("casefold with unknown encoding {}", sb.encoding));
+    }
+    if names.is_empty() {
+        return None;
+    }
+    // libext2fs refuses unknown incompat features, and unknown ro_compat
+    // ones when it opens to write; past that, e2fsck's own feature check
+    // refuses, on a file system it has not yet judged valid
+    // (`e2fsck_map::aborts_unjudged`): `num` 1 says which.
+    let library_refuses = bad_incompat != 0 || (bad_ro != 0 && opts.repairing);
+    Some(
+        Problem::new(Code::SbFeatureUnsupported)
+            .detail(names.join(", "))
+            .num(u64::from(!library_refuses)),
+    )
 }
 
 /// `stop`, a superblock value e2fsck's check of the superblock stops

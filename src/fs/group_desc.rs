@@ -194,8 +194,13 @@ pub fn compute_checksum(sb: &Superblock, group: u32, b: &[u8]) -> Option<u16> {
     let mut d = b.to_vec();
     put_le16(&mut d, CHECKSUM_OFFSET, 0);
     if sb.metadata_csum() {
+        // A descriptor size below 32 (read despite superblock errors)
+        // narrows what the checksum covers.
+        let len = d
+            .len()
+            .min(crate::narrow::to_usize(u64::from(sb.desc_size())));
         let c = crc32c_raw(sb.csum_seed(), &group.to_le_bytes());
-        let c = crc32c_raw(c, &d);
+        let c = crc32c_raw(c, &d[..len]);
         Some((c & 0xFFFF) as u16)
     } else if sb.has_ro_compat(super::superblock::ro_compat::GDT_CSUM) {
         let c = crc16(!0, &sb.uuid);

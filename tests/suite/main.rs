@@ -41,6 +41,7 @@ mod features;
 mod file_too_big;
 mod fuzz_aborts;
 mod fuzz_exits_fz36;
+mod fuzz_exits_fz36j;
 mod fuzz_finds;
 mod geometry;
 mod huge_files;
