@@ -390,7 +390,10 @@ pub(super) fn relocate_bitmaps(
         };
         for (i, b) in (new..new + n).enumerate() {
             let from = old + i as u64;
-            let data = if mv.copied && geo.block_in_fs(old) && geo.block_in_fs(from) {
+            // A location of 0 is no location: e2fsck zeroes the new
+            // blocks instead of copying block 0 (the superblock's, with
+            // 4 KiB blocks) into them.
+            let data = if mv.copied && old != 0 && geo.block_in_fs(old) && geo.block_in_fs(from) {
                 vol::read_block(fs, overlay, from).unwrap_or_else(|_| vec![0u8; fs.block_size()])
             } else {
                 vec![0u8; fs.block_size()]

@@ -302,6 +302,37 @@ fn lost_found_created_after_the_root() {
     assert_eq!(inode_of(&img, "/lost+found"), 11);
 }
 
+/// Group 0's inode table pointed at block 0 on 4 KiB blocks (seed fz36,
+/// damages 1241, 4231, 5366, 9860, 10027): a location of 0 is no
+/// location, so e2fsck gives the group a zeroed table, then clears the
+/// journal and makes a new one, and recreates the root and /lost+found.
+/// pfsck copied block 0 (the superblock and what follows) into the new
+/// table: its bytes became reserved inodes and "random" inodes, a journal
+/// inode it declined to clear, and e2fsck still found the journal invalid.
+#[test]
+fn inode_table_at_block_0_starts_zeroed() {
+    let tmp = TempDir::new("fuzz-itable-block0");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext4().block_size(4096), 3000);
+    debugfs_w(&img, &["set_bg 0 inode_table 0"]);
+    // Without its journal inode, -n cannot go on (as e2fsck -n).
+    assert_eq!(oracle_fn(&img), 12);
+    assert_eq!(pfsck_code(&["-fn"], &img).0, 12);
+    let (e, p, out) = crate::kept_paths::same_paths("inode table at 0", &img);
+    assert!(!out.contains("random bytes"), "{out}");
+    // The reserved inodes neither tool recreates (the resize inode and
+    // the journal are made again, their blocks where each allocator puts
+    // them) are as the zeroed table left them.
+    for ino in 3..=6 {
+        let cmd = format!("stat <{ino}>");
+        assert_eq!(
+            debugfs_r(&e, &cmd),
+            debugfs_r(&p, &cmd),
+            "inode {ino}:\n{out}"
+        );
+    }
+}
+
 // ---- superblock ----
 
 /// The casefold feature with an encoding nobody defined (damage 1453):
