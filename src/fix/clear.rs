@@ -408,8 +408,8 @@ pub(super) fn finish(fs: &Fs, overlay: &mut Overlay, round: &Round) -> super::Re
     })?)
 }
 
-/// e2fsck's clear of an inode. The root is not cleared: recreating it
-/// (e2fsck's pass 3) is not built.
+/// e2fsck's clear of an inode. A cleared root is made again by the next
+/// round's pass 3 (`make_root`), as e2fsck's pass 3 allocates one.
 fn clear(
     fs: &Fs,
     state: &State,
@@ -417,9 +417,6 @@ fn clear(
     ino: u32,
     round: &mut Round,
 ) -> super::Result<bool> {
-    if ino == ROOT_INO {
-        return Ok(false);
-    }
     let how = super::inode::Release {
         flags: true,
         reserved_map: true,

@@ -333,6 +333,47 @@ fn inode_table_at_block_0_starts_zeroed() {
     }
 }
 
+/// The root directory's extent header damaged, or left with no extent
+/// (seed fz36, damages 2573, 2593, 8996, 9851, 10481, 11585, 13085,
+/// 17253, 17637): e2fsck clears the root in pass 1, and its pass 3
+/// allocates a new one, then /lost+found, and reconnects the old root's
+/// directories there. pfsck never cleared the root (recreating it was not
+/// built then), answered no, and left the tree unconnected.
+#[test]
+fn root_with_a_broken_extent_tree_is_recreated() {
+    // (what the damage is, i_block[0]: a bad magic, or no entries)
+    for (name, word) in [("bad magic", "0x1234"), ("no extents", "0x0000F30A")] {
+        let tmp = TempDir::new("fuzz-root-extents");
+        let root = tmp.join("tree");
+        build_tree(
+            &root,
+            &[
+                Node::dir("d1"),
+                Node::file("d1/f1", 3000),
+                Node::dir("d1/d2"),
+                Node::file("d1/d2/g", 100),
+                Node::file("top", 5000),
+            ],
+        );
+        let img = tmp.join("disk.img");
+        mkfs(
+            &img,
+            8 * MIB,
+            &MkfsOpts::ext4().block_size(1024),
+            Some(&root),
+        );
+        debugfs_w(&img, &[format!("sif <2> block[0] {word}")]);
+        assert_eq!(oracle_fn(&img), 4, "{name}");
+        assert_eq!(pfsck_code(&["-fn"], &img).0, 4, "{name}");
+        let (_, _, out) = crate::kept_paths::same_paths(name, &img);
+        assert!(
+            out.contains("The root inode is not in use.  Allocate? yes"),
+            "[{name}] {out}"
+        );
+        assert!(!out.contains("? no"), "[{name}] {out}");
+    }
+}
+
 // ---- superblock ----
 
 /// The casefold feature with an encoding nobody defined (damage 1453):
