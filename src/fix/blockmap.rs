@@ -136,7 +136,10 @@ pub(super) fn fix(
     } else {
         let mut ir = IndirectRewrite::new(fs, state, overlay, ino, &ind, None);
         let mut changed = ir.root(&mut root)?;
+        // Not on bigalloc, where a block map is pass 1E's to rebuild: a
+        // block per hole would break the cluster rules.
         if ind.is_dir()
+            && fs.geo.cluster_bits == 0
             && codes
                 .iter()
                 .any(|c| matches!(c, Code::InodeDirHole | Code::DirHole))

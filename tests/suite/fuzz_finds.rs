@@ -374,6 +374,38 @@ fn root_with_a_broken_extent_tree_is_recreated() {
     }
 }
 
+/// A directory's one extent moved far up on bigalloc, off its cluster's
+/// alignment (seed fz36, damages 671, 2039, 4407, 6741: `sif <ino>
+/// block[3] N`). e2fsck's pass 1 moves the extent down to where the
+/// directory's blocks start, keeping the block's offset in its cluster,
+/// and then finds no cluster to copy. pfsck left directory holes alone on
+/// bigalloc, so pass 1D copied the block to a new cluster and the
+/// directory kept its gap: e2fsck still asked to move it.
+#[test]
+fn bigalloc_directory_extent_past_a_gap_moved_down() {
+    let tmp = TempDir::new("fuzz-bigalloc-dir-gap");
+    let root = tmp.join("tree");
+    build_tree(
+        &root,
+        &[
+            Node::dir("d"),
+            Node::file("d/f1", 10),
+            Node::file("d/f2", 2000),
+        ],
+    );
+    let img = tmp.join("disk.img");
+    mkfs(&img, 8 * MIB, &bigalloc_1k(), Some(&root));
+    let dir = inode_of(&img, "/d");
+    // 1106 is 2 past a cluster boundary; the block starts its cluster.
+    debugfs_w(&img, &[format!("sif <{dir}> block[3] 1106")]);
+    assert_eq!(oracle_fn(&img), 4);
+    assert_eq!(pfsck_code(&["-fn"], &img).0, 4);
+    let (_, p, out) = crate::kept_paths::same_paths("bigalloc dir gap", &img);
+    assert!(!out.contains("? no"), "{out}");
+    let stat = debugfs_r(&p, "stat /d");
+    assert!(stat.contains("Size: 1024"), "{stat}");
+}
+
 // ---- superblock ----
 
 /// The casefold feature with an encoding nobody defined (damage 1453):
