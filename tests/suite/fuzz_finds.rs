@@ -1118,6 +1118,33 @@ fn orphan_list_naming_a_free_inode() {
     }
 }
 
+/// A journal inode number past the last inode (seed fz36, damage 16585:
+/// `s_journal_inum` 16447 of 16384). e2fsck rejects the number before it
+/// reads anything, the superblock's backup of the journal's map
+/// included: the journal is invalid (-n cannot proceed, exit 12), and
+/// -y clears it, clears inode 8, which still holds the old journal, and
+/// makes a new journal. pfsck took the backup (and replayed through it),
+/// could not write the journal inode back and answered no, leaving e2fsck
+/// the same invalid journal.
+#[test]
+fn journal_inode_number_past_the_last_inode() {
+    let tmp = TempDir::new("fuzz-journal-inum");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext3().block_size(4096), 3000);
+    debugfs_w(&img, &["ssv journal_inum 100000"]);
+    assert_eq!(oracle_fn(&img), 12);
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 12, "{out}");
+    assert!(
+        out.contains("The journal (inode 100000) is unusable: inode 100000 is past the last inode"),
+        "{out}"
+    );
+    let (_, p, fy) = crate::kept_paths::same_paths("journal inum", &img);
+    assert!(!fy.contains("? no"), "{fy}");
+    assert_eq!(inode_of(&p, "/f"), 12);
+    assert!(dumpe2fs(&p).has_feature("has_journal"), "{fy}");
+}
+
 /// The first log block of an empty journal (`s_start` 0) out of range
 /// (seed fz13c-2, damages 203, 1223, 1352: `s_first` 2147483647,
 /// 2967955263, 2547; 0 too). e2fsck loads the field without judging it
