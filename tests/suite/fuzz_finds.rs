@@ -112,6 +112,37 @@ fn quota_field_naming_a_file_without_quota() {
     file_kept(&img, 5000);
 }
 
+/// The project quota inode (12, named by the superblock: the project
+/// quota has no reserved inode) cleared (seed fz36, damage 18340, where
+/// group 0's inode table moved onto zeros). e2fsck takes the inode the
+/// superblock names for a reserved quota inode whatever its link count,
+/// makes it a regular file and writes the quota again. pfsck took inode
+/// 12 for a free inode, then declined to rewrite a quota file in it:
+/// e2fsck still found the project quota unreadable.
+#[test]
+fn project_quota_inode_cleared() {
+    let tmp = TempDir::new("fuzz-prj-quota-clri");
+    let root = tmp.join("tree");
+    build_tree(&root, &[Node::dir("d"), Node::file("d/f", 3000)]);
+    let img = tmp.join("disk.img");
+    let opts = MkfsOpts::ext4().block_size(1024).features("quota,project");
+    mkfs(&img, 8 * MIB, &opts, Some(&root));
+    let sb = debugfs_r(&img, "stats");
+    assert!(sb.contains("Project quota inode:      12"), "{sb}");
+    debugfs_w(&img, &["clri <12>"]);
+    assert_eq!(oracle_fn(&img), 4);
+    let (code, out) = pfsck_code(&["-fn", "--json"], &img);
+    assert_eq!(code, 4, "{out}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(report_e2fsck_codes(&json).contains(&0x010062), "{out}");
+    let (_, _, fy) = crate::kept_paths::same_paths("project quota inode", &img);
+    assert!(!fy.contains("? no"), "{fy}");
+    assert!(
+        fy.contains("Reserved inode 12 (quota inode is not a regular file)"),
+        "{fy}"
+    );
+}
+
 /// A user or group quota field naming a live file with the quota feature
 /// on (seed fz13c-2, damage 718: `ssv usr_quota_inum 31`). The file is no
 /// quota file, so the quota must be written again; e2fsck's quota library
