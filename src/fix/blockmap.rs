@@ -250,6 +250,9 @@ const FT_DIR: u8 = 2;
 /// next check finds it free (and the entries naming it deleted); a
 /// reserved inode also loses its map. The root is never cleared here.
 fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> super::Result<bool> {
+    if ino == inode::ROOT_INO && !super::root_remade(fs) {
+        return Ok(false);
+    }
     let how = super::inode::Release {
         reserved_map: true,
         ..Default::default()

@@ -417,6 +417,9 @@ fn clear(
     ino: u32,
     round: &mut Round,
 ) -> super::Result<bool> {
+    if ino == ROOT_INO && !super::root_remade(fs) {
+        return Ok(false);
+    }
     let how = super::inode::Release {
         flags: true,
         reserved_map: true,

@@ -403,6 +403,16 @@ fn root_with_a_broken_extent_tree_is_recreated() {
         );
         assert!(!out.contains("? no"), "[{name}] {out}");
     }
+    // On bigalloc pfsck makes no new root yet: the damaged root is kept
+    // (exit 4), rather than cleared and left missing (e2fsck -n would
+    // then stop, 12).
+    let tmp = TempDir::new("fuzz-root-extents-bigalloc");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 8 * MIB, &bigalloc_1k(), None);
+    debugfs_w(&img, &["sif <2> block[0] 0x1234"]);
+    let (code, out) = pfsck_code(&["-fy"], &img);
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(oracle_fn(&img), 4, "{out}");
 }
 
 /// A directory's one extent moved far up on bigalloc, off its cluster's
