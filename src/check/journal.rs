@@ -378,6 +378,12 @@ pub fn journal_inode(fs: &Fs) -> Result<Inode, String> {
 /// [`journal_inode`], with why the inode itself was not used when the
 /// backup was.
 fn find_journal_inode(fs: &Fs) -> Result<(Inode, Option<String>), String> {
+    // e2fsck rejects a number past the groups' inodes before it reads
+    // anything: the backup is not tried, and nothing is replayed.
+    let ino = fs.sb.journal_inum;
+    if u64::from(ino) > u64::from(fs.geo.groups) * u64::from(fs.geo.inodes_per_group) {
+        return Err(format!("inode {ino} is past the last inode"));
+    }
     let primary = fs
         .read_inode_raw(Ino(fs.sb.journal_inum))
         .map_err(|e| e.to_string())

@@ -1353,8 +1353,19 @@ fn check_reserved(
         }
         inode::USR_QUOTA_INO | inode::GRP_QUOTA_INO => {
             let sb = &fs.sb;
-            let wanted = ctx.quota && (sb.usr_quota_inum == ino || sb.grp_quota_inum == ino);
+            let wanted = ctx.quota
+                && (sb.usr_quota_inum == ino
+                    || sb.grp_quota_inum == ino
+                    || sb.prj_quota_inum == ino);
             reserved_file(ctx, w, c, raw, inode, ino, wanted);
+            return true;
+        }
+        // The project quota file has no reserved inode: e2fsck takes the
+        // one the superblock names for a reserved quota inode, in use
+        // whatever its link count, and makes it a regular file when it
+        // is not one (its quota is written again after pass 5).
+        _ if ctx.quota && ino == fs.sb.prj_quota_inum => {
+            reserved_file(ctx, w, c, raw, inode, ino, true);
             return true;
         }
         // e2fsck makes the orphan file a regular file (mode 0100000) in

@@ -142,7 +142,10 @@ pub(super) fn fix(
     } else {
         let mut ir = IndirectRewrite::new(fs, state, overlay, ino, &ind, None);
         let mut changed = ir.root(&mut root)?;
+        // Not on bigalloc, where a block map is pass 1E's to rebuild: a
+        // block per hole would break the cluster rules.
         if ind.is_dir()
+            && fs.geo.cluster_bits == 0
             && codes
                 .iter()
                 .any(|c| matches!(c, Code::InodeDirHole | Code::DirHole))
@@ -253,7 +256,7 @@ const FT_DIR: u8 = 2;
 /// next check finds it free (and the entries naming it deleted); a
 /// reserved inode also loses its map. The root is never cleared here.
 fn clear(fs: &Fs, state: &State, overlay: &mut Overlay, ino: u32) -> super::Result<bool> {
-    if ino == inode::ROOT_INO {
+    if ino == inode::ROOT_INO && !super::root_remade(fs) {
         return Ok(false);
     }
     let how = super::inode::Release {
@@ -396,7 +399,10 @@ pub(super) fn relocate_bitmaps(
         };
         for (i, b) in (new..new + n).enumerate() {
             let from = old + i as u64;
-            let data = if mv.copied && geo.block_in_fs(old) && geo.block_in_fs(from) {
+            // A location of 0 is no location: e2fsck zeroes the new
+            // blocks instead of copying block 0 (the superblock's, with
+            // 4 KiB blocks) into them.
+            let data = if mv.copied && old != 0 && geo.block_in_fs(old) && geo.block_in_fs(from) {
                 vol::read_block(fs, overlay, from).unwrap_or_else(|_| vec![0u8; fs.block_size()])
             } else {
                 vec![0u8; fs.block_size()]

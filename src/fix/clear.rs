@@ -408,8 +408,8 @@ pub(super) fn finish(fs: &Fs, overlay: &mut Overlay, round: &Round) -> super::Re
     })?)
 }
 
-/// e2fsck's clear of an inode. The root is not cleared: recreating it
-/// (e2fsck's pass 3) is not built.
+/// e2fsck's clear of an inode. A cleared root is made again by the next
+/// round's pass 3 (`make_root`), as e2fsck's pass 3 allocates one.
 fn clear(
     fs: &Fs,
     state: &State,
@@ -417,7 +417,7 @@ fn clear(
     ino: u32,
     round: &mut Round,
 ) -> super::Result<bool> {
-    if ino == ROOT_INO {
+    if ino == ROOT_INO && !super::root_remade(fs) {
         return Ok(false);
     }
     let how = super::inode::Release {

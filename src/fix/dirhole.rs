@@ -2,7 +2,8 @@
 //! as e2fsck closes them:
 //!
 //! - a directory mapped by extents in the inode has its extents moved down
-//!   so they follow each other (e2fsck's "block N should be at block M");
+//!   so they follow each other (e2fsck's "block N should be at block M";
+//!   on bigalloc each keeps its blocks' offsets in their clusters);
 //!   i_size is then too big, which the next round's check reports and the
 //!   inode fixes correct, and an htree index pointing at the old numbers is
 //!   rebuilt the round after;
@@ -37,6 +38,10 @@ pub(super) fn fix(fs: &Fs, state: &State, overlay: &mut Overlay, dir: Ino) -> su
     };
     if InodeMut(&mut raw).flags() & flags::EXTENTS != 0 {
         collapse(fs, overlay, dir, &mut raw)
+    } else if fs.geo.cluster_bits > 0 {
+        // A block map on bigalloc is pass 1E's to rebuild as extents; a
+        // block given per hole would break the cluster rules.
+        Ok(false)
     } else {
         allocate(fs, state, overlay, dir, &mut raw)
     }
@@ -51,17 +56,26 @@ fn collapse(fs: &Fs, overlay: &mut Overlay, dir: Ino, raw: &mut [u8]) -> super::
     if h.magic != EXTENT_MAGIC || h.depth != 0 || n > usize::from(ROOT_MAX) {
         return Ok(false);
     }
+    let ratio = 1u64 << fs.geo.cluster_bits;
     let mut moved = Vec::with_capacity(n);
-    let mut next = 0u32;
+    let mut next = 0u64;
     for i in 0..n {
         let mut e = extent::parse_leaf(&root, i);
         // Out of order or overlapping extents are pass 1's to fix.
-        if e.lblk < next {
+        if u64::from(e.lblk) < next {
             return Ok(false);
         }
-        e.lblk = next;
+        if u64::from(e.lblk) > next {
+            // On bigalloc a block keeps its offset in its cluster (e2fsck's
+            // rule), so the moved extent obeys the cluster rules.
+            let to = next.next_multiple_of(ratio) | (e.pblk & (ratio - 1));
+            let Ok(to) = u32::try_from(to) else {
+                return Ok(false);
+            };
+            e.lblk = to;
+        }
         moved.push(e.encode());
-        next = next.saturating_add(e.len);
+        next = u64::from(e.lblk) + u64::from(e.len);
     }
     if (0..n).all(|i| extent::raw_entry(&root, i) == Some(moved[i])) {
         return Ok(false);

@@ -231,6 +231,12 @@ pub fn left_on(fs: &Fs, code: Code) -> bool {
 }
 
 /// Is the problem one the mode lets us fix (regardless of whether we can)?
+/// Can a cleared root be made again? Pass 3's new root is not built on
+/// bigalloc yet: there the root stays, damaged, rather than go missing.
+fn root_remade(fs: &Fs) -> bool {
+    fs.geo.cluster_bits == 0 || table::cluster_safe(Code::RootMissing)
+}
+
 fn allowed(p: &Problem, mode: Mode) -> bool {
     match mode {
         Mode::Yes => true,

@@ -1062,6 +1062,12 @@ fn late_round(
     overlay: &mut Overlay,
     fixed: &mut Vec<bool>,
 ) -> Fixed<bool> {
+    // e2fsck moves a directory's extents down in pass 1, before pass 1B
+    // judges clusters: on bigalloc the move can end the misalignment of
+    // a block that pass 1D would otherwise copy to a new cluster.
+    if fs.geo.cluster_bits > 0 && collapse_first(fs, state, report, want, overlay, fixed)? {
+        return Ok(true);
+    }
     let sharing = report
         .problems
         .iter_where(|c| c == Code::DupBlocks)
@@ -1071,6 +1077,36 @@ fn late_round(
         return Ok(true);
     }
     structure(fs, state, report, want, overlay, fixed)
+}
+
+/// The directories whose extents pass 1 found past a gap, moved down
+/// (`dirhole`) in a round of their own; whether any was.
+fn collapse_first(
+    fs: &Fs,
+    state: &State,
+    report: &Report,
+    want: &Wanted,
+    overlay: &mut Overlay,
+    fixed: &mut [bool],
+) -> Fixed<bool> {
+    let mut dirs: BTreeMap<Ino, Vec<usize>> = Default::default();
+    for (k, p) in report.problems.iter_where(|c| c == Code::InodeDirHole) {
+        if want.ok(&p)
+            && let Some(dir) = p.args().ino
+        {
+            dirs.entry(dir).or_default().push(k);
+        }
+    }
+    let mut staged = false;
+    for (dir, ks) in dirs {
+        if dirhole::fix(fs, state, overlay, dir)? {
+            staged = true;
+            for k in ks {
+                fixed[k] = true;
+            }
+        }
+    }
+    Ok(staged)
 }
 
 /// Pass 1D; returns which problems it fixed, None when it staged nothing.

@@ -245,7 +245,8 @@ const TABLE: &[Entry] = &[
     row(Code::InodeExtentNodeBad, F::BlockMap, S),
     row(Code::InodeExtentIndexEnd, F::BlockMap, S),
     row(Code::InodeExtentPastEof, F::BlockMap, S),
-    row(Code::InodeDirHole, F::BlockMap, HOLE),
+    // On bigalloc too: an extent moved down keeps its cluster offsets.
+    row(Code::InodeDirHole, F::BlockMap, HOLE | S),
     row(Code::DirHole, F::BlockMap, HOLE),
     // After pass 1's size and i_blocks, in problem order, as e2fsck's
     // pass 2 gives the hole its block after pass 1 fixed those.

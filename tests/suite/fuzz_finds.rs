@@ -112,6 +112,37 @@ fn quota_field_naming_a_file_without_quota() {
     file_kept(&img, 5000);
 }
 
+/// The project quota inode (12, named by the superblock: the project
+/// quota has no reserved inode) cleared (seed fz36, damage 18340, where
+/// group 0's inode table moved onto zeros). e2fsck takes the inode the
+/// superblock names for a reserved quota inode whatever its link count,
+/// makes it a regular file and writes the quota again. pfsck took inode
+/// 12 for a free inode, then declined to rewrite a quota file in it:
+/// e2fsck still found the project quota unreadable.
+#[test]
+fn project_quota_inode_cleared() {
+    let tmp = TempDir::new("fuzz-prj-quota-clri");
+    let root = tmp.join("tree");
+    build_tree(&root, &[Node::dir("d"), Node::file("d/f", 3000)]);
+    let img = tmp.join("disk.img");
+    let opts = MkfsOpts::ext4().block_size(1024).features("quota,project");
+    mkfs(&img, 8 * MIB, &opts, Some(&root));
+    let sb = debugfs_r(&img, "stats");
+    assert!(sb.contains("Project quota inode:      12"), "{sb}");
+    debugfs_w(&img, &["clri <12>"]);
+    assert_eq!(oracle_fn(&img), 4);
+    let (code, out) = pfsck_code(&["-fn", "--json"], &img);
+    assert_eq!(code, 4, "{out}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(report_e2fsck_codes(&json).contains(&0x010062), "{out}");
+    let (_, _, fy) = crate::kept_paths::same_paths("project quota inode", &img);
+    assert!(!fy.contains("? no"), "{fy}");
+    assert!(
+        fy.contains("Reserved inode 12 (quota inode is not a regular file)"),
+        "{fy}"
+    );
+}
+
 /// A user or group quota field naming a live file with the quota feature
 /// on (seed fz13c-2, damage 718: `ssv usr_quota_inum 31`). The file is no
 /// quota file, so the quota must be written again; e2fsck's quota library
@@ -300,6 +331,120 @@ fn lost_found_created_after_the_root() {
     let after = oracle_run(&img, &["-fn"]);
     assert_eq!(after.code(), Some(0), "e2fsck -fn after:\n{}", after.stdout);
     assert_eq!(inode_of(&img, "/lost+found"), 11);
+}
+
+/// Group 0's inode table pointed at block 0 on 4 KiB blocks (seed fz36,
+/// damages 1241, 4231, 5366, 9860, 10027): a location of 0 is no
+/// location, so e2fsck gives the group a zeroed table, then clears the
+/// journal and makes a new one, and recreates the root and /lost+found.
+/// pfsck copied block 0 (the superblock and what follows) into the new
+/// table: its bytes became reserved inodes and "random" inodes, a journal
+/// inode it declined to clear, and e2fsck still found the journal invalid.
+#[test]
+fn inode_table_at_block_0_starts_zeroed() {
+    let tmp = TempDir::new("fuzz-itable-block0");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext4().block_size(4096), 3000);
+    debugfs_w(&img, &["set_bg 0 inode_table 0"]);
+    // Without its journal inode, -n cannot go on (as e2fsck -n).
+    assert_eq!(oracle_fn(&img), 12);
+    assert_eq!(pfsck_code(&["-fn"], &img).0, 12);
+    let (e, p, out) = crate::kept_paths::same_paths("inode table at 0", &img);
+    assert!(!out.contains("random bytes"), "{out}");
+    // The reserved inodes neither tool recreates (the resize inode and
+    // the journal are made again, their blocks where each allocator puts
+    // them) are as the zeroed table left them.
+    for ino in 3..=6 {
+        let cmd = format!("stat <{ino}>");
+        assert_eq!(
+            debugfs_r(&e, &cmd),
+            debugfs_r(&p, &cmd),
+            "inode {ino}:\n{out}"
+        );
+    }
+}
+
+/// The root directory's extent header damaged, or left with no extent
+/// (seed fz36, damages 2573, 2593, 8996, 9851, 10481, 11585, 13085,
+/// 17253, 17637): e2fsck clears the root in pass 1, and its pass 3
+/// allocates a new one, then /lost+found, and reconnects the old root's
+/// directories there. pfsck never cleared the root (recreating it was not
+/// built then), answered no, and left the tree unconnected.
+#[test]
+fn root_with_a_broken_extent_tree_is_recreated() {
+    // (what the damage is, i_block[0]: a bad magic, or no entries)
+    for (name, word) in [("bad magic", "0x1234"), ("no extents", "0x0000F30A")] {
+        let tmp = TempDir::new("fuzz-root-extents");
+        let root = tmp.join("tree");
+        build_tree(
+            &root,
+            &[
+                Node::dir("d1"),
+                Node::file("d1/f1", 3000),
+                Node::dir("d1/d2"),
+                Node::file("d1/d2/g", 100),
+                Node::file("top", 5000),
+            ],
+        );
+        let img = tmp.join("disk.img");
+        mkfs(
+            &img,
+            8 * MIB,
+            &MkfsOpts::ext4().block_size(1024),
+            Some(&root),
+        );
+        debugfs_w(&img, &[format!("sif <2> block[0] {word}")]);
+        assert_eq!(oracle_fn(&img), 4, "{name}");
+        assert_eq!(pfsck_code(&["-fn"], &img).0, 4, "{name}");
+        let (_, _, out) = crate::kept_paths::same_paths(name, &img);
+        assert!(
+            out.contains("The root inode is not in use.  Allocate? yes"),
+            "[{name}] {out}"
+        );
+        assert!(!out.contains("? no"), "[{name}] {out}");
+    }
+    // On bigalloc pfsck makes no new root yet: the damaged root is kept
+    // (exit 4), rather than cleared and left missing (e2fsck -n would
+    // then stop, 12).
+    let tmp = TempDir::new("fuzz-root-extents-bigalloc");
+    let img = tmp.join("disk.img");
+    mkfs(&img, 8 * MIB, &bigalloc_1k(), None);
+    debugfs_w(&img, &["sif <2> block[0] 0x1234"]);
+    let (code, out) = pfsck_code(&["-fy"], &img);
+    assert_eq!(code, 4, "{out}");
+    assert_eq!(oracle_fn(&img), 4, "{out}");
+}
+
+/// A directory's one extent moved far up on bigalloc, off its cluster's
+/// alignment (seed fz36, damages 671, 2039, 4407, 6741: `sif <ino>
+/// block[3] N`). e2fsck's pass 1 moves the extent down to where the
+/// directory's blocks start, keeping the block's offset in its cluster,
+/// and then finds no cluster to copy. pfsck left directory holes alone on
+/// bigalloc, so pass 1D copied the block to a new cluster and the
+/// directory kept its gap: e2fsck still asked to move it.
+#[test]
+fn bigalloc_directory_extent_past_a_gap_moved_down() {
+    let tmp = TempDir::new("fuzz-bigalloc-dir-gap");
+    let root = tmp.join("tree");
+    build_tree(
+        &root,
+        &[
+            Node::dir("d"),
+            Node::file("d/f1", 10),
+            Node::file("d/f2", 2000),
+        ],
+    );
+    let img = tmp.join("disk.img");
+    mkfs(&img, 8 * MIB, &bigalloc_1k(), Some(&root));
+    let dir = inode_of(&img, "/d");
+    // 1106 is 2 past a cluster boundary; the block starts its cluster.
+    debugfs_w(&img, &[format!("sif <{dir}> block[3] 1106")]);
+    assert_eq!(oracle_fn(&img), 4);
+    assert_eq!(pfsck_code(&["-fn"], &img).0, 4);
+    let (_, p, out) = crate::kept_paths::same_paths("bigalloc dir gap", &img);
+    assert!(!out.contains("? no"), "{out}");
+    let stat = debugfs_r(&p, "stat /d");
+    assert!(stat.contains("Size: 1024"), "{stat}");
 }
 
 // ---- superblock ----
@@ -1012,6 +1157,33 @@ fn orphan_list_naming_a_free_inode() {
         assert!(fn_out.contains("orphan inode list"), "{fn_out}");
         file_kept(&img, 3000);
     }
+}
+
+/// A journal inode number past the last inode (seed fz36, damage 16585:
+/// `s_journal_inum` 16447 of 16384). e2fsck rejects the number before it
+/// reads anything, the superblock's backup of the journal's map
+/// included: the journal is invalid (-n cannot proceed, exit 12), and
+/// -y clears it, clears inode 8, which still holds the old journal, and
+/// makes a new journal. pfsck took the backup (and replayed through it),
+/// could not write the journal inode back and answered no, leaving e2fsck
+/// the same invalid journal.
+#[test]
+fn journal_inode_number_past_the_last_inode() {
+    let tmp = TempDir::new("fuzz-journal-inum");
+    let img = tmp.join("disk.img");
+    image_with_file(&img, &MkfsOpts::ext3().block_size(4096), 3000);
+    debugfs_w(&img, &["ssv journal_inum 100000"]);
+    assert_eq!(oracle_fn(&img), 12);
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 12, "{out}");
+    assert!(
+        out.contains("The journal (inode 100000) is unusable: inode 100000 is past the last inode"),
+        "{out}"
+    );
+    let (_, p, fy) = crate::kept_paths::same_paths("journal inum", &img);
+    assert!(!fy.contains("? no"), "{fy}");
+    assert_eq!(inode_of(&p, "/f"), 12);
+    assert!(dumpe2fs(&p).has_feature("has_journal"), "{fy}");
 }
 
 /// The first log block of an empty journal (`s_start` 0) out of range

@@ -89,7 +89,8 @@ fn listing(img: &Path) -> Vec<String> {
 }
 
 /// Repairs copies of `img` with both checkers and compares what they keep.
-fn same_paths(name: &str, img: &Path) {
+/// Returns the two repaired copies (e2fsck's, pfsck's) and pfsck's output.
+pub(crate) fn same_paths(name: &str, img: &Path) -> (PathBuf, PathBuf, String) {
     let e = img.with_extension("e2fsck");
     let p = img.with_extension("pfsck");
     std::fs::copy(img, &e).unwrap();
@@ -111,6 +112,7 @@ fn same_paths(name: &str, img: &Path) {
         lp.join("\n"),
         er.stdout
     );
+    (e, p, ptext)
 }
 
 fn with_oracle() -> bool {
