@@ -1470,9 +1470,11 @@ pub fn dup_refs(dups: &super::pass1b::Dups, ino: u32, first: bool, run: Run) -> 
     }
     out.push(Ref::of(0x013001, Some(ino)));
     // Once a file shares with the metadata, e2fsck lists the metadata for
-    // every file after it too.
+    // every file after it too; the bad blocks and resize inodes, passed
+    // over before their blocks are looked at, do not start it.
     let meta = dups.owners[..=k]
         .iter()
+        .filter(|o| o.ino != Ino::BAD && o.ino != Ino::RESIZE)
         .any(|o| o.clusters.iter().any(|&(_, m)| m));
     if meta {
         out.push(Ref::of(0x013003, None));

@@ -113,3 +113,50 @@ fn rescan_stops_at_an_extent_node_with_a_bad_header() {
         "{fn_out}"
     );
 }
+
+/// The resize inode shares a reserved descriptor block with a file, and
+/// two other files share a block between them (fz36 #790, #5489, #19929,
+/// "pfsck only 0x013003"). e2fsck passes the resize inode over in pass
+/// 1D before looking at its blocks, so the metadata it shares does not
+/// make the files after it share with the metadata too: only the file
+/// on the reserved block does.
+#[test]
+fn resize_inode_does_not_make_later_files_share_metadata() {
+    let tmp = TempDir::new("codes-fz36-1d-meta");
+    let img = tmp.join("img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext2().block_size(1024), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, file_content("d", 3000)).unwrap();
+    let d = data.display();
+    debugfs_w(
+        &img,
+        &[
+            format!("write {d} a"),
+            format!("write {d} b"),
+            format!("write {d} c"),
+        ],
+    );
+    let a = blocks_of(&img, "/a")[0];
+    let gdt = first_reserved_gdt_block(&img);
+    debugfs_w(
+        &img,
+        &[
+            format!("sif b block[0] {a}"),
+            format!("sif c block[0] {gdt}"),
+        ],
+    );
+    let a_ino = inode_of(&img, "/a");
+    assert_same_codes(&img, &[0x013003]);
+    assert_same_code_counts(&img);
+    let (fn_out, _) = judged_by_oracle("fz36 1D meta", &img, 4, 1);
+    let part = fn_out
+        .split(&format!("/a (inode {a_ino}, modified "))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no pass 1D entry for /a:\n{fn_out}"));
+    let entry = part.split("Delete file?").next().unwrap_or(part);
+    assert!(
+        entry.contains("shares 1 block(s) with 1 file(s):"),
+        "{fn_out}"
+    );
+    assert!(!entry.contains("<file system metadata>"), "{fn_out}");
+}
