@@ -290,6 +290,7 @@ pub const NONE: &[Code] = &[
     Code::StoppedAtInodeChecksumP2,
     Code::StoppedAtInodeChecksumP4,
     Code::StoppedAtNoDirInfo,
+    // At the resize inode, its question (0x01004E) is logged, by `refs`.
     Code::StoppedAtInodeChecksumP1,
     Code::StoppedAtInodeChecksumP1B,
     Code::StoppedWithoutRoot,
@@ -680,6 +681,11 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
     // blocks inode, answered no.
     if p.code == Code::StoppedAtBadBlocksInode {
         return vec![Ref::of(0x010016, None)];
+    }
+    // Making the resize inode again failed (its read fails the
+    // checksum), and e2fsck's question whether to go on, answered no.
+    if p.code == Code::StoppedAtInodeChecksumP1 && p.args().ino == Some(Ino::RESIZE) {
+        return vec![Ref::of(0x01004E, None)];
     }
     let Some(code) = p.e2fsck_code() else {
         return Vec::new();

@@ -160,3 +160,26 @@ fn resize_inode_does_not_make_later_files_share_metadata() {
     );
     assert!(!entry.contains("<file system metadata>"), "{fn_out}");
 }
+
+/// The resize inode failing its checksum (fz36 #462, #650, #1326 and 35
+/// more: "missing 0x01004E"). e2fsck cannot read it to make it again at
+/// the end of pass 1, asks whether to go on, and -n's no ends the check:
+/// pfsck stopped there too but left the question out of its codes.
+#[test]
+fn resize_inode_unreadable_asks_before_the_stop() {
+    let tmp = TempDir::new("codes-fz36-resize-csum");
+    let img = tmp.join("img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4(), None);
+    debugfs_w(&img, &["sif <7> checksum 0x1234"]);
+    assert_same_codes(&img, &[0x010068, 0x01004E]);
+    assert_same_code_counts(&img);
+    let (fn_out, _) = judged_by_oracle("fz36 resize csum", &img, 12, 1);
+    assert!(
+        fn_out.contains("Inode 7 is sound apart from its checksum.  Fix? no"),
+        "{fn_out}"
+    );
+    assert!(
+        fn_out.contains("The check stops at inode 7, whose checksum it may not fix"),
+        "{fn_out}"
+    );
+}
