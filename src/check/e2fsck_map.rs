@@ -957,7 +957,8 @@ fn subtract(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
 /// orphan to delete has no links: with no dtime it is a deleted inode
 /// without one (its inode and blocks, still marked in use by no file,
 /// are pass 5's: [`LatchLog::refs`]). One to truncate is in use: any
-/// dtime is one too many, and the blocks past i_size make i_size wrong.
+/// dtime is one too many, a leaf failing its checksum on the disk (in
+/// `blk`) is asked about, and the blocks past i_size make i_size wrong.
 fn orphan_left(p: &Problem) -> Vec<Ref> {
     let a = p.args();
     let a_ino = a.ino.map(Ino::get);
@@ -969,6 +970,10 @@ fn orphan_left(p: &Problem) -> Vec<Ref> {
         if dtime != 0 {
             out.push(at(0x010036, a_ino, None));
             out.push(at(0x010005, a_ino, None));
+        }
+        // A leaf failing its checksum, which the view rewrote.
+        if let Some(b) = a.blk {
+            out.push(at(0x01006A, a_ino, Some(b.get())));
         }
         if freed > 0 {
             out.push(at(0x01000C, a_ino, None));

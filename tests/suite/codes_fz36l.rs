@@ -183,3 +183,46 @@ fn resize_inode_unreadable_asks_before_the_stop() {
         "{fn_out}"
     );
 }
+
+/// An orphan to truncate whose extent leaf fails its checksum (fz36
+/// #436, #1572, #2030 and 22 more: "missing 0x01006A"). pfsck checks the
+/// view after the truncation, where the kept leaf is rewritten with its
+/// checksum; e2fsck -n leaves the orphan be and its pass 1 asks about
+/// the leaf, naming its last extent's block.
+#[test]
+fn orphan_left_unreleased_has_a_leaf_failing_its_checksum() {
+    let tmp = TempDir::new("codes-fz36-orphan-leaf");
+    let tree = tmp.join("tree");
+    let runs: Vec<(u64, u64)> = (0..8).map(|i| (i * 8192, 4096)).collect();
+    build_tree(&tree, &[Node::sparse("s", 8 * 8192, &runs)]);
+    let img = tmp.join("img");
+    mkfs(
+        &img,
+        16 * MIB,
+        &MkfsOpts::ext4().block_size(4096),
+        Some(&tree),
+    );
+    let ino = inode_of(&img, "/s");
+    let stat = debugfs_r(&img, "stat s");
+    let leaf: u64 = stat
+        .split("(ETB0):")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no extent tree block in:\n{stat}"));
+    debugfs_w(
+        &img,
+        &[format!("ssv last_orphan {ino}"), "sif s size 1".into()],
+    );
+    // The leaf's checksum (its tail, the block's last four bytes).
+    let at = leaf * 4096 + 4092;
+    let bad: Vec<u8> = read_at(&img, at, 1).iter().map(|b| !b).collect();
+    write_at(&img, at, &bad);
+    assert_same_codes(&img, &[0x01006A, 0x01000C]);
+    assert_same_code_counts(&img);
+    let (fn_out, _) = judged_by_oracle("fz36 orphan leaf csum", &img, 4, 0);
+    assert!(
+        fn_out.contains(&format!("Truncating orphaned inode {ino} (")),
+        "{fn_out}"
+    );
+}
