@@ -71,11 +71,11 @@ pub trait MapVisitor {
     fn done(&self) -> bool {
         false
     }
-    /// Whether the walk ends at an extent node failing its checksum, the
-    /// node itself counted, as a walk of libext2fs with checksums verified
-    /// does (e2fsck's pass 1B under -n). The walk then reports the node's
-    /// checksum problem at once.
-    fn stops_at_bad_checksum(&self) -> bool {
+    /// Whether the walk ends at an extent node failing its checksum or
+    /// whose header is bad, the node itself counted, as a walk of
+    /// libext2fs with checksums verified does (e2fsck's pass 1B under
+    /// -n). The walk then reports the node's problem at once.
+    fn stops_at_bad_node(&self) -> bool {
         false
     }
     /// Whether subtrees of a large extent tree may be walked apart, on
@@ -260,6 +260,10 @@ fn next_level(levels: &mut [Level], block_size: usize) -> Option<(&mut Level, &m
     level.ahead.set_block_size(block_size);
     Some((level, rest))
 }
+
+/// The detail of an extent node with no entries (a node libext2fs
+/// steps over, unlike one with a bad header).
+pub const EMPTY_NODE: &str = "empty node";
 
 /// Does `b` (`len` bytes of node) carry a header e2fsck's library accepts?
 /// Returns the reason when not.
@@ -718,10 +722,17 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                     .num(lblk)
                     .detail(why),
             );
+            if self.v.stops_at_bad_node() {
+                // libext2fs's walk has handed the node's block over
+                // before it fails to go down into it.
+                self.v.node(pblk);
+                self.stopped = true;
+                return Step::Stop;
+            }
             return Step::Skip;
         }
         self.v.node(pblk);
-        if head.csum_bad && self.v.stops_at_bad_checksum() {
+        if head.csum_bad && self.v.stops_at_bad_node() {
             self.stopped = true;
             self.report(
                 Problem::new(Code::InodeExtentNodeChecksum)
@@ -805,7 +816,7 @@ impl<V: MapVisitor> ExtentWalk<'_, '_, V> {
                 .ino(Ino(ino))
                 .blk(Blk(pblk))
                 .num(lblk)
-                .detail("empty node"),
+                .detail(EMPTY_NODE),
         );
         Step::Skip
     }

@@ -292,6 +292,7 @@ pub const NONE: &[Code] = &[
     Code::StoppedAtNoDirInfo,
     // Its read of the directory block (0x020020) is logged, by `refs`.
     Code::StoppedAtRelocatedBitmap,
+    // At the resize inode, its question (0x01004E) is logged, by `refs`.
     Code::StoppedAtInodeChecksumP1,
     Code::StoppedAtInodeChecksumP1B,
     Code::StoppedWithoutRoot,
@@ -702,6 +703,11 @@ pub fn refs(p: &Problem, run: Run) -> Vec<Ref> {
             blk: a.blk.map(Blk::get),
         }];
     }
+    // Making the resize inode again failed (its read fails the
+    // checksum), and e2fsck's question whether to go on, answered no.
+    if p.code == Code::StoppedAtInodeChecksumP1 && p.args().ino == Some(Ino::RESIZE) {
+        return vec![Ref::of(0x01004E, None)];
+    }
     let Some(code) = p.e2fsck_code() else {
         return Vec::new();
     };
@@ -972,7 +978,8 @@ fn subtract(a: &[(u64, u64)], b: &[(u64, u64)]) -> Vec<(u64, u64)> {
 /// orphan to delete has no links: with no dtime it is a deleted inode
 /// without one (its inode and blocks, still marked in use by no file,
 /// are pass 5's: [`LatchLog::refs`]). One to truncate is in use: any
-/// dtime is one too many, and the blocks past i_size make i_size wrong.
+/// dtime is one too many, a leaf failing its checksum on the disk (in
+/// `blk`) is asked about, and the blocks past i_size make i_size wrong.
 fn orphan_left(p: &Problem) -> Vec<Ref> {
     let a = p.args();
     let a_ino = a.ino.map(Ino::get);
@@ -984,6 +991,10 @@ fn orphan_left(p: &Problem) -> Vec<Ref> {
         if dtime != 0 {
             out.push(at(0x010036, a_ino, None));
             out.push(at(0x010005, a_ino, None));
+        }
+        // A leaf failing its checksum, which the view rewrote.
+        if let Some(b) = a.blk {
+            out.push(at(0x01006A, a_ino, Some(b.get())));
         }
         if freed > 0 {
             out.push(at(0x01000C, a_ino, None));
@@ -1492,9 +1503,11 @@ pub fn dup_refs(dups: &super::pass1b::Dups, ino: u32, first: bool, run: Run) -> 
     }
     out.push(Ref::of(0x013001, Some(ino)));
     // Once a file shares with the metadata, e2fsck lists the metadata for
-    // every file after it too.
+    // every file after it too; the bad blocks and resize inodes, passed
+    // over before their blocks are looked at, do not start it.
     let meta = dups.owners[..=k]
         .iter()
+        .filter(|o| o.ino != Ino::BAD && o.ino != Ino::RESIZE)
         .any(|o| o.clusters.iter().any(|&(_, m)| m));
     if meta {
         out.push(Ref::of(0x013003, None));

@@ -361,6 +361,11 @@ struct Work<'a> {
     stop: Option<Problem>,
     /// The orphan being released is deleted (not truncated).
     deleting: bool,
+    /// A leaf of the orphan being truncated fails its checksum on the
+    /// disk: the physical block of its last extent, where e2fsck -n's
+    /// pass 1, walking the whole unreleased tree, asks about it. The view
+    /// rewrites every leaf it keeps, checksum included.
+    bad_leaf: Option<u64>,
     freed: Freed,
 }
 
@@ -385,6 +390,7 @@ impl<'a> Work<'a> {
             last_cluster: 0,
             stop: None,
             deleting: false,
+            bad_leaf: None,
             freed: Freed {
                 cluster_bits: fs.geo.cluster_bits,
                 ..Freed::default()
@@ -547,6 +553,7 @@ impl<'a> Work<'a> {
         self.ino_now = ino;
         self.deleting = !truncating;
         self.last_cluster = 0;
+        self.bad_leaf = None;
         // The dtime as found: what e2fsck -n's pass 1, which leaves the
         // orphans alone, judges (e2fsck_map::refs).
         let at = self.notes.len();
@@ -584,6 +591,11 @@ impl<'a> Work<'a> {
                 if let Some(b) = first {
                     *note = note.clone().blk(Blk(b));
                 }
+            }
+            // A truncation frees no first block: the slot names the leaf.
+            if let Some(b) = self.bad_leaf.filter(|_| truncating) {
+                let note = &mut self.notes[at];
+                *note = note.clone().blk(Blk(b));
             }
         }
         self.release_acl(&mut raw, &inode)?;
@@ -888,6 +900,9 @@ impl<'a> Work<'a> {
                     return Err(format!("illegal extent node block {}", idx.leaf));
                 }
                 let mut child = self.read(idx.leaf)?;
+                if depth == 1 && self.bad_leaf.is_none() {
+                    self.bad_leaf = t.seed.and_then(|seed| bad_leaf_at(seed, &child));
+                }
                 self.trunc_node(&mut child, depth - 1, t, freed)?;
                 if extent::parse_header(&child).entries == 0 {
                     self.free_block(idx.leaf)?;
@@ -1274,6 +1289,19 @@ impl MapVisitor for Collect {
 
 /// e2fsck's "does this inode map blocks" (device files, fast symlinks and
 /// inline data do not).
+/// The physical block of the last extent of leaf `b` when the leaf
+/// fails its checksum (`seed` the inode's).
+fn bad_leaf_at(seed: u32, b: &[u8]) -> Option<u64> {
+    if extent::compute_block_checksum(seed, b)
+        .is_some_and(|c| c == extent::stored_block_checksum(b))
+    {
+        return None;
+    }
+    let n = usize::from(extent::parse_header(b).entries);
+    let last = extent::raw_entry(b, n.checked_sub(1)?)?;
+    Some(extent::decode_leaf(&last).pblk)
+}
+
 fn has_valid_blocks(inode: &Inode) -> bool {
     if !(inode.is_dir() || inode.is_reg() || inode.is_symlink()) {
         return false;

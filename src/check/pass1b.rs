@@ -14,7 +14,7 @@
 //! run looked up in the sorted list of duplicate blocks; parallel over the
 //! same units as pass 1, merged in inode order.
 
-use super::blockmap::{MapVisitor, Scratch};
+use super::blockmap::{self, MapVisitor, Scratch};
 use super::pass1::{self, Ctx};
 use super::problem::{Code, Problem};
 use super::state::State;
@@ -52,8 +52,11 @@ struct Finder<'a> {
     /// (logical cluster, physical cluster) of the block seen last; a
     /// mapping block's logical cluster is `NODE`.
     last: Option<(u64, u64)>,
-    /// Walk as e2fsck -n's rescan does: it ends at an extent node failing
-    /// its checksum (`failed`).
+    /// Walk as e2fsck -n's rescan does: it ends in error (`failed`) at an
+    /// extent node failing its checksum or with a bad header, or at an
+    /// illegal indirect pointer
+    /// that pass 1 forgot in core only (one inside an indirect block on
+    /// metadata), which stops the blocks holding it as any illegal one.
     verify: bool,
     failed: bool,
 }
@@ -136,6 +139,18 @@ impl Finder<'_> {
         }
     }
 
+    /// Whether `p`, met by a walk that stops at a bad node, is where
+    /// e2fsck's walk ends in error: a node failing its checksum, one whose
+    /// header is bad (not one merely empty, which libext2fs steps over),
+    /// an illegal indirect pointer.
+    fn ends_walk(p: &Problem) -> bool {
+        match p.code {
+            Code::InodeExtentNodeChecksum | Code::StoppedAtIllegalIndirect => true,
+            Code::InodeExtentNodeBad => p.args().detail != blockmap::EMPTY_NODE,
+            _ => false,
+        }
+    }
+
     fn keep(&self, b: u64) -> bool {
         self.skip_meta
             .is_none_or(|s| !s.block_meta.get(s.cluster(b)))
@@ -175,12 +190,12 @@ impl MapVisitor for Finder<'_> {
         }
     }
     fn problem(&mut self, p: Problem) {
-        self.failed |= self.verify && p.code == Code::InodeExtentNodeChecksum;
+        self.failed |= self.verify && Self::ends_walk(&p);
     }
     fn done(&self) -> bool {
         self.budget == 0
     }
-    fn stops_at_bad_checksum(&self) -> bool {
+    fn stops_at_bad_node(&self) -> bool {
         self.verify
     }
 }
@@ -275,7 +290,11 @@ fn scan_owners(
     threads: Threads,
     ctl: &Control,
 ) -> Scan {
-    let ctx = Ctx::new(fs, state);
+    let mut ctx = Ctx::new(fs, state);
+    // Under -n pass 1 left the illegal indirect pointers in place, and
+    // e2fsck's rescan meets them again: not on metadata this time, as it
+    // walks without pass 1's care for blocks on it.
+    ctx.read_only = read_only;
     let units = pass1::make_units(fs);
     let isz = fs.geo.inode_len();
     let csum = fs.metadata_csum();

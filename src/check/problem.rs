@@ -287,7 +287,7 @@ problems! {
     // e2fsck -n walks the maps again with checksums verified: the walk
     // ends at an extent node failing its checksum, whose fix pass 1 was
     // refused; the blocks past it are not looked at for sharing.
-    DupRescanFailed = ("0x1103", P1B, Notice, false, "Inode {ino}: the search for shared blocks stopped at an extent block failing its checksum"),
+    DupRescanFailed = ("0x1103", P1B, Notice, false, "Inode {ino}: the search for shared blocks stopped early, at a damaged extent block or one failing its checksum, or at an indirect block outside the file system"),
 
     // ---- Pass 2: directory structure ----
     DirEntryBadRecLen = ("0x2001", P2, Error, false, "Directory inode {ino}, block #{num}, offset {num2}: entry {detail}, left inside the entry before it by the salvage, gets a rec_len reaching the end of the block"),

@@ -25,6 +25,7 @@ mod cli_compat;
 mod codes_13l;
 mod codes_fz34;
 mod codes_fz36h;
+mod codes_fz36l;
 mod common;
 mod conformance;
 mod corruptions;
