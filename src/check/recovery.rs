@@ -644,6 +644,17 @@ pub fn after_replay(
         return Ok(superblock::Opened::Fs(fs, first_probs));
     }
     let external = super::journal::external(&fs);
+    // e2fsck replays nothing from a journal whose superblock it finds
+    // corrupt (a checksum that fails, a block size or length it refuses):
+    // -n stops there, a repair resets the superblock and the transactions
+    // are lost. Pass 0 judges the disk as it is.
+    if !external
+        && super::journal::check(&fs, opts.repairing)
+            .iter()
+            .any(|p| p.code == Code::JournalSuperblockCorrupt)
+    {
+        return Ok(superblock::Opened::Fs(fs, first_probs));
+    }
     let planned = if !external && sb.journal_inum != 0 {
         plan_internal(&fs).map(|(j, p, phys)| (j, p, Some(phys)))
     } else if external

@@ -54,6 +54,7 @@ mod journal_recreate;
 mod journal_replay_repair;
 mod json_schema;
 mod kept_paths;
+mod kernel_finds;
 mod latch_output;
 mod lost_found_create;
 mod max_memory;
