@@ -215,7 +215,9 @@ def debugfs(img, cmds, write=False, bitmaps=False):
     _, out, _ = run(args, env=env)
     os.unlink(cf)
     res, cur = {}, None
-    for line in out.splitlines():
+    # Only a newline ends a line: a repaired name may hold a form feed or
+    # a file separator, which str.splitlines() would also split at.
+    for line in out.split("\n"):
         if line.startswith("debugfs: "):
             cur = line[len("debugfs: "):]
             res[cur] = []
@@ -238,7 +240,7 @@ def listing(img):
         out = debugfs(img, cmds)
         nxt = []
         for (ino, path), cmd in zip(level, cmds):
-            for line in out.get(cmd, "").splitlines():
+            for line in out.get(cmd, "").split("\n"):
                 m = LS_RE.match(line)
                 if not m:
                     continue
