@@ -1496,7 +1496,8 @@ fn check_inline_dirs<T: Targets + Sync>(
                     continue;
                 };
                 let iblock = raw.get(field::I_BLOCK..field::I_BLOCK_END).unwrap_or(&[]);
-                let ea = inline_ea(&raw);
+                let part = second_part(fs, &raw);
+                let ea: &[u8] = &part;
                 let size = INLINE_IBLOCK + ea.len();
                 // A directory's inline size must hold whole 4-byte records,
                 // and a second part too short for one entry is invalid.
@@ -1520,6 +1521,38 @@ fn inline_ea(raw: &[u8]) -> &[u8] {
     xattr::inline_data(raw)
         .and_then(|d| raw.get(d.value.0..d.value.1))
         .unwrap_or(&[])
+}
+
+/// An inline directory's data past i_block as libext2fs hands it to e2fsck:
+/// the in-inode "system.data", or, when the inode holds none, one kept in
+/// the xattr block. The kernel never stores it there, but pass 1 accepts
+/// it, and e2fsck sizes and checks the directory by it.
+fn second_part<'a>(fs: &Fs, raw: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+    if xattr::inline_data(raw).is_some() {
+        return std::borrow::Cow::Borrowed(inline_ea(raw));
+    }
+    block_inline_data(fs, raw).map_or(std::borrow::Cow::Borrowed(&[]), std::borrow::Cow::Owned)
+}
+
+/// The value of a "system.data" in the inode's xattr block, if the block
+/// can be read and holds one.
+fn block_inline_data(fs: &Fs, raw: &[u8]) -> Option<Vec<u8>> {
+    let acl = inode::Inode::parse(raw).acl_block(fs.sb.is_64bit());
+    if acl == 0 || !fs.geo.block_in_fs(acl) {
+        return None;
+    }
+    let mut buf = vec![0; fs.geo.block_len()];
+    fs.read_block_into(acl, &mut buf).ok()?;
+    if xattr::parse_block_header(&buf).magic != xattr::XATTR_MAGIC {
+        return None;
+    }
+    let entries = xattr::read_entries(&buf, xattr::BLOCK_HEADER_LEN).ok()?;
+    let e = entries.iter().find(|e| {
+        e.value_inum == 0 && xattr::name_is(e.name_index, e.name, xattr::INDEX_SYSTEM, b"data")
+    })?;
+    let at = usize::from(e.value_offs);
+    buf.get(at..at.checked_add(usize::try_from(e.value_size).ok()?)?)
+        .map(<[u8]>::to_vec)
 }
 
 /// No entry (in `Links`' per-directory entry numbers).

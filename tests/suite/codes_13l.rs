@@ -217,3 +217,65 @@ fn inode_table_outside_stops_read_only_check() {
     assert!(out.contains("Relocate? no"), "{out}");
     assert!(!out.contains("Pass 2"), "{out}");
 }
+
+/// An inline directory whose "system.data" is in its xattr block instead
+/// of the inode: libext2fs reads it there, so e2fsck sizes the directory
+/// by it (73 bytes, not a multiple of 4: 0x02004e) and checks the entries
+/// in it. pfsck's pass 2 read only the inode's own attribute: `-fn` missed
+/// both and `-fy` claimed a repair (exit 1) e2fsck still rejected. e2fsck's
+/// yes to 0x02004e cannot store the value back, libext2fs keeping
+/// system.data only in the inode, and asks 0x02004f; pfsck has no fixer
+/// for 0x02004e, says so and exits 4.
+#[test]
+fn inline_dir_data_in_the_xattr_block() {
+    let tmp = TempDir::new("c13l-inline-ea-block");
+    let img = inline_image(tmp.path());
+    let val = tmp.join("value");
+    std::fs::write(&val, b"abcdefghijklm").unwrap();
+    // With no room in the inode (i_extra_isize 124 of 128), the attribute
+    // goes to a new xattr block; i_extra_isize is then restored.
+    debugfs_w(
+        &img,
+        &[
+            "mkdir d".to_string(),
+            "ea_rm d system.data".to_string(),
+            "sif d extra_isize 124".to_string(),
+            format!("ea_set -f {} d user.data", val.display()),
+            "sif d extra_isize 32".to_string(),
+        ],
+    );
+    let stat = debugfs_r(&img, "stat d");
+    let acl: u64 = stat
+        .split("File ACL: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no xattr block in:\n{stat}"));
+    // The entry's name index (byte 1 of the first entry, after the 32-byte
+    // header) from user (1) to system (7): "user.data" becomes
+    // "system.data", whose hash covers the name and value only.
+    debugfs_w(&img, &[format!("zap_block -o 33 -l 1 -p 7 {acl}")]);
+    assert!(
+        debugfs_r(&img, "stat d").contains("Size of inline data: 73"),
+        "{}",
+        debugfs_r(&img, "stat d")
+    );
+    assert_same_codes(&img, &[0x01000C, 0x02004E, 0x020013]);
+    let theirs = tmp.join("oracle");
+    copy_image(&img, &theirs);
+    if let Some(codes) = e2fsck_codes(&theirs, &["-fy"]) {
+        assert!(codes.contains(&0x02004F), "{codes:x?}");
+    }
+    let (code, out) = pfsck_code(&["-fn"], &img);
+    assert_eq!(code, 12, "{out}");
+    assert!(
+        out.contains("Directory inode 12 has corrupt inline data (size 73).\nFix? no"),
+        "{out}"
+    );
+    let (code, out) = pfsck_code(&["-fy"], &img);
+    assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains("Problems left after the repair:\nDirectory inode 12 has corrupt inline data"),
+        "{out}"
+    );
+}
