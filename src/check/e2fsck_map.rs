@@ -1108,6 +1108,9 @@ pub struct LatchLog {
     truncated: Vec<u32>,
     /// The pass the check stopped in, if it did.
     stop: Option<u32>,
+    /// The inode pass 1's scan stopped at, if it stopped in the middle
+    /// of the scan: e2fsck logs nothing of the inodes past it.
+    stop_ino: Option<u32>,
     /// Pass 2 entries (see [`EntryKey`]) naming an inode not in use.
     unused_targets: std::collections::HashSet<EntryKey>,
     /// Pass 2 entries with a problem of e2fsck's first series of checks
@@ -1166,6 +1169,7 @@ impl LatchLog {
         for p in problems {
             if log.stop.is_none() {
                 log.stop = stop_pass(p.code);
+                log.stop_ino = stops_scan_at(&p);
             }
             if p.code == Code::SbUsedBackup {
                 // e2fsck gives its advice before relocating only when it
@@ -1340,6 +1344,20 @@ impl LatchLog {
     }
 }
 
+/// The inode at which a stop ends pass 1's scan of the inode table, from
+/// the problem that says so (the resize inode's is at the scan's end).
+fn stops_scan_at(p: &Problem) -> Option<u32> {
+    let ino = p.args().ino?;
+    match p.code {
+        Code::StoppedAtInodeChecksumP1 if ino == Ino::RESIZE => None,
+        Code::StoppedAtInodeChecksumP1
+        | Code::StoppedAtIllegalIndirect
+        | Code::StoppedAtUnreadableExtent
+        | Code::StoppedAtBadBlocksInode => Some(ino.get()),
+        _ => None,
+    }
+}
+
 /// The pass a check stopped in, from the problem that says it did.
 fn stop_pass(code: Code) -> Option<u32> {
     match code {
@@ -1406,6 +1424,16 @@ impl LatchLog {
         if let Some(stop) = self.stop {
             // Pass 1B-1E codes are pass 1's, 3A pass 3's.
             out.retain(|r| r.code >> 16 <= stop);
+        }
+        // What e2fsck's pass 1 finds of the orphans it leaves (listed
+        // before the passes) is of inodes the scan may not reach, the
+        // latch question they raise with them.
+        if let Some(at) = self.stop_ino
+            && p.code == Code::OrphanReleased
+        {
+            let p1 = |r: &Ref| r.code >> 16 == 1;
+            let past = out.iter().any(|r| p1(r) && r.ino.is_some_and(|i| i > at));
+            out.retain(|r| !p1(r) || r.ino.map_or(!past, |i| i <= at));
         }
         out
     }

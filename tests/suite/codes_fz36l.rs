@@ -226,3 +226,43 @@ fn orphan_left_unreleased_has_a_leaf_failing_its_checksum() {
         "{fn_out}"
     );
 }
+
+/// Two deleted orphans on the list and a bad blocks inode failing its
+/// checksum (fz36 #10679, #11098, #12766 and 19 more: "pfsck only
+/// 0x010004"). e2fsck -n leaves the orphans and stops at inode 1, at the
+/// start of pass 1's scan, before it reaches them: what its pass 1 would
+/// have said of them is not logged. pfsck gave their codes anyway.
+#[test]
+fn orphans_past_a_stop_at_the_bad_blocks_inode_are_not_reached() {
+    let tmp = TempDir::new("codes-fz36-orphans-stop");
+    let img = tmp.join("img");
+    mkfs(&img, 16 * MIB, &MkfsOpts::ext4(), None);
+    let data = tmp.join("data");
+    std::fs::write(&data, file_content("o", 5000)).unwrap();
+    let d = data.display();
+    debugfs_w(&img, &[format!("write {d} a"), format!("write {d} b")]);
+    let (a, b) = (inode_of(&img, "/a"), inode_of(&img, "/b"));
+    debugfs_w(
+        &img,
+        &[
+            "unlink a".into(),
+            "unlink b".into(),
+            format!("sif <{a}> links_count 0"),
+            format!("sif <{b}> links_count 0"),
+            format!("sif <{a}> dtime {b}"),
+            format!("ssv last_orphan {a}"),
+            "sif <1> checksum 0x1234".into(),
+        ],
+    );
+    assert_same_codes(&img, &[0x010065]);
+    assert_same_code_counts(&img);
+    let (fn_out, _) = judged_by_oracle("fz36 orphans stop", &img, 12, 1);
+    assert!(
+        fn_out.contains("The check stops at inode 1, whose checksum it may not fix"),
+        "{fn_out}"
+    );
+    assert!(
+        fn_out.contains(&format!("Clearing orphaned inode {b} (")),
+        "{fn_out}"
+    );
+}
