@@ -444,7 +444,7 @@ const DAMAGE: &[(Code, &str)] = &[
     ),
     (
         Code::DirInlineBad,
-        "codes_13l::inline_dir_data_in_the_xattr_block",
+        "codes_13l::inline_dir_size_fixed_as_e2fsck",
     ),
 ];
 
@@ -464,8 +464,8 @@ const LATCH_ASKS_EACH: &[u32] = &[catalogue::LATCH_RELOC];
 /// Why an e2fsck problem is not detected, where the reason is known.
 const WHY_NOT: &[(u32, &str)] = &[(
     0x02004f,
-    "e2fsck asks it only after a yes to 0x02004e, and pfsck has no fixer for 0x02004e \
-         (DirInlineBad: `-y` leaves the size and says so), so it never gets there. The \
+    "e2fsck asks it only after a yes to 0x02004e, and pfsck's fix of 0x02004e \
+         (DirInlineBad) leaves such a directory as it is and says so, asking nothing more. The \
          store fails, from an image, only when the directory's system.data is in its xattr \
          block (libext2fs finds it there but writes system.data only in the inode; with no \
          room for in-inode attributes it can only be there): made by \
