@@ -224,9 +224,11 @@ fn inode_table_outside_stops_read_only_check() {
 /// in it. pfsck's pass 2 read only the inode's own attribute: `-fn` missed
 /// both and `-fy` claimed a repair (exit 1) e2fsck still rejected. e2fsck's
 /// yes to 0x02004e cannot store the value back, libext2fs keeping
-/// system.data only in the inode, and asks 0x02004f; pfsck's fix of
-/// 0x02004e cannot store it there either: it leaves the size, says so and
-/// exits 4.
+/// system.data only in the inode, and asks to truncate (0x02004f), which
+/// it does by clearing the inline flag over bytes it leaves behind: exit
+/// 4, and its own `-fn` then exits 12. pfsck reports the same two
+/// problems under `-fy`, leaves the directory as it is, says so and exits
+/// 4 too.
 #[test]
 fn inline_dir_data_in_the_xattr_block() {
     let tmp = TempDir::new("c13l-inline-ea-block");
@@ -262,19 +264,49 @@ fn inline_dir_data_in_the_xattr_block() {
         debugfs_r(&img, "stat d")
     );
     assert_same_codes(&img, &[0x01000C, 0x02004E, 0x020013]);
-    let theirs = tmp.join("oracle");
-    copy_image(&img, &theirs);
-    if let Some(codes) = e2fsck_codes(&theirs, &["-fy"]) {
-        assert!(codes.contains(&0x02004F), "{codes:x?}");
-    }
     let (code, out) = pfsck_code(&["-fn"], &img);
     assert_eq!(code, 12, "{out}");
     assert!(
         out.contains("Directory inode 12 has corrupt inline data (size 73).\nFix? no"),
         "{out}"
     );
+    assert!(!out.contains("inline size cannot be corrected"), "{out}");
+    // Under -y, e2fsck's codes up to its question to truncate are pfsck's
+    // (what follows is its truncation's doing).
+    let theirs = tmp.join("oracle");
+    copy_image(&img, &theirs);
+    let mine = tmp.join("mine");
+    copy_image(&img, &mine);
+    let run = pfsck(&["-fy".as_ref(), "--json".as_ref(), mine.as_os_str()]);
+    let json: serde_json::Value = serde_json::from_slice(&run.stdout).expect("pfsck --json");
+    let codes = report_e2fsck_codes(&json);
+    assert_eq!(json["exit_code"], 4, "{json}");
+    if let Some((run, log)) = e2fsck_logged(&theirs, &["-fy"]) {
+        assert_eq!(run.code(), Some(4));
+        let logged = log_codes(&log);
+        let upto = logged.iter().position(|&c| c == 0x02004F).map(|k| k + 1);
+        let logged: Vec<u32> = logged[..upto.expect("no 0x02004f")]
+            .iter()
+            .copied()
+            // Pass headers are e2fsck's alone.
+            .filter(|c| c & 0xFFFF != 0)
+            .collect();
+        assert_eq!(codes[..logged.len()], logged[..], "{codes:x?} {logged:x?}");
+    }
+    assert!(
+        debugfs_r(&mine, "stat d").contains("Size of inline data: 73"),
+        "{}",
+        debugfs_r(&mine, "stat d")
+    );
     let (code, out) = pfsck_code(&["-fy"], &img);
     assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains(
+            "Directory inode 12: its inline size cannot be corrected, its system.data \
+             being in its xattr block; the directory is left as it is.\nTruncate? no"
+        ),
+        "{out}"
+    );
     assert!(
         out.contains("Problems left after the repair:\nDirectory inode 12 has corrupt inline data"),
         "{out}"
