@@ -865,6 +865,13 @@ pub const UNFIXED_BY_E2FSCK: &[(u32, &str)] = &[
         0x060010,
         "stated: e2fsck asks nothing here and makes the orphan file anew under 0x060009, as pfsck does",
     ),
+    (
+        0x02004f,
+        "asked after a yes to 0x02004e when system.data is in the xattr block, where \
+         libext2fs will not store it; -y sets the size to 0 and clears the inline flag but \
+         leaves the inline bytes in i_block, which its own -fn then reads as a block map \
+         (-y exits 4, -n after it 12). pfsck reports it and leaves the directory as it is",
+    ),
 ];
 
 /// The reason `code` cannot occur, if it cannot.

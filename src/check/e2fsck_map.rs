@@ -213,6 +213,7 @@ fn dir_codes(code: Code) -> &'static [u32] {
         HtreeNoIndexFlag => &[0x020038],
         HtreeInvalid => &[0x020038],
         DirInlineBad => &[0x02004E],
+        DirInlineSizeStuck => &[0x02004F],
         DirEntryEncryptedShort => &[0x020050],
         DirEntryUnencrypted => &[0x020051],
         DirEntryPolicyMismatch => &[0x020052],

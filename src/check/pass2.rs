@@ -1507,6 +1507,13 @@ fn check_inline_dirs<T: Targets + Sync>(
                             .ino(ino)
                             .detail(format!("size {size}")),
                     );
+                    // A repair's yes cannot store the corrected size:
+                    // libext2fs writes system.data only in the inode, and
+                    // e2fsck then asks to truncate the directory.
+                    if fsp.repairing && xattr::inline_data(&raw).is_none() {
+                        sink.problems
+                            .push(Problem::new(Code::DirInlineSizeStuck).ino(ino));
+                    }
                 }
                 dirblock::check_inline(fsp, &d.params, iblock, ea, targets, &mut sink);
             }

@@ -330,6 +330,7 @@ problems! {
     HtreeNoIndexFlag = ("0x2021", P2, Error, false, "Directory inode {ino} has an htree root but not the INDEX flag"),
     HtreeInvalid = ("0x2022", P2, Error, false, "Directory inode {ino} ({path:ino}) has an invalid htree index"),
     DirInlineBad = ("0x2023", P2, Error, false, "Directory inode {ino} has corrupt inline data ({detail})"),
+    DirInlineSizeStuck = ("0x2034", P2, Error, false, "Directory inode {ino}: its inline size cannot be corrected, its system.data being in its xattr block; the directory is left as it is"),
     DirEntryEncryptedShort = ("0x2024", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) has a name too short to be a ciphertext"),
     DirEntryUnencrypted = ("0x20E1", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) names inode {num}, which is not encrypted"),
     DirEntryPolicyMismatch = ("0x20E2", P2, Error, false, "Encrypted entry '{detail}' in {path:ino} ({ino}) names inode {num}, encrypted under another policy"),

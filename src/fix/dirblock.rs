@@ -1,8 +1,9 @@
 //! Pass 2 fixes of one directory block as a whole: salvaging a block whose
 //! chain of records breaks (a bad rec_len or name_len, a record running
 //! past the end, no room for a header at the end), adding a missing
-//! checksum tail where the last record has room for it, and removing an
-//! entry known by its offset (zero-length names, links to '.').
+//! checksum tail where the last record has room for it, removing an
+//! entry known by its offset (zero-length names, links to '.'), and an
+//! inline directory's size made whole (`fix_inline_size`).
 //!
 //! Salvage follows e2fsck's rules (`fs::dir_salvage`), the same steps
 //! pass 2's walk took on its copy of the block: the entries it keeps were
@@ -319,6 +320,48 @@ fn remove_at(b: &mut [u8], bs: usize, off: usize) -> bool {
         cur += rec;
     }
     false
+}
+
+/// e2fsck's fix of an inline directory whose size (60 bytes of i_block
+/// plus its system.data value) is not a multiple of 4 or leaves too
+/// little past i_block for one entry: too little is cut to i_block alone;
+/// otherwise the value grows to the next multiple of 4 (within its own
+/// padding), or, when libext2fs's measure of the in-inode room says it
+/// cannot grow, shrinks to the multiple below. i_size follows. False for
+/// a value that is not in the inode: libext2fs stores system.data only
+/// there, so e2fsck's store fails too (and it asks 0x02004f).
+pub(super) fn fix_inline_size(fs: &Fs, overlay: &mut Overlay, p: &Problem) -> super::Result<bool> {
+    use crate::fs::xattr::{inline_data, inline_grow_room, set_inline_data_len};
+    const IBLOCK: usize = I_BLOCK_LEN;
+    const MIN_ENTRY: usize = 12;
+    let Some(dir) = p.args().ino else {
+        return Ok(false);
+    };
+    let Some(raw) = crate::volume::edit::read_inode(fs, overlay, dir)? else {
+        return Ok(false);
+    };
+    let Some((a, z)) = inline_data(&raw).map(|d| d.value) else {
+        return Ok(false);
+    };
+    let len = z - a;
+    let new = if len > 0 && len < MIN_ENTRY {
+        0
+    } else if !len.is_multiple_of(4) {
+        let up = (len + 3) & !3;
+        // Unsigned as libext2fs reckons it: no area is no room.
+        let room = inline_grow_room(&raw).unwrap_or(0);
+        if up - len > room { up - 4 } else { up }
+    } else {
+        return Ok(false);
+    };
+    let mut done = false;
+    crate::volume::edit::edit_inode(fs, overlay, dir, |m| {
+        done = set_inline_data_len(m.0, new);
+        if done {
+            m.set_size((IBLOCK + new) as u64);
+        }
+    })?;
+    Ok(done)
 }
 
 #[cfg(test)]

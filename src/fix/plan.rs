@@ -1148,6 +1148,7 @@ fn structure(
     let mut holes: BTreeMap<Ino, Vec<usize>> = Default::default();
     let mut dot_fixed = BTreeSet::new();
     let mut salvaged = BTreeSet::new();
+    let mut resized = BTreeSet::new();
     for (k, p) in report.problems.iter_where(is_structure) {
         if !want.ok(&p) {
             continue;
@@ -1155,7 +1156,19 @@ fn structure(
         let Some(dir) = p.args().ino else {
             continue;
         };
-        if table::is(p.code, Fixer::DirBlock) {
+        if resized.contains(&dir) {
+            // Found within the old size.
+            continue;
+        }
+        if p.code == Code::DirInlineBad {
+            fixed[k] = dirblock::fix_inline_size(fs, overlay, &p)?;
+            if fixed[k] {
+                resized.insert(dir);
+                rebuild.remove(&dir);
+                holes.remove(&dir);
+            }
+            staged |= fixed[k];
+        } else if table::is(p.code, Fixer::DirBlock) {
             let blk = (dir, p.args().blk, p.args().num);
             fixed[k] = if p.code == Code::DirBlockCorrupt && salvaged.contains(&blk) {
                 // A later broken record of a block pass 2 walked on

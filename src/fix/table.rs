@@ -392,6 +392,9 @@ const TABLE: &[Entry] = &[
     // as e2fsck restarts, the next round reads those inodes.
     row(Code::DirEntryUnusedArea, F::UnusedMark, S),
     row(Code::DirEntryUninitGroup, F::UnusedMark, S),
+    // e2fsck fixes the size before it reads the entries: the directory's
+    // other problems wait for the next round's check.
+    row(Code::DirInlineBad, F::DirBlock, S),
     row(Code::DirBlockCorrupt, F::DirBlock, S),
     // After its block's salvage, which it follows in the report.
     row(Code::DirEntryBadRecLen, F::DirBlock, S),

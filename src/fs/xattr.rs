@@ -1,7 +1,7 @@
 //! Extended attributes: the header of an xattr block, the entries (shared by
 //! blocks and the in-inode area) and their hashes.
 
-use super::bytes::{le16, le32, u8_at};
+use super::bytes::{le16, le32, put_le32, u8_at};
 use super::checksum::crc32c_raw;
 use super::inode::{GOOD_OLD_INODE_SIZE, extra_isize};
 
@@ -211,6 +211,39 @@ mod tests {
         );
     }
 
+    /// A 256-byte inode with i_extra_isize 32 and system.data of `len`
+    /// bytes (value hash 0) at the end of its attribute area.
+    fn inline_inode(len: usize) -> Vec<u8> {
+        let mut raw = vec![0u8; 256];
+        raw[128] = 32;
+        put_le32(&mut raw, 160, XATTR_MAGIC);
+        let offs = 92 - ((len + 3) & !3);
+        let e = 164;
+        raw[e] = 4;
+        raw[e + 1] = INDEX_SYSTEM;
+        raw[e + 2..e + 4].copy_from_slice(&u16::try_from(offs).unwrap().to_le_bytes());
+        put_le32(&mut raw, e + 8, u32::try_from(len).unwrap());
+        raw[e + 16..e + 20].copy_from_slice(b"data");
+        raw[164 + offs..164 + offs + len].fill(b'q');
+        raw
+    }
+
+    #[test]
+    fn inline_value_resized_in_its_padding() {
+        let mut raw = inline_inode(13);
+        // 76, the value's offset, less the 20-byte table and its end.
+        assert_eq!(inline_grow_room(&raw), Some(52));
+        assert!(!set_inline_data_len(&mut raw, 17));
+        assert!(set_inline_data_len(&mut raw, 16));
+        let d = inline_data(&raw).unwrap();
+        assert_eq!(d.value.1 - d.value.0, 16);
+        assert_eq!(raw[d.value.0 + 12..d.value.1], [b'q', 0, 0, 0]);
+        assert_eq!(le32(&raw, d.hash_at), 0);
+        // A value filling the area leaves no room to grow.
+        assert_eq!(inline_grow_room(&inline_inode(65)), Some(0));
+        assert_eq!(inline_grow_room(&[0u8; 128]), None);
+    }
+
     #[test]
     fn names_read_as_c_strings() {
         assert!(name_is(INDEX_SYSTEM, b"data", INDEX_SYSTEM, b"data"));
@@ -240,6 +273,8 @@ pub struct InlineData {
     pub hash_at: usize,
     /// The stored name's byte range: a new hash covers all its bytes.
     pub name: (usize, usize),
+    /// Where its entry keeps the value's size.
+    pub size_at: usize,
 }
 
 /// The prefix libext2fs puts before a stored name, by name index; none for
@@ -286,5 +321,53 @@ pub fn inline_data(raw: &[u8]) -> Option<InlineData> {
         value: (a, a + e.value_size as usize),
         hash_at: base + e.offset + ENTRY_HASH_AT,
         name: (n, n + e.name.len()),
+        size_at: base + e.offset + 8,
     })
+}
+
+/// The room libext2fs finds for system.data to grow in the in-inode area
+/// of `raw` (ext2fs_xattr_inode_max_size, which e2fsck's store of a
+/// corrected inline size consults): from the lowest value offset, bounded
+/// by the inode size less 164 (its large-inode struct and a word), less
+/// the entry table and its end marker. It counts neither the padding of
+/// the value itself nor the area's true end, and its unsigned arithmetic
+/// wraps, so a table past that bound finds room without end. None: the
+/// inode has no attribute area.
+pub fn inline_grow_room(raw: &[u8]) -> Option<usize> {
+    let start = ibody_start(raw)?;
+    let mut low = raw.len().saturating_sub(164);
+    let entries = read_entries(raw.get(start..)?, 0).ok()?;
+    for e in &entries {
+        if e.value_inum == 0 && e.value_size != 0 {
+            low = low.min(usize::from(e.value_offs));
+        }
+    }
+    let table = entries.last().map_or(0, |e| e.offset + e.len());
+    Some(low.wrapping_sub(table).wrapping_sub(4))
+}
+
+/// Sets the length of the in-inode system.data value of `raw` to `len`
+/// within the room its value already takes (its length rounded up to 4
+/// bytes), the bytes past `len` zeroed and the entry's hash redone (left
+/// 0 when it was: 0 means not hashed). False, and nothing changed, when
+/// there is no such value or `len` does not fit there.
+pub fn set_inline_data_len(raw: &mut [u8], len: usize) -> bool {
+    let Some(d) = inline_data(raw) else {
+        return false;
+    };
+    let (a, z) = d.value;
+    let slot = a + ((z - a + 3) & !3);
+    if slot > raw.len() || a + len > slot {
+        return false;
+    }
+    let Ok(size) = u32::try_from(len) else {
+        return false;
+    };
+    raw[a + len..slot].fill(0);
+    put_le32(raw, d.size_at, size);
+    if le32(raw, d.hash_at) != 0 {
+        let h = entry_hash(&raw[d.name.0..d.name.1], &raw[a..a + len], false);
+        put_le32(raw, d.hash_at, h);
+    }
+    true
 }

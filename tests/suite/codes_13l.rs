@@ -224,8 +224,11 @@ fn inode_table_outside_stops_read_only_check() {
 /// in it. pfsck's pass 2 read only the inode's own attribute: `-fn` missed
 /// both and `-fy` claimed a repair (exit 1) e2fsck still rejected. e2fsck's
 /// yes to 0x02004e cannot store the value back, libext2fs keeping
-/// system.data only in the inode, and asks 0x02004f; pfsck has no fixer
-/// for 0x02004e, says so and exits 4.
+/// system.data only in the inode, and asks to truncate (0x02004f), which
+/// it does by clearing the inline flag over bytes it leaves behind: exit
+/// 4, and its own `-fn` then exits 12. pfsck reports the same two
+/// problems under `-fy`, leaves the directory as it is, says so and exits
+/// 4 too.
 #[test]
 fn inline_dir_data_in_the_xattr_block() {
     let tmp = TempDir::new("c13l-inline-ea-block");
@@ -261,21 +264,107 @@ fn inline_dir_data_in_the_xattr_block() {
         debugfs_r(&img, "stat d")
     );
     assert_same_codes(&img, &[0x01000C, 0x02004E, 0x020013]);
-    let theirs = tmp.join("oracle");
-    copy_image(&img, &theirs);
-    if let Some(codes) = e2fsck_codes(&theirs, &["-fy"]) {
-        assert!(codes.contains(&0x02004F), "{codes:x?}");
-    }
     let (code, out) = pfsck_code(&["-fn"], &img);
     assert_eq!(code, 12, "{out}");
     assert!(
         out.contains("Directory inode 12 has corrupt inline data (size 73).\nFix? no"),
         "{out}"
     );
+    assert!(!out.contains("inline size cannot be corrected"), "{out}");
+    // Under -y, e2fsck's codes up to its question to truncate are pfsck's
+    // (what follows is its truncation's doing).
+    let theirs = tmp.join("oracle");
+    copy_image(&img, &theirs);
+    let mine = tmp.join("mine");
+    copy_image(&img, &mine);
+    let run = pfsck(&["-fy".as_ref(), "--json".as_ref(), mine.as_os_str()]);
+    let json: serde_json::Value = serde_json::from_slice(&run.stdout).expect("pfsck --json");
+    let codes = report_e2fsck_codes(&json);
+    assert_eq!(json["exit_code"], 4, "{json}");
+    if let Some((run, log)) = e2fsck_logged(&theirs, &["-fy"]) {
+        assert_eq!(run.code(), Some(4));
+        let logged = log_codes(&log);
+        let upto = logged.iter().position(|&c| c == 0x02004F).map(|k| k + 1);
+        let logged: Vec<u32> = logged[..upto.expect("no 0x02004f")]
+            .iter()
+            .copied()
+            // Pass headers are e2fsck's alone.
+            .filter(|c| c & 0xFFFF != 0)
+            .collect();
+        assert_eq!(codes[..logged.len()], logged[..], "{codes:x?} {logged:x?}");
+    }
+    assert!(
+        debugfs_r(&mine, "stat d").contains("Size of inline data: 73"),
+        "{}",
+        debugfs_r(&mine, "stat d")
+    );
     let (code, out) = pfsck_code(&["-fy"], &img);
     assert_eq!(code, 4, "{out}");
+    assert!(
+        out.contains(
+            "Directory inode 12: its inline size cannot be corrected, its system.data \
+             being in its xattr block; the directory is left as it is.\nTruncate? no"
+        ),
+        "{out}"
+    );
     assert!(
         out.contains("Problems left after the repair:\nDirectory inode 12 has corrupt inline data"),
         "{out}"
     );
+}
+
+/// An inline directory whose system.data value (in the inode) makes a
+/// size that is not a multiple of 4, or too short past i_block for one
+/// entry (61-71 bytes). e2fsck cuts too short a value to nothing, grows
+/// any other to the next multiple of 4 within its padding, or shrinks it
+/// to the multiple below when libext2fs finds no room to grow (65 and 66
+/// bytes fill the attribute area of a 256-byte inode); the entries then
+/// checked within the new size are salvaged. pfsck had no fix (`-y`
+/// answered no, exit 4); now it sizes the directory as e2fsck does.
+#[test]
+fn inline_dir_size_fixed_as_e2fsck() {
+    let tmp = TempDir::new("c13l-inline-size");
+    for (len, want) in [
+        (1, 60),
+        (8, 60),
+        (11, 60),
+        (13, 76),
+        (15, 76),
+        (65, 124),
+        (66, 124),
+    ] {
+        let dir = tmp.join(format!("v{len}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let img = inline_image(&dir);
+        let val = dir.join("value");
+        std::fs::write(&val, vec![b'q'; len]).unwrap();
+        debugfs_w(
+            &img,
+            &[
+                "mkdir d".to_string(),
+                format!("ea_set -f {} d system.data", val.display()),
+                format!("sif d size {}", 60 + len),
+            ],
+        );
+        let size = |img: &Path| {
+            let stat = debugfs_r(img, "stat d");
+            stat.split("Size of inline data: ")
+                .nth(1)
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or_else(|| panic!("no inline size in:\n{stat}"))
+        };
+        assert_eq!(size(&img), 60 + len);
+        let (_, out) = pfsck_code(&["-fn"], &img);
+        let asked = format!(
+            "Directory inode 12 has corrupt inline data (size {}).\nFix? no",
+            60 + len
+        );
+        assert!(out.contains(&asked), "{len}: {out}");
+        let fixed = repairs_as_e2fsck(&img);
+        assert_eq!(size(&fixed), want, "{len}");
+        if oracle().is_some() {
+            assert_eq!(size(&img.with_extension("oracle")), want, "{len}");
+        }
+    }
 }

@@ -444,6 +444,10 @@ const DAMAGE: &[(Code, &str)] = &[
     ),
     (
         Code::DirInlineBad,
+        "codes_13l::inline_dir_size_fixed_as_e2fsck",
+    ),
+    (
+        Code::DirInlineSizeStuck,
         "codes_13l::inline_dir_data_in_the_xattr_block",
     ),
 ];
@@ -462,18 +466,7 @@ const BATCHED: &[Code] = &[Code::BlockBitmapDiff, Code::InodeBitmapDiff];
 const LATCH_ASKS_EACH: &[u32] = &[catalogue::LATCH_RELOC];
 
 /// Why an e2fsck problem is not detected, where the reason is known.
-const WHY_NOT: &[(u32, &str)] = &[(
-    0x02004f,
-    "e2fsck asks it only after a yes to 0x02004e, and pfsck has no fixer for 0x02004e \
-         (DirInlineBad: `-y` leaves the size and says so), so it never gets there. The \
-         store fails, from an image, only when the directory's system.data is in its xattr \
-         block (libext2fs finds it there but writes system.data only in the inode; with no \
-         room for in-inode attributes it can only be there): made by \
-         `codes_13l::inline_dir_data_in_the_xattr_block`. Every other failure of the store \
-         would be a read of the attributes, which succeeded when e2fsck read the size. \
-         e2fsck's yes sets the size to 0 and clears the inline flag but leaves the inline \
-         bytes in i_block, which its own -fn then reads as a block map (exit 12)",
-)];
+const WHY_NOT: &[(u32, &str)] = &[];
 
 fn damage(c: Code) -> Option<&'static str> {
     DAMAGE.iter().find(|(d, _)| *d == c).map(|(_, t)| *t)
