@@ -72,7 +72,7 @@ fn tree(img: &Path, path: &str) -> (Vec<u64>, Vec<u64>) {
     (index, level)
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Damage {
     /// A leaf's first extent starts where the previous leaf's last one.
     Order(usize),
@@ -221,8 +221,12 @@ fn split_walk_gives_one_threads_report_and_repair() {
         assert_ne!(one.0, Some(0), "{damages:?}: not found\n{}", one.1);
         assert_eq!(one, two, "{damages:?}: -fn differs between -m1 and -m2");
         let (_, timed) = run(&["-fn", "-t", "-m2"], &img);
-        let (walked, used) = split_counts(&timed);
-        fell_back |= used < walked;
+        // An empty node stops -n in pass 1, as e2fsck's walk fails there:
+        // no pass-1 record then.
+        if !(damages.contains(&Damage::Empty(20)) && timed.contains("lists no entries")) {
+            let (walked, used) = split_counts(&timed);
+            fell_back |= used < walked;
+        }
         let a = tmp.join(format!("case{c}.m1"));
         let b = tmp.join(format!("case{c}.m2"));
         copy_image(&img, &a);
