@@ -31,8 +31,6 @@ enum Base {
     Ext2,
     Ext4,
     Ext4NoCsum,
-    /// Clusters of 4 blocks (not in `ALL`: only for what is left unfixed).
-    Bigalloc,
 }
 
 const ALL: [Base; 3] = [Base::Ext2, Base::Ext4, Base::Ext4NoCsum];
@@ -57,11 +55,6 @@ impl Base {
                     .block_size(1024)
                     .features("^metadata_csum,uninit_bg"),
             ),
-            Base::Bigalloc => ("repair-base-bigalloc", 32 * MIB, {
-                let mut o = MkfsOpts::ext4().block_size(4096).features("bigalloc");
-                o.extra_args = vec!["-C".into(), "16384".into()];
-                o
-            }),
         };
         cached_image(key, |img| {
             mkfs(img, size, &opts, Some(&standard_tree_dir()));
@@ -663,7 +656,7 @@ fn bad_directory_entries_are_removed_or_retyped() {
 impl Base {
     fn block_size(self) -> u64 {
         match self {
-            Base::Ext4 | Base::Bigalloc => 4096,
+            Base::Ext4 => 4096,
             Base::Ext2 | Base::Ext4NoCsum => 1024,
         }
     }
