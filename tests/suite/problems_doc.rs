@@ -817,6 +817,14 @@ fn render() -> String {
     let _ = writeln!(s);
 
     let _ = writeln!(s, "### Not detected\n");
+    if problems
+        .iter()
+        .filter(|r| r.pfsck.is_empty() && !na(r))
+        .count()
+        == 0
+    {
+        let _ = writeln!(s, "None: every applicable problem is detected.");
+    }
     for r in problems.iter().filter(|r| r.pfsck.is_empty() && !na(r)) {
         let why = WHY_NOT
             .iter()
