@@ -233,31 +233,7 @@ fn inode_table_outside_stops_read_only_check() {
 fn inline_dir_data_in_the_xattr_block() {
     let tmp = TempDir::new("c13l-inline-ea-block");
     let img = inline_image(tmp.path());
-    let val = tmp.join("value");
-    std::fs::write(&val, b"abcdefghijklm").unwrap();
-    // With no room in the inode (i_extra_isize 124 of 128), the attribute
-    // goes to a new xattr block; i_extra_isize is then restored.
-    debugfs_w(
-        &img,
-        &[
-            "mkdir d".to_string(),
-            "ea_rm d system.data".to_string(),
-            "sif d extra_isize 124".to_string(),
-            format!("ea_set -f {} d user.data", val.display()),
-            "sif d extra_isize 32".to_string(),
-        ],
-    );
-    let stat = debugfs_r(&img, "stat d");
-    let acl: u64 = stat
-        .split("File ACL: ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no xattr block in:\n{stat}"));
-    // The entry's name index (byte 1 of the first entry, after the 32-byte
-    // header) from user (1) to system (7): "user.data" becomes
-    // "system.data", whose hash covers the name and value only.
-    debugfs_w(&img, &[format!("zap_block -o 33 -l 1 -p 7 {acl}")]);
+    inline_dir_data_in_xattr_block(&img, tmp.path());
     assert!(
         debugfs_r(&img, "stat d").contains("Size of inline data: 73"),
         "{}",

@@ -342,31 +342,8 @@ fn unsupported_damaged(tmp: &TempDir) -> PathBuf {
             .features("inline_data,^metadata_csum"),
         Some(&standard_tree_dir()),
     );
-    let val = tmp.join("value");
-    std::fs::write(&val, b"abcdefghijklm").unwrap();
-    // No room in the inode (i_extra_isize 124 of 128): the attribute goes
-    // to a new xattr block; i_extra_isize is then restored.
-    debugfs_w(
-        &img,
-        &[
-            "mkdir d".to_string(),
-            "ea_rm d system.data".to_string(),
-            "sif d extra_isize 124".to_string(),
-            format!("ea_set -f {} d user.data", val.display()),
-            "sif d extra_isize 32".to_string(),
-            "sif /f70k links_count 9".to_string(),
-        ],
-    );
-    let stat = debugfs_r(&img, "stat d");
-    let acl: u64 = stat
-        .split("File ACL: ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("no xattr block in:\n{stat}"));
-    // user.data becomes system.data (name index 1 -> 7); the entry's hash
-    // covers the name and value only.
-    debugfs_w(&img, &[format!("zap_block -o 33 -l 1 -p 7 {acl}")]);
+    inline_dir_data_in_xattr_block(&img, tmp.path());
+    debugfs_w(&img, &["sif /f70k links_count 9"]);
     img
 }
 

@@ -1909,3 +1909,36 @@ pub fn report_shape(out: &str) -> Vec<String> {
         })
         .collect()
 }
+
+/// Makes directory `/d` on an inline_data image (1 KiB blocks, 256-byte
+/// inodes) whose system.data attribute sits in its xattr block with 13
+/// bytes (inline size 73): libext2fs refuses to store system.data there,
+/// so e2fsck's fix of the size fails (0x02004e, then 0x02004f). `scratch`
+/// holds the value file.
+pub fn inline_dir_data_in_xattr_block(img: &Path, scratch: &Path) {
+    let val = scratch.join("value");
+    std::fs::write(&val, b"abcdefghijklm").unwrap();
+    // With no room in the inode (i_extra_isize 124 of 128), the attribute
+    // goes to a new xattr block; i_extra_isize is then restored.
+    debugfs_w(
+        img,
+        &[
+            "mkdir d".to_string(),
+            "ea_rm d system.data".to_string(),
+            "sif d extra_isize 124".to_string(),
+            format!("ea_set -f {} d user.data", val.display()),
+            "sif d extra_isize 32".to_string(),
+        ],
+    );
+    let stat = debugfs_r(img, "stat d");
+    let acl: u64 = stat
+        .split("File ACL: ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no xattr block in:\n{stat}"));
+    // The entry's name index (byte 1 of the first entry, after the 32-byte
+    // header) from user (1) to system (7): "user.data" becomes
+    // "system.data", whose hash covers the name and value only.
+    debugfs_w(img, &[format!("zap_block -o 33 -l 1 -p 7 {acl}")]);
+}
