@@ -34,6 +34,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import evict  # noqa: E402  (the one eviction the benchmarks share)
+
 PAGE = 4096
 # pread64(3, ..., 4096, 8192) = 4096 ; preadv2(3, [...], 1, 8192, RWF_NOWAIT) = 4096
 CALL = re.compile(r"^\s*(?:\d+\s+)?(pread64|preadv2|preadv)\((\d+),(.*)\)\s+=\s+(-?\d+)")
@@ -42,15 +45,6 @@ OPEN = re.compile(r'^\s*(?:\d+\s+)?openat\([^,]+,\s*"([^"]*)",.*\)\s+=\s+(\d+)')
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
-
-
-def evict(path):
-    os.sync()
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def offset_of(call, rest):

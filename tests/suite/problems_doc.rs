@@ -817,15 +817,14 @@ fn render() -> String {
     let _ = writeln!(s);
 
     let _ = writeln!(s, "### Not detected\n");
-    if problems
+    let undetected: Vec<_> = problems
         .iter()
         .filter(|r| r.pfsck.is_empty() && !na(r))
-        .count()
-        == 0
-    {
+        .collect();
+    if undetected.is_empty() {
         let _ = writeln!(s, "None: every applicable problem is detected.");
     }
-    for r in problems.iter().filter(|r| r.pfsck.is_empty() && !na(r)) {
+    for r in undetected {
         let why = WHY_NOT
             .iter()
             .find(|(c, _)| *c == r.entry.code)
